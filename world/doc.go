@@ -1,0 +1,47 @@
+// Package world is the seam between Skein's engine and the infrastructure it
+// runs on. A World is Storage + Queue + Streamer:
+//
+//   - Storage keeps each run's event log and the entities it materializes
+//     (runs, steps, hooks, waits). Every state change is an event; Append
+//     writes one or more events of a run and their effects in one atomic
+//     commit, so a serial step costs one durable round trip.
+//   - Queue delivers messages at least once, with a delay and an idempotency
+//     key; Consumer is its receiving side outside Lambda.
+//   - Streamer stores ordered output chunks per run and stream name.
+//
+// # State machine
+//
+// The rules deciding whether an event may be appended are pure functions
+// shared by every World: Apply takes the current State and an event and
+// returns the Effect to commit, or a typed refusal. Refusals match the
+// sentinel errors, each standing for an HTTP status (Status):
+//
+//   - ErrNotFound (404): missing run, step, hook or wait.
+//   - ErrConflict (409): duplicate creating or terminal event; any write to a
+//     terminal step; creating a step, hook or wait on a finished run; starting
+//     a step whose current attempt still holds its execution lease.
+//   - ErrGone (410): run_started on a finished run; starting, retrying or
+//     (unless it is running) completing a step of a finished run; a hook
+//     payload or wait completion for a finished run.
+//   - ErrTooEarly (425): step_started before the step's retry time.
+//
+// Beyond the reference: step_started succeeds only for a pending step or a
+// running one whose lease has expired (crash recovery), so attempts are
+// counted once; a repeated run_cancelled appends nothing, so a run has exactly
+// one terminal event; run_created may carry an idempotency key.
+//
+// When a run ends, a World deletes its active hooks, freeing their tokens,
+// and its waits. A hook_created whose token another active hook holds is
+// appended as hook_conflict naming the holder's run.
+//
+// # IDs and pagination
+//
+// IDs are a prefix (wrun_, step_, hook_, wait_, evnt_, strm_) and a monotonic
+// ULID (IDSource). Events also carry a dense, 1-based sequence number per run,
+// the write fence. Listings return a Page whose Cursor is set on every
+// non-empty page, the last included; cursors are opaque and typed by listing
+// (EncodeCursor, DecodeCursor), and a foreign one is ErrInvalid.
+//
+// The package imports no AWS code. The conformance suite every World passes
+// is world/worldtest.
+package world

@@ -1,0 +1,146 @@
+package world
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// RunStatus is the lifecycle state of a run.
+type RunStatus string
+
+// Run states (seed 000).
+const (
+	RunStatusPending   RunStatus = "pending"
+	RunStatusRunning   RunStatus = "running"
+	RunStatusCompleted RunStatus = "completed"
+	RunStatusFailed    RunStatus = "failed"
+	RunStatusCancelled RunStatus = "cancelled"
+)
+
+// Terminal reports whether no further transition is possible.
+func (s RunStatus) Terminal() bool {
+	return s == RunStatusCompleted || s == RunStatusFailed || s == RunStatusCancelled
+}
+
+// Valid reports whether s is a known run status.
+func (s RunStatus) Valid() bool {
+	switch s {
+	case RunStatusPending, RunStatusRunning, RunStatusCompleted, RunStatusFailed, RunStatusCancelled:
+		return true
+	}
+	return false
+}
+
+// StepStatus is the lifecycle state of a step.
+type StepStatus string
+
+// Step states (seed 000). step_retrying moves a step back to pending.
+const (
+	StepStatusPending   StepStatus = "pending"
+	StepStatusRunning   StepStatus = "running"
+	StepStatusCompleted StepStatus = "completed"
+	StepStatusFailed    StepStatus = "failed"
+)
+
+// Terminal reports whether no further transition is possible.
+func (s StepStatus) Terminal() bool { return s == StepStatusCompleted || s == StepStatusFailed }
+
+// WaitStatus is the lifecycle state of a wait.
+type WaitStatus string
+
+// Wait states (seed 000).
+const (
+	WaitStatusWaiting   WaitStatus = "waiting"
+	WaitStatusCompleted WaitStatus = "completed"
+)
+
+// Run error codes, as the reference has them.
+const (
+	CodeUserError             = "USER_ERROR"
+	CodeRuntimeError          = "RUNTIME_ERROR"
+	CodeMaxEventsExceeded     = "MAX_EVENTS_EXCEEDED"
+	CodeMaxDeliveriesExceeded = "MAX_DELIVERIES_EXCEEDED"
+	CodeReplayTimeout         = "REPLAY_TIMEOUT"
+	CodeReplayDivergence      = "REPLAY_DIVERGENCE"
+	CodeCorruptedEventLog     = "CORRUPTED_EVENT_LOG"
+	CodeWorldContractError    = "WORLD_CONTRACT_ERROR"
+	CodeDeploymentMismatch    = "DEPLOYMENT_MISMATCH"
+)
+
+// ErrorData is an error as recorded in the log. It keeps enough structure for
+// typed errors to survive a round trip: the SDK maps Type back to its error
+// types (FatalError, SerializationError, ...), and Cause chains nest.
+type ErrorData struct {
+	Type    string          `json:"type,omitempty"`
+	Message string          `json:"message"`
+	Stack   string          `json:"stack,omitempty"`
+	Fatal   bool            `json:"fatal,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+	Cause   *ErrorData      `json:"cause,omitempty"`
+}
+
+// Error makes ErrorData usable as an error value.
+func (e *ErrorData) Error() string { return e.Message }
+
+// Run is the materialized state of a workflow run.
+type Run struct {
+	RunID            string            `json:"runId"`
+	WorkflowName     string            `json:"workflowName"`
+	DeploymentID     string            `json:"deploymentId,omitempty"`
+	Status           RunStatus         `json:"status"`
+	Input            json.RawMessage   `json:"input,omitempty"`
+	Output           json.RawMessage   `json:"output,omitempty"`
+	Error            *ErrorData        `json:"error,omitempty"`
+	ErrorCode        string            `json:"errorCode,omitempty"`
+	CancelReason     string            `json:"cancelReason,omitempty"`
+	ExecutionContext json.RawMessage   `json:"executionContext,omitempty"`
+	Attributes       map[string]string `json:"attributes,omitempty"`
+	IdempotencyKey   string            `json:"idempotencyKey,omitempty"`
+	// LastSeq is the sequence number of the run's newest event: the write fence.
+	LastSeq     int64     `json:"lastSeq"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+	StartedAt   time.Time `json:"startedAt,omitzero"`
+	CompletedAt time.Time `json:"completedAt,omitzero"`
+}
+
+// Step is the materialized state of one step invocation.
+type Step struct {
+	RunID      string          `json:"runId"`
+	StepID     string          `json:"stepId"`
+	StepName   string          `json:"stepName"`
+	Status     StepStatus      `json:"status"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Error      *ErrorData      `json:"error,omitempty"`
+	Attempt    int             `json:"attempt"`
+	RetryAfter time.Time       `json:"retryAfter,omitzero"`
+	// LeaseExpiresAt bounds the current attempt's exclusivity: until then no
+	// other executor may start the step (DESIGN item 5).
+	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	StartedAt      time.Time `json:"startedAt,omitzero"` // first start; set once
+	CompletedAt    time.Time `json:"completedAt,omitzero"`
+}
+
+// Hook is an active hook. A disposed hook no longer exists in storage.
+type Hook struct {
+	RunID     string          `json:"runId"`
+	HookID    string          `json:"hookId"`
+	Token     string          `json:"token"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	IsWebhook bool            `json:"isWebhook,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// Wait is the materialized state of a sleep.
+type Wait struct {
+	RunID       string     `json:"runId"`
+	WaitID      string     `json:"waitId"`
+	Status      WaitStatus `json:"status"`
+	ResumeAt    time.Time  `json:"resumeAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	CompletedAt time.Time  `json:"completedAt,omitzero"`
+}

@@ -1,0 +1,420 @@
+package world
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// EventType names an event (seed 000).
+type EventType string
+
+// Event types.
+const (
+	EventRunCreated    EventType = "run_created"
+	EventRunStarted    EventType = "run_started"
+	EventRunCompleted  EventType = "run_completed"
+	EventRunFailed     EventType = "run_failed"
+	EventRunCancelled  EventType = "run_cancelled"
+	EventStepCreated   EventType = "step_created"
+	EventStepStarted   EventType = "step_started"
+	EventStepCompleted EventType = "step_completed"
+	EventStepFailed    EventType = "step_failed"
+	EventStepRetrying  EventType = "step_retrying"
+	EventHookCreated   EventType = "hook_created"
+	EventHookConflict  EventType = "hook_conflict"
+	EventHookReceived  EventType = "hook_received"
+	EventHookDisposed  EventType = "hook_disposed"
+	EventWaitCreated   EventType = "wait_created"
+	EventWaitCompleted EventType = "wait_completed"
+)
+
+// Terminal reports whether the event ends a run.
+func (t EventType) Terminal() bool {
+	return t == EventRunCompleted || t == EventRunFailed || t == EventRunCancelled
+}
+
+// Event is one entry of a run's log. Seq is dense and 1-based per run; it is
+// the write fence. CorrelationID names the step, hook or wait the event
+// concerns (empty for run events).
+type Event struct {
+	RunID         string
+	EventID       string
+	Seq           int64
+	CorrelationID string
+	CreatedAt     time.Time
+	Data          EventData
+}
+
+// Type returns the event's type, taken from its payload.
+func (e Event) Type() EventType {
+	if e.Data == nil {
+		return ""
+	}
+	return e.Data.EventType()
+}
+
+// EventData is an event payload: one concrete type per EventType.
+type EventData interface {
+	EventType() EventType
+	validate(correlationID string) error
+}
+
+// The payloads. Values produced by user code (inputs, outputs, payloads,
+// metadata) are opaque serialized bytes.
+type (
+	// RunCreated creates a run in pending state.
+	RunCreated struct {
+		WorkflowName     string            `json:"workflowName"`
+		DeploymentID     string            `json:"deploymentId,omitempty"`
+		Input            json.RawMessage   `json:"input,omitempty"`
+		ExecutionContext json.RawMessage   `json:"executionContext,omitempty"`
+		Attributes       map[string]string `json:"attributes,omitempty"`
+		// IdempotencyKey, when set, is unique among runs: a second run_created
+		// with the same key is refused with a *RunExistsError naming the first.
+		IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	}
+	// RunStarted moves a pending run to running.
+	RunStarted struct{}
+	// RunCompleted ends a run with its output.
+	RunCompleted struct {
+		Output json.RawMessage `json:"output,omitempty"`
+	}
+	// RunFailed ends a run with an error and an error code.
+	RunFailed struct {
+		Error     *ErrorData `json:"error"`
+		ErrorCode string     `json:"errorCode,omitempty"`
+	}
+	// RunCancelled ends a pending or running run.
+	RunCancelled struct {
+		Reason string `json:"cancelReason,omitempty"`
+	}
+	// StepCreated creates a step in pending state.
+	StepCreated struct {
+		StepName string          `json:"stepName"`
+		Input    json.RawMessage `json:"input,omitempty"`
+	}
+	// StepStarted moves a step to running and counts an attempt. LeaseTTL is
+	// how long the attempt is exclusive (DefaultStepLease when zero); the World
+	// fills in Attempt and LeaseExpiresAt.
+	StepStarted struct {
+		StepName       string        `json:"stepName,omitempty"`
+		Attempt        int           `json:"attempt,omitempty"`
+		LeaseTTL       time.Duration `json:"leaseTtl,omitempty"`
+		LeaseExpiresAt time.Time     `json:"leaseExpiresAt,omitzero"`
+	}
+	// StepCompleted ends a step with its result.
+	StepCompleted struct {
+		StepName string          `json:"stepName,omitempty"`
+		Result   json.RawMessage `json:"result,omitempty"`
+	}
+	// StepFailed ends a step; it will not be retried.
+	StepFailed struct {
+		StepName string     `json:"stepName,omitempty"`
+		Error    *ErrorData `json:"error"`
+	}
+	// StepRetrying moves a step back to pending until RetryAfter.
+	StepRetrying struct {
+		StepName   string     `json:"stepName,omitempty"`
+		Error      *ErrorData `json:"error"`
+		RetryAfter time.Time  `json:"retryAfter,omitzero"`
+	}
+	// HookCreated creates an active hook holding Token.
+	HookCreated struct {
+		Token     string          `json:"token"`
+		Metadata  json.RawMessage `json:"metadata,omitempty"`
+		IsWebhook bool            `json:"isWebhook,omitempty"`
+	}
+	// HookConflict records that a hook_created was refused because another
+	// active hook holds the token. Worlds write it in place of hook_created.
+	HookConflict struct {
+		Token            string `json:"token"`
+		ConflictingRunID string `json:"conflictingRunId,omitempty"`
+	}
+	// HookReceived delivers one payload to an active hook.
+	HookReceived struct {
+		Token   string          `json:"token,omitempty"`
+		Payload json.RawMessage `json:"payload,omitempty"`
+	}
+	// HookDisposed deletes a hook and frees its token.
+	HookDisposed struct {
+		Token string `json:"token,omitempty"`
+	}
+	// WaitCreated creates a wait that elapses at ResumeAt.
+	WaitCreated struct {
+		ResumeAt time.Time `json:"resumeAt"`
+	}
+	// WaitCompleted marks a wait elapsed.
+	WaitCompleted struct {
+		ResumeAt time.Time `json:"resumeAt,omitzero"`
+	}
+)
+
+// EventType implementations.
+func (*RunCreated) EventType() EventType    { return EventRunCreated }
+func (*RunStarted) EventType() EventType    { return EventRunStarted }
+func (*RunCompleted) EventType() EventType  { return EventRunCompleted }
+func (*RunFailed) EventType() EventType     { return EventRunFailed }
+func (*RunCancelled) EventType() EventType  { return EventRunCancelled }
+func (*StepCreated) EventType() EventType   { return EventStepCreated }
+func (*StepStarted) EventType() EventType   { return EventStepStarted }
+func (*StepCompleted) EventType() EventType { return EventStepCompleted }
+func (*StepFailed) EventType() EventType    { return EventStepFailed }
+func (*StepRetrying) EventType() EventType  { return EventStepRetrying }
+func (*HookCreated) EventType() EventType   { return EventHookCreated }
+func (*HookConflict) EventType() EventType  { return EventHookConflict }
+func (*HookReceived) EventType() EventType  { return EventHookReceived }
+func (*HookDisposed) EventType() EventType  { return EventHookDisposed }
+func (*WaitCreated) EventType() EventType   { return EventWaitCreated }
+func (*WaitCompleted) EventType() EventType { return EventWaitCompleted }
+
+// NewEventData returns an empty payload for t, or an ErrInvalid error for an
+// unknown type.
+func NewEventData(t EventType) (EventData, error) {
+	switch t {
+	case EventRunCreated:
+		return &RunCreated{}, nil
+	case EventRunStarted:
+		return &RunStarted{}, nil
+	case EventRunCompleted:
+		return &RunCompleted{}, nil
+	case EventRunFailed:
+		return &RunFailed{}, nil
+	case EventRunCancelled:
+		return &RunCancelled{}, nil
+	case EventStepCreated:
+		return &StepCreated{}, nil
+	case EventStepStarted:
+		return &StepStarted{}, nil
+	case EventStepCompleted:
+		return &StepCompleted{}, nil
+	case EventStepFailed:
+		return &StepFailed{}, nil
+	case EventStepRetrying:
+		return &StepRetrying{}, nil
+	case EventHookCreated:
+		return &HookCreated{}, nil
+	case EventHookConflict:
+		return &HookConflict{}, nil
+	case EventHookReceived:
+		return &HookReceived{}, nil
+	case EventHookDisposed:
+		return &HookDisposed{}, nil
+	case EventWaitCreated:
+		return &WaitCreated{}, nil
+	case EventWaitCompleted:
+		return &WaitCompleted{}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown event type %q", ErrInvalid, t)
+}
+
+// eventJSON is the wire and storage form of an Event.
+type eventJSON struct {
+	RunID         string          `json:"runId"`
+	EventID       string          `json:"eventId"`
+	Seq           int64           `json:"seq"`
+	EventType     EventType       `json:"eventType"`
+	CorrelationID string          `json:"correlationId,omitempty"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	EventData     json.RawMessage `json:"eventData,omitempty"`
+}
+
+// MarshalJSON encodes the event with its type and payload.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Data == nil {
+		return nil, fmt.Errorf("%w: event without data", ErrInvalid)
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(eventJSON{
+		RunID: e.RunID, EventID: e.EventID, Seq: e.Seq, EventType: e.Data.EventType(),
+		CorrelationID: e.CorrelationID, CreatedAt: e.CreatedAt, EventData: data,
+	})
+}
+
+// UnmarshalJSON decodes an event; an unknown type is an ErrInvalid error.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j eventJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("%w: event: %v", ErrInvalid, err)
+	}
+	data, err := NewEventData(j.EventType)
+	if err != nil {
+		return err
+	}
+	if len(j.EventData) > 0 && string(j.EventData) != "null" {
+		if err := json.Unmarshal(j.EventData, data); err != nil {
+			return fmt.Errorf("%w: %s payload: %v", ErrInvalid, j.EventType, err)
+		}
+	}
+	*e = Event{RunID: j.RunID, EventID: j.EventID, Seq: j.Seq, CorrelationID: j.CorrelationID, CreatedAt: j.CreatedAt, Data: data}
+	return nil
+}
+
+// ValidateEvent checks an event proposed for appending: a known type, a
+// correlation ID of the right kind, and the payload's required fields.
+func ValidateEvent(e Event) error {
+	if e.Data == nil {
+		return fmt.Errorf("%w: event without data", ErrInvalid)
+	}
+	return e.Data.validate(e.CorrelationID)
+}
+
+func noCorrelation(t EventType, corr string) error {
+	if corr != "" {
+		return invalidf(t, corr, "run events take no correlation ID")
+	}
+	return nil
+}
+
+func correlation(t EventType, prefix, corr string) error {
+	if corr == "" {
+		return invalidf(t, "", "correlation ID required")
+	}
+	if err := ValidateID(prefix, corr); err != nil {
+		return invalidf(t, corr, "%v", err)
+	}
+	return nil
+}
+
+func validJSON(t EventType, corr, field string, b json.RawMessage) error {
+	if len(b) > 0 && !json.Valid(b) {
+		return invalidf(t, corr, "%s is not valid JSON", field)
+	}
+	return nil
+}
+
+func (d *RunCreated) validate(corr string) error {
+	if err := noCorrelation(EventRunCreated, corr); err != nil {
+		return err
+	}
+	if d.WorkflowName == "" {
+		return invalidf(EventRunCreated, "", "workflowName required")
+	}
+	if err := validJSON(EventRunCreated, "", "input", d.Input); err != nil {
+		return err
+	}
+	return validJSON(EventRunCreated, "", "executionContext", d.ExecutionContext)
+}
+
+func (d *RunStarted) validate(corr string) error { return noCorrelation(EventRunStarted, corr) }
+
+func (d *RunCompleted) validate(corr string) error {
+	if err := noCorrelation(EventRunCompleted, corr); err != nil {
+		return err
+	}
+	return validJSON(EventRunCompleted, "", "output", d.Output)
+}
+
+func (d *RunFailed) validate(corr string) error {
+	if err := noCorrelation(EventRunFailed, corr); err != nil {
+		return err
+	}
+	if d.Error == nil {
+		return invalidf(EventRunFailed, "", "error required")
+	}
+	return nil
+}
+
+func (d *RunCancelled) validate(corr string) error { return noCorrelation(EventRunCancelled, corr) }
+
+func (d *StepCreated) validate(corr string) error {
+	if err := correlation(EventStepCreated, PrefixStep, corr); err != nil {
+		return err
+	}
+	if d.StepName == "" {
+		return invalidf(EventStepCreated, corr, "stepName required")
+	}
+	return validJSON(EventStepCreated, corr, "input", d.Input)
+}
+
+func (d *StepStarted) validate(corr string) error {
+	if err := correlation(EventStepStarted, PrefixStep, corr); err != nil {
+		return err
+	}
+	if d.LeaseTTL < 0 {
+		return invalidf(EventStepStarted, corr, "negative lease")
+	}
+	return nil
+}
+
+func (d *StepCompleted) validate(corr string) error {
+	if err := correlation(EventStepCompleted, PrefixStep, corr); err != nil {
+		return err
+	}
+	return validJSON(EventStepCompleted, corr, "result", d.Result)
+}
+
+func (d *StepFailed) validate(corr string) error {
+	if err := correlation(EventStepFailed, PrefixStep, corr); err != nil {
+		return err
+	}
+	if d.Error == nil {
+		return invalidf(EventStepFailed, corr, "error required")
+	}
+	return nil
+}
+
+func (d *StepRetrying) validate(corr string) error {
+	if err := correlation(EventStepRetrying, PrefixStep, corr); err != nil {
+		return err
+	}
+	if d.Error == nil {
+		return invalidf(EventStepRetrying, corr, "error required")
+	}
+	return nil
+}
+
+// MaxTokenLength bounds hook tokens (DynamoDB keys cap at 1 KB; the token item
+// is keyed by a hash, but the token is stored beside it).
+const MaxTokenLength = 512
+
+func (d *HookCreated) validate(corr string) error {
+	if err := correlation(EventHookCreated, PrefixHook, corr); err != nil {
+		return err
+	}
+	if d.Token == "" {
+		return invalidf(EventHookCreated, corr, "token required")
+	}
+	if len(d.Token) > MaxTokenLength {
+		return invalidf(EventHookCreated, corr, "token longer than %d bytes", MaxTokenLength)
+	}
+	return validJSON(EventHookCreated, corr, "metadata", d.Metadata)
+}
+
+func (d *HookConflict) validate(corr string) error {
+	if err := correlation(EventHookConflict, PrefixHook, corr); err != nil {
+		return err
+	}
+	if d.Token == "" {
+		return invalidf(EventHookConflict, corr, "token required")
+	}
+	return nil
+}
+
+func (d *HookReceived) validate(corr string) error {
+	if err := correlation(EventHookReceived, PrefixHook, corr); err != nil {
+		return err
+	}
+	return validJSON(EventHookReceived, corr, "payload", d.Payload)
+}
+
+func (d *HookDisposed) validate(corr string) error {
+	return correlation(EventHookDisposed, PrefixHook, corr)
+}
+
+func (d *WaitCreated) validate(corr string) error {
+	if err := correlation(EventWaitCreated, PrefixWait, corr); err != nil {
+		return err
+	}
+	if d.ResumeAt.IsZero() {
+		return invalidf(EventWaitCreated, corr, "resumeAt required")
+	}
+	return nil
+}
+
+func (d *WaitCompleted) validate(corr string) error {
+	return correlation(EventWaitCompleted, PrefixWait, corr)
+}

@@ -1,0 +1,116 @@
+package world
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Queue is the producer side of the World's queue: at-least-once delivery with
+// a per-message delay and an idempotency key.
+type Queue interface {
+	// Enqueue schedules Body for delivery after Delay. When IdempotencyKey is
+	// set and a message with the same key was enqueued within the World's
+	// dedupe window, nothing is enqueued and the first message's ID is
+	// returned with Duplicate set.
+	Enqueue(ctx context.Context, p *EnqueueParams) (*EnqueueResult, error)
+}
+
+// Consumer is the receiving side of a World's queue, for running outside
+// Lambda (inside Lambda the event source mapping receives).
+type Consumer interface {
+	// Receive returns up to Max visible messages, waiting up to Wait for the
+	// first. Each is hidden from other receivers for Visibility; if it is
+	// neither acked nor released by then it is delivered again with Attempt+1.
+	Receive(ctx context.Context, p *ReceiveParams) ([]Delivery, error)
+	// Ack deletes a delivered message.
+	Ack(ctx context.Context, p *AckParams) error
+	// Release makes a delivered message visible again after Delay (a failed
+	// attempt: it will be redelivered with Attempt+1).
+	Release(ctx context.Context, p *ReleaseParams) error
+}
+
+// EnqueueParams is one message to enqueue.
+type EnqueueParams struct {
+	Body           []byte
+	Delay          time.Duration
+	IdempotencyKey string
+}
+
+// EnqueueResult reports an enqueue.
+type EnqueueResult struct {
+	MessageID string
+	Duplicate bool
+}
+
+// ReceiveParams bounds a receive.
+type ReceiveParams struct {
+	Max        int
+	Wait       time.Duration
+	Visibility time.Duration
+}
+
+// Delivery is one received message. MessageID is stable across redeliveries;
+// Receipt identifies this delivery for Ack and Release.
+type Delivery struct {
+	MessageID  string
+	Receipt    string
+	Body       []byte
+	Attempt    int
+	EnqueuedAt time.Time
+}
+
+// AckParams names a delivery.
+type AckParams struct{ Receipt string }
+
+// ReleaseParams names a delivery and when to redeliver it.
+type ReleaseParams struct {
+	Receipt string
+	Delay   time.Duration
+}
+
+// Message is the body every queue carries: a run to continue, and optionally
+// one step to execute (DESIGN: messages carry a stepId for background steps).
+// NotBefore lets a queue with a capped delay (SQS: 15 minutes) chain hops: a
+// consumer that receives a message before NotBefore re-enqueues it for the
+// remaining time instead of acting on it.
+type Message struct {
+	RunID       string    `json:"runId"`
+	StepID      string    `json:"stepId,omitempty"`
+	NotBefore   time.Time `json:"notBefore,omitzero"`
+	RequestedAt time.Time `json:"requestedAt,omitzero"`
+	// Hop counts the re-enqueues of a chained delay.
+	Hop int `json:"hop,omitempty"`
+}
+
+// EncodeMessage returns the JSON body of m.
+func EncodeMessage(m Message) ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// DecodeMessage parses a queue body. A malformed body is an ErrInvalid error:
+// retrying it cannot help.
+func DecodeMessage(body []byte) (Message, error) {
+	var m Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return Message{}, fmt.Errorf("%w: queue message: %v", ErrInvalid, err)
+	}
+	return m, m.Validate()
+}
+
+// Validate checks the IDs of a message.
+func (m Message) Validate() error {
+	if err := ValidateID(PrefixRun, m.RunID); err != nil {
+		return fmt.Errorf("queue message: %w", err)
+	}
+	if m.StepID != "" {
+		if err := ValidateID(PrefixStep, m.StepID); err != nil {
+			return fmt.Errorf("queue message: %w", err)
+		}
+	}
+	return nil
+}

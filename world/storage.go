@@ -1,0 +1,173 @@
+package world
+
+import (
+	"context"
+	"time"
+)
+
+// World is the seam every backend implements: storage of the event log and
+// its materialized entities, a delayed queue, and output streams. The SDK and
+// the engine depend on nothing else.
+type World interface {
+	Storage
+	Queue
+	Streamer
+	// Close releases the World's resources. It does not delete data.
+	Close() error
+}
+
+// Storage persists runs, steps, hooks, waits and the event log. Every write is
+// an event appended with Append; the entity it concerns changes in the same
+// atomic commit.
+type Storage interface {
+	// Append applies Events, in order, to one run in a single atomic commit:
+	// either every event is appended (densely sequenced) with its effect, or
+	// none is and the error is a *CommitError naming the refused event. The
+	// refusal itself is typed (see Apply). A hook_created whose token is held
+	// by another active hook is appended as a hook_conflict instead.
+	Append(ctx context.Context, p *AppendParams) (*AppendResult, error)
+
+	GetRun(ctx context.Context, p *GetRunParams) (*Run, error)
+	// ListRuns lists runs newest first, optionally filtered by workflow name
+	// and status.
+	ListRuns(ctx context.Context, p *ListRunsParams) (*Page[Run], error)
+
+	GetStep(ctx context.Context, p *GetStepParams) (*Step, error)
+	// ListSteps lists a run's steps in creation order.
+	ListSteps(ctx context.Context, p *ListStepsParams) (*Page[Step], error)
+
+	// ListEvents lists a run's events in sequence order (or reverse with
+	// Descending). Every non-empty page carries a cursor, the last page
+	// included, so a reader can resume from it and get exactly what was
+	// appended since.
+	ListEvents(ctx context.Context, p *ListEventsParams) (*Page[Event], error)
+	// ListEventsByCorrelation lists the events of one step, hook or wait.
+	ListEventsByCorrelation(ctx context.Context, p *ListEventsByCorrelationParams) (*Page[Event], error)
+
+	GetHook(ctx context.Context, p *GetHookParams) (*Hook, error)
+	GetHookByToken(ctx context.Context, p *GetHookByTokenParams) (*Hook, error)
+	// ListHooks lists active hooks in creation order, optionally of one run.
+	ListHooks(ctx context.Context, p *ListHooksParams) (*Page[Hook], error)
+
+	GetWait(ctx context.Context, p *GetWaitParams) (*Wait, error)
+
+	// AcquireRunLease takes the per-run lease: it fails fast with a
+	// *LeaseHeldError when another owner holds an unexpired lease. The same
+	// owner re-acquiring extends its lease.
+	AcquireRunLease(ctx context.Context, p *RunLeaseParams) (*RunLease, error)
+	// RenewRunLease extends a lease the owner holds, or fails with ErrLeaseLost.
+	RenewRunLease(ctx context.Context, p *RunLeaseParams) (*RunLease, error)
+	// ReleaseRunLease gives the lease up. It is tolerant: releasing a lease
+	// that expired or that another owner now holds is not an error.
+	ReleaseRunLease(ctx context.Context, p *RunLeaseParams) error
+
+	// RenewStepLease extends the execution lease of a running step's current
+	// attempt. It fails with ErrNotFound for a missing step and ErrConflict
+	// when the step is not running that attempt.
+	RenewStepLease(ctx context.Context, p *RenewStepLeaseParams) (*Step, error)
+}
+
+// EventInput is one event proposed for appending.
+type EventInput struct {
+	CorrelationID string
+	Data          EventData
+}
+
+// AppendParams proposes a commit of one or more events to one run.
+type AppendParams struct {
+	RunID  string
+	Events []EventInput
+	// IfLastSeq, when positive, makes the commit conditional: it is refused
+	// with ErrConflict unless the run's newest event has this sequence number.
+	IfLastSeq int64
+}
+
+// AppendResult reports a commit.
+type AppendResult struct {
+	// Run is the run's state after the commit.
+	Run *Run
+	// Results has one entry per input event, in order.
+	Results []EventResult
+}
+
+// EventResult is the outcome of one event of a commit.
+type EventResult struct {
+	// Event is the appended event, nil when the request was satisfied without
+	// appending (run_started on a running run, a repeated run_cancelled).
+	Event *Event
+	// Step, Hook and Wait are the entity as the event left it (Hook is nil for
+	// a hook_conflict and for hook_disposed).
+	Step *Step
+	Hook *Hook
+	Wait *Wait
+}
+
+// GetRunParams names a run.
+type GetRunParams struct{ RunID string }
+
+// ListRunsParams filters and pages runs.
+type ListRunsParams struct {
+	WorkflowName string
+	Status       RunStatus
+	Pagination
+}
+
+// GetStepParams names a step.
+type GetStepParams struct{ RunID, StepID string }
+
+// ListStepsParams pages a run's steps.
+type ListStepsParams struct {
+	RunID string
+	Pagination
+}
+
+// ListEventsParams pages a run's events.
+type ListEventsParams struct {
+	RunID string
+	Pagination
+}
+
+// ListEventsByCorrelationParams pages the events of one entity.
+type ListEventsByCorrelationParams struct {
+	RunID         string
+	CorrelationID string
+	Pagination
+}
+
+// GetHookParams names a hook.
+type GetHookParams struct{ HookID string }
+
+// GetHookByTokenParams names a hook by its token.
+type GetHookByTokenParams struct{ Token string }
+
+// ListHooksParams pages active hooks, of one run when RunID is set.
+type ListHooksParams struct {
+	RunID string
+	Pagination
+}
+
+// GetWaitParams names a wait.
+type GetWaitParams struct{ RunID, WaitID string }
+
+// RunLeaseParams names a run lease and its owner. TTL applies to acquire and
+// renew.
+type RunLeaseParams struct {
+	RunID string
+	Owner string
+	TTL   time.Duration
+}
+
+// RunLease is a held per-run lease.
+type RunLease struct {
+	RunID     string
+	Owner     string
+	ExpiresAt time.Time
+}
+
+// RenewStepLeaseParams extends a running step's execution lease.
+type RenewStepLeaseParams struct {
+	RunID   string
+	StepID  string
+	Attempt int
+	TTL     time.Duration
+}
