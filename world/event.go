@@ -3,6 +3,7 @@ package world
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -258,6 +259,11 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 func ValidateEvent(e Event) error {
 	if e.Data == nil {
 		return fmt.Errorf("%w: event without data", ErrInvalid)
+	}
+	// Every payload type is a pointer; a typed nil (say (*StepCreated)(nil))
+	// would panic in validate.
+	if v := reflect.ValueOf(e.Data); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: %s event with a nil payload", ErrInvalid, e.Data.EventType())
 	}
 	return e.Data.validate(e.CorrelationID)
 }

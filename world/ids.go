@@ -29,6 +29,7 @@ type IDSource struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	entropy *ulid.MonotonicEntropy
+	lastMS  uint64 // timestamp of the newest ID: the clock may step back
 }
 
 // NewIDSource returns an IDSource reading time from now (time.Now when nil)
@@ -47,12 +48,19 @@ func NewIDSource(now func() time.Time, r io.Reader) *IDSource {
 func (s *IDSource) New(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id, err := ulid.New(ulid.Timestamp(s.now()), s.entropy)
+	// Never go back in time: a wall clock stepping back (NTP) would otherwise
+	// mint IDs sorting before earlier ones.
+	ms := max(ulid.Timestamp(s.now()), s.lastMS)
+	id, err := ulid.New(ms, s.entropy)
 	if err != nil {
-		// Monotonic entropy overflows only after 2^80 IDs in one millisecond;
-		// fall back to a fresh random ULID rather than fail.
-		id = ulid.Make()
+		// The entropy of this millisecond is exhausted: borrow the next one,
+		// which keeps the order (a fresh random ULID would not).
+		ms++
+		if id, err = ulid.New(ms, s.entropy); err != nil {
+			id = ulid.Make()
+		}
 	}
+	s.lastMS = ms
 	return prefix + id.String()
 }
 

@@ -1,0 +1,87 @@
+package world_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	refusal := func(kind error) error {
+		return &world.RefusalError{Kind: kind, EventType: world.EventStepStarted, Entity: stepID, Reason: "r"}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"ErrNotFound", world.ErrNotFound, 404},
+		{"wrapped ErrNotFound", fmt.Errorf("get: %w", world.ErrNotFound), 404},
+		{"ErrConflict", world.ErrConflict, 409},
+		{"ErrLeaseHeld", world.ErrLeaseHeld, 409},
+		{"ErrGone", world.ErrGone, 410},
+		{"ErrTooEarly", world.ErrTooEarly, 425},
+		{"ErrInvalid", world.ErrInvalid, 400},
+		{"refusal 404", refusal(world.ErrNotFound), 404},
+		{"refusal 409", refusal(world.ErrConflict), 409},
+		{"refusal 410", refusal(world.ErrGone), 410},
+		{"refusal 400", refusal(world.ErrInvalid), 400},
+		{"TooEarlyError", &world.TooEarlyError{StepID: stepID, RetryAfter: now}, 425},
+		{"StepLeasedError", &world.StepLeasedError{StepID: stepID}, 409},
+		{"RunExistsError", &world.RunExistsError{RunID: runID}, 409},
+		{"LeaseHeldError", &world.LeaseHeldError{RunID: runID, Owner: "o"}, 409},
+		{"CommitError of a 410", &world.CommitError{Index: 2, Err: refusal(world.ErrGone)}, 410},
+		{"CommitError of a 425", &world.CommitError{Index: 1, Err: &world.TooEarlyError{}}, 425},
+		{"other", errors.New("disk on fire"), 500},
+		{"context", context.DeadlineExceeded, 500},
+	} {
+		if got := world.Status(tc.err); got != tc.want {
+			t.Errorf("Status(%s) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTypedErrors(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		err      error
+		sentinel error
+		mentions []string
+	}{
+		{&world.RefusalError{Kind: world.ErrGone, EventType: world.EventStepStarted, Entity: stepID, Reason: "run is over"}, world.ErrGone, []string{"step_started", stepID, "run is over"}},
+		{&world.TooEarlyError{StepID: stepID, RetryAfter: at}, world.ErrTooEarly, []string{stepID, "2026-01-02T03:04:05Z"}},
+		{&world.StepLeasedError{StepID: stepID, Attempt: 3, LeaseExpiresAt: at}, world.ErrConflict, []string{stepID, "attempt 3"}},
+		{&world.RunExistsError{RunID: runID}, world.ErrConflict, []string{runID}},
+		{&world.RunExistsError{RunID: runID, IdempotencyKey: "k1"}, world.ErrConflict, []string{runID, `"k1"`}},
+		{&world.LeaseHeldError{RunID: runID, Owner: "worker-7", ExpiresAt: at}, world.ErrLeaseHeld, []string{runID, "worker-7"}},
+		{&world.CommitError{Index: 1, Err: &world.StepLeasedError{StepID: stepID}}, world.ErrConflict, []string{"event 1", stepID}},
+	} {
+		if !errors.Is(tc.err, tc.sentinel) {
+			t.Errorf("%T does not match %v", tc.err, tc.sentinel)
+		}
+		for _, m := range tc.mentions {
+			if !strings.Contains(tc.err.Error(), m) {
+				t.Errorf("%T message %q does not mention %q", tc.err, tc.err.Error(), m)
+			}
+		}
+	}
+	var leased *world.StepLeasedError
+	if !errors.As(&world.CommitError{Err: &world.StepLeasedError{Attempt: 2}}, &leased) || leased.Attempt != 2 {
+		t.Error("errors.As does not reach a typed refusal inside a CommitError")
+	}
+	for _, s := range []error{world.ErrNotFound, world.ErrConflict, world.ErrGone, world.ErrTooEarly, world.ErrInvalid, world.ErrLeaseHeld, world.ErrLeaseLost, world.ErrClosed} {
+		for _, o := range []error{world.ErrNotFound, world.ErrConflict, world.ErrGone, world.ErrTooEarly, world.ErrInvalid, world.ErrLeaseHeld, world.ErrLeaseLost, world.ErrClosed} {
+			if s != o && errors.Is(s, o) {
+				t.Errorf("sentinel %v matches %v", s, o)
+			}
+		}
+	}
+}

@@ -1,0 +1,60 @@
+// Package worldtest is the conformance suite every world.World passes.
+//
+// A World's own test calls Run with a constructor of fresh, isolated Worlds:
+//
+//	func TestConformance(t *testing.T) {
+//		worldtest.Run(t, worldtest.Options{
+//			New: func(t *testing.T) worldtest.Subject {
+//				w := localworld.NewMemory() // whatever builds an empty World
+//				return worldtest.Subject{World: w, Consumer: w}
+//			},
+//		})
+//	}
+//
+// Run runs one subtest per group (runs, steps, hooks, waits, commit, reads,
+// pagination, races, leases, queue, streams) and in it one parallel subtest
+// per case; every case gets its own World from Options.New and the suite
+// closes it when the case ends. New must therefore return an empty World that
+// shares no state with the others (its own file, table prefix or queue), and
+// must not close it itself.
+//
+// # What a World must do
+//
+// The state machine's rules (world.Apply) are checked through Storage.Append,
+// never by calling Apply: every transition and every refusal, with the typed
+// errors (*world.RunExistsError, *world.StepLeasedError, *world.TooEarlyError,
+// *world.CommitError, *world.LeaseHeldError) and the sentinels they match.
+// Beyond Apply, a World must:
+//
+//   - commit every event of an Append atomically, each event seeing the effects
+//     of the earlier ones, and report a refusal as a *world.CommitError naming
+//     the refused event, a single-event commit included;
+//   - stamp events with dense, 1-based sequence numbers and evnt_ IDs, even
+//     under concurrent appends to one run;
+//   - refuse hook_created as hook_conflict when another active hook, of any
+//     run, holds the token, atomically with respect to concurrent claims;
+//   - on a run's end, delete its hooks (freeing their tokens) and its waits
+//     without writing events of its own;
+//   - page every listing with a cursor on every non-empty page, the last one
+//     included, an empty cursor on an empty page, HasMore exact, and refuse a
+//     malformed cursor or one from another listing (or another run's events)
+//     with world.ErrInvalid;
+//   - validate stream names (world.ValidateStreamName) on write;
+//   - deliver queue messages no earlier than their delay, with Attempt 1 on
+//     the first delivery and Attempt+1 and the same MessageID on each
+//     redelivery. A backend whose delays or visibility timeouts have a coarse
+//     granularity must round them up, and can scale the suite's windows with
+//     Options.Slow.
+//
+// # Timing
+//
+// The suite uses real time. Checks that something must not happen yet use
+// windows long enough never to flake (a one-minute lease, a retry time an
+// hour ahead); checks that something happens after a short window (a step
+// lease of 150ms, a retry time 200ms ahead, a queue delay of 300ms) sleep
+// past it, scaled by Options.Slow. Latency is only bounded generously: a
+// delayed message must arrive within its delay plus 5s (times Slow).
+//
+// Queue cases that need a Consumer are skipped when Subject.Consumer is nil;
+// the Enqueue deduplication case runs without one.
+package worldtest

@@ -1,0 +1,199 @@
+package worldtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+func leaseCases() []testCase {
+	return []testCase{
+		{"acquire_fails_fast", testLeaseFailFast},
+		{"reacquire_extends", testLeaseReacquire},
+		{"release_frees", testLeaseRelease},
+		{"release_tolerant", testLeaseReleaseTolerant},
+		{"expiry_lets_another_owner_take", testLeaseExpiry},
+		{"renew", testLeaseRenew},
+		{"renew_lost_lease", testLeaseRenewLost},
+		{"step_lease_renew", testStepLeaseRenew},
+		{"step_lease_renew_refusals", testStepLeaseRenewRefused},
+	}
+}
+
+func (f *fixture) acquire(run, owner string, ttl time.Duration) (*world.RunLease, error) {
+	return f.w.AcquireRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: owner, TTL: ttl})
+}
+
+func (f *fixture) mustAcquire(run, owner string, ttl time.Duration) *world.RunLease {
+	f.t.Helper()
+	before := time.Now()
+	l, err := f.acquire(run, owner, ttl)
+	if err != nil {
+		f.t.Fatalf("AcquireRunLease(%s, %s): %v", run, owner, err)
+	}
+	if l == nil || l.RunID != run || l.Owner != owner {
+		f.t.Fatalf("AcquireRunLease(%s, %s): got %+v", run, owner, l)
+	}
+	if l.ExpiresAt.Before(before.Add(ttl-skew)) || l.ExpiresAt.After(time.Now().Add(ttl+skew)) {
+		f.t.Fatalf("AcquireRunLease with TTL %v: ExpiresAt %v, want about %v", ttl, l.ExpiresAt, before.Add(ttl))
+	}
+	return l
+}
+
+// wantHeld checks that owner cannot take the lease because holder has it.
+func (f *fixture) wantHeld(run, owner, holder, what string) {
+	f.t.Helper()
+	_, err := f.acquire(run, owner, time.Minute)
+	e := wantAs[*world.LeaseHeldError](f.t, err, "%s: AcquireRunLease by %s", what, owner)
+	if e.Owner != holder || e.RunID != run {
+		f.t.Fatalf("%s: LeaseHeldError = %+v, want run %s held by %s", what, e, run, holder)
+	}
+}
+
+func testLeaseFailFast(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	l := f.mustAcquire(run, "a", time.Minute)
+	start := time.Now()
+	_, err := f.acquire(run, "b", time.Minute)
+	e := wantAs[*world.LeaseHeldError](t, err, "AcquireRunLease of a held lease")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("AcquireRunLease of a held lease took %v; it must fail fast, not wait", took)
+	}
+	if e.Owner != "a" || e.RunID != run || !sameTime(e.ExpiresAt, l.ExpiresAt) {
+		t.Fatalf("LeaseHeldError = %+v, want run %s held by a until %v", e, run, l.ExpiresAt)
+	}
+	if world.Status(err) != 409 {
+		t.Fatalf("held lease: status %d, want 409", world.Status(err))
+	}
+	// Leases are per run.
+	f.mustAcquire(f.startedRun(), "b", time.Minute)
+}
+
+func testLeaseReacquire(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	short := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
+	long := f.mustAcquire(run, "a", time.Minute)
+	if !long.ExpiresAt.After(short.ExpiresAt) {
+		t.Fatalf("re-acquiring by the same owner: ExpiresAt %v, want later than %v", long.ExpiresAt, short.ExpiresAt)
+	}
+	sleepUntil(short.ExpiresAt.Add(f.d(100 * time.Millisecond)))
+	f.wantHeld(run, "b", "a", "after the first TTL, the extended lease")
+}
+
+func testLeaseRelease(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	f.mustAcquire(run, "a", time.Minute)
+	if err := f.w.ReleaseRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a"}); err != nil {
+		t.Fatalf("ReleaseRunLease by the holder: %v", err)
+	}
+	f.mustAcquire(run, "b", time.Minute)
+	_, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	wantErr(t, err, world.ErrLeaseLost, "RenewRunLease after releasing")
+}
+
+func testLeaseReleaseTolerant(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	f.mustAcquire(run, "a", time.Minute)
+	if err := f.w.ReleaseRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "b"}); err != nil {
+		t.Fatalf("ReleaseRunLease by a non-owner: %v, want nil", err)
+	}
+	f.wantHeld(run, "c", "a", "after a non-owner's release")
+	// A lease never taken can be released.
+	if err := f.w.ReleaseRunLease(f.ctx, &world.RunLeaseParams{RunID: f.startedRun(), Owner: "a"}); err != nil {
+		t.Fatalf("ReleaseRunLease of a lease never taken: %v, want nil", err)
+	}
+	// Releasing after expiry, when another owner took over, leaves the new holder alone.
+	run = f.startedRun()
+	l := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
+	sleepUntil(l.ExpiresAt.Add(f.d(50 * time.Millisecond)))
+	if err := f.w.ReleaseRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a"}); err != nil {
+		t.Fatalf("ReleaseRunLease after expiry: %v, want nil", err)
+	}
+	f.mustAcquire(run, "b", time.Minute)
+	if err := f.w.ReleaseRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a"}); err != nil {
+		t.Fatalf("ReleaseRunLease by the expired owner: %v, want nil", err)
+	}
+	f.wantHeld(run, "c", "b", "after the expired owner released")
+}
+
+func testLeaseExpiry(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	l := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
+	sleepUntil(l.ExpiresAt.Add(f.d(50 * time.Millisecond)))
+	f.mustAcquire(run, "b", time.Minute)
+	_, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	wantErr(t, err, world.ErrLeaseLost, "RenewRunLease by the owner whose lease expired and was taken")
+	f.wantHeld(run, "a", "b", "the old owner re-acquiring")
+}
+
+func testLeaseRenew(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	l := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
+	before := time.Now()
+	r, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("RenewRunLease by the holder: %v", err)
+	}
+	if r == nil || r.Owner != "a" || r.ExpiresAt.Before(before.Add(time.Minute-skew)) {
+		t.Fatalf("RenewRunLease: got %+v, want owner a until about %v", r, before.Add(time.Minute))
+	}
+	sleepUntil(l.ExpiresAt.Add(f.d(100 * time.Millisecond)))
+	f.wantHeld(run, "b", "a", "after the original TTL, the renewed lease")
+}
+
+func testLeaseRenewLost(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	_, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	wantErr(t, err, world.ErrLeaseLost, "RenewRunLease of a lease never taken")
+	f.mustAcquire(run, "b", time.Minute)
+	_, err = f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	wantErr(t, err, world.ErrLeaseLost, "RenewRunLease of a lease another owner holds")
+	f.wantHeld(run, "c", "b", "after a non-owner's renewal")
+}
+
+func (f *fixture) renewStep(run, step string, attempt int, ttl time.Duration) (*world.Step, error) {
+	return f.w.RenewStepLease(f.ctx, &world.RenewStepLeaseParams{RunID: run, StepID: step, Attempt: attempt, TTL: ttl})
+}
+
+func testStepLeaseRenew(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	step := f.createStep(run)
+	s := f.startStep(run, step, f.d(150*time.Millisecond))
+	before := time.Now()
+	r, err := f.renewStep(run, step, 1, time.Minute)
+	if err != nil {
+		t.Fatalf("RenewStepLease of the running attempt: %v", err)
+	}
+	if r == nil || r.LeaseExpiresAt.Before(before.Add(time.Minute-skew)) || r.Attempt != 1 || r.Status != world.StepStatusRunning {
+		t.Fatalf("RenewStepLease: got %+v, want attempt 1 running until about %v", r, before.Add(time.Minute))
+	}
+	if got := f.getStep(run, step); !sameTime(got.LeaseExpiresAt, r.LeaseExpiresAt) {
+		t.Fatalf("GetStep after RenewStepLease: LeaseExpiresAt %v, want %v", got.LeaseExpiresAt, r.LeaseExpiresAt)
+	}
+	sleepUntil(s.LeaseExpiresAt.Add(f.d(100 * time.Millisecond)))
+	_, err = f.append(run, ev(step, &world.StepStarted{}))
+	wantAs[*world.StepLeasedError](t, err, "step_started after the original lease, before the renewed one, expired")
+	if got := f.getStep(run, step); got.Attempt != 1 {
+		t.Fatalf("attempt %d after a refused restart, want 1", got.Attempt)
+	}
+}
+
+func testStepLeaseRenewRefused(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	_, err := f.renewStep(run, ids.New(world.PrefixStep), 1, time.Minute)
+	wantErr(t, err, world.ErrNotFound, "RenewStepLease of a missing step")
+	step := f.createStep(run)
+	_, err = f.renewStep(run, step, 1, time.Minute)
+	wantErr(t, err, world.ErrConflict, "RenewStepLease of a pending step")
+	f.startStep(run, step, time.Minute)
+	_, err = f.renewStep(run, step, 2, time.Minute)
+	wantErr(t, err, world.ErrConflict, "RenewStepLease naming another attempt")
+	f.mustAppend(run, ev(step, &world.StepRetrying{Error: stepError("x")}))
+	f.startStep(run, step, time.Minute)
+	_, err = f.renewStep(run, step, 1, time.Minute)
+	wantErr(t, err, world.ErrConflict, "RenewStepLease of a superseded attempt")
+	f.mustAppend(run, ev(step, &world.StepCompleted{}))
+	_, err = f.renewStep(run, step, 2, time.Minute)
+	wantErr(t, err, world.ErrConflict, "RenewStepLease of a completed step")
+}

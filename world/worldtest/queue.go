@@ -1,0 +1,275 @@
+package worldtest
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+func queueCases() []testCase {
+	return []testCase{
+		{"enqueue_receive_ack", testQueueBasic},
+		{"ack_removes", testQueueAckRemoves},
+		{"delay_honoured", testQueueDelay},
+		{"release_redelivers", testQueueRelease},
+		{"release_delay_honoured", testQueueReleaseDelay},
+		{"visibility_lapse_redelivers", testQueueVisibility},
+		{"idempotency_key_dedupes", testQueueDedupe},
+		{"idempotency_key_single_delivery", testQueueDedupeDelivery},
+		{"concurrent_receivers_exclusive", testQueueConcurrentReceivers},
+		{"receive_empty_returns", testQueueReceiveEmpty},
+	}
+}
+
+// needConsumer skips the case when the World has no consumer side.
+func (f *fixture) needConsumer() {
+	f.t.Helper()
+	if f.c == nil {
+		f.t.Skip("worldtest: the Subject has no Consumer; queue delivery is not testable here")
+	}
+}
+
+func (f *fixture) enqueue(body string, delay time.Duration, key string) *world.EnqueueResult {
+	f.t.Helper()
+	r, err := f.w.Enqueue(f.ctx, &world.EnqueueParams{Body: []byte(body), Delay: delay, IdempotencyKey: key})
+	if err != nil {
+		f.t.Fatalf("Enqueue(%q): %v", body, err)
+	}
+	if r == nil || r.MessageID == "" {
+		f.t.Fatalf("Enqueue(%q): result %+v has no MessageID", body, r)
+	}
+	return r
+}
+
+func (f *fixture) receive(max int, wait, visibility time.Duration) []world.Delivery {
+	f.t.Helper()
+	ds, err := f.c.Receive(f.ctx, &world.ReceiveParams{Max: max, Wait: wait, Visibility: visibility})
+	if err != nil {
+		f.t.Fatalf("Receive: %v", err)
+	}
+	if len(ds) > max {
+		f.t.Fatalf("Receive(Max %d) returned %d messages", max, len(ds))
+	}
+	return ds
+}
+
+// receiveOne receives until one message arrives or within elapses, and
+// returns it with the time Receive returned.
+func (f *fixture) receiveOne(within, visibility time.Duration) (world.Delivery, time.Time) {
+	f.t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		wait := min(time.Until(deadline), time.Second)
+		if ds := f.receive(1, wait, visibility); len(ds) > 0 {
+			return ds[0], time.Now()
+		}
+	}
+	f.t.Fatalf("no message received within %v", within)
+	return world.Delivery{}, time.Time{}
+}
+
+// wantNothing fails if a message is received during d.
+func (f *fixture) wantNothing(d, visibility time.Duration, what string) {
+	f.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if ds := f.receive(1, time.Until(deadline), visibility); len(ds) > 0 {
+			f.t.Fatalf("%s: received message %s (attempt %d, %q), want none", what, ds[0].MessageID, ds[0].Attempt, ds[0].Body)
+		}
+	}
+}
+
+func (f *fixture) ack(d world.Delivery) {
+	f.t.Helper()
+	if err := f.c.Ack(f.ctx, &world.AckParams{Receipt: d.Receipt}); err != nil {
+		f.t.Fatalf("Ack(%s): %v", d.MessageID, err)
+	}
+}
+
+func (f *fixture) within(delay time.Duration) time.Duration { return delay + f.d(5*time.Second) }
+
+func testQueueBasic(t *testing.T, f *fixture) {
+	f.needConsumer()
+	body := "hello \x00\xff world"
+	e := f.enqueue(body, 0, "")
+	d, _ := f.receiveOne(f.within(0), time.Minute)
+	if d.MessageID != e.MessageID || !bytes.Equal(d.Body, []byte(body)) || d.Attempt != 1 || d.Receipt == "" {
+		t.Fatalf("delivery %+v, want message %s with body %q, attempt 1 and a receipt", d, e.MessageID, body)
+	}
+	if e.Duplicate {
+		t.Fatal("Enqueue without an idempotency key reported Duplicate")
+	}
+	f.ack(d)
+	other := f.enqueue("second", 0, "")
+	if other.MessageID == e.MessageID {
+		t.Fatalf("two messages share MessageID %s", e.MessageID)
+	}
+}
+
+func testQueueAckRemoves(t *testing.T, f *fixture) {
+	f.needConsumer()
+	f.enqueue("ack me", 0, "")
+	vis := f.d(200 * time.Millisecond)
+	d, _ := f.receiveOne(f.within(0), vis)
+	f.ack(d)
+	f.wantNothing(vis+f.d(500*time.Millisecond), time.Minute, "after Ack and past the visibility timeout")
+}
+
+func testQueueDelay(t *testing.T, f *fixture) {
+	f.needConsumer()
+	delay := f.d(300 * time.Millisecond)
+	start := time.Now()
+	e := f.enqueue("later", delay, "")
+	d, at := f.receiveOne(f.within(delay), time.Minute)
+	if d.MessageID != e.MessageID {
+		t.Fatalf("received %s, want %s", d.MessageID, e.MessageID)
+	}
+	if early := start.Add(delay).Sub(at); early > 0 {
+		t.Fatalf("a message enqueued with delay %v was received %v early", delay, early)
+	}
+}
+
+func testQueueRelease(t *testing.T, f *fixture) {
+	f.needConsumer()
+	e := f.enqueue("retry me", 0, "")
+	d1, _ := f.receiveOne(f.within(0), time.Minute)
+	if err := f.c.Release(f.ctx, &world.ReleaseParams{Receipt: d1.Receipt}); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	d2, _ := f.receiveOne(f.within(0), time.Minute)
+	if d2.MessageID != e.MessageID || d2.Attempt != d1.Attempt+1 || !bytes.Equal(d2.Body, d1.Body) {
+		t.Fatalf("redelivery after Release: %+v, want message %s attempt %d with the same body", d2, e.MessageID, d1.Attempt+1)
+	}
+	f.ack(d2)
+}
+
+func testQueueReleaseDelay(t *testing.T, f *fixture) {
+	f.needConsumer()
+	f.enqueue("retry later", 0, "")
+	d1, _ := f.receiveOne(f.within(0), time.Minute)
+	delay := f.d(300 * time.Millisecond)
+	start := time.Now()
+	if err := f.c.Release(f.ctx, &world.ReleaseParams{Receipt: d1.Receipt, Delay: delay}); err != nil {
+		t.Fatalf("Release with delay: %v", err)
+	}
+	d2, at := f.receiveOne(f.within(delay), time.Minute)
+	if d2.MessageID != d1.MessageID || d2.Attempt != d1.Attempt+1 {
+		t.Fatalf("redelivery: %+v, want message %s attempt %d", d2, d1.MessageID, d1.Attempt+1)
+	}
+	if early := start.Add(delay).Sub(at); early > 0 {
+		t.Fatalf("a message released with delay %v was redelivered %v early", delay, early)
+	}
+}
+
+func testQueueVisibility(t *testing.T, f *fixture) {
+	f.needConsumer()
+	e := f.enqueue("lapse", 0, "")
+	vis := f.d(300 * time.Millisecond)
+	start := time.Now()
+	d1, _ := f.receiveOne(f.within(0), vis)
+	d2, at := f.receiveOne(f.within(vis), time.Minute)
+	if d2.MessageID != e.MessageID || d2.Attempt != d1.Attempt+1 || !bytes.Equal(d2.Body, d1.Body) {
+		t.Fatalf("redelivery after the visibility timeout: %+v, want message %s attempt %d", d2, e.MessageID, d1.Attempt+1)
+	}
+	if early := start.Add(vis).Sub(at); early > 0 {
+		t.Fatalf("a message received with visibility %v was delivered again %v before it lapsed", vis, early)
+	}
+	f.ack(d2)
+}
+
+func testQueueDedupe(t *testing.T, f *fixture) {
+	key := "dedupe-" + ids.New("")
+	first := f.enqueue("one", 0, key)
+	if first.Duplicate {
+		t.Fatal("the first Enqueue with a key reported Duplicate")
+	}
+	second := f.enqueue("two", 0, key)
+	if !second.Duplicate || second.MessageID != first.MessageID {
+		t.Fatalf("the second Enqueue with key %q: %+v, want Duplicate and MessageID %s", key, second, first.MessageID)
+	}
+	other := f.enqueue("three", 0, key+"-other")
+	if other.Duplicate || other.MessageID == first.MessageID {
+		t.Fatalf("Enqueue with another key: %+v, want a new message", other)
+	}
+}
+
+func testQueueDedupeDelivery(t *testing.T, f *fixture) {
+	f.needConsumer()
+	key := "dedupe-" + ids.New("")
+	first := f.enqueue("one", 0, key)
+	f.enqueue("two", 0, key)
+	d, _ := f.receiveOne(f.within(0), time.Minute)
+	if d.MessageID != first.MessageID || string(d.Body) != "one" {
+		t.Fatalf("delivery %+v, want the first message %s", d, first.MessageID)
+	}
+	f.wantNothing(f.d(500*time.Millisecond), time.Minute, "a second delivery for a deduplicated key")
+}
+
+func testQueueConcurrentReceivers(t *testing.T, f *fixture) {
+	f.needConsumer()
+	n := 2 * f.o.Racers
+	want := map[string]bool{}
+	for i := range n {
+		want[f.enqueue(fmt.Sprint("m", i), 0, "").MessageID] = true
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var all []world.Delivery
+	deadline := time.Now().Add(f.within(0))
+	errs := race(f.o.Racers, func(int) error {
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			done := len(got) >= n
+			mu.Unlock()
+			if done {
+				return nil
+			}
+			ds, err := f.c.Receive(f.ctx, &world.ReceiveParams{Max: 3, Wait: f.d(100 * time.Millisecond), Visibility: time.Minute})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			for _, d := range ds {
+				got[d.MessageID]++
+				all = append(all, d)
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("receiver %d: %v", i, err)
+		}
+	}
+	for id, c := range got {
+		if c > 1 {
+			t.Fatalf("message %s was delivered %d times within its visibility timeout", id, c)
+		}
+		if !want[id] {
+			t.Fatalf("received unknown message %s", id)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d of %d messages received", len(got), n)
+	}
+	for _, d := range all {
+		f.ack(d)
+	}
+}
+
+func testQueueReceiveEmpty(t *testing.T, f *fixture) {
+	f.needConsumer()
+	start := time.Now()
+	ds := f.receive(5, f.d(100*time.Millisecond), time.Minute)
+	if len(ds) != 0 {
+		t.Fatalf("Receive on an empty queue returned %d messages", len(ds))
+	}
+	if took := time.Since(start); took > f.within(time.Second) {
+		t.Fatalf("Receive with Wait %v on an empty queue took %v", f.d(100*time.Millisecond), took)
+	}
+}

@@ -1,0 +1,106 @@
+package worldtest_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/skeinflow/skein/world/worldtest"
+)
+
+func memSubject(bug string) func(t *testing.T) worldtest.Subject {
+	return func(t *testing.T) worldtest.Subject {
+		w := newMemWorld(bug)
+		return worldtest.Subject{World: w, Consumer: w}
+	}
+}
+
+// TestMemWorld checks that the suite passes against a correct World.
+func TestMemWorld(t *testing.T) {
+	worldtest.Run(t, worldtest.Options{New: memSubject("")})
+}
+
+// TestMemWorldWithoutConsumer checks that the queue cases needing a Consumer
+// skip rather than fail when there is none.
+func TestMemWorldWithoutConsumer(t *testing.T) {
+	worldtest.Run(t, worldtest.Options{
+		New: func(t *testing.T) worldtest.Subject { return worldtest.Subject{World: newMemWorld("")} },
+	})
+}
+
+const mutantEnv = "WORLDTEST_SELFTEST_MUTANT"
+
+// TestMutant runs the suite against a broken memWorld. It runs only as a
+// subprocess of TestSuiteCatchesMutants, which expects it to fail.
+func TestMutant(t *testing.T) {
+	bug := os.Getenv(mutantEnv)
+	if bug == "" {
+		t.Skip("runs only as a subprocess of TestSuiteCatchesMutants")
+	}
+	worldtest.Run(t, worldtest.Options{New: memSubject(bug)})
+}
+
+// mutants are the broken variants of memWorld: each must make the named
+// cases of its group fail.
+var mutants = []struct {
+	bug, group string
+	mustFail   []string
+}{
+	{"ignore-step-lease", "steps", []string{"start_while_leased"}},
+	{"ignore-step-lease", "races", []string{"start_same_step"}},
+	{"no-token-check", "hooks", []string{"token_held_by_other_run_conflict_event", "token_held_by_same_run_conflict_event"}},
+	{"no-token-check", "races", []string{"claim_same_token"}},
+	{"empty-last-cursor", "pagination", []string{"events_cursor_on_every_page", "runs_newest_first_filtered", "steps_in_creation_order", "hooks_all_and_by_run", "events_by_correlation", "events_resume_after_append"}},
+	{"partial-commit", "commit", []string{"refused_second_event_appends_nothing", "refused_commit_does_not_end_run"}},
+	{"no-auto-dispose", "hooks", []string{"run_end_disposes_hooks"}},
+	{"no-auto-dispose", "waits", []string{"run_end_removes_waits"}},
+	{"append-skipped", "runs", []string{"start_running_is_noop", "cancel_repeated_appends_nothing"}},
+	{"racy-append", "races", []string{"dense_seq_under_concurrent_appends", "create_same_step", "complete_same_step"}},
+	{"runs-oldest-first", "pagination", []string{"runs_newest_first_filtered"}},
+	{"cursor-any-run", "pagination", []string{"invalid_cursor"}},
+	{"lease-steal", "leases", []string{"acquire_fails_fast", "reacquire_extends", "release_tolerant"}},
+	{"lease-steal", "races", []string{"take_same_run_lease"}},
+	{"lease-release-any", "leases", []string{"release_tolerant"}},
+	{"step-renew-noop", "leases", []string{"step_lease_renew"}},
+	{"queue-no-delay", "queue", []string{"delay_honoured"}},
+	{"queue-no-dedupe", "queue", []string{"idempotency_key_dedupes", "idempotency_key_single_delivery"}},
+	{"queue-ack-noop", "queue", []string{"ack_removes"}},
+	{"queue-no-visibility", "queue", []string{"visibility_lapse_redelivers", "concurrent_receivers_exclusive"}},
+	{"stream-write-after-close", "streams", []string{"close"}},
+	{"stream-interleave", "streams", []string{"concurrent_writers"}},
+	{"stream-done-early", "streams", []string{"write_read_in_order", "limit_and_next", "close", "tail_live"}},
+}
+
+// TestSuiteCatchesMutants proves the suite has teeth: against each broken
+// memWorld it must fail, in the cases written to catch that bug.
+func TestSuiteCatchesMutants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite in subprocesses")
+	}
+	if os.Getenv(mutantEnv) != "" {
+		t.Skip("inside a mutant subprocess")
+	}
+	for _, m := range mutants {
+		t.Run(m.bug+"/"+m.group, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestMutant$/^"+m.group+"$", "-test.count=1", "-test.timeout=5m")
+			cmd.Env = append(os.Environ(), mutantEnv+"="+m.bug)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite's %s group passed against the %s mutant; want failures in %v\n%s", m.group, m.bug, m.mustFail, out)
+			}
+			if _, ok := err.(*exec.ExitError); !ok {
+				t.Fatalf("running the mutant: %v", err)
+			}
+			for _, c := range m.mustFail {
+				if !bytes.Contains(out, []byte("--- FAIL: TestMutant/"+m.group+"/"+c+" (")) {
+					t.Errorf("the %s mutant did not fail case %s/%s", m.bug, m.group, c)
+				}
+			}
+			if t.Failed() {
+				t.Logf("mutant output:\n%s", out)
+			}
+		})
+	}
+}
