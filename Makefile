@@ -1,17 +1,37 @@
-# Skein build and test entry points. `make test` is what CI runs (.ci/run).
+# Skein build and test entry points. `make test` is what CI runs (.ci/run): every check and every test,
+# the emulator-backed suites included. `go test ./...` alone runs the offline tests on the local world.
 GO ?= go
 STATICCHECK_VERSION ?= v0.7.0
 PKGS ?= ./...
-BENCHTIME ?= 1x
+# Packages whose tests need the AWS emulators (DynamoDB Local, ElasticMQ, moto S3).
+EMU_PKGS ?= ./dynamoworld/... ./streams/... ./integration/...
+# Emulator state (pids, ports, logs) for this checkout.
+export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 
-.PHONY: test unit lint vet fmt-check staticcheck bench
+.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck bench emulators-start emulators-stop
 
-## test: every check and every test (lint + unit tests with the race detector)
-test: lint unit
+## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
+test: lint unit emulator-test template-check
 
-## unit: go test ./... (offline, local world)
+## unit: offline tests (local world), race detector on
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## emulator-test: start the emulators, run the suites that need them (a skip there is a failure), stop them
+emulator-test:
+	bash localstack/emulators.sh start
+	set -e; eval "$$(bash localstack/emulators.sh env)"; \
+	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -count=1 -timeout 30m $(EMU_PKGS) || rc=$$?; \
+	bash localstack/emulators.sh stop; exit $$rc
+
+emulators-start:
+	bash localstack/emulators.sh start
+emulators-stop:
+	bash localstack/emulators.sh stop
+
+## template-check: cfn-lint and sam validate --lint (pinned, own virtualenvs), sam build
+template-check:
+	bash scripts/template-check.sh
 
 ## lint: gofmt, go vet, staticcheck
 lint: fmt-check vet staticcheck
@@ -28,4 +48,4 @@ staticcheck:
 
 ## bench: benchmarks (figures go to BENCHMARKS.md)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./bench/...

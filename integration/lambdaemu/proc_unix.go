@@ -1,0 +1,27 @@
+//go:build unix
+
+package lambdaemu
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup puts the bootstrap in its own process group, so that a kill takes whatever it
+// started with it (Lambda discards the whole execution environment).
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killProcess sends SIGKILL to the bootstrap's process group.
+func killProcess(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
