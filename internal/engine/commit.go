@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// plan is one commit: the events, and what to do with each once committed.
+type plan struct {
+	events   []world.EventInput
+	meta     []eventMeta
+	queue    []*op // new steps beyond inline capacity: enqueued after commit
+	terminal bool
+}
+
+type eventMeta struct {
+	echo   bool // already applied to the workflow (a delivered result)
+	launch *op  // a step_started to run inline once committed
+	hook   *op  // a hook_disposed
+}
+
+func (p *plan) add(corr string, d world.EventData, m eventMeta) {
+	p.events = append(p.events, world.EventInput{CorrelationID: corr, Data: d})
+	p.meta = append(p.meta, m)
+}
+
+func (p *plan) remove(i int) {
+	p.events = append(p.events[:i], p.events[i+1:]...)
+	p.meta = append(p.meta[:i], p.meta[i+1:]...)
+}
+
+// build gathers what the workflow's suspension needs: the delivered results,
+// then either the terminal event or the creation of the operations the code
+// asked for (with step_started for the steps that fit the inline capacity),
+// hook disposals, and restarts of existing steps that are due.
+func (s *session) build(now time.Time) *plan {
+	p := &plan{}
+	r := s.r
+	if s.runStatus == world.RunStatusPending && r.terminal == "" {
+		p.add("", &world.RunStarted{}, eventMeta{})
+	}
+	for _, ev := range s.pending {
+		p.add(ev.CorrelationID, ev.Data, eventMeta{echo: true})
+	}
+	if r.terminal != "" {
+		return &plan{} // the run ended meanwhile: endForeign records what it can
+	}
+	if r.finished {
+		if r.failure != nil {
+			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode}, eventMeta{})
+		} else {
+			p.add("", &world.RunCompleted{Output: r.output}, eventMeta{})
+		}
+		p.terminal = true
+		return p
+	}
+	capacity := s.capacity()
+	lease := s.e.cfg.StepLeaseTTL
+	for _, o := range r.ops[r.matched:] {
+		switch o.kind {
+		case opStep:
+			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input}, eventMeta{})
+			if capacity > 0 {
+				p.add(o.id, &world.StepStarted{StepName: o.name, LeaseTTL: lease}, eventMeta{launch: o})
+				capacity--
+			} else {
+				p.queue = append(p.queue, o)
+			}
+		case opHook:
+			p.add(o.id, &world.HookCreated{Token: o.name, Metadata: o.metadata, IsWebhook: o.isWebhook}, eventMeta{})
+		case opWait:
+			at := o.resumeAt
+			if at.IsZero() {
+				at = now.Add(o.duration)
+			}
+			p.add(o.id, &world.WaitCreated{ResumeAt: at}, eventMeta{})
+		}
+	}
+	if len(r.disposals) > 0 {
+		keep := r.disposals[:0]
+		for _, o := range r.disposals {
+			if o.disposeLogged || o.disposeSent || o.conflictRunID != "" {
+				continue // done, or nothing to dispose
+			}
+			p.add(o.id, &world.HookDisposed{}, eventMeta{hook: o})
+			keep = append(keep, o)
+		}
+		r.disposals = keep
+	}
+	if capacity > 0 {
+		for _, o := range s.runnable(now) {
+			if capacity == 0 {
+				break
+			}
+			p.add(o.id, &world.StepStarted{StepName: o.name, LeaseTTL: lease}, eventMeta{launch: o})
+			capacity--
+		}
+	}
+	return p
+}
+
+// commit appends the plan, fenced on the last event this session knows. A
+// refused step_started (the step is leased by another executor or not yet
+// due) or hook_disposed (the hook is gone) is dropped and the rest retried;
+// any other refusal means the run changed underneath: a *staleError.
+func (s *session) commit(p *plan) (*world.AppendResult, error) {
+	for {
+		res, err := s.e.w.Append(s.ctx, &world.AppendParams{RunID: s.runID, Events: p.events, IfLastSeq: s.lastSeq})
+		if err == nil {
+			return res, nil
+		}
+		var ce *world.CommitError
+		if errors.As(err, &ce) && ce.Index >= 0 && ce.Index < len(p.events) && s.droppable(p, ce) {
+			p.remove(ce.Index)
+			if len(p.events) == 0 {
+				return nil, nil
+			}
+			continue
+		}
+		if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) || errors.Is(err, world.ErrNotFound) {
+			return nil, &staleError{err: err}
+		}
+		return nil, fmt.Errorf("engine: commit to run %s: %w", s.runID, err)
+	}
+}
+
+func (s *session) droppable(p *plan, ce *world.CommitError) bool {
+	in := p.events[ce.Index]
+	m := p.meta[ce.Index]
+	switch in.Data.(type) {
+	case *world.StepStarted:
+		o := m.launch
+		if o == nil || !o.created {
+			return false
+		}
+		var early *world.TooEarlyError
+		var leased *world.StepLeasedError
+		switch {
+		case errors.As(ce.Err, &early):
+			o.status, o.retryAfter = world.StepStatusPending, early.RetryAfter
+			return true
+		case errors.As(ce.Err, &leased):
+			o.status, o.attempt, o.leaseUntil = world.StepStatusRunning, leased.Attempt, leased.LeaseExpiresAt
+			return true
+		}
+	case *world.HookDisposed:
+		if m.hook != nil && errors.Is(ce.Err, world.ErrNotFound) {
+			m.hook.disposeSent = true
+			return true
+		}
+	}
+	return false
+}
+
+// apply takes a committed plan into the session: the events join the log,
+// those not yet applied are consumed by the workflow, steps start inline,
+// excess steps are enqueued.
+func (s *session) apply(p *plan, res *world.AppendResult) error {
+	for i := range p.events {
+		r := res.Results[i]
+		if r.Event == nil {
+			continue
+		}
+		s.log = append(s.log, *r.Event)
+		ev := &s.log[len(s.log)-1]
+		s.lastSeq = ev.Seq
+		s.track(ev)
+		m := p.meta[i]
+		if m.echo {
+			s.r.lastSeq = ev.Seq
+		} else {
+			s.r.consume(ev)
+		}
+		if m.hook != nil {
+			m.hook.disposeSent = true
+		}
+		if m.launch != nil && r.Step != nil {
+			s.launch(m.launch, r.Step)
+		}
+	}
+	if res.Run != nil && res.Run.LastSeq > s.lastSeq {
+		s.lastSeq = res.Run.LastSeq
+	}
+	s.pending, s.held = nil, nil
+	if d := s.e.cfg.BackgroundDelay; d > 0 {
+		until := s.e.now().Add(d)
+		for _, o := range p.queue {
+			s.deferred[o.id] = until
+		}
+		return nil
+	}
+	for _, o := range p.queue {
+		if err := s.enqueueStep(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launch runs a step attempt inline as a goroutine.
+func (s *session) launch(o *op, st *world.Step) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.inflight[o.id] = cancel
+	delete(s.deferred, o.id)
+	x := stepExec{run: s.meta, stepID: o.id, stepName: o.name, input: o.input, attempt: st.Attempt, startedAt: st.StartedAt}
+	go func() {
+		s.results <- s.e.runStep(ctx, x)
+	}()
+}
+
+// enqueueStep queues a step for a background executor.
+func (s *session) enqueueStep(o *op) error {
+	s.queued[o.id] = true
+	return s.e.enqueue(s.ctx, world.Message{RunID: s.runID, StepID: o.id}, fmt.Sprintf("step:%s:a%d", o.id, o.attempt))
+}

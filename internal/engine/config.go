@@ -1,0 +1,224 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Workflow is a registered workflow function. Fn runs as the run's coroutine;
+// it must be deterministic and use only c for time, randomness and waiting.
+type Workflow struct {
+	Name string
+	Fn   func(c *Context, input json.RawMessage) (json.RawMessage, error)
+}
+
+// Step is a registered step function with its retry policy.
+type Step struct {
+	Name string
+	// Fn runs once per attempt. An error it returns may be a *Failure saying
+	// how to record it and whether to retry; any other error is recorded by
+	// Config.EncodeError and retried by policy.
+	Fn func(ctx context.Context, input json.RawMessage) (json.RawMessage, error)
+	// MaxRetries is the number of retries after the first attempt (negative
+	// counts as zero).
+	MaxRetries int
+	// Backoff returns the delay before retry n (1-based); nil means
+	// DefaultBackoff.
+	Backoff func(retry int) time.Duration
+}
+
+// Registry resolves workflows and steps by name.
+type Registry interface {
+	Workflow(name string) (*Workflow, bool)
+	Step(name string) (*Step, bool)
+}
+
+// Defaults.
+const (
+	DefaultInlineConcurrency = 16
+	DefaultRunLeaseTTL       = 30 * time.Second
+	DefaultStepLeaseTTL      = time.Minute
+	DefaultRunPollInterval   = time.Second
+	DefaultEventPollInterval = time.Second
+	DefaultBudgetMargin      = 5 * time.Second
+	DefaultMaxInvocation     = 10 * time.Minute
+	DefaultLeaseRetryDelay   = 100 * time.Millisecond
+	DefaultMaxQueueDelay     = 15 * time.Minute
+	DefaultMaxDeliveries     = 48
+	DefaultLinger            = 250 * time.Millisecond
+)
+
+// Config configures an Engine. Zero fields take their defaults.
+type Config struct {
+	World    world.World
+	Registry Registry
+	// Logger receives operational messages (default: discarded).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+
+	// InlineConcurrency bounds the steps one invocation runs as goroutines;
+	// the excess is queued with its step ID (default 16).
+	InlineConcurrency int
+	// RunLeaseTTL is the run lease's duration; it is renewed every third of
+	// it (default 30s).
+	RunLeaseTTL time.Duration
+	// StepLeaseTTL is a step attempt's execution lease; it is renewed every
+	// third of it while the step runs (default 1m). A step whose executor
+	// dies re-runs once it expires.
+	StepLeaseTTL time.Duration
+	// RunPollInterval is how often a running step checks whether its run has
+	// ended, to cancel its context (default 1s).
+	RunPollInterval time.Duration
+	// EventPollInterval is how often an invocation waiting for inline steps
+	// looks for events other writers appended (default 1s).
+	EventPollInterval time.Duration
+	// BudgetMargin is kept free before the context deadline: no new inline
+	// step starts after deadline-margin, and the run is continued by a new
+	// message (default 5s).
+	BudgetMargin time.Duration
+	// MaxInvocation bounds one invocation when the context has no deadline
+	// (default 10m).
+	MaxInvocation time.Duration
+	// LeaseRetryDelay is the delay of a continuation re-enqueued because the
+	// run lease was held (default 100ms).
+	LeaseRetryDelay time.Duration
+	// MaxQueueDelay is the longest delay the queue accepts; longer waits
+	// chain hops (default 15m, the SQS limit).
+	MaxQueueDelay time.Duration
+	// MaxDeliveries fails a run whose message was delivered more often
+	// (MAX_DELIVERIES_EXCEEDED; default 48).
+	MaxDeliveries int
+	// BackgroundDelay holds back the steps beyond the inline capacity: for
+	// that long the invocation may start them inline as its slots free up,
+	// and only those still waiting are then queued with their step ID (all
+	// of them at once if the invocation ends first). Zero (the default)
+	// queues them at once, as on Lambda, where other invocations bring more
+	// CPUs; a local worker saves the queue round trips of short steps.
+	BackgroundDelay time.Duration
+	// Linger is how long an invocation with nothing to run waits in process
+	// for a timer rather than scheduling a continuation (default 250ms).
+	// Negative disables lingering.
+	Linger time.Duration
+	// EncodeError records an error that is not a *Failure (default: its
+	// message and Go type).
+	EncodeError func(error) *world.ErrorData
+	// StepContext, when set, decorates the context of every step execution
+	// (the SDK adds its client).
+	StepContext func(ctx context.Context) context.Context
+	// Entropy feeds owner IDs (default crypto/rand).
+	Entropy io.Reader
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.InlineConcurrency == 0 {
+		c.InlineConcurrency = DefaultInlineConcurrency
+	}
+	if c.RunLeaseTTL == 0 {
+		c.RunLeaseTTL = DefaultRunLeaseTTL
+	}
+	if c.StepLeaseTTL == 0 {
+		c.StepLeaseTTL = DefaultStepLeaseTTL
+	}
+	if c.RunPollInterval == 0 {
+		c.RunPollInterval = DefaultRunPollInterval
+	}
+	if c.EventPollInterval == 0 {
+		c.EventPollInterval = DefaultEventPollInterval
+	}
+	if c.BudgetMargin == 0 {
+		c.BudgetMargin = DefaultBudgetMargin
+	}
+	if c.MaxInvocation == 0 {
+		c.MaxInvocation = DefaultMaxInvocation
+	}
+	if c.LeaseRetryDelay == 0 {
+		c.LeaseRetryDelay = DefaultLeaseRetryDelay
+	}
+	if c.MaxQueueDelay == 0 {
+		c.MaxQueueDelay = DefaultMaxQueueDelay
+	}
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = DefaultMaxDeliveries
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
+	}
+	if c.EncodeError == nil {
+		c.EncodeError = defaultEncodeError
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.World == nil {
+		errs = append(errs, errors.New("no World"))
+	}
+	if c.Registry == nil {
+		errs = append(errs, errors.New("no Registry"))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"RunLeaseTTL", c.RunLeaseTTL}, {"StepLeaseTTL", c.StepLeaseTTL}, {"RunPollInterval", c.RunPollInterval},
+		{"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin}, {"MaxInvocation", c.MaxInvocation},
+		{"LeaseRetryDelay", c.LeaseRetryDelay}, {"MaxQueueDelay", c.MaxQueueDelay}, {"BackgroundDelay", c.BackgroundDelay},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative (%s)", d.name, d.v))
+		}
+	}
+	if c.InlineConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("InlineConcurrency is negative (%d)", c.InlineConcurrency))
+	}
+	if c.MaxDeliveries < 0 {
+		errs = append(errs, fmt.Errorf("MaxDeliveries is negative (%d)", c.MaxDeliveries))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("engine: invalid config: %w", err)
+	}
+	return nil
+}
+
+// DefaultBackoff is exponential: 1s before the first retry, doubling up to
+// 5 minutes, with ±20% jitter.
+func DefaultBackoff(retry int) time.Duration {
+	return ExponentialBackoff(time.Second, 5*time.Minute)(retry)
+}
+
+// ExponentialBackoff returns a backoff starting at initial, doubling per
+// retry up to limit, with ±20% jitter.
+func ExponentialBackoff(initial, limit time.Duration) func(retry int) time.Duration {
+	return func(retry int) time.Duration {
+		d := initial
+		for i := 1; i < retry && d < limit; i++ {
+			d *= 2
+		}
+		d = min(d, limit)
+		if d <= 0 {
+			return 0
+		}
+		jitter := time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
+		return max(0, d+jitter)
+	}
+}
+
+func defaultEncodeError(err error) *world.ErrorData {
+	return &world.ErrorData{Type: fmt.Sprintf("%T", err), Message: err.Error()}
+}

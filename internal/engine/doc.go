@@ -1,0 +1,47 @@
+// Package engine is Skein's workflow engine: the combined handler of seed 004
+// on any world.World. It is untyped (inputs, outputs and payloads are
+// json.RawMessage); the typed SDK in package workflow sits on top of it.
+//
+// # Messages
+//
+// Engine.Handle takes one queue message. With a StepID it executes that step
+// (a background step) and enqueues a continuation of its run. Without one it
+// continues the run: it takes the run lease (a continuation that finds the
+// lease held is re-enqueued with a short delay, never dropped), loads the log
+// incrementally, runs the workflow, commits what its suspension needs, runs
+// up to Config.InlineConcurrency ready steps inline as goroutines and queues
+// the rest with their step ID (after Config.BackgroundDelay, during which it
+// may still start them itself as slots free up), schedules the soonest timer
+// as a delayed
+// continuation, completes or fails the run, and re-enqueues itself before the
+// time budget (the context deadline minus a margin) runs out. Side effects
+// follow committed state: messages are enqueued, streams closed and parent
+// runs notified only after the event that justifies them has committed.
+//
+// # Sticky execution and one commit per serial step
+//
+// The workflow function runs as a coroutine: its own goroutine, handing
+// control back and forth with the engine over channels so that exactly one of
+// them runs at a time. The coroutine stays alive for the whole invocation, so
+// the log is read and replayed once on a cold start and never again. When an
+// inline step finishes, its result is delivered to the coroutine before it is
+// committed; the workflow runs forward to its next suspension, and the step's
+// completion is committed together with what the suspension needs (the next
+// step's step_created and step_started, or run_completed) in one Append,
+// fenced with AppendParams.IfLastSeq. A refused fence means another writer
+// (a background step, a hook payload, a cancellation) appended meanwhile:
+// the coroutine is discarded, the new events are loaded, and the workflow is
+// rebuilt by replaying the in-memory log, after which the held results are
+// delivered again.
+//
+// # Replay
+//
+// Operations (steps, hooks, waits) get correlation IDs from a ULID source
+// seeded by the run ID, with the run ID's timestamp; Context.Rand is seeded
+// the same way and Context.Now advances with the consumed events. Replay
+// matches each recorded creation event (step_created, hook_created or
+// hook_conflict, wait_created), in log order, with the operations the code
+// asks for, comparing kind, name and ID; a mismatch fails the run with
+// REPLAY_DIVERGENCE naming both sides. Completions are applied in log order,
+// so Race-style selections follow the log.
+package engine

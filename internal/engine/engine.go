@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Engine handles queue messages for any World. It is safe for concurrent
+// use: a consumer may call Handle from many goroutines.
+type Engine struct {
+	cfg    Config
+	w      world.World
+	reg    Registry
+	log    *slog.Logger
+	id     string
+	owners atomic.Int64
+}
+
+// New returns an Engine for cfg.
+func New(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	entropy := cfg.Entropy
+	if entropy == nil {
+		entropy = rand.Reader
+	}
+	var b [6]byte
+	if _, err := io.ReadFull(entropy, b[:]); err != nil {
+		return nil, fmt.Errorf("engine: owner ID: %w", err)
+	}
+	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:])}, nil
+}
+
+// Config returns the engine's configuration with defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+func (e *Engine) now() time.Time { return e.cfg.Now() }
+
+// Handle processes one message: nil means acknowledge it; a *PermanentError
+// means it can never succeed (acknowledge and report it); any other error
+// means retry it later.
+func (e *Engine) Handle(ctx context.Context, msg world.Message) error {
+	return e.HandleDelivery(ctx, msg, 0)
+}
+
+// HandleDelivery is Handle for a message delivered for the attempt-th time
+// (1-based; 0 when unknown). A message delivered more than
+// Config.MaxDeliveries times fails its run with MAX_DELIVERIES_EXCEEDED.
+func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt int) error {
+	if err := msg.Validate(); err != nil {
+		return &PermanentError{Reason: "malformed message", Err: err}
+	}
+	if wait := msg.NotBefore.Sub(e.now()); wait > 0 {
+		if wait > 50*time.Millisecond {
+			return e.hop(ctx, msg, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	if e.cfg.MaxDeliveries > 0 && attempt > e.cfg.MaxDeliveries {
+		return e.failDeliveries(ctx, msg, attempt)
+	}
+	if msg.StepID != "" {
+		return e.executeBackground(ctx, msg)
+	}
+	return e.continueRun(ctx, msg)
+}
+
+// hop re-enqueues a message that arrived before its NotBefore.
+func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration) error {
+	next := msg
+	next.Hop++
+	key := fmt.Sprintf("hop:%s:%s:%d:%d", msg.RunID, msg.StepID, msg.NotBefore.UnixNano(), next.Hop)
+	return e.enqueue(ctx, next, key)
+}
+
+// enqueue sends m, delayed until m.NotBefore (capped at MaxQueueDelay; the
+// receiver hops for the rest).
+func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error {
+	var delay time.Duration
+	if !m.NotBefore.IsZero() {
+		delay = min(max(0, m.NotBefore.Sub(e.now())), e.cfg.MaxQueueDelay)
+	}
+	if m.RequestedAt.IsZero() {
+		m.RequestedAt = e.now()
+	}
+	body, err := world.EncodeMessage(m)
+	if err != nil {
+		return err
+	}
+	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: key}); err != nil {
+		return fmt.Errorf("engine: enqueue for run %s: %w", m.RunID, err)
+	}
+	return nil
+}
+
+// failDeliveries fails the run of a message redelivered too often.
+func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt int) error {
+	data := &world.ErrorData{
+		Type:    TypeMaxDeliveries,
+		Message: fmt.Sprintf("message for run %s (step %q) was delivered %d times, more than %d", msg.RunID, msg.StepID, attempt, e.cfg.MaxDeliveries),
+	}
+	_, err := e.w.Append(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
+		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeMaxDeliveriesExceeded}},
+	}})
+	switch {
+	case err == nil:
+		e.log.Warn("engine: run failed: too many deliveries", "run", msg.RunID, "attempt", attempt)
+		e.afterTerminal(ctx, msg.RunID)
+		return nil
+	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
+		return nil // already finished
+	case errors.Is(err, world.ErrNotFound):
+		return &PermanentError{Reason: "run " + msg.RunID + " not found", Err: err}
+	}
+	return err
+}
+
+// ExecutionContext is the engine's part of a run's execution context: its
+// lineage, and the hook to resume with the run's outcome when it ends (a
+// child run resuming its parent).
+type ExecutionContext struct {
+	ParentRunID string `json:"parentRunId,omitempty"`
+	RootRunID   string `json:"rootRunId,omitempty"`
+	NotifyToken string `json:"notifyHookToken,omitempty"`
+}
+
+// RunOutcome is the payload a finished child run delivers to its parent's
+// hook.
+type RunOutcome struct {
+	RunID     string           `json:"runId"`
+	Status    world.RunStatus  `json:"status"`
+	Output    json.RawMessage  `json:"output,omitempty"`
+	Error     *world.ErrorData `json:"error,omitempty"`
+	ErrorCode string           `json:"errorCode,omitempty"`
+}
+
+// afterTerminal runs the side effects a finished run's terminal event
+// justifies, once it has committed: its streams are closed and, for a child
+// run, the parent's hook is resumed with the outcome. Both are idempotent,
+// so a continuation that finds the run finished simply runs them again.
+func (e *Engine) afterTerminal(ctx context.Context, runID string) {
+	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
+	if err != nil {
+		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)
+	}
+	for _, name := range names {
+		if err := e.w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: name}); err != nil {
+			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
+		}
+	}
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil || len(run.ExecutionContext) == 0 {
+		return
+	}
+	var ec ExecutionContext
+	if json.Unmarshal(run.ExecutionContext, &ec) != nil || ec.NotifyToken == "" {
+		return
+	}
+	if e.notified(ctx, ec) {
+		return
+	}
+	out, err := json.Marshal(RunOutcome{RunID: runID, Status: run.Status, Output: run.Output, Error: run.Error, ErrorCode: run.ErrorCode})
+	if err != nil {
+		return
+	}
+	if _, err := e.ResumeHook(ctx, ec.NotifyToken, out); err != nil && !errors.Is(err, world.ErrNotFound) {
+		e.log.Warn("engine: notify parent run", "run", runID, "parent", ec.ParentRunID, "err", err)
+	}
+}
+
+// notified reports whether the parent's hook already received the outcome
+// (an earlier invocation delivered it).
+func (e *Engine) notified(ctx context.Context, ec ExecutionContext) bool {
+	h, err := e.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: ec.NotifyToken})
+	if err != nil {
+		return errors.Is(err, world.ErrNotFound) // disposed, or the parent ended
+	}
+	p, err := e.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{RunID: h.RunID, CorrelationID: h.HookID})
+	if err != nil {
+		return false
+	}
+	for _, ev := range p.Items {
+		if ev.Type() == world.EventHookReceived {
+			return true
+		}
+	}
+	return false
+}
+
+// ResumeHook delivers payload to the active hook holding token and enqueues
+// a continuation of its run. A missing or disposed hook, or one whose run has
+// finished, is world.ErrNotFound.
+func (e *Engine) ResumeHook(ctx context.Context, token string, payload json.RawMessage) (*world.Hook, error) {
+	return ResumeHook(ctx, e.w, e.now, token, payload)
+}
+
+// ResumeHook is Engine.ResumeHook for any World.
+func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token string, payload json.RawMessage) (*world.Hook, error) {
+	h, err := w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
+	if err != nil {
+		return nil, err
+	}
+	res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, Events: []world.EventInput{
+		{CorrelationID: h.HookID, Data: &world.HookReceived{Payload: payload}},
+	}})
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrGone) || errors.Is(err, world.ErrConflict) {
+			return nil, fmt.Errorf("%w: hook %q: %v", world.ErrNotFound, token, err)
+		}
+		return nil, err
+	}
+	ev := res.Results[0].Event
+	if err := Wake(ctx, w, now, h.RunID, "hook:"+ev.EventID); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// Wake enqueues a continuation of a run (after a write that may unblock it),
+// deduplicated by key.
+func Wake(ctx context.Context, w world.World, now func() time.Time, runID, key string) error {
+	body, err := world.EncodeMessage(world.Message{RunID: runID, RequestedAt: now()})
+	if err != nil {
+		return err
+	}
+	_, err = w.Enqueue(ctx, &world.EnqueueParams{Body: body, IdempotencyKey: key})
+	return err
+}

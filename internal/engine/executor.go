@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+type outcomeKind uint8
+
+const (
+	outCompleted outcomeKind = iota + 1
+	outFailed
+	outRetrying
+	outAbandoned // nothing to record: the invocation or the attempt was cut off
+)
+
+// outcome is the result of one step attempt.
+type outcome struct {
+	stepID     string
+	stepName   string
+	kind       outcomeKind
+	attempt    int
+	result     json.RawMessage
+	failure    *world.ErrorData
+	retryAfter time.Time
+}
+
+// event returns the event recording the outcome.
+func (o outcome) event() world.EventInput {
+	switch o.kind {
+	case outCompleted:
+		return world.EventInput{CorrelationID: o.stepID, Data: &world.StepCompleted{StepName: o.stepName, Result: o.result}}
+	case outFailed:
+		return world.EventInput{CorrelationID: o.stepID, Data: &world.StepFailed{StepName: o.stepName, Error: o.failure}}
+	default:
+		return world.EventInput{CorrelationID: o.stepID, Data: &world.StepRetrying{StepName: o.stepName, Error: o.failure, RetryAfter: o.retryAfter}}
+	}
+}
+
+// stepExec describes one step attempt to execute.
+type stepExec struct {
+	run       runMeta
+	stepID    string
+	stepName  string
+	input     json.RawMessage
+	attempt   int
+	startedAt time.Time
+}
+
+// StepInfo describes the step attempt a context belongs to; the SDK reads it
+// for step metadata, streams and child runs.
+type StepInfo struct {
+	RunID            string
+	WorkflowName     string
+	RunCreatedAt     time.Time
+	ExecutionContext json.RawMessage
+	StepID           string
+	StepName         string
+	Attempt          int
+	StartedAt        time.Time
+	World            world.World
+	Now              func() time.Time
+}
+
+type stepInfoKey struct{}
+
+// StepInfoFrom returns the step attempt ctx belongs to.
+func StepInfoFrom(ctx context.Context) (*StepInfo, bool) {
+	info, ok := ctx.Value(stepInfoKey{}).(*StepInfo)
+	return info, ok
+}
+
+// stepCancel is why a step's context was cancelled by its watcher.
+type stepCancel string
+
+func (c stepCancel) Error() string { return string(c) }
+
+const (
+	errRunEnded  stepCancel = "engine: the step's run has ended"
+	errLeaseLost stepCancel = "engine: the step's execution lease was lost"
+)
+
+// runStep executes one attempt and decides what to record.
+func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
+	out := outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt}
+	def, ok := e.reg.Step(x.stepName)
+	if !ok {
+		out.kind = outFailed
+		out.failure = &world.ErrorData{Type: TypeStepNotRegistered, Message: fmt.Sprintf(stepNotRegisteredFmt, x.stepName), Fatal: true}
+		return out
+	}
+	maxAttempts := max(def.MaxRetries, 0) + 1
+	if x.attempt > maxAttempts {
+		out.kind = outFailed
+		out.failure = &world.ErrorData{
+			Type:    TypeAttemptsExhausted,
+			Message: fmt.Sprintf("step %q was started %d times, more than its %d attempts (an executor died mid-step?)", x.stepName, x.attempt, maxAttempts),
+			Fatal:   true,
+		}
+		return out
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sctx = context.WithValue(sctx, stepInfoKey{}, &StepInfo{
+		RunID: x.run.runID, WorkflowName: x.run.workflowName, RunCreatedAt: x.run.createdAt,
+		ExecutionContext: x.run.execCtx, StepID: x.stepID, StepName: x.stepName,
+		Attempt: x.attempt, StartedAt: x.startedAt, World: e.w, Now: e.cfg.Now,
+	})
+	if e.cfg.StepContext != nil {
+		sctx = e.cfg.StepContext(sctx)
+	}
+	stop := e.watchStep(sctx, cancel, x)
+	result, err := callStep(def.Fn, sctx, x.input)
+	stop()
+	if err == nil {
+		if len(result) == 0 {
+			result = json.RawMessage("null")
+		}
+		out.kind, out.result = outCompleted, result
+		return out
+	}
+	if ctx.Err() != nil {
+		out.kind = outAbandoned
+		return out
+	}
+	if cause := context.Cause(sctx); errors.Is(cause, errRunEnded) || errors.Is(cause, errLeaseLost) {
+		out.kind = outAbandoned
+		return out
+	}
+	var data *world.ErrorData
+	fatal := false
+	var retryAt time.Time
+	var f *Failure
+	if errors.As(err, &f) && f.Data != nil {
+		data, fatal, retryAt = f.Data, f.Fatal, f.RetryAt
+	} else {
+		data = e.cfg.EncodeError(err)
+	}
+	if data.Fatal {
+		fatal = true
+	}
+	if fatal || x.attempt >= maxAttempts {
+		out.kind, out.failure = outFailed, data
+		return out
+	}
+	if retryAt.IsZero() {
+		backoff := def.Backoff
+		if backoff == nil {
+			backoff = DefaultBackoff
+		}
+		retryAt = e.now().Add(backoff(x.attempt))
+	}
+	out.kind, out.failure, out.retryAfter = outRetrying, data, retryAt
+	return out
+}
+
+func callStep(fn func(context.Context, json.RawMessage) (json.RawMessage, error), ctx context.Context, input json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = nil
+			err = &Failure{Data: &world.ErrorData{
+				Type:    TypePanic,
+				Message: fmt.Sprintf("step panicked: %v", r),
+				Stack:   string(debug.Stack()),
+			}}
+		}
+	}()
+	return fn(ctx, input)
+}
+
+// watchStep renews the attempt's execution lease every third of its TTL and
+// cancels the step's context when its run ends or the lease is lost. It
+// uses no goroutine until the first tick, so short steps cost a timer.
+func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, x stepExec) (stop func()) {
+	renewEvery := max(e.cfg.StepLeaseTTL/3, time.Millisecond)
+	interval := min(renewEvery, e.cfg.RunPollInterval)
+	var (
+		mu        sync.Mutex
+		stopped   bool
+		timer     *time.Timer
+		running   sync.WaitGroup
+		lastRenew = e.now()
+	)
+	var tick func()
+	tick = func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		running.Add(1)
+		mu.Unlock()
+		defer running.Done()
+		if now := e.now(); now.Sub(lastRenew) >= renewEvery {
+			lastRenew = now
+			_, err := e.w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: x.run.runID, StepID: x.stepID, Attempt: x.attempt, TTL: e.cfg.StepLeaseTTL})
+			if err != nil && (errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrNotFound)) {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+		run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: x.run.runID})
+		if err == nil && run.Status.Terminal() {
+			cancel(errRunEnded)
+			return
+		}
+		mu.Lock()
+		if !stopped {
+			timer = time.AfterFunc(interval, tick)
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(interval, tick)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+		running.Wait()
+	}
+}
+
+// executeBackground executes the step a message names (a step queued
+// because the invocation that created it had no inline capacity, or a
+// retry), records its outcome and enqueues a continuation of its run.
+func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
+	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: msg.RunID, StepID: msg.StepID})
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			return &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", msg.StepID, msg.RunID), Err: err}
+		}
+		return err
+	}
+	if st.Status.Terminal() {
+		return nil
+	}
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
+	if err != nil {
+		return err
+	}
+	if run.Status.Terminal() {
+		return nil
+	}
+	res, err := e.w.Append(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
+		{CorrelationID: msg.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
+	}})
+	if err != nil {
+		var early *world.TooEarlyError
+		switch {
+		case errors.As(err, &early):
+			m := world.Message{RunID: msg.RunID, StepID: msg.StepID, NotBefore: early.RetryAfter}
+			return e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", msg.StepID, early.RetryAfter.UnixMilli()))
+		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
+			return nil // another executor owns the attempt, or the run ended
+		case errors.Is(err, world.ErrNotFound):
+			return &PermanentError{Reason: "step " + msg.StepID + " not found", Err: err}
+		}
+		return err
+	}
+	started := res.Results[0].Step
+	x := stepExec{
+		run: runMeta{
+			runID: run.RunID, workflowName: run.WorkflowName, input: run.Input,
+			execCtx: run.ExecutionContext, createdAt: run.CreatedAt,
+		},
+		stepID: st.StepID, stepName: st.StepName, input: st.Input,
+		attempt: started.Attempt, startedAt: started.StartedAt,
+	}
+	o := e.runStep(ctx, x)
+	if o.kind == outAbandoned {
+		return ctx.Err()
+	}
+	if err := e.record(ctx, msg.RunID, o); err != nil {
+		return err
+	}
+	if o.kind == outRetrying {
+		m := world.Message{RunID: msg.RunID, StepID: msg.StepID, NotBefore: o.retryAfter}
+		return e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", msg.StepID, o.attempt))
+	}
+	return e.enqueue(ctx, world.Message{RunID: msg.RunID}, fmt.Sprintf("done:%s:%d", msg.StepID, o.attempt))
+}
+
+// record appends a step outcome outside the run's fence. A refusal means the
+// step or its run has moved on (another executor recorded it after this
+// one's lease expired, or the run ended): nothing to do.
+func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		_, err = e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone), errors.Is(err, world.ErrNotFound):
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+	}
+	return err
+}

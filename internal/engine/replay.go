@@ -1,0 +1,559 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/skeinflow/skein/world"
+)
+
+type opKind uint8
+
+const (
+	opStep opKind = iota + 1
+	opHook
+	opWait
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opStep:
+		return "step"
+	case opHook:
+		return "hook"
+	case opWait:
+		return "wait"
+	}
+	return "operation"
+}
+
+// op is one operation the workflow asked for: a step, a hook or a wait.
+type op struct {
+	kind  opKind
+	id    string
+	index int
+	name  string // step name or hook token; empty for a wait
+
+	created bool // its creation event has been consumed
+
+	// Steps and waits settle once.
+	settled bool
+	order   int64 // settlement order
+	result  json.RawMessage
+	failure *world.ErrorData
+
+	// Step state, as the log has it.
+	input      json.RawMessage
+	status     world.StepStatus
+	attempt    int
+	retryAfter time.Time
+	leaseUntil time.Time
+	startedAt  time.Time
+
+	// Wait: an absolute time, or a duration resolved when committed.
+	resumeAt time.Time
+	duration time.Duration
+
+	// Hook.
+	metadata      json.RawMessage
+	isWebhook     bool
+	registered    bool
+	regOrder      int64
+	conflictRunID string
+	payloads      []payload
+	disposeWanted bool
+	disposeLogged bool
+	disposeSent   bool
+}
+
+type payload struct {
+	data  json.RawMessage
+	order int64
+}
+
+// runMeta describes the run, from its run_created event.
+type runMeta struct {
+	runID        string
+	workflowName string
+	input        json.RawMessage
+	execCtx      json.RawMessage
+	createdAt    time.Time
+}
+
+// replayer applies a run's events, in log order, to the workflow coroutine's
+// state: it matches creation events with the operations the code asks for,
+// settles futures and wakes the coroutine when the condition it waits for
+// holds. Events the engine has produced but not yet committed (inline step
+// results, elapsed waits) are delivered through the same paths.
+type replayer struct {
+	meta   runMeta
+	wf     *Workflow
+	det    *detSource
+	logger *slog.Logger
+	now    time.Time
+
+	ops     []*op
+	byID    map[string]*op
+	matched int
+	settles int64
+
+	openSteps map[string]*op // created, not settled
+	openWaits map[string]*op // created, not settled
+	disposals []*op
+
+	co  *coroutine
+	ctx *Context
+
+	// Outcome.
+	finished   bool // the coroutine returned or panicked
+	output     json.RawMessage
+	failure    *world.ErrorData
+	failCode   string
+	terminal   world.RunStatus // a terminal event was consumed
+	replaying  bool
+	lastSeq    int64
+	divergedAt int64
+}
+
+func newReplayer(wf *Workflow, logger *slog.Logger) *replayer {
+	return &replayer{
+		wf:        wf,
+		logger:    logger,
+		byID:      make(map[string]*op),
+		openSteps: make(map[string]*op),
+		openWaits: make(map[string]*op),
+	}
+}
+
+// over reports whether the replayer has nothing more to do: the workflow
+// finished (or diverged) or the log ended the run.
+func (r *replayer) over() bool { return r.finished || r.terminal != "" }
+
+// stop discards the coroutine.
+func (r *replayer) stop() {
+	if r.co != nil {
+		r.co.stop()
+		r.co = nil
+	}
+}
+
+// consume applies one committed event.
+func (r *replayer) consume(ev *world.Event) {
+	r.lastSeq = ev.Seq
+	if r.terminal != "" {
+		return
+	}
+	if r.finished {
+		// After the workflow returned, only a creation event contradicts it.
+		switch ev.Data.(type) {
+		case *world.StepCreated, *world.HookCreated, *world.HookConflict, *world.WaitCreated:
+			if r.failCode != world.CodeReplayDivergence {
+				r.diverge(ev, "the workflow has returned")
+			}
+		case *world.RunCompleted:
+			r.terminal = world.RunStatusCompleted
+		case *world.RunFailed:
+			r.terminal = world.RunStatusFailed
+		case *world.RunCancelled:
+			r.terminal = world.RunStatusCancelled
+		}
+		return
+	}
+	switch d := ev.Data.(type) {
+	case *world.RunCreated:
+		r.start(ev, d)
+		return
+	case *world.RunCompleted:
+		r.end(world.RunStatusCompleted)
+		return
+	case *world.RunFailed:
+		r.end(world.RunStatusFailed)
+		return
+	case *world.RunCancelled:
+		r.end(world.RunStatusCancelled)
+		return
+	case *world.StepCreated:
+		if o := r.match(ev, opStep, d.StepName); o != nil {
+			o.status = world.StepStatusPending
+			r.openSteps[o.id] = o
+		}
+	case *world.StepStarted:
+		if o := r.step(ev); o != nil {
+			o.status = world.StepStatusRunning
+			o.attempt = d.Attempt
+			o.leaseUntil = d.LeaseExpiresAt
+			o.retryAfter = time.Time{}
+			if o.startedAt.IsZero() {
+				o.startedAt = ev.CreatedAt
+			}
+		}
+	case *world.StepRetrying:
+		if o := r.step(ev); o != nil {
+			r.retrying(o, d.RetryAfter)
+		}
+	case *world.StepCompleted:
+		if o := r.step(ev); o != nil {
+			r.settleStep(o, d.Result, nil)
+		}
+	case *world.StepFailed:
+		if o := r.step(ev); o != nil {
+			r.settleStep(o, nil, d.Error)
+		}
+	case *world.HookCreated:
+		if o := r.match(ev, opHook, d.Token); o != nil {
+			r.settles++
+			o.registered, o.regOrder = true, r.settles
+		}
+	case *world.HookConflict:
+		if o := r.match(ev, opHook, d.Token); o != nil {
+			r.settles++
+			o.registered, o.regOrder = true, r.settles
+			o.conflictRunID = d.ConflictingRunID
+			if o.conflictRunID == "" {
+				o.conflictRunID = "unknown"
+			}
+		}
+	case *world.HookReceived:
+		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
+			r.settles++
+			o.payloads = append(o.payloads, payload{data: d.Payload, order: r.settles})
+		}
+	case *world.HookDisposed:
+		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
+			o.disposeLogged = true
+		}
+	case *world.WaitCreated:
+		if o := r.match(ev, opWait, ""); o != nil {
+			o.resumeAt = d.ResumeAt
+			r.openWaits[o.id] = o
+		}
+	case *world.WaitCompleted:
+		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opWait {
+			r.settleWait(o)
+		}
+	}
+	if r.finished {
+		return
+	}
+	// Time advances with every consumed event, except those the engine may
+	// deliver before they are committed (their CreatedAt is not known when
+	// the coroutine runs ahead on them): step results advance nothing, an
+	// elapsed wait advances to its resume time.
+	switch ev.Data.(type) {
+	case *world.StepCompleted, *world.StepFailed, *world.StepRetrying, *world.WaitCompleted:
+	default:
+		if ev.CreatedAt.After(r.now) {
+			r.now = ev.CreatedAt
+		}
+	}
+	r.wake()
+}
+
+func (r *replayer) step(ev *world.Event) *op {
+	o := r.byID[ev.CorrelationID]
+	if o == nil || o.kind != opStep {
+		r.logger.Warn("engine: event for an unknown step", "run", r.meta.runID, "seq", ev.Seq, "type", ev.Type(), "step", ev.CorrelationID)
+		return nil
+	}
+	return o
+}
+
+func (r *replayer) start(ev *world.Event, d *world.RunCreated) {
+	r.meta = runMeta{
+		runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input,
+		execCtx: d.ExecutionContext, createdAt: ev.CreatedAt,
+	}
+	r.det = newDetSource(ev.RunID)
+	r.now = ev.CreatedAt
+	r.ctx = &Context{r: r}
+	input := d.Input
+	r.co = newCoroutine(func() (json.RawMessage, error) { return r.wf.Fn(r.ctx, input) })
+	r.co.step()
+	r.afterSlice()
+}
+
+func (r *replayer) end(status world.RunStatus) {
+	r.terminal = status
+	r.stop()
+}
+
+// match pairs a creation event with the next operation the code asked for.
+func (r *replayer) match(ev *world.Event, kind opKind, name string) *op {
+	if r.matched >= len(r.ops) {
+		r.diverge(ev, "the workflow asks for nothing more (it is waiting)")
+		return nil
+	}
+	o := r.ops[r.matched]
+	if o.kind != kind || o.name != name || o.id != ev.CorrelationID {
+		r.diverge(ev, "the workflow asks for "+describeOp(o))
+		return nil
+	}
+	r.matched++
+	o.created = true
+	return o
+}
+
+func describeOp(o *op) string {
+	switch o.kind {
+	case opStep:
+		return fmt.Sprintf("step %q (%s)", o.name, o.id)
+	case opHook:
+		return fmt.Sprintf("hook with token %q (%s)", o.name, o.id)
+	default:
+		return fmt.Sprintf("wait (%s)", o.id)
+	}
+}
+
+func describeEvent(ev *world.Event) string {
+	switch d := ev.Data.(type) {
+	case *world.StepCreated:
+		return fmt.Sprintf("step_created for step %q (%s)", d.StepName, ev.CorrelationID)
+	case *world.HookCreated:
+		return fmt.Sprintf("hook_created for token %q (%s)", d.Token, ev.CorrelationID)
+	case *world.HookConflict:
+		return fmt.Sprintf("hook_conflict for token %q (%s)", d.Token, ev.CorrelationID)
+	case *world.WaitCreated:
+		return fmt.Sprintf("wait_created (%s)", ev.CorrelationID)
+	}
+	return fmt.Sprintf("%s (%s)", ev.Type(), ev.CorrelationID)
+}
+
+// diverge fails the run: the log and the code disagree.
+func (r *replayer) diverge(ev *world.Event, code string) {
+	msg := fmt.Sprintf("replay divergence at event %d: the log has %s, but %s", ev.Seq, describeEvent(ev), code)
+	r.stop()
+	r.finished = true
+	r.output = nil
+	r.failCode = world.CodeReplayDivergence
+	r.failure = &world.ErrorData{Type: TypeReplayDivergence, Message: msg}
+	r.divergedAt = ev.Seq
+}
+
+// wake runs the coroutine while the condition it waits for holds.
+func (r *replayer) wake() {
+	for r.co != nil && !r.finished && r.co.ready() {
+		r.co.step()
+		r.afterSlice()
+	}
+}
+
+func (r *replayer) afterSlice() {
+	co := r.co
+	if co == nil || !co.done {
+		return
+	}
+	r.finished = true
+	switch {
+	case co.panic != nil:
+		r.failure, r.failCode = co.panic, world.CodeUserError
+	case co.err != nil:
+		r.failure, r.failCode = r.encodeWorkflowError(co.err), world.CodeUserError
+	default:
+		r.output = co.output
+		if len(r.output) == 0 {
+			r.output = json.RawMessage("null")
+		}
+	}
+	r.stop()
+}
+
+func (r *replayer) encodeWorkflowError(err error) *world.ErrorData {
+	if f, ok := err.(*Failure); ok && f.Data != nil {
+		return f.Data
+	}
+	return &world.ErrorData{Type: fmt.Sprintf("%T", err), Message: err.Error()}
+}
+
+func (r *replayer) settleStep(o *op, result json.RawMessage, failure *world.ErrorData) {
+	if o.settled {
+		return
+	}
+	r.settles++
+	o.settled, o.order = true, r.settles
+	o.result, o.failure = result, failure
+	if failure != nil {
+		o.status = world.StepStatusFailed
+	} else {
+		o.status = world.StepStatusCompleted
+	}
+	delete(r.openSteps, o.id)
+}
+
+func (r *replayer) retrying(o *op, retryAfter time.Time) {
+	o.status = world.StepStatusPending
+	o.retryAfter = retryAfter
+	o.leaseUntil = time.Time{}
+}
+
+func (r *replayer) settleWait(o *op) {
+	if o.settled {
+		return
+	}
+	r.settles++
+	o.settled, o.order = true, r.settles
+	delete(r.openWaits, o.id)
+	if o.resumeAt.After(r.now) {
+		r.now = o.resumeAt
+	}
+}
+
+// deliverStep applies an uncommitted step result.
+func (r *replayer) deliverStep(o *op, result json.RawMessage, failure *world.ErrorData) {
+	r.settleStep(o, result, failure)
+	r.wake()
+}
+
+// deliverWait applies an uncommitted wait completion.
+func (r *replayer) deliverWait(o *op) {
+	r.settleWait(o)
+	r.wake()
+}
+
+// newOp records an operation the code asks for.
+func (r *replayer) newOp(kind opKind, prefix, name string) *op {
+	o := &op{kind: kind, id: r.det.id(prefix), index: len(r.ops), name: name}
+	r.ops = append(r.ops, o)
+	r.byID[o.id] = o
+	return o
+}
+
+// Context is what a workflow function sees of the engine. Its methods must
+// be called only from the workflow's own goroutine (the coroutine).
+type Context struct {
+	r *replayer
+}
+
+// RunID returns the run's ID.
+func (c *Context) RunID() string { return c.r.meta.runID }
+
+// WorkflowName returns the workflow's name.
+func (c *Context) WorkflowName() string { return c.r.meta.workflowName }
+
+// StartedAt returns when the run was created.
+func (c *Context) StartedAt() time.Time { return c.r.meta.createdAt }
+
+// ExecutionContext returns the run's execution context (lineage).
+func (c *Context) ExecutionContext() json.RawMessage { return c.r.meta.execCtx }
+
+// Now returns the workflow's deterministic time: the run's creation time,
+// advanced by the events consumed so far.
+func (c *Context) Now() time.Time { return c.r.now }
+
+// Rand returns the run's deterministic random source.
+func (c *Context) Rand() *rand.Rand { return c.r.det.user }
+
+// NewID returns a deterministic ULID timestamped with Now.
+func (c *Context) NewID() string { return c.r.det.userID(ulid.Timestamp(c.r.now)) }
+
+// Logger returns the engine's logger.
+func (c *Context) Logger() *slog.Logger { return c.r.logger }
+
+// NewToken returns a deterministic URL-safe token (21 characters).
+func (c *Context) NewToken() string { return c.r.det.token() }
+
+// Replaying reports whether the workflow is re-executing history (its
+// effects were already recorded); loggers use it to stay quiet.
+func (c *Context) Replaying() bool { return c.r.replaying }
+
+// Await parks the workflow until cond holds. cond is evaluated after every
+// event the engine applies; it must only read workflow state.
+func (c *Context) Await(cond func() bool) { c.r.co.await(cond) }
+
+// Step asks for a step. It is created at the workflow's next suspension.
+func (c *Context) Step(name string, input json.RawMessage) *Future {
+	o := c.r.newOp(opStep, world.PrefixStep, name)
+	o.input = input
+	return &Future{o: o}
+}
+
+// Wait asks for a wait that elapses at resumeAt.
+func (c *Context) Wait(resumeAt time.Time) *Future {
+	o := c.r.newOp(opWait, world.PrefixWait, "")
+	o.resumeAt = resumeAt
+	return &Future{o: o}
+}
+
+// Sleep asks for a wait that elapses d after it is committed (the workflow's
+// Now lags behind the wall clock while steps run, so a sleep is measured
+// from when it is recorded; the resulting time is in the log, so replay is
+// unaffected).
+func (c *Context) Sleep(d time.Duration) *Future {
+	o := c.r.newOp(opWait, world.PrefixWait, "")
+	o.duration = max(d, 0)
+	return &Future{o: o}
+}
+
+// Hook asks for a hook holding token. It is registered at the workflow's
+// next suspension; a token another active hook holds makes it conflicted.
+func (c *Context) Hook(token string, metadata json.RawMessage, isWebhook bool) *Hook {
+	o := c.r.newOp(opHook, world.PrefixHook, token)
+	o.metadata, o.isWebhook = metadata, isWebhook
+	return &Hook{o: o, r: c.r}
+}
+
+// Future is the outcome of a step or a wait.
+type Future struct{ o *op }
+
+// ID returns the step's or wait's correlation ID.
+func (f *Future) ID() string { return f.o.id }
+
+// Done reports whether the future has settled.
+func (f *Future) Done() bool { return f.o.settled }
+
+// Order is the future's position among all settlements of the run (log
+// order); valid once Done.
+func (f *Future) Order() int64 { return f.o.order }
+
+// Result returns the step's result, or its failure.
+func (f *Future) Result() (json.RawMessage, *world.ErrorData) { return f.o.result, f.o.failure }
+
+// Attempt returns the step's latest attempt number as the log has it.
+func (f *Future) Attempt() int { return f.o.attempt }
+
+// Hook is a hook the workflow created.
+type Hook struct {
+	o *op
+	r *replayer
+}
+
+// ID returns the hook's ID.
+func (h *Hook) ID() string { return h.o.id }
+
+// Token returns the hook's token.
+func (h *Hook) Token() string { return h.o.name }
+
+// Registered reports whether the hook's registration (or its conflict) has
+// been recorded; RegisteredOrder is its settlement order.
+func (h *Hook) Registered() bool { return h.o.registered }
+
+// RegisteredOrder returns the registration's settlement order.
+func (h *Hook) RegisteredOrder() int64 { return h.o.regOrder }
+
+// ConflictRunID returns the run holding the token when registration
+// conflicted, or "".
+func (h *Hook) ConflictRunID() string { return h.o.conflictRunID }
+
+// Len returns the number of payloads received so far.
+func (h *Hook) Len() int { return len(h.o.payloads) }
+
+// Payload returns payload i and its settlement order.
+func (h *Hook) Payload(i int) (json.RawMessage, int64) {
+	p := h.o.payloads[i]
+	return p.data, p.order
+}
+
+// Disposed reports whether Dispose was called.
+func (h *Hook) Disposed() bool { return h.o.disposeWanted }
+
+// Dispose releases the hook's token at the workflow's next suspension.
+func (h *Hook) Dispose() {
+	if h.o.disposeWanted {
+		return
+	}
+	h.o.disposeWanted = true
+	h.r.disposals = append(h.r.disposals, h.o)
+}

@@ -1,0 +1,623 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// session is one invocation's continuation of a run, under the run lease.
+type session struct {
+	e     *Engine
+	ctx   context.Context
+	runID string
+
+	// The committed log, as loaded and committed by this session.
+	log       []world.Event
+	lastSeq   int64
+	runStatus world.RunStatus
+	meta      runMeta
+
+	wf *Workflow
+	r  *replayer
+
+	// Uncommitted deliveries (in delivery order) and the step outcomes
+	// behind them, delivered again after a rebuild.
+	pending []world.EventInput
+	held    []outcome
+
+	inflight map[string]context.CancelFunc
+	queued   map[string]bool
+	deferred map[string]time.Time // excess steps held back, until when
+	results  chan outcome
+	late     []outcome // results that arrived after the workflow finished
+
+	deadline time.Time
+	draining bool
+	lastPoll time.Time
+}
+
+// errStale reports a commit refused because the run changed underneath.
+type staleError struct{ err error }
+
+func (e *staleError) Error() string { return "engine: stale commit: " + e.err.Error() }
+func (e *staleError) Unwrap() error { return e.err }
+
+// continueRun continues a run under its lease.
+func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
+	owner := fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
+	_, err := e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: msg.RunID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	if err != nil {
+		if errors.Is(err, world.ErrLeaseHeld) {
+			return e.bounce(ctx, msg, err)
+		}
+		return err
+	}
+	stopRenew := e.keepLease(ctx, msg.RunID, owner)
+	defer func() {
+		stopRenew()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: msg.RunID, Owner: owner}); err != nil {
+			e.log.Warn("engine: release run lease", "run", msg.RunID, "err", err)
+		}
+	}()
+	now := e.now()
+	deadline := now.Add(e.cfg.MaxInvocation)
+	if d, ok := ctx.Deadline(); ok && d.Add(-e.cfg.BudgetMargin).Before(deadline) {
+		deadline = d.Add(-e.cfg.BudgetMargin)
+	}
+	s := &session{
+		e: e, ctx: ctx, runID: msg.RunID,
+		inflight: make(map[string]context.CancelFunc),
+		queued:   make(map[string]bool),
+		deferred: make(map[string]time.Time),
+		results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+		deadline: deadline,
+		lastPoll: now,
+	}
+	defer s.close()
+	return s.run()
+}
+
+// bounce re-enqueues a continuation that found the run lease held, never
+// dropping it: the delay grows with each bounce (LeaseRetryDelay doubling)
+// but never past the holder's lease expiry, so a dead holder costs one lease
+// TTL. Bounces in one delay window share an idempotency key: one
+// continuation after the holder is enough, as it loads everything.
+func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) error {
+	now := e.now()
+	delay := e.cfg.LeaseRetryDelay << min(msg.Hop, 6)
+	var lh *world.LeaseHeldError
+	if errors.As(held, &lh) {
+		if until := lh.ExpiresAt.Sub(now) + 10*time.Millisecond; until > 0 && until < delay {
+			delay = max(until, e.cfg.LeaseRetryDelay)
+		}
+	}
+	bucket := now.UnixMilli() / max(1, delay.Milliseconds())
+	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1}
+	return e.enqueue(ctx, m, fmt.Sprintf("busy:%s:%d:%d", msg.RunID, msg.Hop+1, bucket))
+}
+
+// keepLease renews the run lease every third of its TTL until stopped.
+func (e *Engine) keepLease(ctx context.Context, runID, owner string) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(max(e.cfg.RunLeaseTTL/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := e.w.RenewRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL}); err != nil {
+					e.log.Warn("engine: renew run lease", "run", runID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+func (s *session) run() error {
+	if _, err := s.loadNew(false); err != nil {
+		return err
+	}
+	if len(s.log) == 0 {
+		return &PermanentError{Reason: "run " + s.runID + " not found"}
+	}
+	if s.runStatus.Terminal() {
+		s.e.afterTerminal(s.ctx, s.runID)
+		return nil
+	}
+	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
+	if !ok {
+		return s.failUnregistered()
+	}
+	s.wf = wf
+	s.rebuild()
+	return s.loop()
+}
+
+// close stops the coroutine and any step still running.
+func (s *session) close() {
+	if s.r != nil {
+		s.r.stop()
+	}
+	s.stopInflight(false)
+}
+
+// track updates what the session knows of the run from a committed event.
+func (s *session) track(ev *world.Event) {
+	switch d := ev.Data.(type) {
+	case *world.RunCreated:
+		s.runStatus = world.RunStatusPending
+		s.meta = runMeta{runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input, execCtx: d.ExecutionContext, createdAt: ev.CreatedAt}
+	case *world.RunStarted:
+		s.runStatus = world.RunStatusRunning
+	case *world.RunCompleted:
+		s.runStatus = world.RunStatusCompleted
+	case *world.RunFailed:
+		s.runStatus = world.RunStatusFailed
+	case *world.RunCancelled:
+		s.runStatus = world.RunStatusCancelled
+	}
+}
+
+// loadNew reads the events appended since the session's last known one,
+// optionally applying them to the replayer (allowed only with nothing
+// uncommitted). The cold start reads forward, page by page; later loads read
+// newest first back to the last known sequence number, so they cost what
+// was appended since, however long the log.
+func (s *session) loadNew(consume bool) (int, error) {
+	if len(s.log) == 0 {
+		return s.loadForward(consume)
+	}
+	var fresh []world.Event
+	cursor, limit := "", 16
+	for {
+		page, err := s.e.w.ListEvents(s.ctx, &world.ListEventsParams{
+			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: limit, Descending: true},
+		})
+		if err != nil {
+			return 0, err
+		}
+		reached := false
+		for _, ev := range page.Items {
+			if ev.Seq <= s.lastSeq {
+				reached = true
+				break
+			}
+			fresh = append(fresh, ev)
+		}
+		if reached || !page.HasMore || len(page.Items) == 0 {
+			break
+		}
+		cursor, limit = page.Cursor, world.MaxPageLimit
+	}
+	slices.Reverse(fresh)
+	for i := range fresh {
+		s.add(fresh[i], consume)
+	}
+	return len(fresh), nil
+}
+
+func (s *session) loadForward(consume bool) (int, error) {
+	n := 0
+	cursor := ""
+	for {
+		page, err := s.e.w.ListEvents(s.ctx, &world.ListEventsParams{
+			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: world.MaxPageLimit},
+		})
+		if err != nil {
+			if errors.Is(err, world.ErrNotFound) && n == 0 {
+				return 0, nil
+			}
+			return n, err
+		}
+		for _, ev := range page.Items {
+			if ev.Seq > s.lastSeq {
+				s.add(ev, consume)
+				n++
+			}
+		}
+		if page.Cursor != "" {
+			cursor = page.Cursor
+		}
+		if !page.HasMore || len(page.Items) == 0 {
+			return n, nil
+		}
+	}
+}
+
+// add appends a loaded event to the in-memory log.
+func (s *session) add(ev world.Event, consume bool) {
+	s.log = append(s.log, ev)
+	s.lastSeq = ev.Seq
+	last := &s.log[len(s.log)-1]
+	s.track(last)
+	if consume {
+		s.r.consume(last)
+	}
+}
+
+// rebuild discards the coroutine and replays the in-memory log into a new
+// one, then delivers the held (uncommitted) step outcomes again.
+func (s *session) rebuild() {
+	if s.r != nil {
+		s.r.stop()
+	}
+	s.r = newReplayer(s.wf, s.e.log)
+	s.r.replaying = true
+	for i := range s.log {
+		s.r.consume(&s.log[i])
+	}
+	s.r.replaying = false
+	held := s.held
+	s.held, s.pending = nil, nil
+	for _, o := range held {
+		s.deliver(o)
+	}
+}
+
+// refresh loads what other writers appended and rebuilds the workflow.
+func (s *session) refresh() error {
+	n, err := s.loadNew(false)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("engine: run %s: commit refused but no new events", s.runID)
+	}
+	s.e.log.Debug("engine: commit refused; rebuilding the workflow", "run", s.runID, "newEvents", n, "held", len(s.held))
+	s.rebuild()
+	return nil
+}
+
+// deliver applies an inline step outcome to the workflow before it is
+// committed, and queues its event for the next commit.
+func (s *session) deliver(o outcome) {
+	op := s.r.byID[o.stepID]
+	if op == nil || op.kind != opStep || op.settled {
+		return // recorded by someone else meanwhile
+	}
+	if s.r.over() {
+		s.late = append(s.late, o)
+		return
+	}
+	s.pending = append(s.pending, o.event())
+	s.held = append(s.held, o)
+	switch o.kind {
+	case outCompleted:
+		s.r.deliverStep(op, o.result, nil)
+	case outFailed:
+		s.r.deliverStep(op, nil, o.failure)
+	case outRetrying:
+		s.r.retrying(op, o.retryAfter)
+	}
+}
+
+// fireDueWaits completes the waits whose time has come, in time order.
+func (s *session) fireDueWaits(now time.Time) {
+	if len(s.r.openWaits) == 0 {
+		return
+	}
+	var due []*op
+	for _, o := range s.r.openWaits {
+		if !o.resumeAt.After(now) {
+			due = append(due, o)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].resumeAt.Equal(due[j].resumeAt) {
+			return due[i].resumeAt.Before(due[j].resumeAt)
+		}
+		return due[i].index < due[j].index
+	})
+	for _, o := range due {
+		if s.r.over() {
+			return
+		}
+		s.pending = append(s.pending, world.EventInput{CorrelationID: o.id, Data: &world.WaitCompleted{}})
+		s.r.deliverWait(o)
+	}
+}
+
+// runnable returns the created, unsettled steps this session may start:
+// pending and due, or running under an expired lease; not already running
+// here nor queued by this session.
+func (s *session) runnable(now time.Time) []*op {
+	var out []*op
+	for id, o := range s.r.openSteps {
+		if s.inflight[id] != nil || s.queued[id] {
+			continue
+		}
+		switch o.status {
+		case world.StepStatusPending:
+			if !o.retryAfter.After(now) {
+				out = append(out, o)
+			}
+		case world.StepStatusRunning:
+			if !o.leaseUntil.After(now) {
+				out = append(out, o)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	return out
+}
+
+// nextTimer returns the soonest time something becomes due: a wait, a
+// step's retry, or the expiry of another executor's step lease. Zero when
+// nothing is timed.
+func (s *session) nextTimer(now time.Time) time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for _, o := range s.r.openWaits {
+		consider(o.resumeAt)
+	}
+	for _, at := range s.deferred {
+		consider(at)
+	}
+	for id, o := range s.r.openSteps {
+		if s.inflight[id] != nil {
+			continue
+		}
+		switch {
+		case o.status == world.StepStatusPending && o.retryAfter.After(now):
+			consider(o.retryAfter)
+		case o.status == world.StepStatusRunning && o.leaseUntil.After(now):
+			consider(o.leaseUntil.Add(50 * time.Millisecond))
+		}
+	}
+	return next
+}
+
+func (s *session) capacity() int {
+	if s.draining {
+		return 0
+	}
+	return max(0, s.e.cfg.InlineConcurrency-len(s.inflight))
+}
+
+func (s *session) loop() error {
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		now := s.e.now()
+		if !s.draining && !now.Before(s.deadline) {
+			s.draining = true
+		}
+		if s.r.terminal != "" {
+			return s.endForeign()
+		}
+		if !s.r.finished {
+			s.fireDueWaits(now)
+		}
+		if err := s.flushDeferred(now, false); err != nil {
+			return err
+		}
+		p := s.build(now)
+		if len(p.events) > 0 {
+			res, err := s.commit(p)
+			var stale *staleError
+			if errors.As(err, &stale) {
+				if err := s.refresh(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if res != nil {
+				if err := s.apply(p, res); err != nil {
+					return err
+				}
+				if p.terminal {
+					s.stopInflight(true)
+					s.e.afterTerminal(s.ctx, s.runID)
+					return nil
+				}
+			}
+			continue
+		}
+		if len(s.inflight) > 0 {
+			if err := s.waitInflight(); err != nil {
+				return err
+			}
+			continue
+		}
+		done, err := s.idle(now)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// waitInflight waits for an inline step to finish, a timer to come due, the
+// budget to run out or the next poll for other writers' events.
+func (s *session) waitInflight() error {
+	now := s.e.now()
+	pollAt := s.lastPoll.Add(s.e.cfg.EventPollInterval)
+	wake := pollAt
+	if next := s.nextTimer(now); !next.IsZero() && next.Before(wake) {
+		wake = next
+	}
+	if !s.draining && s.deadline.Before(wake) {
+		wake = s.deadline
+	}
+	t := time.NewTimer(max(0, wake.Sub(now)))
+	defer t.Stop()
+	select {
+	case o := <-s.results:
+		s.receive(o)
+		for {
+			select {
+			case o := <-s.results:
+				s.receive(o)
+				continue
+			default:
+			}
+			break
+		}
+	case <-t.C:
+		if now := s.e.now(); !now.Before(pollAt) && len(s.pending) == 0 {
+			s.lastPoll = now
+			if _, err := s.loadNew(true); err != nil {
+				return err
+			}
+		}
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+func (s *session) receive(o outcome) {
+	if cancel := s.inflight[o.stepID]; cancel != nil {
+		cancel()
+		delete(s.inflight, o.stepID)
+	}
+	if o.kind == outAbandoned {
+		return
+	}
+	s.deliver(o)
+}
+
+// idle handles a session with nothing running and nothing to commit: it
+// lingers for a timer that is close, looks once more for events appended
+// meanwhile, and otherwise schedules the continuation the run needs and
+// ends the invocation.
+func (s *session) idle(now time.Time) (done bool, err error) {
+	next := s.nextTimer(now)
+	linger := s.e.cfg.Linger
+	if !s.draining && !next.IsZero() && linger > 0 && next.Sub(now) <= linger && next.Before(s.deadline) {
+		t := time.NewTimer(next.Sub(now))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return false, nil
+		case <-s.ctx.Done():
+			return true, s.ctx.Err()
+		}
+	}
+	s.lastPoll = now
+	n, err := s.loadNew(true)
+	if err != nil || n > 0 {
+		return false, err
+	}
+	if err := s.flushDeferred(now, true); err != nil {
+		return true, err
+	}
+	switch {
+	case s.draining && len(s.runnable(now)) > 0:
+		// Out of budget with steps ready to run: a new invocation takes over.
+		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, fmt.Sprintf("budget:%s:%d", s.runID, s.lastSeq))
+	case !next.IsZero():
+		m := world.Message{RunID: s.runID, NotBefore: next}
+		return true, s.e.enqueue(s.ctx, m, fmt.Sprintf("timer:%s:%d", s.runID, next.UnixMilli()))
+	}
+	return true, nil
+}
+
+// flushDeferred queues the held-back steps whose time has come (all of them
+// when the session is ending) that are still waiting to start.
+func (s *session) flushDeferred(now time.Time, all bool) error {
+	for id, at := range s.deferred {
+		if !all && now.Before(at) {
+			continue
+		}
+		delete(s.deferred, id)
+		o := s.r.byID[id]
+		if o == nil || o.settled || s.inflight[id] != nil || o.status != world.StepStatusPending {
+			continue
+		}
+		if err := s.enqueueStep(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endForeign ends a session whose run another writer finished (a
+// cancellation): held and running step results are recorded as the World
+// allows, and the terminal side effects run.
+func (s *session) endForeign() error {
+	held := s.held
+	s.held, s.pending = nil, nil
+	for _, o := range held {
+		if o.kind != outRetrying {
+			s.recordLate(o)
+		}
+	}
+	s.stopInflight(true)
+	s.e.afterTerminal(s.ctx, s.runID)
+	return nil
+}
+
+// stopInflight cancels the steps still running, waits for them, and when
+// record is set records the results they produced anyway.
+func (s *session) stopInflight(record bool) {
+	for _, cancel := range s.inflight {
+		cancel()
+	}
+	for len(s.inflight) > 0 {
+		o := <-s.results
+		delete(s.inflight, o.stepID)
+		if record && (o.kind == outCompleted || o.kind == outFailed) {
+			s.late = append(s.late, o)
+		}
+	}
+	if record {
+		for _, o := range s.late {
+			s.recordLate(o)
+		}
+	}
+	s.late = nil
+}
+
+func (s *session) recordLate(o outcome) {
+	if err := s.e.record(context.WithoutCancel(s.ctx), s.runID, o); err != nil {
+		s.e.log.Warn("engine: record step result after run end", "run", s.runID, "step", o.stepID, "err", err)
+	}
+}
+
+// failUnregistered fails a run whose workflow this engine does not know.
+func (s *session) failUnregistered() error {
+	data := &world.ErrorData{Type: TypeNotRegistered, Message: fmt.Sprintf(workflowNotRegistedFmt, s.meta.workflowName)}
+	for try := 0; try < 5; try++ {
+		_, err := s.e.w.Append(s.ctx, &world.AppendParams{RunID: s.runID, IfLastSeq: s.lastSeq, Events: []world.EventInput{
+			{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeRuntimeError}},
+		}})
+		if err == nil {
+			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
+			s.e.afterTerminal(s.ctx, s.runID)
+			return nil
+		}
+		if !errors.Is(err, world.ErrConflict) {
+			return err
+		}
+		if _, err := s.loadNew(false); err != nil {
+			return err
+		}
+		if s.runStatus.Terminal() {
+			return nil
+		}
+	}
+	return fmt.Errorf("engine: run %s: could not record that its workflow is not registered", s.runID)
+}

@@ -1,0 +1,142 @@
+package localworld
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// SyncPolicy says when a durable World forces its commits to stable storage.
+// It has no effect in memory.
+type SyncPolicy int
+
+const (
+	// SyncEveryCommit (the default) fsyncs every transaction before the call
+	// that made it returns: a returned Append, Enqueue or WriteStream survives
+	// a crash of the process or the machine.
+	SyncEveryCommit SyncPolicy = iota
+	// SyncBatch is group commit: writes that arrive while a commit is being
+	// synced are combined into the next transaction and share its fsync. It
+	// is exactly as durable as SyncEveryCommit (a call returns after the
+	// fsync of its transaction) and adds no wait for a lone writer.
+	SyncBatch
+	// SyncNone never fsyncs. A process crash loses nothing (the page cache
+	// survives it) but a machine crash or power loss can lose recent commits
+	// or corrupt the file. For benchmarks and throwaway stores only.
+	SyncNone
+)
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncEveryCommit:
+		return "every-commit"
+	case SyncBatch:
+		return "batch"
+	case SyncNone:
+		return "none"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultDedupeWindow = 24 * time.Hour
+	DefaultVisibility   = 30 * time.Second
+	DefaultLockTimeout  = 2 * time.Second
+	DefaultRunLeaseTTL  = 30 * time.Second
+)
+
+// MaxReceive bounds ReceiveParams.Max.
+const MaxReceive = 1000
+
+// Config configures a World. The zero value is a valid in-memory World.
+type Config struct {
+	// Path is the store file. Empty means in memory: nothing survives Close.
+	// A missing file is created; an existing one must be a localworld store.
+	Path string
+	// Sync is the durability policy of a file store (default SyncEveryCommit).
+	Sync SyncPolicy
+	// LockTimeout bounds the wait for the file lock another process holds
+	// (default 2s). A store is used by one process at a time.
+	LockTimeout time.Duration
+	// CheckOnOpen runs a full consistency check of an existing file (every
+	// page, O(size)) before the World is returned. The cheap checks (header,
+	// both meta pages, file size) always run.
+	CheckOnOpen bool
+	// FileMode is the permission of a created file (default 0600).
+	FileMode os.FileMode
+
+	// Now is the clock for every time the World records or compares:
+	// createdAt, leases, queue delays and visibility, dedupe expiry. Default
+	// time.Now. Waiting (Receive) uses real timers for the difference.
+	Now func() time.Time
+	// Entropy feeds ID generation (default crypto/rand).
+	Entropy io.Reader
+	// Logger receives operational messages (default: warnings and errors
+	// to stderr).
+	Logger *slog.Logger
+
+	// DedupeWindow is how long an Enqueue idempotency key suppresses
+	// duplicates (default 24h).
+	DedupeWindow time.Duration
+	// DefaultVisibility hides a received message when ReceiveParams names no
+	// Visibility (default 30s).
+	DefaultVisibility time.Duration
+	// DefaultRunLeaseTTL is the run lease duration when RunLeaseParams names
+	// no TTL (default 30s).
+	DefaultRunLeaseTTL time.Duration
+}
+
+// WithDefaults returns a copy of c with every unset field given its default.
+// It is safe on a nil Config.
+func (c *Config) WithDefaults() *Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.LockTimeout <= 0 {
+		out.LockTimeout = DefaultLockTimeout
+	}
+	if out.FileMode == 0 {
+		out.FileMode = 0o600
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if out.DedupeWindow <= 0 {
+		out.DedupeWindow = DefaultDedupeWindow
+	}
+	if out.DefaultVisibility <= 0 {
+		out.DefaultVisibility = DefaultVisibility
+	}
+	if out.DefaultRunLeaseTTL <= 0 {
+		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
+	}
+	return &out
+}
+
+// validate checks a Config after WithDefaults.
+func (c *Config) validate() error {
+	var errs []error
+	switch c.Sync {
+	case SyncEveryCommit, SyncBatch, SyncNone:
+	default:
+		errs = append(errs, fmt.Errorf("unknown Sync policy %d", int(c.Sync)))
+	}
+	if c.Path == "" && c.CheckOnOpen {
+		errs = append(errs, errors.New("CheckOnOpen needs a Path"))
+	}
+	if c.FileMode&^os.ModePerm != 0 {
+		errs = append(errs, fmt.Errorf("FileMode %s has more than permission bits", c.FileMode))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("localworld: invalid config: %w", err)
+	}
+	return nil
+}

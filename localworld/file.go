@@ -1,0 +1,369 @@
+package localworld
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	// ErrCorrupt is returned by Open for a file that is truncated, damaged or
+	// not a localworld store, and wrapped by reads that find a record they
+	// cannot decode. Open never writes to such a file.
+	ErrCorrupt = errors.New("localworld: store is corrupt")
+	// ErrLocked is returned by Open when another process (or another World
+	// in this one) holds the file beyond Config.LockTimeout.
+	ErrLocked = errors.New("localworld: store is locked by another process")
+)
+
+// formatKey in bucket meta marks a localworld store and its layout version.
+var (
+	formatKey   = []byte("format")
+	formatValue = []byte("skein-localworld/1")
+)
+
+// openBolt opens (or creates) the store file. An existing file is checked
+// before bbolt reads it through its memory map: bbolt trusts the file, and a
+// truncated one faults (SIGBUS) instead of failing. Nothing is written to an
+// existing file until every check has passed.
+func openBolt(cfg *Config) (*bolt.DB, error) {
+	path := cfg.Path
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := createFile(cfg); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("localworld: open %s: not a regular file", path)
+	}
+	if err := checkFile(path, cfg); err != nil {
+		return nil, err
+	}
+	var db *bolt.DB
+	err = guard(path, func() error {
+		var err error
+		db, err = bolt.Open(path, cfg.FileMode, boltOptions(cfg))
+		return err
+	})
+	if err != nil {
+		return nil, openError(path, cfg, err)
+	}
+	if err := checkLayout(db, cfg); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func boltOptions(cfg *Config) *bolt.Options {
+	return &bolt.Options{
+		Timeout:      cfg.LockTimeout,
+		NoSync:       cfg.Sync == SyncNone,
+		FreelistType: bolt.FreelistMapType,
+	}
+}
+
+func openError(path string, cfg *Config, err error) error {
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: open %s: gave up after %s", ErrLocked, path, cfg.LockTimeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return fmt.Errorf("%w: open %s: %v (the file was left untouched)", ErrCorrupt, path, err)
+	}
+	return fmt.Errorf("localworld: open %s: %w", path, err)
+}
+
+// checkLayout optionally checks every page, verifies that the file is a
+// localworld store, and then creates buckets a newer layout added. An
+// existing file that passes needs no write at all.
+func checkLayout(db *bolt.DB, cfg *Config) error {
+	path := cfg.Path
+	var missing bool
+	err := guard(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			if cfg.CheckOnOpen {
+				if err := verifyPages(tx); err != nil {
+					return fmt.Errorf("%w: open %s: consistency check failed (the file was left untouched): %w", ErrCorrupt, path, err)
+				}
+			}
+			var format []byte
+			if meta := tx.Bucket([]byte(bucketNames[bMeta])); meta != nil {
+				format = meta.Get(formatKey)
+			}
+			switch {
+			case format == nil:
+				return fmt.Errorf("%w: open %s: a bbolt file but not a localworld store (no %q marker; the file was left untouched)", ErrCorrupt, path, formatValue)
+			case string(format) != string(formatValue):
+				return fmt.Errorf("%w: open %s: store layout %q, this version reads %q (the file was left untouched)", ErrCorrupt, path, format, formatValue)
+			}
+			for _, name := range bucketNames {
+				if tx.Bucket([]byte(name)) == nil {
+					missing = true
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil || !missing {
+		return err
+	}
+	return db.Update(createBuckets)
+}
+
+// verifyPages reads every key and value of every bucket, which makes bbolt
+// check the id and type of every reachable page, then runs bbolt's own
+// consistency check (freelist, unreachable and doubly used pages). The walk
+// comes first because bbolt's check asserts on a damaged page in a goroutine
+// of its own, where the panic cannot be recovered; the walk runs in ours.
+func verifyPages(tx *bolt.Tx) error {
+	var sink byte
+	var walk func(b *bolt.Bucket)
+	walk = func(b *bolt.Bucket) {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				if nb := b.Bucket(k); nb != nil {
+					walk(nb)
+				}
+			} else if len(v) > 0 {
+				sink ^= v[0] ^ v[len(v)-1]
+			}
+		}
+	}
+	_ = tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+		walk(b)
+		return nil
+	})
+	_ = sink
+	var errs []error
+	for err := range tx.Check() {
+		if len(errs) < 10 {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// guard runs fn, which reads the file through bbolt, turning a panic or a
+// memory fault into ErrCorrupt: bbolt trusts its file, and asserts or faults
+// on a damaged page. It is used only where no other code runs.
+func guard(path string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: open %s: damaged page: %v (the file was left untouched)", ErrCorrupt, path, r)
+		}
+	}()
+	return fn()
+}
+
+func createBuckets(tx *bolt.Tx) error {
+	for _, name := range bucketNames {
+		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket([]byte(bucketNames[bMeta]))
+	if meta.Get(formatKey) == nil {
+		return meta.Put(formatKey, formatValue)
+	}
+	return nil
+}
+
+// createFile makes a new, fully initialized store at cfg.Path: it builds it
+// under a temporary name, syncs it, and links it into place, so the path
+// never names a half-initialized file (an empty or partial file at the path
+// is treated as corrupt, never initialized over).
+func createFile(cfg *Config) error {
+	path := cfg.Path
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".creating-*")
+	if err != nil {
+		return fmt.Errorf("localworld: create %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	_ = tmp.Close()
+	defer func() { _ = os.Remove(tmpName) }()
+
+	opts := boltOptions(cfg)
+	opts.NoSync = false // the new file is synced whatever the policy
+	db, err := bolt.Open(tmpName, cfg.FileMode, opts)
+	if err != nil {
+		return fmt.Errorf("localworld: create %s: %w", path, err)
+	}
+	err = db.Update(createBuckets)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmpName, cfg.FileMode)
+	}
+	if err != nil {
+		return fmt.Errorf("localworld: create %s: %w", path, err)
+	}
+	// Link fails if another process created the store meanwhile: then that
+	// store is opened instead.
+	if err := os.Link(tmpName, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
+			return fmt.Errorf("localworld: create %s: %w", path, err)
+		}
+		if err := os.Rename(tmpName, path); err != nil {
+			return fmt.Errorf("localworld: create %s: %w", path, err)
+		}
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return fmt.Errorf("localworld: sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// bbolt's on-disk format (go.etcd.io/bbolt internal/common): a page starts
+// with a 16-byte header (id u64, flags u16, count u16, overflow u32); pages 0
+// and 1 hold a meta in native byte order: magic u32, version u32, pageSize
+// u32, flags u32, root bucket (root u64, sequence u64), freelist u64, pgid
+// u64 (the high-water page), txid u64, checksum u64 (FNV-64a of the 56 bytes
+// before it).
+const (
+	boltPageHeader   = 16
+	boltMetaSize     = 64
+	boltMagic        = 0xED0CDAED
+	boltVersion      = 2
+	boltMetaFlag     = 0x04
+	boltNoFreelist   = ^uint64(0)
+	boltMinPageSize  = 1024
+	boltMaxPageSize  = 1 << 24
+	boltFirstReadLen = 4096
+)
+
+type boltMeta struct {
+	pageSize uint32
+	root     uint64
+	freelist uint64
+	pgid     uint64
+	txid     uint64
+}
+
+// checkFile validates an existing store without writing to it: both meta
+// pages must be intact and the file must hold every page the newest one
+// references. It holds a shared lock while it reads, so no writer is active.
+//
+// bbolt itself would open a file with one bad meta page by falling back to
+// the other, older one, silently losing the last commit and then overwriting
+// the bad page. A meta fits in the first 512-byte sector of its page, which
+// disks write atomically, so a torn write cannot produce a bad checksum: a
+// bad meta is damage, and Open refuses it.
+func checkFile(path string, cfg *Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := lockShared(f, cfg.LockTimeout); err != nil {
+		if errors.Is(err, errLockTimeout) {
+			return fmt.Errorf("%w: open %s: gave up after %s", ErrLocked, path, cfg.LockTimeout)
+		}
+		return fmt.Errorf("localworld: open %s: lock: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	size := fi.Size()
+	corrupt := func(format string, args ...any) error {
+		return fmt.Errorf("%w: open %s: %s (the file was left untouched)", ErrCorrupt, path, fmt.Sprintf(format, args...))
+	}
+	if size < boltFirstReadLen {
+		return corrupt("file is %d bytes, too short for a store (truncated?)", size)
+	}
+	page := make([]byte, boltFirstReadLen)
+	if _, err := f.ReadAt(page, 0); err != nil {
+		return fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	m0, err := parseMeta(page, 0)
+	if err != nil {
+		return corrupt("meta page 0: %v", err)
+	}
+	ps := int64(m0.pageSize)
+	if size < 2*ps {
+		return corrupt("file is %d bytes, shorter than its two %d-byte meta pages (truncated)", size, ps)
+	}
+	page = make([]byte, ps)
+	if _, err := f.ReadAt(page, ps); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	m1, err := parseMeta(page, 1)
+	if err != nil {
+		return corrupt("meta page 1: %v", err)
+	}
+	if m1.pageSize != m0.pageSize {
+		return corrupt("meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize)
+	}
+	newest := m0
+	if m1.txid > m0.txid {
+		newest = m1
+	}
+	if need := int64(newest.pgid) * ps; size < need {
+		return corrupt("file is %d bytes but its last commit (transaction %d) spans %d bytes (truncated)", size, newest.txid, need)
+	}
+	return nil
+}
+
+func parseMeta(page []byte, id uint64) (boltMeta, error) {
+	ne := binary.NativeEndian
+	m := page[boltPageHeader : boltPageHeader+boltMetaSize]
+	if magic := ne.Uint32(m[0:]); magic != boltMagic {
+		return boltMeta{}, fmt.Errorf("bad magic %#x: not a bbolt file", magic)
+	}
+	if got := ne.Uint64(page[0:]); got != id {
+		return boltMeta{}, fmt.Errorf("page id is %d", got)
+	}
+	if flags := ne.Uint16(page[8:]); flags != boltMetaFlag {
+		return boltMeta{}, fmt.Errorf("not a meta page (flags %#x)", flags)
+	}
+	if v := ne.Uint32(m[4:]); v != boltVersion {
+		return boltMeta{}, fmt.Errorf("unsupported bbolt format version %d", v)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(m[:56])
+	if sum := ne.Uint64(m[56:]); sum != h.Sum64() {
+		return boltMeta{}, errors.New("checksum mismatch")
+	}
+	meta := boltMeta{
+		pageSize: ne.Uint32(m[8:]),
+		root:     ne.Uint64(m[16:]),
+		freelist: ne.Uint64(m[32:]),
+		pgid:     ne.Uint64(m[40:]),
+		txid:     ne.Uint64(m[48:]),
+	}
+	if meta.pageSize < boltMinPageSize || meta.pageSize > boltMaxPageSize || meta.pageSize&(meta.pageSize-1) != 0 {
+		return boltMeta{}, fmt.Errorf("implausible page size %d", meta.pageSize)
+	}
+	if meta.pgid < 2 || meta.root >= meta.pgid || (meta.freelist != boltNoFreelist && meta.freelist >= meta.pgid) {
+		return boltMeta{}, fmt.Errorf("page references out of range (root %d, freelist %d, high water %d)", meta.root, meta.freelist, meta.pgid)
+	}
+	return meta, nil
+}

@@ -1,0 +1,163 @@
+package localworld
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// memStore is the in-memory kvStore: one B-tree per bucket, guarded by a
+// read-write lock. A write transaction holds the lock exclusively and keeps an
+// undo log, replayed backwards on rollback; read transactions share the lock.
+// Writers are serialized, as in bbolt.
+type memStore struct {
+	mu      sync.RWMutex
+	closed  bool
+	buckets [numBuckets]*btree.BTreeG[memItem]
+}
+
+type memItem struct {
+	k, v []byte
+}
+
+func memLess(a, b memItem) bool { return bytes.Compare(a.k, b.k) < 0 }
+
+var errStoreClosed = errors.New("store closed")
+
+func newMemStore() *memStore {
+	s := &memStore{}
+	for i := range s.buckets {
+		s.buckets[i] = btree.NewG(32, memLess)
+	}
+	return s
+}
+
+func (s *memStore) view(fn func(kvTx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errStoreClosed
+	}
+	return fn(&memTx{s: s})
+}
+
+func (s *memStore) update(fn func(kvTx) error) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errStoreClosed
+	}
+	tx := &memTx{s: s, writable: true}
+	defer func() {
+		if err != nil {
+			tx.rollback()
+		}
+	}()
+	defer func() {
+		// A panic in fn must not leave half a transaction behind.
+		if r := recover(); r != nil {
+			tx.rollback()
+			panic(r)
+		}
+	}()
+	return fn(tx)
+}
+
+func (s *memStore) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for i := range s.buckets {
+		s.buckets[i] = btree.NewG(2, memLess)
+	}
+	return nil
+}
+
+type memTx struct {
+	s        *memStore
+	writable bool
+	undo     []memUndo
+}
+
+type memUndo struct {
+	b       bucketID
+	k, v    []byte
+	existed bool
+}
+
+func (tx *memTx) get(b bucketID, k []byte) []byte {
+	it, ok := tx.s.buckets[b].Get(memItem{k: k})
+	if !ok {
+		return nil
+	}
+	return it.v
+}
+
+func (tx *memTx) put(b bucketID, k, v []byte) error {
+	if !tx.writable {
+		return errors.New("put in a read transaction")
+	}
+	if err := checkKey(k); err != nil {
+		return err
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	old, existed := tx.s.buckets[b].ReplaceOrInsert(memItem{k: k, v: v})
+	tx.undo = append(tx.undo, memUndo{b: b, k: k, v: old.v, existed: existed})
+	return nil
+}
+
+func (tx *memTx) del(b bucketID, k []byte) error {
+	if !tx.writable {
+		return errors.New("delete in a read transaction")
+	}
+	old, existed := tx.s.buckets[b].Delete(memItem{k: k})
+	if existed {
+		tx.undo = append(tx.undo, memUndo{b: b, k: old.k, v: old.v, existed: true})
+	}
+	return nil
+}
+
+func (tx *memTx) rollback() {
+	for i := len(tx.undo) - 1; i >= 0; i-- {
+		u := tx.undo[i]
+		if u.existed {
+			tx.s.buckets[u.b].ReplaceOrInsert(memItem{k: u.k, v: u.v})
+		} else {
+			tx.s.buckets[u.b].Delete(memItem{k: u.k})
+		}
+	}
+	tx.undo = nil
+}
+
+func (tx *memTx) scan(b bucketID, lo, hi []byte, desc bool, fn func(k, v []byte) bool) error {
+	t := tx.s.buckets[b]
+	iter := func(it memItem) bool { return fn(it.k, it.v) }
+	switch {
+	case !desc && hi == nil:
+		t.AscendGreaterOrEqual(memItem{k: lo}, iter)
+	case !desc:
+		t.AscendRange(memItem{k: lo}, memItem{k: hi}, iter)
+	default:
+		below := func(it memItem) bool {
+			if bytes.Compare(it.k, lo) < 0 {
+				return false
+			}
+			return fn(it.k, it.v)
+		}
+		if hi == nil {
+			t.Descend(below)
+			return nil
+		}
+		t.DescendLessOrEqual(memItem{k: hi}, func(it memItem) bool {
+			if bytes.Equal(it.k, hi) {
+				return true
+			}
+			return below(it)
+		})
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package localworld
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+func TestRunLease(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		cfg := m.config(t)
+		cfg.Now = clock.Now
+		w := mustOpen(t, cfg)
+		runID := testIDs.New(world.PrefixRun)
+		a := &world.RunLeaseParams{RunID: runID, Owner: "a", TTL: 10 * time.Second}
+		b := &world.RunLeaseParams{RunID: runID, Owner: "b", TTL: 10 * time.Second}
+
+		l, err := w.AcquireRunLease(ctx, a)
+		if err != nil || l.Owner != "a" || !l.ExpiresAt.Equal(clock.Now().Add(10*time.Second)) {
+			t.Fatalf("acquire: %+v, %v", l, err)
+		}
+		_, err = w.AcquireRunLease(ctx, b)
+		var held *world.LeaseHeldError
+		if !errors.As(err, &held) || held.Owner != "a" || world.Status(err) != 409 {
+			t.Fatalf("acquire held lease: %v", err)
+		}
+		if _, err := w.RenewRunLease(ctx, b); !errors.Is(err, world.ErrLeaseLost) {
+			t.Fatalf("renew by non-holder: %v", err)
+		}
+		// Re-entrant for the holder, extending.
+		clock.Advance(5 * time.Second)
+		if l, err = w.AcquireRunLease(ctx, a); err != nil || !l.ExpiresAt.Equal(clock.Now().Add(10*time.Second)) {
+			t.Fatalf("re-acquire: %+v, %v", l, err)
+		}
+		if l, err = w.RenewRunLease(ctx, a); err != nil || !l.ExpiresAt.Equal(clock.Now().Add(10*time.Second)) {
+			t.Fatalf("renew: %+v, %v", l, err)
+		}
+		// Tolerant release by a non-holder: nothing changes.
+		if err := w.ReleaseRunLease(ctx, b); err != nil {
+			t.Fatalf("release by non-holder: %v", err)
+		}
+		if _, err := w.AcquireRunLease(ctx, b); !errors.As(err, &held) {
+			t.Fatalf("non-holder release freed the lease: %v", err)
+		}
+		// Expiry: the holder has lost it, another owner takes it.
+		clock.Advance(11 * time.Second)
+		if _, err := w.RenewRunLease(ctx, a); !errors.Is(err, world.ErrLeaseLost) {
+			t.Fatalf("renew after expiry: %v", err)
+		}
+		if _, err := w.AcquireRunLease(ctx, b); err != nil {
+			t.Fatalf("acquire expired lease: %v", err)
+		}
+		if err := w.ReleaseRunLease(ctx, a); err != nil {
+			t.Fatalf("release of a lost lease: %v", err)
+		}
+		if err := w.ReleaseRunLease(ctx, b); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if _, err := w.AcquireRunLease(ctx, a); err != nil {
+			t.Fatalf("acquire after release: %v", err)
+		}
+		// Default TTL and bad input.
+		if l, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: testIDs.New(world.PrefixRun), Owner: "x"}); err != nil || !l.ExpiresAt.Equal(clock.Now().Add(DefaultRunLeaseTTL)) {
+			t.Fatalf("default TTL: %+v, %v", l, err)
+		}
+		_, err = w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID})
+		wantErrIs(t, err, world.ErrInvalid, "no owner")
+	})
+}
+
+func TestRunLeaseRace(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		w := mustOpen(t, m.config(t))
+		runID := testIDs.New(world.PrefixRun)
+		errs := make(chan error, 8)
+		for i := range 8 {
+			go func() {
+				_, err := w.AcquireRunLease(context.Background(), &world.RunLeaseParams{RunID: runID, Owner: string(rune('a' + i)), TTL: time.Minute})
+				errs <- err
+			}()
+		}
+		wins := 0
+		for range 8 {
+			if err := <-errs; err == nil {
+				wins++
+			} else if !errors.Is(err, world.ErrLeaseHeld) {
+				t.Fatalf("loser: %v", err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("%d owners acquired the lease", wins)
+		}
+	})
+}
+
+func TestRenewStepLease(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		cfg := m.config(t)
+		cfg.Now = clock.Now
+		w := mustOpen(t, cfg)
+		runID := newRun(t, w, "wf")
+		stepID := testIDs.New(world.PrefixStep)
+		p := &world.RenewStepLeaseParams{RunID: runID, StepID: stepID, Attempt: 1, TTL: time.Minute}
+		_, err := w.RenewStepLease(ctx, p)
+		wantErrIs(t, err, world.ErrNotFound, "missing step")
+		mustAppend(t, w, runID, ev(stepID, &world.StepCreated{StepName: "s"}))
+		_, err = w.RenewStepLease(ctx, p)
+		wantErrIs(t, err, world.ErrConflict, "pending step")
+		mustAppend(t, w, runID, ev(stepID, &world.StepStarted{LeaseTTL: time.Second}))
+		clock.Advance(500 * time.Millisecond)
+		st, err := w.RenewStepLease(ctx, p)
+		if err != nil || !st.LeaseExpiresAt.Equal(clock.Now().Add(time.Minute)) {
+			t.Fatalf("renew: %+v, %v", st, err)
+		}
+		// The renewed lease keeps a second start out.
+		clock.Advance(2 * time.Second)
+		_, err = w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev(stepID, &world.StepStarted{})}})
+		var leased *world.StepLeasedError
+		if !errors.As(err, &leased) {
+			t.Fatalf("start during renewed lease: %v", err)
+		}
+		_, err = w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: runID, StepID: stepID, Attempt: 2})
+		wantErrIs(t, err, world.ErrConflict, "wrong attempt")
+	})
+}

@@ -1,0 +1,30 @@
+package localworld
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/skeinflow/skein/world/worldtest"
+)
+
+// TestConformance runs the World conformance suite on every mode: memory,
+// and the file with each sync policy.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
+				cfg := Config{Sync: m.sync}
+				if m.durable {
+					cfg.Path = filepath.Join(t.TempDir(), "world.db")
+				}
+				w, err := Open(cfg)
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				return worldtest.Subject{World: w, Consumer: w}
+			}})
+		})
+	}
+}

@@ -1,0 +1,309 @@
+package localworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+func receive(t *testing.T, w *World, p world.ReceiveParams) []world.Delivery {
+	t.Helper()
+	ds, err := w.Receive(context.Background(), &p)
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	return ds
+}
+
+func enqueue(t *testing.T, w *World, p world.EnqueueParams) *world.EnqueueResult {
+	t.Helper()
+	res, err := w.Enqueue(context.Background(), &p)
+	if err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	return res
+}
+
+func TestQueueBasics(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		cfg := m.config(t)
+		cfg.Now = clock.Now
+		w := mustOpen(t, cfg)
+		if ds := receive(t, w, world.ReceiveParams{}); len(ds) != 0 {
+			t.Fatalf("empty queue delivered %v", ds)
+		}
+		a := enqueue(t, w, world.EnqueueParams{Body: []byte("a")})
+		b := enqueue(t, w, world.EnqueueParams{Body: []byte("b")})
+		later := enqueue(t, w, world.EnqueueParams{Body: []byte("later"), Delay: time.Minute})
+		ds := receive(t, w, world.ReceiveParams{Max: 10, Visibility: 10 * time.Second})
+		if len(ds) != 2 || ds[0].MessageID != a.MessageID || string(ds[1].Body) != "b" || ds[0].Attempt != 1 || !ds[0].EnqueuedAt.Equal(clock.Now()) {
+			t.Fatalf("first receive: %+v", ds)
+		}
+		// Hidden while in flight.
+		if ds := receive(t, w, world.ReceiveParams{Max: 10}); len(ds) != 0 {
+			t.Fatalf("in-flight messages delivered again: %+v", ds)
+		}
+		if err := w.Ack(ctx, &world.AckParams{Receipt: ds[0].Receipt}); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+		err := w.Ack(ctx, &world.AckParams{Receipt: ds[0].Receipt})
+		wantErrIs(t, err, world.ErrNotFound, "second Ack")
+		// Visibility expires: b comes back as attempt 2 and its old receipt is stale.
+		clock.Advance(11 * time.Second)
+		again := receive(t, w, world.ReceiveParams{Max: 10})
+		if len(again) != 1 || again[0].MessageID != b.MessageID || again[0].Attempt != 2 {
+			t.Fatalf("after visibility timeout: %+v", again)
+		}
+		err = w.Ack(ctx, &world.AckParams{Receipt: ds[1].Receipt})
+		wantErrIs(t, err, world.ErrConflict, "stale receipt")
+		// Release with a delay.
+		if err := w.Release(ctx, &world.ReleaseParams{Receipt: again[0].Receipt, Delay: 5 * time.Second}); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if ds := receive(t, w, world.ReceiveParams{}); len(ds) != 0 {
+			t.Fatalf("released message visible before its delay: %+v", ds)
+		}
+		clock.Advance(5 * time.Second)
+		third := receive(t, w, world.ReceiveParams{})
+		if len(third) != 1 || third[0].Attempt != 3 {
+			t.Fatalf("after release delay: %+v", third)
+		}
+		if err := w.Ack(ctx, &world.AckParams{Receipt: third[0].Receipt}); err != nil {
+			t.Fatal(err)
+		}
+		// The delayed message.
+		clock.Advance(time.Minute)
+		if ds := receive(t, w, world.ReceiveParams{}); len(ds) != 1 || ds[0].MessageID != later.MessageID {
+			t.Fatalf("delayed message: %+v", ds)
+		}
+		for _, r := range []string{"", "nope", "msg_x.0", "msg_x.abc"} {
+			err := w.Ack(ctx, &world.AckParams{Receipt: r})
+			wantErrIs(t, err, world.ErrInvalid, fmt.Sprintf("Ack(%q)", r))
+		}
+		_, err = w.Enqueue(ctx, &world.EnqueueParams{Delay: -time.Second})
+		wantErrIs(t, err, world.ErrInvalid, "negative delay")
+	})
+}
+
+func TestQueueDedupe(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		clock := newFakeClock()
+		cfg := m.config(t)
+		cfg.Now = clock.Now
+		cfg.DedupeWindow = time.Hour
+		w := mustOpen(t, cfg)
+		first := enqueue(t, w, world.EnqueueParams{Body: []byte("1"), IdempotencyKey: "k"})
+		dup := enqueue(t, w, world.EnqueueParams{Body: []byte("2"), IdempotencyKey: "k"})
+		if first.Duplicate || !dup.Duplicate || dup.MessageID != first.MessageID {
+			t.Fatalf("dedupe: %+v then %+v", first, dup)
+		}
+		// Acking does not end the window.
+		ds := receive(t, w, world.ReceiveParams{Max: 10})
+		if len(ds) != 1 {
+			t.Fatalf("delivered %d messages, want 1", len(ds))
+		}
+		if err := w.Ack(context.Background(), &world.AckParams{Receipt: ds[0].Receipt}); err != nil {
+			t.Fatal(err)
+		}
+		if res := enqueue(t, w, world.EnqueueParams{IdempotencyKey: "k"}); !res.Duplicate {
+			t.Fatal("key forgotten after ack")
+		}
+		// The window ends; expired keys are swept.
+		clock.Advance(time.Hour + time.Second)
+		other := enqueue(t, w, world.EnqueueParams{IdempotencyKey: "other"})
+		again := enqueue(t, w, world.EnqueueParams{IdempotencyKey: "k"})
+		if again.Duplicate || again.MessageID == first.MessageID || other.Duplicate {
+			t.Fatalf("after window: %+v", again)
+		}
+		var keys int
+		_ = w.kv.view(func(tx kvTx) error {
+			return tx.scan(bQueueIdemExpiry, nil, nil, false, func(_, _ []byte) bool { keys++; return true })
+		})
+		if keys != 2 {
+			t.Fatalf("%d idempotency expiry entries, want 2", keys)
+		}
+	})
+}
+
+// A waiting Receive wakes at an Enqueue, not at its next poll.
+func TestQueueWakesOnEnqueue(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		w := mustOpen(t, m.config(t))
+		got := make(chan time.Time, 1)
+		go func() {
+			ds, err := w.Receive(context.Background(), &world.ReceiveParams{Wait: 10 * time.Second})
+			if err != nil || len(ds) != 1 {
+				t.Errorf("Receive: %v, %v", ds, err)
+			}
+			got <- time.Now()
+		}()
+		time.Sleep(50 * time.Millisecond)
+		sent := time.Now()
+		enqueue(t, w, world.EnqueueParams{Body: []byte("x")})
+		select {
+		case at := <-got:
+			if d := at.Sub(sent); d > 500*time.Millisecond {
+				t.Fatalf("woke %s after the enqueue", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Receive did not wake")
+		}
+	})
+}
+
+// A waiting Receive wakes when a delayed message is due, neither before nor
+// much after, including one enqueued while it waits.
+func TestQueueDelayTiming(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		w := mustOpen(t, m.config(t))
+		start := time.Now()
+		enqueue(t, w, world.EnqueueParams{Body: []byte("slow"), Delay: time.Second})
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			enqueue(t, w, world.EnqueueParams{Body: []byte("fast"), Delay: 300 * time.Millisecond})
+		}()
+		ds := receive(t, w, world.ReceiveParams{Wait: 5 * time.Second})
+		took := time.Since(start)
+		if len(ds) != 1 || string(ds[0].Body) != "fast" {
+			t.Fatalf("first delivery: %+v", ds)
+		}
+		if took < 350*time.Millisecond || took > 900*time.Millisecond {
+			t.Fatalf("delivered after %s, want about 350ms", took)
+		}
+		ds = receive(t, w, world.ReceiveParams{Wait: 5 * time.Second})
+		took = time.Since(start)
+		if len(ds) != 1 || string(ds[0].Body) != "slow" || took < time.Second || took > 2*time.Second {
+			t.Fatalf("second delivery after %s: %+v", took, ds)
+		}
+		// Wait ends empty.
+		start = time.Now()
+		if ds := receive(t, w, world.ReceiveParams{Wait: 100 * time.Millisecond}); len(ds) != 0 {
+			t.Fatalf("empty queue delivered %+v", ds)
+		}
+		if took := time.Since(start); took < 100*time.Millisecond || took > time.Second {
+			t.Fatalf("empty wait took %s", took)
+		}
+	})
+}
+
+func TestQueueReceiveStops(t *testing.T) {
+	t.Parallel()
+	w := mustOpen(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	go func() {
+		_, err := w.Receive(ctx, &world.ReceiveParams{Wait: time.Minute})
+		errs <- err
+	}()
+	go func() {
+		_, err := w.Receive(context.Background(), &world.ReceiveParams{Wait: time.Minute})
+		errs <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Receive: %v", err)
+	}
+	_ = w.Close()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, world.ErrClosed) {
+			t.Fatalf("Receive at Close: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not stop a waiting Receive")
+	}
+	if _, err := w.Enqueue(context.Background(), &world.EnqueueParams{}); !errors.Is(err, world.ErrClosed) {
+		t.Fatalf("Enqueue after Close: %v", err)
+	}
+}
+
+// Every message is delivered exactly once to concurrent receivers that ack.
+func TestQueueConcurrentReceivers(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		w := mustOpen(t, m.config(t))
+		const n = 200
+		for i := range n {
+			enqueue(t, w, world.EnqueueParams{Body: []byte(fmt.Sprint(i))})
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					ds, err := w.Receive(context.Background(), &world.ReceiveParams{Max: 7, Wait: 50 * time.Millisecond, Visibility: time.Minute})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(ds) == 0 {
+						return
+					}
+					for _, d := range ds {
+						mu.Lock()
+						seen[string(d.Body)]++
+						mu.Unlock()
+						if err := w.Ack(context.Background(), &world.AckParams{Receipt: d.Receipt}); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != n {
+			t.Fatalf("delivered %d distinct messages, want %d", len(seen), n)
+		}
+		for b, c := range seen {
+			if c != 1 {
+				t.Fatalf("message %s delivered %d times", b, c)
+			}
+		}
+	})
+}
+
+func TestQueueSurvivesReopen(t *testing.T) {
+	t.Parallel()
+	cfg := mode{durable: true}.config(t)
+	w, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := enqueue(t, w, world.EnqueueParams{Body: []byte("now")})
+	enqueue(t, w, world.EnqueueParams{Body: []byte("soon"), Delay: 300 * time.Millisecond})
+	dup := enqueue(t, w, world.EnqueueParams{Body: []byte("keyed"), IdempotencyKey: "k"})
+	inflight := receive(t, w, world.ReceiveParams{Visibility: 200 * time.Millisecond})
+	if len(inflight) != 1 || inflight[0].MessageID != now.MessageID {
+		t.Fatalf("receive: %+v", inflight)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w = mustOpen(t, cfg)
+	if res := enqueue(t, w, world.EnqueueParams{IdempotencyKey: "k"}); !res.Duplicate || res.MessageID != dup.MessageID {
+		t.Fatalf("idempotency key lost at reopen: %+v", res)
+	}
+	got := map[string]int{}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < 3 && time.Now().Before(deadline) {
+		for _, d := range receive(t, w, world.ReceiveParams{Max: 10, Wait: time.Second, Visibility: time.Minute}) {
+			got[string(d.Body)] = d.Attempt
+		}
+	}
+	if got["now"] != 2 || got["soon"] != 1 || got["keyed"] != 1 {
+		t.Fatalf("after reopen delivered %v", got)
+	}
+}

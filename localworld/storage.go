@@ -1,0 +1,246 @@
+package localworld
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Append applies p.Events to one run in a single write transaction: for each
+// event it loads the state the state machine needs from the transaction (so
+// an event sees the effects of the ones before it), calls world.Apply and
+// writes the effect. The first refusal rolls the whole commit back and is
+// returned as a *world.CommitError.
+func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	switch {
+	case p == nil:
+		return nil, invalid("nil AppendParams")
+	case len(p.Events) == 0:
+		return nil, invalid("append to run %q without events", p.RunID)
+	case p.IfLastSeq < 0:
+		return nil, invalid("negative IfLastSeq %d", p.IfLastSeq)
+	}
+	var res *world.AppendResult
+	err := w.update(ctx, func(tx kvTx) error {
+		var err error
+		res, err = w.appendTx(tx, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, error) {
+	now := w.now()
+	run, err := getRun(tx, p.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if p.IfLastSeq > 0 {
+		var last int64
+		if run != nil {
+			last = run.LastSeq
+		}
+		if last != p.IfLastSeq {
+			return nil, fmt.Errorf("%w: run %s: last sequence is %d, not %d", world.ErrConflict, p.RunID, last, p.IfLastSeq)
+		}
+	}
+	res := &world.AppendResult{Results: make([]world.EventResult, len(p.Events))}
+	first, changed := run, false
+	for i, in := range p.Events {
+		ev := world.Event{RunID: p.RunID, EventID: w.ids.New(world.PrefixEvent), CorrelationID: in.CorrelationID, Data: in.Data}
+		st, err := loadState(tx, run, ev)
+		if err != nil {
+			return nil, err
+		}
+		eff, err := world.Apply(st, ev, now)
+		if err != nil {
+			return nil, &world.CommitError{Index: i, Err: err}
+		}
+		if !eff.Skip {
+			if err := writeEffect(tx, st, eff); err != nil {
+				return nil, err
+			}
+			changed = true
+			ev := eff.Event
+			r := world.EventResult{Event: &ev, Step: eff.Step, Hook: eff.Hook, Wait: eff.Wait}
+			if _, ok := ev.Data.(*world.HookReceived); ok && st.Hook != nil {
+				// The hook is unchanged, so the effect does not carry it,
+				// but the result reports the entity as the event left it.
+				h := *st.Hook
+				r.Hook = &h
+			}
+			res.Results[i] = r
+		}
+		run = eff.Run
+	}
+	// The run is written once per commit, in its final state: the events
+	// read it from run, not from the store.
+	if changed {
+		if err := putRun(tx, first, run); err != nil {
+			return nil, err
+		}
+	}
+	res.Run = run
+	return res, nil
+}
+
+// loadState reads what world.Apply needs to judge ev: the run (carried
+// through the commit), the entity the correlation ID names, the token's
+// holder and the idempotency key's run.
+func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
+	st := world.State{Run: run}
+	corr := ev.CorrelationID
+	var err error
+	switch d := ev.Data.(type) {
+	case *world.RunCreated:
+		if d.IdempotencyKey != "" {
+			if v := tx.get(bRunIdem, runIdemKey(d.IdempotencyKey)); v != nil {
+				st.IdempotencyRunID = string(v)
+			}
+		}
+	case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
+		st.Step, err = getStep(tx, ev.RunID, corr)
+	case *world.HookCreated:
+		// Hook IDs are global: an ID another run uses is a duplicate too.
+		var h *storedHook
+		if h, err = getHook(tx, corr); err == nil && h != nil {
+			st.Hook = &h.Hook
+		}
+		if err == nil && d.Token != "" {
+			var holder *storedHook
+			if holder, err = getHookByToken(tx, d.Token); err == nil && holder != nil {
+				st.TokenHolder = &holder.Hook
+			}
+		}
+	case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
+		var h *storedHook
+		if h, err = getHook(tx, corr); err == nil && h != nil && h.RunID == ev.RunID {
+			st.Hook = &h.Hook
+		}
+	case *world.WaitCreated, *world.WaitCompleted:
+		st.Wait, err = getWait(tx, ev.RunID, corr)
+	}
+	return st, err
+}
+
+// writeEffect stores an accepted event and its effect, except the run,
+// which appendTx writes once per commit.
+func writeEffect(tx kvTx, st world.State, eff world.Effect) error {
+	ev := eff.Event
+	b, err := encodeEvent(&ev)
+	if err != nil {
+		return err
+	}
+	if err := tx.put(bEvents, eventKey(ev.RunID, ev.Seq), b); err != nil {
+		return err
+	}
+	if ev.CorrelationID != "" {
+		if err := tx.put(bEventsByCorr, newKey().str(ev.CorrelationID).str(ev.RunID).seq(ev.Seq), nil); err != nil {
+			return err
+		}
+	}
+	if eff.Step != nil {
+		if err := putStep(tx, eff.Step, st.Step == nil, ev.Seq); err != nil {
+			return err
+		}
+	}
+	if eff.Hook != nil {
+		if err := putHook(tx, &storedHook{Hook: *eff.Hook, Seq: ev.Seq}); err != nil {
+			return err
+		}
+	}
+	if eff.DeleteHookID != "" {
+		h, err := getHook(tx, eff.DeleteHookID)
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			if err := deleteHook(tx, h); err != nil {
+				return err
+			}
+		}
+	}
+	if eff.Wait != nil {
+		b, err := encode(eff.Wait)
+		if err != nil {
+			return err
+		}
+		if err := tx.put(bWaits, waitKey(eff.Wait.RunID, eff.Wait.WaitID), b); err != nil {
+			return err
+		}
+	}
+	if eff.EndsRun {
+		return endRun(tx, eff.Run.RunID)
+	}
+	return nil
+}
+
+// endRun deletes a finished run's active hooks, freeing their tokens, and
+// its waits.
+func endRun(tx kvTx, runID string) error {
+	prefix := newKey().str(runID)
+	var hookIDs []string
+	err := tx.scan(bHooksByRun, prefix, prefixEnd(prefix), false, func(k, _ []byte) bool {
+		if _, rest, ok := readU64(k[len(prefix):]); ok {
+			hookIDs = append(hookIDs, string(rest))
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range hookIDs {
+		h, err := getHook(tx, id)
+		if err != nil {
+			return err
+		}
+		if h != nil {
+			if err := deleteHook(tx, h); err != nil {
+				return err
+			}
+		}
+	}
+	var waitKeys [][]byte
+	err = tx.scan(bWaits, prefix, prefixEnd(prefix), false, func(k, _ []byte) bool {
+		waitKeys = append(waitKeys, append([]byte(nil), k...))
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range waitKeys {
+		if err := tx.del(bWaits, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eventKey(runID string, seq int64) []byte { return newKey().str(runID).seq(seq) }
+func runIdemKey(k string) []byte              { return newKey().raw(k) }
+func waitKey(runID, waitID string) []byte     { return newKey().str(runID).raw(waitID) }
+
+// storedEvent has the JSON shape of world.Event (which decodes it) but
+// encodes the payload in the same pass, where Event.MarshalJSON encodes it
+// and then re-validates it as a json.RawMessage.
+type storedEvent struct {
+	RunID         string          `json:"runId"`
+	EventID       string          `json:"eventId"`
+	Seq           int64           `json:"seq"`
+	EventType     world.EventType `json:"eventType"`
+	CorrelationID string          `json:"correlationId,omitempty"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	EventData     world.EventData `json:"eventData,omitempty"`
+}
+
+func encodeEvent(e *world.Event) ([]byte, error) {
+	return encode(storedEvent{
+		RunID: e.RunID, EventID: e.EventID, Seq: e.Seq, EventType: e.Type(),
+		CorrelationID: e.CorrelationID, CreatedAt: e.CreatedAt, EventData: e.Data,
+	})
+}

@@ -1,0 +1,245 @@
+package localworld
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Stream read limits.
+const (
+	DefaultStreamReadLimit = 100
+	MaxStreamReadLimit     = 1000
+)
+
+// streamMeta is a stream's header as stored: its chunk count (the next
+// index) and whether it is closed.
+type streamMeta struct {
+	Count int64 `json:"count"`
+	Done  bool  `json:"done"`
+}
+
+// Stream names sort as raw bytes after the run, so ListStreams reads them in
+// order; chunk indexes are big-endian, so chunks read in index order.
+func streamKey(runID, name string) []byte { return newKey().str(runID).raw(name) }
+
+func chunkKey(runID, name string, i int64) []byte { return newKey().str(runID).str(name).seq(i) }
+
+func getStream(tx kvTx, runID, name string) (*streamMeta, error) {
+	k := streamKey(runID, name)
+	v := tx.get(bStreams, k)
+	if v == nil {
+		return nil, nil
+	}
+	var m streamMeta
+	if err := decode(bStreams, k, v, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func putStream(tx kvTx, runID, name string, m *streamMeta) error {
+	b, err := encode(m)
+	if err != nil {
+		return err
+	}
+	return tx.put(bStreams, streamKey(runID, name), b)
+}
+
+func checkStream(runID, name string) error {
+	if runID == "" {
+		return invalid("stream: run ID required")
+	}
+	return world.ValidateStreamName(name)
+}
+
+// WriteStream appends p.Chunks to a stream at contiguous indexes, in one
+// transaction, creating the stream on first write. Writing to a closed
+// stream is world.ErrConflict.
+func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
+	if p == nil {
+		return invalid("nil WriteStreamParams")
+	}
+	if err := checkStream(p.RunID, p.Name); err != nil {
+		return err
+	}
+	err := w.update(ctx, func(tx kvTx) error {
+		m, err := getStream(tx, p.RunID, p.Name)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			m = &streamMeta{}
+		}
+		if m.Done {
+			return fmt.Errorf("%w: stream %q of run %s is closed", world.ErrConflict, p.Name, p.RunID)
+		}
+		for i, c := range p.Chunks {
+			if err := tx.put(bStreamChunks, chunkKey(p.RunID, p.Name, m.Count+int64(i)), bytes.Clone(c)); err != nil {
+				return err
+			}
+		}
+		m.Count += int64(len(p.Chunks))
+		return putStream(tx, p.RunID, p.Name, m)
+	})
+	if err == nil {
+		w.streamChanged(p.RunID, p.Name)
+	}
+	return err
+}
+
+// CloseStream marks a stream done, creating it empty if need be. Closing a
+// closed stream is not an error.
+func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
+	if p == nil {
+		return invalid("nil CloseStreamParams")
+	}
+	if err := checkStream(p.RunID, p.Name); err != nil {
+		return err
+	}
+	var changed bool
+	err := w.update(ctx, func(tx kvTx) error {
+		changed = false
+		m, err := getStream(tx, p.RunID, p.Name)
+		if err != nil || (m != nil && m.Done) {
+			return err
+		}
+		if m == nil {
+			m = &streamMeta{}
+		}
+		m.Done = true
+		changed = true
+		return putStream(tx, p.RunID, p.Name, m)
+	})
+	if err == nil && changed {
+		w.streamChanged(p.RunID, p.Name)
+	}
+	return err
+}
+
+// ReadStream returns up to p.Limit chunks (default 100, at most 1000) from
+// p.Start; a negative Start counts back from the end as the stream is now.
+// A stream that does not exist reads as an empty page that is not done.
+func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+	if p == nil {
+		return nil, invalid("nil ReadStreamParams")
+	}
+	if err := checkStream(p.RunID, p.Name); err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	switch {
+	case limit < 0:
+		return nil, invalid("negative limit %d", limit)
+	case limit == 0:
+		limit = DefaultStreamReadLimit
+	case limit > MaxStreamReadLimit:
+		limit = MaxStreamReadLimit
+	}
+	var page *world.StreamPage
+	err := w.view(ctx, func(tx kvTx) error {
+		m, err := getStream(tx, p.RunID, p.Name)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			page = &world.StreamPage{Chunks: []world.StreamChunk{}, Next: max(p.Start, 0)}
+			return nil
+		}
+		start := p.Start
+		if start < 0 {
+			start = max(0, m.Count+start)
+		}
+		chunks := []world.StreamChunk{}
+		if start < m.Count {
+			end := min(m.Count, start+int64(limit))
+			err = tx.scan(bStreamChunks, chunkKey(p.RunID, p.Name, start), chunkKey(p.RunID, p.Name, end), false, func(_, v []byte) bool {
+				chunks = append(chunks, world.StreamChunk{Index: start + int64(len(chunks)), Data: bytes.Clone(v)})
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		next := start + int64(len(chunks))
+		page = &world.StreamPage{Chunks: chunks, Next: next, Done: m.Done && next >= m.Count}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// StreamInfo returns the index of a stream's last chunk (-1 when it is empty
+// or does not exist) and whether it is closed.
+func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
+	if p == nil {
+		return nil, invalid("nil StreamInfoParams")
+	}
+	if err := checkStream(p.RunID, p.Name); err != nil {
+		return nil, err
+	}
+	info := &world.StreamInfo{TailIndex: -1}
+	err := w.view(ctx, func(tx kvTx) error {
+		m, err := getStream(tx, p.RunID, p.Name)
+		if err != nil || m == nil {
+			return err
+		}
+		info.TailIndex, info.Done = m.Count-1, m.Done
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// ListStreams returns the names of a run's streams, sorted.
+func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
+	if p == nil || p.RunID == "" {
+		return nil, invalid("run ID required")
+	}
+	names := []string{}
+	prefix := newKey().str(p.RunID)
+	err := w.view(ctx, func(tx kvTx) error {
+		return tx.scan(bStreams, prefix, prefixEnd(prefix), false, func(k, _ []byte) bool {
+			names = append(names, string(k[len(prefix):]))
+			return true
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// StreamChanged returns a channel closed at the next write to or close of
+// the stream (or when the World closes). It implements world.StreamNotifier.
+func (w *World) StreamChanged(runID, name string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed.Load() {
+		return w.closedCh
+	}
+	k := runID + "\x00" + name
+	ch, ok := w.streamChs[k]
+	if !ok {
+		ch = make(chan struct{})
+		w.streamChs[k] = ch
+	}
+	return ch
+}
+
+// streamChanged wakes the stream's watchers, after the change committed.
+func (w *World) streamChanged(runID, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := runID + "\x00" + name
+	if ch, ok := w.streamChs[k]; ok {
+		close(ch)
+		delete(w.streamChs, k)
+	}
+}

@@ -1,0 +1,204 @@
+package localworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+func TestStreams(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		ctx := context.Background()
+		w := mustOpen(t, m.config(t))
+		runID := testIDs.New(world.PrefixRun)
+		write := func(name string, chunks ...string) {
+			t.Helper()
+			var cs [][]byte
+			for _, c := range chunks {
+				cs = append(cs, []byte(c))
+			}
+			if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: name, Chunks: cs}); err != nil {
+				t.Fatalf("WriteStream(%s): %v", name, err)
+			}
+		}
+		read := func(start int64, limit int) *world.StreamPage {
+			t.Helper()
+			p, err := w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: "out", Start: start, Limit: limit})
+			if err != nil {
+				t.Fatalf("ReadStream: %v", err)
+			}
+			return p
+		}
+		data := func(p *world.StreamPage) string {
+			s := ""
+			for _, c := range p.Chunks {
+				s += fmt.Sprintf("%d:%s ", c.Index, c.Data)
+			}
+			return s
+		}
+		// Missing stream: empty, not done.
+		if p := read(0, 0); len(p.Chunks) != 0 || p.Done || p.Next != 0 {
+			t.Fatalf("missing stream: %+v", p)
+		}
+		if info, err := w.StreamInfo(ctx, &world.StreamInfoParams{RunID: runID, Name: "out"}); err != nil || info.TailIndex != -1 || info.Done {
+			t.Fatalf("missing stream info: %+v, %v", info, err)
+		}
+		write("out", "a", "b", "c")
+		write("out", "d")
+		write("log")
+		write("err", "x")
+		if got := data(read(0, 0)); got != "0:a 1:b 2:c 3:d " {
+			t.Fatalf("read all: %q", got)
+		}
+		if p := read(1, 2); data(p) != "1:b 2:c " || p.Next != 3 || p.Done {
+			t.Fatalf("read 1..2: %+v", p)
+		}
+		if p := read(-2, 0); data(p) != "2:c 3:d " || p.Next != 4 {
+			t.Fatalf("read -2: %+v", p)
+		}
+		if p := read(-10, 0); data(p) != "0:a 1:b 2:c 3:d " {
+			t.Fatalf("read -10: %+v", p)
+		}
+		if p := read(9, 0); len(p.Chunks) != 0 || p.Next != 9 {
+			t.Fatalf("read past end: %+v", p)
+		}
+		if err := w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: "out"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: "out"}); err != nil {
+			t.Fatalf("second close: %v", err)
+		}
+		if p := read(2, 0); !p.Done || p.Next != 4 {
+			t.Fatalf("read closed stream: %+v", p)
+		}
+		if p := read(0, 2); p.Done {
+			t.Fatalf("page short of the end is done: %+v", p)
+		}
+		err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "out", Chunks: [][]byte{[]byte("late")}})
+		wantErrIs(t, err, world.ErrConflict, "write to closed stream")
+		info, err := w.StreamInfo(ctx, &world.StreamInfoParams{RunID: runID, Name: "out"})
+		if err != nil || info.TailIndex != 3 || !info.Done {
+			t.Fatalf("info: %+v, %v", info, err)
+		}
+		names, err := w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
+		if err != nil || !slices.Equal(names, []string{"err", "log", "out"}) {
+			t.Fatalf("ListStreams: %v, %v", names, err)
+		}
+		other, err := w.ListStreams(ctx, &world.ListStreamsParams{RunID: testIDs.New(world.PrefixRun)})
+		if err != nil || len(other) != 0 {
+			t.Fatalf("ListStreams(other run): %v, %v", other, err)
+		}
+		err = w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "bad name"})
+		wantErrIs(t, err, world.ErrInvalid, "bad stream name")
+	})
+}
+
+func TestStreamLimits(t *testing.T) {
+	t.Parallel()
+	w := mustOpen(t, Config{})
+	ctx := context.Background()
+	runID := testIDs.New(world.PrefixRun)
+	chunks := make([][]byte, 1500)
+	for i := range chunks {
+		chunks[i] = []byte{byte(i)}
+	}
+	if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "s", Chunks: chunks}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ limit, want int }{{0, DefaultStreamReadLimit}, {5000, MaxStreamReadLimit}, {7, 7}} {
+		p, err := w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: "s", Limit: c.limit})
+		if err != nil || len(p.Chunks) != c.want {
+			t.Fatalf("limit %d: %d chunks, %v", c.limit, len(p.Chunks), err)
+		}
+	}
+}
+
+// Concurrent writers each get their chunks contiguous.
+func TestStreamConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		ctx := context.Background()
+		w := mustOpen(t, m.config(t))
+		runID := testIDs.New(world.PrefixRun)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 10 {
+					cs := [][]byte{[]byte(fmt.Sprintf("%d.%d.0", g, i)), []byte(fmt.Sprintf("%d.%d.1", g, i))}
+					if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "s", Chunks: cs}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		p, err := w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: "s"})
+		if err != nil || len(p.Chunks) != 80 {
+			t.Fatalf("read: %d chunks, %v", len(p.Chunks), err)
+		}
+		for i := 0; i < 80; i += 2 {
+			a, b := string(p.Chunks[i].Data), string(p.Chunks[i+1].Data)
+			if p.Chunks[i].Index != int64(i) || a[:len(a)-1] != b[:len(b)-1] || a[len(a)-1] != '0' {
+				t.Fatalf("chunks %d,%d = %q,%q: a write was split", i, i+1, a, b)
+			}
+		}
+	})
+}
+
+func TestStreamNotifierAndTail(t *testing.T) {
+	t.Parallel()
+	w := mustOpen(t, Config{})
+	ctx := context.Background()
+	runID := testIDs.New(world.PrefixRun)
+	changed := w.StreamChanged(runID, "s")
+	select {
+	case <-changed:
+		t.Fatal("channel closed before any write")
+	default:
+	}
+	go func() {
+		for i := range 5 {
+			time.Sleep(5 * time.Millisecond)
+			_ = w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "s", Chunks: [][]byte{{byte('a' + i)}}})
+		}
+		_ = w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: "s"})
+	}()
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not notified of a write")
+	}
+	// Tail with a poll interval far longer than the test: only the
+	// notifier can wake it in time.
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var got string
+	for c, err := range world.Tail(tctx, w, world.TailParams{RunID: runID, Name: "s", PollMin: time.Hour, PollMax: time.Hour}) {
+		if err != nil {
+			t.Fatalf("Tail: %v", err)
+		}
+		got += string(c.Data)
+	}
+	if got != "abcde" {
+		t.Fatalf("Tail read %q", got)
+	}
+	// Close wakes watchers.
+	ch := w.StreamChanged(runID, "other")
+	_ = w.Close()
+	select {
+	case <-ch:
+	case <-time.After(time.Second):
+		t.Fatal("Close did not wake a watcher")
+	}
+	if _, err := w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: "s"}); !errors.Is(err, world.ErrClosed) {
+		t.Fatalf("ReadStream after Close: %v", err)
+	}
+}

@@ -1,0 +1,178 @@
+package localworld
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+var (
+	_ world.World          = (*World)(nil)
+	_ world.Consumer       = (*World)(nil)
+	_ world.StreamNotifier = (*World)(nil)
+)
+
+// World is the embedded World: storage, queue and streams in one store, a
+// bbolt file or memory. It is safe for concurrent use. A file store is used
+// by one process at a time (Open takes a lock on it).
+type World struct {
+	cfg    *Config
+	kv     kvStore
+	ids    *world.IDSource
+	now    func() time.Time
+	logger *slog.Logger
+
+	// gate lets Close wait for operations in flight; closed refuses new ones.
+	gate     sync.RWMutex
+	closed   atomic.Bool
+	closedCh chan struct{}
+
+	mu        sync.Mutex
+	queueCh   chan struct{}            // closed and replaced when the queue changes
+	streamChs map[string]chan struct{} // closed at the next write or close of a stream
+}
+
+// Open opens the World cfg describes: in memory when cfg.Path is empty,
+// otherwise the store file at cfg.Path, created if missing. An existing file
+// that is truncated, damaged or not a localworld store fails with ErrCorrupt
+// and is left untouched; one held by another process fails with ErrLocked.
+func Open(cfg Config) (*World, error) {
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	w := &World{
+		cfg:       c,
+		ids:       world.NewIDSource(c.Now, c.Entropy),
+		now:       c.Now,
+		logger:    c.Logger,
+		closedCh:  make(chan struct{}),
+		queueCh:   make(chan struct{}),
+		streamChs: make(map[string]chan struct{}),
+	}
+	if c.Path == "" {
+		w.kv = newMemStore()
+		return w, nil
+	}
+	db, err := openBolt(c)
+	if err != nil {
+		return nil, err
+	}
+	w.kv = newBoltStore(db, c.Sync == SyncBatch)
+	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: opened", slog.String("path", c.Path), slog.String("sync", c.Sync.String()))
+	return w, nil
+}
+
+// Path returns the store file, or "" in memory.
+func (w *World) Path() string { return w.cfg.Path }
+
+// Close stops waiting receivers (they return world.ErrClosed), waits for
+// operations in flight and closes the store. Later calls return
+// world.ErrClosed. Closing twice is not an error.
+func (w *World) Close() error {
+	if !w.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(w.closedCh)
+	w.mu.Lock()
+	for k, ch := range w.streamChs {
+		close(ch)
+		delete(w.streamChs, k)
+	}
+	w.mu.Unlock()
+	w.gate.Lock()
+	defer w.gate.Unlock()
+	if err := w.kv.close(); err != nil {
+		return fmt.Errorf("localworld: close %s: %w", w.cfg.Path, err)
+	}
+	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: closed", slog.String("path", w.cfg.Path))
+	return nil
+}
+
+// enter admits an operation, or reports that the World is closed. Every
+// successful enter is paired with leave.
+func (w *World) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.gate.RLock()
+	if w.closed.Load() {
+		w.gate.RUnlock()
+		return world.ErrClosed
+	}
+	return nil
+}
+
+func (w *World) leave() { w.gate.RUnlock() }
+
+// view and update run a transaction inside the gate, mapping store errors.
+func (w *World) view(ctx context.Context, fn func(kvTx) error) error {
+	if err := w.enter(ctx); err != nil {
+		return err
+	}
+	defer w.leave()
+	return w.storeErr(w.kv.view(fn))
+}
+
+func (w *World) update(ctx context.Context, fn func(kvTx) error) error {
+	if err := w.enter(ctx); err != nil {
+		return err
+	}
+	defer w.leave()
+	return w.storeErr(w.kv.update(fn))
+}
+
+func (w *World) storeErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errStoreClosed):
+		return world.ErrClosed
+	case errors.Is(err, errKeyTooLarge):
+		return fmt.Errorf("%w: a name, key or token is longer than %d bytes", world.ErrInvalid, maxKeySize)
+	}
+	return err
+}
+
+// queueChanged returns the channel closed at the next queue change.
+func (w *World) queueChanged() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queueCh
+}
+
+// signalQueue wakes every waiting receiver.
+func (w *World) signalQueue() {
+	w.mu.Lock()
+	close(w.queueCh)
+	w.queueCh = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// encode and decode store records as JSON. A record that does not decode is
+// reported as ErrCorrupt naming where it was found.
+func encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("localworld: encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+func decode(b bucketID, k, v []byte, out any) error {
+	if err := json.Unmarshal(v, out); err != nil {
+		return fmt.Errorf("%w: bucket %s, key %q: %v", ErrCorrupt, b, k, err)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", world.ErrInvalid, fmt.Sprintf(format, args...))
+}

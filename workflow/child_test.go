@@ -1,0 +1,148 @@
+package workflow_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/workflow"
+)
+
+type childOut struct {
+	ChildResult   int
+	OriginalValue int
+}
+
+var doubler = workflow.New("doubler", func(ctx workflow.Context, n int) (childOut, error) {
+	return childOut{ChildResult: n * 2, OriginalValue: n}, nil
+})
+
+func TestChildFromStep(t *testing.T) {
+	t.Parallel()
+	type spawned struct {
+		ChildRunID  string
+		ChildResult childOut
+	}
+	spawn := workflow.NewStep("spawn", func(ctx context.Context, n int) (spawned, error) {
+		run, err := doubler.Start(ctx, nil, n)
+		if err != nil {
+			return spawned{}, err
+		}
+		out, err := run.Result(ctx)
+		return spawned{ChildRunID: run.ID(), ChildResult: out}, err
+	})
+	type result struct {
+		ParentInput int
+		spawned
+	}
+	parent := workflow.New("spawnFromStep", func(ctx workflow.Context, n int) (result, error) {
+		s, err := spawn.Call(ctx, n)
+		return result{ParentInput: n, spawned: s}, err
+	})
+	e := newEnv(t, parent, spawn, doubler)
+	ctx := e.ctx()
+	run, err := parent.Start(ctx, e.client, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := run.Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ParentInput != 42 || !strings.HasPrefix(got.ChildRunID, "wrun_") || got.ChildResult != (childOut{84, 42}) {
+		t.Errorf("got %+v", got)
+	}
+	child, err := e.client.GetRun(ctx, got.ChildRunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.Status != workflow.StatusCompleted || child.ParentRunID != run.ID() || child.RootRunID != run.ID() {
+		t.Errorf("child row %+v", child)
+	}
+}
+
+func TestChildFromWorkflow(t *testing.T) {
+	t.Parallel()
+	triple := workflow.New("triple", func(ctx workflow.Context, n int) (int, error) { return n * 3, nil })
+	type result struct{ Processed int }
+	parent := workflow.New("startFromWorkflow", func(ctx workflow.Context, n int) (result, error) {
+		p, err := triple.Call(ctx, n)
+		return result{Processed: p}, err
+	})
+	failing := workflow.New("failingChild", func(ctx workflow.Context, _ int) (int, error) {
+		return 0, workflow.Fatal(errFailingChild)
+	})
+	parentOfFailing := workflow.New("parentOfFailing", func(ctx workflow.Context, _ int) (string, error) {
+		_, err := failing.Call(ctx, 0)
+		var rf *workflow.RunFailedError
+		if !asErr(err, &rf) {
+			return "no run error: " + errString(err), nil
+		}
+		return rf.Code + ": " + rf.Cause.Error(), nil
+	})
+	e := newEnv(t, parent, triple, failing, parentOfFailing)
+	ctx := e.ctx()
+	run, err := parent.Start(ctx, e.client, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(ctx); err != nil || got.Processed != 126 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	runs, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "triple"})
+	if err != nil || len(runs.Runs) != 1 {
+		t.Fatalf("child runs = %v, %v", runs, err)
+	}
+	if c := runs.Runs[0]; c.ParentRunID != run.ID() || c.RootRunID != run.ID() || c.Status != workflow.StatusCompleted {
+		t.Errorf("child %+v", c)
+	}
+	run2, err := parentOfFailing.Start(ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run2.Result(ctx); err != nil || got != "USER_ERROR: child failed" {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
+
+func TestFibonacci(t *testing.T) {
+	t.Parallel()
+	var fib *workflow.Workflow[int, int]
+	fib = workflow.New("fibonacci", func(ctx workflow.Context, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		vs, err := workflow.All(ctx, fib.Go(ctx, n-1), fib.Go(ctx, n-2))
+		if err != nil {
+			return 0, err
+		}
+		return vs[0] + vs[1], nil
+	})
+	e := newEnvWith(t, envOptions{concurrency: 8}, fib)
+	ctx := e.ctx()
+	run, err := fib.Start(ctx, e.client, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(ctx); err != nil || got != 5 {
+		t.Fatalf("fibonacci(5) = %d, %v", got, err)
+	}
+	// A three-level chain keeps the root.
+	all, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "fibonacci", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Runs) != 15 {
+		t.Errorf("%d runs, want 15", len(all.Runs))
+	}
+	for _, r := range all.Runs {
+		switch {
+		case r.ID == run.ID():
+			if r.ParentRunID != "" || r.RootRunID != "" {
+				t.Errorf("root has lineage %+v", r)
+			}
+		case r.RootRunID != run.ID() || r.ParentRunID == "":
+			t.Errorf("run %s: parent %q root %q", r.ID, r.ParentRunID, r.RootRunID)
+		}
+	}
+}

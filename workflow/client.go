@@ -1,0 +1,375 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// World is where runs live (required).
+	World world.World
+	// Registry, when set, reads back the error types registered with it.
+	Registry *Registry
+	// Logger receives operational messages (default: discarded).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// PollInterval bounds the wait between two looks at a run awaited by
+	// Result (default 100ms; the first looks are quicker).
+	PollInterval time.Duration
+}
+
+// Client starts runs and talks to them: status, result, cancellation,
+// streams, hooks. It is safe for concurrent use.
+type Client struct {
+	w   world.World
+	reg *Registry
+	log *slog.Logger
+	now func() time.Time
+	ids *world.IDSource
+	cfg ClientConfig
+}
+
+// NewClient returns a client for cfg.World.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.World == nil {
+		return nil, errors.New("workflow: ClientConfig.World is required")
+	}
+	if cfg.PollInterval < 0 {
+		return nil, fmt.Errorf("workflow: ClientConfig.PollInterval is negative (%s)", cfg.PollInterval)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = NewRegistry()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: cfg.Now, ids: world.NewIDSource(cfg.Now, nil), cfg: cfg}, nil
+}
+
+// World returns the client's World.
+func (c *Client) World() world.World { return c.w }
+
+type clientKey struct{}
+
+// ClientFrom returns the client available in a step's context: the worker's
+// client, or one over the step's World. Nil outside a step.
+func ClientFrom(ctx context.Context) *Client {
+	if c, ok := ctx.Value(clientKey{}).(*Client); ok {
+		return c
+	}
+	if info, ok := engine.StepInfoFrom(ctx); ok {
+		c, err := NewClient(ClientConfig{World: info.World, Now: info.Now})
+		if err == nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// StartOption tunes Start.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	key        string
+	attributes map[string]string
+	lineage    *engine.ExecutionContext
+}
+
+// WithIdempotencyKey makes Start idempotent: starting again with the same
+// key returns the run the first call started.
+func WithIdempotencyKey(key string) StartOption { return func(o *startOptions) { o.key = key } }
+
+// WithAttributes records string attributes with the run.
+func WithAttributes(attrs map[string]string) StartOption {
+	return func(o *startOptions) { o.attributes = attrs }
+}
+
+// Start starts a run of the named workflow and returns its ID. Called in a
+// step, the new run records the step's run as its parent.
+func (c *Client) Start(ctx context.Context, workflowName string, input any, opts ...StartOption) (string, error) {
+	b, err := json.Marshal(input)
+	if err != nil {
+		return "", &SerializationError{What: "workflow input", Err: err}
+	}
+	var o startOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.lineage == nil {
+		if info, ok := engine.StepInfoFrom(ctx); ok {
+			root := info.RunID
+			var parent engine.ExecutionContext
+			if json.Unmarshal(info.ExecutionContext, &parent) == nil && parent.RootRunID != "" {
+				root = parent.RootRunID
+			}
+			o.lineage = &engine.ExecutionContext{ParentRunID: info.RunID, RootRunID: root}
+		}
+	}
+	return c.start(ctx, workflowName, b, o)
+}
+
+func (c *Client) start(ctx context.Context, name string, input json.RawMessage, o startOptions) (string, error) {
+	if name == "" {
+		return "", errors.New("workflow: Start: empty workflow name")
+	}
+	var execCtx json.RawMessage
+	if o.lineage != nil {
+		b, err := json.Marshal(o.lineage)
+		if err != nil {
+			return "", err
+		}
+		execCtx = b
+	}
+	runID := c.ids.New(world.PrefixRun)
+	_, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
+		WorkflowName: name, Input: input, ExecutionContext: execCtx, Attributes: o.attributes, IdempotencyKey: o.key,
+	}}}})
+	var exists *world.RunExistsError
+	switch {
+	case errors.As(err, &exists) && o.key != "":
+		run, gerr := c.w.GetRun(ctx, &world.GetRunParams{RunID: exists.RunID})
+		if gerr != nil {
+			return "", gerr
+		}
+		if run.WorkflowName != name {
+			return "", fmt.Errorf("workflow: idempotency key %q already started run %s of workflow %q, not %q", o.key, run.RunID, run.WorkflowName, name)
+		}
+		runID = exists.RunID
+	case err != nil:
+		return "", fmt.Errorf("workflow: start %q: %w", name, err)
+	}
+	if err := engine.Wake(ctx, c.w, c.now, runID, "start:"+runID); err != nil {
+		return runID, fmt.Errorf("workflow: start %q: enqueue run %s: %w", name, runID, err)
+	}
+	return runID, nil
+}
+
+// RunInfo is a run as stored.
+type RunInfo struct {
+	ID           string
+	WorkflowName string
+	Status       RunStatus
+	Input        json.RawMessage
+	Output       json.RawMessage
+	// Err is the run's error (typed again) when it failed.
+	Err            error
+	ErrorCode      string
+	CancelReason   string
+	IdempotencyKey string
+	Attributes     map[string]string
+	ParentRunID    string
+	RootRunID      string
+	CreatedAt      time.Time
+	StartedAt      time.Time
+	CompletedAt    time.Time
+}
+
+func (c *Client) runInfo(r *world.Run) *RunInfo {
+	info := &RunInfo{
+		ID: r.RunID, WorkflowName: r.WorkflowName, Status: r.Status, Input: r.Input, Output: r.Output,
+		ErrorCode: r.ErrorCode, CancelReason: r.CancelReason, IdempotencyKey: r.IdempotencyKey,
+		Attributes: r.Attributes, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
+	}
+	if r.Error != nil {
+		info.Err = c.reg.decode(r.Error)
+	}
+	var ec engine.ExecutionContext
+	if len(r.ExecutionContext) > 0 && json.Unmarshal(r.ExecutionContext, &ec) == nil {
+		info.ParentRunID, info.RootRunID = ec.ParentRunID, ec.RootRunID
+	}
+	return info
+}
+
+// GetRun returns a run. A missing run is an error matching world.ErrNotFound.
+func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
+	r, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil {
+		return nil, err
+	}
+	return c.runInfo(r), nil
+}
+
+// Status returns a run's status.
+func (c *Client) Status(ctx context.Context, runID string) (RunStatus, error) {
+	r, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil {
+		return "", err
+	}
+	return r.Status, nil
+}
+
+// Result waits for a run to end and decodes its output into out (which may
+// be nil). A failed run returns a *RunFailedError, a cancelled one
+// ErrRunCancelled.
+func (c *Client) Result(ctx context.Context, runID string, out any) error {
+	r, err := c.await(ctx, runID)
+	if err != nil {
+		return err
+	}
+	switch r.Status {
+	case world.RunStatusCancelled:
+		return ErrRunCancelled
+	case world.RunStatusFailed:
+		return &RunFailedError{RunID: r.RunID, Code: r.ErrorCode, Cause: c.reg.decode(r.Error)}
+	}
+	if out == nil || len(r.Output) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(r.Output, out); err != nil {
+		return &SerializationError{What: "run output", Err: err}
+	}
+	return nil
+}
+
+// await polls a run until it ends.
+func (c *Client) await(ctx context.Context, runID string) (*world.Run, error) {
+	delay := time.Millisecond
+	for {
+		r, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		if err != nil {
+			return nil, err
+		}
+		if r.Status.Terminal() {
+			return r, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, c.cfg.PollInterval)
+	}
+}
+
+// Cancel cancels a pending or running run: its pending steps are refused,
+// its running steps see their context cancelled, its hooks and waits are
+// removed. Cancelling a cancelled run is not an error; a completed or failed
+// one is (matching world.ErrConflict).
+func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
+	_, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason}}}})
+	if err != nil {
+		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
+	}
+	// Let the engine run the side effects of the run's end.
+	return engine.Wake(ctx, c.w, c.now, runID, "cancel:"+runID)
+}
+
+// ListRunsOptions filters and pages ListRuns.
+type ListRunsOptions struct {
+	WorkflowName string
+	Status       RunStatus
+	Limit        int
+	Cursor       string
+}
+
+// RunPage is a page of runs, newest first.
+type RunPage struct {
+	Runs    []*RunInfo
+	Cursor  string
+	HasMore bool
+}
+
+// ListRuns lists runs, newest first.
+func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (*RunPage, error) {
+	p, err := c.w.ListRuns(ctx, &world.ListRunsParams{
+		WorkflowName: opts.WorkflowName, Status: opts.Status,
+		Pagination: world.Pagination{Limit: opts.Limit, Cursor: opts.Cursor},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &RunPage{Cursor: p.Cursor, HasMore: p.HasMore, Runs: make([]*RunInfo, len(p.Items))}
+	for i := range p.Items {
+		out.Runs[i] = c.runInfo(&p.Items[i])
+	}
+	return out, nil
+}
+
+// HookInfo is an active hook.
+type HookInfo struct {
+	ID        string
+	RunID     string
+	Token     string
+	Metadata  json.RawMessage
+	IsWebhook bool
+	CreatedAt time.Time
+}
+
+func hookInfo(h *world.Hook) *HookInfo {
+	return &HookInfo{ID: h.HookID, RunID: h.RunID, Token: h.Token, Metadata: h.Metadata, IsWebhook: h.IsWebhook, CreatedAt: h.CreatedAt}
+}
+
+// ResumeHook sends payload to the hook holding token and wakes its run. A
+// token no active hook holds is a *HookNotFoundError.
+func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*HookInfo, error) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, &SerializationError{What: "hook payload", Err: err}
+	}
+	h, err := engine.ResumeHook(ctx, c.w, c.now, token, b)
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			return nil, &HookNotFoundError{Token: token}
+		}
+		return nil, err
+	}
+	return hookInfo(h), nil
+}
+
+// GetHookByToken returns the active hook holding token, or a
+// *HookNotFoundError.
+func (c *Client) GetHookByToken(ctx context.Context, token string) (*HookInfo, error) {
+	h, err := c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			return nil, &HookNotFoundError{Token: token}
+		}
+		return nil, err
+	}
+	return hookInfo(h), nil
+}
+
+// Run is a handle on a run whose output has type O.
+type Run[O any] struct {
+	c  *Client
+	id string
+}
+
+// ID returns the run's ID.
+func (r *Run[O]) ID() string { return r.id }
+
+// Info returns the run as stored.
+func (r *Run[O]) Info(ctx context.Context) (*RunInfo, error) { return r.c.GetRun(ctx, r.id) }
+
+// Status returns the run's status.
+func (r *Run[O]) Status(ctx context.Context) (RunStatus, error) { return r.c.Status(ctx, r.id) }
+
+// Result waits for the run to end and returns its output. A failed run
+// returns a *RunFailedError, a cancelled one ErrRunCancelled.
+func (r *Run[O]) Result(ctx context.Context) (O, error) {
+	var out O
+	err := r.c.Result(ctx, r.id, &out)
+	return out, err
+}
+
+// Cancel cancels the run.
+func (r *Run[O]) Cancel(ctx context.Context, reason string) error {
+	return r.c.Cancel(ctx, r.id, reason)
+}

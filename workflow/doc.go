@@ -1,0 +1,86 @@
+// Package workflow is Skein's SDK: durable, event-sourced workflows in plain
+// Go. A workflow is deterministic Go that calls steps, sleeps and waits for
+// hooks; it survives crashes and redeploys because every step result, timer
+// and payload is recorded in the run's event log and the workflow is
+// replayed from it. Steps are ordinary functions, run once per attempt and
+// retried on error.
+//
+// # Steps and workflows
+//
+//	var charge = workflow.NewStep("charge-card", func(ctx context.Context, o Order) (Receipt, error) {
+//		return payments.Charge(ctx, o) // return workflow.Fatal(err) to stop retrying
+//	})
+//
+//	var fulfil = workflow.New("fulfil-order", func(ctx workflow.Context, o Order) (Shipment, error) {
+//		receipt, err := charge.Call(ctx, o) // call and wait
+//		if err != nil {
+//			return Shipment{}, err
+//		}
+//		labels := make([]workflow.Future[Label], len(o.Items)) // fan out
+//		for i, item := range o.Items {
+//			labels[i] = printLabel.Go(ctx, item)
+//		}
+//		if _, err := workflow.All(ctx, labels...); err != nil {
+//			return Shipment{}, err
+//		}
+//		if err := workflow.Sleep(ctx, 24*time.Hour); err != nil { // costs nothing while it sleeps
+//			return Shipment{}, err
+//		}
+//		return ship.Call(ctx, receipt)
+//	})
+//
+// Workflows and steps are registered explicitly, by name, in a Registry; a
+// Worker (locally) or a Lambda handler runs them; a Client starts runs and
+// talks to them:
+//
+//	reg := workflow.NewRegistry()
+//	err := reg.Register(fulfil, charge, printLabel, ship)
+//	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
+//	go worker.Run(ctx)
+//	run, err := fulfil.Start(ctx, worker.Client(), order, workflow.WithIdempotencyKey("order-42"))
+//	shipment, err := run.Result(ctx)
+//
+// # Determinism
+//
+// Workflow code is replayed, so it must make the same calls in the same
+// order every time: use Context.Now, Context.Rand and Context.NewID instead
+// of time.Now and math/rand, do I/O only in steps, and do not call workflow
+// functions from goroutines you start. Replay compares every recorded step,
+// hook and timer with what the code asks for, by position, kind and name; a
+// mismatch fails the run with REPLAY_DIVERGENCE naming both sides.
+//
+// # Futures
+//
+// Step.Go, Workflow.Go (a child run), NewTimer and Hook.Next return a
+// Future. All waits for every future (failing fast), Race for the first to
+// settle, Any for the first success, Select for the first of futures of
+// different types. "First" is the first in the log, so it is the same on
+// replay.
+//
+// # Errors and retries
+//
+// A step's error is retried with exponential backoff and jitter, up to
+// StepOptions.MaxRetries (default 3) retries; Fatal stops retries,
+// RetryAfter and RetryAt choose the next attempt's time, and a
+// SerializationError (arguments or result that do not encode as JSON) is
+// never retried. A step that fails for good gives the workflow a *StepError
+// wrapping the step's error, typed again after its trip through the log
+// (register your own types with Registry.RegisterError). A run that fails
+// gives its client a *RunFailedError with the run's error code: USER_ERROR
+// (the workflow returned an error or panicked), RUNTIME_ERROR (the workflow
+// is not registered), REPLAY_DIVERGENCE or MAX_DELIVERIES_EXCEEDED.
+//
+// # Hooks, webhooks and streams
+//
+// NewHook creates a hook that receives payloads sent to its token with
+// Client.ResumeHook, in order; NewWebhook one resumed by HTTP requests to
+// Client.WebhookHandler. Steps write a run's output streams with Writer;
+// clients read them live with Client.ReadStream.
+//
+// # Child runs and cancellation
+//
+// Workflow.Call and Workflow.Go start a child run from a workflow and wait
+// for it (the parent waits on a hook the child resumes when it ends);
+// Workflow.Start does from a step. Client.Cancel ends a run: its pending
+// steps are refused and its running steps see their context cancelled.
+package workflow

@@ -1,0 +1,345 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// FatalError is a step error that must not be retried. Build it with Fatal.
+type FatalError struct{ Err error }
+
+// Fatal marks err as fatal: the step fails at once, without retries.
+func Fatal(err error) error {
+	if err == nil {
+		err = errors.New("fatal error")
+	}
+	return &FatalError{Err: err}
+}
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// RetryableError is a step error to retry at a given time, whatever the
+// step's backoff says. Build it with RetryAfter or RetryAt.
+type RetryableError struct {
+	Err error
+	At  time.Time // zero: After from the failure
+	// After is the delay when At is zero.
+	After time.Duration
+}
+
+// RetryAfter asks for the step to be retried after d (if retries remain).
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		err = errors.New("retry requested")
+	}
+	return &RetryableError{Err: err, After: d}
+}
+
+// RetryAt asks for the step to be retried at t (if retries remain).
+func RetryAt(err error, t time.Time) error {
+	if err == nil {
+		err = errors.New("retry requested")
+	}
+	return &RetryableError{Err: err, At: t}
+}
+
+func (e *RetryableError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// SerializationError reports a value that could not be encoded or decoded as
+// JSON. It is never retried: a step whose arguments or result do not
+// serialize fails at once.
+type SerializationError struct {
+	// What names the value: "step arguments", "step return value",
+	// "workflow input", "hook payload", ...
+	What string
+	Err  error
+}
+
+func (e *SerializationError) Error() string {
+	return fmt.Sprintf("failed to serialize %s: %v", e.What, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *SerializationError) Unwrap() error { return e.Err }
+
+// HookConflictError is returned by a hook whose token another run's active
+// hook holds.
+type HookConflictError struct {
+	Token            string
+	ConflictingRunID string
+}
+
+func (e *HookConflictError) Error() string {
+	return fmt.Sprintf("hook token %q is already in use by another workflow (run %s)", e.Token, e.ConflictingRunID)
+}
+
+// HookNotFoundError is returned when resuming a token no active hook holds:
+// unknown, disposed, or its run has finished.
+type HookNotFoundError struct{ Token string }
+
+func (e *HookNotFoundError) Error() string {
+	return fmt.Sprintf("hook with token %q not found", e.Token)
+}
+
+// Is matches world.ErrNotFound.
+func (e *HookNotFoundError) Is(target error) bool { return target == world.ErrNotFound }
+
+// StepError is what a workflow gets from a step that failed for good: the
+// step, its last attempt, and the error it returned (typed again after its
+// round trip through the log).
+type StepError struct {
+	Step    string
+	StepID  string
+	Attempt int
+	Err     error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %q failed (attempt %d): %v", e.Step, e.Attempt, e.Err)
+}
+
+// Unwrap returns the step's error.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrRunCancelled is returned for a run that was cancelled.
+var ErrRunCancelled = errors.New("workflow: run cancelled")
+
+// RunFailedError is returned for a run that failed: Code is the run's error
+// code (USER_ERROR, RUNTIME_ERROR, REPLAY_DIVERGENCE, ...), Cause its error.
+type RunFailedError struct {
+	RunID string
+	Code  string
+	Cause error
+}
+
+func (e *RunFailedError) Error() string {
+	return fmt.Sprintf("run %s failed (%s): %v", e.RunID, e.Code, e.Cause)
+}
+
+// Unwrap returns the cause.
+func (e *RunFailedError) Unwrap() error { return e.Cause }
+
+// AllFailedError is returned by Any when every future failed.
+type AllFailedError struct{ Errors []error }
+
+func (e *AllFailedError) Error() string {
+	return fmt.Sprintf("all %d futures failed: %v", len(e.Errors), errors.Join(e.Errors...))
+}
+
+// Unwrap returns the errors.
+func (e *AllFailedError) Unwrap() []error { return e.Errors }
+
+// Error is an error read back from the log whose Go type is not known here:
+// it keeps the recorded type name, message, stack (for panics) and cause.
+type Error struct {
+	Type    string
+	Message string
+	Stack   string
+	Code    string
+	Details json.RawMessage
+	Cause   error
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Is keeps context errors recognisable after a round trip.
+func (e *Error) Is(target error) bool {
+	switch e.Type {
+	case typeCanceled:
+		return target == context.Canceled
+	case typeDeadline:
+		return target == context.DeadlineExceeded
+	}
+	return false
+}
+
+// Recorded error type names.
+const (
+	typeFatal         = "FatalError"
+	typeRetryable     = "RetryableError"
+	typeSerialization = "SerializationError"
+	typeHookConflict  = "HookConflictError"
+	typeHookNotFound  = "HookNotFoundError"
+	typeStep          = "StepError"
+	typeRunFailed     = "RunFailedError"
+	typeRunCancelled  = "RunCancelledError"
+	typeAllFailed     = "AllFailedError"
+	typeCanceled      = "context.Canceled"
+	typeDeadline      = "context.DeadlineExceeded"
+)
+
+// codec turns errors into world.ErrorData and back, keeping the SDK's types
+// and the types registered with Registry.RegisterError.
+type codec struct {
+	byName map[string]reflect.Type
+	byType map[reflect.Type]string
+}
+
+func details(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (c *codec) encode(err error) *world.ErrorData {
+	if err == nil {
+		return nil
+	}
+	d := &world.ErrorData{Type: fmt.Sprintf("%T", err), Message: err.Error()}
+	switch e := err.(type) {
+	case *FatalError:
+		d.Type, d.Fatal, d.Cause = typeFatal, true, c.encode(e.Err)
+	case *RetryableError:
+		d.Type, d.Cause = typeRetryable, c.encode(e.Err)
+		d.Details = details(map[string]any{"at": e.At, "after": e.After})
+	case *SerializationError:
+		d.Type, d.Fatal, d.Cause = typeSerialization, true, c.encode(e.Err)
+		d.Details = details(map[string]string{"what": e.What})
+	case *HookConflictError:
+		d.Type = typeHookConflict
+		d.Details = details(map[string]string{"token": e.Token, "conflictingRunId": e.ConflictingRunID})
+	case *HookNotFoundError:
+		d.Type = typeHookNotFound
+		d.Details = details(map[string]string{"token": e.Token})
+	case *StepError:
+		d.Type, d.Cause = typeStep, c.encode(e.Err)
+		d.Details = details(map[string]any{"step": e.Step, "stepId": e.StepID, "attempt": e.Attempt})
+	case *RunFailedError:
+		d.Type, d.Code, d.Cause = typeRunFailed, e.Code, c.encode(e.Cause)
+		d.Details = details(map[string]string{"runId": e.RunID})
+	case *AllFailedError:
+		d.Type = typeAllFailed
+		if len(e.Errors) > 0 {
+			d.Cause = c.encode(e.Errors[0])
+		}
+	case *Error:
+		d.Type, d.Stack, d.Code, d.Details, d.Cause = e.Type, e.Stack, e.Code, e.Details, c.encode(e.Cause)
+	case *engine.Failure:
+		if e.Data != nil {
+			return e.Data
+		}
+	default:
+		switch {
+		case err == ErrRunCancelled:
+			d.Type = typeRunCancelled
+		case err == context.Canceled:
+			d.Type = typeCanceled
+		case err == context.DeadlineExceeded:
+			d.Type = typeDeadline
+		default:
+			if name, ok := c.byType[reflect.TypeOf(err)]; ok {
+				d.Type = name
+				if b, jerr := json.Marshal(err); jerr == nil {
+					d.Details = b
+				}
+			} else {
+				d.Cause = c.encode(errors.Unwrap(err))
+			}
+		}
+	}
+	return d
+}
+
+func (c *codec) decode(d *world.ErrorData) error {
+	if d == nil {
+		return nil
+	}
+	cause := c.decode(d.Cause)
+	orMessage := func() error {
+		if cause != nil {
+			return cause
+		}
+		return &Error{Message: d.Message}
+	}
+	switch d.Type {
+	case typeFatal:
+		return &FatalError{Err: orMessage()}
+	case typeRetryable:
+		var x struct {
+			At    time.Time     `json:"at"`
+			After time.Duration `json:"after"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &RetryableError{Err: orMessage(), At: x.At, After: x.After}
+	case typeSerialization:
+		var x struct {
+			What string `json:"what"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &SerializationError{What: x.What, Err: orMessage()}
+	case typeHookConflict:
+		var x struct {
+			Token            string `json:"token"`
+			ConflictingRunID string `json:"conflictingRunId"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &HookConflictError{Token: x.Token, ConflictingRunID: x.ConflictingRunID}
+	case typeHookNotFound:
+		var x struct {
+			Token string `json:"token"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &HookNotFoundError{Token: x.Token}
+	case typeStep:
+		var x struct {
+			Step    string `json:"step"`
+			StepID  string `json:"stepId"`
+			Attempt int    `json:"attempt"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &StepError{Step: x.Step, StepID: x.StepID, Attempt: x.Attempt, Err: orMessage()}
+	case typeRunFailed:
+		var x struct {
+			RunID string `json:"runId"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &RunFailedError{RunID: x.RunID, Code: d.Code, Cause: orMessage()}
+	case typeRunCancelled:
+		return ErrRunCancelled
+	}
+	if t, ok := c.byName[d.Type]; ok {
+		v := reflect.New(t.Elem())
+		if len(d.Details) == 0 || json.Unmarshal(d.Details, v.Interface()) == nil {
+			if err, ok := v.Interface().(error); ok {
+				return err
+			}
+		}
+	}
+	return &Error{Type: d.Type, Message: d.Message, Stack: d.Stack, Code: d.Code, Details: d.Details, Cause: cause}
+}
+
+// failure turns a step function's error into what the engine records.
+func (c *codec) failure(err error, now time.Time) *engine.Failure {
+	f := &engine.Failure{Data: c.encode(err)}
+	var fatal *FatalError
+	var ser *SerializationError
+	var retry *RetryableError
+	switch {
+	case errors.As(err, &fatal), errors.As(err, &ser):
+		f.Fatal = true
+	case errors.As(err, &retry):
+		f.RetryAt = retry.At
+		if f.RetryAt.IsZero() {
+			f.RetryAt = now.Add(retry.After)
+		}
+	}
+	return f
+}
+
+// ErrHookDisposed is returned when waiting on a hook the workflow disposed.
+var ErrHookDisposed = errors.New("workflow: hook disposed")

@@ -1,0 +1,54 @@
+package workflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+)
+
+// WorkflowMetadata describes a run: in a workflow from Context.Workflow, in
+// a step from WorkflowMetadataFrom. Both give the same values.
+type WorkflowMetadata struct {
+	WorkflowName string
+	RunID        string
+	// StartedAt is when the run was created.
+	StartedAt time.Time
+}
+
+// StepMetadata describes the step attempt running.
+type StepMetadata struct {
+	StepName string
+	StepID   string
+	// Attempt is 1-based: 1 for the first attempt, 2 for the first retry.
+	Attempt int
+	// StartedAt is when the step's first attempt started.
+	StartedAt time.Time
+}
+
+// StepMetadataFrom returns the metadata of the step ctx belongs to; false
+// outside a step.
+func StepMetadataFrom(ctx context.Context) (StepMetadata, bool) {
+	info, ok := engine.StepInfoFrom(ctx)
+	if !ok {
+		return StepMetadata{}, false
+	}
+	return StepMetadata{StepName: info.StepName, StepID: info.StepID, Attempt: info.Attempt, StartedAt: info.StartedAt}, true
+}
+
+// WorkflowMetadataFrom returns the metadata of the run whose step ctx
+// belongs to; false outside a step.
+func WorkflowMetadataFrom(ctx context.Context) (WorkflowMetadata, bool) {
+	info, ok := engine.StepInfoFrom(ctx)
+	if !ok {
+		return WorkflowMetadata{}, false
+	}
+	return WorkflowMetadata{WorkflowName: info.WorkflowName, RunID: info.RunID, StartedAt: info.RunCreatedAt}, true
+}
+
+func timeNow(ctx context.Context) time.Time {
+	if info, ok := engine.StepInfoFrom(ctx); ok && info.Now != nil {
+		return info.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,150 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// Definition is a workflow or a step to register: *Workflow and *Step.
+type Definition interface {
+	// Name returns the name the definition is registered and recorded under.
+	Name() string
+	register(r *Registry) error
+}
+
+// Registry holds the workflows, steps and error types a worker can run,
+// registered explicitly by name. It is safe for concurrent use.
+type Registry struct {
+	mu        sync.RWMutex
+	workflows map[string]*engine.Workflow
+	steps     map[string]*engine.Step
+	codec     codec
+}
+
+// NewRegistry returns a registry holding the SDK's built-in steps.
+func NewRegistry() *Registry {
+	r := &Registry{
+		workflows: make(map[string]*engine.Workflow),
+		steps:     make(map[string]*engine.Step),
+		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
+	}
+	r.steps[startChildStep] = r.startChildStep()
+	return r
+}
+
+// Register adds workflows and steps. A name already registered for the same
+// kind is an error, and nothing of the call is registered then.
+func (r *Registry) Register(defs ...Definition) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := make(map[string]bool)
+	for _, d := range defs {
+		if d == nil {
+			return errors.New("workflow: Register: nil definition")
+		}
+		key := fmt.Sprintf("%T/%s", d, d.Name())
+		_, wfTaken := r.workflows[d.Name()]
+		_, stepTaken := r.steps[d.Name()]
+		switch d.(type) {
+		case interface{ isWorkflow() }:
+			if wfTaken || seen[key] {
+				return fmt.Errorf("workflow: Register: workflow %q is already registered", d.Name())
+			}
+		default:
+			if stepTaken || seen[key] {
+				return fmt.Errorf("workflow: Register: step %q is already registered", d.Name())
+			}
+		}
+		seen[key] = true
+	}
+	for _, d := range defs {
+		if err := d.register(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MustRegister is Register that panics on error, for package-level setup.
+func (r *Registry) MustRegister(defs ...Definition) *Registry {
+	if err := r.Register(defs...); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// RegisterError makes an error type survive a round trip through the log:
+// an error of prototype's type (a pointer to a JSON-encodable struct) is
+// recorded under name with its JSON, and read back as that type.
+func (r *Registry) RegisterError(name string, prototype error) error {
+	t := reflect.TypeOf(prototype)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return fmt.Errorf("workflow: RegisterError(%q): the prototype must be a pointer type, not %v", name, t)
+	}
+	if name == "" {
+		return errors.New("workflow: RegisterError: empty name")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.codec.byName[name]; ok {
+		return fmt.Errorf("workflow: RegisterError: %q is already registered", name)
+	}
+	r.codec.byName[name] = t
+	r.codec.byType[t] = name
+	return nil
+}
+
+func (r *Registry) encode(err error) *world.ErrorData {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.codec.encode(err)
+}
+
+func (r *Registry) decode(d *world.ErrorData) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.codec.decode(d)
+}
+
+func (r *Registry) addWorkflow(w *engine.Workflow) error {
+	r.workflows[w.Name] = w
+	return nil
+}
+
+func (r *Registry) addStep(s *engine.Step) error {
+	r.steps[s.Name] = s
+	return nil
+}
+
+// Workflows returns the registered workflow names.
+func (r *Registry) Workflows() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.workflows))
+	for name := range r.workflows {
+		out = append(out, name)
+	}
+	return out
+}
+
+// engineRegistry adapts a Registry to the engine.
+type engineRegistry struct{ r *Registry }
+
+func (e engineRegistry) Workflow(name string) (*engine.Workflow, bool) {
+	e.r.mu.RLock()
+	defer e.r.mu.RUnlock()
+	w, ok := e.r.workflows[name]
+	return w, ok
+}
+
+func (e engineRegistry) Step(name string) (*engine.Step, bool) {
+	e.r.mu.RLock()
+	defer e.r.mu.RUnlock()
+	s, ok := e.r.steps[name]
+	return s, ok
+}

@@ -1,0 +1,120 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+)
+
+// DefaultMaxRetries is a step's retry budget unless StepOptions says
+// otherwise: 4 attempts in all.
+const DefaultMaxRetries = 3
+
+// NoRetries, as StepOptions.MaxRetries, runs a step once.
+const NoRetries = -1
+
+// StepOptions tunes a step's retries.
+type StepOptions struct {
+	// MaxRetries is the number of retries after the first attempt
+	// (default DefaultMaxRetries; NoRetries for none).
+	MaxRetries int
+	// Backoff returns the delay before retry n (1-based). The default is
+	// exponential from 1s, doubling up to 5 minutes, with ±20% jitter. A
+	// step returning RetryAfter or RetryAt overrides it.
+	Backoff func(retry int) time.Duration
+}
+
+// ExponentialBackoff returns a backoff starting at initial, doubling per
+// retry up to limit, with ±20% jitter.
+func ExponentialBackoff(initial, limit time.Duration) func(retry int) time.Duration {
+	return engine.ExponentialBackoff(initial, limit)
+}
+
+// Step is a step: an ordinary function that runs once per attempt, whose
+// result is recorded. Steps are where side effects belong.
+type Step[I, O any] struct {
+	name string
+	fn   func(context.Context, I) (O, error)
+	opts StepOptions
+}
+
+// NewStep defines a step. Register it with a Registry before running it.
+func NewStep[I, O any](name string, fn func(ctx context.Context, in I) (O, error), opts ...StepOptions) *Step[I, O] {
+	s := &Step[I, O]{name: name, fn: fn}
+	if len(opts) > 0 {
+		s.opts = opts[0]
+	}
+	return s
+}
+
+// Name returns the step's name.
+func (s *Step[I, O]) Name() string { return s.name }
+
+// Go starts the step and returns its future. The step is created when the
+// workflow next waits; arguments that do not serialize give a future that
+// fails with a *SerializationError.
+func (s *Step[I, O]) Go(ctx Context, in I) Future[O] {
+	c := ctx.impl()
+	b, err := json.Marshal(in)
+	if err != nil {
+		return failed[O](&SerializationError{What: "step arguments", Err: err})
+	}
+	f := c.ec.Step(s.name, b)
+	return Future[O]{p: &stepPromise{f: f, name: s.name, reg: c.reg}}
+}
+
+// Call runs the step and waits for its result. A step that failed for good
+// returns a *StepError wrapping what the step returned.
+func (s *Step[I, O]) Call(ctx Context, in I) (O, error) {
+	return s.Go(ctx, in).Get(ctx)
+}
+
+func (s *Step[I, O]) register(r *Registry) error {
+	maxRetries := s.opts.MaxRetries
+	switch {
+	case maxRetries == 0:
+		maxRetries = DefaultMaxRetries
+	case maxRetries < 0:
+		maxRetries = 0
+	}
+	return r.addStep(&engine.Step{
+		Name:       s.name,
+		MaxRetries: maxRetries,
+		Backoff:    s.opts.Backoff,
+		Fn: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+			now := time.Now
+			if info, ok := engine.StepInfoFrom(ctx); ok && info.Now != nil {
+				now = info.Now
+			}
+			var in I
+			if err := unmarshal(raw, &in); err != nil {
+				return nil, r.failure(&SerializationError{What: "step arguments", Err: err}, now())
+			}
+			out, err := s.fn(ctx, in)
+			if err != nil {
+				return nil, r.failure(err, now())
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return nil, r.failure(&SerializationError{What: "step return value", Err: err}, now())
+			}
+			return b, nil
+		},
+	})
+}
+
+func (r *Registry) failure(err error, now time.Time) *engine.Failure {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.codec.failure(err, now)
+}
+
+// unmarshal decodes raw into v; empty input leaves v zero.
+func unmarshal(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	return json.Unmarshal(raw, v)
+}

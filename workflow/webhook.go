@@ -1,0 +1,215 @@
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// WebhookPath is where Client.WebhookHandler expects to be mounted: a
+// webhook's URL is WebhookPath followed by its token.
+const WebhookPath = "/.well-known/workflow/v1/webhook/"
+
+// maxWebhookBody bounds a webhook request's body.
+const maxWebhookBody = 1 << 20
+
+// Response is an HTTP response a webhook answers with.
+type Response struct {
+	Status int         `json:"status"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+}
+
+// WebhookOptions says how a webhook answers the requests it receives: by
+// default 202 Accepted with an empty body; with Response, that response;
+// with Manual, the response a step sends with Request.Respond.
+type WebhookOptions struct {
+	Response *Response
+	Manual   bool
+}
+
+type webhookMeta struct {
+	Response *Response `json:"response,omitempty"`
+	Manual   bool      `json:"manual,omitempty"`
+}
+
+// Request is an HTTP request a webhook received.
+type Request struct {
+	Method string      `json:"method"`
+	URL    string      `json:"url"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+	// ReplyRun and ReplyTo name the stream the handler waits on for a
+	// manual response.
+	ReplyRun string `json:"replyRun,omitempty"`
+	ReplyTo  string `json:"replyTo,omitempty"`
+}
+
+// Respond sends the response of a manual webhook's request. Call it from a
+// step (pass the Request to the step).
+func (r *Request) Respond(ctx context.Context, resp Response) error {
+	if r.ReplyTo == "" {
+		return errors.New("workflow: this webhook does not take a manual response")
+	}
+	info, ok := engine.StepInfoFrom(ctx)
+	if !ok {
+		return errors.New("workflow: Request.Respond must be called from a step")
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return &SerializationError{What: "webhook response", Err: err}
+	}
+	if err := info.World.WriteStream(ctx, &world.WriteStreamParams{RunID: r.ReplyRun, Name: r.ReplyTo, Chunks: [][]byte{b}}); err != nil {
+		if errors.Is(err, world.ErrConflict) {
+			return errors.New("workflow: webhook request already answered")
+		}
+		return err
+	}
+	return info.World.CloseStream(ctx, &world.CloseStreamParams{RunID: r.ReplyRun, Name: r.ReplyTo})
+}
+
+// Webhook is a hook resumed by HTTP requests to its URL.
+type Webhook struct{ h *Hook[*Request] }
+
+// NewWebhook creates a webhook in the workflow. Its token is generated.
+func NewWebhook(ctx Context, opts WebhookOptions) *Webhook {
+	meta, err := json.Marshal(webhookMeta(opts))
+	if err != nil {
+		return &Webhook{h: &Hook[*Request]{err: &SerializationError{What: "webhook response", Err: err}}}
+	}
+	return &Webhook{h: newHook[*Request](ctx.impl(), "", meta, true)}
+}
+
+// Token returns the webhook's token.
+func (w *Webhook) Token() string { return w.h.Token() }
+
+// URL returns the webhook's path under WebhookPath.
+func (w *Webhook) URL() string { return WebhookPath + url.PathEscape(w.h.Token()) }
+
+// Next returns a future of the next request.
+func (w *Webhook) Next(ctx Context) Future[*Request] { return w.h.Next(ctx) }
+
+// Receive waits for the next request.
+func (w *Webhook) Receive(ctx Context) (*Request, error) { return w.h.Receive(ctx) }
+
+// Dispose stops the webhook: later requests get 404.
+func (w *Webhook) Dispose(ctx Context) { w.h.Dispose(ctx) }
+
+// WebhookHandler returns the HTTP handler resuming webhooks: a request to
+// WebhookPath+token is delivered to the webhook holding token. An unknown,
+// disposed or non-webhook token, or one whose run has ended, answers 404
+// with an empty body.
+func (c *Client) WebhookHandler() http.Handler {
+	return &webhookHandler{c: c, timeout: 30 * time.Second}
+}
+
+type webhookHandler struct {
+	c       *Client
+	timeout time.Duration
+}
+
+func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	token := req.URL.Path
+	if i := strings.LastIndexByte(token, '/'); i >= 0 {
+		token = token[i+1:]
+	}
+	if t, err := url.PathUnescape(token); err == nil {
+		token = t
+	}
+	if token == "" {
+		rw.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	ctx := req.Context()
+	hk, err := h.c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
+	if err != nil || !hk.IsWebhook {
+		rw.WriteHeader(http.StatusNotFound)
+		return
+	}
+	var meta webhookMeta
+	_ = json.Unmarshal(hk.Metadata, &meta)
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxWebhookBody+1))
+	if err != nil {
+		rw.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	if len(body) > maxWebhookBody {
+		rw.WriteHeader(http.StatusRequestEntityTooLarge)
+		return
+	}
+	r := Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), Body: body}
+	if meta.Manual {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		r.ReplyRun, r.ReplyTo = hk.RunID, "webhook-reply."+hex.EncodeToString(b[:])
+	}
+	payload, err := json.Marshal(r)
+	if err != nil {
+		rw.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	if _, err := engine.ResumeHook(ctx, h.c.w, h.c.now, token, payload); err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			rw.WriteHeader(http.StatusNotFound)
+			return
+		}
+		h.c.log.Warn("workflow: webhook resume", "token", token, "err", err)
+		rw.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	switch {
+	case meta.Manual:
+		resp, err := h.awaitReply(ctx, r.ReplyRun, r.ReplyTo)
+		if err != nil {
+			h.c.log.Warn("workflow: webhook manual response", "token", token, "err", err)
+			rw.WriteHeader(http.StatusGatewayTimeout)
+			return
+		}
+		writeResponse(rw, resp)
+	case meta.Response != nil:
+		writeResponse(rw, meta.Response)
+	default:
+		rw.WriteHeader(http.StatusAccepted)
+	}
+}
+
+func (h *webhookHandler) awaitReply(ctx context.Context, runID, name string) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	for ch, err := range world.Tail(ctx, h.c.w, world.TailParams{RunID: runID, Name: name}) {
+		if err != nil {
+			return nil, err
+		}
+		var resp Response
+		if err := json.Unmarshal(ch.Data, &resp); err != nil {
+			return nil, err
+		}
+		return &resp, nil
+	}
+	return nil, fmt.Errorf("workflow: webhook reply stream closed without a response")
+}
+
+func writeResponse(rw http.ResponseWriter, resp *Response) {
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			rw.Header().Add(k, v)
+		}
+	}
+	status := resp.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	rw.WriteHeader(status)
+	_, _ = rw.Write(resp.Body)
+}

@@ -1,0 +1,130 @@
+package workflow_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+type seenRequest struct {
+	URL    string
+	Method string
+	Body   string
+}
+
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	respond := workflow.NewStep("respond", func(ctx context.Context, req *workflow.Request) (struct{}, error) {
+		return struct{}{}, req.Respond(ctx, workflow.Response{Status: 200, Body: []byte("Hello from webhook!")})
+	})
+	urls := make(chan []string, 1)
+	publish := workflow.NewStep("publish-urls", func(ctx context.Context, u []string) (struct{}, error) {
+		urls <- u
+		return struct{}{}, nil
+	})
+	wf := workflow.New("webhookWorkflow", func(ctx workflow.Context, _ struct{}) ([]seenRequest, error) {
+		plain := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
+		static := workflow.NewWebhook(ctx, workflow.WebhookOptions{Response: &workflow.Response{Status: 402, Body: []byte("Hello from static response!")}})
+		manual := workflow.NewWebhook(ctx, workflow.WebhookOptions{Manual: true})
+		if _, err := publish.Call(ctx, []string{plain.URL(), static.URL(), manual.URL()}); err != nil {
+			return nil, err
+		}
+		var out []seenRequest
+		for i, wh := range []*workflow.Webhook{plain, static, manual} {
+			req, err := wh.Receive(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if i == 2 {
+				if _, err := respond.Call(ctx, req); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, seenRequest{URL: req.URL, Method: req.Method, Body: string(req.Body)})
+		}
+		return out, nil
+	})
+	e := newEnvWith(t, envOptions{webhooks: true}, wf, respond, publish)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := <-urls
+	e.waitEvent(run.ID(), world.EventHookCreated)
+	hooks, err := e.lw.ListHooks(ctx, &world.ListHooksParams{RunID: run.ID()})
+	if err != nil || len(hooks.Items) != 3 {
+		t.Fatalf("hooks = %d, %v; want 3", len(hooks.Items), err)
+	}
+	base := e.worker.WebhookURL()
+	for i, tc := range []struct {
+		status int
+		body   string
+	}{
+		{202, ""},
+		{402, "Hello from static response!"},
+		{200, "Hello from webhook!"},
+	} {
+		bodies := []string{`{"message":"one"}`, `{"message":"two"}`, `{"message":"three"}`}
+		resp, err := http.Post(base+us[i], "application/json", strings.NewReader(bodies[i]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.status || string(b) != tc.body {
+			t.Errorf("webhook %d: %d %q, want %d %q", i, resp.StatusCode, b, tc.status, tc.body)
+		}
+	}
+	got, err := run.Result(ctx)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("result = %+v, %v", got, err)
+	}
+	for i, want := range []string{`{"message":"one"}`, `{"message":"two"}`, `{"message":"three"}`} {
+		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != us[i] {
+			t.Errorf("request %d = %+v", i, got[i])
+		}
+	}
+	// The run ended: its webhooks are gone.
+	resp, err := http.Post(base+us[0], "text/plain", strings.NewReader("late"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("after the run: %d", resp.StatusCode)
+	}
+}
+
+func TestWebhookNotFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, hookWorkflow)
+	ctx := e.ctx()
+	run, err := hookWorkflow.Start(ctx, e.client, [2]string{"plain-hook", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "hook", func() bool { _, err := e.client.GetHookByToken(ctx, "plain-hook"); return err == nil })
+	h := e.client.WebhookHandler()
+	for _, token := range []string{"invalid", "plain-hook"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", workflow.WebhookPath+token, strings.NewReader("{}")))
+		if rec.Code != 404 || rec.Body.Len() != 0 {
+			t.Errorf("token %q: %d %q, want 404 and an empty body", token, rec.Code, rec.Body.String())
+		}
+	}
+	// The plain hook still works through the API, and received nothing.
+	if _, err := e.client.ResumeHook(ctx, "plain-hook", hookPayload{Message: "via-server", Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := run.Result(ctx)
+	if err != nil || len(got) != 1 || got[0].Message != "via-server" {
+		t.Errorf("got %+v, %v", got, err)
+	}
+}

@@ -1,0 +1,296 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// EngineOptions tunes the engine; zero fields take the engine's defaults.
+type EngineOptions struct {
+	// InlineConcurrency bounds the steps one invocation runs as goroutines;
+	// the excess is queued for other workers (default 16).
+	InlineConcurrency int
+	// StepLeaseTTL is a step attempt's exclusive lease, renewed while it
+	// runs; a step whose worker died re-runs once it expires (default 1m).
+	StepLeaseTTL time.Duration
+	// RunPollInterval is how often a running step checks whether its run
+	// has ended, to cancel its context (default 1s).
+	RunPollInterval time.Duration
+	// EventPollInterval is how often an invocation waiting on long steps
+	// looks for hook payloads and other events (default 1s).
+	EventPollInterval time.Duration
+	// MaxInvocation bounds one invocation without a context deadline
+	// (default 10m); BudgetMargin is kept free before a deadline (default 5s).
+	MaxInvocation, BudgetMargin time.Duration
+	// Linger is how long an invocation waits in process for a close timer
+	// (default 250ms; negative: never).
+	Linger time.Duration
+	// MaxDeliveries fails a run whose message was delivered more often
+	// (default 48).
+	MaxDeliveries int
+	// BackgroundDelay delays the queue messages of the steps beyond
+	// InlineConcurrency; meanwhile the invocation that queued them may run
+	// them itself as its slots free up, saving the queue round trips of
+	// short steps. Negative means no delay. A Worker defaults to 50ms; a
+	// Processor to none (SQS delays are whole seconds).
+	BackgroundDelay time.Duration
+}
+
+// ProcessorConfig configures a Processor.
+type ProcessorConfig struct {
+	World    world.World
+	Registry *Registry
+	Logger   *slog.Logger
+	Now      func() time.Time
+	Engine   EngineOptions
+}
+
+// Processor handles the queue messages of a World's runs: the part of a
+// worker (or of a Lambda handler) that does the work.
+type Processor struct {
+	eng    *engine.Engine
+	client *Client
+	log    *slog.Logger
+}
+
+// NewProcessor returns a Processor for cfg.
+func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
+	if cfg.Registry == nil {
+		return nil, errors.New("workflow: ProcessorConfig.Registry is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	o := cfg.Engine
+	eng, err := engine.New(engine.Config{
+		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
+		InlineConcurrency: o.InlineConcurrency, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
+		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
+		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, BackgroundDelay: max(o.BackgroundDelay, 0),
+		EncodeError: cfg.Registry.encode,
+		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Processor{eng: eng, client: client, log: cfg.Logger}, nil
+}
+
+// Client returns a client over the processor's World and Registry.
+func (p *Processor) Client() *Client { return p.client }
+
+// Process handles one queue message body, delivered for the attempt-th time
+// (0 when unknown). Nil means acknowledge it; an error for which
+// IsPermanent is true means it can never succeed (acknowledge and report
+// it); any other error means deliver it again later.
+func (p *Processor) Process(ctx context.Context, body []byte, attempt int) error {
+	msg, err := world.DecodeMessage(body)
+	if err != nil {
+		return &engine.PermanentError{Reason: "malformed message", Err: err}
+	}
+	return p.eng.HandleDelivery(ctx, msg, attempt)
+}
+
+// IsPermanent reports whether a Process error means the message must not be
+// retried.
+func IsPermanent(err error) bool { return engine.IsPermanent(err) }
+
+// WorkerConfig configures a Worker.
+type WorkerConfig struct {
+	World world.World
+	// Consumer receives the World's queue (default: the World itself, when
+	// it implements world.Consumer, as localworld does).
+	Consumer world.Consumer
+	Registry *Registry
+	// Concurrency is the number of messages handled at once (default 8).
+	Concurrency int
+	Logger      *slog.Logger
+	Now         func() time.Time
+	// WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook
+	// handler there under WebhookPath.
+	WebhookAddr string
+	// Visibility hides a received message from other receivers while it is
+	// handled (default 5m).
+	Visibility time.Duration
+	// PollWait is how long a receive waits for a message (default 1s).
+	PollWait time.Duration
+	// RetryDelay is the delay before a failed message is delivered again,
+	// given its attempt (default exponential from 100ms to 30s).
+	RetryDelay func(attempt int) time.Duration
+	Engine     EngineOptions
+}
+
+// Worker runs workflows locally: it consumes a World's queue with a pool of
+// goroutines and, optionally, serves webhooks.
+type Worker struct {
+	cfg      WorkerConfig
+	p        *Processor
+	consumer world.Consumer
+	ln       net.Listener
+	running  atomic.Bool
+}
+
+// NewWorker returns a Worker for cfg. With WebhookAddr set it starts
+// listening at once (so WebhookURL is known); Run serves.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if cfg.World == nil {
+		return nil, errors.New("workflow: WorkerConfig.World is required")
+	}
+	if cfg.Consumer == nil {
+		c, ok := cfg.World.(world.Consumer)
+		if !ok {
+			return nil, errors.New("workflow: WorkerConfig.Consumer is required: the World is not a world.Consumer")
+		}
+		cfg.Consumer = c
+	}
+	switch {
+	case cfg.Concurrency < 0:
+		return nil, fmt.Errorf("workflow: WorkerConfig.Concurrency is negative (%d)", cfg.Concurrency)
+	case cfg.Concurrency == 0:
+		cfg.Concurrency = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Visibility <= 0 {
+		cfg.Visibility = 5 * time.Minute
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = time.Second
+	}
+	if cfg.RetryDelay == nil {
+		cfg.RetryDelay = func(attempt int) time.Duration {
+			d := 100 * time.Millisecond
+			for i := 1; i < attempt && d < 30*time.Second; i++ {
+				d *= 2
+			}
+			return min(d, 30*time.Second)
+		}
+	}
+	if cfg.Engine.BackgroundDelay == 0 {
+		cfg.Engine.BackgroundDelay = 50 * time.Millisecond
+	}
+	p, err := NewProcessor(ProcessorConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Engine: cfg.Engine})
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, p: p, consumer: cfg.Consumer}
+	if cfg.WebhookAddr != "" {
+		w.ln, err = net.Listen("tcp", cfg.WebhookAddr)
+		if err != nil {
+			return nil, fmt.Errorf("workflow: webhook listener: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// Client returns a client over the worker's World and Registry.
+func (w *Worker) Client() *Client { return w.p.client }
+
+// WebhookURL returns the base URL webhooks are served at ("" without
+// WebhookAddr): a webhook's URL is this followed by Webhook.URL().
+func (w *Worker) WebhookURL() string {
+	if w.ln == nil {
+		return ""
+	}
+	return "http://" + w.ln.Addr().String()
+}
+
+// Run consumes messages until ctx is cancelled, then stops receiving,
+// cancels the work in flight (its messages are released for redelivery),
+// stops the webhook server and returns nil once every goroutine has ended.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("workflow: Worker.Run called twice")
+	}
+	var wg sync.WaitGroup
+	if w.ln != nil {
+		mux := http.NewServeMux()
+		mux.Handle(WebhookPath, w.p.client.WebhookHandler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(w.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				w.cfg.Logger.Error("workflow: webhook server", "err", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+	for range w.cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.loop(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (w *Worker) loop(ctx context.Context) {
+	errDelay := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		ds, err := w.consumer.Receive(ctx, &world.ReceiveParams{Max: 1, Wait: w.cfg.PollWait, Visibility: w.cfg.Visibility})
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, world.ErrClosed) {
+				return
+			}
+			w.cfg.Logger.Warn("workflow: receive", "err", err)
+			t := time.NewTimer(errDelay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			errDelay = min(errDelay*2, 5*time.Second)
+			continue
+		}
+		errDelay = 10 * time.Millisecond
+		for _, d := range ds {
+			w.handle(ctx, d)
+		}
+	}
+}
+
+func (w *Worker) handle(ctx context.Context, d world.Delivery) {
+	err := w.p.Process(ctx, d.Body, d.Attempt)
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	switch {
+	case err == nil:
+		err = w.consumer.Ack(bg, &world.AckParams{Receipt: d.Receipt})
+	case IsPermanent(err):
+		w.cfg.Logger.Warn("workflow: dropping message", "message", d.MessageID, "err", err)
+		err = w.consumer.Ack(bg, &world.AckParams{Receipt: d.Receipt})
+	case ctx.Err() != nil:
+		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt})
+	default:
+		w.cfg.Logger.Warn("workflow: message failed; retrying", "message", d.MessageID, "attempt", d.Attempt, "err", err)
+		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt, Delay: w.cfg.RetryDelay(d.Attempt)})
+	}
+	if err != nil && !errors.Is(err, world.ErrClosed) {
+		w.cfg.Logger.Warn("workflow: ack/release", "message", d.MessageID, "err", err)
+	}
+}

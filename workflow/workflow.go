@@ -1,0 +1,192 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// Context is what a workflow function sees: deterministic time, randomness
+// and IDs, and the means to call steps, sleep and wait for hooks. Workflow
+// code is replayed, so it must be deterministic: no I/O, no time.Now, no
+// goroutines calling workflow functions, no ranging over maps to decide
+// what to call. Side effects belong in steps.
+type Context interface {
+	// Now returns the workflow's time: the run's start, advanced as the
+	// events the workflow has seen were recorded. It is the same on replay.
+	Now() time.Time
+	// Rand returns a random source seeded by the run ID.
+	Rand() *rand.Rand
+	// NewID returns a deterministic unique ID (a ULID).
+	NewID() string
+	// Workflow returns the run's metadata.
+	Workflow() WorkflowMetadata
+	// Logger returns a logger that is silent while the workflow replays.
+	Logger() *slog.Logger
+
+	impl() *wfContext
+}
+
+type wfContext struct {
+	ec       *engine.Context
+	reg      *Registry
+	logger   *slog.Logger
+	children int
+}
+
+func (c *wfContext) Now() time.Time   { return c.ec.Now() }
+func (c *wfContext) Rand() *rand.Rand { return c.ec.Rand() }
+func (c *wfContext) NewID() string    { return c.ec.NewID() }
+func (c *wfContext) impl() *wfContext { return c }
+
+func (c *wfContext) Workflow() WorkflowMetadata {
+	return WorkflowMetadata{WorkflowName: c.ec.WorkflowName(), RunID: c.ec.RunID(), StartedAt: c.ec.StartedAt()}
+}
+
+func (c *wfContext) Logger() *slog.Logger {
+	if c.logger == nil {
+		c.logger = slog.New(replayAware{h: c.ec.Logger().Handler(), ec: c.ec}).With("run", c.ec.RunID(), "workflow", c.ec.WorkflowName())
+	}
+	return c.logger
+}
+
+// replayAware drops records while the workflow replays.
+type replayAware struct {
+	h  slog.Handler
+	ec *engine.Context
+}
+
+func (r replayAware) Enabled(ctx context.Context, l slog.Level) bool {
+	return !r.ec.Replaying() && r.h.Enabled(ctx, l)
+}
+func (r replayAware) Handle(ctx context.Context, rec slog.Record) error { return r.h.Handle(ctx, rec) }
+func (r replayAware) WithAttrs(as []slog.Attr) slog.Handler {
+	return replayAware{h: r.h.WithAttrs(as), ec: r.ec}
+}
+func (r replayAware) WithGroup(g string) slog.Handler {
+	return replayAware{h: r.h.WithGroup(g), ec: r.ec}
+}
+
+// Workflow is a workflow: deterministic Go that calls steps, sleeps and
+// waits, and survives crashes and redeploys by replaying its log.
+type Workflow[I, O any] struct {
+	name string
+	fn   func(Context, I) (O, error)
+}
+
+// New defines a workflow. Register it with a Registry before running it.
+func New[I, O any](name string, fn func(ctx Context, in I) (O, error)) *Workflow[I, O] {
+	return &Workflow[I, O]{name: name, fn: fn}
+}
+
+// Name returns the workflow's name.
+func (w *Workflow[I, O]) Name() string { return w.name }
+
+func (w *Workflow[I, O]) isWorkflow() {}
+
+// Start starts a run of the workflow with input. With WithIdempotencyKey,
+// starting again with the same key returns the first run. Inside a step, a
+// nil client means the step's own, and the new run records the step's run
+// as its parent.
+func (w *Workflow[I, O]) Start(ctx context.Context, c *Client, in I, opts ...StartOption) (*Run[O], error) {
+	if c == nil {
+		c = ClientFrom(ctx)
+		if c == nil {
+			return nil, fmt.Errorf("workflow: Start %q: nil client outside a step", w.name)
+		}
+	}
+	id, err := c.Start(ctx, w.name, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[O]{c: c, id: id}, nil
+}
+
+// Get returns the run runID of this workflow.
+func (w *Workflow[I, O]) Get(c *Client, runID string) *Run[O] { return &Run[O]{c: c, id: runID} }
+
+// Go starts the workflow as a child of the calling workflow and returns a
+// future of its result. The parent waits on a hook with a deterministic
+// token that the child resumes with its outcome when it ends.
+func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
+	c := ctx.impl()
+	b, err := json.Marshal(in)
+	if err != nil {
+		return failed[O](&SerializationError{What: "child workflow input", Err: err})
+	}
+	c.children++
+	token := fmt.Sprintf("skein-child:%s:%d", c.ec.RunID(), c.children)
+	root := c.ec.RunID()
+	var ec engine.ExecutionContext
+	if json.Unmarshal(c.ec.ExecutionContext(), &ec) == nil && ec.RootRunID != "" {
+		root = ec.RootRunID
+	}
+	h := c.ec.Hook(token, nil, false)
+	start, err := json.Marshal(childStart{
+		Workflow: w.name, Input: b, ParentRunID: c.ec.RunID(), RootRunID: root, NotifyToken: token,
+	})
+	if err != nil {
+		return failed[O](&SerializationError{What: "child workflow input", Err: err})
+	}
+	f := c.ec.Step(startChildStep, start)
+	return Future[O]{p: &childPromise{start: &stepPromise{f: f, name: startChildStep, reg: c.reg}, hook: h, reg: c.reg}}
+}
+
+// Call runs the workflow as a child of the calling workflow and waits for
+// its result.
+func (w *Workflow[I, O]) Call(ctx Context, in I) (O, error) { return w.Go(ctx, in).Get(ctx) }
+
+func (w *Workflow[I, O]) register(r *Registry) error {
+	where := funcLocation(w.fn)
+	return r.addWorkflow(&engine.Workflow{
+		Name: w.name,
+		Fn: func(ec *engine.Context, raw json.RawMessage) (json.RawMessage, error) {
+			var in I
+			if err := unmarshal(raw, &in); err != nil {
+				return nil, &engine.Failure{Data: r.encode(&SerializationError{What: "workflow input", Err: err})}
+			}
+			out, err := w.fn(&wfContext{ec: ec, reg: r}, in)
+			if err != nil {
+				d := r.encode(err)
+				if d.Stack == "" {
+					d.Stack = fmt.Sprintf("returned by workflow %q (%s)", w.name, where)
+				}
+				return nil, &engine.Failure{Data: d}
+			}
+			b, err := json.Marshal(out)
+			if err != nil {
+				return nil, &engine.Failure{Data: r.encode(&SerializationError{What: "workflow return value", Err: err})}
+			}
+			return b, nil
+		},
+	})
+}
+
+func funcLocation(fn any) string {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return "unknown"
+	}
+	file, line := f.FileLine(f.Entry())
+	return fmt.Sprintf("%s at %s:%d", f.Name(), file, line)
+}
+
+// RunStatus is a run's lifecycle state.
+type RunStatus = world.RunStatus
+
+// Run states.
+const (
+	StatusPending   = world.RunStatusPending
+	StatusRunning   = world.RunStatusRunning
+	StatusCompleted = world.RunStatusCompleted
+	StatusFailed    = world.RunStatusFailed
+	StatusCancelled = world.RunStatusCancelled
+)
