@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+var hooksListCmd = &command{
+	group: "hooks", name: "list", usage: "[-run runId] [-json]",
+	summary: "list active hooks (what runs wait for)",
+	help: `
+Lists the active hooks, oldest first: the token a sender resumes a hook with,
+the run it belongs to, whether it is a webhook, when it was created and its
+metadata. A hook stops being active when its workflow disposes of it or its
+run ends. With -json, prints one JSON object per hook.
+
+Examples:
+  skein hooks list
+  skein hooks list -run wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		runID := fs.String("run", "", "only the hooks of the run `runId`")
+		asJSON := fs.Bool("json", false, "print JSON lines")
+		return func(ctx context.Context, e *env, _ []string) error {
+			if *runID != "" {
+				if _, err := e.getRun(ctx, *runID); err != nil {
+					return err
+				}
+			} else if err := e.open(); err != nil {
+				return err
+			}
+			var hooks []world.Hook
+			for cursor := ""; ; {
+				page, err := e.w.ListHooks(ctx, &world.ListHooksParams{RunID: *runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+				if err != nil {
+					return err
+				}
+				hooks = append(hooks, page.Items...)
+				if !page.HasMore {
+					break
+				}
+				cursor = page.Cursor
+			}
+			if *asJSON {
+				enc := json.NewEncoder(e.stdout)
+				for _, h := range hooks {
+					if err := enc.Encode(h); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			if len(hooks) == 0 {
+				fmt.Fprintln(e.stdout, "no active hooks")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOKEN\tRUN\tKIND\tCREATED\tMETADATA")
+			for _, h := range hooks {
+				kind := "hook"
+				if h.IsWebhook {
+					kind = "webhook"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Token, h.RunID, kind, h.CreatedAt.Local().Format(timeLayout), clip(string(h.Metadata), 60))
+			}
+			return tw.Flush()
+		}
+	},
+}
+
+var hooksResumeCmd = &command{
+	group: "hooks", name: "resume", usage: "<token> <json-payload|@file|->", nargs: 2,
+	summary: "send a payload to a hook, resuming its run",
+	help: `
+Sends a JSON payload to the active hook holding the token: the payload is
+recorded in the run's log and the run is woken. The payload is given inline,
+read from a file (@file) or from standard input (-). The run goes on when a
+worker next runs on the store (for the quickstart's runs: start the quickstart
+again with the same -order).
+
+Examples:
+  skein hooks resume approve/1001 '{"approved":true,"by":"ops@example.com"}'
+  skein hooks resume approve/1001 @approval.json
+  echo '{"approved":false,"by":"ops","note":"out of stock"}' | skein hooks resume approve/1001 -`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, e *env, args []string) error {
+			token := args[0]
+			payload, err := readPayload(e.stdin, args[1])
+			if err != nil {
+				return err
+			}
+			if err := e.open(); err != nil {
+				return err
+			}
+			h, err := e.client.ResumeHook(ctx, token, payload)
+			var nf *workflow.HookNotFoundError
+			if errors.As(err, &nf) {
+				return fmt.Errorf("no active hook holds the token %q: it is unknown, disposed, or its run has finished (see skein hooks list)", token)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "resumed hook %q of run %s; the run goes on when a worker next runs on %s\n", token, h.RunID, e.db)
+			return nil
+		}
+	},
+}
+
+// readPayload reads a JSON payload given inline, as @file or as - (stdin).
+func readPayload(stdin io.Reader, arg string) (json.RawMessage, error) {
+	var b []byte
+	var err error
+	from := "the payload"
+	switch {
+	case arg == "-":
+		from = "standard input"
+		b, err = io.ReadAll(stdin)
+	case strings.HasPrefix(arg, "@"):
+		from = arg[1:]
+		b, err = os.ReadFile(arg[1:])
+	default:
+		b = []byte(arg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read payload: %w", err)
+	}
+	b = []byte(strings.TrimSpace(string(b)))
+	if !json.Valid(b) {
+		return nil, usagef("%s is not valid JSON (quote strings: '\"yes\"'; objects: '{\"approved\":true}')", from)
+	}
+	return b, nil
+}

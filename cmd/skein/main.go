@@ -1,0 +1,330 @@
+// Command skein looks into a local Skein store: the runs, their steps and
+// events, hooks and streams, as the quickstart or your own worker recorded
+// them. It can also cancel a run and resume a hook.
+//
+//	skein runs list
+//	skein runs show wrun_01J...
+//	skein -db my.db hooks list
+//
+// The store is a localworld file (default ./skein-quickstart.db, or $SKEIN_DB).
+// A store is used by one process at a time: stop the program that holds it
+// first. Run "skein help" for every command.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the CLI: it returns the exit code (0 ok, 1 failed, 2 bad usage).
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runWith(ctx, &env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args)
+}
+
+// env is what a command works with.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	db             string
+	lockTimeout    time.Duration
+
+	w      *localworld.World
+	client *workflow.Client
+}
+
+// command is one "skein <group> <name>" command.
+type command struct {
+	group, name string
+	usage       string // the arguments, after the command's name
+	summary     string
+	help        string // what it does, with examples
+	// nargs is the number of positional arguments.
+	nargs int
+	// setup defines the command's flags and returns what runs it.
+	setup func(fs *flag.FlagSet) runFunc
+}
+
+// runFunc runs a command with its positional arguments, its flags parsed.
+type runFunc func(ctx context.Context, e *env, args []string) error
+
+func (c *command) fullName() string { return c.group + " " + c.name }
+
+var commands = []*command{
+	runsListCmd, runsShowCmd, runsEventsCmd, runsCancelCmd,
+	hooksListCmd, hooksResumeCmd,
+	streamsListCmd, streamsReadCmd,
+}
+
+// usageError is bad usage: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+const defaultDB = "skein-quickstart.db"
+
+func defaultStore() string {
+	if p := os.Getenv("SKEIN_DB"); p != "" {
+		return p
+	}
+	return defaultDB
+}
+
+func runWith(ctx context.Context, e *env, args []string) int {
+	if e.lockTimeout == 0 {
+		e.lockTimeout = time.Second
+	}
+	global := flag.NewFlagSet("skein", flag.ContinueOnError)
+	global.SetOutput(io.Discard)
+	global.StringVar(&e.db, "db", defaultStore(), "")
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			mainUsage(e.stdout)
+			return 0
+		}
+		fmt.Fprintf(e.stderr, "skein: %v\n\n", err)
+		mainUsage(e.stderr)
+		return 2
+	}
+	args = global.Args()
+	if len(args) == 0 {
+		mainUsage(e.stderr)
+		return 2
+	}
+	if args[0] == "help" {
+		return help(e, args[1:])
+	}
+	group := args[0]
+	if !slices.ContainsFunc(commands, func(c *command) bool { return c.group == group }) {
+		fmt.Fprintf(e.stderr, "skein: unknown command %q\n\n", group)
+		mainUsage(e.stderr)
+		return 2
+	}
+	if len(args) < 2 || args[1] == "-h" || args[1] == "-help" || args[1] == "--help" {
+		w, code := e.stderr, 2
+		if len(args) >= 2 {
+			w, code = e.stdout, 0
+		} else {
+			fmt.Fprintf(e.stderr, "skein %s: a command is required\n\n", group)
+		}
+		groupUsage(w, group)
+		return code
+	}
+	i := slices.IndexFunc(commands, func(c *command) bool { return c.group == group && c.name == args[1] })
+	if i < 0 {
+		fmt.Fprintf(e.stderr, "skein: unknown command %q\n\n", group+" "+args[1])
+		groupUsage(e.stderr, group)
+		return 2
+	}
+	return e.exec(ctx, commands[i], args[2:])
+}
+
+// exec parses a command's flags and arguments (flags may follow arguments)
+// and runs it.
+func (e *env) exec(ctx context.Context, c *command, args []string) int {
+	fs := flag.NewFlagSet("skein "+c.fullName(), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&e.db, "db", e.db, "the local store `file`")
+	runCmd := c.setup(fs)
+	pos, err := parseInterspersed(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		commandUsage(e.stdout, c, fs)
+		return 0
+	case err != nil:
+		fmt.Fprintf(e.stderr, "skein %s: %v\n\n", c.fullName(), err)
+		commandUsage(e.stderr, c, fs)
+		return 2
+	case len(pos) != c.nargs:
+		fmt.Fprintf(e.stderr, "skein %s: want %d argument(s) (%s), got %d\n\n", c.fullName(), c.nargs, c.usage, len(pos))
+		commandUsage(e.stderr, c, fs)
+		return 2
+	}
+	err = runCmd(ctx, e, pos)
+	if e.w != nil {
+		if cerr := e.w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "skein %s: %v\n", c.fullName(), err)
+		return 2
+	}
+	fmt.Fprintf(e.stderr, "skein %s: %v\n", c.fullName(), err)
+	return 1
+}
+
+// parseInterspersed parses flags anywhere among the positional arguments
+// ("--" ends the flags) and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return append(pos, tail...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// open opens the store, refusing to create one, and explaining a lock.
+func (e *env) open() error {
+	fi, err := os.Stat(e.db)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no store at %s: run the quickstart (go run ./examples/quickstart) to make one, or pass -db (or set $SKEIN_DB)", e.db)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not a store file", e.db)
+	}
+	w, err := localworld.Open(localworld.Config{Path: e.db, LockTimeout: e.lockTimeout})
+	if err != nil {
+		if errors.Is(err, localworld.ErrLocked) {
+			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command).\n"+
+				"A local store is used by one process at a time: stop that process (or wait for it to finish) and run this command again", e.db)
+		}
+		return err
+	}
+	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	if err != nil {
+		_ = w.Close()
+		return err
+	}
+	e.w, e.client = w, client
+	return nil
+}
+
+// getRun opens the store and returns a run, with a clear error for a
+// malformed or unknown ID.
+func (e *env) getRun(ctx context.Context, runID string) (*world.Run, error) {
+	if err := world.ValidateID(world.PrefixRun, runID); err != nil {
+		return nil, usagef("%q is not a run ID (run IDs look like wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T; see skein runs list)", runID)
+	}
+	if err := e.open(); err != nil {
+		return nil, err
+	}
+	r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if errors.Is(err, world.ErrNotFound) {
+		return nil, fmt.Errorf("run %s not found in %s", runID, e.db)
+	}
+	return r, err
+}
+
+func mainUsage(w io.Writer) {
+	fmt.Fprintf(w, `skein looks into a local Skein store: runs, their steps and events, hooks, streams.
+
+Usage:
+  skein [-db file] <command> [arguments] [flags]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-15s %s\n", c.fullName(), c.summary)
+	}
+	fmt.Fprintf(w, `
+Flags:
+  -db file   the local store (default $SKEIN_DB, else %s); any command takes it too
+
+A store is used by one process at a time: while the quickstart (or your worker)
+runs, skein cannot open its store.
+
+Examples:
+  skein runs list -status running
+  skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein -db orders.db hooks list
+
+Run "skein help <command>" or "skein <command> -help" for a command's flags and examples.
+`, defaultDB)
+}
+
+func groupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "Usage: skein %s <command> [arguments] [flags]\n\nCommands:\n", group)
+	for _, c := range commands {
+		if c.group == group {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nRun \"skein %s <command> -help\" for a command's flags and examples.\n", group)
+}
+
+func commandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: skein %s %s\n\n%s\n", c.fullName(), c.usage, strings.TrimSpace(c.help))
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// help prints the help of the main command, a group or a command.
+func help(e *env, args []string) int {
+	switch len(args) {
+	case 0:
+		mainUsage(e.stdout)
+		return 0
+	case 1:
+		if slices.ContainsFunc(commands, func(c *command) bool { return c.group == args[0] }) {
+			groupUsage(e.stdout, args[0])
+			return 0
+		}
+	case 2:
+		for _, c := range commands {
+			if c.group == args[0] && c.name == args[1] {
+				fs := flag.NewFlagSet(c.fullName(), flag.ContinueOnError)
+				fs.String("db", e.db, "the local store `file`")
+				c.setup(fs)
+				commandUsage(e.stdout, c, fs)
+				return 0
+			}
+		}
+	}
+	fmt.Fprintf(e.stderr, "skein help: unknown command %q\n\n", strings.Join(args, " "))
+	mainUsage(e.stderr)
+	return 2
+}
+
+// colorOn reports whether to write ANSI colours: stdout is a terminal, and
+// neither -no-color nor $NO_COLOR says otherwise.
+func colorOn(w io.Writer, noColor bool) bool {
+	if noColor || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

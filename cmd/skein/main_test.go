@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// The store the CLI is tested on is made by a small workflow: a step that
+// fails once and is retried, a fan-out, a hook, a sleep and two streams.
+
+type demoInput struct {
+	N     int    `json:"n"`
+	Token string `json:"token"`
+}
+
+var (
+	flaky = workflow.NewStep("flaky", func(ctx context.Context, n int) (int, error) {
+		m, _ := workflow.StepMetadataFrom(ctx)
+		if m.Attempt == 1 {
+			return 0, workflow.RetryAfter(errors.New("flaky: try again"), time.Millisecond)
+		}
+		_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "flaky done on attempt %d", m.Attempt)
+		return 2 * n, err
+	})
+	square = workflow.NewStep("square", func(ctx context.Context, n int) (int, error) {
+		return n * n, workflow.Writer(ctx, "progress").WriteJSON(map[string]int{"squared": n})
+	})
+	demo = workflow.New("demo", func(ctx workflow.Context, in demoInput) (int, error) {
+		a, err := flaky.Call(ctx, in.N)
+		if err != nil {
+			return 0, err
+		}
+		sq, err := workflow.All(ctx, square.Go(ctx, a), square.Go(ctx, a+1))
+		if err != nil {
+			return 0, err
+		}
+		bonus, err := workflow.NewHook[int](ctx, workflow.HookOptions{Token: in.Token, Metadata: map[string]int{"n": in.N}}).Receive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := workflow.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
+		}
+		return sq[0] + sq[1] + bonus, nil
+	})
+)
+
+// fixture is a durable store holding a completed run and a run waiting on
+// its hook.
+type fixture struct {
+	db               string
+	doneID, waitID   string
+	doneTok, waitTok string
+}
+
+func prepare(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{db: filepath.Join(t.TempDir(), "skein.db"), doneTok: "bonus/done", waitTok: "bonus/waiting"}
+	w, err := localworld.Open(localworld.Config{Path: f.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := workflow.NewRegistry()
+	if err := reg.Register(demo, flaky, square); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = worker.Run(wctx) }()
+	c := worker.Client()
+
+	done, err := demo.Start(ctx, c, demoInput{N: 3, Token: f.doneTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume(ctx, t, c, f.doneTok, 100)
+	if got, err := done.Result(ctx); err != nil || got != 6*6+7*7+100 {
+		t.Fatalf("demo result: %d, %v", got, err)
+	}
+	waiting, err := demo.Start(ctx, c, demoInput{N: 1, Token: f.waitTok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := c.GetHookByToken(ctx, f.waitTok); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	<-stopped
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.doneID, f.waitID = done.ID(), waiting.ID()
+	return f
+}
+
+func resume(ctx context.Context, t *testing.T, c *workflow.Client, token string, v int) {
+	t.Helper()
+	for {
+		if _, err := c.ResumeHook(ctx, token, v); err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the hook never appeared")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type result struct {
+	out, err string
+	code     int
+}
+
+func cli(args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
+func (r result) expect(t *testing.T, code int, substrings ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.out, r.err)
+	}
+	all := r.out + r.err
+	for _, s := range substrings {
+		if !strings.Contains(all, s) {
+			t.Errorf("output lacks %q\nstdout:\n%s\nstderr:\n%s", s, r.out, r.err)
+		}
+	}
+}
+
+func TestCLI(t *testing.T) {
+	t.Parallel()
+	f := prepare(t)
+	db := []string{"-db", f.db}
+	unknown := "wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T"
+
+	t.Run("runs list", func(t *testing.T) {
+		r := cli(append(db, "runs", "list")...)
+		r.expect(t, 0, "ID", "WORKFLOW", "STATUS", "CREATED", "DURATION", f.doneID, f.waitID, "completed", "running")
+		if strings.Index(r.out, f.waitID) > strings.Index(r.out, f.doneID) {
+			t.Errorf("not newest first:\n%s", r.out)
+		}
+		r = cli("runs", "list", "-status", "completed", "-db", f.db) // flags after the command, -db too
+		r.expect(t, 0, f.doneID)
+		if strings.Contains(r.out, f.waitID) {
+			t.Errorf("-status completed lists the running run:\n%s", r.out)
+		}
+		cli(append(db, "runs", "list", "-limit", "1")...).expect(t, 0, f.waitID, "(more runs")
+		cli(append(db, "runs", "list", "-workflow", "nope")...).expect(t, 0, "no runs")
+		r = cli(append(db, "runs", "list", "-json")...)
+		r.expect(t, 0)
+		var ids []string
+		for line := range strings.Lines(r.out) {
+			var run world.Run
+			if err := json.Unmarshal([]byte(line), &run); err != nil {
+				t.Fatalf("not a run: %v: %s", err, line)
+			}
+			ids = append(ids, run.RunID)
+		}
+		if len(ids) != 2 || ids[0] != f.waitID || ids[1] != f.doneID {
+			t.Errorf("-json runs: %v", ids)
+		}
+		cli(append(db, "runs", "list", "-status", "bogus")...).expect(t, 2, "unknown status")
+	})
+
+	t.Run("runs show", func(t *testing.T) {
+		r := cli(append(db, "runs", "show", f.doneID)...)
+		r.expect(t, 0, "Run        "+f.doneID, "Workflow   demo", "Status     completed", "Ended", "Output     185",
+			"Timeline", "STEP", "TRY", "STATUS", "TOOK", "flaky: try again", "hook bonus/done", "received", "sleep ", "attempt ok")
+		rows := map[string]string{}
+		for line := range strings.Lines(r.out) {
+			if fields := strings.Fields(line); len(fields) > 3 {
+				rows[fields[0]] = line
+			}
+		}
+		for name, want := range map[string][]string{
+			"flaky":  {" 2  completed", "▒", "█"},
+			"square": {" 1  completed", "█"},
+			"sleep":  {"completed", "─"},
+			"hook":   {"received", "●"},
+		} {
+			for _, w := range want {
+				if !strings.Contains(rows[name], w) {
+					t.Errorf("the %s row lacks %q: %q", name, w, rows[name])
+				}
+			}
+		}
+		if strings.Contains(r.out, "\x1b[") {
+			t.Errorf("ANSI codes written to a non-terminal:\n%q", r.out)
+		}
+		cli(append(db, "runs", "show", f.waitID, "-width", "20")...).expect(t, 0, "Status     running", "hook bonus/waiting", "waiting")
+		cli(append(db, "runs", "show", unknown)...).expect(t, 1, "run "+unknown+" not found")
+		cli(append(db, "runs", "show", "nope")...).expect(t, 2, `"nope" is not a run ID`)
+		cli(append(db, "runs", "show")...).expect(t, 2, "want 1 argument(s)", "Usage: skein runs show")
+		cli(append(db, "runs", "show", f.doneID, "-width", "3")...).expect(t, 2, "-width")
+	})
+
+	t.Run("runs events", func(t *testing.T) {
+		r := cli(append(db, "runs", "events", f.doneID)...)
+		r.expect(t, 0)
+		var events []world.Event
+		for line := range strings.Lines(r.out) {
+			var ev world.Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("not an event: %v: %s", err, line)
+			}
+			if ev.RunID != f.doneID || ev.Seq != int64(len(events)+1) {
+				t.Fatalf("event %d: run %s seq %d", len(events)+1, ev.RunID, ev.Seq)
+			}
+			events = append(events, ev)
+		}
+		if len(events) < 10 || events[0].Type() != world.EventRunCreated || events[len(events)-1].Type() != world.EventRunCompleted {
+			t.Fatalf("%d events, from %s to %s", len(events), events[0].Type(), events[len(events)-1].Type())
+		}
+		cli(append(db, "runs", "events", unknown)...).expect(t, 1, "not found")
+	})
+
+	t.Run("streams", func(t *testing.T) {
+		cli(append(db, "streams", "list", f.doneID)...).expect(t, 0, "NAME", "(default)", "progress", "closed")
+		cli(append(db, "streams", "read", f.doneID)...).expect(t, 0, "flaky done on attempt 2\n")
+		r := cli(append(db, "streams", "read", f.doneID, "-name", "progress")...)
+		r.expect(t, 0, `{"squared":6}`, `{"squared":7}`)
+		if n := strings.Count(r.out, "\n"); n != 2 {
+			t.Errorf("%d lines, want 2:\n%s", n, r.out)
+		}
+		r = cli(append(db, "streams", "read", f.doneID, "-name", "progress", "-start", "-1")...)
+		if r.expect(t, 0); strings.Count(r.out, "\n") != 1 {
+			t.Errorf("-start -1: %q", r.out)
+		}
+		cli(append(db, "streams", "read", f.doneID, "-start", "5")...).expect(t, 0)
+		// The run has ended and its streams are closed: -follow ends too.
+		cli(append(db, "streams", "read", f.doneID, "-follow", "-name", "progress")...).expect(t, 0, `{"squared":7}`)
+		cli(append(db, "streams", "list", unknown)...).expect(t, 1, "not found")
+		cli(append(db, "streams", "read", unknown)...).expect(t, 1, "not found")
+	})
+
+	t.Run("hooks", func(t *testing.T) {
+		r := cli(append(db, "hooks", "list")...)
+		r.expect(t, 0, "TOKEN", "RUN", f.waitTok, f.waitID, `{"n":1}`)
+		if strings.Contains(r.out, f.doneTok) {
+			t.Errorf("a finished run's hook is listed:\n%s", r.out)
+		}
+		cli(append(db, "hooks", "list", "-run", f.doneID)...).expect(t, 0, "no active hooks")
+		cli(append(db, "hooks", "list", "-run", unknown)...).expect(t, 1, "not found")
+		r = cli(append(db, "hooks", "list", "-json")...)
+		var h world.Hook
+		if err := json.Unmarshal([]byte(r.out), &h); err != nil || h.Token != f.waitTok {
+			t.Errorf("-json: %v %q", err, r.out)
+		}
+
+		cli(append(db, "hooks", "resume", f.waitTok, "7")...).expect(t, 0, "resumed hook", f.waitID)
+		file := filepath.Join(t.TempDir(), "payload.json")
+		if err := os.WriteFile(file, []byte(" 8\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cli(append(db, "hooks", "resume", f.waitTok, "@"+file)...).expect(t, 0, "resumed hook")
+		var out, errb bytes.Buffer
+		e := &env{stdin: strings.NewReader(`9`), stdout: &out, stderr: &errb}
+		if code := runWith(context.Background(), e, append(db, "hooks", "resume", f.waitTok, "-")); code != 0 {
+			t.Fatalf("payload from stdin: exit %d: %s", code, errb.String())
+		}
+		var payloads []string
+		for line := range strings.Lines(cli(append(db, "runs", "events", f.waitID)...).out) {
+			var ev world.Event
+			if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Type() == world.EventHookReceived {
+				payloads = append(payloads, string(ev.Data.(*world.HookReceived).Payload))
+			}
+		}
+		if strings.Join(payloads, ",") != "7,8,9" {
+			t.Errorf("payloads recorded: %v", payloads)
+		}
+		cli(append(db, "hooks", "resume", "no/such/token", "1")...).expect(t, 1, `no active hook holds the token "no/such/token"`)
+		cli(append(db, "hooks", "resume", f.waitTok, "{bad")...).expect(t, 2, "not valid JSON")
+		cli(append(db, "hooks", "resume", f.waitTok)...).expect(t, 2, "want 2 argument(s)")
+	})
+
+	t.Run("runs cancel", func(t *testing.T) {
+		cli(append(db, "runs", "cancel", f.waitID, "-reason", "test says so")...).expect(t, 0, "cancelled run "+f.waitID)
+		cli(append(db, "runs", "show", f.waitID)...).expect(t, 0, "Status     cancelled", "Reason     test says so")
+		cli(append(db, "runs", "cancel", f.waitID)...).expect(t, 0, "already cancelled")
+		cli(append(db, "runs", "cancel", f.doneID)...).expect(t, 1, "has already completed")
+		cli(append(db, "runs", "cancel", unknown)...).expect(t, 1, "not found")
+		cli(append(db, "hooks", "list")...).expect(t, 0, "no active hooks")
+	})
+
+	t.Run("locked store", func(t *testing.T) {
+		w, err := localworld.Open(localworld.Config{Path: f.db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		var out, errb bytes.Buffer
+		e := &env{stdout: &out, stderr: &errb, lockTimeout: 50 * time.Millisecond}
+		if code := runWith(context.Background(), e, append(db, "runs", "list")); code != 1 {
+			t.Fatalf("exit code %d, want 1", code)
+		}
+		if !strings.Contains(errb.String(), "is in use by another process") || !strings.Contains(errb.String(), "stop that process") {
+			t.Errorf("stderr: %s", errb.String())
+		}
+	})
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	cli().expect(t, 2, "Usage:", "runs list")
+	cli("-h").expect(t, 0, "Usage:", "streams read")
+	cli("help").expect(t, 0, "Commands:")
+	cli("help", "runs").expect(t, 0, "Usage: skein runs <command>")
+	cli("help", "runs", "show").expect(t, 0, "Usage: skein runs show <runId>", "Examples:", "-no-color")
+	cli("help", "nope").expect(t, 2, "unknown command")
+	cli("nope").expect(t, 2, `unknown command "nope"`)
+	cli("runs").expect(t, 2, "a command is required", "Usage: skein runs <command>")
+	cli("runs", "-h").expect(t, 0, "Usage: skein runs <command>")
+	cli("runs", "nope").expect(t, 2, `unknown command "runs nope"`)
+	cli("runs", "list", "-nope").expect(t, 2, "flag provided but not defined", "Usage: skein runs list")
+	cli("runs", "list", "extra").expect(t, 2, "want 0 argument(s)")
+	for _, c := range commands {
+		r := cli(c.group, c.name, "--help")
+		r.expect(t, 0, "Usage: skein "+c.fullName(), "Examples:", "-db")
+		if r.err != "" {
+			t.Errorf("%s --help wrote to stderr: %s", c.fullName(), r.err)
+		}
+	}
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	cli("-db", missing, "runs", "list").expect(t, 1, "no store at "+missing)
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("the CLI created a store")
+	}
+}
+
+func TestTimelineColour(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, corr string, d world.EventData) world.Event {
+		return world.Event{RunID: "wrun_x", CorrelationID: corr, CreatedAt: at(ms), Data: d}
+	}
+	step := "step_01J9Z3K7QH5V2M8X4N6P0R1S2T"
+	events := []world.Event{
+		ev(0, step, &world.StepCreated{StepName: "charge"}),
+		ev(0, step, &world.StepStarted{Attempt: 1}),
+		ev(100, step, &world.StepRetrying{Error: &world.ErrorData{Message: "503"}}),
+		ev(500, step, &world.StepStarted{Attempt: 2}),
+		ev(1000, step, &world.StepCompleted{}),
+	}
+	run := &world.Run{RunID: "wrun_x", Status: world.RunStatusCompleted, CreatedAt: start, CompletedAt: at(1000)}
+	var plain, coloured bytes.Buffer
+	drawTimeline(&plain, run, events, at(1000), 10, style{})
+	drawTimeline(&coloured, run, events, at(1000), 10, style{color: true})
+	if !strings.Contains(plain.String(), "charge    2  completed  ▒····█████  1s      503") {
+		t.Errorf("plain:\n%s", plain.String())
+	}
+	if !strings.Contains(coloured.String(), "\x1b[32m█████\x1b[0m") || !strings.Contains(coloured.String(), "\x1b[31m▒\x1b[0m") {
+		t.Errorf("coloured:\n%q", coloured.String())
+	}
+}

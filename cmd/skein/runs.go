@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+var runsListCmd = &command{
+	group: "runs", name: "list", usage: "[-workflow name] [-status s] [-limit n] [-json]",
+	summary: "list runs, newest first",
+	help: `
+Lists runs, newest first: ID, workflow, status, when it was created and how
+long it took (or has been going, marked with "…"). With -json, prints one
+JSON object per run instead (the stored run: input, output, error and all).
+
+Examples:
+  skein runs list
+  skein runs list -status failed -limit 5
+  skein runs list -workflow fulfil-order -json | jq -r .runId`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		var q runQuery
+		fs.StringVar(&q.workflow, "workflow", "", "only runs of the workflow `name`")
+		fs.StringVar(&q.status, "status", "", "only runs in `status` pending, running, completed, failed or cancelled")
+		fs.IntVar(&q.limit, "limit", 20, "at most `n` runs")
+		fs.BoolVar(&q.json, "json", false, "print JSON lines")
+		return func(ctx context.Context, e *env, _ []string) error { return listRuns(ctx, e, q) }
+	},
+}
+
+type runQuery struct {
+	workflow, status string
+	limit            int
+	json             bool
+}
+
+func listRuns(ctx context.Context, e *env, q runQuery) error {
+	status := world.RunStatus(q.status)
+	if q.status != "" && !status.Valid() {
+		return usagef("unknown status %q (want pending, running, completed, failed or cancelled)", q.status)
+	}
+	if q.limit < 1 {
+		return usagef("-limit must be at least 1")
+	}
+	if err := e.open(); err != nil {
+		return err
+	}
+	var runs []world.Run
+	more := false
+	for cursor := ""; len(runs) < q.limit; {
+		page, err := e.w.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.workflow, Status: status,
+			Pagination: world.Pagination{Limit: min(q.limit-len(runs), world.MaxPageLimit), Cursor: cursor}})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, page.Items...)
+		more = page.HasMore
+		if !page.HasMore {
+			break
+		}
+		cursor = page.Cursor
+	}
+	if q.json {
+		enc := json.NewEncoder(e.stdout)
+		for _, r := range runs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(e.stdout, "no runs")
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tCREATED\tDURATION")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.WorkflowName, r.Status, r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if more {
+		fmt.Fprintf(e.stdout, "(more runs: -limit %d shows more)\n", q.limit*2)
+	}
+	return nil
+}
+
+const timeLayout = "2006-01-02 15:04:05"
+
+// runDuration is how long a run took, or has been going ("…").
+func runDuration(r *world.Run, now time.Time) string {
+	if r.Status.Terminal() && !r.CompletedAt.IsZero() {
+		return fmtDuration(r.CompletedAt.Sub(r.CreatedAt))
+	}
+	return fmtDuration(now.Sub(r.CreatedAt)) + "…"
+}
+
+// fmtDuration keeps durations short: 850ms, 3.42s, 2m5s, 26h3m.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+}
+
+var runsShowCmd = &command{
+	group: "runs", name: "show", usage: "<runId> [-no-color] [-width n]", nargs: 1,
+	summary: "show a run and a timeline of its steps",
+	help: `
+Shows a run's fields (status, times, idempotency key, input, output, error)
+and a timeline drawn in the terminal: one row per step, sleep and hook, in the
+order the workflow created them, with a bar from its start to its end scaled
+to the run's duration, like a Gantt chart. A step's bar shows each attempt:
+the failed ones and the one that succeeded. Colours are used when stdout is a
+terminal.
+
+Examples:
+  skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -width 80 -no-color | less`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		noColor := fs.Bool("no-color", false, "no ANSI colours, even on a terminal")
+		width := fs.Int("width", 48, "the timeline bar's width in `columns`")
+		return func(ctx context.Context, e *env, args []string) error {
+			if *width < 10 || *width > 500 {
+				return usagef("-width must be between 10 and 500")
+			}
+			r, err := e.getRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			events, err := allEvents(ctx, e.w, r.RunID)
+			if err != nil {
+				return err
+			}
+			st := style{color: colorOn(e.stdout, *noColor)}
+			printRunFields(e.stdout, r, st)
+			fmt.Fprintln(e.stdout)
+			drawTimeline(e.stdout, r, events, time.Now(), *width, st)
+			return nil
+		}
+	},
+}
+
+// allEvents reads a run's whole log, page by page.
+func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Event, error) {
+	var out []world.Event
+	for cursor := ""; ; {
+		page, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if !page.HasMore {
+			return out, nil
+		}
+		cursor = page.Cursor
+	}
+}
+
+func printRunFields(w io.Writer, r *world.Run, st style) {
+	field := func(name, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-10s %s\n", name, value)
+		}
+	}
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.Local().Format("2006-01-02 15:04:05.000")
+	}
+	field("Run", st.bold(r.RunID))
+	field("Workflow", r.WorkflowName)
+	field("Status", st.status(string(r.Status)))
+	field("Created", at(r.CreatedAt))
+	field("Started", at(r.StartedAt))
+	if !r.CompletedAt.IsZero() {
+		field("Ended", fmt.Sprintf("%s (after %s)", at(r.CompletedAt), fmtDuration(r.CompletedAt.Sub(r.CreatedAt))))
+	}
+	field("Key", r.IdempotencyKey)
+	var ec struct {
+		Parent string `json:"parentRunId"`
+	}
+	if len(r.ExecutionContext) > 0 && json.Unmarshal(r.ExecutionContext, &ec) == nil {
+		field("Parent", ec.Parent)
+	}
+	if len(r.Attributes) > 0 {
+		b, _ := json.Marshal(r.Attributes)
+		field("Attributes", string(b))
+	}
+	field("Input", clip(string(r.Input), 200))
+	field("Output", clip(string(r.Output), 200))
+	if r.Error != nil {
+		field("Error", st.paint(red, fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message)))
+	}
+	field("Reason", r.CancelReason)
+}
+
+// clip shortens s to n runes.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+var runsEventsCmd = &command{
+	group: "runs", name: "events", usage: "<runId>", nargs: 1,
+	summary: "print a run's event log as JSON lines",
+	help: `
+Prints a run's events in sequence order, one JSON object per line: runId,
+eventId, seq, eventType, correlationId (the step, hook or wait), createdAt and
+eventData.
+
+Examples:
+  skein runs events wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein runs events wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T | jq -c 'select(.eventType == "step_completed")'`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, e *env, args []string) error {
+			r, err := e.getRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(e.stdout)
+			for cursor := ""; ; {
+				page, err := e.w.ListEvents(ctx, &world.ListEventsParams{RunID: r.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+				if err != nil {
+					return err
+				}
+				for _, ev := range page.Items {
+					if err := enc.Encode(ev); err != nil {
+						return err
+					}
+				}
+				if !page.HasMore {
+					return nil
+				}
+				cursor = page.Cursor
+			}
+		}
+	},
+}
+
+var runsCancelCmd = &command{
+	group: "runs", name: "cancel", usage: "<runId> [-reason r]", nargs: 1,
+	summary: "cancel a pending or running run",
+	help: `
+Cancels a pending or running run: its pending steps are refused, its hooks and
+sleeps removed, and a step running in a worker sees its context cancelled.
+Cancelling a cancelled run is not an error; a completed or failed one is.
+The rest of the clean-up (closing the run's streams) happens when a worker
+next runs on the store.
+
+Examples:
+  skein runs cancel wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein runs cancel wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "customer called"`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		reason := fs.String("reason", "", "why, recorded with the run")
+		return func(ctx context.Context, e *env, args []string) error {
+			r, err := e.getRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			switch r.Status {
+			case world.RunStatusCancelled:
+				fmt.Fprintf(e.stdout, "run %s was already cancelled\n", r.RunID)
+				return nil
+			case world.RunStatusCompleted, world.RunStatusFailed:
+				return fmt.Errorf("run %s has already %s; there is nothing to cancel", r.RunID, r.Status)
+			}
+			if err := e.client.Cancel(ctx, r.RunID, *reason); err != nil {
+				if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {
+					return fmt.Errorf("run %s has already finished: %w", r.RunID, err)
+				}
+				return err
+			}
+			fmt.Fprintf(e.stdout, "cancelled run %s\n", r.RunID)
+			return nil
+		}
+	},
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// ANSI SGR codes.
+const (
+	bold   = "1"
+	dim    = "2"
+	red    = "31"
+	green  = "32"
+	yellow = "33"
+	cyan   = "36"
+)
+
+// style paints text with ANSI colours, or leaves it plain.
+type style struct{ color bool }
+
+func (s style) paint(code, text string) string {
+	if !s.color || code == "" || text == "" {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+func (s style) bold(text string) string { return s.paint(bold, text) }
+
+func (s style) status(status string) string { return s.paint(statusColor(status), status) }
+
+func statusColor(status string) string {
+	switch {
+	case status == "completed" || strings.HasPrefix(status, "received"):
+		return green
+	case status == "failed" || status == "conflict":
+		return red
+	case status == "cancelled" || status == "disposed":
+		return dim
+	}
+	return yellow // pending, running, retrying, waiting
+}
+
+// Timeline glyphs.
+const (
+	glyphOK      = '█' // an attempt that succeeded
+	glyphFailed  = '▒' // an attempt that failed
+	glyphRunning = '▓' // an attempt still running (or cut off)
+	glyphPending = '·' // created or retrying, not running
+	glyphSleep   = '─' // a sleep
+	glyphHook    = '┈' // a hook waiting for payloads
+	glyphPayload = '●' // a payload received
+)
+
+type segment struct {
+	from, to time.Time
+	glyph    rune
+	color    string
+}
+
+type mark struct {
+	at    time.Time
+	glyph rune
+	color string
+}
+
+// row is one line of the timeline: a step, a sleep or a hook.
+type row struct {
+	name    string
+	attempt int // steps only
+	status  string
+	note    string // the last error
+	segs    []segment
+	marks   []mark
+	open    *segment // the segment still going at the end of the log
+	first   time.Time
+	last    time.Time
+	payload int
+	// firstPayload is when a hook got its first payload: its wait's end.
+	firstPayload time.Time
+}
+
+// took is how long the row's step, sleep or hook wait lasted.
+func (r *row) took() time.Duration {
+	if !r.firstPayload.IsZero() {
+		return r.firstPayload.Sub(r.first)
+	}
+	return r.last.Sub(r.first)
+}
+
+func (r *row) begin(at time.Time, glyph rune, color string) {
+	r.end(at)
+	r.open = &segment{from: at, glyph: glyph, color: color}
+}
+
+func (r *row) end(at time.Time) {
+	if r.open != nil {
+		r.open.to = at
+		r.segs = append(r.segs, *r.open)
+		r.open = nil
+	}
+	r.last = at
+}
+
+// buildRows turns a run's log into timeline rows, in creation order.
+func buildRows(events []world.Event) []*row {
+	var rows []*row
+	byID := make(map[string]*row)
+	add := func(id string, r *row) {
+		rows = append(rows, r)
+		byID[id] = r
+	}
+	for _, ev := range events {
+		at := ev.CreatedAt
+		r := byID[ev.CorrelationID]
+		switch d := ev.Data.(type) {
+		case *world.StepCreated:
+			r = &row{name: d.StepName, status: "pending", first: at}
+			r.begin(at, glyphPending, dim)
+			add(ev.CorrelationID, r)
+		case *world.StepStarted:
+			if r != nil {
+				r.attempt, r.status = d.Attempt, "running"
+				r.begin(at, glyphRunning, yellow)
+			}
+		case *world.StepRetrying:
+			if r != nil {
+				r.open.glyph, r.open.color = glyphFailed, red
+				r.status, r.note = "retrying", d.Error.Message
+				r.begin(at, glyphPending, dim)
+			}
+		case *world.StepCompleted:
+			if r != nil {
+				r.open.glyph, r.open.color = glyphOK, green
+				r.status = "completed"
+				r.end(at)
+			}
+		case *world.StepFailed:
+			if r != nil {
+				r.open.glyph, r.open.color = glyphFailed, red
+				r.status, r.note = "failed", d.Error.Message
+				r.end(at)
+			}
+		case *world.WaitCreated:
+			// The wait was recorded a commit after its duration started.
+			span := d.ResumeAt.Sub(at)
+			if span < time.Second {
+				span = span.Round(10 * time.Millisecond)
+			} else {
+				span = span.Round(100 * time.Millisecond)
+			}
+			r = &row{name: "sleep " + fmtDuration(span), status: "waiting", first: at}
+			r.begin(at, glyphSleep, cyan)
+			add(ev.CorrelationID, r)
+		case *world.WaitCompleted:
+			if r != nil {
+				r.status = "completed"
+				r.end(at)
+			}
+		case *world.HookCreated:
+			r = &row{name: "hook " + d.Token, status: "waiting", first: at}
+			r.begin(at, glyphHook, yellow)
+			add(ev.CorrelationID, r)
+		case *world.HookConflict:
+			r = &row{name: "hook " + d.Token, status: "conflict", first: at, last: at, note: "token held by run " + d.ConflictingRunID}
+			r.marks = append(r.marks, mark{at: at, glyph: '✗', color: red})
+			add(ev.CorrelationID, r)
+		case *world.HookReceived:
+			if r != nil {
+				r.payload++
+				r.status = "received"
+				if r.payload > 1 {
+					r.status = fmt.Sprintf("received ×%d", r.payload)
+				}
+				r.marks = append(r.marks, mark{at: at, glyph: glyphPayload, color: green})
+				if r.payload == 1 {
+					r.firstPayload = at
+				}
+			}
+		case *world.HookDisposed:
+			if r != nil {
+				if r.payload == 0 {
+					r.status = "disposed"
+				}
+				r.end(at)
+			}
+		}
+	}
+	return rows
+}
+
+// drawTimeline writes the run's timeline: one row per step, sleep and hook,
+// a bar scaled to the run's duration (up to now for an unfinished run).
+func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Time, width int, st style) {
+	rows := buildRows(events)
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "Timeline: no steps, sleeps or hooks yet")
+		return
+	}
+	start, end := run.CreatedAt, now
+	if run.Status.Terminal() && !run.CompletedAt.IsZero() {
+		end = run.CompletedAt
+	}
+	for _, r := range rows {
+		if r.open != nil {
+			r.end(end)
+		}
+		if r.last.After(end) {
+			end = r.last
+		}
+	}
+	total := max(end.Sub(start), time.Millisecond)
+	// Cell c covers [c, c+1) of width cells: a segment fills the cells it
+	// overlaps, at least one.
+	pos := func(t time.Time) float64 { return float64(t.Sub(start)) / float64(total) * float64(width) }
+	clamp := func(c int) int { return min(max(c, 0), width-1) }
+	col := func(t time.Time) int { return clamp(int(math.Floor(pos(t)))) }
+	cols := func(from, to time.Time) (int, int) {
+		first := col(from)
+		return first, max(first, clamp(int(math.Ceil(pos(to)))-1))
+	}
+
+	nameW, statusW := len("STEP"), len("STATUS")
+	for _, r := range rows {
+		r.name = clip(r.name, 32)
+		nameW = max(nameW, utf8.RuneCountInString(r.name))
+		statusW = max(statusW, utf8.RuneCountInString(r.status))
+	}
+	axis := fmtDuration(total)
+	fmt.Fprintf(w, "%s\n", st.bold("Timeline"))
+	fmt.Fprintf(w, "  %-*s  %3s  %-*s  %s%*s  %s\n", nameW, "STEP", "TRY", statusW, "STATUS", "0s", width-2, axis, "TOOK")
+	for _, r := range rows {
+		cells := make([]segment, width)
+		for i := range cells {
+			cells[i].glyph = ' '
+		}
+		// Pending time first: an attempt, however short, stays visible.
+		for _, pending := range []bool{true, false} {
+			for _, s := range r.segs {
+				if (s.glyph == glyphPending) != pending {
+					continue
+				}
+				first, last := cols(s.from, s.to)
+				for c := first; c <= last; c++ {
+					cells[c] = s
+				}
+			}
+		}
+		for _, m := range r.marks {
+			cells[col(m.at)] = segment{glyph: m.glyph, color: m.color}
+		}
+		try := "-"
+		if r.attempt > 0 {
+			try = fmt.Sprint(r.attempt)
+		}
+		took := fmtDuration(r.took())
+		line := fmt.Sprintf("  %-*s  %3s  %s  %s  %-6s", nameW, r.name, try,
+			st.paint(statusColor(r.status), fmt.Sprintf("%-*s", statusW, r.status)), renderBar(cells, st), took)
+		if r.note != "" {
+			line += "  " + st.paint(dim, clip(r.note, 60))
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintln(w, st.paint(dim, fmt.Sprintf("  %c attempt ok  %c attempt failed  %c running  %c pending  %c sleep  %c waiting for a payload  %c payload",
+		glyphOK, glyphFailed, glyphRunning, glyphPending, glyphSleep, glyphHook, glyphPayload)))
+}
+
+// renderBar writes cells, painting runs of one colour together.
+func renderBar(cells []segment, st style) string {
+	var b, run strings.Builder
+	color := ""
+	flush := func() {
+		b.WriteString(st.paint(color, run.String()))
+		run.Reset()
+	}
+	for _, c := range cells {
+		if c.color != color {
+			flush()
+			color = c.color
+		}
+		run.WriteRune(c.glyph)
+	}
+	flush()
+	return b.String()
+}
