@@ -53,6 +53,11 @@ func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 	first, changed := run, false
 	for i, in := range p.Events {
 		ev := world.Event{RunID: p.RunID, EventID: w.ids.New(world.PrefixEvent), CorrelationID: in.CorrelationID, Data: in.Data}
+		// Apply validates too; checking first keeps loadState from reading
+		// a malformed payload (a typed nil, say).
+		if err := world.ValidateEvent(ev); err != nil {
+			return nil, &world.CommitError{Index: i, Err: err}
+		}
 		st, err := loadState(tx, run, ev)
 		if err != nil {
 			return nil, err

@@ -70,6 +70,13 @@ func TestAppendIfLastSeq(t *testing.T) {
 		wantErrIs(t, err, world.ErrInvalid, "no events")
 		_, err = w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev("", nil)}})
 		wantErrIs(t, err, world.ErrInvalid, "nil data")
+		for _, d := range []world.EventData{(*world.RunCreated)(nil), (*world.HookCreated)(nil), (*world.StepCreated)(nil)} {
+			_, err = w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev(testIDs.New(world.PrefixHook), d)}})
+			var ce *world.CommitError
+			if !errors.As(err, &ce) || !errors.Is(err, world.ErrInvalid) {
+				t.Fatalf("typed nil %T: %v", d, err)
+			}
+		}
 	})
 }
 
