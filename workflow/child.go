@@ -36,7 +36,7 @@ func (r *Registry) startChildStep() *engine.Step {
 			if c == nil {
 				return nil, r.failure(Fatal(errors.New("workflow: starting a child run needs a step context")), timeNow(ctx))
 			}
-			id, err := c.start(ctx, in.Workflow, in.Input, startOptions{
+			id, _, err := c.start(ctx, in.Workflow, in.Input, startOptions{
 				key: in.NotifyToken,
 				lineage: &engine.ExecutionContext{
 					ParentRunID: in.ParentRunID, RootRunID: in.RootRunID, NotifyToken: in.NotifyToken,

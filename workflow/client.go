@@ -106,6 +106,13 @@ func (c *Client) Start(ctx context.Context, workflowName string, input any, opts
 	if err != nil {
 		return "", &SerializationError{What: "workflow input", Err: err}
 	}
+	id, _, err := c.start(ctx, workflowName, b, c.startOptions(ctx, opts))
+	return id, err
+}
+
+// startOptions applies opts; called in a step, the run records the step's
+// run as its parent.
+func (c *Client) startOptions(ctx context.Context, opts []StartOption) startOptions {
 	var o startOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -120,43 +127,53 @@ func (c *Client) Start(ctx context.Context, workflowName string, input any, opts
 			o.lineage = &engine.ExecutionContext{ParentRunID: info.RunID, RootRunID: root}
 		}
 	}
-	return c.start(ctx, workflowName, b, o)
+	return o
 }
 
-func (c *Client) start(ctx context.Context, name string, input json.RawMessage, o startOptions) (string, error) {
+// start creates the run, or finds the run its idempotency key already
+// started (existed), and wakes it unless it has finished.
+func (c *Client) start(ctx context.Context, name string, input json.RawMessage, o startOptions) (id string, existed bool, err error) {
 	if name == "" {
-		return "", errors.New("workflow: Start: empty workflow name")
+		return "", false, errors.New("workflow: Start: empty workflow name")
 	}
 	var execCtx json.RawMessage
 	if o.lineage != nil {
 		b, err := json.Marshal(o.lineage)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		execCtx = b
 	}
 	runID := c.ids.New(world.PrefixRun)
-	_, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
+	_, err = c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
 		WorkflowName: name, Input: input, ExecutionContext: execCtx, Attributes: o.attributes, IdempotencyKey: o.key,
 	}}}})
+	// The first start's wake is deduplicated by key; a later start of an
+	// unfinished run wakes it again without one, so a start after a crash
+	// resumes the run at once (a redundant wake is harmless: the run lease
+	// serializes continuations).
+	wakeKey := "start:" + runID
 	var exists *world.RunExistsError
 	switch {
 	case errors.As(err, &exists) && o.key != "":
 		run, gerr := c.w.GetRun(ctx, &world.GetRunParams{RunID: exists.RunID})
 		if gerr != nil {
-			return "", gerr
+			return "", false, gerr
 		}
 		if run.WorkflowName != name {
-			return "", fmt.Errorf("workflow: idempotency key %q already started run %s of workflow %q, not %q", o.key, run.RunID, run.WorkflowName, name)
+			return "", false, fmt.Errorf("workflow: idempotency key %q already started run %s of workflow %q, not %q", o.key, run.RunID, run.WorkflowName, name)
 		}
-		runID = exists.RunID
+		if run.Status.Terminal() {
+			return run.RunID, true, nil
+		}
+		runID, existed, wakeKey = run.RunID, true, ""
 	case err != nil:
-		return "", fmt.Errorf("workflow: start %q: %w", name, err)
+		return "", false, fmt.Errorf("workflow: start %q: %w", name, err)
 	}
-	if err := engine.Wake(ctx, c.w, c.now, runID, "start:"+runID); err != nil {
-		return runID, fmt.Errorf("workflow: start %q: enqueue run %s: %w", name, runID, err)
+	if err := engine.Wake(ctx, c.w, c.now, runID, wakeKey); err != nil {
+		return runID, existed, fmt.Errorf("workflow: start %q: enqueue run %s: %w", name, runID, err)
 	}
-	return runID, nil
+	return runID, existed, nil
 }
 
 // RunInfo is a run as stored.
@@ -348,12 +365,18 @@ func (c *Client) GetHookByToken(ctx context.Context, token string) (*HookInfo, e
 
 // Run is a handle on a run whose output has type O.
 type Run[O any] struct {
-	c  *Client
-	id string
+	c       *Client
+	id      string
+	existed bool
 }
 
 // ID returns the run's ID.
 func (r *Run[O]) ID() string { return r.id }
+
+// Existed reports whether Start found the run its idempotency key had
+// already started instead of creating one (an unfinished run found this way
+// was woken, so it resumes).
+func (r *Run[O]) Existed() bool { return r.existed }
 
 // Info returns the run as stored.
 func (r *Run[O]) Info(ctx context.Context) (*RunInfo, error) { return r.c.GetRun(ctx, r.id) }

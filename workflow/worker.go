@@ -20,6 +20,10 @@ type EngineOptions struct {
 	// InlineConcurrency bounds the steps one invocation runs as goroutines;
 	// the excess is queued for other workers (default 16).
 	InlineConcurrency int
+	// RunLeaseTTL is the per-run lease a continuation holds while it runs
+	// the workflow, renewed as it goes; a continuation whose process died
+	// blocks the run until it expires (default 30s).
+	RunLeaseTTL time.Duration
 	// StepLeaseTTL is a step attempt's exclusive lease, renewed while it
 	// runs; a step whose worker died re-runs once it expires (default 1m).
 	StepLeaseTTL time.Duration
@@ -38,6 +42,9 @@ type EngineOptions struct {
 	// MaxDeliveries fails a run whose message was delivered more often
 	// (default 48).
 	MaxDeliveries int
+	// MaxQueueDelay is the longest delay one queue message carries; longer
+	// waits chain hops (default 15m, the SQS limit). Tests shorten it.
+	MaxQueueDelay time.Duration
 	// BackgroundDelay delays the queue messages of the steps beyond
 	// InlineConcurrency; meanwhile the invocation that queued them may run
 	// them itself as its slots free up, saving the queue round trips of
@@ -78,9 +85,9 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	o := cfg.Engine
 	eng, err := engine.New(engine.Config{
 		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
-		InlineConcurrency: o.InlineConcurrency, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
+		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
-		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, BackgroundDelay: max(o.BackgroundDelay, 0),
+		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },
 	})

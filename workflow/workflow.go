@@ -103,11 +103,16 @@ func (w *Workflow[I, O]) Start(ctx context.Context, c *Client, in I, opts ...Sta
 			return nil, fmt.Errorf("workflow: Start %q: nil client outside a step", w.name)
 		}
 	}
-	id, err := c.Start(ctx, w.name, in, opts...)
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, &SerializationError{What: "workflow input", Err: err}
+	}
+	o := c.startOptions(ctx, opts)
+	id, existed, err := c.start(ctx, w.name, b, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[O]{c: c, id: id}, nil
+	return &Run[O]{c: c, id: id, existed: existed}, nil
 }
 
 // Get returns the run runID of this workflow.

@@ -1,0 +1,555 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/world"
+)
+
+// The dynamoworld benchmarks run against the emulators (DynamoDB Local,
+// ElasticMQ, moto S3; bash localstack/emulators.sh start) and are skipped
+// without them. Each reports, per operation: requests by service (every
+// HTTP attempt), the capacity DynamoDB Local reports (ReturnConsumedCapacity;
+// it says 2 for any transaction), the write and read request units AWS would
+// bill for the same items (2 per KB per item of a TransactWriteItems, see
+// awsUnits), the cost of those units per million operations at on-demand
+// list prices, and latency percentiles.
+
+// AWS on-demand list prices, us-east-1, per million requests or units.
+const (
+	priceWRU   = 0.625 // DynamoDB write request unit
+	priceRRU   = 0.125 // DynamoDB read request unit
+	priceSQS   = 0.40  // SQS standard request (64 KB chunk)
+	priceS3Put = 5.00  // S3 PUT, COPY, POST, LIST
+	priceS3Get = 0.40  // S3 GET, HEAD
+)
+
+// meter counts requests per service and operation, and keeps the inputs of
+// TransactWriteItems for the AWS unit computation.
+type meter struct {
+	mu    sync.Mutex
+	reqs  map[string]int
+	txs   []*dynamodb.TransactWriteItemsInput
+	puts  []*dynamodb.PutItemInput
+	upds  []*dynamodb.UpdateItemInput
+	tgets int // items read by TransactGetItems (2 read units each, up to 4 KB)
+}
+
+func newMeter() *meter { return &meter{reqs: map[string]int{}} }
+
+func (m *meter) add(stack *middleware.Stack) error {
+	err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("bench-count", func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+		m.mu.Lock()
+		m.reqs[awsmiddleware.GetServiceID(ctx)]++
+		m.reqs[awsmiddleware.GetServiceID(ctx)+"/"+awsmiddleware.GetOperationName(ctx)]++
+		m.mu.Unlock()
+		return next.HandleDeserialize(ctx, in)
+	}), middleware.After)
+	if err != nil {
+		return err
+	}
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bench-inputs", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		m.mu.Lock()
+		switch p := in.Parameters.(type) {
+		case *dynamodb.TransactWriteItemsInput:
+			m.txs = append(m.txs, p)
+		case *dynamodb.PutItemInput:
+			m.puts = append(m.puts, p)
+		case *dynamodb.UpdateItemInput:
+			m.upds = append(m.upds, p)
+		case *dynamodb.TransactGetItemsInput:
+			m.tgets += len(p.TransactItems)
+		}
+		m.mu.Unlock()
+		return next.HandleInitialize(ctx, in)
+	}), middleware.After)
+}
+
+func (m *meter) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.reqs)
+	m.txs, m.puts, m.upds, m.tgets = nil, nil, nil, 0
+}
+
+func (m *meter) count(key string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reqs[key]
+}
+
+// avSize is DynamoDB's size of an attribute value: string and binary
+// bytes, about one byte per two digits of a number.
+func avSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return (len(strings.TrimLeft(v.Value, "-0"))+1)/2 + 1
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	}
+	return 8
+}
+
+func itemBytes(it map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range it {
+		n += len(k) + avSize(v)
+	}
+	return n
+}
+
+func kb(n int) int { return max(1, (n+1023)/1024) }
+
+// awsUnits computes the write units AWS bills for what the meter saw:
+// 2 per KB (rounded up) per item of a transaction, 1 per KB for single-item
+// writes. An item written by an Update (or checked, or deleted) is sized
+// as stored afterwards (stored: key -> size, read after the benchmark); a
+// Put by its own size.
+func (m *meter) awsUnits(stored map[string]int) (wru float64, items int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := func(k map[string]types.AttributeValue) string {
+		return k["pk"].(*types.AttributeValueMemberS).Value + "/" + k["sk"].(*types.AttributeValueMemberS).Value
+	}
+	sized := func(k map[string]types.AttributeValue) int {
+		if n, ok := stored[key(k)]; ok {
+			return n
+		}
+		return 256
+	}
+	for _, tx := range m.txs {
+		for _, ti := range tx.TransactItems {
+			items++
+			switch {
+			case ti.Put != nil:
+				wru += 2 * float64(kb(itemBytes(ti.Put.Item)))
+			case ti.Update != nil:
+				wru += 2 * float64(kb(sized(ti.Update.Key)))
+			case ti.Delete != nil:
+				wru += 2 * float64(kb(sized(ti.Delete.Key)))
+			case ti.ConditionCheck != nil:
+				wru += 2 * float64(kb(sized(ti.ConditionCheck.Key)))
+			}
+		}
+	}
+	for _, p := range m.puts {
+		wru += float64(kb(itemBytes(p.Item)))
+	}
+	for _, u := range m.upds {
+		wru += float64(kb(sized(u.Key)))
+	}
+	return wru, items
+}
+
+// storedSizes reads every item of a run's partition: key -> size.
+func storedSizes(b *testing.B, c dynamoworld.Clients, table, runID string) map[string]int {
+	out := map[string]int{}
+	var start map[string]types.AttributeValue
+	for {
+		res, err := c.DynamoDB.Query(context.Background(), &dynamodb.QueryInput{
+			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :p"), ConsistentRead: aws.Bool(true),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "r#" + runID}},
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, it := range res.Items {
+			out[it["pk"].(*types.AttributeValueMemberS).Value+"/"+it["sk"].(*types.AttributeValueMemberS).Value] = itemBytes(it)
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out
+		}
+		start = res.LastEvaluatedKey
+	}
+}
+
+type dynBench struct {
+	m       *meter
+	clients dynamoworld.Clients
+	w       *dynamoworld.World
+	cfg     dynamoworld.Config
+	base    dynamoworld.Stats // the World's capacity at reset
+}
+
+func (db *dynBench) reset() {
+	db.m.reset()
+	db.base = db.w.Stats()
+}
+
+func newDynBench(b *testing.B) *dynBench {
+	b.Helper()
+	dynamotest.Require(b)
+	m := newMeter()
+	c := dynamotest.Clients(b, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	r, url := dynamotest.NewResources(b, c)
+	cfg := dynamotest.Config(c, r, url)
+	w, err := dynamoworld.New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	w.ReportCapacity()
+	return &dynBench{m: m, clients: c, w: w, cfg: cfg}
+}
+
+var dynIDs = world.NewIDSource(nil, nil)
+
+func dynAppend(b *testing.B, w *dynamoworld.World, runID string, evs ...world.EventInput) {
+	if _, err := w.Append(context.Background(), &world.AppendParams{RunID: runID, Events: evs}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func dynRun(b *testing.B, w *dynamoworld.World) string {
+	id := dynIDs.New(world.PrefixRun)
+	dynAppend(b, w, id, world.EventInput{Data: &world.RunCreated{WorkflowName: "bench", Input: json.RawMessage(`{"order":"A-1001","items":3}`)}},
+		world.EventInput{Data: &world.RunStarted{}})
+	return id
+}
+
+// serialStep is the commit of one serial step: step k completed, step k+1
+// created and started. A result and an input of about 100 bytes.
+func serialStep(prev, next string, k int) []world.EventInput {
+	payload := json.RawMessage(fmt.Sprintf(`{"step":%d,"data":"%s"}`, k, strings.Repeat("x", 80)))
+	var evs []world.EventInput
+	if prev != "" {
+		evs = append(evs, world.EventInput{CorrelationID: prev, Data: &world.StepCompleted{Result: payload}})
+	}
+	return append(evs,
+		world.EventInput{CorrelationID: next, Data: &world.StepCreated{StepName: "charge-card", Input: payload}},
+		world.EventInput{CorrelationID: next, Data: &world.StepStarted{LeaseTTL: time.Minute}})
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return float64(s[max(0, i)].Microseconds()) / 1000
+}
+
+// report writes the per-op metrics of a DynamoDB benchmark.
+func (db *dynBench) report(b *testing.B, n int, lat []time.Duration, runs ...string) {
+	// Read units: 2 per item of a TransactGetItems, 1 per strongly consistent
+	// Query or GetItem (their items here are under 4 KB). Counted before the
+	// item sizes are read below, with the same client.
+	db.m.mu.Lock()
+	tgets := db.m.tgets
+	db.m.mu.Unlock()
+	ddbReqs := db.m.count("DynamoDB")
+	reads := 2*tgets + db.m.count("DynamoDB/Query") + db.m.count("DynamoDB/GetItem")
+	stored := map[string]int{}
+	for _, r := range runs {
+		for k, v := range storedSizes(b, db.clients, db.cfg.Table, r) {
+			stored[k] = v
+		}
+	}
+	wru, items := db.m.awsUnits(stored)
+	st := db.w.Stats()
+	st.ReadCapacity -= db.base.ReadCapacity
+	st.WriteCapacity -= db.base.WriteCapacity
+	per := func(x float64) float64 { return x / float64(n) }
+	rru := per(float64(reads))
+	b.ReportMetric(per(float64(ddbReqs)), "ddb-req/op")
+	b.ReportMetric(per(float64(items)), "tx-items/op")
+	b.ReportMetric(per(st.WriteCapacity), "local-wcu/op")
+	b.ReportMetric(per(st.ReadCapacity), "local-rcu/op")
+	b.ReportMetric(per(wru), "aws-wru/op")
+	b.ReportMetric(rru, "aws-rru/op")
+	b.ReportMetric(per(wru)*priceWRU+rru*priceRRU, "usd/M-op")
+	b.ReportMetric(percentile(lat, 50), "p50-ms")
+	b.ReportMetric(percentile(lat, 99), "p99-ms")
+}
+
+// BenchmarkDynamoSerialStep: one serial step per op, the commit of step k's
+// completion with step k+1's creation and start, by the World that wrote
+// the run last (warm: no read), and by a World that has never seen it
+// (cold: one TransactGetItems first, as after a Lambda cold start).
+func BenchmarkDynamoSerialStep(b *testing.B) {
+	for _, mode := range []string{"warm", "cold"} {
+		b.Run(mode, func(b *testing.B) {
+			db := newDynBench(b)
+			run := dynRun(b, db.w)
+			prev := ""
+			for k := range 20 { // warm up
+				next := dynIDs.New(world.PrefixStep)
+				dynAppend(b, db.w, run, serialStep(prev, next, k)...)
+				prev = next
+			}
+			var cold []*dynamoworld.World
+			if mode == "cold" {
+				for range b.N {
+					w, err := dynamoworld.New(context.Background(), db.cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					w.ReportCapacity()
+					cold = append(cold, w)
+				}
+			}
+			db.reset()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				w := db.w
+				if mode == "cold" {
+					w = cold[i]
+				}
+				next := dynIDs.New(world.PrefixStep)
+				t0 := time.Now()
+				dynAppend(b, w, run, serialStep(prev, next, i)...)
+				lat = append(lat, time.Since(t0))
+				prev = next
+			}
+			b.StopTimer()
+			if mode == "cold" {
+				var rc, wc float64
+				for _, w := range cold {
+					rc += w.Stats().ReadCapacity
+					wc += w.Stats().WriteCapacity
+					w.Close()
+				}
+				b.ReportMetric(rc/float64(b.N), "cold-local-rcu/op")
+				b.ReportMetric(wc/float64(b.N), "cold-local-wcu/op")
+			}
+			db.report(b, b.N, lat, run)
+		})
+	}
+}
+
+// BenchmarkDynamoAppendOne: one single-event commit per op (wait_created),
+// warm.
+func BenchmarkDynamoAppendOne(b *testing.B) {
+	db := newDynBench(b)
+	run := dynRun(b, db.w)
+	for range 20 {
+		dynAppend(b, db.w, run, world.EventInput{CorrelationID: dynIDs.New(world.PrefixWait), Data: &world.WaitCreated{ResumeAt: time.Now().Add(time.Hour)}})
+	}
+	db.reset()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		dynAppend(b, db.w, run, world.EventInput{CorrelationID: dynIDs.New(world.PrefixWait), Data: &world.WaitCreated{ResumeAt: time.Now().Add(time.Hour)}})
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	db.report(b, b.N, lat, run)
+}
+
+// BenchmarkDynamoWholeRun: a whole run of 20 serial steps per op (create and
+// start, 20 step commits, the last with the run's completion), amortized:
+// the figures are per serial step.
+func BenchmarkDynamoWholeRun(b *testing.B) {
+	const steps = 20
+	db := newDynBench(b)
+	db.reset()
+	var runs []string
+	lat := make([]time.Duration, 0, b.N*steps)
+	b.ResetTimer()
+	for range b.N {
+		run := dynRun(b, db.w)
+		runs = append(runs, run)
+		prev := ""
+		for k := range steps {
+			next := dynIDs.New(world.PrefixStep)
+			t0 := time.Now()
+			dynAppend(b, db.w, run, serialStep(prev, next, k)...)
+			lat = append(lat, time.Since(t0))
+			prev = next
+		}
+		dynAppend(b, db.w, run, world.EventInput{CorrelationID: prev, Data: &world.StepCompleted{Result: json.RawMessage(`"ok"`)}},
+			world.EventInput{Data: &world.RunCompleted{Output: json.RawMessage(`"done"`)}})
+	}
+	b.StopTimer()
+	db.report(b, b.N*steps, lat, runs...)
+}
+
+// BenchmarkDynamoCommitLatency interleaves, op by op, a serial step's
+// commit through the World (warm) with the two reference points measured
+// the same way against the same DynamoDB: a bare conditional PutItem of a
+// 1 KB item and a bare TransactWriteItems of three small conditional puts.
+// Interleaving puts all three under the same machine load. Each op does one
+// of each; the metrics are the p50 and p99 of each kind.
+func BenchmarkDynamoCommitLatency(b *testing.B) {
+	ctx := context.Background()
+	db := newDynBench(b)
+	ddb := db.clients.DynamoDB
+	val := strings.Repeat("v", 1000)
+	item := func(pk, sk, v string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}, "v": &types.AttributeValueMemberS{Value: v}}
+	}
+	cond := aws.String("attribute_not_exists(pk)")
+	put := func(i int) {
+		pk := fmt.Sprintf("bench#p%d-%d", i, time.Now().UnixNano())
+		if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(db.cfg.Table), Item: item(pk, "a", val[:1000-len(pk)-6]), ConditionExpression: cond}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tx3 := func(i int) {
+		pk := fmt.Sprintf("bench#t%d-%d", i, time.Now().UnixNano())
+		tis := make([]types.TransactWriteItem, 3)
+		for j := range tis {
+			tis[j] = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(db.cfg.Table), Item: item(pk, fmt.Sprint("s", j), val[:200]), ConditionExpression: cond}}
+		}
+		if _, err := ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tis}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run := dynRun(b, db.w)
+	prev := ""
+	step := func(k int) {
+		next := dynIDs.New(world.PrefixStep)
+		dynAppend(b, db.w, run, serialStep(prev, next, k)...)
+		prev = next
+	}
+	for i := range 50 { // warm up
+		put(-i - 1)
+		tx3(-i - 1)
+		step(i)
+	}
+	var latStep, latPut, latTx []time.Duration
+	timed := func(lat *[]time.Duration, f func(int), i int) {
+		t0 := time.Now()
+		f(i)
+		*lat = append(*lat, time.Since(t0))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		timed(&latStep, step, i)
+		timed(&latPut, put, i)
+		timed(&latTx, tx3, i)
+	}
+	b.StopTimer()
+	b.ReportMetric(percentile(latStep, 50), "step-p50-ms")
+	b.ReportMetric(percentile(latStep, 99), "step-p99-ms")
+	b.ReportMetric(percentile(latPut, 50), "put1KB-p50-ms")
+	b.ReportMetric(percentile(latPut, 99), "put1KB-p99-ms")
+	b.ReportMetric(percentile(latTx, 50), "tx3-p50-ms")
+	b.ReportMetric(percentile(latTx, 99), "tx3-p99-ms")
+}
+
+// BenchmarkDynamoQueue: per message, enqueued (with or without an
+// idempotency key), received in batches of up to 10 and acked.
+func BenchmarkDynamoQueue(b *testing.B) {
+	for _, keyed := range []bool{false, true} {
+		b.Run("keyed="+strconv.FormatBool(keyed), func(b *testing.B) {
+			db := newDynBench(b)
+			ctx := context.Background()
+			run := dynIDs.New(world.PrefixRun)
+			body, _ := world.EncodeMessage(world.Message{RunID: run})
+			db.reset()
+			b.ResetTimer()
+			for i := range b.N {
+				p := &world.EnqueueParams{Body: body}
+				if keyed {
+					p.IdempotencyKey = fmt.Sprint("k-", i, "-", run)
+				}
+				if _, err := db.w.Enqueue(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for got := 0; got < b.N; {
+				ds, err := db.w.Receive(ctx, &world.ReceiveParams{Max: 10, Wait: time.Second, Visibility: time.Minute})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, d := range ds {
+					if err := db.w.Ack(ctx, &world.AckParams{Receipt: d.Receipt}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				got += len(ds)
+			}
+			b.StopTimer()
+			per := func(k string) float64 { return float64(db.m.count(k)) / float64(b.N) }
+			b.ReportMetric(per("SQS"), "sqs-req/msg")
+			b.ReportMetric(per("SQS/SendMessage"), "send/msg")
+			b.ReportMetric(per("SQS/ReceiveMessage"), "receive/msg")
+			b.ReportMetric(per("SQS/DeleteMessage"), "delete/msg")
+			b.ReportMetric(per("DynamoDB"), "ddb-req/msg")
+			wru, _ := db.m.awsUnits(nil)
+			b.ReportMetric(per("SQS")*priceSQS+wru/float64(b.N)*priceWRU, "usd/M-msg")
+		})
+	}
+}
+
+// BenchmarkDynamoStream: per stream chunk, writes of 1 and of 10 chunks
+// from one writer, 1-chunk writes from 8 concurrent writers (coalesced),
+// and reading the stream back in pages of 100.
+func BenchmarkDynamoStream(b *testing.B) {
+	for _, tc := range []struct {
+		name            string
+		writers, chunks int
+	}{{"write-1", 1, 1}, {"write-10", 1, 10}, {"write-1-x8-writers", 8, 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			db := newDynBench(b)
+			ctx := context.Background()
+			run := dynIDs.New(world.PrefixRun)
+			chunk := []byte(strings.Repeat("t", 64))
+			db.reset()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range tc.writers {
+				wg.Go(func() {
+					for range b.N {
+						cs := make([][]byte, tc.chunks)
+						for j := range cs {
+							cs[j] = chunk
+						}
+						if err := db.w.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: "out", Chunks: cs}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			chunks := float64(b.N * tc.writers * tc.chunks)
+			puts := float64(db.m.count("S3/PutObject") + db.m.count("S3/ListObjectsV2"))
+			gets := float64(db.m.count("S3/GetObject") + db.m.count("S3/HeadObject"))
+			b.ReportMetric(float64(db.m.count("S3"))/chunks, "s3-req/chunk")
+			b.ReportMetric(float64(db.m.count("S3/PutObject"))/chunks, "put/chunk")
+			b.ReportMetric((puts*priceS3Put+gets*priceS3Get)/chunks, "usd/M-chunk")
+			db.reset()
+			next, read := int64(0), 0
+			for {
+				p, err := db.w.ReadStream(ctx, &world.ReadStreamParams{RunID: run, Name: "out", Start: next, Limit: 100})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(p.Chunks) == 0 {
+					break
+				}
+				read += len(p.Chunks)
+				next = p.Next
+			}
+			b.ReportMetric(float64(db.m.count("S3"))/float64(max(read, 1)), "read-s3-req/chunk")
+		})
+	}
+}

@@ -1,0 +1,299 @@
+package dynamoworld
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Payload attributes. Each holds a payload either inline (type B: the bytes)
+// or claim-checked (type S: the S3 key of the bytes). No other attribute of
+// an item uses these names.
+const (
+	attrInput   = "in"
+	attrOutput  = "out"
+	attrError   = "err"
+	attrContext = "ctx"
+	attrAttrs   = "attrs"
+	attrMeta    = "md"
+	attrData    = "d"
+)
+
+func isPayloadAttr(name string) bool {
+	switch name {
+	case attrInput, attrOutput, attrError, attrContext, attrAttrs, attrMeta, attrData:
+		return true
+	}
+	return false
+}
+
+// claimCheck moves payloads to S3: content-addressed objects under
+// <prefix>blobs/<runID>/<sha256>, so that a retried commit uploads nothing
+// new and the same payload in an event and its entity is stored once.
+type claimCheck struct {
+	s3        S3API
+	bucket    string
+	prefix    string
+	threshold int
+
+	mu     sync.Mutex
+	stored map[string]struct{} // keys this process uploaded (bounded)
+}
+
+const maxStoredKeys = 4096
+
+func (c *claimCheck) key(runID string, data []byte) string {
+	h := sha256.Sum256(data)
+	return c.prefix + "blobs/" + runID + "/" + hex.EncodeToString(h[:])
+}
+
+// encItem is an item being built, with its payload attributes noted so that
+// finalize can move them to S3.
+type encItem struct {
+	it       item
+	payloads []string // payload attribute names set inline
+}
+
+func newEncItem(k itemKey) *encItem { return &encItem{it: k.av()} }
+
+// payload sets a payload attribute inline; empty payloads are not stored.
+func (e *encItem) payload(name string, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	e.it[name] = &types.AttributeValueMemberB{Value: data}
+	e.payloads = append(e.payloads, name)
+}
+
+func inlineLen(it item, name string) int {
+	if b, ok := it[name].(*types.AttributeValueMemberB); ok {
+		return len(b.Value)
+	}
+	return 0
+}
+
+// offloadPlan decides which inline payloads of items go to S3: those over
+// the threshold, then the largest of any item still over MaxItemBytes, then
+// the largest overall while the items together exceed maxBytes (0: no
+// bound). It changes nothing; the result is indexed like items.
+func (c *claimCheck) offloadPlan(items []*encItem, maxBytes int) ([]map[string]bool, error) {
+	plan := make([]map[string]bool, len(items))
+	sizes := make([]int, len(items))
+	total := 0
+	for i, e := range items {
+		plan[i] = map[string]bool{}
+		size := itemSize(e.it)
+		for _, name := range e.payloads {
+			if n := inlineLen(e.it, name); n > c.threshold {
+				plan[i][name] = true
+				size -= n - 80
+			}
+		}
+		for size > MaxItemBytes {
+			name, n := largestInline(e, plan[i])
+			if n == 0 {
+				return nil, fmt.Errorf("%w: item %s is %d bytes without its payloads (over %d)", world.ErrInvalid, keyOf(e.it), size, MaxItemBytes)
+			}
+			plan[i][name] = true
+			size -= n - 80
+		}
+		sizes[i] = size
+		total += size
+	}
+	for maxBytes > 0 && total > maxBytes {
+		best, bestName, bestN := -1, "", 0
+		for i, e := range items {
+			if name, n := largestInline(e, plan[i]); n > bestN {
+				best, bestName, bestN = i, name, n
+			}
+		}
+		if best < 0 {
+			return nil, fmt.Errorf("%w: commit of %d items is %d bytes without its payloads (over %d)", world.ErrInvalid, len(items), total, maxBytes)
+		}
+		plan[best][bestName] = true
+		total -= bestN - 80
+	}
+	return plan, nil
+}
+
+func largestInline(e *encItem, skip map[string]bool) (string, int) {
+	name, size := "", 0
+	for _, p := range e.payloads {
+		if n := inlineLen(e.it, p); !skip[p] && n > size {
+			name, size = p, n
+		}
+	}
+	return name, size
+}
+
+func keyOf(it item) string { return getS(it, attrPK) + "/" + getS(it, attrSK) }
+
+// apply replaces the planned payloads by their S3 keys and returns the
+// uploads they need (key -> bytes).
+func (c *claimCheck) apply(runID string, items []*encItem, plan []map[string]bool) map[string][]byte {
+	uploads := map[string][]byte{}
+	for i, e := range items {
+		for name := range plan[i] {
+			data := e.it[name].(*types.AttributeValueMemberB).Value
+			k := c.key(runID, data)
+			e.it[name] = str(k)
+			uploads[k] = data
+		}
+	}
+	return uploads
+}
+
+// upload stores payloads in S3 (those this process has not stored already).
+func (c *claimCheck) upload(ctx context.Context, uploads map[string][]byte) error {
+	keys := make([]string, 0, len(uploads))
+	c.mu.Lock()
+	for k := range uploads {
+		if _, done := c.stored[k]; !done {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.Unlock()
+	if len(keys) == 0 {
+		return nil
+	}
+	sort.Strings(keys)
+	err := parallel(ctx, len(keys), 8, func(ctx context.Context, i int) error {
+		k := keys[i]
+		_, err := c.s3.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(c.bucket), Key: aws.String(k),
+			Body: bytes.NewReader(uploads[k]), ContentType: aws.String("application/json"),
+		})
+		if err != nil {
+			return s3Err("PutObject", c.bucket, k, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if len(c.stored)+len(keys) > maxStoredKeys {
+		clear(c.stored)
+	}
+	for _, k := range keys {
+		c.stored[k] = struct{}{}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// fetch reads every claim-checked payload of items from S3; the result maps
+// keys to bytes, for payloadOf.
+func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byte, error) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		for name, v := range it {
+			if s, ok := v.(*types.AttributeValueMemberS); ok && isPayloadAttr(name) && !seen[s.Value] {
+				seen[s.Value] = true
+				keys = append(keys, s.Value)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]byte, len(keys))
+	var mu sync.Mutex
+	err := parallel(ctx, len(keys), 16, func(ctx context.Context, i int) error {
+		b, err := c.get(ctx, keys[i])
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		out[keys[i]] = b
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// fetchCommits fetches what decoding commit items needs: their claim-
+// checked payloads, then the claim-checked data of their events.
+func (c *claimCheck) fetchCommits(ctx context.Context, items []item) (map[string][]byte, error) {
+	fetched, err := c.fetch(ctx, items...)
+	if err != nil {
+		return nil, err
+	}
+	var refs []string
+	for _, it := range items {
+		evs, err := commitEvents(it, fetched)
+		if err != nil {
+			return nil, err
+		}
+		for _, se := range evs {
+			if se.Ref != "" {
+				refs = append(refs, se.Ref)
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return fetched, nil
+	}
+	if fetched == nil {
+		fetched = map[string][]byte{}
+	}
+	var mu sync.Mutex
+	err = parallel(ctx, len(refs), 16, func(ctx context.Context, i int) error {
+		b, err := c.get(ctx, refs[i])
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		fetched[refs[i]] = b
+		mu.Unlock()
+		return nil
+	})
+	return fetched, err
+}
+
+func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
+	if !strings.HasPrefix(key, c.prefix+"blobs/") {
+		return nil, fmt.Errorf("dynamoworld: claim check reference %q is outside %sblobs/", key, c.prefix)
+	}
+	out, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, s3Err("GetObject", c.bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, s3Err("GetObject", c.bucket, key, err)
+	}
+	return b, nil
+}
+
+// payloadOf returns a payload attribute's bytes: inline, or fetched.
+func payloadOf(it item, name string, fetched map[string][]byte) ([]byte, error) {
+	switch v := it[name].(type) {
+	case nil:
+		return nil, nil
+	case *types.AttributeValueMemberB:
+		return v.Value, nil
+	case *types.AttributeValueMemberS:
+		b, ok := fetched[v.Value]
+		if !ok {
+			return nil, errors.New("dynamoworld: claim-checked payload " + v.Value + " was not fetched")
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("dynamoworld: payload attribute %q of %s has an unexpected type", name, keyOf(it))
+}

@@ -1,0 +1,411 @@
+package dynamoworld
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Attribute names of the entity items (short: every byte is billed). The
+// payload attributes are in claimcheck.go.
+const (
+	aStatus      = "st"
+	aLastSeq     = "ls"
+	aCount       = "n"
+	aCreated     = "ca"
+	aUpdated     = "ua"
+	aStarted     = "sa"
+	aFinished    = "fa"
+	aWorkflow    = "wf"
+	aDeployment  = "dep"
+	aIdemKey     = "ik"
+	aErrorCode   = "ec"
+	aCancel      = "cr"
+	aStepName    = "sn"
+	aAttempt     = "at"
+	aRetryAfter  = "ra"
+	aLeaseExp    = "lx"
+	aLeaseOwner  = "lo"
+	aResumeAt    = "ra"
+	aRun         = "run"
+	aHookID      = "hid"
+	aToken       = "tok"
+	aWebhook     = "wh"
+	aEventID     = "id"
+	aEventType   = "ty"
+	aCorrelation = "corr"
+)
+
+// ---- runs: a small head item written when the status changes, a body
+// item written at creation and at the end; LastSeq and UpdatedAt come from
+// the newest commit ----
+
+func encodeRunHead(r *world.Run, ttl int64) *encItem {
+	e := newEncItem(runHeadKey(r.RunID))
+	it := e.it
+	setS(it, aStatus, string(r.Status))
+	setT(it, aCreated, r.CreatedAt)
+	setT(it, aStarted, r.StartedAt)
+	setT(it, aFinished, r.CompletedAt)
+	setS(it, aWorkflow, r.WorkflowName)
+	it[attrGSK] = str(gsk(r.CreatedAt, r.RunID))
+	it[attrG1] = str(g1Run)
+	it[attrG2] = str("wf#" + r.WorkflowName)
+	it[attrG3] = str("st#" + string(r.Status))
+	if ttl > 0 {
+		setN(it, attrTTL, ttl)
+	}
+	return e
+}
+
+func encodeRunBody(r *world.Run, ttl int64) (*encItem, error) {
+	e := newEncItem(runBodyKey(r.RunID))
+	it := e.it
+	setS(it, aDeployment, r.DeploymentID)
+	setS(it, aIdemKey, r.IdempotencyKey)
+	setS(it, aErrorCode, r.ErrorCode)
+	setS(it, aCancel, r.CancelReason)
+	e.payload(attrInput, r.Input)
+	e.payload(attrContext, r.ExecutionContext)
+	e.payload(attrOutput, r.Output)
+	if len(r.Attributes) > 0 {
+		b, err := json.Marshal(r.Attributes)
+		if err != nil {
+			return nil, fmt.Errorf("dynamoworld: encode attributes of run %s: %w", r.RunID, err)
+		}
+		e.payload(attrAttrs, b)
+	}
+	if err := encodeError(e, r.Error); err != nil {
+		return nil, err
+	}
+	if ttl > 0 {
+		setN(it, attrTTL, ttl)
+	}
+	return e, nil
+}
+
+func encodeError(e *encItem, d *world.ErrorData) error {
+	if d == nil {
+		return nil
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("dynamoworld: encode error of %s: %w", keyOf(e.it), err)
+	}
+	e.payload(attrError, b)
+	return nil
+}
+
+func decodeError(it item, fetched map[string][]byte) (*world.ErrorData, error) {
+	b, err := payloadOf(it, attrError, fetched)
+	if err != nil || len(b) == 0 {
+		return nil, err
+	}
+	var d world.ErrorData
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, corrupt(it, "error", err)
+	}
+	return &d, nil
+}
+
+func corrupt(it item, what string, err error) error {
+	return fmt.Errorf("dynamoworld: item %s: undecodable %s: %w", keyOf(it), what, err)
+}
+
+// decodeRun rebuilds a run from its head and body items and its newest
+// commit (which gives LastSeq and UpdatedAt).
+func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, error) {
+	r := &world.Run{
+		RunID:        getS(head, attrPK)[2:],
+		WorkflowName: getS(head, aWorkflow),
+		Status:       world.RunStatus(getS(head, aStatus)),
+		LastSeq:      getN(last, aLastSeq),
+		CreatedAt:    getT(head, aCreated),
+		UpdatedAt:    getT(last, aCreated),
+		StartedAt:    getT(head, aStarted),
+		CompletedAt:  getT(head, aFinished),
+	}
+	if body == nil {
+		return r, nil
+	}
+	r.DeploymentID = getS(body, aDeployment)
+	r.IdempotencyKey = getS(body, aIdemKey)
+	r.ErrorCode = getS(body, aErrorCode)
+	r.CancelReason = getS(body, aCancel)
+	var err error
+	if r.Input, err = payloadOf(body, attrInput, fetched); err != nil {
+		return nil, err
+	}
+	if r.ExecutionContext, err = payloadOf(body, attrContext, fetched); err != nil {
+		return nil, err
+	}
+	if r.Output, err = payloadOf(body, attrOutput, fetched); err != nil {
+		return nil, err
+	}
+	attrs, err := payloadOf(body, attrAttrs, fetched)
+	if err != nil {
+		return nil, err
+	}
+	if len(attrs) > 0 {
+		if err := json.Unmarshal(attrs, &r.Attributes); err != nil {
+			return nil, corrupt(body, "attributes", err)
+		}
+	}
+	if r.Error, err = decodeError(body, fetched); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ---- steps ----
+
+func encodeStep(s *world.Step, ttl int64) (*encItem, error) {
+	e := newEncItem(stepKey(s.RunID, s.StepID))
+	it := e.it
+	setS(it, aStepName, s.StepName)
+	setS(it, aStatus, string(s.Status))
+	setN(it, aAttempt, int64(s.Attempt))
+	setT(it, aRetryAfter, s.RetryAfter)
+	setT(it, aLeaseExp, s.LeaseExpiresAt)
+	setT(it, aCreated, s.CreatedAt)
+	setT(it, aUpdated, s.UpdatedAt)
+	setT(it, aStarted, s.StartedAt)
+	setT(it, aFinished, s.CompletedAt)
+	e.payload(attrInput, s.Input)
+	e.payload(attrOutput, s.Output)
+	if err := encodeError(e, s.Error); err != nil {
+		return nil, err
+	}
+	if ttl > 0 {
+		setN(it, attrTTL, ttl)
+	}
+	return e, nil
+}
+
+func decodeStep(it item, fetched map[string][]byte) (*world.Step, error) {
+	s := &world.Step{
+		RunID:          getS(it, attrPK)[2:],
+		StepID:         getS(it, attrSK)[len(prefStep):],
+		StepName:       getS(it, aStepName),
+		Status:         world.StepStatus(getS(it, aStatus)),
+		Attempt:        int(getN(it, aAttempt)),
+		RetryAfter:     getT(it, aRetryAfter),
+		LeaseExpiresAt: getT(it, aLeaseExp),
+		CreatedAt:      getT(it, aCreated),
+		UpdatedAt:      getT(it, aUpdated),
+		StartedAt:      getT(it, aStarted),
+		CompletedAt:    getT(it, aFinished),
+	}
+	var err error
+	if s.Input, err = payloadOf(it, attrInput, fetched); err != nil {
+		return nil, err
+	}
+	if s.Output, err = payloadOf(it, attrOutput, fetched); err != nil {
+		return nil, err
+	}
+	if s.Error, err = decodeError(it, fetched); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ---- waits ----
+
+func encodeWait(w *world.Wait, ttl int64) *encItem {
+	e := newEncItem(waitKey(w.RunID, w.WaitID))
+	it := e.it
+	setS(it, aStatus, string(w.Status))
+	setT(it, aResumeAt, w.ResumeAt)
+	setT(it, aCreated, w.CreatedAt)
+	setT(it, aFinished, w.CompletedAt)
+	if ttl > 0 {
+		setN(it, attrTTL, ttl)
+	}
+	return e
+}
+
+func decodeWait(it item) *world.Wait {
+	return &world.Wait{
+		RunID:       getS(it, attrPK)[2:],
+		WaitID:      getS(it, attrSK)[len(prefWait):],
+		Status:      world.WaitStatus(getS(it, aStatus)),
+		ResumeAt:    getT(it, aResumeAt),
+		CreatedAt:   getT(it, aCreated),
+		CompletedAt: getT(it, aFinished),
+	}
+}
+
+// ---- hooks: the global item (by hook ID), the run's link (by run) and the
+// token item (by token) ----
+
+func encodeHook(k itemKey, h *world.Hook, global bool) *encItem {
+	e := newEncItem(k)
+	it := e.it
+	setS(it, aRun, h.RunID)
+	setS(it, aHookID, h.HookID)
+	setS(it, aToken, h.Token)
+	setT(it, aCreated, h.CreatedAt)
+	if h.IsWebhook {
+		it[aWebhook] = boolean(true)
+	}
+	e.payload(attrMeta, h.Metadata)
+	if global {
+		it[attrG1] = str(g1Hook)
+		it[attrGSK] = str(gsk(h.CreatedAt, h.HookID))
+	}
+	return e
+}
+
+// encodeToken is the token's item: a copy of the hook, so that
+// GetHookByToken is one read.
+func encodeToken(h *world.Hook) *encItem { return encodeHook(tokenKey(h.Token), h, false) }
+
+func decodeHook(it item, fetched map[string][]byte) (*world.Hook, error) {
+	h := &world.Hook{
+		RunID:     getS(it, aRun),
+		HookID:    getS(it, aHookID),
+		Token:     getS(it, aToken),
+		IsWebhook: getBool(it, aWebhook),
+		CreatedAt: getT(it, aCreated),
+	}
+	var err error
+	if h.Metadata, err = payloadOf(it, attrMeta, fetched); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// ---- commits: the events of one Append in one item ----
+
+// storedEvent is an event as a commit item holds it; its run and sequence
+// number come from the item.
+type storedEvent struct {
+	ID   string          `json:"i"`
+	Type world.EventType `json:"t"`
+	Corr string          `json:"c,omitempty"`
+	At   int64           `json:"a"`
+	Data json.RawMessage `json:"d,omitempty"`
+	// Ref is the S3 key of Data when it is over the claim-check threshold.
+	Ref string `json:"r,omitempty"`
+}
+
+// encodeCommit stores a commit's events (run, dense from prev+1) in one
+// item keyed by prev: attribute_not_exists on that key is the fence. An
+// event's data over the claim-check threshold is referenced (cc.key) and
+// returned in uploads, so that it is stored once however often the commit
+// is retried.
+func encodeCommit(cc *claimCheck, runID string, prev int64, evs []world.Event, ttl int64) (*encItem, map[string][]byte, error) {
+	e := newEncItem(commitKey(runID, prev))
+	out := make([]storedEvent, len(evs))
+	uploads := map[string][]byte{}
+	for i, ev := range evs {
+		d, err := json.Marshal(ev.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dynamoworld: encode %s event of run %s: %w", ev.Type(), runID, err)
+		}
+		out[i] = storedEvent{ID: ev.EventID, Type: ev.Type(), Corr: ev.CorrelationID, At: ev.CreatedAt.UnixNano(), Data: d}
+		if cc != nil && len(d) > cc.threshold {
+			k := cc.key(runID, d)
+			uploads[k] = d
+			out[i].Data, out[i].Ref = nil, k
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamoworld: encode a commit of run %s: %w", runID, err)
+	}
+	setN(e.it, aCount, int64(len(evs)))
+	setN(e.it, aLastSeq, prev+int64(len(evs)))
+	setT(e.it, aCreated, evs[len(evs)-1].CreatedAt)
+	e.payload(attrData, b)
+	if ttl > 0 {
+		setN(e.it, attrTTL, ttl)
+	}
+	return e, uploads, nil
+}
+
+// commitEvents reads a commit item's stored events (the item's payload
+// resolved with fetched).
+func commitEvents(it item, fetched map[string][]byte) ([]storedEvent, error) {
+	b, err := payloadOf(it, attrData, fetched)
+	if err != nil {
+		return nil, err
+	}
+	var stored []storedEvent
+	if err := json.Unmarshal(b, &stored); err != nil {
+		return nil, corrupt(it, "events", err)
+	}
+	return stored, nil
+}
+
+// decodeCommit returns a commit item's events in order; fetched must hold
+// the item's payload and its events' referenced data (fetchCommits).
+func decodeCommit(it item, fetched map[string][]byte) ([]world.Event, error) {
+	prev, ok := prevFromSK(getS(it, attrSK))
+	if !ok {
+		return nil, corrupt(it, "commit key", fmt.Errorf("sort key %q", getS(it, attrSK)))
+	}
+	stored, err := commitEvents(it, fetched)
+	if err != nil {
+		return nil, err
+	}
+	runID := getS(it, attrPK)[2:]
+	evs := make([]world.Event, len(stored))
+	for i, se := range stored {
+		data, err := world.NewEventData(se.Type)
+		if err != nil {
+			return nil, corrupt(it, "event type", err)
+		}
+		if se.Ref != "" {
+			d, ok := fetched[se.Ref]
+			if !ok {
+				return nil, fmt.Errorf("dynamoworld: claim-checked event data %s was not fetched", se.Ref)
+			}
+			se.Data = d
+		}
+		if len(se.Data) > 0 {
+			if err := json.Unmarshal(se.Data, data); err != nil {
+				return nil, corrupt(it, "event data", err)
+			}
+		}
+		evs[i] = world.Event{
+			RunID: runID, EventID: se.ID, Seq: prev + int64(i) + 1, CorrelationID: se.Corr,
+			CreatedAt: time.Unix(0, se.At).UTC(), Data: data,
+		}
+	}
+	return evs, nil
+}
+
+// ---- diffs ----
+
+// diffUpdate turns the change from old to new (two full encodings of one
+// item) into an update: SET what differs or is new, REMOVE what is gone.
+func diffUpdate(oldIt, newIt item) *updateBuilder {
+	u := &updateBuilder{e: newExpr()}
+	for _, k := range sortedKeys(newIt) {
+		if k == attrPK || k == attrSK {
+			continue
+		}
+		if ov, ok := oldIt[k]; !ok || !avEqual(ov, newIt[k]) {
+			u.set(k, newIt[k])
+		}
+	}
+	for _, k := range sortedKeys(oldIt) {
+		if _, ok := newIt[k]; !ok {
+			u.del(k)
+		}
+	}
+	return u
+}
+
+func sortedKeys(it item) []string {
+	keys := make([]string, 0, len(it))
+	for k := range maps.Keys(it) {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}

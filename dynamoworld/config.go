@@ -1,0 +1,192 @@
+package dynamoworld
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultTable               = "skein"
+	DefaultPrefix              = "skein/"
+	DefaultClaimCheckThreshold = 64 << 10
+	DefaultDedupeWindow        = 24 * time.Hour
+	DefaultRunLeaseTTL         = 30 * time.Second
+	DefaultVisibility          = 30 * time.Second
+	DefaultCacheRuns           = 1024
+	DefaultMaxAttempts         = 64
+	// DefaultPendingGrace is how long an Enqueue that claimed an idempotency
+	// key but has not confirmed its send keeps later duplicates away.
+	DefaultPendingGrace = 30 * time.Second
+)
+
+// Limits.
+const (
+	// MaxItemBytes is the largest item the World writes: DynamoDB's limit is
+	// 400 KB; the margin covers the attribute-size estimate.
+	MaxItemBytes = 350 << 10
+	// MaxClaimCheckThreshold bounds Config.ClaimCheckThreshold.
+	MaxClaimCheckThreshold = 100 << 10
+	// MaxTransactionItems is DynamoDB's limit on one TransactWriteItems.
+	MaxTransactionItems = 100
+	// maxTransactionBytes keeps a transaction under DynamoDB's 4 MB.
+	maxTransactionBytes = 3500 << 10
+	// MaxQueueDelay is the longest delay SQS applies to one message; longer
+	// delays travel as chained hops (see Enqueue).
+	MaxQueueDelay = 15 * time.Minute
+)
+
+// Config configures a World. DynamoDB, SQS and S3 are required; the rest has
+// defaults.
+type Config struct {
+	// DynamoDB, SQS and S3 are the AWS clients (see NewClients), or fakes.
+	DynamoDB DynamoDBAPI
+	SQS      SQSAPI
+	S3       S3API
+	// Streams is the World's Streamer. When nil, New builds a streams.Streamer
+	// on S3, Bucket and Prefix (S3 must then also be a streams.S3API, as the
+	// SDK client is).
+	Streams world.Streamer
+
+	// Table is the DynamoDB table (default "skein"); see CreateResources for
+	// its schema.
+	Table string
+	// QueueURL is the SQS queue (a standard queue) the World enqueues to.
+	QueueURL string
+	// Bucket is the S3 bucket for claim-checked payloads and streams; Prefix
+	// (default "skein/") starts every key the World writes there.
+	Bucket string
+	Prefix string
+
+	// ClaimCheckThreshold is the payload size above which a payload (input,
+	// output, result, hook payload, metadata, error) is stored in S3 and
+	// referenced from the item (default 64 KiB, at most 100 KiB). Smaller
+	// payloads also move to S3 when an item would otherwise exceed
+	// MaxItemBytes.
+	ClaimCheckThreshold int
+	// Retention is how long a run's items live after the run ends: its
+	// DynamoDB items get a TTL attribute ("ttl", epoch seconds) of end time +
+	// Retention. Zero keeps runs forever.
+	Retention time.Duration
+	// DedupeWindow is how long an Enqueue idempotency key suppresses
+	// duplicates (default 24h).
+	DedupeWindow time.Duration
+	// PendingGrace: an idempotency key claimed by an Enqueue whose send is
+	// not confirmed suppresses duplicates for this long (default 30s); after
+	// that a duplicate re-sends (the first sender presumably crashed).
+	PendingGrace time.Duration
+	// DefaultRunLeaseTTL is the run lease when RunLeaseParams names no TTL
+	// (default 30s).
+	DefaultRunLeaseTTL time.Duration
+	// DefaultVisibility hides a received message when ReceiveParams names no
+	// Visibility (default 30s).
+	DefaultVisibility time.Duration
+	// CacheRuns bounds the runs whose state the World keeps in memory to
+	// commit without reading first (default 1024; negative disables).
+	CacheRuns int
+	// MaxAttempts bounds the attempts of one Append under contention
+	// (default 64).
+	MaxAttempts int
+	// SkipCheck skips the startup check that the table, queue and bucket
+	// exist.
+	SkipCheck bool
+
+	// Now is the clock (default time.Now); Entropy feeds IDs (default
+	// crypto/rand); Logger gets operational messages (default: discarded).
+	Now     func() time.Time
+	Entropy io.Reader
+	Logger  *slog.Logger
+}
+
+// WithDefaults returns a copy of c with every unset field given its default.
+// It is safe on a nil Config.
+func (c *Config) WithDefaults() *Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.Table == "" {
+		out.Table = DefaultTable
+	}
+	if out.Prefix == "" {
+		out.Prefix = DefaultPrefix
+	}
+	if out.ClaimCheckThreshold == 0 {
+		out.ClaimCheckThreshold = DefaultClaimCheckThreshold
+	}
+	if out.DedupeWindow <= 0 {
+		out.DedupeWindow = DefaultDedupeWindow
+	}
+	if out.PendingGrace <= 0 {
+		out.PendingGrace = DefaultPendingGrace
+	}
+	if out.DefaultRunLeaseTTL <= 0 {
+		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
+	}
+	if out.DefaultVisibility <= 0 {
+		out.DefaultVisibility = DefaultVisibility
+	}
+	if out.CacheRuns == 0 {
+		out.CacheRuns = DefaultCacheRuns
+	}
+	if out.MaxAttempts <= 0 {
+		out.MaxAttempts = DefaultMaxAttempts
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+var (
+	tableNameRE  = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+	bucketNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+)
+
+// validate checks a Config after WithDefaults.
+func (c *Config) validate() error {
+	var errs []error
+	if c.DynamoDB == nil {
+		errs = append(errs, errors.New("DynamoDB client required"))
+	}
+	if c.SQS == nil {
+		errs = append(errs, errors.New("SQS client required"))
+	}
+	if c.S3 == nil {
+		errs = append(errs, errors.New("S3 client required"))
+	}
+	if !tableNameRE.MatchString(c.Table) {
+		errs = append(errs, fmt.Errorf("table name %q: want 3 to 255 of a-z A-Z 0-9 _ . -", c.Table))
+	}
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("QueueURL required"))
+	} else if !strings.Contains(c.QueueURL, "://") {
+		errs = append(errs, fmt.Errorf("QueueURL %q is not a URL", c.QueueURL))
+	}
+	if !bucketNameRE.MatchString(c.Bucket) {
+		errs = append(errs, fmt.Errorf("bucket name %q: want 3 to 63 of a-z 0-9 . -", c.Bucket))
+	}
+	if c.ClaimCheckThreshold < 1024 || c.ClaimCheckThreshold > MaxClaimCheckThreshold {
+		errs = append(errs, fmt.Errorf("ClaimCheckThreshold %d: want 1 KiB to %d bytes", c.ClaimCheckThreshold, MaxClaimCheckThreshold))
+	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("negative Retention %s", c.Retention))
+	}
+	if c.DefaultVisibility > 12*time.Hour {
+		errs = append(errs, fmt.Errorf("DefaultVisibility %s is over SQS's 12h", c.DefaultVisibility))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dynamoworld: invalid config: %w", err)
+	}
+	return nil
+}

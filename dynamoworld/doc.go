@@ -1,0 +1,161 @@
+// Package dynamoworld is Skein's World on AWS: the event log and its
+// entities in one DynamoDB table, the queue on SQS, payloads over a
+// threshold and output streams on S3 (package streams).
+//
+//	clients := dynamoworld.NewClients(awsCfg, dynamoworld.ClientOptions{})
+//	w, err := dynamoworld.New(ctx, dynamoworld.Config{
+//		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3,
+//		Table: "skein", QueueURL: queueURL, Bucket: "my-skein-bucket",
+//	})
+//
+// New checks that the table, queue and bucket exist and names the one that
+// does not. CreateResources makes them for tests and development.
+//
+// # Table
+//
+// One table, keys pk and sk (strings), pay per request, TTL on "ttl". Items:
+//
+//	pk                  sk                  item
+//	r#<runID>           e#<prev, 20 digits> a commit: the events of one Append (n, ls = prev+n,
+//	                                        time, payload d: the events, ids, types, correlation IDs)
+//	r#<runID>           e~                  run head: status, created/started/completed times,
+//	                                        workflow wf, GSI keys g1 g2 g3 gsk
+//	r#<runID>           e~b                 run body: input, execution context, attributes,
+//	                                        idempotency key; output, error, code, reason at the end
+//	r#<runID>           s#<stepID>          step
+//	r#<runID>           w#<waitID>          wait
+//	r#<runID>           h#<hookID>          the run's link to an active hook (a copy of it)
+//	r#<runID>           lease               run lease: owner lo, expiry lx
+//	h#<hookID>          hook                active hook, by ID (hook IDs are unique across runs)
+//	t#<sha256(token)>   tok                 the token's claim: a copy of the hook holding it
+//	i#<sha256(key)>     idem                a run idempotency key: the run it started
+//	q#<sha256(key)>     q                   a queue idempotency key: message ID, claim, state, TTL
+//
+// Why: a run's partition holds everything a commit writes. The events of a
+// commit share one item, keyed by the run's last sequence number before the
+// commit ("prev"): with attribute_not_exists on that key the item is the
+// write fence itself (see Commits), and a serial step writes three items
+// (the commit, step k, step k+1) instead of six. The head holds what
+// changes with the status only, so that the commits of a running run do not
+// touch it; the body is written at creation and at the end, so that a
+// commit's cost does not grow with the run's input. The head and body sort
+// right after the commits, so one Query (sk from "e#" to "e~b", newest
+// first, limit 3) reads a run with its newest commit, which gives LastSeq
+// and UpdatedAt. The global hook, token and idempotency items are keyed by
+// what must be unique, so that attribute_not_exists makes uniqueness
+// race-free (the reference's Postgres world checks, then inserts). Payload
+// attributes (in, out, err, ctx, attrs, md, d) hold bytes inline (type B)
+// or the S3 key of a claim-checked payload (type S).
+//
+// Three global secondary indexes, all sorted by gsk (created time in
+// fixed-width nanoseconds, "#", ID) and holding keys only (gs2 adds st):
+//
+//	gs1  g1 = "run" | "hook"   all runs newest first; all active hooks in creation order
+//	gs2  g2 = "wf#<workflow>"  runs of a workflow (st projected, to filter by status too)
+//	gs3  g3 = "st#<status>"    runs in a status
+//
+// Only run heads and global hook items carry index keys, and a run's head
+// changes only with its status (pending, running, ended), so steps write no
+// index entry. Listings read a page of keys from an index, then the items
+// with a strongly consistent BatchGetItem (and each run's newest commit),
+// and check the filter again (an index lags its table). ListSteps and a
+// run's ListHooks read the run's partition, in ID order: creation order for
+// IDs from one monotonic world.IDSource, as the engine's are (an exact
+// creation order would need a local secondary index: one more write per
+// step). ListEvents reads commits from its cursor, which names the last
+// event and its commit; ListEventsByCorrelation reads the run's log and
+// keeps the entity's events (no index: that would cost a write per event),
+// and needs a RunID.
+//
+// # Commits
+//
+// Append judges its events with world.Apply, the state machine every World
+// shares, on a snapshot of the run, then writes everything in one
+// TransactWriteItems: the commit item, the entities the events change, and
+// the run head and body when the status changes. The snapshot is the one
+// this World left in its cache at its previous commit to the run, so a run
+// driven by one invocation commits with one round trip per serial step
+// (step k's completion with step k+1's creation and start) and no read.
+// Without a cached snapshot (another process wrote last, or a cold start),
+// one Query reads the run and its newest commit, then one TransactGetItems
+// the entities the events name. run_created reads nothing: the run's
+// absence is a condition.
+//
+// Every assumption of the snapshot is a condition of the transaction:
+//
+//   - the fence: the commit item's key is the snapshot's last sequence
+//     number; every commit after the snapshot was keyed by exactly that
+//     number, so attribute_not_exists fails whenever anything of the run
+//     changed since (every change to a run's entities is an event);
+//   - attribute_not_exists on every item an event creates: steps, waits,
+//     the run's head, a hook ID (global), a token, a run idempotency key;
+//   - step_started on a running step: its lease expiry lx unchanged (a lease
+//     renewal is the one change without an event);
+//   - hook_conflict: the token still held by the holder it names.
+//
+// A cancelled transaction is read reason by reason (CancellationReasons,
+// with the old items where needed): the run's head on run_created is the
+// run's *world.RunExistsError; the idempotency item names the run that took
+// the key; a token item names its holder, which is read: a live holder
+// turns the hook_created into a hook_conflict naming the holder's run (a
+// second transaction), a holder whose run has ended (a clean-up that did
+// not finish) is taken over. A commit found at the fence that carries this
+// Append's own event IDs (minted once per Append) is this Append's, landed
+// by an attempt whose answer was lost: Append reports it done. Anything
+// else means the snapshot was stale: the commit is judged again on a fresh
+// read, so a refusal (404, 409, 410, 425) is always world.Apply's on the
+// current state. TransactionConflict and throttling inside a transaction
+// are retried with backoff. Commits of one run from one process are
+// serialized in memory; across processes the conditions decide.
+//
+// A run's end deletes its active hooks (their three items) and its waits,
+// found in the snapshot when this World has seen the run from its creation,
+// otherwise with two strongly consistent queries of the run's partition.
+// The deletions go into the terminal commit's transaction as far as they
+// fit (100 items in all); the rest follow it as conditional deletes. That
+// leaves a window only for runs ending with more than about 90 hooks and
+// waits, or after a crash between the two: meanwhile GetHook, ListHooks and
+// GetWait may still return them, but Append judges a finished run's hooks
+// and waits absent, and a token held by a hook of a finished run is taken
+// over.
+//
+// # Retention
+//
+// With Config.Retention, the terminal commit sets ttl (epoch seconds) on
+// the run's head and body and the items it writes, then a sweep sets it on
+// the run's other items (one write each: about 2 per serial step, so it is
+// off by default; see BENCHMARKS.md). DynamoDB's TTL deletes them
+// afterwards, for free. Claim-checked payloads and streams live under
+// per-run S3 prefixes (<prefix>blobs/<runID>/, <prefix>streams/<runID>/)
+// for a lifecycle rule or a sweeper.
+//
+// # Claim check
+//
+// A payload over Config.ClaimCheckThreshold (64 KiB) is stored in S3 under
+// <prefix>blobs/<runID>/<sha256> (content-addressed: a retried commit
+// uploads nothing new) before the transaction, and the item holds the key.
+// A payload below the threshold also moves when its item would exceed
+// MaxItemBytes (350 KB, under DynamoDB's 400 KB) or the transaction 3.5 MB
+// (under 4 MB), largest first. Reads fetch claim-checked payloads
+// transparently.
+//
+// # Queue
+//
+// Enqueue sends to a standard SQS queue. Delays up to 15 minutes are SQS's
+// DelaySeconds (rounded up to whole seconds); longer ones need a
+// world.Message body, sent with NotBefore set and re-enqueued for the time
+// left by whoever receives it early: Receive does it, and a Lambda handler
+// must too (the world.Message contract). An IdempotencyKey claims a
+// conditional item (TTL: DedupeWindow) before the send and confirms it
+// after. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
+// ApproximateReceiveCount. Bodies that are not SQS-safe text travel
+// base64-encoded (a message attribute says so).
+//
+// # Errors
+//
+// Errors name the service, the operation and the resource ("dynamoworld:
+// DynamoDB TransactWriteItems on table "skein": ...") and wrap the SDK's.
+// NewClients' clients retry throttling, 5xx and TransactionConflictException
+// with backoff; TransactWriteItems keeps one ClientRequestToken across those
+// retries, so a retry after a lost answer is not applied twice.
+package dynamoworld

@@ -1,0 +1,197 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// The run lease is its own small item in the run's partition (sk "lease"),
+// so that taking it costs one write unit whatever the size of the run, and
+// the commits, which never touch it, never conflict with it. Each operation
+// is a single conditional write: acquire succeeds when there is no lease,
+// the lease has expired or the owner holds it; renew when the owner holds it
+// unexpired; release deletes it when the owner holds it.
+
+func (w *World) leaseTTL(p *world.RunLeaseParams) (time.Duration, error) {
+	switch {
+	case p == nil:
+		return 0, invalid("nil RunLeaseParams")
+	case p.RunID == "":
+		return 0, invalid("run lease: run ID required")
+	case p.Owner == "":
+		return 0, invalid("run lease: owner required")
+	case p.TTL < 0:
+		return 0, invalid("run lease: negative TTL %s", p.TTL)
+	case p.TTL == 0:
+		return w.cfg.DefaultRunLeaseTTL, nil
+	}
+	return p.TTL, nil
+}
+
+// AcquireRunLease takes the run's lease for p.Owner until now+TTL, or fails
+// fast with a *world.LeaseHeldError naming the holder.
+func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+	ttl, err := w.leaseTTL(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	now := w.now()
+	exp := now.Add(ttl)
+	err = w.putLease(ctx, p.RunID, p.Owner, exp, func(e *expr) string {
+		return e.notExists() + " OR " + e.n(aLeaseOwner) + " = " + e.v(str(p.Owner)) + " OR " + e.n(aLeaseExp) + " <= " + e.v(num(now.UnixNano()))
+	})
+	if old, failed := conditionFailed(err); failed {
+		return nil, &world.LeaseHeldError{RunID: p.RunID, Owner: getS(old, aLeaseOwner), ExpiresAt: getT(old, aLeaseExp)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &world.RunLease{RunID: p.RunID, Owner: p.Owner, ExpiresAt: exp}, nil
+}
+
+// RenewRunLease extends a lease p.Owner holds unexpired, or fails with
+// world.ErrLeaseLost.
+func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+	ttl, err := w.leaseTTL(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	now := w.now()
+	exp := now.Add(ttl)
+	err = w.putLease(ctx, p.RunID, p.Owner, exp, func(e *expr) string {
+		return e.n(aLeaseOwner) + " = " + e.v(str(p.Owner)) + " AND " + e.n(aLeaseExp) + " > " + e.v(num(now.UnixNano()))
+	})
+	if _, failed := conditionFailed(err); failed {
+		return nil, fmt.Errorf("%w: run %s, owner %s", world.ErrLeaseLost, p.RunID, p.Owner)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &world.RunLease{RunID: p.RunID, Owner: p.Owner, ExpiresAt: exp}, nil
+}
+
+// ReleaseRunLease deletes the lease if p.Owner holds it; anything else
+// (expired, taken over, never taken) is not an error.
+func (w *World) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+	if _, err := w.leaseTTL(p); err != nil {
+		return err
+	}
+	if err := w.enter(ctx); err != nil {
+		return err
+	}
+	defer w.leave()
+	e := newExpr()
+	_, err := w.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(w.cfg.Table), Key: leaseKey(p.RunID).av(),
+		ConditionExpression:      aws.String(e.n(aLeaseOwner) + " = " + e.v(str(p.Owner))),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+	})
+	if _, failed := conditionFailed(err); err != nil && !failed {
+		return ddbErr("DeleteItem", w.cfg.Table, err)
+	}
+	return nil
+}
+
+func (w *World) putLease(ctx context.Context, runID, owner string, exp time.Time, cond func(e *expr) string) error {
+	e := newExpr()
+	it := leaseKey(runID).av()
+	it[aLeaseOwner] = str(owner)
+	it[aLeaseExp] = num(exp.UnixNano())
+	in := &dynamodb.PutItemInput{
+		TableName: aws.String(w.cfg.Table), Item: it, ConditionExpression: aws.String(cond(e)),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.PutItem(ctx, in)
+	if err != nil {
+		if _, failed := conditionFailed(err); failed {
+			return err
+		}
+		return ddbErr("PutItem", w.cfg.Table, err)
+	}
+	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	return nil
+}
+
+// RenewStepLease extends the execution lease of a running step's current
+// attempt: one conditional update (the step must be running p.Attempt).
+// No event is written; a commit that relies on the old lease is caught by
+// its lease condition.
+func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
+	switch {
+	case p == nil || p.RunID == "" || p.StepID == "":
+		return nil, invalid("run and step IDs required")
+	case p.TTL < 0:
+		return nil, invalid("step lease: negative TTL %s", p.TTL)
+	}
+	ttl := p.TTL
+	if ttl == 0 {
+		ttl = world.DefaultStepLease
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	now := w.now()
+	u := &updateBuilder{e: newExpr()}
+	u.set(aLeaseExp, num(now.Add(ttl).UnixNano()))
+	u.set(aUpdated, num(now.UnixNano()))
+	e := u.e
+	cond := e.exists() + " AND " + e.n(aStatus) + " = " + e.v(str(string(world.StepStatusRunning))) + " AND " + e.n(aAttempt) + " = " + e.v(num(int64(p.Attempt)))
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: stepKey(p.RunID, p.StepID).av(),
+		UpdateExpression: aws.String(u.String()), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.UpdateItem(ctx, in)
+	if old, failed := conditionFailed(err); failed {
+		if len(old) == 0 {
+			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+		}
+		return nil, fmt.Errorf("%w: step %s is %s at attempt %d, not running attempt %d", world.ErrConflict, p.StepID, getS(old, aStatus), getN(old, aAttempt), p.Attempt)
+	}
+	if err != nil {
+		return nil, ddbErr("UpdateItem", w.cfg.Table, err)
+	}
+	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	fetched, err := w.cc.fetch(ctx, out.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	st, err := decodeStep(out.Attributes, fetched)
+	if err != nil {
+		return nil, err
+	}
+	w.cache.setStep(st)
+	return st, nil
+}
+
+func derefCC(c *types.ConsumedCapacity) []types.ConsumedCapacity {
+	if c == nil {
+		return nil
+	}
+	return []types.ConsumedCapacity{*c}
+}

@@ -1,0 +1,405 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Cursor kinds: the listing a cursor belongs to (world.EncodeCursor checks it).
+func eventsKind(runID string) string     { return "events:" + runID }
+func corrKind(runID, corr string) string { return "events:" + runID + ":" + corr }
+func stepsKind(runID string) string      { return "steps:" + runID }
+func hooksKind(runID string) string {
+	if runID == "" {
+		return "hooks"
+	}
+	return "hooks:" + runID
+}
+
+const runsKind = "runs"
+
+var gskRE = regexp.MustCompile(`^[0-9]{20}#[a-z]{4}_[0-9A-HJKMNP-TV-Z]{26}$`)
+
+func decodePos[T any](kind, cursor string, valid func(T) bool) (T, error) {
+	var pos T
+	if cursor == "" {
+		return pos, nil
+	}
+	if err := world.DecodeCursor(kind, cursor, &pos); err != nil {
+		return pos, err
+	}
+	if !valid(pos) {
+		return pos, fmt.Errorf("%w: malformed cursor position", world.ErrInvalid)
+	}
+	return pos, nil
+}
+
+func finishPage[T any](items []T, more bool, kind string, pos any) *world.Page[T] {
+	p := &world.Page[T]{Items: items, HasMore: more}
+	if p.Items == nil {
+		p.Items = []T{}
+	}
+	if len(items) > 0 {
+		p.Cursor = world.EncodeCursor(kind, pos)
+	}
+	return p
+}
+
+// ListRuns lists runs newest first through the index for the filter: g3
+// (status), g2 (workflow, with the status projected for the combined
+// filter), g1 (all). The indexes hold keys only; the runs are then read by
+// key, strongly consistent, and checked against the filter again (a GSI
+// lags its table on AWS).
+func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+	if p == nil {
+		p = &world.ListRunsParams{}
+	}
+	if p.Status != "" && !p.Status.Valid() {
+		return nil, invalid("unknown run status %q", p.Status)
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	after, err := decodePos(runsKind, p.Cursor, func(s string) bool { return gskRE.MatchString(s) })
+	if err != nil {
+		return nil, err
+	}
+	q := pageQuery{skAttr: attrGSK, after: after, desc: true, limit: p.EffectiveLimit()}
+	switch {
+	case p.WorkflowName != "":
+		q.index, q.pkAttr, q.pk = indexWorkflow, attrG2, "wf#"+p.WorkflowName
+		if p.Status != "" {
+			st := string(p.Status)
+			q.filter = func(e *expr) string { return e.n(aStatus) + " = " + e.v(str(st)) }
+		}
+	case p.Status != "":
+		q.index, q.pkAttr, q.pk = indexStatus, attrG3, "st#"+string(p.Status)
+	default:
+		q.index, q.pkAttr, q.pk = indexAll, attrG1, g1Run
+	}
+	keys, more, err := w.query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	want := make([]itemKey, 0, 2*len(keys))
+	for _, k := range keys {
+		pk := getS(k, attrPK)
+		want = append(want, itemKey{pk, skRunHead}, itemKey{pk, skRunBody})
+	}
+	got, err := w.batchGet(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	var bodies []item
+	for _, it := range got {
+		if getS(it, attrSK) == skRunBody {
+			bodies = append(bodies, it)
+		}
+	}
+	fetched, err := w.cc.fetch(ctx, bodies...)
+	if err != nil {
+		return nil, err
+	}
+	// LastSeq and UpdatedAt are the newest commit's: one Query a run.
+	lasts := make([]item, len(keys))
+	err = parallel(ctx, len(keys), 16, func(ctx context.Context, i int) error {
+		it, err := w.newestCommit(ctx, getS(keys[i], attrPK))
+		lasts[i] = it
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]world.Run, 0, len(keys))
+	last := ""
+	for i, k := range keys {
+		pk := getS(k, attrPK)
+		head := got[itemKey{pk, skRunHead}]
+		if head == nil || lasts[i] == nil {
+			continue
+		}
+		r, err := decodeRun(head, got[itemKey{pk, skRunBody}], lasts[i], fetched)
+		if err != nil {
+			return nil, err
+		}
+		last = getS(k, attrGSK)
+		if (p.WorkflowName != "" && r.WorkflowName != p.WorkflowName) || (p.Status != "" && r.Status != p.Status) {
+			continue
+		}
+		runs = append(runs, *r)
+	}
+	page := finishPage(runs, more, runsKind, last)
+	if len(runs) == 0 && more && last != "" {
+		page.Cursor = world.EncodeCursor(runsKind, last)
+	}
+	return page, nil
+}
+
+// newestCommit reads the newest commit item of a run partition (nil if
+// none); only its key and counters, not its events.
+func (w *World) newestCommit(ctx context.Context, pk string) (item, error) {
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(pk)) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))),
+		ProjectionExpression: aws.String(e.n(attrPK) + ", " + e.n(attrSK) + ", " + e.n(aLastSeq) + ", " + e.n(aCreated)),
+		ScanIndexForward:     aws.Bool(false),
+		ConsistentRead:       aws.Bool(true),
+		Limit:                aws.Int32(1),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return nil, ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	if len(out.Items) == 0 {
+		return nil, nil
+	}
+	return out.Items[0], nil
+}
+
+// ListSteps lists a run's steps in step ID order, which is creation order
+// for IDs from one monotonic world.IDSource (see doc.go).
+func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
+	if p == nil || p.RunID == "" {
+		return nil, invalid("run ID required")
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	kind := stepsKind(p.RunID)
+	after, err := decodePos(kind, p.Cursor, func(id string) bool { return world.ValidateID(world.PrefixStep, id) == nil })
+	if err != nil {
+		return nil, err
+	}
+	q := pageQuery{pkAttr: attrPK, pk: runPK(p.RunID), skAttr: attrSK, skPrefix: prefStep, desc: p.Descending, limit: p.EffectiveLimit()}
+	if after != "" {
+		q.after = prefStep + after
+	}
+	items, more, err := w.query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	fetched, err := w.cc.fetch(ctx, items...)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]world.Step, 0, len(items))
+	for _, it := range items {
+		s, err := decodeStep(it, fetched)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, *s)
+	}
+	last := ""
+	if len(steps) > 0 {
+		last = steps[len(steps)-1].StepID
+	}
+	return finishPage(steps, more, kind, last), nil
+}
+
+// ListHooks lists active hooks in creation order: a run's from its
+// partition (by hook ID), all of them through the g1 index (by creation
+// time).
+func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
+	if p == nil {
+		p = &world.ListHooksParams{}
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	kind := hooksKind(p.RunID)
+	var items []item
+	var more bool
+	if p.RunID != "" {
+		after, err := decodePos(kind, p.Cursor, func(id string) bool { return world.ValidateID(world.PrefixHook, id) == nil })
+		if err != nil {
+			return nil, err
+		}
+		q := pageQuery{pkAttr: attrPK, pk: runPK(p.RunID), skAttr: attrSK, skPrefix: prefHook, desc: p.Descending, limit: p.EffectiveLimit()}
+		if after != "" {
+			q.after = prefHook + after
+		}
+		if items, more, err = w.query(ctx, q); err != nil {
+			return nil, err
+		}
+	} else {
+		after, err := decodePos(kind, p.Cursor, func(s string) bool { return gskRE.MatchString(s) })
+		if err != nil {
+			return nil, err
+		}
+		q := pageQuery{index: indexAll, pkAttr: attrG1, pk: g1Hook, skAttr: attrGSK, after: after, desc: p.Descending, limit: p.EffectiveLimit()}
+		keys, m, err := w.query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		more = m
+		want := make([]itemKey, len(keys))
+		for i, k := range keys {
+			want[i] = itemKey{getS(k, attrPK), getS(k, attrSK)}
+		}
+		got, err := w.batchGet(ctx, want)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range want {
+			if it := got[k]; it != nil {
+				items = append(items, it)
+			}
+		}
+	}
+	fetched, err := w.cc.fetch(ctx, items...)
+	if err != nil {
+		return nil, err
+	}
+	hooks := make([]world.Hook, 0, len(items))
+	last := ""
+	for _, it := range items {
+		h, err := decodeHook(it, fetched)
+		if err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, *h)
+		last = h.HookID
+		if p.RunID == "" {
+			last = gsk(h.CreatedAt, h.HookID)
+		}
+	}
+	return finishPage(hooks, more, kind, last), nil
+}
+
+// ListEvents lists a run's events in sequence order (or reverse); the
+// cursor is the last sequence number returned.
+func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	if p == nil || p.RunID == "" {
+		return nil, invalid("run ID required")
+	}
+	return w.listEvents(ctx, p.RunID, "", p.Pagination)
+}
+
+// ListEventsByCorrelation lists the events of one step, hook or wait of a
+// run, in sequence order. It reads the run's log with a filter (no index
+// is kept for it: that would cost a write per event); RunID is required.
+func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
+	switch {
+	case p == nil || p.CorrelationID == "":
+		return nil, invalid("correlation ID required")
+	case p.RunID == "":
+		return nil, invalid("dynamoworld: ListEventsByCorrelation needs a RunID")
+	}
+	return w.listEvents(ctx, p.RunID, p.CorrelationID, p.Pagination)
+}
+
+// eventPos is an events cursor's position: the sequence number of the last
+// event returned and the key of its commit (the run's last sequence number
+// before that commit), where the next page starts reading.
+type eventPos struct {
+	Seq    int64 `json:"s"`
+	Commit int64 `json:"c"`
+}
+
+// commitsEnd bounds the commit keys from above ("e#" and 20 digits < "e#:").
+const commitsEnd = prefCommit + ":"
+
+func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	kind := eventsKind(runID)
+	if corr != "" {
+		kind = corrKind(runID, corr)
+	}
+	var pos eventPos
+	if pg.Cursor != "" {
+		var err error
+		if pos, err = decodePos(kind, pg.Cursor, func(p eventPos) bool { return p.Seq > 0 && p.Commit >= 0 && p.Commit < p.Seq }); err != nil {
+			return nil, err
+		}
+	}
+	limit := pg.EffectiveLimit()
+	e := newExpr()
+	kc := e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " + e.n(attrSK)
+	switch {
+	case pos.Seq == 0:
+		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))
+	case pg.Descending:
+		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitSK(pos.Commit)))
+	default:
+		kc += " BETWEEN " + e.v(str(commitSK(pos.Commit))) + " AND " + e.v(str(commitsEnd))
+	}
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table), KeyConditionExpression: aws.String(kc),
+		ScanIndexForward: aws.Bool(!pg.Descending), ConsistentRead: aws.Bool(true),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+	}
+	var (
+		evs     []world.Event
+		commits []int64 // the commit key of each event in evs
+	)
+	for len(evs) <= limit {
+		in.Limit = aws.Int32(int32(limit + 1))
+		if w.capacity {
+			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		}
+		res, err := w.ddb.Query(ctx, in)
+		if err != nil {
+			return nil, ddbErr("Query", w.cfg.Table, err)
+		}
+		w.countRead(res.ConsumedCapacity)
+		fetched, err := w.cc.fetchCommits(ctx, res.Items)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range res.Items {
+			batch, err := decodeCommit(it, fetched)
+			if err != nil {
+				return nil, err
+			}
+			prev, _ := prevFromSK(getS(it, attrSK))
+			if pg.Descending {
+				slices.Reverse(batch)
+			}
+			for _, ev := range batch {
+				switch {
+				case pos.Seq > 0 && !pg.Descending && ev.Seq <= pos.Seq,
+					pos.Seq > 0 && pg.Descending && ev.Seq >= pos.Seq,
+					corr != "" && ev.CorrelationID != corr:
+					continue
+				}
+				evs = append(evs, ev)
+				commits = append(commits, prev)
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	more := len(evs) > limit
+	if more {
+		evs, commits = evs[:limit], commits[:limit]
+	}
+	var last eventPos
+	if len(evs) > 0 {
+		last = eventPos{Seq: evs[len(evs)-1].Seq, Commit: commits[len(commits)-1]}
+	}
+	return finishPage(evs, more, kind, last), nil
+}

@@ -1,0 +1,299 @@
+package dynamoworld
+
+import (
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// change is one entity of a commit: as known before it (init), as the
+// commit leaves it (final; nil when deleted or never created).
+type change[T any] struct {
+	init  *T
+	final *T
+	// assumed: init is nil because the entity was not known and the event
+	// creates it; the write must check that it does not exist.
+	assumed bool
+	// created: an event of the commit created it, as made.
+	created bool
+	made    *T
+	// leaseGuard: step_started on a step known running; its execution lease
+	// may have been renewed without an event, so the write checks that the
+	// lease is still initLease.
+	leaseGuard bool
+	initLease  time.Time
+}
+
+func (c *change[T]) changed() bool { return c.init != c.final }
+
+// plan is one commit worked out by the state machine: the events to append
+// and the entities they change, decided on a snapshot.
+type plan struct {
+	runID   string
+	snap    *snapshot
+	prevRun *world.Run
+	run     *world.Run
+	now     time.Time
+	events  []world.Event
+	results []world.EventResult
+	steps   map[string]*change[world.Step]
+	waits   map[string]*change[world.Wait]
+	hooks   map[string]*change[world.Hook]
+	// hookActs are the hook changes in event order; tokens is the commit's
+	// view of the tokens it touched (nil: free).
+	hookActs []hookAct
+	tokens   map[string]*world.Hook
+	idemKey  string
+	created  bool
+	endsRun  bool
+}
+
+// refusal is the state machine's refusal of event index.
+type refusal struct {
+	index int
+	err   error
+}
+
+// tokenInfo is what a commit learned about hook tokens from earlier
+// attempts: a live holder (append hook_conflict) or a stale one (the token
+// item outlived its hook; take it over).
+type tokenInfo struct {
+	holders map[string]*world.Hook // token -> its live holder
+	stale   map[string]string      // token -> the hook ID of a stale holder
+}
+
+// hookAct is one hook change of a commit, in event order: the hook items
+// (global, run link, token) are written from these, merged per item.
+type hookAct struct {
+	kind   hookActKind
+	hook   *world.Hook // created or disposed
+	id     string      // conflict: the proposed hook ID
+	token  string      // conflict: the token
+	holder *world.Hook // conflict: the token's holder
+	// assumed: the hook ID was not known; its absence is checked.
+	assumed bool
+}
+
+type hookActKind int
+
+const (
+	actCreate hookActKind = iota
+	actConflict
+	actDispose
+)
+
+// makePlan applies p's events in order to snap with world.Apply. It returns
+// the plan, or a refusal, or needLoad when an event names an entity the
+// snapshot does not know and the event does not create.
+func (w *World) makePlan(snap *snapshot, p *world.AppendParams, eventIDs []string, now time.Time, tok *tokenInfo) (pl *plan, ref *refusal, needLoad bool) {
+	pl = &plan{
+		runID: p.RunID, snap: snap, prevRun: snap.run, run: snap.run, now: now,
+		results: make([]world.EventResult, len(p.Events)),
+		steps:   map[string]*change[world.Step]{}, waits: map[string]*change[world.Wait]{},
+		hooks: map[string]*change[world.Hook]{}, tokens: map[string]*world.Hook{},
+	}
+	for i, in := range p.Events {
+		ev := world.Event{RunID: p.RunID, EventID: eventIDs[i], CorrelationID: in.CorrelationID, Data: in.Data}
+		st := world.State{Run: pl.run}
+		terminal := pl.run != nil && pl.run.Status.Terminal()
+		corr := in.CorrelationID
+		ok := true
+		switch in.Data.(type) {
+		case *world.StepCreated:
+			st.Step, ok = pl.step(corr, true)
+		case *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
+			st.Step, ok = pl.step(corr, false)
+		case *world.WaitCreated:
+			st.Wait, ok = pl.wait(corr, true)
+		case *world.WaitCompleted:
+			if !terminal {
+				st.Wait, ok = pl.wait(corr, false)
+			}
+		case *world.HookCreated:
+			st.Hook, ok = pl.hookByID(corr)
+			st.TokenHolder = pl.tokenHolder(in.Data.(*world.HookCreated).Token, tok)
+		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
+			if !terminal {
+				st.Hook, ok = pl.hook(corr)
+			}
+		}
+		if !ok && world.ValidateEvent(ev) == nil && pl.run != nil {
+			return nil, nil, true
+		}
+		if i == 0 && snap.blind {
+			if _, create := in.Data.(*world.RunCreated); !create {
+				return nil, nil, true
+			}
+		}
+		eff, err := world.Apply(st, ev, now)
+		if err != nil {
+			return nil, &refusal{index: i, err: err}, false
+		}
+		if eff.Skip {
+			continue
+		}
+		pl.record(i, in, st, eff)
+	}
+	return pl, nil, false
+}
+
+func (pl *plan) record(i int, in world.EventInput, st world.State, eff world.Effect) {
+	ev := eff.Event
+	pl.events = append(pl.events, ev)
+	pl.run = eff.Run
+	corr := in.CorrelationID
+	switch d := in.Data.(type) {
+	case *world.RunCreated:
+		pl.created = true
+		pl.idemKey = d.IdempotencyKey
+	case *world.StepStarted:
+		if c := pl.steps[corr]; c.init != nil && c.final == c.init && c.init.Status == world.StepStatusRunning {
+			c.leaseGuard, c.initLease = true, c.init.LeaseExpiresAt
+		}
+	case *world.HookCreated:
+		c := pl.hooks[corr]
+		if eff.Hook == nil {
+			pl.hookActs = append(pl.hookActs, hookAct{kind: actConflict, id: corr, token: d.Token, holder: st.TokenHolder, assumed: c.assumed})
+		} else {
+			pl.hookActs = append(pl.hookActs, hookAct{kind: actCreate, hook: eff.Hook, assumed: c.assumed})
+			pl.tokens[d.Token] = eff.Hook
+		}
+	case *world.HookDisposed:
+		pl.hookActs = append(pl.hookActs, hookAct{kind: actDispose, hook: st.Hook})
+		pl.tokens[st.Hook.Token] = nil
+	}
+	if eff.Step != nil {
+		c := pl.steps[corr]
+		c.final = eff.Step
+		if c.init == nil {
+			c.created = true
+		}
+	}
+	if eff.Wait != nil {
+		c := pl.waits[corr]
+		c.final = eff.Wait
+		if c.init == nil {
+			c.created = true
+		}
+	}
+	if eff.Hook != nil {
+		c := pl.hooks[corr]
+		c.final = eff.Hook
+		c.created, c.made = true, eff.Hook
+	}
+	if eff.DeleteHookID != "" {
+		pl.hooks[eff.DeleteHookID].final = nil
+	}
+	if eff.EndsRun {
+		pl.endsRun = true
+		for id, h := range pl.snap.hooks {
+			if _, ok := pl.hooks[id]; !ok && h != nil {
+				pl.hooks[id] = &change[world.Hook]{init: h, final: h}
+			}
+		}
+		for _, id := range sortedIDs(pl.hooks) {
+			if c := pl.hooks[id]; c.final != nil {
+				pl.hookActs = append(pl.hookActs, hookAct{kind: actDispose, hook: c.final})
+				pl.tokens[c.final.Token] = nil
+				c.final = nil
+			}
+		}
+		for id, wt := range pl.snap.waits {
+			if _, ok := pl.waits[id]; !ok && wt != nil {
+				pl.waits[id] = &change[world.Wait]{init: wt, final: wt}
+			}
+		}
+		for _, c := range pl.waits {
+			c.final = nil
+		}
+	}
+	res := world.EventResult{Event: &ev, Step: eff.Step, Hook: eff.Hook, Wait: eff.Wait}
+	if _, received := in.Data.(*world.HookReceived); received {
+		res.Hook = st.Hook // the hook as the event left it: unchanged
+	}
+	pl.results[i] = res
+}
+
+// tokenHolder is the active hook holding token as far as the commit knows:
+// its own changes first, then the run's known hooks, then what earlier
+// attempts learned; nil means free (the token item's condition checks it).
+func (pl *plan) tokenHolder(token string, tok *tokenInfo) *world.Hook {
+	if h, ok := pl.tokens[token]; ok {
+		return h
+	}
+	for _, h := range pl.snap.hooks {
+		if h != nil && h.Token == token {
+			if c, touched := pl.hooks[h.HookID]; !touched || c.final != nil {
+				return h
+			}
+		}
+	}
+	if tok != nil {
+		return tok.holders[token]
+	}
+	return nil
+}
+
+// step returns the step's state in the commit so far. An unknown step is
+// assumed absent when create is set; otherwise ok is false.
+func (pl *plan) step(id string, create bool) (*world.Step, bool) {
+	if c, ok := pl.steps[id]; ok {
+		return c.final, true
+	}
+	if s, ok := pl.snap.steps[id]; ok {
+		pl.steps[id] = &change[world.Step]{init: s, final: s}
+		return s, true
+	}
+	if !create {
+		return nil, false
+	}
+	pl.steps[id] = &change[world.Step]{assumed: true}
+	return nil, true
+}
+
+func (pl *plan) wait(id string, create bool) (*world.Wait, bool) {
+	if c, ok := pl.waits[id]; ok {
+		return c.final, true
+	}
+	if s, ok := pl.snap.waits[id]; ok {
+		pl.waits[id] = &change[world.Wait]{init: s, final: s}
+		return s, true
+	}
+	if !create {
+		return nil, false
+	}
+	pl.waits[id] = &change[world.Wait]{assumed: true}
+	return nil, true
+}
+
+// hookByID is the hook a hook_created names: any run's hook with that ID.
+func (pl *plan) hookByID(id string) (*world.Hook, bool) {
+	if c, ok := pl.hooks[id]; ok {
+		return c.final, true
+	}
+	if h, ok := pl.snap.hooks[id]; ok && h != nil {
+		pl.hooks[id] = &change[world.Hook]{init: h, final: h}
+		return h, true
+	}
+	if h, ok := pl.snap.global[id]; ok {
+		if h != nil && h.RunID != pl.runID {
+			return h, true // another run's: the state machine refuses
+		}
+		pl.hooks[id] = &change[world.Hook]{init: h, final: h}
+		return h, true
+	}
+	pl.hooks[id] = &change[world.Hook]{assumed: true}
+	return nil, true
+}
+
+// hook is the run's active hook a hook event names.
+func (pl *plan) hook(id string) (*world.Hook, bool) {
+	if c, ok := pl.hooks[id]; ok {
+		return c.final, true
+	}
+	if h, ok := pl.snap.hooks[id]; ok {
+		pl.hooks[id] = &change[world.Hook]{init: h, final: h}
+		return h, true
+	}
+	return nil, false
+}

@@ -1,0 +1,244 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// getItem reads one item, strongly consistent; nil when absent.
+func (w *World) getItem(ctx context.Context, k itemKey) (item, error) {
+	in := &dynamodb.GetItemInput{TableName: aws.String(w.cfg.Table), Key: k.av(), ConsistentRead: aws.Bool(true)}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.GetItem(ctx, in)
+	if err != nil {
+		return nil, ddbErr("GetItem", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// GetRun returns a run, or world.ErrNotFound: one Query reads its body,
+// head and newest commit.
+func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
+	if p == nil || p.RunID == "" {
+		return nil, invalid("run ID required")
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	r, err := w.readRun(ctx, p.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w: run %s", world.ErrNotFound, p.RunID)
+	}
+	return r, nil
+}
+
+// GetStep returns a step of a run, or world.ErrNotFound.
+func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
+	if p == nil || p.RunID == "" || p.StepID == "" {
+		return nil, invalid("run and step IDs required")
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	it, err := w.getItem(ctx, stepKey(p.RunID, p.StepID))
+	if err != nil {
+		return nil, err
+	}
+	if it == nil {
+		return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+	}
+	fetched, err := w.cc.fetch(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	return decodeStep(it, fetched)
+}
+
+// GetWait returns a wait of a run, or world.ErrNotFound.
+func (w *World) GetWait(ctx context.Context, p *world.GetWaitParams) (*world.Wait, error) {
+	if p == nil || p.RunID == "" || p.WaitID == "" {
+		return nil, invalid("run and wait IDs required")
+	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	it, err := w.getItem(ctx, waitKey(p.RunID, p.WaitID))
+	if err != nil {
+		return nil, err
+	}
+	if it == nil {
+		return nil, fmt.Errorf("%w: wait %s of run %s", world.ErrNotFound, p.WaitID, p.RunID)
+	}
+	return decodeWait(it), nil
+}
+
+// GetHook returns an active hook, or world.ErrNotFound.
+func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
+	if p == nil || p.HookID == "" {
+		return nil, invalid("hook ID required")
+	}
+	return w.readHook(ctx, hookKey(p.HookID), "hook "+p.HookID)
+}
+
+// GetHookByToken returns the active hook holding a token, or
+// world.ErrNotFound: one read of the token's item, which copies the hook.
+func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
+	if p == nil || p.Token == "" {
+		return nil, invalid("token required")
+	}
+	return w.readHook(ctx, tokenKey(p.Token), "no active hook holds the token")
+}
+
+func (w *World) readHook(ctx context.Context, k itemKey, what string) (*world.Hook, error) {
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	it, err := w.getItem(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if it == nil {
+		return nil, fmt.Errorf("%w: %s", world.ErrNotFound, what)
+	}
+	fetched, err := w.cc.fetch(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	return decodeHook(it, fetched)
+}
+
+// batchGet reads items by key (BatchGetItem, strongly consistent, retrying
+// unprocessed keys); absent items are missing from the result map.
+func (w *World) batchGet(ctx context.Context, keys []itemKey) (map[itemKey]item, error) {
+	out := make(map[itemKey]item, len(keys))
+	for lo := 0; lo < len(keys); lo += 100 {
+		req := make([]map[string]types.AttributeValue, 0, 100)
+		for _, k := range keys[lo:min(len(keys), lo+100)] {
+			req = append(req, k.av())
+		}
+		pending := map[string]types.KeysAndAttributes{w.cfg.Table: {Keys: req, ConsistentRead: aws.Bool(true)}}
+		for attempt := 0; len(pending) > 0; attempt++ {
+			if attempt > 0 {
+				if err := backoff(ctx, attempt); err != nil {
+					return nil, err
+				}
+			}
+			in := &dynamodb.BatchGetItemInput{RequestItems: pending}
+			if w.capacity {
+				in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+			}
+			res, err := w.ddb.BatchGetItem(ctx, in)
+			if err != nil {
+				return nil, ddbErr("BatchGetItem", w.cfg.Table, err)
+			}
+			for i := range res.ConsumedCapacity {
+				w.countRead(&res.ConsumedCapacity[i])
+			}
+			for _, it := range res.Responses[w.cfg.Table] {
+				out[itemKey{getS(it, attrPK), getS(it, attrSK)}] = it
+			}
+			pending = res.UnprocessedKeys
+		}
+	}
+	return out, nil
+}
+
+// pageQuery is one Query page of a listing: up to limit items after the cursor
+// position, plus whether more exist.
+type pageQuery struct {
+	index    string // "" for the table
+	pkAttr   string
+	pk       string
+	skAttr   string
+	skPrefix string // the sort key range: begins with this
+	after    string // exclusive start (sort key), "" for the start
+	desc     bool
+	filter   func(e *expr) string
+	limit    int
+}
+
+// query reads up to q.limit items, and reports whether there are more.
+func (w *World) query(ctx context.Context, q pageQuery) ([]item, bool, error) {
+	e := newExpr()
+	kc := e.n(q.pkAttr) + " = " + e.v(str(q.pk))
+	switch {
+	case q.after != "" && q.skPrefix == "" && q.desc:
+		kc += " AND " + e.n(q.skAttr) + " < " + e.v(str(q.after))
+	case q.after != "" && q.skPrefix == "":
+		kc += " AND " + e.n(q.skAttr) + " > " + e.v(str(q.after))
+	case q.after != "" && q.desc:
+		kc += " AND " + e.n(q.skAttr) + " BETWEEN " + e.v(str(q.skPrefix)) + " AND " + e.v(str(before(q.after)))
+	case q.after != "":
+		kc += " AND " + e.n(q.skAttr) + " BETWEEN " + e.v(str(q.after+"\x00")) + " AND " + e.v(str(q.skPrefix+"\U0010FFFF"))
+	case q.skPrefix != "":
+		kc += " AND begins_with(" + e.n(q.skAttr) + ", " + e.v(str(q.skPrefix)) + ")"
+	}
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(kc),
+		ScanIndexForward:       aws.Bool(!q.desc),
+	}
+	if q.index != "" {
+		in.IndexName = aws.String(q.index)
+	} else {
+		in.ConsistentRead = aws.Bool(true)
+	}
+	if q.filter != nil {
+		in.FilterExpression = aws.String(q.filter(e))
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	var out []item
+	for {
+		in.Limit = aws.Int32(int32(q.limit + 1 - len(out)))
+		if q.filter != nil {
+			in.Limit = aws.Int32(int32(max(q.limit+1, 100)))
+		}
+		if w.capacity {
+			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		}
+		res, err := w.ddb.Query(ctx, in)
+		if err != nil {
+			return nil, false, ddbErr("Query", w.cfg.Table, err)
+		}
+		w.countRead(res.ConsumedCapacity)
+		out = append(out, res.Items...)
+		if len(out) > q.limit {
+			return out[:q.limit], true, nil
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			return out, false, nil
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+}
+
+// before returns the greatest string below s that the listings can meet:
+// the keys compared are ASCII, so dropping the last byte's successor works by
+// decrementing it and padding with the highest character.
+func before(s string) string {
+	if s == "" {
+		return ""
+	}
+	b := []byte(s)
+	b[len(b)-1]--
+	return string(b) + "\U0010FFFF"
+}

@@ -1,0 +1,331 @@
+package dynamoworld
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// snapshot is what the World knows of one run as of run.LastSeq: the run and
+// the entities of it that it has seen. A present key with a nil value means
+// known absent. Every change to a run's entities is an event, and every
+// event moves run.LastSeq, so a commit conditioned on run.LastSeq proves the
+// whole snapshot still current (the one change without an event, a step
+// lease renewal, is guarded separately).
+type snapshot struct {
+	run   *world.Run
+	steps map[string]*world.Step
+	waits map[string]*world.Wait
+	hooks map[string]*world.Hook // the run's active hooks
+	// global holds hook items read by hook ID for hook_created (a hook ID is
+	// unique across runs); fresh reads only.
+	global map[string]*world.Hook
+	// blind: the run was not read but assumed absent (a commit that starts
+	// with run_created).
+	blind bool
+	// complete: the snapshot knows every hook and wait of the run (this
+	// World created the run and made every commit since), so a run's end
+	// needs no query to find them.
+	complete bool
+}
+
+func newSnapshot(run *world.Run) *snapshot {
+	return &snapshot{
+		run: run, steps: map[string]*world.Step{}, waits: map[string]*world.Wait{},
+		hooks: map[string]*world.Hook{}, global: map[string]*world.Hook{},
+	}
+}
+
+func (s *snapshot) clone() *snapshot {
+	c := *s
+	c.steps = cloneMap(s.steps)
+	c.waits = cloneMap(s.waits)
+	c.hooks = cloneMap(s.hooks)
+	c.global = map[string]*world.Hook{}
+	return &c
+}
+
+func cloneMap[V any](m map[string]*V) map[string]*V {
+	out := make(map[string]*V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// maxCachedEntities bounds the entities one cached run keeps; beyond it the
+// finished steps are forgotten (and read again if an event names them).
+// The bound keeps the copy a commit makes of the snapshot small.
+const maxCachedEntities = 64
+
+func (s *snapshot) trim() {
+	if len(s.steps)+len(s.waits)+len(s.hooks) <= maxCachedEntities {
+		return
+	}
+	for id, st := range s.steps {
+		if st == nil || st.Status.Terminal() {
+			delete(s.steps, id)
+		}
+	}
+	for id, w := range s.waits {
+		if w == nil {
+			delete(s.waits, id)
+		}
+	}
+	for id, h := range s.hooks {
+		if h == nil {
+			delete(s.hooks, id)
+		}
+	}
+	if len(s.steps)+len(s.waits)+len(s.hooks) > 8*maxCachedEntities {
+		// A run with this many live entities: forget them (they are read
+		// again when an event names them, and queried at the run's end).
+		clear(s.steps)
+		clear(s.waits)
+		clear(s.hooks)
+		s.complete = false
+	}
+}
+
+// runCache keeps the snapshots of recently written runs (LRU), so that the
+// next commit to a run needs no read: one round trip per commit.
+type runCache struct {
+	mu  sync.Mutex
+	max int
+	ll  *list.List
+	m   map[string]*list.Element
+}
+
+type cacheEntry struct {
+	runID string
+	snap  *snapshot
+}
+
+func newRunCache(n int) *runCache {
+	return &runCache{max: n, ll: list.New(), m: map[string]*list.Element{}}
+}
+
+// get returns the run's snapshot, or nil. Cached snapshots are never
+// changed (a commit builds a new one), so the caller must not change it.
+func (c *runCache) get(runID string) *snapshot {
+	if c.max <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[runID]
+	if !ok {
+		return nil
+	}
+	c.ll.MoveToFront(e)
+	return e.Value.(*cacheEntry).snap
+}
+
+// put caches s, which the caller must not change afterwards.
+func (c *runCache) put(runID string, s *snapshot) {
+	if c.max <= 0 || s.run == nil {
+		return
+	}
+	s.trim()
+	s.global = nil
+	s.blind = false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[runID]; ok {
+		old := e.Value.(*cacheEntry).snap
+		if old.run != nil && old.run.LastSeq > s.run.LastSeq {
+			return // a newer snapshot got here first
+		}
+		e.Value.(*cacheEntry).snap = s
+		c.ll.MoveToFront(e)
+		return
+	}
+	c.m[runID] = c.ll.PushFront(&cacheEntry{runID: runID, snap: s})
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.m, last.Value.(*cacheEntry).runID)
+	}
+}
+
+func (c *runCache) drop(runID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[runID]; ok {
+		c.ll.Remove(e)
+		delete(c.m, runID)
+	}
+}
+
+// setStep records a step changed outside an event (a lease renewal) in the
+// cached snapshot that knows it (copy on write).
+func (c *runCache) setStep(st *world.Step) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[st.RunID]; ok {
+		ce := e.Value.(*cacheEntry)
+		if old, known := ce.snap.steps[st.StepID]; known && old != nil && old.Attempt == st.Attempt {
+			snap := ce.snap.clone()
+			snap.steps[st.StepID] = st
+			ce.snap = snap
+		}
+	}
+}
+
+// loadKeys lists the entity items a fresh read of a commit's state needs:
+// the entity each event names.
+func loadKeys(runID string, events []world.EventInput) []itemKey {
+	var keys []itemKey
+	seen := map[itemKey]bool{}
+	for _, in := range events {
+		var k itemKey
+		switch in.Data.(type) {
+		case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
+			k = stepKey(runID, in.CorrelationID)
+		case *world.WaitCreated, *world.WaitCompleted:
+			k = waitKey(runID, in.CorrelationID)
+		case *world.HookCreated:
+			k = hookKey(in.CorrelationID)
+		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
+			k = hookLinkKey(runID, in.CorrelationID)
+		default:
+			continue
+		}
+		if in.CorrelationID != "" && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// readRun reads a run: its body, its head and its newest commit, in one
+// strongly consistent Query (they sort together at the end of the commits).
+// It returns a nil run when the run does not exist.
+func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(skRunBody))),
+		ScanIndexForward: aws.Bool(false),
+		ConsistentRead:   aws.Bool(true),
+		Limit:            aws.Int32(3),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return nil, ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	var head, body, last item
+	for _, it := range out.Items {
+		switch sk := getS(it, attrSK); {
+		case sk == skRunHead:
+			head = it
+		case sk == skRunBody:
+			body = it
+		case last == nil && len(sk) > len(prefCommit) && sk[:len(prefCommit)] == prefCommit:
+			last = it
+		}
+	}
+	if head == nil {
+		return nil, nil
+	}
+	if last == nil {
+		return nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
+	}
+	fetched, err := w.cc.fetch(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRun(head, body, last, fetched)
+}
+
+// load reads a snapshot: the run (readRun), then the entities keys names
+// with TransactGetItems. The order makes it safe: the entities are at least
+// as new as the run's last sequence number, and any commit after that
+// number makes the commit judged on them fail its fence.
+func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
+	run, err := w.readRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	snap := newSnapshot(run)
+	if run == nil || len(keys) == 0 {
+		return snap, nil
+	}
+	got := make([]item, len(keys))
+	for lo := 0; lo < len(keys); lo += MaxTransactionItems {
+		hi := min(len(keys), lo+MaxTransactionItems)
+		in := &dynamodb.TransactGetItemsInput{TransactItems: make([]types.TransactGetItem, 0, hi-lo)}
+		if w.capacity {
+			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		}
+		for _, k := range keys[lo:hi] {
+			in.TransactItems = append(in.TransactItems, types.TransactGetItem{Get: &types.Get{TableName: aws.String(w.cfg.Table), Key: k.av()}})
+		}
+		out, err := w.ddb.TransactGetItems(ctx, in)
+		if err != nil {
+			return nil, ddbErr("TransactGetItems", w.cfg.Table, err)
+		}
+		w.countReads(out.ConsumedCapacity)
+		for i, r := range out.Responses {
+			if len(r.Item) > 0 {
+				got[lo+i] = r.Item
+			}
+		}
+	}
+	fetched, err := w.cc.fetch(ctx, got...)
+	if err != nil {
+		return nil, err
+	}
+	terminal := run.Status.Terminal()
+	for i, k := range keys {
+		it := got[i]
+		switch {
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefStep):
+			var st *world.Step
+			if it != nil {
+				if st, err = decodeStep(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			snap.steps[k.sk[2:]] = st
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefWait):
+			var wt *world.Wait
+			if it != nil && !terminal {
+				wt = decodeWait(it)
+			}
+			snap.waits[k.sk[2:]] = wt
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefHook):
+			var h *world.Hook
+			if it != nil && !terminal {
+				if h, err = decodeHook(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			snap.hooks[k.sk[2:]] = h
+		case k.sk == skHook:
+			var h *world.Hook
+			if it != nil {
+				if h, err = decodeHook(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			snap.global[k.pk[2:]] = h
+		}
+	}
+	return snap, nil
+}

@@ -1,0 +1,57 @@
+// Package streams is a world.Streamer on S3: a run's output streams as
+// objects under <prefix><runID>/<name>/.
+//
+// # Layout
+//
+// Each object holds consecutive chunks of one stream; its key ends with the
+// index of its first chunk in 16 digits, so a listing returns a stream in
+// order. The body is "SKS1", the chunk count and the chunk lengths as
+// uvarints, then the chunks; the count is also object metadata. The close
+// marker is an empty object at the stream's tail index: a listing tells it
+// from data by its size alone.
+//
+// # Index allocation: S3 conditional puts
+//
+// A writer puts the object for its chunks at the stream's tail with
+// If-None-Match: *. Two writers at one tail cannot both succeed; the loser
+// (412 PreconditionFailed, or 409 ConditionalRequestConflict) lists from the
+// tail it knew, reads the count of the last object (HEAD) and tries the new
+// tail. Because objects are immutable and dense, any tail a writer computes
+// is the start of an object or the true tail, so a stale writer always
+// collides and never overlaps. The close marker takes the tail slot the same
+// way, so a write racing a close either lands before it or finds the stream
+// closed (world.ErrConflict): no write can follow the close.
+//
+// Why S3 and not a DynamoDB counter: a counter allocates indices before the
+// data exists, and a writer that dies between the two leaves a hole every
+// reader waits at forever; a counter plus a transaction fixes that at the
+// price of a DynamoDB write on top of every PUT. With conditional puts a
+// chunk is written exactly when its index is claimed, one request per write
+// in the common case (the tail is cached per stream). moto_server 5.2.5,
+// the test stack's S3, implements If-None-Match: 100 rounds of 32 concurrent
+// conditional puts on one key gave exactly one winner each, and the
+// two-process conformance run races writers through it.
+//
+// A retried put that meets its own first attempt (stored, answer lost) is
+// recognized by a write ID in the object's metadata, so a chunk is never
+// written twice.
+//
+// # Coalescing
+//
+// Writes to one stream from one process queue up; whoever gets the stream
+// puts everything queued as one object (up to MaxChunksPerObject chunks), so
+// a burst of small writes costs one PUT and each write stays contiguous. A
+// write of more than MaxChunksPerObject chunks spans objects and is
+// contiguous against writers in the same process only.
+//
+// # Reads
+//
+// ReadStream lists from the object that may hold its start (an object holds
+// at most MaxChunksPerObject chunks), then GETs the objects the page needs;
+// a negative start is resolved from the tail first. StreamInfo lists from
+// the last tail this process saw and HEADs the last object. ListStreams
+// lists the run's prefix with a delimiter. Live tails are world.Tail:
+// polling with backoff, woken at once by writes through the same Streamer
+// (StreamChanged). Keys need no special characters, so path-style endpoints
+// (emulators) work as virtual-hosted ones do.
+package streams

@@ -1,0 +1,391 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// S3API is the part of the S3 client a Streamer uses; *s3.Client satisfies
+// it.
+type S3API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+var (
+	_ S3API                = (*s3.Client)(nil)
+	_ world.Streamer       = (*Streamer)(nil)
+	_ world.StreamNotifier = (*Streamer)(nil)
+)
+
+// Defaults and limits.
+const (
+	DefaultPrefix             = "skein/streams/"
+	DefaultMaxChunksPerObject = 1000
+	DefaultReadLimit          = 100
+	MaxReadLimit              = 1000
+	defaultCachedStreams      = 4096
+	maxPutAttempts            = 50
+)
+
+// Config configures a Streamer. S3 and Bucket are required.
+type Config struct {
+	S3     S3API
+	Bucket string
+	// Prefix starts every key (default "skein/streams/"); a stream's objects
+	// are under <Prefix><runID>/<name>/.
+	Prefix string
+	// MaxChunksPerObject bounds the chunks coalesced into one object
+	// (default 1000). A WriteStream of more chunks takes several objects;
+	// it stays contiguous against writers in the same process only.
+	MaxChunksPerObject int
+	Logger             *slog.Logger
+}
+
+// Streamer stores streams in S3. It is safe for concurrent use, and many
+// Streamers (processes) may write one stream: indices are claimed with
+// conditional puts (see doc.go).
+type Streamer struct {
+	s3     S3API
+	bucket string
+	prefix string
+	per    int
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	streams map[string]*stream
+	notify  map[string]chan struct{}
+}
+
+// New returns a Streamer.
+func New(cfg Config) (*Streamer, error) {
+	if cfg.S3 == nil {
+		return nil, errors.New("streams: invalid config: S3 client required")
+	}
+	if cfg.Bucket == "" {
+		return nil, errors.New("streams: invalid config: Bucket required")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.MaxChunksPerObject <= 0 {
+		cfg.MaxChunksPerObject = DefaultMaxChunksPerObject
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Streamer{
+		s3: cfg.S3, bucket: cfg.Bucket, prefix: cfg.Prefix, per: cfg.MaxChunksPerObject, logger: cfg.Logger,
+		streams: map[string]*stream{}, notify: map[string]chan struct{}{},
+	}, nil
+}
+
+// stream is this process's knowledge of one stream, and the queue of its
+// writes. tail (the next free index) and closed are hints: S3's conditional
+// put is the authority, and a refused put makes the writer look again.
+type stream struct {
+	runID, name string
+
+	mu     sync.Mutex // guards queue and hint
+	queue  []*write
+	hint   int64      // a tail seen before (tails only grow): where listings start
+	putMu  sync.Mutex // one put at a time per stream in this process
+	known  bool       // tail and closed were read from S3 (or written by us)
+	tail   int64
+	closed bool
+}
+
+// write is one WriteStream or CloseStream waiting to be put.
+type write struct {
+	chunks [][]byte
+	close  bool
+	done   bool
+	err    error
+}
+
+func checkStream(runID, name string) error {
+	if runID == "" || strings.ContainsAny(runID, "/") {
+		return fmt.Errorf("%w: stream: run ID %q must be non-empty without '/'", world.ErrInvalid, runID)
+	}
+	return world.ValidateStreamName(name)
+}
+
+func (s *Streamer) stream(runID, name string) *stream {
+	k := runID + "/" + name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.streams[k]
+	if !ok {
+		if len(s.streams) >= defaultCachedStreams {
+			for k, old := range s.streams {
+				if old.putMu.TryLock() {
+					delete(s.streams, k)
+					old.putMu.Unlock()
+					break
+				}
+			}
+		}
+		st = &stream{runID: runID, name: name}
+		s.streams[k] = st
+	}
+	return st
+}
+
+func (s *Streamer) dir(runID, name string) string { return s.prefix + runID + "/" + name + "/" }
+
+func (s *Streamer) key(runID, name string, index int64) string {
+	return fmt.Sprintf("%s%016d", s.dir(runID, name), index)
+}
+
+func (s *Streamer) indexOf(runID, name, key string) (int64, bool) {
+	rest, ok := strings.CutPrefix(key, s.dir(runID, name))
+	if !ok || len(rest) != 16 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil
+}
+
+// WriteStream appends p.Chunks to the stream at contiguous indices. Writes
+// from this process are queued per stream and coalesced: the writer that
+// gets the stream puts everything queued so far as one object, so a burst of
+// small writes costs one PUT. Writing to a closed stream is
+// world.ErrConflict.
+func (s *Streamer) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
+	if p == nil {
+		return fmt.Errorf("%w: nil WriteStreamParams", world.ErrInvalid)
+	}
+	if err := checkStream(p.RunID, p.Name); err != nil {
+		return err
+	}
+	if len(p.Chunks) == 0 {
+		return nil
+	}
+	chunks := make([][]byte, len(p.Chunks))
+	for i, c := range p.Chunks {
+		chunks[i] = bytes.Clone(c)
+	}
+	return s.submit(ctx, p.RunID, p.Name, &write{chunks: chunks})
+}
+
+// CloseStream puts the close marker at the stream's tail (creating the
+// stream empty if need be). Closing a closed stream is not an error.
+func (s *Streamer) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
+	if p == nil {
+		return fmt.Errorf("%w: nil CloseStreamParams", world.ErrInvalid)
+	}
+	if err := checkStream(p.RunID, p.Name); err != nil {
+		return err
+	}
+	return s.submit(ctx, p.RunID, p.Name, &write{close: true})
+}
+
+// submit queues w and puts the queue until w is done.
+func (s *Streamer) submit(ctx context.Context, runID, name string, w *write) error {
+	st := s.stream(runID, name)
+	st.mu.Lock()
+	st.queue = append(st.queue, w)
+	st.mu.Unlock()
+	st.putMu.Lock()
+	defer st.putMu.Unlock()
+	for {
+		st.mu.Lock()
+		if w.done {
+			st.mu.Unlock()
+			return w.err
+		}
+		batch := st.take(s.per)
+		st.mu.Unlock()
+		err := s.put(ctx, st, batch)
+		st.mu.Lock()
+		for _, b := range batch {
+			b.done, b.err = true, err
+		}
+		st.mu.Unlock()
+		if err == nil {
+			s.changed(runID, name)
+		}
+	}
+}
+
+// take removes the next batch from the queue: a close alone, or writes up
+// to per chunks (at least one write, split if it alone is larger).
+func (st *stream) take(per int) []*write {
+	if st.queue[0].close {
+		b := st.queue[:1]
+		st.queue = st.queue[1:]
+		return b
+	}
+	n, i := 0, 0
+	for i < len(st.queue) && !st.queue[i].close && (i == 0 || n+len(st.queue[i].chunks) <= per) {
+		n += len(st.queue[i].chunks)
+		i++
+	}
+	b := st.queue[:i:i]
+	st.queue = st.queue[i:]
+	return b
+}
+
+// put writes one batch at the stream's tail with If-None-Match, learning
+// the tail again from S3 after a refusal.
+func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
+	closing := batch[0].close
+	var chunks [][]byte
+	for _, w := range batch {
+		chunks = append(chunks, w.chunks...)
+	}
+	for len(chunks) > s.per {
+		// One write larger than an object: put its head first.
+		if err := s.putObject(ctx, st, chunks[:s.per], false); err != nil {
+			return err
+		}
+		chunks = chunks[s.per:]
+	}
+	return s.putObject(ctx, st, chunks, closing)
+}
+
+func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool) error {
+	var body []byte
+	if !closing {
+		body = encodeObject(chunks)
+	}
+	wid := newWriteID()
+	for attempt := 0; attempt < maxPutAttempts; attempt++ {
+		if !st.known {
+			if err := s.sync(ctx, st); err != nil {
+				return err
+			}
+		}
+		if st.closed {
+			if closing {
+				return nil
+			}
+			return fmt.Errorf("%w: stream %q of run %s is closed", world.ErrConflict, st.name, st.runID)
+		}
+		key := s.key(st.runID, st.name, st.tail)
+		_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(body),
+			IfNoneMatch: aws.String("*"), ContentType: aws.String("application/octet-stream"),
+			Metadata: map[string]string{"count": strconv.Itoa(len(chunks)), "wid": wid},
+		})
+		if err == nil {
+			st.tail += int64(len(chunks))
+			st.closed = closing
+			st.setHint(st.tail)
+			return nil
+		}
+		st.known = false
+		if !taken(err) {
+			// The outcome is unknown: the object may have been stored
+			// before the error. Look before writing again.
+			if mine, herr := s.isMine(ctx, key, wid); herr == nil && mine {
+				st.tail, st.closed, st.known = st.tail+int64(len(chunks)), closing, true
+				return nil
+			}
+			return fmt.Errorf("streams: S3 PutObject s3://%s/%s: %w", s.bucket, key, err)
+		}
+		// The index is taken: by another writer, or by this very put if a
+		// retry of the SDK's met its own first attempt.
+		if mine, herr := s.isMine(ctx, key, wid); herr == nil && mine {
+			st.tail, st.closed, st.known = st.tail+int64(len(chunks)), closing, true
+			return nil
+		}
+		if attempt > 2 {
+			if err := sleep(ctx, time.Duration(rand.IntN(10*attempt+1))*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("streams: stream %q of run %s: no free index after %d attempts", st.name, st.runID, maxPutAttempts)
+}
+
+// taken reports a refused conditional put: the index is taken (412), or a
+// concurrent conditional put to it is in flight (409).
+func taken(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Streamer) isMine(ctx context.Context, key, wid string) (bool, error) {
+	out, err := s.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return false, err
+	}
+	return out.Metadata["wid"] == wid, nil
+}
+
+func newWriteID() string {
+	var b [12]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// StreamChanged returns a channel closed at the next write to or close of
+// the stream through this Streamer.
+func (s *Streamer) StreamChanged(runID, name string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := runID + "/" + name
+	ch, ok := s.notify[k]
+	if !ok {
+		ch = make(chan struct{})
+		s.notify[k] = ch
+	}
+	return ch
+}
+
+func (s *Streamer) changed(runID, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := runID + "/" + name
+	if ch, ok := s.notify[k]; ok {
+		close(ch)
+		delete(s.notify, k)
+	}
+}
+
+// Close wakes every StreamChanged waiter.
+func (s *Streamer) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, ch := range s.notify {
+		close(ch)
+		delete(s.notify, k)
+	}
+	return nil
+}

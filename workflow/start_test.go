@@ -1,0 +1,88 @@
+package workflow_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+var startDouble = workflow.NewStep("start-double", func(ctx context.Context, n int) (int, error) { return 2 * n, nil })
+
+var startWorkflow = workflow.New("start-idempotent", func(ctx workflow.Context, n int) (int, error) {
+	return startDouble.Call(ctx, n)
+})
+
+// A start whose wake message was lost (the process died before a worker took
+// it) is resumed by the next start with the same idempotency key; a start of
+// a finished run only returns it.
+func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	reg := workflow.NewRegistry()
+	if err := reg.Register(startWorkflow, startDouble); err != nil {
+		t.Fatal(err)
+	}
+	client, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := startWorkflow.Start(ctx, client, 21, workflow.WithIdempotencyKey("order-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Existed() {
+		t.Fatal("first start reports an existing run")
+	}
+	// Lose the wake message, as a crash before any worker ran would.
+	lost, err := lw.Receive(ctx, &world.ReceiveParams{Max: 10, Wait: time.Second, Visibility: time.Hour})
+	if err != nil || len(lost) != 1 {
+		t.Fatalf("receive the first wake: %d messages, %v", len(lost), err)
+	}
+	if err := lw.Ack(ctx, &world.AckParams{Receipt: lost[0].Receipt}); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := startWorkflow.Start(ctx, client, 21, workflow.WithIdempotencyKey("order-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Existed() || again.ID() != first.ID() {
+		t.Fatalf("second start: existed=%v id=%s, want the first run %s", again.Existed(), again.ID(), first.ID())
+	}
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(wctx) }()
+	stopWorker := sync.OnceValue(func() error { stop(); return <-done })
+	defer stopWorker()
+	out, err := again.Result(ctx)
+	if err != nil || out != 42 {
+		t.Fatalf("result = %d, %v; want 42", out, err)
+	}
+
+	// Finished: a third start returns the run and enqueues nothing.
+	third, err := startWorkflow.Start(ctx, client, 21, workflow.WithIdempotencyKey("order-7"))
+	if err != nil || !third.Existed() || third.ID() != first.ID() {
+		t.Fatalf("third start: existed=%v id=%s err=%v", third.Existed(), third.ID(), err)
+	}
+	if err := stopWorker(); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := lw.Receive(ctx, &world.ReceiveParams{Max: 10, Wait: 200 * time.Millisecond, Visibility: time.Hour}); err != nil || len(msgs) != 0 {
+		t.Fatalf("a start of a finished run enqueued %d messages (%v)", len(msgs), err)
+	}
+}
