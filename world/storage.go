@@ -28,8 +28,8 @@ type Storage interface {
 	Append(ctx context.Context, p *AppendParams) (*AppendResult, error)
 
 	GetRun(ctx context.Context, p *GetRunParams) (*Run, error)
-	// ListRuns lists runs newest first, optionally filtered by workflow name
-	// and status.
+	// ListRuns lists runs newest first (Pagination.Descending does not
+	// apply), optionally filtered by workflow name and status.
 	ListRuns(ctx context.Context, p *ListRunsParams) (*Page[Run], error)
 
 	GetStep(ctx context.Context, p *GetStepParams) (*Step, error)
@@ -78,7 +78,8 @@ type AppendParams struct {
 	RunID  string
 	Events []EventInput
 	// IfLastSeq, when positive, makes the commit conditional: it is refused
-	// with ErrConflict unless the run's newest event has this sequence number.
+	// with ErrConflict (not wrapped in a CommitError) unless the run's newest
+	// event has this sequence number.
 	IfLastSeq int64
 }
 
@@ -96,7 +97,9 @@ type EventResult struct {
 	// appending (run_started on a running run, a repeated run_cancelled).
 	Event *Event
 	// Step, Hook and Wait are the entity as the event left it (Hook is nil for
-	// a hook_conflict and for hook_disposed).
+	// a hook_conflict and for hook_disposed; for hook_received it is the hook
+	// that received the payload, which Effect does not carry: Worlds take it
+	// from State).
 	Step *Step
 	Hook *Hook
 	Wait *Wait
