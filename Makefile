@@ -21,7 +21,7 @@ unit:
 emulator-test:
 	bash localstack/emulators.sh start
 	set -e; eval "$$(bash localstack/emulators.sh env)"; \
-	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -count=1 -timeout 30m $(EMU_PKGS) || rc=$$?; \
+	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 30m $(EMU_PKGS) || rc=$$?; \
 	bash localstack/emulators.sh stop; exit $$rc
 
 emulators-start:
@@ -42,9 +42,10 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags integration ./integration/...
 
 staticcheck:
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags integration $(PKGS)
 
 ## bench: benchmarks (figures go to BENCHMARKS.md)
 bench:

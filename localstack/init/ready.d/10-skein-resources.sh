@@ -29,19 +29,20 @@ else
 		--billing-mode PAY_PER_REQUEST \
 		--attribute-definitions \
 		AttributeName=pk,AttributeType=S AttributeName=sk,AttributeType=S \
-		AttributeName=gsi1pk,AttributeType=S AttributeName=gsi1sk,AttributeType=S \
-		AttributeName=gsi2pk,AttributeType=S AttributeName=gsi2sk,AttributeType=S \
+		AttributeName=g1,AttributeType=S AttributeName=g2,AttributeType=S \
+		AttributeName=g3,AttributeType=S AttributeName=gsk,AttributeType=S \
 		--key-schema AttributeName=pk,KeyType=HASH AttributeName=sk,KeyType=RANGE \
 		--global-secondary-indexes \
-		'IndexName=gsi1,KeySchema=[{AttributeName=gsi1pk,KeyType=HASH},{AttributeName=gsi1sk,KeyType=RANGE}],Projection={ProjectionType=ALL}' \
-		'IndexName=gsi2,KeySchema=[{AttributeName=gsi2pk,KeyType=HASH},{AttributeName=gsi2sk,KeyType=RANGE}],Projection={ProjectionType=ALL}' \
+		'IndexName=gs1,KeySchema=[{AttributeName=g1,KeyType=HASH},{AttributeName=gsk,KeyType=RANGE}],Projection={ProjectionType=KEYS_ONLY}' \
+		'IndexName=gs2,KeySchema=[{AttributeName=g2,KeyType=HASH},{AttributeName=gsk,KeyType=RANGE}],Projection={ProjectionType=INCLUDE,NonKeyAttributes=[st]}' \
+		'IndexName=gs3,KeySchema=[{AttributeName=g3,KeyType=HASH},{AttributeName=gsk,KeyType=RANGE}],Projection={ProjectionType=KEYS_ONLY}' \
 		--sse-specification Enabled=true \
 		>/dev/null
 	"$AWS" dynamodb wait table-exists --table-name "$TABLE"
 	log "table $TABLE created"
 fi
 "$AWS" dynamodb update-time-to-live --table-name "$TABLE" \
-	--time-to-live-specification Enabled=true,AttributeName=expiresAt >/dev/null 2>&1 ||
+	--time-to-live-specification Enabled=true,AttributeName=ttl >/dev/null 2>&1 ||
 	log "TTL on $TABLE already enabled"
 "$AWS" dynamodb update-continuous-backups --table-name "$TABLE" \
 	--point-in-time-recovery-specification PointInTimeRecoveryEnabled=true >/dev/null ||

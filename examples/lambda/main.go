@@ -1,0 +1,89 @@
+// Command lambda is Skein's AWS Lambda bootstrap: one binary for both
+// functions of template.yaml. SKEIN_HANDLER picks the handler: "flow", the
+// SQS-triggered flow handler, or "webhook", the webhook handler behind a
+// Function URL. The World is dynamoworld (DynamoDB, SQS, S3 streams) on the
+// resources the environment names; the registry is the demo's (replace it
+// with yours).
+//
+// Build it as Lambda runs it (provided.al2023, arm64):
+//
+//	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap ./examples/lambda
+//
+// or let `sam build` do it from template.yaml.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/streams"
+)
+
+func main() {
+	h, err := setup(context.Background())
+	if err != nil {
+		// Reported as an init error: Lambda shows the message and retries
+		// the cold start on the next invocation.
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("skein: init failed", "err", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// setup reads the environment and builds the handler it asks for.
+func setup(ctx context.Context) (any, error) {
+	cfg, err := handler.ConfigFromEnv(nil)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := demo.Registry()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	awsCfg, err := config.LoadDefaultConfig(ctx) // region, credentials, AWS_ENDPOINT_URL_*
+	if err != nil {
+		return nil, fmt.Errorf("AWS config: %w", err)
+	}
+	r := cfg.Resources
+	clients := dynamoworld.NewClients(awsCfg, dynamoworld.ClientOptions{
+		S3PathStyle: r.S3PathStyle,
+		// Emulators' error answers lack the CRC32 header DynamoDB sends.
+		Emulator: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL") != "",
+	})
+	ss, err := streams.New(streams.Config{S3: clients.S3, Bucket: r.Bucket, Prefix: dynamoworld.DefaultPrefix + "streams/", Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	w, err := dynamoworld.New(ctx, dynamoworld.Config{
+		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Streams: ss,
+		Table: r.Table, QueueURL: r.QueueURL, Bucket: r.Bucket, ClaimCheckThreshold: r.ClaimCheckThreshold,
+		// The stack created the resources; checking them would cost every
+		// cold start three requests (and permissions the roles lack).
+		SkipCheck: true,
+		Logger:    cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg.World, cfg.Registry = w, reg
+	switch cfg.Kind {
+	case handler.KindWebhook:
+		return handler.NewWebhook(cfg)
+	default:
+		// Failed messages come back once their step lease has expired
+		// rather than after the queue's whole visibility timeout.
+		cfg.Queue = w
+		return handler.NewSQS(cfg)
+	}
+}

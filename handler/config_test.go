@@ -1,0 +1,100 @@
+package handler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// templateEnv is what template.yaml sets on the flow function.
+func templateEnv() map[string]string {
+	return map[string]string{
+		"SKEIN_HANDLER": "flow", "SKEIN_TABLE": "skein-EventTable-1", "SKEIN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q",
+		"SKEIN_BUCKET": "skein-bucket", "SKEIN_INLINE_CONCURRENCY": "16", "SKEIN_TIME_BUDGET_MARGIN": "10s",
+		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := templateEnv()
+	env["SKEIN_STEP_LEASE_TTL"] = "3s"
+	env["SKEIN_RUN_LEASE_TTL"] = "4s"
+	env["SKEIN_MAX_QUEUE_DELAY"] = "2s"
+	env["SKEIN_MALFORMED"] = "acknowledge"
+	env["SKEIN_S3_PATH_STYLE"] = "1"
+	cfg, err := handler.ConfigFromEnv(envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := handler.Resources{Table: "skein-EventTable-1", QueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", Bucket: "skein-bucket",
+		ClaimCheckThreshold: 65536, S3PathStyle: true}
+	if cfg.Kind != handler.KindFlow || cfg.Resources != want || cfg.Engine.InlineConcurrency != 16 ||
+		cfg.TimeBudgetMargin != 10*time.Second || cfg.Engine.StepLeaseTTL != 3*time.Second ||
+		cfg.Engine.RunLeaseTTL != 4*time.Second || cfg.Engine.MaxQueueDelay != 2*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Logger == nil {
+		t.Errorf("config %+v", cfg)
+	}
+
+	// The webhook function's environment has no inline concurrency or margin.
+	env = templateEnv()
+	env["SKEIN_HANDLER"] = "webhook"
+	delete(env, "SKEIN_INLINE_CONCURRENCY")
+	delete(env, "SKEIN_TIME_BUDGET_MARGIN")
+	if cfg, err = handler.ConfigFromEnv(envOf(env)); err != nil || cfg.Kind != handler.KindWebhook {
+		t.Errorf("webhook: %v %v", cfg.Kind, err)
+	}
+}
+
+func TestConfigFromEnvErrors(t *testing.T) {
+	t.Parallel()
+	_, err := handler.ConfigFromEnv(envOf(map[string]string{
+		"SKEIN_HANDLER": "both", "SKEIN_INLINE_CONCURRENCY": "many", "SKEIN_TIME_BUDGET_MARGIN": "10",
+		"SKEIN_CLAIM_CHECK_THRESHOLD": "12", "SKEIN_MALFORMED": "shrug", "SKEIN_MAX_QUEUE_DELAY": "1h", "AWS_LAMBDA_LOG_LEVEL": "loud",
+	}))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"SKEIN_HANDLER", "SKEIN_TABLE", "SKEIN_QUEUE_URL", "SKEIN_BUCKET", "SKEIN_INLINE_CONCURRENCY",
+		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s: %v", want, err)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	w, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close() })
+	reg := workflow.NewRegistry()
+	for name, tc := range map[string]struct {
+		cfg  handler.Config
+		want string
+	}{
+		"no world":      {handler.Config{Registry: reg}, "no World"},
+		"no registry":   {handler.Config{World: w}, "no Registry"},
+		"margins":       {handler.Config{World: w, Registry: reg, TimeBudgetMargin: time.Second, ReturnMargin: 2 * time.Second}, "must exceed ReturnMargin"},
+		"concurrency":   {handler.Config{World: w, Registry: reg, Concurrency: -1}, "negative Concurrency"},
+		"policy":        {handler.Config{World: w, Registry: reg, Malformed: 7}, "unknown Malformed policy"},
+		"engine config": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{InlineConcurrency: -2}}, "InlineConcurrency"},
+	} {
+		if _, err := handler.NewSQS(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
+		}
+	}
+	if _, err := handler.NewWebhook(handler.Config{World: w}); err != nil {
+		t.Errorf("webhook without a registry: %v", err)
+	}
+	if _, err := handler.NewSQS(handler.Config{World: w, Registry: reg}); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}

@@ -1,0 +1,310 @@
+package handler
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// SQSHandler is the flow function's handler type, for lambda.Start.
+type SQSHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// Message attributes the queue of a dynamoworld.World sets (a wire contract
+// of that World): "skein-enc" says how the body is encoded when it is not
+// the message itself.
+const (
+	attrEncoding = "skein-enc"
+	encBase64    = "base64"
+	encEmpty     = "empty"
+)
+
+// NewSQS returns the flow function's handler: it handles every record of an
+// SQS batch (a world.Message: a run to continue, or one background step to
+// execute) through the engine, and reports the records to retry in
+// BatchItemFailures. It never returns an error, so one bad message never
+// fails its batch:
+//
+//   - a record handled, or one that can never succeed (its run or step does
+//     not exist; its run has finished) is acknowledged, the latter with a
+//     logged reason;
+//   - a malformed body follows Config.Malformed (by default it is reported
+//     failed, so that the queue's redrive policy dead-letters it);
+//   - a record that failed for a reason that may pass (a throttled write, an
+//     unreachable service) is reported failed and comes back after the
+//     queue's visibility timeout (or Config.RetryDelay);
+//   - a record still running at deadline-ReturnMargin (a step that outlived
+//     the time budget) is cancelled and reported failed.
+//
+// The engine stops starting inline steps at deadline-TimeBudgetMargin and
+// enqueues a continuation of the run instead. Records of different runs run
+// concurrently (up to Config.Concurrency); ApproximateReceiveCount is the
+// delivery attempt.
+func NewSQS(cfg Config) (SQSHandler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(true); err != nil {
+		return nil, err
+	}
+	inv := &invocation{}
+	logger := withRequestID(cfg.Logger, inv)
+	eng := cfg.Engine
+	// The records' context ends ReturnMargin before the deadline; the engine
+	// counts its margin from there.
+	eng.BudgetMargin = cfg.TimeBudgetMargin - cfg.ReturnMargin
+	p, err := workflow.NewProcessor(workflow.ProcessorConfig{
+		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("handler: %w", err)
+	}
+	stepLease := cfg.Engine.StepLeaseTTL
+	if stepLease <= 0 {
+		stepLease = time.Minute
+	}
+	h := &sqsHandler{cfg: cfg, p: p, log: logger, inv: inv, stepLease: stepLease}
+	return h.handle, nil
+}
+
+type sqsHandler struct {
+	cfg       Config
+	p         *workflow.Processor
+	log       *slog.Logger
+	inv       *invocation
+	stepLease time.Duration
+}
+
+// record is one SQS record being handled.
+type record struct {
+	i       int
+	msg     events.SQSMessage
+	attempt int
+	m       world.Message
+	log     *slog.Logger
+
+	started bool // handed to the engine
+	done    bool // handled (acknowledged or failed)
+	failed  bool
+}
+
+// group is a sequence of records handled one after the other: the
+// continuations of one run, or one background step.
+type group []*record
+
+func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	start := time.Now()
+	reqID := ""
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		reqID = lc.AwsRequestID
+	}
+	h.inv.set(reqID)
+
+	recs := make([]*record, len(ev.Records))
+	var groups []group
+	byRun := map[string]int{}
+	for i, msg := range ev.Records {
+		r := &record{i: i, msg: msg, attempt: receiveCount(msg)}
+		recs[i] = r
+		r.log = h.log.With("messageId", msg.MessageId, "attempt", r.attempt)
+		body, err := recordBody(msg)
+		if err == nil {
+			r.m, err = world.DecodeMessage(body)
+		}
+		if err != nil {
+			h.malformed(ctx, r, err)
+			continue
+		}
+		r.log = r.log.With("runId", r.m.RunID)
+		if r.m.StepID != "" {
+			r.log = r.log.With("stepId", r.m.StepID)
+			groups = append(groups, group{r})
+			continue
+		}
+		if g, ok := byRun[r.m.RunID]; ok {
+			groups[g] = append(groups[g], r)
+			continue
+		}
+		byRun[r.m.RunID] = len(groups)
+		groups = append(groups, group{r})
+	}
+
+	workCtx, cancel := ctx, context.CancelFunc(func() {})
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		workCtx, cancel = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin))
+	}
+	defer cancel()
+
+	var mu sync.Mutex // guards the records' done and failed
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, h.cfg.Concurrency)
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, r := range g {
+				select {
+				case sem <- struct{}{}:
+				case <-workCtx.Done():
+					return
+				}
+				mu.Lock()
+				r.started = true
+				mu.Unlock()
+				failed := h.process(workCtx, r)
+				<-sem
+				mu.Lock()
+				r.done, r.failed = true, failed
+				mu.Unlock()
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-workCtx.Done():
+		// Out of time: give the records a moment to unwind after their
+		// cancellation, then answer without them.
+		grace := time.NewTimer(h.cfg.ReturnMargin / 2)
+		select {
+		case <-finished:
+		case <-grace.C:
+		}
+		grace.Stop()
+	}
+
+	var resp events.SQSEventResponse
+	var abandoned, unstarted []*record
+	mu.Lock()
+	for _, r := range recs {
+		switch {
+		case !r.done && r.started:
+			abandoned = append(abandoned, r)
+		case !r.done:
+			unstarted = append(unstarted, r)
+		case !r.failed:
+			continue
+		}
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
+	}
+	mu.Unlock()
+	for _, r := range abandoned {
+		r.log.WarnContext(ctx, "handler: message still in progress at the deadline; reported failed", "reason", "time budget exceeded")
+		// The step it runs holds its lease until the lease expires: no
+		// sooner can a new delivery take it over.
+		h.release(ctx, r, h.stepLease)
+	}
+	for _, r := range unstarted {
+		r.log.WarnContext(ctx, "handler: no time left to start the message; reported failed", "reason", "time budget exceeded")
+		h.release(ctx, r, 0)
+	}
+	h.log.DebugContext(ctx, "handler: batch done", "records", len(ev.Records), "failed", len(resp.BatchItemFailures),
+		"abandoned", len(abandoned)+len(unstarted), "duration", time.Since(start))
+	return resp, nil
+}
+
+// process handles one record and reports whether it failed (to be retried).
+func (h *sqsHandler) process(ctx context.Context, r *record) (failed bool) {
+	if ctx.Err() != nil {
+		return true
+	}
+	start := time.Now()
+	body, _ := recordBody(r.msg) // decoded before
+	err := h.p.Process(ctx, body, r.attempt)
+	took := time.Since(start)
+	switch {
+	case err == nil:
+		r.log.DebugContext(ctx, "handler: message handled", "duration", took)
+		return false
+	case workflow.IsPermanent(err):
+		r.log.WarnContext(ctx, "handler: message acknowledged: it can never succeed", "reason", err.Error(), "duration", took)
+		return false
+	case ctx.Err() != nil:
+		r.log.WarnContext(ctx, "handler: message cut off at the deadline; reported failed", "reason", err.Error(), "duration", took)
+		h.release(ctx, r, h.stepLease)
+		return true
+	default:
+		r.log.WarnContext(ctx, "handler: message failed; reported for retry", "reason", err.Error(), "duration", took)
+		if h.cfg.RetryDelay != nil {
+			h.release(ctx, r, h.cfg.RetryDelay(r.attempt))
+		}
+		return true
+	}
+}
+
+// malformed applies the Malformed policy to a record whose body is not a
+// queue message.
+func (h *sqsHandler) malformed(ctx context.Context, r *record, err error) {
+	r.done = true
+	switch {
+	case h.cfg.Malformed == Acknowledge:
+		r.log.ErrorContext(ctx, "handler: malformed message acknowledged", "reason", err.Error(), "body", truncate(r.msg.Body, 256))
+	case r.attempt > h.cfg.MaxMalformedReceives:
+		r.log.ErrorContext(ctx, "handler: malformed message acknowledged after too many receives", "reason", err.Error(),
+			"maxReceives", h.cfg.MaxMalformedReceives, "body", truncate(r.msg.Body, 256))
+	default:
+		r.failed = true
+		r.log.ErrorContext(ctx, "handler: malformed message reported failed, for the dead-letter queue", "reason", err.Error(),
+			"body", truncate(r.msg.Body, 256))
+		if h.cfg.RetryDelay != nil {
+			h.release(ctx, r, h.cfg.RetryDelay(r.attempt))
+		}
+	}
+}
+
+// release hides a failed record's message for d, when Config.Queue is set.
+func (h *sqsHandler) release(ctx context.Context, r *record, d time.Duration) {
+	if h.cfg.Queue == nil || r.msg.ReceiptHandle == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	d = min(max(d, 0), 12*time.Hour)
+	if err := h.cfg.Queue.Release(ctx, &world.ReleaseParams{Receipt: r.msg.ReceiptHandle, Delay: d}); err != nil {
+		r.log.WarnContext(ctx, "handler: could not change the visibility of a failed message", "err", err.Error())
+	}
+}
+
+// recordBody returns a record's queue body, decoding what the queue encoded.
+func recordBody(m events.SQSMessage) ([]byte, error) {
+	a, ok := m.MessageAttributes[attrEncoding]
+	if !ok || a.StringValue == nil {
+		return []byte(m.Body), nil
+	}
+	switch *a.StringValue {
+	case encBase64:
+		b, err := base64.StdEncoding.DecodeString(m.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: base64 body: %v", world.ErrInvalid, err)
+		}
+		return b, nil
+	case encEmpty:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: unknown body encoding %q", world.ErrInvalid, *a.StringValue)
+}
+
+// receiveCount is the record's ApproximateReceiveCount (0 when absent).
+func receiveCount(m events.SQSMessage) int {
+	n, err := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,336 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/base64"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/world"
+)
+
+// TestSQSSerialRunInOneInvocation: 20 serial steps complete in one
+// invocation of one message, through aws-lambda-go's JSON path; the logs
+// are JSON with the request ID and the run ID.
+func TestSQSSerialRunInOneInvocation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{})
+	ctx := context.Background()
+	run, err := serial.Start(ctx, b.client, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invocations, messages := b.drive(t, run.ID(), 10)
+	if invocations != 1 || messages != 1 {
+		t.Errorf("%d invocations, %d messages; want 1 and 1", invocations, messages)
+	}
+	out, err := run.Result(ctx)
+	if err != nil || out != 20 {
+		t.Fatalf("result %d, %v", out, err)
+	}
+	for step, n := range countEvents(t, b.w, run.ID(), world.EventStepCompleted) {
+		if n != 1 {
+			t.Errorf("step %s completed %d times", step, n)
+		}
+	}
+	var withRun int
+	for _, l := range b.logs.lines(t) {
+		if l["requestId"] != "req-1" {
+			t.Errorf("log record without the request ID: %v", l)
+		}
+		if _, ok := l["timestamp"]; !ok {
+			t.Errorf("log record without timestamp: %v", l)
+		}
+		if l["runId"] == run.ID() {
+			withRun++
+		}
+	}
+	if withRun == 0 {
+		t.Error("no log record names the run")
+	}
+}
+
+// TestSQSFanOutConverges: a fan-out wider than InlineConcurrency queues the
+// excess as messages with a step ID, handled concurrently in later batches;
+// the run converges with one step_completed per step.
+func TestSQSFanOutConverges(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{})
+	ctx := context.Background()
+	run, err := fanOut.Start(ctx, b.client, 12) // InlineConcurrency is 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drive(t, run.ID(), 10)
+	out, err := run.Result(ctx)
+	if err != nil || out != 506 { // sum of squares 0..11
+		t.Fatalf("result %d, %v", out, err)
+	}
+	done := countEvents(t, b.w, run.ID(), world.EventStepCompleted)
+	if len(done) != 12 {
+		t.Errorf("%d steps completed, want 12", len(done))
+	}
+	for step, n := range done {
+		if n != 1 {
+			t.Errorf("step %s completed %d times", step, n)
+		}
+	}
+	sawStepID := false
+	for _, l := range b.logs.lines(t) {
+		if l["stepId"] != nil {
+			sawStepID = true
+		}
+	}
+	if !sawStepID {
+		t.Error("no background step message was logged with its stepId")
+	}
+}
+
+// TestSQSBadMessages: malformed bodies are reported failed (for the DLQ)
+// under DeadLetter, acknowledged past MaxMalformedReceives; a message for a
+// run that does not exist, for a step that does not exist and for a
+// finished run are acknowledged; none stalls the good message beside them.
+func TestSQSBadMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{config: func(c *handler.Config) { c.MaxMalformedReceives = 3 }})
+	ctx := context.Background()
+	finished, err := serial.Start(ctx, b.client, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drive(t, finished.ID(), 10)
+	good, err := serial.Start(ctx, b.client, 3) // its own message stays queued: the test sends one
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := world.NewIDSource(nil, nil)
+	unknownRun := ids.New(world.PrefixRun)
+	encoded := sqsRecord("base64", base64.StdEncoding.EncodeToString([]byte(messageBody(t, world.Message{RunID: good.ID()}))), 1)
+	encoded.MessageAttributes = map[string]events.SQSMessageAttribute{"skein-enc": {DataType: "String", StringValue: new("base64")}}
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		sqsRecord("not-json", "hello", 1),
+		sqsRecord("bad-id", `{"runId":"run-1"}`, 2),
+		sqsRecord("too-often", "}{", 4),
+		sqsRecord("unknown-run", messageBody(t, world.Message{RunID: unknownRun}), 1),
+		sqsRecord("unknown-step", messageBody(t, world.Message{RunID: finished.ID(), StepID: ids.New(world.PrefixStep)}), 1),
+		sqsRecord("finished", messageBody(t, world.Message{RunID: finished.ID()}), 1),
+		encoded,
+	}}
+	lctx, cancel := lambdaCtx(t, "req-bad", 30*time.Second)
+	defer cancel()
+	resp := invoke(t, lctx, b.fn, ev)
+	got := failedIDs(resp)
+	slices.Sort(got)
+	if want := []string{"bad-id", "not-json"}; !slices.Equal(got, want) {
+		t.Errorf("batchItemFailures %v, want %v", got, want)
+	}
+	if st, err := good.Status(ctx); err != nil || !st.Terminal() {
+		t.Errorf("the good run (sent base64-encoded) is %s (%v), want completed", st, err)
+	}
+	reasons := map[string]string{}
+	for _, l := range b.logs.lines(t) {
+		if id, ok := l["messageId"].(string); ok && l["reason"] != nil {
+			reasons[id] = l["message"].(string) + ": " + l["reason"].(string)
+		}
+	}
+	for _, id := range []string{"not-json", "bad-id", "too-often", "unknown-run", "unknown-step"} {
+		if reasons[id] == "" {
+			t.Errorf("no logged reason for %s", id)
+		}
+	}
+	if !contains(reasons["too-often"], "after too many receives") {
+		t.Errorf("too-often: %q", reasons["too-often"])
+	}
+	if !contains(reasons["unknown-run"], "not found") {
+		t.Errorf("unknown-run: %q", reasons["unknown-run"])
+	}
+}
+
+// TestSQSMalformedAcknowledge: under the Acknowledge policy a malformed
+// body is deleted at once.
+func TestSQSMalformedAcknowledge(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{config: func(c *handler.Config) { c.Malformed = handler.Acknowledge }})
+	lctx, cancel := lambdaCtx(t, "req-ack", 30*time.Second)
+	defer cancel()
+	resp := invoke(t, lctx, b.fn, events.SQSEvent{Records: []events.SQSMessage{sqsRecord("m1", "garbage", 1)}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("batchItemFailures %v, want none", failedIDs(resp))
+	}
+}
+
+// TestSQSRetryableFailure: a transient failure of one run reports only its
+// message; the other run of the batch completes; with Config.Queue and
+// RetryDelay the failed message is hidden for RetryDelay(attempt).
+func TestSQSRetryableFailure(t *testing.T) {
+	t.Parallel()
+	fw := &failingWorld{fail: map[string]bool{}}
+	q := &fakeQueue{}
+	b := setup(t, setupOptions{
+		wrap: func(w world.World) world.World { fw.World = w; return fw },
+		config: func(c *handler.Config) {
+			c.Queue = q
+			c.RetryDelay = func(attempt int) time.Duration { return time.Duration(attempt) * time.Second }
+		},
+	})
+	ctx := context.Background()
+	sick, err := serial.Start(ctx, b.client, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	well, err := serial.Start(ctx, b.client, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.mu.Lock()
+	fw.fail[sick.ID()] = true
+	fw.mu.Unlock()
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		sqsRecord("sick", messageBody(t, world.Message{RunID: sick.ID()}), 3),
+		sqsRecord("well", messageBody(t, world.Message{RunID: well.ID()}), 1),
+	}}
+	lctx, cancel := lambdaCtx(t, "req-retry", 30*time.Second)
+	defer cancel()
+	resp := invoke(t, lctx, b.fn, ev)
+	if got := failedIDs(resp); !slices.Equal(got, []string{"sick"}) {
+		t.Errorf("batchItemFailures %v, want [sick]", got)
+	}
+	if st, _ := well.Status(ctx); !st.Terminal() {
+		t.Errorf("the healthy run is %s", st)
+	}
+	if got := q.releases(); len(got) != 1 || got["rh-sick"] != 3*time.Second {
+		t.Errorf("releases %v, want rh-sick for 3s", got)
+	}
+}
+
+// TestSQSTimeBudgetReenqueues: with the deadline near, the engine stops
+// starting steps at deadline-TimeBudgetMargin, enqueues a continuation and
+// the handler returns in time, reporting nothing failed; later invocations
+// finish the run.
+func TestSQSTimeBudgetReenqueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.TimeBudgetMargin = 700 * time.Millisecond
+		c.ReturnMargin = 100 * time.Millisecond
+	}})
+	ctx := context.Background()
+	run, err := napper.Start(ctx, b.client, Naps{Count: 12, Nap: Nap{D: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := lambdaCtx(t, "req-budget", 1200*time.Millisecond)
+	defer cancel()
+	deadline, _ := lctx.Deadline()
+	resp, ds := b.batch(t, lctx, 10, time.Second)
+	returned := time.Now()
+	if len(ds) != 1 || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%d messages, failures %v", len(ds), failedIDs(resp))
+	}
+	if !returned.Before(deadline) {
+		t.Fatalf("returned %s after the deadline", returned.Sub(deadline))
+	}
+	if st, _ := run.Status(ctx); st.Terminal() {
+		t.Fatal("the run finished within the budget: make it longer")
+	}
+	done := len(countEvents(t, b.w, run.ID(), world.EventStepCompleted))
+	if done == 0 || done >= 12 {
+		t.Errorf("%d naps done in the first invocation", done)
+	}
+	// The run goes on in a new message: a continuation, or the next step
+	// queued with its step ID (which queues a continuation once done).
+	if q := b.queued(t); len(q) != 1 || q[0].RunID != run.ID() {
+		t.Errorf("queued after the budget: %+v, want one message for the run", q)
+	}
+	invocations, _ := b.drive(t, run.ID(), 10)
+	if out, err := run.Result(ctx); err != nil || out != 12 {
+		t.Fatalf("result %d, %v", out, err)
+	}
+	t.Logf("%d naps in the first invocation (returned %s before the deadline), %d more invocations",
+		done, deadline.Sub(returned).Round(time.Millisecond), invocations)
+}
+
+// TestSQSStepOutlivesDeadline: a step that ignores cancellation and outlives
+// the invocation does not keep the handler from answering before the
+// deadline: its message is reported failed (and, with Queue, hidden until
+// the step lease expires), the other message of the batch is not.
+func TestSQSStepOutlivesDeadline(t *testing.T) {
+	t.Parallel()
+	q := &fakeQueue{}
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.TimeBudgetMargin = 400 * time.Millisecond
+		c.ReturnMargin = 200 * time.Millisecond
+		c.Queue = q
+		c.Engine.StepLeaseTTL = 7 * time.Second
+	}})
+	ctx := context.Background()
+	stuck, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 3 * time.Second, Stubborn: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := serial.Start(ctx, b.client, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		sqsRecord("stuck", messageBody(t, world.Message{RunID: stuck.ID()}), 1),
+		sqsRecord("quick", messageBody(t, world.Message{RunID: quick.ID()}), 1),
+	}}
+	lctx, cancel := lambdaCtx(t, "req-stuck", time.Second)
+	defer cancel()
+	deadline, _ := lctx.Deadline()
+	resp := invoke(t, lctx, b.fn, ev)
+	if late := time.Since(deadline); late >= 0 {
+		t.Fatalf("answered %s after the deadline", late)
+	}
+	if got := failedIDs(resp); !slices.Equal(got, []string{"stuck"}) {
+		t.Errorf("batchItemFailures %v, want [stuck]", got)
+	}
+	if got := q.releases(); got["rh-stuck"] != 7*time.Second {
+		t.Errorf("releases %v, want rh-stuck hidden for the step lease (7s)", got)
+	}
+	if st, _ := quick.Status(ctx); !st.Terminal() {
+		t.Errorf("the quick run is %s", st)
+	}
+}
+
+// TestSQSRecordsRunConcurrently: the records of different runs in one batch
+// run at once.
+func TestSQSRecordsRunConcurrently(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{})
+	ctx := context.Background()
+	var ev events.SQSEvent
+	for i := range 4 {
+		run, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 300 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Records = append(ev.Records, sqsRecord(string(rune('a'+i)), messageBody(t, world.Message{RunID: run.ID()}), 1))
+	}
+	lctx, cancel := lambdaCtx(t, "req-conc", 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp := invoke(t, lctx, b.fn, ev)
+	took := time.Since(start)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("failures %v", failedIDs(resp))
+	}
+	if took > 900*time.Millisecond {
+		t.Errorf("4 records of 300ms took %s: not concurrent", took)
+	}
+}
+
+// TestSQSEmptyBatch answers an empty event with no failures.
+func TestSQSEmptyBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{})
+	lctx, cancel := lambdaCtx(t, "req-empty", time.Second)
+	defer cancel()
+	if resp := invoke(t, lctx, b.fn, events.SQSEvent{}); len(resp.BatchItemFailures) != 0 {
+		t.Errorf("failures %v", failedIDs(resp))
+	}
+}

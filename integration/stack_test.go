@@ -1,0 +1,457 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+const templatePath = "../template.yaml"
+
+// bootstrapBin is the real bootstrap (examples/lambda), built once for the
+// host by TestMain.
+var bootstrapBin struct {
+	dir, path string
+	size      int64
+	took      time.Duration
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv("SKEIN_EMULATORS") == "1" {
+		buildBootstrap()
+	}
+	code := m.Run()
+	if bootstrapBin.dir != "" {
+		_ = os.RemoveAll(bootstrapBin.dir)
+	}
+	os.Exit(code)
+}
+
+// buildBootstrap builds examples/lambda as Lambda's provided.al2023 runtime
+// runs it (static, -tags lambda.norpc), for this machine's architecture.
+func buildBootstrap() {
+	dir, err := os.MkdirTemp("", "skein-integration-")
+	if err != nil {
+		bootstrapBin.err = err
+		return
+	}
+	bootstrapBin.dir = dir
+	out := filepath.Join(dir, "bootstrap")
+	start := time.Now()
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, "./examples/lambda")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		bootstrapBin.err = fmt.Errorf("go build ./examples/lambda: %v\n%s", err, b)
+		return
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		bootstrapBin.err = err
+		return
+	}
+	bootstrapBin.path, bootstrapBin.size, bootstrapBin.took = out, st.Size(), time.Since(start)
+}
+
+func bootstrap(t *testing.T) string {
+	t.Helper()
+	if bootstrapBin.err != nil {
+		t.Fatal(bootstrapBin.err)
+	}
+	if bootstrapBin.path == "" {
+		t.Fatal("the bootstrap was not built")
+	}
+	return bootstrapBin.path
+}
+
+// logBuffer keeps a process's output for assertions and for the test log on
+// failure.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// records returns the JSON log records, skipping other lines.
+func (l *logBuffer) records() []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(l.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// batchLog records the batches the ESM settled.
+type batchLog struct {
+	mu      sync.Mutex
+	reports []lambdaemu.BatchReport
+}
+
+func (l *batchLog) add(r lambdaemu.BatchReport) {
+	l.mu.Lock()
+	l.reports = append(l.reports, r)
+	l.mu.Unlock()
+}
+
+func (l *batchLog) all() []lambdaemu.BatchReport {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.reports)
+}
+
+// stackOptions tune a test's stack.
+type stackOptions struct {
+	// Parameters override template parameter defaults (as sam deploy
+	// --parameter-overrides would).
+	Parameters map[string]string
+	// Env is added to the flow function's environment from the template.
+	Env map[string]string
+	// Adjust changes the mapping read from the template (short timeouts).
+	Adjust func(*lambdaemu.Mapping)
+}
+
+// stack is one test's resources, its flow function behind the ESM, and a
+// client on the same World.
+type stack struct {
+	t        *testing.T
+	clients  dynamoworld.Clients
+	res      dynamoworld.Resources
+	queues   *lambdaemu.Queues
+	tmpl     *lambdaemu.Template
+	resolve  lambdaemu.ResolveOptions
+	mapping  *lambdaemu.Mapping
+	world    *dynamoworld.World
+	client   *workflow.Client
+	esm      *lambdaemu.ESM
+	batches  *batchLog
+	flowLogs *logBuffer
+	started  time.Time
+}
+
+var names = world.NewIDSource(nil, nil)
+
+// newStack creates fresh resources, reads the mapping from template.yaml
+// with them, and starts the ESM on the real bootstrap.
+func newStack(t *testing.T, o stackOptions) *stack {
+	t.Helper()
+	bin := bootstrap(t)
+	clients := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := strings.ToLower(names.New(""))
+	s := &stack{t: t, clients: clients, batches: &batchLog{}, flowLogs: &logBuffer{}}
+	s.res = dynamoworld.Resources{Table: "skein-it-" + id, Queue: "skein-it-" + id, Bucket: "skein-it-" + id}
+	var err error
+	if s.tmpl, err = lambdaemu.ReadTemplate(templatePath); err != nil {
+		t.Fatal(err)
+	}
+	s.resolve = lambdaemu.ResolveOptions{Parameters: o.Parameters}
+	m, err := s.tmpl.Mapping(&lambdaemu.MappingOptions{ResolveOptions: s.resolve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Queue.Redrive == nil {
+		t.Fatal("the template's queue has no redrive policy")
+	}
+	if err := dynamoworld.CreateTable(ctx, clients.DynamoDB, s.res.Table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clients.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.res.Bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	// Test timings: short, so that redeliveries take seconds. Adjust may
+	// change them; the queue is created from the adjusted mapping.
+	m.Function.Timeout = 20 * time.Second
+	m.Queue.VisibilityTimeout = 25 * time.Second
+	m.MaximumConcurrency = 3
+	if o.Adjust != nil {
+		o.Adjust(m)
+	}
+	if s.queues, err = lambdaemu.ProvisionQueues(ctx, clients.SQS, s.res.Queue, m.Queue); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := dynamoworld.DeleteResources(ctx, clients, s.res, s.queues.URL); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+		_, _ = clients.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(s.queues.DeadLetterURL)})
+	})
+
+	// Read the mapping again, now that the resources exist: the function's
+	// environment is the template's, resolved to them.
+	s.resolve.Resources = map[string]string{"EventTable": s.res.Table, "WorkQueue": s.queues.URL, "DataBucket": s.res.Bucket}
+	s.resolve.Attributes = map[string]string{"WorkQueue.Arn": s.queues.ARN, "DeadLetterQueue.Arn": s.queues.DeadLetterARN}
+	fresh, err := s.tmpl.Mapping(&lambdaemu.MappingOptions{ResolveOptions: s.resolve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Function.Env = fresh.Function.Env
+	s.mapping = m
+
+	s.world, err = dynamoworld.New(ctx, dynamotest.Config(clients, s.res, s.queues.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.world.Close() })
+	reg, err := demo.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.client, err = workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+
+	fc := m.FunctionConfig(bin)
+	fc.PassEnv = lambdaemu.AWSPassEnv()
+	fc.Stdout, fc.Stderr = s.flowLogs, s.flowLogs
+	for k, v := range o.Env {
+		fc.Env[k] = v
+	}
+	s.esm, err = lambdaemu.NewESM(lambdaemu.ESMConfig{
+		Mapping: m, SQS: clients.SQS, QueueURL: s.queues.URL, QueueARN: s.queues.ARN, Function: fc,
+		PollWait: time.Second, OnBatch: s.batches.add,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.started = time.Now()
+	if err := s.esm.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.esm.Stop()
+		if t.Failed() {
+			logs := s.flowLogs.String()
+			if len(logs) > 64<<10 {
+				logs = "...\n" + logs[len(logs)-64<<10:]
+			}
+			t.Logf("flow function output:\n%s", logs)
+			for i, r := range s.batches.all() {
+				var bodies []string
+				for _, rec := range r.Event.Records {
+					bodies = append(bodies, rec.MessageId+"#"+rec.Attributes["ApproximateReceiveCount"]+" "+rec.Body)
+				}
+				resp := ""
+				if r.Response != nil {
+					resp = string(r.Response.Payload)
+					if r.Response.Err != nil {
+						resp = r.Response.Err.Type + ": " + r.Response.Err.Message
+					}
+				}
+				t.Logf("batch %d (worker %d): %v -> %s; settled %+v; deleted %v (%v)", i, r.Worker, bodies, resp, r.Settlement, r.Deleted, r.DeleteErr)
+			}
+		}
+	})
+	return s
+}
+
+// wait waits for a run to end and returns its info.
+func (s *stack) wait(runID string, timeout time.Duration) *workflow.RunInfo {
+	s.t.Helper()
+	limit := time.Now().Add(timeout)
+	for {
+		info, err := s.client.GetRun(context.Background(), runID)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if info.Status.Terminal() {
+			return info
+		}
+		if time.Now().After(limit) {
+			s.t.Fatalf("run %s is still %s after %s", runID, info.Status, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// drain waits for the queue to empty.
+func (s *stack) drain(timeout time.Duration) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.esm.Drain(ctx); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// events returns a run's log.
+func (s *stack) events(runID string) []world.Event {
+	s.t.Helper()
+	var out []world.Event
+	cursor := ""
+	for {
+		p, err := s.world.ListEvents(context.Background(), &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Cursor: cursor, Limit: 100}})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		out = append(out, p.Items...)
+		if !p.HasMore || len(p.Items) == 0 {
+			return out
+		}
+		cursor = p.Cursor
+	}
+}
+
+// count counts a run's events of type typ by correlation ID.
+func (s *stack) count(runID string, typ world.EventType) map[string]int {
+	n := map[string]int{}
+	for _, ev := range s.events(runID) {
+		if ev.Type() == typ {
+			n[ev.CorrelationID]++
+		}
+	}
+	return n
+}
+
+// exactlyOnce checks that every step of the run completed once, and that
+// there are want steps.
+func (s *stack) exactlyOnce(runID string, want int) {
+	s.t.Helper()
+	done := s.count(runID, world.EventStepCompleted)
+	if len(done) != want {
+		s.t.Errorf("%d steps completed, want %d", len(done), want)
+	}
+	for step, n := range done {
+		if n != 1 {
+			s.t.Errorf("step %s: %d step_completed events", step, n)
+		}
+	}
+}
+
+// messages returns the bodies of every record the function received.
+func (s *stack) messages() []world.Message {
+	var out []world.Message
+	for _, r := range s.batches.all() {
+		for _, rec := range r.Event.Records {
+			if m, err := world.DecodeMessage([]byte(rec.Body)); err == nil {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// noFunctionErrors checks that no batch failed as a whole and no record was
+// reported failed.
+func (s *stack) noFailures() {
+	s.t.Helper()
+	for _, r := range s.batches.all() {
+		if r.InvokeErr != nil || r.Response == nil || r.Response.Err != nil {
+			s.t.Errorf("batch failed: %v %+v", r.InvokeErr, r.Response)
+			continue
+		}
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(r.Response.Payload, &resp); err != nil {
+			s.t.Errorf("response %s: %v", r.Response.Payload, err)
+		}
+		if len(resp.BatchItemFailures) > 0 {
+			s.t.Errorf("batch item failures %v", resp.BatchItemFailures)
+		}
+	}
+}
+
+// coldStarts returns the init durations of the cold invocations.
+func (s *stack) coldStarts() []time.Duration {
+	var out []time.Duration
+	for _, r := range s.batches.all() {
+		if r.Response != nil && r.Response.Cold {
+			out = append(out, r.Response.InitDuration)
+		}
+	}
+	return out
+}
+
+// webhookConfig is the template's webhook function, with its environment
+// resolved to the stack's resources, on the real bootstrap.
+func (s *stack) webhookConfig() lambdaemu.FunctionConfig {
+	s.t.Helper()
+	_, props, err := s.tmpl.Resource("WebhookFunction", &s.resolve)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	env := map[string]string{}
+	if e, ok := props["Environment"].(map[string]any); ok {
+		if vars, ok := e["Variables"].(map[string]any); ok {
+			for k, v := range vars {
+				env[k] = fmt.Sprint(v)
+			}
+		}
+	}
+	if env["SKEIN_HANDLER"] != "webhook" {
+		s.t.Fatalf("the template's webhook function has SKEIN_HANDLER=%q", env["SKEIN_HANDLER"])
+	}
+	return lambdaemu.FunctionConfig{
+		Bootstrap: bootstrap(s.t), Name: "WebhookFunction", Timeout: 10 * time.Second, Env: env,
+		PassEnv: lambdaemu.AWSPassEnv(), LogFormat: "JSON",
+	}
+}
+
+// webhookFunction starts the webhook function (webhookConfig).
+func (s *stack) webhookFunction() *lambdaemu.Function {
+	s.t.Helper()
+	logs := &logBuffer{}
+	cfg := s.webhookConfig()
+	cfg.Stdout, cfg.Stderr = logs, logs
+	f, err := lambdaemu.NewFunction(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		_ = f.Close()
+		if s.t.Failed() {
+			s.t.Logf("webhook function output:\n%s", logs.String())
+		}
+	})
+	return f
+}
+
+// sendRaw puts a body on the work queue as a foreign producer would.
+func (s *stack) sendRaw(body string) {
+	s.t.Helper()
+	if _, err := s.clients.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.queues.URL), MessageBody: aws.String(body),
+	}); err != nil {
+		s.t.Fatal(err)
+	}
+}
