@@ -361,6 +361,58 @@ func BenchmarkDynamoAppendOne(b *testing.B) {
 	db.report(b, b.N, lat, run)
 }
 
+// BenchmarkDynamoReadStep: reading steps of a run of 20 serial steps, with
+// a fresh World (no cache involved): GetStep of a completed step (it has
+// an item), GetStep of the running step (created and started by the newest
+// commit, it has no item: its state is read from that commit), and
+// ListSteps of all 21 steps in one page.
+func BenchmarkDynamoReadStep(b *testing.B) {
+	for _, mode := range []string{"completed", "running", "list"} {
+		b.Run(mode, func(b *testing.B) {
+			db := newDynBench(b)
+			run := dynRun(b, db.w)
+			var steps []string
+			prev := ""
+			for k := range 21 {
+				next := dynIDs.New(world.PrefixStep)
+				dynAppend(b, db.w, run, serialStep(prev, next, k)...)
+				steps = append(steps, next)
+				prev = next
+			}
+			w, err := dynamoworld.New(context.Background(), db.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close()
+			db.reset()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				switch mode {
+				case "completed", "running":
+					id := steps[len(steps)-2]
+					if mode == "running" {
+						id = steps[len(steps)-1]
+					}
+					st, err := w.GetStep(context.Background(), &world.GetStepParams{RunID: run, StepID: id})
+					if err != nil || (mode == "running") != (st.Status == world.StepStatusRunning) {
+						b.Fatalf("GetStep: %+v, %v", st, err)
+					}
+				case "list":
+					page, err := w.ListSteps(context.Background(), &world.ListStepsParams{RunID: run, Pagination: world.Pagination{Limit: 100}})
+					if err != nil || len(page.Items) != len(steps) {
+						b.Fatalf("ListSteps: %d steps, %v", len(page.Items), err)
+					}
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			db.report(b, b.N, lat, run)
+		})
+	}
+}
+
 // BenchmarkDynamoWholeRun: a whole run of 20 serial steps per op (create and
 // start, 20 step commits, the last with the run's completion), amortized:
 // the figures are per serial step.

@@ -70,6 +70,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 			if _, create := p.Events[0].Data.(*world.RunCreated); create {
 				snap = newSnapshot(nil)
 				snap.blind, snap.complete = true, true
+				snap.stepIDs = newIDSet()
 			}
 		}
 		if snap != nil && !forceRead && p.IfLastSeq > 0 && lastSeqOf(snap.run) != p.IfLastSeq {
@@ -316,7 +317,11 @@ func (w *World) committed(ctx context.Context, pl *plan, t *txn) {
 	snap.run = pl.run
 	for id, c := range pl.steps {
 		snap.steps[id] = c.final
+		if c.created && snap.stepIDs != nil {
+			snap.stepIDs.add(id)
+		}
 	}
+	snap.lazy = pl.lazy
 	for id, c := range pl.waits {
 		snap.waits[id] = c.final
 	}

@@ -297,7 +297,7 @@ type storedEvent struct {
 // event's data over the claim-check threshold is referenced (cc.key) and
 // returned in uploads, so that it is stored once however often the commit
 // is retried.
-func encodeCommit(cc *claimCheck, runID string, prev int64, evs []world.Event, ttl int64) (*encItem, map[string][]byte, error) {
+func encodeCommit(cc *claimCheck, runID string, prev int64, evs []world.Event, lazy map[string]int64, ttl int64) (*encItem, map[string][]byte, error) {
 	e := newEncItem(commitKey(runID, prev))
 	out := make([]storedEvent, len(evs))
 	uploads := map[string][]byte{}
@@ -321,6 +321,7 @@ func encodeCommit(cc *claimCheck, runID string, prev int64, evs []world.Event, t
 	setN(e.it, aLastSeq, prev+int64(len(evs)))
 	setT(e.it, aCreated, evs[len(evs)-1].CreatedAt)
 	e.payload(attrData, b)
+	setLazy(e.it, lazy)
 	if ttl > 0 {
 		setN(e.it, attrTTL, ttl)
 	}

@@ -166,7 +166,59 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 	// fence: every commit after the snapshot was keyed by the snapshot's
 	// last sequence number, so a stale snapshot always collides.
 	prev := lastSeqOf(pl.prevRun)
-	commit, eventData, err := encodeCommit(w.cc, pl.runID, prev, pl.events, ttl)
+	// Steps: one write each, but none for a step this commit creates and
+	// leaves running when its absence is proven (a lazy step, lazy.go).
+	pl.lazy = map[string]int64{}
+	for id, p := range pl.snap.lazy {
+		pl.lazy[id] = p
+	}
+	var stepPuts []*op
+	for _, id := range sortedIDs(pl.steps) {
+		c := pl.steps[id]
+		_, wasLazy := pl.snap.lazy[id]
+		switch {
+		case c.final != nil && c.init == nil:
+			if !c.assumed && c.final.Status == world.StepStatusRunning && len(pl.lazy) < maxLazySteps && w.cache.max > 0 {
+				pl.lazy[id] = prev
+				continue
+			}
+			enc, err := encodeStep(c.final, ttl)
+			if err != nil {
+				return nil, err
+			}
+			stepPuts = append(stepPuts, putOp(enc, tagOther, "", notExists))
+		case c.final != nil && c.changed() && wasLazy:
+			// Its first item: the absence condition also catches a lease
+			// renewal, which writes the item.
+			enc, err := encodeStep(c.final, ttl)
+			if err != nil {
+				return nil, err
+			}
+			stepPuts = append(stepPuts, putOp(enc, tagOther, "", notExists))
+			delete(pl.lazy, id)
+		case c.final != nil && c.changed():
+			base, err := encodeStep(c.init, 0)
+			if err != nil {
+				return nil, err
+			}
+			final, err := encodeStep(c.final, ttl)
+			if err != nil {
+				return nil, err
+			}
+			d := &diffPair{base: base, final: final}
+			if c.leaseGuard {
+				lease := c.initLease
+				d.cond = func(e *expr) string {
+					if lease.IsZero() {
+						return "attribute_not_exists(" + e.n(aLeaseExp) + ")"
+					}
+					return e.n(aLeaseExp) + " = " + e.v(num(lease.UnixNano()))
+				}
+			}
+			diffs = append(diffs, d)
+		}
+	}
+	commit, eventData, err := encodeCommit(w.cc, pl.runID, prev, pl.events, pl.lazy, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -202,38 +254,8 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 			diffs = append(diffs, &diffPair{base: base, final: final})
 		}
 	}
-	// Steps and waits: one write each.
-	for _, id := range sortedIDs(pl.steps) {
-		c := pl.steps[id]
-		switch {
-		case c.final != nil && c.init == nil:
-			enc, err := encodeStep(c.final, ttl)
-			if err != nil {
-				return nil, err
-			}
-			puts = append(puts, putOp(enc, tagOther, "", notExists))
-		case c.final != nil && c.changed():
-			base, err := encodeStep(c.init, 0)
-			if err != nil {
-				return nil, err
-			}
-			final, err := encodeStep(c.final, ttl)
-			if err != nil {
-				return nil, err
-			}
-			d := &diffPair{base: base, final: final}
-			if c.leaseGuard {
-				lease := c.initLease
-				d.cond = func(e *expr) string {
-					if lease.IsZero() {
-						return "attribute_not_exists(" + e.n(aLeaseExp) + ")"
-					}
-					return e.n(aLeaseExp) + " = " + e.v(num(lease.UnixNano()))
-				}
-			}
-			diffs = append(diffs, d)
-		}
-	}
+	puts = append(puts, stepPuts...)
+	// Waits: one write each.
 	for _, id := range sortedIDs(pl.waits) {
 		c := pl.waits[id]
 		k := waitKey(pl.runID, id)

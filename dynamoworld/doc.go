@@ -17,12 +17,13 @@
 //
 //	pk                  sk                  item
 //	r#<runID>           e#<prev, 20 digits> a commit: the events of one Append (n, ls = prev+n,
-//	                                        time, payload d: the events, ids, types, correlation IDs)
+//	                                        time, payload d: the events, ids, types, correlation IDs;
+//	                                        u: the run's lazy steps, step ID -> their commit's prev)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
 //	                                        workflow wf, GSI keys g1 g2 g3 gsk
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
 //	                                        idempotency key; output, error, code, reason at the end
-//	r#<runID>           s#<stepID>          step
+//	r#<runID>           s#<stepID>          step (none yet for a lazy step, see Lazy steps)
 //	r#<runID>           w#<waitID>          wait
 //	r#<runID>           h#<hookID>          the run's link to an active hook (a copy of it)
 //	r#<runID>           lease               run lease: owner lo, expiry lx
@@ -34,8 +35,8 @@
 // Why: a run's partition holds everything a commit writes. The events of a
 // commit share one item, keyed by the run's last sequence number before the
 // commit ("prev"): with attribute_not_exists on that key the item is the
-// write fence itself (see Commits), and a serial step writes three items
-// (the commit, step k, step k+1) instead of six. The head holds what
+// write fence itself (see Commits), and a serial step writes two items
+// (the commit, step k) instead of six: step k+1 is a lazy step. The head holds what
 // changes with the status only, so that the commits of a running run do not
 // touch it; the body is written at creation and at the end, so that a
 // commit's cost does not grow with the run's input. The head and body sort
@@ -75,7 +76,8 @@
 // the run head and body when the status changes. The snapshot is the one
 // this World left in its cache at its previous commit to the run, so a run
 // driven by one invocation commits with one round trip per serial step
-// (step k's completion with step k+1's creation and start) and no read.
+// (step k's completion with step k+1's creation and start: the commit item
+// and step k's item) and no read.
 // Without a cached snapshot (another process wrote last, or a cold start),
 // one Query reads the run and its newest commit, then one TransactGetItems
 // the entities the events name. run_created reads nothing: the run's
@@ -118,6 +120,40 @@
 // GetWait may still return them, but Append judges a finished run's hooks
 // and waits absent, and a token held by a hook of a finished run is taken
 // over.
+//
+// # Lazy steps
+//
+// A commit that creates a step and leaves it running (step_created with
+// step_started: a serial step's step k+1) writes no item for it when the
+// committing World can prove the step absent without reading or checking
+// its item: the World created the run and made every commit since, and
+// keeps every step ID of it (or a fresh read found the step absent, which
+// the fence keeps true). The step's state is then its events in that
+// commit, and the commit item lists it in u (step ID -> the commit's key),
+// as every later commit does (it carries the list forward) until a commit
+// changes the step: that commit writes the step's first item, conditioned
+// on its absence, and drops it from the list. At most 4 steps are lazy at a
+// time; others get their item at creation. A step's state is its item when
+// there is one, else, when the newest commit lists it, the replay with
+// world.Apply of its events in the commit the list names; else the step
+// does not exist. So an absent item is never the whole proof of absence:
+// step_created also needs the step missing from the snapshot's list.
+//
+// RenewStepLease on a lazy step writes its item (a conditional put, on its
+// absence) with the renewed lease; the list may then still name the step,
+// and the item wins. A commit judged on the lazy state conditions its
+// write of the item on its absence, so a renewal it did not see cancels
+// it, as the lease condition does for a step that has an item; step_started
+// is refused (StepLeased) or taken over exactly as before.
+//
+// Reads: GetStep of a step with an item is one GetItem; of a lazy step, a
+// GetItem that finds nothing, one Query of the newest commit, and, when the
+// step's commit is not the newest, one GetItem of it (BatchGetItem); of an
+// absent step, a second GetItem (the item may have been written between the
+// two reads). ListSteps reads the newest commit first, then the items, and
+// merges the lazy steps without an item into the page. A cold Append that
+// names a lazy step reads its commit in the same way when it is not the
+// newest, which its load reads anyway.
 //
 // # Retention
 //

@@ -46,7 +46,7 @@ func runItems(t *testing.T, r *world.Run) map[itemKey]item {
 		t.Fatal(err)
 	}
 	last := world.Event{RunID: r.RunID, EventID: testIDs.New(world.PrefixEvent), Seq: r.LastSeq, CreatedAt: r.CreatedAt, Data: &world.RunStarted{}}
-	commit, _, err := encodeCommit(nil, r.RunID, r.LastSeq-1, []world.Event{last}, 0)
+	commit, _, err := encodeCommit(nil, r.RunID, r.LastSeq-1, []world.Event{last}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,38 +244,58 @@ func TestUnknownOutcomeDropsTheSnapshot(t *testing.T) {
 }
 
 func TestStepStartedChecksTheLeaseItJudged(t *testing.T) {
-	ddb := &fakeDDB{}
-	w := newFakeWorld(t, ddb, newFakeS3(), nil)
-	runID := startRun(t, w)
-	step := testIDs.New(world.PrefixStep)
-	if _, err := appendEvents(w, runID, ev(step, &world.StepCreated{StepName: "s"}), ev(step, &world.StepStarted{LeaseTTL: time.Millisecond})); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(5 * time.Millisecond)
-	// The cached lease has expired, but another process renewed it.
-	now := time.Now().UTC()
-	stored := runItems(t, &world.Run{RunID: runID, WorkflowName: "wf", Status: world.RunStatusRunning, LastSeq: 4, CreatedAt: now})
-	renewed := &world.Step{RunID: runID, StepID: step, StepName: "s", Status: world.StepStatusRunning, Attempt: 1, LeaseExpiresAt: now.Add(time.Hour), CreatedAt: now}
-	st, _ := encodeStep(renewed, 0)
-	stored[stepKey(runID, step)] = st.it
-	serveItems(ddb, stored)
-	ddb.twrite = func(_ int, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
-		i := indexOf(in, stepKey(runID, step), "update")
-		if i < 0 || !strings.Contains(aws.ToString(in.TransactItems[i].Update.ConditionExpression), "#lx") {
-			t.Fatal("step_started on a running step does not check its lease")
+	// lazy: the step was created and started in one commit and has no item
+	// (its first item's absence is the condition); item: it has one (its
+	// lease is the condition).
+	for _, lazy := range []bool{true, false} {
+		ddb := &fakeDDB{}
+		w := newFakeWorld(t, ddb, newFakeS3(), nil)
+		runID := startRun(t, w)
+		step := testIDs.New(world.PrefixStep)
+		evs := [][]world.EventInput{{ev(step, &world.StepCreated{StepName: "s"}), ev(step, &world.StepStarted{LeaseTTL: time.Millisecond})}}
+		if !lazy {
+			evs = [][]world.EventInput{{ev(step, &world.StepCreated{StepName: "s"})}, {ev(step, &world.StepStarted{LeaseTTL: time.Millisecond})}}
 		}
-		return nil, cancel(len(in.TransactItems), map[int]string{i: "ConditionalCheckFailed"}, nil)
-	}
-	_, err := appendEvents(w, runID, ev(step, &world.StepStarted{}))
-	var le *world.StepLeasedError
-	if !errors.As(err, &le) || le.Attempt != 1 {
-		t.Fatalf("step_started against a renewed lease: %v, want StepLeasedError", err)
+		for _, e := range evs {
+			if _, err := appendEvents(w, runID, e...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		// The cached lease has expired, but another process renewed it.
+		now := time.Now().UTC()
+		stored := runItems(t, &world.Run{RunID: runID, WorkflowName: "wf", Status: world.RunStatusRunning, LastSeq: 4, CreatedAt: now})
+		renewed := &world.Step{RunID: runID, StepID: step, StepName: "s", Status: world.StepStatusRunning, Attempt: 1, LeaseExpiresAt: now.Add(time.Hour), CreatedAt: now}
+		st, _ := encodeStep(renewed, 0)
+		stored[stepKey(runID, step)] = st.it
+		serveItems(ddb, stored)
+		ddb.twrite = func(_ int, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error) {
+			var i int
+			if lazy {
+				i = indexOf(in, stepKey(runID, step), "put")
+				if i < 0 || !strings.Contains(aws.ToString(in.TransactItems[i].Put.ConditionExpression), "attribute_not_exists") {
+					t.Fatal("step_started on a running lazy step does not check that it has no item")
+				}
+			} else {
+				i = indexOf(in, stepKey(runID, step), "update")
+				if i < 0 || !strings.Contains(aws.ToString(in.TransactItems[i].Update.ConditionExpression), "#lx") {
+					t.Fatal("step_started on a running step does not check its lease")
+				}
+			}
+			return nil, cancel(len(in.TransactItems), map[int]string{i: "ConditionalCheckFailed"}, nil)
+		}
+		_, err := appendEvents(w, runID, ev(step, &world.StepStarted{}))
+		var le *world.StepLeasedError
+		if !errors.As(err, &le) || le.Attempt != 1 {
+			t.Fatalf("lazy %v: step_started against a renewed lease: %v, want StepLeasedError", lazy, err)
+		}
 	}
 }
 
 func TestRenewStepLeaseRefusals(t *testing.T) {
 	ddb := &fakeDDB{}
 	w := newFakeWorld(t, ddb, newFakeS3(), nil)
+	ddb.getItem = func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) { return &dynamodb.GetItemOutput{}, nil }
 	for _, tc := range []struct {
 		old  item
 		want error

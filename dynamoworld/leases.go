@@ -150,6 +150,10 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 		return nil, err
 	}
 	defer w.leave()
+	return w.renewStepLease(ctx, p, ttl)
+}
+
+func (w *World) renewStepLease(ctx context.Context, p *world.RenewStepLeaseParams, ttl time.Duration) (*world.Step, error) {
 	now := w.now()
 	u := &updateBuilder{e: newExpr()}
 	u.set(aLeaseExp, num(now.Add(ttl).UnixNano()))
@@ -169,7 +173,7 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 	out, err := w.ddb.UpdateItem(ctx, in)
 	if old, failed := conditionFailed(err); failed {
 		if len(old) == 0 {
-			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+			return w.renewLazyStep(ctx, p, now, ttl)
 		}
 		return nil, fmt.Errorf("%w: step %s is %s at attempt %d, not running attempt %d", world.ErrConflict, p.StepID, getS(old, aStatus), getN(old, aAttempt), p.Attempt)
 	}
@@ -194,4 +198,60 @@ func derefCC(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 		return nil
 	}
 	return []types.ConsumedCapacity{*c}
+}
+
+// renewLazyStep renews the lease of a step that has no item (lazy.go): it
+// writes the step's item with the new lease, on condition that it still has
+// none (a commit that changes the step writes it too). If it got one
+// meanwhile, the renewal is judged again on it.
+func (w *World) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams, now time.Time, ttl time.Duration) (*world.Step, error) {
+	st, found, err := w.readLazyStep(ctx, p.RunID, p.StepID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		it, err := w.getItem(ctx, stepKey(p.RunID, p.StepID))
+		if err != nil {
+			return nil, err
+		}
+		if it == nil {
+			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+		}
+		return w.renewStepLease(ctx, p, ttl) // it has an item now
+	}
+	if st.Status != world.StepStatusRunning || st.Attempt != p.Attempt {
+		return nil, fmt.Errorf("%w: step %s is %s at attempt %d, not running attempt %d", world.ErrConflict, p.StepID, st.Status, st.Attempt, p.Attempt)
+	}
+	st.LeaseExpiresAt = now.Add(ttl)
+	st.UpdatedAt = now
+	enc, err := encodeStep(st, 0)
+	if err != nil {
+		return nil, err
+	}
+	offload, err := w.cc.offloadPlan([]*encItem{enc}, maxTransactionBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.cc.upload(ctx, w.cc.apply(p.RunID, []*encItem{enc}, offload)); err != nil {
+		return nil, err
+	}
+	e := newExpr()
+	in := &dynamodb.PutItemInput{
+		TableName: aws.String(w.cfg.Table), Item: enc.it, ConditionExpression: aws.String(e.notExists()),
+		ExpressionAttributeNames: e.nameMap(),
+	}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.PutItem(ctx, in)
+	if _, failed := conditionFailed(err); failed {
+		return w.renewStepLease(ctx, p, ttl) // it has an item now
+	}
+	if err != nil {
+		return nil, ddbErr("PutItem", w.cfg.Table, err)
+	}
+	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	w.cache.setStep(st)
+	c := *st
+	return &c, nil
 }

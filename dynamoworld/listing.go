@@ -187,7 +187,16 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 	if err != nil {
 		return nil, err
 	}
-	q := pageQuery{pkAttr: attrPK, pk: runPK(p.RunID), skAttr: attrSK, skPrefix: prefStep, desc: p.Descending, limit: p.EffectiveLimit()}
+	// The lazy steps first (lazy.go): the newest commit lists them; then
+	// the items. A listed step without an item in the page's range is
+	// read from its commit; one written since has its item in the page.
+	newest, err := w.lastCommit(ctx, p.RunID)
+	if err != nil {
+		return nil, err
+	}
+	lazy := decodeLazy(newest)
+	limit := p.EffectiveLimit()
+	q := pageQuery{pkAttr: attrPK, pk: runPK(p.RunID), skAttr: attrSK, skPrefix: prefStep, desc: p.Descending, limit: limit}
 	if after != "" {
 		q.after = prefStep + after
 	}
@@ -206,6 +215,39 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 			return nil, err
 		}
 		steps = append(steps, *s)
+		delete(lazy, s.StepID)
+	}
+	// before reports whether a sorts before b in the listing's order.
+	before := func(a, b string) bool { return a < b != p.Descending && a != b }
+	want := map[string]int64{}
+	for id, prev := range lazy {
+		switch {
+		case after != "" && !before(after, id):
+		case more && len(steps) > 0 && !before(id, steps[len(steps)-1].StepID):
+		default:
+			want[id] = prev
+		}
+	}
+	if len(want) > 0 {
+		got, err := w.lazySteps(ctx, p.RunID, newest, want)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range got {
+			steps = append(steps, *st)
+		}
+		slices.SortFunc(steps, func(a, b world.Step) int {
+			switch {
+			case a.StepID == b.StepID:
+				return 0
+			case before(a.StepID, b.StepID):
+				return -1
+			}
+			return 1
+		})
+		if len(steps) > limit {
+			steps, more = steps[:limit], true
+		}
 	}
 	last := ""
 	if len(steps) > 0 {

@@ -46,6 +46,8 @@ type plan struct {
 	idemKey  string
 	created  bool
 	endsRun  bool
+	// lazy is the commit's list of lazy steps (see lazy.go), set by build.
+	lazy map[string]int64
 }
 
 // refusal is the state machine's refusal of event index.
@@ -244,10 +246,16 @@ func (pl *plan) step(id string, create bool) (*world.Step, bool) {
 		pl.steps[id] = &change[world.Step]{init: s, final: s}
 		return s, true
 	}
+	if _, lazy := pl.snap.lazy[id]; lazy {
+		return nil, false // its state is in a commit: read it
+	}
 	if !create {
 		return nil, false
 	}
-	pl.steps[id] = &change[world.Step]{assumed: true}
+	// Absent: proven by the snapshot's list of every step ID, or assumed
+	// (the item's absence is then a condition).
+	proven := pl.snap.stepIDs != nil && !pl.snap.stepIDs.has(id)
+	pl.steps[id] = &change[world.Step]{assumed: !proven}
 	return nil, true
 }
 

@@ -62,7 +62,19 @@ func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 		return nil, err
 	}
 	if it == nil {
-		return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+		// A lazy step (lazy.go) has no item: the newest commit lists it.
+		st, found, err := w.readLazyStep(ctx, p.RunID, p.StepID)
+		if err != nil || found {
+			return st, err
+		}
+		// Not listed: absent, unless its item was written meanwhile (its
+		// first change after the step's commit drops it from the list).
+		if it, err = w.getItem(ctx, stepKey(p.RunID, p.StepID)); err != nil {
+			return nil, err
+		}
+		if it == nil {
+			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+		}
 	}
 	fetched, err := w.cc.fetch(ctx, it)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -35,12 +36,44 @@ type snapshot struct {
 	// World created the run and made every commit since), so a run's end
 	// needs no query to find them.
 	complete bool
+	// lazy lists the steps that have no item yet, as the newest commit
+	// (attribute u) does: step ID -> the key (prev) of the commit that
+	// created and started them, whose events are their state. A listed step
+	// may have an item after all (a lease renewal writes it): the item wins.
+	lazy map[string]int64
+	// stepIDs holds every step ID of the run (a superset: IDs are added
+	// after their commit lands), when this World created the run and made
+	// every commit since; nil otherwise. An ID missing from it is a proof
+	// of the step's absence that needs no condition on its item, which is
+	// what lets a commit create a step without writing its item.
+	stepIDs *idSet
+}
+
+// idSet is a grow-only set of step IDs, shared by the snapshots of a run.
+type idSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func newIDSet() *idSet { return &idSet{m: map[string]struct{}{}} }
+
+func (s *idSet) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[id]
+	return ok
+}
+
+func (s *idSet) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[id] = struct{}{}
 }
 
 func newSnapshot(run *world.Run) *snapshot {
 	return &snapshot{
 		run: run, steps: map[string]*world.Step{}, waits: map[string]*world.Wait{},
-		hooks: map[string]*world.Hook{}, global: map[string]*world.Hook{},
+		hooks: map[string]*world.Hook{}, global: map[string]*world.Hook{}, lazy: map[string]int64{},
 	}
 }
 
@@ -50,6 +83,10 @@ func (s *snapshot) clone() *snapshot {
 	c.waits = cloneMap(s.waits)
 	c.hooks = cloneMap(s.hooks)
 	c.global = map[string]*world.Hook{}
+	c.lazy = maps.Clone(s.lazy)
+	if c.lazy == nil {
+		c.lazy = map[string]int64{}
+	}
 	return &c
 }
 
@@ -175,6 +212,7 @@ func (c *runCache) setStep(st *world.Step) {
 		if old, known := ce.snap.steps[st.StepID]; known && old != nil && old.Attempt == st.Attempt {
 			snap := ce.snap.clone()
 			snap.steps[st.StepID] = st
+			delete(snap.lazy, st.StepID) // the renewal wrote its item
 			ce.snap = snap
 		}
 	}
@@ -211,6 +249,12 @@ func loadKeys(runID string, events []world.EventInput) []itemKey {
 // strongly consistent Query (they sort together at the end of the commits).
 // It returns a nil run when the run does not exist.
 func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
+	r, _, err := w.readRunAndCommit(ctx, runID)
+	return r, err
+}
+
+// readRunAndCommit is readRun that also returns the newest commit item.
+func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
@@ -226,7 +270,7 @@ func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
 	}
 	out, err := w.ddb.Query(ctx, in)
 	if err != nil {
-		return nil, ddbErr("Query", w.cfg.Table, err)
+		return nil, nil, ddbErr("Query", w.cfg.Table, err)
 	}
 	w.countRead(out.ConsumedCapacity)
 	var head, body, last item
@@ -241,16 +285,17 @@ func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
 		}
 	}
 	if head == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if last == nil {
-		return nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
+		return nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
 	}
 	fetched, err := w.cc.fetch(ctx, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return decodeRun(head, body, last, fetched)
+	r, err := decodeRun(head, body, last, fetched)
+	return r, last, err
 }
 
 // load reads a snapshot: the run (readRun), then the entities keys names
@@ -258,12 +303,16 @@ func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
 // as new as the run's last sequence number, and any commit after that
 // number makes the commit judged on them fail its fence.
 func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
-	run, err := w.readRun(ctx, runID)
+	run, last, err := w.readRunAndCommit(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
 	snap := newSnapshot(run)
-	if run == nil || len(keys) == 0 {
+	if run == nil {
+		return snap, nil
+	}
+	snap.lazy = decodeLazy(last)
+	if len(keys) == 0 {
 		return snap, nil
 	}
 	got := make([]item, len(keys))
@@ -292,17 +341,23 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return nil, err
 	}
 	terminal := run.Status.Terminal()
+	pending := map[string]int64{} // lazy steps the events name: their state is in a commit
 	for i, k := range keys {
 		it := got[i]
 		switch {
 		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefStep):
 			var st *world.Step
+			id := k.sk[len(prefStep):]
 			if it != nil {
 				if st, err = decodeStep(it, fetched); err != nil {
 					return nil, err
 				}
+				delete(snap.lazy, id)
+			} else if _, ok := snap.lazy[id]; ok {
+				pending[id] = snap.lazy[id]
+				continue
 			}
-			snap.steps[k.sk[2:]] = st
+			snap.steps[id] = st
 		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefWait):
 			var wt *world.Wait
 			if it != nil && !terminal {
@@ -325,6 +380,15 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 				}
 			}
 			snap.global[k.pk[2:]] = h
+		}
+	}
+	if len(pending) > 0 {
+		steps, err := w.lazySteps(ctx, runID, last, pending)
+		if err != nil {
+			return nil, err
+		}
+		for id := range pending {
+			snap.steps[id] = steps[id]
 		}
 	}
 	return snap, nil

@@ -1,0 +1,187 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Lazy steps. A commit that creates a step and starts it (a serial step's
+// step k+1) writes no item for it when the committing World can prove the
+// step absent without a condition on its item (snapshot.stepIDs): the
+// step's state is then its events in that commit, and the commit item lists
+// it in attribute u (step ID -> the commit's key), carried forward by every
+// later commit. The next commit that changes the step writes its item (a
+// put conditioned on its absence, which also catches a lease renewal) and
+// drops it from u. RenewStepLease writes the item of a lazy step it renews.
+// So a step's state is its item when there is one, else, when the newest
+// commit lists it, the replay of its events in the commit u names; else it
+// does not exist.
+
+// attrLazy is the commit item's map of lazy steps.
+const attrLazy = "u"
+
+// maxLazySteps bounds the lazy steps a commit item lists: beyond it, new
+// steps get their item at once (the list is carried by every commit).
+const maxLazySteps = 4
+
+func setLazy(it item, lazy map[string]int64) {
+	if len(lazy) == 0 {
+		return
+	}
+	m := make(map[string]types.AttributeValue, len(lazy))
+	for id, prev := range lazy {
+		m[id] = num(prev)
+	}
+	it[attrLazy] = &types.AttributeValueMemberM{Value: m}
+}
+
+// decodeLazy reads a commit item's lazy steps (never nil).
+func decodeLazy(it item) map[string]int64 {
+	out := map[string]int64{}
+	m, ok := it[attrLazy].(*types.AttributeValueMemberM)
+	if !ok {
+		return out
+	}
+	for id, v := range m.Value {
+		if n, ok := v.(*types.AttributeValueMemberN); ok {
+			if prev, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+				out[id] = prev
+			}
+		}
+	}
+	return out
+}
+
+// lastCommit reads a run's newest commit item whole (its events and lazy
+// steps), strongly consistent; nil when the run has none.
+func (w *World) lastCommit(ctx context.Context, runID string) (item, error) {
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))),
+		ScanIndexForward: aws.Bool(false),
+		ConsistentRead:   aws.Bool(true),
+		Limit:            aws.Int32(1),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return nil, ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	if len(out.Items) == 0 {
+		return nil, nil
+	}
+	return out.Items[0], nil
+}
+
+// lazySteps replays the lazy steps ids (step ID -> its commit's key) from
+// their commits; newest is the run's newest commit, already read. Every
+// step must be found.
+func (w *World) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64) (map[string]*world.Step, error) {
+	newestPrev, _ := prevFromSK(getS(newest, attrSK))
+	commits := map[int64]item{}
+	var keys []itemKey
+	for _, prev := range ids {
+		if prev == newestPrev && newest != nil {
+			commits[prev] = newest
+		} else if _, ok := commits[prev]; !ok {
+			commits[prev] = nil
+			keys = append(keys, commitKey(runID, prev))
+		}
+	}
+	if len(keys) > 0 {
+		got, err := w.batchGet(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			prev, _ := prevFromSK(k.sk)
+			commits[prev] = got[k]
+		}
+	}
+	var its []item
+	for prev, it := range commits {
+		if it == nil {
+			return nil, fmt.Errorf("dynamoworld: run %s: the commit after sequence %d, which holds a step, is missing", runID, prev)
+		}
+		its = append(its, it)
+	}
+	fetched, err := w.cc.fetchCommits(ctx, its)
+	if err != nil {
+		return nil, err
+	}
+	evs := map[int64][]world.Event{}
+	for prev, it := range commits {
+		if evs[prev], err = decodeCommit(it, fetched); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]*world.Step, len(ids))
+	for id, prev := range ids {
+		st, err := foldStep(runID, id, evs[prev])
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			return nil, fmt.Errorf("dynamoworld: run %s: step %s is not in the commit after sequence %d that lists it", runID, id, prev)
+		}
+		out[id] = st
+	}
+	return out, nil
+}
+
+// foldStep replays one step's events of a commit with world.Apply, each at
+// its own time, as they were judged: the state the commit left it in.
+func foldStep(runID, stepID string, evs []world.Event) (*world.Step, error) {
+	var st *world.Step
+	run := &world.Run{RunID: runID, Status: world.RunStatusRunning}
+	for _, ev := range evs {
+		if ev.CorrelationID != stepID {
+			continue
+		}
+		switch ev.Data.(type) {
+		case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
+		default:
+			continue
+		}
+		eff, err := world.Apply(world.State{Run: run, Step: st}, world.Event{RunID: runID, EventID: ev.EventID, CorrelationID: stepID, Data: ev.Data}, ev.CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("dynamoworld: step %s of run %s: its events do not replay: %w", stepID, runID, err)
+		}
+		if eff.Step != nil {
+			st = eff.Step
+		}
+	}
+	return st, nil
+}
+
+// readLazyStep reads a step that has no item: from the commit the newest
+// commit lists it in. found is false when the newest commit does not list
+// it.
+func (w *World) readLazyStep(ctx context.Context, runID, stepID string) (st *world.Step, found bool, err error) {
+	newest, err := w.lastCommit(ctx, runID)
+	if err != nil || newest == nil {
+		return nil, false, err
+	}
+	prev, ok := decodeLazy(newest)[stepID]
+	if !ok {
+		return nil, false, nil
+	}
+	steps, err := w.lazySteps(ctx, runID, newest, map[string]int64{stepID: prev})
+	if err != nil {
+		return nil, false, err
+	}
+	return steps[stepID], true, nil
+}
