@@ -1,13 +1,17 @@
 module github.com/skeinflow/skein/bench/peers
 
-go 1.26
+go 1.26.8
 
 replace github.com/skeinflow/skein => ../..
 
-require github.com/dbos-inc/dbos-transact-golang v1.8.0
+require (
+	github.com/dbos-inc/dbos-transact-golang v1.8.0
+	github.com/skeinflow/skein v0.0.0-00010101000000-000000000000
+)
 
 require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/google/btree v1.1.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -16,8 +20,10 @@ require (
 	github.com/jackc/puddle/v2 v2.2.2 // indirect
 	github.com/mattn/go-isatty v0.0.23 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
+	github.com/oklog/ulid/v2 v2.1.2 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.etcd.io/bbolt v1.4.3 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect

@@ -16,6 +16,7 @@ package peers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,10 +55,28 @@ type Engine struct {
 	Open func(ctx context.Context, dir string) (Runner, error)
 }
 
-// Engines lists every engine configuration benchmarked, in report order.
+// CommitCounter is implemented by a Runner that counts its store's writes:
+// appends is the number of commits to run logs so far, writes the number of
+// all store writes (commits, queue and lease writes). The scenarios then
+// report them per run.
+type CommitCounter interface {
+	Commits() (appends, writes int64)
+}
+
+// Describer is implemented by a Runner that can say what store it runs on
+// (format, durability); Bench logs it once per engine.
+type Describer interface {
+	Describe() string
+}
+
+// Engines lists every engine configuration benchmarked, in report order:
+// each Skein configuration next to the DBOS one of the same durability, so
+// that the two run close together in time on a noisy machine.
 func Engines() []Engine {
 	return []Engine{
+		SkeinEngine(SkeinDurable),
 		DBOSEngine(SQLiteFull),
+		SkeinEngine(SkeinMemory),
 		DBOSEngine(SQLiteNormal),
 	}
 }
@@ -99,15 +118,55 @@ func Bench(b *testing.B, s Scenario) {
 			if err := r.Seq(ctx, 1, nil); err != nil {
 				b.Fatalf("warm-up: %v", err)
 			}
+			if d, ok := r.(Describer); ok {
+				if _, seen := described.LoadOrStore(e.Name, true); !seen {
+					b.Logf("%s: %s", e.Name, d.Describe())
+				}
+			}
 			s.Run(b, r)
 		})
 	}
+}
+
+// described holds the engines whose Describe line was logged.
+var described sync.Map
+
+// commitMeter reports a CommitCounter's writes per run.
+type commitMeter struct {
+	c               CommitCounter
+	appends, writes int64
+}
+
+func startCommits(r Runner) commitMeter {
+	c, ok := r.(CommitCounter)
+	if !ok {
+		return commitMeter{}
+	}
+	a, w := c.Commits()
+	return commitMeter{c: c, appends: a, writes: w}
+}
+
+// report reports appends/run and writes/run over runs runs, and returns
+// appends per run (0 without a CommitCounter).
+func (m commitMeter) report(b *testing.B, runs int) float64 {
+	if m.c == nil || runs == 0 {
+		return 0
+	}
+	a, w := m.c.Commits()
+	perRun := float64(a-m.appends) / float64(runs)
+	b.ReportMetric(perRun, "appends/run")
+	b.ReportMetric(float64(w-m.writes)/float64(runs), "writes/run")
+	return perRun
 }
 
 // SeqScenario measures one workflow of n serial no-op steps per iteration.
 // Metrics: ms/run, µs/step, and for n >= 20 the mean gap between the starts
 // of consecutive step bodies over the first ten steps and over the last ten
 // (gap-first10-µs, gap-last10-µs) and their ratio (gap-ratio, flat = 1).
+// For a CommitCounter also appends/run, writes/run and commits/step: the
+// appends of a run beyond the two every run has whatever its length (its
+// creation by the client and its first commit, run_started with the first
+// step), per step; one commit per serial step gives exactly 1.
 func SeqScenario(n int) Scenario {
 	return Scenario{
 		Name: fmt.Sprintf("Seq%d", n),
@@ -116,6 +175,7 @@ func SeqScenario(n int) Scenario {
 			stamps := make([]time.Time, n)
 			var first, last time.Duration
 			runs := 0
+			commits := startCommits(r)
 			start := time.Now()
 			for b.Loop() {
 				clear(stamps)
@@ -131,6 +191,9 @@ func SeqScenario(n int) Scenario {
 			total := time.Since(start)
 			b.ReportMetric(ms(total)/float64(runs), "ms/run")
 			b.ReportMetric(float64(total.Microseconds())/float64(runs*n), "µs/step")
+			if a := commits.report(b, runs); a > 0 {
+				b.ReportMetric((a-2)/float64(n), "commits/step")
+			}
 			if n >= 20 {
 				f := float64(first.Microseconds()) / float64(runs)
 				l := float64(last.Microseconds()) / float64(runs)
@@ -152,6 +215,7 @@ func FanoutScenario(n int) Scenario {
 		Run: func(b *testing.B, r Runner) {
 			ctx := context.Background()
 			runs := 0
+			commits := startCommits(r)
 			start := time.Now()
 			for b.Loop() {
 				if err := r.Fanout(ctx, n); err != nil {
@@ -160,6 +224,7 @@ func FanoutScenario(n int) Scenario {
 				runs++
 			}
 			b.ReportMetric(ms(time.Since(start))/float64(runs), "ms/run")
+			commits.report(b, runs)
 		},
 	}
 }
@@ -176,6 +241,7 @@ func SleepWakeScenario(d time.Duration) Scenario {
 			ctx := context.Background()
 			var sum, worst time.Duration
 			runs := 0
+			commits := startCommits(r)
 			start := time.Now()
 			for b.Loop() {
 				late, err := r.SleepWake(ctx, d)
@@ -193,6 +259,7 @@ func SleepWakeScenario(d time.Duration) Scenario {
 			b.ReportMetric(perRun-ms(d), "over-ms")
 			b.ReportMetric(ms(sum)/float64(runs), "late-ms")
 			b.ReportMetric(ms(worst), "late-max-ms")
+			commits.report(b, runs)
 		},
 	}
 }

@@ -165,8 +165,7 @@ func (s *session) apply(p *plan, res *world.AppendResult) error {
 		if r.Event == nil {
 			continue
 		}
-		s.log = append(s.log, *r.Event)
-		ev := &s.log[len(s.log)-1]
+		ev := s.log.add(*r.Event)
 		s.lastSeq = ev.Seq
 		s.track(ev)
 		m := p.meta[i]
@@ -201,15 +200,42 @@ func (s *session) apply(p *plan, res *world.AppendResult) error {
 	return nil
 }
 
-// launch runs a step attempt inline as a goroutine.
+// launch runs a step attempt inline: as a goroutine, or, when it is the
+// only step in flight, held as the session's solo step, which waitInflight
+// runs on the session's own goroutine (see runSolo).
 func (s *session) launch(o *op, st *world.Step) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.inflight[o.id] = cancel
 	delete(s.deferred, o.id)
 	x := stepExec{run: s.meta, stepID: o.id, stepName: o.name, input: o.input, attempt: st.Attempt, startedAt: st.StartedAt}
+	if len(s.inflight) == 1 {
+		s.solo = &soloStep{ctx: ctx, x: x}
+		return
+	}
+	s.spawnSolo() // more than one step: they all run as goroutines
+	s.spawn(ctx, x)
+}
+
+// soloStep is a launched step not started yet.
+type soloStep struct {
+	ctx context.Context
+	x   stepExec
+}
+
+// spawn runs a step attempt as a goroutine that delivers its outcome to
+// s.results.
+func (s *session) spawn(ctx context.Context, x stepExec) {
 	go func() {
 		s.results <- s.e.runStep(ctx, x)
 	}()
+}
+
+// spawnSolo starts the solo step, if any, as a goroutine.
+func (s *session) spawnSolo() {
+	if st := s.solo; st != nil {
+		s.solo = nil
+		s.spawn(st.ctx, st.x)
+	}
 }
 
 // enqueueStep queues a step for a background executor.

@@ -106,7 +106,8 @@ type Config struct {
 	BackgroundDelay time.Duration
 	// Linger is how long an invocation with nothing to run waits in process
 	// for a timer rather than scheduling a continuation (default 250ms).
-	// Negative disables lingering.
+	// Negative disables lingering. A timer's continuation is sent up to
+	// Linger (at most 20ms) before the timer is due, to linger for it.
 	Linger time.Duration
 	// EncodeError records an error that is not a *Failure (default: its
 	// message and Go type).

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"runtime"
 	"runtime/debug"
 
@@ -13,13 +14,18 @@ import (
 // back and forth with the engine: the engine calls step, which resumes the
 // coroutine and waits until it yields (blocked in await, returned or
 // panicked). Exactly one of the two runs at any time, so the coroutine's
-// state may be read by the engine between steps without locks: the channel
-// handoffs order every access.
+// state may be read by the engine between steps without locks: the handoffs
+// order every access.
+//
+// The handoffs are the runtime's coroutine switches (iter.Pull): control
+// passes directly from one goroutine to the other on the same thread,
+// without going through the scheduler. With channels, every handoff made the
+// other goroutine runnable, and the scheduler woke an idle processor to run
+// it, which on a serial workflow cost a thread wake-up per step for nothing.
 type coroutine struct {
-	resume chan struct{}
-	yield  chan struct{}
-	kill   chan struct{}
-	exited chan struct{}
+	next  func() (struct{}, bool)
+	halt  func()
+	yield func(struct{}) bool // the coroutine's side of the handoff
 
 	// Written by the coroutine before it yields; read by the engine after.
 	blocked bool
@@ -28,59 +34,63 @@ type coroutine struct {
 	output  json.RawMessage
 	err     error
 	panic   *world.ErrorData
+
+	// Engine side.
+	stopped  bool // stop was called: the coroutine unwinds if resumed
+	returned bool // the coroutine's function returned (did not Goexit)
 }
 
 func newCoroutine(fn func() (json.RawMessage, error)) *coroutine {
-	co := &coroutine{
-		resume: make(chan struct{}),
-		yield:  make(chan struct{}),
-		kill:   make(chan struct{}),
-		exited: make(chan struct{}),
-	}
-	go co.main(fn)
+	co := &coroutine{}
+	co.next, co.halt = iter.Pull(func(yield func(struct{}) bool) {
+		co.yield = yield
+		co.main(fn)
+		co.returned = true
+	})
 	return co
 }
 
 func (co *coroutine) main(fn func() (json.RawMessage, error)) {
-	defer close(co.exited)
-	select {
-	case <-co.resume:
-	case <-co.kill:
-		return
-	}
 	finished := false
 	defer func() {
 		if finished {
 			return
 		}
 		r := recover()
-		select {
-		case <-co.kill:
+		if co.stopped {
 			return // discarded by the engine (runtime.Goexit in await)
-		default:
-		}
-		if r == nil {
-			r = "workflow called runtime.Goexit"
 		}
 		co.done = true
+		if r != nil {
+			co.panic = &world.ErrorData{
+				Type:    TypePanic,
+				Message: fmt.Sprintf("workflow panicked: %v", r),
+				Stack:   string(debug.Stack()),
+			}
+			return // recovered: the coroutine returns to the engine
+		}
 		co.panic = &world.ErrorData{
 			Type:    TypePanic,
-			Message: fmt.Sprintf("workflow panicked: %v", r),
+			Message: "workflow panicked: workflow called runtime.Goexit",
 			Stack:   string(debug.Stack()),
 		}
-		co.yield <- struct{}{}
+		// A Goexit cannot be stopped. Hand control back from here, in the
+		// middle of it, so that the engine sees the failure; stop lets it
+		// finish.
+		co.yield(struct{}{})
 	}()
 	out, err := fn()
 	co.done, co.output, co.err = true, out, err
 	finished = true
-	co.yield <- struct{}{}
 }
 
 // step runs the coroutine until it yields. Engine side.
 func (co *coroutine) step() {
+	if co.stopped {
+		return
+	}
 	co.blocked = false
-	co.resume <- struct{}{}
-	<-co.yield
+	co.next()
 }
 
 // ready reports whether the coroutine is blocked on a condition that now
@@ -92,17 +102,9 @@ func (co *coroutine) ready() bool {
 // await parks the coroutine until cond holds. Coroutine side.
 func (co *coroutine) await(cond func() bool) {
 	for !cond() {
-		select {
-		case <-co.kill:
-			runtime.Goexit()
-		default:
-		}
 		co.cond, co.blocked = cond, true
-		co.yield <- struct{}{}
-		select {
-		case <-co.resume:
-		case <-co.kill:
-			runtime.Goexit()
+		if co.stopped || !co.yield(struct{}{}) {
+			runtime.Goexit() // discarded: unwind the workflow's stack
 		}
 	}
 }
@@ -110,10 +112,21 @@ func (co *coroutine) await(cond func() bool) {
 // stop discards the coroutine and waits for its goroutine to exit. Engine
 // side; safe to call more than once.
 func (co *coroutine) stop() {
-	select {
-	case <-co.kill:
-	default:
-		close(co.kill)
+	if co.stopped {
+		return
 	}
-	<-co.exited
+	co.stopped = true
+	if co.returned {
+		co.halt() // nothing left to unwind
+		return
+	}
+	// The coroutine is parked in await (or in a Goexit): resuming it makes it
+	// unwind with runtime.Goexit, which iter.Pull passes on to the caller of
+	// halt. Let a goroutine of its own absorb it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		co.halt()
+	}()
+	<-done
 }

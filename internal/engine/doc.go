@@ -8,31 +8,37 @@
 // (a background step) and enqueues a continuation of its run. Without one it
 // continues the run: it takes the run lease (a continuation that finds the
 // lease held is re-enqueued with a short delay, never dropped), loads the log
-// incrementally, runs the workflow, commits what its suspension needs, runs
-// up to Config.InlineConcurrency ready steps inline as goroutines and queues
-// the rest with their step ID (after Config.BackgroundDelay, during which it
-// may still start them itself as slots free up), schedules the soonest timer
-// as a delayed
-// continuation, completes or fails the run, and re-enqueues itself before the
-// time budget (the context deadline minus a margin) runs out. Side effects
-// follow committed state: messages are enqueued, streams closed and parent
-// runs notified only after the event that justifies them has committed.
+// incrementally, runs the workflow, commits what its suspension needs, runs up
+// to Config.InlineConcurrency ready steps inline as goroutines and queues the
+// rest with their step ID (after Config.BackgroundDelay, during which it may
+// still start them itself as slots free up), schedules the soonest timer as a
+// delayed continuation (sent a little early, see scheduleTimer, so that it has
+// loaded the run when the timer comes due and lingers in process until then),
+// completes or fails the run, and re-enqueues itself before the time budget
+// (the context deadline minus a margin) runs out. Side effects follow
+// committed state: messages are enqueued, streams closed and parent runs
+// notified only after the event that justifies them has committed.
 //
 // # Sticky execution and one commit per serial step
 //
 // The workflow function runs as a coroutine: its own goroutine, handing
-// control back and forth with the engine over channels so that exactly one of
-// them runs at a time. The coroutine stays alive for the whole invocation, so
-// the log is read and replayed once on a cold start and never again. When an
-// inline step finishes, its result is delivered to the coroutine before it is
-// committed; the workflow runs forward to its next suspension, and the step's
-// completion is committed together with what the suspension needs (the next
-// step's step_created and step_started, or run_completed) in one Append,
-// fenced with AppendParams.IfLastSeq. A refused fence means another writer
-// (a background step, a hook payload, a cancellation) appended meanwhile:
-// the coroutine is discarded, the new events are loaded, and the workflow is
-// rebuilt by replaying the in-memory log, after which the held results are
-// delivered again.
+// control back and forth with the engine by the runtime's coroutine switches
+// (iter.Pull) so that exactly one of them runs at a time. The coroutine stays
+// alive for the whole invocation, so the log is read and replayed once on a
+// cold start and never again. Inline steps run as goroutines, except a step
+// alone in flight (a serial workflow's), which runs on the invocation's own
+// goroutine where it would otherwise wait for it; if it is still running when
+// the invocation must wake (a timer, the event poll, the budget), the
+// invocation carries on on a new goroutine. A serial step then costs no
+// goroutine handoff at all. When an inline step finishes, its result is
+// delivered to the coroutine before it is committed; the workflow runs forward
+// to its next suspension, and the step's completion is committed together with
+// what the suspension needs (the next step's step_created and step_started, or
+// run_completed) in one Append, fenced with AppendParams.IfLastSeq. A refused
+// fence means another writer (a background step, a hook payload, a
+// cancellation) appended meanwhile: the coroutine is discarded, the new events
+// are loaded, and the workflow is rebuilt by replaying the in-memory log,
+// after which the held results are delivered again.
 //
 // # Replay
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -18,7 +19,7 @@ type session struct {
 	runID string
 
 	// The committed log, as loaded and committed by this session.
-	log       []world.Event
+	log       eventLog
 	lastSeq   int64
 	runStatus world.RunStatus
 	meta      runMeta
@@ -32,6 +33,7 @@ type session struct {
 	held    []outcome
 
 	inflight map[string]context.CancelFunc
+	solo     *soloStep // the one step in flight, not started yet (launch)
 	queued   map[string]bool
 	deferred map[string]time.Time // excess steps held back, until when
 	results  chan outcome
@@ -40,7 +42,15 @@ type session struct {
 	deadline time.Time
 	draining bool
 	lastPoll time.Time
+
+	// moved receives the session's outcome from the goroutine it moved to
+	// while its solo step ran long (runSolo); made at the first move.
+	moved chan error
 }
+
+// errMoved ends a session loop whose session carries on on another
+// goroutine, which delivers the outcome to session.moved.
+var errMoved = errors.New("engine: session moved to another goroutine")
 
 // errStale reports a commit refused because the run changed underneath.
 type staleError struct{ err error }
@@ -82,7 +92,11 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 		lastPoll: now,
 	}
 	defer s.close()
-	return s.run()
+	err = s.run()
+	if errors.Is(err, errMoved) {
+		err = <-s.moved
+	}
+	return err
 }
 
 // bounce re-enqueues a continuation that found the run lease held, never
@@ -132,7 +146,7 @@ func (s *session) run() error {
 	if _, err := s.loadNew(false); err != nil {
 		return err
 	}
-	if len(s.log) == 0 {
+	if s.log.len() == 0 {
 		return &PermanentError{Reason: "run " + s.runID + " not found"}
 	}
 	if s.runStatus.Terminal() {
@@ -179,7 +193,7 @@ func (s *session) track(ev *world.Event) {
 // newest first back to the last known sequence number, so they cost what
 // was appended since, however long the log.
 func (s *session) loadNew(consume bool) (int, error) {
-	if len(s.log) == 0 {
+	if s.log.len() == 0 {
 		return s.loadForward(consume)
 	}
 	var fresh []world.Event
@@ -241,9 +255,8 @@ func (s *session) loadForward(consume bool) (int, error) {
 
 // add appends a loaded event to the in-memory log.
 func (s *session) add(ev world.Event, consume bool) {
-	s.log = append(s.log, ev)
+	last := s.log.add(ev)
 	s.lastSeq = ev.Seq
-	last := &s.log[len(s.log)-1]
 	s.track(last)
 	if consume {
 		s.r.consume(last)
@@ -258,9 +271,7 @@ func (s *session) rebuild() {
 	}
 	s.r = newReplayer(s.wf, s.e.log)
 	s.r.replaying = true
-	for i := range s.log {
-		s.r.consume(&s.log[i])
-	}
+	s.log.each(s.r.consume)
 	s.r.replaying = false
 	held := s.held
 	s.held, s.pending = nil, nil
@@ -461,6 +472,12 @@ func (s *session) waitInflight() error {
 	if !s.draining && s.deadline.Before(wake) {
 		wake = s.deadline
 	}
+	if s.solo != nil {
+		if wake.After(now) {
+			return s.runSolo(wake.Sub(now))
+		}
+		s.spawnSolo()
+	}
 	t := time.NewTimer(max(0, wake.Sub(now)))
 	defer t.Stop()
 	select {
@@ -487,6 +504,50 @@ func (s *session) waitInflight() error {
 	}
 	return nil
 }
+
+// runSolo runs the solo step, the only step in flight, on the session's own
+// goroutine, where waitInflight would otherwise wait for it: a serial
+// workflow then hands control between goroutines only at the coroutine's
+// switches, with no goroutine per step and no thread woken to run one.
+// The session still wakes when it must while the step runs: if the step is
+// still running after wake, when waitInflight's timer would have fired (a
+// timer due, the event poll, the deadline), the session carries on on a new
+// goroutine, with the step in flight as if it had been spawned, and this
+// goroutine delivers its outcome to s.results when it ends and returns
+// errMoved. The session's final outcome then reaches continueRun through
+// s.moved.
+func (s *session) runSolo(wake time.Duration) error {
+	st := s.solo
+	s.solo = nil
+	if s.moved == nil {
+		s.moved = make(chan error, 1)
+	}
+	var state atomic.Int32   // soloRunning, soloMoved or soloDone
+	state.Store(soloRunning) // publishes the session to the timer's goroutine
+	t := time.AfterFunc(wake, func() {
+		if !state.CompareAndSwap(soloRunning, soloMoved) {
+			return // the step ended first
+		}
+		if err := s.loop(); !errors.Is(err, errMoved) {
+			s.moved <- err
+		}
+	})
+	o := s.e.runStep(st.ctx, st.x)
+	if state.CompareAndSwap(soloRunning, soloDone) {
+		t.Stop()
+		s.receive(o)
+		return nil
+	}
+	s.results <- o
+	return errMoved
+}
+
+// States of a solo step run by runSolo.
+const (
+	soloRunning int32 = iota
+	soloMoved         // the session moved to the timer's goroutine
+	soloDone          // the step ended on the session's goroutine
+)
 
 func (s *session) receive(o outcome) {
 	if cancel := s.inflight[o.stepID]; cancel != nil {
@@ -529,10 +590,39 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 		// Out of budget with steps ready to run: a new invocation takes over.
 		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, fmt.Sprintf("budget:%s:%d", s.runID, s.lastSeq))
 	case !next.IsZero():
-		m := world.Message{RunID: s.runID, NotBefore: next}
-		return true, s.e.enqueue(s.ctx, m, fmt.Sprintf("timer:%s:%d", s.runID, next.UnixMilli()))
+		return true, s.scheduleTimer(now, next)
 	}
 	return true, nil
+}
+
+// maxWakeLead bounds how early a timer's continuation is sent (wakeLead).
+const maxWakeLead = 20 * time.Millisecond
+
+// wakeLead is how early the continuation of a timer is sent: Linger, up to
+// maxWakeLead; none when lingering is disabled.
+func (e *Engine) wakeLead() time.Duration {
+	if e.cfg.Linger <= 0 {
+		return 0
+	}
+	return min(e.cfg.Linger, maxWakeLead)
+}
+
+// scheduleTimer enqueues the continuation the soonest timer needs. When the
+// timer is further off than the wake lead, the continuation is sent to
+// arrive that much early: the new invocation takes the run lease, loads the
+// log and rebuilds the workflow before the time, then lingers in process
+// until it comes (idle), so the workflow resumes on time instead of after a
+// queue receive, a lease, a load and a replay. An early continuation that
+// cannot linger (it is out of budget) schedules the exact one, under another
+// idempotency key. Under load, continuations arrive late anyway and do not
+// linger.
+func (s *session) scheduleTimer(now, next time.Time) error {
+	if lead := s.e.wakeLead(); lead > 0 && next.Sub(now) > lead {
+		m := world.Message{RunID: s.runID, NotBefore: next.Add(-lead)}
+		return s.e.enqueue(s.ctx, m, fmt.Sprintf("timer:%s:%d:early", s.runID, next.UnixMilli()))
+	}
+	m := world.Message{RunID: s.runID, NotBefore: next}
+	return s.e.enqueue(s.ctx, m, fmt.Sprintf("timer:%s:%d", s.runID, next.UnixMilli()))
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them
@@ -573,6 +663,7 @@ func (s *session) endForeign() error {
 // stopInflight cancels the steps still running, waits for them, and when
 // record is set records the results they produced anyway.
 func (s *session) stopInflight(record bool) {
+	s.spawnSolo()
 	for _, cancel := range s.inflight {
 		cancel()
 	}
