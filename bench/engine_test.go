@@ -16,7 +16,7 @@ import (
 
 // Engine benchmarks: serial no-op steps and fan-outs through the whole stack
 // (client, queue, worker, engine) on the embedded World, in memory and on a
-// file (fsync per commit).
+// file (fsync per commit) in each format.
 //
 //	go test -run '^$' -bench 'Engine' -benchtime 3x ./bench/
 
@@ -50,11 +50,19 @@ type engineBench struct {
 	stop   func()
 }
 
-func newEngineBench(b *testing.B, durable bool) *engineBench {
+// engineStores are the stores the engine benchmarks run on: memory, a
+// durable file in the default format (log), and one in bbolt.
+var engineStores = []string{"memory", "durable", "durable-bolt"}
+
+func newEngineBench(b *testing.B, store string) *engineBench {
 	b.Helper()
 	cfg := localworld.Config{}
-	if durable {
+	switch store {
+	case "durable":
 		cfg.Path = filepath.Join(b.TempDir(), "engine.db")
+	case "durable-bolt":
+		cfg.Path = filepath.Join(b.TempDir(), "engine.db")
+		cfg.Format = localworld.FormatBolt
 	}
 	lw, err := localworld.Open(cfg)
 	if err != nil {
@@ -127,10 +135,10 @@ func meanGap(stamps []time.Time, from, to int) time.Duration {
 // at the default GOGC the collector's share of a step grows with it;
 // GOGC=800 shows the engine's own cost flat.
 func BenchmarkEngineSeq(b *testing.B) {
-	for _, store := range []string{"memory", "durable"} {
+	for _, store := range engineStores {
 		for _, n := range []int{10, 100, 1000} {
 			b.Run(fmt.Sprintf("%s/n=%d", store, n), func(b *testing.B) {
-				eb := newEngineBench(b, store == "durable")
+				eb := newEngineBench(b, store)
 				eb.run(b, eb.seq, 1) // warm up
 				var firstGap, lastGap time.Duration
 				commits := 0
@@ -164,10 +172,10 @@ func BenchmarkEngineSeq(b *testing.B) {
 // BenchmarkEngineFanout runs a workflow starting n no-op steps at once and
 // awaiting them all (InlineConcurrency 16: the excess is queued).
 func BenchmarkEngineFanout(b *testing.B) {
-	for _, store := range []string{"memory", "durable"} {
+	for _, store := range engineStores {
 		for _, n := range []int{10, 100} {
 			b.Run(fmt.Sprintf("%s/n=%d", store, n), func(b *testing.B) {
-				eb := newEngineBench(b, store == "durable")
+				eb := newEngineBench(b, store)
 				eb.run(b, eb.fan, 1)
 				b.ResetTimer()
 				for range b.N {

@@ -21,7 +21,9 @@ const (
 	// SyncBatch is group commit: writes that arrive while a commit is being
 	// synced are combined into the next transaction and share its fsync. It
 	// is exactly as durable as SyncEveryCommit (a call returns after the
-	// fsync of its transaction) and adds no wait for a lone writer.
+	// fsync of its transaction) and adds no wait for a lone writer. On
+	// FormatLog every synced commit is a group commit, so there the two
+	// policies are the same.
 	SyncBatch
 	// SyncNone never fsyncs. A process crash loses nothing (the page cache
 	// survives it) but a machine crash or power loss can lose recent commits
@@ -39,6 +41,37 @@ func (p SyncPolicy) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// Format is the file format of a durable store. Config.Format chooses it for
+// a new store; an existing store opens in the format its file is in (Open
+// reads it from the file's first bytes), whatever Config.Format says.
+type Format int
+
+const (
+	// FormatDefault is FormatLog.
+	FormatDefault Format = iota
+	// FormatLog is a log-structured file: every commit appends one
+	// checksummed record with a single write and one fdatasync, and the
+	// data lives in memory (B-trees rebuilt from the file at Open).
+	// Commits cost about one device flush. See the package documentation.
+	FormatLog
+	// FormatBolt is a bbolt file: a B+tree on disk, read through a memory
+	// map. A commit costs two fsyncs and its pages; the data need not fit
+	// in memory.
+	FormatBolt
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatDefault:
+		return "default"
+	case FormatLog:
+		return "log"
+	case FormatBolt:
+		return "bolt"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
 }
 
 // Defaults applied by Config.WithDefaults.
@@ -62,12 +95,22 @@ type Config struct {
 	// LockTimeout bounds the wait for the file lock another process holds
 	// (default 2s). A store is used by one process at a time.
 	LockTimeout time.Duration
-	// CheckOnOpen runs a full consistency check of an existing file (every
-	// page, O(size)) before the World is returned. The cheap checks (header,
-	// both meta pages, file size) always run.
+	// CheckOnOpen runs a full consistency check of an existing bbolt file
+	// (every page, O(size)) before the World is returned. The cheap checks
+	// (header, both meta pages, file size) always run. A log store checks
+	// the checksum of every record at every Open, whatever this says.
 	CheckOnOpen bool
 	// FileMode is the permission of a created file (default 0600).
 	FileMode os.FileMode
+	// Format is the file format of a new store (default FormatLog). An
+	// existing file keeps its own format.
+	Format Format
+	// RepairTornTail lets Open of a log store whose last record is
+	// incomplete (a crash in the middle of a write: ErrTornTail) truncate
+	// the file after the last whole record, logging what it drops, instead
+	// of failing. That record's commit was never acknowledged. Damage
+	// elsewhere in the file is never repaired.
+	RepairTornTail bool
 
 	// Now is the clock for every time the World records or compares:
 	// createdAt, leases, queue delays and visibility, dedupe expiry. Default
@@ -88,7 +131,27 @@ type Config struct {
 	// DefaultRunLeaseTTL is the run lease duration when RunLeaseParams names
 	// no TTL (default 30s).
 	DefaultRunLeaseTTL time.Duration
+
+	// compactMin is the size below which a log file is never compacted
+	// (default 64 MiB); tests set it small.
+	compactMin int64
+	// alloc is how a log store grows its file, for the benchmark that
+	// compares the ways.
+	alloc allocMode
 }
+
+// allocMode is how a log store grows its file.
+type allocMode int
+
+const (
+	allocDefault   allocMode = iota // allocZeroFill
+	allocZeroFill                   // write a chunk of zeros ahead, fsync
+	allocFallocate                  // fallocate a chunk ahead, fsync
+	allocNone                       // append, growing the file at every commit
+)
+
+// defaultCompactMin is the log size below which a log store never compacts.
+const defaultCompactMin = 64 << 20
 
 // WithDefaults returns a copy of c with every unset field given its default.
 // It is safe on a nil Config.
@@ -99,6 +162,12 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.LockTimeout <= 0 {
 		out.LockTimeout = DefaultLockTimeout
+	}
+	if out.Format == FormatDefault {
+		out.Format = FormatLog
+	}
+	if out.compactMin <= 0 {
+		out.compactMin = defaultCompactMin
 	}
 	if out.FileMode == 0 {
 		out.FileMode = 0o600
@@ -128,6 +197,11 @@ func (c *Config) validate() error {
 	case SyncEveryCommit, SyncBatch, SyncNone:
 	default:
 		errs = append(errs, fmt.Errorf("unknown Sync policy %d", int(c.Sync)))
+	}
+	switch c.Format {
+	case FormatLog, FormatBolt:
+	default:
+		errs = append(errs, fmt.Errorf("unknown Format %d", int(c.Format)))
 	}
 	if c.Path == "" && c.CheckOnOpen {
 		errs = append(errs, errors.New("CheckOnOpen needs a Path"))

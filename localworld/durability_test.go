@@ -2,9 +2,12 @@ package localworld
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,9 +26,15 @@ import (
 // made it returned. The parent kills it with SIGKILL mid-stream, reopens the
 // store and checks that everything reported is there.
 const (
-	killChildEnv     = "LOCALWORLD_SIGKILL_CHILD_PATH"
-	killChildSyncEnv = "LOCALWORLD_SIGKILL_CHILD_SYNC"
+	killChildEnv        = "LOCALWORLD_SIGKILL_CHILD_PATH"
+	killChildSyncEnv    = "LOCALWORLD_SIGKILL_CHILD_SYNC"
+	killChildFormatEnv  = "LOCALWORLD_SIGKILL_CHILD_FORMAT"
+	killChildCompactEnv = "LOCALWORLD_SIGKILL_CHILD_COMPACT" // compactMin, in bytes
 )
+
+// compactionStarted is what the child's debug log says as a compaction
+// begins; the parent kills it then.
+const compactionStarted = "localworld: compaction started"
 
 // TestSIGKILLChild is the child's body; it does nothing in a normal run.
 func TestSIGKILLChild(t *testing.T) {
@@ -38,10 +47,30 @@ func TestSIGKILLChild(t *testing.T) {
 	if os.Getenv(killChildSyncEnv) == SyncBatch.String() {
 		policy = SyncBatch
 	}
-	w, err := Open(Config{Path: path, Sync: policy})
+	cfg := Config{Path: path, Sync: policy, Format: FormatBolt}
+	if os.Getenv(killChildFormatEnv) == FormatLog.String() {
+		cfg.Format = FormatLog
+	}
+	compact, _ := strconv.ParseInt(os.Getenv(killChildCompactEnv), 10, 64)
+	if compact > 0 {
+		cfg.compactMin = compact
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	w, err := Open(cfg)
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
+	}
+	ctx := context.Background()
+	if compact > 0 {
+		// Live data, so that a snapshot takes a while to write.
+		chunk := bytes.Repeat([]byte("p"), 64<<10)
+		for range 16 {
+			if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: "wrun_padding", Name: "pad", Chunks: [][]byte{chunk}}); err != nil {
+				fmt.Println("ERR", err)
+				os.Exit(2)
+			}
+		}
 	}
 	var mu sync.Mutex
 	report := func(format string, args ...any) {
@@ -49,7 +78,6 @@ func TestSIGKILLChild(t *testing.T) {
 		defer mu.Unlock()
 		fmt.Fprintf(os.Stdout, format+"\n", args...) // one write per line, unbuffered
 	}
-	ctx := context.Background()
 	stop := time.Now().Add(30 * time.Second) // a safety net: the parent kills us long before
 	var wg sync.WaitGroup
 	for range 4 {
@@ -68,6 +96,18 @@ func TestSIGKILLChild(t *testing.T) {
 				evs = []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: "s", Input: json.RawMessage(`[1]`)})}
 				if rand.IntN(3) == 0 { // some 3-event commits
 					evs = append(evs, ev(testIDs.New(world.PrefixWait), &world.WaitCreated{ResumeAt: time.Now()}))
+				}
+			}
+		})
+	}
+	if compact > 0 {
+		// Churn: rewrites that grow the log but not the live data.
+		wg.Go(func() {
+			owner := strings.Repeat("o", 32<<10)
+			for time.Now().Before(stop) {
+				if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: "wrun_padding", Owner: owner}); err != nil {
+					report("ERR lease %v", err)
+					os.Exit(2)
 				}
 			}
 		})
@@ -93,14 +133,37 @@ func TestSIGKILLDurability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
-	for _, policy := range []SyncPolicy{SyncEveryCommit, SyncBatch} {
-		t.Run(policy.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		format  Format
+		policy  SyncPolicy
+		compact bool // compact often, and kill as a compaction starts
+	}{
+		{FormatLog, SyncEveryCommit, false},
+		{FormatLog, SyncBatch, false},
+		{FormatLog, SyncBatch, true},
+		{FormatLog, SyncEveryCommit, true},
+		{FormatBolt, SyncEveryCommit, false},
+		{FormatBolt, SyncBatch, false},
+	} {
+		name := c.format.String() + "/" + c.policy.String()
+		if c.compact {
+			name += "/compacting"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			policy := c.policy
 			path := filepath.Join(t.TempDir(), "world.db")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSIGKILLChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), killChildEnv+"="+path, killChildSyncEnv+"="+policy.String())
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
+			cmd.Env = append(os.Environ(), killChildEnv+"="+path, killChildSyncEnv+"="+policy.String(), killChildFormatEnv+"="+c.format.String())
+			if c.compact {
+				cmd.Env = append(cmd.Env, killChildCompactEnv+"="+strconv.Itoa(256<<10))
+			}
+			var stderr lockedBuilder
+			compactions := make(chan struct{}, 1000)
+			stderrPipe, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -108,6 +171,17 @@ func TestSIGKILLDurability(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			stderrDone := make(chan struct{})
+			go func() {
+				defer close(stderrDone)
+				sc := bufio.NewScanner(stderrPipe)
+				for sc.Scan() {
+					stderr.WriteLine(sc.Text())
+					if strings.Contains(sc.Text(), compactionStarted) {
+						compactions <- struct{}{}
+					}
+				}
+			}()
 
 			var mu sync.Mutex
 			maxSeq := map[string]int64{}       // run -> highest reported seq
@@ -151,13 +225,28 @@ func TestSIGKILLDurability(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+			if c.compact {
+				// Kill it as the next compaction starts (or a little later).
+				for len(compactions) > 0 {
+					<-compactions
+				}
+				select {
+				case <-compactions:
+				case <-time.After(20 * time.Second):
+					_ = cmd.Process.Kill()
+					t.Fatalf("no compaction started; stderr:\n%s", stderr.String())
+				}
+				time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+			} else {
+				time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+			}
 			if err := cmd.Process.Kill(); err != nil { // SIGKILL
 				t.Fatal(err)
 			}
 			killedAt := time.Now()
-			_ = cmd.Wait()
 			<-done
+			<-stderrDone
+			_ = cmd.Wait()
 			if len(bad) > 0 {
 				t.Fatalf("child failed: %v\n%s", bad, stderr.String())
 			}
@@ -166,7 +255,27 @@ func TestSIGKILLDurability(t *testing.T) {
 			}
 			t.Logf("killed after %d events in %d runs and %d messages reported", events, len(maxSeq), len(msgs))
 
-			w := mustOpen(t, Config{Path: path})
+			if c.compact {
+				t.Logf("%d compactions finished, %d leftover files", strings.Count(stderr.String(), "compacted the log"), len(compactLeftovers(path)))
+			}
+			// A kill in the middle of a write can leave that (never
+			// acknowledged) commit's record incomplete: Open refuses the
+			// file until told to drop it.
+			w, err := Open(Config{Path: path})
+			if errors.Is(err, ErrTornTail) {
+				t.Logf("torn tail, as a kill in the middle of a write leaves: %v", err)
+				w, err = Open(Config{Path: path, RepairTornTail: true})
+			}
+			if err != nil {
+				t.Fatalf("Open after the kill: %v", err)
+			}
+			t.Cleanup(func() { _ = w.Close() })
+			if left := compactLeftovers(path); len(left) > 0 {
+				t.Fatalf("Open left %v", left)
+			}
+			if got := fmt.Sprintf("%T", w.kv); got != map[Format]string{FormatLog: "*localworld.logStore", FormatBolt: "*localworld.boltStore"}[c.format] {
+				t.Fatalf("reopened as %s", got)
+			}
 			for runID, want := range maxSeq {
 				got := allEvents(t, w, runID)
 				for i, e := range got {
@@ -211,4 +320,29 @@ func TestSIGKILLDurability(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuilder collects lines from one goroutine for another.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) WriteLine(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+	l.b.WriteByte('\n')
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }

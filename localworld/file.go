@@ -216,8 +216,13 @@ func createFile(cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("localworld: create %s: %w", path, err)
 	}
-	// Link fails if another process created the store meanwhile: then that
-	// store is opened instead.
+	return linkIntoPlace(tmpName, path)
+}
+
+// linkIntoPlace gives the finished, synced file tmpName the name path, unless
+// another process created path meanwhile (then that store is opened
+// instead), and syncs the directory. The caller removes tmpName.
+func linkIntoPlace(tmpName, path string) error {
 	if err := os.Link(tmpName, path); err != nil && !errors.Is(err, fs.ErrExist) {
 		if _, statErr := os.Stat(path); !errors.Is(statErr, fs.ErrNotExist) {
 			return fmt.Errorf("localworld: create %s: %w", path, err)
@@ -226,7 +231,7 @@ func createFile(cfg *Config) error {
 			return fmt.Errorf("localworld: create %s: %w", path, err)
 		}
 	}
-	return syncDir(dir)
+	return syncDir(filepath.Dir(path))
 }
 
 func syncDir(dir string) error {

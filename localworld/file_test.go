@@ -14,11 +14,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// filledStore makes a closed store with some data in it and returns its path.
+// filledStore makes a closed bbolt store with some data in it and returns
+// its path.
 func filledStore(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "world.db")
-	w, err := Open(Config{Path: path})
+	w, err := Open(Config{Path: path, Format: FormatBolt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,15 +238,18 @@ func TestCreateLeavesNoTemporaryFile(t *testing.T) {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	c := (*Config)(nil).WithDefaults()
-	if c.Sync != SyncEveryCommit || c.DedupeWindow != DefaultDedupeWindow || c.Now == nil || c.Logger == nil || c.LockTimeout != DefaultLockTimeout {
+	if c.Format != FormatLog || c.compactMin != defaultCompactMin || c.Sync != SyncEveryCommit || c.DedupeWindow != DefaultDedupeWindow || c.Now == nil || c.Logger == nil || c.LockTimeout != DefaultLockTimeout {
 		t.Fatalf("defaults: %+v", c)
 	}
-	for _, bad := range []Config{{Sync: 7}, {CheckOnOpen: true}, {FileMode: os.ModeDir | 0o700}} {
+	for _, bad := range []Config{{Sync: 7}, {Format: 9}, {CheckOnOpen: true}, {FileMode: os.ModeDir | 0o700}} {
 		if _, err := Open(bad); err == nil || !strings.Contains(err.Error(), "invalid config") {
 			t.Errorf("Open(%+v): %v", bad, err)
 		}
 	}
 	if SyncBatch.String() != "batch" || SyncPolicy(9).String() != "SyncPolicy(9)" {
 		t.Error("SyncPolicy.String")
+	}
+	if FormatLog.String() != "log" || FormatBolt.String() != "bolt" || FormatDefault.String() != "default" || Format(9).String() != "Format(9)" {
+		t.Error("Format.String")
 	}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // The World's logic is written once over kvStore, a small ordered key-value
-// store with serializable transactions, and runs unchanged on bbolt (the
-// durable file, kv_bolt.go) and on a B-tree in memory (kv_mem.go).
+// store with serializable transactions, and runs unchanged on a B-tree in
+// memory (kv_mem.go), on the same B-trees backed by a log file (kv_log.go)
+// and on bbolt (kv_bolt.go).
 
 // kvStore runs transactions. update runs fn in a write transaction and
 // commits it when fn returns nil, or rolls everything back when it returns an
@@ -39,7 +40,9 @@ type kvTx interface {
 // bucketID names a bucket: a separate ordered keyspace.
 type bucketID uint8
 
-// The buckets. doc.go describes the key layout of each.
+// The buckets. doc.go describes the key layout of each. Their numbers are
+// part of the log format (a record names a bucket by its number): add new
+// buckets at the end, never reorder or remove one.
 const (
 	bMeta bucketID = iota
 	bRuns
@@ -67,7 +70,7 @@ const (
 	numBuckets
 )
 
-// bucketNames are the bbolt bucket names; they are part of the file format.
+// bucketNames are the bbolt bucket names; they are part of the bbolt format.
 var bucketNames = [numBuckets]string{
 	bMeta:             "meta",
 	bRuns:             "runs",
@@ -101,7 +104,7 @@ func (b bucketID) String() string {
 	return fmt.Sprintf("bucket(%d)", uint8(b))
 }
 
-// maxKeySize is bbolt's key limit, enforced by both stores so that they
+// maxKeySize is bbolt's key limit, enforced by every store so that they
 // behave the same.
 const maxKeySize = 32768
 

@@ -68,11 +68,16 @@ func (s *memStore) update(fn func(kvTx) error) (err error) {
 func (s *memStore) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeLocked()
+	return nil
+}
+
+// closeLocked marks the store closed and drops its data; mu is held.
+func (s *memStore) closeLocked() {
 	s.closed = true
 	for i := range s.buckets {
 		s.buckets[i] = btree.NewG(2, memLess)
 	}
-	return nil
 }
 
 type memTx struct {

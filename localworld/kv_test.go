@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -31,6 +32,10 @@ func forStores(t *testing.T, fn func(t *testing.T, s kvStore)) {
 				t.Fatal(err)
 			}
 			return newBoltStore(db, true)
+		},
+		"log": func(t *testing.T) kvStore { return openTestLog(t, Config{Sync: SyncNone}) },
+		"log-batch": func(t *testing.T) kvStore {
+			return openTestLog(t, Config{Sync: SyncBatch})
 		},
 	}
 	for name, o := range open {
@@ -266,13 +271,32 @@ func TestMemStoreRollbackOnPanic(t *testing.T) {
 // in the goroutine of the call that panicked.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	cfg := (&Config{Path: filepath.Join(t.TempDir(), "kv.db"), Sync: SyncBatch}).WithDefaults()
-	db, err := openBolt(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newBoltStore(db, true)
-	t.Cleanup(func() { _ = s.close() })
+	t.Run("bolt", func(t *testing.T) {
+		t.Parallel()
+		cfg := (&Config{Path: filepath.Join(t.TempDir(), "kv.db"), Sync: SyncBatch}).WithDefaults()
+		db, err := openBolt(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newBoltStore(db, true)
+		t.Cleanup(func() { _ = s.close() })
+		testGroupCommit(t, s)
+	})
+	t.Run("log", func(t *testing.T) {
+		t.Parallel()
+		s := openTestLog(t, Config{Sync: SyncBatch})
+		testGroupCommit(t, s)
+		// Survives a reopen: the batches' records replay.
+		want := dumpKV(t, s)
+		path := s.path
+		_ = s.close()
+		if got := dumpKV(t, openTestLog(t, Config{Path: path})); !maps.Equal(got, want) {
+			t.Fatalf("reopened: %d keys, want %d", len(got), len(want))
+		}
+	})
+}
+
+func testGroupCommit(t *testing.T, s kvStore) {
 	const n = 64
 	var wg sync.WaitGroup
 	errs := make([]error, n)

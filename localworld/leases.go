@@ -3,6 +3,7 @@ package localworld
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -165,4 +166,103 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 		return nil, err
 	}
 	return out, nil
+}
+
+// expireStaleLeases runs when a durable World opens. The store's lock
+// proves that the process that held it before is gone, and with it every
+// owner of a run lease or of a running step's execution lease: they are
+// stale, and waiting them out (30s for a run lease, 5 minutes for a step by
+// default) would only delay the restart's recovery. It sets every unexpired
+// run lease, and the lease of every running step of a pending or running
+// run, to expire now, in one transaction, and logs what it did. A store
+// with nothing to expire is not written to.
+func (w *World) expireStaleLeases() error {
+	var runs []string
+	var steps []*world.Step
+	find := func(tx kvTx) error {
+		runs, steps = nil, nil
+		now := w.now()
+		var scanErr error
+		err := tx.scan(bLeases, nil, nil, false, func(k, v []byte) bool {
+			var l runLease
+			if scanErr = decode(bLeases, k, v, &l); scanErr != nil {
+				return false
+			}
+			if l.ExpiresAt.After(now) {
+				runs = append(runs, string(k))
+			}
+			return true
+		})
+		if err == nil {
+			err = scanErr
+		}
+		if err != nil {
+			return err
+		}
+		for _, status := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning} {
+			prefix := newKey().str(string(status))
+			var ids []string
+			err := tx.scan(bRunsByStatus, prefix, prefixEnd(prefix), false, func(k, _ []byte) bool {
+				if _, id, ok := readU64(k[len(prefix):]); ok {
+					ids = append(ids, string(id))
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				sp := newKey().str(id)
+				err := tx.scan(bSteps, sp, prefixEnd(sp), false, func(k, v []byte) bool {
+					var st world.Step
+					if scanErr = decode(bSteps, k, v, &st); scanErr != nil {
+						return false
+					}
+					if st.Status == world.StepStatusRunning && st.LeaseExpiresAt.After(now) {
+						steps = append(steps, &st)
+					}
+					return true
+				})
+				if err == nil {
+					err = scanErr
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := w.kv.view(find); err != nil || len(runs)+len(steps) == 0 {
+		return err
+	}
+	err := w.kv.update(func(tx kvTx) error {
+		if err := find(tx); err != nil {
+			return err
+		}
+		now := w.now()
+		for _, runID := range runs {
+			l, err := getLease(tx, runID)
+			if err != nil {
+				return err
+			}
+			if _, err := putLease(tx, runID, l.Owner, now); err != nil {
+				return err
+			}
+		}
+		for _, st := range steps {
+			st.LeaseExpiresAt = now
+			st.UpdatedAt = now
+			if err := putStep(tx, st, false, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: expired the leases the previous process left",
+		slog.String("path", w.cfg.Path), slog.Int("runLeases", len(runs)), slog.Int("stepLeases", len(steps)))
+	return nil
 }

@@ -8,14 +8,14 @@ import (
 )
 
 // TestConformance runs the World conformance suite on every mode: memory,
-// and the file with each sync policy.
+// and each file format with each sync policy.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
-				cfg := Config{Sync: m.sync}
+				cfg := Config{Sync: m.sync, Format: m.format}
 				if m.durable {
 					cfg.Path = filepath.Join(t.TempDir(), "world.db")
 				}

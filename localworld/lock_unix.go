@@ -11,12 +11,26 @@ import (
 
 var errLockTimeout = errors.New("lock timeout")
 
+// exclusiveLocks says that lockExclusive keeps other processes out.
+const exclusiveLocks = true
+
+// lockExclusive takes an exclusive flock on f, retrying until timeout. The
+// log store holds it while open: it proves that no other process has the
+// store open. Closing f releases it.
+func lockExclusive(f *os.File, timeout time.Duration) error {
+	return lockRetry(f, syscall.LOCK_EX, timeout)
+}
+
 // lockShared takes a shared flock on f, the kind bbolt's exclusive lock
 // excludes, retrying until timeout. Closing f releases it.
 func lockShared(f *os.File, timeout time.Duration) error {
+	return lockRetry(f, syscall.LOCK_SH, timeout)
+}
+
+func lockRetry(f *os.File, how int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		switch {
 		case err == nil:
 			return nil

@@ -20,8 +20,8 @@ var (
 )
 
 // World is the embedded World: storage, queue and streams in one store, a
-// bbolt file or memory. It is safe for concurrent use. A file store is used
-// by one process at a time (Open takes a lock on it).
+// file (a log or bbolt) or memory. It is safe for concurrent use. A file
+// store is used by one process at a time (Open takes a lock on it).
 type World struct {
 	cfg    *Config
 	kv     kvStore
@@ -40,9 +40,12 @@ type World struct {
 }
 
 // Open opens the World cfg describes: in memory when cfg.Path is empty,
-// otherwise the store file at cfg.Path, created if missing. An existing file
-// that is truncated, damaged or not a localworld store fails with ErrCorrupt
-// and is left untouched; one held by another process fails with ErrLocked.
+// otherwise the store file at cfg.Path, created if missing (in cfg.Format).
+// An existing file that is truncated, damaged or not a localworld store
+// fails with ErrCorrupt and is left untouched (a log whose last record is
+// incomplete fails with ErrTornTail unless cfg.RepairTornTail); one held by
+// another process fails with ErrLocked. Holding the file, Open expires the
+// run and step leases a previous process left (expireStaleLeases).
 func Open(cfg Config) (*World, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
@@ -61,12 +64,22 @@ func Open(cfg Config) (*World, error) {
 		w.kv = newMemStore()
 		return w, nil
 	}
-	db, err := openBolt(c)
+	kv, format, err := openStore(c)
 	if err != nil {
 		return nil, err
 	}
-	w.kv = newBoltStore(db, c.Sync == SyncBatch)
-	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: opened", slog.String("path", c.Path), slog.String("sync", c.Sync.String()))
+	w.kv = kv
+	// Only a lock that keeps other processes out proves their leases stale
+	// (bbolt locks its file everywhere; the log only where flock exists).
+	if format == FormatBolt || exclusiveLocks {
+		err = w.expireStaleLeases()
+	}
+	if err != nil {
+		_ = kv.close()
+		return nil, fmt.Errorf("localworld: open %s: expire stale leases: %w", c.Path, err)
+	}
+	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: opened", slog.String("path", c.Path),
+		slog.String("format", format.String()), slog.String("sync", c.Sync.String()))
 	return w, nil
 }
 

@@ -1,0 +1,208 @@
+package localworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// Compaction rewrites a log store as a snapshot of its live data when the
+// log has grown past max(Config compactMin (64 MiB), twice the live data):
+//
+//  1. Under the write lock, after a commit: clone the B-trees (copy on
+//     write, O(1)) and note the log's end and next sequence.
+//  2. In the background, while commits go on: write the clones as snapshot
+//     records to a temporary file beside the store (locked, like the
+//     store), write its header, fsync it.
+//  3. Under the write lock: copy the records committed since step 1, bytes
+//     as they are, after the snapshot; fsync; rename the file over the
+//     store; fsync the directory; append to the new file from then on.
+//
+// Until the rename the store's file is untouched and complete, so a crash
+// leaves it as it was plus an orphaned temporary file, which the next Open
+// removes. The rename replaces one complete file with another that holds
+// the same commits. Commits wait for step 3 only, whose copy is short; the
+// directory is synced before any commit goes to the new file, so no commit
+// depends on a rename a machine crash could undo.
+
+const (
+	compactSuffix      = ".compact-"
+	snapshotRecordSize = 1 << 20 // payload bytes per snapshot record, about
+)
+
+var errCompactStopped = errors.New("the store is closing")
+
+type compactJob struct {
+	trees    [numBuckets]*btree.BTreeG[memItem]
+	firstSeq uint64 // seq of the first record after the snapshot
+	from     int64  // log offset of that record
+}
+
+// maybeCompact starts a compaction when one is due. Called with mem.mu
+// held, after a commit.
+func (s *logStore) maybeCompact() {
+	if s.compacting || s.stop.Load() || s.end < s.compactAfter || s.end <= max(s.compactMin, 2*s.live) {
+		return
+	}
+	job := &compactJob{firstSeq: s.nextSeq, from: s.end}
+	for i := range job.trees {
+		job.trees[i] = s.mem.buckets[i].Clone()
+	}
+	s.compacting = true
+	s.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: compaction started",
+		slog.String("path", s.path), slog.Int64("bytes", s.end), slog.Int64("liveBytes", s.live))
+	s.compactWG.Add(1)
+	go s.compact(job)
+}
+
+func (s *logStore) compact(job *compactJob) {
+	defer s.compactWG.Done()
+	start := time.Now()
+	tmp, snapEnd, err := s.writeSnapshot(job)
+	job.trees = [numBuckets]*btree.BTreeG[memItem]{}
+
+	s.mem.mu.Lock()
+	defer s.mem.mu.Unlock()
+	s.compacting = false
+	before := s.end
+	if err == nil {
+		err = s.switchTo(tmp, job, snapEnd)
+	}
+	if err != nil {
+		s.compactAfter = 2 * s.end // try again when the log has doubled
+		if !s.stop.Load() {
+			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "localworld: compaction failed; the store is unchanged",
+				slog.String("path", s.path), slog.Any("err", err))
+		}
+		return
+	}
+	s.compactAfter = 0
+	s.compactions.Add(1)
+	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: compacted the log",
+		slog.String("path", s.path), slog.Int64("before", before), slog.Int64("after", s.end),
+		slog.Int64("liveBytes", s.live), slog.Duration("took", time.Since(start)))
+}
+
+// writeSnapshot writes the cloned trees to a new temporary file as
+// snapshot records, then the header, and syncs it. It returns the file,
+// open and locked, and the offset where the snapshot ends.
+func (s *logStore) writeSnapshot(job *compactJob) (*os.File, int64, error) {
+	tmp, err := os.CreateTemp(s.dir, filepath.Base(s.path)+compactSuffix+"*")
+	if err != nil {
+		return nil, 0, err
+	}
+	end, err := s.writeSnapshotTo(tmp, job)
+	if err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return nil, 0, err
+	}
+	return tmp, end, nil
+}
+
+func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error) {
+	// Once renamed, this is the store: it must be locked already.
+	if err := lockExclusive(tmp, 0); err != nil {
+		return 0, err
+	}
+	if fi, err := os.Stat(s.path); err == nil {
+		_ = tmp.Chmod(fi.Mode().Perm())
+	}
+	off := int64(logHeaderSize)
+	seq := uint64(1)
+	payload := []byte{recKindSnapshot}
+	var rec []byte
+	flush := func() error {
+		rec = appendRecord(rec[:0], seq, payload)
+		if _, err := tmp.WriteAt(rec, off); err != nil {
+			return err
+		}
+		off += int64(len(rec))
+		seq++
+		payload = payload[:1]
+		return nil
+	}
+	for b, t := range job.trees {
+		var werr error
+		t.Ascend(func(it memItem) bool {
+			payload = appendPutOp(payload, bucketID(b), it.k, it.v)
+			if len(payload) >= snapshotRecordSize {
+				if s.stop.Load() {
+					werr = errCompactStopped
+				} else {
+					werr = flush()
+				}
+			}
+			return werr == nil
+		})
+		if werr != nil {
+			return 0, werr
+		}
+	}
+	if len(payload) > 1 {
+		if err := flush(); err != nil {
+			return 0, err
+		}
+	}
+	h := logHeader{firstSeq: job.firstSeq, snapRecords: seq - 1, snapEnd: uint64(off)}
+	if _, err := tmp.WriteAt(h.encode(), 0); err != nil {
+		return 0, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
+// switchTo finishes a compaction: it appends to tmp the records committed
+// since the snapshot, syncs it, renames it over the store and syncs the
+// directory. Called with mem.mu held. On failure before the rename, tmp is
+// removed and the store is unchanged.
+func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64) error {
+	fail := func(err error) error {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	if err := s.writable(); err != nil {
+		return fail(err)
+	}
+	if s.stop.Load() {
+		return fail(errCompactStopped)
+	}
+	if n := s.end - job.from; n > 0 {
+		buf := make([]byte, min(n, 1<<20))
+		for off := job.from; off < s.end; {
+			chunk := buf[:min(int64(len(buf)), s.end-off)]
+			if _, err := s.f.ReadAt(chunk, off); err != nil {
+				return fail(fmt.Errorf("read the records committed meanwhile: %w", err))
+			}
+			if _, err := tmp.WriteAt(chunk, snapEnd+off-job.from); err != nil {
+				return fail(err)
+			}
+			off += int64(len(chunk))
+		}
+		if err := tmp.Sync(); err != nil {
+			return fail(err)
+		}
+	}
+	end := snapEnd + s.end - job.from
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return fail(err)
+	}
+	// The path names the new file now: commits go there, whatever follows.
+	old := s.f
+	s.f, s.end, s.alloc = tmp, end, end
+	_ = old.Close()
+	if err := syncDir(s.dir); err != nil {
+		s.failed = fmt.Errorf("localworld: %s: compaction could not sync the directory, so the store takes no more writes (reopen it): %w", s.path, err)
+		return s.failed
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package localworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// openStore opens the durable store at cfg.Path in the format its file is
+// in, read from the file's first bytes, or creates one in cfg.Format.
+func openStore(cfg *Config) (kvStore, Format, error) {
+	path := cfg.Path
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if cfg.Format == FormatBolt {
+			break // openBolt creates it
+		}
+		if err := createLogFile(cfg); err != nil {
+			return nil, 0, err
+		}
+	case err != nil:
+		return nil, 0, fmt.Errorf("localworld: open %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, 0, fmt.Errorf("localworld: open %s: not a regular file", path)
+	}
+	if isLogFile(path) {
+		s, err := openLog(cfg)
+		if err != nil {
+			return nil, 0, err
+		}
+		return s, FormatLog, nil
+	}
+	db, err := openBolt(cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	return newBoltStore(db, cfg.Sync == SyncBatch), FormatBolt, nil
+}
+
+// isLogFile reports whether the file at path starts with the log magic.
+// Anything else goes to the bbolt checks, which refuse what is not bbolt.
+func isLogFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, len(logMagic))
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == logMagic
+}
+
+// createLogFile makes a new log store at cfg.Path: a header and a snapshot
+// holding the format marker, built under a temporary name, synced and
+// linked into place, so the path never names a half-made file.
+func createLogFile(cfg *Config) error {
+	path := cfg.Path
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".creating-*")
+	if err != nil {
+		return fmt.Errorf("localworld: create %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	defer func() { _ = os.Remove(tmpName) }()
+	snap := appendRecord(nil, 1, appendPutOp([]byte{recKindSnapshot}, bMeta, formatKey, formatValue))
+	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: uint64(logHeaderSize + len(snap))}
+	_, err = tmp.Write(append(h.encode(), snap...))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmpName, cfg.FileMode)
+	}
+	if err != nil {
+		return fmt.Errorf("localworld: create %s: %w", path, err)
+	}
+	return linkIntoPlace(tmpName, path)
+}
+
+// openLocked opens path for writing under an exclusive lock. A compaction
+// renames a new file over the path, so a lock won after waiting may be on a
+// file the path no longer names: then it tries again.
+func openLocked(path string, timeout time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+		}
+		if err := lockExclusive(f, time.Until(deadline)); err != nil {
+			_ = f.Close()
+			if errors.Is(err, errLockTimeout) {
+				return nil, fmt.Errorf("%w: open %s: gave up after %s", ErrLocked, path, timeout)
+			}
+			return nil, fmt.Errorf("localworld: open %s: lock: %w", path, err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+		}
+		if pi, err := os.Stat(path); err == nil && os.SameFile(fi, pi) {
+			return f, nil
+		}
+		_ = f.Close()
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: open %s: gave up after %s", ErrLocked, path, timeout)
+		}
+	}
+}
+
+// openLog opens a log store: it takes the lock, reads the whole file,
+// checks and replays it (replayLog) and, when the last record is incomplete
+// and cfg.RepairTornTail allows it, cuts that record off. Nothing is written
+// to a file that fails a check.
+func openLog(cfg *Config) (*logStore, error) {
+	path := cfg.Path
+	f, err := openLocked(path, cfg.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	buf := make([]byte, fi.Size())
+	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	mem := newMemStore()
+	r, err := replayLog(path, buf, mem)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(len(buf))
+
+	marker, _ := mem.buckets[bMeta].Get(memItem{k: formatKey})
+	if string(marker.v) != string(formatValue) {
+		return nil, fmt.Errorf("%w: open %s: store layout %q, this version reads %q (the file was left untouched)", ErrCorrupt, path, marker.v, formatValue)
+	}
+	logger := cfg.Logger
+	if r.torn != nil {
+		if !cfg.RepairTornTail {
+			return nil, r.torn
+		}
+		err := f.Truncate(r.end)
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("localworld: open %s: drop the incomplete last record: %w", path, err)
+		}
+		logger.LogAttrs(context.Background(), slog.LevelWarn, "localworld: dropped the incomplete last record (Config.RepairTornTail)",
+			slog.String("path", path), slog.Int64("offset", r.end), slog.Int64("bytes", size-r.end),
+			slog.String("why", r.torn.reason), slog.Uint64("lastSeq", r.nextSeq-1))
+		size = r.end
+	}
+	for _, p := range compactLeftovers(path) {
+		if err := os.Remove(p); err == nil {
+			logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: removed the file of an unfinished compaction", slog.String("path", p))
+		}
+	}
+	s := &logStore{
+		mem:        mem,
+		path:       path,
+		dir:        filepath.Dir(path),
+		sync:       cfg.Sync,
+		group:      cfg.Sync != SyncNone,
+		logger:     logger,
+		allocMode:  cfg.alloc,
+		compactMin: cfg.compactMin,
+		f:          f,
+		end:        r.end,
+		alloc:      size,
+		nextSeq:    r.nextSeq,
+		live:       r.live,
+	}
+	logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: replayed the log",
+		slog.String("path", path), slog.Int64("bytes", r.end), slog.Int("records", r.records), slog.Int64("liveBytes", r.live))
+	ok = true
+	return s, nil
+}
