@@ -31,19 +31,7 @@ func getLease(tx kvTx, runID string) (*runLease, error) {
 }
 
 func (w *World) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {
-	switch {
-	case p == nil:
-		return 0, invalid("nil RunLeaseParams")
-	case p.RunID == "":
-		return 0, invalid("run lease: run ID required")
-	case p.Owner == "":
-		return 0, invalid("run lease: owner required")
-	case p.TTL < 0:
-		return 0, invalid("run lease: negative TTL %s", p.TTL)
-	case p.TTL == 0:
-		return w.cfg.DefaultRunLeaseTTL, nil
-	}
-	return p.TTL, nil
+	return p.LeaseTTL(w.cfg.DefaultRunLeaseTTL)
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL. It fails

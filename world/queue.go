@@ -71,13 +71,16 @@ type ReleaseParams struct {
 }
 
 // Message is the body every queue carries: a run to continue, and optionally
-// one step to execute (DESIGN: messages carry a stepId for background steps).
+// steps to execute (DESIGN: messages carry a stepId for background steps):
+// StepID names one, StepIDs several (executed together; a message may set
+// both, and its steps are then StepID followed by StepIDs, see Steps).
 // NotBefore lets a queue with a capped delay (SQS: 15 minutes) chain hops: a
 // consumer that receives a message before NotBefore re-enqueues it for the
 // remaining time instead of acting on it.
 type Message struct {
 	RunID       string    `json:"runId"`
 	StepID      string    `json:"stepId,omitempty"`
+	StepIDs     []string  `json:"stepIds,omitempty"`
 	NotBefore   time.Time `json:"notBefore,omitzero"`
 	RequestedAt time.Time `json:"requestedAt,omitzero"`
 	// Hop counts the re-enqueues of a chained delay.
@@ -112,5 +115,19 @@ func (m Message) Validate() error {
 			return fmt.Errorf("queue message: %w", err)
 		}
 	}
+	for _, id := range m.StepIDs {
+		if err := ValidateID(PrefixStep, id); err != nil {
+			return fmt.Errorf("queue message: %w", err)
+		}
+	}
 	return nil
+}
+
+// Steps returns the steps m asks to execute: StepID (when set) followed by
+// StepIDs. None for a plain continuation.
+func (m Message) Steps() []string {
+	if m.StepID == "" {
+		return m.StepIDs
+	}
+	return append([]string{m.StepID}, m.StepIDs...)
 }

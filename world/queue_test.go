@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,13 +15,15 @@ func TestMessageRoundTrip(t *testing.T) {
 	for _, m := range []world.Message{
 		{RunID: runID},
 		{RunID: runID, StepID: stepID, NotBefore: at, RequestedAt: at.Add(-time.Hour), Hop: 3},
+		{RunID: runID, StepIDs: []string{stepID, stepID}},
+		{RunID: runID, StepID: stepID, StepIDs: []string{stepID}},
 	} {
 		b, err := world.EncodeMessage(m)
 		if err != nil {
 			t.Fatalf("EncodeMessage(%+v): %v", m, err)
 		}
 		got, err := world.DecodeMessage(b)
-		if err != nil || got != m {
+		if err != nil || !reflect.DeepEqual(got, m) {
 			t.Fatalf("DecodeMessage(%s) = %+v, %v; want %+v", b, got, err, m)
 		}
 	}
@@ -28,7 +31,7 @@ func TestMessageRoundTrip(t *testing.T) {
 
 func TestMessageInvalid(t *testing.T) {
 	t.Parallel()
-	for _, m := range []world.Message{{}, {RunID: stepID}, {RunID: runID, StepID: hookID}, {RunID: runID, StepID: "step_x"}} {
+	for _, m := range []world.Message{{}, {RunID: stepID}, {RunID: runID, StepID: hookID}, {RunID: runID, StepID: "step_x"}, {RunID: runID, StepIDs: []string{stepID, hookID}}} {
 		if _, err := world.EncodeMessage(m); !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("EncodeMessage(%+v): %v, want ErrInvalid", m, err)
 		}
@@ -36,6 +39,23 @@ func TestMessageInvalid(t *testing.T) {
 	for _, body := range []string{``, `nope`, `[]`, `{"runId":5}`, `{}`, `{"runId":"` + runID + `","stepId":"wait_x"}`} {
 		if _, err := world.DecodeMessage([]byte(body)); !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("DecodeMessage(%q): %v, want ErrInvalid", body, err)
+		}
+	}
+}
+
+func TestMessageSteps(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		m    world.Message
+		want []string
+	}{
+		{world.Message{RunID: runID}, nil},
+		{world.Message{RunID: runID, StepID: stepID}, []string{stepID}},
+		{world.Message{RunID: runID, StepIDs: []string{stepID}}, []string{stepID}},
+		{world.Message{RunID: runID, StepID: stepID, StepIDs: []string{stepID}}, []string{stepID, stepID}},
+	} {
+		if got := c.m.Steps(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%+v.Steps() = %v, want %v", c.m, got, c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -173,4 +174,23 @@ type RenewStepLeaseParams struct {
 	StepID  string
 	Attempt int
 	TTL     time.Duration
+}
+
+// LeaseTTL validates p for a run-lease call and returns the lease duration:
+// p.TTL, or defaultTTL when it is zero. A nil p, a missing run ID or owner,
+// or a negative TTL is an ErrInvalid error.
+func (p *RunLeaseParams) LeaseTTL(defaultTTL time.Duration) (time.Duration, error) {
+	switch {
+	case p == nil:
+		return 0, fmt.Errorf("%w: nil RunLeaseParams", ErrInvalid)
+	case p.RunID == "":
+		return 0, fmt.Errorf("%w: run lease: run ID required", ErrInvalid)
+	case p.Owner == "":
+		return 0, fmt.Errorf("%w: run lease: owner required", ErrInvalid)
+	case p.TTL < 0:
+		return 0, fmt.Errorf("%w: run lease: negative TTL %s", ErrInvalid, p.TTL)
+	case p.TTL == 0:
+		return defaultTTL, nil
+	}
+	return p.TTL, nil
 }
