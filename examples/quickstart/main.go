@@ -49,6 +49,7 @@ type options struct {
 	fresh        bool
 	sleep        time.Duration
 	approveAfter time.Duration
+	repair       bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -56,6 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.db, "db", "skein-quickstart.db", "the local store `file` (created if missing)")
+	fs.BoolVar(&o.repair, "repair-torn-tail", false, "drop an incomplete last record the store holds after a crash in the middle of a write (it was never acknowledged)")
 	fs.StringVar(&o.order, "order", "1001", "the order `ID`; its run's idempotency key is quickstart-order-<ID>")
 	fs.BoolVar(&o.fresh, "fresh", false, "place a new order (a new ID derived from -order) instead of resuming")
 	fs.DurationVar(&o.sleep, "sleep", 2*time.Second, "the durable sleep until the courier's pickup slot (new orders only)")
@@ -99,12 +101,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	p := &printer{out: stdout, start: time.Now()}
 
-	w, err := localworld.Open(localworld.Config{Path: o.db})
+	w, err := localworld.Open(localworld.Config{Path: o.db, RepairTornTail: o.repair})
 	if err != nil {
-		if errors.Is(err, localworld.ErrLocked) {
+		switch {
+		case errors.Is(err, localworld.ErrLocked):
 			fmt.Fprintf(stderr, "quickstart: the store %s is in use by another process (another quickstart, or the skein CLI).\n"+
 				"Wait for it to finish, or pass -db with another file.\n", o.db)
-		} else {
+		case errors.Is(err, localworld.ErrTornTail):
+			fmt.Fprintf(stderr, "quickstart: %v\nThe process writing it was killed in the middle of a write; that commit was never acknowledged.\n"+
+				"Start again with -repair-torn-tail to drop it and keep everything before it.\n", err)
+		default:
 			fmt.Fprintf(stderr, "quickstart: %v\n", err)
 		}
 		return 1
