@@ -192,12 +192,7 @@ func (s *session) apply(p *plan, res *world.AppendResult) error {
 		}
 		return nil
 	}
-	for _, o := range p.queue {
-		if err := s.enqueueStep(o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.enqueueSteps(p.queue)
 }
 
 // launch runs a step attempt inline: as a goroutine, or, when it is the
@@ -238,8 +233,36 @@ func (s *session) spawnSolo() {
 	}
 }
 
-// enqueueStep queues a step for a background executor.
-func (s *session) enqueueStep(o *op) error {
-	s.queued[o.id] = true
-	return s.e.enqueue(s.ctx, world.Message{RunID: s.runID, StepID: o.id}, fmt.Sprintf("step:%s:a%d", o.id, o.attempt))
+// enqueueSteps queues steps for background executors, as few messages as
+// the inline concurrency allows: ceil(len/InlineConcurrency) messages of
+// about equal size, each naming its first step in StepID (what an engine
+// that predates StepIDs executes; its continuation then starts the rest)
+// and the others in StepIDs. A background executor runs a message's steps
+// concurrently, as an invocation runs its inline steps.
+func (s *session) enqueueSteps(ops []*op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	per := max(s.e.cfg.InlineConcurrency, 1)
+	n := (len(ops) + per - 1) / per
+	for i := range n {
+		chunk := ops[i*len(ops)/n : (i+1)*len(ops)/n]
+		first := chunk[0]
+		m := world.Message{RunID: s.runID, StepID: first.id}
+		key := fmt.Sprintf("step:%s:a%d", first.id, first.attempt)
+		if len(chunk) > 1 {
+			m.StepIDs = make([]string, 0, len(chunk)-1)
+			for _, o := range chunk[1:] {
+				m.StepIDs = append(m.StepIDs, o.id)
+			}
+			key = fmt.Sprintf("steps:%s:a%d:n%d", first.id, first.attempt, len(chunk))
+		}
+		for _, o := range chunk {
+			s.queued[o.id] = true
+		}
+		if err := s.e.enqueue(s.ctx, m, key); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -77,7 +77,7 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 	if e.cfg.MaxDeliveries > 0 && attempt > e.cfg.MaxDeliveries {
 		return e.failDeliveries(ctx, msg, attempt)
 	}
-	if msg.StepID != "" {
+	if msg.StepID != "" || len(msg.StepIDs) > 0 {
 		return e.executeBackground(ctx, msg)
 	}
 	return e.continueRun(ctx, msg)
@@ -87,7 +87,7 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration) error {
 	next := msg
 	next.Hop++
-	key := fmt.Sprintf("hop:%s:%s:%d:%d", msg.RunID, msg.StepID, msg.NotBefore.UnixNano(), next.Hop)
+	key := fmt.Sprintf("hop:%s:%s:%d:%d:%d", msg.RunID, msg.StepID, len(msg.StepIDs), msg.NotBefore.UnixNano(), next.Hop)
 	return e.enqueue(ctx, next, key)
 }
 

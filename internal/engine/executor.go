@@ -229,42 +229,88 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 	}
 }
 
-// executeBackground executes the step a message names (a step queued
-// because the invocation that created it had no inline capacity, or a
-// retry), records its outcome and enqueues a continuation of its run.
+// executeBackground executes the steps a message names (steps queued
+// because the invocation that created them had no inline capacity, or a
+// retry), records their outcomes and wakes their run (wakeAfterStep). The
+// steps of a message with several run concurrently; one wake-up covers them
+// all. A step that cannot be found is reported and skipped; any other
+// failure retries the whole message (its steps already finished are
+// skipped then).
 func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
-	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: msg.RunID, StepID: msg.StepID})
+	ids := msg.Steps()
+	if len(ids) == 1 {
+		key, err := e.executeStep(ctx, msg.RunID, ids[0])
+		if err != nil || key == "" {
+			return err
+		}
+		return e.wakeAfterStep(ctx, msg.RunID, key)
+	}
+	keys := make([]string, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { keys[i], errs[i] = e.executeStep(ctx, msg.RunID, id) })
+	}
+	wg.Wait()
+	var retry error
+	for i, err := range errs {
+		var perm *PermanentError
+		switch {
+		case err == nil:
+		case errors.As(err, &perm):
+			e.log.Warn("engine: background step", "run", msg.RunID, "step", ids[i], "err", err)
+		case retry == nil:
+			retry = err
+		}
+	}
+	for _, key := range keys {
+		if key != "" {
+			if err := e.wakeAfterStep(ctx, msg.RunID, fmt.Sprintf("%s:n%d", key, len(ids))); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return retry
+}
+
+// executeStep executes one background step and records its outcome. It
+// returns the idempotency key of the continuation the outcome needs (empty
+// when none: the step was already finished or is owned elsewhere, the run
+// ended, or the step retries, for which it enqueues the step again).
+func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string, error) {
+	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
-			return &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", msg.StepID, msg.RunID), Err: err}
+			return "", &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", stepID, runID), Err: err}
 		}
-		return err
+		return "", err
 	}
 	if st.Status.Terminal() {
-		return nil
+		return "", nil
 	}
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if run.Status.Terminal() {
-		return nil
+		return "", nil
 	}
-	res, err := e.w.Append(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
-		{CorrelationID: msg.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
+	res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
 	}})
 	if err != nil {
 		var early *world.TooEarlyError
 		switch {
 		case errors.As(err, &early):
-			m := world.Message{RunID: msg.RunID, StepID: msg.StepID, NotBefore: early.RetryAfter}
-			return e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", msg.StepID, early.RetryAfter.UnixMilli()))
+			m := world.Message{RunID: runID, StepID: stepID, NotBefore: early.RetryAfter}
+			return "", e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", stepID, early.RetryAfter.UnixMilli()))
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
-			return nil // another executor owns the attempt, or the run ended
+			return "", nil // another executor owns the attempt, or the run ended
 		case errors.Is(err, world.ErrNotFound):
-			return &PermanentError{Reason: "step " + msg.StepID + " not found", Err: err}
+			return "", &PermanentError{Reason: "step " + stepID + " not found", Err: err}
 		}
-		return err
+		return "", err
 	}
 	started := res.Results[0].Step
 	x := stepExec{
@@ -277,16 +323,40 @@ func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error
 	}
 	o := e.runStep(ctx, x)
 	if o.kind == outAbandoned {
-		return ctx.Err()
+		return "", ctx.Err()
 	}
-	if err := e.record(ctx, msg.RunID, o); err != nil {
-		return err
+	if err := e.record(ctx, runID, o); err != nil {
+		return "", err
 	}
 	if o.kind == outRetrying {
-		m := world.Message{RunID: msg.RunID, StepID: msg.StepID, NotBefore: o.retryAfter}
-		return e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", msg.StepID, o.attempt))
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: o.retryAfter}
+		return "", e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", stepID, o.attempt))
 	}
-	return e.enqueue(ctx, world.Message{RunID: msg.RunID}, fmt.Sprintf("done:%s:%d", msg.StepID, o.attempt))
+	return fmt.Sprintf("done:%s:%d", stepID, o.attempt), nil
+}
+
+// wakeAfterStep enqueues a continuation of a run after a background step's
+// outcome has committed, unless the run lease is held: its holder reads the
+// log after releasing it and wakes the run itself if anything arrived (see
+// session.afterRelease for why one of the two always does). The World has no
+// read of the lease, so it probes by taking it under a fresh owner; a probe
+// that takes it releases it and always enqueues.
+func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string) error {
+	owner := fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
+	_, err := e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	switch {
+	case errors.Is(err, world.ErrLeaseHeld):
+		return nil // the holder wakes the run after releasing the lease
+	case err == nil:
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		rerr := e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
+		cancel()
+		if rerr != nil {
+			e.log.Warn("engine: release probed run lease", "run", runID, "err", rerr)
+		}
+	}
+	// Not held, or unknown (an error): wake the run.
+	return e.enqueue(ctx, world.Message{RunID: runID}, key)
 }
 
 // record appends a step outcome outside the run's fence. A refusal means the

@@ -69,14 +69,20 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 		return err
 	}
 	stopRenew := e.keepLease(ctx, msg.RunID, owner)
-	defer func() {
+	released, releaseErr := false, error(nil)
+	release := func() {
+		if released {
+			return
+		}
+		released = true
 		stopRenew()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: msg.RunID, Owner: owner}); err != nil {
-			e.log.Warn("engine: release run lease", "run", msg.RunID, "err", err)
+		if releaseErr = e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: msg.RunID, Owner: owner}); releaseErr != nil {
+			e.log.Warn("engine: release run lease", "run", msg.RunID, "err", releaseErr)
 		}
-	}()
+	}
+	defer release()
 	now := e.now()
 	deadline := now.Add(e.cfg.MaxInvocation)
 	if d, ok := ctx.Deadline(); ok && d.Add(-e.cfg.BudgetMargin).Before(deadline) {
@@ -96,7 +102,54 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 	if errors.Is(err, errMoved) {
 		err = <-s.moved
 	}
-	return err
+	if err != nil {
+		return err // the message is retried: its continuation loads everything
+	}
+	s.close()
+	release()
+	return s.afterRelease(releaseErr)
+}
+
+// afterRelease is the lease holder's half of the background wake-up
+// handshake (see Engine.wakeAfterStep): a background executor that commits a
+// step's outcome while the run lease is held does not enqueue a
+// continuation, so the holder, once it has released the lease, reads the log
+// past what it has loaded and enqueues one itself if anything arrived.
+//
+// Why no completion is lost: the executor (E) commits its outcome (C) and
+// then tries to take the run lease (A); the holder (H) releases the lease
+// (R) and then reads the log (L). The World's lease operations and strongly
+// consistent log reads are linearizable. If A finds the lease held by H,
+// then A precedes R, so C < A < R < L: H's read sees C and H enqueues the
+// continuation. Otherwise A follows R (or the lease was held by nobody, or
+// by another executor's probe, which always enqueues after releasing) and
+// E enqueues it. Either way at least one side wakes the run.
+//
+// It reads only when the run is not finished and has steps this session
+// did not settle (only they can be completed by background executors).
+// When the release failed, the lease may stay held until it expires and an
+// executor may keep seeing it held: a continuation is scheduled at the
+// lease's expiry instead.
+func (s *session) afterRelease(releaseErr error) error {
+	if s.r == nil || s.log.len() == 0 || s.runStatus.Terminal() || len(s.r.openSteps) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+	defer cancel()
+	if releaseErr != nil {
+		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + 10*time.Millisecond)
+		m := world.Message{RunID: s.runID, NotBefore: at}
+		return s.e.enqueue(ctx, m, fmt.Sprintf("unreleased:%s:%d", s.runID, s.lastSeq))
+	}
+	s.ctx = ctx // the session is over; loadNew reads with its context
+	n, err := s.loadNew(false)
+	if err != nil {
+		return err
+	}
+	if n == 0 || s.runStatus.Terminal() {
+		return nil
+	}
+	return s.e.enqueue(ctx, world.Message{RunID: s.runID}, fmt.Sprintf("after:%s:%d", s.runID, s.lastSeq))
 }
 
 // bounce re-enqueues a continuation that found the run lease held, never
@@ -589,10 +642,55 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 	case s.draining && len(s.runnable(now)) > 0:
 		// Out of budget with steps ready to run: a new invocation takes over.
 		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, fmt.Sprintf("budget:%s:%d", s.runID, s.lastSeq))
+	case !next.IsZero() && s.leaseExpiry(now, next):
+		return true, s.scheduleLeaseCheck(next)
 	case !next.IsZero():
 		return true, s.scheduleTimer(now, next)
 	}
 	return true, nil
+}
+
+// leaseExpiry reports whether the timer next is the expiry of another
+// executor's step lease (nextTimer), not a wait or a retry.
+func (s *session) leaseExpiry(now, next time.Time) bool {
+	for _, o := range s.r.openWaits {
+		if o.resumeAt.Equal(next) {
+			return false
+		}
+	}
+	for _, at := range s.deferred {
+		if at.Equal(next) {
+			return false
+		}
+	}
+	lease := false
+	for id, o := range s.r.openSteps {
+		if s.inflight[id] != nil {
+			continue
+		}
+		switch {
+		case o.status == world.StepStatusPending && o.retryAfter.After(now) && o.retryAfter.Equal(next):
+			return false
+		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && o.leaseUntil.Add(50*time.Millisecond).Equal(next):
+			lease = true
+		}
+	}
+	return lease
+}
+
+// scheduleLeaseCheck enqueues the safety-net continuation for steps running
+// under another executor's lease: it matters only if that executor dies (a
+// live one's completion wakes the run, see afterRelease), so it is rounded
+// up to the next whole second and keyed by (run, that second). The
+// continuations of one run that see leases expiring in the same second
+// then send one message between them, not one each.
+func (s *session) scheduleLeaseCheck(next time.Time) error {
+	sec := next.Truncate(time.Second)
+	if sec.Before(next) {
+		sec = sec.Add(time.Second)
+	}
+	m := world.Message{RunID: s.runID, NotBefore: sec}
+	return s.e.enqueue(s.ctx, m, fmt.Sprintf("lease:%s:%d", s.runID, sec.Unix()))
 }
 
 // maxWakeLead bounds how early a timer's continuation is sent (wakeLead).
@@ -628,6 +726,7 @@ func (s *session) scheduleTimer(now, next time.Time) error {
 // flushDeferred queues the held-back steps whose time has come (all of them
 // when the session is ending) that are still waiting to start.
 func (s *session) flushDeferred(now time.Time, all bool) error {
+	var due []*op
 	for id, at := range s.deferred {
 		if !all && now.Before(at) {
 			continue
@@ -637,11 +736,10 @@ func (s *session) flushDeferred(now time.Time, all bool) error {
 		if o == nil || o.settled || s.inflight[id] != nil || o.status != world.StepStatusPending {
 			continue
 		}
-		if err := s.enqueueStep(o); err != nil {
-			return err
-		}
+		due = append(due, o)
 	}
-	return nil
+	sort.Slice(due, func(i, j int) bool { return due[i].index < due[j].index })
+	return s.enqueueSteps(due)
 }
 
 // endForeign ends a session whose run another writer finished (a
