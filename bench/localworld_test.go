@@ -1,4 +1,3 @@
-// Package bench holds Skein's benchmarks; BENCHMARKS.md records the figures.
 package bench
 
 import (

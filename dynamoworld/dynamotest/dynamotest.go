@@ -1,12 +1,3 @@
-// Package dynamotest runs dynamoworld against AWS-compatible endpoints in
-// tests: the offline emulators (localstack/emulators.sh), LocalStack or an
-// AWS account, chosen by the standard environment (AWS_ENDPOINT_URL_DYNAMODB,
-// AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3, AWS_REGION, credentials).
-//
-// Tests that need the endpoints call Require first. It skips the test unless
-// SKEIN_EMULATORS=1; with SKEIN_REQUIRE_EMULATORS=1 a missing setup fails
-// the test instead, so that a CI job meant to run them cannot pass by
-// skipping. SKEIN_S3_PATH_STYLE=1 selects path-style S3 addressing.
 package dynamotest
 
 import (

@@ -1,0 +1,5 @@
+// Package demo is the registry the example Lambda serves: an order workflow
+// like the quickstart's, and small workflows that exercise each part of the
+// runtime end to end (the integration suite starts them through a
+// workflow.Client on the same World).
+package demo
