@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/world"
@@ -62,28 +60,7 @@ func decodeLazy(it item) map[string]int64 {
 // lastCommit reads a run's newest commit item whole (its events and lazy
 // steps), strongly consistent; nil when the run has none.
 func (w *World) lastCommit(ctx context.Context, runID string) (item, error) {
-	e := newExpr()
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(w.cfg.Table),
-		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
-			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))),
-		ScanIndexForward: aws.Bool(false),
-		ConsistentRead:   aws.Bool(true),
-		Limit:            aws.Int32(1),
-	}
-	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
-	if w.capacity {
-		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	}
-	out, err := w.ddb.Query(ctx, in)
-	if err != nil {
-		return nil, ddbErr("Query", w.cfg.Table, err)
-	}
-	w.countRead(out.ConsumedCapacity)
-	if len(out.Items) == 0 {
-		return nil, nil
-	}
-	return out.Items[0], nil
+	return w.queryNewestCommit(ctx, runPK(runID), nil)
 }
 
 // lazySteps replays the lazy steps ids (step ID -> its commit's key) from

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -147,15 +148,28 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 // newestCommit reads the newest commit item of a run partition (nil if
 // none); only its key and counters, not its events.
 func (w *World) newestCommit(ctx context.Context, pk string) (item, error) {
+	return w.queryNewestCommit(ctx, pk, []string{attrPK, attrSK, aLastSeq, aCreated})
+}
+
+// queryNewestCommit reads the newest commit item of the run partition pk,
+// strongly consistent, with only the attributes named (all when none); nil
+// when the run has no commit.
+func (w *World) queryNewestCommit(ctx context.Context, pk string, attrs []string) (item, error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
 		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(pk)) + " AND " +
 			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))),
-		ProjectionExpression: aws.String(e.n(attrPK) + ", " + e.n(attrSK) + ", " + e.n(aLastSeq) + ", " + e.n(aCreated)),
-		ScanIndexForward:     aws.Bool(false),
-		ConsistentRead:       aws.Bool(true),
-		Limit:                aws.Int32(1),
+		ScanIndexForward: aws.Bool(false),
+		ConsistentRead:   aws.Bool(true),
+		Limit:            aws.Int32(1),
+	}
+	if len(attrs) > 0 {
+		names := make([]string, len(attrs))
+		for i, a := range attrs {
+			names[i] = e.n(a)
+		}
+		in.ProjectionExpression = aws.String(strings.Join(names, ", "))
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
 	if w.capacity {
