@@ -26,8 +26,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -39,161 +37,50 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/integration/lambdaemu"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
-// benchOptions tune a benchmark's stack.
-type benchOptions struct {
-	// Parameters override template parameter defaults.
-	Parameters map[string]string
-	// Env is added to the flow function's environment.
-	Env map[string]string
-	// NoESM leaves the event source mapping stopped (the cold start
-	// benchmark invokes the function itself).
-	NoESM bool
-}
-
-// benchBatch is a settled batch and when it settled.
+// benchBatch is a batch the ESM settled.
 type benchBatch struct {
-	at  time.Time
 	rep lambdaemu.BatchReport
 }
 
-// benchStack is stack (stack_test.go) for benchmarks: fresh resources, the
-// template's mapping resolved to them, the ESM on the real bootstrap.
+// benchStack is a stack (stack_test.go) on the template's mapping as it is,
+// with the benchmarks' helpers.
 type benchStack struct {
-	tb      testing.TB
-	clients dynamoworld.Clients
-	res     dynamoworld.Resources
-	queues  *lambdaemu.Queues
-	mapping *lambdaemu.Mapping
-	world   *dynamoworld.World
-	client  *workflow.Client
-	fc      lambdaemu.FunctionConfig
-	esm     *lambdaemu.ESM
-
-	mu      sync.Mutex
-	batches []benchBatch
+	*stack
 }
 
-func newBenchStack(tb testing.TB, o benchOptions) *benchStack {
+// newBenchStack is newStack with the template's timings (o.TemplateTimings).
+func newBenchStack(tb testing.TB, o stackOptions) *benchStack {
 	tb.Helper()
-	clients := dynamotest.Clients(tb, dynamoworld.ClientOptions{}) // skips without emulators
-	if bootstrapBin.err != nil {
-		tb.Fatal(bootstrapBin.err)
-	}
-	if bootstrapBin.path == "" {
-		tb.Fatal("the bootstrap was not built")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	id := strings.ToLower(names.New(""))
-	s := &benchStack{tb: tb, clients: clients}
-	s.res = dynamoworld.Resources{Table: "skein-bench-" + id, Queue: "skein-bench-" + id, Bucket: "skein-bench-" + id}
-	tmpl, err := lambdaemu.ReadTemplate(templatePath)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	resolve := lambdaemu.ResolveOptions{Parameters: o.Parameters}
-	m, err := tmpl.Mapping(&lambdaemu.MappingOptions{ResolveOptions: resolve})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := dynamoworld.CreateTable(ctx, clients.DynamoDB, s.res.Table); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := clients.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.res.Bucket)}); err != nil {
-		tb.Fatal(err)
-	}
-	if s.queues, err = lambdaemu.ProvisionQueues(ctx, clients.SQS, s.res.Queue, m.Queue); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := dynamoworld.DeleteResources(ctx, clients, s.res, s.queues.URL); err != nil {
-			tb.Logf("cleanup: %v", err)
-		}
-		_, _ = clients.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(s.queues.DeadLetterURL)})
-	})
-	resolve.Resources = map[string]string{"EventTable": s.res.Table, "WorkQueue": s.queues.URL, "DataBucket": s.res.Bucket}
-	resolve.Attributes = map[string]string{"WorkQueue.Arn": s.queues.ARN, "DeadLetterQueue.Arn": s.queues.DeadLetterARN}
-	fresh, err := tmpl.Mapping(&lambdaemu.MappingOptions{ResolveOptions: resolve})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m.Function.Env = fresh.Function.Env
-	s.mapping = m
-
-	if s.world, err = dynamoworld.New(ctx, dynamotest.Config(clients, s.res, s.queues.URL)); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = s.world.Close() })
-	reg, err := demo.Registry()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if s.client, err = workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
-		tb.Fatal(err)
-	}
-	s.fc = m.FunctionConfig(bootstrapBin.path)
-	s.fc.PassEnv = lambdaemu.AWSPassEnv()
-	for k, v := range o.Env {
-		s.fc.Env[k] = v
-	}
-	if o.NoESM {
-		return s
-	}
-	s.esm, err = lambdaemu.NewESM(lambdaemu.ESMConfig{
-		Mapping: m, SQS: clients.SQS, QueueURL: s.queues.URL, QueueARN: s.queues.ARN, Function: s.fc,
-		PollWait: time.Second, OnBatch: s.addBatch,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := s.esm.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = s.esm.Stop() })
-	return s
-}
-
-func (s *benchStack) addBatch(r lambdaemu.BatchReport) {
-	s.mu.Lock()
-	s.batches = append(s.batches, benchBatch{at: time.Now(), rep: r})
-	s.mu.Unlock()
+	o.TemplateTimings = true
+	return &benchStack{newStack(tb, o)}
 }
 
 // batchesSince returns the batches settled after the first n.
 func (s *benchStack) batchesSince(n int) []benchBatch {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.batches[n:])
+	var out []benchBatch
+	for _, r := range s.batches.all()[n:] {
+		out = append(out, benchBatch{rep: r})
+	}
+	return out
 }
 
 func (s *benchStack) batchCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.batches)
+	return len(s.batches.all())
 }
 
-// drain waits until the queue is empty and no batch is in flight. It
-// polls SQS (not DynamoDB), so waiting adds no load to the table.
+// drain waits until the queue is empty and no batch is in flight, for up
+// to 3 minutes. It polls SQS (not DynamoDB), so waiting adds no load to the
+// table.
 func (s *benchStack) drain() {
 	s.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := s.esm.Drain(ctx); err != nil {
-		s.tb.Fatal(err)
-	}
+	s.stack.drain(3 * time.Minute)
 }
 
 // completed checks that the run completed, and returns its info.
@@ -367,7 +254,7 @@ func noBatchFailures(tb testing.TB, bs []benchBatch) {
 // few thousand transactions).
 func BenchmarkLambdaSerial100(b *testing.B) {
 	const steps = 100
-	s := newBenchStack(b, benchOptions{})
+	s := newBenchStack(b, stackOptions{})
 	ctx := context.Background()
 	runOnce := func() (runID string, bs []benchBatch) {
 		n0 := s.batchCount()
@@ -462,7 +349,7 @@ func BenchmarkLambdaFanOut50(b *testing.B) {
 		{"concurrency=2", map[string]string{"MaximumConcurrency": "2"}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			s := newBenchStack(b, benchOptions{Parameters: v.params, Env: map[string]string{"SKEIN_STEP_LEASE_TTL": "5s"}})
+			s := newBenchStack(b, stackOptions{Parameters: v.params, Env: map[string]string{"SKEIN_STEP_LEASE_TTL": "5s"}})
 			inline := s.mapping.Function.Env["SKEIN_INLINE_CONCURRENCY"]
 			var inl int
 			if _, err := fmt.Sscan(inline, &inl); err != nil || inl < 1 {
@@ -590,7 +477,7 @@ func BenchmarkLambdaSerial100Requests(b *testing.B) {
 		b.Skip("needs AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS")
 	}
 	ddb, q := newRequestCounter(b, ddbEndpoint), newRequestCounter(b, sqsEndpoint)
-	s := newBenchStack(b, benchOptions{Env: map[string]string{
+	s := newBenchStack(b, stackOptions{Env: map[string]string{
 		"AWS_ENDPOINT_URL_DYNAMODB": ddb.srv.URL, "AWS_ENDPOINT_URL_SQS": q.srv.URL,
 	}})
 	ctx := context.Background()
@@ -614,29 +501,20 @@ func BenchmarkLambdaSerial100Requests(b *testing.B) {
 	}
 }
 
-// buildVariant builds the bootstrap as TestMain does (static,
-// -tags lambda.norpc, -trimpath) for goos/goarch, optionally stripped
-// (-ldflags "-s -w"), into dir, and returns its path and size.
+// buildVariant builds the bootstrap as TestMain does (buildLambda) for
+// goos/goarch, optionally stripped (-ldflags "-s -w"), into dir, and returns
+// its path and size.
 func buildVariant(tb testing.TB, dir, goos, goarch string, strip bool) (string, int64) {
 	tb.Helper()
 	name := "bootstrap-" + goos + "-" + goarch
-	args := []string{"build", "-tags", "lambda.norpc", "-trimpath"}
 	if strip {
 		name += "-stripped"
-		args = append(args, "-ldflags", "-s -w")
 	}
-	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", append(args, "-o", out, "./examples/lambda")...)
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %s: %v\n%s", name, err, b)
-	}
-	st, err := os.Stat(out)
+	out, size, err := buildLambda(dir, name, goos, goarch, strip)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return out, st.Size()
+	return out, size
 }
 
 // BenchmarkLambdaBootstrapSize builds the bootstrap for Lambda (linux/arm64)
@@ -681,7 +559,7 @@ func BenchmarkLambdaBootstrapSize(b *testing.B) {
 // to the first response.
 func BenchmarkLambdaColdStart(b *testing.B) {
 	const perOp = 10
-	s := newBenchStack(b, benchOptions{NoESM: true})
+	s := newBenchStack(b, stackOptions{NoESM: true})
 	dir := b.TempDir()
 	stripped, _ := buildVariant(b, dir, "linux", runtime.GOARCH, true)
 	ctx := context.Background()

@@ -61,30 +61,41 @@ func buildBootstrap() {
 		return
 	}
 	bootstrapBin.dir = dir
-	out := filepath.Join(dir, "bootstrap")
 	start := time.Now()
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, "./examples/lambda")
+	bootstrapBin.path, bootstrapBin.size, bootstrapBin.err = buildLambda(dir, "bootstrap", "linux", runtime.GOARCH, false)
+	bootstrapBin.took = time.Since(start)
+}
+
+// buildLambda builds examples/lambda into dir/name as Lambda runs it
+// (static, -tags lambda.norpc, -trimpath) for goos/goarch, optionally
+// stripped (-ldflags "-s -w"), and returns its path and size.
+func buildLambda(dir, name, goos, goarch string, strip bool) (string, int64, error) {
+	args := []string{"build", "-tags", "lambda.norpc", "-trimpath"}
+	if strip {
+		args = append(args, "-ldflags", "-s -w")
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", append(args, "-o", out, "./examples/lambda")...)
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		bootstrapBin.err = fmt.Errorf("go build ./examples/lambda: %v\n%s", err, b)
-		return
+		return "", 0, fmt.Errorf("go build ./examples/lambda (%s): %v\n%s", name, err, b)
 	}
 	st, err := os.Stat(out)
 	if err != nil {
-		bootstrapBin.err = err
-		return
+		return "", 0, err
 	}
-	bootstrapBin.path, bootstrapBin.size, bootstrapBin.took = out, st.Size(), time.Since(start)
+	return out, st.Size(), nil
 }
 
-func bootstrap(t *testing.T) string {
-	t.Helper()
+// bootstrap returns the path of the bootstrap TestMain built.
+func bootstrap(tb testing.TB) string {
+	tb.Helper()
 	if bootstrapBin.err != nil {
-		t.Fatal(bootstrapBin.err)
+		tb.Fatal(bootstrapBin.err)
 	}
 	if bootstrapBin.path == "" {
-		t.Fatal("the bootstrap was not built")
+		tb.Fatal("the bootstrap was not built")
 	}
 	return bootstrapBin.path
 }
@@ -138,21 +149,28 @@ func (l *batchLog) all() []lambdaemu.BatchReport {
 	return slices.Clone(l.reports)
 }
 
-// stackOptions tune a test's stack.
+// stackOptions tune a test's (or a benchmark's) stack.
 type stackOptions struct {
 	// Parameters override template parameter defaults (as sam deploy
 	// --parameter-overrides would).
 	Parameters map[string]string
 	// Env is added to the flow function's environment from the template.
 	Env map[string]string
+	// TemplateTimings keeps the function's timeout, the queue's visibility
+	// timeout and MaximumConcurrency as the template has them (the
+	// benchmarks'); by default they are shortened for tests.
+	TemplateTimings bool
 	// Adjust changes the mapping read from the template (short timeouts).
 	Adjust func(*lambdaemu.Mapping)
+	// NoESM leaves the event source mapping stopped (the cold start
+	// benchmark invokes the function itself, with fc).
+	NoESM bool
 }
 
 // stack is one test's resources, its flow function behind the ESM, and a
 // client on the same World.
 type stack struct {
-	t        *testing.T
+	tb       testing.TB
 	clients  dynamoworld.Clients
 	res      dynamoworld.Resources
 	queues   *lambdaemu.Queues
@@ -161,7 +179,8 @@ type stack struct {
 	mapping  *lambdaemu.Mapping
 	world    *dynamoworld.World
 	client   *workflow.Client
-	esm      *lambdaemu.ESM
+	fc       lambdaemu.FunctionConfig // the flow function on the real bootstrap
+	esm      *lambdaemu.ESM           // nil with NoESM
 	batches  *batchLog
 	flowLogs *logBuffer
 	started  time.Time
@@ -171,49 +190,51 @@ var names = world.NewIDSource(nil, nil)
 
 // newStack creates fresh resources, reads the mapping from template.yaml
 // with them, and starts the ESM on the real bootstrap.
-func newStack(t *testing.T, o stackOptions) *stack {
-	t.Helper()
-	bin := bootstrap(t)
-	clients := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+func newStack(tb testing.TB, o stackOptions) *stack {
+	tb.Helper()
+	clients := dynamotest.Clients(tb, dynamoworld.ClientOptions{}) // skips without emulators
+	bin := bootstrap(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id := strings.ToLower(names.New(""))
-	s := &stack{t: t, clients: clients, batches: &batchLog{}, flowLogs: &logBuffer{}}
+	s := &stack{tb: tb, clients: clients, batches: &batchLog{}, flowLogs: &logBuffer{}}
 	s.res = dynamoworld.Resources{Table: "skein-it-" + id, Queue: "skein-it-" + id, Bucket: "skein-it-" + id}
 	var err error
 	if s.tmpl, err = lambdaemu.ReadTemplate(templatePath); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	s.resolve = lambdaemu.ResolveOptions{Parameters: o.Parameters}
 	m, err := s.tmpl.Mapping(&lambdaemu.MappingOptions{ResolveOptions: s.resolve})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if m.Queue.Redrive == nil {
-		t.Fatal("the template's queue has no redrive policy")
+		tb.Fatal("the template's queue has no redrive policy")
 	}
 	if err := dynamoworld.CreateTable(ctx, clients.DynamoDB, s.res.Table); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := clients.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.res.Bucket)}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	// Test timings: short, so that redeliveries take seconds. Adjust may
 	// change them; the queue is created from the adjusted mapping.
-	m.Function.Timeout = 20 * time.Second
-	m.Queue.VisibilityTimeout = 25 * time.Second
-	m.MaximumConcurrency = 3
+	if !o.TemplateTimings {
+		m.Function.Timeout = 20 * time.Second
+		m.Queue.VisibilityTimeout = 25 * time.Second
+		m.MaximumConcurrency = 3
+	}
 	if o.Adjust != nil {
 		o.Adjust(m)
 	}
 	if s.queues, err = lambdaemu.ProvisionQueues(ctx, clients.SQS, s.res.Queue, m.Queue); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := dynamoworld.DeleteResources(ctx, clients, s.res, s.queues.URL); err != nil {
-			t.Logf("cleanup: %v", err)
+			tb.Logf("cleanup: %v", err)
 		}
 		_, _ = clients.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(s.queues.DeadLetterURL)})
 	})
@@ -224,82 +245,92 @@ func newStack(t *testing.T, o stackOptions) *stack {
 	s.resolve.Attributes = map[string]string{"WorkQueue.Arn": s.queues.ARN, "DeadLetterQueue.Arn": s.queues.DeadLetterARN}
 	fresh, err := s.tmpl.Mapping(&lambdaemu.MappingOptions{ResolveOptions: s.resolve})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	m.Function.Env = fresh.Function.Env
 	s.mapping = m
 
 	s.world, err = dynamoworld.New(ctx, dynamotest.Config(clients, s.res, s.queues.URL))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.world.Close() })
+	tb.Cleanup(func() { _ = s.world.Close() })
 	reg, err := demo.Registry()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if s.client, err = workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 
-	fc := m.FunctionConfig(bin)
-	fc.PassEnv = lambdaemu.AWSPassEnv()
-	fc.Stdout, fc.Stderr = s.flowLogs, s.flowLogs
+	s.fc = m.FunctionConfig(bin)
+	s.fc.PassEnv = lambdaemu.AWSPassEnv()
+	s.fc.Stdout, s.fc.Stderr = s.flowLogs, s.flowLogs
 	for k, v := range o.Env {
-		fc.Env[k] = v
+		s.fc.Env[k] = v
+	}
+	tb.Cleanup(func() {
+		if s.esm != nil {
+			_ = s.esm.Stop()
+		}
+		if tb.Failed() {
+			s.logFailure()
+		}
+	})
+	s.started = time.Now()
+	if o.NoESM {
+		return s
 	}
 	s.esm, err = lambdaemu.NewESM(lambdaemu.ESMConfig{
-		Mapping: m, SQS: clients.SQS, QueueURL: s.queues.URL, QueueARN: s.queues.ARN, Function: fc,
+		Mapping: m, SQS: clients.SQS, QueueURL: s.queues.URL, QueueARN: s.queues.ARN, Function: s.fc,
 		PollWait: time.Second, OnBatch: s.batches.add,
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	s.started = time.Now()
 	if err := s.esm.Start(context.Background()); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = s.esm.Stop()
-		if t.Failed() {
-			logs := s.flowLogs.String()
-			if len(logs) > 64<<10 {
-				logs = "...\n" + logs[len(logs)-64<<10:]
-			}
-			t.Logf("flow function output:\n%s", logs)
-			for i, r := range s.batches.all() {
-				var bodies []string
-				for _, rec := range r.Event.Records {
-					bodies = append(bodies, rec.MessageId+"#"+rec.Attributes["ApproximateReceiveCount"]+" "+rec.Body)
-				}
-				resp := ""
-				if r.Response != nil {
-					resp = string(r.Response.Payload)
-					if r.Response.Err != nil {
-						resp = r.Response.Err.Type + ": " + r.Response.Err.Message
-					}
-				}
-				t.Logf("batch %d (worker %d): %v -> %s; settled %+v; deleted %v (%v)", i, r.Worker, bodies, resp, r.Settlement, r.Deleted, r.DeleteErr)
+	return s
+}
+
+// logFailure logs the flow function's output and the batches it settled.
+func (s *stack) logFailure() {
+	logs := s.flowLogs.String()
+	if len(logs) > 64<<10 {
+		logs = "...\n" + logs[len(logs)-64<<10:]
+	}
+	s.tb.Logf("flow function output:\n%s", logs)
+	for i, r := range s.batches.all() {
+		var bodies []string
+		for _, rec := range r.Event.Records {
+			bodies = append(bodies, rec.MessageId+"#"+rec.Attributes["ApproximateReceiveCount"]+" "+rec.Body)
+		}
+		resp := ""
+		if r.Response != nil {
+			resp = string(r.Response.Payload)
+			if r.Response.Err != nil {
+				resp = r.Response.Err.Type + ": " + r.Response.Err.Message
 			}
 		}
-	})
-	return s
+		s.tb.Logf("batch %d (worker %d): %v -> %s; settled %+v; deleted %v (%v)", i, r.Worker, bodies, resp, r.Settlement, r.Deleted, r.DeleteErr)
+	}
 }
 
 // wait waits for a run to end and returns its info.
 func (s *stack) wait(runID string, timeout time.Duration) *workflow.RunInfo {
-	s.t.Helper()
+	s.tb.Helper()
 	limit := time.Now().Add(timeout)
 	for {
 		info, err := s.client.GetRun(context.Background(), runID)
 		if err != nil {
-			s.t.Fatal(err)
+			s.tb.Fatal(err)
 		}
 		if info.Status.Terminal() {
 			return info
 		}
 		if time.Now().After(limit) {
-			s.t.Fatalf("run %s is still %s after %s", runID, info.Status, timeout)
+			s.tb.Fatalf("run %s is still %s after %s", runID, info.Status, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -307,23 +338,23 @@ func (s *stack) wait(runID string, timeout time.Duration) *workflow.RunInfo {
 
 // drain waits for the queue to empty.
 func (s *stack) drain(timeout time.Duration) {
-	s.t.Helper()
+	s.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := s.esm.Drain(ctx); err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
 }
 
 // events returns a run's log.
 func (s *stack) events(runID string) []world.Event {
-	s.t.Helper()
+	s.tb.Helper()
 	var out []world.Event
 	cursor := ""
 	for {
 		p, err := s.world.ListEvents(context.Background(), &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Cursor: cursor, Limit: 100}})
 		if err != nil {
-			s.t.Fatal(err)
+			s.tb.Fatal(err)
 		}
 		out = append(out, p.Items...)
 		if !p.HasMore || len(p.Items) == 0 {
@@ -347,14 +378,14 @@ func (s *stack) count(runID string, typ world.EventType) map[string]int {
 // exactlyOnce checks that every step of the run completed once, and that
 // there are want steps.
 func (s *stack) exactlyOnce(runID string, want int) {
-	s.t.Helper()
+	s.tb.Helper()
 	done := s.count(runID, world.EventStepCompleted)
 	if len(done) != want {
-		s.t.Errorf("%d steps completed, want %d", len(done), want)
+		s.tb.Errorf("%d steps completed, want %d", len(done), want)
 	}
 	for step, n := range done {
 		if n != 1 {
-			s.t.Errorf("step %s: %d step_completed events", step, n)
+			s.tb.Errorf("step %s: %d step_completed events", step, n)
 		}
 	}
 }
@@ -375,18 +406,18 @@ func (s *stack) messages() []world.Message {
 // noFunctionErrors checks that no batch failed as a whole and no record was
 // reported failed.
 func (s *stack) noFailures() {
-	s.t.Helper()
+	s.tb.Helper()
 	for _, r := range s.batches.all() {
 		if r.InvokeErr != nil || r.Response == nil || r.Response.Err != nil {
-			s.t.Errorf("batch failed: %v %+v", r.InvokeErr, r.Response)
+			s.tb.Errorf("batch failed: %v %+v", r.InvokeErr, r.Response)
 			continue
 		}
 		var resp events.SQSEventResponse
 		if err := json.Unmarshal(r.Response.Payload, &resp); err != nil {
-			s.t.Errorf("response %s: %v", r.Response.Payload, err)
+			s.tb.Errorf("response %s: %v", r.Response.Payload, err)
 		}
 		if len(resp.BatchItemFailures) > 0 {
-			s.t.Errorf("batch item failures %v", resp.BatchItemFailures)
+			s.tb.Errorf("batch item failures %v", resp.BatchItemFailures)
 		}
 	}
 }
@@ -405,10 +436,10 @@ func (s *stack) coldStarts() []time.Duration {
 // webhookConfig is the template's webhook function, with its environment
 // resolved to the stack's resources, on the real bootstrap.
 func (s *stack) webhookConfig() lambdaemu.FunctionConfig {
-	s.t.Helper()
+	s.tb.Helper()
 	_, props, err := s.tmpl.Resource("WebhookFunction", &s.resolve)
 	if err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
 	env := map[string]string{}
 	if e, ok := props["Environment"].(map[string]any); ok {
@@ -419,28 +450,28 @@ func (s *stack) webhookConfig() lambdaemu.FunctionConfig {
 		}
 	}
 	if env["SKEIN_HANDLER"] != "webhook" {
-		s.t.Fatalf("the template's webhook function has SKEIN_HANDLER=%q", env["SKEIN_HANDLER"])
+		s.tb.Fatalf("the template's webhook function has SKEIN_HANDLER=%q", env["SKEIN_HANDLER"])
 	}
 	return lambdaemu.FunctionConfig{
-		Bootstrap: bootstrap(s.t), Name: "WebhookFunction", Timeout: 10 * time.Second, Env: env,
+		Bootstrap: bootstrap(s.tb), Name: "WebhookFunction", Timeout: 10 * time.Second, Env: env,
 		PassEnv: lambdaemu.AWSPassEnv(), LogFormat: "JSON",
 	}
 }
 
 // webhookFunction starts the webhook function (webhookConfig).
 func (s *stack) webhookFunction() *lambdaemu.Function {
-	s.t.Helper()
+	s.tb.Helper()
 	logs := &logBuffer{}
 	cfg := s.webhookConfig()
 	cfg.Stdout, cfg.Stderr = logs, logs
 	f, err := lambdaemu.NewFunction(cfg)
 	if err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
-	s.t.Cleanup(func() {
+	s.tb.Cleanup(func() {
 		_ = f.Close()
-		if s.t.Failed() {
-			s.t.Logf("webhook function output:\n%s", logs.String())
+		if s.tb.Failed() {
+			s.tb.Logf("webhook function output:\n%s", logs.String())
 		}
 	})
 	return f
@@ -448,10 +479,10 @@ func (s *stack) webhookFunction() *lambdaemu.Function {
 
 // sendRaw puts a body on the work queue as a foreign producer would.
 func (s *stack) sendRaw(body string) {
-	s.t.Helper()
+	s.tb.Helper()
 	if _, err := s.clients.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{
 		QueueUrl: aws.String(s.queues.URL), MessageBody: aws.String(body),
 	}); err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
 }
