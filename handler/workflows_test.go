@@ -6,43 +6,19 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/workflow"
 )
 
 const slogDebug = slog.LevelDebug
 
-var addOne = workflow.NewStep("add-one", func(_ context.Context, n int) (int, error) { return n + 1, nil })
-
-// serial runs n steps one after the other.
-var serial = workflow.New("serial", func(ctx workflow.Context, n int) (int, error) {
-	v := 0
-	for range n {
-		var err error
-		if v, err = addOne.Call(ctx, v); err != nil {
-			return 0, err
-		}
-	}
-	return v, nil
-})
-
-var square = workflow.NewStep("square", func(_ context.Context, n int) (int, error) { return n * n, nil })
-
-// fanOut runs n steps at once and sums their results.
-var fanOut = workflow.New("fan-out", func(ctx workflow.Context, n int) (int, error) {
-	fs := make([]workflow.Future[int], n)
-	for i := range n {
-		fs[i] = square.Go(ctx, i)
-	}
-	vs, err := workflow.All(ctx, fs...)
-	if err != nil {
-		return 0, err
-	}
-	sum := 0
-	for _, v := range vs {
-		sum += v
-	}
-	return sum, nil
-})
+// The demo's serial and fan-out workflows (examples/lambda/demo, what the
+// example Lambda serves): serial runs n steps one after the other, fanOut
+// runs n steps at once and sums their squares.
+var (
+	serial = demo.Serial
+	fanOut = demo.FanOut
+)
 
 // Nap is a step's sleep; Stubborn ignores cancellation.
 type Nap struct {
@@ -118,4 +94,4 @@ var plainHook = workflow.New("plain-hook", func(ctx workflow.Context, token stri
 	return workflow.NewHook[string](ctx, workflow.HookOptions{Token: token}).Receive(ctx)
 })
 
-var allDefs = []workflow.Definition{addOne, serial, square, fanOut, nap, napper, respond, webhooked, plainHook}
+var allDefs = []workflow.Definition{serial, demo.Increment, fanOut, demo.Square, nap, napper, respond, webhooked, plainHook}
