@@ -231,7 +231,7 @@ func applyStepStarted(s State, eff *Effect, d *StepStarted, now time.Time) error
 		st.StartedAt = now
 	}
 	eff.Step = st
-	eff.Event.Data = &StepStarted{StepName: st.StepName, Attempt: st.Attempt, LeaseTTL: ttl, LeaseExpiresAt: st.LeaseExpiresAt}
+	eff.Event.Data = &StepStarted{StepName: st.StepName, Attempt: st.Attempt, LeaseTTL: ttl, LeaseExpiresAt: st.LeaseExpiresAt, Queued: d.Queued}
 	return nil
 }
 

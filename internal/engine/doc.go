@@ -4,8 +4,14 @@
 //
 // # Messages
 //
-// Engine.Handle takes one queue message. With a StepID it executes that step
-// (a background step) and enqueues a continuation of its run. Without one it
+// Engine.Handle takes one queue message. With step IDs it executes those steps
+// (background steps, their attempts marked world.StepStarted.Queued) and then
+// takes their run on: if the run lease is free, it continues the run itself,
+// in the same invocation; if it is held, the holder does, as it re-reads the
+// log after releasing the lease (session.afterRelease argues why one of the
+// two always does). A fan-out therefore costs one invocation per message and
+// no continuation messages. Nobody watches a queued attempt's lease: if its
+// executor dies, the unacknowledged message comes back. Without step IDs it
 // continues the run: it takes the run lease (a continuation that finds the
 // lease held is re-enqueued with a short delay, never dropped), loads the log
 // incrementally, runs the workflow, commits what its suspension needs, runs up

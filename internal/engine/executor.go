@@ -287,7 +287,11 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 		return "", err
 	}
 	if st.Status.Terminal() {
-		return "", nil
+		// Recorded already: by this message's first delivery, whose
+		// executor may have died before it woke the run, or by another
+		// executor. Waking the run again is harmless; not waking it could
+		// leave the run waiting for good.
+		return fmt.Sprintf("done:%s:%d", stepID, st.Attempt), nil
 	}
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
@@ -297,7 +301,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 		return "", nil
 	}
 	res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
-		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
+		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
 	}})
 	if err != nil {
 		var early *world.TooEarlyError
@@ -335,27 +339,31 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 	return fmt.Sprintf("done:%s:%d", stepID, o.attempt), nil
 }
 
-// wakeAfterStep enqueues a continuation of a run after a background step's
-// outcome has committed, unless the run lease is held: its holder reads the
-// log after releasing it and wakes the run itself if anything arrived (see
-// session.afterRelease for why one of the two always does). The World has no
-// read of the lease, so it probes by taking it under a fresh owner; a probe
-// that takes it releases it and always enqueues.
+// wakeAfterStep takes a run on after a background step's outcome has
+// committed. If the run lease is held, its holder reads the log after
+// releasing it and goes on itself if anything arrived (see
+// session.afterRelease for why one of the two always does). Otherwise this
+// executor takes the lease and continues the run in its own invocation,
+// which then needs no message; only when its budget is spent does it
+// enqueue a continuation (under key).
 func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string) error {
-	owner := fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
-	_, err := e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	owner, err := e.acquireRunLease(ctx, runID)
 	switch {
 	case errors.Is(err, world.ErrLeaseHeld):
-		return nil // the holder wakes the run after releasing the lease
+		return nil // the holder goes on after releasing the lease
 	case err == nil:
+		if deadline := e.budget(ctx); e.now().Before(deadline) {
+			return e.continueLeased(ctx, runID, owner, deadline)
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		rerr := e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
 		cancel()
 		if rerr != nil {
-			e.log.Warn("engine: release probed run lease", "run", runID, "err", rerr)
+			e.log.Warn("engine: release run lease", "run", runID, "err", rerr)
 		}
 	}
-	// Not held, or unknown (an error): wake the run.
+	// Out of budget, or the lease is in an unknown state (an error): a
+	// continuation wakes the run.
 	return e.enqueue(ctx, world.Message{RunID: runID}, key)
 }
 

@@ -52,6 +52,7 @@ type op struct {
 	attempt    int
 	retryAfter time.Time
 	leaseUntil time.Time
+	queued     bool // the attempt running is a queue message's (StepStarted.Queued)
 	startedAt  time.Time
 
 	// Wait: an absolute time, or a duration resolved when committed.
@@ -186,6 +187,7 @@ func (r *replayer) consume(ev *world.Event) {
 			o.status = world.StepStatusRunning
 			o.attempt = d.Attempt
 			o.leaseUntil = d.LeaseExpiresAt
+			o.queued = d.Queued
 			o.retryAfter = time.Time{}
 			if o.startedAt.IsZero() {
 				o.startedAt = ev.CreatedAt
@@ -387,6 +389,7 @@ func (r *replayer) retrying(o *op, retryAfter time.Time) {
 	o.status = world.StepStatusPending
 	o.retryAfter = retryAfter
 	o.leaseUntil = time.Time{}
+	o.queued = false
 }
 
 func (r *replayer) settleWait(o *op) {

@@ -60,15 +60,68 @@ func (e *staleError) Unwrap() error { return e.err }
 
 // continueRun continues a run under its lease.
 func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
-	owner := fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
-	_, err := e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: msg.RunID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	owner, err := e.acquireRunLease(ctx, msg.RunID)
 	if err != nil {
 		if errors.Is(err, world.ErrLeaseHeld) {
 			return e.bounce(ctx, msg, err)
 		}
 		return err
 	}
-	stopRenew := e.keepLease(ctx, msg.RunID, owner)
+	return e.continueLeased(ctx, msg.RunID, owner, e.budget(ctx))
+}
+
+// acquireRunLease takes the run lease under a fresh owner.
+func (e *Engine) acquireRunLease(ctx context.Context, runID string) (owner string, err error) {
+	owner = fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
+	_, err = e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	return owner, err
+}
+
+// budget returns when an invocation that starts now must stop starting
+// work: MaxInvocation from now, or BudgetMargin before ctx's deadline.
+func (e *Engine) budget(ctx context.Context) time.Time {
+	deadline := e.now().Add(e.cfg.MaxInvocation)
+	if d, ok := ctx.Deadline(); ok && d.Add(-e.cfg.BudgetMargin).Before(deadline) {
+		deadline = d.Add(-e.cfg.BudgetMargin)
+	}
+	return deadline
+}
+
+// continueLeased continues a run under the lease owner holds until the
+// workflow waits on others, then releases the lease. When events arrived
+// that the session did not see (background steps completed while it held
+// the lease, see afterRelease), it takes the lease again and goes on, in
+// the same invocation while the budget lasts: the run needs no message and
+// no invocation of its own to take them in. Should another executor have
+// taken the lease meanwhile, that one goes on instead.
+func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadline time.Time) error {
+	for {
+		more, lastSeq, err := e.session(ctx, runID, owner, deadline)
+		if err != nil || !more {
+			return err
+		}
+		key := fmt.Sprintf("after:%s:%d", runID, lastSeq)
+		if !e.now().Before(deadline) {
+			return e.enqueue(ctx, world.Message{RunID: runID}, key)
+		}
+		owner, err = e.acquireRunLease(ctx, runID)
+		switch {
+		case errors.Is(err, world.ErrLeaseHeld):
+			// The holder took it after this session released it, so it
+			// loads what arrived; what arrives later finds it held.
+			return nil
+		case err != nil:
+			e.log.Warn("engine: take the run lease again", "run", runID, "err", err)
+			return e.enqueue(ctx, world.Message{RunID: runID}, key)
+		}
+	}
+}
+
+// session runs one session of a run under the lease owner holds and
+// releases the lease. more reports that events arrived after the session
+// last looked (afterRelease), so the run must go on.
+func (e *Engine) session(ctx context.Context, runID, owner string, deadline time.Time) (more bool, lastSeq int64, err error) {
+	stopRenew := e.keepLease(ctx, runID, owner)
 	released, releaseErr := false, error(nil)
 	release := func() {
 		if released {
@@ -78,24 +131,19 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 		stopRenew()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if releaseErr = e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: msg.RunID, Owner: owner}); releaseErr != nil {
-			e.log.Warn("engine: release run lease", "run", msg.RunID, "err", releaseErr)
+		if releaseErr = e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: runID, Owner: owner}); releaseErr != nil {
+			e.log.Warn("engine: release run lease", "run", runID, "err", releaseErr)
 		}
 	}
 	defer release()
-	now := e.now()
-	deadline := now.Add(e.cfg.MaxInvocation)
-	if d, ok := ctx.Deadline(); ok && d.Add(-e.cfg.BudgetMargin).Before(deadline) {
-		deadline = d.Add(-e.cfg.BudgetMargin)
-	}
 	s := &session{
-		e: e, ctx: ctx, runID: msg.RunID,
+		e: e, ctx: ctx, runID: runID,
 		inflight: make(map[string]context.CancelFunc),
 		queued:   make(map[string]bool),
 		deferred: make(map[string]time.Time),
 		results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
 		deadline: deadline,
-		lastPoll: now,
+		lastPoll: e.now(),
 	}
 	defer s.close()
 	err = s.run()
@@ -103,53 +151,52 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 		err = <-s.moved
 	}
 	if err != nil {
-		return err // the message is retried: its continuation loads everything
+		return false, s.lastSeq, err // the message is retried: its continuation loads everything
 	}
 	s.close()
 	release()
-	return s.afterRelease(releaseErr)
+	more, err = s.afterRelease(releaseErr)
+	return more, s.lastSeq, err
 }
 
 // afterRelease is the lease holder's half of the background wake-up
 // handshake (see Engine.wakeAfterStep): a background executor that commits a
-// step's outcome while the run lease is held does not enqueue a
-// continuation, so the holder, once it has released the lease, reads the log
-// past what it has loaded and enqueues one itself if anything arrived.
+// step's outcome while the run lease is held leaves the run to the holder,
+// which, once it has released the lease, reads the log past what it has
+// loaded and reports whether anything arrived (the run then goes on, see
+// continueLeased).
 //
 // Why no completion is lost: the executor (E) commits its outcome (C) and
 // then tries to take the run lease (A); the holder (H) releases the lease
 // (R) and then reads the log (L). The World's lease operations and strongly
 // consistent log reads are linearizable. If A finds the lease held by H,
-// then A precedes R, so C < A < R < L: H's read sees C and H enqueues the
-// continuation. Otherwise A follows R (or the lease was held by nobody, or
-// by another executor's probe, which always enqueues after releasing) and
-// E enqueues it. Either way at least one side wakes the run.
+// then A precedes R, so C < A < R < L: H's read sees C and H goes on.
+// Otherwise A follows R (or the lease was held by nobody, or by another
+// executor, which goes on itself after loading the log) and E goes on.
+// Either way at least one side takes the completion in.
 //
 // It reads only when the run is not finished and has steps this session
 // did not settle (only they can be completed by background executors).
 // When the release failed, the lease may stay held until it expires and an
 // executor may keep seeing it held: a continuation is scheduled at the
 // lease's expiry instead.
-func (s *session) afterRelease(releaseErr error) error {
+func (s *session) afterRelease(releaseErr error) (bool, error) {
 	if s.r == nil || s.log.len() == 0 || s.runStatus.Terminal() || len(s.r.openSteps) == 0 {
-		return nil
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
 	defer cancel()
 	if releaseErr != nil {
 		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + 10*time.Millisecond)
 		m := world.Message{RunID: s.runID, NotBefore: at}
-		return s.e.enqueue(ctx, m, fmt.Sprintf("unreleased:%s:%d", s.runID, s.lastSeq))
+		return false, s.e.enqueue(ctx, m, fmt.Sprintf("unreleased:%s:%d", s.runID, s.lastSeq))
 	}
 	s.ctx = ctx // the session is over; loadNew reads with its context
 	n, err := s.loadNew(false)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if n == 0 || s.runStatus.Terminal() {
-		return nil
-	}
-	return s.e.enqueue(ctx, world.Message{RunID: s.runID}, fmt.Sprintf("after:%s:%d", s.runID, s.lastSeq))
+	return n > 0 && !s.runStatus.Terminal(), nil
 }
 
 // bounce re-enqueues a continuation that found the run lease held, never
@@ -422,7 +469,10 @@ func (s *session) runnable(now time.Time) []*op {
 
 // nextTimer returns the soonest time something becomes due: a wait, a
 // step's retry, or the expiry of another executor's step lease. Zero when
-// nothing is timed.
+// nothing is timed. The lease of a queued attempt (one a background
+// executor started for its queue message) is no timer: if its executor
+// dies, the message comes back and runs the step again, and a live one
+// wakes the run when it finishes (Engine.wakeAfterStep).
 func (s *session) nextTimer(now time.Time) time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
@@ -443,7 +493,7 @@ func (s *session) nextTimer(now time.Time) time.Time {
 		switch {
 		case o.status == world.StepStatusPending && o.retryAfter.After(now):
 			consider(o.retryAfter)
-		case o.status == world.StepStatusRunning && o.leaseUntil.After(now):
+		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && !o.queued:
 			consider(o.leaseUntil.Add(50 * time.Millisecond))
 		}
 	}
@@ -679,8 +729,9 @@ func (s *session) leaseExpiry(now, next time.Time) bool {
 }
 
 // scheduleLeaseCheck enqueues the safety-net continuation for steps running
-// under another executor's lease: it matters only if that executor dies (a
-// live one's completion wakes the run, see afterRelease), so it is rounded
+// under the lease of an attempt another invocation started inline (queued
+// attempts need none, see nextTimer): it matters only if that invocation
+// dies (a live one commits the outcome under the run lease), so it is rounded
 // up to the next whole second and keyed by (run, that second). The
 // continuations of one run that see leases expiring in the same second
 // then send one message between them, not one each.

@@ -79,19 +79,36 @@ func TestBackgroundStepsShareMessages(t *testing.T) {
 	if stepMsgs != 3 || len(stepIDs) != 10 {
 		t.Errorf("step messages = %d naming %d steps, want 3 naming 10", stepMsgs, len(stepIDs))
 	}
+	// And nothing else but the start: no continuation, no wake-up at a
+	// lease's expiry (the executors took the run on themselves).
+	if n := len(mw.snapshot()); n != 1+stepMsgs {
+		t.Errorf("messages = %+v, want the start and the %d step messages", mw.snapshot(), stepMsgs)
+	}
 }
 
 // A background executor that completes its step while the run lease is
-// held sends no continuation (the holder wakes the run after releasing the
-// lease); with the lease free it sends one.
+// held leaves the run to the holder (which re-reads the log after releasing
+// the lease); with the lease free it continues the run itself, in its own
+// invocation: neither case sends a message.
 func TestBackgroundStepWakesOnlyWithoutLeaseHolder(t *testing.T) {
 	t.Parallel()
 	var mw *msgWorld
 	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
 	h.reg.step("add", 0, addStep)
+	h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
+		f1, f2 := c.Step("add", mustJSON([2]int{1, 2})), c.Step("add", mustJSON([2]int{3, 4}))
+		c.Await(func() bool { return f1.Done() && f2.Done() })
+		var a, b int
+		r1, _ := f1.Result()
+		r2, _ := f2.Result()
+		_ = json.Unmarshal(r1, &a)
+		_ = json.Unmarshal(r2, &b)
+		return mustJSON(a + b), nil
+	})
 	ctx := context.Background()
 	runID := h.ids.New(world.PrefixRun)
-	s1, s2 := h.ids.New(world.PrefixStep), h.ids.New(world.PrefixStep)
+	ids := newDetSource(runID)
+	s1, s2 := ids.id(world.PrefixStep), ids.id(world.PrefixStep)
 	if _, err := h.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunCreated{WorkflowName: "w", Input: mustJSON(nil)}},
 		{Data: &world.RunStarted{}},
@@ -110,21 +127,113 @@ func TestBackgroundStepWakesOnlyWithoutLeaseHolder(t *testing.T) {
 	if got := mw.snapshot(); len(got) != 0 {
 		t.Fatalf("enqueued %+v while the lease was held", got)
 	}
+	if run, err := h.w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil || run.Status != world.RunStatusRunning {
+		t.Fatalf("run while the lease was held: %+v %v", run, err)
+	}
 	if err := h.w.ReleaseRunLease(ctx, holder); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: s2}); err != nil {
 		t.Fatal(err)
 	}
-	got := mw.snapshot()
-	if len(got) != 1 || got[0].RunID != runID || len(got[0].Steps()) != 0 {
-		t.Fatalf("enqueued %+v, want one continuation", got)
+	if got := mw.snapshot(); len(got) != 0 {
+		t.Fatalf("enqueued %+v, want none: the executor goes on itself", got)
 	}
-	// The probe released the lease it took.
+	run, err := h.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil || run.Status != world.RunStatusCompleted || string(run.Output) != "10" {
+		t.Fatalf("run after the free-lease step: %+v %v, want completed with 10", run, err)
+	}
+	// The executor released the lease it took.
 	if _, err := h.w.AcquireRunLease(ctx, holder); err != nil {
-		t.Fatalf("lease after the probe: %v", err)
+		t.Fatalf("lease after the executor: %v", err)
 	}
-	if n := count(h.events(runID), world.EventStepCompleted); n != 2 {
-		t.Fatalf("step_completed = %d", n)
+	// Every step attempt a background executor started is marked queued.
+	for _, ev := range h.events(runID) {
+		if d, ok := ev.Data.(*world.StepStarted); ok && !d.Queued {
+			t.Errorf("step_started %s not marked queued", ev.CorrelationID)
+		}
+	}
+}
+
+// oneStepRun appends the log of a run of workflow "one" (one "add" step)
+// whose step has been created and started by someone else, with events
+// after that, and returns the run and step IDs.
+func oneStepRun(t *testing.T, h *harness, start *world.StepStarted, after ...world.EventData) (string, string) {
+	t.Helper()
+	h.reg.step("add", 0, addStep)
+	h.reg.wf("one", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
+		f := c.Step("add", mustJSON([2]int{1, 2}))
+		c.Await(f.Done)
+		r, _ := f.Result()
+		return r, nil
+	})
+	runID := h.ids.New(world.PrefixRun)
+	stepID := newDetSource(runID).id(world.PrefixStep)
+	evs := []world.EventInput{
+		{Data: &world.RunCreated{WorkflowName: "one", Input: mustJSON(nil)}},
+		{Data: &world.RunStarted{}},
+		{CorrelationID: stepID, Data: &world.StepCreated{StepName: "add", Input: mustJSON([2]int{1, 2})}},
+		{CorrelationID: stepID, Data: start},
+	}
+	for _, d := range after {
+		evs = append(evs, world.EventInput{CorrelationID: stepID, Data: d})
+	}
+	for _, ev := range evs {
+		if _, err := h.w.Append(context.Background(), &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return runID, stepID
+}
+
+// A continuation that finds a step running under another executor's lease
+// schedules a wake-up at the lease's expiry only when nothing else would
+// take the step on should that executor die: an attempt started inline by
+// another invocation needs it; a queued attempt (its message comes back
+// if its executor dies, and a live one wakes the run) does not.
+func TestLeaseExpiryWakeOnlyForInlineAttempts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		queued bool
+		want   int
+	}{
+		{"inline attempt", false, 1},
+		{"queued attempt", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mw *msgWorld
+			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
+			runID, _ := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: tc.queued})
+			if err := h.eng.Handle(context.Background(), world.Message{RunID: runID}); err != nil {
+				t.Fatal(err)
+			}
+			got := mw.snapshot()
+			if len(got) != tc.want {
+				t.Fatalf("messages %+v, want %d", got, tc.want)
+			}
+			if tc.want == 1 && (got[0].NotBefore.Before(time.Now().Add(50*time.Second)) || len(got[0].Steps()) != 0) {
+				t.Fatalf("wake-up %+v, want a run message at the lease's expiry", got[0])
+			}
+		})
+	}
+}
+
+// A background message delivered again after its executor recorded the
+// step's outcome but died before waking the run still wakes it: without
+// that, the run would wait for good.
+func TestRedeliveredBackgroundStepWakesRun(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, Config{})
+	runID, stepID := oneStepRun(t, h,
+		&world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: true},
+		&world.StepCompleted{StepName: "add", Result: mustJSON(3)})
+	if err := h.eng.Handle(context.Background(), world.Message{RunID: runID, StepID: stepID}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := h.w.GetRun(context.Background(), &world.GetRunParams{RunID: runID})
+	if err != nil || run.Status != world.RunStatusCompleted || string(run.Output) != "3" {
+		t.Fatalf("run %+v %v, want completed with 3", run, err)
 	}
 }

@@ -128,7 +128,7 @@ func testStepStartAttempts(t *testing.T, f *fixture) {
 		t.Fatal("GetStep after step_started: StartedAt not set")
 	}
 	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("try again")}))
-	s = f.startStep(run, id, time.Minute)
+	s = f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute, Queued: true})).Step
 	if s.Attempt != 2 || s.Status != world.StepStatusRunning {
 		t.Fatalf("step_started after step_retrying: step %+v, want running attempt 2", s)
 	}
@@ -140,8 +140,13 @@ func testStepStartAttempts(t *testing.T, f *fixture) {
 	if n := count(evs, world.EventStepStarted, id); n != 2 {
 		t.Fatalf("log has %d step_started, want 2", n)
 	}
-	if d, _ := evs[len(evs)-1].Data.(*world.StepStarted); d == nil || d.Attempt != 2 {
-		t.Fatalf("second step_started as stored: %+v, want Attempt 2", evs[len(evs)-1].Data)
+	if d, _ := evs[len(evs)-1].Data.(*world.StepStarted); d == nil || d.Attempt != 2 || !d.Queued {
+		t.Fatalf("second step_started as stored: %+v, want Attempt 2, Queued", evs[len(evs)-1].Data)
+	}
+	for _, e := range evs {
+		if d, ok := e.Data.(*world.StepStarted); ok && d.Attempt == 1 && d.Queued {
+			t.Fatalf("first step_started as stored: %+v, want not Queued", d)
+		}
 	}
 }
 
