@@ -52,7 +52,7 @@ type op struct {
 	attempt    int
 	retryAfter time.Time
 	leaseUntil time.Time
-	queued     bool // the attempt running is a queue message's (StepStarted.Queued)
+	queued     bool // the last attempt was a queue message's (StepStarted.Queued); kept while it retries
 	startedAt  time.Time
 
 	// Wait: an absolute time, or a duration resolved when committed.
@@ -389,7 +389,6 @@ func (r *replayer) retrying(o *op, retryAfter time.Time) {
 	o.status = world.StepStatusPending
 	o.retryAfter = retryAfter
 	o.leaseUntil = time.Time{}
-	o.queued = false
 }
 
 func (r *replayer) settleWait(o *op) {

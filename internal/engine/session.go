@@ -472,7 +472,8 @@ func (s *session) runnable(now time.Time) []*op {
 // nothing is timed. The lease of a queued attempt (one a background
 // executor started for its queue message) is no timer: if its executor
 // dies, the message comes back and runs the step again, and a live one
-// wakes the run when it finishes (Engine.wakeAfterStep).
+// wakes the run when it finishes (Engine.wakeAfterStep). Nor is the retry
+// of a queued attempt: its executor queued the step again for that time.
 func (s *session) nextTimer(now time.Time) time.Time {
 	var next time.Time
 	consider := func(t time.Time) {
@@ -491,7 +492,7 @@ func (s *session) nextTimer(now time.Time) time.Time {
 			continue
 		}
 		switch {
-		case o.status == world.StepStatusPending && o.retryAfter.After(now):
+		case o.status == world.StepStatusPending && o.retryAfter.After(now) && !o.queued:
 			consider(o.retryAfter)
 		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && !o.queued:
 			consider(o.leaseUntil.Add(50 * time.Millisecond))

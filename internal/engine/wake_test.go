@@ -187,25 +187,32 @@ func oneStepRun(t *testing.T, h *harness, start *world.StepStarted, after ...wor
 }
 
 // A continuation that finds a step running under another executor's lease
-// schedules a wake-up at the lease's expiry only when nothing else would
-// take the step on should that executor die: an attempt started inline by
-// another invocation needs it; a queued attempt (its message comes back
-// if its executor dies, and a live one wakes the run) does not.
+// (or waiting to retry) schedules a wake-up at the lease's expiry (or the
+// retry) only when nothing else would take the step on: an attempt started
+// inline by another invocation needs it; a queued attempt (its message
+// comes back if its executor dies, a live one wakes the run, and a retry is
+// queued again) does not.
 func TestLeaseExpiryWakeOnlyForInlineAttempts(t *testing.T) {
 	t.Parallel()
+	retry := &world.StepRetrying{StepName: "add", Error: &world.ErrorData{Message: "again"}, RetryAfter: time.Now().Add(time.Minute)}
 	for _, tc := range []struct {
 		name   string
 		queued bool
+		after  []world.EventData
 		want   int
 	}{
-		{"inline attempt", false, 1},
-		{"queued attempt", true, 0},
+		{"inline attempt", false, nil, 1},
+		{"queued attempt", true, nil, 0},
+		// The same for a retry: the executor of a queued attempt queues the
+		// step again for the retry's time.
+		{"inline attempt retrying", false, []world.EventData{retry}, 1},
+		{"queued attempt retrying", true, []world.EventData{retry}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var mw *msgWorld
 			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
-			runID, _ := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: tc.queued})
+			runID, _ := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: tc.queued}, tc.after...)
 			if err := h.eng.Handle(context.Background(), world.Message{RunID: runID}); err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +221,7 @@ func TestLeaseExpiryWakeOnlyForInlineAttempts(t *testing.T) {
 				t.Fatalf("messages %+v, want %d", got, tc.want)
 			}
 			if tc.want == 1 && (got[0].NotBefore.Before(time.Now().Add(50*time.Second)) || len(got[0].Steps()) != 0) {
-				t.Fatalf("wake-up %+v, want a run message at the lease's expiry", got[0])
+				t.Fatalf("wake-up %+v, want a run message at the lease's expiry or the retry", got[0])
 			}
 		})
 	}
