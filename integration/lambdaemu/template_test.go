@@ -62,6 +62,7 @@ func TestReadMappingFromRepositoryTemplate(t *testing.T) {
 		"SKEIN_BUCKET":                "skein-test-data",
 		"SKEIN_INLINE_CONCURRENCY":    "16",
 		"SKEIN_TIME_BUDGET_MARGIN":    "10s",
+		"SKEIN_MAX_QUEUE_DELAY":       "15m",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
 	}
 	for k, v := range wantEnv {
@@ -137,12 +138,14 @@ func TestParameterOverrides(t *testing.T) {
 	}
 	m, err := tpl.Mapping(&MappingOptions{ResolveOptions: ResolveOptions{Parameters: map[string]string{
 		"FunctionTimeout": "300", "MaxReceiveCount": "3", "BatchSize": "4", "MaximumConcurrency": "2",
+		"MaxQueueDelay": "1m30s",
 	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Function.Timeout != 300*time.Second || m.Queue.VisibilityTimeout != 1830*time.Second ||
-		m.Queue.Redrive.MaxReceiveCount != 3 || m.BatchSize != 4 || m.MaximumConcurrency != 2 {
+		m.Queue.Redrive.MaxReceiveCount != 3 || m.BatchSize != 4 || m.MaximumConcurrency != 2 ||
+		m.Function.Env["SKEIN_MAX_QUEUE_DELAY"] != "1m30s" {
 		t.Fatalf("overrides not applied: %+v", m)
 	}
 	for _, bad := range []map[string]string{
@@ -153,9 +156,57 @@ func TestParameterOverrides(t *testing.T) {
 		{"NoSuchParameter": "1"},        // unknown
 		{"FunctionMemorySize": "a lot"}, // not a number
 		{"MaximumBatchingWindowInSeconds": "31"},
+		{"MaxQueueDelay": "16m"}, // above SQS's 15m
 	} {
 		if _, err := tpl.Mapping(&MappingOptions{ResolveOptions: ResolveOptions{Parameters: bad}}); err == nil {
 			t.Errorf("override %v accepted", bad)
+		}
+	}
+}
+
+// The flow function reads MaxQueueDelay as SKEIN_MAX_QUEUE_DELAY, a Go duration that SQS caps at 15m
+// and rounds up to whole seconds: the parameter's AllowedPattern accepts the ways to write each whole
+// second from 1s to 15m, and nothing over 15m, under 1s or not a Go duration.
+func TestMaxQueueDelayPattern(t *testing.T) {
+	t.Parallel()
+	tpl, err := ReadTemplate(repoTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, err := tpl.parameterDefinition("MaxQueueDelay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepts := func(v string) bool { return checkParameter("MaxQueueDelay", p, v) == nil }
+	for s := 1; s <= 900; s++ {
+		d := time.Duration(s) * time.Second
+		forms := []string{d.String(), strconv.Itoa(s) + "s"} // 1m30s (15m0s), 90s
+		if s%60 == 0 {
+			forms = append(forms, strconv.Itoa(s/60)+"m")
+		}
+		for _, v := range forms {
+			if !accepts(v) {
+				t.Errorf("MaxQueueDelay=%s (%s) rejected", v, d)
+			}
+		}
+	}
+	for _, v := range []string{"", "0s", "0m", "901s", "15m1s", "16m", "14m60s", "1h", "0.5s", "500ms", "15", "ten", "-1s", " 15m"} {
+		if accepts(v) {
+			t.Errorf("MaxQueueDelay=%q accepted", v)
+		}
+	}
+	if def := scalarString(p["Default"]); !accepts(def) {
+		t.Errorf("the default %q is rejected", def)
+	}
+	// Whatever it accepts, the function can parse, within SQS's limit.
+	for s := 0; s <= 1000; s++ {
+		for _, v := range []string{strconv.Itoa(s) + "s", strconv.Itoa(s/60) + "m" + strconv.Itoa(s%60) + "s", strconv.Itoa(s) + "m"} {
+			if !accepts(v) {
+				continue
+			}
+			if d, err := time.ParseDuration(v); err != nil || d <= 0 || d > 15*time.Minute {
+				t.Errorf("MaxQueueDelay=%s accepted: %s, %v", v, d, err)
+			}
 		}
 	}
 }
