@@ -8,5 +8,12 @@
 //
 // The store is a localworld file (default ./skein-quickstart.db, or $SKEIN_DB).
 // A store is used by one process at a time: stop the program that holds it
-// first. Run "skein help" for every command.
+// first. A process killed in the middle of a write (kill -9, power loss)
+// can leave the store's last record incomplete; skein then refuses the store
+// and says so, and -repair-torn-tail drops that record (its commit was never
+// acknowledged) and keeps everything before it:
+//
+//	skein -repair-torn-tail runs list
+//
+// Run "skein help" for every command.
 package main

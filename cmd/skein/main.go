@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -35,6 +36,7 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	db             string
+	repair         bool // -repair-torn-tail: localworld.Config.RepairTornTail
 	lockTimeout    time.Duration
 
 	w      *localworld.World
@@ -87,6 +89,7 @@ func runWith(ctx context.Context, e *env, args []string) int {
 	global := flag.NewFlagSet("skein", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
 	global.StringVar(&e.db, "db", defaultStore(), "")
+	global.BoolVar(&e.repair, "repair-torn-tail", false, "")
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			mainUsage(e.stdout)
@@ -134,7 +137,7 @@ func runWith(ctx context.Context, e *env, args []string) int {
 func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	fs := flag.NewFlagSet("skein "+c.fullName(), flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&e.db, "db", e.db, "the local store `file`")
+	e.storeFlags(fs)
 	runCmd := c.setup(fs)
 	pos, err := parseInterspersed(fs, args)
 	switch {
@@ -168,6 +171,15 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	return 1
 }
 
+// storeFlags defines the flags every command takes (as the main command
+// does): -db and -repair-torn-tail, defaulting to what the main command's
+// flags said.
+func (e *env) storeFlags(fs *flag.FlagSet) {
+	fs.StringVar(&e.db, "db", e.db, "the local store `file`")
+	fs.BoolVar(&e.repair, "repair-torn-tail", e.repair,
+		"drop an incomplete last record of the store (what a crash in the middle of a write leaves; that commit was never acknowledged)")
+}
+
 // parseInterspersed parses flags anywhere among the positional arguments
 // ("--" ends the flags) and returns the positional ones.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -199,11 +211,18 @@ func (e *env) open() error {
 	case fi.IsDir():
 		return fmt.Errorf("%s is a directory, not a store file", e.db)
 	}
-	w, err := localworld.Open(localworld.Config{Path: e.db, LockTimeout: e.lockTimeout})
+	w, err := localworld.Open(localworld.Config{
+		Path: e.db, LockTimeout: e.lockTimeout, RepairTornTail: e.repair,
+		// Warnings (such as what -repair-torn-tail dropped) go with the CLI's errors.
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
 	if err != nil {
-		if errors.Is(err, localworld.ErrLocked) {
+		switch {
+		case errors.Is(err, localworld.ErrLocked):
 			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command).\n"+
 				"A local store is used by one process at a time: stop that process (or wait for it to finish) and run this command again", e.db)
+		case errors.Is(err, localworld.ErrTornTail):
+			return fmt.Errorf("%v\nTo drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
 		}
 		return err
 	}
@@ -236,7 +255,7 @@ func mainUsage(w io.Writer) {
 	fmt.Fprintf(w, `skein looks into a local Skein store: runs, their steps and events, hooks, streams.
 
 Usage:
-  skein [-db file] <command> [arguments] [flags]
+  skein [-db file] [-repair-torn-tail] <command> [arguments] [flags]
 
 Commands:
 `)
@@ -245,7 +264,11 @@ Commands:
 	}
 	fmt.Fprintf(w, `
 Flags:
-  -db file   the local store (default $SKEIN_DB, else %s); any command takes it too
+  -db file            the local store (default $SKEIN_DB, else %s)
+  -repair-torn-tail   drop an incomplete last record of the store: what a crash in
+                      the middle of a write (kill -9, power loss) leaves; that commit
+                      was never acknowledged, and everything before it is kept
+Any command takes these flags too.
 
 A store is used by one process at a time: while the quickstart (or your worker)
 runs, skein cannot open its store.
@@ -292,7 +315,7 @@ func help(e *env, args []string) int {
 		for _, c := range commands {
 			if c.group == args[0] && c.name == args[1] {
 				fs := flag.NewFlagSet(c.fullName(), flag.ContinueOnError)
-				fs.String("db", e.db, "the local store `file`")
+				e.storeFlags(fs)
 				c.setup(fs)
 				commandUsage(e.stdout, c, fs)
 				return 0

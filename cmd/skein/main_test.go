@@ -323,10 +323,58 @@ func TestCLI(t *testing.T) {
 	})
 }
 
+// A store whose last record was cut short (a process killed in the middle of
+// a write) is refused with advice and left untouched; -repair-torn-tail,
+// before the command or among its flags, drops that record and keeps the
+// rest.
+func TestRepairTornTail(t *testing.T) {
+	t.Parallel()
+	f := prepare(t)
+	tear := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(f.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(f.db, fi.Size()-1); err != nil { // the last record loses its last byte
+			t.Fatal(err)
+		}
+		return fi.Size() - 1
+	}
+	size := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(f.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+
+	torn := tear()
+	r := cli("-db", f.db, "runs", "list")
+	r.expect(t, 1, "skein runs list: ", f.db, "incomplete", "run the command again with -repair-torn-tail")
+	if got := size(); got != torn {
+		t.Fatalf("the refused store changed size: %d, want %d", got, torn)
+	}
+	cli("-db", f.db, "runs", "show", f.doneID).expect(t, 1, "-repair-torn-tail")
+
+	r = cli("-db", f.db, "-repair-torn-tail", "runs", "list")
+	r.expect(t, 0, f.doneID, "completed", "dropped the incomplete last record")
+	if got := size(); got >= torn {
+		t.Fatalf("the repaired store is %d bytes, want fewer than %d", got, torn)
+	}
+	cli("-db", f.db, "runs", "show", f.doneID).expect(t, 0, "Status     completed") // repaired for good
+
+	tear()
+	cli("-db", f.db, "runs", "show", f.doneID).expect(t, 1, "-repair-torn-tail")
+	cli("runs", "show", f.doneID, "-repair-torn-tail", "-db", f.db).expect(t, 0, "Status     completed", "dropped the incomplete last record")
+	cli("-db", f.db, "hooks", "list").expect(t, 0)
+}
+
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	cli().expect(t, 2, "Usage:", "runs list")
-	cli("-h").expect(t, 0, "Usage:", "streams read")
+	cli("-h").expect(t, 0, "Usage:", "streams read", "-repair-torn-tail")
 	cli("help").expect(t, 0, "Commands:")
 	cli("help", "runs").expect(t, 0, "Usage: skein runs <command>")
 	cli("help", "runs", "show").expect(t, 0, "Usage: skein runs show <runId>", "Examples:", "-no-color")
@@ -339,7 +387,7 @@ func TestUsage(t *testing.T) {
 	cli("runs", "list", "extra").expect(t, 2, "want 0 argument(s)")
 	for _, c := range commands {
 		r := cli(c.group, c.name, "--help")
-		r.expect(t, 0, "Usage: skein "+c.fullName(), "Examples:", "-db")
+		r.expect(t, 0, "Usage: skein "+c.fullName(), "Examples:", "-db", "-repair-torn-tail")
 		if r.err != "" {
 			t.Errorf("%s --help wrote to stderr: %s", c.fullName(), r.err)
 		}
