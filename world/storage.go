@@ -68,6 +68,29 @@ type Storage interface {
 	RenewStepLease(ctx context.Context, p *RenewStepLeaseParams) (*Step, error)
 }
 
+// AppendLimiter is implemented by a World whose Append takes a bounded
+// commit (dynamoworld: one DynamoDB transaction of at most 100 items).
+// AppendFits returns how many of events, from the first, one Append
+// accepts: an Append of events[:AppendFits(events)] is never refused for
+// its size. It is at least 1 when events is not empty, and a pure function
+// of the events (no I/O). A writer with more to commit appends it in
+// several fenced Appends, in order (the engine does, see AppendFits).
+// A World that does not implement it takes commits of any size.
+type AppendLimiter interface {
+	AppendFits(events []EventInput) int
+}
+
+// AppendFits returns how many of events, from the first, one Append of s
+// accepts: s's own answer when it is an AppendLimiter (clamped to at least
+// 1 and at most len(events)), otherwise all of them.
+func AppendFits(s Storage, events []EventInput) int {
+	l, ok := s.(AppendLimiter)
+	if !ok || len(events) == 0 {
+		return len(events)
+	}
+	return min(max(l.AppendFits(events), 1), len(events))
+}
+
 // EventInput is one event proposed for appending.
 type EventInput struct {
 	CorrelationID string
