@@ -156,10 +156,42 @@ func (s *session) droppable(p *plan, ce *world.CommitError) bool {
 	return false
 }
 
-// apply takes a committed plan into the session: the events join the log,
-// those not yet applied are consumed by the workflow, steps start inline,
-// excess steps are enqueued.
-func (s *session) apply(p *plan, res *world.AppendResult) error {
+// commitPlan commits p and takes it into the session (apply): in one
+// Append, or, when the World takes less in one (world.AppendFits: a wide
+// fan-out on dynamoworld), in several fenced Appends in order, each applied
+// as it commits. Splitting is safe because replay matches creation events
+// in log order whatever commits they came in: should a later part be
+// refused (a *staleError), the session reloads the log, its own earlier
+// parts included, and rebuilds. It reports whether the whole plan
+// committed with at least one event.
+func (s *session) commitPlan(p *plan) (bool, error) {
+	committed := false
+	for rest := p; len(rest.events) > 0; {
+		part := rest
+		if n := world.AppendFits(s.e.w, rest.events); n < len(rest.events) {
+			part = &plan{events: rest.events[:n:n], meta: rest.meta[:n:n]}
+			rest = &plan{events: rest.events[n:], meta: rest.meta[n:]}
+		} else {
+			rest = &plan{}
+		}
+		res, err := s.commit(part)
+		if err != nil {
+			return false, err
+		}
+		if res != nil {
+			s.applyEvents(part, res)
+			committed = true
+		}
+	}
+	if !committed {
+		return false, nil
+	}
+	return true, s.apply(p)
+}
+
+// applyEvents takes committed events into the session: they join the log,
+// those not yet applied are consumed by the workflow, steps start inline.
+func (s *session) applyEvents(p *plan, res *world.AppendResult) {
 	for i := range p.events {
 		r := res.Results[i]
 		if r.Event == nil {
@@ -184,6 +216,11 @@ func (s *session) apply(p *plan, res *world.AppendResult) error {
 	if res.Run != nil && res.Run.LastSeq > s.lastSeq {
 		s.lastSeq = res.Run.LastSeq
 	}
+}
+
+// apply ends a committed plan: the deliveries are no longer pending, and
+// excess steps are enqueued.
+func (s *session) apply(p *plan) error {
 	s.pending, s.held = nil, nil
 	if d := s.e.cfg.BackgroundDelay; d > 0 {
 		until := s.e.now().Add(d)

@@ -528,7 +528,7 @@ func (s *session) loop() error {
 		}
 		p := s.build(now)
 		if len(p.events) > 0 {
-			res, err := s.commit(p)
+			committed, err := s.commitPlan(p)
 			var stale *staleError
 			if errors.As(err, &stale) {
 				if err := s.refresh(); err != nil {
@@ -539,15 +539,10 @@ func (s *session) loop() error {
 			if err != nil {
 				return err
 			}
-			if res != nil {
-				if err := s.apply(p, res); err != nil {
-					return err
-				}
-				if p.terminal {
-					s.stopInflight(true)
-					s.e.afterTerminal(s.ctx, s.runID)
-					return nil
-				}
+			if committed && p.terminal {
+				s.stopInflight(true)
+				s.e.afterTerminal(s.ctx, s.runID)
+				return nil
 			}
 			continue
 		}

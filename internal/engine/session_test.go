@@ -56,7 +56,11 @@ func awaitAll(c *Context, fs ...*Future) {
 func TestFenceRefusalRebuilds(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{msgs: map[string]int{}}
-	h := newHarness(t, nil, Config{Logger: slog.New(rec)})
+	// No event poll while the step runs: the session learns of the payload
+	// only from the refused fence (a poll between the payload and the
+	// step's end would end the run first, and the late step_completed would
+	// be refused as the run is over).
+	h := newHarness(t, nil, Config{Logger: slog.New(rec), EventPollInterval: time.Hour})
 	// The step appends a hook payload to its own run while it runs: the
 	// commit of its result is refused, and the workflow is rebuilt with the
 	// payload before the result.

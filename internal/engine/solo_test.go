@@ -118,9 +118,9 @@ func TestSoloStepsMoveAndComplete(t *testing.T) {
 		}
 		return mustJSON(n), nil
 	})
-	h.work(1, nil)
 	id := h.start("naps", nil)
-	before := cw.appends.Load()
+	before := cw.appends.Load() // read before any worker can append
+	h.work(1, nil)
 	run := h.wait(id)
 	if run.Status != world.RunStatusCompleted || string(run.Output) != "10" {
 		t.Fatalf("run = %s %s %+v", run.Status, run.Output, run.Error)
