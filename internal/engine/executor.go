@@ -231,47 +231,18 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 
 // executeBackground executes the steps a message names (steps queued
 // because the invocation that created them had no inline capacity, or a
-// retry), records their outcomes and wakes their run (wakeAfterStep). The
-// steps of a message with several run concurrently; one wake-up covers them
-// all. A step that cannot be found is reported and skipped; any other
-// failure retries the whole message (its steps already finished are
-// skipped then).
+// retry), records their outcomes and takes their run on (wakeAfterStep). A
+// message naming several is executed as a group (executeGroup).
 func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
 	ids := msg.Steps()
-	if len(ids) == 1 {
-		key, err := e.executeStep(ctx, msg.RunID, ids[0])
-		if err != nil || key == "" {
-			return err
-		}
-		return e.wakeAfterStep(ctx, msg.RunID, key)
+	if len(ids) > 1 {
+		return e.executeGroup(ctx, msg.RunID, ids)
 	}
-	keys := make([]string, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { keys[i], errs[i] = e.executeStep(ctx, msg.RunID, id) })
+	key, err := e.executeStep(ctx, msg.RunID, ids[0])
+	if err != nil || key == "" {
+		return err
 	}
-	wg.Wait()
-	var retry error
-	for i, err := range errs {
-		var perm *PermanentError
-		switch {
-		case err == nil:
-		case errors.As(err, &perm):
-			e.log.Warn("engine: background step", "run", msg.RunID, "step", ids[i], "err", err)
-		case retry == nil:
-			retry = err
-		}
-	}
-	for _, key := range keys {
-		if key != "" {
-			if err := e.wakeAfterStep(ctx, msg.RunID, fmt.Sprintf("%s:n%d", key, len(ids))); err != nil {
-				return err
-			}
-			break
-		}
-	}
-	return retry
+	return e.wakeAfterStep(ctx, msg.RunID, key)
 }
 
 // executeStep executes one background step and records its outcome. It

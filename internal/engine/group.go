@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// executeGroup executes the steps of a message that names several (a
+// fan-out's excess, see session.enqueueSteps) as one invocation runs its
+// inline steps: it starts them all in one Append, runs them concurrently,
+// and records their outcomes in as few Appends as they allow (whatever has
+// finished when the previous Append returns goes into the next), then
+// takes the run on once (wakeAfterStep). Appends to one run are serialized
+// by the World, so a step per Append would queue each behind the others.
+//
+// A step that cannot be found is reported and skipped; any other failure
+// retries the whole message (its steps already finished are skipped then,
+// and still wake the run).
+func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) error {
+	steps := make([]*world.Step, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { steps[i], errs[i] = e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
+	}
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if run.Status.Terminal() {
+		return nil
+	}
+	var todo []*world.Step
+	wake := ""
+	for i, st := range steps {
+		switch {
+		case errors.Is(errs[i], world.ErrNotFound):
+			e.log.Warn("engine: background step", "run", runID, "step", ids[i], "err", errs[i])
+		case errs[i] != nil:
+			return errs[i]
+		case st.Status.Terminal():
+			wake = fmt.Sprintf("done:%s:%d", st.StepID, st.Attempt) // see executeStep
+		default:
+			todo = append(todo, st)
+		}
+	}
+	started, err := e.startGroup(ctx, runID, todo)
+	if err != nil {
+		if errors.Is(err, world.ErrGone) {
+			return nil // the run ended
+		}
+		return err
+	}
+	meta := runMeta{runID: run.RunID, workflowName: run.WorkflowName, input: run.Input, execCtx: run.ExecutionContext, createdAt: run.CreatedAt}
+	results := make(chan outcome, len(started))
+	for _, x := range started {
+		x.run = meta
+		go func() { results <- e.runStep(ctx, x) }()
+	}
+	var abandoned bool
+	for left := len(started); left > 0; {
+		batch := []outcome{<-results}
+		left--
+		for more := true; more && left > 0; {
+			select {
+			case o := <-results:
+				batch = append(batch, o)
+				left--
+			default:
+				more = false
+			}
+		}
+		kept := batch[:0]
+		for _, o := range batch {
+			if o.kind == outAbandoned {
+				abandoned = true
+				continue
+			}
+			kept = append(kept, o)
+		}
+		if err := e.recordGroup(ctx, runID, kept); err != nil {
+			return err
+		}
+		for _, o := range kept {
+			if o.kind == outRetrying {
+				m := world.Message{RunID: runID, StepID: o.stepID, NotBefore: o.retryAfter}
+				if err := e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", o.stepID, o.attempt)); err != nil {
+					return err
+				}
+				continue
+			}
+			wake = fmt.Sprintf("done:%s:%d:n%d", o.stepID, o.attempt, len(ids))
+		}
+	}
+	if abandoned && ctx.Err() != nil {
+		return ctx.Err() // cut off: the message comes back for the rest
+	}
+	if wake == "" {
+		return nil
+	}
+	return e.wakeAfterStep(ctx, runID, wake)
+}
+
+// startGroup starts the steps' attempts (queued, see world.StepStarted) in
+// as few Appends as the World takes. A step it may not start (leased by
+// another executor, already ended, not yet due) is left out; one not yet
+// due is queued again for its time.
+func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Step) ([]stepExec, error) {
+	var out []stepExec
+	for len(todo) > 0 {
+		evs := make([]world.EventInput, len(todo))
+		for i, st := range todo {
+			evs[i] = world.EventInput{CorrelationID: st.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}}
+		}
+		n := world.AppendFits(e.w, evs)
+		res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		var ce *world.CommitError
+		if errors.As(err, &ce) && ce.Index >= 0 && ce.Index < n {
+			st := todo[ce.Index]
+			var early *world.TooEarlyError
+			switch {
+			case errors.As(err, &early):
+				m := world.Message{RunID: runID, StepID: st.StepID, NotBefore: early.RetryAfter}
+				if err := e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", st.StepID, early.RetryAfter.UnixMilli())); err != nil {
+					return nil, err
+				}
+			case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrNotFound):
+				// Another executor owns the attempt, or the step is gone.
+			default:
+				return nil, err
+			}
+			todo = append(todo[:ce.Index:ce.Index], todo[ce.Index+1:]...)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, st := range todo[:n] {
+			a := res.Results[i].Step
+			out = append(out, stepExec{stepID: st.StepID, stepName: st.StepName, input: st.Input, attempt: a.Attempt, startedAt: a.StartedAt})
+		}
+		todo = todo[n:]
+	}
+	return out, nil
+}
+
+// recordGroup records step outcomes in as few Appends as the World takes.
+// A refused Append (a step's attempt was taken over after its lease
+// expired, or the run ended) is recorded again one outcome at a time, each
+// as record does, so that one refusal does not lose the others.
+func (e *Engine) recordGroup(ctx context.Context, runID string, outs []outcome) error {
+	for len(outs) > 0 {
+		evs := make([]world.EventInput, len(outs))
+		for i, o := range outs {
+			evs[i] = o.event()
+		}
+		n := world.AppendFits(e.w, evs)
+		if _, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]}); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			for _, o := range outs[:n] {
+				if err := e.record(ctx, runID, o); err != nil {
+					return err
+				}
+			}
+		}
+		outs = outs[n:]
+	}
+	return nil
+}
