@@ -87,17 +87,13 @@ func TestSerial100OneInvocation(t *testing.T) {
 
 // TestFanOutConverges: a fan-out wider than InlineConcurrency runs the
 // excess as SQS messages with a stepId in other invocations, and converges
-// with exactly one step_completed per step.
+// with exactly one step_completed per step, in at most
+// ceil(20/InlineConcurrency) invocations and as many messages: the start,
+// and the excess in groups of InlineConcurrency; no continuation and no
+// wake-up at a lease's expiry (the executors take the run on themselves).
 func TestFanOutConverges(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{
-		Parameters: map[string]string{"InlineConcurrency": "4"},
-		// A continuation that finds a step running under another
-		// invocation's lease schedules a safety-net wake-up at the lease's
-		// expiry (in case that invocation dies): a short lease lets the
-		// queue drain soon after the run ends.
-		Env: map[string]string{"SKEIN_STEP_LEASE_TTL": "5s"},
-	})
+	s := newStack(t, stackOptions{Parameters: map[string]string{"InlineConcurrency": "4"}})
 	if got := s.mapping.Function.Env["SKEIN_INLINE_CONCURRENCY"]; got != "4" {
 		t.Fatalf("SKEIN_INLINE_CONCURRENCY=%q, want 4 from the parameter", got)
 	}
@@ -122,15 +118,20 @@ func TestFanOutConverges(t *testing.T) {
 	if len(background) == 0 {
 		t.Error("no background step message (with stepId) was delivered")
 	}
-	safety := 0
+	groups, runMsgs := 0, 0
 	for _, m := range s.messages() {
-		if m.StepID == "" && !m.NotBefore.IsZero() && m.Hop == 0 {
-			safety++
+		if m.StepID != "" {
+			groups++
+		} else {
+			runMsgs++
 		}
 	}
 	st := s.esm.Stats()
-	t.Logf("fan-out of 20 with InlineConcurrency 4: completed in %s; %d invocations, %d messages: %d background steps, %d lease-expiry wake-ups",
-		info.CompletedAt.Sub(info.CreatedAt).Round(time.Millisecond), st.Batches, st.Messages, len(background), safety)
+	if st.Batches > 5 || groups != 4 || runMsgs != 1 {
+		t.Errorf("%d invocations, %d group messages, %d run messages; want at most 5, 4 (16 steps in groups of 4) and 1 (the start)", st.Batches, groups, runMsgs)
+	}
+	t.Logf("fan-out of 20 with InlineConcurrency 4: completed in %s; %d invocations, %d messages: %d background steps in %d messages",
+		info.CompletedAt.Sub(info.CreatedAt).Round(time.Millisecond), st.Batches, st.Messages, len(background), groups)
 }
 
 // TestWebhookResumesHook: a webhook is resumed through the webhook function
@@ -399,7 +400,10 @@ func TestSleep(t *testing.T) {
 // time.
 func TestSleepChainedHops(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{Env: map[string]string{"SKEIN_MAX_QUEUE_DELAY": "2s"}})
+	s := newStack(t, stackOptions{Parameters: map[string]string{"MaxQueueDelay": "2s"}})
+	if got := s.mapping.Function.Env["SKEIN_MAX_QUEUE_DELAY"]; got != "2s" {
+		t.Fatalf("SKEIN_MAX_QUEUE_DELAY=%q, want 2s from the parameter", got)
+	}
 	ctx := context.Background()
 	run, err := demo.Sleeper.Start(ctx, s.client, 7*time.Second)
 	if err != nil {
