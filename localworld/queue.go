@@ -27,6 +27,9 @@ type queueMsg struct {
 	EnqueuedAt     time.Time `json:"enqueuedAt"`
 	VisibleAt      time.Time `json:"visibleAt"`
 	IdempotencyKey string    `json:"idempotencyKey,omitempty"`
+	// Received marks a message hidden by a delivery (not by a delay): one
+	// the receiver still holds, until it acks or releases it.
+	Received bool `json:"received,omitempty"`
 }
 
 // queueIdem is an idempotency key as stored.
@@ -293,6 +296,7 @@ func (w *World) deliver(tx kvTx, n int, vis time.Duration, out *[]world.Delivery
 		}
 		m.Attempt++
 		m.VisibleAt = now.Add(vis)
+		m.Received = true
 		if err := putMsg(tx, m, k); err != nil {
 			return err
 		}
@@ -375,10 +379,64 @@ func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
 		}
 		old := visKey(m)
 		m.VisibleAt = w.now().Add(p.Delay)
+		m.Received = false
 		return putMsg(tx, m, old)
 	})
 	if err == nil {
 		w.signalQueue()
 	}
 	return err
+}
+
+// releaseAbandoned runs when a durable World opens, beside
+// expireStaleLeases and for the same reason: the store's lock proves that
+// the process that held it before is gone, so the messages it had received
+// and not yet acknowledged will never be; waiting out their visibility
+// timeout (5 minutes for a workflow.Worker) would only delay the restart's
+// recovery. It makes them visible now, each delivery still counted, in one
+// transaction, and logs how many. Messages hidden by a delay stay hidden.
+func (w *World) releaseAbandoned() error {
+	var held []*queueMsg
+	find := func(tx kvTx) error {
+		held = nil
+		now := w.now()
+		var scanErr error
+		err := tx.scan(bQueueMsgs, nil, nil, false, func(k, v []byte) bool {
+			var m queueMsg
+			if scanErr = decode(bQueueMsgs, k, v, &m); scanErr != nil {
+				return false
+			}
+			if m.Received && m.VisibleAt.After(now) {
+				held = append(held, &m)
+			}
+			return true
+		})
+		if err == nil {
+			err = scanErr
+		}
+		return err
+	}
+	if err := w.kv.view(find); err != nil || len(held) == 0 {
+		return err
+	}
+	err := w.kv.update(func(tx kvTx) error {
+		if err := find(tx); err != nil {
+			return err
+		}
+		now := w.now()
+		for _, m := range held {
+			old := visKey(m)
+			m.VisibleAt, m.Received = now, false
+			if err := putMsg(tx, m, old); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	w.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: released the messages the previous process held",
+		slog.String("path", w.cfg.Path), slog.Int("messages", len(held)))
+	return nil
 }

@@ -45,7 +45,9 @@ type World struct {
 // fails with ErrCorrupt and is left untouched (a log whose last record is
 // incomplete fails with ErrTornTail unless cfg.RepairTornTail); one held by
 // another process fails with ErrLocked. Holding the file, Open expires the
-// run and step leases a previous process left (expireStaleLeases).
+// run and step leases a previous process left (expireStaleLeases) and makes
+// visible again the messages it had received and not acknowledged
+// (releaseAbandoned).
 func Open(cfg Config) (*World, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
@@ -72,11 +74,15 @@ func Open(cfg Config) (*World, error) {
 	// Only a lock that keeps other processes out proves their leases stale
 	// (bbolt locks its file everywhere; the log only where flock exists).
 	if format == FormatBolt || exclusiveLocks {
-		err = w.expireStaleLeases()
+		if err = w.expireStaleLeases(); err != nil {
+			err = fmt.Errorf("expire stale leases: %w", err)
+		} else if err = w.releaseAbandoned(); err != nil {
+			err = fmt.Errorf("release abandoned messages: %w", err)
+		}
 	}
 	if err != nil {
 		_ = kv.close()
-		return nil, fmt.Errorf("localworld: open %s: expire stale leases: %w", c.Path, err)
+		return nil, fmt.Errorf("localworld: open %s: %w", c.Path, err)
 	}
 	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: opened", slog.String("path", c.Path),
 		slog.String("format", format.String()), slog.String("sync", c.Sync.String()))
