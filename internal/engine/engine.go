@@ -123,7 +123,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 	switch {
 	case err == nil:
 		e.log.Warn("engine: run failed: too many deliveries", "run", msg.RunID, "attempt", attempt)
-		e.afterTerminal(ctx, msg.RunID)
+		e.afterTerminal(ctx, msg.RunID, nil, false)
 		return nil
 	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
 		return nil // already finished
@@ -156,7 +156,9 @@ type RunOutcome struct {
 // justifies, once it has committed: its streams are closed and, for a child
 // run, the parent's hook is resumed with the outcome. Both are idempotent,
 // so a continuation that finds the run finished simply runs them again.
-func (e *Engine) afterTerminal(ctx context.Context, runID string) {
+// When the caller knows the run's execution context (known), a run that is
+// no child costs no read of the run.
+func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.RawMessage, known bool) {
 	ctx = context.WithoutCancel(ctx)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -169,14 +171,15 @@ func (e *Engine) afterTerminal(ctx context.Context, runID string) {
 			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
 		}
 	}
+	if known && !notifies(execCtx) {
+		return
+	}
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil || len(run.ExecutionContext) == 0 {
+	if err != nil || !notifies(run.ExecutionContext) {
 		return
 	}
 	var ec ExecutionContext
-	if json.Unmarshal(run.ExecutionContext, &ec) != nil || ec.NotifyToken == "" {
-		return
-	}
+	_ = json.Unmarshal(run.ExecutionContext, &ec)
 	if e.notified(ctx, ec) {
 		return
 	}
@@ -187,6 +190,16 @@ func (e *Engine) afterTerminal(ctx context.Context, runID string) {
 	if _, err := e.ResumeHook(ctx, ec.NotifyToken, out); err != nil && !errors.Is(err, world.ErrNotFound) {
 		e.log.Warn("engine: notify parent run", "run", runID, "parent", ec.ParentRunID, "err", err)
 	}
+}
+
+// notifies reports whether an execution context names a parent's hook to
+// notify of the run's outcome (a child run's).
+func notifies(execCtx json.RawMessage) bool {
+	if len(execCtx) == 0 {
+		return false
+	}
+	var ec ExecutionContext
+	return json.Unmarshal(execCtx, &ec) == nil && ec.NotifyToken != ""
 }
 
 // notified reports whether the parent's hook already received the outcome

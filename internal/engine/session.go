@@ -250,7 +250,7 @@ func (s *session) run() error {
 		return &PermanentError{Reason: "run " + s.runID + " not found"}
 	}
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(s.ctx, s.runID)
+		s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
 		return nil
 	}
 	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
@@ -541,7 +541,7 @@ func (s *session) loop() error {
 			}
 			if committed && p.terminal {
 				s.stopInflight(true)
-				s.e.afterTerminal(s.ctx, s.runID)
+				s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
 				return nil
 			}
 			continue
@@ -801,7 +801,7 @@ func (s *session) endForeign() error {
 		}
 	}
 	s.stopInflight(true)
-	s.e.afterTerminal(s.ctx, s.runID)
+	s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
 	return nil
 }
 
@@ -842,7 +842,7 @@ func (s *session) failUnregistered() error {
 		}})
 		if err == nil {
 			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
-			s.e.afterTerminal(s.ctx, s.runID)
+			s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
 			return nil
 		}
 		if !errors.Is(err, world.ErrConflict) {
