@@ -91,16 +91,26 @@ func (e *Engine) budget(ctx context.Context) time.Time {
 // workflow waits on others, then releases the lease. When events arrived
 // that the session did not see (background steps completed while it held
 // the lease, see afterRelease), it takes the lease again and goes on, in
-// the same invocation while the budget lasts: the run needs no message and
-// no invocation of its own to take them in. Should another executor have
-// taken the lease meanwhile, that one goes on instead.
+// the same invocation while the budget lasts, with the log it has loaded:
+// the run needs no message, no invocation and no reload of its own to take
+// them in. Should another executor have taken the lease meanwhile, that one
+// goes on instead.
 func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadline time.Time) error {
-	for {
-		more, lastSeq, err := e.session(ctx, runID, owner, deadline)
+	s := &session{
+		e: e, ctx: ctx, runID: runID,
+		inflight: make(map[string]context.CancelFunc),
+		queued:   make(map[string]bool),
+		deferred: make(map[string]time.Time),
+		results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+		deadline: deadline,
+	}
+	defer s.close()
+	for first := true; ; first = false {
+		more, err := e.underLease(ctx, s, owner, first)
 		if err != nil || !more {
 			return err
 		}
-		key := fmt.Sprintf("after:%s:%d", runID, lastSeq)
+		key := fmt.Sprintf("after:%s:%d", runID, s.lastSeq)
 		if !e.now().Before(deadline) {
 			return e.enqueue(ctx, world.Message{RunID: runID}, key)
 		}
@@ -117,10 +127,12 @@ func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadli
 	}
 }
 
-// session runs one session of a run under the lease owner holds and
+// underLease runs session s (from the start when first, otherwise from
+// where it stopped, see session.resume) under the lease owner holds and
 // releases the lease. more reports that events arrived after the session
 // last looked (afterRelease), so the run must go on.
-func (e *Engine) session(ctx context.Context, runID, owner string, deadline time.Time) (more bool, lastSeq int64, err error) {
+func (e *Engine) underLease(ctx context.Context, s *session, owner string, first bool) (more bool, err error) {
+	runID := s.runID
 	stopRenew := e.keepLease(ctx, runID, owner)
 	released, releaseErr := false, error(nil)
 	release := func() {
@@ -136,27 +148,36 @@ func (e *Engine) session(ctx context.Context, runID, owner string, deadline time
 		}
 	}
 	defer release()
-	s := &session{
-		e: e, ctx: ctx, runID: runID,
-		inflight: make(map[string]context.CancelFunc),
-		queued:   make(map[string]bool),
-		deferred: make(map[string]time.Time),
-		results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
-		deadline: deadline,
-		lastPoll: e.now(),
+	s.ctx, s.lastPoll = ctx, e.now()
+	if first {
+		err = s.run()
+	} else {
+		err = s.resume()
 	}
-	defer s.close()
-	err = s.run()
 	if errors.Is(err, errMoved) {
 		err = <-s.moved
 	}
 	if err != nil {
-		return false, s.lastSeq, err // the message is retried: its continuation loads everything
+		return false, err // the message is retried: its continuation loads everything
 	}
 	s.close()
 	release()
-	more, err = s.afterRelease(releaseErr)
-	return more, s.lastSeq, err
+	return s.afterRelease(releaseErr)
+}
+
+// resume goes on with a session that ended and took the lease again: it
+// loads what was appended since it last looked and replays its in-memory
+// log into a new coroutine.
+func (s *session) resume() error {
+	if _, err := s.loadNew(false); err != nil {
+		return err
+	}
+	if s.runStatus.Terminal() {
+		s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
+		return nil
+	}
+	s.rebuild()
+	return s.loop()
 }
 
 // afterRelease is the lease holder's half of the background wake-up

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,5 +243,58 @@ func TestRedeliveredBackgroundStepWakesRun(t *testing.T) {
 	run, err := h.w.GetRun(context.Background(), &world.GetRunParams{RunID: runID})
 	if err != nil || run.Status != world.RunStatusCompleted || string(run.Output) != "3" {
 		t.Fatalf("run %+v %v, want completed with 3", run, err)
+	}
+}
+
+// releaseHook runs a function once, before the first run lease release
+// (an executor committing while the holder still holds the lease), and
+// counts forward reads of the log (a session's cold load).
+type releaseHook struct {
+	*msgWorld
+	once     sync.Once
+	before   func()
+	forwards atomic.Int64
+}
+
+func (r *releaseHook) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+	r.once.Do(r.before)
+	return r.msgWorld.ReleaseRunLease(ctx, p)
+}
+
+func (r *releaseHook) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	if !p.Pagination.Descending && p.Pagination.Cursor == "" {
+		r.forwards.Add(1)
+	}
+	return r.msgWorld.ListEvents(ctx, p)
+}
+
+// A step completed by a background executor while the holder held the run
+// lease (the executor leaves the run to it) is taken in by the holder after
+// it releases the lease: it takes the lease again and goes on with the log
+// it has, in the same invocation, with no message and no reload.
+func TestHolderGoesOnWithWhatArrivedBeforeRelease(t *testing.T) {
+	t.Parallel()
+	var rh *releaseHook
+	h := newHarness(t, func(lw *localworld.World) world.World { rh = &releaseHook{msgWorld: &msgWorld{World: lw}}; return rh }, Config{})
+	runID, stepID := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: true})
+	rh.before = func() {
+		if _, err := h.lw.Append(context.Background(), &world.AppendParams{RunID: runID, Events: []world.EventInput{
+			{CorrelationID: stepID, Data: &world.StepCompleted{StepName: "add", Result: mustJSON(3)}},
+		}}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := h.eng.Handle(context.Background(), world.Message{RunID: runID}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: runID})
+	if err != nil || run.Status != world.RunStatusCompleted || string(run.Output) != "3" {
+		t.Fatalf("run %+v %v, want completed with 3 by the same Handle", run, err)
+	}
+	if msgs := rh.snapshot(); len(msgs) != 0 {
+		t.Errorf("messages %+v, want none", msgs)
+	}
+	if n := rh.forwards.Load(); n != 1 {
+		t.Errorf("%d cold loads of the log, want 1", n)
 	}
 }
