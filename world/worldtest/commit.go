@@ -9,7 +9,7 @@ import (
 )
 
 func commitCases() []testCase {
-	return []testCase{
+	cases := []testCase{
 		{"serial_step_in_one_commit", testCommitSerialStep},
 		{"step_and_run_completion_in_one_commit", testCommitRunCompletion},
 		{"create_and_start_run_in_one_commit", testCommitCreateAndStart},
@@ -19,6 +19,7 @@ func commitCases() []testCase {
 		{"refusals_are_commit_errors", testCommitErrorShape},
 		{"if_last_seq_fence", testCommitIfLastSeq},
 	}
+	return append(cases, fitsCases()...)
 }
 
 func testCommitSerialStep(t *testing.T, f *fixture) {

@@ -39,6 +39,11 @@
 //     included, an empty cursor on an empty page, HasMore exact, and refuse a
 //     malformed cursor or one from another listing (or another run's events)
 //     with world.ErrInvalid;
+//   - when it bounds its commits (world.AppendLimiter), accept every Append
+//     of the events AppendFits allows, so that a wide commit (150 steps, 60
+//     hooks, 100 waits, a mix ending the run) appended in fenced chunks of
+//     world.AppendFits lands whole and in order; AppendFits answers 1 to
+//     len(events), the same for the same events;
 //   - validate stream names (world.ValidateStreamName) on write;
 //   - deliver queue messages no earlier than their delay, with Attempt 1 on
 //     the first delivery and Attempt+1 and the same MessageID on each
@@ -56,5 +61,7 @@
 // delayed message must arrive within its delay plus 5s (times Slow).
 //
 // Queue cases that need a Consumer are skipped when Subject.Consumer is nil;
-// the Enqueue deduplication case runs without one.
+// the Enqueue deduplication case runs without one. The wide-commit cases
+// (commit/append_fits_*) are skipped when the World is not a
+// world.AppendLimiter: a skip, never a pass.
 package worldtest

@@ -12,6 +12,10 @@ import (
 func memSubject(bug string) func(t *testing.T) worldtest.Subject {
 	return func(t *testing.T) worldtest.Subject {
 		w := newMemWorld(bug)
+		if isLimited(bug) {
+			lw := &limitedMemWorld{memWorld: w}
+			return worldtest.Subject{World: lw, Consumer: lw}
+		}
 		return worldtest.Subject{World: w, Consumer: w}
 	}
 }
@@ -29,6 +33,13 @@ func TestMemWorldWithoutConsumer(t *testing.T) {
 	})
 }
 
+// TestLimitedMemWorld checks that the suite passes against a correct World
+// whose commits are bounded (a world.AppendLimiter), the wide-commit cases
+// included.
+func TestLimitedMemWorld(t *testing.T) {
+	worldtest.Run(t, worldtest.Options{New: memSubject("limited")})
+}
+
 const mutantEnv = "WORLDTEST_SELFTEST_MUTANT"
 
 // TestMutant runs the suite against a broken memWorld. It runs only as a
@@ -39,6 +50,13 @@ func TestMutant(t *testing.T) {
 		t.Skip("runs only as a subprocess of TestSuiteCatchesMutants")
 	}
 	worldtest.Run(t, worldtest.Options{New: memSubject(bug)})
+}
+
+// fitsCases are the suite's wide-commit cases (a World that is a
+// world.AppendLimiter).
+var fitsCases = []string{
+	"append_fits_steps_created", "append_fits_steps_created_and_started", "append_fits_hooks",
+	"append_fits_waits", "append_fits_mixed_from_run_created", "append_fits_mixed_ending_the_run",
 }
 
 // mutants are the broken variants of memWorld: each must make the named
@@ -69,6 +87,10 @@ var mutants = []struct {
 	{"queue-no-visibility", "queue", []string{"visibility_lapse_redelivers", "concurrent_receivers_exclusive"}},
 	{"stream-write-after-close", "streams", []string{"close"}},
 	{"stream-interleave", "streams", []string{"concurrent_writers"}},
+	{"limited-fits-all", "commit", fitsCases},
+	{"limited-fits-none", "commit", fitsCases},
+	{"limited-hooks-as-one", "commit", []string{"append_fits_hooks", "append_fits_mixed_from_run_created", "append_fits_mixed_ending_the_run"}},
+	{"limited-impure", "commit", fitsCases},
 	{"stream-done-early", "streams", []string{"write_read_in_order", "limit_and_next", "close", "tail_live"}},
 }
 
