@@ -110,6 +110,14 @@
 // are retried with backoff. Commits of one run from one process are
 // serialized in memory; across processes the conditions decide.
 //
+// A transaction takes 100 items, so a commit whose events write more (a
+// fan-out of 150 steps) is refused (world.ErrInvalid). AppendFits
+// (world.AppendLimiter) says how many events, from the first, one Append
+// takes, counting from the events alone: the commit item, the run's head,
+// body and idempotency key for run events, one item per step and wait,
+// three per hook (see fits.go); the engine appends a wider commit in
+// several fenced Appends.
+//
 // A run's end deletes its active hooks (their three items) and its waits,
 // found in the snapshot when this World has seen the run from its creation,
 // otherwise with two strongly consistent queries of the run's partition.

@@ -51,6 +51,10 @@ func (p *pair) Close() error { return errors.Join(p.ws[0].Close(), p.ws[1].Close
 func (p *pair) Append(ctx context.Context, a *world.AppendParams) (*world.AppendResult, error) {
 	return p.w().Append(ctx, a)
 }
+
+// AppendFits is either World's: a pure function of the events.
+func (p *pair) AppendFits(evs []world.EventInput) int { return p.ws[0].AppendFits(evs) }
+
 func (p *pair) GetRun(ctx context.Context, a *world.GetRunParams) (*world.Run, error) {
 	return p.w().GetRun(ctx, a)
 }
