@@ -275,13 +275,11 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
 	}})
 	if err != nil {
-		var early *world.TooEarlyError
-		switch {
-		case errors.As(err, &early):
-			m := world.Message{RunID: runID, StepID: stepID, NotBefore: early.RetryAfter}
-			return "", e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", stepID, early.RetryAfter.UnixMilli()))
+		switch requeued, rerr := e.requeueRefusedStart(ctx, runID, stepID, err); {
+		case requeued:
+			return "", rerr
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
-			return "", nil // another executor owns the attempt, or the run ended
+			return "", nil // the step has ended, or the run has
 		case errors.Is(err, world.ErrNotFound):
 			return "", &PermanentError{Reason: "step " + stepID + " not found", Err: err}
 		}
@@ -308,6 +306,53 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 		return "", e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", stepID, o.attempt))
 	}
 	return fmt.Sprintf("done:%s:%d", stepID, o.attempt), nil
+}
+
+// requeueRefusedStart queues a background step again when its step_started
+// was refused for now: not yet due (a retry's time), or running under the
+// live lease of a queued attempt. That lease may be held by an executor
+// that is still running the step (a duplicate delivery), whose outcome
+// will make the new message find the step ended, or by one that died: this
+// delivery is then the one that runs the step again, so it must not be
+// dropped (nobody watches a queued attempt's lease, see session.nextTimer).
+// An attempt an invocation runs inline needs nothing from it. It reports
+// whether err was such a refusal.
+func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
+	var early *world.TooEarlyError
+	var leased *world.StepLeasedError
+	switch {
+	case errors.As(err, &early):
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: early.RetryAfter}
+		return true, e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", stepID, early.RetryAfter.UnixMilli()))
+	case errors.As(err, &leased):
+		if !e.queuedAttempt(ctx, runID, stepID, leased.Attempt) {
+			// An invocation runs it inline: should it die, its run's
+			// next session takes the step on at the lease's expiry.
+			return true, nil
+		}
+		at := leased.LeaseExpiresAt.Add(10 * time.Millisecond)
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: at}
+		return true, e.enqueue(ctx, m, fmt.Sprintf("step:%s:leased:a%d:%d", stepID, leased.Attempt, leased.LeaseExpiresAt.UnixMilli()))
+	}
+	return false, nil
+}
+
+// queuedAttempt reports whether a step's attempt was started by a
+// background executor (world.StepStarted.Queued), from the step's events;
+// when they cannot be read, it answers yes, the safe side.
+func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attempt int) bool {
+	page, err := e.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{
+		RunID: runID, CorrelationID: stepID, Pagination: world.Pagination{Limit: world.MaxPageLimit},
+	})
+	if err != nil {
+		return true
+	}
+	for _, ev := range page.Items {
+		if d, ok := ev.Data.(*world.StepStarted); ok && d.Attempt == attempt {
+			return d.Queued
+		}
+	}
+	return true
 }
 
 // wakeAfterStep takes a run on after a background step's outcome has

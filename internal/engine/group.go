@@ -107,9 +107,9 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) e
 }
 
 // startGroup starts the steps' attempts (queued, see world.StepStarted) in
-// as few Appends as the World takes. A step it may not start (leased by
-// another executor, already ended, not yet due) is left out; one not yet
-// due is queued again for its time.
+// as few Appends as the World takes. A step it may not start is left out:
+// one that has ended; one not yet due or running under a live lease is
+// queued again for that time (requeueRefusedStart).
 func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Step) ([]stepExec, error) {
 	var out []stepExec
 	for len(todo) > 0 {
@@ -121,16 +121,13 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 		res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		var ce *world.CommitError
 		if errors.As(err, &ce) && ce.Index >= 0 && ce.Index < n {
-			st := todo[ce.Index]
-			var early *world.TooEarlyError
-			switch {
-			case errors.As(err, &early):
-				m := world.Message{RunID: runID, StepID: st.StepID, NotBefore: early.RetryAfter}
-				if err := e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", st.StepID, early.RetryAfter.UnixMilli())); err != nil {
-					return nil, err
+			switch requeued, rerr := e.requeueRefusedStart(ctx, runID, todo[ce.Index].StepID, err); {
+			case requeued:
+				if rerr != nil {
+					return nil, rerr
 				}
 			case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrNotFound):
-				// Another executor owns the attempt, or the step is gone.
+				// The step has ended, or is gone.
 			default:
 				return nil, err
 			}

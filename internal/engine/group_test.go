@@ -120,8 +120,9 @@ func TestGroupStartsInOneAppend(t *testing.T) {
 
 // A group whose steps are in every state a redelivery or an overlap can
 // find: one completed already (it still wakes the run), one running under
-// another executor's lease (left to it), one waiting for its retry (queued
-// again for its time), the rest startable.
+// another executor's lease and one waiting for its retry (each queued again
+// for the time it may start: the lease's holder may have died), the rest
+// startable.
 func TestGroupSkipsWhatOthersOwn(t *testing.T) {
 	t.Parallel()
 	var mw *msgWorld
@@ -153,9 +154,20 @@ func TestGroupSkipsWhatOthersOwn(t *testing.T) {
 			t.Errorf("step %d: %+v %v, want %s", i, st, err, want)
 		}
 	}
+	leased, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: ids[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{ids[1]: leased.LeaseExpiresAt, ids[2]: later}
 	msgs := mw.snapshot()
-	if len(msgs) != 1 || msgs[0].StepID != ids[2] || !msgs[0].NotBefore.Equal(later) {
-		t.Errorf("messages %+v, want step %d queued again for %v", msgs, 2, later)
+	if len(msgs) != 2 {
+		t.Fatalf("messages %+v, want steps 1 and 2 queued again", msgs)
+	}
+	for _, m := range msgs {
+		at, ok := want[m.StepID]
+		if !ok || m.NotBefore.Before(at) || m.NotBefore.After(at.Add(time.Second)) {
+			t.Errorf("message %+v, want step 1 at its lease's expiry %v and step 2 at %v", m, leased.LeaseExpiresAt, later)
+		}
 	}
 }
 
@@ -188,5 +200,49 @@ func TestGroupRetryQueuesTheStepAgain(t *testing.T) {
 	msgs := mw.snapshot()
 	if len(msgs) != 1 || msgs[0].StepID != ids[1] || len(msgs[0].StepIDs) != 0 || msgs[0].NotBefore.IsZero() {
 		t.Fatalf("messages %+v, want the failed step queued again for its retry", msgs)
+	}
+}
+
+// A background message whose step is running under a live lease (its
+// executor died, or a duplicate delivery's executor still runs it) is not
+// dropped: it comes back at the lease's expiry and then runs the step,
+// which completes the run.
+func TestLeasedStepMessageComesBackAtExpiry(t *testing.T) {
+	t.Parallel()
+	var mw *msgWorld
+	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
+	runID, stepID := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: 200 * time.Millisecond, Queued: true})
+	ctx := context.Background()
+	if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: stepID}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := mw.snapshot()
+	if len(msgs) != 1 || msgs[0].StepID != stepID || msgs[0].NotBefore.IsZero() {
+		t.Fatalf("messages %+v, want the step queued again for its lease's expiry", msgs)
+	}
+	h.work(1, nil)
+	run := h.wait(runID)
+	if run.Status != world.RunStatusCompleted || string(run.Output) != "3" {
+		t.Fatalf("run %s %s, want completed with 3", run.Status, run.Output)
+	}
+	st, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+	if err != nil || st.Attempt != 2 {
+		t.Fatalf("step %+v %v, want completed in attempt 2", st, err)
+	}
+}
+
+// A background message whose step an invocation runs inline (a session
+// took it on before the message arrived) leaves it to that invocation: no
+// message comes back for it.
+func TestInlineLeasedStepMessageIsDropped(t *testing.T) {
+	t.Parallel()
+	var mw *msgWorld
+	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
+	runID, stepID := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Hour})
+	if err := h.eng.Handle(context.Background(), world.Message{RunID: runID, StepID: stepID}); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := mw.snapshot(); len(msgs) != 0 {
+		t.Fatalf("messages %+v, want none", msgs)
 	}
 }

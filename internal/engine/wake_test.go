@@ -161,7 +161,7 @@ func TestBackgroundStepWakesOnlyWithoutLeaseHolder(t *testing.T) {
 // after that, and returns the run and step IDs.
 func oneStepRun(t *testing.T, h *harness, start *world.StepStarted, after ...world.EventData) (string, string) {
 	t.Helper()
-	h.reg.step("add", 0, addStep)
+	h.reg.step("add", 1, addStep)
 	h.reg.wf("one", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
 		f := c.Step("add", mustJSON([2]int{1, 2}))
 		c.Await(f.Done)
