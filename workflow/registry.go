@@ -47,6 +47,12 @@ func (r *Registry) Register(defs ...Definition) error {
 		if d == nil {
 			return errors.New("workflow: Register: nil definition")
 		}
+		switch n := d.Name(); {
+		case n == "":
+			return errors.New("workflow: Register: empty name")
+		case len(n) > world.MaxNameLength:
+			return fmt.Errorf("workflow: Register: name %.32q... is %d bytes, more than %d", n, len(n), world.MaxNameLength)
+		}
 		key := fmt.Sprintf("%T/%s", d, d.Name())
 		_, wfTaken := r.workflows[d.Name()]
 		_, stepTaken := r.steps[d.Name()]

@@ -303,6 +303,12 @@ func (d *RunCreated) validate(corr string) error {
 	if d.WorkflowName == "" {
 		return invalidf(EventRunCreated, "", "workflowName required")
 	}
+	if len(d.WorkflowName) > MaxNameLength {
+		return invalidf(EventRunCreated, "", "workflowName longer than %d bytes", MaxNameLength)
+	}
+	if len(d.IdempotencyKey) > MaxIdempotencyKeyLength {
+		return invalidf(EventRunCreated, "", "idempotencyKey longer than %d bytes", MaxIdempotencyKeyLength)
+	}
 	if err := validJSON(EventRunCreated, "", "input", d.Input); err != nil {
 		return err
 	}
@@ -336,6 +342,9 @@ func (d *StepCreated) validate(corr string) error {
 	}
 	if d.StepName == "" {
 		return invalidf(EventStepCreated, corr, "stepName required")
+	}
+	if len(d.StepName) > MaxNameLength {
+		return invalidf(EventStepCreated, corr, "stepName longer than %d bytes", MaxNameLength)
 	}
 	return validJSON(EventStepCreated, corr, "input", d.Input)
 }
@@ -376,6 +385,16 @@ func (d *StepRetrying) validate(corr string) error {
 	}
 	return nil
 }
+
+// MaxNameLength bounds workflow and step names. Names are identifiers from
+// code, stored beside every entity and index entry that carries them; the
+// bound keeps a commit's size a function of its event count (see
+// AppendLimiter).
+const MaxNameLength = 256
+
+// MaxIdempotencyKeyLength bounds a run's idempotency key (a World may key
+// an item by it; DynamoDB keys cap at 1 KB).
+const MaxIdempotencyKeyLength = 512
 
 // MaxTokenLength bounds hook tokens (DynamoDB keys cap at 1 KB; the token item
 // is keyed by a hash, but the token is stored beside it).

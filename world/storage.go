@@ -72,7 +72,8 @@ type Storage interface {
 // commit (dynamoworld: one DynamoDB transaction of at most 100 items).
 // AppendFits returns how many of events, from the first, one Append
 // accepts: an Append of events[:AppendFits(events)] is never refused for
-// its size. It is at least 1 when events is not empty, and a pure function
+// its size, unless its first event alone is too big (an ErrInvalid that no
+// split can help). It is at least 1 when events is not empty, and a pure function
 // of the events (no I/O). A writer with more to commit appends it in
 // several fenced Appends, in order (the engine does, see AppendFits).
 // A World that does not implement it takes commits of any size.
