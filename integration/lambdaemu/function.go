@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,18 @@ type FunctionConfig struct {
 	// Bootstrap is the executable to run (required), built like the real one:
 	// CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap.
 	Bootstrap string
+	// Launcher, when set, is a command prefix that runs Bootstrap: the process started is Launcher[0]
+	// with the arguments Launcher[1:] and then Bootstrap's absolute path. It runs a bootstrap built for
+	// another architecture under user-mode emulation, such as []string{"/path/to/qemu-aarch64-static"}
+	// for the arm64 bootstrap Lambda deploys (qemu named explicitly: no binfmt_misc registration).
+	// Launcher[0] is looked up in this process's PATH when it holds no path separator. Everything else
+	// is as without it: the function's environment (variables for the launcher itself, such as QEMU_*,
+	// go in Env), Bootstrap's directory as working directory, the deadlines, and the accounting (cold
+	// starts, init duration, timeouts, crashes). PID reports the launcher's process, which qemu-user
+	// shares with the program it runs; it leads its own process group, which a timeout, Kill or Close
+	// kills whole, so a launcher that runs the bootstrap as a child (a script without exec) dies with
+	// it. With a Launcher, Bootstrap need only be a regular file. Default: Bootstrap runs directly.
+	Launcher []string
 	// Name is AWS_LAMBDA_FUNCTION_NAME and part of the ARN. Default "function".
 	Name string
 	// Timeout is the function timeout; default 3 s (Lambda's default).
@@ -64,10 +77,24 @@ func (c FunctionConfig) withDefaults() (FunctionConfig, error) {
 	}
 	if st, err := os.Stat(abs); err != nil {
 		return c, fmt.Errorf("lambdaemu: bootstrap: %w", err)
-	} else if st.IsDir() || st.Mode()&0o111 == 0 {
+	} else if !st.Mode().IsRegular() {
+		return c, fmt.Errorf("lambdaemu: bootstrap %s is not a regular file", abs)
+	} else if st.Mode()&0o111 == 0 && len(c.Launcher) == 0 {
 		return c, fmt.Errorf("lambdaemu: bootstrap %s is not an executable file", abs)
 	}
 	c.Bootstrap = abs
+	if len(c.Launcher) > 0 {
+		// A copy, with the program resolved now: the process runs in Bootstrap's directory, where a
+		// relative path would mean something else.
+		launcher := slices.Clone(c.Launcher)
+		if launcher[0] == "" {
+			return c, errors.New("lambdaemu: FunctionConfig.Launcher[0] is empty")
+		}
+		if launcher[0], err = resolveLauncher(launcher[0]); err != nil {
+			return c, err
+		}
+		c.Launcher = launcher
+	}
 	if c.Name == "" {
 		c.Name = "function"
 	}
@@ -93,6 +120,38 @@ func (c FunctionConfig) withDefaults() (FunctionConfig, error) {
 		c.Stderr = io.Discard
 	}
 	return c, nil
+}
+
+// resolveLauncher returns the absolute path of an executable launcher: prog itself when it holds a
+// path separator, else its match in PATH.
+func resolveLauncher(prog string) (string, error) {
+	path := prog
+	if filepath.Base(prog) == prog {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return "", fmt.Errorf("lambdaemu: launcher: %w", err)
+		}
+		path = p
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("lambdaemu: launcher: %w", err)
+	} else if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("lambdaemu: launcher %s is not an executable file", abs)
+	}
+	return abs, nil
+}
+
+// command is the process that runs the bootstrap: the bootstrap itself, or the launcher with the
+// bootstrap as its last argument.
+func (c FunctionConfig) command() *exec.Cmd {
+	if len(c.Launcher) == 0 {
+		return exec.Command(c.Bootstrap)
+	}
+	return exec.Command(c.Launcher[0], slices.Concat(c.Launcher[1:], []string{c.Bootstrap})...)
 }
 
 // FunctionConfig returns the execution environment the mapping's function declares, running bootstrap.
@@ -179,7 +238,8 @@ func (f *Function) InFlight() string {
 	return f.inflight
 }
 
-// PID is the current process's ID (0 when none runs).
+// PID is the current process's ID (0 when none runs): the bootstrap's, or with a Launcher the
+// launcher's.
 func (f *Function) PID() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -342,7 +402,7 @@ func (f *Function) sandbox() (*sandbox, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	cmd := exec.Command(f.cfg.Bootstrap)
+	cmd := f.cfg.command()
 	cmd.Dir = filepath.Dir(f.cfg.Bootstrap)
 	cmd.Env = f.environ(api.Addr())
 	cmd.Stdout, cmd.Stderr = f.cfg.Stdout, f.cfg.Stderr

@@ -10,7 +10,7 @@ import (
 
 func setProcessGroup(*exec.Cmd) {}
 
-// killProcess kills the bootstrap process.
+// killProcess kills the bootstrap process (with a Launcher, the launcher process only).
 func killProcess(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil

@@ -8,13 +8,14 @@ import (
 	"syscall"
 )
 
-// setProcessGroup puts the bootstrap in its own process group, so that a kill takes whatever it
-// started with it (Lambda discards the whole execution environment).
+// setProcessGroup puts the bootstrap (or its launcher) in its own process group, so that a kill
+// takes whatever it started with it (Lambda discards the whole execution environment).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killProcess sends SIGKILL to the bootstrap's process group.
+// killProcess sends SIGKILL to the bootstrap's process group: a launcher and the bootstrap it runs
+// as a child die together.
 func killProcess(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil
