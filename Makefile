@@ -17,12 +17,20 @@ test: lint unit emulator-test template-check
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
-## emulator-test: start the emulators, run the suites that need them (a skip there is a failure), stop them
+## emulator-test: start the emulators, run the suites that need them (a skip there is a failure), stop them;
+## the arm64 bootstrap runs under qemu-user (scripts/qemu.sh installs it unless SKEIN_QEMU_AARCH64 is set)
 emulator-test:
+	[ -n "$$SKEIN_QEMU_AARCH64" ] || bash scripts/qemu.sh install
 	bash localstack/emulators.sh start
 	set -e; eval "$$(bash localstack/emulators.sh env)"; \
+	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \
 	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 30m $(EMU_PKGS) || rc=$$?; \
 	bash localstack/emulators.sh stop; exit $$rc
+
+## qemu: install qemu-aarch64-static (pinned, cached) for the arm64 bootstrap tests and print its path
+.PHONY: qemu
+qemu:
+	@bash scripts/qemu.sh path
 
 emulators-start:
 	bash localstack/emulators.sh start
