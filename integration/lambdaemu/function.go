@@ -60,8 +60,9 @@ type FunctionConfig struct {
 	Stdout, Stderr io.Writer
 }
 
-// AWSPassEnv lists the host variables a test usually passes to the bootstrap: endpoints, credentials
-// and the S3 path-style switch. Lambda would supply credentials from the function's role.
+// AWSPassEnv lists the host variables a test usually passes to the bootstrap: endpoints, credentials,
+// a CA bundle (passed only when some endpoint uses TLS) and the S3 path-style switch. Lambda would
+// supply credentials from the function's role.
 func AWSPassEnv() []string {
 	return []string{"AWS_ENDPOINT_URL*", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 		"AWS_CA_BUNDLE", "SKEIN_S3_PATH_STYLE", "GOCOVERDIR"}
@@ -451,6 +452,22 @@ func exitReason(err error) string {
 	return err.Error()
 }
 
+// talksTLS reports whether the function's AWS clients may use TLS: some
+// endpoint is https, or some service has no endpoint override (it goes to
+// AWS itself).
+func talksTLS(env map[string]string) bool {
+	for _, svc := range []string{"DYNAMODB", "SQS", "S3"} {
+		u := env["AWS_ENDPOINT_URL_"+svc]
+		if u == "" {
+			u = env["AWS_ENDPOINT_URL"]
+		}
+		if u == "" || strings.HasPrefix(strings.ToLower(u), "https://") {
+			return true
+		}
+	}
+	return false
+}
+
 // environ builds the process environment: what Lambda sets for a provided.al2023 function, then
 // PassEnv from the host, then cfg.Env. AWS_LAMBDA_RUNTIME_API is always ours.
 func (f *Function) environ(runtimeAPI string) []string {
@@ -488,6 +505,12 @@ func (f *Function) environ(runtimeAPI string) []string {
 	}
 	for k, v := range c.Env {
 		env[k] = v
+	}
+	if !talksTLS(env) {
+		// A CA bundle serves only TLS endpoints, and loading one costs the
+		// SDK's config several milliseconds of init that a real function
+		// (where Lambda sets no bundle) never pays.
+		delete(env, "AWS_CA_BUNDLE")
 	}
 	env["AWS_LAMBDA_RUNTIME_API"] = runtimeAPI
 	out := make([]string, 0, len(env))

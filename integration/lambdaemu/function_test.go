@@ -294,3 +294,23 @@ func TestColdStart(t *testing.T) {
 		"start to first response median %s, max %s",
 		len(inits), inits[len(inits)/2], inits[0], inits[len(inits)-1], firsts[len(firsts)/2], firsts[len(firsts)-1])
 }
+
+// The CA bundle reaches the bootstrap only when some AWS endpoint uses TLS.
+func TestTalksTLS(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, true}, // AWS itself
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "https://localhost.localstack.cloud:4566"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000", "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9324"}, true}, // S3 goes to AWS
+		{map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": "http://a", "AWS_ENDPOINT_URL_SQS": "http://b", "AWS_ENDPOINT_URL_S3": "http://c"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://a", "AWS_ENDPOINT_URL_S3": "HTTPS://c"}, true},
+	} {
+		if got := talksTLS(tc.env); got != tc.want {
+			t.Errorf("talksTLS(%v) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
