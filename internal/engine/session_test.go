@@ -57,9 +57,7 @@ func TestFenceRefusalRebuilds(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{msgs: map[string]int{}}
 	// No event poll while the step runs: the session learns of the payload
-	// only from the refused fence (a poll between the payload and the
-	// step's end would end the run first, and the late step_completed would
-	// be refused as the run is over).
+	// only from the refused fence.
 	h := newHarness(t, nil, Config{Logger: slog.New(rec), EventPollInterval: time.Hour})
 	// The step appends a hook payload to its own run while it runs: the
 	// commit of its result is refused, and the workflow is rebuilt with the
@@ -94,7 +92,13 @@ func TestFenceRefusalRebuilds(t *testing.T) {
 	if n := rec.count("engine: commit refused"); n < 1 {
 		t.Errorf("%d rebuilds, want at least 1", n)
 	}
+	// The step's result is recorded after the run's end (the run completed
+	// from the payload first): wait for it.
 	evs := h.events(id)
+	for deadline := time.Now().Add(5 * time.Second); count(evs, world.EventStepCompleted) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		evs = h.events(id)
+	}
 	if count(evs, world.EventStepCompleted) != 1 || count(evs, world.EventRunCompleted) != 1 {
 		t.Errorf("events: %d step_completed, %d run_completed", count(evs, world.EventStepCompleted), count(evs, world.EventRunCompleted))
 	}
