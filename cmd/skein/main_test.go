@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -360,8 +362,17 @@ func TestRepairTornTail(t *testing.T) {
 
 	r = cli("-db", f.db, "-repair-torn-tail", "runs", "list")
 	r.expect(t, 0, f.doneID, "completed", "dropped the incomplete last record")
-	if got := size(); got >= torn {
-		t.Fatalf("the repaired store is %d bytes, want fewer than %d", got, torn)
+	// It cut the file at the torn record's start and dropped everything
+	// after it (opening may then write, e.g. to release what the previous
+	// process held, so the size alone says nothing).
+	m := regexp.MustCompile(`offset=(\d+) bytes=(\d+)`).FindStringSubmatch(r.err)
+	if m == nil {
+		t.Fatalf("the repair's warning names no offset and bytes:\n%s", r.err)
+	}
+	offset, _ := strconv.ParseInt(m[1], 10, 64)
+	dropped, _ := strconv.ParseInt(m[2], 10, 64)
+	if dropped <= 0 || offset+dropped != torn {
+		t.Fatalf("the repair dropped %d bytes at %d, want the end of the %d-byte torn store", dropped, offset, torn)
 	}
 	cli("-db", f.db, "runs", "show", f.doneID).expect(t, 0, "Status     completed") // repaired for good
 
