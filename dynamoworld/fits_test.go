@@ -3,7 +3,6 @@ package dynamoworld
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -199,24 +198,26 @@ func TestAppendFitsChunksCommit(t *testing.T) {
 	}
 }
 
-// TestAppendFitsKeepsNamesUnderTheTransactionSize: steps with 60 KiB names
-// (which cannot move to S3) are refused for size beyond 3.5 MB; the chunks
-// AppendFits takes are not.
-func TestAppendFitsKeepsNamesUnderTheTransactionSize(t *testing.T) {
+// Names are bounded (world.MaxNameLength), so the longest cannot make a
+// commit too big for a transaction: chunks of steps with the longest names
+// are as long as chunks of steps with short ones, and every chunk commits.
+func TestAppendFitsWithTheLongestNames(t *testing.T) {
 	ddb := &fakeDDB{}
 	w := newFakeWorld(t, ddb, newFakeS3(), nil)
 	run := startRun(t, w)
-	name := strings.Repeat("n", 60<<10)
-	evs := wide(70, func(int) []world.EventInput {
-		return []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: name})}
-	})
-	if _, err := appendEvents(w, run, evs...); !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), "without its payloads") {
-		t.Fatalf("70 steps with 60 KiB names in one commit: %v, want ErrInvalid for its size", err)
+	steps := func(name string) []world.EventInput {
+		return wide(150, func(int) []world.EventInput {
+			return []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: name})}
+		})
+	}
+	evs := steps(strings.Repeat("n", world.MaxNameLength))
+	if long, short := w.AppendFits(evs), w.AppendFits(steps("s")); long != short {
+		t.Errorf("AppendFits: %d steps with %d-byte names, %d with short ones; want the same", long, world.MaxNameLength, short)
 	}
 	for rest := evs; len(rest) > 0; {
 		n := w.AppendFits(rest)
 		if _, err := appendEvents(w, run, rest[:n]...); err != nil {
-			t.Fatalf("a chunk of %d steps with 60 KiB names: %v", n, err)
+			t.Fatalf("a chunk of %d steps with %d-byte names: %v", n, world.MaxNameLength, err)
 		}
 		rest = rest[n:]
 	}
