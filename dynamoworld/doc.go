@@ -64,7 +64,7 @@
 // IDs from one monotonic world.IDSource, as the engine's are (an exact
 // creation order would need a local secondary index: one more write per
 // step). ListEvents reads commits from its cursor, which names the last
-// event and its commit; ListEventsByCorrelation reads the run's log and
+// event and its commit (from the start, the run head too: see Priming); ListEventsByCorrelation reads the run's log and
 // keeps the entity's events (no index: that would cost a write per event),
 // and needs a RunID.
 //
@@ -81,7 +81,8 @@
 // Without a cached snapshot (another process wrote last, or a cold start),
 // one Query reads the run and its newest commit, then one TransactGetItems
 // the entities the events name. run_created reads nothing: the run's
-// absence is a condition.
+// absence is a condition. A World that has just read the run's whole log
+// (the engine's cold start does) has a snapshot from it: see Priming.
 //
 // Every assumption of the snapshot is a condition of the transaction:
 //
@@ -119,8 +120,8 @@
 // several fenced Appends.
 //
 // A run's end deletes its active hooks (their three items) and its waits,
-// found in the snapshot when this World has seen the run from its creation,
-// otherwise with two strongly consistent queries of the run's partition.
+// found in the snapshot when this World has seen the run from its creation
+// or read its whole log (Priming), otherwise with two strongly consistent queries of the run's partition.
 // The deletions go into the terminal commit's transaction as far as they
 // fit (100 items in all); the rest follow it as conditional deletes. That
 // leaves a window only for runs ending with more than about 90 hooks and
@@ -134,8 +135,8 @@
 // A commit that creates a step and leaves it running (step_created with
 // step_started: a serial step's step k+1) writes no item for it when the
 // committing World can prove the step absent without reading or checking
-// its item: the World created the run and made every commit since, and
-// keeps every step ID of it (or a fresh read found the step absent, which
+// its item: the World created the run and made every commit since, or read
+// the run's whole log (Priming), and keeps every step ID of it (or a fresh read found the step absent, which
 // the fence keeps true). The step's state is then its events in that
 // commit, and the commit item lists it in u (step ID -> the commit's key),
 // as every later commit does (it carries the list forward) until a commit
@@ -162,6 +163,39 @@
 // merges the lazy steps without an item into the page. A cold Append that
 // names a lazy step reads its commit in the same way when it is not the
 // newest, which its load reads anyway.
+//
+// # Priming
+//
+// A ListEvents that reads a run's log from its first event to its end in
+// one call (the engine's cold start does, right before its first Append)
+// reads every commit and, in the same Query, the run head, which sorts
+// right after them. The World folds the events with world.Apply, each at
+// the time it was recorded, and caches the result as the run's snapshot:
+// the run, every step, wait and active hook, every step ID, as complete as
+// the snapshot of a World that made every commit itself. The engine's
+// first Append then reads nothing (and its new step is lazy), and the
+// run's end needs no query for hooks and waits: the message that runs a
+// one-step workflow on a cold Lambda makes one Query and two
+// TransactWriteItems besides its lease, where it made five reads.
+//
+// Why the fold is the run's state: a commit item is never changed once
+// written (Retention only adds ttl); every change to a run's entities is
+// an event of a commit, but a step lease renewal; and the entities a
+// commit writes are world.Apply's effects of its events, at the times they
+// carry, on the state the commits before it left. A Query is only read
+// committed (it may see part of a transaction, or a commit that landed
+// while it ran without the one before it), so nothing is trusted but each
+// commit item: the commits read must chain from the first (keyed 0, each
+// keyed by the last sequence number of the one before, holding its count
+// of events), the fold must record every event again as it was (same
+// type, same sequence number), and the head must exist and agree with the
+// fold (status, creation time); otherwise nothing is cached. Commits that
+// landed after those read make the snapshot old, not wrong: the next
+// commit is fenced on its LastSeq, as with any cached snapshot, and a lease
+// renewal it does not know is caught by the lease conditions (see Commits
+// and Lazy steps). A snapshot already cached at the same or a later
+// sequence number is kept. The fold's JSON payloads are the events', which
+// a commit stores re-encoded (compact), as lazy steps' states already are.
 //
 // # Retention
 //

@@ -391,9 +391,20 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 		}
 	}
 	limit := pg.EffectiveLimit()
+	// A read of the whole log from its start also reads the run's head,
+	// which sorts right after the commits, to cache the run (prime.go).
+	prime := pos.Seq == 0 && !pg.Descending && w.cache.max > 0
+	var (
+		head    item
+		all     []item          // prime: every commit read
+		allEvs  [][]world.Event // prime: their events
+		reached bool            // the read reached the end of its range
+	)
 	e := newExpr()
 	kc := e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " + e.n(attrSK)
 	switch {
+	case prime:
+		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(skRunHead))
 	case pos.Seq == 0:
 		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))
 	case pg.Descending:
@@ -420,14 +431,21 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 			return nil, ddbErr("Query", w.cfg.Table, err)
 		}
 		w.countRead(res.ConsumedCapacity)
-		fetched, err := w.cc.fetchCommits(ctx, res.Items)
+		items := res.Items
+		if n := len(items); prime && n > 0 && getS(items[n-1], attrSK) == skRunHead {
+			head, items = items[n-1], items[:n-1]
+		}
+		fetched, err := w.cc.fetchCommits(ctx, items)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range res.Items {
+		for _, it := range items {
 			batch, err := decodeCommit(it, fetched)
 			if err != nil {
 				return nil, err
+			}
+			if prime {
+				all, allEvs = append(all, it), append(allEvs, batch)
 			}
 			prev, _ := prevFromSK(getS(it, attrSK))
 			if pg.Descending {
@@ -445,9 +463,13 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 			}
 		}
 		if len(res.LastEvaluatedKey) == 0 {
+			reached = true
 			break
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if prime && reached {
+		w.primeFromLog(runID, all, allEvs, head)
 	}
 	more := len(evs) > limit
 	if more {

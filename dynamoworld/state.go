@@ -167,7 +167,11 @@ func (c *runCache) get(runID string) *snapshot {
 }
 
 // put caches s, which the caller must not change afterwards.
-func (c *runCache) put(runID string, s *snapshot) {
+func (c *runCache) put(runID string, s *snapshot) { c.store(runID, s, true) }
+
+// store caches s unless the cache holds a newer snapshot of the run, or,
+// unless equal, one as new.
+func (c *runCache) store(runID string, s *snapshot, equal bool) {
 	if c.max <= 0 || s.run == nil {
 		return
 	}
@@ -178,7 +182,7 @@ func (c *runCache) put(runID string, s *snapshot) {
 	defer c.mu.Unlock()
 	if e, ok := c.m[runID]; ok {
 		old := e.Value.(*cacheEntry).snap
-		if old.run != nil && old.run.LastSeq > s.run.LastSeq {
+		if old.run != nil && (old.run.LastSeq > s.run.LastSeq || !equal && old.run.LastSeq == s.run.LastSeq) {
 			return // a newer snapshot got here first
 		}
 		e.Value.(*cacheEntry).snap = s
@@ -192,6 +196,11 @@ func (c *runCache) put(runID string, s *snapshot) {
 		delete(c.m, last.Value.(*cacheEntry).runID)
 	}
 }
+
+// putIfNewer caches s unless the cache holds a snapshot of the run at the
+// same or a later sequence number (one this World committed knows as much,
+// and may know of lease renewals).
+func (c *runCache) putIfNewer(runID string, s *snapshot) { c.store(runID, s, false) }
 
 func (c *runCache) drop(runID string) {
 	c.mu.Lock()

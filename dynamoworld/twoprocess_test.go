@@ -16,14 +16,16 @@ import (
 // turn, to one of two Worlds on the same table, queue and bucket. Each has
 // its own cache and its own per-run locks, so their snapshots go stale and
 // their commits (and stream writes) race through DynamoDB's conditions and
-// S3's conditional puts, as two processes would.
+// S3's conditional puts, as two processes would. After every read of a
+// whole log, what the reading World cached of the run (prime.go) is checked
+// against a fresh read.
 func TestConformanceTwoProcesses(t *testing.T) {
 	dynamotest.Require(t)
 	worldtest.Run(t, worldtest.Options{
 		New: func(t *testing.T) worldtest.Subject {
 			c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 			r, url := dynamotest.NewResources(t, c)
-			p := &pair{}
+			p := &pair{t: t}
 			for i := range p.ws {
 				w, err := dynamoworld.New(context.Background(), dynamotest.Config(c, r, url))
 				if err != nil {
@@ -42,6 +44,7 @@ func TestConformanceTwoProcesses(t *testing.T) {
 type pair struct {
 	ws [2]*dynamoworld.World
 	n  atomic.Uint64
+	t  *testing.T
 }
 
 func (p *pair) w() *dynamoworld.World { return p.ws[p.n.Add(1)%2] }
@@ -67,8 +70,19 @@ func (p *pair) GetStep(ctx context.Context, a *world.GetStepParams) (*world.Step
 func (p *pair) ListSteps(ctx context.Context, a *world.ListStepsParams) (*world.Page[world.Step], error) {
 	return p.w().ListSteps(ctx, a)
 }
+
+// ListEvents also checks, after a read of a whole log (which caches the
+// run, see prime.go), that what the World caches of the run is what a
+// fresh read finds.
 func (p *pair) ListEvents(ctx context.Context, a *world.ListEventsParams) (*world.Page[world.Event], error) {
-	return p.w().ListEvents(ctx, a)
+	w := p.w()
+	page, err := w.ListEvents(ctx, a)
+	if err == nil && a != nil && a.Cursor == "" && !a.Descending && !page.HasMore && p.t != nil {
+		if diff, err := dynamoworld.CheckCached(ctx, w, a.RunID, false); err != nil || diff != "" {
+			p.t.Errorf("run %s: the cached snapshot differs from a fresh read: %.2000s (%v)", a.RunID, diff, err)
+		}
+	}
+	return page, err
 }
 func (p *pair) ListEventsByCorrelation(ctx context.Context, a *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
 	return p.w().ListEventsByCorrelation(ctx, a)

@@ -1,0 +1,107 @@
+package dynamoworld
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// TestPrimeNeedsTheWholeChain: a log read caches the run only when its
+// commits chain from the first to the last and the head read after them
+// agrees with their fold. Commits are taken from what a World wrote (on a
+// fake DynamoDB), then served to another World with pieces missing.
+func TestPrimeNeedsTheWholeChain(t *testing.T) {
+	ctx := context.Background()
+	ddb := &fakeDDB{}
+	a := newFakeWorld(t, ddb, newFakeS3(), nil)
+	ids := world.NewIDSource(nil, nil)
+	run := ids.New(world.PrefixRun)
+	app := func(evs ...world.EventInput) *world.AppendResult {
+		t.Helper()
+		res, err := a.Append(ctx, &world.AppendParams{RunID: run, Events: evs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	app(world.EventInput{Data: &world.RunCreated{WorkflowName: "wf"}}, world.EventInput{Data: &world.RunStarted{}})
+	s1, s2 := ids.New(world.PrefixStep), ids.New(world.PrefixStep)
+	app(world.EventInput{CorrelationID: s1, Data: &world.StepCreated{StepName: "a"}}, world.EventInput{CorrelationID: s1, Data: &world.StepStarted{}})
+	app(world.EventInput{CorrelationID: s1, Data: &world.StepCompleted{Result: json.RawMessage(`1`)}},
+		world.EventInput{CorrelationID: s2, Data: &world.StepCreated{StepName: "b"}}, world.EventInput{CorrelationID: s2, Data: &world.StepStarted{}})
+	last := app(world.EventInput{CorrelationID: ids.New(world.PrefixWait), Data: &world.WaitCreated{ResumeAt: time.Now()}})
+
+	items := map[itemKey]item{}
+	var commits []itemKey
+	for _, tx := range ddb.writes {
+		for _, ti := range tx.TransactItems {
+			if ti.Put != nil && strings.HasPrefix(getS(ti.Put.Item, attrSK), prefCommit) {
+				k := itemKey{getS(ti.Put.Item, attrPK), getS(ti.Put.Item, attrSK)}
+				items[k] = ti.Put.Item
+				commits = append(commits, k)
+			}
+		}
+	}
+	if len(commits) != 4 {
+		t.Fatalf("%d commits written, want 4", len(commits))
+	}
+	head := encodeRunHead(last.Run, 0).it
+	for _, tc := range []struct {
+		name   string
+		change func(map[itemKey]item)
+		want   bool
+	}{
+		{"whole", func(map[itemKey]item) {}, true},
+		{"first commit missing", func(m map[itemKey]item) { delete(m, commits[0]) }, false},
+		{"middle commit missing", func(m map[itemKey]item) { delete(m, commits[2]) }, false},
+		{"no head", func(m map[itemKey]item) { delete(m, runHeadKey(run)) }, false},
+		{"head of another status", func(m map[itemKey]item) {
+			h := encodeRunHead(&world.Run{RunID: run, WorkflowName: "wf", Status: world.RunStatusCompleted, CreatedAt: last.Run.CreatedAt}, 0).it
+			m[runHeadKey(run)] = h
+		}, false},
+		{"commit of another count", func(m map[itemKey]item) {
+			c := cloneItem(m[commits[1]])
+			setN(c, aCount, 3)
+			m[commits[1]] = c
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[itemKey]item{runHeadKey(run): head}
+			for k, v := range items {
+				m[k] = v
+			}
+			tc.change(m)
+			rd := &fakeDDB{}
+			serveItems(rd, m)
+			b := newFakeWorld(t, rd, newFakeS3(), nil)
+			if _, err := b.ListEvents(ctx, &world.ListEventsParams{RunID: run}); err != nil && tc.want {
+				t.Fatal(err)
+			}
+			s := b.cache.get(run)
+			if got := s != nil && s.complete; got != tc.want {
+				t.Fatalf("cached a complete snapshot: %v, want %v", got, tc.want)
+			}
+			if tc.want {
+				if s.run.LastSeq != last.Run.LastSeq || s.run.Status != world.RunStatusRunning || len(s.waits) != 1 ||
+					s.steps[s1].Status != world.StepStatusCompleted || s.steps[s2].Status != world.StepStatusRunning {
+					t.Fatalf("cached snapshot: run %+v, steps %v, waits %v", s.run, s.steps, s.waits)
+				}
+				if _, lazy := s.lazy[s2]; !lazy || s.stepIDs == nil || !s.stepIDs.has(s1) || !s.stepIDs.has(s2) {
+					t.Fatalf("cached snapshot: lazy %v, step IDs %v", s.lazy, s.stepIDs)
+				}
+			}
+		})
+	}
+}
+
+func cloneItem(it item) item {
+	c := make(item, len(it))
+	for k, v := range it {
+		c[k] = v
+	}
+	return c
+}
