@@ -121,6 +121,9 @@ func (p *pair) Ack(ctx context.Context, a *world.AckParams) error { return p.w()
 func (p *pair) Release(ctx context.Context, a *world.ReleaseParams) error {
 	return p.w().Release(ctx, a)
 }
+func (p *pair) Extend(ctx context.Context, a *world.ExtendParams) error {
+	return p.w().Extend(ctx, a)
+}
 func (p *pair) WriteStream(ctx context.Context, a *world.WriteStreamParams) error {
 	return p.w().WriteStream(ctx, a)
 }

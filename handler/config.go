@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,6 +83,12 @@ type Resources struct {
 	S3PathStyle bool
 }
 
+// Releaser is what the flow handler needs of the queue its messages come
+// from (world.Consumer's Release): a failed message's visibility.
+type Releaser interface {
+	Release(ctx context.Context, p *world.ReleaseParams) error
+}
+
 // Config configures the handlers. World is required; the flow handler also
 // needs Registry. Zero fields take their defaults.
 type Config struct {
@@ -134,7 +141,7 @@ type Config struct {
 	// the step lease it holds has expired, one that failed comes back after
 	// RetryDelay. Unset, a failed message comes back after the queue's
 	// VisibilityTimeout. A dynamoworld.World on the function's queue is one.
-	Queue world.Consumer
+	Queue Releaser
 	// RetryDelay, with Queue, is how long a failed message stays hidden
 	// given its receive count (default: leave the queue's visibility
 	// timeout).

@@ -388,6 +388,26 @@ func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
 	return err
 }
 
+// Extend hides a delivered message for p.Visibility from now; the delivery
+// (its receipt and attempt) stays the same.
+func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
+	switch {
+	case p == nil:
+		return invalid("nil ExtendParams")
+	case p.Visibility < 0:
+		return invalid("negative visibility %s", p.Visibility)
+	}
+	return w.update(ctx, func(tx kvTx) error {
+		m, err := delivered(tx, p.Receipt)
+		if err != nil {
+			return err
+		}
+		old := visKey(m)
+		m.VisibleAt = w.now().Add(p.Visibility)
+		return putMsg(tx, m, old)
+	})
+}
+
 // releaseAbandoned runs when a durable World opens, beside
 // expireStaleLeases and for the same reason: the store's lock proves that
 // the process that held it before is gone, so the messages it had received

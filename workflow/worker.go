@@ -130,8 +130,9 @@ type WorkerConfig struct {
 	// WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook
 	// handler there under WebhookPath.
 	WebhookAddr string
-	// Visibility hides a received message from other receivers while it is
-	// handled (default 5m).
+	// Visibility hides a received message from other receivers; the Worker
+	// extends it every third of its length while the message is handled
+	// (default 5m: a message whose handler died comes back after it).
 	Visibility time.Duration
 	// PollWait is how long a receive waits for a message (default 1s).
 	PollWait time.Duration
@@ -282,7 +283,9 @@ func (w *Worker) loop(ctx context.Context) {
 }
 
 func (w *Worker) handle(ctx context.Context, d world.Delivery) {
+	stop := w.heartbeat(ctx, d)
 	err := w.p.Process(ctx, d.Body, d.Attempt)
+	stop()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	switch {
@@ -300,4 +303,34 @@ func (w *Worker) handle(ctx context.Context, d world.Delivery) {
 	if err != nil && !errors.Is(err, world.ErrClosed) {
 		w.cfg.Logger.Warn("workflow: ack/release", "message", d.MessageID, "err", err)
 	}
+}
+
+// heartbeat keeps a delivery hidden while it is handled, however long that
+// takes (a long step, a long session): every third of Visibility it extends
+// the delivery by Visibility, so the message is not delivered again to
+// another of the Worker's goroutines meanwhile. Should this process die,
+// the heartbeat stops with it and the message comes back within one
+// Visibility (at once when a durable localworld is reopened).
+func (w *Worker) heartbeat(ctx context.Context, d world.Delivery) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(max(w.cfg.Visibility/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				err := w.consumer.Extend(ctx, &world.ExtendParams{Receipt: d.Receipt, Visibility: w.cfg.Visibility})
+				if err != nil && ctx.Err() == nil && !errors.Is(err, world.ErrClosed) {
+					w.cfg.Logger.Warn("workflow: extend the visibility of a message being handled", "message", d.MessageID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }

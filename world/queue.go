@@ -29,6 +29,11 @@ type Consumer interface {
 	// Release makes a delivered message visible again after Delay (a failed
 	// attempt: it will be redelivered with Attempt+1).
 	Release(ctx context.Context, p *ReleaseParams) error
+	// Extend hides a delivered message for Visibility from now, keeping the
+	// delivery: the same receipt still acks or releases it, and it is not
+	// counted as another attempt. A receiver whose work outlasts the
+	// Visibility it asked for calls it periodically (a heartbeat).
+	Extend(ctx context.Context, p *ExtendParams) error
 }
 
 // EnqueueParams is one message to enqueue.
@@ -68,6 +73,12 @@ type AckParams struct{ Receipt string }
 type ReleaseParams struct {
 	Receipt string
 	Delay   time.Duration
+}
+
+// ExtendParams names a delivery and how long from now to keep it hidden.
+type ExtendParams struct {
+	Receipt    string
+	Visibility time.Duration
 }
 
 // Message is the body every queue carries: a run to continue, and optionally

@@ -102,6 +102,19 @@ func (w *memWorld) Release(ctx context.Context, p *world.ReleaseParams) error {
 	return nil
 }
 
+func (w *memWorld) Extend(ctx context.Context, p *world.ExtendParams) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	m, err := w.delivery(p.Receipt)
+	if err != nil || w.bug == "queue-extend-noop" {
+		return err
+	}
+	m.visibleAt = time.Now().Add(p.Visibility)
+	return nil
+}
+
 // ---- streams ----
 
 func (w *memWorld) stream(run, name string, create bool) *memStream {

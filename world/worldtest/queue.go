@@ -18,6 +18,7 @@ func queueCases() []testCase {
 		{"release_redelivers", testQueueRelease},
 		{"release_delay_honoured", testQueueReleaseDelay},
 		{"visibility_lapse_redelivers", testQueueVisibility},
+		{"extend_keeps_delivery", testQueueExtend},
 		{"idempotency_key_dedupes", testQueueDedupe},
 		{"idempotency_key_single_delivery", testQueueDedupeDelivery},
 		{"concurrent_receivers_exclusive", testQueueConcurrentReceivers},
@@ -162,6 +163,32 @@ func testQueueReleaseDelay(t *testing.T, f *fixture) {
 	}
 	if early := start.Add(delay).Sub(at); early > 0 {
 		t.Fatalf("a message released with delay %v was redelivered %v early", delay, early)
+	}
+}
+
+// Extend keeps a delivery hidden past the Visibility it was received with,
+// as often as it is called, and the same receipt then acks it.
+func testQueueExtend(t *testing.T, f *fixture) {
+	f.needConsumer()
+	e := f.enqueue("long work", 0, "")
+	vis := f.d(300 * time.Millisecond)
+	d1, _ := f.receiveOne(f.within(0), vis)
+	end := time.Now().Add(3 * vis)
+	for time.Now().Before(end) {
+		if err := f.c.Extend(f.ctx, &world.ExtendParams{Receipt: d1.Receipt, Visibility: vis}); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		ds, err := f.c.Receive(f.ctx, &world.ReceiveParams{Max: 1, Wait: vis / 3, Visibility: time.Minute})
+		if err != nil {
+			t.Fatalf("Receive: %v", err)
+		}
+		if len(ds) > 0 {
+			t.Fatalf("redelivered while extended: %+v", ds[0])
+		}
+	}
+	f.ack(d1)
+	if ds, err := f.c.Receive(f.ctx, &world.ReceiveParams{Max: 1, Wait: 2 * vis, Visibility: time.Minute}); err != nil || len(ds) > 0 {
+		t.Fatalf("after Ack with the extended delivery's receipt (%s): %+v %v, want nothing", e.MessageID, ds, err)
 	}
 }
 

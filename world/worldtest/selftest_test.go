@@ -84,6 +84,7 @@ var mutants = []struct {
 	{"queue-no-delay", "queue", []string{"delay_honoured"}},
 	{"queue-no-dedupe", "queue", []string{"idempotency_key_dedupes", "idempotency_key_single_delivery"}},
 	{"queue-ack-noop", "queue", []string{"ack_removes"}},
+	{"queue-extend-noop", "queue", []string{"extend_keeps_delivery"}},
 	{"queue-no-visibility", "queue", []string{"visibility_lapse_redelivers", "concurrent_receivers_exclusive"}},
 	{"stream-write-after-close", "streams", []string{"close"}},
 	{"stream-interleave", "streams", []string{"concurrent_writers"}},

@@ -1,0 +1,89 @@
+package workflow_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// deliveryCounter counts the deliveries of each message.
+type deliveryCounter struct {
+	*localworld.World
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *deliveryCounter) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
+	ds, err := c.World.Receive(ctx, p)
+	c.mu.Lock()
+	for _, d := range ds {
+		c.n[d.MessageID]++
+	}
+	c.mu.Unlock()
+	return ds, err
+}
+
+func (c *deliveryCounter) most() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := 0
+	for _, n := range c.n {
+		m = max(m, n)
+	}
+	return m
+}
+
+// A message handled for longer than the Worker's Visibility (a long step)
+// is not delivered again meanwhile: the Worker extends it while it works.
+func TestWorkerKeepsALongMessageHidden(t *testing.T) {
+	t.Parallel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	dc := &deliveryCounter{World: lw, n: map[string]int{}}
+	var runs atomic.Int32
+	long := workflow.NewStep("long", func(ctx context.Context, d time.Duration) (int, error) {
+		runs.Add(1)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return 1, nil
+	})
+	wf := workflow.New("patient", func(ctx workflow.Context, d time.Duration) (int, error) {
+		return long.Call(ctx, d)
+	})
+	reg := workflow.NewRegistry().MustRegister(wf, long)
+	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: dc, Registry: reg, Concurrency: 4,
+		Visibility: 150 * time.Millisecond, PollWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	run, err := wf.Start(ctx, w.Client(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(ctx); err != nil || got != 1 {
+		t.Fatalf("result %d, %v", got, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the step ran %d times, want 1", n)
+	}
+	if n := dc.most(); n != 1 {
+		t.Errorf("a message was delivered %d times while its handler worked, want 1", n)
+	}
+}
