@@ -69,7 +69,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 		if snap == nil && !forceRead {
 			if _, create := p.Events[0].Data.(*world.RunCreated); create {
 				snap = newSnapshot(nil)
-				snap.blind, snap.complete = true, true
+				snap.blind, snap.complete, snap.counted = true, true, true
 				snap.stepIDs = newIDSet()
 			}
 		}
@@ -322,6 +322,7 @@ func (w *World) committed(ctx context.Context, pl *plan, t *txn) {
 		}
 	}
 	snap.lazy = pl.lazy
+	snap.counted, snap.nHooks, snap.nWaits = pl.counted, pl.nHooks, pl.nWaits
 	for id, c := range pl.waits {
 		snap.waits[id] = c.final
 	}

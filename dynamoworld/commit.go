@@ -222,6 +222,9 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 	if err != nil {
 		return nil, err
 	}
+	if pl.nHooks, pl.nWaits, pl.counted = pl.counts(); pl.counted {
+		setCounts(commit.it, pl.nHooks, pl.nWaits)
+	}
 	puts = append(puts, putOp(commit, tagFence, "", func(e *expr) string { return "attribute_not_exists(" + e.n(attrSK) + ")" }))
 	// The run: the head changes with the status only, the body at the end.
 	if pl.created {
@@ -300,7 +303,7 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 			ops = append(ops, w.hookDeletes(pl.runID, a.hook)...)
 		}
 	}
-	if pl.endsRun && !pl.snap.complete {
+	if pl.endsRun && !pl.snap.knowsAllHooksAndWaits() {
 		extra, err := w.runEndDeletes(ctx, pl)
 		if err != nil {
 			return nil, err
@@ -360,6 +363,41 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 	}
 	t.ops = append(core, cleanup...)
 	return t, nil
+}
+
+// counts returns the run's active hooks and waits after the commit: the
+// snapshot's, plus those the commit creates, minus those it deletes (none
+// after a run's end, which deletes them all); ok is false when the
+// snapshot's are unknown.
+func (pl *plan) counts() (hooks, waits int, ok bool) {
+	if pl.endsRun {
+		return 0, 0, true // its end deletes them all
+	}
+	if !pl.snap.counted {
+		return 0, 0, false
+	}
+	hooks, waits = pl.snap.nHooks, pl.snap.nWaits
+	mine := func(h *world.Hook) int {
+		if h != nil && h.RunID == pl.runID {
+			return 1
+		}
+		return 0
+	}
+	for _, c := range pl.hooks {
+		hooks += mine(c.final) - mine(c.init)
+	}
+	for _, c := range pl.waits {
+		if c.final != nil {
+			waits++
+		}
+		if c.init != nil {
+			waits--
+		}
+	}
+	if hooks < 0 || waits < 0 {
+		return 0, 0, false
+	}
+	return hooks, waits, true
 }
 
 // isCleanup reports whether a key is one a run's end deletes: a hook's

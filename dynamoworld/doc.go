@@ -18,7 +18,8 @@
 //	pk                  sk                  item
 //	r#<runID>           e#<prev, 20 digits> a commit: the events of one Append (n, ls = prev+n,
 //	                                        time, payload d: the events, ids, types, correlation IDs;
-//	                                        u: the run's lazy steps, step ID -> their commit's prev)
+//	                                        u: the run's lazy steps, step ID -> their commit's prev;
+//	                                        nh, nw: the run's active hooks and waits after it)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
 //	                                        workflow wf, GSI keys g1 g2 g3 gsk
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
@@ -120,8 +121,18 @@
 // several fenced Appends.
 //
 // A run's end deletes its active hooks (their three items) and its waits,
-// found in the snapshot when this World has seen the run from its creation
-// or read its whole log (Priming), otherwise with two strongly consistent queries of the run's partition.
+// found in the snapshot when it knows them all, otherwise with two strongly
+// consistent queries of the run's partition. A snapshot knows them all when
+// this World has seen the run from its creation or read its whole log
+// (Priming), or when it knows as many as the run has: every commit item
+// counts the run's active hooks and its waits after it (nh, nw), the
+// snapshot's count plus those its events create, minus those they delete
+// (0 after run_created, and after a run's end, which deletes them all).
+// The counts are exact by induction, since each commit is judged and
+// fenced on the snapshot it counts from; a commit written before the
+// counts existed has none, and the commits after it count nothing until
+// the run's end (or a World that folded the whole log commits). So a World that reads a run afresh (another process wrote
+// last) ends it without the queries when it has no hooks or waits left.
 // The deletions go into the terminal commit's transaction as far as they
 // fit (100 items in all); the rest follow it as conditional deletes. That
 // leaves a window only for runs ending with more than about 90 hooks and

@@ -13,6 +13,7 @@ import (
 // CachedSnapshot describes what w's cache holds of a run, for tests.
 type CachedSnapshot struct {
 	Cached, Complete    bool
+	Counted             bool // the run's active hooks and waits are counted
 	LastSeq             int64
 	Steps, Waits, Hooks int // known, present
 }
@@ -23,7 +24,7 @@ func Cached(w *World, runID string) CachedSnapshot {
 	if s == nil || s.run == nil {
 		return CachedSnapshot{}
 	}
-	cs := CachedSnapshot{Cached: true, Complete: s.complete, LastSeq: s.run.LastSeq}
+	cs := CachedSnapshot{Cached: true, Complete: s.complete, Counted: s.counted, LastSeq: s.run.LastSeq}
 	for _, st := range s.steps {
 		if st != nil {
 			cs.Steps++
@@ -84,6 +85,19 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 			addKey(hookLinkKey(runID, ev.CorrelationID))
 		}
 	}
+	// Counted before the read, which tells whether the run moved on since.
+	nh, nw := -1, -1
+	if snap.counted {
+		hooks, err := w.queryAll(ctx, runPK(runID), prefHook, true)
+		if err != nil {
+			return "", err
+		}
+		waits, err := w.queryAll(ctx, runPK(runID), prefWait, true)
+		if err != nil {
+			return "", err
+		}
+		nh, nw = len(hooks), len(waits)
+	}
 	fresh, err := w.load(ctx, runID, keys)
 	if err != nil {
 		return "", err
@@ -125,6 +139,10 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 				cmp("hook "+id, got, fresh.hooks[id])
 			}
 		}
+	}
+	// (An ended run's deletions may follow its commit.)
+	if snap.counted && !snap.run.Status.Terminal() && (nh != snap.nHooks || nw != snap.nWaits) {
+		diffs = append(diffs, fmt.Sprintf("counts: cached %d hooks and %d waits, read %d and %d", snap.nHooks, snap.nWaits, nh, nw))
 	}
 	if snap.complete {
 		for id, h := range snap.hooks {

@@ -48,6 +48,10 @@ type plan struct {
 	endsRun  bool
 	// lazy is the commit's list of lazy steps (see lazy.go), set by build.
 	lazy map[string]int64
+	// counted, nHooks, nWaits: the run's active hooks and waits after the
+	// commit, when the snapshot's were known; set by build.
+	counted        bool
+	nHooks, nWaits int
 }
 
 // refusal is the state machine's refusal of event index.

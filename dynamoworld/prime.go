@@ -79,6 +79,7 @@ func foldLog(runID string, commits []item, evs [][]world.Event) (*snapshot, erro
 		return nil, fmt.Errorf("no run_created")
 	}
 	snap.lazy = decodeLazy(commits[len(commits)-1])
+	snap.counted, snap.nHooks, snap.nWaits = true, live(snap.hooks), live(snap.waits)
 	for id := range snap.lazy {
 		if snap.steps[id] == nil {
 			return nil, fmt.Errorf("lazy step %s is not in the log", id)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/skeinflow/skein/world"
 )
 
@@ -104,4 +107,62 @@ func cloneItem(it item) item {
 		c[k] = v
 	}
 	return c
+}
+
+// TestRunEndCounts: a World that did not see a run from its start ends it
+// without querying for hooks and waits when the run's newest commit counts
+// none (or as many as the snapshot knows), and with the queries when the
+// commit has no counts (written before they existed) or counts more.
+func TestRunEndCounts(t *testing.T) {
+	ctx := context.Background()
+	ids := world.NewIDSource(nil, nil)
+	for _, tc := range []struct {
+		name    string
+		counts  func(it item) // sets the newest commit's counts
+		queries int
+	}{
+		{"none", func(it item) { setCounts(it, 0, 0) }, 0},
+		{"uncounted", func(item) {}, 2},
+		{"a wait", func(it item) { setCounts(it, 0, 1) }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := ids.New(world.PrefixRun)
+			now := time.Now().UTC().Round(0)
+			r := &world.Run{RunID: run, WorkflowName: "wf", Status: world.RunStatusRunning, LastSeq: 2, CreatedAt: now, UpdatedAt: now, StartedAt: now}
+			body, err := encodeRunBody(r, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs := []world.Event{
+				{RunID: run, EventID: ids.New(world.PrefixEvent), Seq: 1, CreatedAt: now, Data: &world.RunCreated{WorkflowName: "wf"}},
+				{RunID: run, EventID: ids.New(world.PrefixEvent), Seq: 2, CreatedAt: now, Data: &world.RunStarted{}},
+			}
+			commit, _, err := encodeCommit(nil, run, 0, evs, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.counts(commit.it)
+			ddb := &fakeDDB{}
+			serveItems(ddb, map[itemKey]item{runHeadKey(run): encodeRunHead(r, 0).it, runBodyKey(run): body.it, commitKey(run, 0): commit.it})
+			serve, queries := ddb.query, 0
+			ddb.query = func(in *dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+				if strings.Contains(aws.ToString(in.KeyConditionExpression), "begins_with") {
+					queries++
+				}
+				return serve(in)
+			}
+			w := newFakeWorld(t, ddb, newFakeS3(), nil)
+			if _, err := w.Append(ctx, &world.AppendParams{RunID: run, IfLastSeq: 2, Events: []world.EventInput{{Data: &world.RunCompleted{}}}}); err != nil {
+				t.Fatal(err)
+			}
+			if queries != tc.queries {
+				t.Fatalf("%d queries for hooks and waits, want %d", queries, tc.queries)
+			}
+			last := ddb.writes[len(ddb.writes)-1]
+			i := indexOf(last, commitKey(run, 2), "put")
+			if h, wt, ok := decodeCounts(last.TransactItems[i].Put.Item); !ok || h != 0 || wt != 0 {
+				t.Fatalf("the run's end counts %d hooks and %d waits (%v), want 0 and 0", h, wt, ok)
+			}
+		})
+	}
 }

@@ -244,3 +244,52 @@ func TestPrimedSnapshotRenewedLease(t *testing.T) {
 		t.Fatalf("completed step: %+v", s)
 	}
 }
+
+// TestRunEndCounted: every commit counts the run's active hooks and waits,
+// so a World that never saw the run ends it without querying for them when
+// there are none left (a hook created and disposed), and with the queries,
+// deleting what they find, when some are.
+func TestRunEndCounted(t *testing.T) {
+	dynamotest.Require(t)
+	ctx := context.Background()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	a, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, withWait := range []bool{false, true} {
+		run := startedRun(t, a)
+		h := ids.New(world.PrefixHook)
+		mustAppend(t, a, run, world.EventInput{CorrelationID: h, Data: &world.HookCreated{Token: "tok-" + run}})
+		mustAppend(t, a, run, world.EventInput{CorrelationID: h, Data: &world.HookDisposed{}})
+		wait := ids.New(world.PrefixWait)
+		if withWait {
+			mustAppend(t, a, run, world.EventInput{CorrelationID: wait, Data: &world.WaitCreated{ResumeAt: time.Now()}})
+		}
+		st := ids.New(world.PrefixStep)
+		mustAppend(t, a, run, world.EventInput{CorrelationID: st, Data: &world.StepCreated{StepName: "s"}}, world.EventInput{CorrelationID: st, Data: &world.StepStarted{}})
+
+		m := &reqMeter{}
+		mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+		cfg := dynamotest.Config(mc, r, url)
+		cfg.SkipCheck = true
+		b, err := dynamoworld.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, b, run, world.EventInput{CorrelationID: st, Data: &world.StepCompleted{}}, world.EventInput{Data: &world.RunCompleted{}})
+		b.Close()
+		want := 3 // the run and its newest commit, the step, the transaction
+		if withWait {
+			want += 2 // hooks, waits
+		}
+		if n := m.count("DynamoDB"); n != want {
+			t.Errorf("with a wait %v: the run's end by a World that never saw the run took %d requests (%s), want %d", withWait, n, m.summary(), want)
+		}
+		if _, err := a.GetWait(ctx, &world.GetWaitParams{RunID: run, WaitID: wait}); !errors.Is(err, world.ErrNotFound) {
+			t.Fatalf("the wait after the run's end: %v", err)
+		}
+	}
+}

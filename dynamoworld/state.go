@@ -33,9 +33,15 @@ type snapshot struct {
 	// with run_created).
 	blind bool
 	// complete: the snapshot knows every hook and wait of the run (this
-	// World created the run and made every commit since), so a run's end
-	// needs no query to find them.
+	// World created the run and made every commit since, or folded its
+	// whole log), so a run's end needs no query to find them.
 	complete bool
+	// counted: nHooks and nWaits are the run's active hooks and its waits
+	// as of run.LastSeq (the newest commit's nh and nw, or counted by this
+	// World since): a run's end needs no query when the snapshot knows as
+	// many (knowsAllHooksAndWaits).
+	counted        bool
+	nHooks, nWaits int
 	// lazy lists the steps that have no item yet, as the newest commit
 	// (attribute u) does: step ID -> the key (prev) of the commit that
 	// created and started them, whose events are their state. A listed step
@@ -68,6 +74,49 @@ func (s *idSet) add(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[id] = struct{}{}
+}
+
+// knowsAllHooksAndWaits reports whether the snapshot holds every active
+// hook and every wait of the run.
+func (s *snapshot) knowsAllHooksAndWaits() bool {
+	if s.complete {
+		return true
+	}
+	return s.counted && s.nHooks == live(s.hooks) && s.nWaits == live(s.waits)
+}
+
+// live counts the entities of m known present.
+func live[V any](m map[string]*V) int {
+	n := 0
+	for _, v := range m {
+		if v != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// The counts of a run's active hooks and of its waits after a commit, on
+// the commit item.
+const (
+	aActiveHooks = "nh"
+	aWaits       = "nw"
+)
+
+func setCounts(it item, hooks, waits int) {
+	setN(it, aActiveHooks, int64(hooks))
+	setN(it, aWaits, int64(waits))
+}
+
+// decodeCounts reads a commit item's counts; ok is false for a commit
+// without them (written before they existed).
+func decodeCounts(it item) (hooks, waits int, ok bool) {
+	_, h := it[aActiveHooks]
+	_, w := it[aWaits]
+	if !h || !w {
+		return 0, 0, false
+	}
+	return int(getN(it, aActiveHooks)), int(getN(it, aWaits)), true
 }
 
 func newSnapshot(run *world.Run) *snapshot {
@@ -318,9 +367,11 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	}
 	snap := newSnapshot(run)
 	if run == nil {
+		snap.counted = true // nothing yet: run_created starts the counts at 0
 		return snap, nil
 	}
 	snap.lazy = decodeLazy(last)
+	snap.nHooks, snap.nWaits, snap.counted = decodeCounts(last)
 	if len(keys) == 0 {
 		return snap, nil
 	}
