@@ -70,6 +70,9 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 			if _, create := p.Events[0].Data.(*world.RunCreated); create {
 				snap = newSnapshot(nil)
 				snap.blind, snap.complete, snap.counted = true, true, true
+				if w.registers {
+					snap.streams = streamsNone // its head is created with os = 0
+				}
 				snap.stepIDs = newIDSet()
 			}
 		}
@@ -323,6 +326,7 @@ func (w *World) committed(ctx context.Context, pl *plan, t *txn) {
 	}
 	snap.lazy = pl.lazy
 	snap.counted, snap.nHooks, snap.nWaits = pl.counted, pl.nHooks, pl.nWaits
+	snap.endChecked = snap.endChecked || pl.endsRun && pl.streamsChecked
 	for id, c := range pl.waits {
 		snap.waits[id] = c.final
 	}

@@ -37,6 +37,7 @@ const (
 	aEventID     = "id"
 	aEventType   = "ty"
 	aCorrelation = "corr"
+	aStreams     = "os" // on the run head: 0 no stream yet, 1 the run has streams (see streams.go)
 )
 
 // ---- runs: a small head item written when the status changes, a body

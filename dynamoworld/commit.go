@@ -227,8 +227,14 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 	}
 	puts = append(puts, putOp(commit, tagFence, "", func(e *expr) string { return "attribute_not_exists(" + e.n(attrSK) + ")" }))
 	// The run: the head changes with the status only, the body at the end.
+	pl.streamsChecked = false
 	if pl.created {
-		puts = append(puts, putOp(encodeRunHead(pl.run, ttl), tagHead, "", notExists))
+		head := encodeRunHead(pl.run, ttl)
+		if w.registers {
+			setN(head.it, aStreams, 0) // no stream yet (streams.go)
+			pl.streamsChecked = true
+		}
+		puts = append(puts, putOp(head, tagHead, "", notExists))
 		body, err := encodeRunBody(pl.run, ttl)
 		if err != nil {
 			return nil, err
@@ -244,7 +250,14 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 			puts = append(puts, putOp(e, tagIdem, "", notExists))
 		}
 	} else {
-		diffs = append(diffs, &diffPair{base: encodeRunHead(pl.prevRun, 0), final: encodeRunHead(pl.run, ttl)})
+		d := &diffPair{base: encodeRunHead(pl.prevRun, 0), final: encodeRunHead(pl.run, ttl)}
+		if pl.endsRun && pl.snap.streams == streamsNone {
+			// The run's end checks the belief that the run has no stream,
+			// so that ListStreams can answer from the cache (streams.go).
+			d.cond = func(e *expr) string { return e.n(aStreams) + " = " + e.v(num(0)) }
+			pl.streamsChecked = true
+		}
+		diffs = append(diffs, d)
 		if pl.endsRun || ttl > 0 {
 			base, err := encodeRunBody(pl.prevRun, 0)
 			if err != nil {

@@ -21,12 +21,13 @@
 //	                                        u: the run's lazy steps, step ID -> their commit's prev;
 //	                                        nh, nw: the run's active hooks and waits after it)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
-//	                                        workflow wf, GSI keys g1 g2 g3 gsk
+//	                                        workflow wf, GSI keys g1 g2 g3 gsk, streams flag os
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
 //	                                        idempotency key; output, error, code, reason at the end
 //	r#<runID>           s#<stepID>          step (none yet for a lazy step, see Lazy steps)
 //	r#<runID>           w#<waitID>          wait
 //	r#<runID>           h#<hookID>          the run's link to an active hook (a copy of it)
+//	r#<runID>           o#<name>            a stream's marker: the run has a stream of that name
 //	r#<runID>           lease               run lease: owner lo, expiry lx
 //	h#<hookID>          hook                active hook, by ID (hook IDs are unique across runs)
 //	t#<sha256(token)>   tok                 the token's claim: a copy of the hook holding it
@@ -180,7 +181,7 @@
 // A ListEvents that reads a run's log from its first event to its end in
 // one call (the engine's cold start does, right before its first Append)
 // reads every commit and, in the same Query, the run head, which sorts
-// right after them. The World folds the events with world.Apply, each at
+// right after them (its streams flag goes into the snapshot: see Streams). The World folds the events with world.Apply, each at
 // the time it was recorded, and caches the result as the run's snapshot:
 // the run, every step, wait and active hook, every step ID, as complete as
 // the snapshot of a World that made every commit itself. The engine's
@@ -217,6 +218,35 @@
 // afterwards, for free. Claim-checked payloads and streams live under
 // per-run S3 prefixes (<prefix>blobs/<runID>/, <prefix>streams/<runID>/)
 // for a lifecycle rule or a sweeper.
+//
+// # Streams
+//
+// Output streams are S3 objects (package streams). The default Streamer
+// registers a stream in the run's partition before it writes the stream's
+// first object from a process (streams.Registry): it puts the stream's
+// marker (sk "o#<name>", on condition of its absence) and sets the run
+// head's flag os to 1 (on condition that it exists: run_created writes it
+// as 0), both at once; the flag only for a process's first stream of the
+// run. A marker that was absent tells the writer that the stream has no
+// object yet, as every writer registers first, so its first put needs no
+// S3 listing. ListStreams reads the flag (one GetItem) and, when it is 1,
+// the markers (one Query), where it listed S3.
+//
+// A run's end is committed on the condition that the flag is still 0 when
+// the World believes the run has no stream (the head it read or created
+// said so, and it registered none since); a stream another process opened
+// meanwhile fails that condition, and the end is judged again on a fresh
+// read. After the end, the World so knows that the run had no stream when
+// it ended, and ListStreams, which the engine calls after every run's end
+// to close the run's streams, answers from the cache without a request. A
+// stream first written after the end is not in that answer; a listing made
+// a moment before the write would have missed it too.
+//
+// A run whose head has no flag (created before streams were registered),
+// and a run ID without a run, are listed from S3 as before: their streams
+// may have no marker. A stream written by a process of an earlier version
+// (which does not register) to a run created by this one is not listed: a
+// window of a rolling deploy.
 //
 // # Claim check
 //

@@ -52,6 +52,9 @@ type plan struct {
 	// commit, when the snapshot's were known; set by build.
 	counted        bool
 	nHooks, nWaits int
+	// streamsChecked: the commit ends the run, on the condition that the
+	// head's flag says it has no stream (or creates it too); set by build.
+	streamsChecked bool
 }
 
 // refusal is the state machine's refusal of event index.

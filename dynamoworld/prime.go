@@ -55,6 +55,7 @@ func (w *World) primeFromLog(runID string, commits []item, evs [][]world.Event, 
 	if string(r.Status) != getS(head, aStatus) || !r.CreatedAt.Equal(getT(head, aCreated)) {
 		return // the head moved on since the commits were read (or is not yet written)
 	}
+	snap.streams = headStreams(head)
 	w.cache.putIfNewer(runID, snap)
 }
 

@@ -42,6 +42,13 @@ type snapshot struct {
 	// many (knowsAllHooksAndWaits).
 	counted        bool
 	nHooks, nWaits int
+	// streams is what the run head's flag said of the run's streams when
+	// read (or written, at run_created); a belief, but at the run's end,
+	// which is committed on the condition that the flag still says none
+	// when the snapshot believes so: endChecked then records that the run
+	// had no stream when it ended (streams.go).
+	streams    streamState
+	endChecked bool
 	// lazy lists the steps that have no item yet, as the newest commit
 	// (attribute u) does: step ID -> the key (prev) of the commit that
 	// created and started them, whose events are their state. A listed step
@@ -260,6 +267,21 @@ func (c *runCache) drop(runID string) {
 	}
 }
 
+// setStreams records in the run's cached snapshot that the run has streams
+// (this World flagged its head).
+func (c *runCache) setStreams(runID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[runID]; ok {
+		ce := e.Value.(*cacheEntry)
+		if ce.snap.streams != streamsSome {
+			snap := ce.snap.clone()
+			snap.streams = streamsSome
+			ce.snap = snap
+		}
+	}
+}
+
 // setStep records a step changed outside an event (a lease renewal) in the
 // cached snapshot that knows it (copy on write).
 func (c *runCache) setStep(st *world.Step) {
@@ -307,12 +329,13 @@ func loadKeys(runID string, events []world.EventInput) []itemKey {
 // strongly consistent Query (they sort together at the end of the commits).
 // It returns a nil run when the run does not exist.
 func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
-	r, _, err := w.readRunAndCommit(ctx, runID)
+	r, _, _, err := w.readRunAndCommit(ctx, runID)
 	return r, err
 }
 
-// readRunAndCommit is readRun that also returns the newest commit item.
-func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, error) {
+// readRunAndCommit is readRun that also returns the newest commit item and
+// the head.
+func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, item, error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
@@ -328,7 +351,7 @@ func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run,
 	}
 	out, err := w.ddb.Query(ctx, in)
 	if err != nil {
-		return nil, nil, ddbErr("Query", w.cfg.Table, err)
+		return nil, nil, nil, ddbErr("Query", w.cfg.Table, err)
 	}
 	w.countRead(out.ConsumedCapacity)
 	var head, body, last item
@@ -343,17 +366,17 @@ func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run,
 		}
 	}
 	if head == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if last == nil {
-		return nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
+		return nil, nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
 	}
 	fetched, err := w.cc.fetch(ctx, body)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	r, err := decodeRun(head, body, last, fetched)
-	return r, last, err
+	return r, last, head, err
 }
 
 // load reads a snapshot: the run (readRun), then the entities keys names
@@ -361,7 +384,7 @@ func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run,
 // as new as the run's last sequence number, and any commit after that
 // number makes the commit judged on them fail its fence.
 func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
-	run, last, err := w.readRunAndCommit(ctx, runID)
+	run, last, head, err := w.readRunAndCommit(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +395,7 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	}
 	snap.lazy = decodeLazy(last)
 	snap.nHooks, snap.nWaits, snap.counted = decodeCounts(last)
+	snap.streams = headStreams(head)
 	if len(keys) == 0 {
 		return snap, nil
 	}

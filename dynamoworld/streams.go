@@ -2,12 +2,21 @@ package dynamoworld
 
 import (
 	"context"
+	"strings"
+	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
 
 // The World's Streamer methods delegate to Config.Streams (by default a
-// streams.Streamer on the same bucket).
+// streams.Streamer on the same bucket). A default Streamer registers every
+// stream in the table (see doc.go, Streams), and ListStreams answers from
+// there.
 
 var _ world.StreamNotifier = (*World)(nil)
 
@@ -47,13 +56,50 @@ func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*wor
 	return w.ss.StreamInfo(ctx, p)
 }
 
-// ListStreams lists a run's streams.
+// ListStreams lists a run's streams, sorted. With the default Streamer it
+// reads the table: nothing when the run ended on the condition that it had
+// no stream (this World's cache knows), else the run head's flag (one
+// GetItem, unless known) and, when the run has streams, their markers (one
+// Query). A run whose head has no flag (created before streams were
+// registered, or no run) is listed from S3.
 func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer w.leave()
-	return w.ss.ListStreams(ctx, p)
+	if !w.registers || p == nil || p.RunID == "" || strings.Contains(p.RunID, "/") {
+		return w.ss.ListStreams(ctx, p)
+	}
+	state := streamsUnknown
+	if snap := w.cache.get(p.RunID); snap != nil && snap.run != nil {
+		if snap.run.Status.Terminal() && snap.endChecked && snap.streams == streamsNone {
+			return []string{}, nil
+		}
+		if snap.streams == streamsSome {
+			state = streamsSome
+		}
+	}
+	if state != streamsSome {
+		head, err := w.getItem(ctx, runHeadKey(p.RunID))
+		if err != nil {
+			return nil, err
+		}
+		switch headStreams(head) {
+		case streamsUnknown:
+			return w.ss.ListStreams(ctx, p)
+		case streamsNone:
+			return []string{}, nil
+		}
+	}
+	its, err := w.queryAll(ctx, runPK(p.RunID), prefStream, true)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(its))
+	for _, it := range its {
+		names = append(names, getS(it, attrSK)[len(prefStream):])
+	}
+	return names, nil // in key order: sorted
 }
 
 // StreamChanged is closed at the next write to or close of the stream made
@@ -64,4 +110,124 @@ func (w *World) StreamChanged(runID, name string) <-chan struct{} {
 		return n.StreamChanged(runID, name)
 	}
 	return nil
+}
+
+// streamState is what a run head's flag os says of the run's streams.
+type streamState uint8
+
+const (
+	streamsUnknown streamState = iota // no flag: a run from before registration (or not read)
+	streamsNone                       // os = 0
+	streamsSome                       // os = 1: the run's streams have markers
+)
+
+func headStreams(head item) streamState {
+	if _, ok := head[aStreams]; !ok {
+		return streamsUnknown
+	}
+	if getN(head, aStreams) == 0 {
+		return streamsNone
+	}
+	return streamsSome
+}
+
+// streamRegistry is the default Streamer's streams.Registry: it records a
+// stream in the run's partition before the stream's first object.
+type streamRegistry struct{ w *World }
+
+var _ streams.Registry = streamRegistry{}
+
+// Register sets the run head's flag (unless this World did already) and
+// puts the stream's marker, at once; created when the marker is new.
+func (r streamRegistry) Register(ctx context.Context, runID, name string) (created bool, err error) {
+	w := r.w
+	flag := !w.flagged.has(runID)
+	err = parallel(ctx, 2, 2, func(ctx context.Context, i int) error {
+		if i == 0 {
+			if flag {
+				return w.flagStreams(ctx, runID)
+			}
+			return nil
+		}
+		var err error
+		created, err = w.putStreamMarker(ctx, runID, name)
+		return err
+	})
+	return created, err
+}
+
+// flagStreams sets the run head's flag os to 1: the run has streams, with
+// markers. A head without the flag (a run created before streams were
+// registered, or no run) is left as it is.
+func (w *World) flagStreams(ctx context.Context, runID string) error {
+	e := newExpr()
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: runHeadKey(runID).av(),
+		UpdateExpression:         aws.String("SET " + e.n(aStreams) + " = " + e.v(num(1))),
+		ConditionExpression:      aws.String("attribute_exists(" + e.n(aStreams) + ")"),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+	}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.UpdateItem(ctx, in)
+	if _, failed := conditionFailed(err); failed {
+		w.flagged.add(runID) // nothing to flag
+		return nil
+	}
+	if err != nil {
+		return ddbErr("UpdateItem", w.cfg.Table, err)
+	}
+	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	w.flagged.add(runID)
+	w.cache.setStreams(runID)
+	return nil
+}
+
+// putStreamMarker puts a stream's marker in its run's partition, on
+// condition that there is none: created reports that there was none.
+func (w *World) putStreamMarker(ctx context.Context, runID, name string) (created bool, err error) {
+	e := newExpr()
+	it := streamKey(runID, name).av()
+	setT(it, aCreated, w.now())
+	in := &dynamodb.PutItemInput{
+		TableName: aws.String(w.cfg.Table), Item: it, ConditionExpression: aws.String(e.notExists()),
+		ExpressionAttributeNames: e.nameMap(),
+	}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.PutItem(ctx, in)
+	if _, failed := conditionFailed(err); failed {
+		return false, nil
+	}
+	if err != nil {
+		return false, ddbErr("PutItem", w.cfg.Table, err)
+	}
+	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	return true, nil
+}
+
+// runSet is a bounded set of run IDs (forgotten all at once when full).
+type runSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+const maxRunSet = 4096
+
+func (s *runSet) has(runID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[runID]
+	return ok
+}
+
+func (s *runSet) add(runID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxRunSet {
+		s.m = map[string]struct{}{}
+	}
+	s.m[runID] = struct{}{}
 }

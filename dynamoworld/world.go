@@ -39,6 +39,11 @@ type World struct {
 	ids    *world.IDSource
 	logger *slog.Logger
 	cache  *runCache
+	// registers: the World built its Streamer, which registers every
+	// stream in the table (streams.go); flagged holds the runs whose head
+	// it need not flag again.
+	registers bool
+	flagged   runSet
 
 	// capacity: ask DynamoDB for consumed capacity and add it up (Stats).
 	capacity bool
@@ -82,11 +87,11 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		if !ok {
 			return nil, errors.New("dynamoworld: invalid config: Streams is nil and the S3 client cannot serve streams (it is not a streams.S3API)")
 		}
-		ss, err := streams.New(streams.Config{S3: api, Bucket: c.Bucket, Prefix: c.Prefix + "streams/", Logger: c.Logger})
+		ss, err := streams.New(streams.Config{S3: api, Bucket: c.Bucket, Prefix: c.Prefix + "streams/", Logger: c.Logger, Registry: streamRegistry{w}})
 		if err != nil {
 			return nil, fmt.Errorf("dynamoworld: %w", err)
 		}
-		w.ss = ss
+		w.ss, w.registers = ss, true
 	}
 	if !c.SkipCheck {
 		if err := w.Check(ctx); err != nil {

@@ -36,6 +36,18 @@
 // recognized by a write ID in the object's metadata, so a chunk is never
 // written twice.
 //
+// # Registry
+//
+// A Streamer with a Config.Registry (dynamoworld's records streams in its
+// table) registers a stream before it writes the stream's first object
+// from this process, and writes nothing when that fails. A stream the
+// Registry reports new has no object yet, since every writer registers
+// first: its tail is 0 without a listing, and a new stream costs its PUTs
+// alone. A stream written by a Streamer without the Registry can make that
+// report wrong; the conditional put then refuses index 0 and the writer
+// lists, as after any lost race. The Streamer's ListStreams lists S3
+// either way; dynamoworld answers its own from the table.
+//
 // # Coalescing
 //
 // Writes to one stream from one process queue up; whoever gets the stream

@@ -46,6 +46,18 @@ const (
 	maxPutAttempts            = 50
 )
 
+// Registry records which streams a run has outside S3 (dynamoworld keeps
+// them in its table), so that listing a run's streams needs no S3 LIST. A
+// Streamer with a Registry registers a stream before it writes the
+// stream's first object from this process (once per stream it keeps in
+// memory), and does not write when that fails.
+type Registry interface {
+	// Register records the stream. created reports that no writer had
+	// registered it before: since every writer registers first, the stream
+	// has no object yet, and its tail is 0 without a listing.
+	Register(ctx context.Context, runID, name string) (created bool, err error)
+}
+
 // Config configures a Streamer. S3 and Bucket are required.
 type Config struct {
 	S3     S3API
@@ -58,6 +70,9 @@ type Config struct {
 	// it stays contiguous against writers in the same process only.
 	MaxChunksPerObject int
 	Logger             *slog.Logger
+	// Registry, when set, records every stream before its first write (see
+	// Registry). ListStreams still lists S3.
+	Registry Registry
 }
 
 // Streamer stores streams in S3. It is safe for concurrent use, and many
@@ -69,6 +84,7 @@ type Streamer struct {
 	prefix string
 	per    int
 	logger *slog.Logger
+	reg    Registry
 
 	mu      sync.Mutex
 	streams map[string]*stream
@@ -93,7 +109,7 @@ func New(cfg Config) (*Streamer, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Streamer{
-		s3: cfg.S3, bucket: cfg.Bucket, prefix: cfg.Prefix, per: cfg.MaxChunksPerObject, logger: cfg.Logger,
+		s3: cfg.S3, bucket: cfg.Bucket, prefix: cfg.Prefix, per: cfg.MaxChunksPerObject, logger: cfg.Logger, reg: cfg.Registry,
 		streams: map[string]*stream{}, notify: map[string]chan struct{}{},
 	}, nil
 }
@@ -111,6 +127,8 @@ type stream struct {
 	known  bool       // tail and closed were read from S3 (or written by us)
 	tail   int64
 	closed bool
+	// registered: the Registry has recorded the stream (under putMu).
+	registered bool
 }
 
 // write is one WriteStream or CloseStream waiting to be put.
@@ -247,6 +265,9 @@ func (st *stream) take(per int) []*write {
 // put writes one batch at the stream's tail with If-None-Match, learning
 // the tail again from S3 after a refusal.
 func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
+	if err := s.register(ctx, st); err != nil {
+		return err
+	}
 	closing := batch[0].close
 	var chunks [][]byte
 	for _, w := range batch {
@@ -260,6 +281,24 @@ func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
 		chunks = chunks[s.per:]
 	}
 	return s.putObject(ctx, st, chunks, closing)
+}
+
+// register records the stream with the Registry before its first object
+// from this process. A stream new to the Registry has no object: its tail
+// is 0, known without a listing.
+func (s *Streamer) register(ctx context.Context, st *stream) error {
+	if s.reg == nil || st.registered {
+		return nil
+	}
+	created, err := s.reg.Register(ctx, st.runID, st.name)
+	if err != nil {
+		return fmt.Errorf("streams: register stream %q of run %s: %w", st.name, st.runID, err)
+	}
+	st.registered = true
+	if created && !st.known {
+		st.tail, st.closed, st.known = 0, false, true
+	}
+	return nil
 }
 
 func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool) error {
