@@ -205,8 +205,11 @@
 // landed after those read make the snapshot old, not wrong: the next
 // commit is fenced on its LastSeq, as with any cached snapshot, and a lease
 // renewal it does not know is caught by the lease conditions (see Commits
-// and Lazy steps). A snapshot already cached at the same or a later
-// sequence number is kept. The fold's JSON payloads are the events', which
+// and Lazy steps). A later snapshot already cached is kept, and so is a
+// complete one as new; an incomplete one as new (this World read the run
+// for a commit of its own, as a background step's executor does) lends the
+// fold what it may know better, its steps (a lease it renewed) and its
+// lazy steps (one whose item a renewal wrote). The fold's JSON payloads are the events', which
 // a commit stores re-encoded (compact), as lazy steps' states already are.
 //
 // # Retention

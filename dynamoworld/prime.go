@@ -2,40 +2,16 @@ package dynamoworld
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/skeinflow/skein/world"
 )
 
-// Priming. A ListEvents that reads a run's log from its first commit to its
-// end (the engine's cold start does, before its first Append) has read
-// every commit of the run, and the run's head right after them, in one
-// strongly consistent Query. Commit items are never changed once written,
-// and every change to a run's entities is an event of one of them, judged
-// by world.Apply on the state the commits before it left. So folding the
-// events with world.Apply, each at its own time, gives the run's state as
-// of the newest commit read: the run, every step, wait and active hook,
-// every step ID. The World caches that as a snapshot as complete as one it
-// holds after making every commit itself (snapshot.complete and stepIDs),
-// so that the engine's next Append needs no read (and creates its step
-// lazily), and the run's end needs no query for hooks and waits.
-//
-// A Query is not a consistent snapshot of the items it reads (read
-// committed), so nothing is assumed of the read beyond each item:
-//
-//   - the commits must form a chain from the first: keyed 0, then each by
-//     the last sequence number of the one before, holding n events each; a
-//     commit missing from the read (one landing while it ran) breaks it;
-//   - the fold must accept every event as it was recorded (same type, same
-//     sequence number);
-//   - the head must be there and agree with the fold (status, creation
-//     time), or the run is being created, or has moved on meanwhile.
-//
-// Commits landed after those read do not make the snapshot wrong, only
-// old: it is the state as of its LastSeq, and the fence of the next commit
-// is that LastSeq, as for any cached snapshot. The one change without an
-// event, a step lease renewal, is guarded by its own conditions (doc.go,
-// Commits), as for any cached snapshot. A snapshot the cache already holds
-// at the same or a later sequence number is kept.
+// Priming (see doc.go): a ListEvents that reads a run's whole log caches
+// the run folded from it, as complete as a snapshot of a World that made
+// every commit itself. Nothing of the read is trusted but each commit item:
+// the commits must chain from the first, the fold must record every event
+// again as it was, and the head read after them must agree with it.
 
 // primeFromLog caches a snapshot of runID built from commits (all of the
 // run's, ascending), their events evs, and the head read after them.
@@ -43,7 +19,8 @@ func (w *World) primeFromLog(runID string, commits []item, evs [][]world.Event, 
 	if w.cache.max <= 0 || head == nil || len(commits) == 0 || len(commits) != len(evs) {
 		return
 	}
-	if old := w.cache.get(runID); old != nil && old.run != nil && lastSeqOf(old.run) >= getN(commits[len(commits)-1], aLastSeq) {
+	last := getN(commits[len(commits)-1], aLastSeq)
+	if old := w.cache.get(runID); old != nil && old.run != nil && (old.run.LastSeq > last || old.run.LastSeq == last && old.complete) {
 		return
 	}
 	snap, err := foldLog(runID, commits, evs)
@@ -56,7 +33,26 @@ func (w *World) primeFromLog(runID string, commits []item, evs [][]world.Event, 
 		return // the head moved on since the commits were read (or is not yet written)
 	}
 	snap.streams = headStreams(head)
-	w.cache.putIfNewer(runID, snap)
+	w.cache.putPrimed(runID, snap)
+}
+
+// merge takes into a snapshot folded from the log what old, an incomplete
+// snapshot of the run at the same sequence number, knows better: the steps
+// it read or committed (a lease renewal it saw, or made, changed them
+// without an event), the lazy steps without an item (a renewal may have
+// written one), and what it knows of the run's streams.
+func (s *snapshot) merge(old *snapshot) {
+	for id, st := range old.steps {
+		s.steps[id] = st
+	}
+	s.lazy = maps.Clone(old.lazy)
+	if s.lazy == nil {
+		s.lazy = map[string]int64{}
+	}
+	if old.streams == streamsSome {
+		s.streams = streamsSome
+	}
+	s.endChecked = s.endChecked || old.endChecked
 }
 
 // foldLog folds a run's whole log into a complete snapshot (see Priming).

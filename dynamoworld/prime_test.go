@@ -293,3 +293,57 @@ func TestRunEndCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestPrimeMergesIncomplete: a World whose cached snapshot of a run is
+// current but incomplete (it read the run for one commit of its own) reads
+// the run's log: it then knows every step, so its next commit of another
+// step reads nothing, and it keeps what it knew better than the log, a
+// lease it renewed.
+func TestPrimeMergesIncomplete(t *testing.T) {
+	dynamotest.Require(t)
+	ctx := context.Background()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	a, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	m := &reqMeter{}
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	b, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	run := startedRun(t, a)
+	s1, s2 := ids.New(world.PrefixStep), ids.New(world.PrefixStep)
+	mustAppend(t, a, run, world.EventInput{CorrelationID: s1, Data: &world.StepCreated{StepName: "one"}}, world.EventInput{CorrelationID: s2, Data: &world.StepCreated{StepName: "two"}})
+	mustAppend(t, b, run, world.EventInput{CorrelationID: s1, Data: &world.StepStarted{LeaseTTL: 50 * time.Millisecond}})
+	if _, err := b.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: run, StepID: s1, Attempt: 1, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if cs := dynamoworld.Cached(b, run); !cs.Cached || cs.Complete {
+		t.Fatalf("before the log read: %+v, want an incomplete snapshot", cs)
+	}
+	if _, err := b.ListEvents(ctx, &world.ListEventsParams{RunID: run}); err != nil {
+		t.Fatal(err)
+	}
+	if cs := dynamoworld.Cached(b, run); !cs.Complete || cs.Steps != 2 {
+		t.Fatalf("after the log read: %+v, want a complete snapshot of 2 steps", cs)
+	}
+	if diff, err := dynamoworld.CheckCached(ctx, b, run, true); err != nil || diff != "" {
+		t.Fatalf("the cached snapshot, leases included, differs from a fresh read: %s (%v)", diff, err)
+	}
+	m.reset()
+	mustAppend(t, b, run, world.EventInput{CorrelationID: s2, Data: &world.StepStarted{}})
+	if n := m.count("DynamoDB"); n != 1 {
+		t.Fatalf("a commit of the other step took %d requests (%s), want 1", n, m.summary())
+	}
+	time.Sleep(100 * time.Millisecond)
+	_, err = b.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: s1, Data: &world.StepStarted{}}}})
+	var leased *world.StepLeasedError
+	if !errors.As(err, &leased) {
+		t.Fatalf("taking over the renewed step: %v, want StepLeased", err)
+	}
+}

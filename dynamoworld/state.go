@@ -223,28 +223,31 @@ func (c *runCache) get(runID string) *snapshot {
 }
 
 // put caches s, which the caller must not change afterwards.
-func (c *runCache) put(runID string, s *snapshot) { c.store(runID, s, true) }
+func (c *runCache) put(runID string, s *snapshot) { c.store(runID, s, nil) }
 
-// store caches s unless the cache holds a newer snapshot of the run, or,
-// unless equal, one as new.
-func (c *runCache) store(runID string, s *snapshot, equal bool) {
+// store caches s unless the cache holds a newer snapshot of the run; one as
+// new is replaced when replace (nil: always) says so.
+func (c *runCache) store(runID string, s *snapshot, replace func(old *snapshot) bool) {
 	if c.max <= 0 || s.run == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[runID]; ok {
+		old := e.Value.(*cacheEntry).snap
+		if old.run != nil && (old.run.LastSeq > s.run.LastSeq || old.run.LastSeq == s.run.LastSeq && replace != nil && !replace(old)) {
+			return // a newer snapshot got here first
+		}
+		s.trim()
+		s.global = nil
+		s.blind = false
+		e.Value.(*cacheEntry).snap = s
+		c.ll.MoveToFront(e)
 		return
 	}
 	s.trim()
 	s.global = nil
 	s.blind = false
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[runID]; ok {
-		old := e.Value.(*cacheEntry).snap
-		if old.run != nil && (old.run.LastSeq > s.run.LastSeq || !equal && old.run.LastSeq == s.run.LastSeq) {
-			return // a newer snapshot got here first
-		}
-		e.Value.(*cacheEntry).snap = s
-		c.ll.MoveToFront(e)
-		return
-	}
 	c.m[runID] = c.ll.PushFront(&cacheEntry{runID: runID, snap: s})
 	for c.ll.Len() > c.max {
 		last := c.ll.Back()
@@ -253,10 +256,18 @@ func (c *runCache) store(runID string, s *snapshot, equal bool) {
 	}
 }
 
-// putIfNewer caches s unless the cache holds a snapshot of the run at the
-// same or a later sequence number (one this World committed knows as much,
-// and may know of lease renewals).
-func (c *runCache) putIfNewer(runID string, s *snapshot) { c.store(runID, s, false) }
+// putPrimed caches s, a snapshot folded from the run's log (prime.go),
+// unless the cache holds a later one or a complete one as new; one as new
+// but incomplete is merged into s (snapshot.merge).
+func (c *runCache) putPrimed(runID string, s *snapshot) {
+	c.store(runID, s, func(old *snapshot) bool {
+		if old.complete {
+			return false
+		}
+		s.merge(old)
+		return true
+	})
+}
 
 func (c *runCache) drop(runID string) {
 	c.mu.Lock()
