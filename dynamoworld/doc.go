@@ -209,7 +209,15 @@
 // complete one as new; an incomplete one as new (this World read the run
 // for a commit of its own, as a background step's executor does) lends the
 // fold what it may know better, its steps (a lease it renewed) and its
-// lazy steps (one whose item a renewal wrote). The fold's JSON payloads are the events', which
+// lazy steps (one whose item a renewal wrote).
+//
+// A ListEvents that reads back from the end of the log (its first page,
+// newest first: the engine's lease holder takes in so what background
+// steps appended) brings a complete cached snapshot forward when it
+// reaches the snapshot's own last sequence number: the commits since must
+// chain from it to the newest read, and are folded onto it, the result
+// complete as the snapshot was. So a lease holder commits after background
+// steps without reading the run again. The fold's JSON payloads are the events', which
 // a commit stores re-encoded (compact), as lazy steps' states already are.
 //
 // # Retention

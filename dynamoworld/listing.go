@@ -393,11 +393,14 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	limit := pg.EffectiveLimit()
 	// A read of the whole log from its start also reads the run's head,
 	// which sorts right after the commits, to cache the run (prime.go).
+	// A read back from the end brings the cached snapshot forward
+	// (rollForward).
 	prime := pos.Seq == 0 && !pg.Descending && w.cache.max > 0
+	roll := pos.Seq == 0 && pg.Descending && w.cache.max > 0
 	var (
 		head    item
-		all     []item          // prime: every commit read
-		allEvs  [][]world.Event // prime: their events
+		all     []item          // prime, roll: every commit read
+		allEvs  [][]world.Event // prime, roll: their events, in order
 		reached bool            // the read reached the end of its range
 	)
 	e := newExpr()
@@ -449,6 +452,9 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 			}
 			prev, _ := prevFromSK(getS(it, attrSK))
 			if pg.Descending {
+				if roll {
+					all, allEvs = append(all, it), append(allEvs, slices.Clone(batch))
+				}
 				slices.Reverse(batch)
 			}
 			for _, ev := range batch {
@@ -468,8 +474,11 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
-	if prime && reached {
+	switch {
+	case prime && reached:
 		w.primeFromLog(runID, all, allEvs, head)
+	case roll:
+		w.rollForward(runID, all, allEvs)
 	}
 	more := len(evs) > limit
 	if more {

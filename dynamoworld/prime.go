@@ -36,6 +36,63 @@ func (w *World) primeFromLog(runID string, commits []item, evs [][]world.Event, 
 	w.cache.putPrimed(runID, snap)
 }
 
+// rollForward brings the run's cached snapshot, when complete, up to date
+// with a read of the log back from its end (commits newest first, their
+// events in order) that reached the snapshot's own last sequence number:
+// it folds the commits made since (by other processes) onto it. The
+// snapshot was the run's state as of its LastSeq, and the commits since
+// are immutable and must chain from it to the newest read, so the result
+// is the state as of the newest, as complete as the snapshot was.
+func (w *World) rollForward(runID string, commits []item, evs [][]world.Event) {
+	old := w.cache.get(runID)
+	if old == nil || old.run == nil || !old.complete || old.stepIDs == nil || len(commits) == 0 || len(commits) != len(evs) {
+		return
+	}
+	from := old.run.LastSeq
+	k := -1 // the commit keyed by the snapshot's last sequence number
+	for i, it := range commits {
+		prev, ok := prevFromSK(getS(it, attrSK))
+		if !ok || prev < from {
+			break
+		}
+		if prev == from {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return // nothing new, or the read stopped short of it
+	}
+	snap := old.clone()
+	snap.blind = false
+	next := from
+	for i := k; i >= 0; i-- {
+		it := commits[i]
+		prev, _ := prevFromSK(getS(it, attrSK))
+		if prev != next || getN(it, aLastSeq) != prev+getN(it, aCount) || int64(len(evs[i])) != getN(it, aCount) {
+			return
+		}
+		next = getN(it, aLastSeq)
+		for _, ev := range evs[i] {
+			if err := snap.fold(ev); err != nil {
+				w.logger.Debug("dynamoworld: run log not rolled forward", "run", runID, "err", err)
+				return
+			}
+		}
+	}
+	snap.lazy = decodeLazy(commits[0])
+	for id, p := range snap.lazy {
+		if snap.steps[id] == nil {
+			return
+		}
+		if _, ok := old.lazy[id]; !ok && p < from {
+			delete(snap.lazy, id) // listed since before the snapshot, which knows its item (a renewal wrote it)
+		}
+	}
+	snap.counted, snap.nHooks, snap.nWaits = true, live(snap.hooks), live(snap.waits)
+	w.cache.putPrimed(runID, snap)
+}
+
 // merge takes into a snapshot folded from the log what old, an incomplete
 // snapshot of the run at the same sequence number, knows better: the steps
 // it read or committed (a lease renewal it saw, or made, changed them

@@ -347,3 +347,70 @@ func TestPrimeMergesIncomplete(t *testing.T) {
 		t.Fatalf("taking over the renewed step: %v, want StepLeased", err)
 	}
 }
+
+// TestRollForward: a World holding a complete snapshot of a run reads the
+// events other processes appended since, newest first (as the engine's
+// lease holder does after background steps): its snapshot comes forward,
+// still complete, so its next commit reads nothing and the run's end
+// queries no hooks or waits; a read that stops short of the snapshot
+// brings nothing.
+func TestRollForward(t *testing.T) {
+	dynamotest.Require(t)
+	ctx := context.Background()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	m := &reqMeter{}
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	a, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	run := startedRun(t, a) // a created it: complete
+	s1, s2, s3 := ids.New(world.PrefixStep), ids.New(world.PrefixStep), ids.New(world.PrefixStep)
+	mustAppend(t, a, run, world.EventInput{CorrelationID: s1, Data: &world.StepCreated{StepName: "one"}}, world.EventInput{CorrelationID: s1, Data: &world.StepStarted{}},
+		world.EventInput{CorrelationID: s2, Data: &world.StepCreated{StepName: "two"}}, world.EventInput{CorrelationID: s2, Data: &world.StepStarted{}})
+	// Another process: a step's end, a new step, a hook, a wait.
+	mustAppend(t, b, run, world.EventInput{CorrelationID: s1, Data: &world.StepCompleted{Result: json.RawMessage(`1`)}})
+	mustAppend(t, b, run, world.EventInput{CorrelationID: s3, Data: &world.StepCreated{StepName: "three"}})
+	h, wt := ids.New(world.PrefixHook), ids.New(world.PrefixWait)
+	mustAppend(t, b, run, world.EventInput{CorrelationID: h, Data: &world.HookCreated{Token: "tok-" + run}})
+	mustAppend(t, b, run, world.EventInput{CorrelationID: wt, Data: &world.WaitCreated{ResumeAt: time.Now()}})
+	before := dynamoworld.Cached(a, run).LastSeq
+
+	if _, err := a.ListEvents(ctx, &world.ListEventsParams{RunID: run, Pagination: world.Pagination{Limit: 2, Descending: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if cs := dynamoworld.Cached(a, run); cs.LastSeq != before {
+		t.Fatalf("a read of the 2 newest events brought the snapshot from %d to %d; it did not reach it", before, cs.LastSeq)
+	}
+	p, err := a.ListEvents(ctx, &world.ListEventsParams{RunID: run, Pagination: world.Pagination{Limit: 16, Descending: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := dynamoworld.Cached(a, run)
+	if !cs.Complete || cs.LastSeq != p.Items[0].Seq || cs.Steps != 3 || cs.Hooks != 1 || cs.Waits != 1 {
+		t.Fatalf("after a read back to the snapshot: %+v, want a complete snapshot at %d with 3 steps, a hook and a wait", cs, p.Items[0].Seq)
+	}
+	if diff, err := dynamoworld.CheckCached(ctx, a, run, true); err != nil || diff != "" {
+		t.Fatalf("the rolled snapshot differs from a fresh read: %s (%v)", diff, err)
+	}
+	m.reset()
+	mustAppend(t, a, run, world.EventInput{CorrelationID: s3, Data: &world.StepStarted{}})
+	mustAppend(t, a, run, world.EventInput{CorrelationID: s2, Data: &world.StepCompleted{}}, world.EventInput{CorrelationID: s3, Data: &world.StepCompleted{}},
+		world.EventInput{Data: &world.RunCompleted{}})
+	if n := m.count("DynamoDB"); n != 2 {
+		t.Fatalf("two commits after the read took %d requests (%s), want 2", n, m.summary())
+	}
+	if _, err := b.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: "tok-" + run}); !errors.Is(err, world.ErrNotFound) {
+		t.Fatalf("the hook's token after the run's end: %v", err)
+	}
+	if _, err := b.GetWait(ctx, &world.GetWaitParams{RunID: run, WaitID: wt}); !errors.Is(err, world.ErrNotFound) {
+		t.Fatalf("the wait after the run's end: %v", err)
+	}
+}

@@ -16,8 +16,8 @@ import (
 // turn, to one of two Worlds on the same table, queue and bucket. Each has
 // its own cache and its own per-run locks, so their snapshots go stale and
 // their commits (and stream writes) race through DynamoDB's conditions and
-// S3's conditional puts, as two processes would. After every read of a
-// whole log, what the reading World cached of the run (prime.go) is checked
+// S3's conditional puts, as two processes would. After every first page of
+// events, what the reading World cached of the run (prime.go) is checked
 // against a fresh read.
 func TestConformanceTwoProcesses(t *testing.T) {
 	dynamotest.Require(t)
@@ -71,13 +71,14 @@ func (p *pair) ListSteps(ctx context.Context, a *world.ListStepsParams) (*world.
 	return p.w().ListSteps(ctx, a)
 }
 
-// ListEvents also checks, after a read of a whole log (which caches the
-// run, see prime.go), that what the World caches of the run is what a
-// fresh read finds.
+// ListEvents also checks, after a first page (a read of a whole log caches
+// the run, a read back from its end brings the cached run forward, see
+// prime.go), that what the World caches of the run is what a fresh read
+// finds.
 func (p *pair) ListEvents(ctx context.Context, a *world.ListEventsParams) (*world.Page[world.Event], error) {
 	w := p.w()
 	page, err := w.ListEvents(ctx, a)
-	if err == nil && a != nil && a.Cursor == "" && !a.Descending && !page.HasMore && p.t != nil {
+	if err == nil && a != nil && a.Cursor == "" && p.t != nil {
 		if diff, err := dynamoworld.CheckCached(ctx, w, a.RunID, false); err != nil || diff != "" {
 			p.t.Errorf("run %s: the cached snapshot differs from a fresh read: %.2000s (%v)", a.RunID, diff, err)
 		}
