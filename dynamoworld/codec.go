@@ -38,6 +38,7 @@ const (
 	aEventType   = "ty"
 	aCorrelation = "corr"
 	aStreams     = "os" // on the run head: 0 no stream yet, 1 the run has streams (see streams.go)
+	aRunStatus   = "rs" // on a commit: the run's status after it
 )
 
 // ---- runs: a small head item written when the status changes, a body
@@ -117,7 +118,8 @@ func corrupt(it item, what string, err error) error {
 }
 
 // decodeRun rebuilds a run from its head and body items and its newest
-// commit (which gives LastSeq and UpdatedAt).
+// commit, which gives LastSeq, UpdatedAt and the status (a commit written
+// before commits recorded it leaves the head's).
 func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, error) {
 	r := &world.Run{
 		RunID:        getS(head, attrPK)[2:],
@@ -128,6 +130,9 @@ func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, er
 		UpdatedAt:    getT(last, aCreated),
 		StartedAt:    getT(head, aStarted),
 		CompletedAt:  getT(head, aFinished),
+	}
+	if st := getS(last, aRunStatus); st != "" {
+		r.Status = world.RunStatus(st)
 	}
 	if body == nil {
 		return r, nil

@@ -222,6 +222,7 @@ func (w *World) build(ctx context.Context, pl *plan, tok *tokenInfo) (*txn, erro
 	if err != nil {
 		return nil, err
 	}
+	setS(commit.it, aRunStatus, string(pl.run.Status))
 	if pl.nHooks, pl.nWaits, pl.counted = pl.counts(); pl.counted {
 		setCounts(commit.it, pl.nHooks, pl.nWaits)
 	}

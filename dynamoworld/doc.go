@@ -19,7 +19,8 @@
 //	r#<runID>           e#<prev, 20 digits> a commit: the events of one Append (n, ls = prev+n,
 //	                                        time, payload d: the events, ids, types, correlation IDs;
 //	                                        u: the run's lazy steps, step ID -> their commit's prev;
-//	                                        nh, nw: the run's active hooks and waits after it)
+//	                                        nh, nw: the run's active hooks and waits after it;
+//	                                        rs: the run's status after it)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
 //	                                        workflow wf, GSI keys g1 g2 g3 gsk, streams flag os
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
@@ -43,8 +44,14 @@
 // touch it; the body is written at creation and at the end, so that a
 // commit's cost does not grow with the run's input. The head and body sort
 // right after the commits, so one Query (sk from "e#" to "e~b", newest
-// first, limit 3) reads a run with its newest commit, which gives LastSeq
-// and UpdatedAt. The global hook, token and idempotency items are keyed by
+// first, limit 3) reads a run with its newest commit, which gives LastSeq,
+// UpdatedAt and the status. A Query is read committed, not a snapshot: the
+// head it returns may be older or newer than the commit it returns (a
+// transaction landing while it runs). So the status, which commits are
+// judged on, is the newest commit's own (rs), consistent by construction
+// with the LastSeq that fences the next commit; a commit written before rs
+// existed leaves the head's. The head's times and the body may lag the
+// status for that moment (a GetRun racing a run's end). The global hook, token and idempotency items are keyed by
 // what must be unique, so that attribute_not_exists makes uniqueness
 // race-free (the reference's Postgres world checks, then inserts). Payload
 // attributes (in, out, err, ctx, attrs, md, d) hold bytes inline (type B)

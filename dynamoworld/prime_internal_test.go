@@ -3,6 +3,7 @@ package dynamoworld
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,49 @@ func TestRunEndCounts(t *testing.T) {
 				t.Fatalf("the run's end counts %d hooks and %d waits (%v), want 0 and 0", h, wt, ok)
 			}
 		})
+	}
+}
+
+// TestRunStatusFromTheNewestCommit: a Query is read committed, so the run
+// head it returns may be older than the newest commit it returns (a
+// run's end landing while it ran); the run's status is then the commit's,
+// the one consistent with the fence, and a commit judged on the run
+// refuses what a finished run refuses.
+func TestRunStatusFromTheNewestCommit(t *testing.T) {
+	ctx := context.Background()
+	ids := world.NewIDSource(nil, nil)
+	run := ids.New(world.PrefixRun)
+	now := time.Now().UTC().Round(0)
+	r := &world.Run{RunID: run, WorkflowName: "wf", Status: world.RunStatusRunning, LastSeq: 2, CreatedAt: now, UpdatedAt: now, StartedAt: now}
+	body, err := encodeRunBody(r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(seq int64, d world.EventData) world.Event {
+		return world.Event{RunID: run, EventID: ids.New(world.PrefixEvent), Seq: seq, CreatedAt: now, Data: d}
+	}
+	first, _, err := encodeCommit(nil, run, 0, []world.Event{ev(1, &world.RunCreated{WorkflowName: "wf"}), ev(2, &world.RunStarted{})}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setS(first.it, aRunStatus, string(world.RunStatusRunning))
+	end, _, err := encodeCommit(nil, run, 2, []world.Event{ev(3, &world.RunCompleted{})}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setS(end.it, aRunStatus, string(world.RunStatusCompleted))
+	ddb := &fakeDDB{}
+	serveItems(ddb, map[itemKey]item{
+		runHeadKey(run): encodeRunHead(r, 0).it, // as before the end
+		runBodyKey(run): body.it, commitKey(run, 0): first.it, commitKey(run, 2): end.it,
+	})
+	w := newFakeWorld(t, ddb, newFakeS3(), nil)
+	got, err := w.GetRun(ctx, &world.GetRunParams{RunID: run})
+	if err != nil || got.Status != world.RunStatusCompleted || got.LastSeq != 3 {
+		t.Fatalf("GetRun: %+v, %v; want completed at 3", got, err)
+	}
+	_, err = w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: ids.New(world.PrefixStep), Data: &world.StepCreated{StepName: "late"}}}})
+	if !errors.Is(err, world.ErrConflict) || len(ddb.writes) != 0 {
+		t.Fatalf("a step created on the run: %v, %d transactions; want the refusal of a finished run and none", err, len(ddb.writes))
 	}
 }
