@@ -38,12 +38,12 @@
 // Why: a run's partition holds everything a commit writes. The events of a
 // commit share one item, keyed by the run's last sequence number before the
 // commit ("prev"): with attribute_not_exists on that key the item is the
-// write fence itself (see Commits), and a serial step writes two items
-// (the commit, step k) instead of six: step k+1 is a lazy step. The head holds what
-// changes with the status only, so that the commits of a running run do not
-// touch it; the body is written at creation and at the end, so that a
-// commit's cost does not grow with the run's input. The head and body sort
-// right after the commits, so one Query (sk from "e#" to "e~b", newest
+// write fence itself (see Commits), and a serial step writes two items (the
+// commit, step k) instead of six: step k+1 is a lazy step. The head holds
+// what changes with the status only, so that the commits of a running run
+// do not touch it; the body is written at creation and at the end, so that
+// a commit's cost does not grow with the run's input. The head and body
+// sort right after the commits, so one Query (sk from "e#" to "e~b", newest
 // first, limit 3) reads a run with its newest commit, which gives LastSeq,
 // UpdatedAt and the status. A Query is read committed, not a snapshot: the
 // head it returns may be older or newer than the commit it returns (a
@@ -51,11 +51,12 @@
 // judged on, is the newest commit's own (rs), consistent by construction
 // with the LastSeq that fences the next commit; a commit written before rs
 // existed leaves the head's. The head's times and the body may lag the
-// status for that moment (a GetRun racing a run's end). The global hook, token and idempotency items are keyed by
-// what must be unique, so that attribute_not_exists makes uniqueness
-// race-free (the reference's Postgres world checks, then inserts). Payload
-// attributes (in, out, err, ctx, attrs, md, d) hold bytes inline (type B)
-// or the S3 key of a claim-checked payload (type S).
+// status for that moment (a GetRun racing a run's end). The global hook,
+// token and idempotency items are keyed by what must be unique, so that
+// attribute_not_exists makes uniqueness race-free (the reference's Postgres
+// world checks, then inserts). Payload attributes (in, out, err, ctx,
+// attrs, md, d) hold bytes inline (type B) or the S3 key of a claim-checked
+// payload (type S).
 //
 // Three global secondary indexes, all sorted by gsk (created time in
 // fixed-width nanoseconds, "#", ID) and holding keys only (gs2 adds st):
@@ -73,9 +74,9 @@
 // IDs from one monotonic world.IDSource, as the engine's are (an exact
 // creation order would need a local secondary index: one more write per
 // step). ListEvents reads commits from its cursor, which names the last
-// event and its commit (from the start, the run head too: see Priming); ListEventsByCorrelation reads the run's log and
-// keeps the entity's events (no index: that would cost a write per event),
-// and needs a RunID.
+// event and its commit (from the start, the run head too: see Priming);
+// ListEventsByCorrelation reads the run's log and keeps the entity's events
+// (no index: that would cost a write per event), and needs a RunID.
 //
 // # Commits
 //
@@ -134,20 +135,20 @@
 // this World has seen the run from its creation or read its whole log
 // (Priming), or when it knows as many as the run has: every commit item
 // counts the run's active hooks and its waits after it (nh, nw), the
-// snapshot's count plus those its events create, minus those they delete
-// (0 after run_created, and after a run's end, which deletes them all).
-// The counts are exact by induction, since each commit is judged and
-// fenced on the snapshot it counts from; a commit written before the
-// counts existed has none, and the commits after it count nothing until
-// the run's end (or a World that folded the whole log commits). So a World that reads a run afresh (another process wrote
-// last) ends it without the queries when it has no hooks or waits left.
-// The deletions go into the terminal commit's transaction as far as they
-// fit (100 items in all); the rest follow it as conditional deletes. That
-// leaves a window only for runs ending with more than about 90 hooks and
-// waits, or after a crash between the two: meanwhile GetHook, ListHooks and
-// GetWait may still return them, but Append judges a finished run's hooks
-// and waits absent, and a token held by a hook of a finished run is taken
-// over.
+// snapshot's count plus those its events create, minus those they delete (0
+// after run_created, and after a run's end, which deletes them all). The
+// counts are exact by induction, since each commit is judged and fenced on
+// the snapshot it counts from; a commit written before the counts existed
+// has none, and the commits after it count nothing until the run's end (or
+// a World that folded the whole log commits). So a World that reads a run
+// afresh (another process wrote last) ends it without the queries when it
+// has no hooks or waits left. The deletions go into the terminal commit's
+// transaction as far as they fit (100 items in all); the rest follow it as
+// conditional deletes. That leaves a window only for runs ending with more
+// than about 90 hooks and waits, or after a crash between the two:
+// meanwhile GetHook, ListHooks and GetWait may still return them, but
+// Append judges a finished run's hooks and waits absent, and a token held
+// by a hook of a finished run is taken over.
 //
 // # Lazy steps
 //
@@ -155,17 +156,18 @@
 // step_started: a serial step's step k+1) writes no item for it when the
 // committing World can prove the step absent without reading or checking
 // its item: the World created the run and made every commit since, or read
-// the run's whole log (Priming), and keeps every step ID of it (or a fresh read found the step absent, which
-// the fence keeps true). The step's state is then its events in that
-// commit, and the commit item lists it in u (step ID -> the commit's key),
-// as every later commit does (it carries the list forward) until a commit
-// changes the step: that commit writes the step's first item, conditioned
-// on its absence, and drops it from the list. At most 4 steps are lazy at a
-// time; others get their item at creation. A step's state is its item when
-// there is one, else, when the newest commit lists it, the replay with
-// world.Apply of its events in the commit the list names; else the step
-// does not exist. So an absent item is never the whole proof of absence:
-// step_created also needs the step missing from the snapshot's list.
+// the run's whole log (Priming), and keeps every step ID of it (or a fresh
+// read found the step absent, which the fence keeps true). The step's state
+// is then its events in that commit, and the commit item lists it in u
+// (step ID -> the commit's key), as every later commit does (it carries the
+// list forward) until a commit changes the step: that commit writes the
+// step's first item, conditioned on its absence, and drops it from the
+// list. At most 4 steps are lazy at a time; others get their item at
+// creation. A step's state is its item when there is one, else, when the
+// newest commit lists it, the replay with world.Apply of its events in the
+// commit the list names; else the step does not exist. So an absent item is
+// never the whole proof of absence: step_created also needs the step
+// missing from the snapshot's list.
 //
 // RenewStepLease on a lazy step writes its item (a conditional put, on its
 // absence) with the renewed lease; the list may then still name the step,
@@ -188,14 +190,15 @@
 // A ListEvents that reads a run's log from its first event to its end in
 // one call (the engine's cold start does, right before its first Append)
 // reads every commit and, in the same Query, the run head, which sorts
-// right after them (its streams flag goes into the snapshot: see Streams). The World folds the events with world.Apply, each at
-// the time it was recorded, and caches the result as the run's snapshot:
-// the run, every step, wait and active hook, every step ID, as complete as
-// the snapshot of a World that made every commit itself. The engine's
-// first Append then reads nothing (and its new step is lazy), and the
-// run's end needs no query for hooks and waits: the message that runs a
-// one-step workflow on a cold Lambda makes one Query and two
-// TransactWriteItems besides its lease, where it made five reads.
+// right after them (its streams flag goes into the snapshot: see Streams).
+// The World folds the events with world.Apply, each at the time it was
+// recorded, and caches the result as the run's snapshot: the run, every
+// step, wait and active hook, every step ID, as complete as the snapshot of
+// a World that made every commit itself. The engine's first Append then
+// reads nothing (and its new step is lazy), and the run's end needs no
+// query for hooks and waits: the message that runs a one-step workflow on a
+// cold Lambda makes one Query and two TransactWriteItems besides its lease,
+// where it made five reads.
 //
 // Why the fold is the run's state: a commit item is never changed once
 // written (Retention only adds ttl); every change to a run's entities is
@@ -219,13 +222,13 @@
 // lazy steps (one whose item a renewal wrote).
 //
 // A ListEvents that reads back from the end of the log (its first page,
-// newest first: the engine's lease holder takes in so what background
-// steps appended) brings a complete cached snapshot forward when it
-// reaches the snapshot's own last sequence number: the commits since must
-// chain from it to the newest read, and are folded onto it, the result
-// complete as the snapshot was. So a lease holder commits after background
-// steps without reading the run again. The fold's JSON payloads are the events', which
-// a commit stores re-encoded (compact), as lazy steps' states already are.
+// newest first: the engine's lease holder takes in so what background steps
+// appended) brings a complete cached snapshot forward when it reaches the
+// snapshot's own last sequence number: the commits since must chain from it
+// to the newest read, and are folded onto it, the result complete as the
+// snapshot was. So a lease holder commits after background steps without
+// reading the run again. The fold's JSON payloads are the events', which a
+// commit stores re-encoded (compact), as lazy steps' states already are.
 //
 // # Retention
 //
