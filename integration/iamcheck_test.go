@@ -1,0 +1,169 @@
+package integration
+
+import (
+	"net/url"
+	"slices"
+	"testing"
+
+	"github.com/skeinflow/skein/integration/lambdaemu"
+)
+
+var testARNs = ARNs{Region: "us-east-1", Account: "000000000000", Queues: map[string]string{
+	"http://q/000000000000/work": "arn:aws:sqs:us-east-1:000000000000:work",
+}}
+
+func TestWildcardMatch(t *testing.T) {
+	for _, c := range []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "", true}, {"a*", "abc/d", true}, {"a*d", "abc/d", true}, {"a*e", "abc/d", false},
+		{"a?c", "abc", true}, {"a?c", "ac", false}, {"skein/streams/*", "skein/streams/r/x/", true},
+		{"skein/streams/*", "skein/other/", false}, {"arn:aws:s3:::b/*", "arn:aws:s3:::b", false},
+		{"*a*b*", "xaybz", true}, {"abc", "abcd", false},
+	} {
+		if got := wildcardMatch(c.p, c.s); got != c.want {
+			t.Errorf("wildcardMatch(%q, %q) = %v", c.p, c.s, got)
+		}
+	}
+}
+
+// templateRole resolves a role of template.yaml as the IAM test does.
+func templateRole(t *testing.T, role string) Policy {
+	t.Helper()
+	tmpl, err := lambdaemu.ReadTemplate("../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, props, err := tmpl.Resource(role, &lambdaemu.ResolveOptions{Attributes: map[string]string{
+		"EventTable.Arn": testARNs.Table("events"), "DataBucket.Arn": testARNs.Bucket("data"),
+		"WorkQueue.Arn": "arn:aws:sqs:us-east-1:000000000000:work",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := RolePolicy(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestTemplateRoles(t *testing.T) {
+	wh := templateRole(t, "WebhookFunctionRole")
+	flow := templateRole(t, "FlowFunctionRole")
+	table := testARNs.Table("events")
+	for _, c := range []struct {
+		p    Policy
+		r    IAMRequest
+		want bool
+	}{
+		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs1"}, true},
+		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs9"}, false},
+		{wh, IAMRequest{Action: "dynamodb:BatchGetItem", Resource: table}, false},
+		{wh, IAMRequest{Action: "sqs:SendMessage", Resource: "arn:aws:sqs:us-east-1:000000000000:work"}, true},
+		{wh, IAMRequest{Action: "sqs:ReceiveMessage", Resource: "arn:aws:sqs:us-east-1:000000000000:work"}, false},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/x"}, true},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::other/skein/x"}, false},
+		{wh, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/x"}, false},
+		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/streams/r/s/"}}, true},
+		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/claims/"}}, false},
+		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
+		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, true},
+		{flow, IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, true},
+		{flow, IAMRequest{Action: "dynamodb:TransactWriteItems", Resource: table}, false},
+	} {
+		if got, _ := c.p.Allowed(c.r); got != c.want {
+			t.Errorf("%s: allowed %v, want %v", c.r, got, c.want)
+		}
+	}
+}
+
+func TestPolicyDenyWins(t *testing.T) {
+	p, err := ParsePolicy(map[string]any{"Statement": []any{
+		map[string]any{"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+		map[string]any{"Sid": "No", "Effect": "Deny", "Action": []any{"s3:DeleteObject"}, "Resource": "arn:aws:s3:::b/*"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, sid := p.Allowed(IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::b/k"}); ok || sid != "No" {
+		t.Errorf("delete: %v %s", ok, sid)
+	}
+	if ok, _ := p.Allowed(IAMRequest{Action: "S3:GetObject", Resource: "arn:aws:s3:::b/k"}); !ok {
+		t.Error("get refused")
+	}
+	if _, err := ParsePolicy(map[string]any{"Statement": map[string]any{"Effect": "Allow", "NotAction": "s3:*", "Resource": "*"}}); err == nil {
+		t.Error("NotAction accepted")
+	}
+}
+
+func TestDecodeDynamoDB(t *testing.T) {
+	table := testARNs.Table("events")
+	for _, c := range []struct {
+		target, body string
+		want         []IAMRequest
+	}{
+		{"DynamoDB_20120810.TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"events"}},{"Update":{"TableName":"events"}},{"ConditionCheck":{"TableName":"events"}},{"Delete":{"TableName":"events"}}]}`,
+			[]IAMRequest{{Action: "dynamodb:PutItem", Resource: table}, {Action: "dynamodb:UpdateItem", Resource: table},
+				{Action: "dynamodb:ConditionCheckItem", Resource: table}, {Action: "dynamodb:DeleteItem", Resource: table}}},
+		{"DynamoDB_20120810.TransactGetItems", `{"TransactItems":[{"Get":{"TableName":"events"}}]}`, []IAMRequest{{Action: "dynamodb:GetItem", Resource: table}}},
+		{"DynamoDB_20120810.Query", `{"TableName":"events","IndexName":"gs2"}`, []IAMRequest{{Action: "dynamodb:Query", Resource: table + "/index/gs2"}}},
+		{"DynamoDB_20120810.GetItem", `{"TableName":"events"}`, []IAMRequest{{Action: "dynamodb:GetItem", Resource: table}}},
+		{"DynamoDB_20120810.BatchGetItem", `{"RequestItems":{"events":{}}}`, []IAMRequest{{Action: "dynamodb:BatchGetItem", Resource: table}}},
+		{"DynamoDB_20120810.ListTables", `{}`, []IAMRequest{{Action: "dynamodb:ListTables", Resource: "*"}}},
+	} {
+		got, err := DecodeDynamoDB(testARNs, c.target, []byte(c.body))
+		if err != nil || !slices.EqualFunc(got, c.want, sameRequest) {
+			t.Errorf("%s %s: %v, %v", c.target, c.body, got, err)
+		}
+	}
+	if _, err := DecodeDynamoDB(testARNs, "DynamoDB_20120810.TransactWriteItems", []byte(`{"TransactItems":[{"Frob":{}}]}`)); err == nil {
+		t.Error("unknown transaction operation accepted")
+	}
+}
+
+func sameRequest(a, b IAMRequest) bool { return a.String() == b.String() }
+
+func TestDecodeSQS(t *testing.T) {
+	q := "arn:aws:sqs:us-east-1:000000000000:work"
+	got, err := DecodeSQS(testARNs, "AmazonSQS.DeleteMessageBatch", "application/x-amz-json-1.0", []byte(`{"QueueUrl":"http://q/000000000000/work"}`))
+	if err != nil || !slices.EqualFunc(got, []IAMRequest{{Action: "sqs:DeleteMessage", Resource: q}}, sameRequest) {
+		t.Errorf("JSON: %v, %v", got, err)
+	}
+	got, err = DecodeSQS(testARNs, "", "application/x-www-form-urlencoded; charset=utf-8", []byte("Action=SendMessage&QueueUrl=http%3A%2F%2Fq%2F000000000000%2Fwork"))
+	if err != nil || !slices.EqualFunc(got, []IAMRequest{{Action: "sqs:SendMessage", Resource: q}}, sameRequest) {
+		t.Errorf("query: %v, %v", got, err)
+	}
+	got, err = DecodeSQS(testARNs, "AmazonSQS.SendMessage", "", []byte(`{"QueueUrl":"http://elsewhere/q"}`))
+	if err != nil || got[0].Resource == q {
+		t.Errorf("unknown queue: %v, %v", got, err)
+	}
+}
+
+func TestDecodeS3(t *testing.T) {
+	b := "arn:aws:s3:::data"
+	for _, c := range []struct {
+		method, path, query, body string
+		want                      []IAMRequest
+	}{
+		{"GET", "/data", "list-type=2&prefix=skein%2Fstreams%2Fr%2F", "", []IAMRequest{{Action: "s3:ListBucket", Resource: b, Context: map[string]string{"s3:prefix": "skein/streams/r/"}}}},
+		{"GET", "/data/skein/streams/r/0", "x-id=GetObject", "", []IAMRequest{{Action: "s3:GetObject", Resource: b + "/skein/streams/r/0"}}},
+		{"HEAD", "/data/skein/a%20b", "", "", []IAMRequest{{Action: "s3:GetObject", Resource: b + "/skein/a b"}}},
+		{"PUT", "/data/k", "x-id=PutObject", "", []IAMRequest{{Action: "s3:PutObject", Resource: b + "/k"}}},
+		{"HEAD", "/data", "", "", []IAMRequest{{Action: "s3:ListBucket", Resource: b}}},
+		{"DELETE", "/data/k", "x-id=DeleteObject", "", []IAMRequest{{Action: "s3:DeleteObject", Resource: b + "/k"}}},
+		{"POST", "/data", "delete=", `<Delete><Object><Key>a</Key></Object><Object><Key>b/c</Key></Object></Delete>`,
+			[]IAMRequest{{Action: "s3:DeleteObject", Resource: b + "/a"}, {Action: "s3:DeleteObject", Resource: b + "/b/c"}}},
+	} {
+		q, _ := url.ParseQuery(c.query)
+		got, err := DecodeS3(testARNs, c.method, c.path, q, nil, []byte(c.body))
+		if err != nil || !slices.EqualFunc(got, c.want, sameRequest) {
+			t.Errorf("%s %s?%s: %v, %v", c.method, c.path, c.query, got, err)
+		}
+	}
+	q, _ := url.ParseQuery("acl=")
+	if _, err := DecodeS3(testARNs, "PUT", "/data/k", q, nil, nil); err == nil {
+		t.Error("PutObjectAcl decoded as something known")
+	}
+}
