@@ -13,8 +13,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +26,6 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	"github.com/skeinflow/skein/integration/iamflows"
 	"github.com/skeinflow/skein/integration/lambdaemu"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -295,39 +292,21 @@ func result[O any](t *testing.T, s *iamStack, run *workflow.Run[O], check func(O
 	}
 }
 
-// buildIAMBootstrap builds integration/iamflows/bootstrap as TestMain builds
-// examples/lambda.
-func buildIAMBootstrap(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, "./integration/iamflows/bootstrap")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./integration/iamflows/bootstrap: %v\n%s", err, b)
-	}
-	return out
-}
-
 // TestIAMLeastPrivilege: every AWS request each function makes (and the
 // flow function's event source mapping) in scenarios covering their code
 // paths is allowed by the function's role in template.yaml.
 func TestIAMLeastPrivilege(t *testing.T) {
 	dynamotest.Require(t)
-	realBin := bootstrap(t)
-	variant := buildIAMBootstrap(t)
-	demoReg, err := demo.Registry()
+	bin := bootstrap(t)
+	reg, err := demo.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	iamReg, err := iamflows.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// a: the real bootstrap on the demo's workflows; b: the variant
-	// (iamflows) for a static webhook, a webhook a step answers, a child.
-	a := newIAMStack(t, "demo", realBin, demoReg)
-	b := newIAMStack(t, "iamflows", variant, iamReg)
+	// Two stacks of the real bootstrap, so that the scenarios share less:
+	// a for flows and the plain webhook, b for the webhooks with answers
+	// and the child run.
+	a := newIAMStack(t, "flows", bin, reg)
+	b := newIAMStack(t, "webhooks", bin, reg)
 	ctx := context.Background()
 	start := time.Now()
 
@@ -419,31 +398,31 @@ func TestIAMLeastPrivilege(t *testing.T) {
 		}
 	})
 	scenario("webhook static response, then one a step answers", func(t *testing.T) {
-		run, err := iamflows.StaticWebhook.Start(ctx, b.client, struct{}{})
+		run, err := demo.StaticWebhook.Start(ctx, b.client, struct{}{})
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		if token := b.token(t, run.ID()); token != "" {
-			if resp := b.callWebhook(t, token, "static"); resp.StatusCode != http.StatusOK || resp.Body != iamflows.StaticBody {
+			if resp := b.callWebhook(t, token, "static"); resp.StatusCode != http.StatusOK || resp.Body != demo.StaticBody {
 				t.Errorf("static webhook: %d %q", resp.StatusCode, resp.Body)
 			}
 			result(t, b, run, func(s string) bool { return s == "static" })
 		}
-		manual, err := iamflows.ManualWebhook.Start(ctx, b.client, struct{}{})
+		manual, err := demo.ManualWebhook.Start(ctx, b.client, struct{}{})
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		if token := b.token(t, manual.ID()); token != "" {
-			if resp := b.callWebhook(t, token, "manual"); resp.StatusCode != http.StatusCreated || resp.Body != iamflows.ReplyBody {
-				t.Errorf("manual webhook: %d %q, want 201 %q", resp.StatusCode, resp.Body, iamflows.ReplyBody)
+			if resp := b.callWebhook(t, token, "manual"); resp.StatusCode != http.StatusCreated || resp.Body != demo.ReplyBody {
+				t.Errorf("manual webhook: %d %q, want 201 %q", resp.StatusCode, resp.Body, demo.ReplyBody)
 			}
 			result(t, b, manual, func(s string) bool { return s == "manual" })
 		}
 	})
 	scenario("child run", func(t *testing.T) {
-		run, err := iamflows.Parent.Start(ctx, b.client, 2)
+		run, err := demo.Parent.Start(ctx, b.client, 2)
 		if err != nil {
 			t.Error(err)
 			return

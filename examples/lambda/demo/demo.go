@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ func Registry() (*workflow.Registry, error) {
 		Streamer, Emit,
 		Flaky, FlakyStep,
 		Slow, SlowStep,
+		StaticWebhook, ManualWebhook, Reply,
+		Parent,
 	); err != nil {
 		return nil, err
 	}
@@ -224,4 +227,48 @@ var Slow = workflow.New("slow", func(ctx workflow.Context, w Work) (int, error) 
 		sum += a
 	}
 	return sum, nil
+})
+
+// StaticBody is what StaticWebhook's webhook answers with (status 200).
+const StaticBody = "static answer"
+
+// ReplyBody is what Reply answers a ManualWebhook's request with (status 201).
+const ReplyBody = "answered by a step"
+
+// StaticWebhook waits for one request on a webhook that answers 200 with
+// StaticBody, and returns the request's body.
+var StaticWebhook = workflow.New("static-webhook", func(ctx workflow.Context, _ struct{}) (string, error) {
+	wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{Response: &workflow.Response{
+		Status: http.StatusOK, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte(StaticBody),
+	}})
+	req, err := wh.Receive(ctx)
+	if err != nil {
+		return "", err
+	}
+	return string(req.Body), nil
+})
+
+// Reply answers a manual webhook's request from a step (the webhook function
+// reads the answer from the request's reply stream).
+var Reply = workflow.NewStep("reply", func(ctx context.Context, req *workflow.Request) (string, error) {
+	if err := req.Respond(ctx, workflow.Response{Status: http.StatusCreated, Body: []byte(ReplyBody)}); err != nil {
+		return "", err
+	}
+	return string(req.Body), nil
+})
+
+// ManualWebhook waits for one request on a manual webhook, answers it from a
+// step (Reply) and returns the request's body.
+var ManualWebhook = workflow.New("manual-webhook", func(ctx workflow.Context, _ struct{}) (string, error) {
+	wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{Manual: true})
+	req, err := wh.Receive(ctx)
+	if err != nil {
+		return "", err
+	}
+	return Reply.Call(ctx, req)
+})
+
+// Parent runs Serial(n) as a child run and returns its result.
+var Parent = workflow.New("parent", func(ctx workflow.Context, n int) (int, error) {
+	return Serial.Call(ctx, n)
 })
