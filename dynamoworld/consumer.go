@@ -170,18 +170,36 @@ func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
 // Release makes a delivered message visible again after p.Delay (rounded up
 // to whole seconds): ChangeMessageVisibility.
 func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
-	switch {
-	case p == nil || p.Receipt == "":
+	if p == nil {
 		return invalid("receipt required")
-	case p.Delay < 0 || p.Delay > maxVisibility:
-		return invalid("release delay %s outside 0 to 12h", p.Delay)
+	}
+	return w.changeVisibility(ctx, "release delay", p.Receipt, p.Delay)
+}
+
+// Extend hides a delivered message for p.Visibility from now (rounded up to
+// whole seconds): ChangeMessageVisibility, which keeps the receipt handle
+// valid.
+func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
+	if p == nil {
+		return invalid("receipt required")
+	}
+	return w.changeVisibility(ctx, "visibility", p.Receipt, p.Visibility)
+}
+
+// changeVisibility hides the delivery receipt names for d from now.
+func (w *World) changeVisibility(ctx context.Context, what, receipt string, d time.Duration) error {
+	switch {
+	case receipt == "":
+		return invalid("receipt required")
+	case d < 0 || d > maxVisibility:
+		return invalid("%s %s outside 0 to 12h", what, d)
 	}
 	if err := w.enter(ctx); err != nil {
 		return err
 	}
 	defer w.leave()
 	_, err := w.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(w.cfg.QueueURL), ReceiptHandle: aws.String(p.Receipt), VisibilityTimeout: int32(ceilSeconds(p.Delay)),
+		QueueUrl: aws.String(w.cfg.QueueURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: int32(ceilSeconds(d)),
 	})
 	if err != nil {
 		return sqsErr("ChangeMessageVisibility", w.cfg.QueueURL, err)
