@@ -69,7 +69,9 @@ func TestTemplateRoles(t *testing.T) {
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/streams/r/s/"}}, true},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/claims/"}}, false},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
-		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, true},
+		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/streams/r/"}}, true},
+		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
+		{flow, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/x"}, false},
 		{flow, IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, true},
 		{flow, IAMRequest{Action: "dynamodb:TransactWriteItems", Resource: table}, false},
 	} {
