@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -148,11 +147,6 @@ func (c *Config) WithDefaults() *Config {
 	return &out
 }
 
-var (
-	tableNameRE  = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
-	bucketNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-)
-
 // validate checks a Config after WithDefaults.
 func (c *Config) validate() error {
 	var errs []error
@@ -165,7 +159,7 @@ func (c *Config) validate() error {
 	if c.S3 == nil {
 		errs = append(errs, errors.New("S3 client required"))
 	}
-	if !tableNameRE.MatchString(c.Table) {
+	if !validTableName(c.Table) {
 		errs = append(errs, fmt.Errorf("table name %q: want 3 to 255 of a-z A-Z 0-9 _ . -", c.Table))
 	}
 	if c.QueueURL == "" {
@@ -173,7 +167,7 @@ func (c *Config) validate() error {
 	} else if !strings.Contains(c.QueueURL, "://") {
 		errs = append(errs, fmt.Errorf("QueueURL %q is not a URL", c.QueueURL))
 	}
-	if !bucketNameRE.MatchString(c.Bucket) {
+	if !validBucketName(c.Bucket) {
 		errs = append(errs, fmt.Errorf("bucket name %q: want 3 to 63 of a-z 0-9 . -", c.Bucket))
 	}
 	if c.ClaimCheckThreshold < 1024 || c.ClaimCheckThreshold > MaxClaimCheckThreshold {

@@ -3,7 +3,6 @@ package dynamoworld
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -26,8 +25,6 @@ func hooksKind(runID string) string {
 }
 
 const runsKind = "runs"
-
-var gskRE = regexp.MustCompile(`^[0-9]{20}#[a-z]{4}_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 func decodePos[T any](kind, cursor string, valid func(T) bool) (T, error) {
 	var pos T
@@ -70,7 +67,7 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 		return nil, err
 	}
 	defer w.leave()
-	after, err := decodePos(runsKind, p.Cursor, func(s string) bool { return gskRE.MatchString(s) })
+	after, err := decodePos(runsKind, p.Cursor, validGSK)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +294,7 @@ func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world
 			return nil, err
 		}
 	} else {
-		after, err := decodePos(kind, p.Cursor, func(s string) bool { return gskRE.MatchString(s) })
+		after, err := decodePos(kind, p.Cursor, validGSK)
 		if err != nil {
 			return nil, err
 		}
