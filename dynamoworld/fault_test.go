@@ -34,6 +34,14 @@ func TestFaultsAreRetriedAndLoseNothing(t *testing.T) {
 	inj := dynamotest.NewInjector(20261122, 0.2,
 		dynamotest.Throttled, dynamotest.LimitExceeded, dynamotest.ServerError,
 		dynamotest.Unavailable, dynamotest.LostAnswer, dynamotest.TxConflict)
+	covered := []string{
+		"DynamoDB/throttled", "DynamoDB/limit-exceeded", "DynamoDB/500", "DynamoDB/503", "DynamoDB/lost-answer",
+		"DynamoDB/TransactWriteItems/transaction-conflict", "DynamoDB/TransactWriteItems/lost-answer",
+		"SQS/throttled", "SQS/lost-answer", "S3/throttled", "S3/lost-answer", "S3/PutObject/lost-answer",
+	}
+	// Each of these at least once, however the requests interleave (the
+	// rest at random): the checks below need them.
+	inj.Cover = covered
 	faulty := dynamotest.Clients(t, dynamoworld.ClientOptions{
 		APIOptions: []func(*middleware.Stack) error{inj.Add}, MaxAttempts: 12, MaxBackoff: 200 * time.Millisecond,
 	})
@@ -74,11 +82,7 @@ func TestFaultsAreRetriedAndLoseNothing(t *testing.T) {
 	}
 	t.Logf("faults injected: %s", inj)
 	counts := inj.Counts()
-	for _, k := range []string{
-		"DynamoDB/throttled", "DynamoDB/limit-exceeded", "DynamoDB/500", "DynamoDB/503", "DynamoDB/lost-answer",
-		"DynamoDB/TransactWriteItems/transaction-conflict", "DynamoDB/TransactWriteItems/lost-answer",
-		"SQS/throttled", "S3/throttled", "S3/lost-answer",
-	} {
+	for _, k := range covered {
 		if counts[k] == 0 {
 			t.Errorf("no %s fault was injected: the test proves nothing about it", k)
 		}

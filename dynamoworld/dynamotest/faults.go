@@ -52,6 +52,12 @@ type Injector struct {
 	// Only, when set, limits injection to these services ("DynamoDB",
 	// "SQS", "S3").
 	Only map[string]bool
+	// Cover lists faults that must be injected at least once, as
+	// "service/fault" or "service/operation/fault" keys of Counts: while one
+	// is still missing, the next attempt it can apply to gets it, whatever
+	// the rate, so a test that checks Counts for them does not depend on
+	// how its requests happened to interleave.
+	Cover []string
 }
 
 // NewInjector fails a share rate of attempts with faults chosen at random
@@ -92,10 +98,13 @@ func (in *Injector) pick(service, op string) Fault {
 	if in.Only != nil && !in.Only[service] {
 		return ""
 	}
-	if in.rng.Float64() >= in.rate {
-		return ""
+	f := in.uncovered(service, op)
+	if f == "" {
+		if in.rng.Float64() >= in.rate {
+			return ""
+		}
+		f = in.faults[in.rng.IntN(len(in.faults))]
 	}
-	f := in.faults[in.rng.IntN(len(in.faults))]
 	if f == TxConflict && service != "DynamoDB" {
 		f = Throttled
 	}
@@ -105,6 +114,24 @@ func (in *Injector) pick(service, op string) Fault {
 	in.counts[service+"/"+string(f)]++
 	in.counts[service+"/"+op+"/"+string(f)]++
 	return f
+}
+
+// uncovered returns a fault of Cover not injected yet that applies to an
+// attempt of service's operation op, or "". Called with mu held.
+func (in *Injector) uncovered(service, op string) Fault {
+	for _, k := range in.Cover {
+		if in.counts[k] > 0 {
+			continue
+		}
+		parts := strings.Split(k, "/")
+		switch {
+		case len(parts) == 2 && parts[0] == service:
+			return Fault(parts[1])
+		case len(parts) == 3 && parts[0] == service && parts[1] == op:
+			return Fault(parts[2])
+		}
+	}
+	return ""
 }
 
 // Add installs the injector on a client's middleware stack (an APIOptions
