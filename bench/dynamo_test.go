@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
@@ -41,152 +40,8 @@ const (
 	priceS3Get = 0.40  // S3 GET, HEAD
 )
 
-// meter counts requests per service and operation, and keeps the inputs of
-// TransactWriteItems for the AWS unit computation.
-type meter struct {
-	mu    sync.Mutex
-	reqs  map[string]int
-	txs   []*dynamodb.TransactWriteItemsInput
-	puts  []*dynamodb.PutItemInput
-	upds  []*dynamodb.UpdateItemInput
-	tgets int // items read by TransactGetItems (2 read units each, up to 4 KB)
-}
-
-func newMeter() *meter { return &meter{reqs: map[string]int{}} }
-
-func (m *meter) add(stack *middleware.Stack) error {
-	err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("bench-count", func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
-		m.mu.Lock()
-		m.reqs[awsmiddleware.GetServiceID(ctx)]++
-		m.reqs[awsmiddleware.GetServiceID(ctx)+"/"+awsmiddleware.GetOperationName(ctx)]++
-		m.mu.Unlock()
-		return next.HandleDeserialize(ctx, in)
-	}), middleware.After)
-	if err != nil {
-		return err
-	}
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bench-inputs", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-		m.mu.Lock()
-		switch p := in.Parameters.(type) {
-		case *dynamodb.TransactWriteItemsInput:
-			m.txs = append(m.txs, p)
-		case *dynamodb.PutItemInput:
-			m.puts = append(m.puts, p)
-		case *dynamodb.UpdateItemInput:
-			m.upds = append(m.upds, p)
-		case *dynamodb.TransactGetItemsInput:
-			m.tgets += len(p.TransactItems)
-		}
-		m.mu.Unlock()
-		return next.HandleInitialize(ctx, in)
-	}), middleware.After)
-}
-
-func (m *meter) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.reqs)
-	m.txs, m.puts, m.upds, m.tgets = nil, nil, nil, 0
-}
-
-func (m *meter) count(key string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.reqs[key]
-}
-
-// avSize is DynamoDB's size of an attribute value: string and binary
-// bytes, about one byte per two digits of a number.
-func avSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(strings.TrimLeft(v.Value, "-0"))+1)/2 + 1
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	}
-	return 8
-}
-
-func itemBytes(it map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range it {
-		n += len(k) + avSize(v)
-	}
-	return n
-}
-
-func kb(n int) int { return max(1, (n+1023)/1024) }
-
-// awsUnits computes the write units AWS bills for what the meter saw:
-// 2 per KB (rounded up) per item of a transaction, 1 per KB for single-item
-// writes. An item written by an Update (or checked, or deleted) is sized
-// as stored afterwards (stored: key -> size, read after the benchmark); a
-// Put by its own size.
-func (m *meter) awsUnits(stored map[string]int) (wru float64, items int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	key := func(k map[string]types.AttributeValue) string {
-		return k["pk"].(*types.AttributeValueMemberS).Value + "/" + k["sk"].(*types.AttributeValueMemberS).Value
-	}
-	sized := func(k map[string]types.AttributeValue) int {
-		if n, ok := stored[key(k)]; ok {
-			return n
-		}
-		return 256
-	}
-	for _, tx := range m.txs {
-		for _, ti := range tx.TransactItems {
-			items++
-			switch {
-			case ti.Put != nil:
-				wru += 2 * float64(kb(itemBytes(ti.Put.Item)))
-			case ti.Update != nil:
-				wru += 2 * float64(kb(sized(ti.Update.Key)))
-			case ti.Delete != nil:
-				wru += 2 * float64(kb(sized(ti.Delete.Key)))
-			case ti.ConditionCheck != nil:
-				wru += 2 * float64(kb(sized(ti.ConditionCheck.Key)))
-			}
-		}
-	}
-	for _, p := range m.puts {
-		wru += float64(kb(itemBytes(p.Item)))
-	}
-	for _, u := range m.upds {
-		wru += float64(kb(sized(u.Key)))
-	}
-	return wru, items
-}
-
-// storedSizes reads every item of a run's partition: key -> size.
-func storedSizes(b *testing.B, c dynamoworld.Clients, table, runID string) map[string]int {
-	out := map[string]int{}
-	var start map[string]types.AttributeValue
-	for {
-		res, err := c.DynamoDB.Query(context.Background(), &dynamodb.QueryInput{
-			TableName: aws.String(table), KeyConditionExpression: aws.String("pk = :p"), ConsistentRead: aws.Bool(true),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "r#" + runID}},
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, it := range res.Items {
-			out[it["pk"].(*types.AttributeValueMemberS).Value+"/"+it["sk"].(*types.AttributeValueMemberS).Value] = itemBytes(it)
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			return out
-		}
-		start = res.LastEvaluatedKey
-	}
-}
-
 type dynBench struct {
-	m       *meter
+	m       *dynamotest.Meter
 	clients dynamoworld.Clients
 	w       *dynamoworld.World
 	cfg     dynamoworld.Config
@@ -194,15 +49,15 @@ type dynBench struct {
 }
 
 func (db *dynBench) reset() {
-	db.m.reset()
+	db.m.Reset()
 	db.base = db.w.Stats()
 }
 
 func newDynBench(b *testing.B) *dynBench {
 	b.Helper()
 	dynamotest.Require(b)
-	m := newMeter()
-	c := dynamotest.Clients(b, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	m := &dynamotest.Meter{}
+	c := dynamotest.Clients(b, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
 	r, url := dynamotest.NewResources(b, c)
 	cfg := dynamotest.Config(c, r, url)
 	w, err := dynamoworld.New(context.Background(), cfg)
@@ -257,23 +112,21 @@ func (db *dynBench) report(b *testing.B, n int, lat []time.Duration, runs ...str
 	// Read units: 2 per item of a TransactGetItems, 1 per strongly consistent
 	// Query or GetItem (their items here are under 4 KB). Counted before the
 	// item sizes are read below, with the same client.
-	db.m.mu.Lock()
-	tgets := db.m.tgets
-	db.m.mu.Unlock()
-	ddbReqs := db.m.count("DynamoDB")
-	reads := 2*tgets + db.m.count("DynamoDB/Query") + db.m.count("DynamoDB/GetItem")
+	ddbReqs := db.m.Count("DynamoDB")
+	reads := db.m.Units(nil).RRU
 	stored := map[string]int{}
 	for _, r := range runs {
-		for k, v := range storedSizes(b, db.clients, db.cfg.Table, r) {
+		for k, v := range dynamotest.StoredSizes(b, db.clients, db.cfg.Table, r) {
 			stored[k] = v
 		}
 	}
-	wru, items := db.m.awsUnits(stored)
+	u := db.m.Units(stored)
+	wru, items := u.WRU, u.TxItems
 	st := db.w.Stats()
 	st.ReadCapacity -= db.base.ReadCapacity
 	st.WriteCapacity -= db.base.WriteCapacity
 	per := func(x float64) float64 { return x / float64(n) }
-	rru := per(float64(reads))
+	rru := per(reads)
 	b.ReportMetric(per(float64(ddbReqs)), "ddb-req/op")
 	b.ReportMetric(per(float64(items)), "tx-items/op")
 	b.ReportMetric(per(st.WriteCapacity), "local-wcu/op")
@@ -538,13 +391,13 @@ func BenchmarkDynamoQueue(b *testing.B) {
 				got += len(ds)
 			}
 			b.StopTimer()
-			per := func(k string) float64 { return float64(db.m.count(k)) / float64(b.N) }
+			per := func(k string) float64 { return float64(db.m.Count(k)) / float64(b.N) }
 			b.ReportMetric(per("SQS"), "sqs-req/msg")
 			b.ReportMetric(per("SQS/SendMessage"), "send/msg")
 			b.ReportMetric(per("SQS/ReceiveMessage"), "receive/msg")
 			b.ReportMetric(per("SQS/DeleteMessage"), "delete/msg")
 			b.ReportMetric(per("DynamoDB"), "ddb-req/msg")
-			wru, _ := db.m.awsUnits(nil)
+			wru := db.m.Units(nil).WRU
 			b.ReportMetric(per("SQS")*priceSQS+wru/float64(b.N)*priceWRU, "usd/M-msg")
 		})
 	}
@@ -583,10 +436,10 @@ func BenchmarkDynamoStream(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			chunks := float64(b.N * tc.writers * tc.chunks)
-			puts := float64(db.m.count("S3/PutObject") + db.m.count("S3/ListObjectsV2"))
-			gets := float64(db.m.count("S3/GetObject") + db.m.count("S3/HeadObject"))
-			b.ReportMetric(float64(db.m.count("S3"))/chunks, "s3-req/chunk")
-			b.ReportMetric(float64(db.m.count("S3/PutObject"))/chunks, "put/chunk")
+			puts := float64(db.m.Count("S3/PutObject") + db.m.Count("S3/ListObjectsV2"))
+			gets := float64(db.m.Count("S3/GetObject") + db.m.Count("S3/HeadObject"))
+			b.ReportMetric(float64(db.m.Count("S3"))/chunks, "s3-req/chunk")
+			b.ReportMetric(float64(db.m.Count("S3/PutObject"))/chunks, "put/chunk")
 			b.ReportMetric((puts*priceS3Put+gets*priceS3Get)/chunks, "usd/M-chunk")
 			db.reset()
 			next, read := int64(0), 0
@@ -601,7 +454,7 @@ func BenchmarkDynamoStream(b *testing.B) {
 				read += len(p.Chunks)
 				next = p.Next
 			}
-			b.ReportMetric(float64(db.m.count("S3"))/float64(max(read, 1)), "read-s3-req/chunk")
+			b.ReportMetric(float64(db.m.Count("S3"))/float64(max(read, 1)), "read-s3-req/chunk")
 		})
 	}
 }

@@ -109,8 +109,8 @@ func TestPrimedSnapshot(t *testing.T) {
 
 	for name, run := range runs {
 		t.Run(name, func(t *testing.T) {
-			m := &reqMeter{}
-			mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+			m := &dynamotest.Meter{}
+			mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
 			cfg := dynamotest.Config(mc, r, url)
 			cfg.SkipCheck = true
 			b, err := dynamoworld.New(ctx, cfg)
@@ -160,12 +160,12 @@ func TestPrimedSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.reset()
+			m.Reset()
 			if _, err := b.Append(ctx, &world.AppendParams{RunID: run, IfLastSeq: got.LastSeq, Events: []world.EventInput{{Data: &world.RunFailed{Error: &world.ErrorData{Message: "stop"}}}}}); err != nil {
 				t.Fatal(err)
 			}
-			if n := m.count("DynamoDB"); n != 1 {
-				t.Errorf("the run's end took %d DynamoDB requests (%s), want 1", n, m.summary())
+			if n := m.Count("DynamoDB"); n != 1 {
+				t.Errorf("the run's end took %d DynamoDB requests (%s), want 1", n, m.Summary())
 			}
 			left, err := a.ListHooks(ctx, &world.ListHooksParams{RunID: run})
 			if err != nil || len(left.Items) != 0 {
@@ -271,8 +271,8 @@ func TestRunEndCounted(t *testing.T) {
 		st := ids.New(world.PrefixStep)
 		mustAppend(t, a, run, world.EventInput{CorrelationID: st, Data: &world.StepCreated{StepName: "s"}}, world.EventInput{CorrelationID: st, Data: &world.StepStarted{}})
 
-		m := &reqMeter{}
-		mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+		m := &dynamotest.Meter{}
+		mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
 		cfg := dynamotest.Config(mc, r, url)
 		cfg.SkipCheck = true
 		b, err := dynamoworld.New(ctx, cfg)
@@ -285,8 +285,8 @@ func TestRunEndCounted(t *testing.T) {
 		if withWait {
 			want += 2 // hooks, waits
 		}
-		if n := m.count("DynamoDB"); n != want {
-			t.Errorf("with a wait %v: the run's end by a World that never saw the run took %d requests (%s), want %d", withWait, n, m.summary(), want)
+		if n := m.Count("DynamoDB"); n != want {
+			t.Errorf("with a wait %v: the run's end by a World that never saw the run took %d requests (%s), want %d", withWait, n, m.Summary(), want)
 		}
 		if _, err := a.GetWait(ctx, &world.GetWaitParams{RunID: run, WaitID: wait}); !errors.Is(err, world.ErrNotFound) {
 			t.Fatalf("the wait after the run's end: %v", err)
@@ -309,8 +309,8 @@ func TestPrimeMergesIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	m := &reqMeter{}
-	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	m := &dynamotest.Meter{}
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
 	b, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
 	if err != nil {
 		t.Fatal(err)
@@ -335,10 +335,10 @@ func TestPrimeMergesIncomplete(t *testing.T) {
 	if diff, err := dynamoworld.CheckCached(ctx, b, run, true); err != nil || diff != "" {
 		t.Fatalf("the cached snapshot, leases included, differs from a fresh read: %s (%v)", diff, err)
 	}
-	m.reset()
+	m.Reset()
 	mustAppend(t, b, run, world.EventInput{CorrelationID: s2, Data: &world.StepStarted{}})
-	if n := m.count("DynamoDB"); n != 1 {
-		t.Fatalf("a commit of the other step took %d requests (%s), want 1", n, m.summary())
+	if n := m.Count("DynamoDB"); n != 1 {
+		t.Fatalf("a commit of the other step took %d requests (%s), want 1", n, m.Summary())
 	}
 	time.Sleep(100 * time.Millisecond)
 	_, err = b.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: s1, Data: &world.StepStarted{}}}})
@@ -359,8 +359,8 @@ func TestRollForward(t *testing.T) {
 	ctx := context.Background()
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, c)
-	m := &reqMeter{}
-	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	m := &dynamotest.Meter{}
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
 	a, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
 	if err != nil {
 		t.Fatal(err)
@@ -400,12 +400,12 @@ func TestRollForward(t *testing.T) {
 	if diff, err := dynamoworld.CheckCached(ctx, a, run, true); err != nil || diff != "" {
 		t.Fatalf("the rolled snapshot differs from a fresh read: %s (%v)", diff, err)
 	}
-	m.reset()
+	m.Reset()
 	mustAppend(t, a, run, world.EventInput{CorrelationID: s3, Data: &world.StepStarted{}})
 	mustAppend(t, a, run, world.EventInput{CorrelationID: s2, Data: &world.StepCompleted{}}, world.EventInput{CorrelationID: s3, Data: &world.StepCompleted{}},
 		world.EventInput{Data: &world.RunCompleted{}})
-	if n := m.count("DynamoDB"); n != 2 {
-		t.Fatalf("two commits after the read took %d requests (%s), want 2", n, m.summary())
+	if n := m.Count("DynamoDB"); n != 2 {
+		t.Fatalf("two commits after the read took %d requests (%s), want 2", n, m.Summary())
 	}
 	if _, err := b.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: "tok-" + run}); !errors.Is(err, world.ErrNotFound) {
 		t.Fatalf("the hook's token after the run's end: %v", err)

@@ -29,8 +29,8 @@ func TestStreamsListedFromTheTable(t *testing.T) {
 	ctx := context.Background()
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, c)
-	m := &reqMeter{}
-	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.add}})
+	m := &dynamotest.Meter{}
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
 	a, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
 	if err != nil {
 		t.Fatal(err)
@@ -62,24 +62,24 @@ func TestStreamsListedFromTheTable(t *testing.T) {
 	t.Run("ended without streams", func(t *testing.T) {
 		run := startedRun(t, a)
 		end(run)
-		m.reset()
+		m.Reset()
 		list(run)
-		if n := m.count("DynamoDB") + m.count("S3"); n != 0 {
-			t.Fatalf("ListStreams of a run that ended without streams made %d requests (%s), want none", n, m.summary())
+		if n := m.Count("DynamoDB") + m.Count("S3"); n != 0 {
+			t.Fatalf("ListStreams of a run that ended without streams made %d requests (%s), want none", n, m.Summary())
 		}
 	})
 	t.Run("opened by another process before the end", func(t *testing.T) {
 		run := startedRun(t, a)
 		write(b, run, "late")
-		m.reset()
+		m.Reset()
 		end(run) // refused on the flag, read again, committed
-		if n := m.count("DynamoDB/TransactWriteItems"); n != 2 {
-			t.Fatalf("the run's end took %d transactions (%s), want 2", n, m.summary())
+		if n := m.Count("DynamoDB/TransactWriteItems"); n != 2 {
+			t.Fatalf("the run's end took %d transactions (%s), want 2", n, m.Summary())
 		}
-		m.reset()
+		m.Reset()
 		list(run, "late")
-		if m.count("S3") != 0 || m.count("DynamoDB") != 1 {
-			t.Fatalf("ListStreams: %s; want one Query", m.summary())
+		if m.Count("S3") != 0 || m.Count("DynamoDB") != 1 {
+			t.Fatalf("ListStreams: %s; want one Query", m.Summary())
 		}
 	})
 	t.Run("running, streams from two processes", func(t *testing.T) {
@@ -91,10 +91,10 @@ func TestStreamsListedFromTheTable(t *testing.T) {
 		if err := a.CloseStream(ctx, &world.CloseStreamParams{RunID: run, Name: "closed-unwritten"}); err != nil {
 			t.Fatal(err)
 		}
-		m.reset()
+		m.Reset()
 		list(run, "alpha", "closed-unwritten", "m:1", "zeta")
-		if m.count("S3") != 0 {
-			t.Fatalf("ListStreams: %s; want no S3 request", m.summary())
+		if m.Count("S3") != 0 {
+			t.Fatalf("ListStreams: %s; want no S3 request", m.Summary())
 		}
 	})
 	t.Run("run from before registration", func(t *testing.T) {
