@@ -26,6 +26,7 @@ const (
 	aCancel      = "cr"
 	aStepName    = "sn"
 	aAttempt     = "at"
+	aInterrupted = "ai" // a step's interrupted attempts; absent when none
 	aRetryAfter  = "ra"
 	aLeaseExp    = "lx"
 	aLeaseOwner  = "lo"
@@ -174,6 +175,9 @@ func encodeStep(s *world.Step, ttl int64) (*encItem, error) {
 	setS(it, aStepName, s.StepName)
 	setS(it, aStatus, string(s.Status))
 	setN(it, aAttempt, int64(s.Attempt))
+	if s.Interrupted > 0 {
+		setN(it, aInterrupted, int64(s.Interrupted))
+	}
 	setT(it, aRetryAfter, s.RetryAfter)
 	setT(it, aLeaseExp, s.LeaseExpiresAt)
 	setT(it, aCreated, s.CreatedAt)
@@ -198,6 +202,7 @@ func decodeStep(it item, fetched map[string][]byte) (*world.Step, error) {
 		StepName:       getS(it, aStepName),
 		Status:         world.StepStatus(getS(it, aStatus)),
 		Attempt:        int(getN(it, aAttempt)),
+		Interrupted:    int(getN(it, aInterrupted)),
 		RetryAfter:     getT(it, aRetryAfter),
 		LeaseExpiresAt: getT(it, aLeaseExp),
 		CreatedAt:      getT(it, aCreated),

@@ -63,11 +63,17 @@
 // StepOptions.MaxRetries (default 3) retries; Fatal stops retries,
 // RetryAfter and RetryAt choose the next attempt's time, and a
 // SerializationError (arguments or result that do not encode as JSON) is
-// never retried. A step that fails for good gives the workflow a *StepError
+// never retried. An attempt cut short by the loss of its worker (the process
+// killed or crashed, or a Lambda invocation timed out, before the outcome was
+// recorded) is not a failure: it runs again as the same attempt once its
+// lease expires, without using a retry, up to EngineOptions.MaxInterruptions
+// times (default 10); past that the step fails with an error whose Code is
+// STEP_EXECUTOR_LOST. A step that fails for good gives the workflow a *StepError
 // wrapping the step's error, typed again after its trip through the log
 // (register your own types with Registry.RegisterError). A run that fails
 // gives its client a *RunFailedError with the run's error code: USER_ERROR
-// (the workflow returned an error or panicked), RUNTIME_ERROR (the workflow
+// (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
+// error it returned is, or wraps, such a step's), RUNTIME_ERROR (the workflow
 // is not registered), REPLAY_DIVERGENCE or MAX_DELIVERIES_EXCEEDED.
 //
 // # Hooks, webhooks and streams

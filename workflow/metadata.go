@@ -21,6 +21,9 @@ type StepMetadata struct {
 	StepName string
 	StepID   string
 	// Attempt is 1-based: 1 for the first attempt, 2 for the first retry.
+	// An attempt cut short by the loss of its worker (killed, crashed,
+	// timed out) runs again under the same number: only the step's own
+	// failures count (see EngineOptions.MaxInterruptions).
 	Attempt int
 	// StartedAt is when the step's first attempt started.
 	StartedAt time.Time

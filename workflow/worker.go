@@ -42,6 +42,12 @@ type EngineOptions struct {
 	// MaxDeliveries fails a run whose message was delivered more often
 	// (default 48).
 	MaxDeliveries int
+	// MaxInterruptions bounds how often a step attempt may be interrupted by
+	// the loss of its executor (a worker killed or cut off mid-step). Such
+	// an attempt runs again as the same attempt, without using the step's
+	// retries; a step interrupted more often fails with STEP_EXECUTOR_LOST
+	// (default 10).
+	MaxInterruptions int
 	// MaxQueueDelay is the longest delay one queue message carries; longer
 	// waits chain hops (default 15m, the SQS limit). Tests shorten it.
 	MaxQueueDelay time.Duration
@@ -87,7 +93,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
-		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
+		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },
 	})

@@ -65,6 +65,10 @@ const (
 	CodeCorruptedEventLog     = "CORRUPTED_EVENT_LOG"
 	CodeWorldContractError    = "WORLD_CONTRACT_ERROR"
 	CodeDeploymentMismatch    = "DEPLOYMENT_MISMATCH"
+	// CodeStepExecutorLost: a step's executor was lost (its process died or
+	// was cut off before it recorded an outcome) more often than the engine
+	// allows. Losses do not count against the step's retries.
+	CodeStepExecutorLost = "STEP_EXECUTOR_LOST"
 )
 
 // ErrorData is an error as recorded in the log. It keeps enough structure for
@@ -123,6 +127,14 @@ type Step struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 	StartedAt      time.Time `json:"startedAt,omitzero"` // first start; set once
 	CompletedAt    time.Time `json:"completedAt,omitzero"`
+
+	// Interrupted counts the attempts that ended with no outcome: a later
+	// step_started took the step over while it was still running under an
+	// expired lease, so the attempt's executor was lost (killed, crashed,
+	// cut off). Attempt counts every start, interrupted or not, and names
+	// the current one (RenewStepLease); Attempt-Interrupted is the attempt
+	// as a retry policy counts it: 1 for the first, 2 for the first retry.
+	Interrupted int `json:"interrupted,omitempty"`
 }
 
 // Hook is an active hook. A disposed hook no longer exists in storage.

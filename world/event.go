@@ -97,13 +97,15 @@ type (
 	}
 	// StepStarted moves a step to running and counts an attempt. LeaseTTL is
 	// how long the attempt is exclusive (DefaultStepLease when zero); the World
-	// fills in Attempt and LeaseExpiresAt. Queued marks an attempt started by
-	// the executor of a queue message that stays unacknowledged until the
+	// fills in Attempt, Interrupted (as the step has them after this start,
+	// see Step) and LeaseExpiresAt. Queued marks an attempt started by the
+	// executor of a queue message that stays unacknowledged until the
 	// outcome is recorded: should that executor die, the message's redelivery
 	// runs the step again, so no one else need watch the lease.
 	StepStarted struct {
 		StepName       string        `json:"stepName,omitempty"`
 		Attempt        int           `json:"attempt,omitempty"`
+		Interrupted    int           `json:"interrupted,omitempty"`
 		LeaseTTL       time.Duration `json:"leaseTtl,omitempty"`
 		LeaseExpiresAt time.Time     `json:"leaseExpiresAt,omitzero"`
 		Queued         bool          `json:"queued,omitempty"`

@@ -222,6 +222,11 @@ func applyStepStarted(s State, eff *Effect, d *StepStarted, now time.Time) error
 	if ttl == 0 {
 		ttl = DefaultStepLease
 	}
+	if st.Status == StepStatusRunning {
+		// The previous attempt recorded no outcome and its lease has
+		// expired: its executor was lost.
+		st.Interrupted++
+	}
 	st.Status = StepStatusRunning
 	st.Attempt++
 	st.RetryAfter = time.Time{}
@@ -231,7 +236,7 @@ func applyStepStarted(s State, eff *Effect, d *StepStarted, now time.Time) error
 		st.StartedAt = now
 	}
 	eff.Step = st
-	eff.Event.Data = &StepStarted{StepName: st.StepName, Attempt: st.Attempt, LeaseTTL: ttl, LeaseExpiresAt: st.LeaseExpiresAt, Queued: d.Queued}
+	eff.Event.Data = &StepStarted{StepName: st.StepName, Attempt: st.Attempt, Interrupted: st.Interrupted, LeaseTTL: ttl, LeaseExpiresAt: st.LeaseExpiresAt, Queued: d.Queued}
 	return nil
 }
 

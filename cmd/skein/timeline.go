@@ -126,7 +126,7 @@ func buildRows(events []world.Event) []*row {
 			add(ev.CorrelationID, r)
 		case *world.StepStarted:
 			if r != nil {
-				r.attempt, r.status = d.Attempt, "running"
+				r.attempt, r.status = d.Attempt-d.Interrupted, "running" // the attempt as retries count it
 				r.begin(at, glyphRunning, yellow)
 			}
 		case *world.StepRetrying:

@@ -128,7 +128,7 @@ func (wa *watcher) event(ev world.Event, print bool) {
 	case *world.StepCreated:
 		wa.labels[ev.CorrelationID] = stepLabel(d)
 	case *world.StepStarted:
-		wa.attempts[ev.CorrelationID] = d.Attempt
+		wa.attempts[ev.CorrelationID] = d.Attempt - d.Interrupted // a start after a lost worker repeats its attempt
 	case *world.StepRetrying:
 		say("↻ %s attempt %d failed: %s (retrying in %s)", wa.labels[ev.CorrelationID], wa.attempts[ev.CorrelationID],
 			d.Error.Message, roundDuration(time.Until(d.RetryAfter)))

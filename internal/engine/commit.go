@@ -239,7 +239,7 @@ func (s *session) launch(o *op, st *world.Step) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.inflight[o.id] = cancel
 	delete(s.deferred, o.id)
-	x := stepExec{run: s.meta, stepID: o.id, stepName: o.name, input: o.input, attempt: st.Attempt, startedAt: st.StartedAt}
+	x := execOf(s.meta, st, o.input)
 	if len(s.inflight) == 1 {
 		s.solo = &soloStep{ctx: ctx, x: x}
 		return

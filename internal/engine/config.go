@@ -53,6 +53,7 @@ const (
 	DefaultLeaseRetryDelay   = 100 * time.Millisecond
 	DefaultMaxQueueDelay     = 15 * time.Minute
 	DefaultMaxDeliveries     = 48
+	DefaultMaxInterruptions  = 10
 	DefaultLinger            = 250 * time.Millisecond
 )
 
@@ -97,6 +98,13 @@ type Config struct {
 	// MaxDeliveries fails a run whose message was delivered more often
 	// (MAX_DELIVERIES_EXCEEDED; default 48).
 	MaxDeliveries int
+	// MaxInterruptions bounds how often a step's attempt may be interrupted
+	// by the loss of its executor (the process running it died, or was cut
+	// off, before it recorded an outcome; see world.Step.Interrupted). Such
+	// attempts do not count against the step's MaxRetries: its next start
+	// repeats the same attempt. A step interrupted more often fails with
+	// world.CodeStepExecutorLost, whatever retries it has left (default 10).
+	MaxInterruptions int
 	// BackgroundDelay holds back the steps beyond the inline capacity: for
 	// that long the invocation may start them inline as its slots free up,
 	// and only those still waiting are then queued with their step ID (all
@@ -159,6 +167,9 @@ func (c Config) withDefaults() Config {
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger
 	}
+	if c.MaxInterruptions == 0 {
+		c.MaxInterruptions = DefaultMaxInterruptions
+	}
 	if c.EncodeError == nil {
 		c.EncodeError = defaultEncodeError
 	}
@@ -190,6 +201,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxDeliveries < 0 {
 		errs = append(errs, fmt.Errorf("MaxDeliveries is negative (%d)", c.MaxDeliveries))
+	}
+	if c.MaxInterruptions < 0 {
+		errs = append(errs, fmt.Errorf("MaxInterruptions is negative (%d)", c.MaxInterruptions))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("engine: invalid config: %w", err)

@@ -59,6 +59,7 @@ const (
 	TypeNotRegistered      = "WorkflowNotRegisteredError"
 	TypeMaxDeliveries      = "MaxDeliveriesExceededError"
 	TypeAttemptsExhausted  = "AttemptsExhaustedError"
+	TypeExecutorLost       = "StepExecutorLostError"
 	stepNotRegisteredFmt   = "step %q is not registered"
 	workflowNotRegistedFmt = "workflow %q is not registered"
 )

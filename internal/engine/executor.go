@@ -46,16 +46,37 @@ func (o outcome) event() world.EventInput {
 
 // stepExec describes one step attempt to execute.
 type stepExec struct {
-	run       runMeta
-	stepID    string
-	stepName  string
-	input     json.RawMessage
-	attempt   int
-	startedAt time.Time
+	run      runMeta
+	stepID   string
+	stepName string
+	input    json.RawMessage
+	// attempt counts the step's starts (world.Step.Attempt), interrupted
+	// ones included: it names the attempt's lease. interrupted counts the
+	// starts whose executor was lost (world.Step.Interrupted).
+	attempt     int
+	interrupted int
+	startedAt   time.Time
 }
 
+// execOf describes the attempt a step_started began, from the step as it
+// committed.
+func execOf(run runMeta, st *world.Step, input json.RawMessage) stepExec {
+	return stepExec{
+		run: run, stepID: st.StepID, stepName: st.StepName, input: input,
+		attempt: st.Attempt, interrupted: st.Interrupted, startedAt: st.StartedAt,
+	}
+}
+
+// retryAttempt is the attempt as the step's retry policy counts it (1 for
+// the first, 2 for the first retry): its starts less those whose executor
+// was lost, which repeat the attempt they interrupted.
+func (x stepExec) retryAttempt() int { return max(x.attempt-x.interrupted, 1) }
+
 // StepInfo describes the step attempt a context belongs to; the SDK reads it
-// for step metadata, streams and child runs.
+// for step metadata, streams and child runs. Attempt is the attempt as the
+// step's retry policy counts it: 1 for the first, 2 for the first retry; an
+// attempt whose executor was lost runs again under the same number (see
+// Config.MaxInterruptions).
 type StepInfo struct {
 	RunID            string
 	WorkflowName     string
@@ -97,11 +118,24 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 		return out
 	}
 	maxAttempts := max(def.MaxRetries, 0) + 1
-	if x.attempt > maxAttempts {
+	attempt := x.retryAttempt()
+	if x.interrupted > e.cfg.MaxInterruptions {
+		out.kind = outFailed
+		out.failure = &world.ErrorData{
+			Type: TypeExecutorLost,
+			Code: world.CodeStepExecutorLost,
+			Message: fmt.Sprintf("step %q lost its executor %d times, more than the %d allowed: the process running it died "+
+				"or was cut off (killed, out of memory, past its time limit) before it recorded an outcome", x.stepName, x.interrupted, e.cfg.MaxInterruptions),
+			Fatal: true,
+		}
+		return out
+	}
+	if attempt > maxAttempts {
+		// Only when the step's MaxRetries shrank since it last retried.
 		out.kind = outFailed
 		out.failure = &world.ErrorData{
 			Type:    TypeAttemptsExhausted,
-			Message: fmt.Sprintf("step %q was started %d times, more than its %d attempts (an executor died mid-step?)", x.stepName, x.attempt, maxAttempts),
+			Message: fmt.Sprintf("step %q is at attempt %d, more than its %d attempts", x.stepName, attempt, maxAttempts),
 			Fatal:   true,
 		}
 		return out
@@ -111,7 +145,7 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 	sctx = context.WithValue(sctx, stepInfoKey{}, &StepInfo{
 		RunID: x.run.runID, WorkflowName: x.run.workflowName, RunCreatedAt: x.run.createdAt,
 		ExecutionContext: x.run.execCtx, StepID: x.stepID, StepName: x.stepName,
-		Attempt: x.attempt, StartedAt: x.startedAt, World: e.w, Now: e.cfg.Now,
+		Attempt: attempt, StartedAt: x.startedAt, World: e.w, Now: e.cfg.Now,
 	})
 	if e.cfg.StepContext != nil {
 		sctx = e.cfg.StepContext(sctx)
@@ -146,7 +180,7 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 	if data.Fatal {
 		fatal = true
 	}
-	if fatal || x.attempt >= maxAttempts {
+	if fatal || attempt >= maxAttempts {
 		out.kind, out.failure = outFailed, data
 		return out
 	}
@@ -155,10 +189,23 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 		if backoff == nil {
 			backoff = DefaultBackoff
 		}
-		retryAt = e.now().Add(backoff(x.attempt))
+		retryAt = e.now().Add(backoff(attempt))
 	}
 	out.kind, out.failure, out.retryAfter = outRetrying, data, retryAt
 	return out
+}
+
+// workflowFailCode is the error code of a run whose workflow returned the
+// error d: world.CodeStepExecutorLost when d is, or wraps, the failure of a
+// step that lost its executor too often (that is no error of the user's
+// code), otherwise world.CodeUserError.
+func workflowFailCode(d *world.ErrorData) string {
+	for ; d != nil; d = d.Cause {
+		if d.Code == world.CodeStepExecutorLost {
+			return world.CodeStepExecutorLost
+		}
+	}
+	return world.CodeUserError
 }
 
 func callStep(fn func(context.Context, json.RawMessage) (json.RawMessage, error), ctx context.Context, input json.RawMessage) (out json.RawMessage, err error) {
@@ -285,15 +332,11 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 		}
 		return "", err
 	}
-	started := res.Results[0].Step
-	x := stepExec{
-		run: runMeta{
-			runID: run.RunID, workflowName: run.WorkflowName, input: run.Input,
-			execCtx: run.ExecutionContext, createdAt: run.CreatedAt,
-		},
-		stepID: st.StepID, stepName: st.StepName, input: st.Input,
-		attempt: started.Attempt, startedAt: started.StartedAt,
+	meta := runMeta{
+		runID: run.RunID, workflowName: run.WorkflowName, input: run.Input,
+		execCtx: run.ExecutionContext, createdAt: run.CreatedAt,
 	}
+	x := execOf(meta, res.Results[0].Step, st.Input)
 	o := e.runStep(ctx, x)
 	if o.kind == outAbandoned {
 		return "", ctx.Err()

@@ -138,8 +138,7 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 			return nil, err
 		}
 		for i, st := range todo[:n] {
-			a := res.Results[i].Step
-			out = append(out, stepExec{stepID: st.StepID, stepName: st.StepName, input: st.Input, attempt: a.Attempt, startedAt: a.StartedAt})
+			out = append(out, execOf(runMeta{}, res.Results[i].Step, st.Input))
 		}
 		todo = todo[n:]
 	}

@@ -50,6 +50,7 @@ type op struct {
 	input      json.RawMessage
 	status     world.StepStatus
 	attempt    int
+	lost       int // attempts interrupted by the loss of their executor
 	retryAfter time.Time
 	leaseUntil time.Time
 	queued     bool // the last attempt was a queue message's (StepStarted.Queued); kept while it retries
@@ -185,7 +186,7 @@ func (r *replayer) consume(ev *world.Event) {
 	case *world.StepStarted:
 		if o := r.step(ev); o != nil {
 			o.status = world.StepStatusRunning
-			o.attempt = d.Attempt
+			o.attempt, o.lost = d.Attempt, d.Interrupted
 			o.leaseUntil = d.LeaseExpiresAt
 			o.queued = d.Queued
 			o.retryAfter = time.Time{}
@@ -353,7 +354,8 @@ func (r *replayer) afterSlice() {
 	case co.panic != nil:
 		r.failure, r.failCode = co.panic, world.CodeUserError
 	case co.err != nil:
-		r.failure, r.failCode = r.encodeWorkflowError(co.err), world.CodeUserError
+		r.failure = r.encodeWorkflowError(co.err)
+		r.failCode = workflowFailCode(r.failure)
 	default:
 		r.output = co.output
 		if len(r.output) == 0 {
@@ -513,8 +515,9 @@ func (f *Future) Order() int64 { return f.o.order }
 // Result returns the step's result, or its failure.
 func (f *Future) Result() (json.RawMessage, *world.ErrorData) { return f.o.result, f.o.failure }
 
-// Attempt returns the step's latest attempt number as the log has it.
-func (f *Future) Attempt() int { return f.o.attempt }
+// Attempt returns the step's latest attempt as its retry policy counts it
+// (attempts interrupted by the loss of their executor are not counted).
+func (f *Future) Attempt() int { return f.o.attempt - f.o.lost }
 
 // Hook is a hook the workflow created.
 type Hook struct {

@@ -213,8 +213,13 @@ func TestKilledStepRerunsAfterLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := h.wait(id)
-	if string(run.Output) != "2" || attempts.Load() != 1 {
-		t.Fatalf("output %s after %d executions; want attempt 2, run once", run.Output, attempts.Load())
+	// The step runs once more, as its first attempt again: the one the
+	// dead executor left was interrupted, not failed.
+	if string(run.Output) != "1" || attempts.Load() != 1 {
+		t.Fatalf("output %s after %d executions; want attempt 1, run once", run.Output, attempts.Load())
+	}
+	if st, err := h.w.GetStep(ctx, &world.GetStepParams{RunID: id, StepID: stepID}); err != nil || st.Attempt != 2 || st.Interrupted != 1 {
+		t.Fatalf("step %+v (%v), want started twice, once interrupted", st, err)
 	}
 	if el := time.Since(began); el < 250*time.Millisecond {
 		t.Errorf("re-ran after %s, before the lease expired", el)

@@ -129,8 +129,8 @@ func testStepStartAttempts(t *testing.T, f *fixture) {
 	}
 	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("try again")}))
 	s = f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute, Queued: true})).Step
-	if s.Attempt != 2 || s.Status != world.StepStatusRunning {
-		t.Fatalf("step_started after step_retrying: step %+v, want running attempt 2", s)
+	if s.Attempt != 2 || s.Status != world.StepStatusRunning || s.Interrupted != 0 {
+		t.Fatalf("step_started after step_retrying: step %+v, want running attempt 2, none interrupted", s)
 	}
 	got := f.getStep(run, id)
 	if got.Attempt != 2 || !got.StartedAt.Equal(firstStart) {
@@ -184,13 +184,33 @@ func testStepStartAfterExpiry(t *testing.T, f *fixture) {
 	id := f.createStep(run)
 	s := f.startStep(run, id, f.d(150*time.Millisecond))
 	sleepUntil(s.LeaseExpiresAt.Add(f.d(50 * time.Millisecond)))
-	s = f.startStep(run, id, time.Minute)
-	if s.Attempt != 2 || s.Status != world.StepStatusRunning {
-		t.Fatalf("step_started after the lease expired: step %+v, want running attempt 2", s)
+	res := f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
+	s = res.Step
+	if s.Attempt != 2 || s.Status != world.StepStatusRunning || s.Interrupted != 1 {
+		t.Fatalf("step_started after the lease expired: step %+v, want running attempt 2, 1 interrupted", s)
+	}
+	if d, _ := res.Event.Data.(*world.StepStarted); d == nil || d.Attempt != 2 || d.Interrupted != 1 {
+		t.Fatalf("step_started after the lease expired: event %+v, want attempt 2, 1 interrupted", res.Event.Data)
+	}
+	if got := f.getStep(run, id); got.Interrupted != 1 {
+		t.Fatalf("GetStep after an interrupted attempt: %d interrupted, want 1", got.Interrupted)
 	}
 	// The new attempt holds a fresh lease.
 	_, err := f.append(run, ev(id, &world.StepStarted{}))
 	wantAs[*world.StepLeasedError](t, err, "step_started during the second attempt's lease")
+	// An attempt that fails and retries was not interrupted: the count stays.
+	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("try again")}))
+	res = f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
+	if s := res.Step; s.Attempt != 3 || s.Interrupted != 1 {
+		t.Fatalf("step_started after step_retrying: step %+v, want attempt 3, 1 interrupted", s)
+	}
+	evs := f.events(run)
+	if d, _ := evs[len(evs)-1].Data.(*world.StepStarted); d == nil || d.Attempt != 3 || d.Interrupted != 1 {
+		t.Fatalf("third step_started as stored: %+v, want attempt 3, 1 interrupted", evs[len(evs)-1].Data)
+	}
+	if got := f.getStep(run, id); got.Attempt != 3 || got.Interrupted != 1 {
+		t.Fatalf("GetStep after three attempts: attempt %d, %d interrupted, want 3 and 1", got.Attempt, got.Interrupted)
+	}
 }
 
 func testStepStartTooEarly(t *testing.T, f *fixture) {
