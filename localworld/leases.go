@@ -159,8 +159,10 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 // expireStaleLeases runs when a durable World opens. The store's lock
 // proves that the process that held it before is gone, and with it every
 // owner of a run lease or of a running step's execution lease: they are
-// stale, and waiting them out (30s for a run lease, 5 minutes for a step by
-// default) would only delay the restart's recovery. It sets every unexpired
+// stale, and waiting them out (30s for a run lease, a minute for a step
+// under the engine's defaults) would only delay the restart's recovery: the
+// engine goes by a step's current lease, not by the expiry its step_started
+// recorded, and takes such a step up at once. It sets every unexpired
 // run lease, and the lease of every running step of a pending or running
 // run, to expire now, in one transaction, and logs what it did. A store
 // with nothing to expire is not written to.

@@ -25,7 +25,8 @@ type EngineOptions struct {
 	// blocks the run until it expires (default 30s).
 	RunLeaseTTL time.Duration
 	// StepLeaseTTL is a step attempt's exclusive lease, renewed while it
-	// runs; a step whose worker died re-runs once it expires (default 1m).
+	// runs; a step whose worker died re-runs once it expires (default 1m),
+	// or at once when a local worker restarts on the same store.
 	StepLeaseTTL time.Duration
 	// RunPollInterval is how often a running step checks whether its run
 	// has ended, to cancel its context (default 1s).

@@ -74,7 +74,8 @@ type Config struct {
 	RunLeaseTTL time.Duration
 	// StepLeaseTTL is a step attempt's execution lease; it is renewed every
 	// third of it while the step runs (default 1m). A step whose executor
-	// dies re-runs once it expires.
+	// dies re-runs once the lease expires, or at once when the World expires
+	// it earlier (a local store reopened after its process died).
 	StepLeaseTTL time.Duration
 	// RunPollInterval is how often a running step checks whether its run has
 	// ended, to cancel its context (default 1s).

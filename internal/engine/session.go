@@ -32,6 +32,8 @@ type session struct {
 	pending []world.EventInput
 	held    []outcome
 
+	leases map[string]stepLease // current step leases read from the World (readStepLeases)
+
 	inflight map[string]context.CancelFunc
 	solo     *soloStep // the one step in flight, not started yet (launch)
 	queued   map[string]bool
@@ -280,6 +282,7 @@ func (s *session) run() error {
 	}
 	s.wf = wf
 	s.rebuild()
+	s.readStepLeases()
 	return s.loop()
 }
 
@@ -394,6 +397,7 @@ func (s *session) rebuild() {
 	s.r.replaying = true
 	s.log.each(s.r.consume)
 	s.r.replaying = false
+	s.applyStepLeases()
 	held := s.held
 	s.held, s.pending = nil, nil
 	for _, o := range held {
