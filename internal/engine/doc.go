@@ -25,6 +25,18 @@
 // committed state: messages are enqueued, streams closed and parent runs
 // notified only after the event that justifies them has committed.
 //
+// # Lost executors
+//
+// An attempt whose executor dies or is cut off records no outcome: once its
+// lease expires, the step is started again. world.Apply counts such starts
+// (world.Step.Interrupted) apart from the step's failures: the attempt its
+// retry policy and StepInfo.Attempt count is Attempt-Interrupted, and
+// Config.MaxInterruptions bounds the interruptions (STEP_EXECUTOR_LOST). On a
+// cold start, a session that finds another invocation's inline attempt
+// running reads the step's current lease (readStepLeases) rather than trust
+// the expiry step_started recorded: renewals extend a lease, and a World that
+// knows its holder is gone (a local store reopened) expires it at once.
+//
 // # Sticky execution and one commit per serial step
 //
 // The workflow function runs as a coroutine: its own goroutine, handing
