@@ -258,8 +258,8 @@ func TestMalformedToDLQ(t *testing.T) {
 
 // TestKilledMidStep: the bootstrap is killed while a step runs; the message
 // comes back after the visibility timeout, the step re-runs once its lease
-// has expired, and the run completes with exactly one step_completed per
-// step.
+// has expired, as the same attempt (an interrupted attempt uses no retry),
+// and the run completes with exactly one step_completed per step.
 func TestKilledMidStep(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{
@@ -298,18 +298,23 @@ func TestKilledMidStep(t *testing.T) {
 		t.Fatalf("killed %d invocations, want 1", n)
 	}
 	info := s.wait(run.ID(), 2*time.Minute)
-	if out, err := run.Result(ctx); info.Status != world.RunStatusCompleted || err != nil || out != 4 {
-		t.Fatalf("%s: %d, %v (want 4: the killed step's second attempt)", info.Status, out, err)
+	if out, err := run.Result(ctx); info.Status != world.RunStatusCompleted || err != nil || out != 3 {
+		t.Fatalf("%s: %d, %v (want 3: every step at attempt 1, the killed one's re-run too)", info.Status, out, err)
 	}
 	s.exactlyOnce(run.ID(), 3)
 	var starts []time.Time
+	var last *world.StepStarted
 	for _, ev := range s.events(run.ID()) {
-		if ev.Type() == world.EventStepStarted && ev.CorrelationID == victim {
+		if d, ok := ev.Data.(*world.StepStarted); ok && ev.CorrelationID == victim {
 			starts = append(starts, ev.CreatedAt)
+			last = d
 		}
 	}
 	if len(starts) != 2 {
 		t.Fatalf("the killed step started %d times, want 2", len(starts))
+	}
+	if last.Attempt != 2 || last.Interrupted != 1 {
+		t.Errorf("the killed step's second step_started: attempt %d, %d interrupted; want 2 and 1", last.Attempt, last.Interrupted)
 	}
 	var received time.Time // when the killed invocation got its message
 	for _, r := range s.batches.all() {
