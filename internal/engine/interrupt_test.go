@@ -19,6 +19,18 @@ const (
 	bodyOK   = "ok"
 )
 
+// lossCase is one case of TestExecutorLossIsNotARetry.
+type lossCase struct {
+	name       string
+	background bool
+	maxRetries int
+	maxLost    int // Config.MaxInterruptions; 0 for the default
+	script     []string
+	wantStatus world.RunStatus
+	wantCode   string
+	wantSeen   []int // StepInfo.Attempt of each body call
+}
+
 // An attempt interrupted by the loss of its executor is not the step
 // failing: it is run again as the same attempt, does not use the step's
 // retries, and is bounded by Config.MaxInterruptions with its own error
@@ -28,16 +40,7 @@ const (
 // the background (a queue message names the step).
 func TestExecutorLossIsNotARetry(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name       string
-		background bool
-		maxRetries int
-		maxLost    int // Config.MaxInterruptions; 0 for the default
-		script     []string
-		wantStatus world.RunStatus
-		wantCode   string
-		wantSeen   []int // StepInfo.Attempt of each body call
-	}{
+	for _, tc := range []lossCase{
 		{
 			name: "more losses than attempts", maxRetries: 1,
 			script:     []string{bodyLose, bodyLose, bodyLose, bodyLose, bodyOK},
@@ -71,15 +74,17 @@ func TestExecutorLossIsNotARetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			interruptTest(t, tc.background, tc.maxRetries, tc.maxLost, tc.script, tc.wantStatus, tc.wantCode, tc.wantSeen)
+			tc.run(t)
 		})
 	}
 }
 
-func interruptTest(t *testing.T, background bool, maxRetries, maxLost int, script []string, wantStatus world.RunStatus, wantCode string, wantSeen []int) {
-	const lease = 100 * time.Millisecond
-	cfg := Config{StepLeaseTTL: lease, MaxInterruptions: maxLost}
-	if background {
+// lossLease is the step lease of TestExecutorLossIsNotARetry.
+const lossLease = 100 * time.Millisecond
+
+func (tc lossCase) run(t *testing.T) {
+	cfg := Config{StepLeaseTTL: lossLease, MaxInterruptions: tc.maxLost}
+	if tc.background {
 		cfg.InlineConcurrency = 1 // the workflow's second step is queued
 	}
 	h := newHarness(t, nil, cfg)
@@ -88,13 +93,13 @@ func interruptTest(t *testing.T, background bool, maxRetries, maxLost int, scrip
 		seen []int
 	)
 	lost := make(chan struct{}, 1)
-	h.reg.step("fragile", maxRetries, func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+	h.reg.step("fragile", tc.maxRetries, func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 		info, _ := StepInfoFrom(ctx)
 		mu.Lock()
 		n := len(seen)
 		seen = append(seen, info.Attempt)
 		mu.Unlock()
-		switch script[min(n, len(script)-1)] {
+		switch tc.script[min(n, len(tc.script)-1)] {
 		case bodyLose:
 			lost <- struct{}{}
 			<-ctx.Done()
@@ -106,7 +111,7 @@ func interruptTest(t *testing.T, background bool, maxRetries, maxLost int, scrip
 	})
 	h.reg.step("first", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
 	h.reg.wf("lossy", func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
-		if background {
+		if tc.background {
 			c.Step("first", nil)
 		}
 		f := c.Step("fragile", nil)
@@ -119,12 +124,39 @@ func interruptTest(t *testing.T, background bool, maxRetries, maxLost int, scrip
 		return res, nil
 	})
 	runID := h.start("lossy", nil)
-	for range 3 * len(script) {
+	tc.deliver(h, runID, lost)
+	run := h.wait(runID)
+	evs := h.events(runID)
+	if run.Status != tc.wantStatus || run.ErrorCode != tc.wantCode {
+		t.Fatalf("run %s %q (%+v), want %s %q; log:\n%s", run.Status, run.ErrorCode, run.Error, tc.wantStatus, tc.wantCode, describeLog(evs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(seen, tc.wantSeen) {
+		t.Fatalf("the step body saw attempts %v, want %v", seen, tc.wantSeen)
+	}
+	if tc.wantCode == world.CodeStepExecutorLost {
+		st, err := h.w.GetStep(context.Background(), &world.GetStepParams{RunID: runID, StepID: stepNamed(evs, "fragile")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Error == nil || st.Error.Code != world.CodeStepExecutorLost || st.Error.Type != TypeExecutorLost || st.Interrupted != tc.maxLost+1 {
+			t.Fatalf("step %+v error %+v, want %s after %d interrupted attempts", st, st.Error, TypeExecutorLost, tc.maxLost+1)
+		}
+	}
+}
+
+// deliver hands the run's messages to the engine until the run ends: its
+// continuation, or, in the background case once the step exists, the
+// step's own message. An invocation whose step body reports on lost is
+// cut off there, and the next waits out the step lease.
+func (tc lossCase) deliver(h *harness, runID string, lost <-chan struct{}) {
+	for range 3 * len(tc.script) {
 		if r, err := h.w.GetRun(context.Background(), &world.GetRunParams{RunID: runID}); err != nil || r.Status.Terminal() {
-			break
+			return
 		}
 		msg := world.Message{RunID: runID}
-		if id := stepNamed(h.events(runID), "fragile"); background && id != "" {
+		if id := stepNamed(h.events(runID), "fragile"); tc.background && id != "" {
 			msg.StepID = id
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -140,28 +172,9 @@ func interruptTest(t *testing.T, background bool, maxRetries, maxLost int, scrip
 		close(stop)
 		cancel()
 		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatalf("delivery of %+v: %v", msg, err)
+			h.t.Fatalf("delivery of %+v: %v", msg, err)
 		}
-		time.Sleep(lease + 50*time.Millisecond) // the lost attempt's lease expires
-	}
-	run := h.wait(runID)
-	evs := h.events(runID)
-	if run.Status != wantStatus || run.ErrorCode != wantCode {
-		t.Fatalf("run %s %q (%+v), want %s %q; log:\n%s", run.Status, run.ErrorCode, run.Error, wantStatus, wantCode, describeLog(evs))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(seen, wantSeen) {
-		t.Fatalf("the step body saw attempts %v, want %v", seen, wantSeen)
-	}
-	if wantCode == world.CodeStepExecutorLost {
-		st, err := h.w.GetStep(context.Background(), &world.GetStepParams{RunID: runID, StepID: stepNamed(evs, "fragile")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Error == nil || st.Error.Code != world.CodeStepExecutorLost || st.Error.Type != TypeExecutorLost || st.Interrupted != maxLost+1 {
-			t.Fatalf("step %+v error %+v, want %s after %d interrupted attempts", st, st.Error, TypeExecutorLost, maxLost+1)
-		}
+		time.Sleep(lossLease + 50*time.Millisecond) // the lost attempt's lease expires
 	}
 }
 
