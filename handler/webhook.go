@@ -24,7 +24,10 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // NewWebhook returns the webhook function's handler, behind a Lambda
 // Function URL or an API Gateway HTTP API (payload format 2.0, which has the
 // same shape). It answers as workflow.Client.WebhookHandler does locally:
-// the last path segment is the token; 202 with an empty body by default, the
+// only POST, PUT and PATCH deliver a request (OPTIONS answers 204 and other
+// methods 405, with an Allow header, and deliver nothing, so that a CORS
+// preflight or a link preview does not consume an approval); the last path
+// segment is the token; 202 with an empty body by default, the
 // webhook's static response, or the response a step sends with
 // Request.Respond; 404 with an empty body for an unknown, disposed or
 // non-webhook token, or one whose run has ended. Base64 request bodies are

@@ -106,10 +106,30 @@ func (w *Webhook) Receive(ctx Context) (*Request, error) { return w.h.Receive(ct
 // Dispose stops the webhook: later requests get 404.
 func (w *Webhook) Dispose(ctx Context) { w.h.Dispose(ctx) }
 
-// WebhookHandler returns the HTTP handler resuming webhooks: a request to
-// WebhookPath+token is delivered to the webhook holding token. An unknown,
-// disposed or non-webhook token, or one whose run has ended, answers 404
-// with an empty body.
+// WebhookAllow is the Allow header of the webhook handler's answers to the
+// methods it does not deliver: POST, PUT and PATCH deliver a request to the
+// webhook; OPTIONS is answered without delivering.
+const WebhookAllow = "POST, PUT, PATCH, OPTIONS"
+
+// deliversWebhook reports whether a request with method is delivered to a
+// webhook. GET and HEAD never are: link previews, crawlers, prefetchers and
+// security scanners send them unasked, and must not consume an approval.
+// Neither are OPTIONS (a browser's CORS preflight), DELETE, TRACE and the
+// like.
+func deliversWebhook(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		return true
+	}
+	return false
+}
+
+// WebhookHandler returns the HTTP handler resuming webhooks: a POST, PUT
+// or PATCH request to WebhookPath+token is delivered to the webhook holding
+// token. OPTIONS answers 204 and any other method 405, both with an Allow
+// header (WebhookAllow), before the token is looked up and without
+// delivering anything. An unknown, disposed or non-webhook token, or one
+// whose run has ended, answers 404 with an empty body.
 func (c *Client) WebhookHandler() http.Handler {
 	return &webhookHandler{c: c, timeout: 30 * time.Second}
 }
@@ -120,6 +140,15 @@ type webhookHandler struct {
 }
 
 func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	if !deliversWebhook(req.Method) {
+		rw.Header().Set("Allow", WebhookAllow)
+		if req.Method == http.MethodOptions {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+		rw.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
 	token := req.URL.Path
 	if i := strings.LastIndexByte(token, '/'); i >= 0 {
 		token = token[i+1:]

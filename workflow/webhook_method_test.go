@@ -1,0 +1,108 @@
+package workflow_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// oneRequest waits for one request on a webhook and returns its method and
+// body.
+var oneRequest = workflow.New("one-request", func(ctx workflow.Context, _ struct{}) (string, error) {
+	req, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
+	if err != nil {
+		return "", err
+	}
+	return req.Method + " " + string(req.Body), nil
+})
+
+// webhookToken waits for the run's webhook and returns its token.
+func (e *env) webhookToken(ctx context.Context, runID string) string {
+	e.t.Helper()
+	var token string
+	waitFor(e.t, "the webhook of "+runID, func() bool {
+		p, err := e.lw.ListHooks(ctx, &world.ListHooksParams{RunID: runID})
+		if err != nil || len(p.Items) == 0 {
+			return false
+		}
+		token = p.Items[0].Token
+		return true
+	})
+	return token
+}
+
+// TestWebhookMethods sends each method, with an empty body, to a live
+// webhook through the local worker's server: only POST, PUT and PATCH
+// deliver; OPTIONS is answered 204 and the others 405, with Allow, and the
+// webhook still takes the POST that follows.
+func TestWebhookMethods(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOptions{webhooks: true}, oneRequest)
+	tests := []struct {
+		method  string
+		status  int
+		deliver bool
+	}{
+		{http.MethodGet, http.StatusMethodNotAllowed, false},
+		{http.MethodHead, http.StatusMethodNotAllowed, false},
+		{http.MethodDelete, http.StatusMethodNotAllowed, false},
+		{http.MethodOptions, http.StatusNoContent, false},
+		{http.MethodTrace, http.StatusMethodNotAllowed, false},
+		{"PROPFIND", http.StatusMethodNotAllowed, false},
+		{http.MethodPost, http.StatusAccepted, true},
+		{http.MethodPut, http.StatusAccepted, true},
+		{http.MethodPatch, http.StatusAccepted, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method, func(t *testing.T) {
+			t.Parallel()
+			ctx := e.ctx()
+			run, err := oneRequest.Start(ctx, e.client, struct{}{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := e.worker.WebhookURL() + workflow.WebhookPath + e.webhookToken(ctx, run.ID())
+			req, err := http.NewRequestWithContext(ctx, tc.method, url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("%s: %d, want %d", tc.method, resp.StatusCode, tc.status)
+			}
+			if !tc.deliver && resp.Header.Get("Allow") != workflow.WebhookAllow {
+				t.Errorf("%s: Allow %q, want %q", tc.method, resp.Header.Get("Allow"), workflow.WebhookAllow)
+			}
+			if got := countEvents(e.events(run.ID()), world.EventHookReceived); got != btoi(tc.deliver) {
+				t.Fatalf("%s: %d hook_received, want %d", tc.method, got, btoi(tc.deliver))
+			}
+			want := tc.method + " "
+			if !tc.deliver {
+				resp, err := http.Post(url, "text/plain", strings.NewReader("after"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = resp.Body.Close()
+				want = "POST after"
+			}
+			if got, err := run.Result(ctx); err != nil || got != want {
+				t.Errorf("%s: result %q, %v; want %q", tc.method, got, err, want)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
