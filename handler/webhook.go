@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -33,7 +34,9 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // non-webhook token, or one whose run has ended. Base64 request bodies are
 // decoded; response bodies that are not UTF-8 are sent base64-encoded. A
 // request still waiting for a step's response ReturnMargin before the
-// function's deadline is answered 504.
+// function's deadline is answered 504. Each request is logged at INFO with
+// its method, status and duration; the token in its path is logged only as
+// engine.RedactToken's digest ("sha256:" and 12 hex digits).
 func NewWebhook(cfg Config) (WebhookHandler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(false); err != nil {
@@ -72,15 +75,30 @@ func (h *webhookHandler) handle(ctx context.Context, req events.LambdaFunctionUR
 
 	hreq, err := httpRequest(ctx, req)
 	if err != nil {
-		h.log.WarnContext(ctx, "handler: bad webhook request", "reason", err.Error())
+		raw := req.RawPath
+		if raw == "" {
+			raw = req.RequestContext.HTTP.Path
+		}
+		dir, token := splitToken(raw)
+		h.log.WarnContext(ctx, "handler: bad webhook request", "path", dir+engine.RedactToken(token),
+			"reason", engine.RedactTokenIn(err.Error(), token))
 		return events.LambdaFunctionURLResponse{StatusCode: http.StatusBadRequest}, nil
 	}
 	rec := newRecorder()
 	h.http.ServeHTTP(rec, hreq)
 	resp := rec.response()
-	h.log.InfoContext(ctx, "handler: webhook request", "method", hreq.Method, "path", hreq.URL.Path,
+	dir, token := splitToken(hreq.URL.Path)
+	h.log.InfoContext(ctx, "handler: webhook request", "method", hreq.Method, "path", dir+engine.RedactToken(token),
 		"status", resp.StatusCode, "duration", time.Since(start))
 	return resp, nil
+}
+
+// splitToken splits a webhook path before its last segment, the token,
+// which logs show only as engine.RedactToken's digest: the token is what
+// resumes the webhook.
+func splitToken(path string) (dir, token string) {
+	i := strings.LastIndexByte(path, '/')
+	return path[:i+1], path[i+1:]
 }
 
 // httpRequest builds the net/http request a Function URL (or HTTP API v2)
@@ -104,7 +122,7 @@ func httpRequest(ctx context.Context, req events.LambdaFunctionURLRequest) (*htt
 	u := &url.URL{Scheme: "https", Host: host, RawQuery: req.RawQueryString}
 	p, err := url.PathUnescape(path)
 	if err != nil {
-		return nil, fmt.Errorf("path %q: %w", path, err)
+		return nil, fmt.Errorf("path: %w", err)
 	}
 	u.Path, u.RawPath = p, path
 	body := []byte(req.Body)

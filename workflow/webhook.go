@@ -129,7 +129,8 @@ func deliversWebhook(method string) bool {
 // token. OPTIONS answers 204 and any other method 405, both with an Allow
 // header (WebhookAllow), before the token is looked up and without
 // delivering anything. An unknown, disposed or non-webhook token, or one
-// whose run has ended, answers 404 with an empty body.
+// whose run has ended, answers 404 with an empty body. What it logs never
+// holds a token, only engine.RedactToken's digest of it.
 func (c *Client) WebhookHandler() http.Handler {
 	return &webhookHandler{c: c, timeout: 30 * time.Second}
 }
@@ -162,6 +163,12 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	ctx := req.Context()
 	hk, err := h.c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
+	if err != nil && !errors.Is(err, world.ErrNotFound) && !errors.Is(err, world.ErrInvalid) {
+		// A failed read is not an unknown token: the sender should retry.
+		h.c.log.Warn("workflow: webhook lookup", "token", engine.RedactToken(token), "err", engine.RedactTokenIn(err.Error(), token))
+		rw.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil || !hk.IsWebhook {
 		rw.WriteHeader(http.StatusNotFound)
 		return
@@ -193,7 +200,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			rw.WriteHeader(http.StatusNotFound)
 			return
 		}
-		h.c.log.Warn("workflow: webhook resume", "token", token, "err", err)
+		h.c.log.Warn("workflow: webhook resume", "token", engine.RedactToken(token), "err", engine.RedactTokenIn(err.Error(), token))
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -201,7 +208,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	case meta.Manual:
 		resp, err := h.awaitReply(ctx, r.ReplyRun, r.ReplyTo)
 		if err != nil {
-			h.c.log.Warn("workflow: webhook manual response", "token", token, "err", err)
+			h.c.log.Warn("workflow: webhook manual response", "token", engine.RedactToken(token), "err", engine.RedactTokenIn(err.Error(), token))
 			rw.WriteHeader(http.StatusGatewayTimeout)
 			return
 		}

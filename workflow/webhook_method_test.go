@@ -1,11 +1,17 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -105,4 +111,41 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// echoingWorld fails token lookups for tokens starting with "fail-" with an
+// error that quotes the token, as a store's error might.
+type echoingWorld struct{ world.World }
+
+func (w echoingWorld) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
+	if strings.HasPrefix(p.Token, "fail-") {
+		return nil, fmt.Errorf("ThrottlingException reading token %s (injected)", p.Token)
+	}
+	return w.World.GetHookByToken(ctx, p)
+}
+
+// TestWebhookLogsNoToken: a failed token lookup is answered 503 (the sender
+// retries; it is not an unknown token) and logged without the token.
+func TestWebhookLogsNoToken(t *testing.T) {
+	t.Parallel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lw.Close() })
+	var logs bytes.Buffer
+	c, err := workflow.NewClient(workflow.ClientConfig{World: echoingWorld{lw}, Registry: workflow.NewRegistry(),
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "fail-0123456789abcdefghij"
+	rec := httptest.NewRecorder()
+	c.WebhookHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, workflow.WebhookPath+token, strings.NewReader("x")))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("failed lookup: %d, want 503", rec.Code)
+	}
+	if logs.Len() == 0 || strings.Contains(logs.String(), token) || !strings.Contains(logs.String(), engine.RedactToken(token)) {
+		t.Errorf("log %q: want the token's digest %s and never the token", logs.String(), engine.RedactToken(token))
+	}
 }
