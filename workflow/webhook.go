@@ -79,10 +79,21 @@ func (r *Request) Respond(ctx context.Context, resp Response) error {
 	return info.World.CloseStream(ctx, &world.CloseStreamParams{RunID: r.ReplyRun, Name: r.ReplyTo})
 }
 
-// Webhook is a hook resumed by HTTP requests to its URL.
+// Webhook is a hook resumed by HTTP requests to its URL. Like any hook it
+// is not single-use: every request delivered while it is active is
+// recorded, in order, and Receive or Next returns them one per call. It
+// takes requests until the workflow disposes of it or the run ends; to
+// accept one request only, Dispose it after the first Receive (later
+// requests get 404).
+//
+// The URL needs no other credential: whoever holds the token can deliver
+// requests, so hand it only to the intended sender. The generated token has
+// 132 random bits, which nobody can derive from the run ID; the handler
+// keeps it out of its logs.
 type Webhook struct{ h *Hook[*Request] }
 
-// NewWebhook creates a webhook in the workflow. Its token is generated.
+// NewWebhook creates a webhook in the workflow. Its token is generated (see
+// HookOptions.Token).
 func NewWebhook(ctx Context, opts WebhookOptions) *Webhook {
 	meta, err := json.Marshal(webhookMeta(opts))
 	if err != nil {

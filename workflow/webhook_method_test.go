@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/localworld"
@@ -147,5 +148,56 @@ func TestWebhookLogsNoToken(t *testing.T) {
 	}
 	if logs.Len() == 0 || strings.Contains(logs.String(), token) || !strings.Contains(logs.String(), engine.RedactToken(token)) {
 		t.Errorf("log %q: want the token's digest %s and never the token", logs.String(), engine.RedactToken(token))
+	}
+}
+
+// threeRequests receives three requests on one webhook, then disposes of it.
+var threeRequests = workflow.New("three-requests", func(ctx workflow.Context, _ struct{}) ([]string, error) {
+	wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
+	var got []string
+	for range 3 {
+		req, err := wh.Receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, string(req.Body))
+	}
+	wh.Dispose(ctx)
+	return got, workflow.Sleep(ctx, time.Hour)
+})
+
+// TestWebhookTakesManyRequests: a webhook is not single-use. It takes every
+// request until the workflow disposes of it; after that, 404.
+func TestWebhookTakesManyRequests(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOptions{webhooks: true}, threeRequests)
+	ctx := e.ctx()
+	run, err := threeRequests.Start(ctx, e.client, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := e.worker.WebhookURL() + workflow.WebhookPath + e.webhookToken(ctx, run.ID())
+	post := func(body string) int {
+		resp, err := http.Post(url, "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, b := range []string{"1", "2", "3"} {
+		if code := post(b); code != http.StatusAccepted {
+			t.Fatalf("request %s: %d, want 202", b, code)
+		}
+	}
+	e.waitEvent(run.ID(), world.EventHookDisposed)
+	if code := post("4"); code != http.StatusNotFound {
+		t.Errorf("after Dispose: %d, want 404", code)
+	}
+	if n := countEvents(e.events(run.ID()), world.EventHookReceived); n != 3 {
+		t.Errorf("%d hook_received, want 3", n)
+	}
+	if err := e.client.Cancel(ctx, run.ID(), "done"); err != nil {
+		t.Fatal(err)
 	}
 }
