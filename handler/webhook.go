@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -36,7 +35,7 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // request still waiting for a step's response ReturnMargin before the
 // function's deadline is answered 504. Each request is logged at INFO with
 // its method, status and duration; the token in its path is logged only as
-// engine.RedactToken's digest ("sha256:" and 12 hex digits).
+// workflow.RedactToken's digest ("sha256:" and 12 hex digits).
 func NewWebhook(cfg Config) (WebhookHandler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(false); err != nil {
@@ -79,26 +78,33 @@ func (h *webhookHandler) handle(ctx context.Context, req events.LambdaFunctionUR
 		if raw == "" {
 			raw = req.RequestContext.HTTP.Path
 		}
-		dir, token := splitToken(raw)
-		h.log.WarnContext(ctx, "handler: bad webhook request", "path", dir+engine.RedactToken(token),
-			"reason", engine.RedactTokenIn(err.Error(), token))
+		path, token := redactPath(raw)
+		reason := err.Error()
+		if token != "" {
+			reason = strings.ReplaceAll(reason, token, workflow.RedactToken(token))
+		}
+		h.log.WarnContext(ctx, "handler: bad webhook request", "path", path, "reason", reason)
 		return events.LambdaFunctionURLResponse{StatusCode: http.StatusBadRequest}, nil
 	}
 	rec := newRecorder()
 	h.http.ServeHTTP(rec, hreq)
 	resp := rec.response()
-	dir, token := splitToken(hreq.URL.Path)
-	h.log.InfoContext(ctx, "handler: webhook request", "method", hreq.Method, "path", dir+engine.RedactToken(token),
+	path, _ := redactPath(hreq.URL.Path)
+	h.log.InfoContext(ctx, "handler: webhook request", "method", hreq.Method, "path", path,
 		"status", resp.StatusCode, "duration", time.Since(start))
 	return resp, nil
 }
 
-// splitToken splits a webhook path before its last segment, the token,
-// which logs show only as engine.RedactToken's digest: the token is what
-// resumes the webhook.
-func splitToken(path string) (dir, token string) {
+// redactPath returns a webhook path as logs show it, its last segment (the
+// token, which resumes the webhook) replaced by workflow.RedactToken's
+// digest, and that segment.
+func redactPath(path string) (redacted, token string) {
 	i := strings.LastIndexByte(path, '/')
-	return path[:i+1], path[i+1:]
+	token = path[i+1:]
+	if token == "" {
+		return path, ""
+	}
+	return path[:i+1] + workflow.RedactToken(token), token
 }
 
 // httpRequest builds the net/http request a Function URL (or HTTP API v2)

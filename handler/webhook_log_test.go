@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -76,8 +76,8 @@ func TestWebhookLogsNoToken(t *testing.T) {
 		if strings.Contains(all, tok) {
 			t.Errorf("the log holds token %q:\n%s", tok, all)
 		}
-		if !strings.Contains(all, engine.RedactToken(tok)) {
-			t.Errorf("the log does not name token %q by its digest %s", tok, engine.RedactToken(tok))
+		if !strings.Contains(all, workflow.RedactToken(tok)) {
+			t.Errorf("the log does not name token %q by its digest %s", tok, workflow.RedactToken(tok))
 		}
 	}
 }

@@ -141,7 +141,7 @@ func deliversWebhook(method string) bool {
 // header (WebhookAllow), before the token is looked up and without
 // delivering anything. An unknown, disposed or non-webhook token, or one
 // whose run has ended, answers 404 with an empty body. What it logs never
-// holds a token, only engine.RedactToken's digest of it.
+// holds a token, only RedactToken's digest of it.
 func (c *Client) WebhookHandler() http.Handler {
 	return &webhookHandler{c: c, timeout: 30 * time.Second}
 }
@@ -176,7 +176,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	hk, err := h.c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
 	if err != nil && !errors.Is(err, world.ErrNotFound) && !errors.Is(err, world.ErrInvalid) {
 		// A failed read is not an unknown token: the sender should retry.
-		h.c.log.Warn("workflow: webhook lookup", "token", engine.RedactToken(token), "err", engine.RedactTokenIn(err.Error(), token))
+		h.c.log.Warn("workflow: webhook lookup", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -211,7 +211,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			rw.WriteHeader(http.StatusNotFound)
 			return
 		}
-		h.c.log.Warn("workflow: webhook resume", "token", engine.RedactToken(token), "err", engine.RedactTokenIn(err.Error(), token))
+		h.c.log.Warn("workflow: webhook resume", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -219,7 +219,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	case meta.Manual:
 		resp, err := h.awaitReply(ctx, r.ReplyRun, r.ReplyTo)
 		if err != nil {
-			h.c.log.Warn("workflow: webhook manual response", "token", engine.RedactToken(token), "err", engine.RedactTokenIn(err.Error(), token))
+			h.c.log.Warn("workflow: webhook manual response", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
 			rw.WriteHeader(http.StatusGatewayTimeout)
 			return
 		}

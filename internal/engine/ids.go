@@ -141,3 +141,10 @@ func (d *detSource) token() string {
 	}
 	return string(raw)
 }
+
+// SecretTag returns a string derived from the run's secret and label, for
+// a token made of public parts (a child run's notification token) to carry
+// a part nobody can compute from them; "" for a run created before run
+// secrets existed. It is the same on replay and draws nothing from the
+// run's token sequence.
+func (c *Context) SecretTag(label string) string { return c.r.det.tag(label) }

@@ -464,13 +464,6 @@ func (c *Context) Logger() *slog.Logger { return c.r.logger }
 // tokens from its run ID, as it always did.
 func (c *Context) NewToken() string { return c.r.det.token() }
 
-// SecretTag returns a string derived from the run's secret and label, for
-// a token made of public parts (a child run's notification token) to carry
-// a part nobody can compute from them; "" for a run created before run
-// secrets existed. It is the same on replay and draws nothing from the
-// run's token sequence.
-func (c *Context) SecretTag(label string) string { return c.r.det.tag(label) }
-
 // Replaying reports whether the workflow is re-executing history (its
 // effects were already recorded); loggers use it to stay quiet.
 func (c *Context) Replaying() bool { return c.r.replaying }
