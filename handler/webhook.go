@@ -24,13 +24,18 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // NewWebhook returns the webhook function's handler, behind a Lambda
 // Function URL or an API Gateway HTTP API (payload format 2.0, which has the
 // same shape). It answers as workflow.Client.WebhookHandler does locally:
-// the last path segment is the token; 202 with an empty body by default, the
+// only POST, PUT and PATCH deliver a request (OPTIONS answers 204 and other
+// methods 405, with an Allow header, and deliver nothing, so that a CORS
+// preflight or a link preview does not consume an approval); the last path
+// segment is the token; 202 with an empty body by default, the
 // webhook's static response, or the response a step sends with
 // Request.Respond; 404 with an empty body for an unknown, disposed or
 // non-webhook token, or one whose run has ended. Base64 request bodies are
 // decoded; response bodies that are not UTF-8 are sent base64-encoded. A
 // request still waiting for a step's response ReturnMargin before the
-// function's deadline is answered 504.
+// function's deadline is answered 504. Each request is logged at INFO with
+// its method, status and duration; the token in its path is logged only as
+// workflow.RedactToken's digest ("sha256:" and 12 hex digits).
 func NewWebhook(cfg Config) (WebhookHandler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(false); err != nil {
@@ -69,15 +74,37 @@ func (h *webhookHandler) handle(ctx context.Context, req events.LambdaFunctionUR
 
 	hreq, err := httpRequest(ctx, req)
 	if err != nil {
-		h.log.WarnContext(ctx, "handler: bad webhook request", "reason", err.Error())
+		raw := req.RawPath
+		if raw == "" {
+			raw = req.RequestContext.HTTP.Path
+		}
+		path, token := redactPath(raw)
+		reason := err.Error()
+		if token != "" {
+			reason = strings.ReplaceAll(reason, token, workflow.RedactToken(token))
+		}
+		h.log.WarnContext(ctx, "handler: bad webhook request", "path", path, "reason", reason)
 		return events.LambdaFunctionURLResponse{StatusCode: http.StatusBadRequest}, nil
 	}
 	rec := newRecorder()
 	h.http.ServeHTTP(rec, hreq)
 	resp := rec.response()
-	h.log.InfoContext(ctx, "handler: webhook request", "method", hreq.Method, "path", hreq.URL.Path,
+	path, _ := redactPath(hreq.URL.Path)
+	h.log.InfoContext(ctx, "handler: webhook request", "method", hreq.Method, "path", path,
 		"status", resp.StatusCode, "duration", time.Since(start))
 	return resp, nil
+}
+
+// redactPath returns a webhook path as logs show it, its last segment (the
+// token, which resumes the webhook) replaced by workflow.RedactToken's
+// digest, and that segment.
+func redactPath(path string) (redacted, token string) {
+	i := strings.LastIndexByte(path, '/')
+	token = path[i+1:]
+	if token == "" {
+		return path, ""
+	}
+	return path[:i+1] + workflow.RedactToken(token), token
 }
 
 // httpRequest builds the net/http request a Function URL (or HTTP API v2)
@@ -101,7 +128,7 @@ func httpRequest(ctx context.Context, req events.LambdaFunctionURLRequest) (*htt
 	u := &url.URL{Scheme: "https", Host: host, RawQuery: req.RawQueryString}
 	p, err := url.PathUnescape(path)
 	if err != nil {
-		return nil, fmt.Errorf("path %q: %w", path, err)
+		return nil, fmt.Errorf("path: %w", err)
 	}
 	u.Path, u.RawPath = p, path
 	body := []byte(req.Body)

@@ -24,9 +24,13 @@ type webhookBundle struct {
 	w      *localworld.World
 	client *workflow.Client
 	fn     handler.WebhookHandler
+	logs   *syncBuffer // the handler's log, JSON at debug level
 }
 
-func setupWebhook(t *testing.T) *webhookBundle {
+func setupWebhook(t *testing.T) *webhookBundle { return setupWebhookWith(t, nil) }
+
+// setupWebhookWith is setupWebhook with the handler's world wrapped.
+func setupWebhookWith(t *testing.T, wrap func(world.World) world.World) *webhookBundle {
 	t.Helper()
 	w, err := localworld.Open(localworld.Config{})
 	if err != nil {
@@ -44,11 +48,16 @@ func setupWebhook(t *testing.T) *webhookBundle {
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = w.Close() })
-	fn, err := handler.NewWebhook(handler.Config{World: w, Registry: reg})
+	var hw world.World = w
+	if wrap != nil {
+		hw = wrap(w)
+	}
+	logs := &syncBuffer{}
+	fn, err := handler.NewWebhook(handler.Config{World: hw, Registry: reg, Logger: handler.NewJSONLogger(logs, slogDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &webhookBundle{w: w, client: worker.Client(), fn: fn}
+	return &webhookBundle{w: w, client: worker.Client(), fn: fn, logs: logs}
 }
 
 // token waits for the run's webhook and returns its token.

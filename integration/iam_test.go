@@ -161,6 +161,8 @@ type iamStack struct {
 	flow, webhook *iamRecorder
 	wh            *lambdaemu.Function
 	whMu          sync.Mutex // one invocation at a time
+	whLogs        *logBuffer // the webhook function's output
+	tokens        []string   // the live tokens sent to it (under whMu)
 	client        *workflow.Client
 }
 
@@ -186,6 +188,7 @@ func newIAMStack(t *testing.T, name, bin string, reg *workflow.Registry) *iamSta
 		t.Fatal(err)
 	}
 	logs := &logBuffer{}
+	s.whLogs = logs
 	cfg := s.webhookConfig()
 	s.webhook.route(&cfg)
 	cfg.Stdout, cfg.Stderr = logs, logs
@@ -224,15 +227,21 @@ func (s *iamStack) token(t *testing.T, runID string) string {
 	}
 }
 
-// callWebhook invokes the webhook function with a Function URL request.
+// callWebhook POSTs body to token's webhook as a Function URL request.
 func (s *iamStack) callWebhook(t *testing.T, token, body string) events.LambdaFunctionURLResponse {
+	t.Helper()
+	return s.callWebhookMethod(t, http.MethodPost, token, body)
+}
+
+// callWebhookMethod invokes the webhook function with a Function URL request.
+func (s *iamStack) callWebhookMethod(t *testing.T, method, token, body string) events.LambdaFunctionURLResponse {
 	t.Helper()
 	path := workflow.WebhookPath + token
 	payload, err := json.Marshal(events.LambdaFunctionURLRequest{
 		Version: "2.0", RawPath: path, Headers: map[string]string{"content-type": "text/plain"},
 		RequestContext: events.LambdaFunctionURLRequestContext{
 			DomainName: "abcdef.lambda-url.us-east-1.on.aws",
-			HTTP:       events.LambdaFunctionURLRequestContextHTTPDescription{Method: http.MethodPost, Path: path},
+			HTTP:       events.LambdaFunctionURLRequestContextHTTPDescription{Method: method, Path: path},
 		},
 		Body: body,
 	})
@@ -240,6 +249,7 @@ func (s *iamStack) callWebhook(t *testing.T, token, body string) events.LambdaFu
 		t.Fatal(err)
 	}
 	s.whMu.Lock()
+	s.tokens = append(s.tokens, token)
 	r, err := s.wh.Invoke(context.Background(), payload)
 	s.whMu.Unlock()
 	var resp events.LambdaFunctionURLResponse
@@ -397,6 +407,30 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			t.Errorf("unknown token: %d, want 404", resp.StatusCode)
 		}
 	})
+	scenario("webhook: methods that do not deliver", func(t *testing.T) {
+		run, err := demo.Approval.Start(ctx, b.client, struct{}{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		token := b.token(t, run.ID())
+		if token == "" {
+			return
+		}
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodDelete, http.MethodOptions} {
+			want := http.StatusMethodNotAllowed
+			if m == http.MethodOptions {
+				want = http.StatusNoContent
+			}
+			if resp := b.callWebhookMethod(t, m, token, ""); resp.StatusCode != want || resp.Headers["Allow"] != workflow.WebhookAllow {
+				t.Errorf("webhook %s: %d (Allow %q), want %d", m, resp.StatusCode, resp.Headers["Allow"], want)
+			}
+		}
+		if resp := b.callWebhook(t, token, "approved"); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("webhook POST: %d, want 202", resp.StatusCode)
+		}
+		result(t, b, run, func(s string) bool { return s == "approved" })
+	})
 	scenario("webhook static response, then one a step answers", func(t *testing.T) {
 		run, err := demo.StaticWebhook.Start(ctx, b.client, struct{}{})
 		if err != nil {
@@ -438,6 +472,18 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	a.noFailures()
 	b.noFailures()
 	t.Logf("scenarios done in %s", time.Since(start).Round(time.Millisecond))
+	// The real bootstrap's log never holds a token it was sent.
+	for _, s := range []*iamStack{a, b} {
+		out := s.whLogs.String()
+		if !strings.Contains(out, "handler: webhook request") {
+			t.Errorf("%s stack: the webhook function logged no request", s.name)
+		}
+		for _, tok := range s.tokens {
+			if strings.Contains(out, tok) {
+				t.Errorf("%s stack: the webhook function's log holds token %q", s.name, tok)
+			}
+		}
+	}
 
 	tmplPath := templatePath
 	if p := os.Getenv("SKEIN_IAM_TEMPLATE"); p != "" {
@@ -448,9 +494,10 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	used := map[string]map[string]int{} // function -> action -> requests
+	used := map[string]map[string]int{}       // function -> action -> requests
+	partitions := map[string]map[string]int{} // function -> action and partition kind -> requests
 	for _, fn := range []string{"FlowFunction", "WebhookFunction"} {
-		used[fn] = map[string]int{}
+		used[fn], partitions[fn] = map[string]int{}, map[string]int{}
 		var granted []string
 		for _, s := range []*iamStack{a, b} {
 			policy, arns := s.role(t, tmpl, fn)
@@ -468,6 +515,10 @@ func TestIAMLeastPrivilege(t *testing.T) {
 				}
 				for _, r := range reqs {
 					used[fn][r.Action]++
+					if lk := r.Context[leadingKeysKey]; lk != "" {
+						p, _, _ := strings.Cut(lk, "#")
+						partitions[fn][r.Action+" "+p+"#*"]++
+					}
 					if ok, _ := policy.Allowed(r); !ok {
 						k := r.String()
 						denied[k] = append(denied[k], c.String())
@@ -493,7 +544,13 @@ func TestIAMLeastPrivilege(t *testing.T) {
 				unused = append(unused, g)
 			}
 		}
+		var parts []string
+		for p, n := range partitions[fn] {
+			parts = append(parts, fmt.Sprintf("%s (%d)", p, n))
+		}
+		sort.Strings(parts)
 		t.Logf("%s used: %s", fn, strings.Join(usedList, ", "))
+		t.Logf("%s DynamoDB partitions: %s", fn, strings.Join(parts, ", "))
 		t.Logf("%s granted but not used: %s", fn, strings.Join(unused, ", "))
 	}
 }

@@ -193,16 +193,29 @@ func (st Statement) matches(r IAMRequest) bool {
 }
 
 // conditionHolds evaluates one condition key. Condition keys are matched
-// case-insensitively, as IAM does; values by the operator.
+// case-insensitively, as IAM does; values by the operator. The set
+// operators ForAllValues and ForAnyValue see a request's value as a set of
+// one (a request naming several values, such as a batch's partition keys,
+// is decoded as one request per value): ForAllValues holds for a request
+// without the key (the empty set), ForAnyValue does not.
 func conditionHolds(op string, ctx map[string]string, key string, vals []string) bool {
-	ifExists := strings.HasSuffix(op, "IfExists")
-	base := strings.TrimSuffix(op, "IfExists")
+	set, rest, isSet := strings.Cut(op, ":")
+	if !isSet {
+		rest = op
+	} else if set != "ForAllValues" && set != "ForAnyValue" {
+		return false
+	}
+	ifExists := strings.HasSuffix(rest, "IfExists")
+	base := strings.TrimSuffix(rest, "IfExists")
 	var got string
 	present := false
 	for k, v := range ctx {
 		if strings.EqualFold(k, key) {
 			got, present = v, true
 		}
+	}
+	if !present && isSet {
+		return set == "ForAllValues"
 	}
 	if !present {
 		switch {
@@ -282,6 +295,10 @@ type ARNs struct {
 	Region, Account string
 	// Queues maps a queue URL to its ARN.
 	Queues map[string]string
+	// PartitionKey is the event table's partition key attribute, whose
+	// values DecodeDynamoDB reports as dynamodb:LeadingKeys ("pk" when
+	// empty).
+	PartitionKey string
 }
 
 // Table is a DynamoDB table's ARN (a name that is an ARN already is kept).
@@ -302,70 +319,6 @@ func (a ARNs) Queue(u string) string {
 		return arn
 	}
 	return "unknown-queue-url:" + u
-}
-
-// DecodeDynamoDB decodes a DynamoDB request (JSON protocol) by its
-// X-Amz-Target into what IAM authorises: a transaction item by item
-// (PutItem, UpdateItem, DeleteItem, ConditionCheckItem; GetItem for
-// TransactGetItems), a batch per table, a Query or Scan with IndexName on
-// the index.
-func DecodeDynamoDB(arns ARNs, target string, body []byte) ([]IAMRequest, error) {
-	op, ok := strings.CutPrefix(target, "DynamoDB_20120810.")
-	if !ok {
-		return nil, fmt.Errorf("DynamoDB: X-Amz-Target %q", target)
-	}
-	var in struct {
-		TableName     string
-		IndexName     string
-		RequestItems  map[string]json.RawMessage
-		TransactItems []map[string]struct{ TableName string }
-	}
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("DynamoDB %s: body: %w", op, err)
-	}
-	switch op {
-	case "TransactWriteItems", "TransactGetItems":
-		var out []IAMRequest
-		for i, item := range in.TransactItems {
-			if len(item) != 1 {
-				return nil, fmt.Errorf("DynamoDB %s: item %d has %d operations", op, i, len(item))
-			}
-			for kind, x := range item {
-				action := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}[kind]
-				if action == "" {
-					return nil, fmt.Errorf("DynamoDB %s: item %d: unknown operation %s", op, i, kind)
-				}
-				out = append(out, IAMRequest{Action: "dynamodb:" + action, Resource: arns.Table(x.TableName)})
-			}
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("DynamoDB %s without items", op)
-		}
-		return out, nil
-	case "BatchGetItem", "BatchWriteItem":
-		var out []IAMRequest
-		tables := make([]string, 0, len(in.RequestItems))
-		for t := range in.RequestItems {
-			tables = append(tables, t)
-		}
-		sort.Strings(tables)
-		for _, t := range tables {
-			out = append(out, IAMRequest{Action: "dynamodb:" + op, Resource: arns.Table(t)})
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("DynamoDB %s without tables", op)
-		}
-		return out, nil
-	}
-	if in.TableName == "" {
-		// ListTables and the like: account-wide, "*" as IAM sees it.
-		return []IAMRequest{{Action: "dynamodb:" + op, Resource: "*"}}, nil
-	}
-	res := arns.Table(in.TableName)
-	if in.IndexName != "" && (op == "Query" || op == "Scan") {
-		res += "/index/" + in.IndexName
-	}
-	return []IAMRequest{{Action: "dynamodb:" + op, Resource: res}}, nil
 }
 
 // sqsBatchAction is the action authorising a batch request.

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"testing"
@@ -58,14 +59,37 @@ func TestTemplateRoles(t *testing.T) {
 		r    IAMRequest
 		want bool
 	}{
-		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs1"}, true},
+		// The webhook reads the token's claim, the hook and the run's partition, without an index or a batch.
+		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs1", Context: leading("run")}, false},
 		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs9"}, false},
 		{wh, IAMRequest{Action: "dynamodb:BatchGetItem", Resource: table}, false},
+		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table, Context: leading("r#wrun_1")}, true},
+		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("t#abc")}, true},
+		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("h#hook_1")}, true},
+		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("i#abc")}, false},
+		// It puts a commit in a run's partition and keeps a queue idempotency key: nothing else.
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("r#wrun_1")}, true},
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("q#abc")}, true},
+		{wh, IAMRequest{Action: "dynamodb:UpdateItem", Resource: table, Context: leading("q#abc")}, true},
+		{wh, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("q#abc")}, true},
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("t#abc")}, false},
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("h#hook_1")}, false},
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, false},
+		{wh, IAMRequest{Action: "dynamodb:UpdateItem", Resource: table, Context: leading("r#wrun_1")}, false},
+		{wh, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("r#wrun_1")}, false},
+		{wh, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("t#abc")}, false},
+		{wh, IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table, Context: leading("r#wrun_1")}, false},
 		{wh, IAMRequest{Action: "sqs:SendMessage", Resource: "arn:aws:sqs:us-east-1:000000000000:work"}, true},
 		{wh, IAMRequest{Action: "sqs:ReceiveMessage", Resource: "arn:aws:sqs:us-east-1:000000000000:work"}, false},
-		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/x"}, true},
-		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::other/skein/x"}, false},
-		{wh, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/x"}, false},
+		// S3: claim-checked payloads and reply streams only.
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
+		{wh, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, true},
+		{wh, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, false},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/x"}, false},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/other/x"}, false},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::other/skein/blobs/x"}, false},
+		{wh, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/blobs/x"}, false},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/streams/r/s/"}}, true},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/claims/"}}, false},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
@@ -73,9 +97,43 @@ func TestTemplateRoles(t *testing.T) {
 		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
 		{flow, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/x"}, false},
 		{flow, IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, true},
+		{flow, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, true},
 		{flow, IAMRequest{Action: "dynamodb:TransactWriteItems", Resource: table}, false},
 	} {
 		if got, _ := c.p.Allowed(c.r); got != c.want {
+			t.Errorf("%s: allowed %v, want %v", c.r, got, c.want)
+		}
+	}
+}
+
+func leading(pk string) map[string]string { return map[string]string{"dynamodb:LeadingKeys": pk} }
+
+func TestSetConditions(t *testing.T) {
+	t.Parallel()
+	p, err := ParsePolicy(map[string]any{"Statement": []any{
+		map[string]any{"Sid": "All", "Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": "*",
+			"Condition": map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"r#*", "t#*"}}}},
+		map[string]any{"Sid": "Any", "Effect": "Allow", "Action": "dynamodb:PutItem", "Resource": "*",
+			"Condition": map[string]any{"ForAnyValue:StringEquals": map[string]any{"dynamodb:LeadingKeys": "q#1"}}},
+		map[string]any{"Sid": "Odd", "Effect": "Allow", "Action": "dynamodb:Query", "Resource": "*",
+			"Condition": map[string]any{"ForSomeValues:StringLike": map[string]any{"dynamodb:LeadingKeys": "*"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r    IAMRequest
+		want bool
+	}{
+		{IAMRequest{Action: "dynamodb:GetItem", Resource: "x", Context: leading("r#1")}, true},
+		{IAMRequest{Action: "dynamodb:GetItem", Resource: "x", Context: leading("i#1")}, false},
+		{IAMRequest{Action: "dynamodb:GetItem", Resource: "x"}, true}, // ForAllValues of no value holds
+		{IAMRequest{Action: "dynamodb:PutItem", Resource: "x", Context: leading("q#1")}, true},
+		{IAMRequest{Action: "dynamodb:PutItem", Resource: "x", Context: leading("q#2")}, false},
+		{IAMRequest{Action: "dynamodb:PutItem", Resource: "x"}, false}, // ForAnyValue of no value does not
+		{IAMRequest{Action: "dynamodb:Query", Resource: "x", Context: leading("r#1")}, false},
+	} {
+		if got, _ := p.Allowed(c.r); got != c.want {
 			t.Errorf("%s: allowed %v, want %v", c.r, got, c.want)
 		}
 	}
@@ -114,6 +172,26 @@ func TestDecodeDynamoDB(t *testing.T) {
 		{"DynamoDB_20120810.GetItem", `{"TableName":"events"}`, []IAMRequest{{Action: "dynamodb:GetItem", Resource: table}}},
 		{"DynamoDB_20120810.BatchGetItem", `{"RequestItems":{"events":{}}}`, []IAMRequest{{Action: "dynamodb:BatchGetItem", Resource: table}}},
 		{"DynamoDB_20120810.ListTables", `{}`, []IAMRequest{{Action: "dynamodb:ListTables", Resource: "*"}}},
+		// Partition key values, as dynamodb:LeadingKeys.
+		{"DynamoDB_20120810.GetItem", `{"TableName":"events","Key":{"pk":{"S":"t#ab"},"sk":{"S":"tok"}}}`,
+			[]IAMRequest{{Action: "dynamodb:GetItem", Resource: table, Context: leading("t#ab")}}},
+		{"DynamoDB_20120810.PutItem", `{"TableName":"events","Item":{"pk":{"S":"q#cd"},"sk":{"S":"q"},"n":{"N":"1"}}}`,
+			[]IAMRequest{{Action: "dynamodb:PutItem", Resource: table, Context: leading("q#cd")}}},
+		{"DynamoDB_20120810.Query", `{"TableName":"events","KeyConditionExpression":"#0 = :0 AND #1 BETWEEN :1 AND :2",` +
+			`"ExpressionAttributeNames":{"#0":"pk","#1":"sk"},"ExpressionAttributeValues":{":0":{"S":"r#wrun_1"},":1":{"S":"e#"},":2":{"S":"e~b"}}}`,
+			[]IAMRequest{{Action: "dynamodb:Query", Resource: table, Context: leading("r#wrun_1")}}},
+		{"DynamoDB_20120810.Query", `{"TableName":"events","KeyConditionExpression":"#s = :s AND #p = :p",` +
+			`"ExpressionAttributeNames":{"#p":"pk","#s":"sk"},"ExpressionAttributeValues":{":p":{"S":"r#wrun_2"},":s":{"S":"e~"}}}`,
+			[]IAMRequest{{Action: "dynamodb:Query", Resource: table, Context: leading("r#wrun_2")}}},
+		{"DynamoDB_20120810.Query", `{"TableName":"events","IndexName":"gs1","KeyConditionExpression":"#g = :g",` +
+			`"ExpressionAttributeNames":{"#g":"g1"},"ExpressionAttributeValues":{":g":{"S":"run"}}}`,
+			[]IAMRequest{{Action: "dynamodb:Query", Resource: table + "/index/gs1", Context: leading("run")}}},
+		{"DynamoDB_20120810.TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"events","Item":{"pk":{"S":"r#1"}}}},{"Delete":{"TableName":"events","Key":{"pk":{"S":"t#2"}}}}]}`,
+			[]IAMRequest{{Action: "dynamodb:PutItem", Resource: table, Context: leading("r#1")}, {Action: "dynamodb:DeleteItem", Resource: table, Context: leading("t#2")}}},
+		{"DynamoDB_20120810.BatchGetItem", `{"RequestItems":{"events":{"Keys":[{"pk":{"S":"r#1"}},{"pk":{"S":"r#2"}},{"pk":{"S":"r#1"}}]}}}`,
+			[]IAMRequest{{Action: "dynamodb:BatchGetItem", Resource: table, Context: leading("r#1")}, {Action: "dynamodb:BatchGetItem", Resource: table, Context: leading("r#2")}}},
+		{"DynamoDB_20120810.BatchWriteItem", `{"RequestItems":{"events":[{"PutRequest":{"Item":{"pk":{"S":"q#1"}}}},{"DeleteRequest":{"Key":{"pk":{"S":"h#2"}}}}]}}`,
+			[]IAMRequest{{Action: "dynamodb:BatchWriteItem", Resource: table, Context: leading("q#1")}, {Action: "dynamodb:BatchWriteItem", Resource: table, Context: leading("h#2")}}},
 	} {
 		got, err := DecodeDynamoDB(testARNs, c.target, []byte(c.body))
 		if err != nil || !slices.EqualFunc(got, c.want, sameRequest) {
@@ -167,5 +245,39 @@ func TestDecodeS3(t *testing.T) {
 	q, _ := url.ParseQuery("acl=")
 	if _, err := DecodeS3(testARNs, "PUT", "/data/k", q, nil, nil); err == nil {
 		t.Error("PutObjectAcl decoded as something known")
+	}
+}
+
+// TestWebhookReservedConcurrency: the public webhook function reserves (and
+// is capped at) WebhookReservedConcurrency executions, 10 by default; -1
+// leaves the property out.
+func TestWebhookReservedConcurrency(t *testing.T) {
+	t.Parallel()
+	tmpl, err := lambdaemu.ReadTemplate("../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		param string
+		want  any
+	}{{"", 10}, {"3", 3}, {"-1", nil}} {
+		opts := &lambdaemu.ResolveOptions{}
+		if c.param != "" {
+			opts.Parameters = map[string]string{"WebhookReservedConcurrency": c.param}
+		}
+		_, props, err := tmpl.Resource("WebhookFunction", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := props["ReservedConcurrentExecutions"]
+		if c.want == nil {
+			if ok {
+				t.Errorf("WebhookReservedConcurrency=%s: ReservedConcurrentExecutions %v, want none", c.param, got)
+			}
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("WebhookReservedConcurrency=%q: ReservedConcurrentExecutions %v (%T), want %v", c.param, got, got, c.want)
+		}
 	}
 }

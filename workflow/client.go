@@ -147,6 +147,7 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 	runID := c.ids.New(world.PrefixRun)
 	_, err = c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
 		WorkflowName: name, Input: input, ExecutionContext: execCtx, Attributes: o.attributes, IdempotencyKey: o.key,
+		Secret: engine.NewRunSecret(),
 	}}}})
 	// The first start's wake is deduplicated by key; a later start of an
 	// unfinished run wakes it again without one, so a start after a crash

@@ -79,8 +79,12 @@
 // # Hooks, webhooks and streams
 //
 // NewHook creates a hook that receives payloads sent to its token with
-// Client.ResumeHook, in order; NewWebhook one resumed by HTTP requests to
-// Client.WebhookHandler. Steps write a run's output streams with Writer;
+// Client.ResumeHook, in order; NewWebhook one resumed by HTTP requests
+// (POST, PUT or PATCH) to Client.WebhookHandler. A hook or webhook receives
+// every payload sent while it is active, not only the first, until the
+// workflow disposes of it or the run ends. A generated token is derived
+// from a secret the run draws at creation, so knowing a run ID does not
+// give its tokens. Steps write a run's output streams with Writer;
 // clients read them live with Client.ReadStream.
 //
 // # Child runs and cancellation

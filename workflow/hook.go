@@ -11,7 +11,11 @@ import (
 // HookOptions configures a hook.
 type HookOptions struct {
 	// Token is what a sender resumes the hook with; it must be unique
-	// among active hooks. Empty means a generated, deterministic token.
+	// among active hooks. Empty means a generated token: 22 characters
+	// (132 bits) derived from a secret the run drew from crypto/rand when
+	// it was created, so it is the same on replay but nobody can compute
+	// it from the run ID. A token you choose is only as secret as you make
+	// it.
 	Token string
 	// Metadata is stored with the hook (JSON); GetHookByToken returns it.
 	Metadata any

@@ -485,7 +485,7 @@ func TestDeterministicAcrossReplays(t *testing.T) {
 	if got[0].Rand != got[1].Rand || got[0].ID != got[1].ID || got[0].Token != got[1].Token || !got[0].Now.Equal(got[1].Now) {
 		t.Errorf("replayed %+v, recorded %+v", got[0], got[1])
 	}
-	if len(got[0].Token) != 21 || len(got[0].ID) != 26 {
+	if len(got[0].Token) != 22 || len(got[0].ID) != 26 {
 		t.Errorf("token %q id %q", got[0].Token, got[0].ID)
 	}
 }

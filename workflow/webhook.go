@@ -79,10 +79,21 @@ func (r *Request) Respond(ctx context.Context, resp Response) error {
 	return info.World.CloseStream(ctx, &world.CloseStreamParams{RunID: r.ReplyRun, Name: r.ReplyTo})
 }
 
-// Webhook is a hook resumed by HTTP requests to its URL.
+// Webhook is a hook resumed by HTTP requests to its URL. Like any hook it
+// is not single-use: every request delivered while it is active is
+// recorded, in order, and Receive or Next returns them one per call. It
+// takes requests until the workflow disposes of it or the run ends; to
+// accept one request only, Dispose it after the first Receive (later
+// requests get 404).
+//
+// The URL needs no other credential: whoever holds the token can deliver
+// requests, so hand it only to the intended sender. The generated token has
+// 132 random bits, which nobody can derive from the run ID; the handler
+// keeps it out of its logs.
 type Webhook struct{ h *Hook[*Request] }
 
-// NewWebhook creates a webhook in the workflow. Its token is generated.
+// NewWebhook creates a webhook in the workflow. Its token is generated (see
+// HookOptions.Token).
 func NewWebhook(ctx Context, opts WebhookOptions) *Webhook {
 	meta, err := json.Marshal(webhookMeta(opts))
 	if err != nil {
@@ -106,10 +117,31 @@ func (w *Webhook) Receive(ctx Context) (*Request, error) { return w.h.Receive(ct
 // Dispose stops the webhook: later requests get 404.
 func (w *Webhook) Dispose(ctx Context) { w.h.Dispose(ctx) }
 
-// WebhookHandler returns the HTTP handler resuming webhooks: a request to
-// WebhookPath+token is delivered to the webhook holding token. An unknown,
-// disposed or non-webhook token, or one whose run has ended, answers 404
-// with an empty body.
+// WebhookAllow is the Allow header of the webhook handler's answers to the
+// methods it does not deliver: POST, PUT and PATCH deliver a request to the
+// webhook; OPTIONS is answered without delivering.
+const WebhookAllow = "POST, PUT, PATCH, OPTIONS"
+
+// deliversWebhook reports whether a request with method is delivered to a
+// webhook. GET and HEAD never are: link previews, crawlers, prefetchers and
+// security scanners send them unasked, and must not consume an approval.
+// Neither are OPTIONS (a browser's CORS preflight), DELETE, TRACE and the
+// like.
+func deliversWebhook(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+		return true
+	}
+	return false
+}
+
+// WebhookHandler returns the HTTP handler resuming webhooks: a POST, PUT
+// or PATCH request to WebhookPath+token is delivered to the webhook holding
+// token. OPTIONS answers 204 and any other method 405, both with an Allow
+// header (WebhookAllow), before the token is looked up and without
+// delivering anything. An unknown, disposed or non-webhook token, or one
+// whose run has ended, answers 404 with an empty body. What it logs never
+// holds a token, only RedactToken's digest of it.
 func (c *Client) WebhookHandler() http.Handler {
 	return &webhookHandler{c: c, timeout: 30 * time.Second}
 }
@@ -120,6 +152,15 @@ type webhookHandler struct {
 }
 
 func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	if !deliversWebhook(req.Method) {
+		rw.Header().Set("Allow", WebhookAllow)
+		if req.Method == http.MethodOptions {
+			rw.WriteHeader(http.StatusNoContent)
+			return
+		}
+		rw.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
 	token := req.URL.Path
 	if i := strings.LastIndexByte(token, '/'); i >= 0 {
 		token = token[i+1:]
@@ -133,6 +174,12 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	ctx := req.Context()
 	hk, err := h.c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
+	if err != nil && !errors.Is(err, world.ErrNotFound) && !errors.Is(err, world.ErrInvalid) {
+		// A failed read is not an unknown token: the sender should retry.
+		h.c.log.Warn("workflow: webhook lookup", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
+		rw.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil || !hk.IsWebhook {
 		rw.WriteHeader(http.StatusNotFound)
 		return
@@ -164,7 +211,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			rw.WriteHeader(http.StatusNotFound)
 			return
 		}
-		h.c.log.Warn("workflow: webhook resume", "token", token, "err", err)
+		h.c.log.Warn("workflow: webhook resume", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -172,7 +219,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	case meta.Manual:
 		resp, err := h.awaitReply(ctx, r.ReplyRun, r.ReplyTo)
 		if err != nil {
-			h.c.log.Warn("workflow: webhook manual response", "token", token, "err", err)
+			h.c.log.Warn("workflow: webhook manual response", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
 			rw.WriteHeader(http.StatusGatewayTimeout)
 			return
 		}

@@ -23,9 +23,12 @@ type Context interface {
 	// Now returns the workflow's time: the run's start, advanced as the
 	// events the workflow has seen were recorded. It is the same on replay.
 	Now() time.Time
-	// Rand returns a random source seeded by the run ID.
+	// Rand returns a random source seeded by the run ID. Anyone who knows
+	// the run ID can compute what it draws, and it is not cryptographically
+	// strong: never draw secrets from it (a hook's generated token is one).
 	Rand() *rand.Rand
-	// NewID returns a deterministic unique ID (a ULID).
+	// NewID returns a deterministic unique ID (a ULID), derived from the
+	// run ID: an identifier, not a secret.
 	NewID() string
 	// Workflow returns the run's metadata.
 	Workflow() WorkflowMetadata
@@ -120,7 +123,10 @@ func (w *Workflow[I, O]) Get(c *Client, runID string) *Run[O] { return &Run[O]{c
 
 // Go starts the workflow as a child of the calling workflow and returns a
 // future of its result. The parent waits on a hook with a deterministic
-// token that the child resumes with its outcome when it ends.
+// token that the child resumes with its outcome when it ends. The token
+// ends with a tag derived from the parent's run secret, so that nobody who
+// only knows the run ID can resume it with a forged outcome (runs created
+// before run secrets keep their untagged tokens).
 func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
 	c := ctx.impl()
 	b, err := json.Marshal(in)
@@ -129,6 +135,9 @@ func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
 	}
 	c.children++
 	token := fmt.Sprintf("skein-child:%s:%d", c.ec.RunID(), c.children)
+	if tag := c.ec.SecretTag(token); tag != "" {
+		token += ":" + tag
+	}
 	root := c.ec.RunID()
 	var ec engine.ExecutionContext
 	if json.Unmarshal(c.ec.ExecutionContext(), &ec) == nil && ec.RootRunID != "" {

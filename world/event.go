@@ -74,6 +74,13 @@ type (
 		// IdempotencyKey, when set, is unique among runs: a second run_created
 		// with the same key is refused with a *RunExistsError naming the first.
 		IdempotencyKey string `json:"idempotencyKey,omitempty"`
+		// Secret is random bytes drawn when the run is created (from a
+		// cryptographic source, never from the run ID or other public data).
+		// The engine mixes it into the hook tokens the run generates, so that
+		// they cannot be computed from the run ID, and replay draws the same
+		// tokens because the secret is in the log. Runs created before it
+		// existed have none; they keep tokens derived from the run ID alone.
+		Secret []byte `json:"secret,omitempty"`
 	}
 	// RunStarted moves a pending run to running.
 	RunStarted struct{}

@@ -23,7 +23,7 @@ func fullPayloads() []world.EventData {
 	errData := &world.ErrorData{Type: "FatalError", Message: "m", Stack: "s", Fatal: true, Code: "C", Details: json.RawMessage(`{"d":1}`), Cause: &world.ErrorData{Message: "cause"}}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
 	return []world.EventData{
-		&world.RunCreated{WorkflowName: "wf", DeploymentID: "dep", Input: json.RawMessage(`{"a":1}`), ExecutionContext: json.RawMessage(`[1]`), Attributes: map[string]string{"k": "v"}, IdempotencyKey: "key"},
+		&world.RunCreated{WorkflowName: "wf", DeploymentID: "dep", Input: json.RawMessage(`{"a":1}`), ExecutionContext: json.RawMessage(`[1]`), Attributes: map[string]string{"k": "v"}, IdempotencyKey: "key", Secret: []byte{1, 2, 3}},
 		&world.RunStarted{},
 		&world.RunCompleted{Output: json.RawMessage(`"out"`)},
 		&world.RunFailed{Error: errData, ErrorCode: world.CodeUserError},

@@ -58,6 +58,20 @@
 // are loaded, and the workflow is rebuilt by replaying the in-memory log,
 // after which the held results are delivered again.
 //
+// # What is secret
+//
+// Run IDs are not secrets (they appear in URLs, logs and answers), so
+// nothing that grants access is derived from them alone. Correlation IDs,
+// Context.NewID and Context.Rand are seeded by the run ID: anyone who knows
+// it can compute them. Generated hook tokens (Context.NewToken) and the tag
+// of a child run's notification token (Context.SecretTag) are derived from
+// the run's secret, 32 bytes from crypto/rand that the client draws when it
+// creates the run and records in run_created: replay finds the secret in the
+// log and draws the same tokens, and nobody without the log can. A run
+// created before run secrets has none and keeps the tokens it drew from its
+// run ID, so that it replays as it ran. Whoever can read the log (or the
+// hooks) can read the tokens anyway.
+//
 // # Replay
 //
 // Operations (steps, hooks, waits) get correlation IDs from a ULID source

@@ -270,7 +270,7 @@ func (r *replayer) start(ev *world.Event, d *world.RunCreated) {
 		runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input,
 		execCtx: d.ExecutionContext, createdAt: ev.CreatedAt,
 	}
-	r.det = newDetSource(ev.RunID)
+	r.det = newDetSource(ev.RunID).withSecret(ev.RunID, d.Secret)
 	r.now = ev.CreatedAt
 	r.ctx = &Context{r: r}
 	input := d.Input
@@ -447,16 +447,23 @@ func (c *Context) ExecutionContext() json.RawMessage { return c.r.meta.execCtx }
 // advanced by the events consumed so far.
 func (c *Context) Now() time.Time { return c.r.now }
 
-// Rand returns the run's deterministic random source.
+// Rand returns the run's deterministic random source. It is seeded by the
+// run ID and is not cryptographically strong: do not draw secrets from it
+// (use NewToken).
 func (c *Context) Rand() *rand.Rand { return c.r.det.user }
 
-// NewID returns a deterministic ULID timestamped with Now.
+// NewID returns a deterministic ULID timestamped with Now. It is derived
+// from the run ID: an identifier, not a secret.
 func (c *Context) NewID() string { return c.r.det.userID(ulid.Timestamp(c.r.now)) }
 
 // Logger returns the engine's logger.
 func (c *Context) Logger() *slog.Logger { return c.r.logger }
 
-// NewToken returns a deterministic URL-safe token (21 characters).
+// NewToken returns a deterministic URL-safe token: TokenLength characters
+// (132 random bits) derived from the run's secret, which only the log
+// holds, so that nobody can compute it from the run ID; stable across
+// replays. A run created before run secrets existed draws 21-character
+// tokens from its run ID, as it always did.
 func (c *Context) NewToken() string { return c.r.det.token() }
 
 // Replaying reports whether the workflow is re-executing history (its

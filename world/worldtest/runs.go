@@ -38,6 +38,7 @@ func testRunCreate(t *testing.T, f *fixture) {
 		ExecutionContext: json.RawMessage(`{"trace":"x"}`),
 		Attributes:       map[string]string{"k": "v"},
 		IdempotencyKey:   "key-" + id,
+		Secret:           []byte("0123456789abcdef0123456789abcdef"),
 	}))
 	e := res.Results[0].Event
 	if e == nil || e.Type() != world.EventRunCreated || e.Seq != 1 {
@@ -66,7 +67,7 @@ func testRunCreate(t *testing.T, f *fixture) {
 		t.Fatalf("ListEvents: got %d events, want just run_created", len(evs))
 	}
 	d, ok := evs[0].Data.(*world.RunCreated)
-	if !ok || d.WorkflowName != "wf-create" || !jsonEqual(d.Input, []byte(`{"a":[1,2,3]}`)) {
+	if !ok || d.WorkflowName != "wf-create" || !jsonEqual(d.Input, []byte(`{"a":[1,2,3]}`)) || string(d.Secret) != "0123456789abcdef0123456789abcdef" {
 		t.Fatalf("ListEvents: run_created payload %+v not preserved", evs[0].Data)
 	}
 }
