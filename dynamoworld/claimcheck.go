@@ -279,9 +279,14 @@ func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
 	}
 	out, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
 	if err != nil {
-		if errorCode(err) == "NoSuchKey" {
+		switch errorCode(err) {
+		case "NoSuchKey":
 			// The bucket's lifecycle rule expired it (or someone deleted it).
 			return nil, &world.ExpiredError{RunID: runOfKey(c.prefix, key), What: "claim-checked payload s3://" + c.bucket + "/" + key}
+		case "AccessDenied":
+			// S3 cannot say NoSuchKey to a caller without s3:ListBucket on
+			// the bucket: it answers 403 for a missing object too.
+			return nil, s3Err("GetObject", c.bucket, key, fmt.Errorf("%w (a missing object looks the same to a caller without s3:ListBucket: it may have expired)", err))
 		}
 		return nil, s3Err("GetObject", c.bucket, key, err)
 	}

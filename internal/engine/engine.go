@@ -106,8 +106,13 @@ func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	case err == nil && run.Status.Terminal():
 		e.log.Debug("engine: dropped the wake-up of a finished run", "run", msg.RunID, "status", run.Status, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop)
 		return true
-	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
+	case errors.Is(err, world.ErrNotFound):
 		e.log.Debug("engine: dropped the wake-up of an unknown run", "run", msg.RunID, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop, "err", err)
+		return true
+	case errors.Is(err, world.ErrGone):
+		// Part of the run has expired (a run that outlived the store's
+		// retention): it cannot go on, so its wake-up is pointless too.
+		e.log.Warn("engine: dropped the wake-up of a run that can no longer be read", "run", msg.RunID, "step", msg.StepID, "err", err)
 		return true
 	case err != nil:
 		e.log.Debug("engine: could not read the run before a hop; hopping anyway", "run", msg.RunID, "err", err)
