@@ -30,10 +30,11 @@ type mRun struct {
 }
 
 type mStep struct {
-	status     world.StepStatus
-	attempt    int
-	retryAfter time.Time
-	leaseUntil time.Time
+	status      world.StepStatus
+	attempt     int
+	interrupted int // starts that took over a running attempt (lost executor)
+	retryAfter  time.Time
+	leaseUntil  time.Time
 }
 
 type mHook struct{ run, token string }
@@ -233,6 +234,9 @@ func modelRules() map[world.EventType]rule {
 					ttl = world.DefaultStepLease
 				}
 				st := m.steps[key(o.run, o.corr)]
+				if st.status == world.StepStatusRunning {
+					st.interrupted++ // its lease expired with no outcome
+				}
 				st.status, st.attempt, st.leaseUntil, st.retryAfter = world.StepStatusRunning, st.attempt+1, now.Add(ttl), time.Time{}
 				m.steps[key(o.run, o.corr)] = st
 			}},

@@ -286,6 +286,11 @@ func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 		if ev.Seq != int64(i+1) {
 			t.Fatalf("run %s: event %d has Seq %d", run, i, ev.Seq)
 		}
+		if d, ok := ev.Data.(*world.StepStarted); ok {
+			if st := p.store.steps[key(run, ev.CorrelationID)]; d.Attempt > st.Attempt || d.Interrupted > d.Attempt-1 || d.Interrupted > st.Interrupted {
+				t.Fatalf("run %s: step_started %+v for step %+v", run, d, st)
+			}
+		}
 		switch et := ev.Type(); {
 		case et.Terminal():
 			terminals++
@@ -321,7 +326,8 @@ func (p *propMachine) matchModel(t *rapid.T) {
 	}
 	for k, ms := range m.steps {
 		st := p.store.steps[k]
-		if st.Status != ms.status || st.Attempt != ms.attempt || !st.RetryAfter.Equal(ms.retryAfter) || !st.LeaseExpiresAt.Equal(ms.leaseUntil) {
+		if st.Status != ms.status || st.Attempt != ms.attempt || st.Interrupted != ms.interrupted ||
+			!st.RetryAfter.Equal(ms.retryAfter) || !st.LeaseExpiresAt.Equal(ms.leaseUntil) {
 			t.Fatalf("step %s: %+v, model %+v", k, st, ms)
 		}
 	}
