@@ -199,11 +199,11 @@ func (c *claimCheck) upload(ctx context.Context, uploads map[string][]byte) erro
 // keys to bytes, for payloadOf.
 func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byte, error) {
 	var keys []string
-	seen := map[string]bool{}
+	whats := map[string]string{} // key -> what it holds, for an ExpiredError
 	for _, it := range items {
 		for name, v := range it {
-			if s, ok := v.(*types.AttributeValueMemberS); ok && isPayloadAttr(name) && !seen[s.Value] {
-				seen[s.Value] = true
+			if s, ok := v.(*types.AttributeValueMemberS); ok && isPayloadAttr(name) && whats[s.Value] == "" {
+				whats[s.Value] = payloadName(name) + " of item " + keyOf(it)
 				keys = append(keys, s.Value)
 			}
 		}
@@ -215,6 +215,10 @@ func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byt
 	var mu sync.Mutex
 	err := parallel(ctx, len(keys), 16, func(ctx context.Context, i int) error {
 		b, err := c.get(ctx, keys[i])
+		var gone *world.ExpiredError
+		if errors.As(err, &gone) {
+			gone.What = whats[keys[i]] + " (" + gone.What + ")"
+		}
 		if err != nil {
 			return err
 		}
@@ -254,6 +258,10 @@ func (c *claimCheck) fetchCommits(ctx context.Context, items []item) (map[string
 	var mu sync.Mutex
 	err = parallel(ctx, len(refs), 16, func(ctx context.Context, i int) error {
 		b, err := c.get(ctx, refs[i])
+		var gone *world.ExpiredError
+		if errors.As(err, &gone) {
+			gone.What = "event data (" + gone.What + ")"
+		}
 		if err != nil {
 			return err
 		}
@@ -271,6 +279,15 @@ func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
 	}
 	out, err := c.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key)})
 	if err != nil {
+		switch errorCode(err) {
+		case "NoSuchKey":
+			// The bucket's lifecycle rule expired it (or someone deleted it).
+			return nil, &world.ExpiredError{RunID: runOfKey(c.prefix, key), What: "claim-checked payload s3://" + c.bucket + "/" + key}
+		case "AccessDenied":
+			// S3 cannot say NoSuchKey to a caller without s3:ListBucket on
+			// the bucket: it answers 403 for a missing object too.
+			return nil, s3Err("GetObject", c.bucket, key, fmt.Errorf("%w (a missing object looks the same to a caller without s3:ListBucket: it may have expired)", err))
+		}
 		return nil, s3Err("GetObject", c.bucket, key, err)
 	}
 	defer out.Body.Close()
@@ -279,6 +296,33 @@ func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s3Err("GetObject", c.bucket, key, err)
 	}
 	return b, nil
+}
+
+// payloadName says what a payload attribute holds, for errors.
+func payloadName(attr string) string {
+	switch attr {
+	case attrInput:
+		return "input"
+	case attrOutput:
+		return "output"
+	case attrError:
+		return "error"
+	case attrContext:
+		return "execution context"
+	case attrAttrs:
+		return "attributes"
+	case attrMeta:
+		return "hook metadata"
+	}
+	return "event data"
+}
+
+// runOfKey returns the run ID of a claim-check key
+// (<prefix>blobs/<runID>/<sha256>).
+func runOfKey(prefix, key string) string {
+	rest := strings.TrimPrefix(key, prefix+"blobs/")
+	run, _, _ := strings.Cut(rest, "/")
+	return run
 }
 
 // payloadOf returns a payload attribute's bytes: inline, or fetched.

@@ -72,7 +72,10 @@ type Config struct {
 	ClaimCheckThreshold int
 	// Retention is how long a run's items live after the run ends: its
 	// DynamoDB items get a TTL attribute ("ttl", epoch seconds) of end time +
-	// Retention. Zero keeps runs forever.
+	// Retention, set by the World that commits the end. Zero keeps runs
+	// forever. Every World on a table should use the same Retention, and an
+	// S3 lifecycle rule on the bucket must not expire objects sooner (see
+	// the package documentation, Retention).
 	Retention time.Duration
 	// DedupeWindow is how long an Enqueue idempotency key suppresses
 	// duplicates (default 24h).

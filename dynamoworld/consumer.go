@@ -30,7 +30,9 @@ const (
 //
 // A message whose body is a world.Message with NotBefore in the future (a
 // delay longer than SQS's 15 minutes) is not returned: Receive re-enqueues it
-// for the time left (at most 15 minutes more; Hop+1) and deletes it.
+// for the time left (at most 15 minutes more; Hop+1) and deletes it, unless
+// its run has finished or does not exist: then it only deletes it (one
+// Query of the run per hop).
 func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
 	switch {
 	case p == nil:
@@ -125,7 +127,8 @@ func decodeDelivery(m sqstypes.Message) (world.Delivery, error) {
 }
 
 // hop re-enqueues a world.Message received before its NotBefore for the
-// time left, then deletes it. Other bodies are left alone.
+// time left, then deletes it; the wake-up of a finished or unknown run is
+// deleted without a hop. Other bodies are left alone.
 func (w *World) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (bool, error) {
 	msg, err := world.DecodeMessage(d.Body)
 	if err != nil || msg.NotBefore.IsZero() {
@@ -134,6 +137,12 @@ func (w *World) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (
 	left := msg.NotBefore.Sub(w.now())
 	if left <= 0 {
 		return false, nil
+	}
+	if w.wakesNobody(ctx, msg) {
+		if _, err := w.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return true, sqsErr("DeleteMessage", w.cfg.QueueURL, err)
+		}
+		return true, nil
 	}
 	msg.Hop++
 	body, err := world.EncodeMessage(msg)
@@ -149,6 +158,23 @@ func (w *World) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (
 		return true, sqsErr("DeleteMessage", w.cfg.QueueURL, err)
 	}
 	return true, nil
+}
+
+// wakesNobody reports whether msg is for a run that has finished or does not
+// exist (never created, or expired): its wake-up is dropped instead of
+// hopping again. It costs one Query per hop; a failed read keeps the
+// message.
+func (w *World) wakesNobody(ctx context.Context, msg world.Message) bool {
+	status, found, err := w.runStatus(ctx, msg.RunID)
+	switch {
+	case err != nil:
+		w.logger.LogAttrs(ctx, slog.LevelDebug, "dynamoworld: could not read the run before a hop; hopping anyway", slog.String("run", msg.RunID), slog.Any("err", err))
+		return false
+	case found && !status.Terminal():
+		return false
+	}
+	w.logger.LogAttrs(ctx, slog.LevelDebug, "dynamoworld: dropped the wake-up of a finished or unknown run", slog.String("run", msg.RunID), slog.String("status", string(status)), slog.Int("hop", msg.Hop))
+	return true
 }
 
 // Ack deletes a delivered message.

@@ -236,9 +236,17 @@
 // the run's head and body and the items it writes, then a sweep sets it on
 // the run's other items (one write each: about 2 per serial step, so it is
 // off by default; see BENCHMARKS.md). DynamoDB's TTL deletes them
-// afterwards, for free. Claim-checked payloads and streams live under
-// per-run S3 prefixes (<prefix>blobs/<runID>/, <prefix>streams/<runID>/)
-// for a lifecycle rule or a sweeper.
+// afterwards, for free. Every item of a run so expires at the same time,
+// Retention after the run's end; nothing gets a ttl before the end, so a
+// live run, however long, never loses an item. Claim-checked payloads and
+// streams live under per-run S3 prefixes (<prefix>blobs/<runID>/,
+// <prefix>streams/<runID>/) for a lifecycle rule or a sweeper. A lifecycle
+// rule counts from each object's write, which may be long before the run's
+// end: it must expire objects no sooner than the longest run plus Retention
+// (plus the days DynamoDB takes to delete an expired item), or a reader
+// finds an item whose payload is gone: it gets a *world.ExpiredError
+// (world.ErrGone) naming the run and the payload. template.yaml derives both
+// from one parameter, RetentionDays.
 //
 // # Streams
 //

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
@@ -40,7 +42,9 @@ func TestLongDelayHops(t *testing.T) {
 	defer w.Close()
 	ctx := context.Background()
 	due := time.Now().Add(2 * time.Second)
-	body, _ := world.EncodeMessage(world.Message{RunID: ids.New(world.PrefixRun), NotBefore: due})
+	// The run must be live: the wake-up of a finished or unknown run is
+	// dropped (TestLongDelayOfEndedRunIsDropped).
+	body, _ := world.EncodeMessage(world.Message{RunID: startedRun(t, w), NotBefore: due})
 	e, err := w.Enqueue(ctx, &world.EnqueueParams{Body: body})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +69,63 @@ func TestLongDelayHops(t *testing.T) {
 		return
 	}
 	t.Fatal("the hopped message never arrived")
+}
+
+// sendCounter counts SendMessage calls.
+type sendCounter struct {
+	dynamoworld.SQSAPI
+	sends atomic.Int64
+}
+
+func (s *sendCounter) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	s.sends.Add(1)
+	return s.SQSAPI.SendMessage(ctx, in, o...)
+}
+
+// TestLongDelayOfEndedRunIsDropped: a world.Message received before its
+// NotBefore for a run that has ended, or that does not exist, is deleted
+// instead of hopping again; a live run's hops.
+func TestLongDelayOfEndedRunIsDropped(t *testing.T) {
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	q := &sendCounter{SQSAPI: c.SQS}
+	cfg := dynamotest.Config(c, r, url)
+	cfg.SQS = q
+	w, err := dynamoworld.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx := context.Background()
+	ended := func(d world.EventData) string {
+		id := startedRun(t, w)
+		mustAppend(t, w, id, world.EventInput{Data: d})
+		return id
+	}
+	for _, tc := range []struct {
+		name string
+		run  string
+		hops bool
+	}{
+		{"live run", startedRun(t, w), true},
+		{"unknown run", ids.New(world.PrefixRun), false},
+		{"completed run", ended(&world.RunCompleted{}), false},
+		{"cancelled run", ended(&world.RunCancelled{}), false},
+		{"failed run", ended(&world.RunFailed{Error: &world.ErrorData{Message: "x"}}), false},
+	} {
+		body, _ := world.EncodeMessage(world.Message{RunID: tc.run, NotBefore: time.Now().Add(time.Hour)})
+		if _, err := w.Enqueue(ctx, &world.EnqueueParams{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		before := q.sends.Load()
+		ds, err := w.Receive(ctx, &world.ReceiveParams{Max: 1, Wait: time.Second})
+		if err != nil || len(ds) != 0 {
+			t.Fatalf("%s: a message not yet due was delivered: %v, %v", tc.name, ds, err)
+		}
+		if hopped := q.sends.Load() > before; hopped != tc.hops {
+			t.Errorf("%s: hopped %v, want %v", tc.name, hopped, tc.hops)
+		}
+	}
 }
 
 // TestRunEndBeyondOneTransaction: a run ending with more hooks and waits

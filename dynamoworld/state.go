@@ -347,6 +347,35 @@ func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
 // readRunAndCommit is readRun that also returns the newest commit item and
 // the head.
 func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, item, error) {
+	head, body, last, err := w.queryRun(ctx, runID)
+	if err != nil || head == nil {
+		return nil, nil, nil, err
+	}
+	fetched, err := w.cc.fetch(ctx, body)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := decodeRun(head, body, last, fetched)
+	return r, last, head, err
+}
+
+// runStatus reads a run's status (one Query, no claim-checked payload);
+// found is false for a run that does not exist.
+func (w *World) runStatus(ctx context.Context, runID string) (status world.RunStatus, found bool, err error) {
+	head, _, last, err := w.queryRun(ctx, runID)
+	if err != nil || head == nil {
+		return "", false, err
+	}
+	r, err := decodeRun(head, nil, last, nil)
+	if err != nil {
+		return "", false, err
+	}
+	return r.Status, true, nil
+}
+
+// queryRun reads a run's head, body and newest commit items in one
+// consistent Query; head is nil for a run that does not exist.
+func (w *World) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
@@ -365,7 +394,6 @@ func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run,
 		return nil, nil, nil, ddbErr("Query", w.cfg.Table, err)
 	}
 	w.countRead(out.ConsumedCapacity)
-	var head, body, last item
 	for _, it := range out.Items {
 		switch sk := getS(it, attrSK); {
 		case sk == skRunHead:
@@ -382,12 +410,7 @@ func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run,
 	if last == nil {
 		return nil, nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
 	}
-	fetched, err := w.cc.fetch(ctx, body)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	r, err := decodeRun(head, body, last, fetched)
-	return r, last, head, err
+	return head, body, last, nil
 }
 
 // load reads a snapshot: the run (readRun), then the entities keys names

@@ -50,7 +50,10 @@ const (
 	DefaultWebhookTimeout       = 30 * time.Second
 )
 
-// Environment variables ConfigFromEnv reads. The first seven are the ones
+// maxRetentionDays bounds SKEIN_RETENTION_DAYS (100 years).
+const maxRetentionDays = 36500
+
+// Environment variables ConfigFromEnv reads. The first nine are the ones
 // template.yaml sets; the others are optional tuning, mostly for tests.
 const (
 	EnvHandler             = "SKEIN_HANDLER"               // flow | webhook
@@ -60,6 +63,7 @@ const (
 	EnvInlineConcurrency   = "SKEIN_INLINE_CONCURRENCY"    // steps run as goroutines per invocation
 	EnvTimeBudgetMargin    = "SKEIN_TIME_BUDGET_MARGIN"    // Go duration kept free before the deadline
 	EnvClaimCheckThreshold = "SKEIN_CLAIM_CHECK_THRESHOLD" // bytes
+	EnvRetentionDays       = "SKEIN_RETENTION_DAYS"        // days a finished run is kept (0: forever)
 	EnvS3PathStyle         = "SKEIN_S3_PATH_STYLE"         // 1: path-style S3 addressing (emulators)
 	EnvStepLeaseTTL        = "SKEIN_STEP_LEASE_TTL"        // Go duration: a step attempt's lease
 	EnvRunLeaseTTL         = "SKEIN_RUN_LEASE_TTL"         // Go duration: a continuation's run lease
@@ -81,6 +85,11 @@ type Resources struct {
 	ClaimCheckThreshold int
 	// S3PathStyle addresses buckets in the path, as S3 emulators need.
 	S3PathStyle bool
+	// Retention is how long a finished run is kept (dynamoworld's
+	// Config.Retention; 0: forever). The template derives the bucket's
+	// object expiration from the same setting (RetentionDays), so every
+	// World on the stack's table must be given it.
+	Retention time.Duration
 }
 
 // Releaser is what the flow handler needs of the queue its messages come
@@ -272,6 +281,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	atoi(EnvClaimCheckThreshold, &cfg.Resources.ClaimCheckThreshold, 1024, 1<<30)
+	var days int
+	atoi(EnvRetentionDays, &days, 0, maxRetentionDays)
+	cfg.Resources.Retention = time.Duration(days) * 24 * time.Hour
 	switch v := strings.ToLower(get(EnvS3PathStyle)); v {
 	case "", "0", "false":
 	case "1", "true":

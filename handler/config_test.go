@@ -17,7 +17,7 @@ func templateEnv() map[string]string {
 	return map[string]string{
 		"SKEIN_HANDLER": "flow", "SKEIN_TABLE": "skein-EventTable-1", "SKEIN_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/1/q",
 		"SKEIN_BUCKET": "skein-bucket", "SKEIN_INLINE_CONCURRENCY": "16", "SKEIN_TIME_BUDGET_MARGIN": "10s",
-		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
+		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536", "SKEIN_RETENTION_DAYS": "30",
 	}
 }
 
@@ -34,7 +34,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := handler.Resources{Table: "skein-EventTable-1", QueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", Bucket: "skein-bucket",
-		ClaimCheckThreshold: 65536, S3PathStyle: true}
+		ClaimCheckThreshold: 65536, S3PathStyle: true, Retention: 30 * 24 * time.Hour}
 	if cfg.Kind != handler.KindFlow || cfg.Resources != want || cfg.Engine.InlineConcurrency != 16 ||
 		cfg.TimeBudgetMargin != 10*time.Second || cfg.Engine.StepLeaseTTL != 3*time.Second ||
 		cfg.Engine.RunLeaseTTL != 4*time.Second || cfg.Engine.MaxQueueDelay != 2*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Logger == nil {
@@ -56,12 +56,13 @@ func TestConfigFromEnvErrors(t *testing.T) {
 	_, err := handler.ConfigFromEnv(envOf(map[string]string{
 		"SKEIN_HANDLER": "both", "SKEIN_INLINE_CONCURRENCY": "many", "SKEIN_TIME_BUDGET_MARGIN": "10",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "12", "SKEIN_MALFORMED": "shrug", "SKEIN_MAX_QUEUE_DELAY": "1h", "AWS_LAMBDA_LOG_LEVEL": "loud",
+		"SKEIN_RETENTION_DAYS": "-1",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{"SKEIN_HANDLER", "SKEIN_TABLE", "SKEIN_QUEUE_URL", "SKEIN_BUCKET", "SKEIN_INLINE_CONCURRENCY",
-		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL"} {
+		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL", "SKEIN_RETENTION_DAYS"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}

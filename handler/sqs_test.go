@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -294,6 +295,27 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 	}
 	if st, _ := quick.Status(ctx); !st.Terminal() {
 		t.Errorf("the quick run is %s", st)
+	}
+	// The abandoned step runs on after the answer (in Lambda, into the
+	// next thaw of the sandbox). Its invocation ends when the step returns
+	// and releases the run lease: wait for that, so that it does not
+	// outlive the test (and its World).
+	waitLeaseFree(t, b.w, stuck.ID(), 10*time.Second)
+}
+
+// waitLeaseFree waits until no invocation holds run's lease.
+func waitLeaseFree(t *testing.T, w world.World, run string, timeout time.Duration) {
+	t.Helper()
+	probe := &world.RunLeaseParams{RunID: run, Owner: "test-probe", TTL: time.Second}
+	for limit := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		_, err := w.AcquireRunLease(context.Background(), probe)
+		if err == nil {
+			_ = w.ReleaseRunLease(context.Background(), probe)
+			return
+		}
+		if !errors.Is(err, world.ErrLeaseHeld) || time.Now().After(limit) {
+			t.Fatalf("run %s's lease: %v", run, err)
+		}
 	}
 }
 

@@ -437,6 +437,48 @@ func TestSleepChainedHops(t *testing.T) {
 	t.Logf("7s sleep in hops of 2s: run took %s, %d hop messages, %d invocations", total.Round(time.Millisecond), hops, s.esm.Stats().Batches)
 }
 
+// TestCancelledSleepStopsHopping: a run cancelled during a long sleep stops
+// receiving the sleep's wake-up: the next hop finds the run finished and
+// drops the message, instead of one invocation per MaxQueueDelay until the
+// sleep would have ended.
+func TestCancelledSleepStopsHopping(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{Parameters: map[string]string{"MaxQueueDelay": "1s"}})
+	ctx := context.Background()
+	run, err := demo.Sleeper.Start(ctx, s.client, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops := func(from int) (n int) {
+		for _, m := range s.messages()[from:] {
+			if m.RunID == run.ID() && m.Hop > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	for limit := time.Now().Add(30 * time.Second); hops(0) < 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(limit) {
+			t.Fatalf("%d hops in 30s, want 2 before the cancel", hops(0))
+		}
+	}
+	cancelled := len(s.messages())
+	if err := s.client.Cancel(ctx, run.ID(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if info := s.wait(run.ID(), time.Minute); info.Status != world.RunStatusCancelled {
+		t.Fatalf("run %s, want cancelled", info.Status)
+	}
+	time.Sleep(5 * time.Second) // 5 hops of 1s without the check
+	s.drain(time.Minute)
+	s.noFailures()
+	// One hop may be on its way when the run ends; it is dropped.
+	if n := hops(cancelled); n > 1 {
+		t.Errorf("%d wake-ups received after the cancel, want at most 1", n)
+	}
+	t.Logf("%d hops before the cancel, %d after", hops(0)-hops(cancelled), hops(cancelled))
+}
+
 // TestStreamReadWhileRunning: a client reads a run's stream from S3 while
 // the run writes it.
 func TestStreamReadWhileRunning(t *testing.T) {

@@ -15,7 +15,8 @@ var (
 	// ErrConflict (409): the write duplicates a creating or terminal event, or
 	// would move an entity out of a terminal state.
 	ErrConflict = errors.New("world: conflict")
-	// ErrGone (410): the write targets a run that has already finished.
+	// ErrGone (410): the write targets a run that has already finished, or
+	// the read needs a part of a run that has expired (an *ExpiredError).
 	ErrGone = errors.New("world: run gone")
 	// ErrTooEarly (425): a step was started before its retry time. The error
 	// is a *TooEarlyError carrying that time.
@@ -114,6 +115,22 @@ func (e *RunExistsError) Error() string {
 
 // Unwrap lets errors.Is match ErrConflict.
 func (e *RunExistsError) Unwrap() error { return ErrConflict }
+
+// ExpiredError (410) is returned by a read that needs a part of a run the
+// World stores apart from its entities (a claim-checked input, output,
+// payload or event data) after the store has expired it: the run is older
+// than the World keeps such parts. RunID names the run, What the part.
+type ExpiredError struct {
+	RunID string
+	What  string
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("%s: run %s: %s has expired", ErrGone, e.RunID, e.What)
+}
+
+// Unwrap lets errors.Is match ErrGone.
+func (e *ExpiredError) Unwrap() error { return ErrGone }
 
 // LeaseHeldError is returned when a run lease is held by another owner.
 type LeaseHeldError struct {

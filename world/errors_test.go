@@ -63,6 +63,7 @@ func TestTypedErrors(t *testing.T) {
 		{&world.RunExistsError{RunID: runID, IdempotencyKey: "k1"}, world.ErrConflict, []string{runID, `"k1"`}},
 		{&world.LeaseHeldError{RunID: runID, Owner: "worker-7", ExpiresAt: at}, world.ErrLeaseHeld, []string{runID, "worker-7"}},
 		{&world.CommitError{Index: 1, Err: &world.StepLeasedError{StepID: stepID}}, world.ErrConflict, []string{"event 1", stepID}},
+		{&world.ExpiredError{RunID: runID, What: "input (s3://b/k)"}, world.ErrGone, []string{runID, "input (s3://b/k)", "expired"}},
 	} {
 		if !errors.Is(tc.err, tc.sentinel) {
 			t.Errorf("%T does not match %v", tc.err, tc.sentinel)

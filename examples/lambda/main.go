@@ -67,6 +67,7 @@ func setup(ctx context.Context) (any, error) {
 	w, err := dynamoworld.New(ctx, dynamoworld.Config{
 		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Streams: ss,
 		Table: r.Table, QueueURL: r.QueueURL, Bucket: r.Bucket, ClaimCheckThreshold: r.ClaimCheckThreshold,
+		Retention: r.Retention,
 		// The stack created the resources; checking them would cost every
 		// cold start three requests (and permissions the roles lack).
 		SkipCheck: true,

@@ -64,6 +64,7 @@ func TestReadMappingFromRepositoryTemplate(t *testing.T) {
 		"SKEIN_TIME_BUDGET_MARGIN":    "10s",
 		"SKEIN_MAX_QUEUE_DELAY":       "15m",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
+		"SKEIN_RETENTION_DAYS":        "0",
 	}
 	for k, v := range wantEnv {
 		check("Env["+k+"]", m.Function.Env[k], v)

@@ -83,12 +83,41 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 	return e.continueRun(ctx, msg)
 }
 
-// hop re-enqueues a message that arrived before its NotBefore.
+// hop re-enqueues a message that arrived before its NotBefore. It reads the
+// run first (one read per hop): the wake-up of a run that has finished, or
+// that does not exist (never created, or expired), is dropped, so that a run
+// cancelled or completed while a long timer was pending stops receiving one
+// message per MaxQueueDelay. A failed read keeps the wake-up: it hops.
 func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration) error {
+	if e.finished(ctx, msg) {
+		return nil
+	}
 	next := msg
 	next.Hop++
 	key := fmt.Sprintf("hop:%s:%s:%d:%d:%d", msg.RunID, msg.StepID, len(msg.StepIDs), msg.NotBefore.UnixNano(), next.Hop)
 	return e.enqueue(ctx, next, key)
+}
+
+// finished reports whether msg's run has ended or does not exist, which
+// makes a wake-up still on its way for it pointless.
+func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
+	switch {
+	case err == nil && run.Status.Terminal():
+		e.log.Debug("engine: dropped the wake-up of a finished run", "run", msg.RunID, "status", run.Status, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop)
+		return true
+	case errors.Is(err, world.ErrNotFound):
+		e.log.Debug("engine: dropped the wake-up of an unknown run", "run", msg.RunID, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop, "err", err)
+		return true
+	case errors.Is(err, world.ErrGone):
+		// Part of the run has expired (a run that outlived the store's
+		// retention): it cannot go on, so its wake-up is pointless too.
+		e.log.Warn("engine: dropped the wake-up of a run that can no longer be read", "run", msg.RunID, "step", msg.StepID, "err", err)
+		return true
+	case err != nil:
+		e.log.Debug("engine: could not read the run before a hop; hopping anyway", "run", msg.RunID, "err", err)
+	}
+	return false
 }
 
 // enqueue sends m, delayed until m.NotBefore (capped at MaxQueueDelay; the
