@@ -35,8 +35,10 @@ func (p *plan) remove(i int) {
 
 // build gathers what the workflow's suspension needs: the delivered results,
 // then either the terminal event or the creation of the operations the code
-// asked for (with step_started for the steps that fit the inline capacity),
-// hook disposals, and restarts of existing steps that are due.
+// asked for (with step_started for the steps that fit the inline capacity)
+// and hook disposals, in the order the code asked for them (a hook disposed
+// and then asked for again on its token must find the token free), and
+// restarts of existing steps that are due.
 func (s *session) build(now time.Time) *plan {
 	p := &plan{}
 	r := s.r
@@ -60,7 +62,14 @@ func (s *session) build(now time.Time) *plan {
 	}
 	capacity := s.capacity()
 	lease := s.e.cfg.StepLeaseTTL
+	disposals := r.takeDisposals()
 	for _, o := range r.ops[r.matched:] {
+		// A disposal the code asked for before this operation is committed
+		// before it: the operation may be a hook on the disposed token.
+		for len(disposals) > 0 && disposals[0].disposeAt <= o.index {
+			p.add(disposals[0].id, &world.HookDisposed{}, eventMeta{hook: disposals[0]})
+			disposals = disposals[1:]
+		}
 		switch o.kind {
 		case opStep:
 			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input}, eventMeta{})
@@ -80,16 +89,8 @@ func (s *session) build(now time.Time) *plan {
 			p.add(o.id, &world.WaitCreated{ResumeAt: at}, eventMeta{})
 		}
 	}
-	if len(r.disposals) > 0 {
-		keep := r.disposals[:0]
-		for _, o := range r.disposals {
-			if o.disposeLogged || o.disposeSent || o.conflictRunID != "" {
-				continue // done, or nothing to dispose
-			}
-			p.add(o.id, &world.HookDisposed{}, eventMeta{hook: o})
-			keep = append(keep, o)
-		}
-		r.disposals = keep
+	for _, o := range disposals {
+		p.add(o.id, &world.HookDisposed{}, eventMeta{hook: o})
 	}
 	if capacity > 0 {
 		for _, o := range s.runnable(now) {
@@ -101,6 +102,21 @@ func (s *session) build(now time.Time) *plan {
 		}
 	}
 	return p
+}
+
+// takeDisposals drops the disposals that are done (or have nothing to
+// dispose) and returns those still to commit, in the order the code asked
+// for them.
+func (r *replayer) takeDisposals() []*op {
+	keep := r.disposals[:0]
+	for _, o := range r.disposals {
+		if o.disposeLogged || o.disposeSent || o.conflictRunID != "" {
+			continue
+		}
+		keep = append(keep, o)
+	}
+	r.disposals = keep
+	return keep
 }
 
 // commit appends the plan, fenced on the last event this session knows. A

@@ -70,6 +70,10 @@ type op struct {
 	disposeWanted bool
 	disposeLogged bool
 	disposeSent   bool
+	// disposeAt is how many operations the code had asked for when it
+	// called Dispose: the disposal is committed before the creation of any
+	// later one (a new hook on the same token must find it free).
+	disposeAt int
 }
 
 type payload struct {
@@ -567,5 +571,6 @@ func (h *Hook) Dispose() {
 		return
 	}
 	h.o.disposeWanted = true
+	h.o.disposeAt = len(h.r.ops)
 	h.r.disposals = append(h.r.disposals, h.o)
 }

@@ -21,6 +21,7 @@ func hookCases() []testCase {
 		{"received", testHookReceived},
 		{"received_missing_not_found", testHookReceivedMissing},
 		{"disposed_frees_token", testHookDisposed},
+		{"dispose_then_create_same_token_one_commit", testHookDisposeThenCreate},
 		{"run_end_disposes_hooks", testHookRunEnd},
 	}
 }
@@ -223,6 +224,37 @@ func testHookDisposed(t *testing.T, f *fixture) {
 	h, err := f.w.GetHookByToken(f.ctx, &world.GetHookByTokenParams{Token: tok})
 	if err != nil || h.HookID != newID || h.RunID != next {
 		t.Fatalf("GetHookByToken after the token was reclaimed: %+v, %v; want hook %s of run %s", h, err, newID, next)
+	}
+}
+
+// testHookDisposeThenCreate: a run disposes of a hook committed earlier
+// (and resumed) and creates a new one on the same token in one Append, as
+// the engine commits a workflow that receives, disposes and asks for the
+// next hook: the new hook holds the token, no conflict.
+func testHookDisposeThenCreate(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	tok := token()
+	old := f.mustCreateHook(run, tok)
+	f.mustAppendOne(run, ev(old, &world.HookReceived{Payload: json.RawMessage(`1`)}))
+	next := ids.New(world.PrefixHook)
+	res := f.mustAppend(run, ev(old, &world.HookDisposed{}), ev(next, &world.HookCreated{Token: tok}))
+	if e := res.Results[1].Event; e == nil || e.Type() != world.EventHookCreated {
+		t.Fatalf("hook_created after hook_disposed of the token's holder in the same commit: got %s, want hook_created", eventType(e))
+	}
+	h, err := f.w.GetHookByToken(f.ctx, &world.GetHookByTokenParams{Token: tok})
+	if err != nil || h.HookID != next || h.RunID != run {
+		t.Fatalf("GetHookByToken after dispose and create: %+v, %v; want hook %s", h, err, next)
+	}
+	_, err = f.w.GetHook(f.ctx, &world.GetHookParams{HookID: old})
+	wantErr(t, err, world.ErrNotFound, "GetHook of the disposed hook")
+	if hs := f.listHooks(run); len(hs) != 1 || hs[0].HookID != next {
+		t.Fatalf("ListHooks after dispose and create: %+v, want only %s", hs, next)
+	}
+	// And again: the new hook is disposed and the token taken a third time.
+	third := ids.New(world.PrefixHook)
+	res = f.mustAppend(run, ev(next, &world.HookDisposed{}), ev(third, &world.HookCreated{Token: tok}))
+	if e := res.Results[1].Event; e == nil || e.Type() != world.EventHookCreated {
+		t.Fatalf("third hook on the token: got %s, want hook_created", eventType(e))
 	}
 }
 
