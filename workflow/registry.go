@@ -38,7 +38,8 @@ func NewRegistry() *Registry {
 }
 
 // Register adds workflows and steps. A name already registered for the same
-// kind is an error, and nothing of the call is registered then.
+// kind (in this call or an earlier one) is an error whatever the types of
+// its input and output, and nothing of the call is registered then.
 func (r *Registry) Register(defs ...Definition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -53,18 +54,17 @@ func (r *Registry) Register(defs ...Definition) error {
 		case len(n) > world.MaxNameLength:
 			return fmt.Errorf("workflow: Register: name %.32q... is %d bytes, more than %d", n, len(n), world.MaxNameLength)
 		}
-		key := fmt.Sprintf("%T/%s", d, d.Name())
+		// A name is a definition's identity in the log: one workflow and
+		// one step per name, whatever their type parameters.
+		kind := "step"
+		if _, ok := d.(interface{ isWorkflow() }); ok {
+			kind = "workflow"
+		}
+		key := kind + "/" + d.Name()
 		_, wfTaken := r.workflows[d.Name()]
 		_, stepTaken := r.steps[d.Name()]
-		switch d.(type) {
-		case interface{ isWorkflow() }:
-			if wfTaken || seen[key] {
-				return fmt.Errorf("workflow: Register: workflow %q is already registered", d.Name())
-			}
-		default:
-			if stepTaken || seen[key] {
-				return fmt.Errorf("workflow: Register: step %q is already registered", d.Name())
-			}
+		if seen[key] || (kind == "workflow" && wfTaken) || (kind == "step" && stepTaken) {
+			return fmt.Errorf("workflow: Register: %s %q is already registered (names identify workflows and steps in the log: give each its own)", kind, d.Name())
 		}
 		seen[key] = true
 	}
