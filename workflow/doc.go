@@ -49,6 +49,14 @@
 // hook and timer with what the code asks for, by position, kind and name; a
 // mismatch fails the run with REPLAY_DIVERGENCE naming both sides.
 //
+// The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
+// belongs to the workflow function's own goroutine: to run steps at the
+// same time, start them with Step.Go and wait with All or Select. A call
+// from a goroutine the workflow started ends that goroutine
+// (runtime.Goexit, so its deferred calls run) and fails the run with
+// WORKFLOW_API_MISUSE, naming the call; other runs and the process are
+// unaffected.
+//
 // # Futures
 //
 // Step.Go, Workflow.Go (a child run), NewTimer and Hook.Next return a
@@ -74,7 +82,10 @@
 // gives its client a *RunFailedError with the run's error code: USER_ERROR
 // (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
 // error it returned is, or wraps, such a step's), RUNTIME_ERROR (the workflow
-// is not registered), REPLAY_DIVERGENCE or MAX_DELIVERIES_EXCEEDED.
+// is not registered), WORKFLOW_API_MISUSE (see Determinism),
+// REPLAY_DIVERGENCE or MAX_DELIVERIES_EXCEEDED. A panic in workflow or step
+// code fails the run or the attempt, never the process; a panic in a
+// goroutine that code starts is beyond any recovery, as in any Go program.
 //
 // # Hooks, webhooks and streams
 //

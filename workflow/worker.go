@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,8 +111,18 @@ func (p *Processor) Client() *Client { return p.client }
 // Process handles one queue message body, delivered for the attempt-th time
 // (0 when unknown). Nil means acknowledge it; an error for which
 // IsPermanent is true means it can never succeed (acknowledge and report
-// it); any other error means deliver it again later.
-func (p *Processor) Process(ctx context.Context, body []byte, attempt int) error {
+// it); any other error means deliver it again later. A panic while handling
+// the message (workflow and step code cannot cause one: the engine recovers
+// theirs) is logged and returned as an error, never passed on: the message
+// is delivered again, and a run whose messages keep failing ends with
+// MAX_DELIVERIES_EXCEEDED, with the process and its other runs unharmed.
+func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("workflow: panic while handling a message", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("workflow: panic while handling a message: %v", r)
+		}
+	}()
 	msg, err := world.DecodeMessage(body)
 	if err != nil {
 		return &engine.PermanentError{Reason: "malformed message", Err: err}

@@ -71,6 +71,11 @@ const (
 	CodeStepExecutorLost = "STEP_EXECUTOR_LOST"
 )
 
+// CodeWorkflowAPIMisuse fails a run whose workflow code used the workflow
+// API wrongly (from a goroutine it started), a mistake in the code that
+// replaying cannot fix.
+const CodeWorkflowAPIMisuse = "WORKFLOW_API_MISUSE"
+
 // ErrorData is an error as recorded in the log. It keeps enough structure for
 // typed errors to survive a round trip: the SDK maps Type back to its error
 // types (FatalError, SerializationError, ...), and Cause chains nest.

@@ -35,6 +35,10 @@ type coroutine struct {
 	err     error
 	panic   *world.ErrorData
 
+	// mark identifies the coroutine's goroutine (markCoroutine, mine);
+	// written before the workflow runs, read-only after.
+	mark uintptr
+
 	// Engine side.
 	stopped  bool // stop was called: the coroutine unwinds if resumed
 	returned bool // the coroutine's function returned (did not Goexit)
@@ -44,13 +48,22 @@ func newCoroutine(fn func() (json.RawMessage, error)) *coroutine {
 	co := &coroutine{}
 	co.next, co.halt = iter.Pull(func(yield func(struct{}) bool) {
 		co.yield = yield
-		co.main(fn)
+		co.enter(fn)
 		co.returned = true
 	})
 	return co
 }
 
+// enter calls main: its frame is the one mine looks for on a stack.
+//
+//go:noinline
+func (co *coroutine) enter(fn func() (json.RawMessage, error)) {
+	co.main(fn)
+}
+
+//go:noinline
 func (co *coroutine) main(fn func() (json.RawMessage, error)) {
+	co.markCoroutine()
 	finished := false
 	defer func() {
 		if finished {

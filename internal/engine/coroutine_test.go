@@ -63,3 +63,34 @@ func TestCoroutineStopUnstarted(t *testing.T) {
 		t.Error("a stopped coroutine ran")
 	}
 }
+
+// mine tells the coroutine's goroutine (at any depth) from every other: the
+// engine's, and one the workflow starts.
+func TestCoroutineMine(t *testing.T) {
+	t.Parallel()
+	var co *coroutine
+	got := map[string]bool{}
+	co = newCoroutine(func() (json.RawMessage, error) {
+		got["workflow"] = co.mine()
+		got["workflow, 300 frames down"] = deepCall(300, co.mine)
+		ch := make(chan bool)
+		go func() { ch <- co.mine() }()
+		got["its goroutine"] = <-ch
+		return nil, nil
+	})
+	co.step()
+	got["engine"] = co.mine()
+	for who, want := range map[string]bool{"workflow": true, "workflow, 300 frames down": true, "its goroutine": false, "engine": false} {
+		if got[who] != want {
+			t.Errorf("mine() on %s: %v, want %v", who, got[who], want)
+		}
+	}
+	co.stop()
+}
+
+func deepCall(n int, f func() bool) bool {
+	if n == 0 {
+		return f()
+	}
+	return deepCall(n-1, f)
+}

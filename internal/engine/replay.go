@@ -111,8 +111,9 @@ type replayer struct {
 	openWaits map[string]*op // created, not settled
 	disposals []*op
 
-	co  *coroutine
-	ctx *Context
+	co    *coroutine
+	ctx   *Context
+	guard apiGuard
 
 	// Outcome.
 	finished   bool // the coroutine returned or panicked
@@ -132,6 +133,7 @@ func newReplayer(wf *Workflow, logger *slog.Logger) *replayer {
 		byID:      make(map[string]*op),
 		openSteps: make(map[string]*op),
 		openWaits: make(map[string]*op),
+		guard:     newAPIGuard(),
 	}
 }
 
@@ -141,6 +143,7 @@ func (r *replayer) over() bool { return r.finished || r.terminal != "" }
 
 // stop discards the coroutine.
 func (r *replayer) stop() {
+	r.retire()
 	if r.co != nil {
 		r.co.stop()
 		r.co = nil
@@ -279,6 +282,8 @@ func (r *replayer) start(ev *world.Event, d *world.RunCreated) {
 	r.ctx = &Context{r: r}
 	input := d.Input
 	r.co = newCoroutine(func() (json.RawMessage, error) { return r.wf.Fn(r.ctx, input) })
+	r.guard.home = r.co
+	r.guard.live.Store(true)
 	r.co.step()
 	r.afterSlice()
 }
@@ -350,7 +355,7 @@ func (r *replayer) wake() {
 
 func (r *replayer) afterSlice() {
 	co := r.co
-	if co == nil || !co.done {
+	if r.failMisused() || co == nil || !co.done {
 		return
 	}
 	r.finished = true
@@ -423,6 +428,7 @@ func (r *replayer) deliverWait(o *op) {
 
 // newOp records an operation the code asks for.
 func (r *replayer) newOp(kind opKind, prefix, name string) *op {
+	r.enter(describeCall(kind, name))
 	o := &op{kind: kind, id: r.det.id(prefix), index: len(r.ops), name: name}
 	r.ops = append(r.ops, o)
 	r.byID[o.id] = o
@@ -458,7 +464,10 @@ func (c *Context) Rand() *rand.Rand { return c.r.det.user }
 
 // NewID returns a deterministic ULID timestamped with Now. It is derived
 // from the run ID: an identifier, not a secret.
-func (c *Context) NewID() string { return c.r.det.userID(ulid.Timestamp(c.r.now)) }
+func (c *Context) NewID() string {
+	c.r.enter("Context.NewID")
+	return c.r.det.userID(ulid.Timestamp(c.r.now))
+}
 
 // Logger returns the engine's logger.
 func (c *Context) Logger() *slog.Logger { return c.r.logger }
@@ -468,7 +477,10 @@ func (c *Context) Logger() *slog.Logger { return c.r.logger }
 // holds, so that nobody can compute it from the run ID; stable across
 // replays. A run created before run secrets existed draws 21-character
 // tokens from its run ID, as it always did.
-func (c *Context) NewToken() string { return c.r.det.token() }
+func (c *Context) NewToken() string {
+	c.r.enter("a hook's generated token")
+	return c.r.det.token()
+}
 
 // Replaying reports whether the workflow is re-executing history (its
 // effects were already recorded); loggers use it to stay quiet.
@@ -476,7 +488,10 @@ func (c *Context) Replaying() bool { return c.r.replaying }
 
 // Await parks the workflow until cond holds. cond is evaluated after every
 // event the engine applies; it must only read workflow state.
-func (c *Context) Await(cond func() bool) { c.r.co.await(cond) }
+func (c *Context) Await(cond func() bool) {
+	c.r.enter("waiting (a future's Get, All, Race, Any, Select or a hook's Receive)")
+	c.r.co.await(cond)
+}
 
 // Step asks for a step. It is created at the workflow's next suspension.
 func (c *Context) Step(name string, input json.RawMessage) *Future {
@@ -567,6 +582,7 @@ func (h *Hook) Disposed() bool { return h.o.disposeWanted }
 
 // Dispose releases the hook's token at the workflow's next suspension.
 func (h *Hook) Dispose() {
+	h.r.enter("Hook.Dispose")
 	if h.o.disposeWanted {
 		return
 	}

@@ -394,6 +394,8 @@ func (s *session) rebuild() {
 		s.r.stop()
 	}
 	s.r = newReplayer(s.wf, s.e.log)
+	runID, e := s.runID, s.e
+	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }
 	s.r.replaying = true
 	s.log.each(s.r.consume)
 	s.r.replaying = false
@@ -545,7 +547,7 @@ func (s *session) loop() error {
 		if s.r.terminal != "" {
 			return s.endForeign()
 		}
-		if !s.r.finished {
+		if !s.r.finished && !s.r.failMisused() {
 			s.fireDueWaits(now)
 		}
 		if err := s.flushDeferred(now, false); err != nil {
@@ -616,6 +618,8 @@ func (s *session) waitInflight() error {
 			}
 			break
 		}
+	case <-s.r.misused():
+		// A foreign goroutine misused the workflow API: the loop fails the run.
 	case <-t.C:
 		if now := s.e.now(); !now.Before(pollAt) && len(s.pending) == 0 {
 			s.lastPoll = now
@@ -697,6 +701,8 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 		select {
 		case <-t.C:
 			return false, nil
+		case <-s.r.misused():
+			return false, nil
 		case <-s.ctx.Done():
 			return true, s.ctx.Err()
 		}
@@ -708,6 +714,10 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 	}
 	if err := s.flushDeferred(now, true); err != nil {
 		return true, err
+	}
+	s.r.retire() // the session ends below unless the workflow misused the API
+	if s.r.failMisused() {
+		return false, nil // the loop records the failure
 	}
 	switch {
 	case s.draining && len(s.runnable(now)) > 0:

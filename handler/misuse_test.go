@@ -1,0 +1,73 @@
+package handler_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+var misuseStep = workflow.NewStep("handler-misuse-echo", func(ctx context.Context, s string) (string, error) { return s, nil })
+
+// stepFromGoroutine calls a step from a goroutine it starts, then waits for
+// a hook nobody resumes; panicky panics after a step.
+var (
+	stepFromGoroutine = workflow.New("handler-step-from-goroutine", func(ctx workflow.Context, _ int) (string, error) {
+		go func() { _, _ = misuseStep.Call(ctx, "from a goroutine") }()
+		return workflow.NewHook[string](ctx, workflow.HookOptions{}).Receive(ctx)
+	})
+	panicky = workflow.New("handler-panicky", func(ctx workflow.Context, _ int) (string, error) {
+		if _, err := misuseStep.Call(ctx, "first"); err != nil {
+			return "", err
+		}
+		panic("the order book is empty")
+	})
+)
+
+// TestSQSMisuseAndPanicFailOnlyTheirRuns: through the Lambda handler, a run
+// whose workflow calls a step from its own goroutine fails with
+// WORKFLOW_API_MISUSE, one that panics with USER_ERROR, and a serial run
+// handled by the same handler completes.
+func TestSQSMisuseAndPanicFailOnlyTheirRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.Registry.MustRegister(misuseStep, stepFromGoroutine, panicky)
+	}})
+	ctx := context.Background()
+	bad, err := stepFromGoroutine.Start(ctx, b.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom, err := panicky.Start(ctx, b.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := serial.Start(ctx, b.client, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{bad.ID(), boom.ID(), good.ID()} {
+		b.drive(t, id, 10)
+	}
+	if n, err := good.Result(ctx); err != nil || n != 5 {
+		t.Fatalf("the healthy run: %d, %v", n, err)
+	}
+	for _, tc := range []struct {
+		run  *workflow.Run[string]
+		code string
+		want string
+	}{
+		{bad, world.CodeWorkflowAPIMisuse, "was called from a goroutine the workflow function started"},
+		{boom, world.CodeUserError, "workflow panicked"},
+	} {
+		_, err := tc.run.Result(ctx)
+		var rf *workflow.RunFailedError
+		if !errors.As(err, &rf) || rf.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run %s: %v, want %s saying %q", tc.run.ID(), err, tc.code, tc.want)
+		}
+	}
+}
