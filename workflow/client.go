@@ -335,7 +335,9 @@ func hookInfo(h *world.Hook) *HookInfo {
 }
 
 // ResumeHook sends payload to the hook holding token and wakes its run. A
-// token no active hook holds is a *HookNotFoundError.
+// token no active hook holds is a *HookNotFoundError. The client does not
+// know the type the hook expects: a payload that does not decode as it is
+// recorded all the same and reaches the workflow as a *PayloadError.
 func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*HookInfo, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {

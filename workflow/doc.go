@@ -90,7 +90,9 @@
 // # Hooks, webhooks and streams
 //
 // NewHook creates a hook that receives payloads sent to its token with
-// Client.ResumeHook, in order; NewWebhook one resumed by HTTP requests
+// Client.ResumeHook, in order (a payload that does not decode as the hook's
+// type is a *PayloadError the workflow can handle; unhandled, the run fails
+// with HOOK_PAYLOAD_INVALID); NewWebhook one resumed by HTTP requests
 // (POST, PUT or PATCH) to Client.WebhookHandler. A hook or webhook receives
 // every payload sent while it is active, not only the first, until the
 // workflow disposes of it or the run ends. A generated token is derived

@@ -86,6 +86,28 @@ func (e *HookConflictError) Error() string {
 	return fmt.Sprintf("hook token %q is already in use by another workflow (run %s)", e.Token, e.ConflictingRunID)
 }
 
+// PayloadError is what a hook's Receive (or its future's Get) returns for a
+// payload that does not decode as the hook's type: the sender (ResumeHook,
+// the CLI's hooks resume) cannot know that type, so the check is the
+// workflow's. The payload is consumed, so the next Receive gets the next
+// one: a workflow may log it and wait again. A run whose workflow returns
+// it, or an error wrapping it, fails with HOOK_PAYLOAD_INVALID.
+type PayloadError struct {
+	// Token is the hook's token; HookID its ID.
+	Token, HookID string
+	// Type is the Go type the hook expects, such as "main.Approval".
+	Type string
+	// Err is the decoding error.
+	Err error
+}
+
+func (e *PayloadError) Error() string {
+	return fmt.Sprintf("hook %q received a payload that does not decode as %s: %v", e.Token, e.Type, e.Err)
+}
+
+// Unwrap returns the decoding error.
+func (e *PayloadError) Unwrap() error { return e.Err }
+
 // HookNotFoundError is returned when resuming a token no active hook holds:
 // unknown, disposed, or its run has finished.
 type HookNotFoundError struct{ Token string }
@@ -176,6 +198,7 @@ const (
 	typeSerialization = "SerializationError"
 	typeHookConflict  = "HookConflictError"
 	typeHookNotFound  = "HookNotFoundError"
+	typeHookPayload   = "HookPayloadError"
 	typeStep          = "StepError"
 	typeRunFailed     = "RunFailedError"
 	typeRunCancelled  = "RunCancelledError"
@@ -216,6 +239,9 @@ func (c *codec) encode(err error) *world.ErrorData {
 	case *HookNotFoundError:
 		d.Type = typeHookNotFound
 		d.Details = details(map[string]string{"token": e.Token})
+	case *PayloadError:
+		d.Type, d.Code, d.Cause = typeHookPayload, world.CodeHookPayloadInvalid, c.encode(e.Err)
+		d.Details = details(map[string]string{"token": e.Token, "hookId": e.HookID, "type": e.Type})
 	case *StepError:
 		d.Type, d.Cause = typeStep, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "stepId": e.StepID, "attempt": e.Attempt})
@@ -295,6 +321,14 @@ func (c *codec) decode(d *world.ErrorData) error {
 		}
 		_ = json.Unmarshal(d.Details, &x)
 		return &HookNotFoundError{Token: x.Token}
+	case typeHookPayload:
+		var x struct {
+			Token  string `json:"token"`
+			HookID string `json:"hookId"`
+			Type   string `json:"type"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &PayloadError{Token: x.Token, HookID: x.HookID, Type: x.Type, Err: orMessage()}
 	case typeStep:
 		var x struct {
 			Step    string `json:"step"`

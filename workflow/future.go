@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 
 	"github.com/skeinflow/skein/internal/engine"
 )
@@ -54,11 +55,15 @@ func (f Future[T]) Get(ctx Context) (T, error) {
 
 func (f Future[T]) result() (T, error) {
 	var v T
-	raw, err := f.promise().outcome()
+	p := f.promise()
+	raw, err := p.outcome()
 	if err != nil {
 		return v, err
 	}
 	if err := unmarshal(raw, &v); err != nil {
+		if hp, ok := p.(*hookPromise); ok {
+			return v, &PayloadError{Token: hp.h.Token(), HookID: hp.h.ID(), Type: reflect.TypeFor[T]().String(), Err: err}
+		}
 		return v, &SerializationError{What: "result", Err: err}
 	}
 	return v, nil

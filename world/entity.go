@@ -76,6 +76,10 @@ const (
 // replaying cannot fix.
 const CodeWorkflowAPIMisuse = "WORKFLOW_API_MISUSE"
 
+// CodeHookPayloadInvalid fails a run whose workflow gave up on a hook
+// payload that did not decode as the hook's type.
+const CodeHookPayloadInvalid = "HOOK_PAYLOAD_INVALID"
+
 // ErrorData is an error as recorded in the log. It keeps enough structure for
 // typed errors to survive a round trip: the SDK maps Type back to its error
 // types (FatalError, SerializationError, ...), and Cause chains nest.

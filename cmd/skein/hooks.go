@@ -85,7 +85,9 @@ Sends a JSON payload to the active hook holding the token: the payload is
 recorded in the run's log and the run is woken. The payload is given inline,
 read from a file (@file) or from standard input (-). The run goes on when a
 worker next runs on the store (for the quickstart's runs: start the quickstart
-again with the same -order).
+again with the same -order). The workflow decodes the payload as its hook's
+type: one that does not decode is still recorded, and the workflow receives it
+as an error (unhandled, the run fails with HOOK_PAYLOAD_INVALID).
 
 Examples:
   skein hooks resume approve/1001 '{"approved":true,"by":"ops@example.com"}'

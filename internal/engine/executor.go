@@ -198,11 +198,12 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 // workflowFailCode is the error code of a run whose workflow returned the
 // error d: world.CodeStepExecutorLost when d is, or wraps, the failure of a
 // step that lost its executor too often (that is no error of the user's
-// code), otherwise world.CodeUserError.
+// code), world.CodeHookPayloadInvalid when it is, or wraps, a hook payload
+// that did not decode, otherwise world.CodeUserError.
 func workflowFailCode(d *world.ErrorData) string {
 	for ; d != nil; d = d.Cause {
-		if d.Code == world.CodeStepExecutorLost {
-			return world.CodeStepExecutorLost
+		if d.Code == world.CodeStepExecutorLost || d.Code == world.CodeHookPayloadInvalid {
+			return d.Code
 		}
 	}
 	return world.CodeUserError
