@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
@@ -53,6 +54,8 @@ func (r *Registry) Register(defs ...Definition) error {
 			return errors.New("workflow: Register: empty name")
 		case len(n) > world.MaxNameLength:
 			return fmt.Errorf("workflow: Register: name %.32q... is %d bytes, more than %d", n, len(n), world.MaxNameLength)
+		case !utf8.ValidString(n):
+			return fmt.Errorf("workflow: Register: name %q is not valid UTF-8 (names are recorded in the log as JSON text)", n)
 		}
 		// A name is a definition's identity in the log: one workflow and
 		// one step per name, whatever their type parameters.

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -23,6 +24,8 @@ func TestRegisterRefuses(t *testing.T) {
 		{"empty name", []workflow.Definition{workflow.NewStep("", noop)}, "empty name"},
 		{"long step name", []workflow.Definition{workflow.NewStep(long, noop)}, "more than 256"},
 		{"long workflow name", []workflow.Definition{workflow.New(long, func(workflow.Context, int) (int, error) { return 0, nil })}, "more than 256"},
+		{"step name not UTF-8", []workflow.Definition{workflow.NewStep("charge\xff", noop)}, "not valid UTF-8"},
+		{"workflow name not UTF-8", []workflow.Definition{workflow.New("order\xc3(", func(workflow.Context, int) (int, error) { return 0, nil })}, "not valid UTF-8"},
 		{"a step twice", []workflow.Definition{workflow.NewStep("s", noop), workflow.NewStep("s", noop)}, "already registered"},
 		{"a step twice with other types", []workflow.Definition{workflow.NewStep("s", noop), workflow.NewStep("s", func(context.Context, string) (bool, error) { return false, nil })}, `step "s" is already registered`},
 		{"a workflow twice with other types", []workflow.Definition{
@@ -55,5 +58,30 @@ func TestRegisterRefuses(t *testing.T) {
 	ok := strings.Repeat("n", world.MaxNameLength)
 	if err := workflow.NewRegistry().Register(workflow.NewStep(ok, noop)); err != nil {
 		t.Fatalf("a %d-byte name: %v", len(ok), err)
+	}
+}
+
+// Names and tokens that are not valid UTF-8 are refused where they enter:
+// a run of such a workflow name is not created, a hook with such a token
+// fails its Receive with a clear error (JSON would rewrite the bytes, and
+// the name read back from the log would match nothing).
+func TestNamesNotUTF8(t *testing.T) {
+	t.Parallel()
+	badToken := workflow.New("bad-token", func(ctx workflow.Context, _ int) (int, error) {
+		return workflow.NewHook[int](ctx, workflow.HookOptions{Token: "approve/\xff"}).Receive(ctx)
+	})
+	e := newEnv(t, badToken)
+	ctx := e.ctx()
+	_, err := e.client.Start(ctx, "order\xff", 1)
+	if !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Errorf("Start of a workflow name that is not UTF-8: %v", err)
+	}
+	run, err := badToken.Start(ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(ctx)
+	if err == nil || !strings.Contains(err.Error(), `hook token "approve/\xff" is not valid UTF-8`) {
+		t.Errorf("a hook token that is not UTF-8: %v", err)
 	}
 }

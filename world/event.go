@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unicode/utf8"
 )
 
 // EventType names an event (seed 000).
@@ -315,8 +316,14 @@ func (d *RunCreated) validate(corr string) error {
 	if len(d.WorkflowName) > MaxNameLength {
 		return invalidf(EventRunCreated, "", "workflowName longer than %d bytes", MaxNameLength)
 	}
+	if !utf8.ValidString(d.WorkflowName) {
+		return invalidf(EventRunCreated, "", "workflowName %q is not valid UTF-8", d.WorkflowName)
+	}
 	if len(d.IdempotencyKey) > MaxIdempotencyKeyLength {
 		return invalidf(EventRunCreated, "", "idempotencyKey longer than %d bytes", MaxIdempotencyKeyLength)
+	}
+	if !utf8.ValidString(d.IdempotencyKey) {
+		return invalidf(EventRunCreated, "", "idempotencyKey %q is not valid UTF-8", d.IdempotencyKey)
 	}
 	if err := validJSON(EventRunCreated, "", "input", d.Input); err != nil {
 		return err
@@ -354,6 +361,9 @@ func (d *StepCreated) validate(corr string) error {
 	}
 	if len(d.StepName) > MaxNameLength {
 		return invalidf(EventStepCreated, corr, "stepName longer than %d bytes", MaxNameLength)
+	}
+	if !utf8.ValidString(d.StepName) {
+		return invalidf(EventStepCreated, corr, "stepName %q is not valid UTF-8", d.StepName)
 	}
 	return validJSON(EventStepCreated, corr, "input", d.Input)
 }
@@ -398,7 +408,9 @@ func (d *StepRetrying) validate(corr string) error {
 // MaxNameLength bounds workflow and step names. Names are identifiers from
 // code, stored beside every entity and index entry that carries them; the
 // bound keeps a commit's size a function of its event count (see
-// AppendLimiter).
+// AppendLimiter). Names, tokens and idempotency keys must also be valid
+// UTF-8: the log is JSON, which would replace invalid bytes, and a name read
+// back would no longer match the code's.
 const MaxNameLength = 256
 
 // MaxIdempotencyKeyLength bounds a run's idempotency key (a World may key
@@ -418,6 +430,9 @@ func (d *HookCreated) validate(corr string) error {
 	}
 	if len(d.Token) > MaxTokenLength {
 		return invalidf(EventHookCreated, corr, "token longer than %d bytes", MaxTokenLength)
+	}
+	if !utf8.ValidString(d.Token) {
+		return invalidf(EventHookCreated, corr, "token %q is not valid UTF-8", d.Token)
 	}
 	return validJSON(EventHookCreated, corr, "metadata", d.Metadata)
 }

@@ -125,6 +125,7 @@ func testRunCreateInvalid(t *testing.T, f *fixture) {
 		{"run ID with another prefix", ids.New(world.PrefixStep), ev("", &world.RunCreated{WorkflowName: "w"})},
 		{"run ID without a ULID", "wrun_123", ev("", &world.RunCreated{WorkflowName: "w"})},
 		{"nil payload", ids.New(world.PrefixRun), ev("", nil)},
+		{"workflow name not valid UTF-8", ids.New(world.PrefixRun), ev("", &world.RunCreated{WorkflowName: "order\xff"})},
 	} {
 		_, err := f.append(tc.runID, tc.in)
 		wantErr(t, err, world.ErrInvalid, "run_created with %s", tc.name)
