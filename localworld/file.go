@@ -341,7 +341,10 @@ func parseMeta(page []byte, id uint64) (boltMeta, error) {
 	ne := binary.NativeEndian
 	m := page[boltPageHeader : boltPageHeader+boltMetaSize]
 	if magic := ne.Uint32(m[0:]); magic != boltMagic {
-		return boltMeta{}, fmt.Errorf("bad magic %#x: not a bbolt file", magic)
+		if id == 0 {
+			return boltMeta{}, fmt.Errorf("bad magic %#x: neither a bbolt file (magic %#x) nor a log-format store (%q)", magic, uint32(boltMagic), logMagic)
+		}
+		return boltMeta{}, fmt.Errorf("bad magic %#x, a bbolt meta page has %#x", magic, uint32(boltMagic))
 	}
 	if got := ne.Uint64(page[0:]); got != id {
 		return boltMeta{}, fmt.Errorf("page id is %d", got)

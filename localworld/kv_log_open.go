@@ -2,6 +2,7 @@ package localworld
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -30,12 +32,17 @@ func openStore(cfg *Config) (kvStore, Format, error) {
 	case !fi.Mode().IsRegular():
 		return nil, 0, fmt.Errorf("localworld: open %s: not a regular file", path)
 	}
-	if isLogFile(path) {
+	format, signs := sniffFormat(path)
+	switch {
+	case format == FormatLog && signs == "":
 		s, err := openLog(cfg)
 		if err != nil {
 			return nil, 0, err
 		}
 		return s, FormatLog, nil
+	case format == FormatLog:
+		return nil, 0, fmt.Errorf("%w: open %s: a log-format store whose first bytes are damaged: it does not start with %q, but %s are intact (the file was left untouched)",
+			ErrCorrupt, path, logMagic, signs)
 	}
 	db, err := openBolt(cfg)
 	if err != nil {
@@ -44,17 +51,45 @@ func openStore(cfg *Config) (kvStore, Format, error) {
 	return newBoltStore(db, cfg.Sync == SyncBatch), FormatBolt, nil
 }
 
-// isLogFile reports whether the file at path starts with the log magic.
+// sniffFormat reads the format of the file at path from its first bytes:
+// FormatLog for the log magic, FormatBolt for a bbolt meta page. A file with
+// neither whose other log markers are intact (logSigns) is a log store with
+// damaged first bytes: FormatLog, with signs naming what was recognised.
 // Anything else goes to the bbolt checks, which refuse what is not bbolt.
-func isLogFile(path string) bool {
+func sniffFormat(path string) (format Format, signs string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return FormatBolt, ""
 	}
 	defer f.Close()
-	b := make([]byte, len(logMagic))
-	_, err = io.ReadFull(f, b)
-	return err == nil && string(b) == logMagic
+	b := make([]byte, logHeaderSize+recHeaderSize)
+	n, _ := io.ReadFull(f, b)
+	b = b[:n]
+	switch {
+	case len(b) >= len(logMagic) && string(b[:len(logMagic)]) == logMagic:
+		return FormatLog, ""
+	case len(b) >= boltPageHeader+4 && binary.NativeEndian.Uint32(b[boltPageHeader:]) == boltMagic:
+		return FormatBolt, ""
+	}
+	if signs := logSigns(b); signs != "" {
+		return FormatLog, signs
+	}
+	return FormatBolt, ""
+}
+
+// logSigns names the parts of a log store's start, other than its magic,
+// that b holds intact: the header's version and length fields, the first
+// record's magic right after the header.
+func logSigns(b []byte) string {
+	var signs []string
+	le := binary.LittleEndian
+	if len(b) >= 16 && le.Uint32(b[8:]) == logVersion && le.Uint32(b[12:]) == logHeaderSize {
+		signs = append(signs, "the header's version and length")
+	}
+	if len(b) >= logHeaderSize+len(recMagic) && string(b[logHeaderSize:logHeaderSize+len(recMagic)]) == recMagic {
+		signs = append(signs, "the first record's marker")
+	}
+	return strings.Join(signs, " and ")
 }
 
 // createLogFile makes a new log store at cfg.Path: a header and a snapshot

@@ -400,3 +400,47 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A log store whose first bytes are damaged is refused as what it is, a
+// log-format store, not reported as a file that is not bbolt; a file that
+// is neither format says so.
+func TestLogDamagedMagic(t *testing.T) {
+	t.Parallel()
+	orig, _, _ := logWorld(t)
+	for _, c := range []struct {
+		name string
+		harm func(b []byte) []byte
+		want []string
+	}{
+		{"one-byte", func(b []byte) []byte { b[0] ^= 0x20; return b }, []string{"a log-format store whose first bytes are damaged", "the first record's marker"}},
+		{"magic-zeroed", func(b []byte) []byte { clear(b[:8]); return b }, []string{"a log-format store", "the header's version and length and the first record's marker"}},
+		{"first-32-bytes", func(b []byte) []byte { copy(b, bytes.Repeat([]byte{0xee}, 32)); return b }, []string{"a log-format store", "the first record's marker"}},
+		{"whole-header-and-record", func(b []byte) []byte { copy(b, bytes.Repeat([]byte("x"), 4096)); return b }, []string{"neither a bbolt file", "nor a log-format store"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := copyFile(t, orig)
+			b, _ := os.ReadFile(path)
+			if err := os.WriteFile(path, c.harm(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadFile(path)
+			w, err := Open(Config{Path: path})
+			if err == nil {
+				_ = w.Close()
+				t.Fatal("Open succeeded on a damaged file")
+			}
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Open: %v, want ErrCorrupt naming the file", err)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+				t.Fatal("the failed Open modified the file")
+			}
+		})
+	}
+}
