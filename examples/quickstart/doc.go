@@ -12,6 +12,9 @@
 // Kill it (Ctrl-C, or kill -9) while it sleeps or waits for approval, and
 // start it again: the order's idempotency key makes Start return the
 // unfinished run, and the worker finishes it from its event log. Started
-// once more, it prints the recorded result. Then look at the run with the
+// once more, it prints the recorded result. Under go run the program is a
+// child of the go command, which kill -9 would leave running and holding
+// the store: kill -9 the program itself (pkill -9 -x quickstart), or go
+// build it and run the binary. Then look at the run with the
 // CLI: go run ./cmd/skein runs show <run ID>.
 package main

@@ -90,7 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		switch {
 		case errors.Is(err, localworld.ErrLocked):
 			fmt.Fprintf(stderr, "quickstart: the store %s is in use by another process (another quickstart, or the skein CLI).\n"+
-				"Wait for it to finish, or pass -db with another file.\n", o.db)
+				"Wait for it to finish, or pass -db with another file. A quickstart started with go run whose go command was\n"+
+				"killed with kill -9 is still running: stop it with pkill -x quickstart.\n", o.db)
 		case errors.Is(err, localworld.ErrTornTail):
 			fmt.Fprintf(stderr, "quickstart: %v\nThe process writing it was killed in the middle of a write; that commit was never acknowledged.\n"+
 				"Start again with -repair-torn-tail to drop it and keep everything before it.\n", err)
