@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/workflow"
@@ -69,5 +71,60 @@ func TestSQSMisuseAndPanicFailOnlyTheirRuns(t *testing.T) {
 		if !errors.As(err, &rf) || rf.Code != tc.code || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run %s: %v, want %s saying %q", tc.run.ID(), err, tc.code, tc.want)
 		}
+	}
+}
+
+// panickyWorld panics in ListEvents for one run: a stand-in for any panic
+// on the goroutine that handles a message.
+type panickyWorld struct {
+	world.World
+	runID atomic.Pointer[string]
+}
+
+func (w *panickyWorld) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	if id := w.runID.Load(); id != nil && *id == p.RunID {
+		panic("listing events of " + p.RunID)
+	}
+	return w.World.ListEvents(ctx, p)
+}
+
+// TestSQSPanicWhileHandling: a panic while a message is handled fails that
+// record (it is delivered again) and is logged; the invocation answers, and
+// the other record of the batch completes its run.
+func TestSQSPanicWhileHandling(t *testing.T) {
+	t.Parallel()
+	pw := &panickyWorld{}
+	b := setup(t, setupOptions{wrap: func(w world.World) world.World { pw.World = w; return pw }})
+	ctx := context.Background()
+	bad, err := serial.Start(ctx, b.client, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badID := bad.ID()
+	pw.runID.Store(&badID)
+	good, err := serial.Start(ctx, b.client, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := lambdaCtx(t, "req-panic", 30*time.Second)
+	defer cancel()
+	resp, ds := b.batch(t, lctx, 10, 200*time.Millisecond)
+	if len(ds) != 2 || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("%d records, failures %v; want 2 records and 1 failure", len(ds), resp.BatchItemFailures)
+	}
+	if n, err := good.Result(ctx); err != nil || n != 3 {
+		t.Fatalf("the other run: %d, %v", n, err)
+	}
+	if st, _ := bad.Status(ctx); st.Terminal() {
+		t.Errorf("the run whose message panicked is %s", st)
+	}
+	logged := false
+	for _, l := range b.logs.lines(t) {
+		if msg, _ := l["message"].(string); strings.Contains(msg, "panic while handling a message") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Error("the panic was not logged")
 	}
 }
