@@ -138,10 +138,11 @@ func (co *coroutine) markCoroutine() {
 
 // mine reports whether the calling goroutine is the coroutine's: whether
 // its stack holds the coroutine's entry frame. A walk of the program
-// counters costs about 25 ns a frame, no symbol lookups.
+// counters costs about 25 ns a frame, no symbol lookups. Without a mark
+// (the entry frame could not be read) it cannot tell and refuses nobody.
 func (co *coroutine) mine() bool {
 	if co.mark == 0 {
-		return false
+		return true
 	}
 	var pcs [64]uintptr
 	for skip := 2; ; {
