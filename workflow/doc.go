@@ -46,8 +46,12 @@
 // order every time: use Context.Now, Context.Rand and Context.NewID instead
 // of time.Now and math/rand, do I/O only in steps, and do not call workflow
 // functions from goroutines you start. Replay compares every recorded step,
-// hook and timer with what the code asks for, by position, kind and name; a
-// mismatch fails the run with REPLAY_DIVERGENCE naming both sides.
+// hook and timer with what the code asks for, by position, kind and name,
+// and a step (a child run's start too) also by a digest of its encoded
+// arguments, so that ranging over a map, whose order changes from one
+// replay to the next, is caught rather than handing one call another's
+// result; a mismatch fails the run with REPLAY_DIVERGENCE naming both
+// sides.
 //
 // The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
 // belongs to the workflow function's own goroutine: to run steps at the

@@ -28,7 +28,8 @@
 // Beyond the reference: step_started succeeds only for a pending step or a
 // running one whose lease has expired (crash recovery), so attempts are
 // counted once; a repeated run_cancelled appends nothing, so a run has exactly
-// one terminal event; run_created may carry an idempotency key.
+// one terminal event; run_created may carry an idempotency key; step_created
+// may carry a digest of its input (DigestInput) for replay to compare.
 //
 // When a run ends, a World deletes its active hooks, freeing their tokens,
 // and its waits. A hook_created whose token another active hook holds is

@@ -1,6 +1,8 @@
 package world
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -98,10 +100,16 @@ type (
 	RunCancelled struct {
 		Reason string `json:"cancelReason,omitempty"`
 	}
-	// StepCreated creates a step in pending state.
+	// StepCreated creates a step in pending state. InputDigest, when set, is
+	// DigestInput of the input as the workflow encoded it: replay compares
+	// it with what the code asks for now, so that a step called with other
+	// arguments at the same position (say, a map ranged in another order)
+	// is caught instead of receiving another call's result. Logs written
+	// before the field existed lack it, and replay then compares names only.
 	StepCreated struct {
-		StepName string          `json:"stepName"`
-		Input    json.RawMessage `json:"input,omitempty"`
+		StepName    string          `json:"stepName"`
+		Input       json.RawMessage `json:"input,omitempty"`
+		InputDigest string          `json:"inputDigest,omitempty"`
 	}
 	// StepStarted moves a step to running and counts an attempt. LeaseTTL is
 	// how long the attempt is exclusive (DefaultStepLease when zero); the World
@@ -365,7 +373,41 @@ func (d *StepCreated) validate(corr string) error {
 	if !utf8.ValidString(d.StepName) {
 		return invalidf(EventStepCreated, corr, "stepName %q is not valid UTF-8", d.StepName)
 	}
+	if !validDigest(d.InputDigest) {
+		return invalidf(EventStepCreated, corr, "inputDigest must be at most %d lowercase hex digits", maxDigestLength)
+	}
 	return validJSON(EventStepCreated, corr, "input", d.Input)
+}
+
+// digestBytes is how many bytes of the SHA-256 sum DigestInput keeps: 64
+// bits tell two different inputs apart with certainty for all practical
+// purposes, at 16 characters per step_created.
+const digestBytes = 8
+
+// maxDigestLength bounds a recorded digest (a whole SHA-256 sum in hex).
+const maxDigestLength = 2 * sha256.Size
+
+// DigestInput returns the digest of an operation's encoded input recorded in
+// StepCreated.InputDigest: the first 8 bytes of its SHA-256 sum, in
+// lowercase hex. The bytes are hashed as given, so the same value must be
+// encoded the same way each time (encoding/json sorts map keys).
+func DigestInput(input []byte) string {
+	sum := sha256.Sum256(input)
+	return hex.EncodeToString(sum[:digestBytes])
+}
+
+// validDigest accepts the empty digest (none recorded) and up to
+// maxDigestLength lowercase hex digits.
+func validDigest(d string) bool {
+	if len(d) > maxDigestLength {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *StepStarted) validate(corr string) error {

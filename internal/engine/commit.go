@@ -72,7 +72,7 @@ func (s *session) build(now time.Time) *plan {
 		}
 		switch o.kind {
 		case opStep:
-			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input}, eventMeta{})
+			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input, InputDigest: o.inputDigest()}, eventMeta{})
 			if capacity > 0 {
 				p.add(o.id, &world.StepStarted{StepName: o.name, LeaseTTL: lease}, eventMeta{launch: o})
 				capacity--

@@ -79,7 +79,9 @@
 // the same way and Context.Now advances with the consumed events. Replay
 // matches each recorded creation event (step_created, hook_created or
 // hook_conflict, wait_created), in log order, with the operations the code
-// asks for, comparing kind, name and ID; a mismatch fails the run with
+// asks for, comparing kind, name and ID, and for a step the digest of its
+// encoded input that step_created records (world.DigestInput; logs written
+// without one compare names only); a mismatch fails the run with
 // REPLAY_DIVERGENCE naming both sides. Completions are applied in log order,
 // so Race-style selections follow the log.
 package engine

@@ -48,6 +48,7 @@ type op struct {
 
 	// Step state, as the log has it.
 	input      json.RawMessage
+	digest     string // world.DigestInput(input), computed once (inputDigest)
 	status     world.StepStatus
 	attempt    int
 	lost       int // attempts interrupted by the loss of their executor
@@ -186,7 +187,7 @@ func (r *replayer) consume(ev *world.Event) {
 		r.end(world.RunStatusCancelled)
 		return
 	case *world.StepCreated:
-		if o := r.match(ev, opStep, d.StepName); o != nil {
+		if o := r.matchStep(ev, d); o != nil {
 			o.status = world.StepStatusPending
 			r.openSteps[o.id] = o
 		}
@@ -309,6 +310,32 @@ func (r *replayer) match(ev *world.Event, kind opKind, name string) *op {
 	return o
 }
 
+// matchStep matches a step_created with the next operation, and then
+// compares the inputs: a log that records the digest of the step's input
+// (older logs do not) must name the input the code passes now, or the step's
+// recorded result would be delivered to another call.
+func (r *replayer) matchStep(ev *world.Event, d *world.StepCreated) *op {
+	o := r.match(ev, opStep, d.StepName)
+	if o == nil || d.InputDigest == "" {
+		return o
+	}
+	if got := o.inputDigest(); got != d.InputDigest {
+		r.diverge(ev, fmt.Sprintf("the workflow's operation %d is %s with input digest %s (called with other arguments)",
+			o.index+1, describeOp(o), got))
+		return nil
+	}
+	return o
+}
+
+// inputDigest returns the digest of the step's encoded input, as
+// step_created records it.
+func (o *op) inputDigest() string {
+	if o.digest == "" {
+		o.digest = world.DigestInput(o.input)
+	}
+	return o.digest
+}
+
 func describeOp(o *op) string {
 	switch o.kind {
 	case opStep:
@@ -323,6 +350,9 @@ func describeOp(o *op) string {
 func describeEvent(ev *world.Event) string {
 	switch d := ev.Data.(type) {
 	case *world.StepCreated:
+		if d.InputDigest != "" {
+			return fmt.Sprintf("step_created for step %q (%s) with input digest %s", d.StepName, ev.CorrelationID, d.InputDigest)
+		}
 		return fmt.Sprintf("step_created for step %q (%s)", d.StepName, ev.CorrelationID)
 	case *world.HookCreated:
 		return fmt.Sprintf("hook_created for token %q (%s)", d.Token, ev.CorrelationID)

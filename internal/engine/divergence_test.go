@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// divergedRun returns the run after a divergence, checking that it was
+// stopped with REPLAY_DIVERGENCE.
+func divergedRun(t *testing.T, h *harness, id string) *world.Run {
+	t.Helper()
+	run, err := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != world.RunStatusFailed || run.ErrorCode != world.CodeReplayDivergence || run.Error == nil {
+		t.Fatalf("run %s %s %+v, want it stopped by REPLAY_DIVERGENCE", run.Status, run.ErrorCode, run.Error)
+	}
+	return run
+}
+
+// TestReplayComparesStepInputs: a step asked for at the same position with
+// the same name but other arguments is a divergence, reported with both
+// inputs' digests and the position, before anything runs; the same
+// arguments, or a log written before digests were recorded, replay.
+func TestReplayComparesStepInputs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		digest   bool // the log records input digests
+		v2Input  int
+		diverges bool
+	}{
+		{"same input", true, 1, false},
+		{"other input", true, 2, true},
+		{"log without digests", false, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil, Config{Linger: -1})
+			var runs atomic.Int32
+			h.reg.step("a", 0, func(_ context.Context, in json.RawMessage) (json.RawMessage, error) {
+				runs.Add(1)
+				return in, nil
+			})
+			wfCalling := func(input int) func(*Context, json.RawMessage) (json.RawMessage, error) {
+				return func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
+					f := c.Step("a", mustJSON(input))
+					c.Await(f.Done)
+					w := c.Sleep(time.Hour)
+					c.Await(w.Done)
+					r, _ := f.Result()
+					return r, nil
+				}
+			}
+			h.reg.wf("w", wfCalling(1))
+			ctx := context.Background()
+			var id string
+			if tc.digest {
+				id = h.start("w", nil)
+				if err := h.eng.Handle(ctx, world.Message{RunID: id}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				id = startOldLog(t, h)
+				runs.Add(1)
+			}
+			if n := count(h.events(id), world.EventWaitCreated); n != 1 {
+				t.Fatalf("%d wait_created", n)
+			}
+			before := len(h.events(id))
+			h.reg.wf("w", wfCalling(tc.v2Input))
+			if err := h.eng.Handle(ctx, world.Message{RunID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.diverges {
+				run, _ := h.lw.GetRun(ctx, &world.GetRunParams{RunID: id})
+				if run.Status != world.RunStatusRunning || len(h.events(id)) != before {
+					t.Fatalf("run %s %s with %d events, want it sleeping as before", run.Status, run.ErrorCode, len(h.events(id)))
+				}
+				return
+			}
+			run := divergedRun(t, h, id)
+			msg := run.Error.Message
+			for _, want := range []string{
+				"at event 3", "operation 1", `step "a"`,
+				"input digest " + world.DigestInput(mustJSON(1)), "input digest " + world.DigestInput(mustJSON(2)),
+			} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%q lacks %q", msg, want)
+				}
+			}
+			if n := runs.Load(); n != 1 {
+				t.Errorf("step ran %d times, want once (before the change)", n)
+			}
+		})
+	}
+}
+
+// startOldLog writes the log v1 leaves, as an engine that recorded no
+// input digests wrote it: step "a" called with 1 and completed, then a
+// sleep of an hour.
+func startOldLog(t *testing.T, h *harness) string {
+	t.Helper()
+	id := h.ids.New(world.PrefixRun)
+	det := newDetSource(id)
+	stepID, waitID := det.id(world.PrefixStep), det.id(world.PrefixWait)
+	for _, evs := range [][]world.EventInput{
+		{{Data: &world.RunCreated{WorkflowName: "w"}}},
+		{{Data: &world.RunStarted{}}, {CorrelationID: stepID, Data: &world.StepCreated{StepName: "a", Input: mustJSON(1)}}, {CorrelationID: stepID, Data: &world.StepStarted{}}},
+		{{CorrelationID: stepID, Data: &world.StepCompleted{Result: mustJSON(1)}}, {CorrelationID: waitID, Data: &world.WaitCreated{ResumeAt: time.Now().Add(time.Hour)}}},
+	} {
+		if _, err := h.w.Append(context.Background(), &world.AppendParams{RunID: id, Events: evs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
