@@ -40,6 +40,12 @@ const (
 	aCorrelation = "corr"
 	aStreams     = "os" // on the run head: 0 no stream yet, 1 the run has streams (see streams.go)
 	aRunStatus   = "rs" // on a commit: the run's status after it
+	// A held run's hold, on its head (written with the status).
+	aHoldCode    = "hc"
+	aHoldError   = "he"
+	aHoldAttempt = "hn"
+	aHoldSince   = "hs"
+	aHoldRetry   = "hr"
 )
 
 // ---- runs: a small head item written when the status changes, a body
@@ -58,10 +64,49 @@ func encodeRunHead(r *world.Run, ttl int64) *encItem {
 	it[attrG1] = str(g1Run)
 	it[attrG2] = str("wf#" + r.WorkflowName)
 	it[attrG3] = str("st#" + string(r.Status))
+	encodeHold(it, r.Hold)
 	if ttl > 0 {
 		setN(it, attrTTL, ttl)
 	}
 	return e
+}
+
+// encodeHold stores a held run's hold on its head: the head is written
+// whenever the status changes, as run_held and the run_started that releases
+// it do, and a repeated run_held changes the hold's attributes, which the
+// head's diff then writes.
+func encodeHold(it item, h *world.RunHold) {
+	if h == nil {
+		return
+	}
+	setS(it, aHoldCode, h.ErrorCode)
+	setN(it, aHoldAttempt, int64(h.Attempt))
+	setT(it, aHoldSince, h.Since)
+	setT(it, aHoldRetry, h.RetryAt)
+	if h.Error != nil {
+		b, err := json.Marshal(h.Error)
+		if err != nil {
+			// Details that are not JSON: keep what identifies the error.
+			b, _ = json.Marshal(&world.ErrorData{Type: h.Error.Type, Message: h.Error.Message, Code: h.Error.Code})
+		}
+		setS(it, aHoldError, string(b))
+	}
+}
+
+// decodeHold reads the hold encodeHold stored, nil when there is none.
+func decodeHold(it item) (*world.RunHold, error) {
+	code := getS(it, aHoldCode)
+	if code == "" {
+		return nil, nil
+	}
+	h := &world.RunHold{ErrorCode: code, Attempt: int(getN(it, aHoldAttempt)), Since: getT(it, aHoldSince), RetryAt: getT(it, aHoldRetry)}
+	if b := getS(it, aHoldError); b != "" {
+		h.Error = &world.ErrorData{}
+		if err := json.Unmarshal([]byte(b), h.Error); err != nil {
+			return nil, corrupt(it, "hold", err)
+		}
+	}
+	return h, nil
 }
 
 func encodeRunBody(r *world.Run, ttl int64) (*encItem, error) {
@@ -135,6 +180,12 @@ func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, er
 	if st := getS(last, aRunStatus); st != "" {
 		r.Status = world.RunStatus(st)
 	}
+	var err error
+	if r.Status == world.RunStatusHeld {
+		if r.Hold, err = decodeHold(head); err != nil {
+			return nil, err
+		}
+	}
 	if body == nil {
 		return r, nil
 	}
@@ -142,7 +193,6 @@ func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, er
 	r.IdempotencyKey = getS(body, aIdemKey)
 	r.ErrorCode = getS(body, aErrorCode)
 	r.CancelReason = getS(body, aCancel)
-	var err error
 	if r.Input, err = payloadOf(body, attrInput, fetched); err != nil {
 		return nil, err
 	}

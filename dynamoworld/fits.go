@@ -102,6 +102,11 @@ func (c commitCost) with(in world.EventInput) (commitCost, bool) {
 		head, body, strlen = true, true, len(d.ErrorCode)
 	case *world.RunCancelled:
 		head, body, strlen = true, true, len(d.Reason)
+	case *world.RunHeld:
+		head, strlen = true, len(d.ErrorCode)
+		if d.Error != nil {
+			strlen += len(d.Error.Type) + len(d.Error.Message) + len(d.Error.Stack)
+		}
 	case *world.StepCreated:
 		key, items, name = "s", 1, len(d.StepName)
 	case *world.StepStarted:

@@ -163,8 +163,8 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 // under the engine's defaults) would only delay the restart's recovery: the
 // engine goes by a step's current lease, not by the expiry its step_started
 // recorded, and takes such a step up at once. It sets every unexpired
-// run lease, and the lease of every running step of a pending or running
-// run, to expire now, in one transaction, and logs what it did. A store
+// run lease, and the lease of every running step of a pending, running or
+// held run, to expire now, in one transaction, and logs what it did. A store
 // with nothing to expire is not written to.
 func (w *World) expireStaleLeases() error {
 	var runs []string
@@ -189,7 +189,7 @@ func (w *World) expireStaleLeases() error {
 		if err != nil {
 			return err
 		}
-		for _, status := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning} {
+		for _, status := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld} {
 			prefix := newKey().str(string(status))
 			var ids []string
 			err := tx.scan(bRunsByStatus, prefix, prefixEnd(prefix), false, func(k, _ []byte) bool {

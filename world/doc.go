@@ -20,9 +20,9 @@
 //   - ErrConflict (409): duplicate creating or terminal event; any write to a
 //     terminal step; creating a step, hook or wait on a finished run; starting
 //     a step whose current attempt still holds its execution lease.
-//   - ErrGone (410): run_started on a finished run; starting, retrying or
-//     (unless it is running) completing a step of a finished run; a hook
-//     payload or wait completion for a finished run.
+//   - ErrGone (410): run_started or run_held on a finished run; starting,
+//     retrying or (unless it is running) completing a step of a finished
+//     run; a hook payload or wait completion for a finished run.
 //   - ErrTooEarly (425): step_started before the step's retry time.
 //
 // Beyond the reference: step_started succeeds only for a pending step or a
@@ -30,6 +30,11 @@
 // counted once; a repeated run_cancelled appends nothing, so a run has exactly
 // one terminal event; run_created may carry an idempotency key; step_created
 // may carry a digest of its input (DigestInput) for replay to compare.
+//
+// A run_held moves a pending, running or held run to held (RunHold says why
+// and when it is retried): not an end, so everything a running run accepts
+// a held one accepts too, and only the engine's run_started (the code
+// replays the log again) or a terminal event clears the hold.
 //
 // When a run ends, a World deletes its active hooks, freeing their tokens,
 // and its waits. A hook_created whose token another active hook holds is

@@ -15,6 +15,10 @@ const (
 	RunStatusCompleted RunStatus = "completed"
 	RunStatusFailed    RunStatus = "failed"
 	RunStatusCancelled RunStatus = "cancelled"
+	// RunStatusHeld is a run that cannot go on with the code deployed (see
+	// RunHeld): not finished, waiting for a retry, a cancellation or an
+	// explicit failure.
+	RunStatusHeld RunStatus = "held"
 )
 
 // Terminal reports whether no further transition is possible.
@@ -25,7 +29,7 @@ func (s RunStatus) Terminal() bool {
 // Valid reports whether s is a known run status.
 func (s RunStatus) Valid() bool {
 	switch s {
-	case RunStatusPending, RunStatusRunning, RunStatusCompleted, RunStatusFailed, RunStatusCancelled:
+	case RunStatusPending, RunStatusRunning, RunStatusHeld, RunStatusCompleted, RunStatusFailed, RunStatusCancelled:
 		return true
 	}
 	return false
@@ -110,12 +114,27 @@ type Run struct {
 	ExecutionContext json.RawMessage   `json:"executionContext,omitempty"`
 	Attributes       map[string]string `json:"attributes,omitempty"`
 	IdempotencyKey   string            `json:"idempotencyKey,omitempty"`
+	// Hold says why a held run is held; set exactly when Status is
+	// RunStatusHeld.
+	Hold *RunHold `json:"hold,omitempty"`
 	// LastSeq is the sequence number of the run's newest event: the write fence.
 	LastSeq     int64     `json:"lastSeq"`
 	CreatedAt   time.Time `json:"createdAt"`
 	UpdatedAt   time.Time `json:"updatedAt"`
 	StartedAt   time.Time `json:"startedAt,omitzero"`
 	CompletedAt time.Time `json:"completedAt,omitzero"`
+}
+
+// RunHold is what a held run waits on: the error that stopped it (a replay
+// divergence), how many times in a row it was held, since when, and when
+// it is retried.
+type RunHold struct {
+	ErrorCode string     `json:"errorCode"`
+	Error     *ErrorData `json:"error"`
+	Attempt   int        `json:"attempt,omitempty"`
+	// Since is when the run was first held, kept while it stays held.
+	Since   time.Time `json:"since"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // Step is the materialized state of one step invocation.

@@ -20,6 +20,7 @@ const (
 	EventRunCompleted  EventType = "run_completed"
 	EventRunFailed     EventType = "run_failed"
 	EventRunCancelled  EventType = "run_cancelled"
+	EventRunHeld       EventType = "run_held"
 	EventStepCreated   EventType = "step_created"
 	EventStepStarted   EventType = "step_started"
 	EventStepCompleted EventType = "step_completed"
@@ -100,6 +101,18 @@ type (
 	RunCancelled struct {
 		Reason string `json:"cancelReason,omitempty"`
 	}
+	// RunHeld holds a run that cannot go on with the code deployed (its
+	// replay diverged from its log): not an end, so the run is kept as it
+	// is and can still be resumed, cancelled or failed. Attempt counts the
+	// holds since the run last went on, and RetryAt is when the engine
+	// replays it again (sooner on request). A run_started releases the run;
+	// a terminal event ends it.
+	RunHeld struct {
+		Error     *ErrorData `json:"error"`
+		ErrorCode string     `json:"errorCode"`
+		Attempt   int        `json:"attempt,omitempty"`
+		RetryAt   time.Time  `json:"retryAt,omitzero"`
+	}
 	// StepCreated creates a step in pending state. InputDigest, when set, is
 	// DigestInput of the input as the workflow encoded it: replay compares
 	// it with what the code asks for now, so that a step called with other
@@ -179,6 +192,7 @@ func (*RunStarted) EventType() EventType    { return EventRunStarted }
 func (*RunCompleted) EventType() EventType  { return EventRunCompleted }
 func (*RunFailed) EventType() EventType     { return EventRunFailed }
 func (*RunCancelled) EventType() EventType  { return EventRunCancelled }
+func (*RunHeld) EventType() EventType       { return EventRunHeld }
 func (*StepCreated) EventType() EventType   { return EventStepCreated }
 func (*StepStarted) EventType() EventType   { return EventStepStarted }
 func (*StepCompleted) EventType() EventType { return EventStepCompleted }
@@ -205,6 +219,8 @@ func NewEventData(t EventType) (EventData, error) {
 		return &RunFailed{}, nil
 	case EventRunCancelled:
 		return &RunCancelled{}, nil
+	case EventRunHeld:
+		return &RunHeld{}, nil
 	case EventStepCreated:
 		return &StepCreated{}, nil
 	case EventStepStarted:
@@ -359,6 +375,21 @@ func (d *RunFailed) validate(corr string) error {
 }
 
 func (d *RunCancelled) validate(corr string) error { return noCorrelation(EventRunCancelled, corr) }
+
+func (d *RunHeld) validate(corr string) error {
+	if err := noCorrelation(EventRunHeld, corr); err != nil {
+		return err
+	}
+	switch {
+	case d.Error == nil:
+		return invalidf(EventRunHeld, "", "error required")
+	case d.ErrorCode == "":
+		return invalidf(EventRunHeld, "", "errorCode required")
+	case d.Attempt < 0:
+		return invalidf(EventRunHeld, "", "negative attempt")
+	}
+	return nil
+}
 
 func (d *StepCreated) validate(corr string) error {
 	if err := correlation(EventStepCreated, PrefixStep, corr); err != nil {

@@ -13,7 +13,7 @@ import (
 
 var allEventTypes = []world.EventType{
 	world.EventRunCreated, world.EventRunStarted, world.EventRunCompleted, world.EventRunFailed, world.EventRunCancelled,
-	world.EventStepCreated, world.EventStepStarted, world.EventStepCompleted, world.EventStepFailed, world.EventStepRetrying,
+	world.EventRunHeld, world.EventStepCreated, world.EventStepStarted, world.EventStepCompleted, world.EventStepFailed, world.EventStepRetrying,
 	world.EventHookCreated, world.EventHookConflict, world.EventHookReceived, world.EventHookDisposed,
 	world.EventWaitCreated, world.EventWaitCompleted,
 }
@@ -28,6 +28,7 @@ func fullPayloads() []world.EventData {
 		&world.RunCompleted{Output: json.RawMessage(`"out"`)},
 		&world.RunFailed{Error: errData, ErrorCode: world.CodeUserError},
 		&world.RunCancelled{Reason: "why"},
+		&world.RunHeld{Error: errData, ErrorCode: world.CodeReplayDivergence, Attempt: 2, RetryAt: at},
 		&world.StepCreated{StepName: "s", Input: json.RawMessage(`null`), InputDigest: world.DigestInput([]byte(`null`))},
 		&world.StepStarted{StepName: "s", Attempt: 3, LeaseTTL: 90 * time.Second, LeaseExpiresAt: at},
 		&world.StepCompleted{StepName: "s", Result: json.RawMessage(`12.5`)},
@@ -171,6 +172,10 @@ func TestValidateEvent(t *testing.T) {
 		{"step_created with a malformed ID", world.Event{CorrelationID: "step_123", Data: &world.StepCreated{StepName: "s"}}},
 		{"step_created without stepName", world.Event{CorrelationID: stepID, Data: &world.StepCreated{}}},
 		{"step_created with invalid input", world.Event{CorrelationID: stepID, Data: &world.StepCreated{StepName: "s", Input: json.RawMessage(`{'a':1}`)}}},
+		{"run_held without an error", world.Event{Data: &world.RunHeld{ErrorCode: world.CodeReplayDivergence}}},
+		{"run_held without a code", world.Event{Data: &world.RunHeld{Error: &world.ErrorData{Message: "m"}}}},
+		{"run_held with a negative attempt", world.Event{Data: &world.RunHeld{Error: &world.ErrorData{Message: "m"}, ErrorCode: "C", Attempt: -1}}},
+		{"run_held with a correlation ID", world.Event{CorrelationID: stepID, Data: &world.RunHeld{Error: &world.ErrorData{Message: "m"}, ErrorCode: "C"}}},
 		{"step_created with an upper-case digest", world.Event{CorrelationID: stepID, Data: &world.StepCreated{StepName: "s", InputDigest: "ABCDEF"}}},
 		{"step_created with a non-hex digest", world.Event{CorrelationID: stepID, Data: &world.StepCreated{StepName: "s", InputDigest: "12345g"}}},
 		{"step_created with a long digest", world.Event{CorrelationID: stepID, Data: &world.StepCreated{StepName: "s", InputDigest: strings.Repeat("a", 65)}}},
@@ -231,7 +236,7 @@ func TestEventTypeAndStatus(t *testing.T) {
 		s               world.RunStatus
 		terminal, valid bool
 	}{
-		{world.RunStatusPending, false, true}, {world.RunStatusRunning, false, true},
+		{world.RunStatusPending, false, true}, {world.RunStatusRunning, false, true}, {world.RunStatusHeld, false, true},
 		{world.RunStatusCompleted, true, true}, {world.RunStatusFailed, true, true}, {world.RunStatusCancelled, true, true},
 		{"paused", false, false}, {"", false, false},
 	} {

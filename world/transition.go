@@ -90,6 +90,8 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 			return Effect{Skip: true, Run: s.Run}, nil
 		}
 		err = endRun(s, &eff, now, RunStatusCancelled, func(r *Run) { r.CancelReason = d.Reason })
+	case *RunHeld:
+		err = applyRunHeld(s, &eff, d, now)
 	case *StepCreated:
 		err = applyStepCreated(s, &eff, d, now)
 	case *StepStarted:
@@ -151,6 +153,14 @@ func applyRunStarted(s State, eff *Effect, now time.Time) error {
 		eff.Run.Status = RunStatusRunning
 		eff.Run.StartedAt = now
 		return nil
+	case RunStatusHeld:
+		// The run goes on: the code now replays its log.
+		eff.Run.Status = RunStatusRunning
+		eff.Run.Hold = nil
+		if eff.Run.StartedAt.IsZero() {
+			eff.Run.StartedAt = now
+		}
+		return nil
 	default:
 		return refuse(ErrGone, EventRunStarted, s.Run.RunID, "run is %s", s.Run.Status)
 	}
@@ -162,8 +172,24 @@ func endRun(s State, eff *Effect, now time.Time, to RunStatus, set func(*Run)) e
 	}
 	eff.Run.Status = to
 	eff.Run.CompletedAt = now
+	eff.Run.Hold = nil
 	set(eff.Run)
 	eff.EndsRun = true
+	return nil
+}
+
+// applyRunHeld holds a pending, running or held run; a finished run is
+// gone. Since is kept from an earlier hold the run is still in.
+func applyRunHeld(s State, eff *Effect, d *RunHeld, now time.Time) error {
+	if s.Run.Status.Terminal() {
+		return refuse(ErrGone, EventRunHeld, s.Run.RunID, "run is %s", s.Run.Status)
+	}
+	since := now
+	if h := s.Run.Hold; s.Run.Status == RunStatusHeld && h != nil && !h.Since.IsZero() {
+		since = h.Since
+	}
+	eff.Run.Status = RunStatusHeld
+	eff.Run.Hold = &RunHold{ErrorCode: d.ErrorCode, Error: d.Error, Attempt: d.Attempt, Since: since, RetryAt: d.RetryAt}
 	return nil
 }
 

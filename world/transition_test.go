@@ -150,6 +150,71 @@ func wantRefusal(kind error) func(*testing.T, world.Effect, error) {
 	}
 }
 
+func mkHeld(attempt int) *world.RunHeld {
+	return &world.RunHeld{Error: &world.ErrorData{Message: "diverged"}, ErrorCode: world.CodeReplayDivergence, Attempt: attempt, RetryAt: now.Add(time.Minute)}
+}
+
+// heldRun is a run held since an hour ago, at its first attempt.
+func heldRun() *world.Run {
+	r := mkRun(world.RunStatusHeld)
+	r.StartedAt = created
+	r.Hold = &world.RunHold{ErrorCode: world.CodeReplayDivergence, Error: &world.ErrorData{Message: "old"}, Attempt: 1, Since: created, RetryAt: created.Add(time.Minute)}
+	return r
+}
+
+// heldRunCases: run_held holds a live run without ending it; run_started
+// releases it; a terminal event ends it and clears the hold.
+func heldRunCases() []applyCase {
+	cases := []applyCase{
+		{name: "run_held running", state: world.State{Run: mkRun(world.RunStatusRunning)}, data: mkHeld(1),
+			check: func(t *testing.T, eff world.Effect, _ error) {
+				h := eff.Run.Hold
+				if eff.Run.Status != world.RunStatusHeld || eff.EndsRun || h == nil || h.ErrorCode != world.CodeReplayDivergence ||
+					h.Error.Message != "diverged" || h.Attempt != 1 || !h.Since.Equal(now) || !h.RetryAt.Equal(now.Add(time.Minute)) {
+					t.Fatalf("run_held: %+v hold %+v", eff, h)
+				}
+			}},
+		{name: "run_held held keeps since", state: world.State{Run: heldRun()}, data: mkHeld(2),
+			check: func(t *testing.T, eff world.Effect, _ error) {
+				h := eff.Run.Hold
+				if eff.Run.Status != world.RunStatusHeld || h.Attempt != 2 || !h.Since.Equal(created) || h.Error.Message != "diverged" {
+					t.Fatalf("run_held again: hold %+v", h)
+				}
+			}},
+		{name: "run_held pending", state: world.State{Run: mkRun(world.RunStatusPending)}, data: mkHeld(1),
+			check: func(t *testing.T, eff world.Effect, _ error) {
+				if eff.Run.Status != world.RunStatusHeld || eff.Run.Hold == nil {
+					t.Fatalf("run_held on a pending run: %+v", eff.Run)
+				}
+			}},
+		{name: "run_started held releases", state: world.State{Run: heldRun()}, data: &world.RunStarted{},
+			check: func(t *testing.T, eff world.Effect, _ error) {
+				if eff.Skip || eff.Run.Status != world.RunStatusRunning || eff.Run.Hold != nil || !eff.Run.StartedAt.Equal(created) {
+					t.Fatalf("run_started on a held run: %+v", eff)
+				}
+			}},
+		{name: "run_held invalid", state: world.State{Run: mkRun(world.RunStatusRunning)}, data: &world.RunHeld{ErrorCode: "C"}, want: world.ErrInvalid},
+	}
+	for _, d := range []world.EventData{&world.RunCompleted{}, &world.RunFailed{Error: &world.ErrorData{Message: "m"}, ErrorCode: "C"}, &world.RunCancelled{}} {
+		cases = append(cases, applyCase{name: string(d.EventType()) + " held", state: world.State{Run: heldRun()}, data: d,
+			check: func(t *testing.T, eff world.Effect, _ error) {
+				if !eff.EndsRun || !eff.Run.Status.Terminal() || eff.Run.Hold != nil {
+					t.Fatalf("%s on a held run: %+v", d.EventType(), eff.Run)
+				}
+			}})
+	}
+	held := world.State{Run: heldRun(), Step: mkStep(world.StepStatusRunning, 1)}
+	cases = append(cases,
+		applyCase{name: "step_completed held run", state: held, corr: stepID, data: &world.StepCompleted{Result: json.RawMessage(`1`)},
+			check: func(t *testing.T, eff world.Effect, _ error) {
+				if eff.Run.Status != world.RunStatusHeld || eff.Run.Hold == nil || eff.Step.Status != world.StepStatusCompleted {
+					t.Fatalf("step_completed on a held run: run %+v step %+v", eff.Run, eff.Step)
+				}
+			}},
+	)
+	return cases
+}
+
 func TestApplyRun(t *testing.T) {
 	t.Parallel()
 	cases := []applyCase{
@@ -215,8 +280,10 @@ func TestApplyRun(t *testing.T) {
 				}
 			}},
 	}
+	cases = append(cases, heldRunCases()...)
 	for _, st := range terminalRuns {
 		cases = append(cases,
+			applyCase{name: "run_held " + string(st), state: world.State{Run: mkRun(st)}, data: mkHeld(1), want: world.ErrGone, check: wantRefusal(world.ErrGone)},
 			applyCase{name: "run_started " + string(st), state: world.State{Run: mkRun(st)}, data: &world.RunStarted{}, want: world.ErrGone, check: wantRefusal(world.ErrGone)},
 			applyCase{name: "run_completed " + string(st), state: world.State{Run: mkRun(st)}, data: &world.RunCompleted{}, want: world.ErrConflict, check: wantRefusal(world.ErrConflict)},
 			applyCase{name: "run_failed " + string(st), state: world.State{Run: mkRun(st)}, data: &world.RunFailed{Error: &world.ErrorData{}}, want: world.ErrConflict},

@@ -11,8 +11,8 @@
 //		})
 //	}
 //
-// Run runs one subtest per group (runs, steps, hooks, waits, commit, reads,
-// pagination, races, leases, queue, streams) and in it one parallel subtest
+// Run runs one subtest per group (runs, holds, steps, hooks, waits, commit,
+// reads, pagination, races, leases, queue, streams) and in it one parallel subtest
 // per case; every case gets its own World from Options.New and the suite
 // closes it when the case ends. New must therefore return an empty World that
 // shares no state with the others (its own file, table prefix or queue), and
@@ -35,6 +35,8 @@
 //     run, holds the token, atomically with respect to concurrent claims;
 //   - on a run's end, delete its hooks (freeing their tokens) and its waits
 //     without writing events of its own;
+//   - store a held run's world.RunHold with it, so that GetRun and ListRuns
+//     (by status too) return it until run_started or the run's end clears it;
 //   - page every listing with a cursor on every non-empty page, the last one
 //     included, an empty cursor on an empty page, HasMore exact, and refuse a
 //     malformed cursor or one from another listing (or another run's events)

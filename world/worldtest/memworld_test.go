@@ -199,6 +199,9 @@ func (tx *memTx) apply(eff world.Effect, st world.State, ev world.Event) world.E
 		return world.EventResult{}
 	}
 	tx.run = ptr(*eff.Run)
+	if tx.w.bug == "hold-dropped" {
+		tx.run.Hold = nil
+	}
 	tx.events = append(tx.events, eff.Event)
 	res := world.EventResult{Event: ptr(eff.Event)}
 	if eff.Step != nil {

@@ -286,6 +286,8 @@ func testRunEventsInvalid(t *testing.T, f *fixture) {
 		{"run_completed with invalid JSON output", ev("", &world.RunCompleted{Output: json.RawMessage(`{"x"`)})},
 		{"run_started with a correlation ID", ev(ids.New(world.PrefixStep), &world.RunStarted{})},
 		{"run_cancelled with a correlation ID", ev(ids.New(world.PrefixWait), &world.RunCancelled{})},
+		{"run_held without an error", ev("", &world.RunHeld{ErrorCode: world.CodeReplayDivergence})},
+		{"run_held without an error code", ev("", &world.RunHeld{Error: &world.ErrorData{Message: "m"}})},
 		{"an event without payload", ev("", nil)},
 	} {
 		before := f.events(id)
@@ -305,6 +307,7 @@ func testUnknownRun(t *testing.T, f *fixture) {
 		ev("", terminalData(world.EventRunCompleted)),
 		ev("", terminalData(world.EventRunFailed)),
 		ev("", terminalData(world.EventRunCancelled)),
+		ev("", held(1, time.Now())),
 		ev(step, &world.StepCreated{StepName: "s"}),
 		ev(step, &world.StepStarted{}),
 		ev(step, &world.StepCompleted{}),

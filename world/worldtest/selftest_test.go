@@ -73,6 +73,7 @@ var mutants = []struct {
 	{"partial-commit", "commit", []string{"refused_second_event_appends_nothing", "refused_commit_does_not_end_run"}},
 	{"no-auto-dispose", "hooks", []string{"run_end_disposes_hooks"}},
 	{"no-auto-dispose", "waits", []string{"run_end_removes_waits"}},
+	{"hold-dropped", "holds", []string{"hold_stored_and_released", "held_run_accepts_work"}},
 	{"append-skipped", "runs", []string{"start_running_is_noop", "cancel_repeated_appends_nothing"}},
 	{"racy-append", "races", []string{"dense_seq_under_concurrent_appends", "create_same_step", "complete_same_step"}},
 	{"runs-oldest-first", "pagination", []string{"runs_newest_first_filtered"}},

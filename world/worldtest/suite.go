@@ -59,6 +59,7 @@ type group struct {
 func groups() []group {
 	return []group{
 		{"runs", runCases()},
+		{"holds", holdCases()},
 		{"steps", stepCases()},
 		{"hooks", hookCases()},
 		{"waits", waitCases()},
