@@ -96,6 +96,11 @@ type Message struct {
 	RequestedAt time.Time `json:"requestedAt,omitzero"`
 	// Hop counts the re-enqueues of a chained delay.
 	Hop int `json:"hop,omitempty"`
+	// HoldAttempt, on a continuation, retries a held run (RunStatusHeld)
+	// whose hold has this attempt number: the engine replays it again and,
+	// should it still diverge, holds it once more with the next attempt.
+	// A message for an earlier attempt is a plain continuation.
+	HoldAttempt int `json:"holdAttempt,omitempty"`
 }
 
 // EncodeMessage returns the JSON body of m.
@@ -130,6 +135,9 @@ func (m Message) Validate() error {
 		if err := ValidateID(PrefixStep, id); err != nil {
 			return fmt.Errorf("queue message: %w", err)
 		}
+	}
+	if m.HoldAttempt < 0 {
+		return fmt.Errorf("%w: queue message: negative holdAttempt", ErrInvalid)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		{RunID: runID, StepID: stepID, NotBefore: at, RequestedAt: at.Add(-time.Hour), Hop: 3},
 		{RunID: runID, StepIDs: []string{stepID, stepID}},
 		{RunID: runID, StepID: stepID, StepIDs: []string{stepID}},
+		{RunID: runID, HoldAttempt: 3},
 	} {
 		b, err := world.EncodeMessage(m)
 		if err != nil {
@@ -31,7 +32,7 @@ func TestMessageRoundTrip(t *testing.T) {
 
 func TestMessageInvalid(t *testing.T) {
 	t.Parallel()
-	for _, m := range []world.Message{{}, {RunID: stepID}, {RunID: runID, StepID: hookID}, {RunID: runID, StepID: "step_x"}, {RunID: runID, StepIDs: []string{stepID, hookID}}} {
+	for _, m := range []world.Message{{}, {RunID: stepID}, {RunID: runID, StepID: hookID}, {RunID: runID, StepID: "step_x"}, {RunID: runID, StepIDs: []string{stepID, hookID}}, {RunID: runID, HoldAttempt: -1}} {
 		if _, err := world.EncodeMessage(m); !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("EncodeMessage(%+v): %v, want ErrInvalid", m, err)
 		}

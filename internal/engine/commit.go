@@ -42,7 +42,9 @@ func (p *plan) remove(i int) {
 func (s *session) build(now time.Time) *plan {
 	p := &plan{}
 	r := s.r
-	if s.runStatus == world.RunStatusPending && r.terminal == "" {
+	// A pending run starts; a held one replayed without diverging (the
+	// loop holds it again otherwise) goes on.
+	if (s.runStatus == world.RunStatusPending || s.runStatus == world.RunStatusHeld) && r.terminal == "" {
 		p.add("", &world.RunStarted{}, eventMeta{})
 	}
 	for _, ev := range s.pending {

@@ -55,6 +55,8 @@ const (
 	DefaultMaxDeliveries     = 48
 	DefaultMaxInterruptions  = 10
 	DefaultLinger            = 250 * time.Millisecond
+	DefaultHoldRetryDelay    = time.Minute
+	DefaultHoldRetryLimit    = time.Hour
 )
 
 // Config configures an Engine. Zero fields take their defaults.
@@ -118,6 +120,12 @@ type Config struct {
 	// Negative disables lingering. A timer's continuation is sent up to
 	// Linger (at most 20ms) before the timer is due, to linger for it.
 	Linger time.Duration
+	// HoldRetryDelay is how long a run held by a replay divergence waits
+	// before it is replayed again (default 1m); the wait doubles with each
+	// hold in a row up to HoldRetryLimit (default 1h). Deploying code that
+	// replays the log again resumes the run at its next retry, or at once
+	// with a retry on request (RetryHeldRun).
+	HoldRetryDelay, HoldRetryLimit time.Duration
 	// EncodeError records an error that is not a *Failure (default: its
 	// message and Go type).
 	EncodeError func(error) *world.ErrorData
@@ -174,6 +182,12 @@ func (c Config) withDefaults() Config {
 	if c.EncodeError == nil {
 		c.EncodeError = defaultEncodeError
 	}
+	if c.HoldRetryDelay == 0 {
+		c.HoldRetryDelay = DefaultHoldRetryDelay
+	}
+	if c.HoldRetryLimit == 0 {
+		c.HoldRetryLimit = max(DefaultHoldRetryLimit, c.HoldRetryDelay)
+	}
 	return c
 }
 
@@ -192,6 +206,7 @@ func (c Config) validate() error {
 		{"RunLeaseTTL", c.RunLeaseTTL}, {"StepLeaseTTL", c.StepLeaseTTL}, {"RunPollInterval", c.RunPollInterval},
 		{"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin}, {"MaxInvocation", c.MaxInvocation},
 		{"LeaseRetryDelay", c.LeaseRetryDelay}, {"MaxQueueDelay", c.MaxQueueDelay}, {"BackgroundDelay", c.BackgroundDelay},
+		{"HoldRetryDelay", c.HoldRetryDelay}, {"HoldRetryLimit", c.HoldRetryLimit},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is negative (%s)", d.name, d.v))
@@ -199,6 +214,9 @@ func (c Config) validate() error {
 	}
 	if c.InlineConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("InlineConcurrency is negative (%d)", c.InlineConcurrency))
+	}
+	if c.HoldRetryLimit < c.HoldRetryDelay {
+		errs = append(errs, fmt.Errorf("HoldRetryLimit (%s) is less than HoldRetryDelay (%s)", c.HoldRetryLimit, c.HoldRetryDelay))
 	}
 	if c.MaxDeliveries < 0 {
 		errs = append(errs, fmt.Errorf("MaxDeliveries is negative (%d)", c.MaxDeliveries))

@@ -11,16 +11,16 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// divergedRun returns the run after a divergence, checking that it was
-// stopped with REPLAY_DIVERGENCE.
+// divergedRun returns the run after a divergence, checking that it is held
+// (not failed) by REPLAY_DIVERGENCE.
 func divergedRun(t *testing.T, h *harness, id string) *world.Run {
 	t.Helper()
 	run, err := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != world.RunStatusFailed || run.ErrorCode != world.CodeReplayDivergence || run.Error == nil {
-		t.Fatalf("run %s %s %+v, want it stopped by REPLAY_DIVERGENCE", run.Status, run.ErrorCode, run.Error)
+	if run.Status != world.RunStatusHeld || run.Hold == nil || run.Hold.ErrorCode != world.CodeReplayDivergence || run.Hold.Error == nil {
+		t.Fatalf("run %s %+v, want it held by REPLAY_DIVERGENCE", run.Status, run.Hold)
 	}
 	return run
 }
@@ -87,7 +87,7 @@ func TestReplayComparesStepInputs(t *testing.T) {
 				return
 			}
 			run := divergedRun(t, h, id)
-			msg := run.Error.Message
+			msg := run.Hold.Error.Message
 			for _, want := range []string{
 				"at event 3", "operation 1", `step "a"`,
 				"input digest " + world.DigestInput(mustJSON(1)), "input digest " + world.DigestInput(mustJSON(2)),

@@ -81,7 +81,10 @@
 // hook_conflict, wait_created), in log order, with the operations the code
 // asks for, comparing kind, name and ID, and for a step the digest of its
 // encoded input that step_created records (world.DigestInput; logs written
-// without one compare names only); a mismatch fails the run with
-// REPLAY_DIVERGENCE naming both sides. Completions are applied in log order,
+// without one compare names only); a mismatch holds the run with
+// REPLAY_DIVERGENCE naming both sides (run_held, see hold.go): nothing more
+// runs for it, and it is replayed again with backoff or on request
+// (RetryHeldRun), so that deploying code that replays its log resumes it,
+// until then it can be cancelled or failed (FailRun). Completions are applied in log order,
 // so Race-style selections follow the log.
 package engine

@@ -60,6 +60,7 @@ const (
 	TypeMaxDeliveries      = "MaxDeliveriesExceededError"
 	TypeAttemptsExhausted  = "AttemptsExhaustedError"
 	TypeExecutorLost       = "StepExecutorLostError"
+	TypeFailedOnRequest    = "FailedOnRequestError"
 	stepNotRegisteredFmt   = "step %q is not registered"
 	workflowNotRegistedFmt = "workflow %q is not registered"
 )

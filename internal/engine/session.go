@@ -23,6 +23,11 @@ type session struct {
 	lastSeq   int64
 	runStatus world.RunStatus
 	meta      runMeta
+	hold      *holdState // the run's hold, while it is held
+
+	// retryAttempt is the hold attempt the message retries
+	// (world.Message.HoldAttempt; see holdRun).
+	retryAttempt int
 
 	wf *Workflow
 	r  *replayer
@@ -69,7 +74,7 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 		}
 		return err
 	}
-	return e.continueLeased(ctx, msg.RunID, owner, e.budget(ctx))
+	return e.continueRetry(ctx, msg.RunID, owner, e.budget(ctx), msg.HoldAttempt)
 }
 
 // acquireRunLease takes the run lease under a fresh owner.
@@ -98,8 +103,14 @@ func (e *Engine) budget(ctx context.Context) time.Time {
 // them in. Should another executor have taken the lease meanwhile, that one
 // goes on instead.
 func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadline time.Time) error {
+	return e.continueRetry(ctx, runID, owner, deadline, 0)
+}
+
+// continueRetry is continueLeased for a message that retries hold attempt
+// retry of a held run (0: none; see holdRun).
+func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
 	s := &session{
-		e: e, ctx: ctx, runID: runID,
+		e: e, ctx: ctx, runID: runID, retryAttempt: retry,
 		inflight: make(map[string]context.CancelFunc),
 		queued:   make(map[string]bool),
 		deferred: make(map[string]time.Time),
@@ -237,8 +248,8 @@ func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) erro
 		}
 	}
 	bucket := now.UnixMilli() / max(1, delay.Milliseconds())
-	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1}
-	return e.enqueue(ctx, m, fmt.Sprintf("busy:%s:%d:%d", msg.RunID, msg.Hop+1, bucket))
+	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1, HoldAttempt: msg.HoldAttempt}
+	return e.enqueue(ctx, m, fmt.Sprintf("busy:%s:%d:%d:%d", msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
 }
 
 // keepLease renews the run lease every third of its TTL until stopped.
@@ -302,6 +313,13 @@ func (s *session) track(ev *world.Event) {
 		s.meta = runMeta{runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input, execCtx: d.ExecutionContext, createdAt: ev.CreatedAt}
 	case *world.RunStarted:
 		s.runStatus = world.RunStatusRunning
+		s.hold = nil
+	case *world.RunHeld:
+		s.runStatus = world.RunStatusHeld
+		s.hold = &holdState{attempt: d.Attempt, code: d.ErrorCode, retryAt: d.RetryAt}
+		if d.Error != nil {
+			s.hold.message = d.Error.Message
+		}
 	case *world.RunCompleted:
 		s.runStatus = world.RunStatusCompleted
 	case *world.RunFailed:
@@ -546,6 +564,17 @@ func (s *session) loop() error {
 		}
 		if s.r.terminal != "" {
 			return s.endForeign()
+		}
+		if s.r.diverged() {
+			err := s.holdRun(now)
+			var stale *staleError
+			if errors.As(err, &stale) {
+				if err := s.refresh(); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
 		}
 		if !s.r.finished && !s.r.failMisused() {
 			s.fireDueWaits(now)

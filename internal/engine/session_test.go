@@ -168,13 +168,10 @@ func TestDivergenceNamesBothSides(t *testing.T) {
 	if err := h.eng.Handle(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}
-	run, _ := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: id})
-	if run.Status != world.RunStatusFailed || run.ErrorCode != world.CodeReplayDivergence {
-		t.Fatalf("run %s %s", run.Status, run.ErrorCode)
-	}
+	run := divergedRun(t, h, id)
 	for _, want := range []string{`step_created for step "a"`, "the workflow asks for wait"} {
-		if !strings.Contains(run.Error.Message, want) {
-			t.Errorf("%q lacks %q", run.Error.Message, want)
+		if !strings.Contains(run.Hold.Error.Message, want) {
+			t.Errorf("%q lacks %q", run.Hold.Error.Message, want)
 		}
 	}
 }
