@@ -185,7 +185,9 @@ type RunInfo struct {
 	Input        json.RawMessage
 	Output       json.RawMessage
 	// Err is the run's error (typed again) when it failed.
-	Err            error
+	Err error
+	// Hold says why a held run (StatusHeld) is held, nil otherwise.
+	Hold           *HoldInfo
 	ErrorCode      string
 	CancelReason   string
 	IdempotencyKey string
@@ -206,6 +208,7 @@ func (c *Client) runInfo(r *world.Run) *RunInfo {
 	if r.Error != nil {
 		info.Err = c.reg.decode(r.Error)
 	}
+	info.Hold = c.holdInfo(r.Hold)
 	var ec engine.ExecutionContext
 	if len(r.ExecutionContext) > 0 && json.Unmarshal(r.ExecutionContext, &ec) == nil {
 		info.ParentRunID, info.RootRunID = ec.ParentRunID, ec.RootRunID
@@ -276,7 +279,7 @@ func (c *Client) await(ctx context.Context, runID string) (*world.Run, error) {
 	}
 }
 
-// Cancel cancels a pending or running run: its pending steps are refused,
+// Cancel cancels a pending, running or held run: its pending steps are refused,
 // its running steps see their context cancelled, its hooks and waits are
 // removed. Cancelling a cancelled run is not an error; a completed or failed
 // one is (matching world.ErrConflict).

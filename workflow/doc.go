@@ -50,8 +50,11 @@
 // and a step (a child run's start too) also by a digest of its encoded
 // arguments, so that ranging over a map, whose order changes from one
 // replay to the next, is caught rather than handing one call another's
-// result; a mismatch fails the run with REPLAY_DIVERGENCE naming both
-// sides.
+// result. A mismatch does not fail the run: it holds it (StatusHeld,
+// REPLAY_DIVERGENCE, the divergence in RunInfo.Hold) and nothing more runs
+// for it; the worker replays it again with backoff, and at once on
+// Client.RetryRun, so that deploying code that fits its log resumes it.
+// Client.FailRun and Client.Cancel end a held run for good.
 //
 // The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
 // belongs to the workflow function's own goroutine: to run steps at the
@@ -87,9 +90,10 @@
 // (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
 // error it returned is, or wraps, such a step's), RUNTIME_ERROR (the workflow
 // is not registered), WORKFLOW_API_MISUSE (see Determinism),
-// REPLAY_DIVERGENCE or MAX_DELIVERIES_EXCEEDED. A panic in workflow or step
-// code fails the run or the attempt, never the process; a panic in a
-// goroutine that code starts is beyond any recovery, as in any Go program.
+// REPLAY_DIVERGENCE (a held run failed with Client.FailRun) or
+// MAX_DELIVERIES_EXCEEDED. A panic in workflow or step code fails the run or
+// the attempt, never the process; a panic in a goroutine that code starts is
+// beyond any recovery, as in any Go program.
 //
 // # Hooks, webhooks and streams
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -282,66 +281,6 @@ func stepOf(t *testing.T, lw *localworld.World, runID string) world.Step {
 		t.Fatalf("steps: %v %v", p, err)
 	}
 	return p.Items[0]
-}
-
-func TestReplayDivergence(t *testing.T) {
-	t.Parallel()
-	lw, err := localworld.Open(localworld.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lw.Close()
-	stepA := workflow.NewStep("charge-card", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil })
-	stepB := workflow.NewStep("send-email", func(ctx context.Context, _ struct{}) (int, error) { return 2, nil })
-	v1 := workflow.New("evolving", func(ctx workflow.Context, _ struct{}) (int, error) {
-		if _, err := stepA.Call(ctx, struct{}{}); err != nil {
-			return 0, err
-		}
-		return workflow.NewHook[int](ctx, workflow.HookOptions{Token: "evolving"}).Receive(ctx)
-	})
-	v2 := workflow.New("evolving", func(ctx workflow.Context, _ struct{}) (int, error) {
-		if _, err := stepB.Call(ctx, struct{}{}); err != nil {
-			return 0, err
-		}
-		return workflow.NewHook[int](ctx, workflow.HookOptions{Token: "evolving"}).Receive(ctx)
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	runWorker := func(reg *workflow.Registry) (stop func()) {
-		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wctx, wcancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- w.Run(wctx) }()
-		return func() { wcancel(); <-done }
-	}
-	stop := runWorker(workflow.NewRegistry().MustRegister(v1, stepA))
-	client, _ := workflow.NewClient(workflow.ClientConfig{World: lw})
-	run, err := v1.Start(ctx, client, struct{}{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "v1 waiting on its hook", func() bool { _, err := client.GetHookByToken(ctx, "evolving"); return err == nil })
-	stop()
-	// Redeploy with different code, then wake the run.
-	stop = runWorker(workflow.NewRegistry().MustRegister(v2, stepB))
-	defer stop()
-	if _, err := client.ResumeHook(ctx, "evolving", 7); err != nil {
-		t.Fatal(err)
-	}
-	err = client.Result(ctx, run.ID(), nil)
-	rf := mustAs[*workflow.RunFailedError](t, err)
-	if rf.Code != world.CodeReplayDivergence {
-		t.Fatalf("code %s: %v", rf.Code, err)
-	}
-	for _, want := range []string{`"charge-card"`, `"send-email"`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("%q does not name %s", err, want)
-		}
-	}
-	t.Log(err)
 }
 
 func TestHookPayloadDuringExecutionIsNotLost(t *testing.T) {

@@ -59,6 +59,10 @@ type EngineOptions struct {
 	// short steps. Negative means no delay. A Worker defaults to 50ms; a
 	// Processor to none (SQS delays are whole seconds).
 	BackgroundDelay time.Duration
+	// HoldRetryDelay is how long a run held by a replay divergence waits
+	// before it is replayed again (default 1m), doubling with each hold in
+	// a row up to HoldRetryLimit (default 1h).
+	HoldRetryDelay, HoldRetryLimit time.Duration
 }
 
 // ProcessorConfig configures a Processor.
@@ -96,6 +100,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
 		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
+		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },
 	})

@@ -198,8 +198,10 @@ type RunStatus = world.RunStatus
 
 // Run states.
 const (
-	StatusPending   = world.RunStatusPending
-	StatusRunning   = world.RunStatusRunning
+	StatusPending = world.RunStatusPending
+	StatusRunning = world.RunStatusRunning
+	// StatusHeld: the run's replay diverged from its log (see HoldInfo).
+	StatusHeld      = world.RunStatusHeld
 	StatusCompleted = world.RunStatusCompleted
 	StatusFailed    = world.RunStatusFailed
 	StatusCancelled = world.RunStatusCancelled

@@ -1,6 +1,7 @@
 // Command skein looks into a local Skein store: the runs, their steps and
 // events, hooks and streams, as the quickstart or your own worker recorded
-// them. It can also cancel a run and resume a hook.
+// them. It can also cancel a run, resume a hook, and retry or fail a run
+// held because its code no longer replays its log.
 //
 //	skein runs list
 //	skein runs show wrun_01J...

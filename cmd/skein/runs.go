@@ -21,15 +21,18 @@ var runsListCmd = &command{
 Lists runs, newest first: ID, workflow, status, when it was created and how
 long it took (or has been going, marked with "…"). With -json, prints one
 JSON object per run instead (the stored run: input, output, error and all).
+Held runs (their code diverges from their log) are listed again below the
+table with the divergence and their next retry.
 
 Examples:
   skein runs list
   skein runs list -status failed -limit 5
+  skein runs list -status held
   skein runs list -workflow fulfil-order -json | jq -r .runId`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		var q runQuery
 		fs.StringVar(&q.workflow, "workflow", "", "only runs of the workflow `name`")
-		fs.StringVar(&q.status, "status", "", "only runs in `status` pending, running, completed, failed or cancelled")
+		fs.StringVar(&q.status, "status", "", "only runs in `status` pending, running, held, completed, failed or cancelled")
 		fs.IntVar(&q.limit, "limit", 20, "at most `n` runs")
 		fs.BoolVar(&q.json, "json", false, "print JSON lines")
 		return func(ctx context.Context, e *env, _ []string) error { return listRuns(ctx, e, q) }
@@ -45,7 +48,7 @@ type runQuery struct {
 func listRuns(ctx context.Context, e *env, q runQuery) error {
 	status := world.RunStatus(q.status)
 	if q.status != "" && !status.Valid() {
-		return usagef("unknown status %q (want pending, running, completed, failed or cancelled)", q.status)
+		return usagef("unknown status %q (want pending, running, held, completed, failed or cancelled)", q.status)
 	}
 	if q.limit < 1 {
 		return usagef("-limit must be at least 1")
@@ -90,6 +93,7 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	printHeld(e.stdout, runs, now, style{color: colorOn(e.stdout, false)})
 	if more {
 		fmt.Fprintf(e.stdout, "(more runs: -limit %d shows more)\n", q.limit*2)
 	}
@@ -125,7 +129,8 @@ var runsShowCmd = &command{
 	group: "runs", name: "show", usage: "<runId> [-no-color] [-width n]", nargs: 1,
 	summary: "show a run and a timeline of its steps",
 	help: `
-Shows a run's fields (status, times, idempotency key, input, output, error)
+Shows a run's fields (status, times, idempotency key, input, output, error,
+and for a held run the divergence that holds it and its next retry)
 and a timeline drawn in the terminal: one row per step, sleep and hook, in the
 order the workflow created them, with a bar from its start to its end scaled
 to the run's duration, like a Gantt chart. A step's bar shows each attempt:
@@ -211,6 +216,12 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 	if r.Error != nil {
 		field("Error", st.paint(red, fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message)))
 	}
+	if h := r.Hold; h != nil {
+		field("Held", holdSummary(h, time.Now()))
+		if h.Error != nil {
+			field("Diverged", st.paint(red, h.Error.Message))
+		}
+	}
 	field("Reason", r.CancelReason)
 }
 
@@ -261,9 +272,9 @@ Examples:
 
 var runsCancelCmd = &command{
 	group: "runs", name: "cancel", usage: "<runId> [-reason r]", nargs: 1,
-	summary: "cancel a pending or running run",
+	summary: "cancel a pending, running or held run",
 	help: `
-Cancels a pending or running run: its pending steps are refused, its hooks and
+Cancels a pending, running or held run: its pending steps are refused, its hooks and
 sleeps removed, and a step running in a worker sees its context cancelled.
 Cancelling a cancelled run is not an error; a completed or failed one is.
 The rest of the clean-up (closing the run's streams) happens when a worker

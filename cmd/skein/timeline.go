@@ -39,7 +39,7 @@ func statusColor(status string) string {
 	switch {
 	case status == "completed" || strings.HasPrefix(status, "received"):
 		return green
-	case status == "failed" || status == "conflict":
+	case status == "failed" || status == "conflict" || status == "held":
 		return red
 	case status == "cancelled" || status == "disposed":
 		return dim

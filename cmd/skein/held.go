@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// A run is held when its replay diverged from its log: the code that ran
+// it changed incompatibly. These commands show why, retry it after a fix,
+// or give up on it.
+
+var runsRetryCmd = &command{
+	group: "runs", name: "retry", usage: "<runId>", nargs: 1,
+	summary: "replay a held run now, after deploying code that fits its log",
+	help: `
+Asks for a held run (status held: the code replaying it asks for other steps,
+hooks or sleeps than its log records) to be replayed now instead of at its
+next retry. Deploy code compatible with the run's log first: the run then goes
+on where it stopped. If it still diverges it is held again, with the new
+divergence. The retry happens when a worker next runs on the store.
+
+Examples:
+  skein runs list -status held
+  skein runs retry wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, e *env, args []string) error {
+			r, err := e.getRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if r.Status != world.RunStatusHeld {
+				return fmt.Errorf("run %s is %s, not held; there is nothing to retry", r.RunID, r.Status)
+			}
+			if err := e.client.RetryRun(ctx, r.RunID); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "run %s will be replayed when a worker next runs (held since %s, attempt %d)\n",
+				r.RunID, r.Hold.Since.Local().Format(timeLayout), r.Hold.Attempt)
+			return nil
+		}
+	},
+}
+
+var runsFailCmd = &command{
+	group: "runs", name: "fail", usage: "<runId> [-reason r]", nargs: 1,
+	summary: "end a held (or any unfinished) run as failed",
+	help: `
+Fails a pending, running or held run for good, recording the reason: what to do
+with a held run whose code will not come back. A held run fails with its hold's
+code (REPLAY_DIVERGENCE) and the divergence as the cause; its client and its
+parent run see the failure. The rest of the clean-up (closing the run's
+streams, telling a parent run) happens when a worker next runs on the store.
+
+Examples:
+  skein runs fail wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "v1 of the workflow is gone"`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		reason := fs.String("reason", "", "why, recorded in the run's error")
+		return func(ctx context.Context, e *env, args []string) error {
+			r, err := e.getRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if r.Status.Terminal() {
+				return fmt.Errorf("run %s has already %s; there is nothing to fail", r.RunID, r.Status)
+			}
+			if err := e.client.FailRun(ctx, r.RunID, *reason); err != nil {
+				if errors.Is(err, world.ErrConflict) {
+					return fmt.Errorf("run %s has already finished: %w", r.RunID, err)
+				}
+				return err
+			}
+			fmt.Fprintf(e.stdout, "failed run %s\n", r.RunID)
+			return nil
+		}
+	},
+}
+
+// holdSummary is one line on a run's hold: its code, attempts and next
+// retry.
+func holdSummary(h *world.RunHold, now time.Time) string {
+	retry := "due now"
+	if d := h.RetryAt.Sub(now); d > 0 {
+		retry = "in " + fmtDuration(d)
+	}
+	return fmt.Sprintf("%s since %s, attempt %d, next retry %s (skein runs retry)",
+		h.ErrorCode, h.Since.Local().Format(timeLayout), h.Attempt, retry)
+}
+
+// printHeld lists the held runs among runs, with their divergence, after
+// the runs table.
+func printHeld(w io.Writer, runs []world.Run, now time.Time, st style) {
+	first := true
+	for _, r := range runs {
+		if r.Status != world.RunStatusHeld || r.Hold == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nHeld: the code replaying these runs diverges from their logs")
+			first = false
+		}
+		fmt.Fprintf(w, "  %s  %s\n", r.RunID, holdSummary(r.Hold, now))
+		if r.Hold.Error != nil {
+			fmt.Fprintf(w, "    %s\n", st.paint(red, clip(r.Hold.Error.Message, 300)))
+		}
+	}
+}

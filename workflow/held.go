@@ -1,0 +1,66 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// HoldInfo says why a held run (StatusHeld) is held: its replay diverged
+// from its log, because the code deployed asks for other steps, hooks or
+// timers than those the run recorded. Nothing runs for it until its code
+// replays the log again: the worker retries it at RetryAt (1 minute after
+// the first hold, doubling up to an hour) and at once on Client.RetryRun,
+// so deploying compatible code resumes it. Client.Cancel and
+// Client.FailRun end it.
+type HoldInfo struct {
+	// Code is the error code, REPLAY_DIVERGENCE.
+	Code string
+	// Err is the divergence, naming what the log has and what the code
+	// asks for.
+	Err error
+	// Attempt counts the holds in a row; Since is when the first began.
+	Attempt int
+	Since   time.Time
+	// RetryAt is when the run is replayed again.
+	RetryAt time.Time
+}
+
+func (c *Client) holdInfo(h *world.RunHold) *HoldInfo {
+	if h == nil {
+		return nil
+	}
+	info := &HoldInfo{Code: h.ErrorCode, Attempt: h.Attempt, Since: h.Since, RetryAt: h.RetryAt}
+	if h.Error != nil {
+		info.Err = c.reg.decode(h.Error)
+	}
+	return info
+}
+
+// RetryRun replays a held run now instead of at its next retry: after a
+// deploy of code compatible with the run's log, the run goes on at once;
+// otherwise it is held again. A run that is not held is an error (matching
+// world.ErrConflict when it has finished, world.ErrInvalid when it is
+// live).
+func (c *Client) RetryRun(ctx context.Context, runID string) error {
+	if _, err := engine.RetryHeldRun(ctx, c.w, c.now, runID); err != nil {
+		return fmt.Errorf("workflow: retry run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// FailRun ends a pending, running or held run as failed, recording reason:
+// what to do with a held run whose code will not come back. A held run
+// fails with its hold's code (REPLAY_DIVERGENCE) and the divergence as the
+// error's cause; another run with RUNTIME_ERROR. Its client then gets a
+// *RunFailedError, a parent run its child's failure. A finished run is an
+// error matching world.ErrConflict.
+func (c *Client) FailRun(ctx context.Context, runID, reason string) error {
+	if err := engine.FailRun(ctx, c.w, c.now, runID, "", reason); err != nil {
+		return fmt.Errorf("workflow: %w", err)
+	}
+	return nil
+}
