@@ -172,6 +172,10 @@ func (wa *watcher) event(ev world.Event, print bool) {
 	case *world.RunCancelled:
 		wa.terminal = true
 		say("✗ run cancelled: %s", d.Reason)
+	case *world.RunHeld:
+		// The code changed under a run in flight: it waits for code that
+		// fits its log (skein runs retry), or for skein runs fail.
+		say("⏸ run held (%s), retried at %s: %s", d.ErrorCode, d.RetryAt.Local().Format("15:04:05"), d.Error.Message)
 	}
 }
 
