@@ -35,7 +35,8 @@ func stepCases() []testCase {
 func testStepCreate(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	id := ids.New(world.PrefixStep)
-	res := f.mustAppend(run, ev(id, &world.StepCreated{StepName: "charge", Input: json.RawMessage(`{"amount":5}`)}))
+	digest := world.DigestInput([]byte(`{"amount":5}`))
+	res := f.mustAppend(run, ev(id, &world.StepCreated{StepName: "charge", Input: json.RawMessage(`{"amount":5}`), InputDigest: digest}))
 	r := res.Results[0]
 	if r.Event == nil || r.Event.Type() != world.EventStepCreated || r.Event.Seq != 3 {
 		t.Fatalf("step_created: got event %+v, want step_created with Seq 3", r.Event)
@@ -49,6 +50,11 @@ func testStepCreate(t *testing.T, f *fixture) {
 	}
 	if s.CreatedAt.IsZero() || !s.StartedAt.IsZero() || !s.LeaseExpiresAt.IsZero() {
 		t.Fatalf("GetStep after step_created: CreatedAt %v StartedAt %v LeaseExpiresAt %v", s.CreatedAt, s.StartedAt, s.LeaseExpiresAt)
+	}
+	// Replay compares the input digest the log recorded: it must be kept.
+	evs := f.events(run)
+	if d, ok := evs[len(evs)-1].Data.(*world.StepCreated); !ok || d.InputDigest != digest {
+		t.Fatalf("ListEvents after step_created: payload %+v, want inputDigest %s kept", evs[len(evs)-1].Data, digest)
 	}
 }
 
