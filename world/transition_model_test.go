@@ -194,7 +194,7 @@ func modelRules() map[world.EventType]rule {
 				switch r.status {
 				case world.RunStatusRunning:
 					return outcome{skip: true}
-				case world.RunStatusPending:
+				case world.RunStatusPending, world.RunStatusHeld: // a held run goes on
 					return outcome{}
 				}
 				return refused(world.ErrGone)
@@ -207,6 +207,18 @@ func modelRules() map[world.EventType]rule {
 		world.EventRunCompleted: ending(world.RunStatusCompleted),
 		world.EventRunFailed:    ending(world.RunStatusFailed),
 		world.EventRunCancelled: ending(world.RunStatusCancelled),
+		world.EventRunHeld: {
+			judge: func(m *propModel, o propOp, r mRun, _ time.Time) outcome {
+				if r.status.Terminal() {
+					return refused(world.ErrGone)
+				}
+				return outcome{}
+			},
+			apply: func(m *propModel, o propOp, _ time.Time) {
+				r := m.runs[o.run]
+				r.status = world.RunStatusHeld
+				m.runs[o.run] = r
+			}},
 		world.EventStepCreated: creating(func(m *propModel, o propOp) bool { _, ok := m.steps[key(o.run, o.corr)]; return ok },
 			func(m *propModel, o propOp, _ time.Time) {
 				m.steps[key(o.run, o.corr)] = mStep{status: world.StepStatusPending}

@@ -60,7 +60,7 @@ func propEventTypes() []world.EventType {
 		n int
 	}{
 		{world.EventRunCreated, 1}, {world.EventRunStarted, 2},
-		{world.EventRunCompleted, 1}, {world.EventRunFailed, 1}, {world.EventRunCancelled, 1},
+		{world.EventRunCompleted, 1}, {world.EventRunFailed, 1}, {world.EventRunCancelled, 1}, {world.EventRunHeld, 2},
 		{world.EventStepCreated, 4}, {world.EventStepStarted, 6}, {world.EventStepCompleted, 4}, {world.EventStepFailed, 2}, {world.EventStepRetrying, 3},
 		{world.EventHookCreated, 4}, {world.EventHookConflict, 1}, {world.EventHookReceived, 3}, {world.EventHookDisposed, 2},
 		{world.EventWaitCreated, 3}, {world.EventWaitCompleted, 3},
@@ -99,6 +99,13 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 		o.data = &world.RunFailed{Error: fail, ErrorCode: "USER_ERROR"}
 	case world.EventRunCancelled:
 		o.data = &world.RunCancelled{Reason: "prop"}
+	case world.EventRunHeld:
+		// Now and then without the error code it requires: invalid.
+		code := world.CodeReplayDivergence
+		if o.invalid = rapid.IntRange(0, 9).Draw(t, "malformed") == 0; o.invalid {
+			code = ""
+		}
+		o.data = &world.RunHeld{Error: fail, ErrorCode: code, Attempt: rapid.IntRange(1, 3).Draw(t, "attempt"), RetryAt: now.Add(time.Minute)}
 	case world.EventStepCreated:
 		o.data = &world.StepCreated{StepName: "s", Input: one}
 	case world.EventStepStarted:
@@ -278,7 +285,8 @@ func (p *propMachine) Check(t *rapid.T) {
 
 // checkLog: dense sequence numbers that end at the run's LastSeq, one
 // terminal event at most, after it only the outcomes of steps that were
-// running, and a run status that never leaves a terminal one.
+// running, a run status that never leaves a terminal one, and a hold
+// exactly while the run is held.
 func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 	r := p.store.runs[run]
 	terminals := 0
@@ -309,6 +317,9 @@ func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 	}
 	if r.Status.Terminal() {
 		p.runEnded[run] = r.Status
+	}
+	if (r.Status == world.RunStatusHeld) != (r.Hold != nil) {
+		t.Fatalf("run %s: status %s with hold %+v; a hold goes with the held status only", run, r.Status, r.Hold)
 	}
 }
 
