@@ -236,7 +236,8 @@ func (c *Client) Status(ctx context.Context, runID string) (RunStatus, error) {
 
 // Result waits for a run to end and decodes its output into out (which may
 // be nil). A failed run returns a *RunFailedError, a cancelled one
-// ErrRunCancelled.
+// ErrRunCancelled. A held run (StatusHeld) has not ended: Result waits on
+// until it is resumed and ends, or until ctx is done.
 func (c *Client) Result(ctx context.Context, runID string, out any) error {
 	r, err := c.await(ctx, runID)
 	if err != nil {
