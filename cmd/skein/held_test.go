@@ -28,9 +28,9 @@ func evolve(step *workflow.Step[string, string]) *workflow.Workflow[string, stri
 	})
 }
 
-// withWorker opens the store at db, runs a worker of the given workflow
+// deployed opens the store at db, runs a worker of the given workflow
 // and step on it while fn runs, then closes it.
-func withWorker(t *testing.T, db string, wf *workflow.Workflow[string, string], step *workflow.Step[string, string], fn func(ctx context.Context, c *workflow.Client)) {
+func deployed(t *testing.T, db string, wf *workflow.Workflow[string, string], step *workflow.Step[string, string], fn func(ctx context.Context, c *workflow.Client)) {
 	t.Helper()
 	w, err := localworld.Open(localworld.Config{Path: db})
 	if err != nil {
@@ -75,7 +75,7 @@ func TestHeldRunCLI(t *testing.T) {
 	db := t.TempDir() + "/skein.db"
 	v1, v2 := evolve(pack), evolve(label)
 	var ids []string
-	withWorker(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
 		for _, tok := range []string{"ship/1", "ship/2"} {
 			r, err := v1.Start(ctx, c, tok)
 			if err != nil {
@@ -94,7 +94,7 @@ func TestHeldRunCLI(t *testing.T) {
 		}
 	})
 	// The bad deploy: the payloads wake the runs, whose replay diverges.
-	withWorker(t, db, v2, label, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v2, label, func(ctx context.Context, c *workflow.Client) {
 		for i, tok := range []string{"ship/1", "ship/2"} {
 			if _, err := c.ResumeHook(ctx, tok, "ok"); err != nil {
 				t.Fatal(err)
@@ -114,7 +114,7 @@ func TestHeldRunCLI(t *testing.T) {
 	cli(append(args, "runs", "fail", failed, "-reason", "v1 is gone")...).expect(t, 0, "failed run "+failed)
 	cli(append(args, "runs", "show", failed)...).expect(t, 0, "Status     failed", "REPLAY_DIVERGENCE: failed on request: v1 is gone")
 	// The fix: v1 again. The retry queued above resumes the held run.
-	withWorker(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
 		var out string
 		if err := c.Result(ctx, retried, &out); err != nil || out != "packed ok" {
 			t.Fatalf("result %q, %v; want the run resumed", out, err)
