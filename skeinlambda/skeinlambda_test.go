@@ -1,4 +1,4 @@
-package main
+package skeinlambda
 
 import (
 	"crypto/tls"

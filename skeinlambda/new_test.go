@@ -1,0 +1,144 @@
+package skeinlambda
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// env is a function's environment as template.yaml sets it, with changes.
+func env(kind string, extra ...string) func(string) string {
+	m := map[string]string{
+		handler.EnvHandler:  kind,
+		handler.EnvTable:    "events",
+		handler.EnvQueueURL: "http://sqs.local/000000000000/work",
+		handler.EnvBucket:   "data",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// offline is an AWS configuration that needs no environment and makes no
+// request (New makes none: the World skips its resource check).
+func offline() Option {
+	return WithAWSConfig(aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+	})
+}
+
+func registry(t *testing.T) *workflow.Registry {
+	t.Helper()
+	step := workflow.NewStep("double", func(_ context.Context, n int) (int, error) { return 2 * n, nil })
+	wf := workflow.New("twice", func(ctx workflow.Context, n int) (int, error) { return step.Call(ctx, n) })
+	reg := workflow.NewRegistry()
+	if err := reg.Register(wf, step); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+func TestNewServesTheHandlerTheEnvironmentNames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		kind string
+		want func(any) bool
+	}{
+		{"flow", func(h any) bool { _, ok := h.(handler.SQSHandler); return ok }},
+		{"webhook", func(h any) bool { _, ok := h.(handler.WebhookHandler); return ok }},
+		{"WEBHOOK", func(h any) bool { _, ok := h.(handler.WebhookHandler); return ok }},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			t.Parallel()
+			h, err := New(context.Background(), registry(t), offline(), WithGetenv(env(c.kind)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.want(h) {
+				t.Errorf("SKEIN_HANDLER=%s: got a %T", c.kind, h)
+			}
+		})
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		reg  bool
+		env  func(string) string
+		want []string
+	}{
+		{"no registry", false, env("flow"), []string{"no Registry"}},
+		{"no handler", true, env(""), []string{"SKEIN_HANDLER is not set"}},
+		{"unknown handler", true, env("api"), []string{`SKEIN_HANDLER="api"`}},
+		{"every bad variable, by name", true, env("flow", handler.EnvTable, "", handler.EnvInlineConcurrency, "lots"),
+			[]string{"SKEIN_TABLE is not set", "SKEIN_INLINE_CONCURRENCY"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var reg *workflow.Registry
+			if c.reg {
+				reg = registry(t)
+			}
+			h, err := New(context.Background(), reg, offline(), WithGetenv(c.env))
+			if err == nil {
+				t.Fatalf("New = %T, want an error", h)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// The options see what the environment set and override it, in order.
+func TestOptions(t *testing.T) {
+	t.Parallel()
+	logger := slog.New(slog.DiscardHandler)
+	var world dynamoworld.Config
+	var hc handler.Config
+	var engine workflow.EngineOptions
+	_, err := New(context.Background(), registry(t), offline(), WithLogger(logger),
+		WithGetenv(env("flow", handler.EnvInlineConcurrency, "3", handler.EnvClaimCheckThreshold, "2048",
+			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")),
+		WithEngineOptions(func(e *workflow.EngineOptions) { engine = *e; e.InlineConcurrency = 5 }),
+		WithWorldConfig(func(c *dynamoworld.Config) { world = *c }),
+		WithHandlerConfig(func(c *handler.Config) { hc = *c }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engine.InlineConcurrency != 3 {
+		t.Errorf("WithEngineOptions saw InlineConcurrency %d, want the environment's 3", engine.InlineConcurrency)
+	}
+	if hc.Engine.InlineConcurrency != 5 {
+		t.Errorf("handler InlineConcurrency = %d, want WithEngineOptions's 5", hc.Engine.InlineConcurrency)
+	}
+	if hc.Logger != logger || world.Logger != logger {
+		t.Error("WithLogger's logger is not the handler's and the World's")
+	}
+	if hc.World == nil || hc.Registry == nil {
+		t.Error("WithHandlerConfig ran before the World and the Registry were set")
+	}
+	if world.Table != "events" || world.Bucket != "data" || world.ClaimCheckThreshold != 2048 || !world.SkipCheck {
+		t.Errorf("World config %+v: not the environment's resources", world)
+	}
+	ddb, ok := world.DynamoDB.(*dynamodb.Client)
+	if !ok || !ddb.Options().DisableValidateResponseChecksum {
+		t.Error("AWS_ENDPOINT_URL_DYNAMODB set: the DynamoDB client should accept an emulator's answers")
+	}
+}

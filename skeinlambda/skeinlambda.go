@@ -1,0 +1,164 @@
+package skeinlambda
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/streams"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// initTimeout bounds what New does before the first invocation (loading the
+// AWS configuration, building the World); Lambda's init phase itself lasts
+// at most 10 s.
+const initTimeout = 5 * time.Second
+
+// Start builds the handler the environment asks for (New) and serves it
+// with lambda.Start; it does not return. If the handler cannot be built, it
+// logs why as a JSON line on stderr and exits with status 1: Lambda reports
+// an init error, and the next invocation tries a fresh cold start.
+func Start(reg *workflow.Registry, opts ...Option) {
+	h, err := New(context.Background(), reg, opts...)
+	if err != nil {
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("skein: init failed", "err", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}
+
+// New reads the environment, builds the World on the stack's resources and
+// returns the handler SKEIN_HANDLER names, ready for lambda.Start: a
+// handler.SQSHandler for "flow", a handler.WebhookHandler for "webhook".
+// reg holds the workflows and steps the functions run.
+func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, error) {
+	if reg == nil {
+		return nil, errors.New("skeinlambda: no Registry: one is required")
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	getenv := o.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg, err := handler.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if o.logger != nil {
+		cfg.Logger = o.logger
+	}
+	ctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	w, err := newWorld(ctx, &o, getenv, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.World, cfg.Registry = w, reg
+	for _, f := range o.engine {
+		f(&cfg.Engine)
+	}
+	for _, f := range o.handler {
+		f(&cfg)
+	}
+	return handlerFor(cfg, w)
+}
+
+// handlerFor builds the handler cfg.Kind names. A new kind of function is a
+// new case here (and a new Kind in handler).
+func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
+	switch cfg.Kind {
+	case handler.KindFlow:
+		if cfg.Queue == nil {
+			// Failed messages come back once their step lease has expired
+			// rather than after the queue's whole visibility timeout.
+			cfg.Queue = w
+		}
+		return handler.NewSQS(cfg)
+	case handler.KindWebhook:
+		return handler.NewWebhook(cfg)
+	default:
+		return nil, fmt.Errorf("skeinlambda: %s=%q: no such handler", handler.EnvHandler, cfg.Kind)
+	}
+}
+
+// newWorld loads the AWS configuration (unless an option gave one) and
+// builds a dynamoworld.World on the resources cfg names.
+func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg handler.Config) (*dynamoworld.World, error) {
+	var awsCfg aws.Config
+	if o.aws != nil {
+		awsCfg = *o.aws
+	} else {
+		var err error
+		// Region, credentials and AWS_ENDPOINT_URL_* come from the environment.
+		if awsCfg, err = config.LoadDefaultConfig(ctx); err != nil {
+			return nil, fmt.Errorf("skeinlambda: AWS config: %w", err)
+		}
+	}
+	r := cfg.Resources
+	clients := dynamoworld.NewClients(awsCfg, dynamoworld.ClientOptions{
+		S3PathStyle: r.S3PathStyle,
+		// Emulators' error answers lack the CRC32 header DynamoDB sends.
+		Emulator: getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || getenv("AWS_ENDPOINT_URL") != "",
+	})
+	// The first TLS handshake loads the system's root certificates: Go
+	// parses the whole CA bundle, 10 to 20 ms of CPU. Done here, that is part
+	// of the init phase, which runs at full CPU, instead of the first
+	// invocation, which gets the function's share of a vCPU.
+	if usesSystemRoots(awsCfg, clients) {
+		_, _ = x509.SystemCertPool()
+	}
+	ss, err := streams.New(streams.Config{
+		S3: clients.S3, Bucket: r.Bucket, Prefix: dynamoworld.DefaultPrefix + "streams/", Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	wc := dynamoworld.Config{
+		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Streams: ss,
+		Table: r.Table, QueueURL: r.QueueURL, Bucket: r.Bucket, ClaimCheckThreshold: r.ClaimCheckThreshold,
+		Retention: r.Retention,
+		// The stack created the resources; checking them would cost every
+		// cold start three requests (and permissions the roles lack).
+		SkipCheck: true,
+		Logger:    cfg.Logger,
+	}
+	for _, f := range o.world {
+		f(&wc)
+	}
+	return dynamoworld.New(ctx, wc)
+}
+
+// usesSystemRoots says whether a client talks TLS to its endpoint (AWS's
+// own, or an https one) and checks it against the system's root
+// certificates rather than a custom CA bundle (AWS_CA_BUNDLE).
+func usesSystemRoots(cfg aws.Config, c dynamoworld.Clients) bool {
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		if tc := bc.GetTransport().TLSClientConfig; tc != nil && tc.RootCAs != nil {
+			return false
+		}
+	}
+	for _, e := range []*string{c.DynamoDB.Options().BaseEndpoint, c.SQS.Options().BaseEndpoint, c.S3.Options().BaseEndpoint} {
+		if e == nil {
+			return true
+		}
+		if u, err := url.Parse(*e); err != nil || u.Scheme != "http" {
+			return true
+		}
+	}
+	return false
+}
