@@ -104,8 +104,11 @@ func runWith(ctx context.Context, e *env, args []string) int {
 		mainUsage(e.stderr)
 		return 2
 	}
-	if args[0] == "help" {
+	switch args[0] {
+	case "help":
 		return help(e, args[1:])
+	case "init":
+		return initCmd(ctx, e, args[1:])
 	}
 	group := args[0]
 	if !slices.ContainsFunc(commands, func(c *command) bool { return c.group == group }) {
@@ -262,6 +265,7 @@ Commands:
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-15s %s\n", c.fullName(), c.summary)
 	}
+	fmt.Fprintf(w, "  %-15s %s\n", "init", "write a new project: workflows, Lambda main, SAM template, Makefile")
 	fmt.Fprintf(w, `
 Flags:
   -db file            the local store (default $SKEIN_DB, else %s)
@@ -307,6 +311,9 @@ func help(e *env, args []string) int {
 		mainUsage(e.stdout)
 		return 0
 	case 1:
+		if args[0] == "init" {
+			return initCmd(context.Background(), e, []string{"-help"})
+		}
 		if slices.ContainsFunc(commands, func(c *command) bool { return c.group == args[0] }) {
 			groupUsage(e.stdout, args[0])
 			return 0
