@@ -37,7 +37,8 @@ emulators-start:
 emulators-stop:
 	bash localstack/emulators.sh stop
 
-## template-check: cfn-lint and sam validate --lint (pinned, own virtualenvs), sam build
+## template-check: cfn-lint, iam-check, sam validate --lint (pinned, own virtualenvs) and sam build on template.yaml,
+## then the same and `make test` on a project as `skein init` writes it (scripts/template-check.sh)
 template-check:
 	bash scripts/template-check.sh
 
