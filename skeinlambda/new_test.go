@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/skeinflow/skein/dynamoworld"
@@ -34,7 +33,7 @@ func env(kind string, extra ...string) func(string) string {
 func offline() Option {
 	return WithAWSConfig(aws.Config{
 		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+		Credentials: aws.AnonymousCredentials{},
 	})
 }
 

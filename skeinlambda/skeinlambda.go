@@ -28,12 +28,21 @@ const initTimeout = 5 * time.Second
 
 // Start builds the handler the environment asks for (New) and serves it
 // with lambda.Start; it does not return. If the handler cannot be built, it
-// logs why as a JSON line on stderr and exits with status 1: Lambda reports
-// an init error, and the next invocation tries a fresh cold start.
+// logs why (to WithLogger's logger, else as a JSON line on stderr) and exits
+// with status 1: Lambda reports an init error, and the next invocation tries
+// a fresh cold start.
 func Start(reg *workflow.Registry, opts ...Option) {
 	h, err := New(context.Background(), reg, opts...)
 	if err != nil {
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("skein: init failed", "err", err.Error())
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		logger := o.logger
+		if logger == nil {
+			logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		}
+		logger.Error("skein: init failed", "err", err.Error())
 		os.Exit(1)
 	}
 	lambda.Start(h)

@@ -16,5 +16,11 @@
 //
 //	skein -repair-torn-tail runs list
 //
+// skein init writes a new project of your own: a Go module with a workflow
+// and its test, a Lambda main serving it (skeinlambda.Start), the AWS SAM
+// template of its stack, samconfig.toml and a Makefile:
+//
+//	skein init -module github.com/you/orders orders
+//
 // Run "skein help" for every command.
 package main

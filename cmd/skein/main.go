@@ -256,6 +256,7 @@ func (e *env) getRun(ctx context.Context, runID string) (*world.Run, error) {
 
 func mainUsage(w io.Writer) {
 	fmt.Fprintf(w, `skein looks into a local Skein store: runs, their steps and events, hooks, streams.
+skein init writes a new project of your own.
 
 Usage:
   skein [-db file] [-repair-torn-tail] <command> [arguments] [flags]
