@@ -112,8 +112,7 @@ func TestOptions(t *testing.T) {
 	var hc handler.Config
 	var engine workflow.EngineOptions
 	_, err := New(context.Background(), registry(t), offline(), WithLogger(logger),
-		WithGetenv(env("flow", handler.EnvInlineConcurrency, "3", handler.EnvClaimCheckThreshold, "2048",
-			"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000")),
+		WithGetenv(env("flow", handler.EnvInlineConcurrency, "3", handler.EnvClaimCheckThreshold, "2048")),
 		WithEngineOptions(func(e *workflow.EngineOptions) { engine = *e; e.InlineConcurrency = 5 }),
 		WithWorldConfig(func(c *dynamoworld.Config) { world = *c }),
 		WithHandlerConfig(func(c *handler.Config) { hc = *c }),
@@ -136,8 +135,33 @@ func TestOptions(t *testing.T) {
 	if world.Table != "events" || world.Bucket != "data" || world.ClaimCheckThreshold != 2048 || !world.SkipCheck {
 		t.Errorf("World config %+v: not the environment's resources", world)
 	}
-	ddb, ok := world.DynamoDB.(*dynamodb.Client)
-	if !ok || !ddb.Options().DisableValidateResponseChecksum {
-		t.Error("AWS_ENDPOINT_URL_DYNAMODB set: the DynamoDB client should accept an emulator's answers")
+}
+
+// An endpoint in the environment means emulators, whose answers lack the
+// checksums AWS sends.
+func TestEmulatorEndpoints(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		env  []string
+		want bool
+	}{
+		{"AWS", nil, false},
+		{"AWS_ENDPOINT_URL", []string{"AWS_ENDPOINT_URL", "http://127.0.0.1:4566"}, true},
+		{"AWS_ENDPOINT_URL_DYNAMODB", []string{"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var world dynamoworld.Config
+			_, err := New(context.Background(), registry(t), offline(), WithGetenv(env("flow", c.env...)),
+				WithWorldConfig(func(wc *dynamoworld.Config) { world = *wc }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ddb := world.DynamoDB.(*dynamodb.Client)
+			if got := ddb.Options().DisableValidateResponseChecksum; got != c.want {
+				t.Errorf("DisableValidateResponseChecksum = %v, want %v", got, c.want)
+			}
+		})
 	}
 }
