@@ -51,7 +51,7 @@ func initCmd(ctx context.Context, e *env, args []string) int {
 	module := fs.String("module", "", "the project's Go module `path` (default: the name)")
 	name := fs.String("name", "", "the project's `name`: its stack is <name> (and <name>-prod), its S3 artifacts' prefix <name> (default: dir's base name)")
 	region := fs.String("region", "us-east-1", "the AWS `region` samconfig.toml deploys to")
-	replace := fs.String("replace", "", "a local Skein checkout (`dir`) for go.mod to replace the module with")
+	replace := fs.String("replace", "", "a local Skein checkout: go.mod replaces the Skein module with `dir`")
 	version := fs.String("skein-version", "", "the Skein `version` to require (default: this skein's own)")
 	tidy := fs.Bool("tidy", true, `run "go mod tidy" in the new project (it fetches the modules it needs)`)
 	usage := func(w io.Writer) {
