@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ type envOptions struct {
 	engine      workflow.EngineOptions
 	webhooks    bool
 	world       func(*localworld.World) world.World
+	logger      *slog.Logger // the workers' logger
 }
 
 func newEnv(t *testing.T, defs ...workflow.Definition) *env {
@@ -62,7 +64,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	var wg sync.WaitGroup
 	for i := range o.workers {
 		cfg := workflow.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, PollWait: 50 * time.Millisecond,
-			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }}
+			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger}
 		if o.webhooks && i == 0 {
 			cfg.WebhookAddr = "127.0.0.1:0"
 		}

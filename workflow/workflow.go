@@ -32,7 +32,16 @@ type Context interface {
 	NewID() string
 	// Workflow returns the run's metadata.
 	Workflow() WorkflowMetadata
-	// Logger returns a logger that is silent while the workflow replays.
+	// Logger returns a logger for the workflow code, with the run ID and
+	// workflow name attached. It stays silent while the code re-executes
+	// what the run's log already recorded (the lines before the last step,
+	// hook, wait or end the code caused), so a line is printed when the code
+	// first runs past the recorded history: on a run's first execution,
+	// after a step result or hook payload arrives, after a wait elapses.
+	// Within one worker session each line prints at most once even when the
+	// engine rebuilds the workflow; across executions a line can repeat if
+	// the execution that printed it recorded nothing after it (a crash or a
+	// lost lease), never because the run was merely resumed.
 	Logger() *slog.Logger
 
 	impl() *wfContext
@@ -61,16 +70,22 @@ func (c *wfContext) Logger() *slog.Logger {
 	return c.logger
 }
 
-// replayAware drops records while the workflow replays.
+// replayAware drops the records of lines the engine says were printed
+// already (see engine.Context.LogLine).
 type replayAware struct {
 	h  slog.Handler
 	ec *engine.Context
 }
 
 func (r replayAware) Enabled(ctx context.Context, l slog.Level) bool {
-	return !r.ec.Replaying() && r.h.Enabled(ctx, l)
+	return r.h.Enabled(ctx, l)
 }
-func (r replayAware) Handle(ctx context.Context, rec slog.Record) error { return r.h.Handle(ctx, rec) }
+func (r replayAware) Handle(ctx context.Context, rec slog.Record) error {
+	if !r.ec.LogLine() {
+		return nil
+	}
+	return r.h.Handle(ctx, rec)
+}
 func (r replayAware) WithAttrs(as []slog.Attr) slog.Handler {
 	return replayAware{h: r.h.WithAttrs(as), ec: r.ec}
 }

@@ -117,13 +117,18 @@ type replayer struct {
 	guard apiGuard
 
 	// Outcome.
-	finished   bool // the coroutine returned or panicked
-	output     json.RawMessage
-	failure    *world.ErrorData
-	failCode   string
-	terminal   world.RunStatus // a terminal event was consumed
-	replaying  bool
-	lastSeq    int64
+	finished bool // the coroutine returned or panicked
+	output   json.RawMessage
+	failure  *world.ErrorData
+	failCode string
+	terminal world.RunStatus // a terminal event was consumed
+	lastSeq  int64
+	// Log lines (see logline.go): the seq of the last event the code
+	// caused, the lines the code has logged, and how many of them a previous
+	// replayer of the session printed already.
+	authored   int64
+	lines      int
+	quietLines int
 	divergedAt int64
 }
 
@@ -511,10 +516,6 @@ func (c *Context) NewToken() string {
 	c.r.enter("a hook's generated token")
 	return c.r.det.token()
 }
-
-// Replaying reports whether the workflow is re-executing history (its
-// effects were already recorded); loggers use it to stay quiet.
-func (c *Context) Replaying() bool { return c.r.replaying }
 
 // Await parks the workflow until cond holds. cond is evaluated after every
 // event the engine applies; it must only read workflow state.

@@ -401,6 +401,7 @@ func (s *session) add(ev world.Event, consume bool) {
 	s.lastSeq = ev.Seq
 	s.track(last)
 	if consume {
+		s.r.noteAuthored(last)
 		s.r.consume(last)
 	}
 }
@@ -408,15 +409,17 @@ func (s *session) add(ev world.Event, consume bool) {
 // rebuild discards the coroutine and replays the in-memory log into a new
 // one, then delivers the held (uncommitted) step outcomes again.
 func (s *session) rebuild() {
+	quiet := 0
 	if s.r != nil {
 		s.r.stop()
+		quiet = max(s.r.lines, s.r.quietLines)
 	}
 	s.r = newReplayer(s.wf, s.e.log)
+	s.r.quietLines = quiet
 	runID, e := s.runID, s.e
 	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }
-	s.r.replaying = true
+	s.log.each(s.r.noteAuthored)
 	s.log.each(s.r.consume)
-	s.r.replaying = false
 	s.applyStepLeases()
 	held := s.held
 	s.held, s.pending = nil, nil

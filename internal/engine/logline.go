@@ -1,0 +1,58 @@
+package engine
+
+import "github.com/skeinflow/skein/world"
+
+// What the workflow's logger prints.
+//
+// Workflow code runs again every time the engine rebuilds a run from its
+// log, and its log lines would repeat each time. A line is suppressed in two
+// cases:
+//
+//   - The code is re-executing history: the coroutine runs while the replayer
+//     consumes an event that is followed, in the log, by an event the
+//     workflow code itself caused (a step, hook or wait it created, its end).
+//     That code already ran in the execution which recorded the later event,
+//     so its lines were printed then.
+//   - The same session already printed the line: a session that rebuilds the
+//     workflow (its commit was refused, or it resumes the run after a wait)
+//     counts the lines its coroutines have passed and prints a line only once
+//     its count is past the highest count it printed before.
+//
+// So a line is printed at least once in every execution that reaches it
+// past the recorded history, and at most once per session. It can print
+// twice when an execution ran it but recorded nothing after it (a crash, a
+// lost lease, a refused commit on another engine), and another execution
+// runs it again; it can be missed when code the log shows ran (a later
+// creation event exists) never printed, which the engine avoids by running
+// and committing workflow code in that order.
+
+// causedByCode reports whether ev can only exist because the workflow code
+// reached the point that produced it.
+func causedByCode(ev *world.Event) bool {
+	switch ev.Data.(type) {
+	case *world.StepCreated, *world.HookCreated, *world.HookConflict, *world.HookDisposed,
+		*world.WaitCreated, *world.RunCompleted:
+		return true
+	}
+	return false
+}
+
+// noteAuthored raises the mark of the last code-caused event.
+func (r *replayer) noteAuthored(ev *world.Event) {
+	if causedByCode(ev) && ev.Seq > r.authored {
+		r.authored = ev.Seq
+	}
+}
+
+// Replaying reports whether the workflow is re-executing code whose effects
+// the log already holds: the event being applied is followed by an event
+// the code caused. Code that runs past the recorded history (including on a
+// run's first execution, and after the last recorded creation) is live.
+func (c *Context) Replaying() bool { return c.r.lastSeq < c.r.authored }
+
+// LogLine counts one log line of the workflow code and reports whether to
+// print it (see the comment at the top of this file).
+func (c *Context) LogLine() bool {
+	c.r.lines++
+	return !c.Replaying() && c.r.lines > c.r.quietLines
+}
