@@ -3,7 +3,6 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
@@ -59,8 +58,8 @@ func newHook[T any](c *wfContext, token string, meta json.RawMessage, webhook bo
 	if len(token) > world.MaxTokenLength {
 		return &Hook[T]{err: fmt.Errorf("workflow: hook token longer than %d bytes", world.MaxTokenLength)}
 	}
-	if !utf8.ValidString(token) {
-		return &Hook[T]{err: fmt.Errorf("workflow: hook token %q is not valid UTF-8", token)}
+	if err := world.CheckText(token); err != nil {
+		return &Hook[T]{err: fmt.Errorf("workflow: hook token %q %v", token, err)}
 	}
 	return &Hook[T]{h: c.ec.Hook(token, meta, webhook), reg: c.reg}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"time"
-	"unicode/utf8"
 )
 
 // EventType names an event (seed 000).
@@ -340,14 +339,14 @@ func (d *RunCreated) validate(corr string) error {
 	if len(d.WorkflowName) > MaxNameLength {
 		return invalidf(EventRunCreated, "", "workflowName longer than %d bytes", MaxNameLength)
 	}
-	if !utf8.ValidString(d.WorkflowName) {
-		return invalidf(EventRunCreated, "", "workflowName %q is not valid UTF-8", d.WorkflowName)
+	if err := CheckText(d.WorkflowName); err != nil {
+		return invalidf(EventRunCreated, "", "workflowName %q %v", d.WorkflowName, err)
 	}
 	if len(d.IdempotencyKey) > MaxIdempotencyKeyLength {
 		return invalidf(EventRunCreated, "", "idempotencyKey longer than %d bytes", MaxIdempotencyKeyLength)
 	}
-	if !utf8.ValidString(d.IdempotencyKey) {
-		return invalidf(EventRunCreated, "", "idempotencyKey %q is not valid UTF-8", d.IdempotencyKey)
+	if err := CheckText(d.IdempotencyKey); err != nil {
+		return invalidf(EventRunCreated, "", "idempotencyKey %q %v", d.IdempotencyKey, err)
 	}
 	if err := validJSON(EventRunCreated, "", "input", d.Input); err != nil {
 		return err
@@ -401,8 +400,8 @@ func (d *StepCreated) validate(corr string) error {
 	if len(d.StepName) > MaxNameLength {
 		return invalidf(EventStepCreated, corr, "stepName longer than %d bytes", MaxNameLength)
 	}
-	if !utf8.ValidString(d.StepName) {
-		return invalidf(EventStepCreated, corr, "stepName %q is not valid UTF-8", d.StepName)
+	if err := CheckText(d.StepName); err != nil {
+		return invalidf(EventStepCreated, corr, "stepName %q %v", d.StepName, err)
 	}
 	if !validDigest(d.InputDigest) {
 		return invalidf(EventStepCreated, corr, "inputDigest must be at most %d lowercase hex digits", maxDigestLength)
@@ -504,8 +503,8 @@ func (d *HookCreated) validate(corr string) error {
 	if len(d.Token) > MaxTokenLength {
 		return invalidf(EventHookCreated, corr, "token longer than %d bytes", MaxTokenLength)
 	}
-	if !utf8.ValidString(d.Token) {
-		return invalidf(EventHookCreated, corr, "token %q is not valid UTF-8", d.Token)
+	if err := CheckText(d.Token); err != nil {
+		return invalidf(EventHookCreated, corr, "token %q %v", d.Token, err)
 	}
 	return validJSON(EventHookCreated, corr, "metadata", d.Metadata)
 }
