@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
@@ -24,6 +23,7 @@ type Registry struct {
 	mu        sync.RWMutex
 	workflows map[string]*engine.Workflow
 	steps     map[string]*engine.Step
+	defs      map[string]Definition // by kind and name: what Register was given
 	codec     codec
 }
 
@@ -32,19 +32,23 @@ func NewRegistry() *Registry {
 	r := &Registry{
 		workflows: make(map[string]*engine.Workflow),
 		steps:     make(map[string]*engine.Step),
+		defs:      make(map[string]Definition),
 		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
 	}
 	r.steps[startChildStep] = r.startChildStep()
 	return r
 }
 
-// Register adds workflows and steps. A name already registered for the same
-// kind (in this call or an earlier one) is an error whatever the types of
+// Register adds workflows and steps. Registering the very same definition
+// value again (in this call or an earlier one, say a step shared by two
+// packages' setup) does nothing. A different definition under a name
+// already registered for the same kind is an error whatever the types of
 // its input and output, and nothing of the call is registered then.
 func (r *Registry) Register(defs ...Definition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := make(map[string]bool)
+	seen := make(map[string]Definition)
+	var add []Definition
 	for _, d := range defs {
 		if d == nil {
 			return errors.New("workflow: Register: nil definition")
@@ -54,8 +58,8 @@ func (r *Registry) Register(defs ...Definition) error {
 			return errors.New("workflow: Register: empty name")
 		case len(n) > world.MaxNameLength:
 			return fmt.Errorf("workflow: Register: name %.32q... is %d bytes, more than %d", n, len(n), world.MaxNameLength)
-		case !utf8.ValidString(n):
-			return fmt.Errorf("workflow: Register: name %q is not valid UTF-8 (names are recorded in the log as JSON text)", n)
+		case world.CheckText(n) != nil:
+			return fmt.Errorf("workflow: Register: name %q %v (names are recorded in the log as JSON text and shown by tools)", n, world.CheckText(n))
 		}
 		// A name is a definition's identity in the log: one workflow and
 		// one step per name, whatever their type parameters.
@@ -64,17 +68,24 @@ func (r *Registry) Register(defs ...Definition) error {
 			kind = "workflow"
 		}
 		key := kind + "/" + d.Name()
+		if seen[key] == d || r.defs[key] == d {
+			continue // the same definition again
+		}
 		_, wfTaken := r.workflows[d.Name()]
 		_, stepTaken := r.steps[d.Name()]
-		if seen[key] || (kind == "workflow" && wfTaken) || (kind == "step" && stepTaken) {
-			return fmt.Errorf("workflow: Register: %s %q is already registered (names identify workflows and steps in the log: give each its own)", kind, d.Name())
+		if seen[key] != nil || (kind == "workflow" && wfTaken) || (kind == "step" && stepTaken) {
+			return fmt.Errorf("workflow: Register: %s %q is already registered by another definition (names identify workflows and steps in the log: give each its own)", kind, d.Name())
 		}
-		seen[key] = true
+		seen[key] = d
+		add = append(add, d)
 	}
-	for _, d := range defs {
+	for _, d := range add {
 		if err := d.register(r); err != nil {
 			return err
 		}
+	}
+	for key, d := range seen {
+		r.defs[key] = d
 	}
 	return nil
 }
