@@ -16,7 +16,9 @@ import (
 type ClientConfig struct {
 	// World is where runs live (required).
 	World world.World
-	// Registry, when set, reads back the error types registered with it.
+	// Registry, when set, reads back the error types registered with it,
+	// and Start by name refuses a workflow it does not hold (see
+	// StartUnregistered).
 	Registry *Registry
 	// Logger receives operational messages (default: discarded).
 	Logger *slog.Logger
@@ -36,6 +38,8 @@ type Client struct {
 	now func() time.Time
 	ids *world.IDSource
 	cfg ClientConfig
+	// known: the Registry was given, so Start by name checks names in it.
+	known bool
 }
 
 // NewClient returns a client for cfg.World.
@@ -46,7 +50,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.PollInterval < 0 {
 		return nil, fmt.Errorf("workflow: ClientConfig.PollInterval is negative (%s)", cfg.PollInterval)
 	}
-	if cfg.Registry == nil {
+	known := cfg.Registry != nil
+	if !known {
 		cfg.Registry = NewRegistry()
 	}
 	if cfg.Logger == nil {
@@ -58,7 +63,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
-	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: cfg.Now, ids: world.NewIDSource(cfg.Now, nil), cfg: cfg}, nil
+	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: cfg.Now, ids: world.NewIDSource(cfg.Now, nil), cfg: cfg, known: known}, nil
 }
 
 // World returns the client's World.
@@ -85,14 +90,21 @@ func ClientFrom(ctx context.Context) *Client {
 type StartOption func(*startOptions)
 
 type startOptions struct {
-	key        string
-	attributes map[string]string
-	lineage    *engine.ExecutionContext
+	unregistered bool
+	key          string
+	attributes   map[string]string
+	lineage      *engine.ExecutionContext
 }
 
 // WithIdempotencyKey makes Start idempotent: starting again with the same
 // key returns the run the first call started.
 func WithIdempotencyKey(key string) StartOption { return func(o *startOptions) { o.key = key } }
+
+// StartUnregistered lets Client.Start by name start a workflow that the
+// client's Registry does not hold, for a workflow that workers of another
+// service run. Without it, a client given a Registry refuses such a name
+// with an *UnknownWorkflowError, and a client without one starts any name.
+func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
 
 // WithAttributes records string attributes with the run.
 func WithAttributes(attrs map[string]string) StartOption {
@@ -100,13 +112,22 @@ func WithAttributes(attrs map[string]string) StartOption {
 }
 
 // Start starts a run of the named workflow and returns its ID. Called in a
-// step, the new run records the step's run as its parent.
+// step, the new run records the step's run as its parent. A client given a
+// Registry refuses a name the registry does not hold with an
+// *UnknownWorkflowError (errors.Is ErrUnknownWorkflow) and creates no run,
+// unless the StartUnregistered option says the workflow runs elsewhere.
 func (c *Client) Start(ctx context.Context, workflowName string, input any, opts ...StartOption) (string, error) {
+	o := c.startOptions(ctx, opts)
+	if c.known && !o.unregistered && workflowName != "" {
+		if _, ok := (engineRegistry{r: c.reg}).Workflow(workflowName); !ok {
+			return "", &UnknownWorkflowError{Name: workflowName}
+		}
+	}
 	b, err := json.Marshal(input)
 	if err != nil {
 		return "", &SerializationError{What: "workflow input", Err: err}
 	}
-	id, _, err := c.start(ctx, workflowName, b, c.startOptions(ctx, opts))
+	id, _, err := c.start(ctx, workflowName, b, o)
 	return id, err
 }
 

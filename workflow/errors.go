@@ -136,6 +136,22 @@ func (e *StepError) Error() string {
 // Unwrap returns the step's error.
 func (e *StepError) Unwrap() error { return e.Err }
 
+// ErrUnknownWorkflow is matched (errors.Is) by an *UnknownWorkflowError.
+var ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
+
+// UnknownWorkflowError is returned by Client.Start for a workflow name the
+// client's Registry does not hold; no run was created.
+type UnknownWorkflowError struct {
+	Name string
+}
+
+func (e *UnknownWorkflowError) Error() string {
+	return fmt.Sprintf("workflow: Start: workflow %q is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", e.Name)
+}
+
+// Is reports whether target is ErrUnknownWorkflow.
+func (e *UnknownWorkflowError) Is(target error) bool { return target == ErrUnknownWorkflow }
+
 // ErrRunCancelled is returned for a run that was cancelled.
 var ErrRunCancelled = errors.New("workflow: run cancelled")
 

@@ -323,7 +323,7 @@ func TestUnregistered(t *testing.T) {
 	e := newEnv(t, catches, uncaught) // ghostStep is not registered
 	ctx := e.ctx()
 
-	runID, err := e.client.Start(ctx, "noSuchWorkflow", 1)
+	runID, err := e.client.Start(ctx, "noSuchWorkflow", 1, workflow.StartUnregistered())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestNamesNotUTF8(t *testing.T) {
 	})
 	e := newEnv(t, badToken)
 	ctx := e.ctx()
-	_, err := e.client.Start(ctx, "order\xff", 1)
+	_, err := e.client.Start(ctx, "order\xff", 1, workflow.StartUnregistered())
 	if !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Errorf("Start of a workflow name that is not UTF-8: %v", err)
 	}

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -84,5 +85,52 @@ func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
 	}
 	if msgs, err := lw.Receive(ctx, &world.ReceiveParams{Max: 10, Wait: 200 * time.Millisecond, Visibility: time.Hour}); err != nil || len(msgs) != 0 {
 		t.Fatalf("a start of a finished run enqueued %d messages (%v)", len(msgs), err)
+	}
+}
+
+// TestStartUnknownWorkflow: a client given a Registry refuses to start a
+// workflow name the registry does not hold, with a typed error and no run;
+// StartUnregistered starts it anyway, and a client without a Registry
+// starts any name.
+func TestStartUnknownWorkflow(t *testing.T) {
+	t.Parallel()
+	known := workflow.New("known-flow", func(workflow.Context, int) (int, error) { return 1, nil })
+	e := newEnv(t, known)
+	bare, err := workflow.NewClient(workflow.ClientConfig{World: e.lw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		client  *workflow.Client
+		wf      string
+		opts    []workflow.StartOption
+		refused bool
+	}{
+		{"unknown name", e.client, "no-such-flow", nil, true},
+		{"unknown name from the worker's client", e.worker.Client(), "no-such-flow", nil, true},
+		{"known name", e.client, "known-flow", nil, false},
+		{"unknown name, started elsewhere", e.client, "remote-flow", []workflow.StartOption{workflow.StartUnregistered()}, false},
+		{"client without a registry", bare, "remote-flow", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := e.ctx()
+			id, err := tc.client.Start(ctx, tc.wf, 1, tc.opts...)
+			if !tc.refused {
+				if err != nil || id == "" {
+					t.Fatalf("Start: %q, %v", id, err)
+				}
+				return
+			}
+			var unknown *workflow.UnknownWorkflowError
+			if !errors.Is(err, workflow.ErrUnknownWorkflow) || !errors.As(err, &unknown) || unknown.Name != tc.wf || id != "" {
+				t.Fatalf("Start: %q, %v; want an *UnknownWorkflowError naming %q", id, err, tc.wf)
+			}
+			runs, err := e.lw.ListRuns(ctx, &world.ListRunsParams{WorkflowName: tc.wf})
+			if err != nil || len(runs.Items) != 0 {
+				t.Errorf("runs of %q: %+v, %v; want none", tc.wf, runs, err)
+			}
+		})
 	}
 }
