@@ -106,7 +106,7 @@ func printHeld(w io.Writer, runs []world.Run, now time.Time, st style) {
 		}
 		fmt.Fprintf(w, "  %s  %s\n", r.RunID, holdSummary(r.Hold, now))
 		if r.Hold.Error != nil {
-			fmt.Fprintf(w, "    %s\n", st.paint(red, clip(r.Hold.Error.Message, 300)))
+			fmt.Fprintf(w, "    %s\n", st.paint(red, clip(safeText(r.Hold.Error.Message), 300)))
 		}
 	}
 }

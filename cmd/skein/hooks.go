@@ -16,7 +16,7 @@ import (
 )
 
 var hooksListCmd = &command{
-	group: "hooks", name: "list", usage: "[-run runId] [-json]",
+	group: "hooks", name: "list", usage: "[-run runId] [-json] [-show-tokens]",
 	summary: "list active hooks (what runs wait for)",
 	help: `
 Lists the active hooks, oldest first: the token a sender resumes a hook with,
@@ -24,12 +24,19 @@ the run it belongs to, whether it is a webhook, when it was created and its
 metadata. A hook stops being active when its workflow disposes of it or its
 run ends. With -json, prints one JSON object per hook.
 
+A webhook's token is the only credential its URL needs, so it is shown
+redacted (sha256:<first 12 hex digits>, as the worker logs show it), in
+tables and in -json, unless -show-tokens is given. A plain hook's token is
+shown: it is what "skein hooks resume" takes.
+
 Examples:
   skein hooks list
-  skein hooks list -run wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T`,
+  skein hooks list -run wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein hooks list -show-tokens -json`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		runID := fs.String("run", "", "only the hooks of the run `runId`")
 		asJSON := fs.Bool("json", false, "print JSON lines")
+		reveal := fs.Bool("show-tokens", false, "show webhook tokens in full (they are the webhooks' credentials)")
 		return func(ctx context.Context, e *env, _ []string) error {
 			if *runID != "" {
 				if _, err := e.getRun(ctx, *runID); err != nil {
@@ -53,6 +60,9 @@ Examples:
 			if *asJSON {
 				enc := json.NewEncoder(e.stdout)
 				for _, h := range hooks {
+					if h.IsWebhook && !*reveal {
+						h.Token = workflow.RedactToken(h.Token)
+					}
 					if err := enc.Encode(h); err != nil {
 						return err
 					}
@@ -70,7 +80,8 @@ Examples:
 				if h.IsWebhook {
 					kind = "webhook"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Token, h.RunID, kind, h.CreatedAt.Local().Format(timeLayout), clip(string(h.Metadata), 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shownToken(h.Token, h.IsWebhook, *reveal), h.RunID, kind,
+					h.CreatedAt.Local().Format(timeLayout), clip(safeText(string(h.Metadata)), 60))
 			}
 			return tw.Flush()
 		}

@@ -95,7 +95,7 @@ func runWith(ctx context.Context, e *env, args []string) int {
 			mainUsage(e.stdout)
 			return 0
 		}
-		fmt.Fprintf(e.stderr, "skein: %v\n\n", err)
+		fmt.Fprintf(e.stderr, "skein: %s\n\n", safeLines(err.Error()))
 		mainUsage(e.stderr)
 		return 2
 	}
@@ -148,7 +148,7 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 		commandUsage(e.stdout, c, fs)
 		return 0
 	case err != nil:
-		fmt.Fprintf(e.stderr, "skein %s: %v\n\n", c.fullName(), err)
+		fmt.Fprintf(e.stderr, "skein %s: %s\n\n", c.fullName(), safeLines(err.Error()))
 		commandUsage(e.stderr, c, fs)
 		return 2
 	case len(pos) != c.nargs:
@@ -167,10 +167,10 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "skein %s: %v\n", c.fullName(), err)
+		fmt.Fprintf(e.stderr, "skein %s: %s\n", c.fullName(), safeLines(err.Error()))
 		return 2
 	}
-	fmt.Fprintf(e.stderr, "skein %s: %v\n", c.fullName(), err)
+	fmt.Fprintf(e.stderr, "skein %s: %s\n", c.fullName(), safeLines(err.Error()))
 	return 1
 }
 

@@ -427,8 +427,8 @@ func TestTimelineColour(t *testing.T) {
 	}
 	run := &world.Run{RunID: "wrun_x", Status: world.RunStatusCompleted, CreatedAt: start, CompletedAt: at(1000)}
 	var plain, coloured bytes.Buffer
-	drawTimeline(&plain, run, events, at(1000), 10, style{})
-	drawTimeline(&coloured, run, events, at(1000), 10, style{color: true})
+	drawTimeline(&plain, run, events, at(1000), timelineOptions{width: 10})
+	drawTimeline(&coloured, run, events, at(1000), timelineOptions{width: 10, style: style{color: true}})
 	if !strings.Contains(plain.String(), "charge    2  completed  ▒····█████  1s      503") {
 		t.Errorf("plain:\n%s", plain.String())
 	}

@@ -88,7 +88,7 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tCREATED\tDURATION")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.WorkflowName, r.Status, r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, safeName(r.WorkflowName), r.Status, r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -126,7 +126,7 @@ func fmtDuration(d time.Duration) string {
 }
 
 var runsShowCmd = &command{
-	group: "runs", name: "show", usage: "<runId> [-no-color] [-width n]", nargs: 1,
+	group: "runs", name: "show", usage: "<runId> [-no-color] [-width n] [-show-tokens]", nargs: 1,
 	summary: "show a run and a timeline of its steps",
 	help: `
 Shows a run's fields (status, times, idempotency key, input, output, error,
@@ -135,7 +135,9 @@ and a timeline drawn in the terminal: one row per step, sleep and hook, in the
 order the workflow created them, with a bar from its start to its end scaled
 to the run's duration, like a Gantt chart. A step's bar shows each attempt:
 the failed ones and the one that succeeded. Colours are used when stdout is a
-terminal.
+terminal. A webhook's token is shown redacted (sha256:<first 12 hex
+digits>, as the worker logs show it) unless -show-tokens is given: it is the
+only credential the webhook's URL needs.
 
 Examples:
   skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
@@ -143,6 +145,7 @@ Examples:
 	setup: func(fs *flag.FlagSet) runFunc {
 		noColor := fs.Bool("no-color", false, "no ANSI colours, even on a terminal")
 		width := fs.Int("width", 48, "the timeline bar's width in `columns`")
+		reveal := fs.Bool("show-tokens", false, "show webhook tokens in full (they are the webhooks' credentials)")
 		return func(ctx context.Context, e *env, args []string) error {
 			if *width < 10 || *width > 500 {
 				return usagef("-width must be between 10 and 500")
@@ -158,7 +161,7 @@ Examples:
 			st := style{color: colorOn(e.stdout, *noColor)}
 			printRunFields(e.stdout, r, st)
 			fmt.Fprintln(e.stdout)
-			drawTimeline(e.stdout, r, events, time.Now(), *width, st)
+			drawTimeline(e.stdout, r, events, time.Now(), timelineOptions{width: *width, style: st, showTokens: *reveal})
 			return nil
 		}
 	},
@@ -193,36 +196,36 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 		return t.Local().Format("2006-01-02 15:04:05.000")
 	}
 	field("Run", st.bold(r.RunID))
-	field("Workflow", r.WorkflowName)
+	field("Workflow", safeName(r.WorkflowName))
 	field("Status", st.status(string(r.Status)))
 	field("Created", at(r.CreatedAt))
 	field("Started", at(r.StartedAt))
 	if !r.CompletedAt.IsZero() {
 		field("Ended", fmt.Sprintf("%s (after %s)", at(r.CompletedAt), fmtDuration(r.CompletedAt.Sub(r.CreatedAt))))
 	}
-	field("Key", r.IdempotencyKey)
+	field("Key", safeName(r.IdempotencyKey))
 	var ec struct {
 		Parent string `json:"parentRunId"`
 	}
 	if len(r.ExecutionContext) > 0 && json.Unmarshal(r.ExecutionContext, &ec) == nil {
-		field("Parent", ec.Parent)
+		field("Parent", safeName(ec.Parent))
 	}
 	if len(r.Attributes) > 0 {
 		b, _ := json.Marshal(r.Attributes)
-		field("Attributes", string(b))
+		field("Attributes", safeText(string(b)))
 	}
-	field("Input", clip(string(r.Input), 200))
-	field("Output", clip(string(r.Output), 200))
+	field("Input", clip(safeText(string(r.Input)), 200))
+	field("Output", clip(safeText(string(r.Output)), 200))
 	if r.Error != nil {
-		field("Error", st.paint(red, fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message)))
+		field("Error", st.paint(red, safeText(fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message))))
 	}
 	if h := r.Hold; h != nil {
 		field("Held", holdSummary(h, time.Now()))
 		if h.Error != nil {
-			field("Diverged", st.paint(red, h.Error.Message))
+			field("Diverged", st.paint(red, safeText(h.Error.Message)))
 		}
 	}
-	field("Reason", r.CancelReason)
+	field("Reason", safeText(r.CancelReason))
 }
 
 // clip shortens s to n runes.

@@ -48,10 +48,11 @@ Examples:
 				if info.Done {
 					state = "closed"
 				}
+				shown := safeName(name)
 				if name == "" {
-					name = "(default)"
+					shown = "(default)"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", name, info.TailIndex+1, state)
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", shown, info.TailIndex+1, state)
 			}
 			return tw.Flush()
 		}

@@ -52,6 +52,7 @@ const (
 	glyphOK      = '█' // an attempt that succeeded
 	glyphFailed  = '▒' // an attempt that failed
 	glyphRunning = '▓' // an attempt still running (or cut off)
+	glyphLost    = '╳' // an attempt whose executor was lost (interrupted)
 	glyphPending = '·' // created or retrying, not running
 	glyphSleep   = '─' // a sleep
 	glyphHook    = '┈' // a hook waiting for payloads
@@ -74,6 +75,7 @@ type mark struct {
 type row struct {
 	name    string
 	attempt int // steps only
+	lost    int // steps: attempts interrupted by a lost executor
 	status  string
 	note    string // the last error
 	segs    []segment
@@ -109,7 +111,8 @@ func (r *row) end(at time.Time) {
 }
 
 // buildRows turns a run's log into timeline rows, in creation order.
-func buildRows(events []world.Event) []*row {
+// Webhook tokens are redacted unless showTokens.
+func buildRows(events []world.Event, showTokens bool) []*row {
 	var rows []*row
 	byID := make(map[string]*row)
 	add := func(id string, r *row) {
@@ -121,18 +124,23 @@ func buildRows(events []world.Event) []*row {
 		r := byID[ev.CorrelationID]
 		switch d := ev.Data.(type) {
 		case *world.StepCreated:
-			r = &row{name: d.StepName, status: "pending", first: at}
+			r = &row{name: safeName(d.StepName), status: "pending", first: at}
 			r.begin(at, glyphPending, dim)
 			add(ev.CorrelationID, r)
 		case *world.StepStarted:
 			if r != nil {
+				if d.Interrupted > r.lost && r.open != nil && r.open.glyph == glyphRunning {
+					// The attempt running until now was taken over: its executor was lost.
+					r.open.glyph, r.open.color = glyphLost, red
+				}
+				r.lost = max(r.lost, d.Interrupted)
 				r.attempt, r.status = d.Attempt-d.Interrupted, "running" // the attempt as retries count it
 				r.begin(at, glyphRunning, yellow)
 			}
 		case *world.StepRetrying:
 			if r != nil {
 				r.open.glyph, r.open.color = glyphFailed, red
-				r.status, r.note = "retrying", d.Error.Message
+				r.status, r.note = "retrying", safeText(d.Error.Message)
 				r.begin(at, glyphPending, dim)
 			}
 		case *world.StepCompleted:
@@ -144,7 +152,7 @@ func buildRows(events []world.Event) []*row {
 		case *world.StepFailed:
 			if r != nil {
 				r.open.glyph, r.open.color = glyphFailed, red
-				r.status, r.note = "failed", d.Error.Message
+				r.status, r.note = "failed", safeText(d.Error.Message)
 				r.end(at)
 			}
 		case *world.WaitCreated:
@@ -164,11 +172,14 @@ func buildRows(events []world.Event) []*row {
 				r.end(at)
 			}
 		case *world.HookCreated:
-			r = &row{name: "hook " + d.Token, status: "waiting", first: at}
+			r = &row{name: "hook " + shownToken(d.Token, d.IsWebhook, showTokens), status: "waiting", first: at}
+			if d.IsWebhook {
+				r.name = "webhook " + shownToken(d.Token, true, showTokens)
+			}
 			r.begin(at, glyphHook, yellow)
 			add(ev.CorrelationID, r)
 		case *world.HookConflict:
-			r = &row{name: "hook " + d.Token, status: "conflict", first: at, last: at, note: "token held by run " + d.ConflictingRunID}
+			r = &row{name: "hook " + safeName(d.Token), status: "conflict", first: at, last: at, note: "token held by run " + safeName(d.ConflictingRunID)}
 			r.marks = append(r.marks, mark{at: at, glyph: '✗', color: red})
 			add(ev.CorrelationID, r)
 		case *world.HookReceived:
@@ -195,10 +206,18 @@ func buildRows(events []world.Event) []*row {
 	return rows
 }
 
+// timelineOptions says how to draw a timeline.
+type timelineOptions struct {
+	width      int // the bar's width in columns
+	style      style
+	showTokens bool // webhook tokens in full
+}
+
 // drawTimeline writes the run's timeline: one row per step, sleep and hook,
 // a bar scaled to the run's duration (up to now for an unfinished run).
-func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Time, width int, st style) {
-	rows := buildRows(events)
+func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Time, o timelineOptions) {
+	width, st := o.width, o.style
+	rows := buildRows(events, o.showTokens)
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "Timeline: no steps, sleeps or hooks yet")
 		return
@@ -226,15 +245,17 @@ func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Ti
 		return first, max(first, clamp(int(math.Ceil(pos(to)))-1))
 	}
 
-	nameW, statusW := len("STEP"), len("STATUS")
+	nameW, tryW, statusW, lost := len("STEP"), len("TRY"), len("STATUS"), false
 	for _, r := range rows {
 		r.name = clip(r.name, 32)
 		nameW = max(nameW, utf8.RuneCountInString(r.name))
+		tryW = max(tryW, len(r.try()))
 		statusW = max(statusW, utf8.RuneCountInString(r.status))
+		lost = lost || r.lost > 0
 	}
 	axis := fmtDuration(total)
 	fmt.Fprintf(w, "%s\n", st.bold("Timeline"))
-	fmt.Fprintf(w, "  %-*s  %3s  %-*s  %s%*s  %s\n", nameW, "STEP", "TRY", statusW, "STATUS", "0s", width-2, axis, "TOOK")
+	fmt.Fprintf(w, "  %-*s  %*s  %-*s  %s%*s  %s\n", nameW, "STEP", tryW, "TRY", statusW, "STATUS", "0s", width-2, axis, "TOOK")
 	for _, r := range rows {
 		cells := make([]segment, width)
 		for i := range cells {
@@ -255,20 +276,33 @@ func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Ti
 		for _, m := range r.marks {
 			cells[col(m.at)] = segment{glyph: m.glyph, color: m.color}
 		}
-		try := "-"
-		if r.attempt > 0 {
-			try = fmt.Sprint(r.attempt)
-		}
 		took := fmtDuration(r.took())
-		line := fmt.Sprintf("  %-*s  %3s  %s  %s  %-6s", nameW, r.name, try,
+		line := fmt.Sprintf("  %-*s  %*s  %s  %s  %-6s", nameW, r.name, tryW, r.try(),
 			st.paint(statusColor(r.status), fmt.Sprintf("%-*s", statusW, r.status)), renderBar(cells, st), took)
 		if r.note != "" {
 			line += "  " + st.paint(dim, clip(r.note, 60))
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
-	fmt.Fprintln(w, st.paint(dim, fmt.Sprintf("  %c attempt ok  %c attempt failed  %c running  %c pending  %c sleep  %c waiting for a payload  %c payload",
-		glyphOK, glyphFailed, glyphRunning, glyphPending, glyphSleep, glyphHook, glyphPayload)))
+	legend := fmt.Sprintf("  %c attempt ok  %c attempt failed  %c running  %c pending  %c sleep  %c waiting for a payload  %c payload",
+		glyphOK, glyphFailed, glyphRunning, glyphPending, glyphSleep, glyphHook, glyphPayload)
+	if lost {
+		legend += fmt.Sprintf("  %c executor lost (TRY +n lost)", glyphLost)
+	}
+	fmt.Fprintln(w, st.paint(dim, legend))
+}
+
+// try is the row's TRY column: the attempt as retries count it, and the
+// attempts interrupted by a lost executor ("1 (+1 lost)"); "-" for rows
+// that are not steps or never started.
+func (r *row) try() string {
+	switch {
+	case r.attempt <= 0:
+		return "-"
+	case r.lost > 0:
+		return fmt.Sprintf("%d (+%d lost)", r.attempt, r.lost)
+	}
+	return fmt.Sprint(r.attempt)
 }
 
 // renderBar writes cells, painting runs of one colour together.

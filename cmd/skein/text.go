@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/skeinflow/skein/workflow"
+)
+
+// What the CLI prints of user-controlled strings. Names, tokens, keys,
+// metadata and messages come from code and input data; printed raw, a
+// newline or tab breaks a table and an escape sequence reaches the
+// operator's terminal. Tables and text show them through these functions;
+// JSON output (-json, runs events) is exact, escaped by JSON itself.
+
+// printable reports whether s is valid UTF-8 holding only printable
+// characters and spaces (no control, format or invalid bytes).
+func printable(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || (r != ' ' && !strconv.IsPrint(r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// safeName returns an identifier (a workflow or step name, a token, a
+// stream name, an idempotency key) as is when it is printable, else Go-quoted
+// ("esc\x1b[31mred"), so that the quoted form is unambiguous and visible.
+func safeName(s string) string {
+	if printable(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// safeText returns free text (an error message, a reason, JSON shown in a
+// field) with each unprintable character written as its Go escape (\n,
+// \x1b, \u202e) and nothing else changed: one line, no escape sequences.
+func safeText(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x` + strconv.FormatUint(uint64(s[i]), 16))
+		case r == ' ' || strconv.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
+}
+
+// safeLines is safeText line by line, for the CLI's own multi-line error
+// messages that may quote user text.
+func safeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = safeText(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// shownToken is what tables show of a hook's token: a webhook's token is
+// the only credential its URL needs (logs show it only redacted), so it is
+// shown as workflow.RedactToken unless reveal (-show-tokens) is set; a plain
+// hook's token is what "skein hooks resume" takes, and is shown.
+func shownToken(token string, webhook, reveal bool) string {
+	if webhook && !reveal {
+		return workflow.RedactToken(token)
+	}
+	return safeName(token)
+}
