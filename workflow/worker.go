@@ -252,7 +252,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ln != nil {
 		mux := http.NewServeMux()
 		mux.Handle(WebhookPath, w.p.client.WebhookHandler())
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+		srv := &http.Server{Handler: logRequests(w.cfg.Logger, mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
