@@ -218,6 +218,7 @@ func (s *session) applyEvents(p *plan, res *world.AppendResult) {
 		ev := s.log.add(*r.Event)
 		s.lastSeq = ev.Seq
 		s.track(ev)
+		s.logPanic(ev)
 		m := p.meta[i]
 		if m.echo {
 			s.r.lastSeq = ev.Seq

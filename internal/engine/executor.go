@@ -180,6 +180,11 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 	if data.Fatal {
 		fatal = true
 	}
+	if data.Type == TypePanic {
+		// Steps do not replay: this attempt ran once, and so is logged once.
+		e.log.Error("engine: step panicked", "run", x.run.runID, "workflow", x.run.workflowName, "step", x.stepName,
+			"stepId", x.stepID, "attempt", attempt, "retried", !fatal && attempt < maxAttempts, "panic", data.Message, "stack", data.Stack)
+	}
 	if fatal || attempt >= maxAttempts {
 		out.kind, out.failure = outFailed, data
 		return out
