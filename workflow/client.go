@@ -207,8 +207,12 @@ type RunInfo struct {
 	Output       json.RawMessage
 	// Err is the run's error (typed again) when it failed.
 	Err error
-	// Hold says why a held run (StatusHeld) is held, nil otherwise.
-	Hold           *HoldInfo
+	// Hold says why a held run (StatusHeld) is held, nil otherwise; its
+	// Code (REPLAY_DIVERGENCE) is the held run's error code.
+	Hold *HoldInfo
+	// ErrorCode is the error code of a failed run (USER_ERROR,
+	// RUNTIME_ERROR, REPLAY_DIVERGENCE after FailRun on a held run, ...):
+	// empty for any other run, a held one included, which has not failed.
 	ErrorCode      string
 	CancelReason   string
 	IdempotencyKey string

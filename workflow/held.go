@@ -17,7 +17,9 @@ import (
 // so deploying compatible code resumes it. Client.Cancel and
 // Client.FailRun end it.
 type HoldInfo struct {
-	// Code is the error code, REPLAY_DIVERGENCE.
+	// Code is the hold's error code, REPLAY_DIVERGENCE. RunInfo.ErrorCode
+	// stays empty while the run is held: it names why a run failed, and
+	// becomes this code if the run is failed (Client.FailRun).
 	Code string
 	// Err is the divergence, naming what the log has and what the code
 	// asks for.

@@ -158,7 +158,7 @@ func TestReplayDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusHeld || info.Hold == nil || info.Hold.Code != world.CodeReplayDivergence || info.Err != nil {
+	if info.Status != workflow.StatusHeld || info.Hold == nil || info.Hold.Code != world.CodeReplayDivergence || info.Err != nil || info.ErrorCode != "" {
 		t.Fatalf("run %s hold %+v err %v, want held by REPLAY_DIVERGENCE", info.Status, info.Hold, info.Err)
 	}
 	for _, want := range []string{`"charge-card"`, `"send-email"`} {
