@@ -15,7 +15,9 @@ import (
 // FatalError is a step error that must not be retried. Build it with Fatal.
 type FatalError struct{ Err error }
 
-// Fatal marks err as fatal: the step fails at once, without retries.
+// Fatal marks err as fatal: the step fails at once, without retries. It is
+// for steps: a workflow's returned error fails its run whether or not it is
+// fatal (workflows are not retried), so a workflow returns its error as is.
 func Fatal(err error) error {
 	if err == nil {
 		err = errors.New("fatal error")

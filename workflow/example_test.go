@@ -105,7 +105,9 @@ var approveOrder = workflow.New("approve-order", func(ctx workflow.Context, id s
 		return "", err
 	}
 	if !a.OK {
-		return "", workflow.Fatal(errors.New("not approved"))
+		// A workflow's error fails its run: workflows are not retried, so
+		// there is no Fatal here (Fatal is for steps).
+		return "", errors.New("not approved")
 	}
 	return "approved by " + a.By, nil
 })

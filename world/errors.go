@@ -65,6 +65,9 @@ type RefusalError struct {
 }
 
 func (e *RefusalError) Error() string {
+	if e.Entity == "" { // a run event validated before the run has an ID
+		return fmt.Sprintf("%s: %s refused: %s", e.Kind, e.EventType, e.Reason)
+	}
 	return fmt.Sprintf("%s: %s %s refused: %s", e.Kind, e.EventType, e.Entity, e.Reason)
 }
 

@@ -86,3 +86,20 @@ func TestTypedErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalMessageSpacing: a refusal of a run event validated before the
+// run has an entity ID reads "run_created refused", with no double space.
+func TestRefusalMessageSpacing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{world.ValidateEvent(world.Event{Data: &world.RunCreated{}}), "invalid request: run_created refused: workflowName required"},
+		{&world.RefusalError{Kind: world.ErrGone, EventType: world.EventStepStarted, Entity: stepID, Reason: "run is over"}, "step_started " + stepID + " refused: run is over"},
+	} {
+		if msg := tc.err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "  ") {
+			t.Errorf("message %q, want it to hold %q and no double space", msg, tc.want)
+		}
+	}
+}
