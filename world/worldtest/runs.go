@@ -126,6 +126,8 @@ func testRunCreateInvalid(t *testing.T, f *fixture) {
 		{"run ID without a ULID", "wrun_123", ev("", &world.RunCreated{WorkflowName: "w"})},
 		{"nil payload", ids.New(world.PrefixRun), ev("", nil)},
 		{"workflow name not valid UTF-8", ids.New(world.PrefixRun), ev("", &world.RunCreated{WorkflowName: "order\xff"})},
+		{"workflow name with an escape sequence", ids.New(world.PrefixRun), ev("", &world.RunCreated{WorkflowName: "esc\x1b[31mred"})},
+		{"idempotency key with a newline", ids.New(world.PrefixRun), ev("", &world.RunCreated{WorkflowName: "w", IdempotencyKey: "new\nline"})},
 	} {
 		_, err := f.append(tc.runID, tc.in)
 		wantErr(t, err, world.ErrInvalid, "run_created with %s", tc.name)
