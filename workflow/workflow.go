@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -81,10 +82,23 @@ func (r replayAware) Enabled(ctx context.Context, l slog.Level) bool {
 	return r.h.Enabled(ctx, l)
 }
 func (r replayAware) Handle(ctx context.Context, rec slog.Record) error {
-	if !r.ec.LogLine() {
+	if !r.ec.LogLine(lineDigest(rec)) {
 		return nil
 	}
 	return r.h.Handle(ctx, rec)
+}
+
+// lineDigest identifies a log line by its level, message and attributes
+// (not its time), so that the engine can tell a line it printed from
+// another one at the same position.
+func lineDigest(rec slog.Record) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s", rec.Level, rec.Message)
+	rec.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(h, "\x00%s=%s", a.Key, a.Value)
+		return true
+	})
+	return h.Sum64()
 }
 func (r replayAware) WithAttrs(as []slog.Attr) slog.Handler {
 	return replayAware{h: r.h.WithAttrs(as), ec: r.ec}

@@ -13,18 +13,21 @@ import "github.com/skeinflow/skein/world"
 //     workflow code itself caused (a step, hook or wait it created, its end).
 //     That code already ran in the execution which recorded the later event,
 //     so its lines were printed then.
-//   - The same session already printed the line: a session that rebuilds the
+//   - The same session already passed the line: a session that rebuilds the
 //     workflow (its commit was refused, or it resumes the run after a wait)
-//     counts the lines its coroutines have passed and prints a line only once
-//     its count is past the highest count it printed before.
+//     remembers a digest of each line its coroutines passed, by position
+//     (the n-th line of the run), and stays quiet for a line whose position
+//     and digest (message and attributes) match. Where the rebuilt code goes
+//     another way (a payload arrived before a step's result), its lines
+//     differ and are printed.
 //
 // So a line is printed at least once in every execution that reaches it
 // past the recorded history, and at most once per session. It can print
 // twice when an execution ran it but recorded nothing after it (a crash, a
-// lost lease, a refused commit on another engine), and another execution
-// runs it again; it can be missed when code the log shows ran (a later
-// creation event exists) never printed, which the engine avoids by running
-// and committing workflow code in that order.
+// lost lease, a refused commit on another engine, or code that logs and
+// then only waits on a hook or step created earlier) and a later execution
+// runs it again. It is not missed: a later code-caused event is committed
+// only after the code before it ran, in an execution that printed it.
 
 // causedByCode reports whether ev can only exist because the workflow code
 // reached the point that produced it.
@@ -50,11 +53,18 @@ func (r *replayer) noteAuthored(ev *world.Event) {
 // run's first execution, and after the last recorded creation) is live.
 func (c *Context) Replaying() bool { return c.r.lastSeq < c.r.authored }
 
-// LogLine counts one log line of the workflow code and reports whether to
-// print it (see the comment at the top of this file).
-func (c *Context) LogLine() bool {
-	c.r.lines++
-	return !c.Replaying() && c.r.lines > c.r.quietLines
+// LogLine counts one log line of the workflow code, whose digest is
+// digest (of its message and attributes), and reports whether to print it
+// (see the comment at the top of this file).
+func (c *Context) LogLine(digest uint64) bool {
+	r := c.r
+	n := r.lines
+	r.lines++
+	if n < len(r.said) && r.said[n] == digest {
+		return false // this session passed this line already
+	}
+	r.said = append(r.said[:n], digest) // the code goes its own way from here
+	return !c.Replaying()
 }
 
 // logPanic logs the run_failed this session committed for a workflow that

@@ -124,11 +124,11 @@ type replayer struct {
 	terminal world.RunStatus // a terminal event was consumed
 	lastSeq  int64
 	// Log lines (see logline.go): the seq of the last event the code
-	// caused, the lines the code has logged, and how many of them a previous
-	// replayer of the session printed already.
+	// caused, the lines the code has logged, and the digests of the lines
+	// the session's coroutines passed, by position.
 	authored   int64
 	lines      int
-	quietLines int
+	said       []uint64
 	divergedAt int64
 }
 

@@ -409,13 +409,13 @@ func (s *session) add(ev world.Event, consume bool) {
 // rebuild discards the coroutine and replays the in-memory log into a new
 // one, then delivers the held (uncommitted) step outcomes again.
 func (s *session) rebuild() {
-	quiet := 0
+	var said []uint64
 	if s.r != nil {
 		s.r.stop()
-		quiet = max(s.r.lines, s.r.quietLines)
+		said = s.r.said
 	}
 	s.r = newReplayer(s.wf, s.e.log)
-	s.r.quietLines = quiet
+	s.r.said = said
 	runID, e := s.runID, s.e
 	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }
 	s.log.each(s.r.noteAuthored)
