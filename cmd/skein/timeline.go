@@ -101,6 +101,17 @@ func (r *row) begin(at time.Time, glyph rune, color string) {
 	r.open = &segment{from: at, glyph: glyph, color: color}
 }
 
+// started begins an attempt. An attempt still running is one whose
+// executor was lost: the new one took the step over.
+func (r *row) started(at time.Time, d *world.StepStarted) {
+	if d.Interrupted > r.lost && r.open != nil && r.open.glyph == glyphRunning {
+		r.open.glyph, r.open.color = glyphLost, red
+	}
+	r.lost = max(r.lost, d.Interrupted)
+	r.attempt, r.status = d.Attempt-d.Interrupted, "running" // the attempt as retries count it
+	r.begin(at, glyphRunning, yellow)
+}
+
 func (r *row) end(at time.Time) {
 	if r.open != nil {
 		r.open.to = at
@@ -129,13 +140,7 @@ func buildRows(events []world.Event, showTokens bool) []*row {
 			add(ev.CorrelationID, r)
 		case *world.StepStarted:
 			if r != nil {
-				if d.Interrupted > r.lost && r.open != nil && r.open.glyph == glyphRunning {
-					// The attempt running until now was taken over: its executor was lost.
-					r.open.glyph, r.open.color = glyphLost, red
-				}
-				r.lost = max(r.lost, d.Interrupted)
-				r.attempt, r.status = d.Attempt-d.Interrupted, "running" // the attempt as retries count it
-				r.begin(at, glyphRunning, yellow)
+				r.started(at, d)
 			}
 		case *world.StepRetrying:
 			if r != nil {

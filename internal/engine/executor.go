@@ -181,9 +181,7 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 		fatal = true
 	}
 	if data.Type == TypePanic {
-		// Steps do not replay: this attempt ran once, and so is logged once.
-		e.log.Error("engine: step panicked", "run", x.run.runID, "workflow", x.run.workflowName, "step", x.stepName,
-			"stepId", x.stepID, "attempt", attempt, "retried", !fatal && attempt < maxAttempts, "panic", data.Message, "stack", data.Stack)
+		e.logStepPanic(x, attempt, !fatal && attempt < maxAttempts, data)
 	}
 	if fatal || attempt >= maxAttempts {
 		out.kind, out.failure = outFailed, data
@@ -212,6 +210,13 @@ func workflowFailCode(d *world.ErrorData) string {
 		}
 	}
 	return world.CodeUserError
+}
+
+// logStepPanic logs a step attempt that panicked. Steps do not replay: the
+// attempt ran once, and is logged once.
+func (e *Engine) logStepPanic(x stepExec, attempt int, retried bool, data *world.ErrorData) {
+	e.log.Error("engine: step panicked", "run", x.run.runID, "workflow", x.run.workflowName, "step", x.stepName,
+		"stepId", x.stepID, "attempt", attempt, "retried", retried, "panic", data.Message, "stack", data.Stack)
 }
 
 func callStep(fn func(context.Context, json.RawMessage) (json.RawMessage, error), ctx context.Context, input json.RawMessage) (out json.RawMessage, err error) {
