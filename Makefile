@@ -8,7 +8,7 @@ EMU_PKGS ?= ./dynamoworld/... ./streams/... ./integration/...
 # Emulator state (pids, ports, logs) for this checkout.
 export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 
-.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck bench emulators-start emulators-stop
+.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck tidy-check bench emulators-start emulators-stop
 
 ## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
 test: lint unit emulator-test template-check
@@ -42,8 +42,8 @@ emulators-stop:
 template-check:
 	bash scripts/template-check.sh
 
-## lint: gofmt, go vet, staticcheck
-lint: fmt-check vet staticcheck
+## lint: gofmt, go vet, staticcheck, and go.mod/go.sum as `go mod tidy` leaves them
+lint: fmt-check vet staticcheck tidy-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -55,6 +55,11 @@ vet:
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags integration $(PKGS)
+
+## tidy-check: fail when `go mod tidy` would change go.mod or go.sum (this module and bench/peers'); prints the diff
+tidy-check:
+	$(GO) mod tidy -diff
+	cd bench/peers && $(GO) mod tidy -diff
 
 ## bench: benchmarks (figures go to BENCHMARKS.md)
 bench:
