@@ -53,8 +53,8 @@
 // existed leaves the head's. The head's times and the body may lag the
 // status for that moment (a GetRun racing a run's end). The global hook,
 // token and idempotency items are keyed by what must be unique, so that
-// attribute_not_exists makes uniqueness race-free (the reference's Postgres
-// world checks, then inserts). Payload attributes (in, out, err, ctx,
+// attribute_not_exists makes uniqueness race-free (no read-then-insert
+// window). Payload attributes (in, out, err, ctx,
 // attrs, md, d) hold bytes inline (type B) or the S3 key of a claim-checked
 // payload (type S).
 //

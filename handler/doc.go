@@ -2,27 +2,25 @@
 // handler and the webhook function's HTTP handler, over any world.World
 // (dynamoworld on AWS; localworld in tests).
 //
-//	cfg, err := handler.ConfigFromEnv(nil) // SKEIN_HANDLER, SKEIN_TABLE, ...
-//	cfg.World, cfg.Registry = w, registry
-//	switch cfg.Kind {
-//	case handler.KindFlow:
-//		h, err := handler.NewSQS(cfg)
-//		...
-//		lambda.Start(h)
-//	case handler.KindWebhook:
-//		h, err := handler.NewWebhook(cfg)
-//		...
-//		lambda.Start(h)
-//	}
+// A Lambda main does not wire it by hand: skeinlambda.Start(registry) reads
+// the environment (ConfigFromEnv), builds the World on the stack's table,
+// queue and bucket, and serves NewSQS or NewWebhook as SKEIN_HANDLER says.
+// Use this package directly to serve the handlers on another World or with
+// a Config the environment cannot express (skeinlambda.WithHandlerConfig
+// covers most of that).
 //
 // # The flow handler
 //
 // NewSQS handles each record of an SQS batch, a world.Message, through the
-// engine (workflow.Processor): a continuation replays the run and runs its
-// ready steps inline, up to InlineConcurrency at once, queuing the excess
-// as messages that carry a step ID; a message with a step ID executes that
-// step and queues a continuation. Records of different runs run
-// concurrently; continuations of one run, one after the other.
+// engine (workflow.Processor). A continuation takes the run lease, replays
+// the run and runs its ready steps inline, up to InlineConcurrency at once,
+// queuing the excess as messages of up to InlineConcurrency steps each
+// (stepId and stepIds). A message with steps executes them (together, as
+// one group) and then carries the run on itself when its lease is free; if
+// another invocation holds it, that one takes the results in when it lets
+// go, so a fan-out needs no continuation messages. Records of different
+// runs, and step messages, run concurrently (up to Config.Concurrency);
+// continuations of one run in a batch, one after the other.
 //
 // Failures are reported per message in BatchItemFailures (the event source
 // mapping needs FunctionResponseTypes: [ReportBatchItemFailures]); the

@@ -29,7 +29,7 @@ const (
 )
 
 // NewSQS returns the flow function's handler: it handles every record of an
-// SQS batch (a world.Message: a run to continue, or one background step to
+// SQS batch (a world.Message: a run to continue, or background steps to
 // execute) through the engine, and reports the records to retry in
 // BatchItemFailures. It never returns an error, so one bad message never
 // fails its batch:
@@ -96,7 +96,7 @@ type record struct {
 }
 
 // group is a sequence of records handled one after the other: the
-// continuations of one run, or one background step.
+// continuations of one run, or one message of background steps.
 type group []*record
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {

@@ -119,7 +119,7 @@ func (s *benchStack) stepStarts(runID string) []time.Time {
 	}
 }
 
-// tx3 is the reference point: a bare TransactWriteItems of three small
+// tx3 is the baseline: a bare TransactWriteItems of three small
 // conditional puts (items of about 250 bytes) on a fresh partition, as
 // BenchmarkDynamoCommitLatency (bench/dynamo_test.go) measures it.
 func (s *benchStack) tx3(i int) time.Duration {

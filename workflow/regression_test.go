@@ -15,7 +15,11 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// Seed 004's failure modes, as regression tests.
+// Failure modes a durable engine of this shape is prone to, as regression
+// tests: a fan-out that never converges, more than one commit per serial
+// step, a step killed in the middle that never runs again, a hook payload
+// lost while a step runs, a replay that differs, a start that is not
+// idempotent, a worker that leaks goroutines on shutdown.
 
 func TestFanOutConvergence(t *testing.T) {
 	t.Parallel()
@@ -37,7 +41,8 @@ func TestFanOutConvergence(t *testing.T) {
 		for _, v := range vs {
 			sum += v
 		}
-		// A second batch after the first, as in seed 004's multi-batch case.
+		// A second batch after the first: the steps of the second batch are
+		// created by the continuation that takes the first batch's results in.
 		more := make([]workflow.Future[int], 5)
 		for i := range more {
 			more[i] = work.Go(ctx, i)

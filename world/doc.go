@@ -25,7 +25,7 @@
 //     run; a hook payload or wait completion for a finished run.
 //   - ErrTooEarly (425): step_started before the step's retry time.
 //
-// Beyond the reference: step_started succeeds only for a pending step or a
+// Some rules are stricter than a plain status machine: step_started succeeds only for a pending step or a
 // running one whose lease has expired (crash recovery), so attempts are
 // counted once; a repeated run_cancelled appends nothing, so a run has exactly
 // one terminal event; run_created may carry an idempotency key; step_created

@@ -8,7 +8,7 @@ import (
 // RunStatus is the lifecycle state of a run.
 type RunStatus string
 
-// Run states (seed 000).
+// Run states.
 const (
 	RunStatusPending   RunStatus = "pending"
 	RunStatusRunning   RunStatus = "running"
@@ -38,7 +38,7 @@ func (s RunStatus) Valid() bool {
 // StepStatus is the lifecycle state of a step.
 type StepStatus string
 
-// Step states (seed 000). step_retrying moves a step back to pending.
+// Step states. step_retrying moves a step back to pending.
 const (
 	StepStatusPending   StepStatus = "pending"
 	StepStatusRunning   StepStatus = "running"
@@ -52,13 +52,14 @@ func (s StepStatus) Terminal() bool { return s == StepStatusCompleted || s == St
 // WaitStatus is the lifecycle state of a wait.
 type WaitStatus string
 
-// Wait states (seed 000).
+// Wait states.
 const (
 	WaitStatusWaiting   WaitStatus = "waiting"
 	WaitStatusCompleted WaitStatus = "completed"
 )
 
-// Run error codes, as the reference has them.
+// Run error codes (Run.ErrorCode, RunFailed.ErrorCode), stable strings that
+// clients and the CLI show and test.
 const (
 	CodeUserError             = "USER_ERROR"
 	CodeRuntimeError          = "RUNTIME_ERROR"
@@ -149,7 +150,7 @@ type Step struct {
 	Attempt    int             `json:"attempt"`
 	RetryAfter time.Time       `json:"retryAfter,omitzero"`
 	// LeaseExpiresAt bounds the current attempt's exclusivity: until then no
-	// other executor may start the step (DESIGN item 5).
+	// other executor may start the step (see StepStarted and Apply).
 	LeaseExpiresAt time.Time `json:"leaseExpiresAt,omitzero"`
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// EventType names an event (seed 000).
+// EventType names an event; the constants below are every type a log holds.
 type EventType string
 
 // Event types.

@@ -11,7 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// ID prefixes, one per entity kind (seed 000).
+// ID prefixes, one per entity kind.
 const (
 	PrefixRun    = "wrun_"
 	PrefixStep   = "step_"

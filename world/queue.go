@@ -82,7 +82,7 @@ type ExtendParams struct {
 }
 
 // Message is the body every queue carries: a run to continue, and optionally
-// steps to execute (DESIGN: messages carry a stepId for background steps):
+// steps to execute (background steps: those no invocation runs inline):
 // StepID names one, StepIDs several (executed together; a message may set
 // both, and its steps are then StepID followed by StepIDs, see Steps).
 // NotBefore lets a queue with a capped delay (SQS: 15 minutes) chain hops: a

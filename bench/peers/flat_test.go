@@ -12,7 +12,7 @@ import (
 // serial run is, robustly: each iteration is one run, and over all the runs
 // of a sub-benchmark it reports
 //
-//   - gap-ratio-mean: the measure, the mean gap over steps 991-1000
+//   - gap-ratio-mean: the flatness ratio, the mean gap over steps 991-1000
 //     divided by the mean gap over steps 1-10, per run, median over runs;
 //   - gap-ratio-median: the same with the median gap of each ten, per run,
 //     median over runs (a single slow step no longer moves it);

@@ -21,7 +21,10 @@
 //   - [ProvisionQueues] creates a queue and its dead-letter queue as the template declares them, so
 //     ElasticMQ (or LocalStack, or AWS) moves a message to the DLQ after maxReceiveCount receives.
 //
-// # Settling a batch (reference/emulation.md, step 4)
+// # Settling a batch
+//
+// What Lambda does with an SQS batch once the function returns, as AWS documents it for event source
+// mappings with and without ReportBatchItemFailures:
 //
 //   - A function error (an error response, a panic, a crash or a timeout) deletes nothing and changes
 //     no visibility: the messages come back when the queue's VisibilityTimeout expires.

@@ -186,8 +186,8 @@ func runESM(t *testing.T, q *fakeSQS, m *Mapping, inv func() (Invoker, error), w
 	return slices.Clone(reports)
 }
 
-// TestESMSettlesEachRule drives every rule of reference/emulation.md step 4 through the ESM and a
-// fake SQS: which messages get deleted.
+// TestESMSettlesEachRule drives every rule of the package doc's "Settling a batch" through the ESM
+// and a fake SQS: which messages get deleted.
 func TestESMSettlesEachRule(t *testing.T) {
 	t.Parallel()
 	all := []string{"m1", "m2", "m3"}

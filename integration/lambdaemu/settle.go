@@ -18,7 +18,7 @@ type Settlement struct {
 	Reason string
 }
 
-// Settle applies Lambda's rules for an SQS batch (reference/emulation.md, step 4). ids are the batch's
+// Settle applies Lambda's rules for an SQS batch (see the package doc, Settling a batch). ids are the batch's
 // message IDs; payload is the function's response; fnErr is non-nil for a function error (an error
 // response, a panic, a crash or a timeout).
 //

@@ -1,5 +1,5 @@
-// Package engine is Skein's workflow engine: the combined handler of seed 004
-// on any world.World. It is untyped (inputs, outputs and payloads are
+// Package engine is Skein's workflow engine: one handler for every queue
+// message (run continuations and background steps alike), on any world.World. It is untyped (inputs, outputs and payloads are
 // json.RawMessage); the typed SDK in package workflow sits on top of it.
 //
 // # Messages

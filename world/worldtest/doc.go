@@ -5,7 +5,10 @@
 //	func TestConformance(t *testing.T) {
 //		worldtest.Run(t, worldtest.Options{
 //			New: func(t *testing.T) worldtest.Subject {
-//				w := localworld.NewMemory() // whatever builds an empty World
+//				w, err := localworld.Open(localworld.Config{}) // in memory: whatever builds an empty World
+//				if err != nil {
+//					t.Fatal(err)
+//				}
 //				return worldtest.Subject{World: w, Consumer: w}
 //			},
 //		})

@@ -18,7 +18,7 @@ import (
 
 type memWorld struct {
 	mu   sync.Mutex
-	bug  string // the mutant's injected bug; "" for the reference
+	bug  string // the mutant's injected bug; "" for the correct World
 	ids  *world.IDSource
 	runs map[string]*memRun
 	// runOrder lists run IDs in creation order.
