@@ -8,7 +8,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
-	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/internal/testflows"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -25,7 +25,7 @@ func TestColdRunRequests(t *testing.T) {
 	ctx := context.Background()
 	clean := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, clean)
-	reg, err := demo.Registry()
+	reg, err := testflows.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,19 +46,19 @@ func TestColdRunRequests(t *testing.T) {
 		wru         float64
 	}{
 		{"one step", func() (string, error) {
-			run, err := demo.Serial.Start(ctx, client, 1)
+			run, err := testflows.Serial.Start(ctx, client, 1)
 			return idOf(run, err)
 		}, 5, 0, 16},
 		{"three steps", func() (string, error) {
-			run, err := demo.Serial.Start(ctx, client, 3)
+			run, err := testflows.Serial.Start(ctx, client, 3)
 			return idOf(run, err)
 		}, 7, 0, 24},
 		{"hundred steps", func() (string, error) {
-			run, err := demo.Serial.Start(ctx, client, 100)
+			run, err := testflows.Serial.Start(ctx, client, 100)
 			return idOf(run, err)
 		}, 104, 0, 450},
 		{"one step writing a stream", func() (string, error) {
-			run, err := demo.Streamer.Start(ctx, client, demo.Emission{Chunks: 3})
+			run, err := testflows.Streamer.Start(ctx, client, testflows.Emission{Chunks: 3})
 			return idOf(run, err)
 		}, 8, 0, 18},
 	} {

@@ -6,18 +6,18 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/internal/testflows"
 	"github.com/skeinflow/skein/workflow"
 )
 
 const slogDebug = slog.LevelDebug
 
-// The demo's serial and fan-out workflows (examples/lambda/demo, what the
-// example Lambda serves): serial runs n steps one after the other, fanOut
-// runs n steps at once and sums their squares.
+// The library tests' serial and fan-out workflows (internal/testflows):
+// serial runs n steps one after the other, fanOut runs n steps at once and
+// sums their squares.
 var (
-	serial = demo.Serial
-	fanOut = demo.FanOut
+	serial = testflows.Serial
+	fanOut = testflows.FanOut
 )
 
 // Nap is a step's sleep; Stubborn ignores cancellation.
@@ -94,4 +94,4 @@ var plainHook = workflow.New("plain-hook", func(ctx workflow.Context, token stri
 	return workflow.NewHook[string](ctx, workflow.HookOptions{Token: token}).Receive(ctx)
 })
 
-var allDefs = []workflow.Definition{serial, demo.Increment, fanOut, demo.Square, nap, napper, respond, webhooked, plainHook}
+var allDefs = []workflow.Definition{serial, testflows.Increment, fanOut, testflows.Square, nap, napper, respond, webhooked, plainHook}
