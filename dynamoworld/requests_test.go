@@ -2,7 +2,10 @@ package dynamoworld_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/smithy-go/middleware"
 
@@ -120,4 +123,53 @@ func idOf[O any](run *workflow.Run[O], err error) (string, error) {
 		return "", err
 	}
 	return run.ID(), nil
+}
+
+// TestFanOutRequests counts the DynamoDB requests and write units of a
+// fan-out of 50 steps committed by the World that created the run, as the
+// engine commits it: the steps created and started in one Append, each
+// completion in its own, then the run's end. The counts are logged; the
+// bounds are what the World did when the test was written.
+func TestFanOutRequests(t *testing.T) {
+	dynamotest.Require(t)
+	ctx := context.Background()
+	m := &dynamotest.Meter{}
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	r, url := dynamotest.NewResources(t, c)
+	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ids := world.NewIDSource(nil, nil)
+	runID := ids.New(world.PrefixRun)
+	appendEvs := func(evs ...world.EventInput) {
+		t.Helper()
+		if _, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: evs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	payload := json.RawMessage(`{"data":"` + strings.Repeat("x", 80) + `"}`)
+	m.Reset()
+	appendEvs(world.EventInput{Data: &world.RunCreated{WorkflowName: "fan-out", Input: payload}}, world.EventInput{Data: &world.RunStarted{}})
+	const n = 50
+	steps := make([]string, n)
+	var fan []world.EventInput
+	for i := range steps {
+		steps[i] = ids.New(world.PrefixStep)
+		fan = append(fan,
+			world.EventInput{CorrelationID: steps[i], Data: &world.StepCreated{StepName: "square", Input: payload}},
+			world.EventInput{CorrelationID: steps[i], Data: &world.StepStarted{LeaseTTL: time.Minute}})
+	}
+	appendEvs(fan...)
+	for _, id := range steps {
+		appendEvs(world.EventInput{CorrelationID: id, Data: &world.StepCompleted{Result: payload}})
+	}
+	appendEvs(world.EventInput{Data: &world.RunCompleted{Output: payload}})
+	ddb, summary := m.Count("DynamoDB"), m.Summary() // before the sizes are read
+	u := m.Units(dynamotest.StoredSizes(t, c, r.Table, runID))
+	t.Logf("fan-out of %d: %d DynamoDB requests, %.0f WRU, %.0f RRU; %s", n, ddb, u.WRU, u.RRU, summary)
+	if ddb > n+3 || u.WRU > 352 {
+		t.Errorf("fan-out of %d: %d DynamoDB requests and %.0f write units, want at most %d and 352", n, ddb, u.WRU, n+3)
+	}
 }
