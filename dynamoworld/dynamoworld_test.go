@@ -3,21 +3,35 @@ package dynamoworld_test
 import (
 	"testing"
 
+	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/world/worldtest"
 )
 
 // TestConformance runs the World conformance suite against DynamoDB, SQS
 // and S3 (the emulators in CI): every case gets its own table, queue and
-// bucket.
+// bucket. It runs twice: with the run cache (commits judged on the
+// snapshot this World left at its previous commit, lazy steps) and
+// without it (every commit judged on a fresh read, every step written at
+// creation), so that both ways to a snapshot meet the same contract.
 func TestConformance(t *testing.T) {
 	dynamotest.Require(t)
-	worldtest.Run(t, worldtest.Options{
-		New: func(t *testing.T) worldtest.Subject {
-			w := dynamotest.NewWorld(t, dynamotest.Options{})
-			return worldtest.Subject{World: w, Consumer: w}
-		},
-		Racers: 16,
-		Slow:   1,
-	})
+	for _, tc := range []struct {
+		name      string
+		cacheRuns int
+	}{
+		{"cached", 0}, // the default
+		{"uncached", -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			worldtest.Run(t, worldtest.Options{
+				New: func(t *testing.T) worldtest.Subject {
+					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns}})
+					return worldtest.Subject{World: w, Consumer: w}
+				},
+				Racers: 16,
+				Slow:   1,
+			})
+		})
+	}
 }
