@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"time"
 
@@ -15,28 +14,23 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// Append applies p.Events to one run in a single TransactWriteItems.
-//
-// The events are judged by world.Apply on a snapshot of the run: the cached
-// one when this World wrote the run last (no read: one round trip per
-// commit), otherwise one read with TransactGetItems. The transaction then
-// carries the snapshot's assumptions as conditions: the run head's sequence
-// number (the fence, which every event moves), attribute_not_exists on every
-// item an event creates (steps, waits, events, hook IDs, tokens, run
-// idempotency keys) and, for step_started on a running step, its unrenewed
-// lease. A cancelled transaction is read reason by reason: a taken run ID or
-// idempotency key is the refusal itself; a taken token turns hook_created
-// into hook_conflict; anything else means the snapshot was stale, and the
-// commit is judged again on a fresh read, so refusals are always those of
+// Append applies p.Events to one run in a single TransactWriteItems: get a
+// snapshot of the run (the one this World cached at its previous commit,
+// else a fresh read), plan the commit on it (planCommit: the items, each
+// with its condition, and the next snapshot), write it, and classify the
+// outcome. The conditions are the snapshot's assumptions (doc.go,
+// Commits): the fence on the run's last sequence number, the absence of
+// every item an event creates, a running step's unrenewed lease, a token's
+// holder. A cancelled transaction is read reason by reason: a taken run ID
+// or idempotency key is the refusal itself; a taken token turns
+// hook_created into hook_conflict (or is taken over from a finished run);
+// a commit of this Append found at the fence (an answer lost) is reported
+// done; anything else means the snapshot was stale, and the commit is
+// judged again on a fresh read, so refusals are always those of
 // world.Apply on the current state.
 func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
-	switch {
-	case p == nil:
-		return nil, invalid("nil AppendParams")
-	case len(p.Events) == 0:
-		return nil, invalid("append to run %q without events", p.RunID)
-	case p.IfLastSeq < 0:
-		return nil, invalid("negative IfLastSeq %d", p.IfLastSeq)
+	if err := validAppend(p, w.now()); err != nil {
+		return nil, err
 	}
 	if err := w.enter(ctx); err != nil {
 		return nil, err
@@ -45,159 +39,263 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 	mu := w.runLock(p.RunID)
 	mu.Lock()
 	defer mu.Unlock()
-	// An invalid first event is refused before any state is read, exactly as
-	// world.Apply would refuse it.
-	if _, err := world.Apply(world.State{}, world.Event{RunID: p.RunID, CorrelationID: p.Events[0].CorrelationID, Data: p.Events[0].Data}, w.now()); errors.Is(err, world.ErrInvalid) {
-		return nil, &world.CommitError{Index: 0, Err: err}
-	}
-	// Event IDs are minted once: a retried commit appends the same events.
-	eventIDs := make([]string, len(p.Events))
-	for i := range eventIDs {
-		eventIDs[i] = w.ids.New(world.PrefixEvent)
-	}
-	tok := &tokenInfo{holders: map[string]*world.Hook{}, stale: map[string]string{}}
-	forceRead := false
-	contention := 0
-	var lastErr error
-	// sent: the commits sent so far, by their time. One whose answer was
-	// lost (or turned into a cancellation by a retry) may have landed: the
-	// commit found at its fence, with this Append's event IDs, says which.
-	sent := map[int64]*sentCommit{}
-	for iter := 0; iter < 4*w.cfg.MaxAttempts && contention < w.cfg.MaxAttempts; iter++ {
-		now := w.now()
-		snap, fresh := w.cache.get(p.RunID), false
-		if snap == nil && !forceRead {
-			if _, create := p.Events[0].Data.(*world.RunCreated); create {
-				snap = newSnapshot(nil)
-				snap.blind, snap.complete, snap.counted = true, true, true
-				if w.registers {
-					snap.streams = streamsNone // its head is created with os = 0
-				}
-				snap.stepIDs = newIDSet()
-			}
-		}
-		if snap != nil && !forceRead && p.IfLastSeq > 0 && lastSeqOf(snap.run) != p.IfLastSeq {
-			snap = nil
-		}
-		var (
-			pl       *plan
-			ref      *refusal
-			needLoad = snap == nil || forceRead
-		)
-		if !needLoad {
-			pl, ref, needLoad = w.makePlan(snap, p, eventIDs, now, tok)
-		}
-		if needLoad {
-			var err error
-			if snap, err = w.load(ctx, p.RunID, loadKeys(p.RunID, p.Events)); err != nil {
-				return nil, err
-			}
-			fresh = true
-			forceRead = false
-			if p.IfLastSeq > 0 && lastSeqOf(snap.run) != p.IfLastSeq {
-				return nil, fmt.Errorf("%w: run %s: last sequence is %d, not %d", world.ErrConflict, p.RunID, lastSeqOf(snap.run), p.IfLastSeq)
-			}
-			pl, ref, _ = w.makePlan(snap, p, eventIDs, now, tok)
-		}
-		if ref != nil {
-			if !fresh {
-				forceRead = true // refused on a cached snapshot: confirm on the current state
-				continue
-			}
-			return nil, &world.CommitError{Index: ref.index, Err: ref.err}
-		}
-		if len(pl.events) == 0 {
-			if !fresh && !snap.blind {
-				forceRead = true // nothing to write: the answer must come from the current state
-				continue
-			}
-			return &world.AppendResult{Run: cloneRun(snap.run), Results: pl.results}, nil
-		}
-		t, err := w.build(ctx, pl, tok)
+	a := w.newAppendState(p)
+	for iter := 0; iter < 4*w.cfg.MaxAttempts && a.contention < w.cfg.MaxAttempts; iter++ {
+		pd, err := a.plan(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if err := w.cc.upload(ctx, t.uploads); err != nil {
-			return nil, err
+		switch pd.outcome {
+		case planRefused:
+			if a.fresh {
+				return nil, &world.CommitError{Index: pd.ref.index, Err: pd.ref.err}
+			}
+			a.forceRead = true // refused on a cached snapshot: confirm on the current state
+			continue
+		case planNothing:
+			if a.fresh || pd.pl.snap.blind {
+				return &world.AppendResult{Run: cloneRun(pd.pl.snap.run), Results: pd.pl.results}, nil
+			}
+			a.forceRead = true // nothing to write: the answer must come from the current state
+			continue
 		}
-		sent[pl.now.UnixNano()] = &sentCommit{pl, t}
-		err = w.write(ctx, t.ops)
-		if err == nil {
-			w.committed(ctx, pl, t)
-			return pl.result(), nil
-		}
-		ci, ok := cancelled(err, t.ops)
-		if ok && ci.fence && ci.fenceItem != nil {
-			if landed, err := w.ours(ctx, ci.fenceItem, eventIDs[0], sent); err != nil {
-				return nil, err
-			} else if landed != nil {
-				w.committed(ctx, landed.pl, landed.t)
-				return landed.pl.result(), nil
-			}
-		}
-		if !ok {
-			// The outcome is unknown (the SDK's own retries, which reuse the
-			// request token, are exhausted): forget the snapshot.
-			w.cache.drop(p.RunID)
-			return nil, ddbErr("TransactWriteItems", w.cfg.Table, err)
-		}
-		lastErr = err
-		switch {
-		case ci.validation != "":
-			return nil, ddbErr("TransactWriteItems", w.cfg.Table, fmt.Errorf("%s: %w", ci.validation, err))
-		case pl.created && (ci.head || ci.fence):
-			return nil, &world.CommitError{Index: 0, Err: &world.RunExistsError{RunID: p.RunID}}
-		case pl.created && ci.idem:
-			holder := ci.idemRun
-			if holder == "" {
-				if holder, err = w.idemHolder(ctx, pl.idemKey); err != nil {
-					return nil, err
-				}
-			}
-			if holder != "" {
-				return nil, &world.CommitError{Index: 0, Err: &world.RunExistsError{RunID: holder, IdempotencyKey: pl.idemKey}}
-			}
-			contention++
-		case ci.fence || ci.head || ci.other || ci.global || ci.idem:
-			// The snapshot was stale: judge again on the current state. The
-			// first time is routine (another writer got there first).
-			w.cache.drop(p.RunID)
-			forceRead = true
-			if contention++; contention > 1 {
-				if err := backoff(ctx, contention); err != nil {
-					return nil, err
-				}
-			}
-		case len(ci.tokens) > 0 || len(ci.holders) > 0:
-			for _, token := range ci.holders {
-				delete(tok.holders, token)
-			}
-			for token, old := range ci.tokens {
-				if err := w.judgeToken(ctx, tok, token, old); err != nil {
-					return nil, err
-				}
-			}
-		default: // TransactionConflict or throttling inside the transaction
-			contention++
-			forceRead = contention > 3
-			if err := backoff(ctx, contention); err != nil {
-				return nil, err
-			}
+		if res, done, err := a.commit(ctx, pd.pl); done {
+			return res, err
 		}
 	}
-	return nil, fmt.Errorf("dynamoworld: append to run %s: gave up after %d attempts under contention: %w", p.RunID, w.cfg.MaxAttempts, lastErr)
+	return nil, fmt.Errorf("dynamoworld: append to run %s: gave up after %d attempts under contention: %w", p.RunID, w.cfg.MaxAttempts, a.lastErr)
 }
 
-// sentCommit is a commit Append sent.
-type sentCommit struct {
-	pl *plan
-	t  *txn
+// validAppend refuses what no state can make valid: missing events, a
+// negative IfLastSeq, an invalid first event (before any state is read,
+// exactly as world.Apply would refuse it).
+func validAppend(p *world.AppendParams, now time.Time) error {
+	switch {
+	case p == nil:
+		return invalid("nil AppendParams")
+	case len(p.Events) == 0:
+		return invalid("append to run %q without events", p.RunID)
+	case p.IfLastSeq < 0:
+		return invalid("negative IfLastSeq %d", p.IfLastSeq)
+	}
+	first := world.Event{RunID: p.RunID, CorrelationID: p.Events[0].CorrelationID, Data: p.Events[0].Data}
+	if _, err := world.Apply(world.State{}, first, now); errors.Is(err, world.ErrInvalid) {
+		return &world.CommitError{Index: 0, Err: err}
+	}
+	return nil
+}
+
+// appendState is what one Append carries from attempt to attempt.
+type appendState struct {
+	w        *World
+	p        *world.AppendParams
+	eventIDs []string // minted once: a retried commit appends the same events
+	tokens   *tokenInfo
+	// sent: the commits sent so far, by their time. One whose answer was
+	// lost (or turned into a cancellation by a retry) may have landed: the
+	// commit found at its fence, with this Append's event IDs, says which.
+	sent map[int64]*plan
+	// forceRead: the next plan must be made on a fresh read; fresh: the
+	// last one was.
+	forceRead, fresh bool
+	contention       int
+	lastErr          error
+}
+
+func (w *World) newAppendState(p *world.AppendParams) *appendState {
+	a := &appendState{
+		w: w, p: p, eventIDs: make([]string, len(p.Events)), sent: map[int64]*plan{},
+		tokens: &tokenInfo{holders: map[string]*world.Hook{}, stale: map[string]string{}},
+	}
+	for i := range a.eventIDs {
+		a.eventIDs[i] = w.ids.New(world.PrefixEvent)
+	}
+	return a
+}
+
+func (a *appendState) input(snap *snapshot, now time.Time, ends *runEndItems) *planInput {
+	return &planInput{
+		snap: snap, runID: a.p.RunID, events: a.p.Events, eventIDs: a.eventIDs, now: now, tokens: a.tokens, ends: ends,
+		opts: planOptions{lazySteps: a.w.cache.max > 0, retention: a.w.cfg.Retention, cc: a.w.cc},
+	}
+}
+
+// cached returns the snapshot to plan on without a read: the cached one,
+// or a blind one (the run assumed absent) for a commit that creates the
+// run; nil when the run must be read.
+func (a *appendState) cached() *snapshot {
+	if a.forceRead {
+		return nil
+	}
+	snap := a.w.cache.get(a.p.RunID)
+	if _, create := a.p.Events[0].Data.(*world.RunCreated); snap == nil && create {
+		snap = blindSnapshot()
+	}
+	if snap != nil && a.p.IfLastSeq > 0 && lastSeqOf(snap.run) != a.p.IfLastSeq {
+		return nil
+	}
+	return snap
+}
+
+// plan plans the commit on the cached snapshot when there is one, else (or
+// when the planner needs what it does not know) on a fresh read; for a
+// run's end it reads the run's hooks and waits when the snapshot does not
+// know them all, and plans again.
+func (a *appendState) plan(ctx context.Context) (planned, error) {
+	now, runID := a.w.now(), a.p.RunID
+	a.fresh = false
+	snap := a.cached()
+	var pd planned
+	var err error
+	if snap != nil {
+		if pd, err = planCommit(a.input(snap, now, nil)); err != nil {
+			return planned{}, err
+		}
+	}
+	if snap == nil || pd.outcome == planNeedRead {
+		if snap, err = a.w.load(ctx, runID, loadKeys(runID, a.p.Events)); err != nil {
+			return planned{}, err
+		}
+		a.fresh, a.forceRead = true, false
+		if a.p.IfLastSeq > 0 && lastSeqOf(snap.run) != a.p.IfLastSeq {
+			return planned{}, fmt.Errorf("%w: run %s: last sequence is %d, not %d", world.ErrConflict, runID, lastSeqOf(snap.run), a.p.IfLastSeq)
+		}
+		if pd, err = planCommit(a.input(snap, now, nil)); err != nil {
+			return planned{}, err
+		}
+	}
+	if pd.outcome == planNeedEndItems {
+		ends, err := a.w.runEndItems(ctx, runID)
+		if err != nil {
+			return planned{}, err
+		}
+		pd, err = planCommit(a.input(snap, now, ends))
+		if err != nil {
+			return planned{}, err
+		}
+	}
+	if pd.outcome == planNeedRead || pd.outcome == planNeedEndItems {
+		return planned{}, fmt.Errorf("dynamoworld: run %s: a commit planned on a fresh read still lacks state", runID)
+	}
+	return pd, nil
+}
+
+// commit uploads the plan's payloads and writes its transaction; done
+// reports the Append's end (committed, refused, or failed), otherwise the
+// outcome set up the next attempt.
+func (a *appendState) commit(ctx context.Context, pl *plan) (res *world.AppendResult, done bool, err error) {
+	w := a.w
+	if err := w.cc.upload(ctx, pl.uploads); err != nil {
+		return nil, true, err
+	}
+	a.sent[pl.now.UnixNano()] = pl
+	werr := w.write(ctx, pl.ops)
+	if werr == nil {
+		w.committed(ctx, pl)
+		return pl.result(), true, nil
+	}
+	ci, ok := cancelled(werr, pl.ops)
+	if !ok {
+		// The outcome is unknown (the SDK's own retries, which reuse the
+		// request token, are exhausted): forget the snapshot.
+		w.cache.drop(a.p.RunID)
+		return nil, true, ddbErr("TransactWriteItems", w.cfg.Table, werr)
+	}
+	if ci.fence && ci.fenceItem != nil {
+		landed, err := w.ours(ctx, ci.fenceItem, a.eventIDs[0], a.sent)
+		if err != nil {
+			return nil, true, err
+		}
+		if landed != nil {
+			w.committed(ctx, landed)
+			return landed.result(), true, nil
+		}
+	}
+	a.lastErr = werr
+	return a.retry(ctx, pl, ci, classify(pl, ci))
+}
+
+// verdict is what a cancelled transaction means for the Append.
+type verdict int
+
+const (
+	verdictInvalid   verdict = iota // DynamoDB refused the request itself: an error
+	verdictRunExists                // run_created on a taken run ID: the refusal
+	verdictIdemTaken                // run_created on a taken idempotency key: the refusal, naming its run
+	verdictStale                    // the snapshot was stale: judge again on a fresh read
+	verdictTokens                   // a token taken, or its holder changed: judge the tokens, plan again
+	verdictTransient                // a conflict or throttling inside the transaction: back off, try again
+)
+
+// classify reads a cancelled transaction of plan pl.
+func classify(pl *plan, ci *cancelInfo) verdict {
+	switch {
+	case ci.validation != "":
+		return verdictInvalid
+	case pl.created && (ci.head || ci.fence):
+		return verdictRunExists
+	case pl.created && ci.idem:
+		return verdictIdemTaken
+	case ci.fence || ci.head || ci.other || ci.global || ci.idem:
+		return verdictStale
+	case len(ci.tokens) > 0 || len(ci.holders) > 0:
+		return verdictTokens
+	}
+	return verdictTransient
+}
+
+// retry acts on a verdict: it ends the Append with its refusal or error, or
+// sets up the next attempt.
+func (a *appendState) retry(ctx context.Context, pl *plan, ci *cancelInfo, v verdict) (*world.AppendResult, bool, error) {
+	w, runID := a.w, a.p.RunID
+	switch v {
+	case verdictInvalid:
+		return nil, true, ddbErr("TransactWriteItems", w.cfg.Table, fmt.Errorf("%s: %w", ci.validation, a.lastErr))
+	case verdictRunExists:
+		return nil, true, &world.CommitError{Index: 0, Err: &world.RunExistsError{RunID: runID}}
+	case verdictIdemTaken:
+		holder, err := ci.idemRun, error(nil)
+		if holder == "" {
+			if holder, err = w.idemHolder(ctx, pl.idemKey); err != nil {
+				return nil, true, err
+			}
+		}
+		if holder != "" {
+			return nil, true, &world.CommitError{Index: 0, Err: &world.RunExistsError{RunID: holder, IdempotencyKey: pl.idemKey}}
+		}
+		a.contention++ // released meanwhile: try again
+	case verdictStale:
+		// The first time is routine (another writer got there first).
+		w.cache.drop(runID)
+		a.forceRead = true
+		if a.contention++; a.contention > 1 {
+			if err := backoff(ctx, a.contention); err != nil {
+				return nil, true, err
+			}
+		}
+	case verdictTokens:
+		for _, token := range ci.holders {
+			delete(a.tokens.holders, token)
+		}
+		for token, old := range ci.tokens {
+			if err := w.judgeToken(ctx, a.tokens, token, old); err != nil {
+				return nil, true, err
+			}
+		}
+	case verdictTransient:
+		a.contention++
+		a.forceRead = a.contention > 3
+		if err := backoff(ctx, a.contention); err != nil {
+			return nil, true, err
+		}
+	}
+	return nil, false, nil
 }
 
 // ours reports which of this Append's commits the commit item found at the
 // fence is, if it is one of them: it then carries the Append's first event
 // ID, and its time tells the attempt.
-func (w *World) ours(ctx context.Context, found item, firstEventID string, sent map[int64]*sentCommit) (*sentCommit, error) {
+func (w *World) ours(ctx context.Context, found item, firstEventID string, sent map[int64]*plan) (*plan, error) {
 	fetched, err := w.cc.fetch(ctx, found)
 	if err != nil {
 		return nil, err
@@ -206,18 +304,11 @@ func (w *World) ours(ctx context.Context, found item, firstEventID string, sent 
 	if err != nil || len(evs) == 0 || evs[0].ID != firstEventID {
 		return nil, err
 	}
-	sc := sent[evs[0].At]
-	if sc == nil {
+	pl := sent[evs[0].At]
+	if pl == nil {
 		return nil, fmt.Errorf("dynamoworld: run %s: a commit of this append landed in an attempt it cannot identify", getS(found, attrPK)[2:])
 	}
-	return sc, nil
-}
-
-func lastSeqOf(r *world.Run) int64 {
-	if r == nil {
-		return 0
-	}
-	return r.LastSeq
+	return pl, nil
 }
 
 func backoff(ctx context.Context, attempt int) error {
@@ -277,203 +368,4 @@ func (w *World) judgeToken(ctx context.Context, tok *tokenInfo, token string, ol
 	tok.holders[token] = h
 	delete(tok.stale, token)
 	return nil
-}
-
-// result is what Append returns for a committed plan. Entities are copies:
-// the plan's own values live on in the cache.
-func (pl *plan) result() *world.AppendResult {
-	res := &world.AppendResult{Run: cloneRun(pl.run), Results: make([]world.EventResult, len(pl.results))}
-	for i, r := range pl.results {
-		if r.Event != nil {
-			ev := *r.Event
-			r.Event = &ev
-		}
-		if r.Step != nil {
-			s := *r.Step
-			r.Step = &s
-		}
-		if r.Hook != nil {
-			h := *r.Hook
-			r.Hook = &h
-		}
-		if r.Wait != nil {
-			wt := *r.Wait
-			r.Wait = &wt
-		}
-		res.Results[i] = r
-	}
-	return res
-}
-
-func cloneRun(r *world.Run) *world.Run {
-	if r == nil {
-		return nil
-	}
-	c := *r
-	return &c
-}
-
-// committed updates the cache after a commit, then finishes a run's end:
-// the deletions that did not fit the transaction, and the retention sweep.
-func (w *World) committed(ctx context.Context, pl *plan, t *txn) {
-	snap := pl.snap.clone()
-	snap.run = pl.run
-	for id, c := range pl.steps {
-		snap.steps[id] = c.final
-		if c.created && snap.stepIDs != nil {
-			snap.stepIDs.add(id)
-		}
-	}
-	snap.lazy = pl.lazy
-	snap.counted, snap.nHooks, snap.nWaits = pl.counted, pl.nHooks, pl.nWaits
-	snap.endChecked = snap.endChecked || pl.endsRun && pl.streamsChecked
-	for id, c := range pl.waits {
-		snap.waits[id] = c.final
-	}
-	for id, c := range pl.hooks {
-		if c.final == nil || c.final.RunID == pl.runID {
-			snap.hooks[id] = c.final
-		}
-	}
-	if pl.endsRun {
-		clear(snap.hooks)
-		clear(snap.waits)
-	}
-	w.cache.put(pl.runID, snap)
-	if !pl.endsRun {
-		return
-	}
-	if err := w.writeEach(ctx, t.overflow); err != nil {
-		w.logger.LogAttrs(ctx, slog.LevelWarn, "dynamoworld: run ended, but some hooks or waits were not deleted", slog.String("run", pl.runID), slog.Any("err", err))
-	}
-	if w.cfg.Retention > 0 && pl.prevRun != nil && !pl.prevRun.Status.Terminal() {
-		if err := w.expireRun(ctx, pl.runID, pl.now.Add(w.cfg.Retention).Unix()); err != nil {
-			w.logger.LogAttrs(ctx, slog.LevelWarn, "dynamoworld: retention sweep incomplete", slog.String("run", pl.runID), slog.Any("err", err))
-		}
-	}
-}
-
-// runEndDeletes lists the hooks and waits of an ending run that the plan
-// does not already delete, and returns their deletions.
-func (w *World) runEndDeletes(ctx context.Context, pl *plan) ([]*op, error) {
-	var ops []*op
-	hooks, err := w.queryAll(ctx, runPK(pl.runID), prefHook, false)
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range hooks {
-		id := getS(it, aHookID)
-		if _, ok := pl.hooks[id]; ok {
-			continue
-		}
-		ops = append(ops, w.hookDeletes(pl.runID, &world.Hook{HookID: id, Token: getS(it, aToken)})...)
-	}
-	waits, err := w.queryAll(ctx, runPK(pl.runID), prefWait, true)
-	if err != nil {
-		return nil, err
-	}
-	for _, it := range waits {
-		id := getS(it, attrSK)[len(prefWait):]
-		if _, ok := pl.waits[id]; ok {
-			continue
-		}
-		ops = append(ops, deleteOp(waitKey(pl.runID, id), nil))
-	}
-	return ops, nil
-}
-
-// queryAll reads every item of a partition whose sort key starts with
-// prefix (keysOnly: just the keys), strongly consistent.
-func (w *World) queryAll(ctx context.Context, pk, prefix string, keysOnly bool) ([]item, error) {
-	e := newExpr()
-	in := &dynamodb.QueryInput{
-		TableName:              aws.String(w.cfg.Table),
-		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(pk)) + " AND begins_with(" + e.n(attrSK) + ", " + e.v(str(prefix)) + ")"),
-		ConsistentRead:         aws.Bool(true),
-	}
-	if keysOnly {
-		in.ProjectionExpression = aws.String(e.n(attrPK) + ", " + e.n(attrSK))
-	}
-	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
-	var out []item
-	for {
-		if w.capacity {
-			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-		}
-		res, err := w.ddb.Query(ctx, in)
-		if err != nil {
-			return nil, ddbErr("Query", w.cfg.Table, err)
-		}
-		w.countRead(res.ConsumedCapacity)
-		out = append(out, res.Items...)
-		if len(res.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
-}
-
-// writeEach performs writes one by one (follow-up deletions after a run's
-// end, when they did not fit its transaction). A failed condition (a token
-// now held by another hook) is not an error.
-func (w *World) writeEach(ctx context.Context, ops []*op) error {
-	return parallel(ctx, len(ops), 8, func(ctx context.Context, i int) error {
-		o, e := ops[i], newExpr()
-		var cond *string
-		if o.cond != nil {
-			cond = aws.String(o.cond(e))
-		}
-		_, err := w.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(w.cfg.Table), Key: o.key.av(), ConditionExpression: cond,
-			ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
-		})
-		if _, failed := conditionFailed(err); err != nil && !failed {
-			return ddbErr("DeleteItem", w.cfg.Table, err)
-		}
-		return nil
-	})
-}
-
-// expireRun sets the TTL attribute on every item of an ended run that does
-// not have it yet (the head, the body and the items of the final commit got
-// it in that commit).
-func (w *World) expireRun(ctx context.Context, runID string, ttl int64) error {
-	e := newExpr()
-	in := &dynamodb.QueryInput{
-		TableName:                aws.String(w.cfg.Table),
-		KeyConditionExpression:   aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID)))),
-		FilterExpression:         aws.String("attribute_not_exists(" + e.n(attrTTL) + ")"),
-		ProjectionExpression:     aws.String(e.n(attrPK) + ", " + e.n(attrSK)),
-		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
-	}
-	var keys []itemKey
-	for {
-		res, err := w.ddb.Query(ctx, in)
-		if err != nil {
-			return ddbErr("Query", w.cfg.Table, err)
-		}
-		for _, it := range res.Items {
-			keys = append(keys, itemKey{getS(it, attrPK), getS(it, attrSK)})
-		}
-		if len(res.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
-	if r := w.cache.get(runID); r != nil && r.run != nil && r.run.IdempotencyKey != "" {
-		keys = append(keys, idemKey(r.run.IdempotencyKey))
-	}
-	return parallel(ctx, len(keys), 8, func(ctx context.Context, i int) error {
-		u := &updateBuilder{e: newExpr()}
-		u.set(attrTTL, num(ttl))
-		_, err := w.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(w.cfg.Table), Key: keys[i].av(), UpdateExpression: aws.String(u.String()),
-			ConditionExpression:      aws.String("attribute_exists(" + u.e.n(attrPK) + ")"),
-			ExpressionAttributeNames: u.e.nameMap(), ExpressionAttributeValues: u.e.valueMap(),
-		})
-		if _, failed := conditionFailed(err); err != nil && !failed {
-			return ddbErr("UpdateItem", w.cfg.Table, err)
-		}
-		return nil
-	})
 }

@@ -50,6 +50,8 @@ func runItems(t *testing.T, r *world.Run) map[itemKey]item {
 	if err != nil {
 		t.Fatal(err)
 	}
+	setS(commit.it, aRunStatus, string(r.Status))
+	setCounts(commit.it, 0, 0)
 	return map[itemKey]item{
 		runHeadKey(r.RunID): encodeRunHead(r, 0).it, runBodyKey(r.RunID): body.it,
 		commitKey(r.RunID, r.LastSeq-1): commit.it,

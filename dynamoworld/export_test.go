@@ -13,7 +13,6 @@ import (
 // CachedSnapshot describes what w's cache holds of a run, for tests.
 type CachedSnapshot struct {
 	Cached, Complete    bool
-	Counted             bool // the run's active hooks and waits are counted
 	LastSeq             int64
 	Steps, Waits, Hooks int // known, present
 }
@@ -24,7 +23,7 @@ func Cached(w *World, runID string) CachedSnapshot {
 	if s == nil || s.run == nil {
 		return CachedSnapshot{}
 	}
-	cs := CachedSnapshot{Cached: true, Complete: s.complete, Counted: s.counted, LastSeq: s.run.LastSeq}
+	cs := CachedSnapshot{Cached: true, Complete: s.complete, LastSeq: s.run.LastSeq}
 	for _, st := range s.steps {
 		if st != nil {
 			cs.Steps++
@@ -86,18 +85,15 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 		}
 	}
 	// Counted before the read, which tells whether the run moved on since.
-	nh, nw := -1, -1
-	if snap.counted {
-		hooks, err := w.queryAll(ctx, runPK(runID), prefHook, true)
-		if err != nil {
-			return "", err
-		}
-		waits, err := w.queryAll(ctx, runPK(runID), prefWait, true)
-		if err != nil {
-			return "", err
-		}
-		nh, nw = len(hooks), len(waits)
+	hooks, err := w.queryAll(ctx, runPK(runID), prefHook, true)
+	if err != nil {
+		return "", err
 	}
+	waits, err := w.queryAll(ctx, runPK(runID), prefWait, true)
+	if err != nil {
+		return "", err
+	}
+	nh, nw := len(hooks), len(waits)
 	fresh, err := w.load(ctx, runID, keys)
 	if err != nil {
 		return "", err
@@ -141,7 +137,7 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 		}
 	}
 	// (An ended run's deletions may follow its commit.)
-	if snap.counted && !snap.run.Status.Terminal() && (nh != snap.nHooks || nw != snap.nWaits) {
+	if !snap.run.Status.Terminal() && (nh != snap.nHooks || nw != snap.nWaits) {
 		diffs = append(diffs, fmt.Sprintf("counts: cached %d hooks and %d waits, read %d and %d", snap.nHooks, snap.nWaits, nh, nw))
 	}
 	if snap.complete {

@@ -1,10 +1,126 @@
 package dynamoworld
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/skeinflow/skein/world"
 )
+
+// The commit planner. planCommit turns a snapshot of a run and the events of
+// one Append into the commit's transaction (its items, each with its
+// condition), the payloads to upload first, the deletions of a run's end
+// that follow it, and the snapshot the run has once the transaction lands.
+// It does no I/O: whatever it lacks it asks for (planNeedRead,
+// planNeedEndItems), and Append reads that and plans again. Its parts, one
+// file a noun:
+//
+//	plan_judge.go   the events judged by world.Apply, in order
+//	plan_steps.go   step items, lazy steps
+//	plan_run.go     the commit item (the fence), the run head, body, idempotency key
+//	plan_waits.go   wait items
+//	plan_hooks.go   hook, link and token items; a run's end's deletions
+//	plan_chunk.go   the claim check, one write an item, the 100-item transaction
+//
+// Every assumption the plan makes about the table is a condition of its
+// transaction (see doc.go, Commits), so a plan made on a stale snapshot
+// cannot land.
+
+// planInput is what one commit is planned from.
+type planInput struct {
+	snap     *snapshot
+	runID    string
+	events   []world.EventInput
+	eventIDs []string // minted once per Append: a retried commit appends the same events
+	now      time.Time
+	tokens   *tokenInfo // what earlier attempts learned of hook tokens
+	// ends: the run's hooks and waits as a query found them, for a commit
+	// that ends the run when the snapshot does not know them all; nil: not
+	// read.
+	ends *runEndItems
+	opts planOptions
+}
+
+// planOptions are the World's settings a plan depends on.
+type planOptions struct {
+	lazySteps bool          // the run cache is on: a new step may be lazy (its next commit knows it)
+	retention time.Duration // Config.Retention: a run's end sets ttl
+	cc        *claimCheck   // only its pure parts: payload keys and offload decisions
+}
+
+// outcome is what the planner says of a commit.
+type outcome int
+
+const (
+	planWrite        outcome = iota // write plan.ops
+	planRefused                     // world.Apply refused an event (refusal)
+	planNothing                     // every event was skipped: nothing to write
+	planNeedRead                    // an event names an entity the snapshot does not know
+	planNeedEndItems                // the commit ends the run; the snapshot does not know all its hooks and waits
+)
+
+// planned is the planner's answer.
+type planned struct {
+	outcome outcome
+	ref     *refusal // planRefused
+	pl      *plan    // planWrite, planNothing
+}
+
+// runEndItems are the hooks (ID and token) and waits (IDs) of a run, as a
+// query of its partition found them.
+type runEndItems struct {
+	hooks []*world.Hook
+	waits []string
+}
+
+// planCommit plans one commit (see the top of this file).
+func planCommit(in *planInput) (planned, error) {
+	pl, ref, needRead := judge(in)
+	switch {
+	case needRead:
+		return planned{outcome: planNeedRead}, nil
+	case ref != nil:
+		return planned{outcome: planRefused, ref: ref}, nil
+	case len(pl.events) == 0:
+		return planned{outcome: planNothing, pl: pl}, nil
+	case pl.endsRun && in.ends == nil && !in.snap.knowsAllHooksAndWaits():
+		return planned{outcome: planNeedEndItems}, nil
+	}
+	pl.prev = lastSeqOf(pl.prevRun)
+	if pl.run.Status.Terminal() && in.opts.retention > 0 {
+		pl.ttl = pl.now.Add(in.opts.retention).Unix()
+	}
+	stepPuts, stepDiffs, err := planSteps(pl, in.opts.lazySteps)
+	if err != nil {
+		return planned{}, err
+	}
+	var ws writes
+	ws.diffs = stepDiffs
+	if err := planRun(pl, &ws, in.opts.cc); err != nil {
+		return planned{}, err
+	}
+	ws.puts = append(ws.puts, stepPuts...)
+	planWaits(pl, &ws)
+	ws.ops = append(ws.ops, planHooks(pl, in.tokens)...)
+	if in.ends != nil {
+		ws.ops = append(ws.ops, runEndDeletes(pl, in.ends)...)
+	}
+	if err := chunk(pl, &ws, in.opts.cc); err != nil {
+		return planned{}, err
+	}
+	pl.next = nextSnapshot(pl)
+	return planned{outcome: planWrite, pl: pl}, nil
+}
+
+// writes are a commit's item writes as the planner decides them, in the
+// order the transaction lists them: the updates, then the puts, then the
+// rest (deletions, checks, the hooks' puts).
+type writes struct {
+	diffs   []*diffPair
+	puts    []*op
+	ops     []*op
+	uploads map[string][]byte // event payloads the commit item claim-checks
+}
 
 // change is one entity of a commit: as known before it (init), as the
 // commit leaves it (final; nil when deleted or never created).
@@ -26,8 +142,8 @@ type change[T any] struct {
 
 func (c *change[T]) changed() bool { return c.init != c.final }
 
-// plan is one commit worked out by the state machine: the events to append
-// and the entities they change, decided on a snapshot.
+// plan is one commit: the events judged on a snapshot, the entities they
+// change, and, once planned, the transaction and the next snapshot.
 type plan struct {
 	runID   string
 	snap    *snapshot
@@ -46,15 +162,21 @@ type plan struct {
 	idemKey  string
 	created  bool
 	endsRun  bool
-	// lazy is the commit's list of lazy steps (see lazy.go), set by build.
+
+	// Set by the planner after judging.
+	prev int64 // the run's last sequence number before the commit: the commit item's key
+	ttl  int64 // epoch seconds, on a run's end with Config.Retention
+	// lazy is the commit's list of lazy steps (see lazy.go).
 	lazy map[string]int64
-	// counted, nHooks, nWaits: the run's active hooks and waits after the
-	// commit, when the snapshot's were known; set by build.
-	counted        bool
+	// nHooks, nWaits: the run's active hooks and waits after the commit.
 	nHooks, nWaits int
-	// streamsChecked: the commit ends the run, on the condition that the
-	// head's flag says it has no stream (or creates it too); set by build.
+	// streamsChecked: the commit creates the run (its head says it has no
+	// stream), or ends it on the condition that the head still says so.
 	streamsChecked bool
+	ops            []*op             // the transaction, at most MaxTransactionItems
+	overflow       []*op             // deletions of a run's end that follow it
+	uploads        map[string][]byte // claim-checked payloads, uploaded before the transaction
+	next           *snapshot         // the run once the transaction lands
 }
 
 // refusal is the state machine's refusal of event index.
@@ -91,224 +213,113 @@ const (
 	actDispose
 )
 
-// makePlan applies p's events in order to snap with world.Apply. It returns
-// the plan, or a refusal, or needLoad when an event names an entity the
-// snapshot does not know and the event does not create.
-func (w *World) makePlan(snap *snapshot, p *world.AppendParams, eventIDs []string, now time.Time, tok *tokenInfo) (pl *plan, ref *refusal, needLoad bool) {
-	pl = &plan{
-		runID: p.RunID, snap: snap, prevRun: snap.run, run: snap.run, now: now,
-		results: make([]world.EventResult, len(p.Events)),
-		steps:   map[string]*change[world.Step]{}, waits: map[string]*change[world.Wait]{},
-		hooks: map[string]*change[world.Hook]{}, tokens: map[string]*world.Hook{},
+// counts returns the run's active hooks and waits after the commit: the
+// snapshot's, plus those the commit creates, minus those it deletes (none
+// after a run's end, which deletes them all).
+func (pl *plan) counts() (hooks, waits int, err error) {
+	if pl.endsRun {
+		return 0, 0, nil // its end deletes them all
 	}
-	for i, in := range p.Events {
-		ev := world.Event{RunID: p.RunID, EventID: eventIDs[i], CorrelationID: in.CorrelationID, Data: in.Data}
-		st := world.State{Run: pl.run}
-		terminal := pl.run != nil && pl.run.Status.Terminal()
-		corr := in.CorrelationID
-		ok := true
-		switch in.Data.(type) {
-		case *world.StepCreated:
-			st.Step, ok = pl.step(corr, true)
-		case *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
-			st.Step, ok = pl.step(corr, false)
-		case *world.WaitCreated:
-			st.Wait, ok = pl.wait(corr, true)
-		case *world.WaitCompleted:
-			if !terminal {
-				st.Wait, ok = pl.wait(corr, false)
-			}
-		case *world.HookCreated:
-			st.Hook, ok = pl.hookByID(corr)
-			st.TokenHolder = pl.tokenHolder(in.Data.(*world.HookCreated).Token, tok)
-		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
-			if !terminal {
-				st.Hook, ok = pl.hook(corr)
-			}
+	hooks, waits = pl.snap.nHooks, pl.snap.nWaits
+	mine := func(h *world.Hook) int {
+		if h != nil && h.RunID == pl.runID {
+			return 1
 		}
-		if !ok && world.ValidateEvent(ev) == nil && pl.run != nil {
-			return nil, nil, true
-		}
-		if i == 0 && snap.blind {
-			if _, create := in.Data.(*world.RunCreated); !create {
-				return nil, nil, true
-			}
-		}
-		eff, err := world.Apply(st, ev, now)
-		if err != nil {
-			return nil, &refusal{index: i, err: err}, false
-		}
-		if eff.Skip {
-			continue
-		}
-		pl.record(i, in, st, eff)
+		return 0
 	}
-	return pl, nil, false
+	for _, c := range pl.hooks {
+		hooks += mine(c.final) - mine(c.init)
+	}
+	for _, c := range pl.waits {
+		if c.final != nil {
+			waits++
+		}
+		if c.init != nil {
+			waits--
+		}
+	}
+	if hooks < 0 || waits < 0 {
+		return 0, 0, fmt.Errorf("dynamoworld: run %s: a commit would leave %d hooks and %d waits: the snapshot's counts are wrong", pl.runID, hooks, waits)
+	}
+	return hooks, waits, nil
 }
 
-func (pl *plan) record(i int, in world.EventInput, st world.State, eff world.Effect) {
-	ev := eff.Event
-	pl.events = append(pl.events, ev)
-	pl.run = eff.Run
-	corr := in.CorrelationID
-	switch d := in.Data.(type) {
-	case *world.RunCreated:
-		pl.created = true
-		pl.idemKey = d.IdempotencyKey
-	case *world.StepStarted:
-		if c := pl.steps[corr]; c.init != nil && c.final == c.init && c.init.Status == world.StepStatusRunning {
-			c.leaseGuard, c.initLease = true, c.init.LeaseExpiresAt
-		}
-	case *world.HookCreated:
-		c := pl.hooks[corr]
-		if eff.Hook == nil {
-			pl.hookActs = append(pl.hookActs, hookAct{kind: actConflict, id: corr, token: d.Token, holder: st.TokenHolder, assumed: c.assumed})
-		} else {
-			pl.hookActs = append(pl.hookActs, hookAct{kind: actCreate, hook: eff.Hook, assumed: c.assumed})
-			pl.tokens[d.Token] = eff.Hook
-		}
-	case *world.HookDisposed:
-		pl.hookActs = append(pl.hookActs, hookAct{kind: actDispose, hook: st.Hook})
-		pl.tokens[st.Hook.Token] = nil
+// nextSnapshot is the run as the commit leaves it: the snapshot it was
+// judged on with the commit's changes. It shares the snapshot's step IDs,
+// to which Append adds the commit's new steps once it has landed.
+func nextSnapshot(pl *plan) *snapshot {
+	snap := pl.snap.clone()
+	snap.blind = false
+	snap.run = pl.run
+	for id, c := range pl.steps {
+		snap.steps[id] = c.final
 	}
-	if eff.Step != nil {
-		c := pl.steps[corr]
-		c.final = eff.Step
-		if c.init == nil {
-			c.created = true
+	snap.lazy = pl.lazy
+	snap.nHooks, snap.nWaits = pl.nHooks, pl.nWaits
+	snap.endChecked = snap.endChecked || pl.endsRun && pl.streamsChecked
+	for id, c := range pl.waits {
+		snap.waits[id] = c.final
+	}
+	for id, c := range pl.hooks {
+		if c.final == nil || c.final.RunID == pl.runID {
+			snap.hooks[id] = c.final
 		}
 	}
-	if eff.Wait != nil {
-		c := pl.waits[corr]
-		c.final = eff.Wait
-		if c.init == nil {
-			c.created = true
-		}
+	if pl.endsRun {
+		clear(snap.hooks)
+		clear(snap.waits)
 	}
-	if eff.Hook != nil {
-		c := pl.hooks[corr]
-		c.final = eff.Hook
-		c.created, c.made = true, eff.Hook
-	}
-	if eff.DeleteHookID != "" {
-		pl.hooks[eff.DeleteHookID].final = nil
-	}
-	if eff.EndsRun {
-		pl.endsRun = true
-		for id, h := range pl.snap.hooks {
-			if _, ok := pl.hooks[id]; !ok && h != nil {
-				pl.hooks[id] = &change[world.Hook]{init: h, final: h}
-			}
-		}
-		for _, id := range sortedIDs(pl.hooks) {
-			if c := pl.hooks[id]; c.final != nil {
-				pl.hookActs = append(pl.hookActs, hookAct{kind: actDispose, hook: c.final})
-				pl.tokens[c.final.Token] = nil
-				c.final = nil
-			}
-		}
-		for id, wt := range pl.snap.waits {
-			if _, ok := pl.waits[id]; !ok && wt != nil {
-				pl.waits[id] = &change[world.Wait]{init: wt, final: wt}
-			}
-		}
-		for _, c := range pl.waits {
-			c.final = nil
-		}
-	}
-	res := world.EventResult{Event: &ev, Step: eff.Step, Hook: eff.Hook, Wait: eff.Wait}
-	if _, received := in.Data.(*world.HookReceived); received {
-		res.Hook = st.Hook // the hook as the event left it: unchanged
-	}
-	pl.results[i] = res
+	return snap
 }
 
-// tokenHolder is the active hook holding token as far as the commit knows:
-// its own changes first, then the run's known hooks, then what earlier
-// attempts learned; nil means free (the token item's condition checks it).
-func (pl *plan) tokenHolder(token string, tok *tokenInfo) *world.Hook {
-	if h, ok := pl.tokens[token]; ok {
-		return h
-	}
-	for _, h := range pl.snap.hooks {
-		if h != nil && h.Token == token {
-			if c, touched := pl.hooks[h.HookID]; !touched || c.final != nil {
-				return h
-			}
+// newSteps lists the steps the commit creates.
+func (pl *plan) newSteps() []string {
+	var ids []string
+	for id, c := range pl.steps {
+		if c.created {
+			ids = append(ids, id)
 		}
 	}
-	if tok != nil {
-		return tok.holders[token]
-	}
-	return nil
+	return ids
 }
 
-// step returns the step's state in the commit so far. An unknown step is
-// assumed absent when create is set; otherwise ok is false.
-func (pl *plan) step(id string, create bool) (*world.Step, bool) {
-	if c, ok := pl.steps[id]; ok {
-		return c.final, true
-	}
-	if s, ok := pl.snap.steps[id]; ok {
-		pl.steps[id] = &change[world.Step]{init: s, final: s}
-		return s, true
-	}
-	if _, lazy := pl.snap.lazy[id]; lazy {
-		return nil, false // its state is in a commit: read it
-	}
-	if !create {
-		return nil, false
-	}
-	// Absent: proven by the snapshot's list of every step ID, or assumed
-	// (the item's absence is then a condition).
-	proven := pl.snap.stepIDs != nil && !pl.snap.stepIDs.has(id)
-	pl.steps[id] = &change[world.Step]{assumed: !proven}
-	return nil, true
-}
-
-func (pl *plan) wait(id string, create bool) (*world.Wait, bool) {
-	if c, ok := pl.waits[id]; ok {
-		return c.final, true
-	}
-	if s, ok := pl.snap.waits[id]; ok {
-		pl.waits[id] = &change[world.Wait]{init: s, final: s}
-		return s, true
-	}
-	if !create {
-		return nil, false
-	}
-	pl.waits[id] = &change[world.Wait]{assumed: true}
-	return nil, true
-}
-
-// hookByID is the hook a hook_created names: any run's hook with that ID.
-func (pl *plan) hookByID(id string) (*world.Hook, bool) {
-	if c, ok := pl.hooks[id]; ok {
-		return c.final, true
-	}
-	if h, ok := pl.snap.hooks[id]; ok && h != nil {
-		pl.hooks[id] = &change[world.Hook]{init: h, final: h}
-		return h, true
-	}
-	if h, ok := pl.snap.global[id]; ok {
-		if h != nil && h.RunID != pl.runID {
-			return h, true // another run's: the state machine refuses
+// result is what Append returns for a committed plan. Entities are copies:
+// the plan's own values live on in the cache.
+func (pl *plan) result() *world.AppendResult {
+	res := &world.AppendResult{Run: cloneRun(pl.run), Results: make([]world.EventResult, len(pl.results))}
+	for i, r := range pl.results {
+		if r.Event != nil {
+			ev := *r.Event
+			r.Event = &ev
 		}
-		pl.hooks[id] = &change[world.Hook]{init: h, final: h}
-		return h, true
+		if r.Step != nil {
+			s := *r.Step
+			r.Step = &s
+		}
+		if r.Hook != nil {
+			h := *r.Hook
+			r.Hook = &h
+		}
+		if r.Wait != nil {
+			wt := *r.Wait
+			r.Wait = &wt
+		}
+		res.Results[i] = r
 	}
-	pl.hooks[id] = &change[world.Hook]{assumed: true}
-	return nil, true
+	return res
 }
 
-// hook is the run's active hook a hook event names.
-func (pl *plan) hook(id string) (*world.Hook, bool) {
-	if c, ok := pl.hooks[id]; ok {
-		return c.final, true
+func cloneRun(r *world.Run) *world.Run {
+	if r == nil {
+		return nil
 	}
-	if h, ok := pl.snap.hooks[id]; ok {
-		pl.hooks[id] = &change[world.Hook]{init: h, final: h}
-		return h, true
+	c := *r
+	return &c
+}
+
+func lastSeqOf(r *world.Run) int64 {
+	if r == nil {
+		return 0
 	}
-	return nil, false
+	return r.LastSeq
 }

@@ -89,7 +89,7 @@ func (w *World) rollForward(runID string, commits []item, evs [][]world.Event) {
 			delete(snap.lazy, id) // listed since before the snapshot, which knows its item (a renewal wrote it)
 		}
 	}
-	snap.counted, snap.nHooks, snap.nWaits = true, live(snap.hooks), live(snap.waits)
+	snap.nHooks, snap.nWaits = live(snap.hooks), live(snap.waits)
 	w.cache.putPrimed(runID, snap)
 }
 
@@ -133,7 +133,7 @@ func foldLog(runID string, commits []item, evs [][]world.Event) (*snapshot, erro
 		return nil, fmt.Errorf("no run_created")
 	}
 	snap.lazy = decodeLazy(commits[len(commits)-1])
-	snap.counted, snap.nHooks, snap.nWaits = true, live(snap.hooks), live(snap.waits)
+	snap.nHooks, snap.nWaits = live(snap.hooks), live(snap.waits)
 	for id := range snap.lazy {
 		if snap.steps[id] == nil {
 			return nil, fmt.Errorf("lazy step %s is not in the log", id)

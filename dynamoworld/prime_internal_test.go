@@ -113,7 +113,8 @@ func cloneItem(it item) item {
 // TestRunEndCounts: a World that did not see a run from its start ends it
 // without querying for hooks and waits when the run's newest commit counts
 // none (or as many as the snapshot knows), and with the queries when the
-// commit has no counts (written before they existed) or counts more.
+// commit counts more. A commit without counts is an item of another format:
+// the Append fails and writes nothing.
 func TestRunEndCounts(t *testing.T) {
 	ctx := context.Background()
 	ids := world.NewIDSource(nil, nil)
@@ -121,10 +122,11 @@ func TestRunEndCounts(t *testing.T) {
 		name    string
 		counts  func(it item) // sets the newest commit's counts
 		queries int
+		wantErr bool
 	}{
-		{"none", func(it item) { setCounts(it, 0, 0) }, 0},
-		{"uncounted", func(item) {}, 2},
-		{"a wait", func(it item) { setCounts(it, 0, 1) }, 2},
+		{"none", func(it item) { setCounts(it, 0, 0) }, 0, false},
+		{"uncounted", func(item) {}, 0, true},
+		{"a wait", func(it item) { setCounts(it, 0, 1) }, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := ids.New(world.PrefixRun)
@@ -143,6 +145,7 @@ func TestRunEndCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.counts(commit.it)
+			setS(commit.it, aRunStatus, string(world.RunStatusRunning))
 			ddb := &fakeDDB{}
 			serveItems(ddb, map[itemKey]item{runHeadKey(run): encodeRunHead(r, 0).it, runBodyKey(run): body.it, commitKey(run, 0): commit.it})
 			serve, queries := ddb.query, 0
@@ -153,7 +156,14 @@ func TestRunEndCounts(t *testing.T) {
 				return serve(in)
 			}
 			w := newFakeWorld(t, ddb, newFakeS3(), nil)
-			if _, err := w.Append(ctx, &world.AppendParams{RunID: run, IfLastSeq: 2, Events: []world.EventInput{{Data: &world.RunCompleted{}}}}); err != nil {
+			_, err = w.Append(ctx, &world.AppendParams{RunID: run, IfLastSeq: 2, Events: []world.EventInput{{Data: &world.RunCompleted{}}}})
+			if tc.wantErr {
+				if err == nil || len(ddb.writes) != 0 {
+					t.Fatalf("a commit without counts: %v, %d transactions; want an error and none", err, len(ddb.writes))
+				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			if queries != tc.queries {
@@ -161,8 +171,8 @@ func TestRunEndCounts(t *testing.T) {
 			}
 			last := ddb.writes[len(ddb.writes)-1]
 			i := indexOf(last, commitKey(run, 2), "put")
-			if h, wt, ok := decodeCounts(last.TransactItems[i].Put.Item); !ok || h != 0 || wt != 0 {
-				t.Fatalf("the run's end counts %d hooks and %d waits (%v), want 0 and 0", h, wt, ok)
+			if h, wt, err := decodeCounts(last.TransactItems[i].Put.Item); err != nil || h != 0 || wt != 0 {
+				t.Fatalf("the run's end counts %d hooks and %d waits (%v), want 0 and 0", h, wt, err)
 			}
 		})
 	}
@@ -191,11 +201,13 @@ func TestRunStatusFromTheNewestCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	setS(first.it, aRunStatus, string(world.RunStatusRunning))
+	setCounts(first.it, 0, 0)
 	end, _, err := encodeCommit(nil, run, 2, []world.Event{ev(3, &world.RunCompleted{})}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	setS(end.it, aRunStatus, string(world.RunStatusCompleted))
+	setCounts(end.it, 0, 0)
 	ddb := &fakeDDB{}
 	serveItems(ddb, map[itemKey]item{
 		runHeadKey(run): encodeRunHead(r, 0).it, // as before the end

@@ -1,0 +1,216 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/skeinflow/skein/world"
+)
+
+// loadKeys lists the entity items a fresh read of a commit's state needs:
+// the entity each event names.
+func loadKeys(runID string, events []world.EventInput) []itemKey {
+	var keys []itemKey
+	seen := map[itemKey]bool{}
+	for _, in := range events {
+		var k itemKey
+		switch in.Data.(type) {
+		case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
+			k = stepKey(runID, in.CorrelationID)
+		case *world.WaitCreated, *world.WaitCompleted:
+			k = waitKey(runID, in.CorrelationID)
+		case *world.HookCreated:
+			k = hookKey(in.CorrelationID)
+		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
+			k = hookLinkKey(runID, in.CorrelationID)
+		default:
+			continue
+		}
+		if in.CorrelationID != "" && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// readRun reads a run: its body, its head and its newest commit, in one
+// strongly consistent Query (they sort together at the end of the commits).
+// It returns a nil run when the run does not exist.
+func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
+	r, _, _, err := w.readRunAndCommit(ctx, runID)
+	return r, err
+}
+
+// readRunAndCommit is readRun that also returns the newest commit item and
+// the head.
+func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, item, error) {
+	head, body, last, err := w.queryRun(ctx, runID)
+	if err != nil || head == nil {
+		return nil, nil, nil, err
+	}
+	fetched, err := w.cc.fetch(ctx, body)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, err := decodeRun(head, body, last, fetched)
+	return r, last, head, err
+}
+
+// runStatus reads a run's status (one Query, no claim-checked payload);
+// found is false for a run that does not exist.
+func (w *World) runStatus(ctx context.Context, runID string) (status world.RunStatus, found bool, err error) {
+	head, _, last, err := w.queryRun(ctx, runID)
+	if err != nil || head == nil {
+		return "", false, err
+	}
+	r, err := decodeRun(head, nil, last, nil)
+	if err != nil {
+		return "", false, err
+	}
+	return r.Status, true, nil
+}
+
+// queryRun reads a run's head, body and newest commit items in one
+// consistent Query; head is nil for a run that does not exist.
+func (w *World) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(skRunBody))),
+		ScanIndexForward: aws.Bool(false),
+		ConsistentRead:   aws.Bool(true),
+		Limit:            aws.Int32(3),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return nil, nil, nil, ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	for _, it := range out.Items {
+		switch sk := getS(it, attrSK); {
+		case sk == skRunHead:
+			head = it
+		case sk == skRunBody:
+			body = it
+		case last == nil && len(sk) > len(prefCommit) && sk[:len(prefCommit)] == prefCommit:
+			last = it
+		}
+	}
+	if head == nil {
+		return nil, nil, nil, nil
+	}
+	if last == nil {
+		return nil, nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
+	}
+	return head, body, last, nil
+}
+
+// load reads a snapshot: the run (readRun), then the entities keys names
+// with TransactGetItems. The order makes it safe: the entities are at least
+// as new as the run's last sequence number, and any commit after that
+// number makes the commit judged on them fail its fence.
+func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
+	run, last, head, err := w.readRunAndCommit(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	snap := newSnapshot(run)
+	if run == nil {
+		return snap, nil // nothing yet: run_created starts the counts at 0
+	}
+	snap.lazy = decodeLazy(last)
+	if snap.nHooks, snap.nWaits, err = decodeCounts(last); err != nil {
+		return nil, err
+	}
+	snap.streams = headStreams(head)
+	if len(keys) == 0 {
+		return snap, nil
+	}
+	got := make([]item, len(keys))
+	for lo := 0; lo < len(keys); lo += MaxTransactionItems {
+		hi := min(len(keys), lo+MaxTransactionItems)
+		in := &dynamodb.TransactGetItemsInput{TransactItems: make([]types.TransactGetItem, 0, hi-lo)}
+		if w.capacity {
+			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+		}
+		for _, k := range keys[lo:hi] {
+			in.TransactItems = append(in.TransactItems, types.TransactGetItem{Get: &types.Get{TableName: aws.String(w.cfg.Table), Key: k.av()}})
+		}
+		out, err := w.ddb.TransactGetItems(ctx, in)
+		if err != nil {
+			return nil, ddbErr("TransactGetItems", w.cfg.Table, err)
+		}
+		w.countReads(out.ConsumedCapacity)
+		for i, r := range out.Responses {
+			if len(r.Item) > 0 {
+				got[lo+i] = r.Item
+			}
+		}
+	}
+	fetched, err := w.cc.fetch(ctx, got...)
+	if err != nil {
+		return nil, err
+	}
+	terminal := run.Status.Terminal()
+	pending := map[string]int64{} // lazy steps the events name: their state is in a commit
+	for i, k := range keys {
+		it := got[i]
+		switch {
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefStep):
+			var st *world.Step
+			id := k.sk[len(prefStep):]
+			if it != nil {
+				if st, err = decodeStep(it, fetched); err != nil {
+					return nil, err
+				}
+				delete(snap.lazy, id)
+			} else if _, ok := snap.lazy[id]; ok {
+				pending[id] = snap.lazy[id]
+				continue
+			}
+			snap.steps[id] = st
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefWait):
+			var wt *world.Wait
+			if it != nil && !terminal {
+				wt = decodeWait(it)
+			}
+			snap.waits[k.sk[2:]] = wt
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefHook):
+			var h *world.Hook
+			if it != nil && !terminal {
+				if h, err = decodeHook(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			snap.hooks[k.sk[2:]] = h
+		case k.sk == skHook:
+			var h *world.Hook
+			if it != nil {
+				if h, err = decodeHook(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			snap.global[k.pk[2:]] = h
+		}
+	}
+	if len(pending) > 0 {
+		steps, err := w.lazySteps(ctx, runID, last, pending)
+		if err != nil {
+			return nil, err
+		}
+		for id := range pending {
+			snap.steps[id] = steps[id]
+		}
+	}
+	return snap, nil
+}

@@ -1,0 +1,74 @@
+package dynamoworld
+
+import (
+	"maps"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// planSteps decides the step items a commit writes: one write a changed
+// step, but none for a step the commit creates and leaves running when its
+// absence is proven without a condition on its item (a lazy step, lazy.go):
+// the commit item lists it instead. A lazy step's first item is a put on
+// its absence, which also catches a lease renewal (it writes the item); a
+// step_started on a running step is an update on its unrenewed lease.
+func planSteps(pl *plan, lazySteps bool) (puts []*op, diffs []*diffPair, err error) {
+	pl.lazy = maps.Clone(pl.snap.lazy)
+	if pl.lazy == nil {
+		pl.lazy = map[string]int64{}
+	}
+	for _, id := range sortedIDs(pl.steps) {
+		c := pl.steps[id]
+		_, wasLazy := pl.snap.lazy[id]
+		switch {
+		case c.final != nil && c.init == nil:
+			if lazySteps && !c.assumed && c.final.Status == world.StepStatusRunning && len(pl.lazy) < maxLazySteps {
+				pl.lazy[id] = pl.prev
+				continue
+			}
+			enc, err := encodeStep(c.final, pl.ttl)
+			if err != nil {
+				return nil, nil, err
+			}
+			puts = append(puts, putOp(enc, tagOther, "", notExists))
+		case c.final != nil && c.changed() && wasLazy:
+			enc, err := encodeStep(c.final, pl.ttl)
+			if err != nil {
+				return nil, nil, err
+			}
+			puts = append(puts, putOp(enc, tagOther, "", notExists))
+			delete(pl.lazy, id)
+		case c.final != nil && c.changed():
+			d, err := stepDiff(c, pl.ttl)
+			if err != nil {
+				return nil, nil, err
+			}
+			diffs = append(diffs, d)
+		}
+	}
+	return puts, diffs, nil
+}
+
+// stepDiff is the update of a step that has an item; step_started on a
+// running step conditions it on the lease it judged.
+func stepDiff(c *change[world.Step], ttl int64) (*diffPair, error) {
+	base, err := encodeStep(c.init, 0)
+	if err != nil {
+		return nil, err
+	}
+	final, err := encodeStep(c.final, ttl)
+	if err != nil {
+		return nil, err
+	}
+	d := &diffPair{base: base, final: final}
+	if c.leaseGuard {
+		lease := c.initLease
+		d.cond = func(e *expr) string {
+			if lease.IsZero() {
+				return "attribute_not_exists(" + e.n(aLeaseExp) + ")"
+			}
+			return e.n(aLeaseExp) + " = " + e.v(num(lease.UnixNano()))
+		}
+	}
+	return d, nil
+}
