@@ -164,21 +164,22 @@ func corrupt(it item, what string, err error) error {
 }
 
 // decodeRun rebuilds a run from its head and body items and its newest
-// commit, which gives LastSeq, UpdatedAt and the status (a commit written
-// before commits recorded it leaves the head's).
+// commit, which gives LastSeq, UpdatedAt and the status (rs: a Query may
+// return a head older than the commit, see doc.go, Table).
 func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, error) {
+	status := getS(last, aRunStatus)
+	if status == "" {
+		return nil, fmt.Errorf("dynamoworld: commit %s has no run status (an item of another format)", keyOf(last))
+	}
 	r := &world.Run{
 		RunID:        getS(head, attrPK)[2:],
 		WorkflowName: getS(head, aWorkflow),
-		Status:       world.RunStatus(getS(head, aStatus)),
+		Status:       world.RunStatus(status),
 		LastSeq:      getN(last, aLastSeq),
 		CreatedAt:    getT(head, aCreated),
 		UpdatedAt:    getT(last, aCreated),
 		StartedAt:    getT(head, aStarted),
 		CompletedAt:  getT(head, aFinished),
-	}
-	if st := getS(last, aRunStatus); st != "" {
-		r.Status = world.RunStatus(st)
 	}
 	var err error
 	if r.Status == world.RunStatusHeld {

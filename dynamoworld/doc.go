@@ -49,8 +49,7 @@
 // head it returns may be older or newer than the commit it returns (a
 // transaction landing while it runs). So the status, which commits are
 // judged on, is the newest commit's own (rs), consistent by construction
-// with the LastSeq that fences the next commit; a commit written before rs
-// existed leaves the head's. The head's times and the body may lag the
+// with the LastSeq that fences the next commit. The head's times and the body may lag the
 // status for that moment (a GetRun racing a run's end). The global hook,
 // token and idempotency items are keyed by what must be unique, so that
 // attribute_not_exists makes uniqueness race-free (no read-then-insert
@@ -82,7 +81,11 @@
 //
 // Append judges its events with world.Apply, the state machine every World
 // shares, on a snapshot of the run, then writes everything in one
-// TransactWriteItems: the commit item, the entities the events change, and
+// TransactWriteItems. The commit is planned by a pure function (plan.go:
+// snapshot, events, their IDs and the time in; the transaction's items
+// with their conditions and the next snapshot out; no I/O), and Append is
+// the loop around it: get a snapshot, plan, write, classify the outcome.
+// The transaction holds the commit item, the entities the events change, and
 // the run head and body when the status changes. The snapshot is the one
 // this World left in its cache at its previous commit to the run, so a run
 // driven by one invocation commits with one round trip per serial step
@@ -138,9 +141,7 @@
 // snapshot's count plus those its events create, minus those they delete (0
 // after run_created, and after a run's end, which deletes them all). The
 // counts are exact by induction, since each commit is judged and fenced on
-// the snapshot it counts from; a commit written before the counts existed
-// has none, and the commits after it count nothing until the run's end (or
-// a World that folded the whole log commits). So a World that reads a run
+// the snapshot it counts from. So a World that reads a run
 // afresh (another process wrote last) ends it without the queries when it
 // has no hooks or waits left. The deletions go into the terminal commit's
 // transaction as far as they fit (100 items in all); the rest follow it as
@@ -271,11 +272,7 @@
 // stream first written after the end is not in that answer; a listing made
 // a moment before the write would have missed it too.
 //
-// A run whose head has no flag (created before streams were registered),
-// and a run ID without a run, are listed from S3 as before: their streams
-// may have no marker. A stream written by a process of an earlier version
-// (which does not register) to a run created by this one is not listed: a
-// window of a rolling deploy.
+// A run ID without a run is listed from S3: its streams have no marker.
 //
 // # Claim check
 //
