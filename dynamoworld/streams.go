@@ -60,8 +60,7 @@ func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*wor
 // reads the table: nothing when the run ended on the condition that it had
 // no stream (this World's cache knows), else the run head's flag (one
 // GetItem, unless known) and, when the run has streams, their markers (one
-// Query). A run whose head has no flag (created before streams were
-// registered, or no run) is listed from S3.
+// Query). A run ID without a run (no head) is listed from S3.
 func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
@@ -116,7 +115,7 @@ func (w *World) StreamChanged(runID, name string) <-chan struct{} {
 type streamState uint8
 
 const (
-	streamsUnknown streamState = iota // no flag: a run from before registration (or not read)
+	streamsUnknown streamState = iota // not read, or no run (no head)
 	streamsNone                       // os = 0
 	streamsSome                       // os = 1: the run's streams have markers
 )
@@ -157,8 +156,8 @@ func (r streamRegistry) Register(ctx context.Context, runID, name string) (creat
 }
 
 // flagStreams sets the run head's flag os to 1: the run has streams, with
-// markers. A head without the flag (a run created before streams were
-// registered, or no run) is left as it is.
+// markers. A run that does not exist (no head, so no flag) is left as it
+// is.
 func (w *World) flagStreams(ctx context.Context, runID string) error {
 	e := newExpr()
 	in := &dynamodb.UpdateItemInput{
