@@ -97,7 +97,7 @@ type Config struct {
 	// (default 64).
 	MaxAttempts int
 	// SkipCheck skips the startup check that the table, queue and bucket
-	// exist.
+	// exist. New checks the table's schema version all the same.
 	SkipCheck bool
 
 	// Now is the clock (default time.Now); Entropy feeds IDs (default

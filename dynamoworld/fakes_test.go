@@ -33,11 +33,19 @@ type fakeDDB struct {
 	tget     func(*dynamodb.TransactGetItemsInput) (*dynamodb.TransactGetItemsOutput, error)
 	twrite   func(n int, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error)
 	describe func(*dynamodb.DescribeTableInput) (*dynamodb.DescribeTableOutput, error)
+	// scriptSchema: GetItem of the schema item goes to getItem too (by
+	// default it finds this World's version).
+	scriptSchema bool
 }
 
 var errUnscripted = errors.New("fake: unscripted call")
 
 func (f *fakeDDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if k := schemaKey(); !f.scriptSchema && getS(in.Key, attrPK) == k.pk && getS(in.Key, attrSK) == k.sk {
+		it := k.av() // a table of this World's version
+		setN(it, attrVersion, SchemaVersion)
+		return &dynamodb.GetItemOutput{Item: it}, nil
+	}
 	if f.getItem == nil {
 		return nil, errUnscripted
 	}

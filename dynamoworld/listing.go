@@ -143,9 +143,9 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 }
 
 // newestCommit reads the newest commit item of a run partition (nil if
-// none); only its key and counters, not its events.
+// none); only its key, counters and run status, not its events.
 func (w *World) newestCommit(ctx context.Context, pk string) (item, error) {
-	return w.queryNewestCommit(ctx, pk, []string{attrPK, attrSK, aLastSeq, aCreated})
+	return w.queryNewestCommit(ctx, pk, []string{attrPK, attrSK, aLastSeq, aCreated, aRunStatus})
 }
 
 // queryNewestCommit reads the newest commit item of the run partition pk,

@@ -44,7 +44,9 @@ func CreateResources(ctx context.Context, c Clients, r Resources) (queueURL stri
 
 // CreateTable creates the World's table and waits until it is active:
 // partition key pk and sort key sk (strings); GSIs g1 (g1, gsk; keys only),
-// g2 (g2, gsk; keys and st) and g3 (g3, gsk; keys only); TTL on "ttl".
+// g2 (g2, gsk; keys and st) and g3 (g3, gsk; keys only); TTL on "ttl"; and
+// the item that records its SchemaVersion. A table that exists already is
+// left as it is.
 func CreateTable(ctx context.Context, ddb *dynamodb.Client, table string) error {
 	s := func(name string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: types.ScalarAttributeTypeS}
@@ -97,7 +99,7 @@ func CreateTable(ctx context.Context, ddb *dynamodb.Client, table string) error 
 	if err != nil {
 		return ddbErr("UpdateTimeToLive", table, err)
 	}
-	return nil
+	return putSchema(ctx, ddb, table)
 }
 
 // DeleteResources deletes what CreateResources made (the bucket's objects

@@ -68,7 +68,8 @@ func (w *World) runLock(runID string) *sync.Mutex {
 
 // New returns a World on the resources cfg names. Unless cfg.SkipCheck, it
 // first checks that the table, the queue and the bucket exist and says which
-// one does not.
+// one does not. It always checks the table's schema version (one GetItem):
+// a table of another format is a *SchemaError (see SchemaVersion).
 func New(ctx context.Context, cfg Config) (*World, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
@@ -97,6 +98,9 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		if err := w.Check(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := w.checkSchema(ctx); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

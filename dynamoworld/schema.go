@@ -1,0 +1,109 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// SchemaVersion is the version of the table format this World reads and
+// writes (doc.go, Table). The table records its own in one item (pk
+// "skein", sk "schema", attribute v), written by CreateTable, or by the
+// first World that opens an empty table created otherwise (a template).
+// New refuses a table of another version, and a table without the item
+// that already holds runs: there is no migration between the formats of
+// this pre-1.0 table.
+const SchemaVersion = 1
+
+const attrVersion = "v"
+
+func schemaKey() itemKey { return itemKey{"skein", "schema"} }
+
+// SchemaError is New's refusal of a table whose format is not this World's.
+type SchemaError struct {
+	Table string
+	// Found is the table's version; 0 when the table has no schema item
+	// but holds runs (written by a World from before the version existed).
+	Found int
+	Want  int
+}
+
+func (e *SchemaError) Error() string {
+	found := fmt.Sprintf("version %d", e.Found)
+	if e.Found == 0 {
+		found = "runs but no schema version (written by an earlier dynamoworld)"
+	}
+	return fmt.Sprintf("dynamoworld: DynamoDB table %q holds %s; this World reads and writes version %d only, "+
+		"and formats are not migrated before 1.0: create a new table (CreateTable, or the template's EventTable) and set Config.Table to it",
+		e.Table, found, e.Want)
+}
+
+// checkSchema verifies the table's schema version: one consistent GetItem
+// when the table has it. A table without it is claimed (the item put on
+// its absence) when it holds no run, and refused otherwise.
+func (w *World) checkSchema(ctx context.Context) error {
+	v, found, err := w.schemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if !found {
+		if err := w.claimSchema(ctx); err != nil {
+			return err
+		}
+		if v, found, err = w.schemaVersion(ctx); err != nil {
+			return err
+		}
+	}
+	if !found || v != SchemaVersion {
+		return &SchemaError{Table: w.cfg.Table, Found: v, Want: SchemaVersion}
+	}
+	return nil
+}
+
+func (w *World) schemaVersion(ctx context.Context) (v int, found bool, err error) {
+	out, err := w.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.cfg.Table), Key: schemaKey().av(), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0, false, ddbErr("GetItem", w.cfg.Table, err)
+	}
+	if len(out.Item) == 0 {
+		return 0, false, nil
+	}
+	return int(getN(out.Item, attrVersion)), true, nil
+}
+
+// claimSchema writes the schema item into a table that holds no run (one
+// Query of the index of all runs); a table with runs is left as it is.
+func (w *World) claimSchema(ctx context.Context) error {
+	e := newExpr()
+	q := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table), IndexName: aws.String(indexAll), Limit: aws.Int32(1),
+		KeyConditionExpression: aws.String(e.n(attrG1) + " = " + e.v(str(g1Run))),
+	}
+	q.ExpressionAttributeNames, q.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	out, err := w.ddb.Query(ctx, q)
+	if err != nil {
+		return ddbErr("Query", w.cfg.Table, err)
+	}
+	if len(out.Items) > 0 {
+		return nil
+	}
+	return putSchema(ctx, w.ddb, w.cfg.Table)
+}
+
+// putSchema writes the schema item on its absence (a present one is left
+// as it is).
+func putSchema(ctx context.Context, ddb DynamoDBAPI, table string) error {
+	e := newExpr()
+	it := schemaKey().av()
+	setN(it, attrVersion, SchemaVersion)
+	_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(table), Item: it, ConditionExpression: aws.String(e.notExists()),
+		ExpressionAttributeNames: e.nameMap(),
+	})
+	if _, failed := conditionFailed(err); err != nil && !failed {
+		return ddbErr("PutItem", table, err)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package dynamoworld_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+)
+
+// TestTableSchemaVersion: CreateTable records the table's schema version,
+// and New refuses a table that holds runs without one (as a World from
+// before the version left it) with a *dynamoworld.SchemaError.
+func TestTableSchemaVersion(t *testing.T) {
+	dynamotest.Require(t)
+	ctx := context.Background()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "skein"}, "sk": &types.AttributeValueMemberS{Value: "schema"}}
+	got, err := c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := got.Item["v"].(*types.AttributeValueMemberN); !ok || v.Value != "1" {
+		t.Fatalf("the schema item after CreateTable: %v, want version %d", got.Item, dynamoworld.SchemaVersion)
+	}
+	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startedRun(t, w)
+	w.Close()
+	if _, err := c.DynamoDB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.Table), Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	var se *dynamoworld.SchemaError
+	if !errors.As(err, &se) || se.Found != 0 || se.Want != dynamoworld.SchemaVersion || se.Table != r.Table {
+		t.Fatalf("New on a table of runs without a schema version: %v, want a SchemaError", err)
+	}
+}
