@@ -45,7 +45,8 @@ func Cached(w *World, runID string) CachedSnapshot {
 // CheckCached compares w's cached snapshot of runID with the run as a
 // fresh read finds it (the run, its newest commit's lazy steps, and every
 // step, wait and hook the snapshot or the run's log names), and describes
-// the differences; "" when they agree, or when there is nothing cached or
+// the differences (and any broken invariant of the snapshot, see
+// snapshot.check); "" when they agree, or when there is nothing cached or
 // the run has moved on since. Step leases (and the update times and lazy
 // steps a renewal changes) are compared only when withLeases: a renewal
 // changes them without an event.
@@ -102,6 +103,9 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 		return "", nil // moved on
 	}
 	var diffs []string
+	if err := snap.check(); err != nil {
+		diffs = append(diffs, "invariant "+err.Error())
+	}
 	cmp := func(what string, a, b any) {
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
