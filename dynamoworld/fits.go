@@ -8,9 +8,9 @@ var _ world.AppendLimiter = (*World)(nil)
 // from the first, one Append writes in one TransactWriteItems, so that a
 // writer with more (a workflow fanning out hundreds of steps) commits them
 // in several fenced Appends instead of being refused. It reads nothing: the
-// count is an upper bound, from the events alone, of the items build puts
-// in the transaction's core (commit.go), which must not exceed
-// MaxTransactionItems:
+// count is an upper bound, from the events alone, of the items the
+// planner puts in the transaction's core (plan_chunk.go), which must not
+// exceed MaxTransactionItems:
 //
 //   - the commit item, always;
 //   - the run head when an event is a run event (only run events change
@@ -28,7 +28,7 @@ var _ world.AppendLimiter = (*World)(nil)
 //
 // The deletions of a run's end beyond these (the hooks and waits of
 // earlier commits) are not counted: what does not fit follows the
-// transaction (build's overflow).
+// transaction (the plan's overflow).
 //
 // Payloads (inputs, outputs, metadata, the commit's events) are moved to
 // S3 whenever the transaction would exceed maxTransactionBytes, so a

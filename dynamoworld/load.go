@@ -136,6 +136,84 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	if len(keys) == 0 {
 		return snap, nil
 	}
+	got, err := w.transactGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	fetched, err := w.cc.fetch(ctx, got...)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := snap.fill(runID, keys, got, fetched)
+	if err != nil {
+		return nil, err
+	}
+	if len(pending) > 0 {
+		steps, err := w.lazySteps(ctx, runID, last, pending)
+		if err != nil {
+			return nil, err
+		}
+		for id := range pending {
+			snap.steps[id] = steps[id]
+		}
+	}
+	return snap, nil
+}
+
+// fill records in the snapshot the entities read for keys (got, their
+// payloads fetched): a missing item is a known absence, but for a lazy
+// step, whose state is in a commit: those are returned (step ID -> its
+// commit's key). A finished run has no hooks or waits left (its end's
+// deletions may follow it).
+func (s *snapshot) fill(runID string, keys []itemKey, got []item, fetched map[string][]byte) (pending map[string]int64, err error) {
+	terminal := s.run.Status.Terminal()
+	pending = map[string]int64{}
+	for i, k := range keys {
+		it := got[i]
+		switch {
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefStep):
+			var st *world.Step
+			id := k.sk[len(prefStep):]
+			if it != nil {
+				if st, err = decodeStep(it, fetched); err != nil {
+					return nil, err
+				}
+				delete(s.lazy, id)
+			} else if _, ok := s.lazy[id]; ok {
+				pending[id] = s.lazy[id]
+				continue
+			}
+			s.steps[id] = st
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefWait):
+			var wt *world.Wait
+			if it != nil && !terminal {
+				wt = decodeWait(it)
+			}
+			s.waits[k.sk[2:]] = wt
+		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefHook):
+			var h *world.Hook
+			if it != nil && !terminal {
+				if h, err = decodeHook(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			s.hooks[k.sk[2:]] = h
+		case k.sk == skHook:
+			var h *world.Hook
+			if it != nil {
+				if h, err = decodeHook(it, fetched); err != nil {
+					return nil, err
+				}
+			}
+			s.global[k.pk[2:]] = h
+		}
+	}
+	return pending, nil
+}
+
+// transactGet reads items with TransactGetItems (100 at a time), strongly
+// consistent; a missing item is nil.
+func (w *World) transactGet(ctx context.Context, keys []itemKey) ([]item, error) {
 	got := make([]item, len(keys))
 	for lo := 0; lo < len(keys); lo += MaxTransactionItems {
 		hi := min(len(keys), lo+MaxTransactionItems)
@@ -157,60 +235,5 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 			}
 		}
 	}
-	fetched, err := w.cc.fetch(ctx, got...)
-	if err != nil {
-		return nil, err
-	}
-	terminal := run.Status.Terminal()
-	pending := map[string]int64{} // lazy steps the events name: their state is in a commit
-	for i, k := range keys {
-		it := got[i]
-		switch {
-		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefStep):
-			var st *world.Step
-			id := k.sk[len(prefStep):]
-			if it != nil {
-				if st, err = decodeStep(it, fetched); err != nil {
-					return nil, err
-				}
-				delete(snap.lazy, id)
-			} else if _, ok := snap.lazy[id]; ok {
-				pending[id] = snap.lazy[id]
-				continue
-			}
-			snap.steps[id] = st
-		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefWait):
-			var wt *world.Wait
-			if it != nil && !terminal {
-				wt = decodeWait(it)
-			}
-			snap.waits[k.sk[2:]] = wt
-		case k.pk == runPK(runID) && strings.HasPrefix(k.sk, prefHook):
-			var h *world.Hook
-			if it != nil && !terminal {
-				if h, err = decodeHook(it, fetched); err != nil {
-					return nil, err
-				}
-			}
-			snap.hooks[k.sk[2:]] = h
-		case k.sk == skHook:
-			var h *world.Hook
-			if it != nil {
-				if h, err = decodeHook(it, fetched); err != nil {
-					return nil, err
-				}
-			}
-			snap.global[k.pk[2:]] = h
-		}
-	}
-	if len(pending) > 0 {
-		steps, err := w.lazySteps(ctx, runID, last, pending)
-		if err != nil {
-			return nil, err
-		}
-		for id := range pending {
-			snap.steps[id] = steps[id]
-		}
-	}
-	return snap, nil
+	return got, nil
 }
