@@ -34,6 +34,13 @@
 //	t#<sha256(token)>   tok                 the token's claim: a copy of the hook holding it
 //	i#<sha256(key)>     idem                a run idempotency key: the run it started
 //	q#<sha256(key)>     q                   a queue idempotency key: message ID, claim, state, TTL
+//	skein               schema              the table's format: v = SchemaVersion
+//
+// The schema item is written by CreateTable (or, on an empty table created
+// otherwise, by the first New); New refuses a table of another version, or
+// one holding runs without the item, with a *SchemaError: formats are not
+// migrated before 1.0, so every item the World reads has the attributes
+// described here (a commit without rs, nh or nw is refused as corrupt).
 //
 // Why: a run's partition holds everything a commit writes. The events of a
 // commit share one item, keyed by the run's last sequence number before the
@@ -85,7 +92,8 @@
 // snapshot, events, their IDs and the time in; the transaction's items
 // with their conditions and the next snapshot out; no I/O), and Append is
 // the loop around it: get a snapshot, plan, write, classify the outcome.
-// The transaction holds the commit item, the entities the events change, and
+// What a snapshot may claim is written down as its invariants (snapshot.go,
+// S1 to S8). The transaction holds the commit item, the entities the events change, and
 // the run head and body when the status changes. The snapshot is the one
 // this World left in its cache at its previous commit to the run, so a run
 // driven by one invocation commits with one round trip per serial step
