@@ -96,8 +96,9 @@ type Config struct {
 	// MaxAttempts bounds the attempts of one Append under contention
 	// (default 64).
 	MaxAttempts int
-	// SkipCheck skips the startup check that the table, queue and bucket
-	// exist. New checks the table's schema version all the same.
+	// SkipCheck skips New's startup check (Check): that the table, queue
+	// and bucket exist and that the table is of this World's SchemaVersion.
+	// World.CheckSchema checks the version alone (one GetItem).
 	SkipCheck bool
 
 	// Now is the clock (default time.Now); Entropy feeds IDs (default

@@ -12,9 +12,9 @@ import (
 // writes (doc.go, Table). The table records its own in one item (pk
 // "skein", sk "schema", attribute v), written by CreateTable, or by the
 // first World that opens an empty table created otherwise (a template).
-// New refuses a table of another version, and a table without the item
-// that already holds runs: there is no migration between the formats of
-// this pre-1.0 table.
+// New (CheckSchema) refuses a table of another version, and a table
+// without the item that already holds runs: there is no migration between
+// the formats of this pre-1.0 table.
 const SchemaVersion = 1
 
 const attrVersion = "v"
@@ -40,10 +40,13 @@ func (e *SchemaError) Error() string {
 		e.Table, found, e.Want)
 }
 
-// checkSchema verifies the table's schema version: one consistent GetItem
-// when the table has it. A table without it is claimed (the item put on
-// its absence) when it holds no run, and refused otherwise.
-func (w *World) checkSchema(ctx context.Context) error {
+// CheckSchema verifies that the table is of this World's SchemaVersion:
+// one consistent GetItem when the table records its version. A table
+// without the record is claimed (the item put on its absence) when it
+// holds no run, and refused otherwise. Check (so New, unless
+// Config.SkipCheck) calls it; a process that skips the other checks (a
+// Lambda function, whose stack made the resources) may call it alone.
+func (w *World) CheckSchema(ctx context.Context) error {
 	v, found, err := w.schemaVersion(ctx)
 	if err != nil {
 		return err

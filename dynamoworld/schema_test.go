@@ -5,14 +5,16 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// TestSchemaVersion: New opens a table of its own version, refuses one of
-// another version and one that holds runs without a version (a
-// *SchemaError that says what to do), and claims an empty table that has
-// no version yet (created by a template), writing the item on its absence.
+// TestSchemaVersion: New's startup check opens a table of its own
+// version, refuses one of another version and one that holds runs without
+// a version (a *SchemaError that says what to do), and claims an empty
+// table that has no version yet (created by a template), writing the item
+// on its absence.
 func TestSchemaVersion(t *testing.T) {
 	t.Parallel()
 	version := func(v int) item {
@@ -60,9 +62,17 @@ func TestSchemaVersion(t *testing.T) {
 				stored = in.Item
 				return &dynamodb.PutItemOutput{}, nil
 			}
+			ddb.describe = func(*dynamodb.DescribeTableInput) (*dynamodb.DescribeTableOutput, error) {
+				gsi := func(name string) types.GlobalSecondaryIndexDescription {
+					return types.GlobalSecondaryIndexDescription{IndexName: aws.String(name)}
+				}
+				return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{GlobalSecondaryIndexes: []types.GlobalSecondaryIndexDescription{
+					gsi(indexAll), gsi(indexWorkflow), gsi(indexStatus),
+				}}}, nil
+			}
 			_, err := New(context.Background(), Config{
 				DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), Streams: fakeStreams{},
-				Table: "skein-test", QueueURL: "http://sqs.local/000000000000/q", Bucket: "skein-test", SkipCheck: true,
+				Table: "skein-test", QueueURL: "http://sqs.local/000000000000/q", Bucket: "skein-test",
 			})
 			var se *SchemaError
 			switch {

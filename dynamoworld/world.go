@@ -68,8 +68,8 @@ func (w *World) runLock(runID string) *sync.Mutex {
 
 // New returns a World on the resources cfg names. Unless cfg.SkipCheck, it
 // first checks that the table, the queue and the bucket exist and says which
-// one does not. It always checks the table's schema version (one GetItem):
-// a table of another format is a *SchemaError (see SchemaVersion).
+// one does not, and that the table is of this World's SchemaVersion (a
+// *SchemaError when not).
 func New(ctx context.Context, cfg Config) (*World, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
@@ -99,14 +99,12 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 			return nil, err
 		}
 	}
-	if err := w.checkSchema(ctx); err != nil {
-		return nil, err
-	}
 	return w, nil
 }
 
-// Check verifies that the table (with its indexes), the queue and the bucket
-// exist and can be reached. Its errors name the service and the resource.
+// Check verifies that the table (with its indexes and of this World's
+// SchemaVersion), the queue and the bucket exist and can be reached. Its
+// errors name the service and the resource.
 func (w *World) Check(ctx context.Context) error {
 	var errs []error
 	t, err := w.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(w.cfg.Table)})
@@ -124,6 +122,9 @@ func (w *World) Check(ctx context.Context) error {
 			if !have[want] {
 				errs = append(errs, fmt.Errorf("dynamoworld: DynamoDB table %q lacks the global secondary index %q (see CreateResources)", w.cfg.Table, want))
 			}
+		}
+		if err := w.CheckSchema(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	_, err = w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.cfg.QueueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameVisibilityTimeout}})
