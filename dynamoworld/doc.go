@@ -37,10 +37,12 @@
 //	skein               schema              the table's format: v = SchemaVersion
 //
 // The schema item is written by CreateTable (or, on an empty table created
-// otherwise, by the first New); New refuses a table of another version, or
-// one holding runs without the item, with a *SchemaError: formats are not
-// migrated before 1.0, so every item the World reads has the attributes
-// described here (a commit without rs, nh or nw is refused as corrupt).
+// otherwise, by the first World that checks it); New's check
+// (World.CheckSchema, unless Config.SkipCheck) refuses a table of another
+// version, or one holding runs without the item, with a *SchemaError:
+// formats are not migrated before 1.0, so every item the World reads has
+// the attributes described here (a commit without rs, nh or nw is refused
+// as an item of another format).
 //
 // Why: a run's partition holds everything a commit writes. The events of a
 // commit share one item, keyed by the run's last sequence number before the
