@@ -10,9 +10,9 @@ import (
 // which entities change and how (change), the hook changes in event order
 // (hookAct), and whether the commit creates or ends the run.
 
-// judge applies in's events in order to its snapshot with world.Apply. It
-// returns the plan, or a refusal, or needRead when an event names an entity
-// the snapshot does not know and the event does not create.
+// judge applies the input's events in order to its snapshot with
+// world.Apply. It returns the plan, or a refusal, or needRead when an event
+// names an entity the snapshot does not know and the event does not create.
 func judge(input *planInput) (pl *plan, ref *refusal, needRead bool) {
 	snap, tok, now := input.snap, input.tokens, input.now
 	pl = &plan{
@@ -66,6 +66,8 @@ func judge(input *planInput) (pl *plan, ref *refusal, needRead bool) {
 	return pl, nil, false
 }
 
+// record notes what event i did (eff, judged on st): the entities it
+// changed, its hook change, its result.
 func (pl *plan) record(i int, in world.EventInput, st world.State, eff world.Effect) {
 	ev := eff.Event
 	pl.events = append(pl.events, ev)
