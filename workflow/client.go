@@ -174,7 +174,7 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 	// unfinished run wakes it again without one, so a start after a crash
 	// resumes the run at once (a redundant wake is harmless: the run lease
 	// serializes continuations).
-	wakeKey := "start:" + runID
+	wakeKey := engine.StartKey(runID)
 	var exists *world.RunExistsError
 	switch {
 	case errors.As(err, &exists) && o.key != "":
@@ -315,7 +315,7 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
 	}
 	// Let the engine run the side effects of the run's end.
-	return engine.Wake(ctx, c.w, c.now, runID, "cancel:"+runID)
+	return engine.Wake(ctx, c.w, c.now, runID, engine.CancelKey(runID))
 }
 
 // ListRunsOptions filters and pages ListRuns.

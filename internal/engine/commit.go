@@ -305,13 +305,13 @@ func (s *session) enqueueSteps(ops []*op) error {
 		chunk := ops[i*len(ops)/n : (i+1)*len(ops)/n]
 		first := chunk[0]
 		m := world.Message{RunID: s.runID, StepID: first.id}
-		key := fmt.Sprintf("step:%s:a%d", first.id, first.attempt)
+		key := keyStep(first.id, first.attempt)
 		if len(chunk) > 1 {
 			m.StepIDs = make([]string, 0, len(chunk)-1)
 			for _, o := range chunk[1:] {
 				m.StepIDs = append(m.StepIDs, o.id)
 			}
-			key = fmt.Sprintf("steps:%s:a%d:n%d", first.id, first.attempt, len(chunk))
+			key = keySteps(first.id, first.attempt, len(chunk))
 		}
 		for _, o := range chunk {
 			s.queued[o.id] = true

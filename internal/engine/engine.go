@@ -94,8 +94,7 @@ func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration)
 	}
 	next := msg
 	next.Hop++
-	key := fmt.Sprintf("hop:%s:%s:%d:%d:%d", msg.RunID, msg.StepID, len(msg.StepIDs), msg.NotBefore.UnixNano(), next.Hop)
-	return e.enqueue(ctx, next, key)
+	return e.enqueue(ctx, next, keyHop(msg, next.Hop))
 }
 
 // finished reports whether msg's run has ended or does not exist, which
@@ -273,7 +272,7 @@ func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token 
 		return nil, err
 	}
 	ev := res.Results[0].Event
-	if err := Wake(ctx, w, now, h.RunID, "hook:"+ev.EventID); err != nil {
+	if err := Wake(ctx, w, now, h.RunID, keyHook(ev.EventID)); err != nil {
 		return h, err
 	}
 	return h, nil

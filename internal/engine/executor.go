@@ -320,7 +320,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 		// executor may have died before it woke the run, or by another
 		// executor. Waking the run again is harmless; not waking it could
 		// leave the run waiting for good.
-		return fmt.Sprintf("done:%s:%d", stepID, st.Attempt), nil
+		return keyDone(stepID, st.Attempt), nil
 	}
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
@@ -357,9 +357,9 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 	}
 	if o.kind == outRetrying {
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: o.retryAfter}
-		return "", e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", stepID, o.attempt))
+		return "", e.enqueue(ctx, m, keyStep(stepID, o.attempt))
 	}
-	return fmt.Sprintf("done:%s:%d", stepID, o.attempt), nil
+	return keyDone(stepID, o.attempt), nil
 }
 
 // requeueRefusedStart queues a background step again when its step_started
@@ -377,7 +377,7 @@ func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, 
 	switch {
 	case errors.As(err, &early):
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: early.RetryAfter}
-		return true, e.enqueue(ctx, m, fmt.Sprintf("step:%s:early:%d", stepID, early.RetryAfter.UnixMilli()))
+		return true, e.enqueue(ctx, m, keyStepEarly(stepID, early.RetryAfter))
 	case errors.As(err, &leased):
 		if !e.queuedAttempt(ctx, runID, stepID, leased.Attempt) {
 			// An invocation runs it inline: should it die, its run's
@@ -386,7 +386,7 @@ func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, 
 		}
 		at := leased.LeaseExpiresAt.Add(10 * time.Millisecond)
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: at}
-		return true, e.enqueue(ctx, m, fmt.Sprintf("step:%s:leased:a%d:%d", stepID, leased.Attempt, leased.LeaseExpiresAt.UnixMilli()))
+		return true, e.enqueue(ctx, m, keyStepLeased(stepID, leased.Attempt, leased.LeaseExpiresAt))
 	}
 	return false, nil
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/skeinflow/skein/world"
@@ -44,7 +43,7 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) e
 		case errs[i] != nil:
 			return errs[i]
 		case st.Status.Terminal():
-			wake = fmt.Sprintf("done:%s:%d", st.StepID, st.Attempt) // see executeStep
+			wake = keyDone(st.StepID, st.Attempt) // see executeStep
 		default:
 			todo = append(todo, st)
 		}
@@ -89,12 +88,12 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) e
 		for _, o := range kept {
 			if o.kind == outRetrying {
 				m := world.Message{RunID: runID, StepID: o.stepID, NotBefore: o.retryAfter}
-				if err := e.enqueue(ctx, m, fmt.Sprintf("step:%s:a%d", o.stepID, o.attempt)); err != nil {
+				if err := e.enqueue(ctx, m, keyStep(o.stepID, o.attempt)); err != nil {
 					return err
 				}
 				continue
 			}
-			wake = fmt.Sprintf("done:%s:%d:n%d", o.stepID, o.attempt, len(ids))
+			wake = keyDoneGroup(o.stepID, o.attempt, len(ids))
 		}
 	}
 	if abandoned && ctx.Err() != nil {

@@ -98,7 +98,7 @@ func (e *Engine) failForeign(runID string, data *world.ErrorData) {
 		}
 		return
 	}
-	if err := Wake(ctx, e.w, e.now, runID, "misuse:"+runID); err != nil {
+	if err := Wake(ctx, e.w, e.now, runID, keyMisuse(runID)); err != nil {
 		e.log.Warn("engine: wake a run failed for misusing the workflow API", "run", runID, "err", err)
 	}
 }

@@ -92,7 +92,7 @@ func (s *session) holdRun(now time.Time) error {
 // retryAt; one message per attempt.
 func (e *Engine) scheduleHoldRetry(ctx context.Context, runID string, attempt int, retryAt time.Time) error {
 	m := world.Message{RunID: runID, NotBefore: retryAt, HoldAttempt: attempt}
-	return e.enqueue(ctx, m, fmt.Sprintf("held:%s:%d", runID, attempt))
+	return e.enqueue(ctx, m, keyHeld(runID, attempt))
 }
 
 // RetryHeldRun enqueues a retry of a held run now, ahead of its scheduled
@@ -114,7 +114,7 @@ func RetryHeldRun(ctx context.Context, w world.World, now func() time.Time, runI
 	if err != nil {
 		return r, err
 	}
-	_, err = w.Enqueue(ctx, &world.EnqueueParams{Body: body, IdempotencyKey: fmt.Sprintf("retry:%s:%d", runID, r.Hold.Attempt)})
+	_, err = w.Enqueue(ctx, &world.EnqueueParams{Body: body, IdempotencyKey: keyRetryHeld(runID, r.Hold.Attempt)})
 	return r, err
 }
 
@@ -149,5 +149,5 @@ func FailRun(ctx context.Context, w world.World, now func() time.Time, runID, co
 	if err != nil {
 		return fmt.Errorf("engine: fail run %s: %w", runID, err)
 	}
-	return Wake(ctx, w, now, runID, "fail:"+runID)
+	return Wake(ctx, w, now, runID, keyFail(runID))
 }

@@ -123,7 +123,7 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 		if err != nil || !more {
 			return err
 		}
-		key := fmt.Sprintf("after:%s:%d", runID, s.lastSeq)
+		key := keyAfter(runID, s.lastSeq)
 		if !e.now().Before(deadline) {
 			return e.enqueue(ctx, world.Message{RunID: runID}, key)
 		}
@@ -223,7 +223,7 @@ func (s *session) afterRelease(releaseErr error) (bool, error) {
 	if releaseErr != nil {
 		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + 10*time.Millisecond)
 		m := world.Message{RunID: s.runID, NotBefore: at}
-		return false, s.e.enqueue(ctx, m, fmt.Sprintf("unreleased:%s:%d", s.runID, s.lastSeq))
+		return false, s.e.enqueue(ctx, m, keyUnreleased(s.runID, s.lastSeq))
 	}
 	s.ctx = ctx // the session is over; loadNew reads with its context
 	n, err := s.loadNew(false)
@@ -249,7 +249,7 @@ func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) erro
 	}
 	bucket := now.UnixMilli() / max(1, delay.Milliseconds())
 	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1, HoldAttempt: msg.HoldAttempt}
-	return e.enqueue(ctx, m, fmt.Sprintf("busy:%s:%d:%d:%d", msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
+	return e.enqueue(ctx, m, keyBusy(msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
 }
 
 // keepLease renews the run lease every third of its TTL until stopped.
@@ -754,7 +754,7 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 	switch {
 	case s.draining && len(s.runnable(now)) > 0:
 		// Out of budget with steps ready to run: a new invocation takes over.
-		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, fmt.Sprintf("budget:%s:%d", s.runID, s.lastSeq))
+		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
 	case !next.IsZero() && s.leaseExpiry(now, next):
 		return true, s.scheduleLeaseCheck(next)
 	case !next.IsZero():
@@ -804,7 +804,7 @@ func (s *session) scheduleLeaseCheck(next time.Time) error {
 		sec = sec.Add(time.Second)
 	}
 	m := world.Message{RunID: s.runID, NotBefore: sec}
-	return s.e.enqueue(s.ctx, m, fmt.Sprintf("lease:%s:%d", s.runID, sec.Unix()))
+	return s.e.enqueue(s.ctx, m, keyLeaseCheck(s.runID, sec))
 }
 
 // maxWakeLead bounds how early a timer's continuation is sent (wakeLead).
@@ -831,10 +831,10 @@ func (e *Engine) wakeLead() time.Duration {
 func (s *session) scheduleTimer(now, next time.Time) error {
 	if lead := s.e.wakeLead(); lead > 0 && next.Sub(now) > lead {
 		m := world.Message{RunID: s.runID, NotBefore: next.Add(-lead)}
-		return s.e.enqueue(s.ctx, m, fmt.Sprintf("timer:%s:%d:early", s.runID, next.UnixMilli()))
+		return s.e.enqueue(s.ctx, m, keyTimer(s.runID, next, true))
 	}
 	m := world.Message{RunID: s.runID, NotBefore: next}
-	return s.e.enqueue(s.ctx, m, fmt.Sprintf("timer:%s:%d", s.runID, next.UnixMilli()))
+	return s.e.enqueue(s.ctx, m, keyTimer(s.runID, next, false))
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them
