@@ -63,7 +63,7 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 		return &PermanentError{Reason: "malformed message", Err: err}
 	}
 	if wait := msg.NotBefore.Sub(e.now()); wait > 0 {
-		if wait > 50*time.Millisecond {
+		if wait > maxEarlyWait {
 			return e.hop(ctx, msg, wait)
 		}
 		t := time.NewTimer(wait)
@@ -188,7 +188,7 @@ type RunOutcome struct {
 // no child costs no read of the run.
 func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.RawMessage, known bool) {
 	ctx = context.WithoutCancel(ctx)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, sideEffectTimeout)
 	defer cancel()
 	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
 	if err != nil {

@@ -384,7 +384,7 @@ func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, 
 			// next session takes the step on at the lease's expiry.
 			return true, nil
 		}
-		at := leased.LeaseExpiresAt.Add(10 * time.Millisecond)
+		at := leased.LeaseExpiresAt.Add(expirySlack)
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: at}
 		return true, e.enqueue(ctx, m, keyStepLeased(stepID, leased.Attempt, leased.LeaseExpiresAt))
 	}
@@ -425,7 +425,7 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string) error {
 		if deadline := e.budget(ctx); e.now().Before(deadline) {
 			return e.continueLeased(ctx, runID, owner, deadline)
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		rerr := e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
 		cancel()
 		if rerr != nil {
@@ -452,7 +452,7 @@ func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		}
-		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+		time.Sleep(time.Duration(try+1) * recordBackoff)
 	}
 	return err
 }

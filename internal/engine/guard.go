@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
-	"time"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -87,7 +86,7 @@ func (r *replayer) retire() { r.guard.live.Store(false) }
 // without a fence (refused if the run has ended meanwhile), then a
 // continuation that runs the side effects of the run's end.
 func (e *Engine) failForeign(runID string, data *world.ErrorData) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sideEffectTimeout)
 	defer cancel()
 	_, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeWorkflowAPIMisuse}},

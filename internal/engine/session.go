@@ -154,7 +154,7 @@ func (e *Engine) underLease(ctx context.Context, s *session, owner string, first
 		}
 		released = true
 		stopRenew()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if releaseErr = e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: runID, Owner: owner}); releaseErr != nil {
 			e.log.Warn("engine: release run lease", "run", runID, "err", releaseErr)
@@ -218,10 +218,10 @@ func (s *session) afterRelease(releaseErr error) (bool, error) {
 	if s.r == nil || s.log.len() == 0 || s.runStatus.Terminal() || len(s.r.openSteps) == 0 {
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), cleanupTimeout)
 	defer cancel()
 	if releaseErr != nil {
-		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + 10*time.Millisecond)
+		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + expirySlack)
 		m := world.Message{RunID: s.runID, NotBefore: at}
 		return false, s.e.enqueue(ctx, m, keyUnreleased(s.runID, s.lastSeq))
 	}
@@ -243,7 +243,7 @@ func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) erro
 	delay := e.cfg.LeaseRetryDelay << min(msg.Hop, 6)
 	var lh *world.LeaseHeldError
 	if errors.As(held, &lh) {
-		if until := lh.ExpiresAt.Sub(now) + 10*time.Millisecond; until > 0 && until < delay {
+		if until := lh.ExpiresAt.Sub(now) + expirySlack; until > 0 && until < delay {
 			delay = max(until, e.cfg.LeaseRetryDelay)
 		}
 	}
@@ -543,7 +543,7 @@ func (s *session) nextTimer(now time.Time) time.Time {
 		case o.status == world.StepStatusPending && o.retryAfter.After(now) && !o.queued:
 			consider(o.retryAfter)
 		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && !o.queued:
-			consider(o.leaseUntil.Add(50 * time.Millisecond))
+			consider(o.leaseUntil.Add(leaseCheckSlack))
 		}
 	}
 	return next
@@ -784,7 +784,7 @@ func (s *session) leaseExpiry(now, next time.Time) bool {
 		switch {
 		case o.status == world.StepStatusPending && o.retryAfter.After(now) && o.retryAfter.Equal(next):
 			return false
-		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && o.leaseUntil.Add(50*time.Millisecond).Equal(next):
+		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && o.leaseUntil.Add(leaseCheckSlack).Equal(next):
 			lease = true
 		}
 	}
@@ -799,16 +799,13 @@ func (s *session) leaseExpiry(now, next time.Time) bool {
 // continuations of one run that see leases expiring in the same second
 // then send one message between them, not one each.
 func (s *session) scheduleLeaseCheck(next time.Time) error {
-	sec := next.Truncate(time.Second)
+	sec := next.Truncate(leaseCheckRound)
 	if sec.Before(next) {
-		sec = sec.Add(time.Second)
+		sec = sec.Add(leaseCheckRound)
 	}
 	m := world.Message{RunID: s.runID, NotBefore: sec}
 	return s.e.enqueue(s.ctx, m, keyLeaseCheck(s.runID, sec))
 }
-
-// maxWakeLead bounds how early a timer's continuation is sent (wakeLead).
-const maxWakeLead = 20 * time.Millisecond
 
 // wakeLead is how early the continuation of a timer is sent: Linger, up to
 // maxWakeLead; none when lingering is disabled.
