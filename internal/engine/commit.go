@@ -95,7 +95,7 @@ func (s *session) build(now time.Time) *plan {
 		p.add(o.id, &world.HookDisposed{}, eventMeta{hook: o})
 	}
 	if capacity > 0 {
-		for _, o := range s.runnable(now) {
+		for _, o := range s.schedule(now).runnable() {
 			if capacity == 0 {
 				break
 			}

@@ -240,14 +240,11 @@ func (s *session) afterRelease(releaseErr error) (bool, error) {
 // continuation after the holder is enough, as it loads everything.
 func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) error {
 	now := e.now()
-	delay := e.cfg.LeaseRetryDelay << min(msg.Hop, 6)
-	var lh *world.LeaseHeldError
-	if errors.As(held, &lh) {
-		if until := lh.ExpiresAt.Sub(now) + expirySlack; until > 0 && until < delay {
-			delay = max(until, e.cfg.LeaseRetryDelay)
-		}
+	var expires time.Time
+	if lh := (*world.LeaseHeldError)(nil); errors.As(held, &lh) {
+		expires = lh.ExpiresAt
 	}
-	bucket := now.UnixMilli() / max(1, delay.Milliseconds())
+	delay, bucket := bounceDelay(now, e.cfg.LeaseRetryDelay, msg.Hop, expires)
 	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1, HoldAttempt: msg.HoldAttempt}
 	return e.enqueue(ctx, m, keyBusy(msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
 }
@@ -470,83 +467,13 @@ func (s *session) fireDueWaits(now time.Time) {
 	if len(s.r.openWaits) == 0 {
 		return
 	}
-	var due []*op
-	for _, o := range s.r.openWaits {
-		if !o.resumeAt.After(now) {
-			due = append(due, o)
-		}
-	}
-	sort.Slice(due, func(i, j int) bool {
-		if !due[i].resumeAt.Equal(due[j].resumeAt) {
-			return due[i].resumeAt.Before(due[j].resumeAt)
-		}
-		return due[i].index < due[j].index
-	})
-	for _, o := range due {
+	for _, o := range s.schedule(now).dueWaits() {
 		if s.r.over() {
 			return
 		}
 		s.pending = append(s.pending, world.EventInput{CorrelationID: o.id, Data: &world.WaitCompleted{}})
 		s.r.deliverWait(o)
 	}
-}
-
-// runnable returns the created, unsettled steps this session may start:
-// pending and due, or running under an expired lease; not already running
-// here nor queued by this session.
-func (s *session) runnable(now time.Time) []*op {
-	var out []*op
-	for id, o := range s.r.openSteps {
-		if s.inflight[id] != nil || s.queued[id] {
-			continue
-		}
-		switch o.status {
-		case world.StepStatusPending:
-			if !o.retryAfter.After(now) {
-				out = append(out, o)
-			}
-		case world.StepStatusRunning:
-			if !o.leaseUntil.After(now) {
-				out = append(out, o)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
-	return out
-}
-
-// nextTimer returns the soonest time something becomes due: a wait, a
-// step's retry, or the expiry of another executor's step lease. Zero when
-// nothing is timed. The lease of a queued attempt (one a background
-// executor started for its queue message) is no timer: if its executor
-// dies, the message comes back and runs the step again, and a live one
-// wakes the run when it finishes (Engine.wakeAfterStep). Nor is the retry
-// of a queued attempt: its executor queued the step again for that time.
-func (s *session) nextTimer(now time.Time) time.Time {
-	var next time.Time
-	consider := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	for _, o := range s.r.openWaits {
-		consider(o.resumeAt)
-	}
-	for _, at := range s.deferred {
-		consider(at)
-	}
-	for id, o := range s.r.openSteps {
-		if s.inflight[id] != nil {
-			continue
-		}
-		switch {
-		case o.status == world.StepStatusPending && o.retryAfter.After(now) && !o.queued:
-			consider(o.retryAfter)
-		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && !o.queued:
-			consider(o.leaseUntil.Add(leaseCheckSlack))
-		}
-	}
-	return next
 }
 
 func (s *session) capacity() int {
@@ -623,13 +550,7 @@ func (s *session) loop() error {
 func (s *session) waitInflight() error {
 	now := s.e.now()
 	pollAt := s.lastPoll.Add(s.e.cfg.EventPollInterval)
-	wake := pollAt
-	if next := s.nextTimer(now); !next.IsZero() && next.Before(wake) {
-		wake = next
-	}
-	if !s.draining && s.deadline.Before(wake) {
-		wake = s.deadline
-	}
+	wake := wakeAt(pollAt, s.schedule(now).next(), s.deadline, s.draining)
 	if s.solo != nil {
 		if wake.After(now) {
 			return s.runSolo(wake.Sub(now))
@@ -725,9 +646,8 @@ func (s *session) receive(o outcome) {
 // meanwhile, and otherwise schedules the continuation the run needs and
 // ends the invocation.
 func (s *session) idle(now time.Time) (done bool, err error) {
-	next := s.nextTimer(now)
-	linger := s.e.cfg.Linger
-	if !s.draining && !next.IsZero() && linger > 0 && next.Sub(now) <= linger && next.Before(s.deadline) {
+	next := s.schedule(now).next()
+	if lingers(now, next, s.deadline, s.e.cfg.Linger, s.draining) {
 		t := time.NewTimer(next.Sub(now))
 		defer t.Stop()
 		select {
@@ -752,43 +672,15 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 		return false, nil // the loop records the failure
 	}
 	switch {
-	case s.draining && len(s.runnable(now)) > 0:
+	case s.draining && len(s.schedule(now).runnable()) > 0:
 		// Out of budget with steps ready to run: a new invocation takes over.
 		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
-	case !next.IsZero() && s.leaseExpiry(now, next):
+	case !next.IsZero() && s.schedule(now).isLeaseCheck(next):
 		return true, s.scheduleLeaseCheck(next)
 	case !next.IsZero():
 		return true, s.scheduleTimer(now, next)
 	}
 	return true, nil
-}
-
-// leaseExpiry reports whether the timer next is the expiry of another
-// executor's step lease (nextTimer), not a wait or a retry.
-func (s *session) leaseExpiry(now, next time.Time) bool {
-	for _, o := range s.r.openWaits {
-		if o.resumeAt.Equal(next) {
-			return false
-		}
-	}
-	for _, at := range s.deferred {
-		if at.Equal(next) {
-			return false
-		}
-	}
-	lease := false
-	for id, o := range s.r.openSteps {
-		if s.inflight[id] != nil {
-			continue
-		}
-		switch {
-		case o.status == world.StepStatusPending && o.retryAfter.After(now) && o.retryAfter.Equal(next):
-			return false
-		case o.status == world.StepStatusRunning && o.leaseUntil.After(now) && o.leaseUntil.Add(leaseCheckSlack).Equal(next):
-			lease = true
-		}
-	}
-	return lease
 }
 
 // scheduleLeaseCheck enqueues the safety-net continuation for steps running
@@ -799,21 +691,9 @@ func (s *session) leaseExpiry(now, next time.Time) bool {
 // continuations of one run that see leases expiring in the same second
 // then send one message between them, not one each.
 func (s *session) scheduleLeaseCheck(next time.Time) error {
-	sec := next.Truncate(leaseCheckRound)
-	if sec.Before(next) {
-		sec = sec.Add(leaseCheckRound)
-	}
+	sec := leaseCheckAt(next)
 	m := world.Message{RunID: s.runID, NotBefore: sec}
 	return s.e.enqueue(s.ctx, m, keyLeaseCheck(s.runID, sec))
-}
-
-// wakeLead is how early the continuation of a timer is sent: Linger, up to
-// maxWakeLead; none when lingering is disabled.
-func (e *Engine) wakeLead() time.Duration {
-	if e.cfg.Linger <= 0 {
-		return 0
-	}
-	return min(e.cfg.Linger, maxWakeLead)
 }
 
 // scheduleTimer enqueues the continuation the soonest timer needs. When the
@@ -826,12 +706,9 @@ func (e *Engine) wakeLead() time.Duration {
 // idempotency key. Under load, continuations arrive late anyway and do not
 // linger.
 func (s *session) scheduleTimer(now, next time.Time) error {
-	if lead := s.e.wakeLead(); lead > 0 && next.Sub(now) > lead {
-		m := world.Message{RunID: s.runID, NotBefore: next.Add(-lead)}
-		return s.e.enqueue(s.ctx, m, keyTimer(s.runID, next, true))
-	}
-	m := world.Message{RunID: s.runID, NotBefore: next}
-	return s.e.enqueue(s.ctx, m, keyTimer(s.runID, next, false))
+	at, early := timerSend(now, next, wakeLead(s.e.cfg.Linger))
+	m := world.Message{RunID: s.runID, NotBefore: at}
+	return s.e.enqueue(s.ctx, m, keyTimer(s.runID, next, early))
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them

@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// The scheduler decides, from a session's state at one instant, what runs
+// next and when the session must wake. Everything in this file is pure:
+// state in, decision out, no I/O and no clock (scheduler_test.go tables
+// them). The session's loop (session.go) gathers the state, asks, and acts.
+
+// schedule is the scheduler's view of a session at the instant now: the
+// run's open steps and waits as the session knows them, and what the
+// session itself is doing with its steps.
+type schedule struct {
+	now      time.Time
+	steps    map[string]*op                // created, unsettled steps
+	waits    map[string]*op                // created, unsettled waits
+	deferred map[string]time.Time          // excess steps held back, until when
+	inflight map[string]context.CancelFunc // steps running in this session
+	queued   map[string]bool               // steps this session queued
+}
+
+// schedule returns the session's state as the scheduler sees it at now.
+func (s *session) schedule(now time.Time) schedule {
+	return schedule{now: now, steps: s.r.openSteps, waits: s.r.openWaits, deferred: s.deferred, inflight: s.inflight, queued: s.queued}
+}
+
+func (sc schedule) running(id string) bool {
+	_, ok := sc.inflight[id]
+	return ok
+}
+
+// leaseTimer returns when the session checks on step o's lease, held by an
+// attempt another invocation started inline: leaseCheckSlack past its
+// expiry. ok is false when o is not running under a live lease.
+func (sc schedule) leaseTimer(o *op) (at time.Time, ok bool) {
+	if o.status != world.StepStatusRunning || !o.leaseUntil.After(sc.now) {
+		return time.Time{}, false
+	}
+	return o.leaseUntil.Add(leaseCheckSlack), true
+}
+
+// retryTimer returns when step o's retry comes due; ok is false when o is
+// not waiting for one.
+func (sc schedule) retryTimer(o *op) (at time.Time, ok bool) {
+	if o.status != world.StepStatusPending || !o.retryAfter.After(sc.now) {
+		return time.Time{}, false
+	}
+	return o.retryAfter, true
+}
+
+// next returns the soonest time something becomes due: a wait, a held-back
+// step, a step's retry, or the check on another executor's step lease
+// (leaseTimer). Zero when nothing is timed. The lease of a queued attempt
+// (one a background executor started for its queue message) is no timer:
+// if its executor dies, the message comes back and runs the step again,
+// and a live one wakes the run when it finishes (Engine.wakeAfterStep).
+// Nor is the retry of a queued attempt: its executor queued the step again
+// for that time.
+func (sc schedule) next() time.Time {
+	var next time.Time
+	consider := func(t time.Time, ok bool) {
+		if ok && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, o := range sc.waits {
+		consider(o.resumeAt, true)
+	}
+	for _, at := range sc.deferred {
+		consider(at, true)
+	}
+	for id, o := range sc.steps {
+		if sc.running(id) || o.queued {
+			continue
+		}
+		consider(sc.retryTimer(o))
+		consider(sc.leaseTimer(o))
+	}
+	return next
+}
+
+// isLeaseCheck reports whether the timer at (from next) is only the check
+// on another executor's step lease, not a wait, a held-back step or a
+// retry, which need a continuation on time (scheduleTimer) where a lease
+// check can be late (scheduleLeaseCheck).
+func (sc schedule) isLeaseCheck(at time.Time) bool {
+	for _, o := range sc.waits {
+		if o.resumeAt.Equal(at) {
+			return false
+		}
+	}
+	for _, t := range sc.deferred {
+		if t.Equal(at) {
+			return false
+		}
+	}
+	lease := false
+	for id, o := range sc.steps {
+		if sc.running(id) {
+			continue
+		}
+		if t, ok := sc.retryTimer(o); ok && t.Equal(at) {
+			return false
+		}
+		if t, ok := sc.leaseTimer(o); ok && t.Equal(at) {
+			lease = true
+		}
+	}
+	return lease
+}
+
+// runnable returns the created, unsettled steps the session may start, in
+// the order the code created them: pending and due, or running under an
+// expired lease; not already running here nor queued by this session.
+func (sc schedule) runnable() []*op {
+	var out []*op
+	for id, o := range sc.steps {
+		if sc.running(id) || sc.queued[id] {
+			continue
+		}
+		switch o.status {
+		case world.StepStatusPending:
+			if !o.retryAfter.After(sc.now) {
+				out = append(out, o)
+			}
+		case world.StepStatusRunning:
+			if !o.leaseUntil.After(sc.now) {
+				out = append(out, o)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	return out
+}
+
+// dueWaits returns the waits whose time has come, in time order (creation
+// order for equal times).
+func (sc schedule) dueWaits() []*op {
+	var due []*op
+	for _, o := range sc.waits {
+		if !o.resumeAt.After(sc.now) {
+			due = append(due, o)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].resumeAt.Equal(due[j].resumeAt) {
+			return due[i].resumeAt.Before(due[j].resumeAt)
+		}
+		return due[i].index < due[j].index
+	})
+	return due
+}
+
+// wakeAt returns when a session with steps in flight must wake if none
+// ends first: the soonest of the next event poll, the next timer (zero:
+// none) and, unless it is draining already, its deadline.
+func wakeAt(pollAt, next, deadline time.Time, draining bool) time.Time {
+	wake := pollAt
+	if !next.IsZero() && next.Before(wake) {
+		wake = next
+	}
+	if !draining && deadline.Before(wake) {
+		wake = deadline
+	}
+	return wake
+}
+
+// lingers reports whether an idle session waits in process for its next
+// timer (zero: none) rather than end: when it is not draining, the timer
+// is within linger and before the deadline.
+func lingers(now, next, deadline time.Time, linger time.Duration, draining bool) bool {
+	return !draining && !next.IsZero() && linger > 0 && next.Sub(now) <= linger && next.Before(deadline)
+}
+
+// wakeLead is how early the continuation of a timer is sent: linger, up to
+// maxWakeLead; none when lingering is disabled.
+func wakeLead(linger time.Duration) time.Duration {
+	if linger <= 0 {
+		return 0
+	}
+	return min(linger, maxWakeLead)
+}
+
+// timerSend returns when the continuation for the timer next is to arrive,
+// and whether that is early: lead before next when next is further off
+// than lead (see scheduleTimer), otherwise next itself.
+func timerSend(now, next time.Time, lead time.Duration) (at time.Time, early bool) {
+	if lead > 0 && next.Sub(now) > lead {
+		return next.Add(-lead), true
+	}
+	return next, false
+}
+
+// leaseCheckAt rounds the lease check next up to the next whole
+// leaseCheckRound (see scheduleLeaseCheck).
+func leaseCheckAt(next time.Time) time.Time {
+	sec := next.Truncate(leaseCheckRound)
+	if sec.Before(next) {
+		sec = sec.Add(leaseCheckRound)
+	}
+	return sec
+}
+
+// bounceDelay returns how long a continuation that found the run lease
+// held waits before it tries again, as its hop-th bounce, and the delay
+// window it falls in (bounces in one window share a key): base doubling
+// with each hop (up to 64 times), but never past the holder's lease
+// expiry (zero: unknown) plus expirySlack, nor below base.
+func bounceDelay(now time.Time, base time.Duration, hop int, expires time.Time) (delay time.Duration, bucket int64) {
+	delay = base << min(hop, 6)
+	if !expires.IsZero() {
+		if until := expires.Sub(now) + expirySlack; until > 0 && until < delay {
+			delay = max(until, base)
+		}
+	}
+	return delay, now.UnixMilli() / max(1, delay.Milliseconds())
+}
