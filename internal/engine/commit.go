@@ -125,9 +125,9 @@ func (r *replayer) takeDisposals() []*op {
 // refused step_started (the step is leased by another executor or not yet
 // due) or hook_disposed (the hook is gone) is dropped and the rest retried;
 // any other refusal means the run changed underneath: a *staleError.
-func (s *session) commit(p *plan) (*world.AppendResult, error) {
+func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, error) {
 	for {
-		res, err := s.e.w.Append(s.ctx, &world.AppendParams{RunID: s.runID, Events: p.events, IfLastSeq: s.lastSeq})
+		res, err := s.e.w.Append(ctx, &world.AppendParams{RunID: s.runID, Events: p.events, IfLastSeq: s.lastSeq})
 		if err == nil {
 			return res, nil
 		}
@@ -182,7 +182,7 @@ func (s *session) droppable(p *plan, ce *world.CommitError) bool {
 // refused (a *staleError), the session reloads the log, its own earlier
 // parts included, and rebuilds. It reports whether the whole plan
 // committed with at least one event.
-func (s *session) commitPlan(p *plan) (bool, error) {
+func (s *session) commitPlan(ctx context.Context, p *plan) (bool, error) {
 	committed := false
 	for rest := p; len(rest.events) > 0; {
 		part := rest
@@ -192,24 +192,24 @@ func (s *session) commitPlan(p *plan) (bool, error) {
 		} else {
 			rest = &plan{}
 		}
-		res, err := s.commit(part)
+		res, err := s.commit(ctx, part)
 		if err != nil {
 			return false, err
 		}
 		if res != nil {
-			s.applyEvents(part, res)
+			s.applyEvents(ctx, part, res)
 			committed = true
 		}
 	}
 	if !committed {
 		return false, nil
 	}
-	return true, s.apply(p)
+	return true, s.apply(ctx, p)
 }
 
 // applyEvents takes committed events into the session: they join the log,
 // those not yet applied are consumed by the workflow, steps start inline.
-func (s *session) applyEvents(p *plan, res *world.AppendResult) {
+func (s *session) applyEvents(ctx context.Context, p *plan, res *world.AppendResult) {
 	for i := range p.events {
 		r := res.Results[i]
 		if r.Event == nil {
@@ -229,7 +229,7 @@ func (s *session) applyEvents(p *plan, res *world.AppendResult) {
 			m.hook.disposeSent = true
 		}
 		if m.launch != nil && r.Step != nil {
-			s.launch(m.launch, r.Step)
+			s.launch(ctx, m.launch, r.Step)
 		}
 	}
 	if res.Run != nil && res.Run.LastSeq > s.lastSeq {
@@ -239,7 +239,7 @@ func (s *session) applyEvents(p *plan, res *world.AppendResult) {
 
 // apply ends a committed plan: the deliveries are no longer pending, and
 // excess steps are enqueued.
-func (s *session) apply(p *plan) error {
+func (s *session) apply(ctx context.Context, p *plan) error {
 	s.pending, s.held = nil, nil
 	if d := s.e.cfg.BackgroundDelay; d > 0 {
 		until := s.e.now().Add(d)
@@ -248,44 +248,39 @@ func (s *session) apply(p *plan) error {
 		}
 		return nil
 	}
-	return s.enqueueSteps(p.queue)
+	return s.enqueueSteps(ctx, p.queue)
 }
 
 // launch runs a step attempt inline: as a goroutine, or, when it is the
 // only step in flight, held as the session's solo step, which waitInflight
 // runs on the session's own goroutine (see runSolo).
-func (s *session) launch(o *op, st *world.Step) {
-	ctx, cancel := context.WithCancel(s.ctx)
+func (s *session) launch(ctx context.Context, o *op, st *world.Step) {
+	ctx, cancel := context.WithCancel(ctx)
 	s.inflight[o.id] = cancel
 	delete(s.deferred, o.id)
 	x := execOf(s.meta, st, o.input)
+	step := func() outcome { return s.e.runStep(ctx, x) }
 	if len(s.inflight) == 1 {
-		s.solo = &soloStep{ctx: ctx, x: x}
+		s.solo = step
 		return
 	}
 	s.spawnSolo() // more than one step: they all run as goroutines
-	s.spawn(ctx, x)
-}
-
-// soloStep is a launched step not started yet.
-type soloStep struct {
-	ctx context.Context
-	x   stepExec
+	s.spawn(step)
 }
 
 // spawn runs a step attempt as a goroutine that delivers its outcome to
 // s.results.
-func (s *session) spawn(ctx context.Context, x stepExec) {
+func (s *session) spawn(step func() outcome) {
 	go func() {
-		s.results <- s.e.runStep(ctx, x)
+		s.results <- step()
 	}()
 }
 
 // spawnSolo starts the solo step, if any, as a goroutine.
 func (s *session) spawnSolo() {
-	if st := s.solo; st != nil {
+	if step := s.solo; step != nil {
 		s.solo = nil
-		s.spawn(st.ctx, st.x)
+		s.spawn(step)
 	}
 }
 
@@ -295,7 +290,7 @@ func (s *session) spawnSolo() {
 // that predates StepIDs executes; its continuation then starts the rest)
 // and the others in StepIDs. A background executor runs a message's steps
 // concurrently, as an invocation runs its inline steps.
-func (s *session) enqueueSteps(ops []*op) error {
+func (s *session) enqueueSteps(ctx context.Context, ops []*op) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -316,7 +311,7 @@ func (s *session) enqueueSteps(ops []*op) error {
 		for _, o := range chunk {
 			s.queued[o.id] = true
 		}
-		if err := s.e.enqueue(s.ctx, m, key); err != nil {
+		if err := s.e.enqueue(ctx, m, key); err != nil {
 			return err
 		}
 	}

@@ -55,7 +55,7 @@ func (e *Engine) holdDelay(attempt int) time.Duration {
 // holdRun ends a session whose replay diverged (see the comment above). A
 // *staleError means the run changed meanwhile: the caller reloads and
 // replays again.
-func (s *session) holdRun(now time.Time) error {
+func (s *session) holdRun(ctx context.Context, now time.Time) error {
 	r := s.r
 	prev := s.hold
 	forced := prev != nil && s.retryAttempt == prev.attempt
@@ -72,11 +72,11 @@ func (s *session) holdRun(now time.Time) error {
 		p.add("", &world.RunHeld{Error: r.failure, ErrorCode: r.failCode, Attempt: attempt, RetryAt: now.Add(s.e.holdDelay(attempt))}, eventMeta{})
 	}
 	if len(p.events) > 0 {
-		if _, err := s.commitPlan(p); err != nil {
+		if _, err := s.commitPlan(ctx, p); err != nil {
 			return err
 		}
 	}
-	s.stopInflight(true)
+	s.recordLate(ctx, s.stopInflight(true)...)
 	h := s.hold
 	if h == nil {
 		return nil // the hold was not recorded (another writer ended the run)
@@ -85,7 +85,7 @@ func (s *session) holdRun(now time.Time) error {
 		s.e.log.Warn("engine: run held: its replay diverges from its log", "run", s.runID, "attempt", h.attempt,
 			"retryAt", h.retryAt, "divergence", h.message)
 	}
-	return s.e.scheduleHoldRetry(s.ctx, s.runID, h.attempt, h.retryAt)
+	return s.e.scheduleHoldRetry(ctx, s.runID, h.attempt, h.retryAt)
 }
 
 // scheduleHoldRetry enqueues the retry of hold attempt of a held run, at

@@ -15,7 +15,6 @@ import (
 // session is one invocation's continuation of a run, under the run lease.
 type session struct {
 	e     *Engine
-	ctx   context.Context
 	runID string
 
 	// The committed log, as loaded and committed by this session.
@@ -40,7 +39,7 @@ type session struct {
 	leases map[string]stepLease // current step leases read from the World (readStepLeases)
 
 	inflight map[string]context.CancelFunc
-	solo     *soloStep // the one step in flight, not started yet (launch)
+	solo     func() outcome // runs the one step in flight, not started yet (launch)
 	queued   map[string]bool
 	deferred map[string]time.Time // excess steps held back, until when
 	results  chan outcome
@@ -110,7 +109,7 @@ func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadli
 // retry of a held run (0: none; see holdRun).
 func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
 	s := &session{
-		e: e, ctx: ctx, runID: runID, retryAttempt: retry,
+		e: e, runID: runID, retryAttempt: retry,
 		inflight: make(map[string]context.CancelFunc),
 		queued:   make(map[string]bool),
 		deferred: make(map[string]time.Time),
@@ -161,11 +160,11 @@ func (e *Engine) underLease(ctx context.Context, s *session, owner string, first
 		}
 	}
 	defer release()
-	s.ctx, s.lastPoll = ctx, e.now()
+	s.lastPoll = e.now()
 	if first {
-		err = s.run()
+		err = s.run(ctx)
 	} else {
-		err = s.resume()
+		err = s.resume(ctx)
 	}
 	if errors.Is(err, errMoved) {
 		err = <-s.moved
@@ -175,22 +174,22 @@ func (e *Engine) underLease(ctx context.Context, s *session, owner string, first
 	}
 	s.close()
 	release()
-	return s.afterRelease(releaseErr)
+	return s.afterRelease(ctx, releaseErr)
 }
 
 // resume goes on with a session that ended and took the lease again: it
 // loads what was appended since it last looked and replays its in-memory
 // log into a new coroutine.
-func (s *session) resume() error {
-	if _, err := s.loadNew(false); err != nil {
+func (s *session) resume(ctx context.Context) error {
+	if _, err := s.loadNew(ctx, false); err != nil {
 		return err
 	}
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 		return nil
 	}
 	s.rebuild()
-	return s.loop()
+	return s.loop(ctx)
 }
 
 // afterRelease is the lease holder's half of the background wake-up
@@ -214,19 +213,18 @@ func (s *session) resume() error {
 // When the release failed, the lease may stay held until it expires and an
 // executor may keep seeing it held: a continuation is scheduled at the
 // lease's expiry instead.
-func (s *session) afterRelease(releaseErr error) (bool, error) {
+func (s *session) afterRelease(ctx context.Context, releaseErr error) (bool, error) {
 	if s.r == nil || s.log.len() == 0 || s.runStatus.Terminal() || len(s.r.openSteps) == 0 {
 		return false, nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if releaseErr != nil {
 		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + expirySlack)
 		m := world.Message{RunID: s.runID, NotBefore: at}
 		return false, s.e.enqueue(ctx, m, keyUnreleased(s.runID, s.lastSeq))
 	}
-	s.ctx = ctx // the session is over; loadNew reads with its context
-	n, err := s.loadNew(false)
+	n, err := s.loadNew(ctx, false) // the session is over: read under the cleanup timeout
 	if err != nil {
 		return false, err
 	}
@@ -273,25 +271,25 @@ func (e *Engine) keepLease(ctx context.Context, runID, owner string) (stop func(
 	return func() { close(done); <-exited }
 }
 
-func (s *session) run() error {
-	if _, err := s.loadNew(false); err != nil {
+func (s *session) run(ctx context.Context) error {
+	if _, err := s.loadNew(ctx, false); err != nil {
 		return err
 	}
 	if s.log.len() == 0 {
 		return &PermanentError{Reason: "run " + s.runID + " not found"}
 	}
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 		return nil
 	}
 	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
 	if !ok {
-		return s.failUnregistered()
+		return s.failUnregistered(ctx)
 	}
 	s.wf = wf
 	s.rebuild()
-	s.readStepLeases()
-	return s.loop()
+	s.readStepLeases(ctx)
+	return s.loop(ctx)
 }
 
 // close stops the coroutine and any step still running.
@@ -331,14 +329,14 @@ func (s *session) track(ev *world.Event) {
 // uncommitted). The cold start reads forward, page by page; later loads read
 // newest first back to the last known sequence number, so they cost what
 // was appended since, however long the log.
-func (s *session) loadNew(consume bool) (int, error) {
+func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 	if s.log.len() == 0 {
-		return s.loadForward(consume)
+		return s.loadForward(ctx, consume)
 	}
 	var fresh []world.Event
 	cursor, limit := "", 16
 	for {
-		page, err := s.e.w.ListEvents(s.ctx, &world.ListEventsParams{
+		page, err := s.e.w.ListEvents(ctx, &world.ListEventsParams{
 			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: limit, Descending: true},
 		})
 		if err != nil {
@@ -364,11 +362,11 @@ func (s *session) loadNew(consume bool) (int, error) {
 	return len(fresh), nil
 }
 
-func (s *session) loadForward(consume bool) (int, error) {
+func (s *session) loadForward(ctx context.Context, consume bool) (int, error) {
 	n := 0
 	cursor := ""
 	for {
-		page, err := s.e.w.ListEvents(s.ctx, &world.ListEventsParams{
+		page, err := s.e.w.ListEvents(ctx, &world.ListEventsParams{
 			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: world.MaxPageLimit},
 		})
 		if err != nil {
@@ -426,8 +424,8 @@ func (s *session) rebuild() {
 }
 
 // refresh loads what other writers appended and rebuilds the workflow.
-func (s *session) refresh() error {
-	n, err := s.loadNew(false)
+func (s *session) refresh(ctx context.Context) error {
+	n, err := s.loadNew(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -483,9 +481,9 @@ func (s *session) capacity() int {
 	return max(0, s.e.cfg.InlineConcurrency-len(s.inflight))
 }
 
-func (s *session) loop() error {
+func (s *session) loop(ctx context.Context) error {
 	for {
-		if err := s.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		now := s.e.now()
@@ -493,13 +491,13 @@ func (s *session) loop() error {
 			s.draining = true
 		}
 		if s.r.terminal != "" {
-			return s.endForeign()
+			return s.endForeign(ctx)
 		}
 		if s.r.diverged() {
-			err := s.holdRun(now)
+			err := s.holdRun(ctx, now)
 			var stale *staleError
 			if errors.As(err, &stale) {
-				if err := s.refresh(); err != nil {
+				if err := s.refresh(ctx); err != nil {
 					return err
 				}
 				continue
@@ -509,15 +507,15 @@ func (s *session) loop() error {
 		if !s.r.finished && !s.r.failMisused() {
 			s.fireDueWaits(now)
 		}
-		if err := s.flushDeferred(now, false); err != nil {
+		if err := s.flushDeferred(ctx, now, false); err != nil {
 			return err
 		}
 		p := s.build(now)
 		if len(p.events) > 0 {
-			committed, err := s.commitPlan(p)
+			committed, err := s.commitPlan(ctx, p)
 			var stale *staleError
 			if errors.As(err, &stale) {
-				if err := s.refresh(); err != nil {
+				if err := s.refresh(ctx); err != nil {
 					return err
 				}
 				continue
@@ -526,19 +524,19 @@ func (s *session) loop() error {
 				return err
 			}
 			if committed && p.terminal {
-				s.stopInflight(true)
-				s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
+				s.recordLate(ctx, s.stopInflight(true)...)
+				s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 				return nil
 			}
 			continue
 		}
 		if len(s.inflight) > 0 {
-			if err := s.waitInflight(); err != nil {
+			if err := s.waitInflight(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		done, err := s.idle(now)
+		done, err := s.idle(ctx, now)
 		if err != nil || done {
 			return err
 		}
@@ -547,13 +545,13 @@ func (s *session) loop() error {
 
 // waitInflight waits for an inline step to finish, a timer to come due, the
 // budget to run out or the next poll for other writers' events.
-func (s *session) waitInflight() error {
+func (s *session) waitInflight(ctx context.Context) error {
 	now := s.e.now()
 	pollAt := s.lastPoll.Add(s.e.cfg.EventPollInterval)
 	wake := wakeAt(pollAt, s.schedule(now).next(), s.deadline, s.draining)
 	if s.solo != nil {
 		if wake.After(now) {
-			return s.runSolo(wake.Sub(now))
+			return s.runSolo(ctx, wake.Sub(now))
 		}
 		s.spawnSolo()
 	}
@@ -576,12 +574,12 @@ func (s *session) waitInflight() error {
 	case <-t.C:
 		if now := s.e.now(); !now.Before(pollAt) && len(s.pending) == 0 {
 			s.lastPoll = now
-			if _, err := s.loadNew(true); err != nil {
+			if _, err := s.loadNew(ctx, true); err != nil {
 				return err
 			}
 		}
-	case <-s.ctx.Done():
-		return s.ctx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	return nil
 }
@@ -597,8 +595,8 @@ func (s *session) waitInflight() error {
 // goroutine delivers its outcome to s.results when it ends and returns
 // errMoved. The session's final outcome then reaches continueRun through
 // s.moved.
-func (s *session) runSolo(wake time.Duration) error {
-	st := s.solo
+func (s *session) runSolo(ctx context.Context, wake time.Duration) error {
+	step := s.solo
 	s.solo = nil
 	if s.moved == nil {
 		s.moved = make(chan error, 1)
@@ -609,11 +607,11 @@ func (s *session) runSolo(wake time.Duration) error {
 		if !state.CompareAndSwap(soloRunning, soloMoved) {
 			return // the step ended first
 		}
-		if err := s.loop(); !errors.Is(err, errMoved) {
+		if err := s.loop(ctx); !errors.Is(err, errMoved) {
 			s.moved <- err
 		}
 	})
-	o := s.e.runStep(st.ctx, st.x)
+	o := step()
 	if state.CompareAndSwap(soloRunning, soloDone) {
 		t.Stop()
 		s.receive(o)
@@ -645,7 +643,7 @@ func (s *session) receive(o outcome) {
 // lingers for a timer that is close, looks once more for events appended
 // meanwhile, and otherwise schedules the continuation the run needs and
 // ends the invocation.
-func (s *session) idle(now time.Time) (done bool, err error) {
+func (s *session) idle(ctx context.Context, now time.Time) (done bool, err error) {
 	next := s.schedule(now).next()
 	if lingers(now, next, s.deadline, s.e.cfg.Linger, s.draining) {
 		t := time.NewTimer(next.Sub(now))
@@ -655,16 +653,16 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 			return false, nil
 		case <-s.r.misused():
 			return false, nil
-		case <-s.ctx.Done():
-			return true, s.ctx.Err()
+		case <-ctx.Done():
+			return true, ctx.Err()
 		}
 	}
 	s.lastPoll = now
-	n, err := s.loadNew(true)
+	n, err := s.loadNew(ctx, true)
 	if err != nil || n > 0 {
 		return false, err
 	}
-	if err := s.flushDeferred(now, true); err != nil {
+	if err := s.flushDeferred(ctx, now, true); err != nil {
 		return true, err
 	}
 	s.r.retire() // the session ends below unless the workflow misused the API
@@ -674,11 +672,11 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 	switch {
 	case s.draining && len(s.schedule(now).runnable()) > 0:
 		// Out of budget with steps ready to run: a new invocation takes over.
-		return true, s.e.enqueue(s.ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
+		return true, s.e.enqueue(ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
 	case !next.IsZero() && s.schedule(now).isLeaseCheck(next):
-		return true, s.scheduleLeaseCheck(next)
+		return true, s.scheduleLeaseCheck(ctx, next)
 	case !next.IsZero():
-		return true, s.scheduleTimer(now, next)
+		return true, s.scheduleTimer(ctx, now, next)
 	}
 	return true, nil
 }
@@ -690,10 +688,10 @@ func (s *session) idle(now time.Time) (done bool, err error) {
 // up to the next whole second and keyed by (run, that second). The
 // continuations of one run that see leases expiring in the same second
 // then send one message between them, not one each.
-func (s *session) scheduleLeaseCheck(next time.Time) error {
+func (s *session) scheduleLeaseCheck(ctx context.Context, next time.Time) error {
 	sec := leaseCheckAt(next)
 	m := world.Message{RunID: s.runID, NotBefore: sec}
-	return s.e.enqueue(s.ctx, m, keyLeaseCheck(s.runID, sec))
+	return s.e.enqueue(ctx, m, keyLeaseCheck(s.runID, sec))
 }
 
 // scheduleTimer enqueues the continuation the soonest timer needs. When the
@@ -705,15 +703,15 @@ func (s *session) scheduleLeaseCheck(next time.Time) error {
 // cannot linger (it is out of budget) schedules the exact one, under another
 // idempotency key. Under load, continuations arrive late anyway and do not
 // linger.
-func (s *session) scheduleTimer(now, next time.Time) error {
+func (s *session) scheduleTimer(ctx context.Context, now, next time.Time) error {
 	at, early := timerSend(now, next, wakeLead(s.e.cfg.Linger))
 	m := world.Message{RunID: s.runID, NotBefore: at}
-	return s.e.enqueue(s.ctx, m, keyTimer(s.runID, next, early))
+	return s.e.enqueue(ctx, m, keyTimer(s.runID, next, early))
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them
 // when the session is ending) that are still waiting to start.
-func (s *session) flushDeferred(now time.Time, all bool) error {
+func (s *session) flushDeferred(ctx context.Context, now time.Time, all bool) error {
 	var due []*op
 	for id, at := range s.deferred {
 		if !all && now.Before(at) {
@@ -727,28 +725,30 @@ func (s *session) flushDeferred(now time.Time, all bool) error {
 		due = append(due, o)
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].index < due[j].index })
-	return s.enqueueSteps(due)
+	return s.enqueueSteps(ctx, due)
 }
 
 // endForeign ends a session whose run another writer finished (a
 // cancellation): held and running step results are recorded as the World
 // allows, and the terminal side effects run.
-func (s *session) endForeign() error {
+func (s *session) endForeign(ctx context.Context) error {
 	held := s.held
 	s.held, s.pending = nil, nil
 	for _, o := range held {
 		if o.kind != outRetrying {
-			s.recordLate(o)
+			s.recordLate(ctx, o)
 		}
 	}
-	s.stopInflight(true)
-	s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
+	s.recordLate(ctx, s.stopInflight(true)...)
+	s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 	return nil
 }
 
-// stopInflight cancels the steps still running, waits for them, and when
-// record is set records the results they produced anyway.
-func (s *session) stopInflight(record bool) {
+// stopInflight cancels the steps still running and waits for them. When
+// keep is set, it returns the results they produced anyway, with those that
+// arrived after the workflow finished (late), for the caller to record
+// (recordLate); otherwise it drops them.
+func (s *session) stopInflight(keep bool) []outcome {
 	s.spawnSolo()
 	for _, cancel := range s.inflight {
 		cancel()
@@ -756,40 +756,44 @@ func (s *session) stopInflight(record bool) {
 	for len(s.inflight) > 0 {
 		o := <-s.results
 		delete(s.inflight, o.stepID)
-		if record && (o.kind == outCompleted || o.kind == outFailed) {
+		if keep && (o.kind == outCompleted || o.kind == outFailed) {
 			s.late = append(s.late, o)
 		}
 	}
-	if record {
-		for _, o := range s.late {
-			s.recordLate(o)
-		}
-	}
+	late := s.late
 	s.late = nil
+	if !keep {
+		return nil
+	}
+	return late
 }
 
-func (s *session) recordLate(o outcome) {
-	if err := s.e.record(context.WithoutCancel(s.ctx), s.runID, o); err != nil {
-		s.e.log.Warn("engine: record step result after run end", "run", s.runID, "step", o.stepID, "err", err)
+// recordLate records step outcomes the session could not commit with the
+// run (it ended), as the World allows, even when ctx is done.
+func (s *session) recordLate(ctx context.Context, outs ...outcome) {
+	for _, o := range outs {
+		if err := s.e.record(context.WithoutCancel(ctx), s.runID, o); err != nil {
+			s.e.log.Warn("engine: record step result after run end", "run", s.runID, "step", o.stepID, "err", err)
+		}
 	}
 }
 
 // failUnregistered fails a run whose workflow this engine does not know.
-func (s *session) failUnregistered() error {
+func (s *session) failUnregistered(ctx context.Context) error {
 	data := &world.ErrorData{Type: TypeNotRegistered, Message: fmt.Sprintf(workflowNotRegistedFmt, s.meta.workflowName)}
 	for try := 0; try < 5; try++ {
-		_, err := s.e.w.Append(s.ctx, &world.AppendParams{RunID: s.runID, IfLastSeq: s.lastSeq, Events: []world.EventInput{
+		_, err := s.e.w.Append(ctx, &world.AppendParams{RunID: s.runID, IfLastSeq: s.lastSeq, Events: []world.EventInput{
 			{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeRuntimeError}},
 		}})
 		if err == nil {
 			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
-			s.e.afterTerminal(s.ctx, s.runID, s.meta.execCtx, true)
+			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 			return nil
 		}
 		if !errors.Is(err, world.ErrConflict) {
 			return err
 		}
-		if _, err := s.loadNew(false); err != nil {
+		if _, err := s.loadNew(ctx, false); err != nil {
 			return err
 		}
 		if s.runStatus.Terminal() {

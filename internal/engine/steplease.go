@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -27,7 +28,7 @@ type stepLease struct {
 // costs one read per such step, on a session's cold start only; queued
 // attempts need none (see nextTimer). A step that cannot be read keeps
 // the log's expiry, the safe side.
-func (s *session) readStepLeases() {
+func (s *session) readStepLeases(ctx context.Context) {
 	now := s.e.now()
 	var ops []*op
 	for _, o := range s.r.openSteps {
@@ -42,7 +43,7 @@ func (s *session) readStepLeases() {
 	var wg sync.WaitGroup
 	for i, o := range ops {
 		wg.Go(func() {
-			st, err := s.e.w.GetStep(s.ctx, &world.GetStepParams{RunID: s.runID, StepID: o.id})
+			st, err := s.e.w.GetStep(ctx, &world.GetStepParams{RunID: s.runID, StepID: o.id})
 			if err != nil {
 				s.e.log.Warn("engine: read a step's lease", "run", s.runID, "step", o.id, "err", err)
 				return
