@@ -368,7 +368,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 // that is still running the step (a duplicate delivery), whose outcome
 // will make the new message find the step ended, or by one that died: this
 // delivery is then the one that runs the step again, so it must not be
-// dropped (nobody watches a queued attempt's lease, see session.nextTimer).
+// dropped (nobody watches a queued attempt's lease, see schedule.next).
 // An attempt an invocation runs inline needs nothing from it. It reports
 // whether err was such a refusal.
 func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
@@ -425,12 +425,7 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string) error {
 		if deadline := e.budget(ctx); e.now().Before(deadline) {
 			return e.continueLeased(ctx, runID, owner, deadline)
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		rerr := e.w.ReleaseRunLease(rctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
-		cancel()
-		if rerr != nil {
-			e.log.Warn("engine: release run lease", "run", runID, "err", rerr)
-		}
+		_ = e.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
 	}
 	// Out of budget, or the lease is in an unknown state (an error): a
 	// continuation wakes the run.

@@ -26,7 +26,7 @@ type stepLease struct {
 // restart's World may have expired the dead process's leases already:
 // going by the log would make the run wait out a lease nobody holds. It
 // costs one read per such step, on a session's cold start only; queued
-// attempts need none (see nextTimer). A step that cannot be read keeps
+// attempts need none (see schedule.next). A step that cannot be read keeps
 // the log's expiry, the safe side.
 func (s *session) readStepLeases(ctx context.Context) {
 	now := s.e.now()

@@ -1,0 +1,136 @@
+package engine
+
+// The messages a session sends: the continuation its next timer, a lease
+// check or its budget needs when it ends (idle), and the queue messages of
+// steps it cannot run inline (enqueueSteps).
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// idle handles a session with nothing running and nothing to commit: it
+// lingers for a timer that is close, looks once more for events appended
+// meanwhile, and otherwise schedules the continuation the run needs and
+// ends the invocation.
+func (s *session) idle(ctx context.Context, now time.Time) (done bool, err error) {
+	next := s.schedule(now).next()
+	if lingers(now, next, s.deadline, s.e.cfg.Linger, s.draining) {
+		t := time.NewTimer(next.Sub(now))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return false, nil
+		case <-s.r.misused():
+			return false, nil
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+	s.lastPoll = now
+	n, err := s.loadNew(ctx, true)
+	if err != nil || n > 0 {
+		return false, err
+	}
+	if err := s.flushDeferred(ctx, now, true); err != nil {
+		return true, err
+	}
+	s.r.retire() // the session ends below unless the workflow misused the API
+	if s.r.failMisused() {
+		return false, nil // the loop records the failure
+	}
+	switch {
+	case s.draining && len(s.schedule(now).runnable()) > 0:
+		// Out of budget with steps ready to run: a new invocation takes over.
+		return true, s.e.enqueue(ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
+	case !next.IsZero() && s.schedule(now).isLeaseCheck(next):
+		return true, s.scheduleLeaseCheck(ctx, next)
+	case !next.IsZero():
+		return true, s.scheduleTimer(ctx, now, next)
+	}
+	return true, nil
+}
+
+// scheduleLeaseCheck enqueues the safety-net continuation for steps running
+// under the lease of an attempt another invocation started inline (queued
+// attempts need none, see schedule.next): it matters only if that invocation
+// dies (a live one commits the outcome under the run lease), so it is rounded
+// up to the next whole second and keyed by (run, that second). The
+// continuations of one run that see leases expiring in the same second
+// then send one message between them, not one each.
+func (s *session) scheduleLeaseCheck(ctx context.Context, next time.Time) error {
+	sec := leaseCheckAt(next)
+	m := world.Message{RunID: s.runID, NotBefore: sec}
+	return s.e.enqueue(ctx, m, keyLeaseCheck(s.runID, sec))
+}
+
+// scheduleTimer enqueues the continuation the soonest timer needs. When the
+// timer is further off than the wake lead, the continuation is sent to
+// arrive that much early: the new invocation takes the run lease, loads the
+// log and rebuilds the workflow before the time, then lingers in process
+// until it comes (idle), so the workflow resumes on time instead of after a
+// queue receive, a lease, a load and a replay. An early continuation that
+// cannot linger (it is out of budget) schedules the exact one, under another
+// idempotency key. Under load, continuations arrive late anyway and do not
+// linger.
+func (s *session) scheduleTimer(ctx context.Context, now, next time.Time) error {
+	at, early := timerSend(now, next, wakeLead(s.e.cfg.Linger))
+	m := world.Message{RunID: s.runID, NotBefore: at}
+	return s.e.enqueue(ctx, m, keyTimer(s.runID, next, early))
+}
+
+// flushDeferred queues the held-back steps whose time has come (all of them
+// when the session is ending) that are still waiting to start.
+func (s *session) flushDeferred(ctx context.Context, now time.Time, all bool) error {
+	var due []*op
+	for id, at := range s.deferred {
+		if !all && now.Before(at) {
+			continue
+		}
+		delete(s.deferred, id)
+		o := s.r.byID[id]
+		if o == nil || o.settled || s.inflight[id] != nil || o.status != world.StepStatusPending {
+			continue
+		}
+		due = append(due, o)
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].index < due[j].index })
+	return s.enqueueSteps(ctx, due)
+}
+
+// enqueueSteps queues steps for background executors, as few messages as
+// the inline concurrency allows: ceil(len/InlineConcurrency) messages of
+// about equal size, each naming its first step in StepID (what an engine
+// that predates StepIDs executes; its continuation then starts the rest)
+// and the others in StepIDs. A background executor runs a message's steps
+// concurrently, as an invocation runs its inline steps.
+func (s *session) enqueueSteps(ctx context.Context, ops []*op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	per := max(s.e.cfg.InlineConcurrency, 1)
+	n := (len(ops) + per - 1) / per
+	for i := range n {
+		chunk := ops[i*len(ops)/n : (i+1)*len(ops)/n]
+		first := chunk[0]
+		m := world.Message{RunID: s.runID, StepID: first.id}
+		key := keyStep(first.id, first.attempt)
+		if len(chunk) > 1 {
+			m.StepIDs = make([]string, 0, len(chunk)-1)
+			for _, o := range chunk[1:] {
+				m.StepIDs = append(m.StepIDs, o.id)
+			}
+			key = keySteps(first.id, first.attempt, len(chunk))
+		}
+		for _, o := range chunk {
+			s.queued[o.id] = true
+		}
+		if err := s.e.enqueue(ctx, m, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

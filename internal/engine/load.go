@@ -1,0 +1,220 @@
+package engine
+
+// Loading and priming a session: reading the run's log (all of it on a
+// cold start, what is new afterwards), tracking the run's status, and
+// rebuilding the workflow by replaying the in-memory log.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// resume goes on with a session that ended and took the lease again: it
+// loads what was appended since it last looked and replays its in-memory
+// log into a new coroutine.
+func (s *session) resume(ctx context.Context) error {
+	if _, err := s.loadNew(ctx, false); err != nil {
+		return err
+	}
+	if s.runStatus.Terminal() {
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+		return nil
+	}
+	s.rebuild()
+	return s.loop(ctx)
+}
+
+func (s *session) run(ctx context.Context) error {
+	if _, err := s.loadNew(ctx, false); err != nil {
+		return err
+	}
+	if s.log.len() == 0 {
+		return &PermanentError{Reason: "run " + s.runID + " not found"}
+	}
+	if s.runStatus.Terminal() {
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+		return nil
+	}
+	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
+	if !ok {
+		return s.failUnregistered(ctx)
+	}
+	s.wf = wf
+	s.rebuild()
+	s.readStepLeases(ctx)
+	return s.loop(ctx)
+}
+
+// close stops the coroutine and any step still running.
+func (s *session) close() {
+	if s.r != nil {
+		s.r.stop()
+	}
+	s.stopInflight(false)
+}
+
+// track updates what the session knows of the run from a committed event.
+func (s *session) track(ev *world.Event) {
+	switch d := ev.Data.(type) {
+	case *world.RunCreated:
+		s.runStatus = world.RunStatusPending
+		s.meta = runMeta{runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input, execCtx: d.ExecutionContext, createdAt: ev.CreatedAt}
+	case *world.RunStarted:
+		s.runStatus = world.RunStatusRunning
+		s.hold = nil
+	case *world.RunHeld:
+		s.runStatus = world.RunStatusHeld
+		s.hold = &holdState{attempt: d.Attempt, code: d.ErrorCode, retryAt: d.RetryAt}
+		if d.Error != nil {
+			s.hold.message = d.Error.Message
+		}
+	case *world.RunCompleted:
+		s.runStatus = world.RunStatusCompleted
+	case *world.RunFailed:
+		s.runStatus = world.RunStatusFailed
+	case *world.RunCancelled:
+		s.runStatus = world.RunStatusCancelled
+	}
+}
+
+// loadNew reads the events appended since the session's last known one,
+// optionally applying them to the replayer (allowed only with nothing
+// uncommitted). The cold start reads forward, page by page; later loads read
+// newest first back to the last known sequence number, so they cost what
+// was appended since, however long the log.
+func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
+	if s.log.len() == 0 {
+		return s.loadForward(ctx, consume)
+	}
+	var fresh []world.Event
+	cursor, limit := "", 16
+	for {
+		page, err := s.e.w.ListEvents(ctx, &world.ListEventsParams{
+			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: limit, Descending: true},
+		})
+		if err != nil {
+			return 0, err
+		}
+		reached := false
+		for _, ev := range page.Items {
+			if ev.Seq <= s.lastSeq {
+				reached = true
+				break
+			}
+			fresh = append(fresh, ev)
+		}
+		if reached || !page.HasMore || len(page.Items) == 0 {
+			break
+		}
+		cursor, limit = page.Cursor, world.MaxPageLimit
+	}
+	slices.Reverse(fresh)
+	for i := range fresh {
+		s.add(fresh[i], consume)
+	}
+	return len(fresh), nil
+}
+
+func (s *session) loadForward(ctx context.Context, consume bool) (int, error) {
+	n := 0
+	cursor := ""
+	for {
+		page, err := s.e.w.ListEvents(ctx, &world.ListEventsParams{
+			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: world.MaxPageLimit},
+		})
+		if err != nil {
+			if errors.Is(err, world.ErrNotFound) && n == 0 {
+				return 0, nil
+			}
+			return n, err
+		}
+		for _, ev := range page.Items {
+			if ev.Seq > s.lastSeq {
+				s.add(ev, consume)
+				n++
+			}
+		}
+		if page.Cursor != "" {
+			cursor = page.Cursor
+		}
+		if !page.HasMore || len(page.Items) == 0 {
+			return n, nil
+		}
+	}
+}
+
+// add appends a loaded event to the in-memory log.
+func (s *session) add(ev world.Event, consume bool) {
+	last := s.log.add(ev)
+	s.lastSeq = ev.Seq
+	s.track(last)
+	if consume {
+		s.r.noteAuthored(last)
+		s.r.consume(last)
+	}
+}
+
+// rebuild discards the coroutine and replays the in-memory log into a new
+// one, then delivers the held (uncommitted) step outcomes again.
+func (s *session) rebuild() {
+	var said []uint64
+	if s.r != nil {
+		s.r.stop()
+		said = s.r.said
+	}
+	s.r = newReplayer(s.wf, s.e.log)
+	s.r.said = said
+	runID, e := s.runID, s.e
+	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }
+	s.log.each(s.r.noteAuthored)
+	s.log.each(s.r.consume)
+	s.applyStepLeases()
+	held := s.held
+	s.held, s.pending = nil, nil
+	for _, o := range held {
+		s.deliver(o)
+	}
+}
+
+// refresh loads what other writers appended and rebuilds the workflow.
+func (s *session) refresh(ctx context.Context) error {
+	n, err := s.loadNew(ctx, false)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("engine: run %s: commit refused but no new events", s.runID)
+	}
+	s.e.log.Debug("engine: commit refused; rebuilding the workflow", "run", s.runID, "newEvents", n, "held", len(s.held))
+	s.rebuild()
+	return nil
+}
+
+// failUnregistered fails a run whose workflow this engine does not know.
+func (s *session) failUnregistered(ctx context.Context) error {
+	data := &world.ErrorData{Type: TypeNotRegistered, Message: fmt.Sprintf(workflowNotRegistedFmt, s.meta.workflowName)}
+	for try := 0; try < 5; try++ {
+		_, err := s.e.w.Append(ctx, &world.AppendParams{RunID: s.runID, IfLastSeq: s.lastSeq, Events: []world.EventInput{
+			{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeRuntimeError}},
+		}})
+		if err == nil {
+			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
+			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+			return nil
+		}
+		if !errors.Is(err, world.ErrConflict) {
+			return err
+		}
+		if _, err := s.loadNew(ctx, false); err != nil {
+			return err
+		}
+		if s.runStatus.Terminal() {
+			return nil
+		}
+	}
+	return fmt.Errorf("engine: run %s: could not record that its workflow is not registered", s.runID)
+}

@@ -1,0 +1,215 @@
+package engine
+
+// Taking a run on: the run lease a session runs under, its renewal and
+// release, what happens after the release (afterRelease), and a
+// continuation that finds the lease held (bounce).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// continueRun continues a run under its lease.
+func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
+	owner, err := e.acquireRunLease(ctx, msg.RunID)
+	if err != nil {
+		if errors.Is(err, world.ErrLeaseHeld) {
+			return e.bounce(ctx, msg, err)
+		}
+		return err
+	}
+	return e.continueRetry(ctx, msg.RunID, owner, e.budget(ctx), msg.HoldAttempt)
+}
+
+// acquireRunLease takes the run lease under a fresh owner.
+func (e *Engine) acquireRunLease(ctx context.Context, runID string) (owner string, err error) {
+	owner = fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
+	_, err = e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	return owner, err
+}
+
+// budget returns when an invocation that starts now must stop starting
+// work: MaxInvocation from now, or BudgetMargin before ctx's deadline.
+func (e *Engine) budget(ctx context.Context) time.Time {
+	deadline := e.now().Add(e.cfg.MaxInvocation)
+	if d, ok := ctx.Deadline(); ok && d.Add(-e.cfg.BudgetMargin).Before(deadline) {
+		deadline = d.Add(-e.cfg.BudgetMargin)
+	}
+	return deadline
+}
+
+// continueLeased continues a run under the lease owner holds until the
+// workflow waits on others, then releases the lease. When events arrived
+// that the session did not see (background steps completed while it held
+// the lease, see afterRelease), it takes the lease again and goes on, in
+// the same invocation while the budget lasts, with the log it has loaded:
+// the run needs no message, no invocation and no reload of its own to take
+// them in. Should another executor have taken the lease meanwhile, that one
+// goes on instead.
+func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadline time.Time) error {
+	return e.continueRetry(ctx, runID, owner, deadline, 0)
+}
+
+// continueRetry is continueLeased for a message that retries hold attempt
+// retry of a held run (0: none; see holdRun).
+func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
+	s := &session{
+		e: e, runID: runID, retryAttempt: retry,
+		inflight: make(map[string]context.CancelFunc),
+		queued:   make(map[string]bool),
+		deferred: make(map[string]time.Time),
+		results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+		deadline: deadline,
+	}
+	defer s.close()
+	for first := true; ; first = false {
+		more, err := e.underLease(ctx, s, owner, first)
+		if err != nil || !more {
+			return err
+		}
+		key := keyAfter(runID, s.lastSeq)
+		if !e.now().Before(deadline) {
+			return e.enqueue(ctx, world.Message{RunID: runID}, key)
+		}
+		owner, err = e.acquireRunLease(ctx, runID)
+		switch {
+		case errors.Is(err, world.ErrLeaseHeld):
+			// The holder took it after this session released it, so it
+			// loads what arrived; what arrives later finds it held.
+			return nil
+		case err != nil:
+			e.log.Warn("engine: take the run lease again", "run", runID, "err", err)
+			return e.enqueue(ctx, world.Message{RunID: runID}, key)
+		}
+	}
+}
+
+// underLease runs session s (from the start when first, otherwise from
+// where it stopped, see session.resume) under the lease owner holds and
+// releases the lease. more reports that events arrived after the session
+// last looked (afterRelease), so the run must go on.
+func (e *Engine) underLease(ctx context.Context, s *session, owner string, first bool) (more bool, err error) {
+	runID := s.runID
+	stopRenew := e.keepLease(ctx, runID, owner)
+	released, releaseErr := false, error(nil)
+	release := func() {
+		if released {
+			return
+		}
+		released = true
+		stopRenew()
+		releaseErr = e.releaseRunLease(ctx, runID, owner)
+	}
+	defer release()
+	s.lastPoll = e.now()
+	if first {
+		err = s.run(ctx)
+	} else {
+		err = s.resume(ctx)
+	}
+	if errors.Is(err, errMoved) {
+		err = <-s.moved
+	}
+	if err != nil {
+		return false, err // the message is retried: its continuation loads everything
+	}
+	s.close()
+	release()
+	return s.afterRelease(ctx, releaseErr)
+}
+
+// afterRelease is the lease holder's half of the background wake-up
+// handshake (see Engine.wakeAfterStep): a background executor that commits a
+// step's outcome while the run lease is held leaves the run to the holder,
+// which, once it has released the lease, reads the log past what it has
+// loaded and reports whether anything arrived (the run then goes on, see
+// continueLeased).
+//
+// Why no completion is lost: the executor (E) commits its outcome (C) and
+// then tries to take the run lease (A); the holder (H) releases the lease
+// (R) and then reads the log (L). The World's lease operations and strongly
+// consistent log reads are linearizable. If A finds the lease held by H,
+// then A precedes R, so C < A < R < L: H's read sees C and H goes on.
+// Otherwise A follows R (or the lease was held by nobody, or by another
+// executor, which goes on itself after loading the log) and E goes on.
+// Either way at least one side takes the completion in.
+//
+// It reads only when the run is not finished and has steps this session
+// did not settle (only they can be completed by background executors).
+// When the release failed, the lease may stay held until it expires and an
+// executor may keep seeing it held: a continuation is scheduled at the
+// lease's expiry instead.
+func (s *session) afterRelease(ctx context.Context, releaseErr error) (bool, error) {
+	if s.r == nil || s.log.len() == 0 || s.runStatus.Terminal() || len(s.r.openSteps) == 0 {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if releaseErr != nil {
+		at := s.e.now().Add(s.e.cfg.RunLeaseTTL + expirySlack)
+		m := world.Message{RunID: s.runID, NotBefore: at}
+		return false, s.e.enqueue(ctx, m, keyUnreleased(s.runID, s.lastSeq))
+	}
+	n, err := s.loadNew(ctx, false) // the session is over: read under the cleanup timeout
+	if err != nil {
+		return false, err
+	}
+	return n > 0 && !s.runStatus.Terminal(), nil
+}
+
+// bounce re-enqueues a continuation that found the run lease held, never
+// dropping it: the delay grows with each bounce (LeaseRetryDelay doubling)
+// but never past the holder's lease expiry, so a dead holder costs one lease
+// TTL. Bounces in one delay window share an idempotency key: one
+// continuation after the holder is enough, as it loads everything.
+func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) error {
+	now := e.now()
+	var expires time.Time
+	if lh := (*world.LeaseHeldError)(nil); errors.As(held, &lh) {
+		expires = lh.ExpiresAt
+	}
+	delay, bucket := bounceDelay(now, e.cfg.LeaseRetryDelay, msg.Hop, expires)
+	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1, HoldAttempt: msg.HoldAttempt}
+	return e.enqueue(ctx, m, keyBusy(msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
+}
+
+// releaseRunLease gives the run lease owner holds back, even when ctx is
+// done (within cleanupTimeout). A failure is logged and returned: the
+// lease then stays held until it expires.
+func (e *Engine) releaseRunLease(ctx context.Context, runID, owner string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	err := e.w.ReleaseRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
+	if err != nil {
+		e.log.Warn("engine: release run lease", "run", runID, "err", err)
+	}
+	return err
+}
+
+// keepLease renews the run lease every third of its TTL until stopped.
+func (e *Engine) keepLease(ctx context.Context, runID, owner string) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(max(e.cfg.RunLeaseTTL/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := e.w.RenewRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL}); err != nil {
+					e.log.Warn("engine: renew run lease", "run", runID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
