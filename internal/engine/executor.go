@@ -117,27 +117,9 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 		out.failure = &world.ErrorData{Type: TypeStepNotRegistered, Message: fmt.Sprintf(stepNotRegisteredFmt, x.stepName), Fatal: true}
 		return out
 	}
-	maxAttempts := max(def.MaxRetries, 0) + 1
 	attempt := x.retryAttempt()
-	if x.interrupted > e.cfg.MaxInterruptions {
-		out.kind = outFailed
-		out.failure = &world.ErrorData{
-			Type: TypeExecutorLost,
-			Code: world.CodeStepExecutorLost,
-			Message: fmt.Sprintf("step %q lost its executor %d times, more than the %d allowed: the process running it died "+
-				"or was cut off (killed, out of memory, past its time limit) before it recorded an outcome", x.stepName, x.interrupted, e.cfg.MaxInterruptions),
-			Fatal: true,
-		}
-		return out
-	}
-	if attempt > maxAttempts {
-		// Only when the step's MaxRetries shrank since it last retried.
-		out.kind = outFailed
-		out.failure = &world.ErrorData{
-			Type:    TypeAttemptsExhausted,
-			Message: fmt.Sprintf("step %q is at attempt %d, more than its %d attempts", x.stepName, attempt, maxAttempts),
-			Fatal:   true,
-		}
+	if refused := e.refuseAttempt(x, def); refused != nil {
+		out.kind, out.failure = outFailed, refused
 		return out
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -168,6 +150,39 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 		out.kind = outAbandoned
 		return out
 	}
+	return e.attemptFailed(out, x, def, attempt, err)
+}
+
+// refuseAttempt returns why attempt x of step def must fail without
+// running: its executor was lost too often, or it is past the step's
+// attempts (only when the step's MaxRetries shrank since it last retried).
+// Nil when it may run.
+func (e *Engine) refuseAttempt(x stepExec, def *Step) *world.ErrorData {
+	maxAttempts := max(def.MaxRetries, 0) + 1
+	if x.interrupted > e.cfg.MaxInterruptions {
+		return &world.ErrorData{
+			Type: TypeExecutorLost,
+			Code: world.CodeStepExecutorLost,
+			Message: fmt.Sprintf("step %q lost its executor %d times, more than the %d allowed: the process running it died "+
+				"or was cut off (killed, out of memory, past its time limit) before it recorded an outcome", x.stepName, x.interrupted, e.cfg.MaxInterruptions),
+			Fatal: true,
+		}
+	}
+	if attempt := x.retryAttempt(); attempt > maxAttempts {
+		return &world.ErrorData{
+			Type:    TypeAttemptsExhausted,
+			Message: fmt.Sprintf("step %q is at attempt %d, more than its %d attempts", x.stepName, attempt, maxAttempts),
+			Fatal:   true,
+		}
+	}
+	return nil
+}
+
+// attemptFailed decides what a failed attempt records (a panic is logged,
+// once: steps do not replay): the step's failure
+// when the error is fatal or the attempts are spent, otherwise its retry at
+// the time the error asks for or after the step's backoff.
+func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, err error) outcome {
 	var data *world.ErrorData
 	fatal := false
 	var retryAt time.Time
@@ -180,6 +195,7 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 	if data.Fatal {
 		fatal = true
 	}
+	maxAttempts := max(def.MaxRetries, 0) + 1
 	if data.Type == TypePanic {
 		e.logStepPanic(x, attempt, !fatal && attempt < maxAttempts, data)
 	}

@@ -56,12 +56,36 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) e
 		return err
 	}
 	meta := runMeta{runID: run.RunID, workflowName: run.WorkflowName, input: run.Input, execCtx: run.ExecutionContext, createdAt: run.CreatedAt}
+	for i := range started {
+		started[i].run = meta
+	}
+	ran, abandoned, err := e.runGroup(ctx, runID, started, len(ids))
+	if err != nil {
+		return err
+	}
+	if ran != "" {
+		wake = ran
+	}
+	if abandoned && ctx.Err() != nil {
+		return ctx.Err() // cut off: the message comes back for the rest
+	}
+	if wake == "" {
+		return nil
+	}
+	return e.wakeAfterStep(ctx, runID, wake)
+}
+
+// runGroup runs the started attempts of a group of n steps concurrently
+// and records their outcomes in batches: whatever has finished when the
+// previous Append returns goes into the next. A retrying step is queued
+// again for its retry. It returns the key of the continuation the last
+// recorded outcome needs (empty when none needs one) and whether an
+// attempt was abandoned (cut off, nothing to record).
+func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec, n int) (wake string, abandoned bool, err error) {
 	results := make(chan outcome, len(started))
 	for _, x := range started {
-		x.run = meta
 		go func() { results <- e.runStep(ctx, x) }()
 	}
-	var abandoned bool
 	for left := len(started); left > 0; {
 		batch := []outcome{<-results}
 		left--
@@ -83,26 +107,20 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) e
 			kept = append(kept, o)
 		}
 		if err := e.recordGroup(ctx, runID, kept); err != nil {
-			return err
+			return "", abandoned, err
 		}
 		for _, o := range kept {
 			if o.kind == outRetrying {
 				m := world.Message{RunID: runID, StepID: o.stepID, NotBefore: o.retryAfter}
 				if err := e.enqueue(ctx, m, keyStep(o.stepID, o.attempt)); err != nil {
-					return err
+					return "", abandoned, err
 				}
 				continue
 			}
-			wake = keyDoneGroup(o.stepID, o.attempt, len(ids))
+			wake = keyDoneGroup(o.stepID, o.attempt, n)
 		}
 	}
-	if abandoned && ctx.Err() != nil {
-		return ctx.Err() // cut off: the message comes back for the rest
-	}
-	if wake == "" {
-		return nil
-	}
-	return e.wakeAfterStep(ctx, runID, wake)
+	return wake, abandoned, nil
 }
 
 // startGroup starts the steps' attempts (queued, see world.StepStarted) in
