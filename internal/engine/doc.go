@@ -1,29 +1,116 @@
 // Package engine is Skein's workflow engine: one handler for every queue
-// message (run continuations and background steps alike), on any world.World. It is untyped (inputs, outputs and payloads are
+// message (run continuations and background steps alike), on any
+// world.World. It is untyped (inputs, outputs and payloads are
 // json.RawMessage); the typed SDK in package workflow sits on top of it.
 //
-// # Messages
+// # Where things are
 //
-// Engine.Handle takes one queue message. With step IDs it executes those steps
-// (background steps, their attempts marked world.StepStarted.Queued) and then
-// takes their run on: if the run lease is free, it continues the run itself,
-// in the same invocation; if it is held, the holder does, as it re-reads the
-// log after releasing the lease (session.afterRelease argues why one of the
-// two always does). A fan-out therefore costs one invocation per message and
-// no continuation messages. Nobody watches a queued attempt's lease: if its
-// executor dies, the unacknowledged message comes back. Without step IDs it
-// continues the run: it takes the run lease (a continuation that finds the
-// lease held is re-enqueued with a short delay, never dropped), loads the log
-// incrementally, runs the workflow, commits what its suspension needs, runs up
-// to Config.InlineConcurrency ready steps inline as goroutines and queues the
-// rest with their step ID (after Config.BackgroundDelay, during which it may
-// still start them itself as slots free up), schedules the soonest timer as a
-// delayed continuation (sent a little early, see scheduleTimer, so that it has
-// loaded the run when the timer comes due and lingers in process until then),
-// completes or fails the run, and re-enqueues itself before the time budget
-// (the context deadline minus a margin) runs out. Side effects follow
-// committed state: messages are enqueued, streams closed and parent runs
-// notified only after the event that justifies them has committed.
+// engine.go takes a message in (Engine.HandleDelivery) and holds what a
+// whole run needs at its end (afterTerminal) and from outside (ResumeHook,
+// Wake). A continuation runs as a session (session.go: the session and its
+// loop), which takes the run lease (runlease.go), loads the log and
+// rebuilds the workflow (load.go, replay.go, coroutine.go), asks the
+// scheduler what is due and when to wake (scheduler.go, pure), commits
+// what the workflow's suspension needs (commit.go), runs steps inline
+// (inline.go, executor.go) and sends the messages the run needs when it
+// ends (continuations.go). Background steps run in executor.go (one) and
+// group.go (several). Every idempotency key is built in keys.go, every
+// fixed duration is named in timing.go.
+//
+// # The life of a delivery
+//
+// Engine.HandleDelivery validates the message. One that arrives more than
+// maxEarlyWait before its NotBefore hops (Engine.hop: dropped if its run
+// has ended, otherwise enqueued again for the rest under keyHop); a little
+// early, it sleeps. A message delivered more than Config.MaxDeliveries
+// times fails its run. A message naming steps (StepID, StepIDs) is a
+// background delivery (executeBackground); any other is a continuation
+// (continueRun).
+//
+// A continuation takes the run lease (acquireRunLease). If it is held,
+// the message is enqueued again (bounce: a delay doubling per hop, never
+// past the holder's expiry, under keyBusy), never dropped. Under the lease
+// (underLease, which renews it with keepLease), the session's run:
+//
+//  1. loads the log (loadNew: forward, page by page, on a cold start;
+//     newest first back to the last known event afterwards), tracking the
+//     run's status (track). A finished run only runs its end's side
+//     effects (afterTerminal); a run whose workflow is not registered
+//     fails.
+//  2. rebuilds the workflow (rebuild): a new coroutine replays the
+//     in-memory log, matching each creation event with what the code asks
+//     for (replay.go). On a cold start, readStepLeases reads the current
+//     lease of steps another invocation runs inline.
+//  3. loops (session.loop): the deadline passed (Engine.budget:
+//     Config.MaxInvocation from the start, or Config.BudgetMargin before
+//     the context's deadline) makes it drain (no more starts); a run ended by another writer ends it (endForeign); a
+//     divergence holds the run (holdRun); due waits complete
+//     (fireDueWaits); held-back steps due are queued (flushDeferred).
+//  4. builds the commit (build, commit.go): run_started if pending, the
+//     step outcomes delivered but not committed, then either the terminal
+//     event or the creations of the operations the code asked for, each
+//     new step with its step_started while inline capacity lasts
+//     (Config.InlineConcurrency), the rest to queue; and restarts of
+//     existing steps the scheduler finds runnable.
+//  5. commits it (commitPlan): in one Append fenced with IfLastSeq, or in
+//     several when the World takes less (world.AppendFits). A refused
+//     step_started or hook_disposed is dropped and the rest retried; any
+//     other refusal means another writer appended: the session reloads,
+//     rebuilds and goes back to 3 (refresh). Committed events join the log
+//     (applyEvents) and their step_started launch the steps inline
+//     (launch); the excess is held back for Config.BackgroundDelay and
+//     then queued (enqueueSteps: as few messages as the inline capacity
+//     allows, under keyStep or keySteps). A terminal commit ends the
+//     session: running steps are stopped, late outcomes recorded, the
+//     end's side effects run.
+//  6. with steps in flight, waits (waitInflight) until one ends, a timer
+//     comes due, the deadline, or the next event poll (scheduler's
+//     wakeAt). A step alone in flight runs on the session's own goroutine
+//     (runSolo, see below). An outcome is delivered to the coroutine at
+//     once (receive, deliver), before it is committed: the workflow runs
+//     to its next suspension, and step 4 commits the outcome together with
+//     what that suspension needs, one Append per serial step.
+//  7. with nothing in flight or to commit, is idle (idle): it lingers in
+//     process for a timer within Config.Linger, reads the log once more
+//     (another writer's events go back to 3), queues every held-back step,
+//     and ends, having enqueued what the run needs next: a continuation
+//     under keyBudget if it is out of budget with steps ready, a lease
+//     check (scheduleLeaseCheck, under keyLeaseCheck) if the next timer
+//     is only another invocation's step lease, otherwise the continuation
+//     of the next timer (scheduleTimer, under keyTimer), sent up to
+//     maxWakeLead early so that it has loaded the run when the time comes.
+//
+// Then underLease stops the coroutine, releases the lease and reads the
+// log once more if the run has steps this session did not settle
+// (afterRelease): a background executor that finished one while the lease
+// was held left the run to the holder. If anything arrived, the session
+// takes the lease again and resumes with the log it has (resume); if the
+// lease is taken, its new holder goes on; out of budget, it enqueues a
+// continuation under keyAfter.
+//
+// A background delivery runs its steps. One step (executeStep) reads the
+// step and the run, appends its step_started (Queued), runs it, records
+// its outcome (record) and wakes the run (wakeAfterStep, under keyDone);
+// a retry queues the step again for its time (keyStep). Several
+// (executeGroup) start in as few Appends as the World takes (startGroup),
+// run concurrently, and their outcomes are recorded in batches (runGroup,
+// recordGroup), then the run is woken once (keyDoneGroup). A start refused
+// because the step is not yet due or leased by a queued attempt is queued
+// again for that time (requeueRefusedStart, keyStepEarly, keyStepLeased).
+// wakeAfterStep takes the run lease: if it gets it, this invocation
+// continues the run itself, as above, with no message; if it is held, the
+// holder sees the outcome after its release (afterRelease argues why one
+// of the two always does); out of budget, it enqueues a continuation.
+//
+// A wake-up is a continuation from outside the session: a run started
+// (keyStart) or cancelled (keyCancel) by its client, a hook's payload
+// (ResumeHook, keyHook), a held run retried (keyHeld, keyRetryHeld), a
+// run failed on request (FailRun, keyFail) or from a foreign goroutine
+// (failForeign, keyMisuse), or a timer's continuation. It runs as any continuation; a timer's, sent
+// early, loads the run, then lingers in step 7 until the timer is due,
+// and step 3 completes the wait. Side effects follow committed state:
+// messages are enqueued, streams closed and parent runs notified only
+// after the event that justifies them has committed.
 //
 // # Lost executors
 //
