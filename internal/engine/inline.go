@@ -12,6 +12,18 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
+// inlineSteps are the steps a session runs in its invocation.
+type inlineSteps struct {
+	inflight map[string]context.CancelFunc // by step ID; cancels the attempt
+	solo     func() outcome                // runs the one step in flight, not started yet (launch)
+	results  chan outcome                  // outcomes of the steps running as goroutines
+	late     []outcome                     // outcomes that arrived after the workflow finished
+
+	// moved receives the session's outcome from the goroutine it moved to
+	// while its solo step ran long (runSolo); made at the first move.
+	moved chan error
+}
+
 // launch runs a step attempt inline: as a goroutine, or, when it is the
 // only step in flight, held as the session's solo step, which waitInflight
 // runs on the session's own goroutine (see runSolo).

@@ -28,6 +28,16 @@ func (s *session) resume(ctx context.Context) error {
 	return s.loop(ctx)
 }
 
+// runState is what a session knows of its run: the committed log as it
+// loaded and committed it, and what track derived from it.
+type runState struct {
+	log       eventLog
+	lastSeq   int64
+	runStatus world.RunStatus
+	meta      runMeta
+	hold      *holdState // the run's hold, while it is held
+}
+
 func (s *session) run(ctx context.Context) error {
 	if _, err := s.loadNew(ctx, false); err != nil {
 		return err

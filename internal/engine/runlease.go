@@ -59,10 +59,12 @@ func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadli
 func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
 	s := &session{
 		e: e, runID: runID, retryAttempt: retry,
-		inflight: make(map[string]context.CancelFunc),
+		inlineSteps: inlineSteps{
+			inflight: make(map[string]context.CancelFunc),
+			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+		},
 		queued:   make(map[string]bool),
 		deferred: make(map[string]time.Time),
-		results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
 		deadline: deadline,
 	}
 	defer s.close()

@@ -15,20 +15,18 @@ import (
 )
 
 // session is one invocation's continuation of a run, under the run lease.
+// Its state is grouped by who owns it: runState is what it has loaded and
+// committed (load.go), inlineSteps the steps it runs (inline.go); the
+// scheduler reads both (schedule).
 type session struct {
 	e     *Engine
 	runID string
 
-	// The committed log, as loaded and committed by this session.
-	log       eventLog
-	lastSeq   int64
-	runStatus world.RunStatus
-	meta      runMeta
-	hold      *holdState // the run's hold, while it is held
-
 	// retryAttempt is the hold attempt the message retries
 	// (world.Message.HoldAttempt; see holdRun).
 	retryAttempt int
+
+	runState
 
 	wf *Workflow
 	r  *replayer
@@ -40,20 +38,13 @@ type session struct {
 
 	leases map[string]stepLease // current step leases read from the World (readStepLeases)
 
-	inflight map[string]context.CancelFunc
-	solo     func() outcome // runs the one step in flight, not started yet (launch)
-	queued   map[string]bool
+	inlineSteps
+	queued   map[string]bool      // steps this session queued for background executors
 	deferred map[string]time.Time // excess steps held back, until when
-	results  chan outcome
-	late     []outcome // results that arrived after the workflow finished
 
-	deadline time.Time
-	draining bool
-	lastPoll time.Time
-
-	// moved receives the session's outcome from the goroutine it moved to
-	// while its solo step ran long (runSolo); made at the first move.
-	moved chan error
+	deadline time.Time // when the session stops starting work (Engine.budget)
+	draining bool      // past the deadline
+	lastPoll time.Time // when the session last read the log for others' events
 }
 
 // errMoved ends a session loop whose session carries on on another
