@@ -51,7 +51,7 @@ type session struct {
 // goroutine, which delivers the outcome to session.moved.
 var errMoved = errors.New("engine: session moved to another goroutine")
 
-// errStale reports a commit refused because the run changed underneath.
+// staleError reports a commit refused because the run changed underneath.
 type staleError struct{ err error }
 
 func (e *staleError) Error() string { return "engine: stale commit: " + e.err.Error() }
@@ -94,6 +94,8 @@ func (s *session) fireDueWaits(now time.Time) {
 	}
 }
 
+// capacity is how many more steps the session may start inline now: none
+// once it drains.
 func (s *session) capacity() int {
 	if s.draining {
 		return 0
@@ -101,6 +103,12 @@ func (s *session) capacity() int {
 	return max(0, s.e.cfg.InlineConcurrency-len(s.inflight))
 }
 
+// loop runs the session until it ends (steps 3 to 7 of the life of a
+// delivery in the package doc): each turn it looks at the run, commits what
+// the workflow's suspension needs, and otherwise waits for its inline steps
+// or, with none, is idle. A refused commit reloads and rebuilds the
+// workflow and turns again. errMoved means the loop goes on on another
+// goroutine (runSolo).
 func (s *session) loop(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
