@@ -178,10 +178,10 @@ func (e *Engine) refuseAttempt(x stepExec, def *Step) *world.ErrorData {
 	return nil
 }
 
-// attemptFailed decides what a failed attempt records (a panic is logged,
-// once: steps do not replay): the step's failure
+// attemptFailed decides what a failed attempt records: the step's failure
 // when the error is fatal or the attempts are spent, otherwise its retry at
-// the time the error asks for or after the step's backoff.
+// the time the error asks for or after the step's backoff. A panic is
+// logged, once: steps do not replay.
 func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, err error) outcome {
 	var data *world.ErrorData
 	fatal := false
