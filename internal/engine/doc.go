@@ -13,7 +13,7 @@
 // scheduler what is due and when to wake (scheduler.go, pure), commits
 // what the workflow's suspension needs (commit.go), runs steps inline
 // (inline.go, executor.go) and sends the messages the run needs when it
-// ends (continuations.go). Background steps run in executor.go (one) and
+// ends (continuations.go). Background steps run in background.go (one) and
 // group.go (several). Every idempotency key is built in keys.go, every
 // fixed duration is named in timing.go.
 //

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Background deliveries: a message naming one step runs it here (a group
+// of several runs in group.go), records its outcome and takes its run on
+// (wakeAfterStep).
+
+// executeBackground executes the steps a message names (steps queued
+// because the invocation that created them had no inline capacity, or a
+// retry), records their outcomes and takes their run on (wakeAfterStep). A
+// message naming several is executed as a group (executeGroup).
+func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
+	ids := msg.Steps()
+	if len(ids) > 1 {
+		return e.executeGroup(ctx, msg.RunID, ids)
+	}
+	key, err := e.executeStep(ctx, msg.RunID, ids[0])
+	if err != nil || key == "" {
+		return err
+	}
+	return e.wakeAfterStep(ctx, msg.RunID, key)
+}
+
+// executeStep executes one background step and records its outcome. It
+// returns the idempotency key of the continuation the outcome needs (empty
+// when none: the step was already finished or is owned elsewhere, the run
+// ended, or the step retries, for which it enqueues the step again).
+func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string, error) {
+	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+	if err != nil {
+		if errors.Is(err, world.ErrNotFound) {
+			return "", &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", stepID, runID), Err: err}
+		}
+		return "", err
+	}
+	if st.Status.Terminal() {
+		// Recorded already: by this message's first delivery, whose
+		// executor may have died before it woke the run, or by another
+		// executor. Waking the run again is harmless; not waking it could
+		// leave the run waiting for good.
+		return keyDone(stepID, st.Attempt), nil
+	}
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil {
+		return "", err
+	}
+	if run.Status.Terminal() {
+		return "", nil
+	}
+	res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
+	}})
+	if err != nil {
+		switch requeued, rerr := e.requeueRefusedStart(ctx, runID, stepID, err); {
+		case requeued:
+			return "", rerr
+		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
+			return "", nil // the step has ended, or the run has
+		case errors.Is(err, world.ErrNotFound):
+			return "", &PermanentError{Reason: "step " + stepID + " not found", Err: err}
+		}
+		return "", err
+	}
+	meta := runMeta{
+		runID: run.RunID, workflowName: run.WorkflowName, input: run.Input,
+		execCtx: run.ExecutionContext, createdAt: run.CreatedAt,
+	}
+	x := execOf(meta, res.Results[0].Step, st.Input)
+	o := e.runStep(ctx, x)
+	if o.kind == outAbandoned {
+		return "", ctx.Err()
+	}
+	if err := e.record(ctx, runID, o); err != nil {
+		return "", err
+	}
+	if o.kind == outRetrying {
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: o.retryAfter}
+		return "", e.enqueue(ctx, m, keyStep(stepID, o.attempt))
+	}
+	return keyDone(stepID, o.attempt), nil
+}
+
+// requeueRefusedStart queues a background step again when its step_started
+// was refused for now: not yet due (a retry's time), or running under the
+// live lease of a queued attempt. That lease may be held by an executor
+// that is still running the step (a duplicate delivery), whose outcome
+// will make the new message find the step ended, or by one that died: this
+// delivery is then the one that runs the step again, so it must not be
+// dropped (nobody watches a queued attempt's lease, see schedule.next).
+// An attempt an invocation runs inline needs nothing from it. It reports
+// whether err was such a refusal.
+func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
+	var early *world.TooEarlyError
+	var leased *world.StepLeasedError
+	switch {
+	case errors.As(err, &early):
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: early.RetryAfter}
+		return true, e.enqueue(ctx, m, keyStepEarly(stepID, early.RetryAfter))
+	case errors.As(err, &leased):
+		if !e.queuedAttempt(ctx, runID, stepID, leased.Attempt) {
+			// An invocation runs it inline: should it die, its run's
+			// next session takes the step on at the lease's expiry.
+			return true, nil
+		}
+		at := leased.LeaseExpiresAt.Add(expirySlack)
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: at}
+		return true, e.enqueue(ctx, m, keyStepLeased(stepID, leased.Attempt, leased.LeaseExpiresAt))
+	}
+	return false, nil
+}
+
+// queuedAttempt reports whether a step's attempt was started by a
+// background executor (world.StepStarted.Queued), from the step's events;
+// when they cannot be read, it answers yes, the safe side.
+func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attempt int) bool {
+	page, err := e.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{
+		RunID: runID, CorrelationID: stepID, Pagination: world.Pagination{Limit: world.MaxPageLimit},
+	})
+	if err != nil {
+		return true
+	}
+	for _, ev := range page.Items {
+		if d, ok := ev.Data.(*world.StepStarted); ok && d.Attempt == attempt {
+			return d.Queued
+		}
+	}
+	return true
+}
+
+// wakeAfterStep takes a run on after a background step's outcome has
+// committed. If the run lease is held, its holder reads the log after
+// releasing it and goes on itself if anything arrived (see
+// session.afterRelease for why one of the two always does). Otherwise this
+// executor takes the lease and continues the run in its own invocation,
+// which then needs no message; only when its budget is spent does it
+// enqueue a continuation (under key).
+func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string) error {
+	owner, err := e.acquireRunLease(ctx, runID)
+	switch {
+	case errors.Is(err, world.ErrLeaseHeld):
+		return nil // the holder goes on after releasing the lease
+	case err == nil:
+		if deadline := e.budget(ctx); e.now().Before(deadline) {
+			return e.continueLeased(ctx, runID, owner, deadline)
+		}
+		_ = e.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
+	}
+	// Out of budget, or the lease is in an unknown state (an error): a
+	// continuation wakes the run.
+	return e.enqueue(ctx, world.Message{RunID: runID}, key)
+}
+
+// record appends a step outcome outside the run's fence. A refusal means the
+// step or its run has moved on (another executor recorded it after this
+// one's lease expired, or the run ended): nothing to do.
+func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
+	var err error
+	for try := 0; try < 3; try++ {
+		_, err = e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone), errors.Is(err, world.ErrNotFound):
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		time.Sleep(time.Duration(try+1) * recordBackoff)
+	}
+	return err
+}
