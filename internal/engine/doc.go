@@ -15,7 +15,13 @@
 // (inline.go, executor.go) and sends the messages the run needs when it
 // ends (continuations.go). Background steps run in background.go (one) and
 // group.go (several). Every idempotency key is built in keys.go, every
-// fixed duration is named in timing.go.
+// fixed duration is named in timing.go. Around them: a run whose replay
+// diverges is held (hold.go); a cold session reads the current leases of
+// other invocations' steps (steplease.go); the workflow API refuses calls
+// from goroutines the workflow started (guard.go); the workflow's logger
+// stays quiet for history it already printed (logline.go); correlation
+// IDs, tokens and randomness come from the run's deterministic source
+// (ids.go).
 //
 // # The life of a delivery
 //
