@@ -42,13 +42,13 @@ func (s *session) idle(ctx context.Context, now time.Time) (done bool, err error
 	if s.r.failMisused() {
 		return false, nil // the loop records the failure
 	}
-	switch {
-	case s.draining && len(s.schedule(now).runnable()) > 0:
+	switch s.schedule(now).idleEnding(next, s.draining) {
+	case endBudget:
 		// Out of budget with steps ready to run: a new invocation takes over.
 		return true, s.e.enqueue(ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
-	case !next.IsZero() && s.schedule(now).isLeaseCheck(next):
+	case endLeaseCheck:
 		return true, s.scheduleLeaseCheck(ctx, next)
-	case !next.IsZero():
+	case endTimer:
 		return true, s.scheduleTimer(ctx, now, next)
 	}
 	return true, nil

@@ -157,6 +157,31 @@ func (sc schedule) dueWaits() []*op {
 	return due
 }
 
+// idleEnd is how an idle session that found nothing new ends.
+type idleEnd int
+
+const (
+	endQuiet      idleEnd = iota // nothing timed: the next message comes from elsewhere
+	endBudget                    // out of budget with steps ready: a continuation now
+	endLeaseCheck                // only another invocation's step lease: a lease check
+	endTimer                     // a wait, a retry or a held-back step: its timer's continuation
+)
+
+// idleEnding decides how an idle session ends, given its next timer (zero:
+// none, from next before it queued its held-back steps) and whether it is
+// draining.
+func (sc schedule) idleEnding(next time.Time, draining bool) idleEnd {
+	switch {
+	case draining && len(sc.runnable()) > 0:
+		return endBudget
+	case next.IsZero():
+		return endQuiet
+	case sc.isLeaseCheck(next):
+		return endLeaseCheck
+	}
+	return endTimer
+}
+
 // wakeAt returns when a session with steps in flight must wake if none
 // ends first: the soonest of the next event poll, the next timer (zero:
 // none) and, unless it is draining already, its deadline.

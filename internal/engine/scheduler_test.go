@@ -228,3 +228,33 @@ func TestBounceDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestIdleEnding(t *testing.T) {
+	t.Parallel()
+	slack := int(leaseCheckSlack / time.Millisecond)
+	lease := opsByID(runningStep("s1", 0, 100, false))
+	tests := []struct {
+		name     string
+		sc       schedule
+		next     time.Time
+		draining bool
+		want     idleEnd
+	}{
+		{name: "nothing timed", sc: schedule{}, want: endQuiet},
+		{name: "a wait", sc: schedule{waits: opsByID(waitOp("w1", 0, 500))}, next: at(500), want: endTimer},
+		{name: "a lease only", sc: schedule{steps: lease}, next: at(100 + slack), want: endLeaseCheck},
+		{name: "a held-back step", sc: schedule{}, next: at(40), want: endTimer},
+		{name: "draining with a step ready", sc: schedule{steps: opsByID(pendingStep("s1", 0, 0))}, draining: true, next: at(500), want: endBudget},
+		{name: "draining with nothing ready", sc: schedule{waits: opsByID(waitOp("w1", 0, 500))}, draining: true, next: at(500), want: endTimer},
+		{name: "a ready step while not draining is no budget end", sc: schedule{steps: opsByID(pendingStep("s1", 0, 0))}, want: endQuiet},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.sc.now = t0
+			if got := tt.sc.idleEnding(tt.next, tt.draining); got != tt.want {
+				t.Fatalf("idleEnding = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
