@@ -40,9 +40,9 @@ func TestSerialSteps(t *testing.T) {
 	h := newHarness(t, func(lw *localworld.World) world.World { cw = &countingWorld{World: lw}; return cw }, Config{})
 	h.reg.step("add", 3, addStep)
 	h.reg.wf("addTen", addTen)
-	h.work(1, nil)
 	id := h.start("addTen", 123)
-	before := cw.appends.Load()
+	before := cw.appends.Load() // read before any worker can run it
+	h.work(1, nil)
 	run := h.wait(id)
 	if run.Status != world.RunStatusCompleted || string(run.Output) != "133" {
 		t.Fatalf("run = %s %s %+v", run.Status, run.Output, run.Error)
