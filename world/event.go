@@ -122,6 +122,7 @@ type (
 		StepName    string          `json:"stepName"`
 		Input       json.RawMessage `json:"input,omitempty"`
 		InputDigest string          `json:"inputDigest,omitempty"`
+		Patches     []string        `json:"patches,omitempty"`
 	}
 	// StepStarted moves a step to running and counts an attempt. LeaseTTL is
 	// how long the attempt is exclusive (DefaultStepLease when zero); the World
@@ -159,12 +160,14 @@ type (
 		Token     string          `json:"token"`
 		Metadata  json.RawMessage `json:"metadata,omitempty"`
 		IsWebhook bool            `json:"isWebhook,omitempty"`
+		Patches   []string        `json:"patches,omitempty"`
 	}
 	// HookConflict records that a hook_created was refused because another
 	// active hook holds the token. Worlds write it in place of hook_created.
 	HookConflict struct {
-		Token            string `json:"token"`
-		ConflictingRunID string `json:"conflictingRunId,omitempty"`
+		Token            string   `json:"token"`
+		ConflictingRunID string   `json:"conflictingRunId,omitempty"`
+		Patches          []string `json:"patches,omitempty"`
 	}
 	// HookReceived delivers one payload to an active hook.
 	HookReceived struct {
@@ -178,6 +181,7 @@ type (
 	// WaitCreated creates a wait that elapses at ResumeAt.
 	WaitCreated struct {
 		ResumeAt time.Time `json:"resumeAt"`
+		Patches  []string  `json:"patches,omitempty"`
 	}
 	// WaitCompleted marks a wait elapsed.
 	WaitCompleted struct {
@@ -406,6 +410,9 @@ func (d *StepCreated) validate(corr string) error {
 	if !validDigest(d.InputDigest) {
 		return invalidf(EventStepCreated, corr, "inputDigest must be at most %d lowercase hex digits", maxDigestLength)
 	}
+	if err := validPatches(EventStepCreated, corr, d.Patches); err != nil {
+		return err
+	}
 	return validJSON(EventStepCreated, corr, "input", d.Input)
 }
 
@@ -506,6 +513,9 @@ func (d *HookCreated) validate(corr string) error {
 	if err := CheckText(d.Token); err != nil {
 		return invalidf(EventHookCreated, corr, "token %q %v", d.Token, err)
 	}
+	if err := validPatches(EventHookCreated, corr, d.Patches); err != nil {
+		return err
+	}
 	return validJSON(EventHookCreated, corr, "metadata", d.Metadata)
 }
 
@@ -516,7 +526,7 @@ func (d *HookConflict) validate(corr string) error {
 	if d.Token == "" {
 		return invalidf(EventHookConflict, corr, "token required")
 	}
-	return nil
+	return validPatches(EventHookConflict, corr, d.Patches)
 }
 
 func (d *HookReceived) validate(corr string) error {
@@ -537,7 +547,7 @@ func (d *WaitCreated) validate(corr string) error {
 	if d.ResumeAt.IsZero() {
 		return invalidf(EventWaitCreated, corr, "resumeAt required")
 	}
-	return nil
+	return validPatches(EventWaitCreated, corr, d.Patches)
 }
 
 func (d *WaitCompleted) validate(corr string) error {

@@ -315,7 +315,7 @@ func applyHookCreated(s State, eff *Effect, d *HookCreated, now time.Time) error
 		return refuse(ErrConflict, EventHookCreated, corr, "hook already exists")
 	}
 	if s.TokenHolder != nil {
-		eff.Event.Data = &HookConflict{Token: d.Token, ConflictingRunID: s.TokenHolder.RunID}
+		eff.Event.Data = &HookConflict{Token: d.Token, ConflictingRunID: s.TokenHolder.RunID, Patches: d.Patches}
 		return nil
 	}
 	eff.Hook = &Hook{

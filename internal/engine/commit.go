@@ -74,7 +74,7 @@ func (s *session) build(now time.Time) *plan {
 		}
 		switch o.kind {
 		case opStep:
-			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input, InputDigest: o.inputDigest()}, eventMeta{})
+			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input, InputDigest: o.inputDigest(), Patches: o.patches}, eventMeta{})
 			if capacity > 0 {
 				p.add(o.id, &world.StepStarted{StepName: o.name, LeaseTTL: lease}, eventMeta{launch: o})
 				capacity--
@@ -82,13 +82,13 @@ func (s *session) build(now time.Time) *plan {
 				p.queue = append(p.queue, o)
 			}
 		case opHook:
-			p.add(o.id, &world.HookCreated{Token: o.name, Metadata: o.metadata, IsWebhook: o.isWebhook}, eventMeta{})
+			p.add(o.id, &world.HookCreated{Token: o.name, Metadata: o.metadata, IsWebhook: o.isWebhook, Patches: o.patches}, eventMeta{})
 		case opWait:
 			at := o.resumeAt
 			if at.IsZero() {
 				at = now.Add(o.duration)
 			}
-			p.add(o.id, &world.WaitCreated{ResumeAt: at}, eventMeta{})
+			p.add(o.id, &world.WaitCreated{ResumeAt: at, Patches: o.patches}, eventMeta{})
 		}
 	}
 	for _, o := range disposals {

@@ -42,6 +42,7 @@ func causedByCode(ev *world.Event) bool {
 
 // noteAuthored raises the mark of the last code-caused event.
 func (r *replayer) noteAuthored(ev *world.Event) {
+	r.notePatches(ev)
 	if causedByCode(ev) && ev.Seq > r.authored {
 		r.authored = ev.Seq
 	}

@@ -71,6 +71,10 @@ type op struct {
 	disposeWanted bool
 	disposeLogged bool
 	disposeSent   bool
+	// patches are the patch markers its creation event records (see
+	// patch.go).
+	patches []string
+
 	// disposeAt is how many operations the code had asked for when it
 	// called Dispose: the disposal is committed before the creation of any
 	// later one (a new hook on the same token must find it free).
@@ -130,6 +134,14 @@ type replayer struct {
 	lines      int
 	said       []uint64
 	divergedAt int64
+
+	// Patches (see patch.go): the creation events of the log and the patch
+	// markers they carry, the decisions taken, and the markers waiting for
+	// the next creation.
+	creations      int
+	marked         map[string]bool
+	patched        map[string]bool
+	pendingPatches []string
 }
 
 func newReplayer(wf *Workflow, logger *slog.Logger) *replayer {
@@ -465,6 +477,7 @@ func (r *replayer) deliverWait(o *op) {
 func (r *replayer) newOp(kind opKind, prefix, name string) *op {
 	r.enter(describeCall(kind, name))
 	o := &op{kind: kind, id: r.det.id(prefix), index: len(r.ops), name: name}
+	r.takePatches(o)
 	r.ops = append(r.ops, o)
 	r.byID[o.id] = o
 	return o
