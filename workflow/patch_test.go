@@ -135,6 +135,13 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 				t.Fatalf("while the old run sleeps: %+v, want it open and the new one marked", rep)
 			}
 
+			waitFor(t, "the old run to end or be held", func() bool {
+				info, err := client.GetRun(ctx, old.ID())
+				if err == nil && info.Status == workflow.StatusHeld {
+					t.Fatalf("the old run is held: %v", info.Hold.Err)
+				}
+				return err == nil && info.Status.Terminal()
+			})
 			got, err := old.Result(ctx)
 			if err != nil {
 				t.Fatal(err)
