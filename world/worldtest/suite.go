@@ -70,6 +70,7 @@ func groups() []group {
 		{"leases", leaseCases()},
 		{"queue", queueCases()},
 		{"streams", streamCases()},
+		{"patches", patchCases()},
 	}
 }
 
