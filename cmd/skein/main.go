@@ -64,6 +64,7 @@ var commands = []*command{
 	runsListCmd, runsShowCmd, runsEventsCmd, runsCancelCmd, runsRetryCmd, runsFailCmd,
 	hooksListCmd, hooksResumeCmd,
 	streamsListCmd, streamsReadCmd,
+	patchesCheckCmd,
 }
 
 // usageError is bad usage: exit code 2.
