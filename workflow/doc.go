@@ -56,6 +56,26 @@
 // Client.RetryRun, so that deploying code that fits its log resumes it.
 // Client.FailRun and Client.Cancel end a held run for good.
 //
+// # Changing workflows
+//
+// Runs outlive deployments. To change what a workflow does under runs in
+// flight, guard the change with a patch:
+//
+//	if workflow.Patched(ctx, "add-fraud-check") {
+//		// new path: steps added, removed or reordered here replay exactly
+//	} else {
+//		// old path, as the code was before
+//	}
+//
+// A run that reaches the call for the first time takes the new path and
+// records the patch's marker with the next step, hook or timer it creates;
+// a run whose log already went past that point without the marker takes
+// the old path; a run replaying its marker takes the new one. When
+// Client.CheckPatch (skein patches check) reports that no unfinished run
+// lacks the marker, delete the old path and call Deprecate in place of
+// Patched; once no deployment that still calls Patched can replay a run,
+// remove the call. docs/changing-workflows.md walks through an example.
+//
 // The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
 // belongs to the workflow function's own goroutine: to run steps at the
 // same time, start them with Step.Go and wait with All or Select. A call
