@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -22,8 +23,10 @@ import (
 //		}
 //	}
 //
-// A run decides a patch once: later calls with the same id return the
-// first answer. Give each change its own id. Steps added, removed or
+// A run decides a patch once: later calls with the same id from the same
+// place (a loop) return the first answer. Give each change its own id: the
+// same id asked for at two places in the code panics, naming both, which
+// fails the run. Steps added, removed or
 // reordered inside either branch replay without divergence. Once
 // Client.CheckPatch reports that no run needs the old path, retire the
 // patch: keep only the new path and call Deprecate in place of Patched
@@ -33,7 +36,16 @@ func Patched(ctx Context, id string) bool {
 	if id == "" {
 		panic("workflow.Patched: empty patch ID")
 	}
-	return ctx.impl().ec.Patched(id)
+	return ctx.impl().ec.Patched(id, callSite(2))
+}
+
+// callSite names the caller skip frames up, as file:line.
+func callSite(skip int) string {
+	_, file, line, ok := runtime.Caller(skip)
+	if !ok {
+		return "an unknown place"
+	}
+	return fmt.Sprintf("%s:%d", file, line)
 }
 
 // Deprecate marks a retired patch: the code keeps only the new path, and a
@@ -44,7 +56,7 @@ func Deprecate(ctx Context, id string) {
 	if id == "" {
 		panic("workflow.Deprecate: empty patch ID")
 	}
-	ctx.impl().ec.Patched(id)
+	ctx.impl().ec.Patched(id, callSite(2))
 }
 
 // CheckPatchParams names a patch of a workflow.

@@ -168,3 +168,52 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 		})
 	}
 }
+
+// TestPatchIDMisuse: a patch ID asked for at two places in the code, or an
+// empty one, fails the run with a message naming the mistake; asking again
+// from the same place (a loop) is fine.
+func TestPatchIDMisuse(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		fn   func(ctx workflow.Context) bool
+		want string // "" for success
+	}{
+		{"two places", func(ctx workflow.Context) bool {
+			a := workflow.Patched(ctx, "p")
+			return a && workflow.Patched(ctx, "p")
+		}, `patch ID "p" is used at`},
+		{"empty", func(ctx workflow.Context) bool { return workflow.Patched(ctx, "") }, "empty patch ID"},
+		{"loop", func(ctx workflow.Context) bool {
+			ok := true
+			for range 3 {
+				ok = ok && workflow.Patched(ctx, "p")
+			}
+			return ok
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			wf := workflow.New("patch-misuse", func(ctx workflow.Context, _ struct{}) (bool, error) { return tc.fn(ctx), nil })
+			e := newEnv(t, wf)
+			ctx := e.ctx()
+			run, err := wf.Start(ctx, e.client, struct{}{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := run.Result(ctx)
+			if tc.want == "" {
+				if err != nil || !got {
+					t.Fatalf("result %v, %v; want true", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("result %v, %v; want a failure naming %q", got, err, tc.want)
+			}
+			if tc.name == "two places" && strings.Count(err.Error(), "patch_test.go:") != 2 {
+				t.Errorf("%v does not name both places", err)
+			}
+		})
+	}
+}

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/skeinflow/skein/world"
+import (
+	"fmt"
+
+	"github.com/skeinflow/skein/world"
+)
 
 // Patches: a change to workflow code guarded by a patch ID takes the new
 // path in runs that reach it for the first time and the old path in runs
@@ -19,8 +23,8 @@ import "github.com/skeinflow/skein/world"
 //     path, and the marker is recorded on the next creation event the code
 //     causes (in the same append, so no log has one without the other).
 //
-// A patch ID is decided once per run: later calls with the same ID return
-// the first answer.
+// A patch ID is decided once per run: later calls with the same ID, from
+// the same place in the code (a loop), return the first answer.
 
 // notePatches counts a creation event of the log and remembers the patch
 // markers it carries. It sees the whole log before replay starts (rebuild
@@ -41,11 +45,16 @@ func (r *replayer) notePatches(ev *world.Event) {
 }
 
 // Patched reports whether the run takes the new path of the patch id (see
-// above).
-func (c *Context) Patched(id string) bool {
+// above). site names the place in the code that asks (file:line): a patch
+// ID asked for at two places is a mistake that would tie two changes'
+// decisions together, and panics with both places named.
+func (c *Context) Patched(id, site string) bool {
 	r := c.r
 	r.enter("workflow.Patched")
 	if v, ok := r.patched[id]; ok {
+		if first := r.patchSites[id]; first != site {
+			panic(fmt.Sprintf("workflow.Patched: patch ID %q is used at %s and at %s; give each change its own ID", id, first, site))
+		}
 		return v
 	}
 	v := true
@@ -57,9 +66,9 @@ func (c *Context) Patched(id string) bool {
 		r.pendingPatches = append(r.pendingPatches, id)
 	}
 	if r.patched == nil {
-		r.patched = make(map[string]bool)
+		r.patched, r.patchSites = make(map[string]bool), make(map[string]string)
 	}
-	r.patched[id] = v
+	r.patched[id], r.patchSites[id] = v, site
 	return v
 }
 

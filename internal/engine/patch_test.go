@@ -40,19 +40,19 @@ func TestPatchedDecidesFromTheLog(t *testing.T) {
 		newRun []string // the steps a run started by v2 creates
 	}{
 		{"added", func(c *Context) []string {
-			if c.Patched("p") {
+			if c.Patched("p", "here") {
 				return []string{"x", "a", "b"}
 			}
 			return []string{"a", "b"}
 		}, []string{"x", "a", "b"}},
 		{"reordered", func(c *Context) []string {
-			if c.Patched("p") {
+			if c.Patched("p", "here") {
 				return []string{"b", "a"}
 			}
 			return []string{"a", "b"}
 		}, []string{"b", "a"}},
 		{"removed", func(c *Context) []string {
-			if c.Patched("p") {
+			if c.Patched("p", "here") {
 				return []string{"b"}
 			}
 			return []string{"a", "b"}
@@ -140,7 +140,7 @@ func TestPatchedMarkerRidesTheNextCreation(t *testing.T) {
 	h := newHarness(t, nil, Config{Linger: -1})
 	var answers []bool
 	h.reg.wf("w", func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
-		answers = append(answers[:0], c.Patched("q"), c.Patched("r"), c.Patched("q"))
+		answers = append(answers[:0], c.Patched("q", "here"), c.Patched("r", "here"), c.Patched("q", "here"))
 		w := c.Sleep(time.Hour)
 		c.Await(w.Done)
 		return nil, nil

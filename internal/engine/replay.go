@@ -141,6 +141,7 @@ type replayer struct {
 	creations      int
 	marked         map[string]bool
 	patched        map[string]bool
+	patchSites     map[string]string
 	pendingPatches []string
 }
 
