@@ -42,6 +42,9 @@ var bootstrapBin struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(chaosWorkerEnv) != "" {
+		os.Exit(chaosWorker()) // TestChaosLocalWorld's worker process
+	}
 	if os.Getenv("SKEIN_EMULATORS") == "1" {
 		buildBootstrap()
 	}

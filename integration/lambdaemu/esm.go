@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,7 @@ type ESM struct {
 type killer interface {
 	Kill() error
 	InFlight() string
+	PID() int
 }
 
 // NewESM checks cfg.
@@ -209,6 +211,35 @@ func (e *ESM) Kill() int {
 		}
 	}
 	return n
+}
+
+// KillOne sends SIGKILL to one execution environment that is running an invocation, as a crash of
+// that one process would, and returns the killed process's ID (0 when none was running an
+// invocation). pick chooses among the n running ones: it returns an index in [0, n). Like Kill, it
+// returns once the process has exited.
+func (e *ESM) KillOne(pick func(n int) int) int {
+	e.envMu.Lock()
+	workers := make([]int, 0, len(e.envs))
+	for w := range e.envs {
+		workers = append(workers, w)
+	}
+	sort.Ints(workers)
+	var busy []killer
+	for _, w := range workers {
+		if k, ok := e.envs[w].(killer); ok && k.InFlight() != "" {
+			busy = append(busy, k)
+		}
+	}
+	e.envMu.Unlock()
+	if len(busy) == 0 {
+		return 0
+	}
+	k := busy[pick(len(busy))]
+	pid := k.PID()
+	if pid == 0 || k.Kill() != nil {
+		return 0
+	}
+	return pid
 }
 
 // Stats returns a snapshot of the counters.

@@ -25,6 +25,7 @@ func Registry() (*workflow.Registry, error) {
 		Slow, SlowStep,
 		StaticWebhook, ManualWebhook, Reply,
 		Parent,
+		Chaos, ChaosChild, ChaosStep,
 	); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,259 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// The environment of a local chaos worker (the test binary run again by
+// TestChaosLocalWorld).
+const (
+	chaosWorkerEnv = "SKEIN_CHAOS_WORKER" // the store's path: run as a worker
+	chaosPlanEnv   = "SKEIN_CHAOS_PLAN"   // the plan every run follows, JSON (Key set per run)
+	chaosStartEnv  = "SKEIN_CHAOS_START"  // how many runs must exist
+)
+
+// chaosLocalKey is the idempotency key of the local run with key k.
+func chaosLocalKey(k int) string { return "chaos-" + strconv.Itoa(k) }
+
+// TestChaosLocalWorld runs the mixed workflow (demo.Chaos) on a durable
+// local store in worker processes that are SIGKILLed at random, 30 times or
+// more (SKEIN_CHAOS_KILLS), each restart starting a few more runs, then lets
+// a last worker finish them and checks every run's log and every step body
+// against the invariants (checkChaos).
+func TestChaosLocalWorld(t *testing.T) {
+	t.Parallel()
+	seed := chaosSeed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0xc4a05))
+	kills := envInt(t, chaosKillsEnv, 30)
+	duration := envDuration(t, chaosDurationEnv, 0)
+	perRestart := max(1, envInt(t, chaosRunsEnv, 20)/10)
+	sink := newChaosSink(t)
+	path := filepath.Join(t.TempDir(), "chaos.db")
+	plan := demo.ChaosPlan{Sink: sink.URL(), Serial: 3, Fan: 6, ChildSteps: 2, Work: 150 * time.Millisecond, Sleep: 300 * time.Millisecond}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out := logs.String()
+			if len(out) > 32<<10 {
+				out = "...\n" + out[len(out)-32<<10:]
+			}
+			t.Logf("worker output:\n%s", out)
+		}
+	})
+	start := func(n int) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), chaosWorkerEnv+"="+path, chaosPlanEnv+"="+string(planJSON), chaosStartEnv+"="+strconv.Itoa(n))
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	began := time.Now()
+	n, killed, finished := 0, 0, 0
+	for killed < kills || time.Since(began) < duration {
+		n += perRestart
+		cmd := start(n)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			// Done with every run before the kill came: start more.
+			if err != nil {
+				t.Fatalf("worker exited: %v", err)
+			}
+			finished++
+			continue
+		case <-time.After(300*time.Millisecond + time.Duration(rng.Int64N(int64(1200*time.Millisecond)))):
+		}
+		_ = cmd.Process.Kill()
+		<-exited
+		sink.died(cmd.Process.Pid, time.Now())
+		killed++
+	}
+	// The last worker, left alone, must finish every run.
+	cmd := start(n)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	limit := 2*time.Minute + duration/10
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the last worker: %v", err)
+		}
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Errorf("runs still unfinished %s after the last kill", limit)
+	}
+
+	w, err := localworld.Open(localworld.Config{Path: path, RepairTornTail: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx := context.Background()
+	runs, err := allRuns(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string]demo.ChaosPlan{}
+	for _, r := range runs {
+		if r.WorkflowName == demo.Chaos.Name() {
+			p := plan
+			p.Key = strings.TrimPrefix(r.IdempotencyKey, "chaos-")
+			plans[r.RunID] = p
+		}
+	}
+	if len(plans) != n {
+		t.Errorf("%d chaos runs in the store, want %d", len(plans), n)
+	}
+	violations, tally, err := checkChaos(ctx, w, sink, plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range violations {
+		t.Errorf("violation: %s", v)
+	}
+	t.Logf("local world: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; "+
+		"%d SIGKILLs, %d workers that finished before their kill; %d violations; %s",
+		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads,
+		killed, finished, len(violations), time.Since(began).Round(time.Second))
+}
+
+// chaosWorker is a local chaos worker process: it opens the store, starts
+// the runs that do not exist yet (idempotency keys chaos-0 up), works on
+// every run, resumes each run's hook once or twice at once, and exits 0
+// when every run has ended. It is meant to be killed.
+func chaosWorker() int {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := runChaosWorker(logger); err != nil {
+		logger.Error("chaos worker", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func runChaosWorker(logger *slog.Logger) error {
+	var plan demo.ChaosPlan
+	if err := json.Unmarshal([]byte(os.Getenv(chaosPlanEnv)), &plan); err != nil {
+		return fmt.Errorf("%s: %w", chaosPlanEnv, err)
+	}
+	n, err := strconv.Atoi(os.Getenv(chaosStartEnv))
+	if err != nil {
+		return fmt.Errorf("%s: %w", chaosStartEnv, err)
+	}
+	var w *localworld.World
+	for limit := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		w, err = localworld.Open(localworld.Config{Path: os.Getenv(chaosWorkerEnv), RepairTornTail: true})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, localworld.ErrLocked) || time.Now().After(limit) {
+			return err
+		}
+	}
+	defer w.Close()
+	reg, err := demo.Registry()
+	if err != nil {
+		return err
+	}
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{
+		World: w, Registry: reg, Concurrency: 8, Logger: logger, Visibility: 3 * time.Second,
+		Engine: workflow.EngineOptions{InlineConcurrency: 4, StepLeaseTTL: 2 * time.Second, RunLeaseTTL: 2 * time.Second},
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = worker.Run(ctx) })
+	defer cancel()
+	c := worker.Client()
+	for k := range n {
+		p := plan
+		p.Key = strconv.Itoa(k)
+		if _, err := demo.Chaos.Start(ctx, c, p, workflow.WithIdempotencyKey(chaosLocalKey(k))); err != nil {
+			return fmt.Errorf("start %d: %w", k, err)
+		}
+	}
+	resumed := map[int]bool{}
+	for {
+		done, err := chaosPass(ctx, c, n, resumed)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// chaosPass resumes the hooks that wait and not resumed yet by this
+// process (run k's once when k is even, twice at once when odd) and reports
+// whether every run has ended.
+func chaosPass(ctx context.Context, c *workflow.Client, n int, resumed map[int]bool) (bool, error) {
+	for k := range n {
+		if resumed[k] {
+			continue
+		}
+		if _, err := c.GetHookByToken(ctx, demo.ChaosHookToken(strconv.Itoa(k))); err != nil {
+			continue
+		}
+		resumed[k] = true
+		resumeChaosHook(ctx, c, strconv.Itoa(k), 1+k%2)
+	}
+	runs, err := allRuns(ctx, c.World())
+	if err != nil {
+		return false, err
+	}
+	parents := 0
+	for _, r := range runs {
+		if !r.Status.Terminal() {
+			return false, nil
+		}
+		if r.WorkflowName == demo.Chaos.Name() {
+			parents++
+		}
+	}
+	return parents == n, nil
+}
+
+// resumeChaosHook sends times payloads at once to the hook of the run with
+// key, and waits for the answers (errors are the run's business: a second
+// payload may come after the run has moved on).
+func resumeChaosHook(ctx context.Context, c *workflow.Client, key string, times int) {
+	var wg sync.WaitGroup
+	for i := range times {
+		wg.Go(func() {
+			_, _ = c.ResumeHook(ctx, demo.ChaosHookToken(key), demo.ChaosApproval{By: fmt.Sprintf("approver-%d", i)})
+		})
+	}
+	wg.Wait()
+}
