@@ -300,8 +300,12 @@ func checkChaos(ctx context.Context, w world.World, sink *chaosSink, plans map[s
 		v := checkRunLog(r, evs, want, bodies, logged, &tally)
 		if r.WorkflowName == demo.Chaos.Name() && r.Status == world.RunStatusCompleted {
 			var got demo.ChaosResult
-			if err := json.Unmarshal(r.Output, &got); err != nil {
-				v = append(v, fmt.Sprintf("result %s: %v", r.Output, err))
+			full, err := w.GetRun(ctx, &world.GetRunParams{RunID: r.RunID})
+			if err != nil {
+				return nil, tally, err
+			}
+			if err := json.Unmarshal(full.Output, &got); err != nil {
+				v = append(v, fmt.Sprintf("result %s: %v", full.Output, err))
 			} else if got.Steps != want || got.Child != plan.ChildSteps || got.ApprovedBy == "" {
 				v = append(v, fmt.Sprintf("result %+v, want %d steps, child %d and an approver", got, want, plan.ChildSteps))
 			}

@@ -27,6 +27,8 @@ type ChaosPlan struct {
 	ChildSteps int           `json:"childSteps"`
 	Work       time.Duration `json:"work"`
 	Sleep      time.Duration `json:"sleep"`
+	// Pad makes the input larger (past a claim-check threshold, say).
+	Pad string `json:"pad,omitempty"`
 }
 
 // ChaosHookToken is the token of the hook a Chaos run with key waits on.

@@ -1,0 +1,204 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// TestChaosLambda runs many runs of the mixed workflow (demo.Chaos: serial
+// steps, a fan-out wider than InlineConcurrency, a retried step, a sleep, a
+// hook resumed once or twice at once, a child run) on the real bootstrap
+// behind the emulated Lambda runtime and SQS event source mapping, while
+// the flow processes are SIGKILLed at random, received messages are
+// delivered a second time or see their visibility timeout expire mid-step,
+// and the bootstrap's DynamoDB and S3 requests meet throttling, 500s, 503s,
+// lost answers and transaction conflicts. Then every run's log and every
+// step body is checked against the invariants (checkChaos), and the DLQ
+// must be empty.
+//
+// SKEIN_CHAOS_RUNS (default 16) runs are started over SKEIN_CHAOS_DURATION
+// (default 20s); SKEIN_CHAOS_SEED repeats a run's random choices.
+func TestChaosLambda(t *testing.T) {
+	t.Parallel()
+	seed := chaosSeed(t)
+	runs := envInt(t, chaosRunsEnv, 16)
+	duration := envDuration(t, chaosDurationEnv, 20*time.Second)
+	s := newStack(t, stackOptions{
+		NoESM: true,
+		Env: map[string]string{
+			"SKEIN_INLINE_CONCURRENCY": "4", "SKEIN_STEP_LEASE_TTL": "3s", "SKEIN_RUN_LEASE_TTL": "3s",
+			"SKEIN_TIME_BUDGET_MARGIN": "2s", "SKEIN_CLAIM_CHECK_THRESHOLD": "1024",
+		},
+		Adjust: func(m *lambdaemu.Mapping) {
+			m.Function.Timeout = 10 * time.Second
+			m.Queue.VisibilityTimeout = 12 * time.Second
+			m.MaximumConcurrency = 4
+		},
+	})
+	inj := dynamotest.NewInjector(seed, 0.04, dynamotest.Throttled, dynamotest.LimitExceeded, dynamotest.ServerError,
+		dynamotest.Unavailable, dynamotest.LostAnswer, dynamotest.TxConflict)
+	inj.Only = map[string]bool{"DynamoDB": true, "S3": true}
+	inj.Cover = []string{"DynamoDB/throttled", "DynamoDB/500", "DynamoDB/lost-answer", "DynamoDB/TransactWriteItems/lost-answer",
+		"DynamoDB/TransactWriteItems/transaction-conflict", "S3/throttled", "S3/500", "S3/lost-answer"}
+	faultProxies(t, inj, &s.fc)
+	sink := newChaosSink(t)
+	redeliver := &chaosSQS{Client: s.clients.SQS, queueURL: s.queues.URL, rate: 0.15, within: 3 * time.Second,
+		rng: rand.New(rand.NewPCG(seed, seed^0xd0b1e))}
+	var err error
+	s.esm, err = lambdaemu.NewESM(lambdaemu.ESMConfig{
+		Mapping: s.mapping, SQS: redeliver, QueueURL: s.queues.URL, QueueARN: s.queues.ARN, Function: s.fc,
+		PollWait: time.Second, OnBatch: s.batches.add,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.esm.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kill := startKiller(s.esm, sink, seed, 300*time.Millisecond, 2500*time.Millisecond)
+	stopKilling := sync.OnceValue(kill.halt)
+	defer stopKilling()
+
+	ctx := context.Background()
+	plans := map[string]demo.ChaosPlan{}
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range runs {
+		// Spread the starts over the duration.
+		if d := time.Until(began.Add(duration * time.Duration(i) / time.Duration(runs))); d > 0 {
+			time.Sleep(d)
+		}
+		p := demo.ChaosPlan{Key: fmt.Sprintf("%s-%d", s.res.Table, i), Sink: sink.URL(), Serial: 3, Fan: 6, ChildSteps: 2,
+			Work: 400 * time.Millisecond, Sleep: time.Second}
+		if i%3 == 0 {
+			p.Pad = strings.Repeat("p", 2048) // claim-checked in S3
+		}
+		run, err := demo.Chaos.Start(ctx, s.client, p)
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		plans[run.ID()] = p
+		wg.Go(func() { resumeWhenWaiting(ctx, t, s.client, p.Key, 1+i%2) })
+	}
+	wg.Wait()
+	limit := 3*time.Minute + duration
+	stuck := waitAllEnded(ctx, t, s, limit)
+	kills := stopKilling()
+	redeliver.wait()
+	if err := s.esm.Drain(ctx); err != nil {
+		t.Errorf("the queue did not drain after the runs ended: %v", err)
+	}
+	violations, tally, err := checkChaos(ctx, s.world, sink, plans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	violations = append(violations, stuck...)
+	violations = append(violations, deadLetters(ctx, t, s)...)
+	for _, v := range violations {
+		t.Errorf("violation: %s", v)
+	}
+	st, es := s.esm.Stats(), sumFunctionErrors(s)
+	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
+		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d violations; %s",
+		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, st.Batches, st.ColdStarts,
+		kills, es["Runtime.ExitError"], es["Sandbox.Timedout"], redeliver.duplicates.Load(), redeliver.expiries.Load(),
+		faultKinds(inj), len(violations), time.Since(began).Round(time.Second))
+}
+
+// resumeWhenWaiting waits for the hook of the run with key and sends it
+// times payloads at once.
+func resumeWhenWaiting(ctx context.Context, t *testing.T, c *workflow.Client, key string, times int) {
+	for limit := time.Now().Add(4 * time.Minute); time.Now().Before(limit); time.Sleep(100 * time.Millisecond) {
+		if _, err := c.GetHookByToken(ctx, demo.ChaosHookToken(key)); err == nil {
+			resumeChaosHook(ctx, c, key, times)
+			return
+		}
+	}
+	t.Errorf("run %s: its hook never came", key)
+}
+
+// waitAllEnded waits until every run of the stack has ended, and returns a
+// violation for each run still going at limit.
+func waitAllEnded(ctx context.Context, t *testing.T, s *stack, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	for {
+		runs, err := allRuns(ctx, s.world)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var open []string
+		for _, r := range runs {
+			if !r.Status.Terminal() {
+				open = append(open, fmt.Sprintf("run %s (%s) is still %s %s after the last start", r.RunID, r.WorkflowName, r.Status, limit))
+			}
+		}
+		if len(open) == 0 || time.Now().After(deadline) {
+			return open
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// deadLetters returns a violation for each message in the DLQ.
+func deadLetters(ctx context.Context, t *testing.T, s *stack) []string {
+	var out []string
+	for range 5 {
+		got, err := s.clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(s.queues.DeadLetterURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Messages) == 0 {
+			return out
+		}
+		for _, m := range got.Messages {
+			out = append(out, "dead letter: "+aws.ToString(m.Body))
+		}
+	}
+	return out
+}
+
+// sumFunctionErrors counts the invocations that ended in a function error,
+// by type.
+func sumFunctionErrors(s *stack) map[string]int {
+	out := map[string]int{}
+	for _, r := range s.batches.all() {
+		if r.Response != nil && r.Response.Err != nil {
+			out[r.Response.Err.Type]++
+		}
+	}
+	return out
+}
+
+// faultKinds lists the injected faults by service and kind, without the
+// per-operation counts.
+func faultKinds(inj *dynamotest.Injector) string {
+	var parts []string
+	total := 0
+	for k, n := range inj.Counts() {
+		if strings.Count(k, "/") == 1 {
+			parts = append(parts, k+"="+strconv.Itoa(n))
+			total += n
+		}
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, " "))
+}
