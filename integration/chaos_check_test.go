@@ -12,10 +12,12 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/world"
@@ -215,7 +217,7 @@ func overlaps(runs []bodyRun) []string {
 
 // chaosExpect is what a chaos run must end with.
 type chaosExpect struct {
-	chaosSteps int              // ChaosStep steps in its log
+	chaosSteps int               // ChaosStep steps in its log
 	result     *demo.ChaosResult // the parent's result; nil for a child
 }
 
@@ -398,4 +400,40 @@ func checkRunLog(r world.Run, evs []world.Event, wantSteps int, bodies map[[2]st
 		out = append(out, fmt.Sprintf("%d chaos steps, want %d", chaos, wantSteps))
 	}
 	return out
+}
+
+// runIDsIn returns the run IDs the violations name, in order, once each.
+func runIDsIn(violations []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range violations {
+		for _, f := range strings.FieldsFunc(v, func(r rune) bool { return !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) }) {
+			if strings.HasPrefix(f, world.PrefixRun) && !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// logRunEvidence logs the log of each run a violation names, so that a
+// failure can be read without the store (which the test deletes).
+func logRunEvidence(ctx context.Context, tb testing.TB, w world.World, violations []string) {
+	for _, id := range runIDsIn(violations) {
+		evs, err := runEvents(ctx, w, id)
+		if err != nil {
+			tb.Logf("run %s: events: %v", id, err)
+			continue
+		}
+		var b strings.Builder
+		for _, ev := range evs {
+			data, _ := json.Marshal(ev.Data)
+			if len(data) > 240 {
+				data = append(data[:240], "..."...)
+			}
+			fmt.Fprintf(&b, "  %3d %s %-15s %-32s %s\n", ev.Seq, ev.CreatedAt.Format("15:04:05.000"), ev.Type(), ev.CorrelationID, data)
+		}
+		tb.Logf("run %s: %d events\n%s", id, len(evs), b.String())
+	}
 }

@@ -138,6 +138,7 @@ func TestChaosLocalWorld(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
+	logRunEvidence(ctx, t, w, violations)
 	t.Logf("local world: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; "+
 		"%d SIGKILLs, %d workers that finished before their kill; %d violations; %s",
 		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads,

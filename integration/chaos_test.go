@@ -33,13 +33,14 @@ import (
 // step body is checked against the invariants (checkChaos), and the DLQ
 // must be empty.
 //
-// SKEIN_CHAOS_RUNS (default 16) runs are started over SKEIN_CHAOS_DURATION
-// (default 20s); SKEIN_CHAOS_SEED repeats a run's random choices.
+// SKEIN_CHAOS_RUNS (default 12) runs are started over SKEIN_CHAOS_DURATION
+// (default 15s); each must have ended 90s after the last start.
+// SKEIN_CHAOS_SEED repeats a run's random choices (not their timing).
 func TestChaosLambda(t *testing.T) {
 	t.Parallel()
 	seed := chaosSeed(t)
-	runs := envInt(t, chaosRunsEnv, 16)
-	duration := envDuration(t, chaosDurationEnv, 20*time.Second)
+	runs := envInt(t, chaosRunsEnv, 12)
+	duration := envDuration(t, chaosDurationEnv, 15*time.Second)
 	s := newStack(t, stackOptions{
 		NoESM: true,
 		Env: map[string]string{
@@ -79,6 +80,8 @@ func TestChaosLambda(t *testing.T) {
 	ctx := context.Background()
 	plans := map[string]demo.ChaosPlan{}
 	var wg sync.WaitGroup
+	rctx, stopResuming := context.WithCancel(ctx)
+	defer stopResuming()
 	began := time.Now()
 	for i := range runs {
 		// Spread the starts over the duration.
@@ -95,11 +98,12 @@ func TestChaosLambda(t *testing.T) {
 			t.Fatalf("start %d: %v", i, err)
 		}
 		plans[run.ID()] = p
-		wg.Go(func() { resumeWhenWaiting(ctx, t, s.client, p.Key, 1+i%2) })
+		wg.Go(func() { resumeWhenWaiting(rctx, s.client, run.ID(), p.Key, 1+i%2) })
 	}
-	wg.Wait()
-	limit := 3*time.Minute + duration
+	limit := 90 * time.Second
 	stuck := waitAllEnded(ctx, t, s, limit)
+	stopResuming()
+	wg.Wait()
 	kills := stopKilling()
 	redeliver.wait()
 	if err := s.esm.Drain(ctx); err != nil {
@@ -114,6 +118,8 @@ func TestChaosLambda(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
+	logRunEvidence(ctx, t, s.world, violations)
+	logFlowLines(t, s, runIDsIn(violations))
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
 	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
 		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d violations; %s",
@@ -123,15 +129,19 @@ func TestChaosLambda(t *testing.T) {
 }
 
 // resumeWhenWaiting waits for the hook of the run with key and sends it
-// times payloads at once.
-func resumeWhenWaiting(ctx context.Context, t *testing.T, c *workflow.Client, key string, times int) {
-	for limit := time.Now().Add(4 * time.Minute); time.Now().Before(limit); time.Sleep(100 * time.Millisecond) {
+// times payloads at once; it gives up when the run ends first (the stuck
+// run check reports a run that never got there).
+func resumeWhenWaiting(ctx context.Context, c *workflow.Client, runID, key string, times int) {
+	for ctx.Err() == nil {
 		if _, err := c.GetHookByToken(ctx, demo.ChaosHookToken(key)); err == nil {
 			resumeChaosHook(ctx, c, key, times)
 			return
 		}
+		if info, err := c.GetRun(ctx, runID); err == nil && info.Status.Terminal() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Errorf("run %s: its hook never came", key)
 }
 
 // waitAllEnded waits until every run of the stack has ended, and returns a
@@ -201,4 +211,51 @@ func faultKinds(inj *dynamotest.Injector) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, " "))
+}
+
+// logFlowLines logs the flow function's log lines and the batches that name
+// one of the runs.
+func logFlowLines(t *testing.T, s *stack, runIDs []string) {
+	if len(runIDs) == 0 {
+		return
+	}
+	names := func(line string) bool {
+		for _, id := range runIDs {
+			if strings.Contains(line, id) {
+				return true
+			}
+		}
+		return false
+	}
+	var b strings.Builder
+	n := 0
+	for _, line := range strings.Split(s.flowLogs.String(), "\n") {
+		if names(line) && n < 400 {
+			b.WriteString("  " + line + "\n")
+			n++
+		}
+	}
+	t.Logf("flow function lines naming %v:\n%s", runIDs, b.String())
+	b.Reset()
+	for i, r := range s.batches.all() {
+		for _, rec := range r.Event.Records {
+			if !names(rec.Body) {
+				continue
+			}
+			outcome, at := "ok", ""
+			if r.Response != nil {
+				at = r.Response.Deadline.Add(-s.mapping.Function.Timeout).Format("15:04:05.000")
+			}
+			if r.InvokeErr != nil {
+				outcome = r.InvokeErr.Error()
+			} else if r.Response != nil && r.Response.Err != nil {
+				outcome = r.Response.Err.Type + ": " + r.Response.Err.Message
+			} else if r.Response != nil {
+				outcome = string(r.Response.Payload)
+			}
+			fmt.Fprintf(&b, "  batch %d worker %d at %s: %s #%s %s -> %s\n", i, r.Worker, at,
+				rec.MessageId, rec.Attributes["ApproximateReceiveCount"], rec.Body, outcome)
+		}
+	}
+	t.Logf("batches naming them:\n%s", b.String())
 }

@@ -19,6 +19,8 @@ import (
 // method, path and query).
 func (in *Injector) Proxy(service string, target *url.URL) http.Handler {
 	rp := httputil.NewSingleHostReverseProxy(target)
+	// A caller that went away (a killed process) is not worth a log line.
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := operation(service, r)
 		f := in.pick(service, op)
