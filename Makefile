@@ -27,6 +27,20 @@ emulator-test:
 	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 30m $(EMU_PKGS) || rc=$$?; \
 	bash localstack/emulators.sh stop; exit $$rc
 
+## chaos: the chaos suite long (integration/chaos_test.go, chaos_local_test.go): thousands of runs under
+## SIGKILLs, redeliveries and AWS faults, where `make test` runs a few dozen. SKEIN_CHAOS_RUNS is each
+## part's number of runs, SKEIN_CHAOS_DURATION the least time over which they start, SKEIN_CHAOS_KILLS the
+## local part's least number of kills; SKEIN_CHAOS_SEED repeats the random choices.
+.PHONY: chaos
+chaos: export SKEIN_CHAOS_RUNS ?= 1000
+chaos: export SKEIN_CHAOS_DURATION ?= 10m
+chaos: export SKEIN_CHAOS_KILLS ?= 300
+chaos:
+	bash localstack/emulators.sh start
+	set -e; eval "$$(bash localstack/emulators.sh env)"; \
+	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 180m -v -run '^TestChaos' ./integration/ || rc=$$?; \
+	bash localstack/emulators.sh stop; exit $$rc
+
 ## qemu: install qemu-aarch64-static (pinned, cached) for the arm64 bootstrap tests and print its path
 .PHONY: qemu
 qemu:

@@ -36,16 +36,18 @@ func chaosLocalKey(k int) string { return "chaos-" + strconv.Itoa(k) }
 
 // TestChaosLocalWorld runs the mixed workflow (demo.Chaos) on a durable
 // local store in worker processes that are SIGKILLed at random, 30 times or
-// more (SKEIN_CHAOS_KILLS), each restart starting a few more runs, then lets
-// a last worker finish them and checks every run's log and every step body
-// against the invariants (checkChaos).
+// more (SKEIN_CHAOS_KILLS) and for at least SKEIN_CHAOS_DURATION, each
+// restart starting a few more runs until there are SKEIN_CHAOS_RUNS (default
+// 60), then lets a last worker finish them and checks every run's log and
+// every step body against the invariants (checkChaos).
 func TestChaosLocalWorld(t *testing.T) {
 	t.Parallel()
 	seed := chaosSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0xc4a05))
 	kills := envInt(t, chaosKillsEnv, 30)
 	duration := envDuration(t, chaosDurationEnv, 0)
-	perRestart := max(1, envInt(t, chaosRunsEnv, 20)/10)
+	runs := envInt(t, chaosRunsEnv, 60)
+	perRestart := max(1, (runs+kills-1)/kills)
 	sink := newChaosSink(t)
 	path := filepath.Join(t.TempDir(), "chaos.db")
 	plan := demo.ChaosPlan{Sink: sink.URL(), Serial: 3, Fan: 6, ChildSteps: 2, Work: 150 * time.Millisecond, Sleep: 300 * time.Millisecond}
@@ -75,7 +77,7 @@ func TestChaosLocalWorld(t *testing.T) {
 	began := time.Now()
 	n, killed, finished := 0, 0, 0
 	for killed < kills || time.Since(began) < duration {
-		n += perRestart
+		n = min(runs, n+perRestart)
 		cmd := start(n)
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
@@ -116,12 +118,12 @@ func TestChaosLocalWorld(t *testing.T) {
 	}
 	defer w.Close()
 	ctx := context.Background()
-	runs, err := allRuns(ctx, w)
+	all, err := allRuns(ctx, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	plans := map[string]demo.ChaosPlan{}
-	for _, r := range runs {
+	for _, r := range all {
 		if r.WorkflowName == demo.Chaos.Name() {
 			p := plan
 			p.Key = strings.TrimPrefix(r.IdempotencyKey, "chaos-")

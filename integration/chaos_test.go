@@ -34,7 +34,8 @@ import (
 // must be empty.
 //
 // SKEIN_CHAOS_RUNS (default 12) runs are started over SKEIN_CHAOS_DURATION
-// (default 15s); each must have ended 90s after the last start.
+// (default 15s) or longer, at most 3 x MaximumConcurrency at a time; each
+// must have ended 90s after the last start.
 // SKEIN_CHAOS_SEED repeats a run's random choices (not their timing).
 func TestChaosLambda(t *testing.T) {
 	t.Parallel()
@@ -83,11 +84,14 @@ func TestChaosLambda(t *testing.T) {
 	rctx, stopResuming := context.WithCancel(ctx)
 	defer stopResuming()
 	began := time.Now()
+	maxOpen := 3 * s.mapping.MaximumConcurrency
 	for i := range runs {
-		// Spread the starts over the duration.
+		// Spread the starts over the duration, and keep up to maxOpen runs
+		// going (a long run is paced by the stack's throughput).
 		if d := time.Until(began.Add(duration * time.Duration(i) / time.Duration(runs))); d > 0 {
 			time.Sleep(d)
 		}
+		waitFewerOpen(ctx, t, s, maxOpen)
 		p := demo.ChaosPlan{Key: fmt.Sprintf("%s-%d", s.res.Table, i), Sink: sink.URL(), Serial: 3, Fan: 6, ChildSteps: 2,
 			Work: 400 * time.Millisecond, Sleep: time.Second}
 		if i%3 == 0 {
@@ -141,6 +145,26 @@ func resumeWhenWaiting(ctx context.Context, c *workflow.Client, runID, key strin
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitFewerOpen waits until fewer than n chaos runs (parents) are going.
+func waitFewerOpen(ctx context.Context, t *testing.T, s *stack, n int) {
+	for {
+		runs, err := allRuns(ctx, s.world)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := 0
+		for _, r := range runs {
+			if r.WorkflowName == demo.Chaos.Name() && !r.Status.Terminal() {
+				open++
+			}
+		}
+		if open < n {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
