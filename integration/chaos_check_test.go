@@ -215,12 +215,6 @@ func overlaps(runs []bodyRun) []string {
 	return out
 }
 
-// chaosExpect is what a chaos run must end with.
-type chaosExpect struct {
-	chaosSteps int               // ChaosStep steps in its log
-	result     *demo.ChaosResult // the parent's result; nil for a child
-}
-
 // allRuns lists every run in w.
 func allRuns(ctx context.Context, w world.World) ([]world.Run, error) {
 	var out []world.Run
