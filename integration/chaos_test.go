@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,7 +119,8 @@ func TestChaosLambda(t *testing.T) {
 		t.Fatal(err)
 	}
 	violations = append(violations, stuck...)
-	violations = append(violations, deadLetters(ctx, t, s)...)
+	dead, deadExpected := deadLetters(ctx, t, s)
+	violations = append(violations, dead...)
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
@@ -126,10 +128,10 @@ func TestChaosLambda(t *testing.T) {
 	logFlowLines(t, s, runIDsIn(violations))
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
 	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
-		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d violations; %s",
+		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; %d violations; %s",
 		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, st.Batches, st.ColdStarts,
 		kills, es["Runtime.ExitError"], es["Sandbox.Timedout"], redeliver.duplicates.Load(), redeliver.expiries.Load(),
-		faultKinds(inj), len(violations), time.Since(began).Round(time.Second))
+		faultKinds(inj), deadExpected, len(violations), time.Since(began).Round(time.Second))
 }
 
 // resumeWhenWaiting waits for the hook of the run with key and sends it
@@ -190,10 +192,22 @@ func waitAllEnded(ctx context.Context, t *testing.T, s *stack, limit time.Durati
 	}
 }
 
-// deadLetters returns a violation for each message in the DLQ.
-func deadLetters(ctx context.Context, t *testing.T, s *stack) []string {
+// deadLetters reads the DLQ. A message there is expected when SQS's rules
+// put it there because of the test's own doing: each of its receives was
+// SIGKILLed with its invocation, or handled successfully (acknowledged,
+// then back through an injected redelivery). A receive that the function
+// failed itself (reporting the message failed, or timing out) makes it a
+// violation. It returns the violations and the number expected.
+func deadLetters(ctx context.Context, t *testing.T, s *stack) ([]string, int) {
+	receives := map[string][]string{} // message ID -> how each receive ended
+	for _, r := range s.batches.all() {
+		for _, rec := range r.Event.Records {
+			receives[rec.MessageId] = append(receives[rec.MessageId], receiveOutcome(r, rec.MessageId))
+		}
+	}
 	var out []string
-	for range 5 {
+	expected := 0
+	for range 20 {
 		got, err := s.clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(s.queues.DeadLetterURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 		})
@@ -201,13 +215,32 @@ func deadLetters(ctx context.Context, t *testing.T, s *stack) []string {
 			t.Fatal(err)
 		}
 		if len(got.Messages) == 0 {
-			return out
+			break
 		}
 		for _, m := range got.Messages {
-			out = append(out, "dead letter: "+aws.ToString(m.Body))
+			outcomes := receives[aws.ToString(m.MessageId)]
+			if len(outcomes) > 0 && !slices.Contains(outcomes, "failed") {
+				expected++
+				continue
+			}
+			out = append(out, fmt.Sprintf("dead letter %s %s, receives %v", aws.ToString(m.MessageId), aws.ToString(m.Body), outcomes))
 		}
 	}
-	return out
+	return out, expected
+}
+
+// receiveOutcome says how one receive of a message ended: "killed" (its
+// invocation was SIGKILLed), "ok" (deleted as handled) or "failed".
+func receiveOutcome(r lambdaemu.BatchReport, id string) string {
+	switch {
+	case r.InvokeErr != nil || r.Response == nil:
+		return "failed"
+	case r.Response.Err != nil && r.Response.Err.Type == "Runtime.ExitError":
+		return "killed"
+	case r.Response.Err != nil || !slices.Contains(r.Settlement.Delete, id):
+		return "failed"
+	}
+	return "ok"
 }
 
 // sumFunctionErrors counts the invocations that ended in a function error,
