@@ -411,10 +411,19 @@ func runIDsIn(violations []string) []string {
 	return out
 }
 
-// logRunEvidence logs the log of each run a violation names, so that a
-// failure can be read without the store (which the test deletes).
-func logRunEvidence(ctx context.Context, tb testing.TB, w world.World, violations []string) {
-	for _, id := range runIDsIn(violations) {
+// logRunEvidence logs the log of each run a violation names, and of the
+// runs those logs name (a parent's child, a child's parent), so that a
+// failure can be read without the store (which the test deletes). It
+// returns the IDs of the runs it logged.
+func logRunEvidence(ctx context.Context, tb testing.TB, w world.World, violations []string) []string {
+	ids := runIDsIn(violations)
+	direct := len(ids)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for i := 0; i < len(ids); i++ {
+		id := ids[i]
 		evs, err := runEvents(ctx, w, id)
 		if err != nil {
 			tb.Logf("run %s: events: %v", id, err)
@@ -423,6 +432,14 @@ func logRunEvidence(ctx context.Context, tb testing.TB, w world.World, violation
 		var b strings.Builder
 		for _, ev := range evs {
 			data, _ := json.Marshal(ev.Data)
+			if i < direct { // a run the violations name: its relatives too
+				for _, rel := range runIDsIn([]string{string(data)}) {
+					if !seen[rel] {
+						seen[rel] = true
+						ids = append(ids, rel)
+					}
+				}
+			}
 			if len(data) > 240 {
 				data = append(data[:240], "..."...)
 			}
@@ -430,4 +447,5 @@ func logRunEvidence(ctx context.Context, tb testing.TB, w world.World, violation
 		}
 		tb.Logf("run %s: %d events\n%s", id, len(evs), b.String())
 	}
+	return ids
 }

@@ -124,8 +124,7 @@ func TestChaosLambda(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
-	logRunEvidence(ctx, t, s.world, violations)
-	logFlowLines(t, s, runIDsIn(violations))
+	logFlowLines(t, s, logRunEvidence(ctx, t, s.world, violations))
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
 	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
 		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; %d violations; %s",
