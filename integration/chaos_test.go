@@ -124,6 +124,12 @@ func TestChaosLambda(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
+	counts := inj.Counts()
+	for _, k := range inj.Cover {
+		if counts[k] == 0 {
+			t.Errorf("no %s fault was injected: the suite proves nothing about it", k)
+		}
+	}
 	logFlowLines(t, s, logRunEvidence(ctx, t, s.world, violations))
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
 	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
