@@ -17,7 +17,9 @@
 //     function's timeout, memory and environment, and the queue's visibility timeout and redrive policy,
 //     with !Ref resolved to parameter defaults (or overrides) and !FindInMap through Mappings.
 //   - [ESM] polls SQS with up to MaximumConcurrency concurrent batches, each in its own [Function],
-//     and settles every batch with [Settle]; [ESM.Drain] waits for the queue to empty.
+//     and settles every batch with [Settle]; [ESM.Drain] waits for the queue to empty. [ESM.Kill]
+//     SIGKILLs every busy execution environment, [ESM.KillOne] one of them (crash tests, the chaos
+//     suite).
 //   - [ProvisionQueues] creates a queue and its dead-letter queue as the template declares them, so
 //     ElasticMQ (or LocalStack, or AWS) moves a message to the DLQ after maxReceiveCount receives.
 //
