@@ -18,4 +18,11 @@
 // Without SKEIN_EMULATORS=1 the tests skip (with SKEIN_REQUIRE_EMULATORS=1
 // they fail instead). Every test creates its own table, queue, dead-letter
 // queue and bucket, and deletes them when it ends.
+//
+// The chaos suite (chaos_*_test.go, RELIABILITY.md) runs many runs of a
+// mixed workflow under SIGKILLs, redeliveries and injected DynamoDB and S3
+// faults (TestChaosLambda), and on the local world under SIGKILLed worker
+// processes (TestChaosLocalWorld, which needs no emulators), then checks
+// their logs and step bodies against its invariants. `make chaos` runs it
+// long.
 package integration
