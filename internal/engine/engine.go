@@ -182,10 +182,13 @@ type RunOutcome struct {
 
 // afterTerminal runs the side effects a finished run's terminal event
 // justifies, once it has committed: its streams are closed and, for a child
-// run, the parent's hook is resumed with the outcome. Both are idempotent,
-// so a continuation that finds the run finished simply runs them again.
-// When the caller knows the run's execution context (known), a run that is
-// no child costs no read of the run.
+// run, the parent's hook is resumed with the outcome and the parent woken.
+// All are idempotent, so a continuation that finds the run finished simply
+// runs them again: one whose first invocation died after resuming the
+// parent's hook and before waking the parent wakes it now, under the key
+// of the first wake-up (a second hook_received is not appended). When the
+// caller knows the run's execution context (known), a run that is no child
+// costs no read of the run.
 func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.RawMessage, known bool) {
 	ctx = context.WithoutCancel(ctx)
 	ctx, cancel := context.WithTimeout(ctx, sideEffectTimeout)
@@ -208,7 +211,10 @@ func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.R
 	}
 	var ec ExecutionContext
 	_ = json.Unmarshal(run.ExecutionContext, &ec)
-	if e.notified(ctx, ec) {
+	if done, parent, received := e.notified(ctx, ec); done {
+		if received != "" {
+			e.wakeParent(ctx, runID, parent, received)
+		}
 		return
 	}
 	out, err := json.Marshal(RunOutcome{RunID: runID, Status: run.Status, Output: run.Output, Error: run.Error, ErrorCode: run.ErrorCode})
@@ -230,23 +236,38 @@ func notifies(execCtx json.RawMessage) bool {
 	return json.Unmarshal(execCtx, &ec) == nil && ec.NotifyToken != ""
 }
 
-// notified reports whether the parent's hook already received the outcome
-// (an earlier invocation delivered it).
-func (e *Engine) notified(ctx context.Context, ec ExecutionContext) bool {
+// notified reports whether the parent no longer needs the outcome (done):
+// its hook is gone (disposed, or the parent ended), or it already received
+// the outcome from an earlier invocation, whose hook_received event is then
+// received, in the parent run's log. A failed read is not done: the caller
+// delivers the outcome, which the hook's run may then refuse.
+func (e *Engine) notified(ctx context.Context, ec ExecutionContext) (done bool, parent, received string) {
 	h, err := e.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: ec.NotifyToken})
 	if err != nil {
-		return errors.Is(err, world.ErrNotFound) // disposed, or the parent ended
+		return errors.Is(err, world.ErrNotFound), "", ""
 	}
 	p, err := e.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{RunID: h.RunID, CorrelationID: h.HookID})
 	if err != nil {
-		return false
+		return false, "", ""
 	}
 	for _, ev := range p.Items {
 		if ev.Type() == world.EventHookReceived {
-			return true
+			return true, h.RunID, ev.EventID
 		}
 	}
-	return false
+	return false, "", ""
+}
+
+// wakeParent wakes the parent run whose hook received a child's outcome
+// (event received) again, as ResumeHook woke it the first time and under
+// the same idempotency key: the invocation that delivered the outcome may
+// have died before the wake-up was sent, and without it the parent would
+// wait for good. A wake-up that was sent is deduplicated by its key, or
+// finds the parent with nothing new to do.
+func (e *Engine) wakeParent(ctx context.Context, runID, parent, received string) {
+	if err := Wake(ctx, e.w, e.now, parent, keyHook(received)); err != nil {
+		e.log.Warn("engine: wake parent run", "run", runID, "parent", parent, "err", err)
+	}
 }
 
 // ResumeHook delivers payload to the active hook holding token and enqueues
