@@ -53,6 +53,31 @@ type wfContext struct {
 	reg      *Registry
 	logger   *slog.Logger
 	children int
+	// starts are the skein.start-child steps of the children the run
+	// started: the run ends only once each is recorded (awaitChildStarts).
+	starts []*engine.Future
+}
+
+// awaitChildStarts waits until the step that started each child run is
+// recorded. A child can end and deliver its outcome to the parent before
+// its start step's outcome is in the parent's log (the step ran in the
+// background and was slower than the child, or its executor was lost and
+// the step runs again, finding the child by its key); a parent that ended
+// first would leave the step open for good. The wait adds no event and
+// comes after every operation the code asked for, so a run in flight
+// replays as it ran.
+func (c *wfContext) awaitChildStarts() {
+	if len(c.starts) == 0 {
+		return
+	}
+	c.ec.Await(func() bool {
+		for _, f := range c.starts {
+			if !f.Done() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (c *wfContext) Now() time.Time   { return c.ec.Now() }
@@ -155,7 +180,9 @@ func (w *Workflow[I, O]) Get(c *Client, runID string) *Run[O] { return &Run[O]{c
 // token that the child resumes with its outcome when it ends. The token
 // ends with a tag derived from the parent's run secret, so that nobody who
 // only knows the run ID can resume it with a forged outcome (runs created
-// before run secrets keep their untagged tokens).
+// before run secrets keep their untagged tokens). The calling run does not
+// end before the step that starts the child is recorded, even when the
+// child's outcome arrives first.
 func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
 	c := ctx.impl()
 	b, err := json.Marshal(in)
@@ -180,6 +207,7 @@ func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
 		return failed[O](&SerializationError{What: "child workflow input", Err: err})
 	}
 	f := c.ec.Step(startChildStep, start)
+	c.starts = append(c.starts, f)
 	return Future[O]{p: &childPromise{start: &stepPromise{f: f, name: startChildStep, reg: c.reg}, hook: h, reg: c.reg}}
 }
 
@@ -196,7 +224,9 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 			if err := unmarshal(raw, &in); err != nil {
 				return nil, &engine.Failure{Data: r.encode(&SerializationError{What: "workflow input", Err: err})}
 			}
-			out, err := w.fn(&wfContext{ec: ec, reg: r}, in)
+			wc := &wfContext{ec: ec, reg: r}
+			out, err := w.fn(wc, in)
+			wc.awaitChildStarts()
 			if err != nil {
 				d := r.encode(err)
 				if d.Stack == "" {
