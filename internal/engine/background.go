@@ -17,16 +17,19 @@ import (
 // because the invocation that created them had no inline capacity, or a
 // retry), records their outcomes and takes their run on (wakeAfterStep). A
 // message naming several is executed as a group (executeGroup).
+//
+// The run lease it takes is owned under msg's tag (msgTag), so that another
+// delivery of the same message can tell it holds the lease (coverHolder).
 func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
-	ids := msg.Steps()
+	ids, tag := msg.Steps(), msgTag(msg)
 	if len(ids) > 1 {
-		return e.executeGroup(ctx, msg.RunID, ids)
+		return e.executeGroup(ctx, msg.RunID, ids, tag)
 	}
 	key, err := e.executeStep(ctx, msg.RunID, ids[0])
 	if err != nil || key == "" {
 		return err
 	}
-	return e.wakeAfterStep(ctx, msg.RunID, key)
+	return e.wakeAfterStep(ctx, msg.RunID, key, tag)
 }
 
 // executeStep executes one background step and records its outcome. It
@@ -136,17 +139,19 @@ func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attemp
 }
 
 // wakeAfterStep takes a run on after a background step's outcome has
-// committed. If the run lease is held, its holder reads the log after
-// releasing it and goes on itself if anything arrived (see
-// session.afterRelease for why one of the two always does). Otherwise this
-// executor takes the lease and continues the run in its own invocation,
-// which then needs no message; only when its budget is spent does it
-// enqueue a continuation (under key).
-func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string) error {
-	owner, err := e.acquireRunLease(ctx, runID)
+// committed, for the delivery of the message tagged tag (msgTag). If the
+// run lease is held, its holder reads the log after releasing it and goes
+// on itself if anything arrived (see session.afterRelease for why one of
+// the two always does); should the holder have taken it under this same
+// message, coverHolder keeps the run from depending on this delivery.
+// Otherwise this executor takes the lease and continues the run in its own
+// invocation, which then needs no message; only when its budget is spent
+// does it enqueue a continuation (under key).
+func (e *Engine) wakeAfterStep(ctx context.Context, runID, key, tag string) error {
+	owner, err := e.acquireRunLease(ctx, runID, tag)
 	switch {
 	case errors.Is(err, world.ErrLeaseHeld):
-		return nil // the holder goes on after releasing the lease
+		return e.coverHolder(ctx, runID, tag, err) // the holder goes on after releasing the lease
 	case err == nil:
 		if deadline := e.budget(ctx); e.now().Before(deadline) {
 			return e.continueLeased(ctx, runID, owner, deadline)

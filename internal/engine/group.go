@@ -18,8 +18,8 @@ import (
 //
 // A step that cannot be found is reported and skipped; any other failure
 // retries the whole message (its steps already finished are skipped then,
-// and still wake the run).
-func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) error {
+// and still wake the run). tag is the message's (msgTag).
+func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, tag string) error {
 	steps := make([]*world.Step, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
@@ -72,7 +72,7 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string) e
 	if wake == "" {
 		return nil
 	}
-	return e.wakeAfterStep(ctx, runID, wake)
+	return e.wakeAfterStep(ctx, runID, wake, tag)
 }
 
 // runGroup runs the started attempts of a group of n steps concurrently

@@ -51,6 +51,13 @@ func keyUnreleased(runID string, lastSeq int64) string {
 	return fmt.Sprintf("unreleased:%s:%d", runID, lastSeq)
 }
 
+// keyCover continues a run, just after the run lease's expiry, whose lease
+// is held under the message being delivered again (coverHolder): one
+// message per expiry.
+func keyCover(runID string, expires time.Time) string {
+	return fmt.Sprintf("cover:%s:%d", runID, expires.UnixMilli())
+}
+
 // keyBudget continues a run whose invocation ran out of budget with steps
 // ready to run.
 func keyBudget(runID string, lastSeq int64) string {

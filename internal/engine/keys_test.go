@@ -26,6 +26,7 @@ func TestKeysGolden(t *testing.T) {
 		{"hook", keyHook("evnt_01"), "hook:evnt_01"},
 		{"after", keyAfter(run, 42), "after:wrun_01J:42"},
 		{"unreleased", keyUnreleased(run, 42), "unreleased:wrun_01J:42"},
+		{"cover", keyCover(run, at), "cover:wrun_01J:1700000000123"},
 		{"budget", keyBudget(run, 42), "budget:wrun_01J:42"},
 		{"busy", keyBusy(run, 2, 3, 17000000), "busy:wrun_01J:2:3:17000000"},
 		{"hop", keyHop(msg, 4), "hop:wrun_01J:step_01K:2:1700000000123000000:4"},

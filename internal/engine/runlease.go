@@ -15,7 +15,7 @@ import (
 
 // continueRun continues a run under its lease.
 func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
-	owner, err := e.acquireRunLease(ctx, msg.RunID)
+	owner, err := e.acquireRunLease(ctx, msg.RunID, "")
 	if err != nil {
 		if errors.Is(err, world.ErrLeaseHeld) {
 			return e.bounce(ctx, msg, err)
@@ -25,9 +25,14 @@ func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
 	return e.continueRetry(ctx, msg.RunID, owner, e.budget(ctx), msg.HoldAttempt)
 }
 
-// acquireRunLease takes the run lease under a fresh owner.
-func (e *Engine) acquireRunLease(ctx context.Context, runID string) (owner string, err error) {
+// acquireRunLease takes the run lease under a fresh owner, which carries
+// tag when it is not empty: the tag of the message the lease is taken
+// under (msgTag, see coverHolder).
+func (e *Engine) acquireRunLease(ctx context.Context, runID, tag string) (owner string, err error) {
 	owner = fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
+	if tag != "" {
+		owner += ownerTagSep + tag
+	}
 	_, err = e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
 	return owner, err
 }
@@ -77,12 +82,13 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 		if !e.now().Before(deadline) {
 			return e.enqueue(ctx, world.Message{RunID: runID}, key)
 		}
-		owner, err = e.acquireRunLease(ctx, runID)
+		tag := ownerTag(owner) // the message this one continues under
+		owner, err = e.acquireRunLease(ctx, runID, tag)
 		switch {
 		case errors.Is(err, world.ErrLeaseHeld):
 			// The holder took it after this session released it, so it
 			// loads what arrived; what arrives later finds it held.
-			return nil
+			return e.coverHolder(ctx, runID, tag, err)
 		case err != nil:
 			e.log.Warn("engine: take the run lease again", "run", runID, "err", err)
 			return e.enqueue(ctx, world.Message{RunID: runID}, key)

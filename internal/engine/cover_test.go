@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/world"
+)
+
+// twoDoneSteps appends the log of a run of workflow "two" whose two "add"
+// steps a background executor has started and completed, and returns the
+// run and step IDs.
+func twoDoneSteps(t *testing.T, h *harness) (string, []string) {
+	t.Helper()
+	h.reg.step("add", 0, addStep)
+	h.reg.wf("two", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
+		f1, f2 := c.Step("add", mustJSON([2]int{1, 2})), c.Step("add", mustJSON([2]int{3, 4}))
+		c.Await(func() bool { return f1.Done() && f2.Done() })
+		return mustJSON("ok"), nil
+	})
+	runID := h.ids.New(world.PrefixRun)
+	ids := newDetSource(runID)
+	steps := []string{ids.id(world.PrefixStep), ids.id(world.PrefixStep)}
+	evs := []world.EventInput{{Data: &world.RunCreated{WorkflowName: "two", Input: mustJSON(nil)}}, {Data: &world.RunStarted{}}}
+	for i, s := range steps {
+		evs = append(evs, world.EventInput{CorrelationID: s, Data: &world.StepCreated{StepName: "add", Input: mustJSON([2]int{2*i + 1, 2*i + 2})}})
+	}
+	for _, s := range steps {
+		evs = append(evs,
+			world.EventInput{CorrelationID: s, Data: &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: true}},
+			world.EventInput{CorrelationID: s, Data: &world.StepCompleted{StepName: "add", Result: mustJSON(0)}})
+	}
+	for _, ev := range evs {
+		if _, err := h.w.Append(context.Background(), &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return runID, steps
+}
+
+// A step message whose executor finished its steps, took the run lease
+// and died is delivered again (a duplicate, or its visibility ran out):
+// the second delivery finds the steps done and the lease held by the dead
+// executor. It must not just be acknowledged, which would delete the run's
+// only message: it sends a continuation for just after the lease's expiry,
+// and the run completes with nothing else to wake it. A lease held under
+// another message needs nothing (that message comes back if its holder
+// dies): no message is sent.
+func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
+	t.Parallel()
+	const ttl = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		group    bool // the message names both steps, or only the first
+		sameMsg  bool // the dead holder took the lease under the delivered message
+		wantWake bool
+	}{
+		{"group, holder under this message", true, true, true},
+		{"single step, holder under this message", false, true, true},
+		{"group, holder under another message", true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mw *msgWorld
+			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
+			runID, steps := twoDoneSteps(t, h)
+			ctx := context.Background()
+			msg := world.Message{RunID: runID, StepID: steps[0], RequestedAt: time.Now()}
+			if tc.group {
+				msg = world.Message{RunID: runID, StepIDs: steps, RequestedAt: time.Now()}
+			}
+			// The first delivery's executor took the run lease for msg,
+			// then died: its lease runs out after ttl.
+			dead, err := New(Config{World: h.w, Registry: h.reg, RunLeaseTTL: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			holderMsg := msg
+			if !tc.sameMsg {
+				holderMsg.RequestedAt = msg.RequestedAt.Add(-time.Second)
+			}
+			if _, err := dead.acquireRunLease(ctx, runID, msgTag(holderMsg)); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.eng.HandleDelivery(ctx, msg, 2); err != nil {
+				t.Fatalf("second delivery: %v", err)
+			}
+			got := mw.snapshot()
+			if !tc.wantWake {
+				if len(got) != 0 {
+					t.Fatalf("messages %+v, want none: the holder's own message covers it", got)
+				}
+				return
+			}
+			if len(got) != 1 || len(got[0].Steps()) != 0 || got[0].NotBefore.IsZero() {
+				t.Fatalf("messages %+v, want one continuation at the lease's expiry", got)
+			}
+			h.work(1, nil)
+			if run := h.wait(runID); run.Status != world.RunStatusCompleted {
+				t.Fatalf("run %s %+v, want completed", run.Status, run.Error)
+			}
+		})
+	}
+}
