@@ -106,7 +106,11 @@
 // wakeAfterStep takes the run lease: if it gets it, this invocation
 // continues the run itself, as above, with no message; if it is held, the
 // holder sees the outcome after its release (afterRelease argues why one
-// of the two always does); out of budget, it enqueues a continuation.
+// of the two always does); out of budget, it enqueues a continuation. A
+// lease taken for a step message is owned under the message's tag
+// (msgTag): another delivery of the same message that finds it held, whose
+// acknowledgement would delete the message a dead holder relies on, first
+// sends a continuation for the lease's expiry (coverHolder, keyCover).
 //
 // A wake-up is a continuation from outside the session: a run started
 // (keyStart) or cancelled (keyCancel) by its client, a hook's payload
