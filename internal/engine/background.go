@@ -25,38 +25,39 @@ func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error
 	if len(ids) > 1 {
 		return e.executeGroup(ctx, msg.RunID, ids, tag)
 	}
-	key, err := e.executeStep(ctx, msg.RunID, ids[0])
+	key, late, err := e.executeStep(ctx, msg.RunID, ids[0])
 	if err != nil || key == "" {
 		return err
 	}
-	return e.wakeAfterStep(ctx, msg.RunID, key, tag)
+	return e.wakeAfterStep(ctx, msg.RunID, key, delivery{tag: tag, late: late})
 }
 
 // executeStep executes one background step and records its outcome. It
 // returns the idempotency key of the continuation the outcome needs (empty
-// when none: the step was already finished or is owned elsewhere, the run
-// ended, or the step retries, for which it enqueues the step again).
-func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string, error) {
+// when none: the step is owned elsewhere, the run ended, or the step
+// retries, for which it enqueues the step again), and late when the step
+// had ended before this delivery (see delivery).
+func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key string, late bool, err error) {
 	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
-			return "", &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", stepID, runID), Err: err}
+			return "", false, &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", stepID, runID), Err: err}
 		}
-		return "", err
+		return "", false, err
 	}
 	if st.Status.Terminal() {
 		// Recorded already: by this message's first delivery, whose
 		// executor may have died before it woke the run, or by another
 		// executor. Waking the run again is harmless; not waking it could
 		// leave the run waiting for good.
-		return keyDone(stepID, st.Attempt), nil
+		return keyDone(stepID, st.Attempt), true, nil
 	}
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if run.Status.Terminal() {
-		return "", nil
+		return "", false, nil
 	}
 	res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
@@ -64,13 +65,13 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 	if err != nil {
 		switch requeued, rerr := e.requeueRefusedStart(ctx, runID, stepID, err); {
 		case requeued:
-			return "", rerr
+			return "", false, rerr
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
-			return "", nil // the step has ended, or the run has
+			return "", false, nil // the step has ended, or the run has
 		case errors.Is(err, world.ErrNotFound):
-			return "", &PermanentError{Reason: "step " + stepID + " not found", Err: err}
+			return "", false, &PermanentError{Reason: "step " + stepID + " not found", Err: err}
 		}
-		return "", err
+		return "", false, err
 	}
 	meta := runMeta{
 		runID: run.RunID, workflowName: run.WorkflowName, input: run.Input,
@@ -79,16 +80,16 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (string,
 	x := execOf(meta, res.Results[0].Step, st.Input)
 	o := e.runStep(ctx, x)
 	if o.kind == outAbandoned {
-		return "", ctx.Err()
+		return "", false, ctx.Err()
 	}
 	if err := e.record(ctx, runID, o); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if o.kind == outRetrying {
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: o.retryAfter}
-		return "", e.enqueue(ctx, m, keyStep(stepID, o.attempt))
+		return "", false, e.enqueue(ctx, m, keyStep(stepID, o.attempt))
 	}
-	return keyDone(stepID, o.attempt), nil
+	return keyDone(stepID, o.attempt), false, nil
 }
 
 // requeueRefusedStart queues a background step again when its step_started
@@ -139,19 +140,19 @@ func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attemp
 }
 
 // wakeAfterStep takes a run on after a background step's outcome has
-// committed, for the delivery of the message tagged tag (msgTag). If the
-// run lease is held, its holder reads the log after releasing it and goes
-// on itself if anything arrived (see session.afterRelease for why one of
-// the two always does); should the holder have taken it under this same
-// message, coverHolder keeps the run from depending on this delivery.
+// committed, for delivery d. If the run lease is held, its holder reads the
+// log after releasing it and goes on itself if anything arrived (see
+// session.afterRelease for why one of the two always does); should d be
+// another delivery of the message the holder took it under, coverHolder
+// keeps the run from depending on this one.
 // Otherwise this executor takes the lease and continues the run in its own
 // invocation, which then needs no message; only when its budget is spent
 // does it enqueue a continuation (under key).
-func (e *Engine) wakeAfterStep(ctx context.Context, runID, key, tag string) error {
-	owner, err := e.acquireRunLease(ctx, runID, tag)
+func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d delivery) error {
+	owner, err := e.acquireRunLease(ctx, runID, d.tag)
 	switch {
 	case errors.Is(err, world.ErrLeaseHeld):
-		return e.coverHolder(ctx, runID, tag, err) // the holder goes on after releasing the lease
+		return e.coverHolder(ctx, runID, d, err) // the holder goes on after releasing the lease
 	case err == nil:
 		if deadline := e.budget(ctx); e.now().Before(deadline) {
 			return e.continueLeased(ctx, runID, owner, deadline)

@@ -10,10 +10,10 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// twoDoneSteps appends the log of a run of workflow "two" whose two "add"
-// steps a background executor has started and completed, and returns the
-// run and step IDs.
-func twoDoneSteps(t *testing.T, h *harness) (string, []string) {
+// twoSteps appends the log of a run of workflow "two" with its two "add"
+// steps created and, when done, started by a background executor and
+// completed, and returns the run and step IDs.
+func twoSteps(t *testing.T, h *harness, done bool) (string, []string) {
 	t.Helper()
 	h.reg.step("add", 0, addStep)
 	h.reg.wf("two", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
@@ -29,6 +29,9 @@ func twoDoneSteps(t *testing.T, h *harness) (string, []string) {
 		evs = append(evs, world.EventInput{CorrelationID: s, Data: &world.StepCreated{StepName: "add", Input: mustJSON([2]int{2*i + 1, 2*i + 2})}})
 	}
 	for _, s := range steps {
+		if !done {
+			break
+		}
 		evs = append(evs,
 			world.EventInput{CorrelationID: s, Data: &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: true}},
 			world.EventInput{CorrelationID: s, Data: &world.StepCompleted{StepName: "add", Result: mustJSON(0)}})
@@ -46,9 +49,12 @@ func twoDoneSteps(t *testing.T, h *harness) (string, []string) {
 // the second delivery finds the steps done and the lease held by the dead
 // executor. It must not just be acknowledged, which would delete the run's
 // only message: it sends a continuation for just after the lease's expiry,
-// and the run completes with nothing else to wake it. A lease held under
-// another message needs nothing (that message comes back if its holder
-// dies): no message is sent.
+// and the run completes with nothing else to wake it. So does a delivery
+// that found its steps ended while the lease is held under another message
+// (a step a second delivery queued again while the first ran it, the first
+// having then taken the lease and died). A delivery that runs its steps and
+// finds the lease held under another message needs nothing (that message
+// comes back if its holder dies): no message is sent.
 func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 	t.Parallel()
 	const ttl = 300 * time.Millisecond
@@ -56,17 +62,21 @@ func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 		name     string
 		group    bool // the message names both steps, or only the first
 		sameMsg  bool // the dead holder took the lease under the delivered message
+		done     bool // the steps completed before the delivery
 		wantWake bool
 	}{
-		{"group, holder under this message", true, true, true},
-		{"single step, holder under this message", false, true, true},
-		{"group, holder under another message", true, false, false},
+		{"group, holder under this message", true, true, true, true},
+		{"single step, holder under this message", false, true, true, true},
+		{"group done, holder under another message", true, false, true, true},
+		{"single step done, holder under another message", false, false, true, true},
+		{"group run, holder under another message", true, false, false, false},
+		{"single step run, holder under another message", false, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var mw *msgWorld
 			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
-			runID, steps := twoDoneSteps(t, h)
+			runID, steps := twoSteps(t, h, tc.done)
 			ctx := context.Background()
 			msg := world.Message{RunID: runID, StepID: steps[0], RequestedAt: time.Now()}
 			if tc.group {

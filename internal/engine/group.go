@@ -72,7 +72,9 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	if wake == "" {
 		return nil
 	}
-	return e.wakeAfterStep(ctx, runID, wake, tag)
+	// Ran none of its steps: it found them ended (see delivery).
+	late := len(started) == 0
+	return e.wakeAfterStep(ctx, runID, wake, delivery{tag: tag, late: late})
 }
 
 // runGroup runs the started attempts of a group of n steps concurrently

@@ -15,14 +15,26 @@ import (
 // A delivery that finds the run lease held is acknowledged, leaving the run
 // to the holder (wakeAfterStep, continueRetry): should the holder die, its
 // own message, not yet acknowledged, comes back and takes the run on. That
-// holds only while the holder's message is a different one. The queue may
+// holds only while the holder's message is still there. The queue may
 // deliver the same message twice (a duplicate, or a redelivery after its
 // visibility timeout ran out while the first delivery was still at work or
 // had died): the second delivery finds the lease held by the first, and its
 // acknowledgement deletes the very message the first relies on. So a lease
 // taken for a message is owned under the message's tag, and a delivery that
 // finds the lease held under its own tag sends a continuation for just
-// after the lease's expiry (coverHolder) before it is acknowledged.
+// after the lease's expiry (coverHolder) before it is acknowledged. So does
+// a step delivery that found all its steps ended before it ran any (late):
+// it is such a second delivery, or the step message a second delivery
+// queued again while the first still ran the step (requeueRefusedStart),
+// whose own message that second delivery has acknowledged. A delivery that
+// ran steps itself, the common case, finds the lease held by a holder whose
+// message is still there, and sends nothing.
+
+// delivery is what wakeAfterStep knows of the message it handles.
+type delivery struct {
+	tag  string // the message's tag (msgTag)
+	late bool   // every step it names had ended before it ran any
+}
 
 // ownerTagSep separates a lease owner's name from the tag of the message
 // it was taken under. Engine IDs never contain it.
@@ -49,20 +61,20 @@ func ownerTag(owner string) string {
 	return tag
 }
 
-// coverHolder is what a delivery of the message tagged tag does when it
-// finds the run lease held (held, a *world.LeaseHeldError) and is about to
-// be acknowledged. When the holder took the lease under the same message,
-// it enqueues a continuation for just after the lease's expiry (keyCover):
-// if the holder has died, that continuation takes the run on; if it lives,
-// the continuation bounces until it has released the lease, then finds
-// nothing or goes on. Any other holder has its own message to come back
-// should it die: nothing is sent, so the common case costs no message.
-func (e *Engine) coverHolder(ctx context.Context, runID, tag string, held error) error {
+// coverHolder is what delivery d does when it finds the run lease held
+// (held, a *world.LeaseHeldError) and is about to be acknowledged. When the
+// holder took the lease under the same message, or d is late, it enqueues a
+// continuation for just after the lease's expiry (keyCover): if the holder
+// has died, that continuation takes the run on; if it lives, the
+// continuation bounces until it has released the lease, then finds nothing
+// or goes on. Otherwise the holder has its own message to come back should
+// it die: nothing is sent, so the common case costs no message.
+func (e *Engine) coverHolder(ctx context.Context, runID string, d delivery, held error) error {
 	var lh *world.LeaseHeldError
-	if tag == "" || !errors.As(held, &lh) || ownerTag(lh.Owner) != tag {
+	if !errors.As(held, &lh) || !d.late && (d.tag == "" || ownerTag(lh.Owner) != d.tag) {
 		return nil
 	}
-	e.log.Debug("engine: run lease held under the same message; continuing at its expiry", "run", runID, "owner", lh.Owner, "expires", lh.ExpiresAt)
+	e.log.Debug("engine: run lease held by a holder this delivery may have lost its message; continuing at its expiry", "run", runID, "owner", lh.Owner, "expires", lh.ExpiresAt, "late", d.late)
 	m := world.Message{RunID: runID, NotBefore: lh.ExpiresAt.Add(expirySlack)}
 	return e.enqueue(ctx, m, keyCover(runID, lh.ExpiresAt))
 }

@@ -88,7 +88,7 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 		case errors.Is(err, world.ErrLeaseHeld):
 			// The holder took it after this session released it, so it
 			// loads what arrived; what arrives later finds it held.
-			return e.coverHolder(ctx, runID, tag, err)
+			return e.coverHolder(ctx, runID, delivery{tag: tag}, err)
 		case err != nil:
 			e.log.Warn("engine: take the run lease again", "run", runID, "err", err)
 			return e.enqueue(ctx, world.Message{RunID: runID}, key)
