@@ -87,7 +87,9 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 		switch {
 		case errors.Is(err, world.ErrLeaseHeld):
 			// The holder took it after this session released it, so it
-			// loads what arrived; what arrives later finds it held.
+			// loads what arrived; what arrives later finds it held. A
+			// holder under this session's own message (another delivery
+			// of it) would lose that message with this acknowledgement.
 			return e.coverHolder(ctx, runID, delivery{tag: tag}, err)
 		case err != nil:
 			e.log.Warn("engine: take the run lease again", "run", runID, "err", err)
