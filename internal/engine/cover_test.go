@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +117,66 @@ func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 				t.Fatalf("messages %+v, want one continuation after %s's lease expiry (%s)", got, lease, expires)
 			}
 		})
+	}
+}
+
+// takeOverOnRelease, at the first run lease release, appends events (an
+// executor committing while the holder held the lease) and, once the lease
+// is free, takes it for owner with a short TTL, as another delivery of the
+// same message would before dying.
+type takeOverOnRelease struct {
+	*msgWorld
+	once   sync.Once
+	before func()
+	owner  *world.RunLeaseParams
+}
+
+func (r *takeOverOnRelease) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+	first := false
+	r.once.Do(func() { first = true; r.before() })
+	err := r.msgWorld.ReleaseRunLease(ctx, p)
+	if first && err == nil {
+		_, err = r.msgWorld.AcquireRunLease(ctx, r.owner)
+	}
+	return err
+}
+
+// A session that released the lease and must go on (a step completed while
+// it held it) but finds the lease taken meanwhile under its own message (a
+// second delivery of it, which then died) does not just return, which would
+// acknowledge the message the taker relies on: it sends a continuation for
+// the lease's expiry, and the run completes with nothing else to wake it.
+func TestSessionFindingLeaseTakenUnderItsMessageCoversIt(t *testing.T) {
+	t.Parallel()
+	var tw *takeOverOnRelease
+	h := newHarness(t, func(lw *localworld.World) world.World {
+		tw = &takeOverOnRelease{msgWorld: &msgWorld{World: lw}}
+		return tw
+	}, Config{})
+	runID, steps := twoSteps(t, h, false)
+	ctx := context.Background()
+	if _, err := h.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{CorrelationID: steps[1], Data: &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: true}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	msg := world.Message{RunID: runID, StepID: steps[0], RequestedAt: time.Now()}
+	tw.owner = &world.RunLeaseParams{RunID: runID, Owner: "eng-dead-1" + ownerTagSep + msgTag(msg), TTL: 300 * time.Millisecond}
+	tw.before = func() {
+		if _, err := h.lw.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+			{CorrelationID: steps[1], Data: &world.StepCompleted{StepName: "add", Result: mustJSON(7)}},
+		}}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := h.eng.HandleDelivery(ctx, msg, 1); err != nil {
+		t.Fatal(err)
+	}
+	h.work(1, nil)
+	if run := h.wait(runID); run.Status != world.RunStatusCompleted {
+		t.Fatalf("run %s %+v, want completed", run.Status, run.Error)
+	}
+	if got := tw.snapshot(); len(got) != 1 || len(got[0].Steps()) != 0 {
+		t.Fatalf("messages %+v, want one continuation at the lease's expiry", got)
 	}
 }
