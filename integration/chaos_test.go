@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
@@ -108,6 +109,19 @@ func TestChaosLambda(t *testing.T) {
 		wg.Go(func() { resumeWhenWaiting(rctx, s.client, run.ID(), p.Key, 1+i%2) })
 	}
 	stuck := waitAllEnded(ctx, t, s, time.Minute, 5*time.Minute)
+	var dead []string
+	deadExpected := 0
+	if len(stuck) > 0 {
+		// A message whose every receive the test killed is dead-lettered by
+		// SQS, as it would be in production, and its run waits for an
+		// operator. Do what the operator does once the incident is over:
+		// stop the kills, move the dead letters back to the work queue, and
+		// the runs must then finish from them.
+		stopKilling()
+		dead, deadExpected = deadLetters(ctx, t, s, true)
+		t.Logf("%d runs stuck, %d dead letters redriven: %s", len(stuck), deadExpected, strings.Join(stuck, "; "))
+		stuck = waitAllEnded(ctx, t, s, time.Minute, 5*time.Minute)
+	}
 	stopResuming()
 	wg.Wait()
 	kills := stopKilling()
@@ -120,8 +134,9 @@ func TestChaosLambda(t *testing.T) {
 		t.Fatal(err)
 	}
 	violations = append(violations, stuck...)
-	dead, deadExpected := deadLetters(ctx, t, s)
-	violations = append(violations, dead...)
+	more, moreExpected := deadLetters(ctx, t, s, false)
+	violations = append(violations, append(dead, more...)...)
+	deadExpected += moreExpected
 	for _, v := range violations {
 		t.Errorf("violation: %s", v)
 	}
@@ -219,8 +234,10 @@ func waitAllEnded(ctx context.Context, t *testing.T, s *stack, quiet, limit time
 // SIGKILLed with its invocation, or handled successfully (acknowledged,
 // then back through an injected redelivery). A receive that the function
 // failed itself (reporting the message failed, or timing out) makes it a
-// violation. It returns the violations and the number expected.
-func deadLetters(ctx context.Context, t *testing.T, s *stack) ([]string, int) {
+// violation. It returns the violations and the number expected. With
+// redrive, it sends each expected one back to the work queue and deletes it
+// from the DLQ, as an operator's redrive does.
+func deadLetters(ctx context.Context, t *testing.T, s *stack, redrive bool) ([]string, int) {
 	receives := map[string][]string{} // message ID -> how each receive ended
 	for _, r := range s.batches.all() {
 		for _, rec := range r.Event.Records {
@@ -243,6 +260,9 @@ func deadLetters(ctx context.Context, t *testing.T, s *stack) ([]string, int) {
 			outcomes := receives[aws.ToString(m.MessageId)]
 			if len(outcomes) > 0 && !slices.Contains(outcomes, "failed") {
 				expected++
+				if redrive {
+					redriveOne(ctx, t, s, m)
+				}
 				continue
 			}
 			out = append(out, fmt.Sprintf("dead letter %s %s, receives %v", aws.ToString(m.MessageId), aws.ToString(m.Body), outcomes))
@@ -337,4 +357,16 @@ func logFlowLines(t *testing.T, s *stack, runIDs []string) {
 		}
 	}
 	t.Logf("batches naming them:\n%s", b.String())
+}
+
+// redriveOne moves a dead letter back to the work queue.
+func redriveOne(ctx context.Context, t *testing.T, s *stack, m sqstypes.Message) {
+	if _, err := s.clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.queues.URL), MessageBody: m.Body}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.clients.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{
+		QueueUrl: aws.String(s.queues.DeadLetterURL), ReceiptHandle: m.ReceiptHandle,
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
