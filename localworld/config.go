@@ -111,6 +111,13 @@ type Config struct {
 	// of failing. That record's commit was never acknowledged. Damage
 	// elsewhere in the file is never repaired.
 	RepairTornTail bool
+	// ReadOnly opens an existing log-format store to read it while another
+	// process (a worker) may hold it and write: no lock is taken, every
+	// read first catches up with the commits appended since the last one,
+	// and every write fails with ErrReadOnly. An incomplete last record is
+	// taken for one being written and left out. A bbolt store cannot be
+	// read this way (Open fails).
+	ReadOnly bool
 
 	// Now is the clock for every time the World records or compares:
 	// createdAt, leases, queue delays and visibility, dedupe expiry. Default

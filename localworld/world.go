@@ -63,8 +63,14 @@ func Open(cfg Config) (*World, error) {
 		streamChs: make(map[string]chan struct{}),
 	}
 	if c.Path == "" {
+		if c.ReadOnly {
+			return nil, errors.New("localworld: Config.ReadOnly needs a Path")
+		}
 		w.kv = newMemStore()
 		return w, nil
+	}
+	if c.ReadOnly {
+		return openReadOnly(w, c)
 	}
 	kv, format, err := openStore(c)
 	if err != nil {

@@ -1,0 +1,188 @@
+package localworld
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// ErrReadOnly is returned by every write to a World opened with
+// Config.ReadOnly.
+var ErrReadOnly = errors.New("localworld: the store is open read-only")
+
+// roLogStore is the kvStore of a log store opened with Config.ReadOnly: a
+// view of a file another process may be writing. It takes no lock and
+// never writes. Before every read it brings its trees up to date with the
+// file (refresh):
+//
+//   - the records appended since the last look are replayed, up to the
+//     first one that is not whole and intact: the writer appends a record
+//     with one write call, so a record half there is one being written,
+//     read at the next look;
+//   - when the path names another file than the one open (a compaction
+//     renamed a new file over it, or the store was made again), the new
+//     file is read from its start. The old file stays readable through its
+//     descriptor and is a prefix of the same history, so a read in between
+//     sees an earlier state, never a wrong one.
+//
+// A snapshot whose header or snapshot records do not check is ErrCorrupt,
+// as at Open; a damaged record in the middle of the log is only ever
+// reached as "not yet whole" here, and Open (with the lock) is what
+// reports it.
+type roLogStore struct {
+	path string
+
+	mu      sync.Mutex // serialises refresh; guards the fields below
+	mem     *memStore
+	f       *os.File
+	end     int64  // offset just past the last record replayed
+	nextSeq uint64 // seq of the next commit record
+	closed  bool
+}
+
+// openLogReadOnly opens the log store at path for reading, without the lock.
+func openLogReadOnly(path string) (*roLogStore, error) {
+	s := &roLogStore{path: path}
+	if err := s.reload(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// reload reads the file the path names from its start into new trees.
+func (s *roLogStore) reload() error {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", s.path, err)
+	}
+	buf, err := readFrom(f, 0)
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("localworld: open %s: %w", s.path, err)
+	}
+	mem := newMemStore()
+	r, err := replayLog(s.path, buf, mem)
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	marker, _ := mem.buckets[bMeta].Get(memItem{k: formatKey})
+	if string(marker.v) != string(formatValue) {
+		_ = f.Close()
+		return fmt.Errorf("%w: open %s: store layout %q, this version reads %q", ErrCorrupt, s.path, marker.v, formatValue)
+	}
+	if s.f != nil {
+		_ = s.f.Close()
+	}
+	s.f, s.mem, s.end, s.nextSeq = f, mem, r.end, r.nextSeq
+	return nil
+}
+
+// readFrom reads f from off to its current end.
+func readFrom(f *os.File, off int64) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() <= off {
+		return nil, nil
+	}
+	buf := make([]byte, fi.Size()-off)
+	n, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// refresh brings the trees up to date with the file and returns them.
+func (s *roLogStore) refresh() (*memStore, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errStoreClosed
+	}
+	cur, err := s.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("localworld: read %s: %w", s.path, err)
+	}
+	if now, err := os.Stat(s.path); err == nil && !os.SameFile(cur, now) {
+		if err := s.reload(); err != nil {
+			return nil, err
+		}
+		return s.mem, nil
+	}
+	tail, err := readFrom(s.f, s.end)
+	if err != nil {
+		return nil, fmt.Errorf("localworld: read %s: %w", s.path, err)
+	}
+	s.applyTail(tail)
+	return s.mem, nil
+}
+
+// applyTail replays the whole commit records at the start of tail (the
+// bytes after s.end) into the trees, under their write lock.
+func (s *roLogStore) applyTail(tail []byte) {
+	mem := s.mem
+	put := func(b bucketID, k, v []byte) { mem.buckets[b].ReplaceOrInsert(memItem{k: k, v: v}) }
+	del := func(b bucketID, k []byte) { mem.buckets[b].Delete(memItem{k: k}) }
+	var off int64
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	for off < int64(len(tail)) {
+		rec, bad := readRecord(tail, off)
+		if bad != "" || rec.seq != s.nextSeq || rec.kind != recKindCommit {
+			break // not written yet (or space allocated ahead)
+		}
+		if err := applyOps(rec.ops, put, del); err != nil {
+			break // a record that checks but does not parse: Open reports it
+		}
+		off = rec.end
+		s.nextSeq++
+	}
+	s.end += off
+}
+
+func (s *roLogStore) view(fn func(kvTx) error) error {
+	mem, err := s.refresh()
+	if err != nil {
+		return err
+	}
+	return mem.view(fn)
+}
+
+func (s *roLogStore) update(func(kvTx) error) error { return ErrReadOnly }
+
+func (s *roLogStore) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	_ = s.mem.close()
+	return s.f.Close()
+}
+
+// openReadOnly opens the World w over the existing log store at c.Path
+// without its lock (Config.ReadOnly).
+func openReadOnly(w *World, c *Config) (*World, error) {
+	fi, err := os.Stat(c.Path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("localworld: open %s: %w", c.Path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("localworld: open %s: not a regular file", c.Path)
+	}
+	if format, signs := sniffFormat(c.Path); format != FormatLog || signs != "" {
+		return nil, fmt.Errorf("localworld: open %s read-only: only a log-format store can be read while another process holds it", c.Path)
+	}
+	kv, err := openLogReadOnly(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	w.kv = kv
+	return w, nil
+}

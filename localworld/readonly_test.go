@@ -1,0 +1,99 @@
+package localworld
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// A read-only World follows a store another World holds and writes: runs,
+// events and stream chunks appear as they commit, across compactions,
+// and writes are refused with ErrReadOnly.
+func TestReadOnlyFollowsWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "world.db")
+	w := mustOpen(t, Config{Path: path, Format: FormatLog, Sync: SyncBatch, compactMin: 64 << 10})
+	first := newRun(t, w, "wf")
+
+	r := mustOpen(t, Config{Path: path, ReadOnly: true})
+	if _, err := r.GetRun(ctx, &world.GetRunParams{RunID: first}); err != nil {
+		t.Fatalf("GetRun of a run made before the read-only open: %v", err)
+	}
+	second := newRun(t, w, "wf")
+	if _, err := r.GetRun(ctx, &world.GetRunParams{RunID: second}); err != nil {
+		t.Fatalf("GetRun of a run made after the read-only open: %v", err)
+	}
+	if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: second, Name: "out", Chunks: [][]byte{[]byte("a")}}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := r.ReadStream(ctx, &world.ReadStreamParams{RunID: second, Name: "out"})
+	if err != nil || len(page.Chunks) != 1 || string(page.Chunks[0].Data) != "a" {
+		t.Fatalf("ReadStream: %+v, %v", page, err)
+	}
+
+	// Renew a lease until the writer has compacted the log (a new file
+	// renamed over the path) a few times; the reader keeps up.
+	s := w.kv.(*logStore)
+	owner := strings.Repeat("o", 500)
+	for i := 0; s.compactions.Load() < 2; i++ {
+		if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: first, Owner: owner, TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			if _, err := r.GetRun(ctx, &world.GetRunParams{RunID: first}); err != nil {
+				t.Fatalf("GetRun during compaction: %v", err)
+			}
+		}
+		if i > 100000 {
+			t.Fatal("no compaction")
+		}
+	}
+	waitFor(t, func() bool { return !compacting(s) })
+	third := newRun(t, w, "wf")
+	got, err := r.GetRun(ctx, &world.GetRunParams{RunID: third})
+	if err != nil || got.WorkflowName != "wf" {
+		t.Fatalf("GetRun after compaction: %+v, %v", got, err)
+	}
+	runs, err := r.ListRuns(ctx, &world.ListRunsParams{})
+	if err != nil || len(runs.Items) != 3 {
+		t.Fatalf("ListRuns: %d runs, %v; want 3", len(runs.Items), err)
+	}
+
+	err = r.WriteStream(ctx, &world.WriteStreamParams{RunID: second, Name: "out", Chunks: [][]byte{[]byte("b")}})
+	wantErrIs(t, err, ErrReadOnly, "WriteStream on a read-only World")
+}
+
+// Config.ReadOnly refuses what it cannot read: no path, a missing file, a
+// bbolt store.
+func TestReadOnlyRefuses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bolt := filepath.Join(dir, "bolt.db")
+	mustOpen(t, Config{Path: bolt, Format: FormatBolt}).Close()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"memory", Config{ReadOnly: true}, "needs a Path"},
+		{"missing", Config{Path: filepath.Join(dir, "none.db"), ReadOnly: true}, "no such file"},
+		{"bolt", Config{Path: bolt, ReadOnly: true}, "only a log-format store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w, err := Open(tc.cfg)
+			if err == nil {
+				_ = w.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q, want %q in it", err, tc.want)
+			}
+		})
+	}
+}
