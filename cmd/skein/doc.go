@@ -8,8 +8,23 @@
 //	skein -db my.db hooks list
 //
 // The store is a localworld file (default ./skein-quickstart.db, or $SKEIN_DB).
-// A store is used by one process at a time: stop the program that holds it
-// first. A process killed in the middle of a write (kill -9, power loss)
+// While a worker (or the quickstart) holds the store, skein reads it anyway:
+// it opens the file read-only without the lock (localworld Config.ReadOnly),
+// catching up with the records the worker appends before each read, so
+// runs list/show/events, hooks list and streams read -follow work on live
+// runs. The commands that change the store (runs cancel, retry, fail; hooks
+// resume) need the store to themselves and say so while it is held.
+//
+// A read-only view was chosen over the worker serving its store on a local
+// socket: it needs nothing from the program that holds the store (any
+// worker, the quickstart, a test, a program built before this), no socket
+// file to create, secure and clean up, and no second protocol to keep in
+// step with world.Storage; the log format already makes it cheap, since a
+// commit is one appended, checksummed record and a compaction renames a
+// whole new file into place. Its price is that changes still wait for the
+// worker to stop, and that a bbolt-format store cannot be read while held.
+//
+// A process killed in the middle of a write (kill -9, power loss)
 // can leave the store's last record incomplete; skein then refuses the store
 // and says so, and -repair-torn-tail drops that record (its commit was never
 // acknowledged) and keeps everything before it:

@@ -85,7 +85,8 @@ func defaultStore() string {
 
 func runWith(ctx context.Context, e *env, args []string) int {
 	if e.lockTimeout == 0 {
-		e.lockTimeout = time.Second
+		// Short: a command that finds the store held reads it anyway.
+		e.lockTimeout = 100 * time.Millisecond
 	}
 	global := flag.NewFlagSet("skein", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
@@ -167,6 +168,11 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, localworld.ErrReadOnly):
+		fmt.Fprintf(e.stderr, "skein %s: the store %s is in use by another process (the quickstart or a worker).\n"+
+			"skein reads a store while another process holds it, but %s changes it, which only the process holding it may do:\n"+
+			"stop that process (or wait for it to finish) and run this command again\n", c.fullName(), e.db, c.fullName())
+		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "skein %s: %s\n", c.fullName(), safeLines(err.Error()))
 		return 2
@@ -215,16 +221,26 @@ func (e *env) open() error {
 	case fi.IsDir():
 		return fmt.Errorf("%s is a directory, not a store file", e.db)
 	}
-	w, err := localworld.Open(localworld.Config{
+	cfg := localworld.Config{
 		Path: e.db, LockTimeout: e.lockTimeout, RepairTornTail: e.repair,
 		// Warnings (such as what -repair-torn-tail dropped) go with the CLI's errors.
 		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	w, err := localworld.Open(cfg)
+	if errors.Is(err, localworld.ErrLocked) && !e.repair {
+		// A worker (or the quickstart) holds the store: read it as it
+		// writes. Commands that change the store fail with ErrReadOnly.
+		cfg.ReadOnly = true
+		w, err = localworld.Open(cfg)
+		if err != nil {
+			err = fmt.Errorf("the store %s is in use by another process, and cannot be read while it is: %w", e.db, err)
+		}
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, localworld.ErrLocked):
 			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command).\n"+
-				"A local store is used by one process at a time: stop that process (or wait for it to finish) and run this command again", e.db)
+				"-repair-torn-tail changes the store, which only one process at a time may do: stop that process (or wait for it to finish) and run this command again", e.db)
 		case errors.Is(err, localworld.ErrTornTail):
 			return fmt.Errorf("%v\nTo drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
 		}
@@ -276,8 +292,9 @@ Flags:
                       was never acknowledged, and everything before it is kept
 Any command takes these flags too.
 
-A store is used by one process at a time: while the quickstart (or your worker)
-runs, skein cannot open its store.
+While the quickstart (or your worker) holds its store, skein reads it as it
+goes (runs, events, streams -follow); commands that change the store (runs
+cancel, retry, fail; hooks resume) wait until that process stops.
 
 Examples:
   skein runs list -status running
