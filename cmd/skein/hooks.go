@@ -42,7 +42,7 @@ Examples:
 				if _, err := e.getRun(ctx, *runID); err != nil {
 					return err
 				}
-			} else if err := e.open(); err != nil {
+			} else if err := e.open(ctx); err != nil {
 				return err
 			}
 			var hooks []world.Hook
@@ -111,7 +111,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if err := e.open(); err != nil {
+			if err := e.open(ctx); err != nil {
 				return err
 			}
 			h, err := e.client.ResumeHook(ctx, token, payload)
@@ -122,7 +122,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "resumed hook %q of run %s; the run goes on when a worker next runs on %s\n", token, h.RunID, e.db)
+			fmt.Fprintf(e.stdout, "resumed hook %q of run %s; the run goes on when a worker next runs on %s\n", token, h.RunID, e.where())
 			return nil
 		}
 	},

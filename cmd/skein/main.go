@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -39,7 +41,11 @@ type env struct {
 	repair         bool // -repair-torn-tail: localworld.Config.RepairTornTail
 	lockTimeout    time.Duration
 
-	w      *localworld.World
+	remote remote // a deployed stack (remote.go), instead of db
+	// stacks makes the CloudFormation client (tests give a fake).
+	stacks func(aws.Config) stackDescriber
+
+	w      world.World
 	client *workflow.Client
 }
 
@@ -92,6 +98,8 @@ func runWith(ctx context.Context, e *env, args []string) int {
 	global.SetOutput(io.Discard)
 	global.StringVar(&e.db, "db", defaultStore(), "")
 	global.BoolVar(&e.repair, "repair-torn-tail", false, "")
+	e.remote = remoteFromEnv()
+	e.remote.flags(global)
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			mainUsage(e.stdout)
@@ -188,6 +196,7 @@ func (e *env) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.db, "db", e.db, "the local store `file`")
 	fs.BoolVar(&e.repair, "repair-torn-tail", e.repair,
 		"drop an incomplete last record of the store (what a crash in the middle of a write leaves; that commit was never acknowledged)")
+	e.remote.flags(fs)
 }
 
 // parseInterspersed parses flags anywhere among the positional arguments
@@ -210,8 +219,13 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// open opens the store, refusing to create one, and explaining a lock.
-func (e *env) open() error {
+// open opens the store: the deployed stack the flags name, or the local
+// store, refusing to create one, and reading it while another process holds
+// it.
+func (e *env) open(ctx context.Context) error {
+	if e.remote.set() {
+		return e.openRemote(ctx)
+	}
 	fi, err := os.Stat(e.db)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -261,12 +275,12 @@ func (e *env) getRun(ctx context.Context, runID string) (*world.Run, error) {
 	if err := world.ValidateID(world.PrefixRun, runID); err != nil {
 		return nil, usagef("%q is not a run ID (run IDs look like wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T; see skein runs list)", runID)
 	}
-	if err := e.open(); err != nil {
+	if err := e.open(ctx); err != nil {
 		return nil, err
 	}
 	r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if errors.Is(err, world.ErrNotFound) {
-		return nil, fmt.Errorf("run %s not found in %s", runID, e.db)
+		return nil, fmt.Errorf("run %s not found in %s", runID, e.where())
 	}
 	return r, err
 }

@@ -53,7 +53,7 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	if q.limit < 1 {
 		return usagef("-limit must be at least 1")
 	}
-	if err := e.open(); err != nil {
+	if err := e.open(ctx); err != nil {
 		return err
 	}
 	var runs []world.Run

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/smithy-go"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// remote names a deployed stack's resources: by flags, by environment
+// (SKEIN_TABLE, SKEIN_QUEUE_URL, SKEIN_BUCKET, SKEIN_STACK, SKEIN_ENDPOINT,
+// and the AWS SDK's own AWS_REGION, AWS_ENDPOINT_URL_*, credentials), or by
+// the outputs of the CloudFormation stack sam deploy created.
+type remote struct {
+	table, queueURL, bucket string
+	region, endpoint, stack string
+}
+
+// stackDescriber is the part of the CloudFormation client skein uses.
+type stackDescriber interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, opts ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+// remoteFromEnv returns the defaults the environment gives.
+func remoteFromEnv() remote {
+	return remote{
+		table: os.Getenv("SKEIN_TABLE"), queueURL: os.Getenv("SKEIN_QUEUE_URL"), bucket: os.Getenv("SKEIN_BUCKET"),
+		stack: os.Getenv("SKEIN_STACK"), endpoint: os.Getenv("SKEIN_ENDPOINT"),
+	}
+}
+
+// flags defines the flags that point skein at a deployed stack.
+func (r *remote) flags(fs *flag.FlagSet) {
+	fs.StringVar(&r.stack, "stack", r.stack, "read the table, queue and bucket from the outputs of the CloudFormation stack `name` (sam deploy's stack_name; $SKEIN_STACK)")
+	fs.StringVar(&r.table, "table", r.table, "the deployed stack's DynamoDB `table` ($SKEIN_TABLE); instead of -db")
+	fs.StringVar(&r.queueURL, "queue-url", r.queueURL, "the deployed stack's SQS queue `url` ($SKEIN_QUEUE_URL)")
+	fs.StringVar(&r.bucket, "bucket", r.bucket, "the deployed stack's S3 `bucket` ($SKEIN_BUCKET)")
+	fs.StringVar(&r.region, "region", r.region, "the AWS `region` (default $AWS_REGION or the AWS profile's)")
+	fs.StringVar(&r.endpoint, "endpoint", r.endpoint, "send every AWS request to `url` (an emulator such as LocalStack; $SKEIN_ENDPOINT; per service: $AWS_ENDPOINT_URL_DYNAMODB, _SQS, _S3)")
+}
+
+// set says whether the command works on a deployed stack, not a local store.
+func (r *remote) set() bool { return r.table != "" || r.stack != "" }
+
+// where names the store for messages.
+func (e *env) where() string {
+	switch {
+	case e.remote.table != "":
+		return "table " + e.remote.table
+	case e.remote.stack != "":
+		return "stack " + e.remote.stack
+	}
+	return e.db
+}
+
+// openRemote opens a dynamoworld World on the deployed stack's resources.
+func (e *env) openRemote(ctx context.Context) error {
+	r := e.remote
+	var opts []func(*config.LoadOptions) error
+	if r.region != "" {
+		opts = append(opts, config.WithRegion(r.region))
+	}
+	if r.endpoint != "" {
+		opts = append(opts, config.WithBaseEndpoint(r.endpoint))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return fmt.Errorf("AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		return errors.New("no AWS region: pass -region or set $AWS_REGION")
+	}
+	if r.stack != "" {
+		if err := e.readStack(ctx, awsCfg, &r); err != nil {
+			return err
+		}
+		e.remote = r
+	}
+	if r.table == "" || r.queueURL == "" || r.bucket == "" {
+		return usagef("a deployed stack needs its table, queue URL and bucket: pass -stack, or all of -table, -queue-url and -bucket")
+	}
+	custom := r.endpoint != "" || os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
+	clients := dynamoworld.NewClients(awsCfg, dynamoworld.ClientOptions{
+		// Emulators address buckets in the path and send error answers
+		// without DynamoDB's CRC header.
+		S3PathStyle: custom, Emulator: custom,
+		// A command answers soon, or says why not.
+		MaxAttempts: 3, MaxBackoff: time.Second,
+	})
+	w, err := dynamoworld.New(ctx, dynamoworld.Config{
+		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3,
+		Table: r.table, QueueURL: r.queueURL, Bucket: r.bucket,
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return remoteError(err)
+	}
+	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	if err != nil {
+		_ = w.Close()
+		return err
+	}
+	e.w, e.client = w, client
+	return nil
+}
+
+// readStack fills r's empty table, queue URL and bucket from the outputs of
+// the stack r names (TableName, QueueUrl, BucketName).
+func (e *env) readStack(ctx context.Context, awsCfg aws.Config, r *remote) error {
+	var cf stackDescriber
+	if e.stacks != nil {
+		cf = e.stacks(awsCfg)
+	} else {
+		cf = cloudformation.NewFromConfig(awsCfg)
+	}
+	out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(r.stack)})
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist") {
+		return fmt.Errorf("no stack %q in %s (sam deploy's stack_name, in samconfig.toml; see -region)", r.stack, awsCfg.Region)
+	}
+	if err != nil {
+		return fmt.Errorf("describe stack %s: %w", r.stack, remoteError(err))
+	}
+	if len(out.Stacks) == 0 {
+		return fmt.Errorf("no stack %q in %s", r.stack, awsCfg.Region)
+	}
+	for _, o := range out.Stacks[0].Outputs {
+		v := aws.ToString(o.OutputValue)
+		switch aws.ToString(o.OutputKey) {
+		case "TableName":
+			r.table = cmpOr(r.table, v)
+		case "QueueUrl":
+			r.queueURL = cmpOr(r.queueURL, v)
+		case "BucketName":
+			r.bucket = cmpOr(r.bucket, v)
+		}
+	}
+	if r.table == "" || r.queueURL == "" || r.bucket == "" {
+		return fmt.Errorf("stack %s has no TableName, QueueUrl and BucketName outputs: is it a Skein stack?", r.stack)
+	}
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// remoteError shortens the SDK's errors that mean the stack cannot be
+// reached at all into one line saying what to check.
+func remoteError(err error) error {
+	s := err.Error()
+	switch {
+	case strings.Contains(s, "failed to retrieve credentials") || strings.Contains(s, "no EC2 IMDS role found"):
+		return errors.New("no AWS credentials: set AWS_PROFILE (aws sso login) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	case strings.Contains(s, "connection refused") || strings.Contains(s, "no such host") || strings.Contains(s, "i/o timeout"):
+		return fmt.Errorf("cannot reach AWS: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/smithy-go"
+)
+
+// stackAnswer is a DescribeStacks that returns what it holds.
+type stackAnswer struct {
+	out *cloudformation.DescribeStacksOutput
+	err error
+}
+
+func (s stackAnswer) DescribeStacks(context.Context, *cloudformation.DescribeStacksInput, ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	return s.out, s.err
+}
+
+// Pointing skein at a stack that is not there, or not whole, is one clear
+// line and a non-zero exit, before any request to its resources.
+func TestRemoteBadInput(t *testing.T) {
+	t.Parallel()
+	notSkein := &cloudformation.DescribeStacksOutput{Stacks: []cftypes.Stack{{Outputs: []cftypes.Output{
+		{OutputKey: aws.String("TableName"), OutputValue: aws.String("t")},
+	}}}}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stacks stackAnswer
+		code   int
+		want   string
+	}{
+		{"no such stack", []string{"-stack", "nope", "runs", "list"},
+			stackAnswer{err: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id nope does not exist"}},
+			1, `no stack "nope" in eu-west-1`},
+		{"not a skein stack", []string{"runs", "list", "-stack", "other"}, stackAnswer{out: notSkein},
+			1, "stack other has no TableName, QueueUrl and BucketName outputs"},
+		{"table alone", []string{"-table", "t", "runs", "list"}, stackAnswer{},
+			2, "needs its table, queue URL and bucket"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb syncBuffer
+			e := &env{stdout: &out, stderr: &errb, stacks: func(aws.Config) stackDescriber { return tc.stacks }}
+			code := runWith(context.Background(), e, append([]string{"-region", "eu-west-1"}, tc.args...))
+			if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tc.code, tc.want)
+			}
+			if n := strings.Count(strings.TrimSpace(errb.String()), "\n"); n != 0 {
+				t.Errorf("%d lines of error, want one: %q", n+1, errb.String())
+			}
+		})
+	}
+}
