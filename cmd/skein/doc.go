@@ -1,4 +1,4 @@
-// Command skein looks into a local Skein store: the runs, their steps and
+// Command skein looks into a Skein store, local or deployed: the runs, their steps and
 // events, hooks and streams, as the quickstart or your own worker recorded
 // them. It can also cancel a run, resume a hook, and retry or fail a run
 // held because its code no longer replays its log.
@@ -30,6 +30,16 @@
 // acknowledged) and keeps everything before it:
 //
 //	skein -repair-torn-tail runs list
+//
+// With -stack NAME (or $SKEIN_STACK) skein works on a deployed stack
+// instead: it reads the table, queue and bucket from the TableName,
+// QueueUrl and BucketName outputs of the CloudFormation stack sam deploy
+// created (DescribeStacks), and opens a dynamoworld World on them; -table,
+// -queue-url and -bucket (or $SKEIN_TABLE, $SKEIN_QUEUE_URL, $SKEIN_BUCKET)
+// name the resources directly, -region and -endpoint (or the SDK's
+// AWS_REGION, AWS_ENDPOINT_URL_*) where to send requests:
+//
+//	skein -stack orders runs list -status failed
 //
 // skein init writes a new project of your own: a Go module with a workflow
 // and its test, a Lambda main serving it (skeinlambda.Start), the AWS SAM

@@ -286,11 +286,13 @@ func (e *env) getRun(ctx context.Context, runID string) (*world.Run, error) {
 }
 
 func mainUsage(w io.Writer) {
-	fmt.Fprintf(w, `skein looks into a local Skein store: runs, their steps and events, hooks, streams.
-skein init writes a new project of your own.
+	fmt.Fprintf(w, `skein looks into a Skein store, local or deployed: runs, their steps and events,
+hooks, streams. skein init writes a new project of your own.
 
 Usage:
   skein [-db file] [-repair-torn-tail] <command> [arguments] [flags]
+  skein -stack name [-region r] <command> [arguments] [flags]
+  skein -table t -queue-url u -bucket b [-region r] [-endpoint url] <command> ...
 
 Commands:
 `)
@@ -304,6 +306,14 @@ Flags:
   -repair-torn-tail   drop an incomplete last record of the store: what a crash in
                       the middle of a write (kill -9, power loss) leaves; that commit
                       was never acknowledged, and everything before it is kept
+  -stack name         a deployed stack: read its table, queue and bucket from the
+                      outputs of the CloudFormation stack sam deploy created
+                      (default $SKEIN_STACK)
+  -table, -queue-url, -bucket
+                      a deployed stack's resources ($SKEIN_TABLE, $SKEIN_QUEUE_URL,
+                      $SKEIN_BUCKET); with -stack, they override its outputs
+  -region r           the AWS region (default $AWS_REGION, the AWS profile's)
+  -endpoint url       send AWS requests to an emulator ($SKEIN_ENDPOINT)
 Any command takes these flags too.
 
 While the quickstart (or your worker) holds its store, skein reads it as it
@@ -314,6 +324,7 @@ Examples:
   skein runs list -status running
   skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
   skein -db orders.db hooks list
+  skein -stack orders runs list -status failed
 
 Run "skein help <command>" or "skein <command> -help" for a command's flags and examples.
 `, defaultDB)
