@@ -67,7 +67,7 @@ type runFunc func(ctx context.Context, e *env, args []string) error
 func (c *command) fullName() string { return c.group + " " + c.name }
 
 var commands = []*command{
-	runsListCmd, runsShowCmd, runsEventsCmd, runsCancelCmd, runsRetryCmd, runsFailCmd,
+	runsListCmd, runsShowCmd, runsEventsCmd, runsCancelCmd, runsRerunCmd, runsRetryCmd, runsFailCmd,
 	hooksListCmd, hooksResumeCmd,
 	streamsListCmd, streamsReadCmd,
 	patchesCheckCmd,

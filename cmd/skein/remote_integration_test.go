@@ -37,7 +37,8 @@ func (f fakeStacks) DescribeStacks(_ context.Context, in *cloudformation.Describ
 
 // The CLI on a deployed stack (the emulators), by flags and by stack
 // outputs: it lists, shows and reads a run a worker runs on the stack,
-// resumes its hook, follows its stream to its end, and cancels another.
+// resumes its hook, follows its stream to its end, cancels another and
+// reruns that one.
 func TestCLIOnDeployedStack(t *testing.T) {
 	t.Parallel()
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
@@ -113,4 +114,5 @@ func TestCLIOnDeployedStack(t *testing.T) {
 		t.Fatal("the cancelled run succeeded")
 	}
 	on("runs", "list", "-status", "cancelled").expect(t, 0, other.ID())
+	on("runs", "rerun", other.ID()).expect(t, 0, "started run", "the input of "+other.ID(), "table "+res.Table)
 }

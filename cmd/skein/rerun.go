@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/skeinflow/skein/workflow"
+)
+
+var runsRerunCmd = &command{
+	group: "runs", name: "rerun", usage: "<run-id> [-idempotency-key key]", nargs: 1,
+	summary: "start a new run with a finished run's workflow and input",
+	help: `
+Starts a new run of a finished (failed, cancelled or completed) run's
+workflow with the same input and attributes, and prints its ID. The old
+run stays as it is. The new run runs when a worker next runs on the store
+(on a deployed stack, the flow function picks it up). With
+-idempotency-key, running the command again with the same key returns the
+run the first one started instead of starting another.
+
+Examples:
+  skein runs rerun wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein -stack orders runs rerun wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -idempotency-key rerun-1001`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		key := fs.String("idempotency-key", "", "start at most one run with this `key`")
+		return func(ctx context.Context, e *env, args []string) error {
+			r, err := e.getRun(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if !r.Status.Terminal() {
+				return fmt.Errorf("run %s is %s, not finished: wait for it, or cancel it first (skein runs cancel)", r.RunID, r.Status)
+			}
+			opts := []workflow.StartOption{workflow.WithAttributes(r.Attributes)}
+			if *key != "" {
+				opts = append(opts, workflow.WithIdempotencyKey(*key))
+			}
+			var input any
+			if len(r.Input) > 0 {
+				input = r.Input
+			}
+			id, err := e.client.Start(ctx, r.WorkflowName, input, opts...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "started run %s (%s, the input of %s); it runs when a worker next runs on %s\n", id, r.WorkflowName, r.RunID, e.where())
+			return nil
+		}
+	},
+}
