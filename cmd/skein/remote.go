@@ -166,11 +166,19 @@ func cmpOr(a, b string) string {
 // reached at all into one line saying what to check.
 func remoteError(err error) error {
 	s := err.Error()
+	first, _, _ := strings.Cut(s, "\n")
 	switch {
 	case strings.Contains(s, "failed to retrieve credentials") || strings.Contains(s, "no EC2 IMDS role found"):
 		return errors.New("no AWS credentials: set AWS_PROFILE (aws sso login) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-	case strings.Contains(s, "connection refused") || strings.Contains(s, "no such host") || strings.Contains(s, "i/o timeout"):
-		return fmt.Errorf("cannot reach AWS: %w", err)
+	case strings.Contains(first, "connection refused") || strings.Contains(first, "no such host") || strings.Contains(first, "i/o timeout"):
+		reason := first
+		for _, at := range []string{"dial tcp", "lookup "} {
+			if i := strings.Index(first, at); i >= 0 {
+				reason = first[i:]
+				break
+			}
+		}
+		return fmt.Errorf("cannot reach AWS (%s): check -region, -endpoint and the network", reason)
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -55,5 +56,23 @@ func TestRemoteBadInput(t *testing.T) {
 				t.Errorf("%d lines of error, want one: %q", n+1, errb.String())
 			}
 		})
+	}
+}
+
+// The SDK's long errors for an unreachable endpoint or missing credentials
+// become one line.
+func TestRemoteError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"dynamoworld: DynamoDB DescribeTable on table \"tab\": operation error DynamoDB: DescribeTable, exceeded maximum number of attempts, 3, " +
+			"request send failed, Post \"http://127.0.0.1:1/\": dial tcp 127.0.0.1:1: connect: connection refused\ndynamoworld: SQS ...",
+			"cannot reach AWS (dial tcp 127.0.0.1:1: connect: connection refused): check -region, -endpoint and the network"},
+		{"operation error CloudFormation: DescribeStacks, get identity: get credentials: failed to refresh cached credentials, failed to retrieve credentials",
+			"no AWS credentials: set AWS_PROFILE (aws sso login) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
+		{"AccessDenied: not allowed", "AccessDenied: not allowed"},
+	} {
+		if got := remoteError(errors.New(tc.in)).Error(); got != tc.want {
+			t.Errorf("remoteError(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
