@@ -108,6 +108,20 @@
 // transaction, logged at info, and a restart after a crash resumes at once
 // instead of waiting out a 30-second run lease or a 5-minute step lease.
 //
+// # Reading a store another process holds
+//
+// Config.ReadOnly opens a log store without the lock, to look at it while a
+// worker runs (the skein CLI does this when the lock is taken). It never
+// writes: every write fails with ErrReadOnly, and Open neither expires
+// leases nor releases messages. Before each read it replays the records
+// appended since the last one, stopping at the first that is not whole and
+// intact (the writer appends each record with one write call, so that is
+// one being written, read next time); when the path names another file
+// than the one it has open, a compaction renamed a new log into place, and
+// it replays that one from its start. Either file is a prefix of the same
+// history, so a read sees the store as it was at some commit, never a mix.
+// A bbolt store locks its file for its whole life and cannot be read so.
+//
 // # Layout
 //
 // Each bucket is an ordered keyspace (a B-tree, or a bbolt bucket). In keys,
