@@ -1,7 +1,8 @@
 // Command skein looks into a Skein store, local or deployed: the runs,
 // their steps and events, hooks and streams, as the quickstart, your own
-// worker or a deployed stack recorded them. It can also cancel a run, resume a hook, and retry or fail a run
-// held because its code no longer replays its log.
+// worker or a deployed stack recorded them. It can also cancel a run,
+// resume a hook, rerun a finished run, and retry or fail a run held because
+// its code no longer replays its log.
 //
 //	skein runs list
 //	skein runs show wrun_01J...
