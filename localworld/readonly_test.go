@@ -97,3 +97,57 @@ func TestReadOnlyRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A reader racing a writer sees each run's events grow and never shrink,
+// never fails, and ends with every event; small compactions happen along
+// the way.
+func TestReadOnlyConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "world.db")
+	w := mustOpen(t, Config{Path: path, Format: FormatLog, Sync: SyncNone, compactMin: 32 << 10})
+	id := newRun(t, w, "wf")
+	r := mustOpen(t, Config{Path: path, ReadOnly: true})
+	count := func() int {
+		n := 0
+		for cursor := ""; ; {
+			page, err := r.ListEvents(ctx, &world.ListEventsParams{RunID: id, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+			if err != nil {
+				t.Fatalf("ListEvents: %v", err)
+			}
+			n += len(page.Items)
+			if !page.HasMore {
+				return n
+			}
+			cursor = page.Cursor
+		}
+	}
+	const steps = 300
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range steps {
+			evs := []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: strings.Repeat("s", 100)})}
+			if _, err := w.Append(ctx, &world.AppendParams{RunID: id, Events: evs}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	last := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		n := count()
+		if n < last {
+			t.Fatalf("events went from %d to %d", last, n)
+		}
+		last = n
+	}
+	if want := len(allEvents(t, w, id)); count() != want {
+		t.Fatalf("reader sees %d events, writer %d", count(), want)
+	}
+}
