@@ -22,7 +22,7 @@ Examples:
   skein patches check order add-fraud-check`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, e *env, args []string) error {
-			if err := e.open(); err != nil {
+			if err := e.open(ctx); err != nil {
 				return err
 			}
 			rep, err := e.client.CheckPatch(ctx, &workflow.CheckPatchParams{WorkflowName: args[0], PatchID: args[1]})
