@@ -41,6 +41,7 @@
 // AWS_REGION, AWS_ENDPOINT_URL_*) where to send requests:
 //
 //	skein -stack orders runs list -status failed
+//	skein -sam-env default runs list   # stack_name and region of ./samconfig.toml
 //
 // skein init writes a new project of your own: a Go module with a workflow
 // and its test, a Lambda main serving it (skeinlambda.Start), the AWS SAM

@@ -309,6 +309,8 @@ Flags:
   -stack name         a deployed stack: read its table, queue and bucket from the
                       outputs of the CloudFormation stack sam deploy created
                       (default $SKEIN_STACK)
+  -sam-env env        the stack (and region) samconfig.toml names for sam deploy's
+                      config environment env (default, prod, …); -samconfig file
   -table, -queue-url, -bucket
                       a deployed stack's resources ($SKEIN_TABLE, $SKEIN_QUEUE_URL,
                       $SKEIN_BUCKET); with -stack, they override its outputs

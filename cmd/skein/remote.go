@@ -26,6 +26,7 @@ import (
 type remote struct {
 	table, queueURL, bucket string
 	region, endpoint, stack string
+	samEnv, samConfig       string // -sam-env: the stack sam deploy's config names
 }
 
 // stackDescriber is the part of the CloudFormation client skein uses.
@@ -44,6 +45,8 @@ func remoteFromEnv() remote {
 // flags defines the flags that point skein at a deployed stack.
 func (r *remote) flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.stack, "stack", r.stack, "read the table, queue and bucket from the outputs of the CloudFormation stack `name` (sam deploy's stack_name; $SKEIN_STACK)")
+	fs.StringVar(&r.samEnv, "sam-env", r.samEnv, "the stack sam deploy deploys in the config environment `env` (default, prod, …) of -samconfig: its stack_name and region")
+	fs.StringVar(&r.samConfig, "samconfig", cmpOr(r.samConfig, "samconfig.toml"), "the sam deploy config `file` -sam-env reads")
 	fs.StringVar(&r.table, "table", r.table, "the deployed stack's DynamoDB `table` ($SKEIN_TABLE); instead of -db")
 	fs.StringVar(&r.queueURL, "queue-url", r.queueURL, "the deployed stack's SQS queue `url` ($SKEIN_QUEUE_URL)")
 	fs.StringVar(&r.bucket, "bucket", r.bucket, "the deployed stack's S3 `bucket` ($SKEIN_BUCKET)")
@@ -52,7 +55,7 @@ func (r *remote) flags(fs *flag.FlagSet) {
 }
 
 // set says whether the command works on a deployed stack, not a local store.
-func (r *remote) set() bool { return r.table != "" || r.stack != "" }
+func (r *remote) set() bool { return r.table != "" || r.stack != "" || r.samEnv != "" }
 
 // where names the store for messages.
 func (e *env) where() string {
@@ -68,6 +71,13 @@ func (e *env) where() string {
 // openRemote opens a dynamoworld World on the deployed stack's resources.
 func (e *env) openRemote(ctx context.Context) error {
 	r := e.remote
+	if r.samEnv != "" && r.stack == "" {
+		stack, region, err := samStack(r.samConfig, r.samEnv)
+		if err != nil {
+			return err
+		}
+		r.stack, r.region = stack, cmpOr(r.region, region)
+	}
 	var opts []func(*config.LoadOptions) error
 	if r.region != "" {
 		opts = append(opts, config.WithRegion(r.region))

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -74,5 +76,49 @@ func TestRemoteError(t *testing.T) {
 		if got := remoteError(errors.New(tc.in)).Error(); got != tc.want {
 			t.Errorf("remoteError(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// -sam-env takes the stack name and region from samconfig.toml, as sam
+// deploy would.
+func TestSamEnv(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "samconfig.toml")
+	toml := `version = 0.1
+[default.global.parameters]
+stack_name = "orders"
+
+[default.deploy.parameters]
+capabilities = "CAPABILITY_IAM"
+region = "us-east-2"
+
+[prod.deploy.parameters]
+stack_name = "orders-prod" # the live one
+region = "eu-central-1"
+`
+	if err := os.WriteFile(cfg, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := stackAnswer{err: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id x does not exist"}}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"default", []string{"-sam-env", "default"}, 1, `no stack "orders" in us-east-2`},
+		{"prod", []string{"-sam-env", "prod"}, 1, `no stack "orders-prod" in eu-central-1`},
+		{"region flag wins", []string{"-sam-env", "prod", "-region", "ap-south-1"}, 1, `no stack "orders-prod" in ap-south-1`},
+		{"unknown env", []string{"-sam-env", "staging"}, 1, `names no stack_name for the config environment "staging"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb syncBuffer
+			e := &env{stdout: &out, stderr: &errb, stacks: func(aws.Config) stackDescriber { return missing }}
+			code := runWith(context.Background(), e, append(append([]string{"-samconfig", cfg}, tc.args...), "runs", "list"))
+			if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tc.code, tc.want)
+			}
+		})
 	}
 }
