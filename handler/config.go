@@ -68,6 +68,9 @@ const (
 	EnvStepLeaseTTL        = "SKEIN_STEP_LEASE_TTL"        // Go duration: a step attempt's lease
 	EnvRunLeaseTTL         = "SKEIN_RUN_LEASE_TTL"         // Go duration: a continuation's run lease
 	EnvMaxQueueDelay       = "SKEIN_MAX_QUEUE_DELAY"       // Go duration: longest delay of one message (hops beyond)
+	EnvMaxInterruptions    = "SKEIN_MAX_INTERRUPTIONS"     // lost executors a step attempt survives
+	EnvHoldRetryDelay      = "SKEIN_HOLD_RETRY_DELAY"      // Go duration: a held run's first retry
+	EnvHoldRetryLimit      = "SKEIN_HOLD_RETRY_LIMIT"      // Go duration: the longest wait between retries
 	EnvConcurrency         = "SKEIN_RECORD_CONCURRENCY"    // records of a batch handled at once
 	EnvMalformed           = "SKEIN_MALFORMED"             // dead-letter (default) | acknowledge
 	EnvLogLevel            = "AWS_LAMBDA_LOG_LEVEL"        // debug | info | warn | error (Lambda's own)
@@ -297,6 +300,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	duration(EnvStepLeaseTTL, &cfg.Engine.StepLeaseTTL)
 	duration(EnvRunLeaseTTL, &cfg.Engine.RunLeaseTTL)
 	duration(EnvMaxQueueDelay, &cfg.Engine.MaxQueueDelay)
+	atoi(EnvMaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
+	duration(EnvHoldRetryDelay, &cfg.Engine.HoldRetryDelay)
+	duration(EnvHoldRetryLimit, &cfg.Engine.HoldRetryLimit)
 	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
 		errs = append(errs, fmt.Errorf("%s=%s: SQS delays a message by at most 15m", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay))
 	}

@@ -29,6 +29,9 @@ func TestConfigFromEnv(t *testing.T) {
 	env["SKEIN_MAX_QUEUE_DELAY"] = "2s"
 	env["SKEIN_MALFORMED"] = "acknowledge"
 	env["SKEIN_S3_PATH_STYLE"] = "1"
+	env["SKEIN_MAX_INTERRUPTIONS"] = "7"
+	env["SKEIN_HOLD_RETRY_DELAY"] = "30s"
+	env["SKEIN_HOLD_RETRY_LIMIT"] = "2h"
 	cfg, err := handler.ConfigFromEnv(envOf(env))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +40,8 @@ func TestConfigFromEnv(t *testing.T) {
 		ClaimCheckThreshold: 65536, S3PathStyle: true, Retention: 30 * 24 * time.Hour}
 	if cfg.Kind != handler.KindFlow || cfg.Resources != want || cfg.Engine.InlineConcurrency != 16 ||
 		cfg.TimeBudgetMargin != 10*time.Second || cfg.Engine.StepLeaseTTL != 3*time.Second ||
-		cfg.Engine.RunLeaseTTL != 4*time.Second || cfg.Engine.MaxQueueDelay != 2*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Logger == nil {
+		cfg.Engine.RunLeaseTTL != 4*time.Second || cfg.Engine.MaxQueueDelay != 2*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Logger == nil ||
+		cfg.Engine.MaxInterruptions != 7 || cfg.Engine.HoldRetryDelay != 30*time.Second || cfg.Engine.HoldRetryLimit != 2*time.Hour {
 		t.Errorf("config %+v", cfg)
 	}
 
@@ -56,13 +60,14 @@ func TestConfigFromEnvErrors(t *testing.T) {
 	_, err := handler.ConfigFromEnv(envOf(map[string]string{
 		"SKEIN_HANDLER": "both", "SKEIN_INLINE_CONCURRENCY": "many", "SKEIN_TIME_BUDGET_MARGIN": "10",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "12", "SKEIN_MALFORMED": "shrug", "SKEIN_MAX_QUEUE_DELAY": "1h", "AWS_LAMBDA_LOG_LEVEL": "loud",
-		"SKEIN_RETENTION_DAYS": "-1",
+		"SKEIN_RETENTION_DAYS": "-1", "SKEIN_MAX_INTERRUPTIONS": "0", "SKEIN_HOLD_RETRY_DELAY": "soon",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{"SKEIN_HANDLER", "SKEIN_TABLE", "SKEIN_QUEUE_URL", "SKEIN_BUCKET", "SKEIN_INLINE_CONCURRENCY",
-		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL", "SKEIN_RETENTION_DAYS"} {
+		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL", "SKEIN_RETENTION_DAYS",
+		"SKEIN_MAX_INTERRUPTIONS", "SKEIN_HOLD_RETRY_DELAY"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}
