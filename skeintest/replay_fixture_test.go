@@ -1,0 +1,229 @@
+package skeintest_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// The fixture: an order workflow whose v1 reserves stock, waits for an
+// approval hook, sleeps, and ships; the variants change it the ways a user
+// would, with or without a patch.
+
+type order struct {
+	ID    string        `json:"id"`
+	Lines []string      `json:"lines,omitempty"`
+	Wait  time.Duration `json:"wait"`
+}
+
+type approval struct {
+	OK bool `json:"ok"`
+}
+
+// stepCalls counts the executions of the fixture's steps, so that a test
+// can assert that checking a history runs none.
+type stepCalls struct{ n atomic.Int64 }
+
+func (c *stepCalls) step(name string) *workflow.Step[string, string] {
+	return workflow.NewStep(name, func(_ context.Context, in string) (string, error) {
+		c.n.Add(1)
+		return name + ":" + in, nil
+	})
+}
+
+// variant describes a version of the order workflow.
+type variant struct {
+	fraud         string // "": no fraud check; "plain": added without a patch; "patched": under a patch
+	dropReserve   string // "": keeps reserve; "plain": removed without a patch; "patched": removed under a patch
+	otherInput    bool   // reserve is called with another input
+	stepAfterHook bool   // a step added after the hook without a patch
+	reverseLines  bool   // pack fans its lines out in reverse order
+}
+
+// registry returns a registry holding the variant of "order", the fan-out
+// workflow "pack", and their steps, counted by calls.
+func (v variant) registry(calls *stepCalls) *workflow.Registry {
+	reserve, ship, fraud, audit, line := calls.step("reserve"), calls.step("ship"), calls.step("fraud-check"),
+		calls.step("audit"), calls.step("reserve-line")
+	wf := workflow.New("order", func(ctx workflow.Context, o order) (string, error) {
+		if v.fraud == "plain" || (v.fraud == "patched" && workflow.Patched(ctx, "add-fraud-check")) {
+			if _, err := fraud.Call(ctx, o.ID); err != nil {
+				return "", err
+			}
+		}
+		keep := v.dropReserve == "" || (v.dropReserve == "patched" && !workflow.Patched(ctx, "drop-reserve"))
+		if keep {
+			in := o.ID
+			if v.otherInput {
+				in = "#" + o.ID
+			}
+			if _, err := reserve.Call(ctx, in); err != nil {
+				return "", err
+			}
+		}
+		h := workflow.NewHook[approval](ctx, workflow.HookOptions{Token: "approve/" + o.ID})
+		a, err := h.Receive(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !a.OK {
+			return "refused", nil
+		}
+		if v.stepAfterHook {
+			if _, err := audit.Call(ctx, o.ID); err != nil {
+				return "", err
+			}
+		}
+		if err := workflow.Sleep(ctx, o.Wait); err != nil {
+			return "", err
+		}
+		return ship.Call(ctx, o.ID)
+	})
+	pack := workflow.New("pack", func(ctx workflow.Context, o order) ([]string, error) {
+		fs := make([]workflow.Future[string], len(o.Lines))
+		for i := range o.Lines {
+			l := o.Lines[i]
+			if v.reverseLines {
+				l = o.Lines[len(o.Lines)-1-i]
+			}
+			fs[i] = line.Go(ctx, l)
+		}
+		out, err := workflow.All(ctx, fs...)
+		if err != nil {
+			return nil, err
+		}
+		return out, workflow.Sleep(ctx, o.Wait)
+	})
+	return workflow.NewRegistry().MustRegister(wf, pack, reserve, ship, fraud, audit, line)
+}
+
+// recorder runs v1 on an in-memory local world with a worker, to record
+// real histories.
+type recorder struct {
+	t      *testing.T
+	w      *localworld.World
+	client *workflow.Client
+}
+
+func newRecorder(t *testing.T) *recorder {
+	t.Helper()
+	w, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: variant{}.registry(&stepCalls{}),
+		PollWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; _ = w.Close() })
+	return &recorder{t: t, w: w, client: worker.Client()}
+}
+
+// start starts a run of workflow name.
+func (r *recorder) start(name string, o order) string {
+	r.t.Helper()
+	id, err := r.client.Start(context.Background(), name, o)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return id
+}
+
+// until waits until the run's log has an event of type typ (the n-th one
+// of that type, counting from 1), and returns the log.
+func (r *recorder) until(runID string, typ world.EventType, n int) []world.Event {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		events, err := skeintest.ReadLog(context.Background(), r.w, runID)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		seen := 0
+		for _, ev := range events {
+			if ev.Type() == typ {
+				seen++
+			}
+		}
+		if seen >= n {
+			return events
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("run %s: no %s (#%d) within 10s; log: %d events", runID, typ, n, len(events))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// approve resumes the run's approval hook.
+func (r *recorder) approve(id string) {
+	r.t.Helper()
+	if _, err := r.client.ResumeHook(context.Background(), "approve/"+id, approval{OK: true}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// histories records the fixture's histories with v1: an order suspended
+// at its hook, one asleep, one completed, and a fan-out asleep.
+type histories struct {
+	atHook, asleep, completed, fanout []world.Event
+}
+
+func record(t *testing.T) histories {
+	t.Helper()
+	r := newRecorder(t)
+	var h histories
+	hookRun := r.start("order", order{ID: "1", Wait: time.Hour})
+	sleepRun := r.start("order", order{ID: "2", Wait: time.Hour})
+	doneRun := r.start("order", order{ID: "3"})
+	fanRun := r.start("pack", order{ID: "4", Lines: []string{"a", "b", "c", "d", "e"}, Wait: time.Hour})
+	h.atHook = r.until(hookRun, world.EventHookCreated, 1)
+	r.until(sleepRun, world.EventHookCreated, 1)
+	r.approve("2")
+	h.asleep = r.until(sleepRun, world.EventWaitCreated, 1)
+	r.until(doneRun, world.EventHookCreated, 1)
+	r.approve("3")
+	h.completed = r.until(doneRun, world.EventRunCompleted, 1)
+	h.fanout = r.until(fanRun, world.EventWaitCreated, 1)
+	return h
+}
+
+// prefix returns the log up to and including the first event of type typ.
+func prefix(t *testing.T, events []world.Event, typ world.EventType) []world.Event {
+	t.Helper()
+	for i, ev := range events {
+		if ev.Type() == typ {
+			return events[:i+1]
+		}
+	}
+	t.Fatalf("no %s in the log", typ)
+	return nil
+}
+
+func describe(events []world.Event) string {
+	var s string
+	for _, ev := range events {
+		s += fmt.Sprintf("\n  %d %s %s", ev.Seq, ev.Type(), ev.CorrelationID)
+	}
+	return s
+}
+
+func mustCheck(t *testing.T, reg *workflow.Registry, events []world.Event) *workflow.ReplayReport {
+	t.Helper()
+	rep, err := reg.CheckLog(events)
+	if err != nil {
+		t.Fatalf("CheckLog: %v%s", err, describe(events))
+	}
+	return rep
+}
