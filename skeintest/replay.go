@@ -162,9 +162,9 @@ func CheckWorld(ctx context.Context, reg *workflow.Registry, w world.Storage, f 
 		slices.Sort(names)
 	}
 	registered := reg.Workflows()
+	slices.Sort(registered)
 	for _, n := range names {
 		if !slices.Contains(registered, n) {
-			slices.Sort(registered)
 			return nil, &workflow.UnknownWorkflowError{Name: n, Registered: registered}
 		}
 	}

@@ -182,7 +182,11 @@ type histories struct {
 
 func record(t *testing.T) histories {
 	t.Helper()
-	r := newRecorder(t)
+	return recordOn(newRecorder(t))
+}
+
+func recordOn(r *recorder) histories {
+	r.t.Helper()
 	var h histories
 	hookRun := r.start("order", order{ID: "1", Wait: time.Hour})
 	sleepRun := r.start("order", order{ID: "2", Wait: time.Hour})

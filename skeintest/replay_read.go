@@ -90,7 +90,7 @@ func addEvent(runs *[]History, byRun map[string]int, b []byte, line int) error {
 	}
 	var ev world.Event
 	if err := json.Unmarshal(b, &ev); err != nil {
-		return err
+		return fmt.Errorf("not a valid event: %w", err)
 	}
 	if ev.RunID == "" {
 		return fmt.Errorf("%s event without a runId", ev.Type())

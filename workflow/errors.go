@@ -143,20 +143,24 @@ func (e *StepError) Unwrap() error { return e.Err }
 var ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
 
 // UnknownWorkflowError is returned by Client.Start for a workflow name the
-// client's Registry does not hold (no run was created), and by
-// Registry.CheckLog for the log of a run of such a workflow (RunID set).
+// client's Registry does not hold (no run was created), and by the replay
+// checks for a run of such a workflow (Registry.CheckLog: RunID set) or a
+// workflow named to check.
 type UnknownWorkflowError struct {
 	Name string
-	// RunID is the run whose log names the workflow (Registry.CheckLog),
-	// and Registered the names the Registry holds.
+	// RunID is the run whose log names the workflow (Registry.CheckLog);
+	// Registered, set by the checks, the names the Registry holds.
 	RunID      string
 	Registered []string
 }
 
 func (e *UnknownWorkflowError) Error() string {
-	if e.RunID != "" {
+	switch {
+	case e.RunID != "":
 		return fmt.Sprintf("workflow: run %s is of workflow %q, which is not registered with the Registry (it holds %s)",
 			e.RunID, e.Name, quotedList(e.Registered))
+	case e.Registered != nil:
+		return fmt.Sprintf("workflow: workflow %q is not registered with the Registry (it holds %s)", e.Name, quotedList(e.Registered))
 	}
 	return fmt.Sprintf("workflow: Start: workflow %q is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", e.Name)
 }
