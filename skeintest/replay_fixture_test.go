@@ -45,6 +45,7 @@ type variant struct {
 	otherInput    bool   // reserve is called with another input
 	stepAfterHook bool   // a step added after the hook without a patch
 	reverseLines  bool   // pack fans its lines out in reverse order
+	panics        bool   // order panics after reserving
 }
 
 // registry returns a registry holding the variant of "order", the fan-out
@@ -67,6 +68,9 @@ func (v variant) registry(calls *stepCalls) *workflow.Registry {
 			if _, err := reserve.Call(ctx, in); err != nil {
 				return "", err
 			}
+		}
+		if v.panics {
+			panic("out of paper")
 		}
 		h := workflow.NewHook[approval](ctx, workflow.HookOptions{Token: "approve/" + o.ID})
 		a, err := h.Receive(ctx)

@@ -131,3 +131,15 @@ func TestCheckLogWhereTheLogEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckLogPanic: code that panics replaying a run's log is
+// incompatible with it, with the panic in the report.
+func TestCheckLogPanic(t *testing.T) {
+	t.Parallel()
+	h := record(t)
+	rep := mustCheck(t, variant{panics: true}.registry(&stepCalls{}), prefix(t, h.atHook, world.EventStepCompleted))
+	if rep.Compatible() || !rep.Panicked || rep.Divergence != nil ||
+		!strings.Contains(rep.String(), "incompatible: the workflow panics replaying the log: workflow panicked: out of paper") {
+		t.Errorf("report %s", rep)
+	}
+}
