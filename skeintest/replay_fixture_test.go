@@ -108,12 +108,13 @@ func (v variant) registry(calls *stepCalls) *workflow.Registry {
 	return workflow.NewRegistry().MustRegister(wf, pack, reserve, ship, fraud, audit, line)
 }
 
-// recorder runs v1 on an in-memory local world with a worker, to record
-// real histories.
+// recorder runs a version of the fixture (v1 unless deploy changes it) on
+// an in-memory local world with a worker, to record real histories.
 type recorder struct {
 	t      *testing.T
 	w      *localworld.World
 	client *workflow.Client
+	stop   func()
 }
 
 func newRecorder(t *testing.T) *recorder {
@@ -122,16 +123,25 @@ func newRecorder(t *testing.T) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: variant{}.registry(&stepCalls{}),
+	r := &recorder{t: t, w: w, stop: func() {}}
+	t.Cleanup(func() { r.stop(); _ = w.Close() })
+	r.deploy(variant{})
+	return r
+}
+
+// deploy stops the worker and starts one running the variant v.
+func (r *recorder) deploy(v variant) {
+	r.t.Helper()
+	r.stop()
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: r.w, Registry: v.registry(&stepCalls{}),
 		PollWait: 20 * time.Millisecond})
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; _ = w.Close() })
-	return &recorder{t: t, w: w, client: worker.Client()}
+	r.client, r.stop = worker.Client(), func() { cancel(); <-done }
 }
 
 // start starts a run of workflow name.

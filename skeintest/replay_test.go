@@ -3,6 +3,7 @@ package skeintest_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -141,5 +142,37 @@ func TestCheckLogPanic(t *testing.T) {
 	if rep.Compatible() || !rep.Panicked || rep.Divergence != nil ||
 		!strings.Contains(rep.String(), "incompatible: the workflow panics replaying the log: workflow panicked: out of paper") {
 		t.Errorf("report %s", rep)
+	}
+}
+
+// TestCheckHeldRun: a run of v1 waits at its hook; v2 (a step added without
+// a patch) is deployed and the hook's payload makes the worker replay the
+// run, which it holds. The held run's history, run_held included, replays
+// with v1 (going on with its sleep) and with the change under a patch, and
+// not with v2: the check tells which deploy would release it.
+func TestCheckHeldRun(t *testing.T) {
+	t.Parallel()
+	r := newRecorder(t)
+	id := r.start("order", order{ID: "9", Wait: time.Hour})
+	r.until(id, world.EventHookCreated, 1)
+	r.deploy(variant{fraud: "plain"})
+	r.approve("9")
+	held := r.until(id, world.EventRunHeld, 1)
+	for _, tc := range []struct {
+		name       string
+		v          variant
+		compatible bool
+	}{
+		{"v1", variant{}, true},
+		{"v2", variant{fraud: "plain"}, false},
+		{"v2 with a patch", variant{fraud: "patched"}, true},
+	} {
+		rep := mustCheck(t, tc.v.registry(&stepCalls{}), held)
+		if rep.Status != world.RunStatusHeld || rep.Compatible() != tc.compatible {
+			t.Errorf("%s: %s; want held, compatible %v", tc.name, rep, tc.compatible)
+		}
+		if tc.compatible && (len(rep.Next) != 1 || rep.Next[0].Kind != "wait") {
+			t.Errorf("%s: next %v; want the sleep", tc.name, rep.Next)
+		}
 	}
 }
