@@ -125,7 +125,7 @@ func CheckHistories(t testing.TB, reg *workflow.Registry, pattern string) *Histo
 	for _, file := range files {
 		rep, err := CheckHistoryFile(reg, file)
 		if err != nil {
-			t.Error(err)
+			t.Errorf("%v", err)
 			continue
 		}
 		for _, r := range rep.Incompatible() {

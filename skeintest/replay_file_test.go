@@ -72,9 +72,6 @@ type recordingTB struct {
 }
 
 func (r *recordingTB) Helper() {}
-func (r *recordingTB) Error(args ...any) {
-	r.errs = append(r.errs, fmt.Sprint(args...))
-}
 func (r *recordingTB) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
