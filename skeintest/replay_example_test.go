@@ -54,7 +54,7 @@ func ExampleCheckHistory() {
 		fmt.Printf("patched %v:\n", patched)
 		for _, r := range rep.Runs {
 			if d := r.Divergence; d != nil {
-				code, _, _ := strings.Cut(d.Code, " (") // without the step's ID
+				code, _, _ := strings.Cut(d.Asked, " (") // without the step's ID
 				fmt.Printf("  %s run: diverges at event %d (%s): %s\n", r.Status, d.Seq, d.EventType, code)
 				continue
 			}

@@ -72,8 +72,8 @@ func TestCheckLogVariants(t *testing.T) {
 					t.Errorf("%s: want a divergence, got %s", w.history, rep)
 					continue
 				}
-				if !strings.Contains(d.Logged, w.logged) || !strings.Contains(d.Code, w.code) {
-					t.Errorf("%s: divergence logged %q, code %q; want %q and %q", w.history, d.Logged, d.Code, w.logged, w.code)
+				if !strings.Contains(d.Logged, w.logged) || !strings.Contains(d.Asked, w.code) || d.Code != "REPLAY_DIVERGENCE" {
+					t.Errorf("%s: divergence logged %q, asked %q, code %q; want %q, %q, REPLAY_DIVERGENCE", w.history, d.Logged, d.Asked, d.Code, w.logged, w.code)
 				}
 				ev := events[d.Seq-1]
 				if d.EventID != ev.EventID || d.EventType != string(ev.Type()) || d.CorrelationID != ev.CorrelationID {

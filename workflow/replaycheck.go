@@ -52,8 +52,11 @@ type Divergence struct {
 	// Logged is what the log records there, such as `step_created for step
 	// "reserve" (wstep_…) with input digest …`.
 	Logged string
-	// Code is what the code does instead, such as `the workflow asks for
+	// Asked is what the code does instead, such as `the workflow asks for
 	// step "fraud-check" (wstep_…)`.
+	Asked string
+	// Code is the error code a worker holds the run with:
+	// REPLAY_DIVERGENCE.
 	Code string
 	// Message is the whole divergence, as `runs show` shows a held run's.
 	Message string
@@ -151,7 +154,7 @@ func (r *Registry) CheckLog(events []world.Event) (*ReplayReport, error) {
 	}
 	if d := c.Divergence; d != nil {
 		rep.Divergence = &Divergence{Seq: d.Seq, EventID: d.EventID, EventType: d.EventType,
-			CorrelationID: d.CorrelationID, Logged: d.Logged, Code: d.Code, Message: d.Message}
+			CorrelationID: d.CorrelationID, Logged: d.Logged, Asked: d.Asked, Code: d.Code, Message: d.Message}
 	}
 	if c.Failure != nil {
 		rep.Err = r.decode(c.Failure)

@@ -34,8 +34,11 @@ type Divergence struct {
 	// Logged is what the log records there, such as `step_created for step
 	// "charge" (wstep_…) with input digest …`.
 	Logged string
-	// Code is what the code does instead, such as `the workflow asks for
+	// Asked is what the code does instead, such as `the workflow asks for
 	// step "fraud-check" (wstep_…)`.
+	Asked string
+	// Code is the error code a worker holds the run with:
+	// REPLAY_DIVERGENCE.
 	Code string
 	// Message is the whole divergence, as a held run records it.
 	Message string

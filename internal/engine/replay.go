@@ -397,7 +397,7 @@ func (r *replayer) diverge(ev *world.Event, code string) {
 	logged := describeEvent(ev)
 	msg := fmt.Sprintf("replay divergence at event %d: the log has %s, but %s", ev.Seq, logged, code)
 	r.divergence = &Divergence{Seq: ev.Seq, EventID: ev.EventID, EventType: string(ev.Type()),
-		CorrelationID: ev.CorrelationID, Logged: logged, Code: code, Message: msg}
+		CorrelationID: ev.CorrelationID, Logged: logged, Asked: code, Code: world.CodeReplayDivergence, Message: msg}
 	r.stop()
 	r.finished = true
 	r.output = nil
