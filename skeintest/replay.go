@@ -173,9 +173,10 @@ func CheckWorld(ctx context.Context, reg *workflow.Registry, w world.Storage, f 
 		statuses = []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld}
 	}
 	rep := &HistoryReport{}
+	seen := map[string]bool{} // a run whose status changes while the runs are listed is checked once
 	for _, name := range names {
 		for _, st := range statuses {
-			if err := checkWorldRuns(ctx, reg, w, name, st, f.Limit, rep); err != nil {
+			if err := checkWorldRuns(ctx, reg, w, worldQuery{name, st, f.Limit, seen}, rep); err != nil {
 				return nil, err
 			}
 		}
@@ -183,18 +184,29 @@ func CheckWorld(ctx context.Context, reg *workflow.Registry, w world.Storage, f 
 	return rep, nil
 }
 
-func checkWorldRuns(ctx context.Context, reg *workflow.Registry, w world.Storage, name string, status world.RunStatus,
-	limit int, rep *HistoryReport) error {
+// worldQuery is one listing of CheckWorld: a workflow's runs in a status.
+type worldQuery struct {
+	workflow string
+	status   world.RunStatus
+	limit    int
+	seen     map[string]bool
+}
+
+func checkWorldRuns(ctx context.Context, reg *workflow.Registry, w world.Storage, q worldQuery, rep *HistoryReport) error {
 	for cursor := ""; ; {
-		page, err := w.ListRuns(ctx, &world.ListRunsParams{WorkflowName: name, Status: status,
+		page, err := w.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.workflow, Status: q.status,
 			Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
-			return fmt.Errorf("skeintest: list runs of %q (%s): %w", name, status, err)
+			return fmt.Errorf("skeintest: list runs of %q (%s): %w", q.workflow, q.status, err)
 		}
 		for _, run := range page.Items {
-			if limit > 0 && len(rep.Runs) >= limit {
+			if q.limit > 0 && len(rep.Runs) >= q.limit {
 				return nil
 			}
+			if q.seen[run.RunID] {
+				continue
+			}
+			q.seen[run.RunID] = true
 			events, err := ReadLog(ctx, w, run.RunID)
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -212,5 +213,30 @@ func TestCheckWorld(t *testing.T) {
 	_, err = skeintest.CheckWorld(ctx, variant{}.registry(&stepCalls{}), r.w, skeintest.WorldFilter{Workflows: []string{"ordr"}})
 	if !errors.Is(err, workflow.ErrUnknownWorkflow) || !strings.Contains(err.Error(), `"ordr"`) {
 		t.Errorf("unknown workflow: %v", err)
+	}
+}
+
+// movingStorage lists the running runs again as held, as a listing sees a
+// run that is held between the listing of one status and the next.
+type movingStorage struct{ *localworld.World }
+
+func (m movingStorage) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+	if p.Status == world.RunStatusHeld {
+		q := *p
+		q.Status = world.RunStatusRunning
+		return m.World.ListRuns(ctx, &q)
+	}
+	return m.World.ListRuns(ctx, p)
+}
+
+// TestCheckWorldChecksARunOnce: a run listed under two statuses (it
+// changed status while CheckWorld listed them) is checked once.
+func TestCheckWorldChecksARunOnce(t *testing.T) {
+	t.Parallel()
+	r := newRecorder(t)
+	recordOn(r)
+	rep, err := skeintest.CheckWorld(context.Background(), variant{}.registry(&stepCalls{}), movingStorage{r.w}, skeintest.WorldFilter{})
+	if err != nil || len(rep.Runs) != 3 {
+		t.Fatalf("%v %v; want the 3 runs not ended, once each", rep, err)
 	}
 }

@@ -115,9 +115,11 @@ func exportRuns(ctx context.Context, e *env, q exportQuery, ids []string) error 
 	return nil
 }
 
-// listRunIDs lists the runs to export, newest first.
+// listRunIDs lists the runs to export, status by status, newest first; a
+// run that changes status while they are listed is listed once.
 func listRunIDs(ctx context.Context, w world.Storage, q exportQuery, statuses []world.RunStatus) ([]string, error) {
 	var ids []string
+	seen := map[string]bool{}
 	for _, st := range statuses {
 		for cursor := ""; ; {
 			page, err := w.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.workflow, Status: st,
@@ -129,7 +131,10 @@ func listRunIDs(ctx context.Context, w world.Storage, q exportQuery, statuses []
 				if q.limit > 0 && len(ids) == q.limit {
 					return ids, nil
 				}
-				ids = append(ids, r.RunID)
+				if !seen[r.RunID] {
+					seen[r.RunID] = true
+					ids = append(ids, r.RunID)
+				}
 			}
 			if !page.HasMore || len(page.Items) == 0 {
 				break
