@@ -11,6 +11,7 @@ import (
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestRunsExportCLI: runs export writes the runs not ended, one history
@@ -93,5 +94,46 @@ func waitHook(ctx context.Context, t *testing.T, c *workflow.Client, token strin
 			t.Fatalf("the hook %s never appeared", token)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// heldAgain lists the running runs again as held, as a listing sees a run
+// held between the listing of one status and the next.
+type heldAgain struct{ *localworld.World }
+
+func (h heldAgain) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+	if p.Status == world.RunStatusHeld {
+		q := *p
+		q.Status = world.RunStatusRunning
+		return h.World.ListRuns(ctx, &q)
+	}
+	return h.World.ListRuns(ctx, p)
+}
+
+// TestExportListsARunOnce: a run listed under two statuses is exported
+// once.
+func TestExportListsARunOnce(t *testing.T) {
+	t.Parallel()
+	db := t.TempDir() + "/skein.db"
+	v1 := evolve(pack)
+	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+		if _, err := v1.Start(ctx, c, "once/1"); err != nil {
+			t.Fatal(err)
+		}
+		waitHook(ctx, t, c, "once/1")
+	})
+	w, err := localworld.Open(localworld.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	q := exportQuery{status: "running,held"}
+	statuses, err := q.statuses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := listRunIDs(context.Background(), heldAgain{w}, q, statuses)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("ids %v, %v; want the one run once", ids, err)
 	}
 }
