@@ -20,8 +20,8 @@ func ExampleCheckHistory() {
 		return workflow.NewStep(name, func(_ context.Context, id string) (string, error) { return name + ":" + id, nil })
 	}
 	reserve, ship, fraudCheck := step("reserve"), step("ship"), step("fraud-check")
-	v2 := func(patched bool) *workflow.Workflow[order, string] {
-		return workflow.New("order", func(ctx workflow.Context, o order) (string, error) {
+	v2 := func(patched bool) *workflow.Workflow[histOrder, string] {
+		return workflow.New("order", func(ctx workflow.Context, o histOrder) (string, error) {
 			if !patched || workflow.Patched(ctx, "add-fraud-check") {
 				if _, err := fraudCheck.Call(ctx, o.ID); err != nil {
 					return "", err
@@ -30,7 +30,7 @@ func ExampleCheckHistory() {
 			if _, err := reserve.Call(ctx, o.ID); err != nil {
 				return "", err
 			}
-			a, err := workflow.NewHook[approval](ctx, workflow.HookOptions{Token: "approve/" + o.ID}).Receive(ctx)
+			a, err := workflow.NewHook[histApproval](ctx, workflow.HookOptions{Token: "approve/" + o.ID}).Receive(ctx)
 			if err != nil || !a.OK {
 				return "refused", err
 			}

@@ -27,7 +27,7 @@ const goldenHistory = "testdata/replay/order-v1.jsonl"
 func TestGoldenHistory(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("SKEIN_UPDATE_GOLDEN") == "1" {
-		h := record(t)
+		h := recordHistories(t)
 		var b bytes.Buffer
 		for _, events := range [][]world.Event{h.atHook, h.asleep, h.completed} {
 			if err := skeintest.WriteHistory(&b, events); err != nil {
@@ -40,16 +40,16 @@ func TestGoldenHistory(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name         string
-		v            variant
+		v            histVariant
 		incompatible int
 	}{
-		{"v1", variant{}, 0},
-		{"step added without a patch", variant{fraud: "plain"}, 3},
-		{"step added under a patch", variant{fraud: "patched"}, 0},
+		{"v1", histVariant{}, 0},
+		{"step added without a patch", histVariant{fraud: "plain"}, 3},
+		{"step added under a patch", histVariant{fraud: "patched"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rep, err := skeintest.CheckHistoryFile(tc.v.registry(&stepCalls{}), goldenHistory)
+			rep, err := skeintest.CheckHistoryFile(tc.v.registry(&histCalls{}), goldenHistory)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,14 +66,14 @@ func TestGoldenHistory(t *testing.T) {
 	}
 }
 
-// recordingTB records what CheckHistories reports.
-type recordingTB struct {
+// historyTB records what CheckHistories reports.
+type historyTB struct {
 	testing.TB
 	errs []string
 }
 
-func (r *recordingTB) Helper() {}
-func (r *recordingTB) Errorf(format string, args ...any) {
+func (r *historyTB) Helper() {}
+func (r *historyTB) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
@@ -83,7 +83,7 @@ func (r *recordingTB) Errorf(format string, args ...any) {
 // file, the run and the divergence; a glob that matches nothing fails.
 func TestCheckHistories(t *testing.T) {
 	t.Parallel()
-	h := record(t)
+	h := recordHistories(t)
 	dir := t.TempDir()
 	write := func(name string, logs ...[]world.Event) {
 		var b bytes.Buffer
@@ -100,12 +100,12 @@ func TestCheckHistories(t *testing.T) {
 	write("rest.jsonl", h.asleep, h.completed, h.fanout)
 	pattern := filepath.Join(dir, "*.jsonl")
 
-	tb := &recordingTB{TB: t}
-	if rep := skeintest.CheckHistories(tb, variant{}.registry(&stepCalls{}), pattern); len(tb.errs) != 0 || len(rep.Runs) != 4 {
+	tb := &historyTB{TB: t}
+	if rep := skeintest.CheckHistories(tb, histVariant{}.registry(&histCalls{}), pattern); len(tb.errs) != 0 || len(rep.Runs) != 4 {
 		t.Fatalf("v1: %d runs, errors %q", len(rep.Runs), tb.errs)
 	}
-	tb = &recordingTB{TB: t}
-	skeintest.CheckHistories(tb, variant{fraud: "plain"}.registry(&stepCalls{}), pattern)
+	tb = &historyTB{TB: t}
+	skeintest.CheckHistories(tb, histVariant{fraud: "plain"}.registry(&histCalls{}), pattern)
 	if len(tb.errs) != 3 {
 		t.Fatalf("step added: %d errors, want 3 (the fan-out run is of another workflow): %q", len(tb.errs), tb.errs)
 	}
@@ -114,8 +114,8 @@ func TestCheckHistories(t *testing.T) {
 			t.Errorf("error %q does not name the file, the run and the divergence", e)
 		}
 	}
-	tb = &recordingTB{TB: t}
-	skeintest.CheckHistories(tb, variant{}.registry(&stepCalls{}), filepath.Join(dir, "*.json"))
+	tb = &historyTB{TB: t}
+	skeintest.CheckHistories(tb, histVariant{}.registry(&histCalls{}), filepath.Join(dir, "*.json"))
 	if len(tb.errs) != 1 || !strings.Contains(tb.errs[0], "no history file matches") {
 		t.Errorf("no match: %q", tb.errs)
 	}
@@ -156,7 +156,7 @@ func TestHistoryFileErrors(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := skeintest.CheckHistoryFile(variant{}.registry(&stepCalls{}), path)
+			_, err := skeintest.CheckHistoryFile(histVariant{}.registry(&histCalls{}), path)
 			var fe *skeintest.HistoryFileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("error %v (%T); want a *HistoryFileError", err, err)
@@ -177,8 +177,8 @@ func TestHistoryFileErrors(t *testing.T) {
 // a workflow the registry does not hold is an error.
 func TestCheckWorld(t *testing.T) {
 	t.Parallel()
-	r := newRecorder(t)
-	h := recordOn(r)
+	r := newHistRecorder(t)
+	h := recordHistoriesOn(r)
 	ctx := context.Background()
 	lengths := func() map[string]int {
 		out := map[string]int{}
@@ -192,14 +192,14 @@ func TestCheckWorld(t *testing.T) {
 		return out
 	}
 	before := lengths()
-	rep, err := skeintest.CheckWorld(ctx, variant{}.registry(&stepCalls{}), r.w, skeintest.WorldFilter{})
+	rep, err := skeintest.CheckWorld(ctx, histVariant{}.registry(&histCalls{}), r.w, skeintest.WorldFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Runs) != 3 || !rep.Compatible() {
 		t.Fatalf("v1: want 3 compatible runs:\n%s", rep)
 	}
-	rep, err = skeintest.CheckWorld(ctx, variant{fraud: "plain"}.registry(&stepCalls{}), r.w,
+	rep, err = skeintest.CheckWorld(ctx, histVariant{fraud: "plain"}.registry(&histCalls{}), r.w,
 		skeintest.WorldFilter{Workflows: []string{"order"}, Statuses: []world.RunStatus{world.RunStatusRunning, world.RunStatusCompleted}})
 	if err != nil {
 		t.Fatal(err)
@@ -210,17 +210,17 @@ func TestCheckWorld(t *testing.T) {
 	if after := lengths(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("the logs changed: %v, then %v", before, after)
 	}
-	_, err = skeintest.CheckWorld(ctx, variant{}.registry(&stepCalls{}), r.w, skeintest.WorldFilter{Workflows: []string{"ordr"}})
+	_, err = skeintest.CheckWorld(ctx, histVariant{}.registry(&histCalls{}), r.w, skeintest.WorldFilter{Workflows: []string{"ordr"}})
 	if !errors.Is(err, workflow.ErrUnknownWorkflow) || !strings.Contains(err.Error(), `"ordr"`) {
 		t.Errorf("unknown workflow: %v", err)
 	}
 }
 
-// movingStorage lists the running runs again as held, as a listing sees a
+// heldAgainStorage lists the running runs again as held, as a listing sees a
 // run that is held between the listing of one status and the next.
-type movingStorage struct{ *localworld.World }
+type heldAgainStorage struct{ *localworld.World }
 
-func (m movingStorage) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+func (m heldAgainStorage) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	if p.Status == world.RunStatusHeld {
 		q := *p
 		q.Status = world.RunStatusRunning
@@ -233,9 +233,9 @@ func (m movingStorage) ListRuns(ctx context.Context, p *world.ListRunsParams) (*
 // changed status while CheckWorld listed them) is checked once.
 func TestCheckWorldChecksARunOnce(t *testing.T) {
 	t.Parallel()
-	r := newRecorder(t)
-	recordOn(r)
-	rep, err := skeintest.CheckWorld(context.Background(), variant{}.registry(&stepCalls{}), movingStorage{r.w}, skeintest.WorldFilter{})
+	r := newHistRecorder(t)
+	recordHistoriesOn(r)
+	rep, err := skeintest.CheckWorld(context.Background(), histVariant{}.registry(&histCalls{}), heldAgainStorage{r.w}, skeintest.WorldFilter{})
 	if err != nil || len(rep.Runs) != 3 {
 		t.Fatalf("%v %v; want the 3 runs not ended, once each", rep, err)
 	}

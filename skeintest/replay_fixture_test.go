@@ -17,29 +17,29 @@ import (
 // approval hook, sleeps, and ships; the variants change it the ways a user
 // would, with or without a patch.
 
-type order struct {
+type histOrder struct {
 	ID    string        `json:"id"`
 	Lines []string      `json:"lines,omitempty"`
 	Wait  time.Duration `json:"wait"`
 }
 
-type approval struct {
+type histApproval struct {
 	OK bool `json:"ok"`
 }
 
-// stepCalls counts the executions of the fixture's steps, so that a test
+// histCalls counts the executions of the fixture's steps, so that a test
 // can assert that checking a history runs none.
-type stepCalls struct{ n atomic.Int64 }
+type histCalls struct{ n atomic.Int64 }
 
-func (c *stepCalls) step(name string) *workflow.Step[string, string] {
+func (c *histCalls) step(name string) *workflow.Step[string, string] {
 	return workflow.NewStep(name, func(_ context.Context, in string) (string, error) {
 		c.n.Add(1)
 		return name + ":" + in, nil
 	})
 }
 
-// variant describes a version of the order workflow.
-type variant struct {
+// histVariant describes a version of the order workflow.
+type histVariant struct {
 	fraud         string // "": no fraud check; "plain": added without a patch; "patched": under a patch
 	dropReserve   string // "": keeps reserve; "plain": removed without a patch; "patched": removed under a patch
 	otherInput    bool   // reserve is called with another input
@@ -50,10 +50,10 @@ type variant struct {
 
 // registry returns a registry holding the variant of "order", the fan-out
 // workflow "pack", and their steps, counted by calls.
-func (v variant) registry(calls *stepCalls) *workflow.Registry {
+func (v histVariant) registry(calls *histCalls) *workflow.Registry {
 	reserve, ship, fraud, audit, line := calls.step("reserve"), calls.step("ship"), calls.step("fraud-check"),
 		calls.step("audit"), calls.step("reserve-line")
-	wf := workflow.New("order", func(ctx workflow.Context, o order) (string, error) {
+	wf := workflow.New("order", func(ctx workflow.Context, o histOrder) (string, error) {
 		if v.fraud == "plain" || (v.fraud == "patched" && workflow.Patched(ctx, "add-fraud-check")) {
 			if _, err := fraud.Call(ctx, o.ID); err != nil {
 				return "", err
@@ -72,7 +72,7 @@ func (v variant) registry(calls *stepCalls) *workflow.Registry {
 		if v.panics {
 			panic("out of paper")
 		}
-		h := workflow.NewHook[approval](ctx, workflow.HookOptions{Token: "approve/" + o.ID})
+		h := workflow.NewHook[histApproval](ctx, workflow.HookOptions{Token: "approve/" + o.ID})
 		a, err := h.Receive(ctx)
 		if err != nil {
 			return "", err
@@ -90,7 +90,7 @@ func (v variant) registry(calls *stepCalls) *workflow.Registry {
 		}
 		return ship.Call(ctx, o.ID)
 	})
-	pack := workflow.New("pack", func(ctx workflow.Context, o order) ([]string, error) {
+	pack := workflow.New("pack", func(ctx workflow.Context, o histOrder) ([]string, error) {
 		fs := make([]workflow.Future[string], len(o.Lines))
 		for i := range o.Lines {
 			l := o.Lines[i]
@@ -108,32 +108,32 @@ func (v variant) registry(calls *stepCalls) *workflow.Registry {
 	return workflow.NewRegistry().MustRegister(wf, pack, reserve, ship, fraud, audit, line)
 }
 
-// recorder runs a version of the fixture (v1 unless deploy changes it) on
+// histRecorder runs a version of the fixture (v1 unless deploy changes it) on
 // an in-memory local world with a worker, to record real histories.
-type recorder struct {
+type histRecorder struct {
 	t      *testing.T
 	w      *localworld.World
 	client *workflow.Client
 	stop   func()
 }
 
-func newRecorder(t *testing.T) *recorder {
+func newHistRecorder(t *testing.T) *histRecorder {
 	t.Helper()
 	w, err := localworld.Open(localworld.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{t: t, w: w, stop: func() {}}
+	r := &histRecorder{t: t, w: w, stop: func() {}}
 	t.Cleanup(func() { r.stop(); _ = w.Close() })
-	r.deploy(variant{})
+	r.deploy(histVariant{})
 	return r
 }
 
-// deploy stops the worker and starts one running the variant v.
-func (r *recorder) deploy(v variant) {
+// deploy stops the worker and starts one running the histVariant v.
+func (r *histRecorder) deploy(v histVariant) {
 	r.t.Helper()
 	r.stop()
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: r.w, Registry: v.registry(&stepCalls{}),
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: r.w, Registry: v.registry(&histCalls{}),
 		PollWait: 20 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
@@ -145,7 +145,7 @@ func (r *recorder) deploy(v variant) {
 }
 
 // start starts a run of workflow name.
-func (r *recorder) start(name string, o order) string {
+func (r *histRecorder) start(name string, o histOrder) string {
 	r.t.Helper()
 	id, err := r.client.Start(context.Background(), name, o)
 	if err != nil {
@@ -156,7 +156,7 @@ func (r *recorder) start(name string, o order) string {
 
 // until waits until the run's log has an event of type typ (the n-th one
 // of that type, counting from 1), and returns the log.
-func (r *recorder) until(runID string, typ world.EventType, n int) []world.Event {
+func (r *histRecorder) until(runID string, typ world.EventType, n int) []world.Event {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -181,31 +181,31 @@ func (r *recorder) until(runID string, typ world.EventType, n int) []world.Event
 }
 
 // approve resumes the run's approval hook.
-func (r *recorder) approve(id string) {
+func (r *histRecorder) approve(id string) {
 	r.t.Helper()
-	if _, err := r.client.ResumeHook(context.Background(), "approve/"+id, approval{OK: true}); err != nil {
+	if _, err := r.client.ResumeHook(context.Background(), "approve/"+id, histApproval{OK: true}); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
-// histories records the fixture's histories with v1: an order suspended
+// recordHistories records the fixture's histories with v1: an order suspended
 // at its hook, one asleep, one completed, and a fan-out asleep.
-type histories struct {
+type recordedHistories struct {
 	atHook, asleep, completed, fanout []world.Event
 }
 
-func record(t *testing.T) histories {
+func recordHistories(t *testing.T) recordedHistories {
 	t.Helper()
-	return recordOn(newRecorder(t))
+	return recordHistoriesOn(newHistRecorder(t))
 }
 
-func recordOn(r *recorder) histories {
+func recordHistoriesOn(r *histRecorder) recordedHistories {
 	r.t.Helper()
-	var h histories
-	hookRun := r.start("order", order{ID: "1", Wait: time.Hour})
-	sleepRun := r.start("order", order{ID: "2", Wait: time.Hour})
-	doneRun := r.start("order", order{ID: "3"})
-	fanRun := r.start("pack", order{ID: "4", Lines: []string{"a", "b", "c", "d", "e"}, Wait: time.Hour})
+	var h recordedHistories
+	hookRun := r.start("order", histOrder{ID: "1", Wait: time.Hour})
+	sleepRun := r.start("order", histOrder{ID: "2", Wait: time.Hour})
+	doneRun := r.start("order", histOrder{ID: "3"})
+	fanRun := r.start("pack", histOrder{ID: "4", Lines: []string{"a", "b", "c", "d", "e"}, Wait: time.Hour})
 	h.atHook = r.until(hookRun, world.EventHookCreated, 1)
 	r.until(sleepRun, world.EventHookCreated, 1)
 	r.approve("2")
@@ -218,7 +218,7 @@ func recordOn(r *recorder) histories {
 }
 
 // prefix returns the log up to and including the first event of type typ.
-func prefix(t *testing.T, events []world.Event, typ world.EventType) []world.Event {
+func logPrefix(t *testing.T, events []world.Event, typ world.EventType) []world.Event {
 	t.Helper()
 	for i, ev := range events {
 		if ev.Type() == typ {
@@ -229,7 +229,7 @@ func prefix(t *testing.T, events []world.Event, typ world.EventType) []world.Eve
 	return nil
 }
 
-func describe(events []world.Event) string {
+func describeLog(events []world.Event) string {
 	var s string
 	for _, ev := range events {
 		s += fmt.Sprintf("\n  %d %s %s", ev.Seq, ev.Type(), ev.CorrelationID)
@@ -237,11 +237,11 @@ func describe(events []world.Event) string {
 	return s
 }
 
-func mustCheck(t *testing.T, reg *workflow.Registry, events []world.Event) *workflow.ReplayReport {
+func mustCheckLog(t *testing.T, reg *workflow.Registry, events []world.Event) *workflow.ReplayReport {
 	t.Helper()
 	rep, err := reg.CheckLog(events)
 	if err != nil {
-		t.Fatalf("CheckLog: %v%s", err, describe(events))
+		t.Fatalf("CheckLog: %v%s", err, describeLog(events))
 	}
 	return rep
 }

@@ -17,7 +17,7 @@ import (
 // (compatible), and a step added where no run has gone yet. No step runs.
 func TestCheckLogVariants(t *testing.T) {
 	t.Parallel()
-	h := record(t)
+	h := recordHistories(t)
 	type want struct {
 		history string
 		logged  string // "" for compatible
@@ -25,42 +25,42 @@ func TestCheckLogVariants(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		v     variant
+		v     histVariant
 		wants []want
 	}{
-		{"v1", variant{}, []want{{history: "atHook"}, {history: "asleep"}, {history: "completed"}, {history: "fanout"}}},
-		{"step added without a patch", variant{fraud: "plain"}, []want{
+		{"v1", histVariant{}, []want{{history: "atHook"}, {history: "asleep"}, {history: "completed"}, {history: "fanout"}}},
+		{"step added without a patch", histVariant{fraud: "plain"}, []want{
 			{"atHook", `step_created for step "reserve"`, `the workflow asks for step "fraud-check"`},
 			{"asleep", `step_created for step "reserve"`, `the workflow asks for step "fraud-check"`},
 			{"completed", `step_created for step "reserve"`, `the workflow asks for step "fraud-check"`},
 			{history: "fanout"},
 		}},
-		{"step added under a patch", variant{fraud: "patched"},
+		{"step added under a patch", histVariant{fraud: "patched"},
 			[]want{{history: "atHook"}, {history: "asleep"}, {history: "completed"}}},
-		{"step removed without a patch", variant{dropReserve: "plain"}, []want{
+		{"step removed without a patch", histVariant{dropReserve: "plain"}, []want{
 			{"atHook", `step_created for step "reserve"`, `the workflow asks for hook with token "approve/1"`},
 			{"completed", `step_created for step "reserve"`, `the workflow asks for hook with token "approve/3"`},
 		}},
-		{"step removed under a patch", variant{dropReserve: "patched"},
+		{"step removed under a patch", histVariant{dropReserve: "patched"},
 			[]want{{history: "atHook"}, {history: "asleep"}, {history: "completed"}}},
-		{"step called with other input", variant{otherInput: true}, []want{
+		{"step called with other input", histVariant{otherInput: true}, []want{
 			{"atHook", `step_created for step "reserve"`, "called with other arguments"},
 		}},
-		{"step added past the runs in flight", variant{stepAfterHook: true}, []want{
+		{"step added past the runs in flight", histVariant{stepAfterHook: true}, []want{
 			{history: "atHook"}, // waits for the hook: the new step is beyond its history
 			{"asleep", "wait_created", `the workflow asks for step "audit"`},
 		}},
-		{"fan-out reordered", variant{reverseLines: true}, []want{
+		{"fan-out reordered", histVariant{reverseLines: true}, []want{
 			{"fanout", `step_created for step "reserve-line"`, "called with other arguments"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			calls := &stepCalls{}
+			calls := &histCalls{}
 			reg := tc.v.registry(calls)
 			for _, w := range tc.wants {
 				events := map[string][]world.Event{"atHook": h.atHook, "asleep": h.asleep, "completed": h.completed, "fanout": h.fanout}[w.history]
-				rep := mustCheck(t, reg, events)
+				rep := mustCheckLog(t, reg, events)
 				if w.logged == "" {
 					if !rep.Compatible() {
 						t.Errorf("%s: %s", w.history, rep)
@@ -97,8 +97,8 @@ func TestCheckLogVariants(t *testing.T) {
 // records the run's end.
 func TestCheckLogWhereTheLogEnds(t *testing.T) {
 	t.Parallel()
-	h := record(t)
-	reg := variant{}.registry(&stepCalls{})
+	h := recordHistories(t)
+	reg := histVariant{}.registry(&histCalls{})
 	for _, tc := range []struct {
 		name     string
 		events   []world.Event
@@ -108,13 +108,13 @@ func TestCheckLogWhereTheLogEnds(t *testing.T) {
 	}{
 		{"at the hook", h.atHook, world.RunStatusRunning, nil, ""},
 		{"completed", h.completed, world.RunStatusCompleted, nil, `"ship:3"`},
-		{"reserve done, hook not yet created", prefix(t, h.completed, world.EventStepCompleted), world.RunStatusRunning,
+		{"reserve done, hook not yet created", logPrefix(t, h.completed, world.EventStepCompleted), world.RunStatusRunning,
 			[]workflow.Operation{{Kind: "hook", Name: "approve/3"}}, ""},
 		{"ship done, run end not yet recorded", h.completed[:len(h.completed)-1], world.RunStatusRunning, nil, `"ship:3"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rep := mustCheck(t, reg, tc.events)
+			rep := mustCheckLog(t, reg, tc.events)
 			if !rep.Compatible() || rep.Status != tc.status || rep.RunID != tc.events[0].RunID || rep.WorkflowName != "order" {
 				t.Fatalf("report %s; want compatible, %s", rep, tc.status)
 			}
@@ -137,8 +137,8 @@ func TestCheckLogWhereTheLogEnds(t *testing.T) {
 // incompatible with it, with the panic in the report.
 func TestCheckLogPanic(t *testing.T) {
 	t.Parallel()
-	h := record(t)
-	rep := mustCheck(t, variant{panics: true}.registry(&stepCalls{}), prefix(t, h.atHook, world.EventStepCompleted))
+	h := recordHistories(t)
+	rep := mustCheckLog(t, histVariant{panics: true}.registry(&histCalls{}), logPrefix(t, h.atHook, world.EventStepCompleted))
 	if rep.Compatible() || !rep.Panicked || rep.Divergence != nil ||
 		!strings.Contains(rep.String(), "incompatible: the workflow panics replaying the log: workflow panicked: out of paper") {
 		t.Errorf("report %s", rep)
@@ -152,22 +152,22 @@ func TestCheckLogPanic(t *testing.T) {
 // not with v2: the check tells which deploy would release it.
 func TestCheckHeldRun(t *testing.T) {
 	t.Parallel()
-	r := newRecorder(t)
-	id := r.start("order", order{ID: "9", Wait: time.Hour})
+	r := newHistRecorder(t)
+	id := r.start("order", histOrder{ID: "9", Wait: time.Hour})
 	r.until(id, world.EventHookCreated, 1)
-	r.deploy(variant{fraud: "plain"})
+	r.deploy(histVariant{fraud: "plain"})
 	r.approve("9")
 	held := r.until(id, world.EventRunHeld, 1)
 	for _, tc := range []struct {
 		name       string
-		v          variant
+		v          histVariant
 		compatible bool
 	}{
-		{"v1", variant{}, true},
-		{"v2", variant{fraud: "plain"}, false},
-		{"v2 with a patch", variant{fraud: "patched"}, true},
+		{"v1", histVariant{}, true},
+		{"v2", histVariant{fraud: "plain"}, false},
+		{"v2 with a patch", histVariant{fraud: "patched"}, true},
 	} {
-		rep := mustCheck(t, tc.v.registry(&stepCalls{}), held)
+		rep := mustCheckLog(t, tc.v.registry(&histCalls{}), held)
 		if rep.Status != world.RunStatusHeld || rep.Compatible() != tc.compatible {
 			t.Errorf("%s: %s; want held, compatible %v", tc.name, rep, tc.compatible)
 		}
