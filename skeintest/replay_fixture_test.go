@@ -129,7 +129,7 @@ func newHistRecorder(t *testing.T) *histRecorder {
 	return r
 }
 
-// deploy stops the worker and starts one running the histVariant v.
+// deploy stops the worker and starts one running the variant v.
 func (r *histRecorder) deploy(v histVariant) {
 	r.t.Helper()
 	r.stop()
@@ -217,7 +217,7 @@ func recordHistoriesOn(r *histRecorder) recordedHistories {
 	return h
 }
 
-// prefix returns the log up to and including the first event of type typ.
+// logPrefix returns the log up to and including the first event of type typ.
 func logPrefix(t *testing.T, events []world.Event, typ world.EventType) []world.Event {
 	t.Helper()
 	for i, ev := range events {
