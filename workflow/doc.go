@@ -76,6 +76,13 @@
 // Patched; once no deployment that still calls Patched can replay a run,
 // remove the call. docs/changing-workflows.md walks through an example.
 //
+// Whether a change needs a patch, the logs of the runs in flight tell:
+// Registry.CheckLog replays one run's recorded events against the
+// registry's code, as a worker would, executing nothing, and reports the
+// first divergence or where the code stands where the log ends. Package
+// skeintest checks history files exported with skein runs export in a
+// test (CheckHistories), or the runs of a World (CheckWorld).
+//
 // The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
 // belongs to the workflow function's own goroutine: to run steps at the
 // same time, start them with Step.Go and wait with All or Select. A call

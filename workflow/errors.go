@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -142,13 +143,38 @@ func (e *StepError) Unwrap() error { return e.Err }
 var ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
 
 // UnknownWorkflowError is returned by Client.Start for a workflow name the
-// client's Registry does not hold; no run was created.
+// client's Registry does not hold (no run was created), and by the replay
+// checks for a run of such a workflow (Registry.CheckLog: RunID set) or a
+// workflow named to check.
 type UnknownWorkflowError struct {
 	Name string
+	// RunID is the run whose log names the workflow (Registry.CheckLog);
+	// Registered, set by the checks, the names the Registry holds.
+	RunID      string
+	Registered []string
 }
 
 func (e *UnknownWorkflowError) Error() string {
+	switch {
+	case e.RunID != "":
+		return fmt.Sprintf("workflow: run %s is of workflow %q, which is not registered with the Registry (it holds %s)",
+			e.RunID, e.Name, quotedList(e.Registered))
+	case e.Registered != nil:
+		return fmt.Sprintf("workflow: workflow %q is not registered with the Registry (it holds %s)", e.Name, quotedList(e.Registered))
+	}
 	return fmt.Sprintf("workflow: Start: workflow %q is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", e.Name)
+}
+
+// quotedList is names quoted and joined, or "no workflow".
+func quotedList(names []string) string {
+	if len(names) == 0 {
+		return "no workflow"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // Is reports whether target is ErrUnknownWorkflow.

@@ -12,7 +12,7 @@
 // While a worker (or the quickstart) holds the store, skein reads it anyway:
 // it opens the file read-only without the lock (localworld Config.ReadOnly),
 // catching up with the records the worker appends before each read, so
-// runs list/show/events, hooks list and streams read -follow work on live
+// runs list/show/events/export, hooks list and streams read -follow work on live
 // runs. The commands that change the store (runs cancel, retry, fail; hooks
 // resume) need the store to themselves and say so while it is held.
 //
@@ -42,6 +42,10 @@
 //
 //	skein -stack orders runs list -status failed
 //	skein -sam-env default runs list   # stack_name and region of ./samconfig.toml
+//
+// skein runs export writes runs' logs as history files for a replay check,
+// which runs in the user's own tests (skeintest.CheckHistories): replaying
+// a log needs the user's workflow code, which this command does not link.
 //
 // skein init writes a new project of your own: a Go module with a workflow
 // and its test, a Lambda main serving it (skeinlambda.Start), the AWS SAM

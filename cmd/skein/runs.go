@@ -243,6 +243,8 @@ var runsEventsCmd = &command{
 Prints a run's events in sequence order, one JSON object per line: runId,
 eventId, seq, eventType, correlationId (the step, hook or wait), createdAt and
 eventData.
+The output is a history file, which skeintest.CheckHistories replays
+against your code (runs export writes several at once).
 
 Examples:
   skein runs events wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T

@@ -21,7 +21,8 @@
 // from goroutines the workflow started (guard.go); the workflow's logger
 // stays quiet for history it already printed (logline.go); correlation
 // IDs, tokens and randomness come from the run's deterministic source
-// (ids.go).
+// (ids.go). CheckLog (check.go) replays a recorded log with no World and no
+// session, through the same replayer, for the replay checker.
 //
 // # The life of a delivery
 //

@@ -67,27 +67,28 @@ func (s *session) close() {
 	s.stopInflight(false)
 }
 
-// track updates what the session knows of the run from a committed event.
-func (s *session) track(ev *world.Event) {
+// track updates what is known of the run from a committed event (a
+// session's state, or CheckLog's).
+func (st *runState) track(ev *world.Event) {
 	switch d := ev.Data.(type) {
 	case *world.RunCreated:
-		s.runStatus = world.RunStatusPending
-		s.meta = runMeta{runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input, execCtx: d.ExecutionContext, createdAt: ev.CreatedAt}
+		st.runStatus = world.RunStatusPending
+		st.meta = runMeta{runID: ev.RunID, workflowName: d.WorkflowName, input: d.Input, execCtx: d.ExecutionContext, createdAt: ev.CreatedAt}
 	case *world.RunStarted:
-		s.runStatus = world.RunStatusRunning
-		s.hold = nil
+		st.runStatus = world.RunStatusRunning
+		st.hold = nil
 	case *world.RunHeld:
-		s.runStatus = world.RunStatusHeld
-		s.hold = &holdState{attempt: d.Attempt, code: d.ErrorCode, retryAt: d.RetryAt}
+		st.runStatus = world.RunStatusHeld
+		st.hold = &holdState{attempt: d.Attempt, code: d.ErrorCode, retryAt: d.RetryAt}
 		if d.Error != nil {
-			s.hold.message = d.Error.Message
+			st.hold.message = d.Error.Message
 		}
 	case *world.RunCompleted:
-		s.runStatus = world.RunStatusCompleted
+		st.runStatus = world.RunStatusCompleted
 	case *world.RunFailed:
-		s.runStatus = world.RunStatusFailed
+		st.runStatus = world.RunStatusFailed
 	case *world.RunCancelled:
-		s.runStatus = world.RunStatusCancelled
+		st.runStatus = world.RunStatusCancelled
 	}
 }
 
@@ -180,8 +181,7 @@ func (s *session) rebuild() {
 	s.r.said = said
 	runID, e := s.runID, s.e
 	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }
-	s.log.each(s.r.noteAuthored)
-	s.log.each(s.r.consume)
+	s.r.replay(s.log.each)
 	s.applyStepLeases()
 	held := s.held
 	s.held, s.pending = nil, nil

@@ -134,6 +134,7 @@ type replayer struct {
 	lines      int
 	said       []uint64
 	divergedAt int64
+	divergence *Divergence // where, when the replay diverged
 
 	// Patches (see patch.go): the creation events of the log and the patch
 	// markers they carry, the decisions taken, and the markers waiting for
@@ -382,9 +383,21 @@ func describeEvent(ev *world.Event) string {
 	return fmt.Sprintf("%s (%s)", ev.Type(), ev.CorrelationID)
 }
 
+// replay applies a whole committed log, which each walks in order, to a
+// new replayer: it notes every event first (a patch decision looks ahead,
+// and the log lines know where the recorded history ends), then consumes
+// them. A session's rebuild and CheckLog both replay through it.
+func (r *replayer) replay(each func(fn func(ev *world.Event))) {
+	each(r.noteAuthored)
+	each(r.consume)
+}
+
 // diverge fails the run: the log and the code disagree.
 func (r *replayer) diverge(ev *world.Event, code string) {
-	msg := fmt.Sprintf("replay divergence at event %d: the log has %s, but %s", ev.Seq, describeEvent(ev), code)
+	logged := describeEvent(ev)
+	msg := fmt.Sprintf("replay divergence at event %d: the log has %s, but %s", ev.Seq, logged, code)
+	r.divergence = &Divergence{Seq: ev.Seq, EventID: ev.EventID, EventType: string(ev.Type()),
+		CorrelationID: ev.CorrelationID, Logged: logged, Asked: code, Code: world.CodeReplayDivergence, Message: msg}
 	r.stop()
 	r.finished = true
 	r.output = nil
