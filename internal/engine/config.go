@@ -33,6 +33,10 @@ type Step struct {
 	// Backoff returns the delay before retry n (1-based); nil means
 	// DefaultBackoff.
 	Backoff func(retry int) time.Duration
+	// Timeout, when positive, bounds one attempt: the step's context is
+	// cancelled when it passes and the attempt fails with a timeout, which
+	// is retried like any failure (see runStep).
+	Timeout time.Duration
 }
 
 // Registry resolves workflows and steps by name.
