@@ -305,8 +305,8 @@ func callStepWithin(def *Step, ctx context.Context, input json.RawMessage) (out 
 // function returned, if it returned.
 func timeoutData(x stepExec, def *Step, attempt int, cause error) *world.ErrorData {
 	d := &world.ErrorData{
-		Type: TypeStepTimeout,
-		Code: world.CodeStepTimeout,
+		Type:    TypeStepTimeout,
+		Code:    world.CodeStepTimeout,
 		Message: fmt.Sprintf("step %q attempt %d timed out after %s", x.stepName, attempt, def.Timeout),
 		Details: timeoutDetails(x.stepName, attempt, def.Timeout),
 	}
