@@ -67,8 +67,14 @@ const (
 type Config struct {
 	World    world.World
 	Registry Registry
-	// Logger receives operational messages (default: discarded).
+	// Logger receives operational messages and the run lifecycle: run
+	// started, completed, failed and held at Info and Warn, step retrying
+	// and failed at Warn, step started and completed at Debug (default:
+	// discarded).
 	Logger *slog.Logger
+	// Metrics, when set, counts runs and steps as their events commit
+	// (see the Metric names).
+	Metrics Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
