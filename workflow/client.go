@@ -158,6 +158,12 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 		return "", false, errors.New("workflow: Start: empty workflow name")
 	}
 	var execCtx json.RawMessage
+	if tc := engine.TraceCarrier(ctx); tc != nil {
+		if o.lineage == nil {
+			o.lineage = &engine.ExecutionContext{}
+		}
+		o.lineage.Trace = tc
+	}
 	if o.lineage != nil {
 		b, err := json.Marshal(o.lineage)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EngineOptions tunes the engine; zero fields take the engine's defaults.
@@ -63,6 +64,15 @@ type EngineOptions struct {
 	// before it is replayed again (default 1m), doubling with each hold in
 	// a row up to HoldRetryLimit (default 1h).
 	HoldRetryDelay, HoldRetryLimit time.Duration
+	// TracerProvider makes OpenTelemetry spans: skein.message per queue
+	// message, skein.run per run session and skein.step per step attempt,
+	// with the run, workflow, step and attempt as attributes. A run started
+	// under a span (Client.Start's context) records its trace context, and
+	// every session and step of the run, in whatever process or invocation,
+	// joins that trace; the message span, in the handling process's trace,
+	// is linked. Default: OpenTelemetry's global provider (a no-op unless
+	// the program sets one).
+	TracerProvider trace.TracerProvider
 	// Metrics, when set, counts runs and steps as their events commit: the
 	// Metric names say what. The Lambda handler sends them to CloudWatch in
 	// Embedded Metric Format.
@@ -129,7 +139,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
-		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
+		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },

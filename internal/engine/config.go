@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,6 +146,10 @@ type Config struct {
 	StepContext func(ctx context.Context) context.Context
 	// Entropy feeds owner IDs (default crypto/rand).
 	Entropy io.Reader
+	// TracerProvider makes the spans of messages, run sessions and step
+	// attempts (default: OpenTelemetry's global provider, a no-op unless
+	// the program sets one).
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

@@ -60,6 +60,9 @@ type stepExec struct {
 	attempt     int
 	interrupted int
 	startedAt   time.Time
+	// inline: the attempt runs in the session that started it (its span is
+	// the session's child; see startStepSpan).
+	inline bool
 }
 
 // execOf describes the attempt a step_started began, from the step as it
@@ -115,8 +118,10 @@ const (
 )
 
 // runStep executes one attempt and decides what to record.
-func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
-	out := outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt}
+func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
+	ctx, span := e.startStepSpan(ctx, x, x.inline)
+	defer func() { endStepSpan(span, out) }()
+	out = outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt}
 	def, ok := e.reg.Step(x.stepName)
 	if !ok {
 		out.kind = outFailed

@@ -45,6 +45,7 @@ func (s *session) run(ctx context.Context) error {
 	if s.log.len() == 0 {
 		return &PermanentError{Reason: "run " + s.runID + " not found"}
 	}
+	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {
 		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 		return nil
