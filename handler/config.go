@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Kind selects the handler a function serves (SKEIN_HANDLER).
@@ -165,6 +166,14 @@ type Config struct {
 	// (workflow.MetricQueueLag). One with a Flush(time.Time) error method,
 	// such as an *EMF, is flushed after each batch.
 	Metrics workflow.Metrics
+
+	// TracerProvider, when set, makes the flow handler's spans (a
+	// skein.invocation span per batch, the engine's spans under it; see
+	// workflow.EngineOptions.TracerProvider) and is flushed before each
+	// invocation returns when it has a ForceFlush(context.Context) error
+	// method, as the OpenTelemetry SDK's provider does: Lambda may freeze
+	// the process as soon as the handler returns.
+	TracerProvider trace.TracerProvider
 
 	// WebhookTimeout bounds a webhook request (default 30s, and in any case
 	// the function's deadline less ReturnMargin).

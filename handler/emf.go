@@ -56,12 +56,17 @@ func (m *EMF) Duration(name string, d time.Duration) {
 
 // Flush writes what was recorded since the last flush, stamped now, and
 // forgets it. Nothing recorded writes nothing.
-func (m *EMF) Flush(now time.Time) error {
+func (m *EMF) Flush(now time.Time) error { return m.FlushFor(now, "") }
+
+// FlushFor is Flush with the Lambda request ID the metrics belong to, which
+// each line carries as the property requestId (a log field, not a metric),
+// as the handlers' log records do.
+func (m *EMF) FlushFor(now time.Time, requestID string) error {
 	m.mu.Lock()
 	counts, values := m.counts, m.values
 	m.counts, m.values = map[string]int{}, map[string][]float64{}
 	m.mu.Unlock()
-	for _, line := range m.lines(now, counts, values) {
+	for _, line := range m.lines(now, requestID, counts, values) {
 		if _, err := m.w.Write(line); err != nil {
 			return fmt.Errorf("handler: write metrics: %w", err)
 		}
@@ -71,7 +76,7 @@ func (m *EMF) Flush(now time.Time) error {
 
 // lines renders counts and values as EMF lines: the counters and the first
 // 100 values of each duration in the first, further values in more lines.
-func (m *EMF) lines(now time.Time, counts map[string]int, values map[string][]float64) [][]byte {
+func (m *EMF) lines(now time.Time, requestID string, counts map[string]int, values map[string][]float64) [][]byte {
 	var out [][]byte
 	for first := true; first || len(values) > 0; first = false {
 		doc := map[string]any{}
@@ -98,6 +103,9 @@ func (m *EMF) lines(now time.Time, counts map[string]int, values map[string][]fl
 		dimKeys := slices.Sorted(maps.Keys(m.dimensions))
 		for _, k := range dimKeys {
 			doc[k] = m.dimensions[k]
+		}
+		if requestID != "" {
+			doc["requestId"] = requestID
 		}
 		doc["_aws"] = map[string]any{
 			"Timestamp": now.UnixMilli(),
@@ -127,4 +135,15 @@ func queueLag(msg events.SQSMessage, m world.Message, now time.Time) (lag time.D
 		due = m.NotBefore
 	}
 	return max(now.Sub(due), 0), true
+}
+
+// flushMetrics flushes m after an invocation, if it can be flushed.
+func flushMetrics(m any, now time.Time, requestID string) error {
+	switch f := m.(type) {
+	case *EMF:
+		return f.FlushFor(now, requestID)
+	case interface{ Flush(time.Time) error }:
+		return f.Flush(now)
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ func NewSQS(cfg Config) (SQSHandler, error) {
 	if eng.Metrics == nil {
 		eng.Metrics = cfg.Metrics
 	}
+	if eng.TracerProvider == nil {
+		eng.TracerProvider = cfg.TracerProvider
+	}
 	p, err := workflow.NewProcessor(workflow.ProcessorConfig{
 		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
 	})
@@ -109,6 +112,8 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		reqID = lc.AwsRequestID
 	}
 	h.inv.set(reqID)
+	ctx, span := h.startSpan(ctx, reqID, len(ev.Records))
+	defer h.endSpan(ctx, span)
 
 	recs := make([]*record, len(ev.Records))
 	var groups []group
@@ -213,10 +218,8 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		r.log.WarnContext(ctx, "handler: no time left to start the message; reported failed", "reason", "time budget exceeded")
 		h.release(ctx, r, 0)
 	}
-	if f, ok := h.cfg.Metrics.(interface{ Flush(time.Time) error }); ok {
-		if err := f.Flush(h.cfg.Now()); err != nil {
-			h.log.WarnContext(ctx, "handler: metrics", "err", err)
-		}
+	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
+		h.log.WarnContext(ctx, "handler: metrics", "err", err)
 	}
 	h.log.DebugContext(ctx, "handler: batch done", "records", len(ev.Records), "failed", len(resp.BatchItemFailures),
 		"abandoned", len(abandoned)+len(unstarted), "duration", time.Since(start))
