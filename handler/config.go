@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Kind selects the handler a function serves (SKEIN_HANDLER).
@@ -74,6 +75,7 @@ const (
 	EnvConcurrency         = "SKEIN_RECORD_CONCURRENCY"    // records of a batch handled at once
 	EnvMalformed           = "SKEIN_MALFORMED"             // dead-letter (default) | acknowledge
 	EnvLogLevel            = "AWS_LAMBDA_LOG_LEVEL"        // debug | info | warn | error (Lambda's own)
+	EnvMetricsNamespace    = "SKEIN_METRICS_NAMESPACE"     // CloudWatch namespace of the EMF metrics (empty: none)
 )
 
 // Resources names what a World on AWS needs, as the environment gives them.
@@ -158,6 +160,20 @@ type Config struct {
 	// given its receive count (default: leave the queue's visibility
 	// timeout).
 	RetryDelay func(attempt int) time.Duration
+
+	// Metrics, when set, receives the flow handler's measurements: the
+	// engine's (unless Engine.Metrics is set) and each message's queue lag
+	// (workflow.MetricQueueLag). One with a Flush(time.Time) error method,
+	// such as an *EMF, is flushed after each batch.
+	Metrics workflow.Metrics
+
+	// TracerProvider, when set, makes the flow handler's spans (a
+	// skein.invocation span per batch, the engine's spans under it; see
+	// workflow.EngineOptions.TracerProvider) and is flushed before each
+	// invocation returns when it has a ForceFlush(context.Context) error
+	// method, as the OpenTelemetry SDK's provider does: Lambda may freeze
+	// the process as soon as the handler returns.
+	TracerProvider trace.TracerProvider
 
 	// WebhookTimeout bounds a webhook request (default 30s, and in any case
 	// the function's deadline less ReturnMargin).
@@ -321,8 +337,33 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.Logger = NewJSONLogger(os.Stdout, level)
+	if ns := get(EnvMetricsNamespace); ns != "" {
+		if !validNamespace(ns) {
+			errs = append(errs, fmt.Errorf("%s=%q: want 1 to 255 of letters, digits and . - _ / # : or space, not starting with AWS/", EnvMetricsNamespace, ns))
+		}
+		var dims map[string]string
+		if fn := get("AWS_LAMBDA_FUNCTION_NAME"); fn != "" {
+			dims = map[string]string{"FunctionName": fn}
+		}
+		cfg.Metrics = NewEMF(os.Stdout, ns, dims)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, fmt.Errorf("handler: environment: %w", err)
 	}
 	return cfg, nil
+}
+
+// validNamespace reports whether ns is a CloudWatch namespace a user may
+// publish to.
+func validNamespace(ns string) bool {
+	if len(ns) == 0 || len(ns) > 255 || strings.HasPrefix(ns, "AWS/") {
+		return false
+	}
+	for _, c := range ns {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_/#: ", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

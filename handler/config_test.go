@@ -32,6 +32,7 @@ func TestConfigFromEnv(t *testing.T) {
 	env["SKEIN_MAX_INTERRUPTIONS"] = "7"
 	env["SKEIN_HOLD_RETRY_DELAY"] = "30s"
 	env["SKEIN_HOLD_RETRY_LIMIT"] = "2h"
+	env["SKEIN_METRICS_NAMESPACE"] = "Skein/orders"
 	cfg, err := handler.ConfigFromEnv(envOf(env))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg.Kind != handler.KindFlow || cfg.Resources != want || cfg.Engine.InlineConcurrency != 16 ||
 		cfg.TimeBudgetMargin != 10*time.Second || cfg.Engine.StepLeaseTTL != 3*time.Second ||
 		cfg.Engine.RunLeaseTTL != 4*time.Second || cfg.Engine.MaxQueueDelay != 2*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Logger == nil ||
-		cfg.Engine.MaxInterruptions != 7 || cfg.Engine.HoldRetryDelay != 30*time.Second || cfg.Engine.HoldRetryLimit != 2*time.Hour {
+		cfg.Engine.MaxInterruptions != 7 || cfg.Engine.HoldRetryDelay != 30*time.Second || cfg.Engine.HoldRetryLimit != 2*time.Hour ||
+		cfg.Metrics == nil {
 		t.Errorf("config %+v", cfg)
 	}
 
@@ -53,6 +55,9 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg, err = handler.ConfigFromEnv(envOf(env)); err != nil || cfg.Kind != handler.KindWebhook {
 		t.Errorf("webhook: %v %v", cfg.Kind, err)
 	}
+	if cfg.Metrics != nil {
+		t.Errorf("metrics without SKEIN_METRICS_NAMESPACE: %T", cfg.Metrics)
+	}
 }
 
 func TestConfigFromEnvErrors(t *testing.T) {
@@ -61,13 +66,14 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		"SKEIN_HANDLER": "both", "SKEIN_INLINE_CONCURRENCY": "many", "SKEIN_TIME_BUDGET_MARGIN": "10",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "12", "SKEIN_MALFORMED": "shrug", "SKEIN_MAX_QUEUE_DELAY": "1h", "AWS_LAMBDA_LOG_LEVEL": "loud",
 		"SKEIN_RETENTION_DAYS": "-1", "SKEIN_MAX_INTERRUPTIONS": "0", "SKEIN_HOLD_RETRY_DELAY": "soon",
+		"SKEIN_METRICS_NAMESPACE": "AWS/Lambda",
 	}))
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{"SKEIN_HANDLER", "SKEIN_TABLE", "SKEIN_QUEUE_URL", "SKEIN_BUCKET", "SKEIN_INLINE_CONCURRENCY",
 		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL", "SKEIN_RETENTION_DAYS",
-		"SKEIN_MAX_INTERRUPTIONS", "SKEIN_HOLD_RETRY_DELAY"} {
+		"SKEIN_MAX_INTERRUPTIONS", "SKEIN_HOLD_RETRY_DELAY", "SKEIN_METRICS_NAMESPACE"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}

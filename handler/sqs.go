@@ -60,6 +60,12 @@ func NewSQS(cfg Config) (SQSHandler, error) {
 	// The records' context ends ReturnMargin before the deadline; the engine
 	// counts its margin from there.
 	eng.BudgetMargin = cfg.TimeBudgetMargin - cfg.ReturnMargin
+	if eng.Metrics == nil {
+		eng.Metrics = cfg.Metrics
+	}
+	if eng.TracerProvider == nil {
+		eng.TracerProvider = cfg.TracerProvider
+	}
 	p, err := workflow.NewProcessor(workflow.ProcessorConfig{
 		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
 	})
@@ -106,6 +112,8 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		reqID = lc.AwsRequestID
 	}
 	h.inv.set(reqID)
+	ctx, span := h.startSpan(ctx, reqID, len(ev.Records))
+	defer h.endSpan(ctx, span)
 
 	recs := make([]*record, len(ev.Records))
 	var groups []group
@@ -123,6 +131,9 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 			continue
 		}
 		r.log = r.log.With("runId", r.m.RunID)
+		if lag, ok := queueLag(msg, r.m, h.cfg.Now()); ok && h.cfg.Metrics != nil {
+			h.cfg.Metrics.Duration(workflow.MetricQueueLag, lag)
+		}
 		if r.m.StepID != "" {
 			r.log = r.log.With("stepId", r.m.StepID)
 			groups = append(groups, group{r})
@@ -206,6 +217,9 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	for _, r := range unstarted {
 		r.log.WarnContext(ctx, "handler: no time left to start the message; reported failed", "reason", "time budget exceeded")
 		h.release(ctx, r, 0)
+	}
+	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
+		h.log.WarnContext(ctx, "handler: metrics", "err", err)
 	}
 	h.log.DebugContext(ctx, "handler: batch done", "records", len(ev.Records), "failed", len(resp.BatchItemFailures),
 		"abandoned", len(abandoned)+len(unstarted), "duration", time.Since(start))

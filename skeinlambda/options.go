@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
@@ -21,6 +22,15 @@ type options struct {
 	engine  []func(*workflow.EngineOptions)
 	handler []func(*handler.Config)
 	world   []func(*dynamoworld.Config)
+	tracer  trace.TracerProvider
+}
+
+// WithTracerProvider makes the flow handler's OpenTelemetry spans with tp
+// instead of the provider the OTEL_* environment describes (see New). One
+// with a ForceFlush(context.Context) error method is flushed before each
+// invocation returns.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
 }
 
 // WithLogger sends the handlers', the engine's and the World's logs to l

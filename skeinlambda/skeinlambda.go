@@ -51,7 +51,11 @@ func Start(reg *workflow.Registry, opts ...Option) {
 // New reads the environment, builds the World on the stack's resources and
 // returns the handler SKEIN_HANDLER names, ready for lambda.Start: a
 // handler.SQSHandler for "flow", a handler.WebhookHandler for "webhook".
-// reg holds the workflows and steps the functions run.
+// reg holds the workflows and steps the functions run. Tracing follows the
+// standard OpenTelemetry environment: with OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_TRACES_EXPORTER=otlp) the flow function sends its spans over
+// OTLP/HTTP, flushed before each invocation returns; without, it traces
+// nothing (WithTracerProvider gives a provider of your own).
 func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, error) {
 	if reg == nil {
 		return nil, errors.New("skeinlambda: no Registry: one is required")
@@ -78,6 +82,12 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 		return nil, err
 	}
 	cfg.World, cfg.Registry = w, reg
+	cfg.TracerProvider = o.tracer
+	if cfg.TracerProvider == nil {
+		if cfg.TracerProvider, err = tracerProviderFromEnv(ctx, getenv); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range o.engine {
 		f(&cfg.Engine)
 	}

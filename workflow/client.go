@@ -158,6 +158,12 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 		return "", false, errors.New("workflow: Start: empty workflow name")
 	}
 	var execCtx json.RawMessage
+	if tc := engine.TraceCarrier(ctx); tc != nil {
+		if o.lineage == nil {
+			o.lineage = &engine.ExecutionContext{}
+		}
+		o.lineage.Trace = tc
+	}
 	if o.lineage != nil {
 		b, err := json.Marshal(o.lineage)
 		if err != nil {
@@ -310,10 +316,11 @@ func (c *Client) await(ctx context.Context, runID string) (*world.Run, error) {
 // removed. Cancelling a cancelled run is not an error; a completed or failed
 // one is (matching world.ErrConflict).
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
-	_, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason}}}})
+	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason}}}})
 	if err != nil {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
 	}
+	engine.ObserveCommit(ctx, c.log, nil, res)
 	// Let the engine run the side effects of the run's end.
 	return engine.Wake(ctx, c.w, c.now, runID, engine.CancelKey(runID))
 }

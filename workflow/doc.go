@@ -110,12 +110,16 @@
 // recorded) is not a failure: it runs again as the same attempt once its
 // lease expires, without using a retry, up to EngineOptions.MaxInterruptions
 // times (default 10); past that the step fails with an error whose Code is
-// STEP_EXECUTOR_LOST. A step that fails for good gives the workflow a *StepError
-// wrapping the step's error, typed again after its trip through the log
+// STEP_EXECUTOR_LOST. StepOptions.Timeout bounds each attempt: past it the
+// step's context is cancelled and the attempt fails with a
+// *StepTimeoutError (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
+// retried like any failure. A step that fails for good gives the workflow a
+// *StepError wrapping the step's error, typed again after its trip through the log
 // (register your own types with Registry.RegisterError). A run that fails
 // gives its client a *RunFailedError with the run's error code: USER_ERROR
 // (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
-// error it returned is, or wraps, such a step's), RUNTIME_ERROR (the workflow
+// error it returned is, or wraps, such a step's), STEP_TIMEOUT (likewise, a
+// step whose last attempt timed out), RUNTIME_ERROR (the workflow
 // is not registered), WORKFLOW_API_MISUSE (see Determinism),
 // REPLAY_DIVERGENCE (a held run failed with Client.FailRun) or
 // MAX_DELIVERIES_EXCEEDED. A panic in workflow or step code fails the run or

@@ -208,6 +208,27 @@ func (e *AllFailedError) Error() string {
 // Unwrap returns the errors.
 func (e *AllFailedError) Unwrap() []error { return e.Errors }
 
+// StepTimeoutError is the failure of a step attempt that ran past its
+// StepOptions.Timeout. Err is what the step function returned after its
+// context was cancelled, if it returned in time. It matches
+// context.DeadlineExceeded with errors.Is.
+type StepTimeoutError struct {
+	Step    string
+	Attempt int
+	Timeout time.Duration
+	Err     error
+}
+
+func (e *StepTimeoutError) Error() string {
+	return fmt.Sprintf("step %q attempt %d timed out after %s", e.Step, e.Attempt, e.Timeout)
+}
+
+// Unwrap returns what the step function returned, if anything.
+func (e *StepTimeoutError) Unwrap() error { return e.Err }
+
+// Is makes a timeout match context.DeadlineExceeded.
+func (e *StepTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
 // Error is an error read back from the log whose Go type is not known here:
 // it keeps the recorded type name, message, stack (for panics) and cause.
 type Error struct {
@@ -247,6 +268,7 @@ const (
 	typeRunFailed     = "RunFailedError"
 	typeRunCancelled  = "RunCancelledError"
 	typeAllFailed     = "AllFailedError"
+	typeStepTimeout   = engine.TypeStepTimeout
 	typeCanceled      = "context.Canceled"
 	typeDeadline      = "context.DeadlineExceeded"
 )
@@ -292,6 +314,9 @@ func (c *codec) encode(err error) *world.ErrorData {
 	case *RunFailedError:
 		d.Type, d.Code, d.Cause = typeRunFailed, e.Code, c.encode(e.Cause)
 		d.Details = details(map[string]string{"runId": e.RunID})
+	case *StepTimeoutError:
+		d.Type, d.Code, d.Cause = typeStepTimeout, world.CodeStepTimeout, c.encode(e.Err)
+		d.Details = details(map[string]any{"step": e.Step, "attempt": e.Attempt, "timeout": e.Timeout})
 	case *AllFailedError:
 		d.Type = typeAllFailed
 		if len(e.Errors) > 0 {
@@ -389,6 +414,14 @@ func (c *codec) decode(d *world.ErrorData) error {
 		return &RunFailedError{RunID: x.RunID, Code: d.Code, Cause: orMessage()}
 	case typeRunCancelled:
 		return ErrRunCancelled
+	case typeStepTimeout:
+		var x struct {
+			Step    string        `json:"step"`
+			Attempt int           `json:"attempt"`
+			Timeout time.Duration `json:"timeout"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &StepTimeoutError{Step: x.Step, Attempt: x.Attempt, Timeout: x.Timeout, Err: cause}
 	}
 	if t, ok := c.byName[d.Type]; ok {
 		v := reflect.New(t.Elem())

@@ -192,7 +192,7 @@ func ExampleContext_Logger() {
 	// Keep the example's output stable: no time, no run ID.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "run" {
+			if a.Key == slog.TimeKey || a.Key == "run" || a.Key == "durationMs" {
 				return slog.Attr{}
 			}
 			return a
@@ -206,8 +206,11 @@ func ExampleContext_Logger() {
 
 	run, _ := loggingFlow.Start(ctx, worker.Client(), 1250)
 	_, _ = run.Result(ctx)
+	// The worker's logger also gets the run's lifecycle, as it commits.
 	// Output:
 	// level=INFO msg=charging workflow=logging cents=1250
+	// level=INFO msg="run started" workflow=logging
 	// level=INFO msg="charged; waiting a moment" workflow=logging
 	// level=INFO msg=done workflow=logging
+	// level=INFO msg="run completed" workflow=logging
 }

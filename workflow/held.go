@@ -61,7 +61,7 @@ func (c *Client) RetryRun(ctx context.Context, runID string) error {
 // *RunFailedError, a parent run its child's failure. A finished run is an
 // error matching world.ErrConflict.
 func (c *Client) FailRun(ctx context.Context, runID, reason string) error {
-	if err := engine.FailRun(ctx, c.w, c.now, runID, "", reason); err != nil {
+	if err := engine.FailRun(ctx, c.w, c.log, c.now, runID, "", reason); err != nil {
 		return fmt.Errorf("workflow: %w", err)
 	}
 	return nil

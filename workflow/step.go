@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -24,6 +25,15 @@ type StepOptions struct {
 	// exponential from 1s, doubling up to 5 minutes, with ±20% jitter. A
 	// step returning RetryAfter or RetryAt overrides it.
 	Backoff func(retry int) time.Duration
+	// Timeout, when positive, bounds each attempt: when it passes, the
+	// step's context is cancelled and the attempt fails with a
+	// *StepTimeoutError (code STEP_TIMEOUT), retried like any failure. A
+	// function that returns a result despite the cancellation has its
+	// result recorded; one that does not return within a second of it is
+	// left running on its own and its result is discarded, so steps should
+	// watch their context. Zero means no timeout; negative is refused by
+	// Registry.Register.
+	Timeout time.Duration
 }
 
 // ExponentialBackoff returns a backoff starting at initial, doubling per
@@ -79,10 +89,14 @@ func (s *Step[I, O]) register(r *Registry) error {
 	case maxRetries < 0:
 		maxRetries = 0
 	}
+	if s.opts.Timeout < 0 {
+		return fmt.Errorf("workflow: step %q: negative StepOptions.Timeout %s", s.name, s.opts.Timeout)
+	}
 	return r.addStep(&engine.Step{
 		Name:       s.name,
 		MaxRetries: maxRetries,
 		Backoff:    s.opts.Backoff,
+		Timeout:    s.opts.Timeout,
 		Fn: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 			now := time.Now
 			if info, ok := engine.StepInfoFrom(ctx); ok && info.Now != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EngineOptions tunes the engine; zero fields take the engine's defaults.
@@ -63,7 +64,46 @@ type EngineOptions struct {
 	// before it is replayed again (default 1m), doubling with each hold in
 	// a row up to HoldRetryLimit (default 1h).
 	HoldRetryDelay, HoldRetryLimit time.Duration
+	// TracerProvider makes OpenTelemetry spans: skein.message per queue
+	// message, skein.run per run session and skein.step per step attempt,
+	// with the run, workflow, step and attempt as attributes. A run started
+	// under a span (Client.Start's context) records its trace context, and
+	// every session and step of the run, in whatever process or invocation,
+	// joins that trace; the message span, in the handling process's trace,
+	// is linked. Default: OpenTelemetry's global provider (a no-op unless
+	// the program sets one).
+	TracerProvider trace.TracerProvider
+	// Metrics, when set, counts runs and steps as their events commit: the
+	// Metric names say what. The Lambda handler sends them to CloudWatch in
+	// Embedded Metric Format.
+	Metrics Metrics
 }
+
+// Metrics receives measurements of runs and steps, each once its event is
+// committed. Implementations must be safe for concurrent use and must not
+// block.
+type Metrics interface {
+	// Count adds n to the counter name.
+	Count(name string, n int)
+	// Duration records one observation of the distribution name.
+	Duration(name string, d time.Duration)
+}
+
+// Metric names, as Metrics receives them.
+const (
+	// Counters.
+	MetricRunsStarted         = engine.MetricRunsStarted         // run_started: a run began (or a held run resumed)
+	MetricRunsCompleted       = engine.MetricRunsCompleted       // run_completed
+	MetricRunsFailed          = engine.MetricRunsFailed          // run_failed
+	MetricRunsHeld            = engine.MetricRunsHeld            // run_held: a replay divergence stopped a run
+	MetricStepAttempts        = engine.MetricStepAttempts        // step_started: an attempt began
+	MetricStepAttemptFailures = engine.MetricStepAttemptFailures // an attempt failed (retried or not)
+	MetricStepsFailed         = engine.MetricStepsFailed         // a step failed for good
+	// Distributions.
+	MetricStepLatency = engine.MetricStepLatency // a step's first start to its completion
+	MetricRunDuration = engine.MetricRunDuration // a run's creation to its end (completed or failed)
+	MetricQueueLag    = engine.MetricQueueLag    // a queue message's due time to its receipt (Lambda handler)
+)
 
 // ProcessorConfig configures a Processor.
 type ProcessorConfig struct {
@@ -99,7 +139,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
-		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
+		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },

@@ -85,6 +85,11 @@ const CodeWorkflowAPIMisuse = "WORKFLOW_API_MISUSE"
 // payload that did not decode as the hook's type.
 const CodeHookPayloadInvalid = "HOOK_PAYLOAD_INVALID"
 
+// CodeStepTimeout marks a step attempt that ran past its per-attempt
+// timeout, and a run that failed because a step timed out on its last
+// attempt.
+const CodeStepTimeout = "STEP_TIMEOUT"
+
 // ErrorData is an error as recorded in the log. It keeps enough structure for
 // typed errors to survive a round trip: the SDK maps Type back to its error
 // types (FatalError, SerializationError, ...), and Cause chains nest.

@@ -59,7 +59,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if run.Status.Terminal() {
 		return "", false, nil
 	}
-	res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
 	}})
 	if err != nil {
@@ -170,7 +170,7 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
 	var err error
 	for try := 0; try < 3; try++ {
-		_, err = e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
 		switch {
 		case err == nil:
 			return nil

@@ -127,7 +127,7 @@ func (r *replayer) takeDisposals() []*op {
 // any other refusal means the run changed underneath: a *staleError.
 func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, error) {
 	for {
-		res, err := s.e.w.Append(ctx, &world.AppendParams{RunID: s.runID, Events: p.events, IfLastSeq: s.lastSeq})
+		res, err := s.e.append(ctx, &world.AppendParams{RunID: s.runID, Events: p.events, IfLastSeq: s.lastSeq})
 		if err == nil {
 			return res, nil
 		}

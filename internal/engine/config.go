@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +35,10 @@ type Step struct {
 	// Backoff returns the delay before retry n (1-based); nil means
 	// DefaultBackoff.
 	Backoff func(retry int) time.Duration
+	// Timeout, when positive, bounds one attempt: the step's context is
+	// cancelled when it passes and the attempt fails with a timeout, which
+	// is retried like any failure (see runStep).
+	Timeout time.Duration
 }
 
 // Registry resolves workflows and steps by name.
@@ -63,8 +69,14 @@ const (
 type Config struct {
 	World    world.World
 	Registry Registry
-	// Logger receives operational messages (default: discarded).
+	// Logger receives operational messages and the run lifecycle: run
+	// started, completed, failed and held at Info and Warn, step retrying
+	// and failed at Warn, step started and completed at Debug (default:
+	// discarded).
 	Logger *slog.Logger
+	// Metrics, when set, counts runs and steps as their events commit
+	// (see the Metric names).
+	Metrics Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
@@ -134,6 +146,10 @@ type Config struct {
 	StepContext func(ctx context.Context) context.Context
 	// Entropy feeds owner IDs (default crypto/rand).
 	Entropy io.Reader
+	// TracerProvider makes the spans of messages, run sessions and step
+	// attempts (default: OpenTelemetry's global provider, a no-op unless
+	// the program sets one).
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // Engine handles queue messages for any World. It is safe for concurrent
@@ -58,7 +59,15 @@ func (e *Engine) Handle(ctx context.Context, msg world.Message) error {
 // HandleDelivery is Handle for a message delivered for the attempt-th time
 // (1-based; 0 when unknown). A message delivered more than
 // Config.MaxDeliveries times fails its run with MAX_DELIVERIES_EXCEEDED.
-func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt int) error {
+func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt int) (err error) {
+	ctx, span := e.startMessageSpan(ctx, msg, attempt)
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	if err := msg.Validate(); err != nil {
 		return &PermanentError{Reason: "malformed message", Err: err}
 	}
@@ -145,7 +154,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 		Type:    TypeMaxDeliveries,
 		Message: fmt.Sprintf("message for run %s (step %q) was delivered %d times, more than %d", msg.RunID, msg.StepID, attempt, e.cfg.MaxDeliveries),
 	}
-	_, err := e.w.Append(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
+	_, err := e.append(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeMaxDeliveriesExceeded}},
 	}})
 	switch {
@@ -168,6 +177,9 @@ type ExecutionContext struct {
 	ParentRunID string `json:"parentRunId,omitempty"`
 	RootRunID   string `json:"rootRunId,omitempty"`
 	NotifyToken string `json:"notifyHookToken,omitempty"`
+	// Trace is the W3C trace context (traceparent, tracestate) of the span
+	// that started the run: its sessions and steps continue that trace.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // RunOutcome is the payload a finished child run delivers to its parent's

@@ -61,6 +61,7 @@ const (
 	TypeAttemptsExhausted  = "AttemptsExhaustedError"
 	TypeExecutorLost       = "StepExecutorLostError"
 	TypeFailedOnRequest    = "FailedOnRequestError"
+	TypeStepTimeout        = "StepTimeoutError"
 	stepNotRegisteredFmt   = "step %q is not registered"
 	workflowNotRegistedFmt = "workflow %q is not registered"
 )

@@ -60,6 +60,9 @@ type stepExec struct {
 	attempt     int
 	interrupted int
 	startedAt   time.Time
+	// inline: the attempt runs in the session that started it (its span is
+	// the session's child; see startStepSpan).
+	inline bool
 }
 
 // execOf describes the attempt a step_started began, from the step as it
@@ -110,11 +113,15 @@ func (c stepCancel) Error() string { return string(c) }
 const (
 	errRunEnded  stepCancel = "engine: the step's run has ended"
 	errLeaseLost stepCancel = "engine: the step's execution lease was lost"
+	// errStepTimeout cancels an attempt that ran past its Step.Timeout.
+	errStepTimeout stepCancel = "engine: the step attempt ran past its timeout"
 )
 
 // runStep executes one attempt and decides what to record.
-func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
-	out := outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt}
+func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
+	ctx, span := e.startStepSpan(ctx, x, x.inline)
+	defer func() { endStepSpan(span, out) }()
+	out = outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt}
 	def, ok := e.reg.Step(x.stepName)
 	if !ok {
 		out.kind = outFailed
@@ -137,8 +144,11 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) outcome {
 		sctx = e.cfg.StepContext(sctx)
 	}
 	stop := e.watchStep(sctx, cancel, x)
-	result, err := callStep(def.Fn, sctx, x.input)
+	result, err, timedOut := callStepWithin(def, sctx, x.input)
 	stop()
+	if timedOut {
+		err = &Failure{Data: timeoutData(x, def, attempt, err)}
+	}
 	if err == nil {
 		if len(result) == 0 {
 			result = json.RawMessage("null")
@@ -222,10 +232,12 @@ func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, 
 // error d: world.CodeStepExecutorLost when d is, or wraps, the failure of a
 // step that lost its executor too often (that is no error of the user's
 // code), world.CodeHookPayloadInvalid when it is, or wraps, a hook payload
-// that did not decode, otherwise world.CodeUserError.
+// that did not decode, world.CodeStepTimeout when a step's last attempt ran
+// past its timeout, otherwise world.CodeUserError.
 func workflowFailCode(d *world.ErrorData) string {
 	for ; d != nil; d = d.Cause {
-		if d.Code == world.CodeStepExecutorLost || d.Code == world.CodeHookPayloadInvalid {
+		switch d.Code {
+		case world.CodeStepExecutorLost, world.CodeHookPayloadInvalid, world.CodeStepTimeout:
 			return d.Code
 		}
 	}
@@ -251,6 +263,76 @@ func callStep(fn func(context.Context, json.RawMessage) (json.RawMessage, error)
 		}
 	}()
 	return fn(ctx, input)
+}
+
+// callStepWithin calls the step's function under its per-attempt timeout,
+// if it has one. timedOut reports that the timeout passed before the
+// function returned an error, or before it returned at all: a function that
+// does not return within stepTimeoutGrace of its context's cancellation is
+// left running on its own (its result is discarded). A function that returns
+// a result despite the cancellation has that result recorded.
+func callStepWithin(def *Step, ctx context.Context, input json.RawMessage) (out json.RawMessage, err error, timedOut bool) {
+	if def.Timeout <= 0 {
+		out, err = callStep(def.Fn, ctx, input)
+		return out, err, false
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, def.Timeout, errStepTimeout)
+	defer cancel()
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, e := callStep(def.Fn, tctx, input)
+		done <- result{o, e}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err, r.err != nil && errors.Is(context.Cause(tctx), errStepTimeout)
+	case <-tctx.Done():
+	}
+	if !errors.Is(context.Cause(tctx), errStepTimeout) {
+		r := <-done // cancelled for another reason: the watcher's cause decides
+		return r.out, r.err, false
+	}
+	grace := time.NewTimer(stepTimeoutGrace)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		return r.out, r.err, r.err != nil
+	case <-grace.C:
+		return nil, nil, true
+	}
+}
+
+// timeoutData records attempt x of step def as timed out; cause is what the
+// function returned, if it returned.
+func timeoutData(x stepExec, def *Step, attempt int, cause error) *world.ErrorData {
+	d := &world.ErrorData{
+		Type:    TypeStepTimeout,
+		Code:    world.CodeStepTimeout,
+		Message: fmt.Sprintf("step %q attempt %d timed out after %s", x.stepName, attempt, def.Timeout),
+		Details: timeoutDetails(x.stepName, attempt, def.Timeout),
+	}
+	var f *Failure
+	switch {
+	case errors.As(cause, &f) && f.Data != nil:
+		d.Cause = f.Data
+	case cause != nil:
+		d.Cause = &world.ErrorData{Type: fmt.Sprintf("%T", cause), Message: cause.Error()}
+	}
+	return d
+}
+
+// timeoutDetails is the Details of a StepTimeoutError as the SDK decodes it.
+func timeoutDetails(step string, attempt int, timeout time.Duration) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Step    string        `json:"step"`
+		Attempt int           `json:"attempt"`
+		Timeout time.Duration `json:"timeout"`
+	}{step, attempt, timeout})
+	return b
 }
 
 // watchStep renews the attempt's execution lease every third of its TTL and

@@ -137,7 +137,7 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 			evs[i] = world.EventInput{CorrelationID: st.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}}
 		}
 		n := world.AppendFits(e.w, evs)
-		res, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		var ce *world.CommitError
 		if errors.As(err, &ce) && ce.Index >= 0 && ce.Index < n {
 			switch requeued, rerr := e.requeueRefusedStart(ctx, runID, todo[ce.Index].StepID, err); {
@@ -175,7 +175,7 @@ func (e *Engine) recordGroup(ctx context.Context, runID string, outs []outcome) 
 			evs[i] = o.event()
 		}
 		n := world.AppendFits(e.w, evs)
-		if _, err := e.w.Append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]}); err != nil {
+		if _, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]}); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -124,7 +125,7 @@ func RetryHeldRun(ctx context.Context, w world.World, now func() time.Time, runI
 // error, if any, is its cause. Its side effects (streams closed, a parent
 // notified) follow through a continuation. A finished run is an error
 // matching world.ErrConflict.
-func FailRun(ctx context.Context, w world.World, now func() time.Time, runID, code, reason string) error {
+func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() time.Time, runID, code, reason string) error {
 	r, err := w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
 		return err
@@ -142,7 +143,10 @@ func FailRun(ctx context.Context, w world.World, now func() time.Time, runID, co
 	if code == "" {
 		code = world.CodeRuntimeError
 	}
-	_, err = w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code}}}})
+	res, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code}}}})
+	if err == nil {
+		ObserveCommit(ctx, log, nil, res)
+	}
 	if errors.Is(err, world.ErrGone) {
 		err = fmt.Errorf("%w: %v", world.ErrConflict, err)
 	}

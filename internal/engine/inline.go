@@ -32,6 +32,8 @@ func (s *session) launch(ctx context.Context, o *op, st *world.Step) {
 	s.inflight[o.id] = cancel
 	delete(s.deferred, o.id)
 	x := execOf(s.meta, st, o.input)
+	x.inline = true
+	ctx = s.stepContext(ctx)
 	step := func() outcome { return s.e.runStep(ctx, x) }
 	if len(s.inflight) == 1 {
 		s.solo = step

@@ -45,6 +45,7 @@ func (s *session) run(ctx context.Context) error {
 	if s.log.len() == 0 {
 		return &PermanentError{Reason: "run " + s.runID + " not found"}
 	}
+	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {
 		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
 		return nil
@@ -208,7 +209,7 @@ func (s *session) refresh(ctx context.Context) error {
 func (s *session) failUnregistered(ctx context.Context) error {
 	data := &world.ErrorData{Type: TypeNotRegistered, Message: fmt.Sprintf(workflowNotRegistedFmt, s.meta.workflowName)}
 	for try := 0; try < 5; try++ {
-		_, err := s.e.w.Append(ctx, &world.AppendParams{RunID: s.runID, IfLastSeq: s.lastSeq, Events: []world.EventInput{
+		_, err := s.e.append(ctx, &world.AppendParams{RunID: s.runID, IfLastSeq: s.lastSeq, Events: []world.EventInput{
 			{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeRuntimeError}},
 		}})
 		if err == nil {

@@ -61,9 +61,9 @@ func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadli
 
 // continueRetry is continueLeased for a message that retries hold attempt
 // retry of a held run (0: none; see holdRun).
-func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
+func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) (err error) {
 	s := &session{
-		e: e, runID: runID, retryAttempt: retry,
+		e: e, runID: runID, retryAttempt: retry, began: time.Now(),
 		inlineSteps: inlineSteps{
 			inflight: make(map[string]context.CancelFunc),
 			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
@@ -73,6 +73,7 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 		deadline: deadline,
 	}
 	defer s.close()
+	defer func() { s.endSpan(err) }()
 	for first := true; ; first = false {
 		more, err := e.underLease(ctx, s, owner, first)
 		if err != nil || !more {

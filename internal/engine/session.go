@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // session is one invocation's continuation of a run, under the run lease.
@@ -21,6 +22,10 @@ import (
 type session struct {
 	e     *Engine
 	runID string
+
+	// span is the session's span (beginSpan), from when it began.
+	span  trace.Span
+	began time.Time
 
 	// retryAttempt is the hold attempt the message retries
 	// (world.Message.HoldAttempt; see holdRun).

@@ -43,6 +43,12 @@ const (
 	// (wakeLead).
 	maxWakeLead = 20 * time.Millisecond
 
+	// stepTimeoutGrace is how long an attempt past its timeout may take to
+	// return after its context was cancelled before the engine stops
+	// waiting for it, records the timeout and leaves the function running
+	// on its own.
+	stepTimeoutGrace = time.Second
+
 	// recordBackoff is the pause between attempts of Engine.record, times
 	// the attempt number: a short backoff from transient World errors.
 	recordBackoff = 20 * time.Millisecond

@@ -1,0 +1,140 @@
+package engine
+
+// Run lifecycle logs and metrics: what a commit changed, told to the
+// logger and to the Metrics sink once it is durable (never before: a log
+// line or a metric follows committed state, so a refused or retried commit
+// tells nothing twice).
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Metrics receives measurements of runs and steps as their events commit.
+// Implementations must be safe for concurrent use and must not block.
+type Metrics interface {
+	// Count adds n to the counter name.
+	Count(name string, n int)
+	// Duration records one observation of the distribution name.
+	Duration(name string, d time.Duration)
+}
+
+// Metric names.
+const (
+	MetricRunsStarted         = "RunsStarted"
+	MetricRunsCompleted       = "RunsCompleted"
+	MetricRunsFailed          = "RunsFailed"
+	MetricRunsHeld            = "RunsHeld"
+	MetricStepAttempts        = "StepAttempts"
+	MetricStepAttemptFailures = "StepAttemptFailures"
+	MetricStepsFailed         = "StepsFailed"
+	MetricStepLatency         = "StepLatency"
+	MetricRunDuration         = "RunDuration"
+	MetricQueueLag            = "QueueLag"
+)
+
+// ObserveCommit logs the lifecycle events res committed and counts them in
+// m (nil: none). The engine calls it after each of its commits; the SDK's
+// client after its own (run creation, cancellation, holds it resolves).
+func ObserveCommit(ctx context.Context, log *slog.Logger, m Metrics, res *world.AppendResult) {
+	if res == nil || res.Run == nil {
+		return
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	run := res.Run
+	for _, r := range res.Results {
+		if r.Event == nil {
+			continue // satisfied without appending: told when it was
+		}
+		observeEvent(ctx, log, m, run, r)
+	}
+}
+
+func observeEvent(ctx context.Context, log *slog.Logger, m Metrics, run *world.Run, r world.EventResult) {
+	count := func(name string) {
+		if m != nil {
+			m.Count(name, 1)
+		}
+	}
+	runAttrs := []slog.Attr{slog.String("run", run.RunID), slog.String("workflow", run.WorkflowName)}
+	stepAttrs := func() []slog.Attr {
+		a := append(runAttrs, slog.String("stepId", r.Event.CorrelationID))
+		if r.Step != nil {
+			a = append(a, slog.String("step", r.Step.StepName), slog.Int("attempt", r.Step.Attempt-r.Step.Interrupted))
+		}
+		return a
+	}
+	switch d := r.Event.Data.(type) {
+	case *world.RunStarted:
+		count(MetricRunsStarted)
+		log.LogAttrs(ctx, slog.LevelInfo, "run started", runAttrs...)
+	case *world.RunCompleted:
+		count(MetricRunsCompleted)
+		observeRunDuration(m, run)
+		log.LogAttrs(ctx, slog.LevelInfo, "run completed", append(runAttrs, runDuration(run)...)...)
+	case *world.RunFailed:
+		count(MetricRunsFailed)
+		observeRunDuration(m, run)
+		log.LogAttrs(ctx, slog.LevelWarn, "run failed", append(runAttrs, append(runDuration(run),
+			slog.String("code", d.ErrorCode), slog.String("error", errorMessage(d.Error)))...)...)
+	case *world.RunCancelled:
+		log.LogAttrs(ctx, slog.LevelInfo, "run cancelled", append(runAttrs, slog.String("reason", d.Reason))...)
+	case *world.RunHeld:
+		count(MetricRunsHeld)
+		log.LogAttrs(ctx, slog.LevelWarn, "run held", append(runAttrs, slog.String("error", errorMessage(d.Error)))...)
+	case *world.StepStarted:
+		count(MetricStepAttempts)
+		log.LogAttrs(ctx, slog.LevelDebug, "step started", stepAttrs()...)
+	case *world.StepCompleted:
+		if r.Step != nil && m != nil && !r.Step.StartedAt.IsZero() {
+			m.Duration(MetricStepLatency, r.Event.CreatedAt.Sub(r.Step.StartedAt))
+		}
+		log.LogAttrs(ctx, slog.LevelDebug, "step completed", stepAttrs()...)
+	case *world.StepRetrying:
+		count(MetricStepAttemptFailures)
+		log.LogAttrs(ctx, slog.LevelWarn, "step retrying", append(stepAttrs(),
+			slog.String("error", errorMessage(d.Error)), slog.Time("retryAfter", d.RetryAfter))...)
+	case *world.StepFailed:
+		count(MetricStepAttemptFailures)
+		count(MetricStepsFailed)
+		log.LogAttrs(ctx, slog.LevelWarn, "step failed", append(stepAttrs(), slog.String("error", errorMessage(d.Error)))...)
+	}
+}
+
+func runDuration(run *world.Run) []slog.Attr {
+	if run.CompletedAt.IsZero() {
+		return nil
+	}
+	return []slog.Attr{slog.Int64("durationMs", run.CompletedAt.Sub(run.CreatedAt).Milliseconds())}
+}
+
+func observeRunDuration(m Metrics, run *world.Run) {
+	if m != nil && !run.CompletedAt.IsZero() {
+		m.Duration(MetricRunDuration, run.CompletedAt.Sub(run.CreatedAt))
+	}
+}
+
+// errorMessage is a recorded error's message with its code, if any.
+func errorMessage(d *world.ErrorData) string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Code != "":
+		return d.Code + ": " + d.Message
+	}
+	return d.Message
+}
+
+// append commits p and tells what it committed (ObserveCommit).
+func (e *Engine) append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	res, err := e.w.Append(ctx, p)
+	if err == nil {
+		ObserveCommit(ctx, e.log, e.cfg.Metrics, res)
+	}
+	return res, err
+}

@@ -1,0 +1,121 @@
+package workflow_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// slowFirst is a step whose first attempt outlasts its timeout: cooperative
+// ones return when their context ends, the other ignores it until release
+// is closed.
+func slowFirst(name string, cooperative bool, release <-chan struct{}) *workflow.Step[string, string] {
+	return workflow.NewStep(name, func(ctx context.Context, in string) (string, error) {
+		m, _ := workflow.StepMetadataFrom(ctx)
+		if m.Attempt > 1 {
+			return in + " on attempt " + itoa(m.Attempt), nil
+		}
+		if cooperative {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		<-release
+		return "too late", nil
+	}, workflow.StepOptions{Timeout: 50 * time.Millisecond, MaxRetries: 2, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestStepTimeoutIsRetried(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		cooperative bool
+	}{
+		{"returns when cancelled", true},
+		{"ignores its context", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			step := slowFirst("slow-"+strings.ReplaceAll(tc.name, " ", "-"), tc.cooperative, release)
+			wf := workflow.New("timeout-"+step.Name(), func(ctx workflow.Context, in string) (string, error) {
+				return step.Call(ctx, in)
+			})
+			e := newEnv(t, wf, step)
+			ctx := e.ctx()
+			run, err := wf.Start(ctx, e.client, "done")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := run.Result(ctx)
+			if err != nil || got != "done on attempt 2" {
+				t.Fatalf("result = %q, %v; want the second attempt's", got, err)
+			}
+			var retrying *world.StepRetrying
+			for _, ev := range e.events(run.ID()) {
+				if d, ok := ev.Data.(*world.StepRetrying); ok {
+					retrying = d
+				}
+			}
+			if retrying == nil || retrying.Error == nil || retrying.Error.Code != world.CodeStepTimeout {
+				t.Fatalf("step_retrying = %+v; want the first attempt recorded as %s", retrying, world.CodeStepTimeout)
+			}
+			if !strings.Contains(retrying.Error.Message, "timed out after 50ms") {
+				t.Errorf("timeout message = %q", retrying.Error.Message)
+			}
+		})
+	}
+}
+
+func TestStepTimeoutOnLastAttemptFailsRun(t *testing.T) {
+	t.Parallel()
+	hang := workflow.NewStep("hang", func(ctx context.Context, _ string) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}, workflow.StepOptions{Timeout: 30 * time.Millisecond, MaxRetries: workflow.NoRetries})
+	var seen error
+	wf := workflow.New("hang-once", func(ctx workflow.Context, in string) (string, error) {
+		_, err := hang.Call(ctx, in)
+		seen = err
+		return "", err
+	})
+	e := newEnv(t, wf, hang)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(ctx)
+	var failed *workflow.RunFailedError
+	if !errors.As(err, &failed) || failed.Code != world.CodeStepTimeout {
+		t.Fatalf("result error = %v; want a run failed with %s", err, world.CodeStepTimeout)
+	}
+	var te *workflow.StepTimeoutError
+	if !errors.As(err, &te) || te.Step != "hang" || te.Attempt != 1 || te.Timeout != 30*time.Millisecond {
+		t.Fatalf("result error = %#v; want a *StepTimeoutError naming the step, attempt and timeout", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a step timeout should match context.DeadlineExceeded: %v", err)
+	}
+	if !errors.As(seen, &te) {
+		t.Errorf("the workflow saw %v; want a *StepTimeoutError", seen)
+	}
+}
+
+func TestNegativeStepTimeoutRefused(t *testing.T) {
+	t.Parallel()
+	s := workflow.NewStep("negative", func(ctx context.Context, _ int) (int, error) { return 0, nil },
+		workflow.StepOptions{Timeout: -time.Second})
+	err := workflow.NewRegistry().Register(s)
+	if err == nil || !strings.Contains(err.Error(), "negative StepOptions.Timeout") {
+		t.Fatalf("Register = %v; want the negative timeout refused", err)
+	}
+}
