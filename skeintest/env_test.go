@@ -17,6 +17,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+var _ skeintest.TB = testing.TB(nil)
+
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // flaky fails until its attempt reaches the input, with exponential backoff
