@@ -23,7 +23,10 @@ import (
 // until the clock moves or the test acts. At a settled point the driver
 // first lets the checks registered by WaitSuspended and Settle look at the
 // world, then moves the clock: towards a pending Advance's target, one due
-// message at a time, and, in automatic time, to the next message's time.
+// message at a time, and, in automatic time while the test waits for a run
+// (Wait, WaitSuspended), to the next message's time. The test is the one
+// actor the driver cannot see; skipping only while it waits keeps what it
+// does between two waits (start runs, resume hooks) at one instant.
 
 // driver owns the virtual clock and decides when it moves.
 type driver struct {
@@ -39,13 +42,20 @@ type driver struct {
 	kick     chan struct{} // wakes the driver loop (buffered, 1)
 	checks   []*settleCheck
 	advances []*advance
-	settles  uint64 // settled points seen
+	hinted   bool // a hint is scheduled for the clock's current reading
+	hint     func(next time.Time)
+	grace    time.Duration  // before the hint (hintGrace); mu guards it
+	bg       sync.WaitGroup // hint goroutines
 }
 
-// settleCheck runs at settled points until it reports done.
+// settleCheck runs at settled points until it reports done. While a check
+// that skips is pending, the test waits for a run (Wait, WaitSuspended):
+// in automatic time the clock skips only then.
 type settleCheck struct {
-	fn   func(ctx context.Context) bool
-	done chan struct{}
+	fn    func(ctx context.Context) bool
+	skips bool
+	done  chan struct{}
+	ran   bool // it ran at a settled point (mu guards it)
 }
 
 // advance is a pending Advance: the clock is to reach target.
@@ -58,6 +68,7 @@ func newDriver(lw *localworld.World, start time.Time, auto bool, workers int) *d
 	return &driver{
 		lw: lw, auto: auto, workers: workers, now: start,
 		clockCh: make(chan struct{}), progress: make(chan struct{}), kick: make(chan struct{}, 1),
+		grace: hintGrace,
 	}
 }
 
@@ -121,15 +132,17 @@ func (d *driver) setLocked(t time.Time) {
 		return
 	}
 	d.now = t
+	d.hinted = false
 	close(d.clockCh)
 	d.clockCh = make(chan struct{})
 	d.changedLocked()
 }
 
-// addCheck registers fn to run at settled points until it returns true, and
-// returns a channel closed then.
-func (d *driver) addCheck(fn func(ctx context.Context) bool) *settleCheck {
-	c := &settleCheck{fn: fn, done: make(chan struct{})}
+// addCheck registers fn to run at settled points until it returns true
+// (its done channel is closed then); skips says whether the test waits for a
+// run meanwhile.
+func (d *driver) addCheck(fn func(ctx context.Context) bool, skips bool) *settleCheck {
+	c := &settleCheck{fn: fn, skips: skips, done: make(chan struct{})}
 	d.mu.Lock()
 	d.checks = append(d.checks, c)
 	d.changedLocked()
@@ -149,6 +162,16 @@ func (d *driver) dropCheck(c *settleCheck) {
 	}
 }
 
+// waitingLocked reports whether the test waits for a run; mu is held.
+func (d *driver) waitingLocked() bool {
+	for _, c := range d.checks {
+		if c.skips {
+			return true
+		}
+	}
+	return false
+}
+
 // addAdvance registers a move of the clock by by and returns its request.
 func (d *driver) addAdvance(by time.Duration) *advance {
 	d.mu.Lock()
@@ -161,6 +184,7 @@ func (d *driver) addAdvance(by time.Duration) *advance {
 
 // run drives the clock until ctx is done.
 func (d *driver) run(ctx context.Context) {
+	defer d.bg.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -185,20 +209,30 @@ func (d *driver) step(ctx context.Context) {
 		return // a receiver is waking for it
 	}
 	d.mu.Lock()
-	d.settles++
 	checks := append([]*settleCheck(nil), d.checks...)
 	d.mu.Unlock()
+	answered := false
 	for _, c := range checks {
-		if c.fn(ctx) {
+		done := c.fn(ctx)
+		d.mu.Lock()
+		c.ran = true
+		d.mu.Unlock()
+		if done {
 			d.dropCheck(c)
 			close(c.done)
+			answered = true
 		}
 	}
 	if !d.allIdle() || !d.Now().Equal(now) {
-		return // a check (or the test) changed something: look again later
+		return // something changed: look again later
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, c := range d.checks {
+		if !c.ran {
+			return // registered meanwhile: it runs at the next look, before the clock moves
+		}
+	}
 	var pending []*advance
 	target := time.Time{}
 	for _, a := range d.advances {
@@ -217,8 +251,40 @@ func (d *driver) step(ctx context.Context) {
 		d.setLocked(target)
 	case !target.IsZero():
 		d.setLocked(next)
-	case d.auto && !next.IsZero():
+	case answered:
+		// A wait of the test was answered: the test acts next, and the
+		// automatic clock waits for it.
+	case d.auto && !next.IsZero() && d.waitingLocked():
 		d.setLocked(next)
+	case d.auto && !next.IsZero() && !d.hinted && d.hint != nil:
+		d.hinted = true
+		d.bg.Add(1)
+		go d.hintLater(ctx, d.grace, d.now, next)
+	}
+}
+
+// hintGrace is how long (in real time) the clock may wait for the test,
+// with a timer pending and the test not waiting in the environment, before
+// the driver says why nothing happens.
+const hintGrace = 2 * time.Second
+
+// hintLater calls the hint if the clock is still at at after grace
+// with nobody waiting: the test probably waits for a run some other way
+// (Run.Result), which does not move the clock.
+func (d *driver) hintLater(ctx context.Context, grace time.Duration, at, next time.Time) {
+	defer d.bg.Done()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	d.mu.Lock()
+	stuck := d.now.Equal(at) && !d.waitingLocked()
+	d.mu.Unlock()
+	if stuck {
+		d.hint(next)
 	}
 }
 
@@ -226,11 +292,4 @@ func (d *driver) allIdle() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.idle == d.workers
-}
-
-// settled returns the number of settled points seen so far.
-func (d *driver) settledPoints() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.settles
 }

@@ -40,15 +40,21 @@
 // is settled when its Worker handles no message and none is visible at the
 // current time: nothing can happen until the clock moves or the test acts.
 // Then, in automatic time (the default), the clock jumps to the next
-// message's time; with WithManualTime it stays until Env.Advance moves it.
-// Advance stops at every timer on its way, so a run sleeping twice for an
-// hour wakes twice during a 3-hour Advance.
+// message's time, but only while the test waits for a run (Env.Wait,
+// Result, WaitSuspended): whatever the test does between two such calls
+// (start runs, resume hooks, read the log) happens at one instant, and a
+// hook racing a timeout can be resumed in time. A wait that is answered
+// stops the clock where it was answered: WaitSuspended sees a run asleep
+// before its sleep is skipped, Result sees the time the run ended. With
+// WithManualTime the clock moves only when Env.Advance moves it, stopping at
+// every timer on its way, so a run sleeping twice for an hour wakes twice
+// during a 3-hour Advance.
 //
-// In automatic time, the clock also skips over a timer that races a hook
-// (a hook with a timeout): the timeout fires before the test can resume the
-// hook. Test that in manual time: WaitSuspended, then ResumeHook, then
-// Advance or Result. A workflow that never stops setting timers (a loop
-// that sleeps) keeps an automatic clock going until the test ends.
+// Run.Result and Client.Result from package workflow wait without telling
+// the environment: the clock does not move for them (the environment logs
+// a hint after a while). Wait with Result instead. A workflow that never
+// stops setting timers (a loop that sleeps) keeps an automatic clock going
+// for as long as the test waits for it.
 //
 // Steps run in real time: a step that sleeps for a second takes a second.
 // Only what the engine schedules is virtual. Workflow code sees the virtual

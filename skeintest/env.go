@@ -33,6 +33,7 @@ type TB interface {
 	Cleanup(func())
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
 }
 
 // Option configures New.
@@ -96,10 +97,10 @@ type Env struct {
 
 // New starts an environment running reg's workflows (with the stubs the
 // options name) and registers its shutdown with t.Cleanup. Time is virtual
-// and, unless WithManualTime, skips ahead by itself: whenever nothing is
-// left to run at the current time, the clock moves to the next timer (a
-// sleep's end, a retry, a held run's next replay), so a workflow sleeping
-// for 30 days ends in milliseconds.
+// and, unless WithManualTime, skips ahead by itself while the test waits
+// for a run: whenever nothing is left to run at the current time, the clock
+// moves to the next timer (a sleep's end, a retry, a held run's next
+// replay), so a workflow sleeping for 30 days ends in milliseconds.
 func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 	t.Helper()
 	if reg == nil {
@@ -129,6 +130,10 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 	}
 	e.lw = lw
 	e.d = newDriver(lw, cfg.start, !cfg.manual, workers)
+	e.d.hint = func(next time.Time) {
+		t.Logf("skeintest: the clock is at %s and a timer is due at %s, but it moves only while the test waits "+
+			"in skeintest.Result, Env.Wait or Env.WaitSuspended (Run.Result does not move it)", fmtTime(e.Now()), fmtTime(next))
+	}
 	eo := cfg.engine
 	if eo.Linger == 0 {
 		eo.Linger = -1
@@ -177,7 +182,8 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 }
 
 // Client returns a client of the environment's world and Registry (with
-// the stubs). Its clock is the virtual one.
+// the stubs). Its clock is the virtual one. Start runs with it, but wait
+// for them with Result or Env.Wait: Run.Result does not move the clock.
 func (e *Env) Client() *workflow.Client { return e.client }
 
 // World returns the environment's world, to read what the client does not
@@ -199,8 +205,8 @@ func (e *Env) Now() time.Time { return e.d.Now() }
 // Advance moves the clock forward by d and returns once everything that
 // came due on the way has run. The clock stops at every timer on the way
 // (a run sleeping twice for an hour wakes twice in a 3-hour Advance), and
-// the world is settled at the new time before Advance returns. In automatic
-// time the clock then goes on by itself.
+// the world is settled at the new time before Advance returns. It works in
+// automatic time too, to move the clock without waiting for a run.
 func (e *Env) Advance(d time.Duration) {
 	e.t.Helper()
 	if d < 0 {
@@ -213,11 +219,11 @@ func (e *Env) Advance(d time.Duration) {
 }
 
 // Settle returns once nothing is left to run at the current time: every
-// message due has been handled and every step has ended. In automatic time
-// the clock may have moved on to the next timer first.
+// message due has been handled and every step has ended. It does not move
+// the clock.
 func (e *Env) Settle() {
 	e.t.Helper()
-	c := e.d.addCheck(func(context.Context) bool { return true })
+	c := e.d.addCheck(func(context.Context) bool { return true }, false)
 	e.await(c.done, func() string {
 		e.d.dropCheck(c)
 		return "Settle: work is still running at " + fmtTime(e.Now())

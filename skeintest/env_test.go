@@ -186,3 +186,27 @@ func TestStubLeavesRegistryAlone(t *testing.T) {
 		t.Errorf("the stub ran %d times, want 1", sent.Load())
 	}
 }
+
+// TestHookResumedInAutomaticTime: the clock skips only while the test waits
+// for a run, so a hook racing a timeout is resumed in time.
+func TestHookResumedInAutomaticTime(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int32
+	env := skeintest.New(t, registry(t), skeintest.WithStartTime(start), stubNotify(&sent))
+	run, err := approval.Start(env.Context(), env.Client(), "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := env.WaitSuspended(run.ID())
+	if s.Token() != "approve/10" || len(s.Sleeps) != 1 {
+		t.Fatalf("suspension %v, want the hook and its timeout", s)
+	}
+	time.Sleep(10 * time.Millisecond) // the test takes its time: the clock waits
+	env.ResumeHook(s.Token(), Decision{Approved: true, By: "eve"})
+	if got, err := skeintest.Result(env, run); err != nil || got != "approved=true by eve" {
+		t.Fatalf("result %q, %v", got, err)
+	}
+	if !env.Now().Equal(start) {
+		t.Errorf("the clock moved to %s; the run had nothing to wait for after the hook", env.Now())
+	}
+}

@@ -128,6 +128,7 @@ func (*exampleTB) Helper()                        {}
 func (e *exampleTB) Cleanup(f func())             { e.cleanups = append(e.cleanups, f) }
 func (*exampleTB) Errorf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
 func (*exampleTB) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+func (*exampleTB) Logf(string, ...any)            {}
 
 func example(body func(t skeintest.TB)) {
 	t := &exampleTB{}

@@ -58,6 +58,13 @@ func (s Suspension) String() string {
 // within the environment's timeout, saying what the run is doing.
 func (e *Env) Wait(runID string) *world.Run {
 	e.t.Helper()
+	// The check stops the clock at the settled point where the run has
+	// ended, so that its end is seen at the time it ended.
+	c := e.d.addCheck(func(ctx context.Context) bool {
+		r, err := e.lw.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		return err != nil || r.Status.Terminal() || r.Status == world.RunStatusHeld
+	}, true)
+	defer e.d.dropCheck(c)
 	deadline := time.NewTimer(e.cfg.timeout)
 	defer deadline.Stop()
 	for {
@@ -74,6 +81,7 @@ func (e *Env) Wait(runID string) *world.Run {
 		}
 		select {
 		case <-progressed:
+		case <-c.done:
 		case <-deadline.C:
 			e.t.Fatalf("skeintest: run %s did not end within %s (virtual time %s): %s",
 				runID, e.cfg.timeout, fmtTime(e.Now()), e.describe(runID))
@@ -93,10 +101,11 @@ func Result[O any](e *Env, run *workflow.Run[O]) (O, error) {
 // WaitSuspended waits until the run is suspended: nothing of it is left to
 // run at the current time, no step of it is pending or running, and it
 // waits for a hook payload or a sleep's end. It returns what the run waits
-// for. The check runs before the clock skips ahead, so a run going to sleep
-// is seen asleep; in automatic time the clock then goes on, and the sleep
-// ends at once (use WithManualTime to act before a timer fires). It fails
-// the test if the run ends or is held first, or after the timeout.
+// for, with the clock stopped there: a run going to sleep is seen asleep,
+// and a hook with a timeout can be resumed before the timeout (the clock
+// moves on at the test's next wait). While it waits, an automatic clock
+// skips the timers before the suspension (a step's retries). It fails the
+// test if the run ends or is held first, or after the timeout.
 func (e *Env) WaitSuspended(runID string) Suspension {
 	e.t.Helper()
 	var got Suspension
@@ -116,7 +125,7 @@ func (e *Env) WaitSuspended(runID string) Suspension {
 			got = *s
 		}
 		return true
-	})
+	}, true)
 	e.await(c.done, func() string {
 		e.d.dropCheck(c)
 		return fmt.Sprintf("run %s did not suspend (virtual time %s): %s", runID, fmtTime(e.Now()), e.describe(runID))
