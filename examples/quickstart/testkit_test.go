@@ -17,7 +17,7 @@ func noLatency(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 // runOrder runs order 1001 through fulfilOrder on a test environment, with
 // a pickup slot a day away, approving it when the run waits for approval.
 // It checks the run and returns the wall time it took.
-func runOrder(t *testing.T, opts ...skeintest.Option) time.Duration {
+func runOrder(t testing.TB, opts ...skeintest.Option) time.Duration {
 	t.Helper()
 	reg := workflow.NewRegistry()
 	if err := reg.Register(definitions()...); err != nil {
@@ -86,11 +86,43 @@ func TestQuickstartStepsInVirtualTime(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// BenchmarkQuickstartWorkflowInVirtualTime is TestQuickstartWorkflowInVirtualTime's
+// run, environment included; BENCHMARKS.md has the figure.
+//
+//	go test -run '^$' -bench QuickstartWorkflowInVirtualTime -benchtime 200x ./examples/quickstart/
+func BenchmarkQuickstartWorkflowInVirtualTime(b *testing.B) {
+	stubs := []skeintest.Option{
+		skeintest.StubStep(chargeCard, charge(noLatency)),
+		skeintest.StubStep(reserveStock, reserve(noLatency)),
+		skeintest.StubStep(shipOrder, ship(noLatency)),
+	}
+	for b.Loop() {
+		t := &iterTB{TB: b}
+		runOrder(t, stubs...)
+		t.done()
+	}
+}
+
+// iterTB scopes an environment to one iteration of a benchmark: its
+// cleanups run when the iteration ends.
+type iterTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (t *iterTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+
+func (t *iterTB) done() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
 }
