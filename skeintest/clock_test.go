@@ -140,3 +140,29 @@ func TestManyRunsInParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestLingerStaysOff: an engine option asking to linger for close timers
+// (a real wait, while the virtual clock stands still) is overridden.
+func TestLingerStaysOff(t *testing.T) {
+	t.Parallel()
+	blink := workflow.New("blink", func(ctx workflow.Context, n int) (int, error) {
+		for range n {
+			if err := workflow.Sleep(ctx, 100*time.Millisecond); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+	env := skeintest.New(t, workflow.NewRegistry().MustRegister(blink), skeintest.WithStartTime(start),
+		skeintest.WithEngineOptions(workflow.EngineOptions{Linger: time.Second}), skeintest.WithTimeout(5*time.Second))
+	run, err := blink.Start(env.Context(), env.Client(), 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := skeintest.Result(env, run); err != nil || n != 50 {
+		t.Fatalf("result %d, %v", n, err)
+	}
+	if got := env.Now().Sub(start); got != 5*time.Second {
+		t.Errorf("the clock moved %s, want 50 × 100ms", got)
+	}
+}

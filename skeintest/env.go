@@ -64,9 +64,12 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // WithLogger gives the Worker a logger (default: discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithEngineOptions tunes the engine. The environment still turns lingering
-// off (Linger) and lets one message carry a timer of any length
-// (MaxQueueDelay) unless these options set them; both rely on real timers.
+// WithEngineOptions tunes the engine. Whatever they say, the environment
+// turns lingering off (Linger: an invocation would wait for a close timer on
+// a real timer, and the virtual clock does not move while it waits); unless
+// they set it, one message carries a timer of any length (MaxQueueDelay)
+// and steps beyond the inline capacity are queued at once
+// (BackgroundDelay).
 func WithEngineOptions(o workflow.EngineOptions) Option { return func(c *config) { c.engine = o } }
 
 // StubStep runs fn in place of step's function in this environment only:
@@ -135,9 +138,7 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 			"in skeintest.Result, Env.Wait or Env.WaitSuspended (Run.Result does not move it)", fmtTime(e.Now()), fmtTime(next))
 	}
 	eo := cfg.engine
-	if eo.Linger == 0 {
-		eo.Linger = -1
-	}
+	eo.Linger = -1
 	if eo.MaxQueueDelay == 0 {
 		eo.MaxQueueDelay = farFuture
 	}
