@@ -64,9 +64,11 @@ type advance struct {
 	done   chan struct{}
 }
 
-func newDriver(lw *localworld.World, start time.Time, auto bool, workers int) *driver {
+// newDriver returns a driver of a clock reading start; its World is set
+// before it runs.
+func newDriver(start time.Time, auto bool, workers int) *driver {
 	return &driver{
-		lw: lw, auto: auto, workers: workers, now: start,
+		auto: auto, workers: workers, now: start,
 		clockCh: make(chan struct{}), progress: make(chan struct{}), kick: make(chan struct{}, 1),
 		grace: hintGrace,
 	}

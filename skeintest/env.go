@@ -125,14 +125,12 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 			t.Fatalf("skeintest: StubStep: %v", err)
 		}
 	}
-	e := &Env{t: t, cfg: cfg, reg: run}
-	var lwNow func() time.Time = func() time.Time { return e.d.Now() }
-	lw, err := localworld.Open(localworld.Config{Now: lwNow, Logger: cfg.logger})
+	e := &Env{t: t, cfg: cfg, reg: run, d: newDriver(cfg.start, !cfg.manual, workers)}
+	lw, err := localworld.Open(localworld.Config{Now: e.d.Now, Logger: cfg.logger})
 	if err != nil {
 		t.Fatalf("skeintest: open the local world: %v", err)
 	}
-	e.lw = lw
-	e.d = newDriver(lw, cfg.start, !cfg.manual, workers)
+	e.lw, e.d.lw = lw, lw
 	e.d.hint = func(next time.Time) {
 		t.Logf("skeintest: the clock is at %s and a timer is due at %s, but it moves only while the test waits "+
 			"in skeintest.Result, Env.Wait or Env.WaitSuspended (Run.Result does not move it)", fmtTime(e.Now()), fmtTime(next))
