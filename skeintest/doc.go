@@ -78,6 +78,7 @@
 // the test passes and the step value stay as they are, so tests running in
 // parallel with other stubs, or none, do not see each other's. The stub
 // keeps the step's name (what the log records) and its retry policy.
+// StubWorkflow does the same for a workflow, a child run's in particular.
 //
 // # Recorded histories
 //

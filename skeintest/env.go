@@ -83,6 +83,15 @@ func StubStep[I, O any](step *workflow.Step[I, O], fn func(ctx context.Context, 
 	}
 }
 
+// StubWorkflow runs fn in place of wf's function in this environment only,
+// as StubStep does for a step: to test a parent workflow without what its
+// child runs do, say.
+func StubWorkflow[I, O any](wf *workflow.Workflow[I, O], fn func(ctx workflow.Context, in I) (O, error)) Option {
+	return func(c *config) {
+		c.stubs = append(c.stubs, workflow.New(wf.Name(), fn))
+	}
+}
+
 // Env is a test environment: an in-memory local world, a Worker running the
 // Registry's workflows on it and a virtual clock. New builds and starts it;
 // the test's cleanup stops it. Its methods fail the test (t.Fatal) on
@@ -122,7 +131,7 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 	run := reg.Clone()
 	if len(cfg.stubs) > 0 {
 		if err := run.Replace(cfg.stubs...); err != nil {
-			t.Fatalf("skeintest: StubStep: %v", err)
+			t.Fatalf("skeintest: a stub: %v", err)
 		}
 	}
 	e := &Env{t: t, cfg: cfg, reg: run, d: newDriver(cfg.start, !cfg.manual, workers)}

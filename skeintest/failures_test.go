@@ -106,7 +106,7 @@ func TestFailuresSayWhatIsWrong(t *testing.T) {
 		{"a stub of a step the registry lacks", func(tb skeintest.TB) {
 			ghost := workflow.NewStep("ghost", func(context.Context, int) (int, error) { return 0, nil })
 			skeintest.New(tb, twiceRegistry(t), skeintest.StubStep(ghost, func(context.Context, int) (int, error) { return 1, nil }))
-		}, []string{"StubStep", `step "ghost" is not registered`}},
+		}, []string{"stub", `step "ghost" is not registered`}},
 		{"a clock going back", func(tb skeintest.TB) {
 			skeintest.New(tb, twiceRegistry(t)).Advance(-time.Second)
 		}, []string{"Advance(-1s): the clock does not go back"}},

@@ -2,6 +2,7 @@ package skeintest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,10 +67,23 @@ func TestFanOutsAndChildRuns(t *testing.T) {
 			}
 			return skeintest.Result(env, run)
 		}, 14 + 30},
+		{"child runs of a stubbed workflow", func(env *skeintest.Env) (int, error) {
+			run, err := parent.Start(env.Context(), env.Client(), 3)
+			if err != nil {
+				return 0, err
+			}
+			return skeintest.Result(env, run)
+		}, 3 + 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			env := skeintest.New(t, reg, skeintest.WithStartTime(start))
+			opts := []skeintest.Option{skeintest.WithStartTime(start)}
+			if strings.Contains(c.name, "stubbed") {
+				opts = append(opts, skeintest.StubWorkflow(sumSquares, func(ctx workflow.Context, n int) (int, error) {
+					return n, workflow.Sleep(ctx, 24*time.Hour)
+				}))
+			}
+			env := skeintest.New(t, reg, opts...)
 			got, err := c.run(env)
 			if err != nil || got != c.want {
 				t.Fatalf("got %d, %v; want %d", got, err, c.want)
