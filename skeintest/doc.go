@@ -56,8 +56,9 @@
 // stops setting timers (a loop that sleeps) keeps an automatic clock going
 // for as long as the test waits for it.
 //
-// Steps run in real time: a step that sleeps for a second takes a second.
-// Only what the engine schedules is virtual. Workflow code sees the virtual
+// Steps run in real time: a step that sleeps for a second takes a second,
+// and a step's StepOptions.Timeout counts real time. Only what the engine
+// schedules is virtual. Workflow code sees the virtual
 // time through Context.Now; a step's time.Now is the real time (its
 // workflow.StepMetadata has when it started, in virtual time).
 //
