@@ -25,6 +25,11 @@ var examplesImportedBy = map[string][]string{
 	module + "/integration": {module + "/examples/lambda/demo"},
 }
 
+// skeintestImports are the packages of the module that skeintest, the test
+// kit users import in their own tests, may import (its tests may import
+// more). It runs workflows on the local world, so it never needs AWS.
+var skeintestImports = []string{module + "/workflow", module + "/world", module + "/localworld", module + "/internal/engine"}
+
 // listedPackage is one entry of `go list -json -test`: a package, or a
 // test variant of one (ForTest names the package under test), or a test
 // binary (ImportPath ending in ".test").
@@ -115,7 +120,9 @@ func listModule(t *testing.T) []listedPackage {
 //     examplesImportedBy (from test files only): the library does not rest
 //     on its examples;
 //   - internal/testflows, the library tests' fixture, is imported by test
-//     files only.
+//     files only;
+//   - skeintest, which users import in their tests, depends on no AWS or
+//     Lambda package and imports only skeintestImports of the module.
 func TestImportBoundaries(t *testing.T) {
 	t.Parallel()
 	pkgs := listModule(t)
@@ -130,10 +137,10 @@ func TestImportBoundaries(t *testing.T) {
 	for _, p := range pkgs {
 		owner := p.owner()
 		seen[owner] = true
-		if under(owner, "world") || under(owner, "workflow") {
+		if under(owner, "world") || under(owner, "workflow") || under(owner, "skeintest") {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/aws/") {
-					report("%s (or its tests) depends on %s: world/ and workflow/ must not depend on AWS or Lambda packages", owner, d)
+					report("%s (or its tests) depends on %s: world/, workflow/ and skeintest/ must not depend on AWS or Lambda packages", owner, d)
 				}
 			}
 		}
@@ -157,11 +164,14 @@ func TestImportBoundaries(t *testing.T) {
 				report("%s imports %s: nothing outside examples/ imports examples/ (exceptions, from tests only: examplesImportedBy)", p.ImportPath, imp)
 			case imp == module+"/internal/testflows" && !p.testOnly():
 				report("%s imports %s: the test fixture is for _test.go files only", owner, imp)
+			case under(owner, "skeintest") && !p.testOnly() && strings.HasPrefix(imp, module+"/") &&
+				!slices.Contains(skeintestImports, imp):
+				report("%s imports %s: skeintest imports only %v of the module", owner, imp, skeintestImports)
 			}
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "internal/engine", "internal/testflows", "examples/lambda", "integration"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

@@ -242,6 +242,30 @@ func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 	}
 }
 
+// NextVisible reports when the queue's earliest message becomes visible
+// (a time not after now means one is visible already; zero means the queue
+// is empty), together with a channel closed at the next enqueue or release,
+// taken before the read so that a change after it is never missed. Messages
+// received and not yet acknowledged count, at the end of their visibility.
+// It lets a driver of a virtual clock (package skeintest) tell what the
+// queue waits for and skip the time to it, where Receive would wait on a
+// real timer.
+func (w *World) NextVisible(ctx context.Context) (next time.Time, changed <-chan struct{}, err error) {
+	changed = w.queueChanged()
+	err = w.view(ctx, func(tx kvTx) error {
+		return tx.scan(bQueueVisible, nil, nil, false, func(k, _ []byte) bool {
+			if ts, _, ok := readU64(k); ok {
+				next = bitsTime(ts)
+			}
+			return false
+		})
+	})
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	return next, changed, nil
+}
+
 // receiveOnce delivers the visible messages, or reports the time the next
 // one becomes visible (zero when the queue is empty). A read transaction
 // looks first, so that an idle poll writes nothing.

@@ -342,3 +342,49 @@ func TestOpenReleasesAbandonedMessages(t *testing.T) {
 		})
 	}
 }
+
+func TestNextVisible(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		ctx := context.Background()
+		clock := newFakeClock()
+		cfg := m.config(t)
+		cfg.Now = clock.Now
+		w := mustOpen(t, cfg)
+		next, changed, err := w.NextVisible(ctx)
+		if err != nil || !next.IsZero() {
+			t.Fatalf("empty queue: next %v, err %v; want zero", next, err)
+		}
+		enqueue(t, w, world.EnqueueParams{Body: []byte("later"), Delay: time.Hour})
+		select {
+		case <-changed:
+		default:
+			t.Fatal("the channel NextVisible returned was not closed by an enqueue")
+		}
+		soon := enqueue(t, w, world.EnqueueParams{Body: []byte("soon"), Delay: time.Minute})
+		next, changed, err = w.NextVisible(ctx)
+		if err != nil || !next.Equal(clock.Now().Add(time.Minute)) {
+			t.Fatalf("next %v, err %v; want %v", next, err, clock.Now().Add(time.Minute))
+		}
+		clock.Advance(time.Minute)
+		ds := receive(t, w, world.ReceiveParams{Visibility: 10 * time.Second})
+		if len(ds) != 1 || ds[0].MessageID != soon.MessageID {
+			t.Fatalf("received %+v, want the message due in a minute", ds)
+		}
+		// In flight, it counts at the end of its visibility.
+		if next, _, _ = w.NextVisible(ctx); !next.Equal(clock.Now().Add(10 * time.Second)) {
+			t.Fatalf("next with a message in flight: %v, want %v", next, clock.Now().Add(10*time.Second))
+		}
+		if err := w.Release(ctx, &world.ReleaseParams{Receipt: ds[0].Receipt, Delay: 5 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		default:
+			t.Fatal("the channel NextVisible returned was not closed by a release")
+		}
+		if next, _, _ = w.NextVisible(ctx); !next.Equal(clock.Now().Add(5 * time.Second)) {
+			t.Fatalf("next after a release: %v, want %v", next, clock.Now().Add(5*time.Second))
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -88,6 +89,65 @@ func (r *Registry) Register(defs ...Definition) error {
 		r.defs[key] = d
 	}
 	return nil
+}
+
+// Clone returns a registry of its own holding what r holds: the same
+// workflows, steps and error types. Registering or replacing in one leaves
+// the other as it is, so a test can swap a step's implementation in a clone
+// (see Replace) without touching the registry other tests share.
+func (r *Registry) Clone() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := NewRegistry()
+	for name, t := range r.codec.byName {
+		c.codec.byName[name] = t
+	}
+	for t, name := range r.codec.byType {
+		c.codec.byType[t] = name
+	}
+	for key, d := range r.defs {
+		// The definitions registered in r before; they register again.
+		_ = d.register(c)
+		c.defs[key] = d
+	}
+	return c
+}
+
+// Replace puts each definition in the place of the registered workflow or
+// step of the same name and kind, for a test double: a step that calls a
+// fake payment gateway in place of the real one, say (package skeintest's
+// StubStep does it in a Clone). The name stays what the log records, so runs
+// replay against the replacement. A name not registered for that kind is an
+// error, and nothing of the call is replaced then.
+func (r *Registry) Replace(defs ...Definition) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, len(defs))
+	for i, d := range defs {
+		if d == nil {
+			return errors.New("workflow: Replace: nil definition")
+		}
+		keys[i] = defKey(d)
+		if r.defs[keys[i]] == nil {
+			kind, name, _ := strings.Cut(keys[i], "/")
+			return fmt.Errorf("workflow: Replace: %s %q is not registered", kind, name)
+		}
+	}
+	for i, d := range defs {
+		if err := d.register(r); err != nil {
+			return err
+		}
+		r.defs[keys[i]] = d
+	}
+	return nil
+}
+
+// defKey is the key of a definition in Registry.defs: its kind and name.
+func defKey(d Definition) string {
+	if _, ok := d.(interface{ isWorkflow() }); ok {
+		return "workflow/" + d.Name()
+	}
+	return "step/" + d.Name()
 }
 
 // MustRegister is Register that panics on error, for package-level setup.

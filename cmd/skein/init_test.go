@@ -36,7 +36,7 @@ func TestInitWritesAProject(t *testing.T) {
 		{"go.mod", []string{"module example.com/acme/orders\n", "go " + goDirective + "\n",
 			"require github.com/skeinflow/skein " + replacedVersion, "replace github.com/skeinflow/skein => " + root + "\n"}},
 		{"workflows/workflows.go", []string{"package workflows", "func Registry() (*workflow.Registry, error)", `workflow.New("welcome"`}},
-		{"workflows/workflows_test.go", []string{"func TestWelcome(t *testing.T)", "localworld.Open"}},
+		{"workflows/workflows_test.go", []string{"func TestWelcome(t *testing.T)", "skeintest.New(t, registry(t)"}},
 		{"cmd/lambda/main.go", []string{`"example.com/acme/orders/workflows"`, "skeinlambda.Start(reg)"}},
 		{"template.yaml", []string{"CodeUri: cmd/lambda/", "orders: durable Go workflows", "the Skein checkout at " + root}},
 		{"samconfig.toml", []string{"[default.deploy.parameters]", `stack_name = "orders"`, "[prod.deploy.parameters]",

@@ -74,46 +74,67 @@ type Result struct {
 // order can approve it with Client.ResumeHook.
 func approvalToken(orderID string) string { return "approve/" + orderID }
 
+// The steps stand in for calls to other systems, each taking a while
+// (work). Their functions are built from the wait they simulate, so that a
+// test can run the very same steps with no wait (main_test.go stubs them
+// with skeintest.StubStep).
+
+// latency simulates another system's response time.
+type latency func(ctx context.Context, d time.Duration) error
+
 // chargeCard charges the card. The gateway fails the first attempt (a 503, as
 // gateways do); the plain error is retried with this step's backoff.
-var chargeCard = workflow.NewStep("charge-card", func(ctx context.Context, o Order) (Payment, error) {
-	m, _ := workflow.StepMetadataFrom(ctx)
-	if err := work(ctx, 40*time.Millisecond); err != nil {
-		return Payment{}, err
+var chargeCard = workflow.NewStep("charge-card", charge(work),
+	workflow.StepOptions{Backoff: workflow.ExponentialBackoff(250*time.Millisecond, 5*time.Second)})
+
+func charge(work latency) func(ctx context.Context, o Order) (Payment, error) {
+	return func(ctx context.Context, o Order) (Payment, error) {
+		m, _ := workflow.StepMetadataFrom(ctx)
+		if err := work(ctx, 40*time.Millisecond); err != nil {
+			return Payment{}, err
+		}
+		if m.Attempt == 1 {
+			return Payment{}, errors.New("payment gateway: 503 Service Unavailable")
+		}
+		p := Payment{ChargeID: "ch_" + o.ID, Cents: o.TotalCents(), Attempt: m.Attempt}
+		_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "payment: charged %s to the card ending %s", money(p.Cents), o.Card)
+		return p, err
 	}
-	if m.Attempt == 1 {
-		return Payment{}, errors.New("payment gateway: 503 Service Unavailable")
-	}
-	p := Payment{ChargeID: "ch_" + o.ID, Cents: o.TotalCents(), Attempt: m.Attempt}
-	_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "payment: charged %s to the card ending %s", money(p.Cents), o.Card)
-	return p, err
-}, workflow.StepOptions{Backoff: workflow.ExponentialBackoff(250*time.Millisecond, 5*time.Second)})
+}
 
 // reserveStock holds stock for one line item; the workflow runs one per line,
 // in parallel.
-var reserveStock = workflow.NewStep("reserve-stock", func(ctx context.Context, l Line) (Reservation, error) {
-	if err := work(ctx, time.Duration(40+30*l.Qty)*time.Millisecond); err != nil {
-		return Reservation{}, err
+var reserveStock = workflow.NewStep("reserve-stock", reserve(work))
+
+func reserve(work latency) func(ctx context.Context, l Line) (Reservation, error) {
+	return func(ctx context.Context, l Line) (Reservation, error) {
+		if err := work(ctx, time.Duration(40+30*l.Qty)*time.Millisecond); err != nil {
+			return Reservation{}, err
+		}
+		h := hash(l.SKU)
+		r := Reservation{SKU: l.SKU, Qty: l.Qty, Bin: fmt.Sprintf("%c-%02d", 'A'+h%6, h%40)}
+		_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "stock: reserved %d × %s in bin %s", r.Qty, r.SKU, r.Bin)
+		return r, err
 	}
-	h := hash(l.SKU)
-	r := Reservation{SKU: l.SKU, Qty: l.Qty, Bin: fmt.Sprintf("%c-%02d", 'A'+h%6, h%40)}
-	_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "stock: reserved %d × %s in bin %s", r.Qty, r.SKU, r.Bin)
-	return r, err
-})
+}
 
 // shipOrder prints the label and hands the parcel to the courier.
-var shipOrder = workflow.NewStep("ship", func(ctx context.Context, o Order) (string, error) {
-	if err := work(ctx, 80*time.Millisecond); err != nil {
-		return "", err
+var shipOrder = workflow.NewStep("ship", ship(work))
+
+func ship(work latency) func(ctx context.Context, o Order) (string, error) {
+	return func(ctx context.Context, o Order) (string, error) {
+		if err := work(ctx, 80*time.Millisecond); err != nil {
+			return "", err
+		}
+		tracking := fmt.Sprintf("SKN-%s-%04X", strings.ToUpper(o.ID), hash(o.ID)%0x10000)
+		out := workflow.Writer(ctx, "")
+		if _, err := fmt.Fprintf(out, "shipping: label printed, tracking %s", tracking); err != nil {
+			return "", err
+		}
+		_, err := fmt.Fprintf(out, "shipping: parcel handed to the courier")
+		return tracking, err
 	}
-	tracking := fmt.Sprintf("SKN-%s-%04X", strings.ToUpper(o.ID), hash(o.ID)%0x10000)
-	out := workflow.Writer(ctx, "")
-	if _, err := fmt.Fprintf(out, "shipping: label printed, tracking %s", tracking); err != nil {
-		return "", err
-	}
-	_, err := fmt.Fprintf(out, "shipping: parcel handed to the courier")
-	return tracking, err
-})
+}
 
 // fulfilOrder is the workflow: charge, reserve every line in parallel, wait
 // for a person's approval, wait for the pickup slot, ship. Every step result,
