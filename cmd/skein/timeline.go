@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -86,6 +87,10 @@ type row struct {
 	payload int
 	// firstPayload is when a hook got its first payload: its wait's end.
 	firstPayload time.Time
+	// step is the step's name and input (steps only): rows of a step called
+	// more than once (a fan-out) show their input to tell them apart.
+	step  string
+	input []byte
 }
 
 // took is how long the row's step, sleep or hook wait lasted.
@@ -135,7 +140,10 @@ func buildRows(events []world.Event, showTokens bool) []*row {
 		r := byID[ev.CorrelationID]
 		switch d := ev.Data.(type) {
 		case *world.StepCreated:
-			r = &row{name: safeName(d.StepName), status: "pending", first: at}
+			r = &row{name: safeName(d.StepName), status: "pending", first: at, step: d.StepName, input: d.Input}
+			if d.StepName == childStep {
+				r.name = "child " + childWorkflow(d.Input)
+			}
 			r.begin(at, glyphPending, dim)
 			add(ev.CorrelationID, r)
 		case *world.StepStarted:
@@ -153,6 +161,9 @@ func buildRows(events []world.Event, showTokens bool) []*row {
 				r.open.glyph, r.open.color = glyphOK, green
 				r.status = "completed"
 				r.end(at)
+				if r.step == childStep {
+					r.note = "run " + childRunID(d.Result)
+				}
 			}
 		case *world.StepFailed:
 			if r != nil {
@@ -206,9 +217,78 @@ func buildRows(events []world.Event, showTokens bool) []*row {
 				}
 				r.end(at)
 			}
+		case *world.RunCancelled, *world.RunFailed:
+			// What was still going ends with the run, as it stood.
+			endOpen(rows, at, ev.Type())
 		}
 	}
+	nameFanOuts(rows)
 	return rows
+}
+
+// childStep is the built-in step that starts a child run.
+const childStep = "skein.start-child"
+
+// childWorkflow is the workflow a child-start step's input names.
+func childWorkflow(input []byte) string {
+	var in struct {
+		Workflow string `json:"workflow"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.Workflow == "" {
+		return "run"
+	}
+	return safeName(in.Workflow)
+}
+
+// childRunID is the run ID a child-start step returned.
+func childRunID(result []byte) string {
+	var id string
+	if json.Unmarshal(result, &id) != nil {
+		return "?"
+	}
+	return safeName(id)
+}
+
+// endOpen ends the rows still going when their run ended with typ (a
+// cancellation or a failure): steps running or pending, sleeps and hooks
+// waiting stop there, marked as the run left them.
+func endOpen(rows []*row, at time.Time, typ world.EventType) {
+	how := "cancelled"
+	if typ == world.EventRunFailed {
+		how = "abandoned"
+	}
+	for _, r := range rows {
+		if r.open == nil {
+			continue
+		}
+		switch r.status {
+		case "running":
+			r.status = how + " (running)"
+		case "pending", "retrying":
+			r.status = how + " (" + r.status + ")"
+		case "waiting":
+			r.status = how
+		default:
+			continue
+		}
+		r.end(at)
+	}
+}
+
+// nameFanOuts adds a short input to the rows of steps created more than
+// once under one name, so that the branches of a fan-out can be told apart.
+func nameFanOuts(rows []*row) {
+	count := map[string]int{}
+	for _, r := range rows {
+		if r.step != "" && r.step != childStep {
+			count[r.step]++
+		}
+	}
+	for _, r := range rows {
+		if count[r.step] > 1 && len(r.input) > 0 {
+			r.name += " " + safeText(clip(string(r.input), 20))
+		}
+	}
 }
 
 // timelineOptions says how to draw a timeline.
@@ -252,7 +332,7 @@ func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Ti
 
 	nameW, tryW, statusW, lost := len("STEP"), len("TRY"), len("STATUS"), false
 	for _, r := range rows {
-		r.name = clip(r.name, 32)
+		r.name = clip(r.name, 44)
 		nameW = max(nameW, utf8.RuneCountInString(r.name))
 		tryW = max(tryW, len(r.try()))
 		statusW = max(statusW, utf8.RuneCountInString(r.status))

@@ -62,6 +62,7 @@ func TestReadMappingFromRepositoryTemplate(t *testing.T) {
 		"SKEIN_BUCKET":                "skein-test-data",
 		"SKEIN_INLINE_CONCURRENCY":    "16",
 		"SKEIN_TIME_BUDGET_MARGIN":    "10s",
+		"SKEIN_METRICS_NAMESPACE":     "Skein",
 		"SKEIN_MAX_QUEUE_DELAY":       "15m",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
 		"SKEIN_RETENTION_DAYS":        "0",
