@@ -25,6 +25,9 @@ const (
 	// KindWebhook is the webhook HTTP handler behind a Function URL or an
 	// API Gateway HTTP API (NewWebhook).
 	KindWebhook Kind = "webhook"
+	// KindAPI is the HTTP API (start, status, result, cancel, hooks,
+	// streams) behind a Function URL with AWS_IAM auth (NewAPI).
+	KindAPI Kind = "api"
 )
 
 // MalformedPolicy says what the flow handler does with a message whose body
@@ -49,6 +52,7 @@ const (
 	DefaultReturnMargin         = 500 * time.Millisecond
 	DefaultMaxMalformedReceives = 10
 	DefaultWebhookTimeout       = 30 * time.Second
+	DefaultMaxRequestBody       = 1 << 20
 )
 
 // maxRetentionDays bounds SKEIN_RETENTION_DAYS (100 years).
@@ -57,7 +61,7 @@ const maxRetentionDays = 36500
 // Environment variables ConfigFromEnv reads. The first nine are the ones
 // template.yaml sets; the others are optional tuning, mostly for tests.
 const (
-	EnvHandler             = "SKEIN_HANDLER"               // flow | webhook
+	EnvHandler             = "SKEIN_HANDLER"               // flow | webhook | api
 	EnvTable               = "SKEIN_TABLE"                 // DynamoDB table
 	EnvQueueURL            = "SKEIN_QUEUE_URL"             // SQS queue URL
 	EnvBucket              = "SKEIN_BUCKET"                // S3 bucket
@@ -178,6 +182,10 @@ type Config struct {
 	// WebhookTimeout bounds a webhook request (default 30s, and in any case
 	// the function's deadline less ReturnMargin).
 	WebhookTimeout time.Duration
+
+	// MaxRequestBody bounds the body of an API request, in bytes (default
+	// 1 MiB); a larger one is answered 413.
+	MaxRequestBody int64
 }
 
 // withDefaults returns a copy of c with defaults applied.
@@ -202,6 +210,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WebhookTimeout == 0 {
 		c.WebhookTimeout = DefaultWebhookTimeout
+	}
+	if c.MaxRequestBody == 0 {
+		c.MaxRequestBody = DefaultMaxRequestBody
 	}
 	return c
 }
@@ -232,6 +243,9 @@ func (c Config) validate(needRegistry bool) error {
 	}
 	if c.WebhookTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WebhookTimeout is negative (%s)", c.WebhookTimeout))
+	}
+	if c.MaxRequestBody < 0 {
+		errs = append(errs, fmt.Errorf("MaxRequestBody is negative (%d)", c.MaxRequestBody))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("handler: invalid config: %w", err)
@@ -284,12 +298,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 
 	switch k := Kind(strings.ToLower(get(EnvHandler))); k {
-	case KindFlow, KindWebhook:
+	case KindFlow, KindWebhook, KindAPI:
 		cfg.Kind = k
 	case "":
-		errs = append(errs, fmt.Errorf("%s is not set: want %q or %q", EnvHandler, KindFlow, KindWebhook))
+		errs = append(errs, fmt.Errorf("%s is not set: want %q, %q or %q", EnvHandler, KindFlow, KindWebhook, KindAPI))
 	default:
-		errs = append(errs, fmt.Errorf("%s=%q: want %q or %q", EnvHandler, k, KindFlow, KindWebhook))
+		errs = append(errs, fmt.Errorf("%s=%q: want %q, %q or %q", EnvHandler, k, KindFlow, KindWebhook, KindAPI))
 	}
 	cfg.Resources.Table = get(EnvTable)
 	cfg.Resources.QueueURL = get(EnvQueueURL)
