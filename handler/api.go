@@ -57,6 +57,7 @@ func NewAPI(cfg Config) (APIHandler, error) {
 //	GET  /v1/runs/{id}/stream        chunks of its default stream (?start, ?limit)
 //	GET  /v1/runs/{id}/streams/{ns}  chunks of a named stream
 //	POST /v1/hooks/resume            resume a hook by its token
+//	GET  /v1/openapi.yaml            the OpenAPI document
 //
 // Errors are RFC 9457 problem details (application/problem+json) whose
 // status is that of the world's sentinel error (world.Status): 404 not

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 
+	apidoc "github.com/skeinflow/skein/docs/api"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -37,7 +38,14 @@ func (a *api) table() []route {
 		newRoute(http.MethodGet, p+"/runs/{id}/stream", a.readStream),
 		newRoute(http.MethodGet, p+"/runs/{id}/streams/{name}", a.readStream),
 		newRoute(http.MethodPost, p+"/hooks/resume", a.resume),
+		newRoute(http.MethodGet, p+"/openapi.yaml", a.openAPI),
 	}
+}
+
+// openAPI: GET /v1/openapi.yaml, the API's own description.
+func (a *api) openAPI(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(apidoc.OpenAPI())
 }
 
 // fail writes the problem err stands for, logging the errors that are the

@@ -1,9 +1,11 @@
 package handler_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	apidoc "github.com/skeinflow/skein/docs/api"
 	"github.com/skeinflow/skein/handler"
 )
 
@@ -296,5 +299,21 @@ func TestNewAPIFunctionURLEvent(t *testing.T) {
 	}
 	if n := b.runs(t); n != 1 {
 		t.Errorf("%d runs, want 1", n)
+	}
+}
+
+// The API serves its OpenAPI document.
+func TestAPIServesItsDocument(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t, false, nil)
+	resp, err := b.srv.Client().Get(b.srv.URL + "/v1/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/yaml" ||
+		!bytes.Equal(body, apidoc.OpenAPI()) {
+		t.Errorf("%d %s (%d bytes), %v", resp.StatusCode, resp.Header.Get("Content-Type"), len(body), err)
 	}
 }

@@ -116,7 +116,8 @@ func setupAPI(t *testing.T, worker bool, cfg func(*handler.Config)) *apiBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	// Every response the tests get is checked against the OpenAPI document.
+	srv := httptest.NewServer(newConformance(t, h))
 	t.Cleanup(func() { srv.Close(); cancel(); <-done; _ = w.Close() })
 	client, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
 	if err != nil {
