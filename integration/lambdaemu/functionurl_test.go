@@ -101,18 +101,20 @@ func TestFunctionURLIAMAuth(t *testing.T) {
 			r, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
 			return r
 		}(),
-		"not SigV4":       signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Header.Set("Authorization", "Bearer x") }),
-		"unknown key":     signed(t, "POST", target, body, aws.Credentials{AccessKeyID: "AKIDOTHER", SecretAccessKey: "s"}, "lambda", "eu-west-1", now, nil),
-		"wrong secret":    signed(t, "POST", target, body, aws.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: "guess"}, "lambda", "eu-west-1", now, nil),
-		"other service":   signed(t, "POST", target, body, creds, "execute-api", "eu-west-1", now, nil),
-		"other region":    signed(t, "POST", target, body, creds, "lambda", "us-east-1", now, nil),
-		"stale":           signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now.Add(-20*time.Minute), nil),
-		"body changed":    signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader(`{"input":{"n":2}}`)) }),
-		"header changed":  signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }),
-		"query changed":   signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.URL.RawQuery = "cursor=x&limit=3" }),
-		"method changed":  signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Method = http.MethodPut }),
-		"path changed":    signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.URL.Path, r.URL.RawPath = "/v1/runs/other", "" }),
-		"signature wrong": signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Header.Set("Authorization", r.Header.Get("Authorization")[:len(r.Header.Get("Authorization"))-4]+"0000") }),
+		"not SigV4":      signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Header.Set("Authorization", "Bearer x") }),
+		"unknown key":    signed(t, "POST", target, body, aws.Credentials{AccessKeyID: "AKIDOTHER", SecretAccessKey: "s"}, "lambda", "eu-west-1", now, nil),
+		"wrong secret":   signed(t, "POST", target, body, aws.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: "guess"}, "lambda", "eu-west-1", now, nil),
+		"other service":  signed(t, "POST", target, body, creds, "execute-api", "eu-west-1", now, nil),
+		"other region":   signed(t, "POST", target, body, creds, "lambda", "us-east-1", now, nil),
+		"stale":          signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now.Add(-20*time.Minute), nil),
+		"body changed":   signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Body = io.NopCloser(strings.NewReader(`{"input":{"n":2}}`)) }),
+		"header changed": signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }),
+		"query changed":  signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.URL.RawQuery = "cursor=x&limit=3" }),
+		"method changed": signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.Method = http.MethodPut }),
+		"path changed":   signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) { r.URL.Path, r.URL.RawPath = "/v1/runs/other", "" }),
+		"signature wrong": signed(t, "POST", target, body, creds, "lambda", "eu-west-1", now, func(r *http.Request) {
+			r.Header.Set("Authorization", r.Header.Get("Authorization")[:len(r.Header.Get("Authorization"))-4]+"0000")
+		}),
 	}
 	for name, req := range refused {
 		resp, got := sendHTTP(t, req)
