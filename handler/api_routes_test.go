@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	apidoc "github.com/skeinflow/skein/docs/api"
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/world"
 )
 
 // A start, its result, status and streams, through every success route.
@@ -315,5 +317,25 @@ func TestAPIServesItsDocument(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/yaml" ||
 		!bytes.Equal(body, apidoc.OpenAPI()) {
 		t.Errorf("%d %s (%d bytes), %v", resp.StatusCode, resp.Header.Get("Content-Type"), len(body), err)
+	}
+}
+
+// expiredWorld is a World whose runs' claim-checked parts have expired.
+type expiredWorld struct{ world.World }
+
+func (e expiredWorld) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
+	return nil, &world.ExpiredError{RunID: p.RunID, What: "output"}
+}
+
+// A run whose parts have expired is 410 Gone.
+func TestAPIGone(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t, false, func(c *handler.Config) { c.World = expiredWorld{c.World} })
+	for _, path := range []string{"/v1/runs/wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV", "/v1/runs/wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV/result"} {
+		r := b.do(t, http.MethodGet, path, "")
+		r.problem(t, http.StatusGone, "GONE")
+		if !strings.Contains(r.body["detail"].(string), "output has expired") {
+			t.Errorf("%s: %s", path, r.raw)
+		}
 	}
 }

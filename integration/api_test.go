@@ -164,35 +164,57 @@ func (s *apiStack) result(t *testing.T, id string) apiReply {
 // TestAPIThroughFunctionURL drives the HTTP API through the real
 // bootstrap (SKEIN_HANDLER=api from the template) behind a Function URL
 // with the template's AuthType AWS_IAM, each request signed by the AWS
-// SDK's SigV4 signer: a start with an idempotency key twice is one run
-// (201, then 200); its status and result; a stream; a hook resumed; a
-// cancel; bad input and an unknown workflow create no run; an unsigned
-// or badly signed request is 403 and never reaches the function. Then
-// every AWS request the API function made is allowed by its role.
+// SDK's SigV4 signer: an unsigned or badly signed request is 403 and never
+// reaches the function; a start with an idempotency key twice is one run
+// (201, then 200); its status and result; bad input and an unknown
+// workflow create no run; a stream; a hook resumed; a cancel. Then every
+// AWS request the API function made is allowed by its role.
 func TestAPIThroughFunctionURL(t *testing.T) {
 	t.Parallel()
 	s := newAPIStack(t)
-	ctx := context.Background()
+	s.refusedBeforeTheFunction(t)
+	s.startTwice(t)
+	s.badInputCreatesNoRun(t)
+	s.readStream(t)
+	s.resumeHook(t)
+	s.cancel(t)
+	s.drain(time.Minute)
+	s.noFailures()
+	// Every request logged the caller the Function URL authenticated.
+	callers := 0
+	for _, rec := range s.logs.records() {
+		if rec["message"] == "handler: API request" && rec["caller"] == apiCaller.ARN {
+			callers++
+		}
+	}
+	if int64(callers) != s.url.Invocations() {
+		t.Errorf("%d request lines name the caller, of %d invocations", callers, s.url.Invocations())
+	}
+	s.checkRole(t)
+	t.Logf("%d API invocations, %d refused", s.url.Invocations(), s.url.Refused())
+}
 
-	// Refused before the function: no invocation.
-	for _, c := range []struct {
-		name     string
-		unsigned bool
-		header   []string
-	}{
-		{"unsigned", true, nil},
-		{"forged", true, []string{"Authorization", "AWS4-HMAC-SHA256 Credential=AKIDAPICALLER/20260101/us-east-1/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=00", "X-Amz-Date", "20260101T000000Z"}},
-	} {
-		r := s.call(t, http.MethodPost, "/v1/workflows/fulfil-order/runs", `{"input":{"id":"x","total":1}}`, c.unsigned, c.header...)
+// refusedBeforeTheFunction: unsigned and forged requests are 403 and
+// invoke nothing.
+func (s *apiStack) refusedBeforeTheFunction(t *testing.T) {
+	t.Helper()
+	forged := []string{"Authorization", "AWS4-HMAC-SHA256 Credential=AKIDAPICALLER/20260101/us-east-1/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=00",
+		"X-Amz-Date", time.Now().UTC().Format("20060102T150405Z")}
+	for name, header := range map[string][]string{"unsigned": nil, "forged": forged} {
+		r := s.call(t, http.MethodPost, "/v1/workflows/fulfil-order/runs", `{"input":{"id":"x","total":1}}`, true, header...)
 		if r.status != http.StatusForbidden {
-			t.Errorf("%s: %d %s, want 403", c.name, r.status, r.raw)
+			t.Errorf("%s: %d %s, want 403", name, r.status, r.raw)
 		}
 	}
 	if n := s.url.Invocations(); n != 0 {
 		t.Fatalf("refused requests invoked the API function %d times", n)
 	}
+}
 
-	// Start with a key twice: one run.
+// startTwice: the same idempotency key twice is one run, 201 then 200;
+// its result, status and the list.
+func (s *apiStack) startTwice(t *testing.T) {
+	t.Helper()
 	order := `{"input":{"id":"42","items":["book","pen"],"total":30}}`
 	first := s.call(t, http.MethodPost, "/v1/workflows/fulfil-order/runs", order, false, "Idempotency-Key", "order-42")
 	again := s.call(t, http.MethodPost, "/v1/workflows/fulfil-order/runs", order, false, "Idempotency-Key", "order-42")
@@ -210,8 +232,12 @@ func TestAPIThroughFunctionURL(t *testing.T) {
 	if r := s.call(t, http.MethodGet, "/v1/runs?workflow=fulfil-order", "", false); r.status != http.StatusOK || len(r.body["runs"].([]any)) != 1 {
 		t.Errorf("list: %d %s", r.status, r.raw)
 	}
+}
 
-	// Bad input and an unknown workflow: no run.
+// badInputCreatesNoRun: an input of the wrong type is 400 and an unknown
+// workflow 404, and neither creates a run (startTwice's is the only one).
+func (s *apiStack) badInputCreatesNoRun(t *testing.T) {
+	t.Helper()
 	if r := s.call(t, http.MethodPost, "/v1/workflows/fulfil-order/runs", `{"input":{"total":"thirty"}}`, false); r.status != http.StatusBadRequest ||
 		r.header.Get("Content-Type") != "application/problem+json" || r.body["code"] != "INVALID_INPUT" {
 		t.Errorf("bad input: %d %s", r.status, r.raw)
@@ -220,26 +246,32 @@ func TestAPIThroughFunctionURL(t *testing.T) {
 		r.body["workflow"] != "no-such-flow" {
 		t.Errorf("unknown workflow: %d %s", r.status, r.raw)
 	}
-	if p, err := s.client.ListRuns(ctx, workflow.ListRunsOptions{Limit: 100}); err != nil || len(p.Runs) != 1 {
+	if p, err := s.client.ListRuns(context.Background(), workflow.ListRunsOptions{Limit: 100}); err != nil || len(p.Runs) != 1 {
 		t.Fatalf("%d runs after the refused starts, want 1 (%v)", len(p.Runs), err)
 	}
+}
 
-	// A stream.
+// readStream: the chunks a run wrote, from an offset.
+func (s *apiStack) readStream(t *testing.T) {
+	t.Helper()
 	r := s.call(t, http.MethodPost, "/v1/workflows/streamer/runs", `{"input":{"chunks":3,"interval":1000000}}`, false)
-	sid, _ := r.body["id"].(string)
-	if res := s.result(t, sid); res.status != http.StatusOK || res.body["output"] != float64(3) {
+	id, _ := r.body["id"].(string)
+	if res := s.result(t, id); res.status != http.StatusOK || res.body["output"] != float64(3) {
 		t.Errorf("streamer: %d %s", res.status, res.raw)
 	}
-	if r := s.call(t, http.MethodGet, "/v1/runs/"+sid+"/stream?start=1", "", false); r.status != http.StatusOK ||
+	if r := s.call(t, http.MethodGet, "/v1/runs/"+id+"/stream?start=1", "", false); r.status != http.StatusOK ||
 		r.raw != `{"chunks":[{"index":1,"type":"text","text":"chunk 1"},{"index":2,"type":"text","text":"chunk 2"}],"next":3,"done":true}`+"\n" {
 		t.Errorf("stream: %d %s", r.status, r.raw)
 	}
+}
 
-	// A hook.
+// resumeHook: a run waiting on a hook gets its payload and completes.
+func (s *apiStack) resumeHook(t *testing.T) {
+	t.Helper()
 	plan := demo.ChaosPlan{Key: "api", Sleep: time.Millisecond}
 	in, _ := json.Marshal(map[string]any{"input": plan})
-	r = s.call(t, http.MethodPost, "/v1/workflows/chaos/runs", string(in), false)
-	hid, _ := r.body["id"].(string)
+	r := s.call(t, http.MethodPost, "/v1/workflows/chaos/runs", string(in), false)
+	id, _ := r.body["id"].(string)
 	token := demo.ChaosHookToken(plan.Key)
 	for limit := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		r = s.call(t, http.MethodPost, "/v1/hooks/resume", fmt.Sprintf(`{"token":%q,"payload":{"by":"dana"}}`, token), false)
@@ -247,44 +279,33 @@ func TestAPIThroughFunctionURL(t *testing.T) {
 			break
 		}
 	}
-	if r.status != http.StatusAccepted || r.body["runId"] != hid {
+	if r.status != http.StatusAccepted || r.body["runId"] != id {
 		t.Fatalf("resume: %d %s", r.status, r.raw)
 	}
-	if res := s.result(t, hid); res.status != http.StatusOK || res.body["output"].(map[string]any)["approvedBy"] != "dana" {
+	if res := s.result(t, id); res.status != http.StatusOK || res.body["output"].(map[string]any)["approvedBy"] != "dana" {
 		t.Errorf("hook run: %d %s", res.status, res.raw)
 	}
+}
 
-	// A cancel, of a run that waits on a hook (a long sleep would leave a
-	// delayed message in the queue) and whose input is claim-checked to S3.
+// cancel: a run that waits on a hook (a long sleep would leave a delayed
+// message in the queue), whose input is claim-checked to S3, is cancelled;
+// its result is then a 409.
+func (s *apiStack) cancel(t *testing.T) {
+	t.Helper()
 	pad := strings.Repeat("p", 100<<10)
-	in, _ = json.Marshal(map[string]any{"input": demo.ChaosPlan{Key: "api-cancel", Sleep: time.Millisecond, Pad: pad}})
-	r = s.call(t, http.MethodPost, "/v1/workflows/chaos/runs", string(in), false)
-	cid, _ := r.body["id"].(string)
-	if r := s.call(t, http.MethodGet, "/v1/runs/"+cid, "", false); r.status != http.StatusOK || r.body["input"].(map[string]any)["pad"] != pad {
+	in, _ := json.Marshal(map[string]any{"input": demo.ChaosPlan{Key: "api-cancel", Sleep: time.Millisecond, Pad: pad}})
+	r := s.call(t, http.MethodPost, "/v1/workflows/chaos/runs", string(in), false)
+	id, _ := r.body["id"].(string)
+	if r := s.call(t, http.MethodGet, "/v1/runs/"+id, "", false); r.status != http.StatusOK || r.body["input"].(map[string]any)["pad"] != pad {
 		t.Errorf("large input: %d (%d bytes)", r.status, len(r.raw))
 	}
-	r = s.call(t, http.MethodPost, "/v1/runs/"+cid+"/cancel", `{"reason":"api test"}`, false)
+	r = s.call(t, http.MethodPost, "/v1/runs/"+id+"/cancel", `{"reason":"api test"}`, false)
 	if r.status != http.StatusOK || r.body["status"] != "cancelled" {
 		t.Errorf("cancel: %d %s", r.status, r.raw)
 	}
-	if res := s.result(t, cid); res.status != http.StatusConflict || res.body["code"] != "RUN_CANCELLED" {
+	if res := s.result(t, id); res.status != http.StatusConflict || res.body["code"] != "RUN_CANCELLED" {
 		t.Errorf("cancelled result: %d %s", res.status, res.raw)
 	}
-	s.drain(time.Minute)
-	s.noFailures()
-
-	// Every request logged the caller the Function URL authenticated.
-	callers := 0
-	for _, rec := range s.logs.records() {
-		if rec["message"] == "handler: API request" && rec["caller"] == apiCaller.ARN {
-			callers++
-		}
-	}
-	if int64(callers) != s.url.Invocations() {
-		t.Errorf("%d request lines name the caller, of %d invocations", callers, s.url.Invocations())
-	}
-	s.checkRole(t)
-	t.Logf("%d API invocations, %d refused", s.url.Invocations(), s.url.Refused())
 }
 
 // checkRole evaluates every AWS request the API function made against
