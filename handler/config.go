@@ -107,8 +107,8 @@ type Releaser interface {
 	Release(ctx context.Context, p *world.ReleaseParams) error
 }
 
-// Config configures the handlers. World is required; the flow handler also
-// needs Registry. Zero fields take their defaults.
+// Config configures the handlers. World is required; the flow handler and
+// the API also need Registry. Zero fields take their defaults.
 type Config struct {
 	// Kind is the handler the environment asks for (ConfigFromEnv); the
 	// constructors ignore it.
@@ -118,8 +118,10 @@ type Config struct {
 
 	// World is where runs live (required).
 	World world.World
-	// Registry holds the workflows and steps (required by NewSQS; NewWebhook
-	// uses it, when set, to read back registered error types).
+	// Registry holds the workflows and steps (required by NewSQS, and by
+	// NewAPI, which starts only its workflows and checks inputs against
+	// their types; NewWebhook uses it, when set, to read back registered
+	// error types).
 	Registry *workflow.Registry
 	// Logger receives the handlers' and the engine's logs (default:
 	// discarded). The handlers add the Lambda request ID ("requestId") to

@@ -342,3 +342,39 @@ func (s *apiStack) checkRole(t *testing.T) {
 	sort.Strings(list)
 	t.Logf("ApiFunction used: %s", strings.Join(list, ", "))
 }
+
+// TestAPIRole: the API function's role does what a workflow.Client does
+// and no more: no queue receiving or deleting (the flow function runs the
+// runs), no stream writes, nothing outside the stack's table, queue and
+// skein/ objects.
+func TestAPIRole(t *testing.T) {
+	t.Parallel()
+	api := templateRole(t, "ApiFunctionRole")
+	table := testARNs.Table("events")
+	queue := "arn:aws:sqs:us-east-1:000000000000:work"
+	for _, c := range []struct {
+		r    IAMRequest
+		want bool
+	}{
+		{IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, true},
+		{IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs2"}, true},
+		{IAMRequest{Action: "dynamodb:BatchGetItem", Resource: table}, true},
+		{IAMRequest{Action: "dynamodb:Query", Resource: testARNs.Table("other")}, false},
+		{IAMRequest{Action: "dynamodb:Scan", Resource: table}, false},
+		{IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, false},
+		{IAMRequest{Action: "sqs:SendMessage", Resource: queue}, true},
+		{IAMRequest{Action: "sqs:ReceiveMessage", Resource: queue}, false},
+		{IAMRequest{Action: "sqs:DeleteMessage", Resource: queue}, false},
+		{IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
+		{IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, true},
+		{IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, false},
+		{IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/other/x"}, false},
+		{IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/blobs/x"}, false},
+		{IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
+		{IAMRequest{Action: "lambda:InvokeFunction", Resource: "*"}, false},
+	} {
+		if got, _ := api.Allowed(c.r); got != c.want {
+			t.Errorf("%s: allowed %v, want %v", c.r, got, c.want)
+		}
+	}
+}
