@@ -25,6 +25,9 @@ const (
 	// KindWebhook is the webhook HTTP handler behind a Function URL or an
 	// API Gateway HTTP API (NewWebhook).
 	KindWebhook Kind = "webhook"
+	// KindAPI is the HTTP API (start, status, result, cancel, hooks,
+	// streams) behind a Function URL with AWS_IAM auth (NewAPI).
+	KindAPI Kind = "api"
 )
 
 // MalformedPolicy says what the flow handler does with a message whose body
@@ -49,6 +52,7 @@ const (
 	DefaultReturnMargin         = 500 * time.Millisecond
 	DefaultMaxMalformedReceives = 10
 	DefaultWebhookTimeout       = 30 * time.Second
+	DefaultMaxRequestBody       = 1 << 20
 )
 
 // maxRetentionDays bounds SKEIN_RETENTION_DAYS (100 years).
@@ -57,7 +61,7 @@ const maxRetentionDays = 36500
 // Environment variables ConfigFromEnv reads. The first nine are the ones
 // template.yaml sets; the others are optional tuning, mostly for tests.
 const (
-	EnvHandler             = "SKEIN_HANDLER"               // flow | webhook
+	EnvHandler             = "SKEIN_HANDLER"               // flow | webhook | api
 	EnvTable               = "SKEIN_TABLE"                 // DynamoDB table
 	EnvQueueURL            = "SKEIN_QUEUE_URL"             // SQS queue URL
 	EnvBucket              = "SKEIN_BUCKET"                // S3 bucket
@@ -103,8 +107,8 @@ type Releaser interface {
 	Release(ctx context.Context, p *world.ReleaseParams) error
 }
 
-// Config configures the handlers. World is required; the flow handler also
-// needs Registry. Zero fields take their defaults.
+// Config configures the handlers. World is required; the flow handler and
+// the API also need Registry. Zero fields take their defaults.
 type Config struct {
 	// Kind is the handler the environment asks for (ConfigFromEnv); the
 	// constructors ignore it.
@@ -114,8 +118,10 @@ type Config struct {
 
 	// World is where runs live (required).
 	World world.World
-	// Registry holds the workflows and steps (required by NewSQS; NewWebhook
-	// uses it, when set, to read back registered error types).
+	// Registry holds the workflows and steps (required by NewSQS, and by
+	// NewAPI, which starts only its workflows and checks inputs against
+	// their types; NewWebhook uses it, when set, to read back registered
+	// error types).
 	Registry *workflow.Registry
 	// Logger receives the handlers' and the engine's logs (default:
 	// discarded). The handlers add the Lambda request ID ("requestId") to
@@ -178,6 +184,10 @@ type Config struct {
 	// WebhookTimeout bounds a webhook request (default 30s, and in any case
 	// the function's deadline less ReturnMargin).
 	WebhookTimeout time.Duration
+
+	// MaxRequestBody bounds the body of an API request, in bytes (default
+	// 1 MiB); a larger one is answered 413.
+	MaxRequestBody int64
 }
 
 // withDefaults returns a copy of c with defaults applied.
@@ -202,6 +212,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WebhookTimeout == 0 {
 		c.WebhookTimeout = DefaultWebhookTimeout
+	}
+	if c.MaxRequestBody == 0 {
+		c.MaxRequestBody = DefaultMaxRequestBody
 	}
 	return c
 }
@@ -232,6 +245,9 @@ func (c Config) validate(needRegistry bool) error {
 	}
 	if c.WebhookTimeout < 0 {
 		errs = append(errs, fmt.Errorf("WebhookTimeout is negative (%s)", c.WebhookTimeout))
+	}
+	if c.MaxRequestBody < 0 {
+		errs = append(errs, fmt.Errorf("MaxRequestBody is negative (%d)", c.MaxRequestBody))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("handler: invalid config: %w", err)
@@ -284,12 +300,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 
 	switch k := Kind(strings.ToLower(get(EnvHandler))); k {
-	case KindFlow, KindWebhook:
+	case KindFlow, KindWebhook, KindAPI:
 		cfg.Kind = k
 	case "":
-		errs = append(errs, fmt.Errorf("%s is not set: want %q or %q", EnvHandler, KindFlow, KindWebhook))
+		errs = append(errs, fmt.Errorf("%s is not set: want %q, %q or %q", EnvHandler, KindFlow, KindWebhook, KindAPI))
 	default:
-		errs = append(errs, fmt.Errorf("%s=%q: want %q or %q", EnvHandler, k, KindFlow, KindWebhook))
+		errs = append(errs, fmt.Errorf("%s=%q: want %q, %q or %q", EnvHandler, k, KindFlow, KindWebhook, KindAPI))
 	}
 	cfg.Resources.Table = get(EnvTable)
 	cfg.Resources.QueueURL = get(EnvQueueURL)

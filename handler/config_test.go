@@ -58,6 +58,10 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg.Metrics != nil {
 		t.Errorf("metrics without SKEIN_METRICS_NAMESPACE: %T", cfg.Metrics)
 	}
+	env["SKEIN_HANDLER"] = "api"
+	if cfg, err = handler.ConfigFromEnv(envOf(env)); err != nil || cfg.Kind != handler.KindAPI {
+		t.Errorf("api: %v %v", cfg.Kind, err)
+	}
 }
 
 func TestConfigFromEnvErrors(t *testing.T) {

@@ -1,10 +1,11 @@
 // Package handler is Skein's Lambda boundary: the flow function's SQS
-// handler and the webhook function's HTTP handler, over any world.World
-// (dynamoworld on AWS; localworld in tests).
+// handler, the webhook function's HTTP handler and the HTTP API, over any
+// world.World (dynamoworld on AWS; localworld in tests).
 //
 // A Lambda main does not wire it by hand: skeinlambda.Start(registry) reads
 // the environment (ConfigFromEnv), builds the World on the stack's table,
-// queue and bucket, and serves NewSQS or NewWebhook as SKEIN_HANDLER says.
+// queue and bucket, and serves NewSQS, NewWebhook or NewAPI as
+// SKEIN_HANDLER says.
 // Use this package directly to serve the handlers on another World or with
 // a Config the environment cannot express (skeinlambda.WithHandlerConfig
 // covers most of that).
@@ -26,6 +27,40 @@
 // mapping needs FunctionResponseTypes: [ReportBatchItemFailures]); the
 // handler never fails a batch as a whole. What is acknowledged, what is
 // retried and what is dead-lettered is documented on NewSQS.
+//
+// # The HTTP API
+//
+// NewAPI (SKEIN_HANDLER=api) serves a JSON API under /v1 to start runs of
+// the registry's workflows by name, read their status, result and streams,
+// cancel them and resume hooks: NewAPIServer lists the routes, and
+// docs/api/openapi.yaml describes them (the function serves it at
+// GET /v1/openapi.yaml). Errors are problem details (RFC 9457) with the
+// status of the world's sentinel errors. It checks an input against the
+// workflow's input type before it creates a run (workflow.Client.StartJSON),
+// and an idempotency key makes a start safe to retry.
+//
+// # Who may call the functions
+//
+// The API starts and cancels any run, so its callers must be known: its
+// Function URL has AuthType AWS_IAM. Lambda then checks each request's
+// SigV4 signature (service lambda) and the caller's permission
+// lambda:InvokeFunctionUrl before the function runs, and refuses anything
+// else with 403: no code of ours decides who gets in, the handler only logs
+// the caller's ARN. Callers sign with the credentials they already have
+// (curl --aws-sigv4, the AWS SDKs' signers, IAM roles of other services).
+// A Function URL is free beyond the invocation and is part of the
+// function; API Gateway with IAM authorization would check the same
+// signature but bill every request and add an API, a stage and a route to
+// deploy, and is worth it only for what it adds (usage plans, custom
+// domains, WAF), none of which the API needs.
+//
+// The webhook function's Function URL has AuthType NONE, by design: a
+// webhook is called by third parties (payment providers, chat tools, form
+// services) that cannot sign with SigV4. Its credential is the token in
+// the path, 132 random bits derived from a per-run secret, checked against
+// the run's active hooks; a request without a live token gets 404 and
+// delivers nothing. Hence the API does not resume webhooks, and the
+// webhook function resumes nothing but webhooks.
 //
 // # Time budget
 //

@@ -42,7 +42,7 @@ func TestRetentionDrivesItemsAndObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := &lambdaemu.ResolveOptions{Parameters: map[string]string{"RetentionDays": v}}
-			for _, fn := range []string{"FlowFunction", "WebhookFunction"} {
+			for _, fn := range []string{"FlowFunction", "WebhookFunction", "ApiFunction"} {
 				cfg, err := handler.ConfigFromEnv(functionEnv(t, tpl, fn, opts))
 				if err != nil {
 					t.Fatalf("%s: %v", fn, err)

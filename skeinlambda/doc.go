@@ -14,9 +14,10 @@
 // SKEIN_BUCKET, ...), loads the AWS SDK configuration, builds a
 // dynamoworld.World on the stack's table, queue and bucket, and serves the
 // handler SKEIN_HANDLER names: "flow", the SQS-triggered flow handler
-// (handler.NewSQS), or "webhook", the HTTP handler behind the webhook
-// Function URL (handler.NewWebhook). One binary serves every function of the
-// stack.
+// (handler.NewSQS), "webhook", the HTTP handler behind the webhook's public
+// Function URL (handler.NewWebhook), or "api", the HTTP API behind a
+// Function URL with AWS_IAM auth (handler.NewAPI). One binary serves every
+// function of the stack.
 //
 // Work that would otherwise fall on the first invocation is done during
 // Lambda's init phase, which runs at full CPU: the SDK configuration is

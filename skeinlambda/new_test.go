@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -57,6 +58,16 @@ func TestNewServesTheHandlerTheEnvironmentNames(t *testing.T) {
 		{"flow", func(h any) bool { _, ok := h.(handler.SQSHandler); return ok }},
 		{"webhook", func(h any) bool { _, ok := h.(handler.WebhookHandler); return ok }},
 		{"WEBHOOK", func(h any) bool { _, ok := h.(handler.WebhookHandler); return ok }},
+		{"api", func(h any) bool {
+			// The same function type as the webhook's: tell them apart by an
+			// answer that touches no World.
+			api, ok := h.(handler.APIHandler)
+			if !ok {
+				return false
+			}
+			resp, err := api(context.Background(), events.LambdaFunctionURLRequest{RawPath: "/v1/nowhere"})
+			return err == nil && resp.StatusCode == 404 && resp.Headers["Content-Type"] == "application/problem+json"
+		}},
 	} {
 		t.Run(c.kind, func(t *testing.T) {
 			t.Parallel()
@@ -81,7 +92,7 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{"no registry", false, env("flow"), []string{"no Registry"}},
 		{"no handler", true, env(""), []string{"SKEIN_HANDLER is not set"}},
-		{"unknown handler", true, env("api"), []string{`SKEIN_HANDLER="api"`}},
+		{"unknown handler", true, env("graphql"), []string{`SKEIN_HANDLER="graphql"`}},
 		{"every bad variable, by name", true, env("flow", handler.EnvTable, "", handler.EnvInlineConcurrency, "lots"),
 			[]string{"SKEIN_TABLE is not set", "SKEIN_INLINE_CONCURRENCY"}},
 	} {

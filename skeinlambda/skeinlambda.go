@@ -50,12 +50,13 @@ func Start(reg *workflow.Registry, opts ...Option) {
 
 // New reads the environment, builds the World on the stack's resources and
 // returns the handler SKEIN_HANDLER names, ready for lambda.Start: a
-// handler.SQSHandler for "flow", a handler.WebhookHandler for "webhook".
-// reg holds the workflows and steps the functions run. Tracing follows the
-// standard OpenTelemetry environment: with OTEL_EXPORTER_OTLP_ENDPOINT (or
-// OTEL_TRACES_EXPORTER=otlp) the flow function sends its spans over
-// OTLP/HTTP, flushed before each invocation returns; without, it traces
-// nothing (WithTracerProvider gives a provider of your own).
+// handler.SQSHandler for "flow", a handler.WebhookHandler for "webhook", a
+// handler.APIHandler for "api". reg holds the workflows and steps the
+// functions run. Tracing follows the standard OpenTelemetry environment:
+// with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) the flow
+// function sends its spans over OTLP/HTTP, flushed before each invocation
+// returns; without, it traces nothing (WithTracerProvider gives a provider
+// of your own).
 func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, error) {
 	if reg == nil {
 		return nil, errors.New("skeinlambda: no Registry: one is required")
@@ -110,6 +111,8 @@ func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
 		return handler.NewSQS(cfg)
 	case handler.KindWebhook:
 		return handler.NewWebhook(cfg)
+	case handler.KindAPI:
+		return handler.NewAPI(cfg)
 	default:
 		return nil, fmt.Errorf("skeinlambda: %s=%q: no such handler", handler.EnvHandler, cfg.Kind)
 	}

@@ -189,7 +189,7 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 			return "", false, gerr
 		}
 		if run.WorkflowName != name {
-			return "", false, fmt.Errorf("workflow: idempotency key %q already started run %s of workflow %q, not %q", o.key, run.RunID, run.WorkflowName, name)
+			return "", false, fmt.Errorf("workflow: idempotency key %q already started run %s of workflow %q, not %q: %w", o.key, run.RunID, run.WorkflowName, name, world.ErrConflict)
 		}
 		if run.Status.Terminal() {
 			return run.RunID, true, nil

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -25,7 +26,10 @@ type Registry struct {
 	workflows map[string]*engine.Workflow
 	steps     map[string]*engine.Step
 	defs      map[string]Definition // by kind and name: what Register was given
-	codec     codec
+	// inputs decode a workflow's input into its input type, by workflow
+	// name: Client.StartJSON checks an input before it creates a run.
+	inputs map[string]func(json.RawMessage) error
+	codec  codec
 }
 
 // NewRegistry returns a registry holding the SDK's built-in steps.
@@ -34,6 +38,7 @@ func NewRegistry() *Registry {
 		workflows: make(map[string]*engine.Workflow),
 		steps:     make(map[string]*engine.Step),
 		defs:      make(map[string]Definition),
+		inputs:    make(map[string]func(json.RawMessage) error),
 		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
 	}
 	r.steps[startChildStep] = r.startChildStep()
@@ -191,9 +196,22 @@ func (r *Registry) decode(d *world.ErrorData) error {
 	return r.codec.decode(d)
 }
 
-func (r *Registry) addWorkflow(w *engine.Workflow) error {
+func (r *Registry) addWorkflow(w *engine.Workflow, checkInput func(json.RawMessage) error) error {
 	r.workflows[w.Name] = w
+	r.inputs[w.Name] = checkInput
 	return nil
+}
+
+// checkInput decodes input as the named workflow's input type, as a run of
+// it would: ok is false for a workflow the registry does not hold.
+func (r *Registry) checkInput(name string, input json.RawMessage) (ok bool, err error) {
+	r.mu.RLock()
+	check, ok := r.inputs[name]
+	r.mu.RUnlock()
+	if !ok {
+		return false, nil
+	}
+	return true, check(input)
 }
 
 func (r *Registry) addStep(s *engine.Step) error {

@@ -217,6 +217,10 @@ func (w *Workflow[I, O]) Call(ctx Context, in I) (O, error) { return w.Go(ctx, i
 
 func (w *Workflow[I, O]) register(r *Registry) error {
 	where := funcLocation(w.fn)
+	check := func(raw json.RawMessage) error {
+		var in I
+		return unmarshal(raw, &in)
+	}
 	return r.addWorkflow(&engine.Workflow{
 		Name: w.name,
 		Fn: func(ec *engine.Context, raw json.RawMessage) (json.RawMessage, error) {
@@ -240,7 +244,7 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 			}
 			return b, nil
 		},
-	})
+	}, check)
 }
 
 func funcLocation(fn any) string {

@@ -135,8 +135,8 @@ func TestProjectTemplateKeepsTheStack(t *testing.T) {
 			got[path] = want[path]
 		}
 	}
-	if uris != 2 {
-		t.Errorf("%d functions' CodeUri, want 2", uris)
+	if uris != 3 {
+		t.Errorf("%d functions' CodeUri, want 3 (flow, webhook, API)", uris)
 	}
 	if !strings.HasPrefix(got["/Description"], "orders: ") {
 		t.Errorf("Description %q is not the project's", got["/Description"])

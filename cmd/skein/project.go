@@ -136,8 +136,8 @@ func projectTemplate(root string, p *project) (string, error) {
 	}
 	t = desc.ReplaceAllLiteralString(t, "Description: >-\n"+
 		"  "+p.Name+": durable Go workflows on AWS Lambda with Skein. One flow function triggered by SQS (event log\n"+
-		"  in DynamoDB, streams and large payloads in S3) and a webhook function behind a Function URL. Deploy with\n"+
-		"  `make deploy` (samconfig.toml).\n")
+		"  in DynamoDB, streams and large payloads in S3), a webhook function behind a public Function URL and an\n"+
+		"  HTTP API function behind a Function URL with AWS_IAM auth. Deploy with `make deploy` (samconfig.toml).\n")
 	// Skein's offline harness reads the root template; a project has none.
 	harness := regexp.MustCompile(`(?m)^# This template is also the source of truth for the offline test harness[^\n]*\n(#[^\n]*\n)*\n`)
 	if len(harness.FindAllStringIndex(t, -1)) != 1 {

@@ -20,6 +20,13 @@
 //     and settles every batch with [Settle]; [ESM.Drain] waits for the queue to empty. [ESM.Kill]
 //     SIGKILLs every busy execution environment, [ESM.KillOne] one of them (crash tests, the chaos
 //     suite).
+//   - [FunctionURL] serves a [Function] over HTTP as a Lambda Function URL (InvokeMode BUFFERED): each
+//     request becomes an events.LambdaFunctionURLRequest (payload format 2.0) and the function's response
+//     the HTTP response. With AuthType AWS_IAM ([Template.FunctionURLAuth] reads it from the template) it
+//     checks each request's SigV4 signature (service lambda, the URL's region, within 15 minutes, by the
+//     access key of one of its [Principal]s, recomputed with the AWS SDK's signer over the headers the
+//     request signed) and answers 403 without invoking the function when it fails; the caller's ARN
+//     reaches the function in requestContext.authorizer.iam, as Lambda passes it.
 //   - [ProvisionQueues] creates a queue and its dead-letter queue as the template declares them, so
 //     ElasticMQ (or LocalStack, or AWS) moves a message to the DLQ after maxReceiveCount receives.
 //
@@ -38,5 +45,7 @@
 //
 // What is not emulated: Lambda's own poller scaling (the ESM runs exactly MaximumConcurrency pollers,
 // default 5 when unset), back-off after errors, throttling, recursive-loop detection, and the
-// function's IAM role (the bootstrap runs with the test's credentials).
+// function's IAM role (the bootstrap runs with the test's credentials), and for Function URLs the IAM
+// policy evaluation behind lambda:InvokeFunctionUrl (a Principal is allowed, any other key is not),
+// CORS, and response streaming.
 package lambdaemu

@@ -1,0 +1,114 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// problemMediaType is RFC 9457's media type for problem details.
+const problemMediaType = "application/problem+json"
+
+// problem is an RFC 9457 problem details object, with the API's extension
+// members: Code, a stable machine-readable name of the problem, and the
+// workflow or run it is about.
+type problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Code     string `json:"code"`
+	Workflow string `json:"workflow,omitempty"`
+	RunID    string `json:"runId,omitempty"`
+	// ErrorCode is a failed run's error code (USER_ERROR, ...).
+	ErrorCode string `json:"errorCode,omitempty"`
+}
+
+// problemType is the URI that identifies a kind of problem. The URIs are
+// names (URNs), not pages to fetch.
+func problemType(name string) string { return "urn:skein:problem:" + name }
+
+func badRequest(code, detail string) *problem {
+	return &problem{Type: problemType("invalid-request"), Title: "Bad Request", Status: http.StatusBadRequest, Code: code, Detail: detail}
+}
+
+// sentinelProblems maps the world's sentinel errors (in world.Status's
+// order) to problems.
+var sentinelProblems = []struct {
+	err         error
+	typ, code   string
+	status      int
+	title       string
+	showsDetail bool
+}{
+	{world.ErrNotFound, "not-found", "NOT_FOUND", http.StatusNotFound, "Not Found", true},
+	{world.ErrConflict, "conflict", "CONFLICT", http.StatusConflict, "Conflict", true},
+	{world.ErrLeaseHeld, "conflict", "CONFLICT", http.StatusConflict, "Conflict", true},
+	{world.ErrGone, "gone", "GONE", http.StatusGone, "Gone", true},
+	{world.ErrTooEarly, "too-early", "TOO_EARLY", http.StatusTooEarly, "Too Early", true},
+	{world.ErrInvalid, "invalid-request", "INVALID_REQUEST", http.StatusBadRequest, "Bad Request", true},
+}
+
+// problemFor maps an error of the Client or the World to a problem: the
+// workflow package's typed errors first, then the world's sentinels (with
+// world.Status's codes), then the context's; anything else is a 500 whose
+// detail says nothing of the cause (which is logged).
+func problemFor(err error) *problem {
+	var unknown *workflow.UnknownWorkflowError
+	var input *workflow.InputError
+	var hook *workflow.HookNotFoundError
+	switch {
+	case errors.As(err, &unknown):
+		return &problem{Type: problemType("unknown-workflow"), Title: "Not Found", Status: http.StatusNotFound, Code: "UNKNOWN_WORKFLOW",
+			Workflow: unknown.Name, Detail: fmt.Sprintf("workflow %q is not registered with this function's registry (no run created)", unknown.Name)}
+	case errors.As(err, &input):
+		return &problem{Type: problemType("invalid-input"), Title: "Bad Request", Status: http.StatusBadRequest, Code: "INVALID_INPUT",
+			Workflow: input.Workflow, Detail: fmt.Sprintf("the input does not decode into workflow %q's input type: %v (no run created)", input.Workflow, input.Err)}
+	case errors.As(err, &hook):
+		// The token is the caller's secret: not echoed.
+		return &problem{Type: problemType("hook-not-found"), Title: "Not Found", Status: http.StatusNotFound, Code: "HOOK_NOT_FOUND",
+			Detail: "no active hook holds this token (unknown, disposed, or its run has ended)"}
+	}
+	for _, s := range sentinelProblems {
+		if errors.Is(err, s.err) {
+			return &problem{Type: problemType(s.typ), Title: s.title, Status: s.status, Code: s.code, Detail: err.Error()}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &problem{Type: problemType("timeout"), Title: "Gateway Timeout", Status: http.StatusGatewayTimeout, Code: "TIMEOUT",
+			Detail: "the request did not finish in the function's time"}
+	}
+	return &problem{Type: problemType("internal"), Title: "Internal Server Error", Status: http.StatusInternalServerError, Code: "INTERNAL",
+		Detail: "the request failed; the function's log has the cause"}
+}
+
+// writeProblem writes p as application/problem+json.
+func writeProblem(w http.ResponseWriter, p *problem) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"code":"INTERNAL"}`)
+		p.Status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", problemMediaType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeJSON writes v as application/json with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeProblem(w, problemFor(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

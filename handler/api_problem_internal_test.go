@@ -1,0 +1,49 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// Every sentinel of the world maps to its status (world.Status's), typed
+// errors included, wrapped or not; other errors are a 500 that shows
+// nothing of the cause.
+func TestProblemFor(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{world.ErrNotFound, 404, "NOT_FOUND"},
+		{fmt.Errorf("get: %w", world.ErrNotFound), 404, "NOT_FOUND"},
+		{&world.RunExistsError{RunID: "r"}, 409, "CONFLICT"},
+		{&world.LeaseHeldError{RunID: "r"}, 409, "CONFLICT"},
+		{world.ErrGone, 410, "GONE"},
+		{&world.ExpiredError{RunID: "r", What: "output"}, 410, "GONE"},
+		{&world.TooEarlyError{StepID: "s", RetryAfter: time.Unix(0, 0)}, 425, "TOO_EARLY"},
+		{&world.RefusalError{Kind: world.ErrInvalid, EventType: world.EventRunCreated, Reason: "bad"}, 400, "INVALID_REQUEST"},
+		{&workflow.UnknownWorkflowError{Name: "w"}, 404, "UNKNOWN_WORKFLOW"},
+		{&workflow.InputError{Workflow: "w", Err: errors.New("x")}, 400, "INVALID_INPUT"},
+		{&workflow.HookNotFoundError{Token: "t"}, 404, "HOOK_NOT_FOUND"},
+		{context.DeadlineExceeded, 504, "TIMEOUT"},
+		{errors.New("dynamodb: secret internals"), 500, "INTERNAL"},
+	} {
+		p := problemFor(c.err)
+		if p.Status != c.status || p.Code != c.code || p.Type == "" || p.Title == "" {
+			t.Errorf("%v: %+v, want %d %s", c.err, p, c.status, c.code)
+		}
+		if ws := world.Status(c.err); ws != 500 && ws != p.Status {
+			t.Errorf("%v: status %d, world.Status says %d", c.err, p.Status, ws)
+		}
+	}
+	if p := problemFor(errors.New("dynamodb: secret internals")); p.Detail != "the request failed; the function's log has the cause" {
+		t.Errorf("500 detail %q", p.Detail)
+	}
+}
