@@ -5,10 +5,12 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // DataKeySize is the size of a run's data key: AES-256.
@@ -132,4 +134,32 @@ func open(aead cipher.AEAD, sealed, aad []byte) ([]byte, error) {
 	}
 	n := aead.NonceSize()
 	return aead.Open(nil, sealed[:n], sealed[n:], aad)
+}
+
+// ParseLocalKeys reads a keyring from text as configuration holds it:
+// comma-separated id=key pairs, each key 32 bytes in standard base64, the
+// first pair's key the current one ("k2=...,k1=..."). Errors name the pair,
+// never the key.
+func ParseLocalKeys(s string) (*LocalKeys, error) {
+	keys := map[string][]byte{}
+	current := ""
+	for i, pair := range strings.Split(s, ",") {
+		id, b64, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		id = strings.TrimSpace(id)
+		if !ok || id == "" {
+			return nil, fmt.Errorf("encrypt: keys: entry %d is not id=base64-key", i+1)
+		}
+		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(b64))
+		if err != nil || len(key) != DataKeySize {
+			return nil, fmt.Errorf("encrypt: keys: key %q is not %d bytes in standard base64", id, DataKeySize)
+		}
+		if _, dup := keys[id]; dup {
+			return nil, fmt.Errorf("encrypt: keys: key %q given twice", id)
+		}
+		keys[id] = key
+		if current == "" {
+			current = id
+		}
+	}
+	return NewLocalKeys(current, keys)
 }

@@ -18,15 +18,21 @@ type Config struct {
 	CacheSize int
 	// Logger receives what the wrapper has to say (default: discarded).
 	Logger *slog.Logger
+	// LeaveSealed returns the payloads a read cannot open (no key, a wrong
+	// key) sealed, as stored, instead of failing the read: for tools that
+	// show what they can and say what they cannot (see Describe). Writes
+	// still fail.
+	LeaveSealed bool
 }
 
 // World is a world.World whose payloads are sealed in the World it wraps.
 // Each method of world.World and world.Consumer is the wrapped World's, with
 // the payloads it writes sealed and those it reads opened.
 type World struct {
-	inner world.World
-	keys  Keyring
-	log   *slog.Logger
+	inner       world.World
+	keys        Keyring
+	log         *slog.Logger
+	leaveSealed bool
 
 	mu    sync.Mutex
 	cache map[string]*runKey // by run ID; nil: a run whose payloads are in clear
@@ -54,7 +60,7 @@ func Wrap(w world.World, cfg Config) (*World, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &World{inner: w, keys: cfg.Keys, log: cfg.Logger, cache: map[string]*runKey{}, size: cfg.CacheSize}, nil
+	return &World{inner: w, keys: cfg.Keys, log: cfg.Logger, leaveSealed: cfg.LeaveSealed, cache: map[string]*runKey{}, size: cfg.CacheSize}, nil
 }
 
 // Unwrap returns the wrapped World.
@@ -147,11 +153,15 @@ func (w *World) open(ctx context.Context, runID, purpose string, b []byte) ([]by
 	} else {
 		k, err = w.runKey(ctx, runID)
 	}
-	if err != nil {
-		return nil, err
+	if err == nil && k == nil {
+		err = &KeyError{KeyID: env.Key, RunID: runID, Err: errors.New("the run's input holds no data key")}
 	}
-	if k == nil {
-		return nil, &KeyError{KeyID: env.Key, RunID: runID, Err: errors.New("the run's input holds no data key")}
+	var p []byte
+	if err == nil {
+		p, err = k.openPayload(runID, purpose, env)
 	}
-	return k.openPayload(runID, purpose, env)
+	if err != nil && w.leaveSealed && errors.Is(err, ErrKey) {
+		return b, nil
+	}
+	return p, err
 }
