@@ -63,6 +63,7 @@ func run(pass *analysis.Pass, cfg Config) error {
 		summaries: map[*types.Func]*finding{},
 		done:      map[*types.Func]bool{},
 		writes:    map[*ast.Ident]bool{},
+		covered:   map[ast.Node]bool{},
 	}
 	c.index()
 	for _, f := range pass.Files {
@@ -94,6 +95,9 @@ type checker struct {
 	done      map[*types.Func]bool
 	// writes are the identifiers checkWrite reported, not reads.
 	writes map[*ast.Ident]bool
+	// covered are nodes another finding stands for: the channel operations
+	// of a select's cases, the functions of calls (not values).
+	covered map[ast.Node]bool
 }
 
 // report reports f unless a directive covers it.

@@ -51,12 +51,17 @@ func (c *checker) check(n ast.Node, report func(finding)) {
 		c.checkGoroutine(n.Call, true, report)
 	case *ast.SelectStmt:
 		report(finding{n.Select, "select waits on channels in an order replay cannot repeat: use workflow.Select on futures"})
+		c.coverComms(n)
 	case *ast.SendStmt:
-		report(finding{n.Arrow, "channel send: " + fixChannel})
+		if !c.covered[n] {
+			report(finding{n.Arrow, "channel send: " + fixChannel})
+		}
 	case *ast.UnaryExpr:
 		switch n.Op {
 		case token.ARROW:
-			report(finding{n.OpPos, "channel receive: " + fixChannel})
+			if !c.covered[n] {
+				report(finding{n.OpPos, "channel receive: " + fixChannel})
+			}
 		case token.AND:
 			c.checkWrite(n.X, "takes the address of", report)
 		}
@@ -74,7 +79,57 @@ func (c *checker) check(n ast.Node, report func(finding)) {
 		c.checkCall(n, report)
 	case *ast.Ident:
 		c.checkRead(n, report)
+		c.checkFuncValue(n, report)
 	}
+}
+
+// coverComms marks the sends and receives of a select's cases: the select's
+// own finding stands for them.
+func (c *checker) coverComms(n *ast.SelectStmt) {
+	for _, cc := range n.Body.List {
+		var e ast.Expr
+		switch comm := cc.(*ast.CommClause).Comm.(type) {
+		case *ast.SendStmt:
+			c.covered[comm] = true
+		case *ast.ExprStmt:
+			e = comm.X
+		case *ast.AssignStmt:
+			if len(comm.Rhs) == 1 {
+				e = comm.Rhs[0]
+			}
+		}
+		if u, ok := ast.Unparen(e).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
+			c.covered[u] = true
+		}
+	}
+}
+
+// checkFuncValue reports a function of the rules used as a value (clock :=
+// time.Now): it is called later, where the rules cannot see it.
+func (c *checker) checkFuncValue(id *ast.Ident, report func(finding)) {
+	fn, ok := c.pass.TypesInfo.Uses[id].(*types.Func)
+	if !ok || c.covered[id] {
+		return
+	}
+	if msg := callRule(fn); msg != "" {
+		report(finding{id.Pos(), displayName(fn) + " used as a value: " + msg})
+	}
+}
+
+// calleeIdent returns the identifier naming a call's function: f in f(x)
+// and pkg.f(x), m in v.m(x).
+func calleeIdent(call *ast.CallExpr) *ast.Ident {
+	switch fun := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		return fun
+	case *ast.SelectorExpr:
+		return fun.Sel
+	case *ast.IndexExpr: // f[T](x)
+		return calleeIdent(&ast.CallExpr{Fun: fun.X})
+	case *ast.IndexListExpr:
+		return calleeIdent(&ast.CallExpr{Fun: fun.X})
+	}
+	return nil
 }
 
 // checkRange reports ranging over a map, a map's iterator or a channel.
@@ -107,6 +162,9 @@ func (c *checker) checkRange(n *ast.RangeStmt, report func(finding)) {
 // starts a goroutine, and a call of a same-package helper that is not
 // deterministic.
 func (c *checker) checkCall(call *ast.CallExpr, report func(finding)) {
+	if id := calleeIdent(call); id != nil {
+		c.covered[id] = true // a call, not a function value
+	}
 	fn, ok := typeutil.Callee(c.pass.TypesInfo, call).(*types.Func)
 	if !ok {
 		return

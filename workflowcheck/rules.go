@@ -32,8 +32,26 @@ func timeRule(name string) string {
 		return "time.AfterFunc runs its function on another goroutine in real time: use workflow.NewTimer(ctx, d), then call the function"
 	case "Tick", "NewTicker":
 		return "time." + name + " is a real-time ticker: loop over workflow.Sleep(ctx, d)"
+	case "LoadLocation":
+		return "time.LoadLocation reads the machine's time zone database, which can differ on replay: " +
+			"load it in a step, or use time.FixedZone"
 	}
 	return ""
+}
+
+// randomID reports whether the function name of package path makes a
+// random identifier: the common UUID and ULID packages'.
+func randomID(path, name string) bool {
+	switch path {
+	case "github.com/google/uuid", "github.com/gofrs/uuid", "github.com/gofrs/uuid/v5", "github.com/satori/go.uuid":
+		switch name {
+		case "New", "NewString", "NewRandom", "NewV1", "NewV4", "NewV6", "NewV7", "Must":
+			return true
+		}
+	case "github.com/oklog/ulid", "github.com/oklog/ulid/v2":
+		return name == "Make" || name == "MustNew" || name == "New"
+	}
+	return false
 }
 
 // logging reports whether the function name of package path writes to the
@@ -112,6 +130,8 @@ func callRule(fn *types.Func) string {
 	case path == "crypto/rand":
 		return displayName(fn) + " draws fresh randomness on every replay: " + fixStep +
 			" (ctx.Rand() is deterministic and not secret)"
+	case recv == nil && randomID(path, name):
+		return displayName(fn) + " draws a new random ID on every replay: use ctx.NewID(), derived from the run"
 	case recv == nil && logging(path, name):
 		return displayName(fn) + " writes again on every replay: " + fixLogger
 	case ioPackage(path):

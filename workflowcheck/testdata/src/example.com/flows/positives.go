@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"example.com/config"
+	"github.com/google/uuid"
 	"github.com/skeinflow/skein/workflow"
 	"golang.org/x/sync/errgroup"
 )
@@ -31,15 +32,21 @@ var (
 
 // clockAndTimers: the time package's clock, sleeps and timers.
 var clockAndTimers = workflow.New("clock", func(ctx workflow.Context, since time.Time) (int, error) {
-	_ = time.Now()                   // want `time.Now reads the machine clock: use ctx.Now\(\), the workflow's time`
-	_ = time.Since(since)            // want `time.Since reads the machine clock: use ctx.Now\(\).Sub\(t\)`
-	_ = time.Until(since)            // want `time.Until .*use t.Sub\(ctx.Now\(\)\)`
-	time.Sleep(time.Second)          // want `time.Sleep .*use workflow.Sleep\(ctx, d\)`
-	_ = time.After(time.Second)      // want `time.After is a real-time timer: use workflow.NewTimer`
-	_ = time.NewTimer(time.Second)   // want `time.NewTimer is a real-time timer`
-	_ = time.Tick(time.Second)       // want `time.Tick is a real-time ticker: loop over workflow.Sleep`
-	_ = time.NewTicker(time.Second)  // want `time.NewTicker is a real-time ticker`
-	time.AfterFunc(time.Second, nil) // want `time.AfterFunc runs its function on another goroutine`
+	_ = time.Now()                           // want `time.Now reads the machine clock: use ctx.Now\(\), the workflow's time`
+	_ = time.Since(since)                    // want `time.Since reads the machine clock: use ctx.Now\(\).Sub\(t\)`
+	_ = time.Until(since)                    // want `time.Until .*use t.Sub\(ctx.Now\(\)\)`
+	time.Sleep(time.Second)                  // want `time.Sleep .*use workflow.Sleep\(ctx, d\)`
+	_ = time.After(time.Second)              // want `time.After is a real-time timer: use workflow.NewTimer`
+	_ = time.NewTimer(time.Second)           // want `time.NewTimer is a real-time timer`
+	_ = time.Tick(time.Second)               // want `time.Tick is a real-time ticker: loop over workflow.Sleep`
+	_ = time.NewTicker(time.Second)          // want `time.NewTicker is a real-time ticker`
+	time.AfterFunc(time.Second, nil)         // want `time.AfterFunc runs its function on another goroutine`
+	_, _ = time.LoadLocation("Europe/Paris") // want `time.LoadLocation reads the machine's time zone database`
+	now := time.Now                          // want `time.Now used as a value: time.Now reads the machine clock`
+	_ = now()
+	time.AfterFunc(time.Second, func() { // want `time.AfterFunc runs`
+		_ = workflow.Sleep(ctx, time.Second) // want `workflow call on another goroutine`
+	})
 	return 0, nil
 })
 
@@ -51,6 +58,9 @@ var randomness = workflow.New("random", func(ctx workflow.Context, n int) (int, 
 	_, _ = crand.Read(buf) // want `rand.Read draws fresh randomness on every replay: do it in a step`
 	_ = crand.Text()       // want `rand.Text draws fresh randomness`
 	_ = crand.Reader       // want `reads package-level variable Reader`
+	_ = uuid.New()         // want `uuid.New draws a new random ID on every replay: use ctx.NewID\(\)`
+	_ = uuid.NewString()   // want `uuid.NewString draws a new random ID`
+	_, _ = uuid.Parse("")
 	return 0, nil
 })
 
@@ -62,7 +72,8 @@ var concurrency = workflow.New("concurrency", func(ctx workflow.Context, n int) 
 	}()
 	v := <-ch // want `channel receive: wait on futures instead`
 	select {  // want `select waits on channels .*use workflow.Select on futures`
-	case v = <-ch: // want `channel receive`
+	case v = <-ch: // the select's finding stands for its cases
+	case ch <- v:
 	default:
 	}
 	for x := range ch { // want `ranging over a channel receives from it`
