@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 )
@@ -17,7 +18,7 @@ const doc = `report non-deterministic code in Skein workflow functions
 A workflow function (a function or function literal with a parameter of
 type workflow.Context) is replayed from the run's event log, so it must do
 the same thing every time it runs. workflowcheck reports, inside workflow
-functions and the helpers of the same package they call: reading the clock
+functions and the helpers of the same module they call: reading the clock
 or sleeping (time.Now, time.Sleep, ...), math/rand and crypto/rand, ranging
 over a map, go statements, channel operations and select, I/O (os, net,
 net/http, io, syscall), printing and the default loggers, reading or
@@ -47,12 +48,36 @@ func New(cfg Config) *analysis.Analyzer {
 		Doc:  doc,
 		URL:  "https://pkg.go.dev/github.com/skeinflow/skein/workflowcheck",
 		Run:  func(pass *analysis.Pass) (any, error) { return nil, run(pass, cfg) },
+
+		FactTypes: []analysis.Fact{new(nondeterministic)},
 	}
 }
 
+// nondeterministic is the fact an exported function has when its body,
+// checked as workflow code, has a finding: workflow code of another
+// package of the same module that calls it reports the call.
+type nondeterministic struct {
+	Module string // the function's module
+	Msg    string // the first finding in its body
+	At     string // where it is, file:line
+}
+
+func (*nondeterministic) AFact() {}
+
+func (f *nondeterministic) String() string { return "nondeterministic: " + f.Msg + " (" + f.At + ")" }
+
+// stdPackage reports whether path looks like a package of the standard
+// library: its first element has no dot. (A module's own path can look
+// like one too: see inModule.)
+func stdPackage(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
 func run(pass *analysis.Pass, cfg Config) error {
-	if pass.Pkg.Path() == WorkflowPackage && !cfg.AllFunctions {
-		return nil // the SDK implements the deterministic API
+	std := pass.Module == nil && stdPackage(pass.Pkg.Path())
+	if !cfg.AllFunctions && (pass.Pkg.Path() == WorkflowPackage || std) {
+		return nil // the SDK implements the deterministic API; the rules name what matters in std
 	}
 	c := &checker{
 		pass:      pass,
@@ -65,11 +90,37 @@ func run(pass *analysis.Pass, cfg Config) error {
 		writes:    map[*ast.Ident]bool{},
 		covered:   map[ast.Node]bool{},
 	}
+	if pass.Module != nil {
+		c.module = pass.Module.Path
+	}
 	c.index()
 	for _, f := range pass.Files {
 		c.walk(f, false, c.report)
 	}
+	c.exportFacts()
 	return nil
+}
+
+// inModule reports whether path is a package of the pass's module.
+func (c *checker) inModule(path string) bool {
+	return c.module != "" && (path == c.module || strings.HasPrefix(path, c.module+"/"))
+}
+
+// exportFacts gives each exported function of the package with a finding
+// in its body its nondeterministic fact. Outside a module (GOPATH mode)
+// there is none: which packages are the user's own is not known.
+func (c *checker) exportFacts() {
+	if c.module == "" {
+		return
+	}
+	for fn := range c.decls {
+		if !fn.Exported() {
+			continue
+		}
+		if f := c.summary(fn); f != nil {
+			c.pass.ExportObjectFact(fn, &nondeterministic{Module: c.module, Msg: f.msg, At: c.position(f.pos)})
+		}
+	}
 }
 
 // finding is one non-deterministic construct.
@@ -82,6 +133,7 @@ type finding struct {
 type checker struct {
 	pass     *analysis.Pass
 	all      bool
+	module   string // the package's module path; "" outside a module
 	suppress suppressions
 	// decls are the package's function declarations, by function, for the
 	// helpers workflow code calls.

@@ -184,6 +184,10 @@ func (c *checker) checkCall(call *ast.CallExpr, report func(finding)) {
 		report(finding{call.Lparen, fmt.Sprintf("%s is not deterministic: %s (%s)",
 			fn.Name(), f.msg, c.position(f.pos))})
 	}
+	var fact nondeterministic
+	if fn.Pkg() != c.pass.Pkg && c.module != "" && c.pass.ImportObjectFact(fn.Origin(), &fact) && fact.Module == c.module {
+		report(finding{call.Lparen, fmt.Sprintf("%s is not deterministic: %s (%s)", displayName(fn), fact.Msg, fact.At)})
+	}
 }
 
 // checkGoroutine reports the workflow calls in e, code that runs on another

@@ -28,10 +28,12 @@
 // literal inside workflow code is workflow code too (a sort comparator, a
 // deferred function), unless its first parameter is a context.Context: that
 // is a step body (workflow.NewStep), which runs once per attempt and may do
-// anything. A function of the same package that workflow code calls without
-// a context (a helper) is checked as workflow code, and a finding in it is
+// anything. A function that workflow code calls without a context (a
+// helper) is checked as workflow code when it belongs to the same package,
+// or is exported by another package of the same module; a finding in it is
 // reported where workflow code calls it, naming the line in the helper.
-// Functions of other packages are not followed.
+// Functions of other modules (the standard library, dependencies) are not
+// followed: the rules below name what matters there.
 //
 // # What it reports
 //

@@ -77,8 +77,7 @@ func (c *checker) definition(v *types.Var) bool {
 		return false
 	}
 	path := v.Pkg().Path()
-	first, _, _ := strings.Cut(path, "/")
-	return !strings.Contains(first, ".") && !ioPackage(path) && !strings.HasPrefix(path, "math/rand")
+	return stdPackage(path) && !c.inModule(path) && !ioPackage(path) && !strings.HasPrefix(path, "math/rand")
 }
 
 // fromWorkflow reports whether t, or what it points to, is a type of the

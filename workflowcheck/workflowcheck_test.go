@@ -1,6 +1,7 @@
 package workflowcheck_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/tools/go/analysis/analysistest"
@@ -13,5 +14,5 @@ import (
 // fixtures import a stub of the workflow package with the real one's path.
 func TestFixtures(t *testing.T) {
 	t.Parallel()
-	analysistest.Run(t, analysistest.TestData(), workflowcheck.Analyzer, "example.com/flows")
+	analysistest.Run(t, filepath.Join(analysistest.TestData(), "mod"), workflowcheck.Analyzer, "example.com/flows")
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"example.com/pricing"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -55,10 +56,19 @@ func helper(ctx workflow.Context) time.Time {
 }
 
 var callsHelpers = workflow.New("helpers", func(ctx workflow.Context, m map[string]int) (string, error) {
-	_ = deadline(time.Hour) // want `deadline is not deterministic: time.Now reads the machine clock: use ctx.Now\(\), the workflow's time \(helpers.go:12\)`
+	_ = deadline(time.Hour) // want `deadline is not deterministic: time.Now reads the machine clock: use ctx.Now\(\), the workflow's time \(helpers.go:13\)`
 	_ = viaDeadline()       // want `viaDeadline is not deterministic: deadline is not deterministic: time.Now`
 	_ = region()            // want `region is not deterministic: os.Getenv does I/O`
 	_ = helper(ctx)
 	_ = sortedKeys(m)
 	return describe(len(m)), nil
+})
+
+// callsPackages calls helpers of another package of the module.
+var callsPackages = workflow.New("packages", func(ctx workflow.Context, cents []int) (int, error) {
+	_ = pricing.Deadline(time.Hour)       // want `pricing.Deadline is not deterministic: time.Now reads the machine clock: use ctx.Now\(\), the workflow's time \(pricing.go:11\)`
+	_ = pricing.Region()                  // want `pricing.Region is not deterministic: region is not deterministic: os.Getenv does I/O`
+	_ = pricing.Quote{Cents: 1}.Stamped() // want `pricing.Quote.Stamped is not deterministic: time.Now`
+	_ = pricing.Flagged()
+	return pricing.Total(cents), nil
 })
