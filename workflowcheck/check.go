@@ -67,6 +67,11 @@ func (c *checker) check(n ast.Node, report func(finding)) {
 		}
 	case *ast.RangeStmt:
 		c.checkRange(n, report)
+		if n.Tok == token.ASSIGN {
+			for _, e := range []ast.Expr{n.Key, n.Value} {
+				c.checkWrite(e, "writes", report)
+			}
+		}
 	case *ast.AssignStmt:
 		if n.Tok != token.DEFINE {
 			for _, lhs := range n.Lhs {

@@ -142,7 +142,9 @@ var globals = workflow.New("globals", func(ctx workflow.Context, n int) (string,
 	counter = n               // want `writes package-level variable counter`
 	settings["mode"] = "slow" // want `writes package-level variable settings`
 	limits.Max = n            // want `writes package-level variable limits`
-	p := &counter             // want `takes the address of package-level variable counter`
+	for counter = range n {   // want `writes package-level variable counter`
+	}
+	p := &counter // want `takes the address of package-level variable counter`
 	_ = p
 	mode := settings["mode"]         // want `workflow code reads package-level variable settings: its value is not in the run's log`
 	_ = clock()                      // want `reads package-level variable clock`
