@@ -64,8 +64,11 @@
 //     rather than state: one whose type is from the workflow package (the
 //     steps and workflows declared with workflow.NewStep and workflow.New,
 //     options), one that is an error (sentinels such as io.EOF), or one of
-//     another standard-library package that does no I/O (time.UTC,
-//     base64.StdEncoding). Constants and functions are not variables.
+//     another module, a library, unless it is a standard package that does
+//     I/O (time.UTC and base64.StdEncoding are fine, os.Args and
+//     http.DefaultClient are not). A variable of another package of the
+//     same module is the user's state and is reported like the package's
+//     own. Constants and functions are not variables.
 //
 // # Suppressing a finding
 //

@@ -14,9 +14,11 @@ import (
 //   - its type is from the workflow package (the steps, workflows and
 //     options declared with workflow.NewStep, workflow.New, ...), or it is
 //     an error (a sentinel such as io.EOF or ErrOutOfStock);
-//   - it belongs to another package of the standard library, other than the packages that do
-//     I/O: time.UTC, base64.StdEncoding and unicode's tables are constants
-//     in all but name, os.Args and http.DefaultClient are not.
+//   - it belongs to another module (a library: the standard library or a
+//     dependency), other than the standard packages that do I/O: time.UTC,
+//     base64.StdEncoding and uuid.Nil are constants in all but name,
+//     os.Args and http.DefaultClient are not. A variable of another package
+//     of the same module is the user's own state, and is reported.
 
 // pkgVar returns the package-level variable id refers to, or nil.
 func (c *checker) pkgVar(id *ast.Ident) *types.Var {
@@ -73,11 +75,11 @@ func (c *checker) definition(v *types.Var) bool {
 	if fromWorkflow(v.Type()) || types.Implements(v.Type(), errorType) {
 		return true
 	}
-	if v.Pkg() == c.pass.Pkg {
+	path := v.Pkg().Path()
+	if v.Pkg() == c.pass.Pkg || c.inModule(path) {
 		return false
 	}
-	path := v.Pkg().Path()
-	return stdPackage(path) && !c.inModule(path) && !ioPackage(path) && !strings.HasPrefix(path, "math/rand")
+	return !ioPackage(path) && !strings.HasPrefix(path, "math/rand")
 }
 
 // fromWorkflow reports whether t, or what it points to, is a type of the

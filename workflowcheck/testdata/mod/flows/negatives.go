@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"example.com/config"
+	"github.com/google/uuid"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -85,6 +86,9 @@ var clean = workflow.New("clean", func(ctx workflow.Context, prices map[string]i
 	local := 0
 	bump := func() { local++ }
 	bump()
+	if uuid.Nil == (uuid.UUID{}) { // a library's variable
+		local++
+	}
 	approval, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: enc}).Receive(ctx)
 	return approval + describe(total+local), err
 })

@@ -90,7 +90,12 @@ var escapes = workflow.New("escapes", func(ctx workflow.Context, n int) (int, er
 	sleeper := func() {
 		_ = workflow.Sleep(ctx, time.Second) // want `workflow call on another goroutine`
 	}
-	go sleeper()           // want `go statement`
+	go sleeper() // want `go statement`
+	rebound := func() {}
+	rebound = func() {
+		_ = workflow.Sleep(ctx, time.Second) // not reported: which literal runs is not known
+	}
+	go rebound()           // want `go statement`
 	go double.Call(ctx, n) // want `go statement` `workflow call on another goroutine`
 	var wg sync.WaitGroup
 	wg.Go(func() { // want `sync.WaitGroup.Go starts a goroutine`

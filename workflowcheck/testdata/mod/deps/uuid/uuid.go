@@ -12,3 +12,6 @@ func NewString() string { return "" }
 
 // Parse parses s.
 func Parse(s string) (UUID, error) { return UUID{}, nil }
+
+// Nil is the empty UUID: a library's variable, read freely.
+var Nil UUID
