@@ -43,14 +43,18 @@ var Analyzer = New(Config{})
 
 // New returns a determinism analyzer configured by cfg.
 func New(cfg Config) *analysis.Analyzer {
-	return &analysis.Analyzer{
+	a := &analysis.Analyzer{
 		Name: "workflowcheck",
 		Doc:  doc,
 		URL:  "https://pkg.go.dev/github.com/skeinflow/skein/workflowcheck",
 		Run:  func(pass *analysis.Pass) (any, error) { return nil, run(pass, cfg) },
-
-		FactTypes: []analysis.Fact{new(nondeterministic)},
 	}
+	if !cfg.AllFunctions {
+		// Facts make a driver analyze every dependency too; checking every
+		// function of each is what AllFunctions does not need.
+		a.FactTypes = []analysis.Fact{new(nondeterministic)}
+	}
+	return a
 }
 
 // nondeterministic is the fact an exported function has when its body,
@@ -90,8 +94,8 @@ func run(pass *analysis.Pass, cfg Config) error {
 		writes:    map[*ast.Ident]bool{},
 		covered:   map[ast.Node]bool{},
 	}
-	if pass.Module != nil {
-		c.module = pass.Module.Path
+	if pass.Module != nil && !cfg.AllFunctions {
+		c.module = pass.Module.Path // facts: see New
 	}
 	c.index()
 	for _, f := range pass.Files {
