@@ -8,7 +8,7 @@ EMU_PKGS ?= ./dynamoworld/... ./streams/... ./integration/...
 # Emulator state (pids, ports, logs) for this checkout.
 export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 
-.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck tidy-check bench emulators-start emulators-stop
+.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck tidy-check workflowcheck bench emulators-start emulators-stop
 
 ## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
 test: lint unit emulator-test template-check
@@ -56,8 +56,8 @@ emulators-stop:
 template-check:
 	bash scripts/template-check.sh
 
-## lint: gofmt, go vet, staticcheck, and go.mod/go.sum as `go mod tidy` leaves them
-lint: fmt-check vet staticcheck tidy-check
+## lint: gofmt, go vet, staticcheck, go.mod/go.sum as `go mod tidy` leaves them, and the determinism analyzer
+lint: fmt-check vet staticcheck tidy-check workflowcheck
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -69,6 +69,14 @@ vet:
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags integration $(PKGS)
+
+## workflowcheck: the determinism analyzer (cmd/skeinvet, as go vet's tool) on the code that holds workflows:
+## examples/, internal/testflows and bench/peers; a finding fails (suppress one with //skein:nondeterministic-ok <reason>)
+workflowcheck:
+	set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) build -o "$$tmp/skeinvet" ./cmd/skeinvet; \
+	$(GO) vet -vettool="$$tmp/skeinvet" ./examples/... ./internal/testflows/; \
+	cd bench/peers && $(GO) vet -vettool="$$tmp/skeinvet" ./...
 
 ## tidy-check: fail when `go mod tidy` would change go.mod or go.sum (this module and bench/peers'); prints the diff
 tidy-check:

@@ -122,7 +122,12 @@ func listModule(t *testing.T) []listedPackage {
 //   - internal/testflows, the library tests' fixture, is imported by test
 //     files only;
 //   - skeintest, which users import in their tests, depends on no AWS or
-//     Lambda package and imports only skeintestImports of the module.
+//     Lambda package and imports only skeintestImports of the module;
+//   - workflowcheck (the determinism analyzer) depends on no other package
+//     of this module: it knows the workflow package by its import path, so
+//     that analyzing a user's code loads nothing of Skein's runtime;
+//   - only workflowcheck and cmd/skeinvet import golang.org/x/tools: the SDK,
+//     the worlds and the Lambda runtime do not carry the analysis framework.
 func TestImportBoundaries(t *testing.T) {
 	t.Parallel()
 	pkgs := listModule(t)
@@ -151,6 +156,13 @@ func TestImportBoundaries(t *testing.T) {
 				}
 			}
 		}
+		if under(owner, "workflowcheck") {
+			for _, d := range p.Deps {
+				if d := trimVariant(d); strings.HasPrefix(d, module+"/") && !under(d, "workflowcheck") {
+					report("%s (or its tests) depends on %s: the analyzer depends on no other package of the module", owner, d)
+				}
+			}
+		}
 		if strings.HasSuffix(p.ImportPath, ".test") {
 			continue // the generated test main imports the test packages
 		}
@@ -167,11 +179,13 @@ func TestImportBoundaries(t *testing.T) {
 			case under(owner, "skeintest") && !p.testOnly() && strings.HasPrefix(imp, module+"/") &&
 				!slices.Contains(skeintestImports, imp):
 				report("%s imports %s: skeintest imports only %v of the module", owner, imp, skeintestImports)
+			case strings.HasPrefix(imp, "golang.org/x/tools/") && !under(owner, "workflowcheck") && !under(owner, "cmd/skeinvet"):
+				report("%s imports %s: only workflowcheck and cmd/skeinvet use the analysis framework", owner, imp)
 			}
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

@@ -1,0 +1,3 @@
+module github.com/skeinflow/skein
+
+go 1.26
