@@ -80,6 +80,7 @@ const (
 	EnvMalformed           = "SKEIN_MALFORMED"             // dead-letter (default) | acknowledge
 	EnvLogLevel            = "AWS_LAMBDA_LOG_LEVEL"        // debug | info | warn | error (Lambda's own)
 	EnvMetricsNamespace    = "SKEIN_METRICS_NAMESPACE"     // CloudWatch namespace of the EMF metrics (empty: none)
+	EnvKMSKeyID            = "SKEIN_KMS_KEY_ID"            // KMS key sealing the runs' payloads (empty: in clear)
 )
 
 // Resources names what a World on AWS needs, as the environment gives them.
@@ -99,6 +100,10 @@ type Resources struct {
 	// object expiration from the same setting (RetentionDays), so every
 	// World on the stack's table must be given it.
 	Retention time.Duration
+	// KMSKeyID, when set, seals the runs' payloads with data keys drawn
+	// under this KMS key (see package encrypt and encrypt/kmskeys); runs
+	// created before keep theirs in clear.
+	KMSKeyID string
 }
 
 // Releaser is what the flow handler needs of the queue its messages come
@@ -310,6 +315,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg.Resources.Table = get(EnvTable)
 	cfg.Resources.QueueURL = get(EnvQueueURL)
 	cfg.Resources.Bucket = get(EnvBucket)
+	cfg.Resources.KMSKeyID = get(EnvKMSKeyID)
 	for _, name := range []string{EnvTable, EnvQueueURL, EnvBucket} {
 		if get(name) == "" {
 			errs = append(errs, fmt.Errorf("%s is not set", name))

@@ -458,6 +458,7 @@ cmd_env() {
 export AWS_ENDPOINT_URL_DYNAMODB=http://$HOST:$(port_of dynamodb)
 export AWS_ENDPOINT_URL_SQS=http://$HOST:$(port_of sqs)
 export AWS_ENDPOINT_URL_S3=http://$HOST:$(port_of s3)
+export AWS_ENDPOINT_URL_KMS=http://$HOST:$(port_of s3)
 export AWS_REGION=us-east-1
 export AWS_DEFAULT_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=skeintest

@@ -5,7 +5,8 @@ own decoder, so !Ref, !Sub and friends are understood). cfn-lint alone does not 
 
 Rules, for every policy statement anywhere in the template (roles, bucket and queue policies, SAM
 inline policies):
-  - no Action or Resource that is exactly "*", in Allow or Deny statements;
+  - no Action or Resource that is exactly "*", in Allow or Deny statements (except the Resource of a KMS
+    key policy's statement, where "*" means the key itself and is the only form KMS accepts);
   - an Allow statement names its actions: no "service:*" wildcard, no NotAction, no NotResource.
 A Deny statement may use "service:*" (a TLS-only bucket policy must deny every S3 action).
 Exit status 1 with one line per finding, 0 when clean.
@@ -45,7 +46,7 @@ def check(template):
         effect = st.get("Effect")
         for key in ("Action", "Resource"):
             for v in as_list(st.get(key)):
-                if v == "*":
+                if v == "*" and not (key == "Resource" and "/KeyPolicy/" in path):
                     findings.append(f"{path}: {key} is \"*\"")
         if effect == "Allow":
             for key in ("NotAction", "NotResource"):

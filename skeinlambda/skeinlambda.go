@@ -14,8 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/workflow"
@@ -78,11 +81,22 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
-	w, err := newWorld(ctx, &o, getenv, cfg)
+	w, awsCfg, err := newWorld(ctx, &o, getenv, cfg)
 	if err != nil {
 		return nil, err
 	}
 	cfg.World, cfg.Registry = w, reg
+	if id := cfg.Resources.KMSKeyID; id != "" {
+		// Payloads are sealed before they reach the table, the queue's
+		// claim checks or the bucket.
+		keys, err := kmskeys.New(kms.NewFromConfig(awsCfg), id)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.World, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	cfg.TracerProvider = o.tracer
 	if cfg.TracerProvider == nil {
 		if cfg.TracerProvider, err = tracerProviderFromEnv(ctx, getenv); err != nil {
@@ -120,7 +134,7 @@ func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
 
 // newWorld loads the AWS configuration (unless an option gave one) and
 // builds a dynamoworld.World on the resources cfg names.
-func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg handler.Config) (*dynamoworld.World, error) {
+func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg handler.Config) (*dynamoworld.World, aws.Config, error) {
 	var awsCfg aws.Config
 	if o.aws != nil {
 		awsCfg = *o.aws
@@ -128,7 +142,7 @@ func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg h
 		var err error
 		// Region, credentials and AWS_ENDPOINT_URL_* come from the environment.
 		if awsCfg, err = config.LoadDefaultConfig(ctx); err != nil {
-			return nil, fmt.Errorf("skeinlambda: AWS config: %w", err)
+			return nil, awsCfg, fmt.Errorf("skeinlambda: AWS config: %w", err)
 		}
 	}
 	r := cfg.Resources
@@ -148,7 +162,7 @@ func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg h
 		S3: clients.S3, Bucket: r.Bucket, Prefix: dynamoworld.DefaultPrefix + "streams/", Logger: cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, awsCfg, err
 	}
 	wc := dynamoworld.Config{
 		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Streams: ss,
@@ -162,7 +176,8 @@ func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg h
 	for _, f := range o.world {
 		f(&wc)
 	}
-	return dynamoworld.New(ctx, wc)
+	w, err := dynamoworld.New(ctx, wc)
+	return w, awsCfg, err
 }
 
 // usesSystemRoots says whether a client talks TLS to its endpoint (AWS's

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -38,7 +39,8 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	db             string
-	repair         bool // -repair-torn-tail: localworld.Config.RepairTornTail
+	repair         bool   // -repair-torn-tail: localworld.Config.RepairTornTail
+	keys           string // -keys: the local store's payload keys (encrypt.ParseLocalKeys)
 	lockTimeout    time.Duration
 
 	remote remote // a deployed stack (remote.go), instead of db
@@ -98,6 +100,7 @@ func runWith(ctx context.Context, e *env, args []string) int {
 	global.SetOutput(io.Discard)
 	global.StringVar(&e.db, "db", defaultStore(), "")
 	global.BoolVar(&e.repair, "repair-torn-tail", false, "")
+	global.StringVar(&e.keys, "keys", os.Getenv("SKEIN_ENCRYPTION_KEYS"), "")
 	e.remote = remoteFromEnv()
 	e.remote.flags(global)
 	if err := global.Parse(args); err != nil {
@@ -196,6 +199,7 @@ func (e *env) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.db, "db", e.db, "the local store `file`")
 	fs.BoolVar(&e.repair, "repair-torn-tail", e.repair,
 		"drop an incomplete last record of the store (what a crash in the middle of a write leaves; that commit was never acknowledged)")
+	fs.StringVar(&e.keys, "keys", e.keys, "the `keys` that seal the local store's payloads, id=base64-key[,...] as the program that wrote them has them ($SKEIN_ENCRYPTION_KEYS): payloads are shown decrypted")
 	e.remote.flags(fs)
 }
 
@@ -260,12 +264,25 @@ func (e *env) open(ctx context.Context) error {
 		}
 		return err
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	var ww world.World = w
+	if e.keys != "" {
+		keys, err := encrypt.ParseLocalKeys(e.keys)
+		if err != nil {
+			_ = w.Close()
+			return usagef("-keys: %v", err)
+		}
+		// What these keys cannot open is shown as sealed, naming its key.
+		if ww, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, LeaveSealed: true}); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	client, err := workflow.NewClient(workflow.ClientConfig{World: ww})
 	if err != nil {
 		_ = w.Close()
 		return err
 	}
-	e.w, e.client = w, client
+	e.w, e.client = ww, client
 	return nil
 }
 
@@ -316,6 +333,11 @@ Flags:
                       $SKEIN_BUCKET); with -stack, they override its outputs
   -region r           the AWS region (default $AWS_REGION, the AWS profile's)
   -endpoint url       send AWS requests to an emulator ($SKEIN_ENDPOINT)
+  -keys id=key,...    the keys sealing a local store's payloads ($SKEIN_ENCRYPTION_KEYS)
+  -kms-key key        the KMS key sealing a stack's payloads ($SKEIN_KMS_KEY_ID;
+                      default: the stack's PayloadKeyArn output)
+Encrypted payloads are shown decrypted when the key is given (and your
+credentials may use it), else as a note naming the key they need.
 Any command takes these flags too.
 
 While the quickstart (or your worker) holds its store, skein reads it as it

@@ -13,10 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/smithy-go"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // remote names a deployed stack's resources: by flags, by environment
@@ -27,6 +31,7 @@ type remote struct {
 	table, queueURL, bucket string
 	region, endpoint, stack string
 	samEnv, samConfig       string // -sam-env: the stack sam deploy's config names
+	kmsKey                  string // -kms-key: the KMS key sealing payloads (the stack's PayloadKeyArn)
 }
 
 // stackDescriber is the part of the CloudFormation client skein uses.
@@ -38,7 +43,7 @@ type stackDescriber interface {
 func remoteFromEnv() remote {
 	return remote{
 		table: os.Getenv("SKEIN_TABLE"), queueURL: os.Getenv("SKEIN_QUEUE_URL"), bucket: os.Getenv("SKEIN_BUCKET"),
-		stack: os.Getenv("SKEIN_STACK"), endpoint: os.Getenv("SKEIN_ENDPOINT"),
+		stack: os.Getenv("SKEIN_STACK"), endpoint: os.Getenv("SKEIN_ENDPOINT"), kmsKey: os.Getenv("SKEIN_KMS_KEY_ID"),
 	}
 }
 
@@ -51,6 +56,7 @@ func (r *remote) flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.queueURL, "queue-url", r.queueURL, "the deployed stack's SQS queue `url` ($SKEIN_QUEUE_URL)")
 	fs.StringVar(&r.bucket, "bucket", r.bucket, "the deployed stack's S3 `bucket` ($SKEIN_BUCKET)")
 	fs.StringVar(&r.region, "region", r.region, "the AWS `region` (default $AWS_REGION or the AWS profile's)")
+	fs.StringVar(&r.kmsKey, "kms-key", r.kmsKey, "the KMS `key` that seals a stack's payloads ($SKEIN_KMS_KEY_ID; default: the stack's PayloadKeyArn output): payloads are shown decrypted when your credentials may use it")
 	fs.StringVar(&r.endpoint, "endpoint", r.endpoint, "send every AWS request to `url` (an emulator such as LocalStack; $SKEIN_ENDPOINT; per service: $AWS_ENDPOINT_URL_DYNAMODB, _SQS, _S3)")
 }
 
@@ -119,12 +125,25 @@ func (e *env) openRemote(ctx context.Context) error {
 	if err != nil {
 		return remoteError(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	var ww world.World = w
+	if r.kmsKey != "" {
+		keys, err := kmskeys.New(kms.NewFromConfig(awsCfg), r.kmsKey)
+		if err != nil {
+			_ = w.Close()
+			return err
+		}
+		// What the credentials cannot decrypt is shown as sealed, naming the key.
+		if ww, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, LeaveSealed: true}); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	client, err := workflow.NewClient(workflow.ClientConfig{World: ww})
 	if err != nil {
 		_ = w.Close()
 		return err
 	}
-	e.w, e.client = w, client
+	e.w, e.client = ww, client
 	return nil
 }
 
@@ -157,6 +176,8 @@ func (e *env) readStack(ctx context.Context, awsCfg aws.Config, r *remote) error
 			r.queueURL = cmpOr(r.queueURL, v)
 		case "BucketName":
 			r.bucket = cmpOr(r.bucket, v)
+		case "PayloadKeyArn":
+			r.kmsKey = cmpOr(r.kmsKey, v)
 		}
 	}
 	if r.table == "" || r.queueURL == "" || r.bucket == "" {

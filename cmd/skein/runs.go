@@ -214,8 +214,8 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 		b, _ := json.Marshal(r.Attributes)
 		field("Attributes", safeText(string(b)))
 	}
-	field("Input", clip(safeText(string(r.Input)), 200))
-	field("Output", clip(safeText(string(r.Output)), 200))
+	field("Input", clip(safeText(shownPayload(r.Input)), 200))
+	field("Output", clip(safeText(shownPayload(r.Output)), 200))
 	if r.Error != nil {
 		field("Error", st.paint(red, safeText(fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message))))
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -78,4 +79,14 @@ func shownToken(token string, webhook, reveal bool) string {
 		return workflow.RedactToken(token)
 	}
 	return safeName(token)
+}
+
+// shownPayload is a payload as the CLI shows it: as stored, or, when it is
+// sealed and no key opened it, a note naming the key it needs (-keys,
+// -kms-key).
+func shownPayload(b []byte) string {
+	if encrypt.IsSealed(b) {
+		return encrypt.Describe(b) + " (pass -keys, or -kms-key for a stack)"
+	}
+	return string(b)
 }

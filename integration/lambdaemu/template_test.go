@@ -63,6 +63,7 @@ func TestReadMappingFromRepositoryTemplate(t *testing.T) {
 		"SKEIN_INLINE_CONCURRENCY":    "16",
 		"SKEIN_TIME_BUDGET_MARGIN":    "10s",
 		"SKEIN_METRICS_NAMESPACE":     "Skein",
+		"SKEIN_KMS_KEY_ID":            "",
 		"SKEIN_MAX_QUEUE_DELAY":       "15m",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
 		"SKEIN_RETENTION_DAYS":        "0",

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// TestEncryptedStore: runs show shows a sealed store's payloads decrypted
+// with -keys (or $SKEIN_ENCRYPTION_KEYS' format), and without the key says
+// which key they need instead of printing ciphertext.
+func TestEncryptedStore(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "sealed.db")
+	keyText := "k7=" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("7", encrypt.DataKeySize)))
+	keys, err := encrypt.ParseLocalKeys(keyText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := localworld.Open(localworld.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := encrypt.Wrap(lw, encrypt.Config{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := workflow.NewRegistry()
+	if err := reg.Register(square); err != nil {
+		t.Fatal(err)
+	}
+	echo := workflow.New("echo-secret", func(ctx workflow.Context, s string) (string, error) { return s + "!", nil })
+	if err := reg.Register(echo); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: w, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = worker.Run(wctx) }()
+	run, err := echo.Start(ctx, worker.Client(), "card 4242")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	<-stopped
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := cli("-db", db, "runs", "show", run.ID())
+	r.expect(t, 0, `[encrypted with key "k7"; no key to decrypt it] (pass -keys`)
+	if strings.Contains(r.out, "4242") {
+		t.Errorf("shown in clear without the key:\n%s", r.out)
+	}
+	cli("-db", db, "-keys", keyText, "runs", "show", run.ID()).expect(t, 0, `"card 4242"`, `"card 4242!"`)
+	cli("-db", db, "runs", "show", run.ID(), "-keys", "k7=short").expect(t, 2, "-keys", `key "k7" is not 32 bytes`)
+}

@@ -1,0 +1,129 @@
+package encrypt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/world"
+	"github.com/skeinflow/skein/world/worldtest"
+)
+
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, encrypt.DataKeySize) }
+
+func keyring(t testing.TB, current string, keys map[string][]byte) *encrypt.LocalKeys {
+	t.Helper()
+	k, err := encrypt.NewLocalKeys(current, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestConformance: the wrapper is a World like any other; the suite's
+// payloads travel sealed underneath.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
+		lw, err := localworld.Open(localworld.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k1", map[string][]byte{"k1": key(1)})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return worldtest.Subject{World: w, Consumer: w}
+	}})
+}
+
+func TestLocalKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ring := keyring(t, "k2", map[string][]byte{"k1": key(1), "k2": key(2)})
+	plain, wrapped, id, err := ring.NewDataKey(ctx)
+	if err != nil || id != "k2" || len(plain) != encrypt.DataKeySize || bytes.Contains(wrapped, plain) {
+		t.Fatalf("NewDataKey = %d bytes, key %q, %v", len(plain), id, err)
+	}
+	got, err := ring.OpenDataKey(ctx, "k2", wrapped)
+	if err != nil || !bytes.Equal(got, plain) {
+		t.Fatalf("OpenDataKey = %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		ring *encrypt.LocalKeys
+		id   string
+	}{
+		{"unknown key", keyring(t, "k1", map[string][]byte{"k1": key(1)}), "k2"},
+		{"wrong key under the same ID", keyring(t, "k2", map[string][]byte{"k2": key(9)}), "k2"},
+		{"another key's ID", ring, "k1"},
+	} {
+		_, err := tc.ring.OpenDataKey(ctx, tc.id, wrapped)
+		var ke *encrypt.KeyError
+		if !errors.As(err, &ke) || ke.KeyID != tc.id || !errors.Is(err, encrypt.ErrKey) {
+			t.Errorf("%s: OpenDataKey = %v; want a *KeyError naming %q", tc.name, err, tc.id)
+		}
+	}
+	for _, bad := range []struct {
+		current string
+		keys    map[string][]byte
+	}{
+		{"k9", map[string][]byte{"k1": key(1)}},
+		{"k1", map[string][]byte{"k1": []byte("short")}},
+		{"", map[string][]byte{"": key(1)}},
+	} {
+		if _, err := encrypt.NewLocalKeys(bad.current, bad.keys); err == nil {
+			t.Errorf("NewLocalKeys(%q, ...) accepted", bad.current)
+		}
+	}
+}
+
+func TestParseLocalKeys(t *testing.T) {
+	t.Parallel()
+	b64 := func(b byte) string { return base64.StdEncoding.EncodeToString(key(b)) }
+	ring, err := encrypt.ParseLocalKeys("k2=" + b64(2) + ", k1=" + b64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, id, err := ring.NewDataKey(context.Background()); err != nil || id != "k2" {
+		t.Errorf("current key %q, %v; want the first, k2", id, err)
+	}
+	for _, bad := range []string{"", "k1", "=" + b64(1), "k1=short", "k1=" + b64(1) + ",k1=" + b64(2)} {
+		_, err := encrypt.ParseLocalKeys(bad)
+		if err == nil {
+			t.Errorf("ParseLocalKeys(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), b64(1)) {
+			t.Errorf("the error shows a key: %v", err)
+		}
+	}
+}
+
+// TestLeaveSealed: a tool's reader without the key gets the payloads as
+// stored, which Describe names by key, instead of an error.
+func TestLeaveSealed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	writer, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k1", map[string][]byte{"k1": key(1)})})
+	if _, err := writer.Append(ctx, &world.AppendParams{RunID: "wrun_01JABCDEFGHJKMNPQRSTVWXYZ0", Events: []world.EventInput{{Data: &world.RunCreated{WorkflowName: "wf", Input: json.RawMessage(`"card 4242"`)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	reader, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k9", map[string][]byte{"k9": key(9)}), LeaveSealed: true})
+	r, err := reader.GetRun(ctx, &world.GetRunParams{RunID: "wrun_01JABCDEFGHJKMNPQRSTVWXYZ0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encrypt.Describe(r.Input); !strings.Contains(got, `key "k1"`) || strings.Contains(got, "4242") {
+		t.Errorf("Describe = %q", got)
+	}
+}

@@ -1,0 +1,197 @@
+package encrypt
+
+import (
+	"context"
+	"errors"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Append seals the events' payloads, appends them, and returns the result
+// with its payloads opened again. A run_created draws the run's data key.
+func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	k, created, err := w.appendKey(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := sealEvents(p.RunID, k, p.Events)
+	if err != nil {
+		return nil, err
+	}
+	q := *p
+	q.Events = sealed
+	res, err := w.inner.Append(ctx, &q)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		w.remember(p.RunID, k)
+	}
+	return w.openResult(ctx, res)
+}
+
+// appendKey is the data key p's events are sealed with: a new one when they
+// create the run, else the run's own (nil for a run in clear).
+func (w *World) appendKey(ctx context.Context, p *world.AppendParams) (k *runKey, created bool, err error) {
+	for _, ev := range p.Events {
+		if _, ok := ev.Data.(*world.RunCreated); ok {
+			k, err = w.newRunKey(ctx)
+			return k, true, err
+		}
+	}
+	k, err = w.runKey(ctx, p.RunID)
+	if errors.Is(err, world.ErrNotFound) {
+		return nil, false, nil // the World refuses the events itself
+	}
+	return k, false, err
+}
+
+func (w *World) openResult(ctx context.Context, res *world.AppendResult) (*world.AppendResult, error) {
+	out := *res
+	var err error
+	if out.Run, err = w.openRun(ctx, res.Run); err != nil {
+		return nil, err
+	}
+	out.Results = make([]world.EventResult, len(res.Results))
+	for i, r := range res.Results {
+		out.Results[i] = r
+		if out.Results[i].Event, err = w.openEvent(ctx, r.Event); err != nil {
+			return nil, err
+		}
+		if out.Results[i].Step, err = w.openStep(ctx, r.Step); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
+}
+
+// AppendFits is the wrapped World's limit for the events as they will be
+// stored, sealed (sized with a stand-in key: no data key is drawn).
+func (w *World) AppendFits(events []world.EventInput) int {
+	if _, ok := w.inner.(world.AppendLimiter); !ok {
+		return len(events)
+	}
+	return world.AppendFits(w.inner, sizedLike(events))
+}
+
+// GetRun returns the run with its input and output opened.
+func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
+	r, err := w.inner.GetRun(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return w.openRun(ctx, r)
+}
+
+// ListRuns lists runs with their inputs and outputs opened (each run's data
+// key is opened once, then cached).
+func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+	page, err := w.inner.ListRuns(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := *page
+	out.Items = make([]world.Run, len(page.Items))
+	for i := range page.Items {
+		r, err := w.openRun(ctx, &page.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Items[i] = *r
+	}
+	return &out, nil
+}
+
+// GetStep returns the step with its input and output opened.
+func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
+	s, err := w.inner.GetStep(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return w.openStep(ctx, s)
+}
+
+// ListSteps lists steps with their inputs and outputs opened.
+func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
+	page, err := w.inner.ListSteps(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := *page
+	out.Items = make([]world.Step, len(page.Items))
+	for i := range page.Items {
+		s, err := w.openStep(ctx, &page.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out.Items[i] = *s
+	}
+	return &out, nil
+}
+
+// ListEvents lists events with their payloads opened.
+func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	return w.openPage(ctx, func() (*world.Page[world.Event], error) { return w.inner.ListEvents(ctx, p) })
+}
+
+// ListEventsByCorrelation lists one step's, hook's or wait's events with
+// their payloads opened.
+func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
+	return w.openPage(ctx, func() (*world.Page[world.Event], error) { return w.inner.ListEventsByCorrelation(ctx, p) })
+}
+
+func (w *World) openPage(ctx context.Context, list func() (*world.Page[world.Event], error)) (*world.Page[world.Event], error) {
+	page, err := list()
+	if err != nil {
+		return nil, err
+	}
+	items, err := w.openEvents(ctx, page.Items)
+	if err != nil {
+		return nil, err
+	}
+	out := *page
+	out.Items = items
+	return &out, nil
+}
+
+// RenewStepLease renews a step's lease; the step comes back opened.
+func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
+	s, err := w.inner.RenewStepLease(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return w.openStep(ctx, s)
+}
+
+// Hooks, waits and leases carry no payload: the wrapped World's own.
+
+func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
+	return w.inner.GetHook(ctx, p)
+}
+
+func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
+	return w.inner.GetHookByToken(ctx, p)
+}
+
+func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
+	return w.inner.ListHooks(ctx, p)
+}
+
+func (w *World) GetWait(ctx context.Context, p *world.GetWaitParams) (*world.Wait, error) {
+	return w.inner.GetWait(ctx, p)
+}
+
+func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+	return w.inner.AcquireRunLease(ctx, p)
+}
+
+func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+	return w.inner.RenewRunLease(ctx, p)
+}
+
+func (w *World) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+	return w.inner.ReleaseRunLease(ctx, p)
+}
+
+// Close closes the wrapped World.
+func (w *World) Close() error { return w.inner.Close() }
