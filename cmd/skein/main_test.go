@@ -170,8 +170,8 @@ func TestCLI(t *testing.T) {
 		if strings.Index(r.out, f.waitID) > strings.Index(r.out, f.doneID) {
 			t.Errorf("not newest first:\n%s", r.out)
 		}
-		if !regexp.MustCompile(f.doneID + `\s+demo\s+v1\.0\s+completed`).MatchString(r.out) ||
-			!regexp.MustCompile(f.waitID + `\s+demo\s+-\s+running`).MatchString(r.out) {
+		if !regexp.MustCompile(f.doneID+`\s+demo\s+v1\.0\s+completed`).MatchString(r.out) ||
+			!regexp.MustCompile(f.waitID+`\s+demo\s+-\s+running`).MatchString(r.out) {
 			t.Errorf("the VERSION column does not show v1.0 and - (none):\n%s", r.out)
 		}
 		r = cli(append(db, "runs", "list", "-version", "v1.0")...)
