@@ -84,7 +84,10 @@ func TestVersionConfig(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"client", func() error { _, err := workflow.NewClient(workflow.ClientConfig{World: lw, Version: "v1\n"}); return err }(), "ClientConfig.Version"},
+		{"client", func() error {
+			_, err := workflow.NewClient(workflow.ClientConfig{World: lw, Version: "v1\n"})
+			return err
+		}(), "ClientConfig.Version"},
 		{"worker", func() error {
 			_, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Version: strings.Repeat("v", 200)})
 			return err
