@@ -82,6 +82,8 @@ const (
 	EnvMetricsNamespace    = "SKEIN_METRICS_NAMESPACE"     // CloudWatch namespace of the EMF metrics (empty: none)
 	EnvVersion             = "SKEIN_VERSION"               // the code version recorded on the runs started here
 	EnvVersions            = "SKEIN_VERSIONS"              // comma-separated versions the flow function runs (- : none recorded)
+	EnvVersionRetryDelay   = "SKEIN_VERSION_RETRY_DELAY"   // Go duration: first delay of a message left for another version
+	EnvVersionRetryLimit   = "SKEIN_VERSION_RETRY_LIMIT"   // Go duration: the longest such delay
 	EnvFunctionVersion     = "AWS_LAMBDA_FUNCTION_VERSION" // Lambda's own: "$LATEST" or a published version
 	EnvFunctionName        = "AWS_LAMBDA_FUNCTION_NAME"    // Lambda's own
 )
@@ -350,6 +352,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	atoi(EnvMaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
 	duration(EnvHoldRetryDelay, &cfg.Engine.HoldRetryDelay)
 	duration(EnvHoldRetryLimit, &cfg.Engine.HoldRetryLimit)
+	duration(EnvVersionRetryDelay, &cfg.Engine.VersionRetryDelay)
+	duration(EnvVersionRetryLimit, &cfg.Engine.VersionRetryLimit)
 	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
 		errs = append(errs, fmt.Errorf("%s=%s: SQS delays a message by at most 15m", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay))
 	}

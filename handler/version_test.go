@@ -3,6 +3,7 @@ package handler_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/workflow"
@@ -36,12 +37,14 @@ func TestConfigFromEnvVersions(t *testing.T) {
 	env := templateEnv()
 	env["SKEIN_VERSION"] = "v2"
 	env["SKEIN_VERSIONS"] = "v1, v2,-"
+	env["SKEIN_VERSION_RETRY_DELAY"] = "2s"
+	env["SKEIN_VERSION_RETRY_LIMIT"] = "30s"
 	cfg, err := handler.ConfigFromEnv(envOf(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Version != "v2" {
-		t.Errorf("Version = %q, want v2", cfg.Version)
+	if cfg.Version != "v2" || cfg.Engine.VersionRetryDelay != 2*time.Second || cfg.Engine.VersionRetryLimit != 30*time.Second {
+		t.Errorf("Version = %q, retry %s to %s; want v2, 2s to 30s", cfg.Version, cfg.Engine.VersionRetryDelay, cfg.Engine.VersionRetryLimit)
 	}
 	vs, ok := cfg.Versions.(workflow.Versions)
 	if !ok || len(vs) != 3 || !vs.Accepts("v1") || !vs.Accepts("v2") || !vs.Accepts("") || vs.Accepts("v3") {
