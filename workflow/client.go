@@ -103,6 +103,7 @@ type startOptions struct {
 	key          string
 	attributes   map[string]string
 	lineage      *engine.ExecutionContext
+	version      *string
 }
 
 // WithIdempotencyKey makes Start idempotent: starting again with the same
@@ -114,6 +115,14 @@ func WithIdempotencyKey(key string) StartOption { return func(o *startOptions) {
 // service run. Without it, a client given a Registry refuses such a name
 // with an *UnknownWorkflowError, and a client without one starts any name.
 func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
+
+// WithVersion records version as the new run's code version in place of
+// the client's (ClientConfig.Version): for a tool that starts runs on
+// behalf of other code, such as one rerunning a run of an older version.
+// "" records none.
+func WithVersion(version string) StartOption {
+	return func(o *startOptions) { o.version = &version }
+}
 
 // WithAttributes records string attributes with the run.
 func WithAttributes(attrs map[string]string) StartOption {
@@ -180,10 +189,17 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 		}
 		execCtx = b
 	}
+	version := c.cfg.Version
+	if o.version != nil {
+		if err := world.CheckVersion(*o.version); err != nil {
+			return "", false, fmt.Errorf("workflow: Start: WithVersion: %w", err)
+		}
+		version = *o.version
+	}
 	runID := c.ids.New(world.PrefixRun)
 	_, err = c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
 		WorkflowName: name, Input: input, ExecutionContext: execCtx, Attributes: o.attributes, IdempotencyKey: o.key,
-		Secret: engine.NewRunSecret(), Version: c.cfg.Version,
+		Secret: engine.NewRunSecret(), Version: version,
 	}}}})
 	// The first start's wake is deduplicated by key; a later start of an
 	// unfinished run wakes it again without one, so a start after a crash

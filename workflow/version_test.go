@@ -118,6 +118,18 @@ func TestVersionConfig(t *testing.T) {
 	if info, err := c.GetRun(context.Background(), id); err != nil || info.Version != "release-7" {
 		t.Fatalf("run started by a client of release-7: %+v, %v", info, err)
 	}
+	for _, v := range []string{"release-6", ""} {
+		id, err = c.Start(context.Background(), "anything", 1, workflow.WithVersion(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, err := c.GetRun(context.Background(), id); err != nil || info.Version != v {
+			t.Fatalf("run started WithVersion(%q): %+v, %v", v, info, err)
+		}
+	}
+	if _, err := c.Start(context.Background(), "anything", 1, workflow.WithVersion("v\x00")); err == nil || !strings.Contains(err.Error(), "WithVersion") {
+		t.Fatalf("WithVersion of a control character: %v, want an error naming WithVersion", err)
+	}
 }
 
 // TestChildRunVersion: a child run records the version of the executor
