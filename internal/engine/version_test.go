@@ -104,3 +104,34 @@ func TestVersionDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionConfigValidation(t *testing.T) {
+	t.Parallel()
+	base := func() Config { return Config{World: nilWorld{}, Registry: newRegistry()} }
+	for _, c := range []struct {
+		name string
+		cfg  func(Config) Config
+		want string
+	}{
+		{"negative delay", func(c Config) Config { c.VersionRetryDelay = -time.Second; return c }, "VersionRetryDelay is negative"},
+		{"limit under delay", func(c Config) Config {
+			c.VersionRetryDelay, c.VersionRetryLimit = time.Minute, time.Second
+			return c
+		}, "VersionRetryLimit (1s) is less than VersionRetryDelay (1m0s)"},
+	} {
+		_, err := New(c.cfg(base()))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	e, err := New(base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := e.Config(); c.VersionRetryDelay != DefaultVersionRetryDelay || c.VersionRetryLimit != DefaultVersionRetryLimit || c.AcceptVersion != nil {
+		t.Errorf("defaults: delay %s limit %s", c.VersionRetryDelay, c.VersionRetryLimit)
+	}
+}
+
+// nilWorld is a World for configuration tests: never called.
+type nilWorld struct{ world.World }
