@@ -108,6 +108,10 @@ const (
 	MetricStepLatency = engine.MetricStepLatency // a step's first start to its completion
 	MetricRunDuration = engine.MetricRunDuration // a run's creation to its end (completed or failed)
 	MetricQueueLag    = engine.MetricQueueLag    // a queue message's due time to its receipt (Lambda handler)
+	// MetricMessagesRefused counts the messages an executor pinned to
+	// versions (ProcessorConfig.Versions) sent back for another executor:
+	// steadily above zero, runs are waiting for a version no one runs.
+	MetricMessagesRefused = engine.MetricMessagesRefused
 )
 
 // ProcessorConfig configures a Processor.

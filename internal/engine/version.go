@@ -93,6 +93,9 @@ func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, er
 	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: keyRefused(body)}); err != nil {
 		return false, fmt.Errorf("engine: leave run %s for an executor of version %q: %w", msg.RunID, run.Version, err)
 	}
+	if e.cfg.Metrics != nil {
+		e.cfg.Metrics.Count(MetricMessagesRefused, 1)
+	}
 	e.log.Warn("engine: run of a version this executor does not run; its message goes back to the queue for a compatible executor",
 		"run", msg.RunID, "workflow", run.WorkflowName, "version", run.Version, "status", run.Status,
 		"step", msg.StepID, "refused", next.Refused, "retryIn", delay)

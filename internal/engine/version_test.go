@@ -40,7 +40,9 @@ func (s *syncBuffer) String() string {
 func TestRefuseVersion(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
+	refusals := &countMetrics{}
 	h := newHarness(t, nil, Config{
+		Metrics:           refusals,
 		AcceptVersion:     func(v string) bool { return v == "v2" },
 		VersionRetryDelay: 30 * time.Millisecond, VersionRetryLimit: 40 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
@@ -56,6 +58,9 @@ func TestRefuseVersion(t *testing.T) {
 		if err := h.eng.HandleDelivery(ctx, msg, 1000); err != nil {
 			t.Fatalf("HandleDelivery of a run of another version: %v, want nil (left for another executor)", err)
 		}
+	}
+	if n := refusals.get(MetricMessagesRefused); n != 2 {
+		t.Fatalf("%s counted %d, want 2", MetricMessagesRefused, n)
 	}
 	if r, _ := h.w.GetRun(ctx, &world.GetRunParams{RunID: id}); r.Status != world.RunStatusPending {
 		t.Fatalf("run of another version: status %s, want pending (untouched)", r.Status)
@@ -135,3 +140,26 @@ func TestVersionConfigValidation(t *testing.T) {
 
 // nilWorld is a World for configuration tests: never called.
 type nilWorld struct{ world.World }
+
+// countMetrics counts what a Metrics sink is told.
+type countMetrics struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *countMetrics) Count(name string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == nil {
+		m.n = map[string]int{}
+	}
+	m.n[name] += n
+}
+
+func (m *countMetrics) Duration(string, time.Duration) {}
+
+func (m *countMetrics) get(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[name]
+}
