@@ -1,6 +1,8 @@
 package handler_test
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +67,20 @@ func TestConfigFromEnvVersions(t *testing.T) {
 				t.Errorf("%q: error %v, want one naming %s", bad, err, k)
 			}
 		}
+	}
+}
+
+// TestAPIStartRecordsVersion: a run the HTTP API starts records the
+// function's version (Config.Version, SKEIN_VERSION).
+func TestAPIStartRecordsVersion(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t, false, func(c *handler.Config) { c.Version = "api-7" })
+	r := b.do(t, http.MethodPost, "/v1/workflows/api-greet/runs", `{"input":{"name":"ada"}}`)
+	id, _ := r.body["id"].(string)
+	if r.status != http.StatusCreated || id == "" {
+		t.Fatalf("start: %d %s", r.status, r.raw)
+	}
+	if info, err := b.client.GetRun(context.Background(), id); err != nil || info.Version != "api-7" {
+		t.Fatalf("run started by the API: %+v, %v; want version api-7", info, err)
 	}
 }
