@@ -22,7 +22,8 @@
 //	                                        nh, nw: the run's active hooks and waits after it;
 //	                                        rs: the run's status after it)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
-//	                                        workflow wf, GSI keys g1 g2 g3 gsk, streams flag os
+//	                                        workflow wf, code version ver (never changes),
+//	                                        GSI keys g1 g2 g3 gsk, streams flag os
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
 //	                                        idempotency key; output, error, code, reason at the end
 //	r#<runID>           s#<stepID>          step (none yet for a lazy step, see Lazy steps)

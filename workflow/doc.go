@@ -83,6 +83,18 @@
 // skeintest checks history files exported with skein runs export in a
 // test (CheckHistories), or the runs of a World (CheckWorld).
 //
+// The other way is to pin runs to the code that started them. Every run
+// records the version of that code (RunInfo.Version): ClientConfig.Version,
+// or WorkerConfig.Version and ProcessorConfig.Version for the child runs a
+// worker starts, by default DefaultVersion (the VCS revision the program
+// was built from). A Worker or Processor given Versions (a Versions list or
+// a VersionFunc) executes only the runs whose version it accepts: the
+// messages of any other run go back to the queue for an executor that
+// does, without counting as failed deliveries, and a warning names the
+// version. Run the old deployment, pinned to its version, beside the new
+// one until no run of its version is left unfinished (skein runs list
+// -version), then retire it.
+//
 // The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
 // belongs to the workflow function's own goroutine: to run steps at the
 // same time, start them with Step.Go and wait with All or Select. A call

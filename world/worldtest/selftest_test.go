@@ -74,6 +74,7 @@ var mutants = []struct {
 	{"no-auto-dispose", "hooks", []string{"run_end_disposes_hooks"}},
 	{"no-auto-dispose", "waits", []string{"run_end_removes_waits"}},
 	{"hold-dropped", "holds", []string{"hold_stored_and_released", "held_run_accepts_work"}},
+	{"version-dropped", "runs", []string{"version_kept"}},
 	{"append-skipped", "runs", []string{"start_running_is_noop", "cancel_repeated_appends_nothing"}},
 	{"racy-append", "races", []string{"dense_seq_under_concurrent_appends", "create_same_step", "complete_same_step"}},
 	{"runs-oldest-first", "pagination", []string{"runs_newest_first_filtered"}},
