@@ -154,6 +154,7 @@
 //	queue_idempotency_expiry  t(expiresAt) raw(key)
 //	streams                   s(runID) raw(name) -> {count, done}
 //	stream_chunks             s(runID) s(name) u64(index) -> bytes
+//	commits                   u64(n) -> s(runID) seq(first) seq(last)       every Append, in commit order
 //
 // Append runs all the events of a commit in one write transaction: for each
 // event it reads the run, the step, hook or wait the correlation ID names,
