@@ -57,7 +57,7 @@ func (s *stream) message(event, id string, data []byte) {
 // update writes a subscription's update.
 func (s *stream) update(u *workflow.Update) error {
 	if s.redact {
-		u = redact(u)
+		u = workflow.RedactUpdate(u)
 	}
 	if u.Snapshot != nil {
 		b, err := json.Marshal(u.Snapshot)
