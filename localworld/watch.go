@@ -9,15 +9,7 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// Watching (world.Watcher). Every Append that appends events also records
-// the commit in the commits bucket, numbered in commit order (one writer at
-// a time makes that a total order), and closes commitCh: watchers in this
-// process wake at once, with no polling. An every-run watch reads the
-// commits after its cursor and their events; a one-run watch reads the
-// run's events after its cursor. A World opened read-only sees commits only
-// when it reads the file, so its watchers look again after a wait that
-// starts at Config.WatchPollMin and doubles while idle up to WatchPollMax
-// (each look is a stat of the file, and a read of what was appended).
+// Watching (world.Watcher): see doc.go.
 
 // allKind is the cursor kind of an every-run watch: the position is the
 // number of a commit and the sequence number of the last event of it
