@@ -106,16 +106,18 @@ func (w *watching) quiet(d time.Duration) {
 // wait waits for the watch to end by itself and returns its last error.
 func (w *watching) wait() error {
 	w.t.Helper()
-	for range w.ch {
+	deadline := time.After(w.timeout)
+	for open := true; open; {
+		select {
+		case _, open = <-w.ch:
+		case <-deadline:
+			w.cancel() // lets the watch's goroutine end before the test does
+			w.t.Fatalf("the watch did not end within %s", w.timeout)
+		}
 	}
-	select {
-	case err := <-w.end:
-		w.end <- err
-		return err
-	case <-time.After(w.timeout):
-		w.t.Fatalf("the watch did not end within %s", w.timeout)
-	}
-	return nil
+	err := <-w.end
+	w.end <- err
+	return err
 }
 
 // stop cancels the watch and waits until it has ended.
