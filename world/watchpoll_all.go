@@ -28,10 +28,6 @@ type pollRun struct {
 
 func (pos pollPos) encode() string { return EncodeCursor(pollKind, pos) }
 
-func (pos pollPos) clone() pollPos {
-	return pollPos{T: pos.T, R: maps.Clone(pos.R)}
-}
-
 // activeStatuses are the statuses of a run that may still append events.
 var activeStatuses = []RunStatus{RunStatusPending, RunStatusRunning, RunStatusHeld}
 
