@@ -122,9 +122,9 @@ func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
 		return json.NewEncoder(w).Encode(line)
 	}
 	if s := u.Snapshot; s != nil {
-		_, err := fmt.Fprintf(w, "%s  %s (%s) %s after event %d: %d steps, %d hooks, %d waits\n",
+		_, err := fmt.Fprintf(w, "%s  %s (%s) %s after event %d: %s, %s, %s\n",
 			s.Run.UpdatedAt.Local().Format(clockLayout), s.Run.RunID, safeName(s.Run.WorkflowName), s.Run.Status,
-			s.Run.LastSeq, len(s.Steps), len(s.Hooks), len(s.Waits))
+			s.Run.LastSeq, count(len(s.Steps), "step"), count(len(s.Hooks), "hook"), count(len(s.Waits), "wait"))
 		for _, st := range s.Steps {
 			fmt.Fprintf(w, "    step %s %s %s (attempt %d)\n", st.StepID, safeName(st.StepName), st.Status, st.Attempt)
 		}
@@ -154,6 +154,14 @@ func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
 }
 
 const clockLayout = "15:04:05.000"
+
+// count is "1 step", "2 steps".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
 
 // eventDetail is what a line says of an event beyond its type: a name, an
 // error, a token.

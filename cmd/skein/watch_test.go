@@ -120,7 +120,7 @@ func TestRunsWatchWhileWorkerRuns(t *testing.T) {
 	cli(append(dbArgs, "bogus")...).expect(t, 2, "-after")
 	cli("-db", db, "runs", "watch", id, "-types", "nope").expect(t, 2, `unknown event type "nope"`)
 	cli("-db", db, "runs", "watch", id, "extra").expect(t, 2, "want 0 to 1 argument(s)")
-	cli("-db", db, "runs", "watch", id, "-snapshot").expect(t, 0, "(ticker) completed after event", "step ", "tick")
+	cli("-db", db, "runs", "watch", id, "-snapshot").expect(t, 0, "(ticker) completed after event 11: 2 steps, 0 hooks, 0 waits", "tick")
 }
 
 const watchWorkerEnv = "SKEIN_TEST_WATCH_WORKER"
