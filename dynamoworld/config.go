@@ -107,7 +107,8 @@ type Config struct {
 	// WatchPollMin and WatchPollMax bound the wait between two looks of a
 	// watch (World.Watch): WatchPollMin after a look that found events,
 	// doubling while idle up to WatchPollMax (defaults 50ms and 2s). A watch
-	// of every run looks at most once a second (see doc.go, Watching).
+	// of every run looks at most once a second and backs off to 5s (see
+	// doc.go, Watching).
 	WatchPollMin, WatchPollMax time.Duration
 
 	// Now is the clock (default time.Now); Entropy feeds IDs (default

@@ -262,12 +262,22 @@
 // per watched idle run per hour at the 2s cap; a look that finds a commit
 // reads it (0.5 units per 4 KB). An event reaches the watcher within one
 // wait plus a Query's round trip (about 10ms in a region): 50ms on a busy
-// run, up to 2s on one that was idle. A watch of every run is
-// world.Poller over this World's reads (ListRuns by status and newest
-// first, then the partition of each run that moved), looking at most once
-// a second and backing off to 5s: its cost grows with the runs in flight,
-// about one Query and one BatchGetItem row per active run per look, which
-// suits a dashboard, not a table with thousands of runs in flight.
+// run, up to 2s on one that was idle.
+//
+// A watch of every run keeps a position per run (its cursor: the runs not
+// finished, and those created in the 30 seconds before its last look,
+// about 60 bytes each, and the time of that look). Each look lists the
+// runs pending, running and held (three keys-only Queries of gs3) and
+// those created since the last look minus 30 seconds (gs1), and reads the
+// partition of each listed or tracked run from its position as above: 4
+// index Queries and one Query per run in flight, 0.5 units each when
+// idle. It looks at most once a second, backing off to 5s. Its guarantee
+// is per run (every event after the cursor, in order, once); across runs
+// there is no order, and a run is found as long as the index lists it
+// within 30 seconds of the creation time it records (the skew between
+// writers' clocks and the index's lag); one found later is delivered from
+// its first event, never skipped. Its cost grows with the runs in flight,
+// which suits a dashboard, not a table with thousands of runs in flight.
 //
 // Why not DynamoDB Streams: a stream has no per-key read. A reader must
 // list the stream's shards (DescribeStream), follow them as they split

@@ -22,31 +22,37 @@ const watchBatch = 25
 // watch, whose look lists runs (doc.go, Watching).
 const allRunsPoll = time.Second
 
-// poller is the every-run watch: world.Poller over this World's reads.
-func (w *World) poller() *world.Poller {
-	return &world.Poller{
-		Storage: w, Now: w.now,
-		PollMin: max(w.cfg.WatchPollMin, allRunsPoll), PollMax: max(w.cfg.WatchPollMax, 5*allRunsPoll),
-	}
-}
-
 // WatchCursor implements world.Watcher.
 func (w *World) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
-	return w.poller().WatchCursor(ctx, p)
+	if err := p.Validate(); err != nil {
+		return "", err
+	}
+	if p.RunID != "" {
+		r, err := w.GetRun(ctx, &world.GetRunParams{RunID: p.RunID})
+		if err != nil {
+			return "", err
+		}
+		return world.RunCursor(r.RunID, r.LastSeq), nil
+	}
+	return w.watchAllCursor(ctx)
 }
 
 // Watch implements world.Watcher: one run by reading its partition after
-// the last commit seen; every run through world.Poller (doc.go, Watching).
+// the last commit seen, every run by listing them with keys-only index
+// queries and reading each one's partition so (doc.go, Watching).
 func (w *World) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
-	if p == nil || p.RunID == "" {
-		return w.poller().Watch(ctx, p)
-	}
 	return func(yield func(world.WatchEvent, error) bool) {
 		if err := p.Validate(); err != nil {
 			yield(world.WatchEvent{}, err)
 			return
 		}
-		if err := w.watchRun(ctx, p, yield); err != nil && !errors.Is(err, errWatchStopped) {
+		var err error
+		if p.RunID != "" {
+			err = w.watchRun(ctx, p, yield)
+		} else {
+			err = w.watchAll(ctx, p, yield)
+		}
+		if err != nil && !errors.Is(err, errWatchStopped) {
 			yield(world.WatchEvent{}, err)
 		}
 	}

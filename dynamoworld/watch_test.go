@@ -70,3 +70,58 @@ func TestWatchRequests(t *testing.T) {
 		t.Fatalf("the watch read more than the run's partition: %s", s)
 	}
 }
+
+// TestWatchAllRequests checks what a look of an every-run watch costs:
+// four keys-only index Queries (the runs pending, running and held, and
+// the newest) and one Query of each tracked run's partition; no item is
+// read by key.
+func TestWatchAllRequests(t *testing.T) {
+	dynamotest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := &dynamotest.Meter{}
+	w := dynamotest.NewWorld(t, dynamotest.Options{
+		Clients: dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}},
+	})
+	defer w.Close()
+	ids := world.NewIDSource(nil, nil)
+	runs := []string{ids.New(world.PrefixRun), ids.New(world.PrefixRun)}
+	for _, run := range runs {
+		if _, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{
+			{Data: &world.RunCreated{WorkflowName: "watched"}}, {Data: &world.RunStarted{}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := w.WatchCursor(ctx, &world.WatchParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reset()
+	wctx, stop := context.WithCancel(ctx)
+	got := make(chan world.WatchEvent, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p := &world.WatchParams{After: c, PollMin: time.Hour, PollMax: time.Hour} // one look, then a long wait
+		for e, err := range w.Watch(wctx, p) {
+			if err != nil {
+				return
+			}
+			got <- e
+		}
+	}()
+	defer func() { stop(); <-done }()
+	for m.Count("DynamoDB") < 6 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // nothing more comes within the look
+	if q, all := m.Count("DynamoDB/Query"), m.Count("DynamoDB"); q != 6 || all != 6 {
+		t.Fatalf("one look over 2 idle runs: %d requests (%d Queries), want 6 Queries: %s", all, q, m.Summary())
+	}
+	select {
+	case e := <-got:
+		t.Fatalf("an idle look delivered %s of %s", e.Event.Type(), e.Event.RunID)
+	default:
+	}
+}
