@@ -86,24 +86,33 @@ func (w *World) activeRuns(ctx context.Context) ([]runRef, error) {
 	return out, nil
 }
 
-// watchAllCursor is WatchCursor for every run: each active run at its
-// newest commit.
+// watchAllCursor is WatchCursor for every run: each run the first look
+// could list (the active ones, and the recent ones, which may have ended)
+// at its newest commit.
 func (w *World) watchAllCursor(ctx context.Context) (string, error) {
 	pos := allPos{T: w.now().UnixNano(), R: map[string]allRun{}}
 	refs, err := w.activeRuns(ctx)
 	if err != nil {
 		return "", err
 	}
-	for _, r := range refs {
+	recent, err := w.indexRuns(ctx, indexAll, attrG1, g1Run, pos.T-int64(watchOverlap))
+	if err != nil {
+		return "", err
+	}
+	for _, r := range append(refs, recent...) {
+		if _, ok := pos.R[r.id]; ok {
+			continue
+		}
 		items, _, err := w.watchQuery(ctx, r.id, commitsEnd, true)
 		if err != nil {
 			return "", err
 		}
-		var ls int64
+		t := allRun{C: r.created}
 		if len(items) > 0 {
-			ls = getN(items[0], aLastSeq)
+			t.S = getN(items[0], aLastSeq)
+			t.K, t.E = t.S, world.RunStatus(getS(items[0], aRunStatus)).Terminal()
 		}
-		pos.R[r.id] = allRun{S: ls, K: ls, C: r.created}
+		pos.R[r.id] = t
 	}
 	return world.EncodeCursor(allKind, pos), nil
 }

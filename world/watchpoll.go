@@ -70,13 +70,26 @@ func (p *Poller) WatchCursor(ctx context.Context, wp *WatchParams) (string, erro
 		}
 		return RunCursor(r.RunID, r.LastSeq), nil
 	}
-	pos := pollPos{T: p.now().UnixNano(), R: map[string]pollRun{}}
-	active, err := p.activeRuns(ctx)
+	// Every run the first look could list is placed at its newest event:
+	// the active ones, and the recent ones, which may have ended.
+	now := p.now()
+	pos := pollPos{T: now.UnixNano(), R: map[string]pollRun{}}
+	runs, err := p.activeRuns(ctx)
 	if err != nil {
 		return "", err
 	}
-	for _, r := range active {
-		pos.R[r.RunID] = pollRun{S: r.LastSeq, C: r.CreatedAt.UnixNano()}
+	err = listRuns(ctx, p.Storage, &ListRunsParams{}, func(r Run) bool {
+		if r.CreatedAt.Before(now.Add(-p.overlap())) {
+			return false
+		}
+		runs = append(runs, r)
+		return true
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range runs {
+		pos.R[r.RunID] = pollRun{S: r.LastSeq, C: r.CreatedAt.UnixNano(), E: r.Status.Terminal()}
 	}
 	return EncodeCursor(pollKind, pos), nil
 }

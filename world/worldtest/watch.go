@@ -21,6 +21,7 @@ func watchCases() []testCase {
 		{"run_ends_after_terminal", testWatchRunEnds},
 		{"run_errors", testWatchRunErrors},
 		{"all_runs", testWatchAllRuns},
+		{"all_runs_from_now", testWatchAllFromNow},
 		{"all_runs_resume", testWatchAllResume},
 		{"all_runs_types", testWatchAllTypes},
 		{"cancel_ends", testWatchCancel},

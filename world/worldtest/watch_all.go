@@ -55,6 +55,26 @@ func testWatchAllRuns(t *testing.T, f *fixture) {
 	w.quiet(f.d(100 * time.Millisecond))
 }
 
+// testWatchAllFromNow checks that an every-run watch from the present
+// delivers nothing of runs that ended before it, however recent.
+func testWatchAllFromNow(t *testing.T, f *fixture) {
+	ended := f.startedRun()
+	f.endRun(ended, world.EventRunCompleted)
+	w := f.watch(world.WatchParams{}) // from the present
+	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	if err != nil {
+		t.Fatalf("WatchCursor: %v", err)
+	}
+	after := f.watch(world.WatchParams{After: c})
+	time.Sleep(f.d(100 * time.Millisecond)) // the first watch takes its position
+	fresh := f.createRun("")
+	for _, w := range []*watching{w, after} {
+		if e := w.next(); e.Event.RunID != fresh || e.Event.Type() != world.EventRunCreated {
+			t.Fatalf("got %s %d of %s, want run_created of the run created after the watch began (%s), not %s's log", e.Event.Type(), e.Event.Seq, e.Event.RunID, fresh, ended)
+		}
+	}
+}
+
 func testWatchAllResume(t *testing.T, f *fixture) {
 	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
 	if err != nil {
