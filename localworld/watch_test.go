@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/skeinflow/skein/world"
 )
 
@@ -116,4 +118,47 @@ func TestWatchReadOnly(t *testing.T) {
 	if e := one(); e.Event.Seq != 2 {
 		t.Fatalf("one-run watch: got event %d, want 2", e.Event.Seq)
 	}
+}
+
+// Watches cancelled, or ended by Close, leave no goroutine behind. Not
+// parallel: the check sees the whole process.
+func TestWatchLeavesNoGoroutine(t *testing.T) {
+	opts := goleak.IgnoreCurrent()
+	path := filepath.Join(t.TempDir(), "w.db")
+	w, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(Config{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := createRun(t, w)
+	ctx, cancel := context.WithCancel(context.Background())
+	var ends []chan error
+	for _, sw := range []*World{w, ro} {
+		for _, p := range []world.WatchParams{{RunID: run}, {}} {
+			end := make(chan error, 1)
+			ends = append(ends, end)
+			go func() {
+				var last error
+				for _, err := range sw.Watch(ctx, &p) {
+					last = err
+				}
+				end <- last
+			}()
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	for _, end := range ends {
+		select {
+		case <-end:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a cancelled watch did not end")
+		}
+	}
+	_ = ro.Close()
+	_ = w.Close()
+	goleak.VerifyNone(t, opts)
 }
