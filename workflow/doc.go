@@ -157,4 +157,22 @@
 // for it (the parent waits on a hook the child resumes when it ends);
 // Workflow.Start does from a step. Client.Cancel ends a run: its pending
 // steps are refused and its running steps see their context cancelled.
+//
+// # Watching runs
+//
+// Client.Subscribe follows runs as they commit: one run's events (or every
+// run's), filtered by type, optionally after a snapshot of the run as it
+// stands (its steps, active hooks and waits, Client.RunState), each update
+// with a cursor to resume from after a disconnect, with nothing missed and
+// nothing twice:
+//
+//	sub, err := client.Subscribe(ctx, workflow.SubscribeOptions{RunID: id, Snapshot: true})
+//	defer sub.Close()
+//	for u, err := range sub.All() { // ends after the run's terminal event
+//		...
+//	}
+//
+// On the local world updates are pushed at every commit; on dynamoworld
+// the run's partition is polled; on any other World the Client polls its
+// read API. Package skeinhttp serves subscriptions as Server-Sent Events.
 package workflow

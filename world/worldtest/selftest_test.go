@@ -12,6 +12,10 @@ import (
 func memSubject(bug string) func(t *testing.T) worldtest.Subject {
 	return func(t *testing.T) worldtest.Subject {
 		w := newMemWorld(bug)
+		if isWatchBug(bug) {
+			bw := brokenWatcher{memWorld: w, bug: bug}
+			return worldtest.Subject{World: bw, Consumer: bw}
+		}
 		if isLimited(bug) {
 			lw := &limitedMemWorld{memWorld: w}
 			return worldtest.Subject{World: lw, Consumer: lw}
@@ -95,6 +99,9 @@ var mutants = []struct {
 	{"limited-hooks-as-one", "commit", []string{"append_fits_hooks", "append_fits_mixed_from_run_created", "append_fits_mixed_ending_the_run"}},
 	{"limited-impure", "commit", fitsCases},
 	{"stream-done-early", "streams", []string{"write_read_in_order", "limit_and_next", "close", "tail_live"}},
+	{"watch-resume-from-start", "watch", []string{"run_resume", "all_runs_resume"}},
+	{"watch-no-types", "watch", []string{"run_types", "all_runs_types"}},
+	{"watch-no-end", "watch", []string{"run_types", "run_ends_after_terminal"}},
 }
 
 // TestSuiteCatchesMutants proves the suite has teeth: against each broken
