@@ -109,9 +109,11 @@ func listModule(t *testing.T) []listedPackage {
 // TestImportBoundaries enforces the layering ARCHITECTURE.md describes,
 // tests included (the integration tag too):
 //
-//   - world/ (the seam and its conformance suite) and workflow/ (the SDK)
-//     depend on no AWS or Lambda package (github.com/aws/...), directly or
-//     not, so that any World and the local worker build without them;
+//   - world/ (the seam and its conformance suite), workflow/ (the SDK) and
+//     skeinhttp/ (the live subscription over HTTP, which a UI mounts over
+//     any World) depend on no AWS or Lambda package (github.com/aws/...),
+//     directly or not, so that any World and the local worker build
+//     without them;
 //   - world/ depends on no other package of this module: it is the seam
 //     every other layer depends on;
 //   - examples/ import nothing under internal/: they show what a user's
@@ -142,10 +144,10 @@ func TestImportBoundaries(t *testing.T) {
 	for _, p := range pkgs {
 		owner := p.owner()
 		seen[owner] = true
-		if under(owner, "world") || under(owner, "workflow") || under(owner, "skeintest") {
+		if under(owner, "world") || under(owner, "workflow") || under(owner, "skeintest") || under(owner, "skeinhttp") {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/aws/") {
-					report("%s (or its tests) depends on %s: world/, workflow/ and skeintest/ must not depend on AWS or Lambda packages", owner, d)
+					report("%s (or its tests) depends on %s: world/, workflow/, skeintest/ and skeinhttp/ must not depend on AWS or Lambda packages", owner, d)
 				}
 			}
 		}
@@ -185,7 +187,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

@@ -21,6 +21,7 @@ const (
 	aFinished    = "fa"
 	aWorkflow    = "wf"
 	aDeployment  = "dep"
+	aVersion     = "ver" // on the run head: the code version that started the run
 	aIdemKey     = "ik"
 	aErrorCode   = "ec"
 	aCancel      = "cr"
@@ -60,6 +61,7 @@ func encodeRunHead(r *world.Run, ttl int64) *encItem {
 	setT(it, aStarted, r.StartedAt)
 	setT(it, aFinished, r.CompletedAt)
 	setS(it, aWorkflow, r.WorkflowName)
+	setS(it, aVersion, r.Version)
 	it[attrGSK] = str(gsk(r.CreatedAt, r.RunID))
 	it[attrG1] = str(g1Run)
 	it[attrG2] = str("wf#" + r.WorkflowName)
@@ -174,6 +176,7 @@ func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, er
 	r := &world.Run{
 		RunID:        getS(head, attrPK)[2:],
 		WorkflowName: getS(head, aWorkflow),
+		Version:      getS(head, aVersion),
 		Status:       world.RunStatus(status),
 		LastSeq:      getN(last, aLastSeq),
 		CreatedAt:    getT(head, aCreated),

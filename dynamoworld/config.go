@@ -24,6 +24,10 @@ const (
 	// DefaultPendingGrace is how long an Enqueue that claimed an idempotency
 	// key but has not confirmed its send keeps later duplicates away.
 	DefaultPendingGrace = 30 * time.Second
+	// DefaultWatchPollMin and DefaultWatchPollMax bound the wait between two
+	// reads of a watched run's partition (World.Watch).
+	DefaultWatchPollMin = 50 * time.Millisecond
+	DefaultWatchPollMax = 2 * time.Second
 )
 
 // Limits.
@@ -100,6 +104,12 @@ type Config struct {
 	// and bucket exist and that the table is of this World's SchemaVersion.
 	// World.CheckSchema checks the version alone (one GetItem).
 	SkipCheck bool
+	// WatchPollMin and WatchPollMax bound the wait between two looks of a
+	// watch (World.Watch): WatchPollMin after a look that found events,
+	// doubling while idle up to WatchPollMax (defaults 50ms and 2s). A watch
+	// of every run looks at most once a second and backs off to 5s (see
+	// doc.go, Watching).
+	WatchPollMin, WatchPollMax time.Duration
 
 	// Now is the clock (default time.Now); Entropy feeds IDs (default
 	// crypto/rand); Logger gets operational messages (default: discarded).
@@ -141,6 +151,12 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.MaxAttempts <= 0 {
 		out.MaxAttempts = DefaultMaxAttempts
+	}
+	if out.WatchPollMin <= 0 {
+		out.WatchPollMin = DefaultWatchPollMin
+	}
+	if out.WatchPollMax <= 0 {
+		out.WatchPollMax = DefaultWatchPollMax
 	}
 	if out.Now == nil {
 		out.Now = time.Now

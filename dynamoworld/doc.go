@@ -22,7 +22,8 @@
 //	                                        nh, nw: the run's active hooks and waits after it;
 //	                                        rs: the run's status after it)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
-//	                                        workflow wf, GSI keys g1 g2 g3 gsk, streams flag os
+//	                                        workflow wf, code version ver (never changes),
+//	                                        GSI keys g1 g2 g3 gsk, streams flag os
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
 //	                                        idempotency key; output, error, code, reason at the end
 //	r#<runID>           s#<stepID>          step (none yet for a lazy step, see Lazy steps)
@@ -240,6 +241,63 @@
 // snapshot was. So a lease holder commits after background steps without
 // reading the run again. The fold's JSON payloads are the events', which a
 // commit stores re-encoded (compact), as lazy steps' states already are.
+//
+// # Watching
+//
+// World is a world.Watcher. A watch of one run polls the run's partition:
+// it places itself with one strongly consistent Query (the commit holding
+// the cursor's event, newest first, limit 1), then each look is one
+// eventually consistent Query of the commits from the next expected key
+// on (sk from e#<last sequence number delivered> up, limit 25). A commit
+// is delivered only when it chains from the one before (its key is the
+// previous commit's last sequence number), so a replica that shows a
+// commit before the one it follows delays it to the next look and never
+// makes a gap; commit items never change, so a look never delivers one
+// twice. The wait between looks starts at Config.WatchPollMin (50ms)
+// after a look that found something and doubles while the run is idle up
+// to Config.WatchPollMax (2s); the watch ends after the run's terminal
+// event.
+//
+// Cost and latency: an idle look is a Query that returns nothing, 0.5 read
+// request units ($0.125 per million on demand): about 900 units, $0.0001,
+// per watched idle run per hour at the 2s cap; a look that finds a commit
+// reads it (0.5 units per 4 KB). An event reaches the watcher within one
+// wait plus a Query's round trip (about 10ms in a region): 50ms on a busy
+// run, up to 2s on one that was idle.
+//
+// A watch of every run keeps a position per run (its cursor: the runs not
+// finished, and those created in the 30 seconds before its last look,
+// about 60 bytes each, and the time of that look). Each look lists the
+// runs pending, running and held (three keys-only Queries of gs3) and
+// those created since the last look minus 30 seconds (gs1), and reads the
+// partition of each listed or tracked run from its position as above: 4
+// index Queries and one Query per run in flight, 0.5 units each when
+// idle. It looks at most once a second, backing off to 5s. Its guarantee
+// is per run (every event after the cursor, in order, once); across runs
+// there is no order, and a run is found as long as the index lists it
+// within 30 seconds of the creation time it records (the skew between
+// writers' clocks and the index's lag); one found later is delivered from
+// its first event, never skipped. Its cost grows with the runs in flight,
+// which suits a dashboard, not a table with thousands of runs in flight.
+//
+// Why not DynamoDB Streams: a stream has no per-key read. A reader must
+// list the stream's shards (DescribeStream), follow them as they split
+// and roll over (every few hours), hold a shard iterator for each (it
+// expires after 15 minutes) and read every shard with GetRecords, which
+// returns the writes to every run in the table: following one run costs
+// as much as following all of them, and the reads grow with the table's
+// write traffic, not with what is watched. AWS advises at most two
+// concurrent readers per shard (more are throttled), so every watcher
+// beyond two (a UI per operator, a CLI) would need a fan-out service of
+// its own (Lambda, Kinesis). Records typically appear within a second,
+// so the latency is not better than a 50ms poll, records are kept 24
+// hours only (a cursor older than that could not resume), the stream
+// costs $0.02 per 100,000 read request units besides, and it must be
+// enabled on the table (a template change). DynamoDB Local does emulate
+// Streams, so testing was not the obstacle. Polling the run's partition
+// costs per watched run and look, needs no new resource or permission
+// beyond Query on the table, and resumes from any cursor for as long as
+// the run's items live.
 //
 // # Retention
 //

@@ -93,7 +93,7 @@ func (c commitCost) with(in world.EventInput) (commitCost, bool) {
 	switch d := in.Data.(type) {
 	case *world.RunCreated:
 		head, body, idem = true, true, d.IdempotencyKey != ""
-		strlen = 2*len(d.WorkflowName) + len(d.DeploymentID) + 2*len(d.IdempotencyKey)
+		strlen = 2*len(d.WorkflowName) + len(d.DeploymentID) + 2*len(d.IdempotencyKey) + len(d.Version)
 	case *world.RunStarted:
 		head = true
 	case *world.RunCompleted:

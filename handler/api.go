@@ -84,7 +84,7 @@ func newAPI(cfg Config) (*api, error) {
 	if err := cfg.validate(true); err != nil {
 		return nil, err
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now})
+	c, err := workflow.NewClient(workflow.ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: cfg.Version})
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}

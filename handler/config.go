@@ -81,7 +81,16 @@ const (
 	EnvLogLevel            = "AWS_LAMBDA_LOG_LEVEL"        // debug | info | warn | error (Lambda's own)
 	EnvMetricsNamespace    = "SKEIN_METRICS_NAMESPACE"     // CloudWatch namespace of the EMF metrics (empty: none)
 	EnvKMSKeyID            = "SKEIN_KMS_KEY_ID"            // KMS key sealing the runs' payloads (empty: in clear)
+	EnvVersion             = "SKEIN_VERSION"               // the code version recorded on the runs started here
+	EnvVersions            = "SKEIN_VERSIONS"              // comma-separated versions the flow function runs (- : none recorded)
+	EnvVersionRetryDelay   = "SKEIN_VERSION_RETRY_DELAY"   // Go duration: first delay of a message left for another version
+	EnvVersionRetryLimit   = "SKEIN_VERSION_RETRY_LIMIT"   // Go duration: the longest such delay
+	EnvFunctionVersion     = "AWS_LAMBDA_FUNCTION_VERSION" // Lambda's own: "$LATEST" or a published version
+	EnvFunctionName        = "AWS_LAMBDA_FUNCTION_NAME"    // Lambda's own
 )
+
+// NoVersion stands for "no version recorded" in SKEIN_VERSIONS.
+const NoVersion = "-"
 
 // Resources names what a World on AWS needs, as the environment gives them.
 // The handlers do not use them (they are handed a World); the Lambda main
@@ -139,6 +148,14 @@ type Config struct {
 	// Engine tunes the engine (InlineConcurrency, StepLeaseTTL, ...). Its
 	// BudgetMargin is ignored: TimeBudgetMargin sets it.
 	Engine workflow.EngineOptions
+	// Version is the code version recorded on the runs started here (child
+	// runs; see workflow.ProcessorConfig.Version). ConfigFromEnv sets it
+	// (see FunctionVersion); empty: workflow.DefaultVersion.
+	Version string
+	// Versions, when set, restricts the flow handler to the runs of these
+	// versions: a message of another run goes back to the queue for
+	// another function (see workflow.ProcessorConfig.Versions).
+	Versions workflow.VersionFilter
 
 	// TimeBudgetMargin is kept free before the invocation's deadline: no new
 	// inline step starts after deadline-TimeBudgetMargin, and the run is
@@ -341,6 +358,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	atoi(EnvMaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
 	duration(EnvHoldRetryDelay, &cfg.Engine.HoldRetryDelay)
 	duration(EnvHoldRetryLimit, &cfg.Engine.HoldRetryLimit)
+	duration(EnvVersionRetryDelay, &cfg.Engine.VersionRetryDelay)
+	duration(EnvVersionRetryLimit, &cfg.Engine.VersionRetryLimit)
 	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
 		errs = append(errs, fmt.Errorf("%s=%s: SQS delays a message by at most 15m", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay))
 	}
@@ -351,6 +370,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.Malformed = Acknowledge
 	default:
 		errs = append(errs, fmt.Errorf("%s=%q: want dead-letter or acknowledge", EnvMalformed, v))
+	}
+	cfg.Version = FunctionVersion(get)
+	if err := world.CheckVersion(cfg.Version); err != nil {
+		errs = append(errs, fmt.Errorf("%s=%q: %w", EnvVersion, cfg.Version, err))
+	}
+	if v := get(EnvVersions); v != "" {
+		vs, err := parseVersions(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvVersions, v, err))
+		}
+		cfg.Versions = vs
 	}
 	level := slog.LevelInfo
 	if v := get(EnvLogLevel); v != "" {
@@ -388,4 +418,53 @@ func validNamespace(ns string) bool {
 		}
 	}
 	return true
+}
+
+// FunctionVersion is the code version a function records on the runs it
+// starts, from its environment (getenv; os.Getenv when nil): SKEIN_VERSION
+// when set (set it to the same value on every function and client of a
+// deploy, e.g. a release name or the commit: it is what pins runs to the
+// code that started them); else the VCS revision the binary was built from
+// (workflow.DefaultVersion); else, for a published Lambda version, the
+// function's name and version ("my-flow:7"). "$LATEST" is not a version of
+// anything (its code changes with every deploy): it gives "".
+func FunctionVersion(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v := strings.TrimSpace(getenv(EnvVersion)); v != "" {
+		return v
+	}
+	if v := workflow.DefaultVersion(); v != "" {
+		return v
+	}
+	fv := strings.TrimSpace(getenv(EnvFunctionVersion))
+	if fv == "" || fv == "$LATEST" {
+		return ""
+	}
+	if name := strings.TrimSpace(getenv(EnvFunctionName)); name != "" {
+		return name + ":" + fv
+	}
+	return fv
+}
+
+// parseVersions reads SKEIN_VERSIONS: versions separated by commas, NoVersion
+// for the runs that recorded none.
+func parseVersions(s string) (workflow.Versions, error) {
+	var vs workflow.Versions
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		switch {
+		case v == "":
+			return nil, errors.New("an empty item (write " + NoVersion + " for the runs that recorded no version)")
+		case v == NoVersion:
+			v = ""
+		default:
+			if err := world.CheckVersion(v); err != nil {
+				return nil, err
+			}
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
 }

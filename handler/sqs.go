@@ -68,6 +68,7 @@ func NewSQS(cfg Config) (SQSHandler, error) {
 	}
 	p, err := workflow.NewProcessor(workflow.ProcessorConfig{
 		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
+		Version: cfg.Version, Versions: cfg.Versions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)

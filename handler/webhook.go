@@ -43,7 +43,7 @@ func NewWebhook(cfg Config) (WebhookHandler, error) {
 	}
 	inv := &invocation{}
 	logger := withRequestID(cfg.Logger, inv)
-	c, err := workflow.NewClient(workflow.ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now})
+	c, err := workflow.NewClient(workflow.ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Version: cfg.Version})
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}

@@ -80,6 +80,10 @@ const (
 	DefaultVisibility   = 30 * time.Second
 	DefaultLockTimeout  = 2 * time.Second
 	DefaultRunLeaseTTL  = 30 * time.Second
+	// DefaultWatchPollMin and DefaultWatchPollMax bound how often a watch
+	// on a read-only World looks at the file.
+	DefaultWatchPollMin = 5 * time.Millisecond
+	DefaultWatchPollMax = 100 * time.Millisecond
 )
 
 // MaxReceive bounds ReceiveParams.Max.
@@ -138,6 +142,12 @@ type Config struct {
 	// DefaultRunLeaseTTL is the run lease duration when RunLeaseParams names
 	// no TTL (default 30s).
 	DefaultRunLeaseTTL time.Duration
+	// WatchPollMin and WatchPollMax bound the wait between two looks at
+	// the file of a watch (World.Watch) on a ReadOnly World, which has no
+	// other way to learn of another process's commits (default 5ms, doubling
+	// while idle up to 100ms). A World that writes wakes its watchers at
+	// every commit and does not poll.
+	WatchPollMin, WatchPollMax time.Duration
 
 	// compactMin is the size below which a log file is never compacted
 	// (default 64 MiB); tests set it small.
@@ -193,6 +203,12 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.DefaultRunLeaseTTL <= 0 {
 		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
+	}
+	if out.WatchPollMin <= 0 {
+		out.WatchPollMin = DefaultWatchPollMin
+	}
+	if out.WatchPollMax <= 0 {
+		out.WatchPollMax = DefaultWatchPollMax
 	}
 	return &out
 }

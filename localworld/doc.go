@@ -6,8 +6,9 @@
 //	w, err := localworld.Open(localworld.Config{Path: "skein.db"}) // "" = in memory
 //	defer w.Close()
 //
-// *World implements world.World, world.Consumer and world.StreamNotifier, and
-// passes world/worldtest in memory and in both file formats.
+// *World implements world.World, world.Consumer, world.StreamNotifier and
+// world.Watcher, and passes world/worldtest in memory and in both file
+// formats.
 //
 // # One logic layer, three stores
 //
@@ -154,6 +155,7 @@
 //	queue_idempotency_expiry  t(expiresAt) raw(key)
 //	streams                   s(runID) raw(name) -> {count, done}
 //	stream_chunks             s(runID) s(name) u64(index) -> bytes
+//	commits                   u64(n) -> s(runID) seq(first) seq(last)       every Append, in commit order
 //
 // Append runs all the events of a commit in one write transaction: for each
 // event it reads the run, the step, hook or wait the correlation ID names,
@@ -161,6 +163,23 @@
 // writes the event and the effect (entities, indexes, a disposed hook and its
 // token; when the run ends, its hooks, their tokens and its waits). The
 // first refusal rolls the commit back.
+//
+// # Watching
+//
+// Every Append that appends events also records the commit in the commits
+// bucket, numbered one after the newest (one writer at a time makes that
+// a total order of the store's commits), and wakes the World's watchers
+// once the commit is durable: no polling. A watch of every run reads the
+// commits after its cursor (a commit number and the last event of it
+// delivered) and their events, so its cursor is exact across runs and
+// resumes after a restart; a watch of one run reads the run's events
+// after its sequence number. A World opened ReadOnly learns of another
+// process's commits only by reading the file, so its watches look every
+// Config.WatchPollMin (5ms), backing off to WatchPollMax (100ms) while
+// nothing comes: a look is a stat of the file and a read of what was
+// appended. A store written before the commits bucket existed has no entry
+// for its older commits: an every-run watch starts at the first commit
+// made since.
 //
 // # Queue
 //

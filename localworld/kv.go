@@ -67,6 +67,7 @@ const (
 	bQueueIdemExpiry
 	bStreams
 	bStreamChunks
+	bCommits
 	numBuckets
 )
 
@@ -95,6 +96,7 @@ var bucketNames = [numBuckets]string{
 	bQueueIdemExpiry:  "queue_idempotency_expiry",
 	bStreams:          "streams",
 	bStreamChunks:     "stream_chunks",
+	bCommits:          "commits",
 }
 
 func (b bucketID) String() string {

@@ -31,6 +31,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 	if err != nil {
 		return nil, err
 	}
+	w.signalCommit()
 	return res, nil
 }
 
@@ -87,6 +88,9 @@ func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 	// read it from run, not from the store.
 	if changed {
 		if err := putRun(tx, first, run); err != nil {
+			return nil, err
+		}
+		if err := putCommit(tx, first, run); err != nil {
 			return nil, err
 		}
 	}

@@ -17,6 +17,7 @@ var (
 	_ world.World          = (*World)(nil)
 	_ world.Consumer       = (*World)(nil)
 	_ world.StreamNotifier = (*World)(nil)
+	_ world.Watcher        = (*World)(nil)
 )
 
 // World is the embedded World: storage, queue and streams in one store, a
@@ -36,6 +37,7 @@ type World struct {
 
 	mu        sync.Mutex
 	queueCh   chan struct{}            // closed and replaced when the queue changes
+	commitCh  chan struct{}            // closed and replaced at every commit of events
 	streamChs map[string]chan struct{} // closed at the next write or close of a stream
 }
 
@@ -60,6 +62,7 @@ func Open(cfg Config) (*World, error) {
 		logger:    c.Logger,
 		closedCh:  make(chan struct{}),
 		queueCh:   make(chan struct{}),
+		commitCh:  make(chan struct{}),
 		streamChs: make(map[string]chan struct{}),
 	}
 	if c.Path == "" {

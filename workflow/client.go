@@ -27,6 +27,10 @@ type ClientConfig struct {
 	// PollInterval bounds the wait between two looks at a run awaited by
 	// Result (default 100ms; the first looks are quicker).
 	PollInterval time.Duration
+	// Version is recorded as the code version of the runs Start starts
+	// (RunInfo.Version): at most 128 bytes of text without control
+	// characters, e.g. a release name or a commit. Default: DefaultVersion.
+	Version string
 }
 
 // Client starts runs and talks to them: status, result, cancellation,
@@ -63,6 +67,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
+	v, err := resolveVersion("ClientConfig.Version", cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Version = v
 	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: cfg.Now, ids: world.NewIDSource(cfg.Now, nil), cfg: cfg, known: known}, nil
 }
 
@@ -94,6 +103,7 @@ type startOptions struct {
 	key          string
 	attributes   map[string]string
 	lineage      *engine.ExecutionContext
+	version      *string
 }
 
 // WithIdempotencyKey makes Start idempotent: starting again with the same
@@ -105,6 +115,14 @@ func WithIdempotencyKey(key string) StartOption { return func(o *startOptions) {
 // service run. Without it, a client given a Registry refuses such a name
 // with an *UnknownWorkflowError, and a client without one starts any name.
 func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
+
+// WithVersion records version as the new run's code version in place of
+// the client's (ClientConfig.Version): for a tool that starts runs on
+// behalf of other code, such as one rerunning a run of an older version.
+// "" records none.
+func WithVersion(version string) StartOption {
+	return func(o *startOptions) { o.version = &version }
+}
 
 // WithAttributes records string attributes with the run.
 func WithAttributes(attrs map[string]string) StartOption {
@@ -171,10 +189,17 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 		}
 		execCtx = b
 	}
+	version := c.cfg.Version
+	if o.version != nil {
+		if err := world.CheckVersion(*o.version); err != nil {
+			return "", false, fmt.Errorf("workflow: Start: WithVersion: %w", err)
+		}
+		version = *o.version
+	}
 	runID := c.ids.New(world.PrefixRun)
 	_, err = c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
 		WorkflowName: name, Input: input, ExecutionContext: execCtx, Attributes: o.attributes, IdempotencyKey: o.key,
-		Secret: engine.NewRunSecret(),
+		Secret: engine.NewRunSecret(), Version: version,
 	}}}})
 	// The first start's wake is deduplicated by key; a later start of an
 	// unfinished run wakes it again without one, so a start after a crash
@@ -222,18 +247,21 @@ type RunInfo struct {
 	ErrorCode      string
 	CancelReason   string
 	IdempotencyKey string
-	Attributes     map[string]string
-	ParentRunID    string
-	RootRunID      string
-	CreatedAt      time.Time
-	StartedAt      time.Time
-	CompletedAt    time.Time
+	// Version is the version of the code that started the run (the
+	// starting Client's ClientConfig.Version), "" when none was recorded.
+	Version     string
+	Attributes  map[string]string
+	ParentRunID string
+	RootRunID   string
+	CreatedAt   time.Time
+	StartedAt   time.Time
+	CompletedAt time.Time
 }
 
 func (c *Client) runInfo(r *world.Run) *RunInfo {
 	info := &RunInfo{
 		ID: r.RunID, WorkflowName: r.WorkflowName, Status: r.Status, Input: r.Input, Output: r.Output,
-		ErrorCode: r.ErrorCode, CancelReason: r.CancelReason, IdempotencyKey: r.IdempotencyKey,
+		ErrorCode: r.ErrorCode, CancelReason: r.CancelReason, IdempotencyKey: r.IdempotencyKey, Version: r.Version,
 		Attributes: r.Attributes, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
 	}
 	if r.Error != nil {

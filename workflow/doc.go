@@ -83,6 +83,18 @@
 // skeintest checks history files exported with skein runs export in a
 // test (CheckHistories), or the runs of a World (CheckWorld).
 //
+// The other way is to pin runs to the code that started them. Every run
+// records the version of that code (RunInfo.Version): ClientConfig.Version,
+// or WorkerConfig.Version and ProcessorConfig.Version for the child runs a
+// worker starts, by default DefaultVersion (the VCS revision the program
+// was built from). A Worker or Processor given Versions (a Versions list or
+// a VersionFunc) executes only the runs whose version it accepts: the
+// messages of any other run go back to the queue for an executor that
+// does, without counting as failed deliveries, and a warning names the
+// version. Run the old deployment, pinned to its version, beside the new
+// one until no run of its version is left unfinished (skein runs list
+// -version), then retire it.
+//
 // The workflow API (steps, sleeps, hooks, a future's Get, All, Select)
 // belongs to the workflow function's own goroutine: to run steps at the
 // same time, start them with Step.Go and wait with All or Select. A call
@@ -145,4 +157,22 @@
 // for it (the parent waits on a hook the child resumes when it ends);
 // Workflow.Start does from a step. Client.Cancel ends a run: its pending
 // steps are refused and its running steps see their context cancelled.
+//
+// # Watching runs
+//
+// Client.Subscribe follows runs as they commit: one run's events (or every
+// run's), filtered by type, optionally after a snapshot of the run as it
+// stands (its steps, active hooks and waits, Client.RunState), each update
+// with a cursor to resume from after a disconnect, with nothing missed and
+// nothing twice:
+//
+//	sub, err := client.Subscribe(ctx, workflow.SubscribeOptions{RunID: id, Snapshot: true})
+//	defer sub.Close()
+//	for u, err := range sub.All() { // ends after the run's terminal event
+//		...
+//	}
+//
+// On the local world updates are pushed at every commit; on dynamoworld
+// the run's partition is polled; on any other World the Client polls its
+// read API. Package skeinhttp serves subscriptions as Server-Sent Events.
 package workflow

@@ -3,7 +3,10 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // RedactToken returns what a log shows of a hook token instead of the
@@ -24,4 +27,58 @@ func redactTokenIn(s, token string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, token, RedactToken(token))
+}
+
+// RedactUpdate returns u with webhook tokens replaced by RedactToken, for
+// showing a subscription to people who may not resume the webhooks: a
+// webhook's token in its hook_created event and in a snapshot's hooks, and
+// every token of hook_received, hook_disposed and hook_conflict events,
+// which do not say whether the hook is a webhook (their correlation ID
+// names the hook). Plain hooks' tokens stay. u itself is not changed.
+func RedactUpdate(u *Update) *Update {
+	out := *u
+	if u.Snapshot != nil {
+		st := *u.Snapshot
+		st.Hooks = slices.Clone(st.Hooks)
+		for i, h := range st.Hooks {
+			if h.IsWebhook {
+				st.Hooks[i].Token = RedactToken(h.Token)
+			}
+		}
+		out.Snapshot = &st
+		return &out
+	}
+	if u.Event == nil {
+		return &out
+	}
+	ev := *u.Event
+	switch d := ev.Data.(type) {
+	case *world.HookCreated:
+		if d.IsWebhook {
+			c := *d
+			c.Token = RedactToken(d.Token)
+			ev.Data = &c
+		}
+	case *world.HookReceived:
+		c := *d
+		c.Token = redactOpt(d.Token)
+		ev.Data = &c
+	case *world.HookDisposed:
+		c := *d
+		c.Token = redactOpt(d.Token)
+		ev.Data = &c
+	case *world.HookConflict:
+		c := *d
+		c.Token = redactOpt(d.Token)
+		ev.Data = &c
+	}
+	out.Event = &ev
+	return &out
+}
+
+func redactOpt(tok string) string {
+	if tok == "" {
+		return ""
+	}
+	return RedactToken(tok)
 }

@@ -77,6 +77,11 @@ type EngineOptions struct {
 	// Metric names say what. The Lambda handler sends them to CloudWatch in
 	// Embedded Metric Format.
 	Metrics Metrics
+	// VersionRetryDelay is how long a message of a run whose version the
+	// executor does not accept (see ProcessorConfig.Versions) waits in the
+	// queue for another executor (default 1s), doubling each time it is
+	// left again up to VersionRetryLimit (default 1m).
+	VersionRetryDelay, VersionRetryLimit time.Duration
 }
 
 // Metrics receives measurements of runs and steps, each once its event is
@@ -103,6 +108,10 @@ const (
 	MetricStepLatency = engine.MetricStepLatency // a step's first start to its completion
 	MetricRunDuration = engine.MetricRunDuration // a run's creation to its end (completed or failed)
 	MetricQueueLag    = engine.MetricQueueLag    // a queue message's due time to its receipt (Lambda handler)
+	// MetricMessagesRefused counts the messages an executor pinned to
+	// versions (ProcessorConfig.Versions) sent back for another executor:
+	// steadily above zero, runs are waiting for a version no one runs.
+	MetricMessagesRefused = engine.MetricMessagesRefused
 )
 
 // ProcessorConfig configures a Processor.
@@ -112,6 +121,15 @@ type ProcessorConfig struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Engine   EngineOptions
+	// Version is the code version of this executor, recorded on the child
+	// runs its workflows start (default: DefaultVersion).
+	Version string
+	// Versions, when set, says which runs' versions this executor runs: a
+	// message of a run of another version goes back to the queue, for an
+	// executor that accepts it, without counting as a failed delivery, and
+	// a warning names the version. Nil (or an empty Versions) runs every
+	// run. See the "Changing workflows" guide.
+	Versions VersionFilter
 }
 
 // Processor handles the queue messages of a World's runs: the part of a
@@ -130,7 +148,15 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now})
+	version, err := resolveVersion("ProcessorConfig.Version", cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	accept, err := acceptFunc("ProcessorConfig.Versions", cfg.Versions)
+	if err != nil {
+		return nil, err
+	}
+	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: version})
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +167,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
 		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
+		AcceptVersion: accept, VersionRetryDelay: o.VersionRetryDelay, VersionRetryLimit: o.VersionRetryLimit,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },
 	})
@@ -203,6 +230,14 @@ type WorkerConfig struct {
 	// given its attempt (default exponential from 100ms to 30s).
 	RetryDelay func(attempt int) time.Duration
 	Engine     EngineOptions
+	// Version is the code version of this worker: recorded on the runs its
+	// Client starts and on the child runs its workflows start (default:
+	// DefaultVersion).
+	Version string
+	// Versions, when set, restricts the worker to the runs of the versions
+	// it accepts; a message of another run stays queued for another worker
+	// (see ProcessorConfig.Versions). Nil runs every run.
+	Versions VersionFilter
 }
 
 // Worker runs workflows locally: it consumes a World's queue with a pool of
@@ -255,7 +290,8 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Engine.BackgroundDelay == 0 {
 		cfg.Engine.BackgroundDelay = 50 * time.Millisecond
 	}
-	p, err := NewProcessor(ProcessorConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Engine: cfg.Engine})
+	p, err := NewProcessor(ProcessorConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Engine: cfg.Engine,
+		Version: cfg.Version, Versions: cfg.Versions})
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,16 @@
 // non-empty page, the last included; cursors are opaque and typed by listing
 // (EncodeCursor, DecodeCursor), and a foreign one is ErrInvalid.
 //
+// # Watching
+//
+// A World may be a Watcher: it delivers the events of one run, or of every
+// run, as they commit, each with a cursor that resumes right after it (one
+// run: RunCursor, the same on every World; every run: the World's own).
+// Watch and WatchCursor use a World's Watcher when it has one and a Poller
+// over its read API otherwise, so watching works on any World. FoldEvents
+// rebuilds a run's state from its log, as of one event: what a
+// subscription's snapshot is.
+//
 // The package imports no AWS code. The conformance suite every World passes
 // is world/worldtest.
 package world

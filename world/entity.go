@@ -120,6 +120,9 @@ type Run struct {
 	ExecutionContext json.RawMessage   `json:"executionContext,omitempty"`
 	Attributes       map[string]string `json:"attributes,omitempty"`
 	IdempotencyKey   string            `json:"idempotencyKey,omitempty"`
+	// Version is the version of the code that started the run
+	// (RunCreated.Version), empty when none was recorded.
+	Version string `json:"version,omitempty"`
 	// Hold says why a held run is held; set exactly when Status is
 	// RunStatusHeld.
 	Hold *RunHold `json:"hold,omitempty"`

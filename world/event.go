@@ -84,6 +84,12 @@ type (
 		// tokens because the secret is in the log. Runs created before it
 		// existed have none; they keep tokens derived from the run ID alone.
 		Secret []byte `json:"secret,omitempty"`
+		// Version names the code that started the run (see CheckVersion):
+		// a release, a VCS revision, a function version. Executors may be
+		// configured to run only the versions they declare compatible.
+		// Empty for a run whose starter declared none, and for runs created
+		// before the field existed.
+		Version string `json:"version,omitempty"`
 	}
 	// RunStarted moves a pending run to running.
 	RunStarted struct{}
@@ -351,6 +357,9 @@ func (d *RunCreated) validate(corr string) error {
 	}
 	if err := CheckText(d.IdempotencyKey); err != nil {
 		return invalidf(EventRunCreated, "", "idempotencyKey %q %v", d.IdempotencyKey, err)
+	}
+	if err := CheckVersion(d.Version); err != nil {
+		return invalidf(EventRunCreated, "", "%v", err)
 	}
 	if err := validJSON(EventRunCreated, "", "input", d.Input); err != nil {
 		return err

@@ -23,7 +23,7 @@ func fullPayloads() []world.EventData {
 	errData := &world.ErrorData{Type: "FatalError", Message: "m", Stack: "s", Fatal: true, Code: "C", Details: json.RawMessage(`{"d":1}`), Cause: &world.ErrorData{Message: "cause"}}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
 	return []world.EventData{
-		&world.RunCreated{WorkflowName: "wf", DeploymentID: "dep", Input: json.RawMessage(`{"a":1}`), ExecutionContext: json.RawMessage(`[1]`), Attributes: map[string]string{"k": "v"}, IdempotencyKey: "key", Secret: []byte{1, 2, 3}},
+		&world.RunCreated{WorkflowName: "wf", DeploymentID: "dep", Input: json.RawMessage(`{"a":1}`), ExecutionContext: json.RawMessage(`[1]`), Attributes: map[string]string{"k": "v"}, IdempotencyKey: "key", Secret: []byte{1, 2, 3}, Version: "v1.2.3+abc"},
 		&world.RunStarted{},
 		&world.RunCompleted{Output: json.RawMessage(`"out"`)},
 		&world.RunFailed{Error: errData, ErrorCode: world.CodeUserError},
@@ -201,6 +201,10 @@ func TestValidateEvent(t *testing.T) {
 		{"step_created with a carriage return in the name", world.Event{CorrelationID: stepID, Data: &world.StepCreated{StepName: "s\r"}}},
 		{"hook_created with an escape in the token", world.Event{CorrelationID: hookID, Data: &world.HookCreated{Token: "t\x1b]0;x\x07"}}},
 		{"run_created with a long workflow name", world.Event{Data: &world.RunCreated{WorkflowName: strings.Repeat("w", world.MaxNameLength+1)}}},
+		{"run_created with a long version", world.Event{Data: &world.RunCreated{WorkflowName: "w", Version: strings.Repeat("v", world.MaxVersionLength+1)}}},
+		{"run_created with a newline in the version", world.Event{Data: &world.RunCreated{WorkflowName: "w", Version: "v1\n"}}},
+		{"run_created with a version that is not UTF-8", world.Event{Data: &world.RunCreated{WorkflowName: "w", Version: "v\xff"}}},
+		{"run_created with a version padded with spaces", world.Event{Data: &world.RunCreated{WorkflowName: "w", Version: " v1"}}},
 		{"run_created with a long idempotency key", world.Event{Data: &world.RunCreated{WorkflowName: "w", IdempotencyKey: strings.Repeat("k", world.MaxIdempotencyKeyLength+1)}}},
 		{"hook_created with invalid metadata", world.Event{CorrelationID: hookID, Data: &world.HookCreated{Token: "t", Metadata: json.RawMessage(`[`)}}},
 		{"hook_created with a step ID", world.Event{CorrelationID: stepID, Data: &world.HookCreated{Token: "t"}}},
@@ -258,5 +262,33 @@ func TestEventTypeAndStatus(t *testing.T) {
 	}
 	if e := (&world.ErrorData{Message: "boom"}); e.Error() != "boom" {
 		t.Errorf("ErrorData.Error() = %q", e.Error())
+	}
+}
+
+func TestCheckVersion(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		v    string
+		want string // a fragment of the error; empty: valid
+	}{
+		{"", ""},
+		{"v1", ""},
+		{"3f2a9c1d0b7e+dirty", ""},
+		{"release 2026-11-24", ""},
+		{strings.Repeat("v", world.MaxVersionLength), ""},
+		{strings.Repeat("v", world.MaxVersionLength+1), "longer than"},
+		{"v1\n", "control character"},
+		{"v\x1b[31m", "control character"},
+		{"v\xff", "UTF-8"},
+		{"v1 ", "space"},
+	}
+	for _, c := range cases {
+		err := world.CheckVersion(c.v)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("CheckVersion(%q) = %v, want nil", c.v, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("CheckVersion(%q) = %v, want an error saying %q", c.v, err, c.want)
+		}
 	}
 }

@@ -101,6 +101,11 @@ type Message struct {
 	// should it still diverge, holds it once more with the next attempt.
 	// A message for an earlier attempt is a plain continuation.
 	HoldAttempt int `json:"holdAttempt,omitempty"`
+	// Refused counts the executors that left this message for another
+	// because they do not run its run's code version: each sends it back
+	// to the queue as a new message, with Refused one higher, after a delay
+	// that grows with it.
+	Refused int `json:"refused,omitempty"`
 }
 
 // EncodeMessage returns the JSON body of m.
@@ -138,6 +143,9 @@ func (m Message) Validate() error {
 	}
 	if m.HoldAttempt < 0 {
 		return fmt.Errorf("%w: queue message: negative holdAttempt", ErrInvalid)
+	}
+	if m.Refused < 0 {
+		return fmt.Errorf("%w: queue message: negative refused", ErrInvalid)
 	}
 	return nil
 }

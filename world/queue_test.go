@@ -18,6 +18,7 @@ func TestMessageRoundTrip(t *testing.T) {
 		{RunID: runID, StepIDs: []string{stepID, stepID}},
 		{RunID: runID, StepID: stepID, StepIDs: []string{stepID}},
 		{RunID: runID, HoldAttempt: 3},
+		{RunID: runID, StepID: stepID, Refused: 4},
 	} {
 		b, err := world.EncodeMessage(m)
 		if err != nil {
@@ -32,7 +33,7 @@ func TestMessageRoundTrip(t *testing.T) {
 
 func TestMessageInvalid(t *testing.T) {
 	t.Parallel()
-	for _, m := range []world.Message{{}, {RunID: stepID}, {RunID: runID, StepID: hookID}, {RunID: runID, StepID: "step_x"}, {RunID: runID, StepIDs: []string{stepID, hookID}}, {RunID: runID, HoldAttempt: -1}} {
+	for _, m := range []world.Message{{}, {RunID: stepID}, {RunID: runID, StepID: hookID}, {RunID: runID, StepID: "step_x"}, {RunID: runID, StepIDs: []string{stepID, hookID}}, {RunID: runID, HoldAttempt: -1}, {RunID: runID, Refused: -1}} {
 		if _, err := world.EncodeMessage(m); !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("EncodeMessage(%+v): %v, want ErrInvalid", m, err)
 		}

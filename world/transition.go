@@ -139,7 +139,7 @@ func applyRunCreated(s State, ev Event, now time.Time) (Effect, error) {
 	run := &Run{
 		RunID: ev.RunID, WorkflowName: d.WorkflowName, DeploymentID: d.DeploymentID, Status: RunStatusPending,
 		Input: d.Input, ExecutionContext: d.ExecutionContext, Attributes: d.Attributes,
-		IdempotencyKey: d.IdempotencyKey, LastSeq: 1, CreatedAt: now, UpdatedAt: now,
+		IdempotencyKey: d.IdempotencyKey, Version: d.Version, LastSeq: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	return Effect{Event: ev, Run: run}, nil
 }

@@ -218,10 +218,10 @@ func heldRunCases() []applyCase {
 func TestApplyRun(t *testing.T) {
 	t.Parallel()
 	cases := []applyCase{
-		{name: "run_created", data: &world.RunCreated{WorkflowName: "wf", DeploymentID: "d", Input: json.RawMessage(`1`), IdempotencyKey: "k", Attributes: map[string]string{"a": "b"}},
+		{name: "run_created", data: &world.RunCreated{WorkflowName: "wf", DeploymentID: "d", Input: json.RawMessage(`1`), IdempotencyKey: "k", Attributes: map[string]string{"a": "b"}, Version: "v7"},
 			check: func(t *testing.T, eff world.Effect, _ error) {
 				r := eff.Run
-				if r.Status != world.RunStatusPending || r.WorkflowName != "wf" || r.DeploymentID != "d" || string(r.Input) != "1" ||
+				if r.Status != world.RunStatusPending || r.WorkflowName != "wf" || r.DeploymentID != "d" || string(r.Input) != "1" || r.Version != "v7" ||
 					r.IdempotencyKey != "k" || r.Attributes["a"] != "b" || !r.CreatedAt.Equal(now) || eff.EndsRun {
 					t.Fatalf("run_created: run %+v", r)
 				}

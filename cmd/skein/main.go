@@ -57,8 +57,9 @@ type command struct {
 	usage       string // the arguments, after the command's name
 	summary     string
 	help        string // what it does, with examples
-	// nargs is the number of positional arguments; -1 takes any number.
-	nargs int
+	// nargs is the number of positional arguments (-1 takes any number),
+	// optArgs how many more it may take.
+	nargs, optArgs int
 	// setup defines the command's flags and returns what runs it.
 	setup func(fs *flag.FlagSet) runFunc
 }
@@ -69,7 +70,7 @@ type runFunc func(ctx context.Context, e *env, args []string) error
 func (c *command) fullName() string { return c.group + " " + c.name }
 
 var commands = []*command{
-	runsListCmd, runsShowCmd, runsEventsCmd, runsExportCmd, runsCancelCmd, runsRerunCmd, runsRetryCmd, runsFailCmd,
+	runsListCmd, runsShowCmd, runsEventsCmd, runsWatchCmd, runsExportCmd, runsCancelCmd, runsRerunCmd, runsRetryCmd, runsFailCmd,
 	hooksListCmd, hooksResumeCmd,
 	streamsListCmd, streamsReadCmd,
 	patchesCheckCmd,
@@ -164,8 +165,12 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 		fmt.Fprintf(e.stderr, "skein %s: %s\n\n", c.fullName(), safeLines(err.Error()))
 		commandUsage(e.stderr, c, fs)
 		return 2
-	case c.nargs >= 0 && len(pos) != c.nargs:
-		fmt.Fprintf(e.stderr, "skein %s: want %d argument(s) (%s), got %d\n\n", c.fullName(), c.nargs, c.usage, len(pos))
+	case c.nargs >= 0 && (len(pos) < c.nargs || len(pos) > c.nargs+c.optArgs):
+		want := fmt.Sprint(c.nargs)
+		if c.optArgs > 0 {
+			want = fmt.Sprintf("%d to %d", c.nargs, c.nargs+c.optArgs)
+		}
+		fmt.Fprintf(e.stderr, "skein %s: want %s argument(s) (%s), got %d\n\n", c.fullName(), want, c.usage, len(pos))
 		commandUsage(e.stderr, c, fs)
 		return 2
 	}

@@ -78,7 +78,7 @@ func prepare(t *testing.T) *fixture {
 	if err := reg.Register(demo, flaky, square); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4})
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, Version: "v1.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,12 @@ func prepare(t *testing.T) *fixture {
 	if got, err := done.Result(ctx); err != nil || got != 6*6+7*7+100 {
 		t.Fatalf("demo result: %d, %v", got, err)
 	}
-	waiting, err := demo.Start(ctx, c, demoInput{N: 1, Token: f.waitTok})
+	// The second run records no version (a client that knows none).
+	unversioned, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := demo.Start(ctx, unversioned, demoInput{N: 1, Token: f.waitTok})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +166,25 @@ func TestCLI(t *testing.T) {
 
 	t.Run("runs list", func(t *testing.T) {
 		r := cli(append(db, "runs", "list")...)
-		r.expect(t, 0, "ID", "WORKFLOW", "STATUS", "CREATED", "DURATION", f.doneID, f.waitID, "completed", "running")
+		r.expect(t, 0, "ID", "WORKFLOW", "VERSION", "STATUS", "CREATED", "DURATION", f.doneID, f.waitID, "completed", "running")
 		if strings.Index(r.out, f.waitID) > strings.Index(r.out, f.doneID) {
 			t.Errorf("not newest first:\n%s", r.out)
 		}
+		if !regexp.MustCompile(f.doneID+`\s+demo\s+v1\.0\s+completed`).MatchString(r.out) ||
+			!regexp.MustCompile(f.waitID+`\s+demo\s+-\s+running`).MatchString(r.out) {
+			t.Errorf("the VERSION column does not show v1.0 and - (none):\n%s", r.out)
+		}
+		r = cli(append(db, "runs", "list", "-version", "v1.0")...)
+		r.expect(t, 0, f.doneID)
+		if strings.Contains(r.out, f.waitID) {
+			t.Errorf("-version v1.0 lists the run without a version:\n%s", r.out)
+		}
+		r = cli(append(db, "runs", "list", "-version", "-")...)
+		r.expect(t, 0, f.waitID)
+		if strings.Contains(r.out, f.doneID) {
+			t.Errorf("-version - lists the run of v1.0:\n%s", r.out)
+		}
+		cli(append(db, "runs", "list", "-version", "v9")...).expect(t, 0, "no runs")
 		r = cli("runs", "list", "-status", "completed", "-db", f.db) // flags after the command, -db too
 		r.expect(t, 0, f.doneID)
 		if strings.Contains(r.out, f.waitID) {
@@ -190,7 +210,7 @@ func TestCLI(t *testing.T) {
 
 	t.Run("runs show", func(t *testing.T) {
 		r := cli(append(db, "runs", "show", f.doneID)...)
-		r.expect(t, 0, "Run        "+f.doneID, "Workflow   demo", "Status     completed", "Ended", "Output     185",
+		r.expect(t, 0, "Run        "+f.doneID, "Workflow   demo", "Version    v1.0", "Status     completed", "Ended", "Output     185",
 			"Timeline", "STEP", "TRY", "STATUS", "TOOK", "flaky: try again", "hook bonus/done", "received", "sleep ", "attempt ok")
 		rows := map[string]string{}
 		for line := range strings.Lines(r.out) {

@@ -9,7 +9,7 @@ import (
 )
 
 var runsRerunCmd = &command{
-	group: "runs", name: "rerun", usage: "<run-id> [-idempotency-key key]", nargs: 1,
+	group: "runs", name: "rerun", usage: "<run-id> [-idempotency-key key] [-version v]", nargs: 1,
 	summary: "start a new run with a finished run's workflow and input",
 	help: `
 Starts a new run of a finished (failed, cancelled or completed) run's
@@ -17,13 +17,16 @@ workflow with the same input and attributes, and prints its ID. The old
 run stays as it is. The new run runs when a worker next runs on the store
 (on a deployed stack, the flow function picks it up). With
 -idempotency-key, running the command again with the same key returns the
-run the first one started instead of starting another.
+run the first one started instead of starting another. The new run records
+the old run's code version, so that the deployment pinned to it runs it;
+-version records another (- for none).
 
 Examples:
   skein runs rerun wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
   skein -stack orders runs rerun wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -idempotency-key rerun-1001`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		key := fs.String("idempotency-key", "", "start at most one run with this `key`")
+		version := fs.String("version", "", "record the code version `v` (default: the old run's; - for none)")
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
@@ -32,7 +35,15 @@ Examples:
 			if !r.Status.Terminal() {
 				return fmt.Errorf("run %s is %s, not finished: wait for it, or cancel it first (skein runs cancel)", r.RunID, r.Status)
 			}
-			opts := []workflow.StartOption{workflow.WithAttributes(r.Attributes)}
+			v := r.Version
+			switch *version {
+			case "":
+			case noVersion:
+				v = ""
+			default:
+				v = *version
+			}
+			opts := []workflow.StartOption{workflow.WithAttributes(r.Attributes), workflow.WithVersion(v)}
 			if *key != "" {
 				opts = append(opts, workflow.WithIdempotencyKey(*key))
 			}

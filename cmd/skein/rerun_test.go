@@ -32,6 +32,11 @@ func TestRunsRerun(t *testing.T) {
 		t.Errorf("idempotency key: %q then %q (first rerun %s)", again.out, same.out, m[1])
 	}
 	cli(append(db, "runs", "rerun", f.waitID)...).expect(t, 1, "is running, not finished")
+	other := started.FindStringSubmatch(cli(append(db, "runs", "rerun", f.doneID, "-version", "v2.0")...).out)
+	none := started.FindStringSubmatch(cli(append(db, "runs", "rerun", f.doneID, "-version", "-")...).out)
+	if other == nil || none == nil {
+		t.Fatal("rerun -version started no run")
+	}
 
 	w, err := localworld.Open(localworld.Config{Path: f.db})
 	if err != nil {
@@ -47,7 +52,12 @@ func TestRunsRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nu.WorkflowName != "demo" || nu.Status != world.RunStatusPending || !bytes.Equal(nu.Input, old.Input) {
-		t.Errorf("rerun: workflow %q status %s input %s; want demo, pending, %s", nu.WorkflowName, nu.Status, nu.Input, old.Input)
+	if nu.WorkflowName != "demo" || nu.Status != world.RunStatusPending || !bytes.Equal(nu.Input, old.Input) || nu.Version != "v1.0" {
+		t.Errorf("rerun: workflow %q status %s input %s version %q; want demo, pending, %s, the old run's v1.0", nu.WorkflowName, nu.Status, nu.Input, nu.Version, old.Input)
+	}
+	for id, want := range map[string]string{other[1]: "v2.0", none[1]: ""} {
+		if r, err := w.GetRun(ctx, &world.GetRunParams{RunID: id}); err != nil || r.Version != want {
+			t.Errorf("rerun -version: run %+v, %v; want version %q", r, err, want)
+		}
 	}
 }

@@ -15,11 +15,14 @@ import (
 )
 
 var runsListCmd = &command{
-	group: "runs", name: "list", usage: "[-workflow name] [-status s] [-limit n] [-json]",
+	group: "runs", name: "list", usage: "[-workflow name] [-status s] [-version v] [-limit n] [-json]",
 	summary: "list runs, newest first",
 	help: `
-Lists runs, newest first: ID, workflow, status, when it was created and how
-long it took (or has been going, marked with "…"). With -json, prints one
+Lists runs, newest first: ID, workflow, the version of the code that started
+it ("-" when none was recorded), status, when it was created and how long it
+took (or has been going, marked with "…"). -version keeps the runs of one
+version (- for none): with -status, what is left to drain before the
+deployment running that version can go. With -json, prints one
 JSON object per run instead (the stored run: input, output, error and all).
 Held runs (their code diverges from their log) are listed again below the
 table with the divergence and their next retry.
@@ -28,11 +31,13 @@ Examples:
   skein runs list
   skein runs list -status failed -limit 5
   skein runs list -status held
+  skein runs list -version 3f2a9c1d0b7e -status running
   skein runs list -workflow fulfil-order -json | jq -r .runId`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		var q runQuery
 		fs.StringVar(&q.workflow, "workflow", "", "only runs of the workflow `name`")
 		fs.StringVar(&q.status, "status", "", "only runs in `status` pending, running, held, completed, failed or cancelled")
+		fs.StringVar(&q.version, "version", "", "only runs started by code of version `v` (- for none recorded)")
 		fs.IntVar(&q.limit, "limit", 20, "at most `n` runs")
 		fs.BoolVar(&q.json, "json", false, "print JSON lines")
 		return func(ctx context.Context, e *env, _ []string) error { return listRuns(ctx, e, q) }
@@ -40,9 +45,33 @@ Examples:
 }
 
 type runQuery struct {
-	workflow, status string
-	limit            int
-	json             bool
+	workflow, status, version string
+	limit                     int
+	json                      bool
+}
+
+// keep reports whether r passes the query's filters that the World does
+// not apply (the version).
+func (q runQuery) keep(r *world.Run) bool {
+	switch q.version {
+	case "":
+		return true
+	case noVersion:
+		return r.Version == ""
+	}
+	return r.Version == q.version
+}
+
+// noVersion shows, and selects, the runs that recorded no version.
+const noVersion = "-"
+
+// versionCell is a run's version as the runs table shows it: "-" when
+// none, and clipped, since a version may be up to 128 bytes.
+func versionCell(v string) string {
+	if v == "" {
+		return noVersion
+	}
+	return clip(safeName(v), 20)
 }
 
 func listRuns(ctx context.Context, e *env, q runQuery) error {
@@ -64,7 +93,11 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 		if err != nil {
 			return err
 		}
-		runs = append(runs, page.Items...)
+		for _, r := range page.Items {
+			if q.keep(&r) {
+				runs = append(runs, r)
+			}
+		}
 		more = page.HasMore
 		if !page.HasMore {
 			break
@@ -86,9 +119,9 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tCREATED\tDURATION")
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tDURATION")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, safeName(r.WorkflowName), r.Status, r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, safeName(r.WorkflowName), versionCell(r.Version), r.Status, r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -197,6 +230,7 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 	}
 	field("Run", st.bold(r.RunID))
 	field("Workflow", safeName(r.WorkflowName))
+	field("Version", safeName(r.Version))
 	field("Status", st.status(string(r.Status)))
 	field("Created", at(r.CreatedAt))
 	field("Started", at(r.StartedAt))

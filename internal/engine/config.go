@@ -63,6 +63,8 @@ const (
 	DefaultLinger            = 250 * time.Millisecond
 	DefaultHoldRetryDelay    = time.Minute
 	DefaultHoldRetryLimit    = time.Hour
+	DefaultVersionRetryDelay = time.Second
+	DefaultVersionRetryLimit = time.Minute
 )
 
 // Config configures an Engine. Zero fields take their defaults.
@@ -138,6 +140,15 @@ type Config struct {
 	// replays the log again resumes the run at its next retry, or at once
 	// with a retry on request (RetryHeldRun).
 	HoldRetryDelay, HoldRetryLimit time.Duration
+	// AcceptVersion, when set, says which runs' code versions
+	// (world.Run.Version) this engine executes; a message of a run of any
+	// other version is sent back to the queue for a compatible executor
+	// (see version.go). Nil executes every run.
+	AcceptVersion func(version string) bool
+	// VersionRetryDelay is the delay of a message sent back for another
+	// executor (default 1s), doubling with each refusal of it up to
+	// VersionRetryLimit (default 1m).
+	VersionRetryDelay, VersionRetryLimit time.Duration
 	// EncodeError records an error that is not a *Failure (default: its
 	// message and Go type).
 	EncodeError func(error) *world.ErrorData
@@ -204,6 +215,12 @@ func (c Config) withDefaults() Config {
 	if c.HoldRetryLimit == 0 {
 		c.HoldRetryLimit = max(DefaultHoldRetryLimit, c.HoldRetryDelay)
 	}
+	if c.VersionRetryDelay == 0 {
+		c.VersionRetryDelay = DefaultVersionRetryDelay
+	}
+	if c.VersionRetryLimit == 0 {
+		c.VersionRetryLimit = max(DefaultVersionRetryLimit, c.VersionRetryDelay)
+	}
 	return c
 }
 
@@ -223,6 +240,7 @@ func (c Config) validate() error {
 		{"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin}, {"MaxInvocation", c.MaxInvocation},
 		{"LeaseRetryDelay", c.LeaseRetryDelay}, {"MaxQueueDelay", c.MaxQueueDelay}, {"BackgroundDelay", c.BackgroundDelay},
 		{"HoldRetryDelay", c.HoldRetryDelay}, {"HoldRetryLimit", c.HoldRetryLimit},
+		{"VersionRetryDelay", c.VersionRetryDelay}, {"VersionRetryLimit", c.VersionRetryLimit},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is negative (%s)", d.name, d.v))
@@ -233,6 +251,9 @@ func (c Config) validate() error {
 	}
 	if c.HoldRetryLimit < c.HoldRetryDelay {
 		errs = append(errs, fmt.Errorf("HoldRetryLimit (%s) is less than HoldRetryDelay (%s)", c.HoldRetryLimit, c.HoldRetryDelay))
+	}
+	if c.VersionRetryLimit < c.VersionRetryDelay {
+		errs = append(errs, fmt.Errorf("VersionRetryLimit (%s) is less than VersionRetryDelay (%s)", c.VersionRetryLimit, c.VersionRetryDelay))
 	}
 	if c.MaxDeliveries < 0 {
 		errs = append(errs, fmt.Errorf("MaxDeliveries is negative (%d)", c.MaxDeliveries))

@@ -21,14 +21,19 @@
 // from goroutines the workflow started (guard.go); the workflow's logger
 // stays quiet for history it already printed (logline.go); correlation
 // IDs, tokens and randomness come from the run's deterministic source
-// (ids.go). CheckLog (check.go) replays a recorded log with no World and no
-// session, through the same replayer, for the replay checker.
+// (ids.go); an engine pinned to versions leaves other versions' runs to
+// other executors (version.go). CheckLog (check.go) replays a recorded log
+// with no World and no session, through the same replayer, for the replay
+// checker.
 //
 // # The life of a delivery
 //
 // Engine.HandleDelivery validates the message. One that arrives more than
 // maxEarlyWait before its NotBefore hops (Engine.hop: dropped if its run
-// has ended, otherwise enqueued again for the rest under keyHop); a little
+// has ended, otherwise enqueued again for the rest under keyHop). An
+// engine pinned to some code versions (Config.AcceptVersion) then sends a
+// message of another version's unfinished run back to the queue as a new
+// message and acknowledges it (refuseVersion, version.go). A little
 // early, it sleeps. A message delivered more than Config.MaxDeliveries
 // times fails its run. A message naming steps (StepID, StepIDs) is a
 // background delivery (executeBackground); any other is a continuation

@@ -25,6 +25,8 @@ type Engine struct {
 	log    *slog.Logger
 	id     string
 	owners atomic.Int64
+	// versions remembers the runs' code versions (Config.AcceptVersion).
+	versions versionCache
 }
 
 // New returns an Engine for cfg.
@@ -71,10 +73,16 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 	if err := msg.Validate(); err != nil {
 		return &PermanentError{Reason: "malformed message", Err: err}
 	}
-	if wait := msg.NotBefore.Sub(e.now()); wait > 0 {
-		if wait > maxEarlyWait {
-			return e.hop(ctx, msg, wait)
-		}
+	wait := msg.NotBefore.Sub(e.now())
+	if wait > maxEarlyWait {
+		return e.hop(ctx, msg, wait)
+	}
+	// A run of a version this engine does not run is left for another
+	// executor before anything counts against it (MaxDeliveries).
+	if refused, err := e.refuseVersion(ctx, msg); refused || err != nil {
+		return err
+	}
+	if wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:

@@ -34,6 +34,9 @@ const (
 	MetricStepLatency         = "StepLatency"
 	MetricRunDuration         = "RunDuration"
 	MetricQueueLag            = "QueueLag"
+	// MetricMessagesRefused counts the messages an engine pinned to code
+	// versions sent back to the queue for another executor (version.go).
+	MetricMessagesRefused = "MessagesRefused"
 )
 
 // ObserveCommit logs the lifecycle events res committed and counts them in

@@ -15,11 +15,11 @@
 //	}
 //
 // Run runs one subtest per group (runs, holds, steps, hooks, waits, commit,
-// reads, pagination, races, leases, queue, streams) and in it one parallel subtest
-// per case; every case gets its own World from Options.New and the suite
-// closes it when the case ends. New must therefore return an empty World that
-// shares no state with the others (its own file, table prefix or queue), and
-// must not close it itself.
+// reads, pagination, races, leases, queue, streams, patches, watch) and in
+// it one parallel subtest per case; every case gets its own World from
+// Options.New and the suite closes it when the case ends. New must
+// therefore return an empty World that shares no state with the others
+// (its own file, table prefix or queue), and must not close it itself.
 //
 // # What a World must do
 //
@@ -50,6 +50,14 @@
 //     world.AppendFits lands whole and in order; AppendFits answers 1 to
 //     len(events), the same for the same events;
 //   - validate stream names (world.ValidateStreamName) on write;
+//   - deliver watches (world.Watch: its own world.Watcher, or the polling
+//     fallback over its reads): one run's events after a cursor in order,
+//     each once, resumable from any delivered event's cursor (a cursor in
+//     the middle of a commit included), filtered by type, ending after the
+//     run's terminal event; every run's events after WatchCursor, each once
+//     and in order per run, and nothing of a run that ended before it; ErrNotFound for an unknown run, ErrInvalid for
+//     a cursor of another run or kind; a cancelled watch ends at once. The
+//     run's log folds (world.FoldEvents) into the state the World stores;
 //   - deliver queue messages no earlier than their delay, with Attempt 1 on
 //     the first delivery and Attempt+1 and the same MessageID on each
 //     redelivery. A backend whose delays or visibility timeouts have a coarse

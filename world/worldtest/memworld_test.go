@@ -202,6 +202,9 @@ func (tx *memTx) apply(eff world.Effect, st world.State, ev world.Event) world.E
 	if tx.w.bug == "hold-dropped" {
 		tx.run.Hold = nil
 	}
+	if tx.w.bug == "version-dropped" && eff.Event.Type() != world.EventRunCreated {
+		tx.run.Version = ""
+	}
 	tx.events = append(tx.events, eff.Event)
 	res := world.EventResult{Event: ptr(eff.Event)}
 	if eff.Step != nil {

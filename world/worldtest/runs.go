@@ -25,6 +25,7 @@ func runCases() []testCase {
 		{"cancel_finished_conflict", testRunCancelFinished},
 		{"invalid_run_events", testRunEventsInvalid},
 		{"unknown_run_not_found", testUnknownRun},
+		{"version_kept", testRunVersion},
 	}
 }
 
@@ -326,5 +327,40 @@ func testUnknownRun(t *testing.T, f *fixture) {
 		wantErr(t, err, world.ErrNotFound, "%s on an unknown run", in.Data.EventType())
 		_, err = f.w.GetRun(f.ctx, &world.GetRunParams{RunID: runID})
 		wantErr(t, err, world.ErrNotFound, "GetRun after %s on an unknown run", in.Data.EventType())
+	}
+}
+
+// testRunVersion checks that a run's code version (RunCreated.Version) is
+// kept by GetRun and ListRuns, through a status change and the run's end
+// (a World that stores the run in parts rewrites some of them then), and in
+// the run_created event.
+func testRunVersion(t *testing.T, f *fixture) {
+	id := ids.New(world.PrefixRun)
+	wf := "wf-version-" + id
+	const v = "3f2a9c1d0b7e+dirty"
+	f.mustAppend(id, ev("", &world.RunCreated{WorkflowName: wf, Version: v}))
+	want := func(r *world.Run, what string) {
+		t.Helper()
+		if r == nil || r.Version != v {
+			t.Fatalf("%s: run %+v, want version %q", what, r, v)
+		}
+	}
+	want(f.getRun(id), "GetRun of a pending run")
+	f.mustAppend(id, ev("", &world.RunStarted{}))
+	want(f.getRun(id), "GetRun of a running run")
+	p, err := f.w.ListRuns(f.ctx, &world.ListRunsParams{WorkflowName: wf})
+	if err != nil || len(p.Items) != 1 {
+		t.Fatalf("ListRuns(workflow %s): %v, %d runs, want 1", wf, err, len(p.Items))
+	}
+	want(&p.Items[0], "ListRuns")
+	f.mustAppend(id, ev("", &world.RunCompleted{Output: json.RawMessage(`1`)}))
+	want(f.getRun(id), "GetRun of a completed run")
+	d, ok := f.events(id)[0].Data.(*world.RunCreated)
+	if !ok || d.Version != v {
+		t.Fatalf("ListEvents: run_created %+v, want version %q", d, v)
+	}
+	other := f.createRun("wf-no-version")
+	if r := f.getRun(other); r.Version != "" {
+		t.Fatalf("GetRun of a run created without a version: version %q, want none", r.Version)
 	}
 }

@@ -12,6 +12,10 @@ import (
 func memSubject(bug string) func(t *testing.T) worldtest.Subject {
 	return func(t *testing.T) worldtest.Subject {
 		w := newMemWorld(bug)
+		if isWatchBug(bug) {
+			bw := brokenWatcher{memWorld: w, bug: bug}
+			return worldtest.Subject{World: bw, Consumer: bw}
+		}
 		if isLimited(bug) {
 			lw := &limitedMemWorld{memWorld: w}
 			return worldtest.Subject{World: lw, Consumer: lw}
@@ -74,6 +78,7 @@ var mutants = []struct {
 	{"no-auto-dispose", "hooks", []string{"run_end_disposes_hooks"}},
 	{"no-auto-dispose", "waits", []string{"run_end_removes_waits"}},
 	{"hold-dropped", "holds", []string{"hold_stored_and_released", "held_run_accepts_work"}},
+	{"version-dropped", "runs", []string{"version_kept"}},
 	{"append-skipped", "runs", []string{"start_running_is_noop", "cancel_repeated_appends_nothing"}},
 	{"racy-append", "races", []string{"dense_seq_under_concurrent_appends", "create_same_step", "complete_same_step"}},
 	{"runs-oldest-first", "pagination", []string{"runs_newest_first_filtered"}},
@@ -94,6 +99,9 @@ var mutants = []struct {
 	{"limited-hooks-as-one", "commit", []string{"append_fits_hooks", "append_fits_mixed_from_run_created", "append_fits_mixed_ending_the_run"}},
 	{"limited-impure", "commit", fitsCases},
 	{"stream-done-early", "streams", []string{"write_read_in_order", "limit_and_next", "close", "tail_live"}},
+	{"watch-resume-from-start", "watch", []string{"run_resume", "all_runs_resume"}},
+	{"watch-no-types", "watch", []string{"run_types", "all_runs_types"}},
+	{"watch-no-end", "watch", []string{"run_types", "run_ends_after_terminal"}},
 }
 
 // TestSuiteCatchesMutants proves the suite has teeth: against each broken

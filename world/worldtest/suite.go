@@ -71,6 +71,7 @@ func groups() []group {
 		{"queue", queueCases()},
 		{"streams", streamCases()},
 		{"patches", patchCases()},
+		{"watch", watchCases()},
 	}
 }
 

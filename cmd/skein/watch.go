@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+var runsWatchCmd = &command{
+	group: "runs", name: "watch", usage: "[runId] [-types t1,t2] [-snapshot] [-after cursor] [-json] [-show-tokens]",
+	nargs: 0, optArgs: 1,
+	summary: "print events as they commit (one run, or every run)",
+	help: `
+Prints events as they commit, one line each: the time, the run (when
+watching every run), the sequence number, the type and what it concerns.
+With a run ID, it prints the run's log from its first event (or, with
+-snapshot, the run as it stands first: its status and its steps, hooks and
+waits), follows the run and exits when the run ends. Without one, it follows
+every run from now on, until interrupted (Ctrl-C).
+
+-json prints one JSON object per line instead: {"cursor": …, "event": …} or
+{"cursor": …, "snapshot": …}. A cursor given back with -after resumes after
+that line: nothing missed, nothing twice.
+
+It works on a store a worker is writing (it reads the file as the worker
+appends to it, looking every 5 to 100ms) and on a deployed stack (-stack,
+…), where it polls DynamoDB.
+
+Examples:
+  skein runs watch wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
+  skein runs watch -types run_completed,run_failed
+  skein runs watch wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -snapshot -json | jq -c .`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		var o watchOptions
+		fs.StringVar(&o.types, "types", "", "only events of these comma-separated `types` (step_completed,run_failed,…)")
+		fs.BoolVar(&o.snapshot, "snapshot", false, "start with the run (or every unfinished run) as it stands")
+		fs.StringVar(&o.after, "after", "", "resume after the `cursor` of a -json line")
+		fs.BoolVar(&o.json, "json", false, "print JSON lines with their cursors")
+		fs.BoolVar(&o.showTokens, "show-tokens", false, "show webhook tokens in full")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 1 {
+				o.runID = args[0]
+			}
+			return watchRuns(ctx, e, o)
+		}
+	},
+}
+
+type watchOptions struct {
+	runID, types, after        string
+	snapshot, json, showTokens bool
+}
+
+func (o watchOptions) subscribe() (workflow.SubscribeOptions, error) {
+	s := workflow.SubscribeOptions{RunID: o.runID, Snapshot: o.snapshot, After: o.after}
+	for t := range strings.SplitSeq(o.types, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if _, err := world.NewEventData(world.EventType(t)); err != nil {
+			return s, usagef("unknown event type %q in -types", t)
+		}
+		s.Types = append(s.Types, world.EventType(t))
+	}
+	return s, nil
+}
+
+func watchRuns(ctx context.Context, e *env, o watchOptions) error {
+	so, err := o.subscribe()
+	if err != nil {
+		return err
+	}
+	if o.runID != "" {
+		if _, err := e.getRun(ctx, o.runID); err != nil {
+			return err
+		}
+	} else if err := e.open(ctx); err != nil {
+		return err
+	}
+	sub, err := e.client.Subscribe(ctx, so)
+	if errors.Is(err, world.ErrInvalid) && o.after != "" {
+		return usagef("-after %q is not a cursor of this watch: %v", o.after, err)
+	} else if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		u, err := sub.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil // the run has ended
+		case err != nil && ctx.Err() != nil:
+			return nil // interrupted
+		case err != nil:
+			return err
+		}
+		if err := printUpdate(e.stdout, u, o); err != nil {
+			return err
+		}
+	}
+}
+
+// printUpdate prints one update as a line.
+func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
+	if o.json {
+		line := struct {
+			Cursor   string          `json:"cursor"`
+			Event    *world.Event    `json:"event,omitempty"`
+			Snapshot *world.RunState `json:"snapshot,omitempty"`
+		}{u.Cursor, u.Event, u.Snapshot}
+		if !o.showTokens {
+			r := workflow.RedactUpdate(u)
+			line.Event, line.Snapshot = r.Event, r.Snapshot
+		}
+		return json.NewEncoder(w).Encode(line)
+	}
+	if s := u.Snapshot; s != nil {
+		_, err := fmt.Fprintf(w, "%s  %s (%s) %s after event %d: %s, %s, %s\n",
+			s.Run.UpdatedAt.Local().Format(clockLayout), s.Run.RunID, safeName(s.Run.WorkflowName), s.Run.Status,
+			s.Run.LastSeq, count(len(s.Steps), "step"), count(len(s.Hooks), "hook"), count(len(s.Waits), "wait"))
+		for _, st := range s.Steps {
+			fmt.Fprintf(w, "    step %s %s %s (attempt %d)\n", st.StepID, safeName(st.StepName), st.Status, st.Attempt)
+		}
+		for _, h := range s.Hooks {
+			fmt.Fprintf(w, "    hook %s token %s\n", h.HookID, shownToken(h.Token, h.IsWebhook, o.showTokens))
+		}
+		for _, wt := range s.Waits {
+			fmt.Fprintf(w, "    wait %s %s until %s\n", wt.WaitID, wt.Status, wt.ResumeAt.Local().Format(clockLayout))
+		}
+		return err
+	}
+	ev := u.Event
+	var b strings.Builder
+	b.WriteString(ev.CreatedAt.Local().Format(clockLayout))
+	if o.runID == "" {
+		b.WriteString("  " + ev.RunID)
+	}
+	fmt.Fprintf(&b, "  %4d  %-15s", ev.Seq, ev.Type())
+	if ev.CorrelationID != "" {
+		b.WriteString("  " + ev.CorrelationID)
+	}
+	if d := eventDetail(ev, o.showTokens); d != "" {
+		b.WriteString("  " + d)
+	}
+	_, err := fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	return err
+}
+
+const clockLayout = "15:04:05.000"
+
+// count is "1 step", "2 steps".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// eventDetail is what a line says of an event beyond its type: a name, an
+// error, a token.
+func eventDetail(ev *world.Event, showTokens bool) string {
+	switch d := ev.Data.(type) {
+	case *world.RunCreated:
+		return safeName(d.WorkflowName)
+	case *world.RunFailed:
+		return d.ErrorCode + " " + errText(d.Error)
+	case *world.RunCancelled:
+		return safeText(d.Reason)
+	case *world.RunHeld:
+		return d.ErrorCode + " " + errText(d.Error)
+	case *world.StepCreated:
+		return safeName(d.StepName)
+	case *world.StepFailed:
+		return errText(d.Error)
+	case *world.StepRetrying:
+		return errText(d.Error)
+	case *world.HookCreated:
+		return "token " + shownToken(d.Token, d.IsWebhook, showTokens)
+	case *world.WaitCreated:
+		return "until " + d.ResumeAt.Local().Format(clockLayout)
+	}
+	return ""
+}
+
+func errText(e *world.ErrorData) string {
+	if e == nil {
+		return ""
+	}
+	return safeText(e.Message)
+}

@@ -1,0 +1,127 @@
+package dynamoworld_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/world"
+)
+
+// TestWatchRequests checks what a one-run watch costs (doc.go, Watching):
+// one Query of the run's partition per look and nothing else, looks that
+// back off while the run is idle, and an event delivered at the next
+// look once it commits.
+func TestWatchRequests(t *testing.T) {
+	dynamotest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := &dynamotest.Meter{}
+	w := dynamotest.NewWorld(t, dynamotest.Options{
+		Clients: dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}},
+		Config:  dynamoworld.Config{WatchPollMin: 20 * time.Millisecond, WatchPollMax: 320 * time.Millisecond},
+	})
+	defer w.Close()
+	run := world.NewIDSource(nil, nil).New(world.PrefixRun)
+	if _, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{
+		{Data: &world.RunCreated{WorkflowName: "watched", Input: json.RawMessage(`1`)}}, {Data: &world.RunStarted{}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	m.Reset()
+	got := make(chan world.WatchEvent)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e, err := range w.Watch(wctx, &world.WatchParams{RunID: run, After: world.RunCursor(run, 2)}) {
+			if err != nil {
+				return
+			}
+			got <- e
+		}
+	}()
+	defer func() { stop(); <-done }()
+	time.Sleep(time.Second) // idle: looks after 20, 40, 80, 160, 320, 320ms
+	idle := m.Count("DynamoDB")
+	if q := m.Count("DynamoDB/Query"); q != idle || idle < 4 || idle > 9 {
+		t.Fatalf("an idle watch made %d requests in 1s (%d Queries), want 4 to 9 Queries: %s", idle, q, m.Summary())
+	}
+	start := time.Now()
+	if _, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunCompleted{Output: json.RawMessage(`2`)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-got:
+		if e.Event.Seq != 3 || e.Event.Type() != world.EventRunCompleted || time.Since(start) > 2*time.Second {
+			t.Fatalf("got event %d %s after %s, want run_completed (3) within a look", e.Event.Seq, e.Event.Type(), time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("run_completed not delivered within 5s")
+	}
+	<-done // the watch of a finished run ends by itself
+	if s := m.Summary(); strings.Contains(s, "GetItem") || strings.Contains(s, "BatchGetItem") {
+		t.Fatalf("the watch read more than the run's partition: %s", s)
+	}
+}
+
+// TestWatchAllRequests checks what a look of an every-run watch costs:
+// four keys-only index Queries (the runs pending, running and held, and
+// the newest) and one Query of each tracked run's partition; no item is
+// read by key.
+func TestWatchAllRequests(t *testing.T) {
+	dynamotest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := &dynamotest.Meter{}
+	w := dynamotest.NewWorld(t, dynamotest.Options{
+		Clients: dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}},
+	})
+	defer w.Close()
+	ids := world.NewIDSource(nil, nil)
+	runs := []string{ids.New(world.PrefixRun), ids.New(world.PrefixRun)}
+	for _, run := range runs {
+		if _, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{
+			{Data: &world.RunCreated{WorkflowName: "watched"}}, {Data: &world.RunStarted{}},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := w.WatchCursor(ctx, &world.WatchParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reset()
+	wctx, stop := context.WithCancel(ctx)
+	got := make(chan world.WatchEvent, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p := &world.WatchParams{After: c, PollMin: time.Hour, PollMax: time.Hour} // one look, then a long wait
+		for e, err := range w.Watch(wctx, p) {
+			if err != nil {
+				return
+			}
+			got <- e
+		}
+	}()
+	defer func() { stop(); <-done }()
+	for m.Count("DynamoDB") < 6 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // nothing more comes within the look
+	if q, all := m.Count("DynamoDB/Query"), m.Count("DynamoDB"); q != 6 || all != 6 {
+		t.Fatalf("one look over 2 idle runs: %d requests (%d Queries), want 6 Queries: %s", all, q, m.Summary())
+	}
+	select {
+	case e := <-got:
+		t.Fatalf("an idle look delivered %s of %s", e.Event.Type(), e.Event.RunID)
+	default:
+	}
+}

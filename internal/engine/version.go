@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Versions. A run records the code version that started it
+// (world.Run.Version); an engine configured with Config.AcceptVersion
+// executes only the runs whose version it accepts. A message of any other
+// run is left for a compatible executor: the engine sends it back to the
+// queue as a new message (Refused one higher, delayed by VersionRetryDelay
+// doubling up to VersionRetryLimit) and acknowledges the one it received.
+// A new message, rather than the received one released, because queues
+// count receives: SQS moves a message received maxReceiveCount times to
+// its dead-letter queue, and MaxDeliveries would fail the run; a refusal
+// must do neither, however long the run waits for its executor. The new
+// message is sent before the old one is acknowledged, under a key derived
+// from the old one, so a refusal repeated (the old message delivered again)
+// sends one message, and none is ever lost.
+//
+// A message whose run has ended, or cannot be read, is not refused: it
+// needs no workflow code (the end's side effects are the same in every
+// version), and the usual path drops or handles it.
+
+// versionCacheSize bounds the run versions an engine remembers (a run's
+// version never changes, so a remembered one is never stale).
+const versionCacheSize = 4096
+
+// versionCache remembers the versions of the runs an engine has read.
+type versionCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (c *versionCache) get(runID string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[runID]
+	return v, ok
+}
+
+func (c *versionCache) put(runID, version string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= versionCacheSize {
+		c.m = make(map[string]string)
+	}
+	c.m[runID] = version
+}
+
+// refuseVersion sends msg back to the queue, for a compatible executor,
+// when its run's version is one this engine does not accept, and reports
+// whether it did. Without Config.AcceptVersion it accepts everything and
+// reads nothing; with it, a run's first message costs one read.
+func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, error) {
+	accept := e.cfg.AcceptVersion
+	if accept == nil {
+		return false, nil
+	}
+	if v, ok := e.versions.get(msg.RunID); ok && accept(v) {
+		return false, nil
+	}
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
+	switch {
+	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("engine: read the version of run %s: %w", msg.RunID, err)
+	}
+	e.versions.put(run.RunID, run.Version)
+	if accept(run.Version) || run.Status.Terminal() {
+		return false, nil
+	}
+	next := msg
+	next.Refused++
+	delay := e.versionDelay(next.Refused)
+	if early := msg.NotBefore.Sub(e.now()); early > delay {
+		delay = early
+	}
+	delay = min(delay, e.cfg.MaxQueueDelay)
+	body, err := world.EncodeMessage(next)
+	if err != nil {
+		return false, err
+	}
+	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: keyRefused(body)}); err != nil {
+		return false, fmt.Errorf("engine: leave run %s for an executor of version %q: %w", msg.RunID, run.Version, err)
+	}
+	if e.cfg.Metrics != nil {
+		e.cfg.Metrics.Count(MetricMessagesRefused, 1)
+	}
+	e.log.Warn("engine: run of a version this executor does not run; its message goes back to the queue for a compatible executor",
+		"run", msg.RunID, "workflow", run.WorkflowName, "version", run.Version, "status", run.Status,
+		"step", msg.StepID, "refused", next.Refused, "retryIn", delay)
+	return true, nil
+}
+
+// versionDelay is the delay of a message refused for the n-th time (n ≥ 1):
+// VersionRetryDelay doubling up to VersionRetryLimit.
+func (e *Engine) versionDelay(n int) time.Duration {
+	d := e.cfg.VersionRetryDelay
+	for i := 1; i < n && d < e.cfg.VersionRetryLimit; i++ {
+		d *= 2
+	}
+	return min(d, e.cfg.VersionRetryLimit)
+}
+
+// keyRefused is the key of the message sent back to the queue in place of
+// one refused for its run's version: a digest of the new message's body
+// (the refused one's, Refused one higher), so that a refusal repeated
+// sends one message, and two refusals of the same message (equal bodies:
+// the same work) share one.
+func keyRefused(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "refused:" + hex.EncodeToString(sum[:16])
+}

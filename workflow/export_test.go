@@ -1,0 +1,4 @@
+package workflow
+
+// VersionFromBuild exposes versionFromBuild to the external tests.
+var VersionFromBuild = versionFromBuild
