@@ -4,8 +4,9 @@
 // and decrypts them on the way out, so the engine, the SDK and the CLI see
 // plaintext and the World, its table, its files and its S3 objects see only
 // ciphertext. Names, statuses, timings, idempotency keys and attributes stay
-// in clear, for listing; errors recorded for failed steps and runs are not
-// encrypted (keep payload data out of error messages).
+// in clear, for listing; so do hook metadata and tokens, and the errors
+// recorded for failed steps and runs (keep personal data out of error
+// messages and hook metadata).
 //
 // Envelope encryption: each run gets a data key of its own (AES-256-GCM),
 // drawn when the run is created and stored wrapped by a key-encryption key

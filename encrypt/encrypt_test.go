@@ -8,6 +8,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/localworld"
@@ -125,5 +126,33 @@ func TestLeaveSealed(t *testing.T) {
 	}
 	if got := encrypt.Describe(r.Input); !strings.Contains(got, `key "k1"`) || strings.Contains(got, "4242") {
 		t.Errorf("Describe = %q", got)
+	}
+}
+
+// TestWatchOpensEvents: a watch through the wrapper (the wrapped World's
+// own, pushed watcher) yields events with their payloads opened.
+func TestWatchOpensEvents(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	w, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k1", map[string][]byte{"k1": key(1)})})
+	const run = "wrun_01JABCDEFGHJKMNPQRSTVWXYZ1"
+	if _, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunCreated{WorkflowName: "wf", Input: json.RawMessage(`"card 4242"`)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for we, err := range w.Watch(ctx, &world.WatchParams{RunID: run}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := we.Event.Data.(*world.RunCreated)
+		if !ok || string(d.Input) != `"card 4242"` {
+			t.Fatalf("watched %s with input %s; want run_created opened", we.Event.Type(), d.Input)
+		}
+		break
 	}
 }
