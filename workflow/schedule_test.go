@@ -12,6 +12,7 @@ import (
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // testClock is a clock a test moves by hand.
@@ -232,5 +233,63 @@ func TestWorkerScheduleCatchUp(t *testing.T) {
 				t.Fatalf("runs %v, want %v", keys, c.want)
 			}
 		})
+	}
+}
+
+// flakyStarts fails the first fail run creations.
+type flakyStarts struct {
+	*localworld.World
+	mu       sync.Mutex
+	fail     int
+	attempts int
+}
+
+func (f *flakyStarts) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	if len(p.Events) > 0 {
+		if _, ok := p.Events[0].Data.(*world.RunCreated); ok {
+			f.mu.Lock()
+			f.attempts++
+			failing := f.attempts <= f.fail
+			f.mu.Unlock()
+			if failing {
+				return nil, errors.New("store unavailable")
+			}
+		}
+	}
+	return f.World.Append(ctx, p)
+}
+
+// A firing whose run cannot be started (the store fails) is tried again a
+// tick later, not in a tight loop, until it starts.
+func TestWorkerRetriesAFailedFiring(t *testing.T) {
+	t.Parallel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	fw := &flakyStarts{World: lw, fail: 3}
+	clock := &testClock{t: time.Date(2026, 11, 24, 10, 0, 59, 0, time.UTC)}
+	stop := startWorkers(t, 1, workflow.WorkerConfig{
+		World: fw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 20 * time.Millisecond, PollWait: 10 * time.Millisecond,
+		Schedules: []workflow.Schedule{{Name: "m", Expr: "* * * * *", Workflow: "scheduled"}},
+	})
+	defer stop()
+	time.Sleep(30 * time.Millisecond) // the worker has read the clock
+	started := time.Now()
+	clock.Set(time.Date(2026, 11, 24, 10, 1, 0, 0, time.UTC))
+	c, err := workflow.NewClient(workflow.ClientConfig{World: lw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := scheduledRuns(t, c, 1)
+	if len(keys) != 1 || keys[0] != "schedule:m:2026-11-24T10:01:00Z" {
+		t.Fatalf("runs %v", keys)
+	}
+	fw.mu.Lock()
+	attempts := fw.attempts
+	fw.mu.Unlock()
+	if took := time.Since(started); attempts != 4 || took < 3*20*time.Millisecond {
+		t.Errorf("%d attempts in %s, want 4, a tick apart", attempts, took)
 	}
 }

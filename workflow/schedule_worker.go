@@ -58,11 +58,11 @@ func (s *scheduler) due(ctx context.Context) time.Duration {
 			if skipped > 0 {
 				s.w.cfg.Logger.Warn("workflow: schedule skipped firings it was late for", "schedule", cs.Name, "skipped", skipped, "scheduledTime", t)
 			}
-			if s.fire(ctx, cs, t) {
-				s.next[i] = cs.expr.Next(t)
-			} else {
-				s.next[i] = t
+			if !s.fire(ctx, cs, t) {
+				s.next[i] = t // tried again at the next look, a tick from now
+				continue
 			}
+			s.next[i] = cs.expr.Next(t)
 		}
 		wait = min(wait, s.next[i].Sub(now))
 	}
