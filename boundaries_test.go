@@ -116,6 +116,9 @@ func listModule(t *testing.T) []listedPackage {
 //     without them;
 //   - world/ depends on no other package of this module: it is the seam
 //     every other layer depends on;
+//   - schedule/ (expressions and the schedule message, used by the local
+//     worker and the Lambda handler alike) depends on no AWS package and no
+//     other package of this module;
 //   - examples/ import nothing under internal/: they show what a user's
 //     code can do, and a user's module cannot import internal/;
 //   - nothing outside examples/ imports examples/, but the exceptions in
@@ -148,6 +151,13 @@ func TestImportBoundaries(t *testing.T) {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/aws/") {
 					report("%s (or its tests) depends on %s: world/, workflow/, skeintest/ and skeinhttp/ must not depend on AWS or Lambda packages", owner, d)
+				}
+			}
+		}
+		if under(owner, "schedule") {
+			for _, d := range p.Deps {
+				if d := trimVariant(d); strings.HasPrefix(d, "github.com/aws/") || (strings.HasPrefix(d, module+"/") && !under(d, "schedule")) {
+					report("%s (or its tests) depends on %s: schedule/ depends on no AWS package and no other package of the module", owner, d)
 				}
 			}
 		}
@@ -187,7 +197,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

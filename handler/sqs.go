@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -30,14 +31,16 @@ const (
 
 // NewSQS returns the flow function's handler: it handles every record of an
 // SQS batch (a world.Message: a run to continue, or background steps to
-// execute) through the engine, and reports the records to retry in
+// execute; or a schedule message, from an EventBridge Scheduler schedule,
+// whose run it starts: see workflow.Processor.Process) through the engine, and reports the records to retry in
 // BatchItemFailures. It never returns an error, so one bad message never
 // fails its batch:
 //
 //   - a record handled, or one that can never succeed (its run or step does
 //     not exist; its run has finished) is acknowledged, the latter with a
 //     logged reason;
-//   - a malformed body follows Config.Malformed (by default it is reported
+//   - a malformed body (a schedule message that does not decode too)
+//     follows Config.Malformed (by default it is reported
 //     failed, so that the queue's redrive policy dead-letters it);
 //   - a record that failed for a reason that may pass (a throttled write, an
 //     unreachable service) is reported failed and comes back after the
@@ -124,7 +127,15 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		recs[i] = r
 		r.log = h.log.With("messageId", msg.MessageId, "attempt", r.attempt)
 		body, err := recordBody(msg)
-		if err == nil {
+		if err == nil && schedule.IsMessage(body) {
+			// A schedule's firing: a group of its own.
+			var f schedule.Firing
+			if f, err = schedule.DecodeMessage(body); err == nil {
+				r.log = r.log.With("schedule", f.Name, "scheduledTime", f.Time)
+				groups = append(groups, group{r})
+				continue
+			}
+		} else if err == nil {
 			r.m, err = world.DecodeMessage(body)
 		}
 		if err != nil {

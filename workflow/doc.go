@@ -175,4 +175,13 @@
 // On the local world updates are pushed at every commit; on dynamoworld
 // the run's partition is polled; on any other World the Client polls its
 // read API. Package skeinhttp serves subscriptions as Server-Sent Events.
+//
+// # Schedules
+//
+// WorkerConfig.Schedules starts runs on a cron schedule or at a fixed rate
+// (package schedule has the syntax): each firing starts one run keyed by
+// the schedule's name and the scheduled time, so workers sharing a store
+// start it once. On Lambda an EventBridge Scheduler schedule sends a
+// schedule message to the queue instead, which Processor.Process turns into
+// the same run start.
 package workflow

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -188,6 +189,14 @@ func (p *Processor) Client() *Client { return p.client }
 // theirs) is logged and returned as an error, never passed on: the message
 // is delivered again, and a run whose messages keep failing ends with
 // MAX_DELIVERIES_EXCEEDED, with the process and its other runs unharmed.
+//
+// A schedule message (schedule.IsMessage: what an EventBridge Scheduler
+// schedule sends) starts its firing's run, keyed by the schedule's name and
+// the scheduled time, so a message delivered twice starts one run; one
+// that does not decode is a permanent error. One naming a workflow the
+// Registry does not hold is logged as an error and still starts its run,
+// which fails as not registered (RUNTIME_ERROR), where listing runs shows
+// it.
 func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -195,6 +204,9 @@ func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err 
 			err = fmt.Errorf("workflow: panic while handling a message: %v", r)
 		}
 	}()
+	if schedule.IsMessage(body) {
+		return p.processFiring(ctx, body)
+	}
 	msg, err := world.DecodeMessage(body)
 	if err != nil {
 		return &engine.PermanentError{Reason: "malformed message", Err: err}
@@ -238,16 +250,26 @@ type WorkerConfig struct {
 	// it accepts; a message of another run stays queued for another worker
 	// (see ProcessorConfig.Versions). Nil runs every run.
 	Versions VersionFilter
+	// Schedules are fired by the Worker while it runs: each firing starts
+	// one run, keyed by the schedule's name and the scheduled time (see
+	// Schedule). NewWorker refuses a schedule that does not check out with
+	// a *ScheduleError.
+	Schedules []Schedule
+	// ScheduleTick is the longest the Worker waits between two looks at
+	// the clock (Now) for due schedules (default 1s); a test whose clock
+	// jumps or runs fast shortens it.
+	ScheduleTick time.Duration
 }
 
 // Worker runs workflows locally: it consumes a World's queue with a pool of
 // goroutines and, optionally, serves webhooks.
 type Worker struct {
-	cfg      WorkerConfig
-	p        *Processor
-	consumer world.Consumer
-	ln       net.Listener
-	running  atomic.Bool
+	cfg       WorkerConfig
+	p         *Processor
+	consumer  world.Consumer
+	ln        net.Listener
+	running   atomic.Bool
+	schedules []*compiledSchedule
 }
 
 // NewWorker returns a Worker for cfg. With WebhookAddr set it starts
@@ -290,12 +312,22 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Engine.BackgroundDelay == 0 {
 		cfg.Engine.BackgroundDelay = 50 * time.Millisecond
 	}
+	if cfg.ScheduleTick <= 0 {
+		cfg.ScheduleTick = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	p, err := NewProcessor(ProcessorConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Engine: cfg.Engine,
 		Version: cfg.Version, Versions: cfg.Versions})
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, p: p, consumer: cfg.Consumer}
+	schedules, err := compileSchedules(cfg.Schedules, cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, p: p, consumer: cfg.Consumer, schedules: schedules}
 	if cfg.WebhookAddr != "" {
 		w.ln, err = net.Listen("tcp", cfg.WebhookAddr)
 		if err != nil {
@@ -304,6 +336,8 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	return w, nil
 }
+
+func (w *Worker) now() time.Time { return w.cfg.Now() }
 
 // Client returns a client over the worker's World and Registry.
 func (w *Worker) Client() *Client { return w.p.client }
@@ -342,6 +376,13 @@ func (w *Worker) Run(ctx context.Context) error {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = srv.Shutdown(sctx)
+		}()
+	}
+	if len(w.schedules) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.runSchedules(ctx)
 		}()
 	}
 	for range w.cfg.Concurrency {

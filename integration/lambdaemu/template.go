@@ -752,3 +752,19 @@ func (t *Template) parameterDefinition(name string) (string, map[string]any, err
 	typ, _ := p["Type"].(string)
 	return typ, p, nil
 }
+
+// Condition evaluates one of the template's Conditions with opts (parameter overrides).
+func (t *Template) Condition(name string, opts *ResolveOptions) (bool, error) {
+	r, err := t.newResolver(opts)
+	if err != nil {
+		return false, err
+	}
+	return r.condition(name, map[string]bool{})
+}
+
+// ResourceCondition returns the Condition a resource is created under ("" for none).
+func (t *Template) ResourceCondition(logicalID string) string {
+	res, _ := t.section("Resources")[logicalID].(map[string]any)
+	c, _ := res["Condition"].(string)
+	return c
+}

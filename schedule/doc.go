@@ -1,0 +1,42 @@
+// Package schedule parses schedule expressions and computes their firing
+// times, and defines the queue message that starts a scheduled run on AWS.
+//
+// # Expressions
+//
+// A cron expression has five fields, separated by spaces:
+//
+//	minute (0-59) hour (0-23) day-of-month (1-31) month (1-12 or JAN-DEC) day-of-week (0-7 or SUN-SAT; 0 and 7 are Sunday)
+//
+// Each field is "*", a value, a range "a-b", or a list of these separated
+// by commas; "*", a range or a value may be followed by "/n" to take every
+// n-th value ("*/15", "10-50/20", "5/10": 5, 15, ... 55). "?" is "*" in the
+// day fields. When both day fields are restricted a day matching either
+// fires, as in cron ("0 0 1 * MON": the 1st and every Monday). The
+// shorthands @yearly (or @annually), @monthly, @weekly, @daily (or
+// @midnight) and @hourly stand for the usual expressions. A cron
+// expression's times are wall-clock times in a time zone (see Expr.Next on
+// daylight-saving changes).
+//
+// A fixed rate is "@every <duration>" with a Go duration of whole seconds,
+// at least 1s ("@every 5m", "@every 1h30m"), or "rate(<n> <unit>)" as
+// EventBridge Scheduler writes it, with unit minute(s), hour(s) or day(s)
+// ("rate(1 hour)", "rate(5 minutes)"). A fixed rate fires at the multiples
+// of its interval since the Unix epoch, so that every worker computes the
+// same firing times.
+//
+// Parse returns a *ParseError naming the expression, the field and what is
+// wrong.
+//
+// # Firings and idempotency
+//
+// Each firing starts one run, whose idempotency key (Key) is made of the
+// schedule's name and the scheduled time: a schedule fired twice for the
+// same time, by two workers or by a message delivered twice, starts one
+// run.
+//
+// # Schedule messages
+//
+// On AWS, an EventBridge Scheduler schedule sends a Message (see
+// MessageField for its JSON) to the work queue; the flow function
+// recognises it (IsMessage) and starts the run with the firing's key.
+package schedule
