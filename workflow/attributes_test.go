@@ -292,3 +292,54 @@ func TestSetAttributesReplay(t *testing.T) {
 		})
 	}
 }
+
+// attrsThenStep sets attributes and then waits on a step: its
+// attribute_set is matched by position, as the step's creation is.
+func attrsThenStep(key string) func(workflow.Context, int) (int, error) {
+	return func(ctx workflow.Context, n int) (int, error) {
+		if key != "" {
+			if err := workflow.SetAttributes(ctx, map[string]string{key: "v"}); err != nil {
+				return 0, err
+			}
+		}
+		return add.Call(ctx, [2]int{n, 1})
+	}
+}
+
+func TestSetAttributesReplayMidRun(t *testing.T) {
+	t.Parallel()
+	wf := workflow.New("attrsThenStep", attrsThenStep("a"))
+	e := newEnv(t, wf, add)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs := e.events(run.ID())
+	var types []world.EventType
+	for _, ev := range evs {
+		types = append(types, ev.Type())
+	}
+	if i := slices.Index(types, world.EventAttributeSet); i < 0 || i > slices.Index(types, world.EventStepCreated) {
+		t.Fatalf("log %v: want the attribute_set before the step's creation", types)
+	}
+	for _, tc := range []struct {
+		key        string
+		compatible bool
+	}{{"a", true}, {"b", false}, {"", false}} {
+		t.Run("key "+tc.key, func(t *testing.T) {
+			t.Parallel()
+			reg := workflow.NewRegistry().MustRegister(workflow.New("attrsThenStep", attrsThenStep(tc.key)), add)
+			rep, err := reg.CheckLog(evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Compatible() != tc.compatible {
+				t.Fatalf("compatible = %v, want %v: %s", rep.Compatible(), tc.compatible, rep)
+			}
+		})
+	}
+}
