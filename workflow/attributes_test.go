@@ -343,3 +343,35 @@ func TestSetAttributesReplayMidRun(t *testing.T) {
 		})
 	}
 }
+
+// A patch's marker rides on the attribute_set that follows it, like on a
+// step's creation, and replay finds it there.
+func TestSetAttributesCarriesPatchMarker(t *testing.T) {
+	t.Parallel()
+	wf := workflow.New("patchedAttrs", func(ctx workflow.Context, n int) (int, error) {
+		if workflow.Patched(ctx, "tag-runs") {
+			if err := workflow.SetAttributes(ctx, map[string]string{"tagged": "yes"}); err != nil {
+				return 0, err
+			}
+		}
+		return add.Call(ctx, [2]int{n, 1})
+	})
+	e := newEnv(t, wf, add)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs := e.events(run.ID())
+	i := slices.IndexFunc(evs, func(ev world.Event) bool { return ev.Type() == world.EventAttributeSet })
+	if i < 0 || !world.HasPatch(&evs[i], "tag-runs") {
+		t.Fatalf("no attribute_set with the patch marker in %v", evs)
+	}
+	rep, err := e.reg.CheckLog(evs)
+	if err != nil || !rep.Compatible() {
+		t.Fatalf("the run's own code does not replay its log: %v, %v", rep, err)
+	}
+}
