@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -170,5 +171,81 @@ func TestRetentionCoversAttributes(t *testing.T) {
 		if want := before.Add(time.Hour).Unix(); ttl < want-5 || ttl > want+60 {
 			t.Fatalf("attribute item %v: ttl %d, want about %d", it["sk"], ttl, want)
 		}
+	}
+}
+
+// TestWorkflowAttributesOnDynamoDB: a workflow sets attributes mid-run, a
+// client sets another, and ListRuns finds the run by each, through gs4;
+// each attribute_set is recorded once.
+func TestWorkflowAttributesOnDynamoDB(t *testing.T) {
+	w := dynamotest.NewWorld(t, dynamotest.Options{})
+	defer w.Close()
+	token := "attrs-" + fmt.Sprint(time.Now().UnixNano())
+	wf := workflow.New("attrs-wf", func(ctx workflow.Context, tenant string) (string, error) {
+		if err := workflow.SetAttributes(ctx, map[string]string{"tenant": tenant, "stage": "waiting"}); err != nil {
+			return "", err
+		}
+		p, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: token}).Receive(ctx)
+		if err != nil {
+			return "", err
+		}
+		return p, workflow.SetAttributes(ctx, map[string]string{"stage": "done"})
+	})
+	reg := workflow.NewRegistry().MustRegister(wf)
+	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- wk.Run(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	c := wk.Client()
+	run, err := wf.Start(ctx, c, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := c.GetHookByToken(ctx, token); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no hook")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := c.SetAttributes(ctx, run.ID(), map[string]string{"reviewer": "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"tenant", "acme"}, {"stage", "waiting"}, {"reviewer", "ann"}} {
+		if got, err := runsByAttribute(t, w, kv[0], kv[1]); err != nil || !slices.Equal(got, []string{run.ID()}) {
+			t.Fatalf("ListRuns(%s=%s) = %v, %v", kv[0], kv[1], got, err)
+		}
+	}
+	if _, err := c.ResumeHook(ctx, token, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(ctx); err != nil || got != "ok" {
+		t.Fatalf("result %q, %v", got, err)
+	}
+	if got, err := runsByAttribute(t, w, "stage", "waiting"); err != nil || len(got) != 0 {
+		t.Fatalf("ListRuns(stage=waiting) after the end = %v, %v", got, err)
+	}
+	if got, err := runsByAttribute(t, w, "stage", "done"); err != nil || !slices.Equal(got, []string{run.ID()}) {
+		t.Fatalf("ListRuns(stage=done) = %v, %v", got, err)
+	}
+	page, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: run.ID(), Pagination: world.Pagination{Limit: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range page.Items {
+		if e.Type() == world.EventAttributeSet {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d attribute_set events, want 3 (two by the code, one by the client)", n)
 	}
 }
