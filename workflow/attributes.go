@@ -16,7 +16,9 @@ import (
 // take the new values, the others stay. A key is 1 to 64 characters of
 // A-Z a-z 0-9 _ . : -, a value 1 to 256 bytes of text without control
 // characters, and a run holds at most 16 keys (world.MaxAttributes and
-// its neighbours).
+// its neighbours). Attributes are stored and indexed as given (payload
+// encryption, package encrypt, leaves them readable: a World lists runs by
+// them), so keep secrets out of them.
 
 // AttributeFilter selects the runs whose attribute Key has Value.
 type AttributeFilter = world.AttributeFilter
