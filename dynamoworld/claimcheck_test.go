@@ -80,7 +80,9 @@ func TestClaimCheckRoundTrip(t *testing.T) {
 	id := testIDs.New(world.PrefixRun)
 	input := jsonOf(300 << 10)  // over the threshold and over a third of an item
 	ctxData := jsonOf(60 << 10) // under the threshold
-	attrs := map[string]string{"k": strings.Repeat("v", 70<<10)}
+	// Attributes are bounded (world.MaxAttributes of at most
+	// world.MaxAttributeValueLength bytes): never claim-checked.
+	attrs := map[string]string{"k": strings.Repeat("v", world.MaxAttributeValueLength)}
 	_, err := appendEvents(w, id, ev("", &world.RunCreated{WorkflowName: "wf", Input: input, ExecutionContext: ctxData, Attributes: attrs}))
 	if err != nil {
 		t.Fatal(err)
@@ -101,8 +103,11 @@ func TestClaimCheckRoundTrip(t *testing.T) {
 	if _, ok := body[attrContext].(*types.AttributeValueMemberB); !ok {
 		t.Fatalf("a 60 KB execution context is not stored inline")
 	}
-	if _, ok := body[attrAttrs].(*types.AttributeValueMemberS); !ok {
-		t.Fatalf("70 KB of attributes are stored inline")
+	if _, ok := body[attrAttrs].(*types.AttributeValueMemberB); !ok {
+		t.Fatalf("the attributes are not stored inline")
+	}
+	if it := stored[attrItemKey(id, "k")]; getS(it, attrG4) != attrIndexKey("k", attrs["k"]) {
+		t.Fatalf("the attribute's index item is %v", it)
 	}
 	if c := stored[commitKey(id, 0)]; itemSize(c) > 4096 || !strings.Contains(string(c[attrData].(*types.AttributeValueMemberB).Value), `"r":"skein/blobs/`) {
 		t.Fatalf("the run_created event with a 300 KB input is stored inline")
@@ -112,8 +117,8 @@ func TestClaimCheckRoundTrip(t *testing.T) {
 			t.Fatalf("claim-checked payload at %q, outside the run's prefix", k)
 		}
 	}
-	if s3c.puts != 3 {
-		t.Fatalf("%d payloads uploaded, want 3 (input, attributes, event)", s3c.puts)
+	if s3c.puts != 2 {
+		t.Fatalf("%d payloads uploaded, want 2 (input, event)", s3c.puts)
 	}
 	// Read back: GetRun and ListEvents resolve the references.
 	serveItems(ddb, stored)

@@ -30,6 +30,7 @@
 //	r#<runID>           w#<waitID>          wait
 //	r#<runID>           h#<hookID>          the run's link to an active hook (a copy of it)
 //	r#<runID>           o#<name>            a stream's marker: the run has a stream of that name
+//	r#<runID>           a#<key>             a run attribute, for gs4: g4 = "at#<key>=<value>", gsk
 //	r#<runID>           lease               run lease: owner lo, expiry lx
 //	h#<hookID>          hook                active hook, by ID (hook IDs are unique across runs)
 //	t#<sha256(token)>   tok                 the token's claim: a copy of the hook holding it
@@ -67,16 +68,32 @@
 // attrs, md, d) hold bytes inline (type B) or the S3 key of a claim-checked
 // payload (type S).
 //
-// Three global secondary indexes, all sorted by gsk (created time in
+// Four global secondary indexes, all sorted by gsk (created time in
 // fixed-width nanoseconds, "#", ID) and holding keys only (gs2 adds st):
 //
-//	gs1  g1 = "run" | "hook"   all runs newest first; all active hooks in creation order
-//	gs2  g2 = "wf#<workflow>"  runs of a workflow (st projected, to filter by status too)
-//	gs3  g3 = "st#<status>"    runs in a status
+//	gs1  g1 = "run" | "hook"            all runs newest first; all active hooks in creation order
+//	gs2  g2 = "wf#<workflow>"           runs of a workflow (st projected, to filter by status too)
+//	gs3  g3 = "st#<status>"             runs in a status
+//	gs4  g4 = "at#<key>=<value>"        runs with an attribute (every attribute of every run)
 //
-// Only run heads and global hook items carry index keys, and a run's head
-// changes only with its status (pending, running, ended), so steps write no
-// index entry. Listings read a page of keys from an index, then the items
+// Only run heads, global hook items and attribute items carry index keys,
+// and a run's head changes only with its status (pending, running, ended),
+// so steps write no index entry.
+//
+// Run attributes: every attribute of a run is indexed, whatever its key.
+// The commit that sets one (run_created with attributes, attribute_set)
+// puts its a#<key> item in the same transaction, over the item of the
+// key's previous value, so gs4 moves the run from the old value to the new
+// one; the body keeps the run's whole set (GetRun), rewritten by such a
+// commit. A run holds at most world.MaxAttributes, so a commit writes at
+// most that many attribute items. ListRuns by attribute queries gs4
+// newest first, reads the runs it names, and applies the workflow and
+// status filters to them, reading on until the page is full. The items
+// expire with the run (Retention). A table created before gs4 existed
+// works as before, except that listing by attribute returns a
+// *MissingIndexError: add the index (deploy the current template.yaml, or
+// UpdateTable with gs4 on g4 and gsk, keys only); attributes set meanwhile
+// have their items and are listed once the index is built. Listings read a page of keys from an index, then the items
 // with a strongly consistent BatchGetItem (and each run's newest commit),
 // and check the filter again (an index lags its table). ListSteps and a
 // run's ListHooks read the run's partition, in ID order: creation order for

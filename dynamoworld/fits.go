@@ -94,6 +94,12 @@ func (c commitCost) with(in world.EventInput) (commitCost, bool) {
 	case *world.RunCreated:
 		head, body, idem = true, true, d.IdempotencyKey != ""
 		strlen = 2*len(d.WorkflowName) + len(d.DeploymentID) + 2*len(d.IdempotencyKey) + len(d.Version)
+		n, b := attributeCost(d.Attributes)
+		out.items, out.bytes, strlen = out.items+n, out.bytes+n*itemAllowance, strlen+b
+	case *world.AttributeSet:
+		head, body = true, true
+		n, b := attributeCost(d.Attributes)
+		out.items, out.bytes, strlen = out.items+n, out.bytes+n*itemAllowance, b
 	case *world.RunStarted:
 		head = true
 	case *world.RunCompleted:

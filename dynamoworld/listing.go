@@ -51,11 +51,11 @@ func finishPage[T any](items []T, more bool, kind string, pos any) *world.Page[T
 	return p
 }
 
-// ListRuns lists runs newest first through the index for the filter: g3
-// (status), g2 (workflow, with the status projected for the combined
-// filter), g1 (all). The indexes hold keys only; the runs are then read by
-// key, strongly consistent, and checked against the filter again (a GSI
-// lags its table on AWS).
+// ListRuns lists runs newest first through the index for the filter: g4
+// (an attribute, see attributes.go), g3 (status), g2 (workflow, with the
+// status projected for the combined filter), g1 (all). The indexes hold
+// keys only; the runs are then read by key, strongly consistent, and
+// checked against the filter again (a GSI lags its table on AWS).
 func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	if p == nil {
 		p = &world.ListRunsParams{}
@@ -67,6 +67,9 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 		return nil, err
 	}
 	defer w.leave()
+	if p.Attribute != nil {
+		return w.listRunsByAttribute(ctx, p)
+	}
 	after, err := decodePos(runsKind, p.Cursor, validGSK)
 	if err != nil {
 		return nil, err
@@ -88,6 +91,35 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 	if err != nil {
 		return nil, err
 	}
+	read, err := w.readRuns(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]world.Run, 0, len(keys))
+	last := ""
+	for i, k := range keys {
+		r := read[i]
+		if r == nil {
+			continue
+		}
+		last = getS(k, attrGSK)
+		if (p.WorkflowName != "" && r.WorkflowName != p.WorkflowName) || (p.Status != "" && r.Status != p.Status) {
+			continue
+		}
+		runs = append(runs, *r)
+	}
+	page := finishPage(runs, more, runsKind, last)
+	if len(runs) == 0 && more && last != "" {
+		page.Cursor = world.EncodeCursor(runsKind, last)
+	}
+	return page, nil
+}
+
+// readRuns reads the runs whose partitions the index items keys name,
+// strongly consistent: heads and bodies by BatchGetItem, the newest
+// commits by a Query each. A run not found (deleted since the index said
+// so) is nil in its place.
+func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error) {
 	want := make([]itemKey, 0, 2*len(keys))
 	for _, k := range keys {
 		pk := getS(k, attrPK)
@@ -117,29 +149,18 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 	if err != nil {
 		return nil, err
 	}
-	runs := make([]world.Run, 0, len(keys))
-	last := ""
+	runs := make([]*world.Run, len(keys))
 	for i, k := range keys {
 		pk := getS(k, attrPK)
 		head := got[itemKey{pk, skRunHead}]
 		if head == nil || lasts[i] == nil {
 			continue
 		}
-		r, err := decodeRun(head, got[itemKey{pk, skRunBody}], lasts[i], fetched)
-		if err != nil {
+		if runs[i], err = decodeRun(head, got[itemKey{pk, skRunBody}], lasts[i], fetched); err != nil {
 			return nil, err
 		}
-		last = getS(k, attrGSK)
-		if (p.WorkflowName != "" && r.WorkflowName != p.WorkflowName) || (p.Status != "" && r.Status != p.Status) {
-			continue
-		}
-		runs = append(runs, *r)
 	}
-	page := finishPage(runs, more, runsKind, last)
-	if len(runs) == 0 && more && last != "" {
-		page.Cursor = world.EncodeCursor(runsKind, last)
-	}
-	return page, nil
+	return runs, nil
 }
 
 // newestCommit reads the newest commit item of a run partition (nil if

@@ -18,6 +18,7 @@ import (
 //	plan_judge.go   the events judged by world.Apply, in order
 //	plan_steps.go   step items, lazy steps
 //	plan_run.go     the commit item (the fence), the run head, body, idempotency key
+//	attributes.go   the items of a run's attributes, for the index gs4
 //	plan_waits.go   wait items
 //	plan_hooks.go   hook, link and token items; a run's end's deletions
 //	plan_chunk.go   the claim check, one write an item, the 100-item transaction
@@ -97,6 +98,9 @@ func planCommit(in *planInput) (planned, error) {
 	var ws writes
 	ws.diffs = stepDiffs
 	if err := planRun(pl, &ws, in.opts.cc); err != nil {
+		return planned{}, err
+	}
+	if err := planAttributes(pl, &ws); err != nil {
 		return planned{}, err
 	}
 	ws.puts = append(ws.puts, stepPuts...)

@@ -21,7 +21,7 @@ type Resources struct {
 	Bucket string
 }
 
-// CreateResources creates the table (pay per request, with its three GSIs
+// CreateResources creates the table (pay per request, with its four GSIs
 // and TTL on "ttl"), a standard queue and a bucket, for tests and
 // development; production stacks declare the same in their template. Each
 // that already exists is left as it is. It returns the queue's URL.
@@ -43,8 +43,9 @@ func CreateResources(ctx context.Context, c Clients, r Resources) (queueURL stri
 }
 
 // CreateTable creates the World's table and waits until it is active:
-// partition key pk and sort key sk (strings); GSIs g1 (g1, gsk; keys only),
-// g2 (g2, gsk; keys and st) and g3 (g3, gsk; keys only); TTL on "ttl"; and
+// partition key pk and sort key sk (strings); GSIs gs1 (g1, gsk; keys only),
+// gs2 (g2, gsk; keys and st), gs3 (g3, gsk; keys only) and gs4 (g4, gsk;
+// keys only: runs by attribute); TTL on "ttl"; and
 // the item that records its SchemaVersion. A table that exists already is
 // left as it is.
 func CreateTable(ctx context.Context, ddb *dynamodb.Client, table string) error {
@@ -66,7 +67,7 @@ func CreateTable(ctx context.Context, ddb *dynamodb.Client, table string) error 
 		TableName:   aws.String(table),
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
-			s(attrPK), s(attrSK), s(attrG1), s(attrG2), s(attrG3), s(attrGSK),
+			s(attrPK), s(attrSK), s(attrG1), s(attrG2), s(attrG3), s(attrG4), s(attrGSK),
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
@@ -76,6 +77,7 @@ func CreateTable(ctx context.Context, ddb *dynamodb.Client, table string) error 
 			gsi(indexAll, attrG1, keysOnly),
 			gsi(indexWorkflow, attrG2, types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{aStatus}}),
 			gsi(indexStatus, attrG3, keysOnly),
+			gsi(indexAttr, attrG4, keysOnly),
 		},
 	})
 	if err != nil {

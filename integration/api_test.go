@@ -358,6 +358,7 @@ func TestAPIRole(t *testing.T) {
 	}{
 		{IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, true},
 		{IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs2"}, true},
+		{IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs4"}, true}, // runs by attribute
 		{IAMRequest{Action: "dynamodb:BatchGetItem", Resource: table}, true},
 		{IAMRequest{Action: "dynamodb:Query", Resource: testARNs.Table("other")}, false},
 		{IAMRequest{Action: "dynamodb:Scan", Resource: table}, false},

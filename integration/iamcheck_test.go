@@ -99,6 +99,9 @@ func TestTemplateRoles(t *testing.T) {
 		{flow, IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, true},
 		{flow, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, true},
 		{flow, IAMRequest{Action: "dynamodb:TransactWriteItems", Resource: table}, false},
+		// Runs by attribute: the flow function lists through gs4; the webhook reads no index.
+		{flow, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs4"}, true},
+		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs4"}, false},
 	} {
 		if got, _ := c.p.Allowed(c.r); got != c.want {
 			t.Errorf("%s: allowed %v, want %v", c.r, got, c.want)

@@ -200,7 +200,7 @@ func TestEventTableSchema(t *testing.T) {
 	want := tableSchema{
 		BillingMode: "PAY_PER_REQUEST",
 		AttributeDefinitions: []schemaAttribute{
-			{"g1", "S"}, {"g2", "S"}, {"g3", "S"}, {"gsk", "S"}, {"pk", "S"}, {"sk", "S"},
+			{"g1", "S"}, {"g2", "S"}, {"g3", "S"}, {"g4", "S"}, {"gsk", "S"}, {"pk", "S"}, {"sk", "S"},
 		},
 		KeySchema: keys("pk", "sk"),
 		TTL:       schemaTTL{AttributeName: "ttl", Enabled: true},
@@ -212,6 +212,7 @@ func TestEventTableSchema(t *testing.T) {
 		{"gs1", "g1", "KEYS_ONLY", nil},
 		{"gs2", "g2", "INCLUDE", []string{"st"}},
 		{"gs3", "g3", "KEYS_ONLY", nil},
+		{"gs4", "g4", "KEYS_ONLY", nil},
 	} {
 		gsi := schemaIndex{IndexName: ix.name, KeySchema: keys(ix.pk, "gsk")}
 		gsi.Projection.ProjectionType = ix.projection

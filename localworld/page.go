@@ -39,20 +39,23 @@ func scanPage[T any](tx kvTx, l listing, load func(suffix, v []byte) (item T, ok
 	var last []byte
 	var loadErr error
 	err := tx.scan(l.bucket, lo, hi, l.desc, func(k, v []byte) bool {
-		if len(out.Items) == limit {
-			out.HasMore = true
-			return false
-		}
 		suffix := k[len(l.prefix):]
 		item, ok, err := load(suffix, v)
 		if err != nil {
 			loadErr = err
 			return false
 		}
-		if ok {
-			out.Items = append(out.Items, item)
-			last = append(last[:0], suffix...)
+		if !ok {
+			return true
 		}
+		// A full page has more only if an entry past it is not skipped:
+		// a filtered listing must not promise a page that comes empty.
+		if len(out.Items) == limit {
+			out.HasMore = true
+			return false
+		}
+		out.Items = append(out.Items, item)
+		last = append(last[:0], suffix...)
 		return true
 	})
 	if err == nil {

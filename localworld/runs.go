@@ -28,14 +28,21 @@ func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, 
 }
 
 // ListRuns lists runs newest first (by creation time, then ID), through the
-// index that matches the filters. Runs are always listed newest first;
-// Pagination.Descending does not reverse that.
+// index that matches the workflow and status filters. Runs are always
+// listed newest first; Pagination.Descending does not reverse that. The
+// attribute filter has no index of its own: the runs of the chosen index
+// are read and those without the attribute skipped.
 func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	if p == nil {
 		p = &world.ListRunsParams{}
 	}
 	if p.Status != "" && !p.Status.Valid() {
 		return nil, invalid("unknown run status %q", p.Status)
+	}
+	if p.Attribute != nil {
+		if err := p.Attribute.Check(); err != nil {
+			return nil, err
+		}
 	}
 	l := listing{kind: "runs", desc: true, page: p.Pagination}
 	switch {
@@ -56,7 +63,7 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 				return world.Run{}, false, nil
 			}
 			r, err := getRun(tx, string(suffix[8:]))
-			if err != nil || r == nil {
+			if err != nil || r == nil || !p.Attribute.Matches(r) {
 				return world.Run{}, false, err
 			}
 			return *r, true, nil

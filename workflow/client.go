@@ -124,7 +124,9 @@ func WithVersion(version string) StartOption {
 	return func(o *startOptions) { o.version = &version }
 }
 
-// WithAttributes records string attributes with the run.
+// WithAttributes records string attributes with the run (within the
+// bounds SetAttributes gives; Start refuses others with an error matching
+// world.ErrInvalid and creates no run).
 func WithAttributes(attrs map[string]string) StartOption {
 	return func(o *startOptions) { o.attributes = attrs }
 }
@@ -357,8 +359,11 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 type ListRunsOptions struct {
 	WorkflowName string
 	Status       RunStatus
-	Limit        int
-	Cursor       string
+	// Attribute, when set, lists only the runs with that attribute; an
+	// invalid key or value is an error matching world.ErrInvalid.
+	Attribute *AttributeFilter
+	Limit     int
+	Cursor    string
 }
 
 // RunPage is a page of runs, newest first.
@@ -371,7 +376,7 @@ type RunPage struct {
 // ListRuns lists runs, newest first.
 func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (*RunPage, error) {
 	p, err := c.w.ListRuns(ctx, &world.ListRunsParams{
-		WorkflowName: opts.WorkflowName, Status: opts.Status,
+		WorkflowName: opts.WorkflowName, Status: opts.Status, Attribute: opts.Attribute,
 		Pagination: world.Pagination{Limit: opts.Limit, Cursor: opts.Cursor},
 	})
 	if err != nil {

@@ -184,4 +184,24 @@
 // start it once. On Lambda an EventBridge Scheduler schedule sends a
 // schedule message to the queue instead, which Processor.Process turns into
 // the same run start.
+//
+// # Run attributes
+//
+// A run carries up to 16 string attributes (a key of 1 to 64 characters of
+// A-Z a-z 0-9 _ . : -, a value of 1 to 256 bytes of text) to be found by:
+// WithAttributes at start, SetAttributes from the workflow, and
+// Client.SetAttributes from anywhere, in any run status. Each merges its
+// keys into the run's; Client.ListRuns filters by one
+// (ListRunsOptions.Attribute), with the workflow and status filters:
+//
+//	err := workflow.SetAttributes(ctx, map[string]string{"customer": o.CustomerID})
+//	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{
+//		Attribute: &workflow.AttributeFilter{Key: "customer", Value: "c-42"},
+//	})
+//
+// SetAttributes is recorded (an attribute_set event) at the workflow's next
+// suspension, or with the run's end, and replay matches it at its position
+// by its keys, as it does a step by its name. Out-of-bounds attributes, or
+// a 17th key, are refused where they are set, with an error matching
+// world.ErrInvalid, and nothing is recorded.
 package workflow

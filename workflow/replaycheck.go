@@ -66,8 +66,8 @@ func (d *Divergence) Error() string { return d.Message }
 
 // Operation is a step, hook or sleep the code asks for.
 type Operation struct {
-	Kind string // "step", "hook" or "wait"
-	Name string // the step's name or the hook's token; empty for a wait
+	Kind string // "step", "hook", "wait" or "attributes"
+	Name string // the step's name, the hook's token, the attribute keys (sorted, comma-separated); empty for a wait
 	ID   string // its correlation ID
 }
 

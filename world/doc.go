@@ -40,9 +40,20 @@
 // and its waits. A hook_created whose token another active hook holds is
 // appended as hook_conflict naming the holder's run.
 //
+// An attribute_set merges its keys into the run's attributes (set at
+// creation with run_created's), in any run status, a finished one
+// included. Keys, values and the run's count are bounded
+// (MaxAttributes, MaxAttributeKeyLength, MaxAttributeValueLength): an
+// attribute_set or run_created out of bounds is refused with ErrInvalid
+// naming the key, and the run is left as it was. ListRunsParams.Attribute
+// lists the runs with one attribute:
+//
+//	Events: []EventInput{{Data: &AttributeSet{Attributes: map[string]string{"tenant": "acme"}}}}
+//	ListRuns(ctx, &ListRunsParams{Attribute: &AttributeFilter{Key: "tenant", Value: "acme"}})
+//
 // # IDs and pagination
 //
-// IDs are a prefix (wrun_, step_, hook_, wait_, evnt_, strm_) and a monotonic
+// IDs are a prefix (wrun_, step_, hook_, wait_, attr_, evnt_, strm_) and a monotonic
 // ULID (IDSource). Events also carry a dense, 1-based sequence number per run,
 // the write fence. Listings return a Page whose Cursor is set on every
 // non-empty page, the last included; cursors are opaque and typed by listing

@@ -31,6 +31,7 @@ const (
 	EventHookDisposed  EventType = "hook_disposed"
 	EventWaitCreated   EventType = "wait_created"
 	EventWaitCompleted EventType = "wait_completed"
+	// EventAttributeSet is declared in attribute.go.
 )
 
 // Terminal reports whether the event ends a run.
@@ -252,6 +253,8 @@ func NewEventData(t EventType) (EventData, error) {
 		return &WaitCreated{}, nil
 	case EventWaitCompleted:
 		return &WaitCompleted{}, nil
+	case EventAttributeSet:
+		return &AttributeSet{}, nil
 	}
 	return nil, fmt.Errorf("%w: unknown event type %q", ErrInvalid, t)
 }
@@ -362,6 +365,9 @@ func (d *RunCreated) validate(corr string) error {
 		return invalidf(EventRunCreated, "", "%v", err)
 	}
 	if err := validJSON(EventRunCreated, "", "input", d.Input); err != nil {
+		return err
+	}
+	if err := validAttributes(EventRunCreated, "", d.Attributes); err != nil {
 		return err
 	}
 	return validJSON(EventRunCreated, "", "executionContext", d.ExecutionContext)

@@ -15,7 +15,7 @@ var allEventTypes = []world.EventType{
 	world.EventRunCreated, world.EventRunStarted, world.EventRunCompleted, world.EventRunFailed, world.EventRunCancelled,
 	world.EventRunHeld, world.EventStepCreated, world.EventStepStarted, world.EventStepCompleted, world.EventStepFailed, world.EventStepRetrying,
 	world.EventHookCreated, world.EventHookConflict, world.EventHookReceived, world.EventHookDisposed,
-	world.EventWaitCreated, world.EventWaitCompleted,
+	world.EventWaitCreated, world.EventWaitCompleted, world.EventAttributeSet,
 }
 
 // fullPayloads has one payload per event type with every field set.
@@ -40,6 +40,7 @@ func fullPayloads() []world.EventData {
 		&world.HookDisposed{Token: "tok"},
 		&world.WaitCreated{ResumeAt: at},
 		&world.WaitCompleted{ResumeAt: at},
+		&world.AttributeSet{Attributes: map[string]string{"k": "v", "tenant.id": "t-1"}, Patches: []string{"p1"}},
 	}
 }
 

@@ -3,8 +3,9 @@ package world
 // Patch markers. Workflow code that changes under runs already in flight
 // guards the change with a patch ID (workflow.Patched): a run that reaches
 // the patch for the first time takes the new path and records the ID on the
-// next creation event it writes (step_created, hook_created, wait_created;
-// a hook_conflict written in place of a hook_created keeps the IDs). A run
+// next creation event it writes (step_created, hook_created, wait_created,
+// an attribute_set the code recorded; a hook_conflict written in place of a
+// hook_created keeps the IDs). A run
 // whose log went past the patch's position without the marker took the old
 // path, and replays it. The marker travels with the creation it precedes,
 // in the same append, so no log can hold one without the other.
@@ -33,6 +34,8 @@ func Patches(ev *Event) []string {
 	case *HookConflict:
 		return d.Patches
 	case *WaitCreated:
+		return d.Patches
+	case *AttributeSet:
 		return d.Patches
 	}
 	return nil

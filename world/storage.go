@@ -30,7 +30,8 @@ type Storage interface {
 
 	GetRun(ctx context.Context, p *GetRunParams) (*Run, error)
 	// ListRuns lists runs newest first (Pagination.Descending does not
-	// apply), optionally filtered by workflow name and status.
+	// apply), optionally filtered by workflow name, status and attribute.
+	// An invalid attribute filter is an ErrInvalid error.
 	ListRuns(ctx context.Context, p *ListRunsParams) (*Page[Run], error)
 
 	GetStep(ctx context.Context, p *GetStepParams) (*Step, error)
@@ -137,6 +138,9 @@ type GetRunParams struct{ RunID string }
 type ListRunsParams struct {
 	WorkflowName string
 	Status       RunStatus
+	// Attribute, when set, lists only the runs with that attribute (key
+	// and value); it combines with the other filters.
+	Attribute *AttributeFilter
 	Pagination
 }
 

@@ -1,6 +1,7 @@
 package world
 
 import (
+	"maps"
 	"time"
 )
 
@@ -114,6 +115,8 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 		err = applyWaitCreated(s, &eff, d, now)
 	case *WaitCompleted:
 		err = applyWaitCompleted(s, &eff, d, now)
+	case *AttributeSet:
+		err = applyAttributeSet(&eff, d)
 	default:
 		err = refuse(ErrInvalid, t, ev.RunID, "unsupported event")
 	}
@@ -138,7 +141,7 @@ func applyRunCreated(s State, ev Event, now time.Time) (Effect, error) {
 	ev.CreatedAt = now
 	run := &Run{
 		RunID: ev.RunID, WorkflowName: d.WorkflowName, DeploymentID: d.DeploymentID, Status: RunStatusPending,
-		Input: d.Input, ExecutionContext: d.ExecutionContext, Attributes: d.Attributes,
+		Input: d.Input, ExecutionContext: d.ExecutionContext, Attributes: maps.Clone(d.Attributes),
 		IdempotencyKey: d.IdempotencyKey, Version: d.Version, LastSeq: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	return Effect{Event: ev, Run: run}, nil

@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"maps"
+	"math/bits"
 	"strings"
 	"time"
 
@@ -26,7 +27,8 @@ type propModel struct {
 
 type mRun struct {
 	status world.RunStatus
-	seq    int64 // the last sequence number
+	seq    int64  // the last sequence number
+	attrs  uint32 // the attribute keys set: bit i is propAttrKey(i)
 }
 
 type mStep struct {
@@ -312,5 +314,30 @@ func modelRules() map[world.EventType]rule {
 				return outcome{}
 			},
 			apply: func(m *propModel, o propOp, _ time.Time) { m.waits[key(o.run, o.corr)] = true }},
+		// attribute_set: any status; more than MaxAttributes keys after
+		// the merge is invalid.
+		world.EventAttributeSet: {
+			judge: func(m *propModel, o propOp, r mRun, _ time.Time) outcome {
+				if bits.OnesCount32(r.attrs|attrBits(o.data.(*world.AttributeSet).Attributes)) > world.MaxAttributes {
+					return refused(world.ErrInvalid)
+				}
+				return outcome{}
+			},
+			apply: func(m *propModel, o propOp, _ time.Time) {
+				r := m.runs[o.run]
+				r.attrs |= attrBits(o.data.(*world.AttributeSet).Attributes)
+				m.runs[o.run] = r
+			}},
 	}
+}
+
+// attrBits is the set of propAttrKey keys of attrs.
+func attrBits(attrs map[string]string) uint32 {
+	var b uint32
+	for i := range propAttrKeys {
+		if _, ok := attrs[propAttrKey(i)]; ok {
+			b |= 1 << i
+		}
+	}
+	return b
 }

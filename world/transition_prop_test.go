@@ -64,6 +64,7 @@ func propEventTypes() []world.EventType {
 		{world.EventStepCreated, 4}, {world.EventStepStarted, 6}, {world.EventStepCompleted, 4}, {world.EventStepFailed, 2}, {world.EventStepRetrying, 3},
 		{world.EventHookCreated, 4}, {world.EventHookConflict, 1}, {world.EventHookReceived, 3}, {world.EventHookDisposed, 2},
 		{world.EventWaitCreated, 3}, {world.EventWaitCompleted, 3},
+		{world.EventAttributeSet, 3},
 	}
 	var out []world.EventType
 	for _, w := range weights {
@@ -129,9 +130,25 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 		o.data = &world.WaitCreated{ResumeAt: now.Add(time.Minute)}
 	case world.EventWaitCompleted:
 		o.data = &world.WaitCompleted{}
+	case world.EventAttributeSet:
+		// Keys from a universe larger than a run may hold, so that the
+		// bound is reached; now and then an invalid key.
+		attrs := map[string]string{}
+		for range rapid.IntRange(1, 6).Draw(t, "attrs") {
+			attrs[propAttrKey(rapid.IntRange(0, propAttrKeys-1).Draw(t, "key"))] = rapid.SampledFrom([]string{"x", "y"}).Draw(t, "value")
+		}
+		if o.invalid = rapid.IntRange(0, 19).Draw(t, "malformed") == 0; o.invalid {
+			attrs["bad key"] = "x"
+		}
+		o.data = &world.AttributeSet{Attributes: attrs}
 	}
 	return o
 }
+
+// propAttrKeys is the number of attribute keys the tests draw from.
+const propAttrKeys = world.MaxAttributes + 4
+
+func propAttrKey(i int) string { return fmt.Sprintf("k%02d", i) }
 
 // propMachine is the state machine rapid drives.
 type propMachine struct {
@@ -285,7 +302,7 @@ func (p *propMachine) Check(t *rapid.T) {
 
 // checkLog: dense sequence numbers that end at the run's LastSeq, one
 // terminal event at most, after it only the outcomes of steps that were
-// running, a run status that never leaves a terminal one, and a hold
+// running and attribute_set, a run status that never leaves a terminal one, and a hold
 // exactly while the run is held.
 func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 	r := p.store.runs[run]
@@ -302,7 +319,7 @@ func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 		switch et := ev.Type(); {
 		case et.Terminal():
 			terminals++
-		case terminals > 0 && et != world.EventStepCompleted && et != world.EventStepFailed:
+		case terminals > 0 && et != world.EventStepCompleted && et != world.EventStepFailed && et != world.EventAttributeSet:
 			t.Fatalf("run %s: %s after its terminal event", run, et)
 		}
 	}
@@ -333,6 +350,9 @@ func (p *propMachine) matchModel(t *rapid.T) {
 	for id, mr := range m.runs {
 		if r := p.store.runs[id]; r.Status != mr.status || r.LastSeq != mr.seq {
 			t.Fatalf("run %s: %s at %d, model %s at %d", id, r.Status, r.LastSeq, mr.status, mr.seq)
+		}
+		if r := p.store.runs[id]; attrBits(r.Attributes) != mr.attrs || len(r.Attributes) > world.MaxAttributes {
+			t.Fatalf("run %s: attributes %v, model keys %b", id, r.Attributes, mr.attrs)
 		}
 	}
 	for k, ms := range m.steps {

@@ -15,7 +15,7 @@ import (
 )
 
 var runsListCmd = &command{
-	group: "runs", name: "list", usage: "[-workflow name] [-status s] [-version v] [-limit n] [-json]",
+	group: "runs", name: "list", usage: "[-workflow name] [-status s] [-version v] [-attr key=value] [-limit n] [-json]",
 	summary: "list runs, newest first",
 	help: `
 Lists runs, newest first: ID, workflow, the version of the code that started
@@ -25,19 +25,23 @@ version (- for none): with -status, what is left to drain before the
 deployment running that version can go. With -json, prints one
 JSON object per run instead (the stored run: input, output, error and all).
 Held runs (their code diverges from their log) are listed again below the
-table with the divergence and their next retry.
+table with the divergence and their next retry. -attr lists the runs with
+that attribute (set at start, by the workflow or by a client), alone or
+with the other filters.
 
 Examples:
   skein runs list
   skein runs list -status failed -limit 5
   skein runs list -status held
   skein runs list -version 3f2a9c1d0b7e -status running
-  skein runs list -workflow fulfil-order -json | jq -r .runId`,
+  skein runs list -workflow fulfil-order -json | jq -r .runId
+  skein runs list -attr tenant=acme -status failed`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		var q runQuery
 		fs.StringVar(&q.workflow, "workflow", "", "only runs of the workflow `name`")
 		fs.StringVar(&q.status, "status", "", "only runs in `status` pending, running, held, completed, failed or cancelled")
 		fs.StringVar(&q.version, "version", "", "only runs started by code of version `v` (- for none recorded)")
+		fs.StringVar(&q.attr, "attr", "", "only runs with the attribute `key=value`")
 		fs.IntVar(&q.limit, "limit", 20, "at most `n` runs")
 		fs.BoolVar(&q.json, "json", false, "print JSON lines")
 		return func(ctx context.Context, e *env, _ []string) error { return listRuns(ctx, e, q) }
@@ -45,9 +49,9 @@ Examples:
 }
 
 type runQuery struct {
-	workflow, status, version string
-	limit                     int
-	json                      bool
+	workflow, status, version, attr string
+	limit                           int
+	json                            bool
 }
 
 // keep reports whether r passes the query's filters that the World does
@@ -74,6 +78,22 @@ func versionCell(v string) string {
 	return clip(safeName(v), 20)
 }
 
+// attrFilter parses -attr key=value (nil when not given).
+func (q runQuery) attrFilter() (*world.AttributeFilter, error) {
+	if q.attr == "" {
+		return nil, nil
+	}
+	k, v, ok := strings.Cut(q.attr, "=")
+	f := &world.AttributeFilter{Key: k, Value: v}
+	if !ok {
+		return nil, usagef("-attr %q: want key=value", q.attr)
+	}
+	if err := f.Check(); err != nil {
+		return nil, usagef("-attr %q: %v", q.attr, err)
+	}
+	return f, nil
+}
+
 func listRuns(ctx context.Context, e *env, q runQuery) error {
 	status := world.RunStatus(q.status)
 	if q.status != "" && !status.Valid() {
@@ -82,13 +102,17 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	if q.limit < 1 {
 		return usagef("-limit must be at least 1")
 	}
+	attr, err := q.attrFilter()
+	if err != nil {
+		return err
+	}
 	if err := e.open(ctx); err != nil {
 		return err
 	}
 	var runs []world.Run
 	more := false
 	for cursor := ""; len(runs) < q.limit; {
-		page, err := e.w.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.workflow, Status: status,
+		page, err := e.w.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.workflow, Status: status, Attribute: attr,
 			Pagination: world.Pagination{Limit: min(q.limit-len(runs), world.MaxPageLimit), Cursor: cursor}})
 		if err != nil {
 			return err

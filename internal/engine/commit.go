@@ -54,6 +54,9 @@ func (s *session) build(now time.Time) *plan {
 		return &plan{} // the run ended meanwhile: endForeign records what it can
 	}
 	if r.finished {
+		for _, o := range r.finalAttributes() {
+			p.add(o.id, attributeEvent(o), eventMeta{})
+		}
 		if r.failure != nil {
 			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode}, eventMeta{})
 		} else {
@@ -89,6 +92,8 @@ func (s *session) build(now time.Time) *plan {
 				at = now.Add(o.duration)
 			}
 			p.add(o.id, &world.WaitCreated{ResumeAt: at, Patches: o.patches}, eventMeta{})
+		case opAttr:
+			p.add(o.id, attributeEvent(o), eventMeta{})
 		}
 	}
 	for _, o := range disposals {

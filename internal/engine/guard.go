@@ -165,6 +165,8 @@ func describeCall(kind opKind, name string) string {
 		return fmt.Sprintf("step %q", name)
 	case opHook:
 		return fmt.Sprintf("a hook (token %q)", name)
+	case opAttr:
+		return fmt.Sprintf("attributes (keys %q)", name)
 	}
 	return "a sleep or timer"
 }

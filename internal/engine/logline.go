@@ -36,6 +36,8 @@ func causedByCode(ev *world.Event) bool {
 	case *world.StepCreated, *world.HookCreated, *world.HookConflict, *world.HookDisposed,
 		*world.WaitCreated, *world.RunCompleted:
 		return true
+	case *world.AttributeSet:
+		return ev.CorrelationID != "" // a client's has none
 	}
 	return false
 }
@@ -43,6 +45,7 @@ func causedByCode(ev *world.Event) bool {
 // noteAuthored raises the mark of the last code-caused event.
 func (r *replayer) noteAuthored(ev *world.Event) {
 	r.notePatches(ev)
+	r.noteAttributes(ev)
 	if causedByCode(ev) && ev.Seq > r.authored {
 		r.authored = ev.Seq
 	}

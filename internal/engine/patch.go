@@ -32,6 +32,10 @@ import (
 func (r *replayer) notePatches(ev *world.Event) {
 	switch ev.Data.(type) {
 	case *world.StepCreated, *world.HookCreated, *world.HookConflict, *world.WaitCreated:
+	case *world.AttributeSet:
+		if ev.CorrelationID == "" {
+			return // a client's: not the code's operation
+		}
 	default:
 		return
 	}

@@ -17,6 +17,7 @@ const (
 	opStep opKind = iota + 1
 	opHook
 	opWait
+	opAttr // attributes set by the code (attributes.go)
 )
 
 func (k opKind) String() string {
@@ -27,16 +28,21 @@ func (k opKind) String() string {
 		return "hook"
 	case opWait:
 		return "wait"
+	case opAttr:
+		return "attributes"
 	}
 	return "operation"
 }
 
-// op is one operation the workflow asked for: a step, a hook or a wait.
+// op is one operation the workflow asked for: a step, a hook, a wait or
+// attributes.
 type op struct {
 	kind  opKind
 	id    string
 	index int
-	name  string // step name or hook token; empty for a wait
+	name  string // step name or hook token; empty for a wait; sorted keys for attributes
+
+	attrs map[string]string // attributes: what the code sets
 
 	created bool // its creation event has been consumed
 
@@ -144,6 +150,10 @@ type replayer struct {
 	patched        map[string]bool
 	patchSites     map[string]string
 	pendingPatches []string
+
+	// attrKeys are the run's attribute keys: every key the log sets
+	// (noted before replay), and those the code asked for.
+	attrKeys map[string]bool
 }
 
 func newReplayer(wf *Workflow, logger *slog.Logger) *replayer {
@@ -178,9 +188,14 @@ func (r *replayer) consume(ev *world.Event) {
 	}
 	if r.finished {
 		// After the workflow returned, only a creation event contradicts it.
-		switch ev.Data.(type) {
+		switch d := ev.Data.(type) {
 		case *world.StepCreated, *world.HookCreated, *world.HookConflict, *world.WaitCreated:
 			if r.failCode != world.CodeReplayDivergence {
+				r.diverge(ev, "the workflow has returned")
+			}
+		case *world.AttributeSet:
+			// The code's last attributes precede the run's end.
+			if ev.CorrelationID != "" && !r.matchFinal(ev, d) && r.failCode != world.CodeReplayDivergence {
 				r.diverge(ev, "the workflow has returned")
 			}
 		case *world.RunCompleted:
@@ -264,6 +279,11 @@ func (r *replayer) consume(ev *world.Event) {
 	case *world.WaitCompleted:
 		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opWait {
 			r.settleWait(o)
+		}
+	case *world.AttributeSet:
+		r.noteAttributes(ev)
+		if ev.CorrelationID != "" {
+			r.match(ev, opAttr, attrName(d.Attributes)) // a client's has none
 		}
 	}
 	if r.finished {
@@ -361,6 +381,8 @@ func describeOp(o *op) string {
 		return fmt.Sprintf("step %q (%s)", o.name, o.id)
 	case opHook:
 		return fmt.Sprintf("hook with token %q (%s)", o.name, o.id)
+	case opAttr:
+		return fmt.Sprintf("attributes with keys %q (%s)", o.name, o.id)
 	default:
 		return fmt.Sprintf("wait (%s)", o.id)
 	}
@@ -379,6 +401,8 @@ func describeEvent(ev *world.Event) string {
 		return fmt.Sprintf("hook_conflict for token %q (%s)", d.Token, ev.CorrelationID)
 	case *world.WaitCreated:
 		return fmt.Sprintf("wait_created (%s)", ev.CorrelationID)
+	case *world.AttributeSet:
+		return fmt.Sprintf("attribute_set for keys %q (%s)", attrName(d.Attributes), ev.CorrelationID)
 	}
 	return fmt.Sprintf("%s (%s)", ev.Type(), ev.CorrelationID)
 }

@@ -440,12 +440,17 @@ func (w *memWorld) ListRuns(ctx context.Context, p *world.ListRunsParams) (*worl
 		return nil, err
 	}
 	defer w.mu.Unlock()
+	if p.Attribute != nil {
+		if err := p.Attribute.Check(); err != nil {
+			return nil, err
+		}
+	}
 	index := map[string]int64{}
 	var items []world.Run
 	for i, id := range w.runOrder {
 		r := w.runs[id].run
 		index[id] = int64(i)
-		if (p.WorkflowName == "" || r.WorkflowName == p.WorkflowName) && (p.Status == "" || r.Status == p.Status) {
+		if (p.WorkflowName == "" || r.WorkflowName == p.WorkflowName) && (p.Status == "" || r.Status == p.Status) && (w.bug == "attr-filter-ignored" || p.Attribute.Matches(&r)) {
 			items = append(items, r)
 		}
 	}

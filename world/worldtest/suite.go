@@ -72,6 +72,7 @@ func groups() []group {
 		{"streams", streamCases()},
 		{"patches", patchCases()},
 		{"watch", watchCases()},
+		{"attributes", attributeCases()},
 	}
 }
 

@@ -1,0 +1,51 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/world"
+)
+
+// Run attributes are small key/value labels on a run, for finding it
+// again: Client.ListRuns filters by one (ListRunsOptions.Attribute), and
+// RunInfo.Attributes holds them all. They are set when the run starts
+// (WithAttributes), by its workflow code (SetAttributes) or by a client
+// (Client.SetAttributes), each time merged into the run's: the keys named
+// take the new values, the others stay. A key is 1 to 64 characters of
+// A-Z a-z 0-9 _ . : -, a value 1 to 256 bytes of text without control
+// characters, and a run holds at most 16 keys (world.MaxAttributes and
+// its neighbours). Attributes are stored and indexed as given (payload
+// encryption, package encrypt, leaves them readable: a World lists runs by
+// them), so keep secrets out of them.
+
+// AttributeFilter selects the runs whose attribute Key has Value.
+type AttributeFilter = world.AttributeFilter
+
+// SetAttributes merges attrs into the run's attributes. It is deterministic
+// and returns at once: the attributes are recorded (an attribute_set event)
+// at the workflow's next suspension, or with the run's end when the
+// workflow returns first, and replay matches them by their keys (code that
+// sets other keys at the same point of a run in flight diverges, like a
+// step called by another name). A key or value out of bounds, or a run
+// that would hold more than 16 keys, is refused here and nothing is
+// recorded: the error matches world.ErrInvalid (a *world.RefusalError
+// naming the key), and the run goes on as the code decides.
+func SetAttributes(ctx Context, attrs map[string]string) error {
+	return ctx.impl().ec.SetAttributes(attrs)
+}
+
+// SetAttributes merges attrs into the run's attributes, in any status (a
+// finished run included): an attribute_set event without a correlation
+// ID. A run that does not exist is an error matching world.ErrNotFound;
+// attributes out of bounds (see SetAttributes), one matching
+// world.ErrInvalid, and the run is left as it was.
+func (c *Client) SetAttributes(ctx context.Context, runID string, attrs map[string]string) error {
+	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.AttributeSet{Attributes: attrs}}}})
+	if err != nil {
+		return fmt.Errorf("workflow: set attributes of run %s: %w", runID, err)
+	}
+	engine.ObserveCommit(ctx, c.log, nil, res)
+	return nil
+}
