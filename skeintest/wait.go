@@ -21,12 +21,17 @@ type Suspension struct {
 	Sleeps []time.Time
 }
 
-// Token returns the token of the run's first active hook ("" if none).
+// Token returns the token of the run's first active hook that a test may
+// resume ("" if none): not the engine's own hook on which a parent waits
+// for a child run (workflow.IsInternalToken), which only the child's end
+// resumes.
 func (s Suspension) Token() string {
-	if len(s.Hooks) == 0 {
-		return ""
+	for _, h := range s.Hooks {
+		if !workflow.IsInternalToken(h.Token) {
+			return h.Token
+		}
 	}
-	return s.Hooks[0].Token
+	return ""
 }
 
 // Until returns when the run's soonest sleep ends (zero if none).
@@ -41,6 +46,10 @@ func (s Suspension) Until() time.Time {
 func (s Suspension) String() string {
 	var parts []string
 	for _, h := range s.Hooks {
+		if workflow.IsInternalToken(h.Token) {
+			parts = append(parts, "a child run")
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("hook %q", h.Token))
 	}
 	for _, at := range s.Sleeps {

@@ -5,10 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
+
+// childTokenPrefix starts the token of the hook a parent run waits on for
+// a child run's outcome: the engine's own (IsInternalToken).
+const childTokenPrefix = "skein-child:"
+
+// IsInternalToken reports whether token is the token of a hook the engine
+// makes for itself (the one on which a parent run receives a child run's
+// outcome). Only the engine resumes such a hook: Client.ResumeHook refuses
+// it, so that nobody can forge a child's outcome.
+func IsInternalToken(token string) bool { return strings.HasPrefix(token, childTokenPrefix) }
 
 // startChildStep is the built-in step that starts a child run for a parent
 // workflow: starting a run is a side effect, so it happens in a step, once,

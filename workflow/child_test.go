@@ -2,10 +2,13 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 type childOut struct {
@@ -144,5 +147,47 @@ func TestFibonacci(t *testing.T) {
 		case r.RootRunID != run.ID() || r.ParentRunID == "":
 			t.Errorf("run %s: parent %q root %q", r.ID, r.ParentRunID, r.RootRunID)
 		}
+	}
+}
+
+// TestChildHookCannotBeForged: the hook on which a parent waits for its
+// child's outcome is the engine's own: a client resuming it (with a forged
+// outcome) is refused, and the parent gets the child's real result.
+func TestChildHookCannotBeForged(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	slow := workflow.NewStep("slow-child-step", func(ctx context.Context, n int) (int, error) {
+		<-release
+		return n * 2, nil
+	})
+	child := workflow.New("forge-child", func(ctx workflow.Context, n int) (int, error) { return slow.Call(ctx, n) })
+	parent := workflow.New("forge-parent", func(ctx workflow.Context, n int) (int, error) { return child.Call(ctx, n) })
+	e := newEnv(t, parent, child, slow)
+	ctx := e.ctx()
+	run, err := parent.Start(ctx, e.client, 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	for token == "" {
+		hooks, err := e.lw.ListHooks(ctx, &world.ListHooksParams{RunID: run.ID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hooks.Items {
+			token = h.Token
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !workflow.IsInternalToken(token) {
+		t.Fatalf("the parent's hook %q is not recognised as the engine's own", token)
+	}
+	forged := map[string]any{"runId": "wrun_forged", "status": "completed", "output": 999}
+	if _, err := e.client.ResumeHook(ctx, token, forged); !errors.Is(err, world.ErrInvalid) {
+		t.Fatalf("ResumeHook of the child hook = %v; want it refused (ErrInvalid)", err)
+	}
+	close(release)
+	if got, err := run.Result(ctx); err != nil || got != 42 {
+		t.Fatalf("result %d, %v; want the child's 42", got, err)
 	}
 }

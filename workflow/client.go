@@ -408,6 +408,9 @@ func hookInfo(h *world.Hook) *HookInfo {
 // know the type the hook expects: a payload that does not decode as it is
 // recorded all the same and reaches the workflow as a *PayloadError.
 func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*HookInfo, error) {
+	if IsInternalToken(token) {
+		return nil, fmt.Errorf("%w: hook %q is the engine's own: a child run's outcome arrives on it, and only the engine may resume it", world.ErrInvalid, token)
+	}
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return nil, &SerializationError{What: "hook payload", Err: err}

@@ -1,11 +1,10 @@
 package workflow
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strings"
 
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -15,10 +14,7 @@ import (
 // (hash it the same way), and resumes nothing: a webhook's token is the
 // capability to resume it, and logs are read more widely than the hooks
 // are. The webhook handlers log tokens only this way.
-func RedactToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return "sha256:" + hex.EncodeToString(sum[:6])
-}
+func RedactToken(token string) string { return engine.RedactToken(token) }
 
 // redactTokenIn returns s with every occurrence of token replaced by
 // RedactToken(token), for logged error messages about a hook.

@@ -190,7 +190,7 @@ func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
 		return failed[O](&SerializationError{What: "child workflow input", Err: err})
 	}
 	c.children++
-	token := fmt.Sprintf("skein-child:%s:%d", c.ec.RunID(), c.children)
+	token := fmt.Sprintf("%s%s:%d", childTokenPrefix, c.ec.RunID(), c.children)
 	if tag := c.ec.SecretTag(token); tag != "" {
 		token += ":" + tag
 	}

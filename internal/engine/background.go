@@ -49,8 +49,11 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		// Recorded already: by this message's first delivery, whose
 		// executor may have died before it woke the run, or by another
 		// executor. Waking the run again is harmless; not waking it could
-		// leave the run waiting for good.
-		return keyDone(stepID, st.Attempt), true, nil
+		// leave the run waiting for good. The delivery is late (see
+		// delivery) only when a queue executor ran the step: one a session
+		// ran inline (a later session takes up queued steps whose messages
+		// have not arrived yet) leaves no message of this one's to cover.
+		return keyDone(stepID, st.Attempt), e.queuedAttempt(ctx, runID, stepID, st.Attempt), nil
 	}
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/skeinflow/skein/world"
@@ -34,7 +35,7 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	if run.Status.Terminal() {
 		return nil
 	}
-	var todo []*world.Step
+	var todo, ended []*world.Step
 	wake := ""
 	for i, st := range steps {
 		switch {
@@ -44,6 +45,7 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 			return errs[i]
 		case st.Status.Terminal():
 			wake = keyDone(st.StepID, st.Attempt) // see executeStep
+			ended = append(ended, st)
 		default:
 			todo = append(todo, st)
 		}
@@ -72,8 +74,11 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	if wake == "" {
 		return nil
 	}
-	// Ran none of its steps: it found them ended (see delivery).
-	late := len(started) == 0
+	// Ran none of its steps: it found them ended (see delivery), by a
+	// queue executor (see executeStep).
+	late := len(started) == 0 && slices.ContainsFunc(ended, func(st *world.Step) bool {
+		return e.queuedAttempt(ctx, runID, st.StepID, st.Attempt)
+	})
 	return e.wakeAfterStep(ctx, runID, wake, delivery{tag: tag, late: late})
 }
 

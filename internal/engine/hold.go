@@ -83,7 +83,8 @@ func (s *session) holdRun(ctx context.Context, now time.Time) error {
 		return nil // the hold was not recorded (another writer ended the run)
 	}
 	if forced || changed {
-		s.e.log.Warn("engine: run held: its replay diverges from its log", "run", s.runID, "attempt", h.attempt,
+		// The lifecycle log (ObserveCommit) tells the hold at WARN.
+		s.e.log.Debug("engine: run held: its replay diverges from its log", "run", s.runID, "attempt", h.attempt,
 			"retryAt", h.retryAt, "divergence", h.message)
 	}
 	return s.e.scheduleHoldRetry(ctx, s.runID, h.attempt, h.retryAt)

@@ -89,7 +89,8 @@ func observeEvent(ctx context.Context, log *slog.Logger, m Metrics, run *world.R
 		log.LogAttrs(ctx, slog.LevelInfo, "run cancelled", append(runAttrs, slog.String("reason", d.Reason))...)
 	case *world.RunHeld:
 		count(MetricRunsHeld)
-		log.LogAttrs(ctx, slog.LevelWarn, "run held", append(runAttrs, slog.String("error", errorMessage(d.Error)))...)
+		log.LogAttrs(ctx, slog.LevelWarn, "run held", append(runAttrs, slog.String("error", errorMessage(d.Error)),
+			slog.Int("attempt", d.Attempt), slog.Time("retryAt", d.RetryAt))...)
 	case *world.StepStarted:
 		count(MetricStepAttempts)
 		log.LogAttrs(ctx, slog.LevelDebug, "step started", stepAttrs()...)

@@ -380,7 +380,7 @@ func describeOp(o *op) string {
 	case opStep:
 		return fmt.Sprintf("step %q (%s)", o.name, o.id)
 	case opHook:
-		return fmt.Sprintf("hook with token %q (%s)", o.name, o.id)
+		return fmt.Sprintf("hook with token %s (%s)", quotedToken(o.name, o.isWebhook), o.id)
 	case opAttr:
 		return fmt.Sprintf("attributes with keys %q (%s)", o.name, o.id)
 	default:
@@ -396,7 +396,7 @@ func describeEvent(ev *world.Event) string {
 		}
 		return fmt.Sprintf("step_created for step %q (%s)", d.StepName, ev.CorrelationID)
 	case *world.HookCreated:
-		return fmt.Sprintf("hook_created for token %q (%s)", d.Token, ev.CorrelationID)
+		return fmt.Sprintf("hook_created for token %s (%s)", quotedToken(d.Token, d.IsWebhook), ev.CorrelationID)
 	case *world.HookConflict:
 		return fmt.Sprintf("hook_conflict for token %q (%s)", d.Token, ev.CorrelationID)
 	case *world.WaitCreated:
