@@ -156,3 +156,39 @@ func TestWatchOpensEvents(t *testing.T) {
 		break
 	}
 }
+
+// TestListingToleratesUnreadableRuns: after a key is retired from the
+// keyring, listing runs still works: the runs it cannot open are listed
+// sealed, while GetRun of one is the *KeyError naming its key.
+func TestListingToleratesUnreadableRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	old, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k1", map[string][]byte{"k1": key(1)})})
+	cur, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k2", map[string][]byte{"k2": key(2)})})
+	const r1, r2 = "wrun_01JABCDEFGHJKMNPQRSTVWXYZ2", "wrun_01JABCDEFGHJKMNPQRSTVWXYZ3"
+	for _, c := range []struct {
+		w  *encrypt.World
+		id string
+	}{{old, r1}, {cur, r2}} {
+		if _, err := c.w.Append(ctx, &world.AppendParams{RunID: c.id, Events: []world.EventInput{{Data: &world.RunCreated{WorkflowName: "wf", Input: json.RawMessage(`"x"`)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := cur.ListRuns(ctx, &world.ListRunsParams{})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("ListRuns = %v, %v; want both runs", page, err)
+	}
+	for _, r := range page.Items {
+		if sealed := encrypt.IsSealed(r.Input); sealed != (r.RunID == r1) {
+			t.Errorf("run %s listed with input %s", r.RunID, r.Input)
+		}
+	}
+	if _, err := cur.GetRun(ctx, &world.GetRunParams{RunID: r1}); !errors.Is(err, encrypt.ErrKey) {
+		t.Errorf("GetRun of the k1 run = %v; want a KeyError", err)
+	}
+}

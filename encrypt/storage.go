@@ -3,6 +3,7 @@ package encrypt
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -84,7 +85,9 @@ func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, 
 }
 
 // ListRuns lists runs with their inputs and outputs opened (each run's data
-// key is opened once, then cached).
+// key is opened once, then cached). A run whose key is not available is
+// listed with its payloads sealed, as stored: one unreadable run does not
+// hide the others (GetRun of it is the *KeyError).
 func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	page, err := w.inner.ListRuns(ctx, p)
 	if err != nil {
@@ -94,7 +97,11 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 	out.Items = make([]world.Run, len(page.Items))
 	for i := range page.Items {
 		r, err := w.openRun(ctx, &page.Items[i])
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrKey):
+			w.log.LogAttrs(ctx, slog.LevelWarn, "encrypt: a listed run stays sealed", slog.String("run", page.Items[i].RunID), slog.Any("err", err))
+			r = &page.Items[i]
+		case err != nil:
 			return nil, err
 		}
 		out.Items[i] = *r

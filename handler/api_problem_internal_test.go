@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -33,6 +34,7 @@ func TestProblemFor(t *testing.T) {
 		{&workflow.InputError{Workflow: "w", Err: errors.New("x")}, 400, "INVALID_INPUT"},
 		{&workflow.HookNotFoundError{Token: "t"}, 404, "HOOK_NOT_FOUND"},
 		{context.DeadlineExceeded, 504, "TIMEOUT"},
+		{fmt.Errorf("get run: %w", &encrypt.KeyError{KeyID: "k1", RunID: "wrun_x", Err: errors.New("no such key")}), 500, "KEY_UNAVAILABLE"},
 		{errors.New("dynamodb: secret internals"), 500, "INTERNAL"},
 	} {
 		p := problemFor(c.err)

@@ -240,3 +240,21 @@ func TestCheckWorldChecksARunOnce(t *testing.T) {
 		t.Fatalf("%v %v; want the 3 runs not ended, once each", rep, err)
 	}
 }
+
+// TestHistoryWithByteOrderMark: a history file saved with a UTF-8 byte
+// order mark (as Windows tools write it) reads like one without.
+func TestHistoryWithByteOrderMark(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(goldenHistory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := skeintest.ReadHistories(bytes.NewReader(b), "plain.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bom, err := skeintest.ReadHistories(bytes.NewReader(append([]byte("\xEF\xBB\xBF"), b...)), "bom.jsonl")
+	if err != nil || len(bom) != len(plain) {
+		t.Fatalf("with a byte order mark: %d runs, %v; want %d", len(bom), err, len(plain))
+	}
+}

@@ -59,6 +59,10 @@ func ReadHistories(r io.Reader, name string) ([]History, error) {
 	)
 	for {
 		b, err := br.ReadBytes('\n')
+		if line == 0 && bytes.HasPrefix(b, []byte(utf8BOM)) {
+			// A byte order mark, as editors and shells on Windows write.
+			b, offset = b[len(utf8BOM):], int64(len(utf8BOM))
+		}
 		if len(b) > 0 {
 			line++
 			if perr := addEvent(&runs, byRun, b, line); perr != nil {
@@ -131,3 +135,6 @@ func WriteHistory(w io.Writer, events []world.Event) error {
 	}
 	return nil
 }
+
+// utf8BOM is the UTF-8 byte order mark a history file may start with.
+const utf8BOM = "\xEF\xBB\xBF"

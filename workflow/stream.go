@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
@@ -140,6 +141,12 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 		for ch, err := range world.Tail(ctx, c.w, world.TailParams{RunID: runID, Name: name, Start: opts.Start}) {
 			if err != nil {
 				yield(StreamChunk{}, err)
+				return
+			}
+			if kid, sealed := encrypt.SealedKeyID(ch.Data); sealed {
+				// Still sealed: the client's World holds no key that opens it.
+				yield(StreamChunk{}, &encrypt.KeyError{KeyID: kid, RunID: runID,
+					Err: errors.New("the stream is encrypted, and this client's World has no key to open it (see encrypt.Wrap; skein -keys)")})
 				return
 			}
 			if !yield(decodeChunk(ch), nil) {

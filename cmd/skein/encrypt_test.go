@@ -68,5 +68,15 @@ func TestEncryptedStore(t *testing.T) {
 		t.Errorf("shown in clear without the key:\n%s", r.out)
 	}
 	cli("-db", db, "-keys", keyText, "runs", "show", run.ID()).expect(t, 0, `"card 4242"`, `"card 4242!"`)
+	// Without the key, or with another, skein neither writes nor exports
+	// what it cannot open: a rerun would copy ciphertext into a new run, an
+	// export would not replay.
+	otherKey := "k9=" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("9", encrypt.DataKeySize)))
+	for _, keys := range [][]string{nil, {"-keys", otherKey}} {
+		cli(append(append([]string{"-db", db}, keys...), "runs", "show", run.ID())...).expect(t, 0, `key "k7"`)
+		cli(append(append([]string{"-db", db}, keys...), "runs", "rerun", run.ID())...).expect(t, 1, `encrypted with key "k7"`, "-keys")
+		cli(append(append([]string{"-db", db}, keys...), "runs", "export", run.ID())...).expect(t, 1, `encrypted with key "k7"`)
+	}
+	cli("-db", db, "-keys", keyText, "runs", "rerun", run.ID()).expect(t, 0, "started run")
 	cli("-db", db, "runs", "show", run.ID(), "-keys", "k7=short").expect(t, 2, "-keys", `key "k7" is not 32 bytes`)
 }

@@ -114,6 +114,13 @@ Examples:
 			if err := e.open(ctx); err != nil {
 				return err
 			}
+			if hk, err := e.client.GetHookByToken(ctx, token); err == nil {
+				if r, err := e.getRun(ctx, hk.RunID); err == nil {
+					if err := stillSealed(r, "resume its hook (the payload would be stored in clear)"); err != nil {
+						return err
+					}
+				}
+			}
 			h, err := e.client.ResumeHook(ctx, token, payload)
 			var nf *workflow.HookNotFoundError
 			if errors.As(err, &nf) {

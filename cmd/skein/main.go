@@ -232,6 +232,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 // store, refusing to create one, and reading it while another process holds
 // it.
 func (e *env) open(ctx context.Context) error {
+	if e.w != nil {
+		return nil // opened already (getRun opens too): one World per command
+	}
 	if e.remote.set() {
 		return e.openRemote(ctx)
 	}

@@ -35,6 +35,9 @@ Examples:
 			if !r.Status.Terminal() {
 				return fmt.Errorf("run %s is %s, not finished: wait for it, or cancel it first (skein runs cancel)", r.RunID, r.Status)
 			}
+			if err := stillSealed(r, "rerun it"); err != nil {
+				return err
+			}
 			v := r.Version
 			switch *version {
 			case "":

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // What the CLI prints of user-controlled strings. Names, tokens, keys,
@@ -89,4 +91,15 @@ func shownPayload(b []byte) string {
 		return encrypt.Describe(b) + " (pass -keys, or -kms-key for a stack)"
 	}
 	return string(b)
+}
+
+// stillSealed is the error of a command that would write (or export) run
+// r's payloads while they are still sealed: no key given to skein opened
+// them, and a new run, a hook payload or a history made from them would be
+// wrong or in clear.
+func stillSealed(r *world.Run, doing string) error {
+	if kid, ok := encrypt.SealedKeyID(r.Input); ok {
+		return fmt.Errorf("run %s's payloads are encrypted with key %q, which skein cannot use here: pass -keys (a local store) or -kms-key (a stack) to %s", r.RunID, kid, doing)
+	}
+	return nil
 }

@@ -82,7 +82,9 @@ func runOrigin(ctx context.Context, runID string, execCtx json.RawMessage) (cont
 }
 
 // runTrace is the trace of a run started outside any span: trace and parent
-// span IDs hashed from the run ID, sampled.
+// span IDs hashed from the run ID, sampled. The parent is never exported
+// (no process owns the run's whole life to end it): trace viewers show the
+// run's sessions under a missing root, all in one trace.
 func runTrace(runID string) trace.SpanContext {
 	sum := sha256.Sum256([]byte("skein trace " + runID))
 	var tid trace.TraceID
@@ -122,9 +124,12 @@ func (s *session) endSpan(err error) {
 	if s.span == nil {
 		return
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
+	case s.runStatus == world.RunStatusFailed || s.runStatus == world.RunStatusHeld:
+		s.span.SetStatus(codes.Error, "run "+string(s.runStatus))
 	}
 	s.span.SetAttributes(attrOutcome.String(string(s.runStatus)))
 	s.span.End()
