@@ -1,0 +1,209 @@
+package webui
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// timeInput is the layout of an <input type="datetime-local">.
+const timeInput = "2006-01-02T15:04"
+
+// statuses are the run statuses the list's filter offers.
+func statuses() []world.RunStatus {
+	return []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld,
+		world.RunStatusCompleted, world.RunStatusFailed, world.RunStatusCancelled}
+}
+
+// listQuery is the runs list's filter and position, read from the URL.
+type listQuery struct {
+	Workflow string
+	Status   world.RunStatus
+	From, To time.Time // creation time bounds; zero: none
+	FromText string
+	ToText   string
+	Cursor   string
+	// Attribute filter: run attributes land with ListRunsParams' attribute
+	// filter; read it here (key=value) and pass it to the World below.
+}
+
+// listCursor is the list's own cursor: the World's cursor and how many
+// runs of the page it names were shown already, so that a page cut short by
+// the time filter resumes at the next run.
+type listCursor struct {
+	World string `json:"w,omitempty"`
+	Skip  int    `json:"s,omitempty"`
+}
+
+func (c listCursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (listCursor, error) {
+	var c listCursor
+	if s == "" {
+		return c, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.Skip < 0 {
+		return c, errors.New("the page cursor is not one this dashboard wrote: start again from the first page")
+	}
+	return c, nil
+}
+
+// parseListQuery reads the filter from the URL; loc is the zone of the
+// time inputs.
+func parseListQuery(v url.Values, loc *time.Location) (listQuery, error) {
+	q := listQuery{Workflow: strings.TrimSpace(v.Get("workflow")), Cursor: v.Get("cursor"),
+		FromText: v.Get("from"), ToText: v.Get("to")}
+	if st := v.Get("status"); st != "" {
+		q.Status = world.RunStatus(st)
+		ok := false
+		for _, s := range statuses() {
+			ok = ok || s == q.Status
+		}
+		if !ok {
+			return q, errors.New("unknown status " + strconv.Quote(st))
+		}
+	}
+	for _, f := range []struct {
+		text string
+		t    *time.Time
+	}{{q.FromText, &q.From}, {q.ToText, &q.To}} {
+		if f.text == "" {
+			continue
+		}
+		t, err := time.ParseInLocation(timeInput, f.text, loc)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, f.text); err != nil {
+				return q, errors.New("a time is " + strconv.Quote(f.text) + ": want 2006-01-02T15:04 or RFC 3339")
+			}
+		}
+		*f.t = t
+	}
+	return q, nil
+}
+
+// listed is one page of the runs list.
+type listed struct {
+	Query    listQuery
+	Statuses []world.RunStatus
+	Runs     []listedRun
+	Next     string // the next page's URL, "" on the last one
+	First    bool   // this is the first page
+	Scanned  bool   // the time filter stopped the scan before the page was full
+}
+
+type listedRun struct {
+	ID, Workflow, Status string
+	Created              time.Time
+	Took                 string
+}
+
+// maxScan bounds the runs one list request reads past the time filter.
+const maxScan = 10 * world.MaxPageLimit
+
+// list serves the runs list.
+func (s *server) list(w http.ResponseWriter, r *http.Request) {
+	q, err := parseListQuery(r.URL.Query(), time.Local)
+	var c listCursor
+	if err == nil {
+		c, err = decodeCursor(q.Cursor)
+	}
+	if err != nil {
+		s.failPage(w, r, http.StatusBadRequest, "Bad filter: "+err.Error()+".")
+		return
+	}
+	out, err := s.listRuns(r.Context(), q, c)
+	if err != nil {
+		s.log.Error("webui: list runs", "err", err)
+		s.failPage(w, r, http.StatusInternalServerError, "Could not list runs: "+err.Error())
+		return
+	}
+	s.render(w, r, http.StatusOK, "list", "Runs", out)
+}
+
+// listRuns reads one page of runs matching q from cursor c. The World
+// filters by workflow and status; the creation-time bounds are applied
+// here, reading newest first and stopping at the first run older than From.
+func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*listed, error) {
+	size, now := s.cfg.PageSize, s.cfg.Now()
+	out := &listed{Query: q, Statuses: statuses(), First: q.Cursor == ""}
+	read := 0
+	for {
+		// Without a time filter a World page is exactly the rest of ours.
+		limit := size - len(out.Runs) + c.Skip
+		if !q.From.IsZero() || !q.To.IsZero() {
+			limit = world.MaxPageLimit
+		}
+		p, err := s.cfg.World.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.Workflow, Status: q.Status,
+			Pagination: world.Pagination{Limit: min(limit, world.MaxPageLimit), Cursor: c.World}})
+		if err != nil {
+			return nil, err
+		}
+		for i := c.Skip; i < len(p.Items); i++ {
+			run := &p.Items[i]
+			read++
+			if !q.From.IsZero() && run.CreatedAt.Before(q.From) {
+				return out, nil // newest first: the rest is older still
+			}
+			if !q.To.IsZero() && run.CreatedAt.After(q.To) {
+				continue
+			}
+			out.Runs = append(out.Runs, listedRun{ID: run.RunID, Workflow: run.WorkflowName, Status: string(run.Status),
+				Created: run.CreatedAt, Took: took(run, now)})
+			if len(out.Runs) == size {
+				next := listCursor{World: c.World, Skip: i + 1}
+				if i == len(p.Items)-1 {
+					if !p.HasMore {
+						return out, nil
+					}
+					next = listCursor{World: p.Cursor}
+				}
+				out.Next = s.pageURL(q, next)
+				return out, nil
+			}
+		}
+		if !p.HasMore {
+			return out, nil
+		}
+		c = listCursor{World: p.Cursor}
+		if read >= maxScan {
+			out.Scanned = true
+			out.Next = s.pageURL(q, c)
+			return out, nil
+		}
+	}
+}
+
+// pageURL is the list's URL for q at cursor c.
+func (s *server) pageURL(q listQuery, c listCursor) string {
+	v := url.Values{}
+	for k, x := range map[string]string{"workflow": q.Workflow, "status": string(q.Status), "from": q.FromText, "to": q.ToText} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	v.Set("cursor", c.encode())
+	return "/?" + v.Encode()
+}
+
+// took is how long a run took, or has been going ("…").
+func took(r *world.Run, now time.Time) string {
+	if r.Status.Terminal() && !r.CompletedAt.IsZero() {
+		return fmtDuration(r.CompletedAt.Sub(r.CreatedAt))
+	}
+	return fmtDuration(now.Sub(r.CreatedAt)) + "…"
+}
