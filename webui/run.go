@@ -72,7 +72,7 @@ type streamView struct {
 	Text    string
 	Next    int64 // the index of the next chunk
 	Done    bool
-	Partial bool // the page shows only the stream's last chunks
+	Partial bool   // the page shows only the stream's last chunks
 	Src     string // the live feed's URL (Server-Sent Events)
 }
 
