@@ -40,7 +40,7 @@ type fixture struct {
 	release chan struct{}
 	chunks  chan string
 	// Run IDs by what they show.
-	done, failed, running, sleeping, approval, evil string
+	done, failed, running, sleeping, approval, evil, order string
 }
 
 type fixtureFlows struct {
@@ -76,7 +76,33 @@ func (f *fixtureFlows) definitions() []workflow.Definition {
 		_, err := fmt.Fprint(workflow.Writer(ctx, ""), "stream says "+in)
 		return in, err
 	})
-	return []workflow.Definition{greet, explode, tick, shout,
+	flaky := workflow.NewStep("charge-card", func(ctx context.Context, cents int) (int, error) {
+		if m, _ := workflow.StepMetadataFrom(ctx); m.Attempt == 1 {
+			return 0, errors.New("payment gateway: 503 Service Unavailable")
+		}
+		_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "payment: charged %d cents\n", cents)
+		return cents, err
+	}, workflow.StepOptions{Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+	reserve := workflow.NewStep("reserve-stock", func(ctx context.Context, sku string) (string, error) {
+		time.Sleep(30 * time.Millisecond)
+		_, err := fmt.Fprintf(workflow.Writer(ctx, ""), "stock: reserved %s\n", sku)
+		return "bin-" + sku, err
+	})
+	return []workflow.Definition{greet, explode, tick, shout, flaky, reserve,
+		workflow.New("fulfil-order", func(ctx workflow.Context, cents int) ([]string, error) {
+			if _, err := flaky.Call(ctx, cents); err != nil {
+				return nil, err
+			}
+			var fs []workflow.Future[string]
+			for _, sku := range []string{"MUG", "TEE", "STICKER"} {
+				fs = append(fs, reserve.Go(ctx, sku))
+			}
+			bins, err := workflow.All(ctx, fs...)
+			if err != nil {
+				return nil, err
+			}
+			return bins, workflow.Sleep(ctx, 100*time.Millisecond)
+		}),
 		workflow.New("greeting", func(ctx workflow.Context, name string) (string, error) { return greet.Call(ctx, name) }),
 		workflow.New("explosion", func(ctx workflow.Context, in string) (string, error) { return explode.Call(ctx, in) }),
 		workflow.New("ticker", func(ctx workflow.Context, _ int) (int, error) { return tick.Call(ctx, 0) }),
@@ -141,7 +167,9 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 	f.sleeping = f.start("sleeper", 0)
 	f.approval = f.start("approval", 0)
 	f.evil = f.start("evil", xss)
+	f.order = f.start("fulfil-order", 4900)
 	f.await(f.done, world.RunStatusCompleted)
+	f.await(f.order, world.RunStatusCompleted)
 	f.await(f.failed, world.RunStatusFailed)
 	f.await(f.evil, world.RunStatusFailed)
 	f.awaitEvent(f.running, world.EventStepStarted)

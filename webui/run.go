@@ -162,7 +162,9 @@ func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Even
 	}
 }
 
-// pretty indents JSON; text that is not JSON comes back as it is.
+// pretty indents JSON, and shows <, > and & as themselves where Go's
+// encoder wrote them as \u003c, \u003e and \u0026 (the page escapes them
+// for HTML); text that is not JSON comes back as it is.
 func pretty(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
@@ -171,7 +173,39 @@ func pretty(raw []byte) string {
 	if json.Indent(&b, raw, "", "  ") != nil {
 		return string(raw)
 	}
-	return b.String()
+	return unescapeHTMLEscapes(b.Bytes())
+}
+
+// unescapeHTMLEscapes undoes encoding/json's HTML escaping in valid JSON.
+func unescapeHTMLEscapes(js []byte) string {
+	out := make([]byte, 0, len(js))
+	inString := false
+	for i := 0; i < len(js); i++ {
+		c := js[i]
+		switch {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString && i+1 < len(js):
+			if js[i+1] == 'u' && i+5 < len(js) {
+				switch string(js[i+2 : i+6]) {
+				case "003c", "003C":
+					out, i = append(out, '<'), i+5
+					continue
+				case "003e", "003E":
+					out, i = append(out, '>'), i+5
+					continue
+				case "0026":
+					out, i = append(out, '&'), i+5
+					continue
+				}
+			}
+			out = append(out, c, js[i+1]) // an escape pair, kept
+			i++
+			continue
+		}
+		out = append(out, c)
+	}
+	return string(out)
 }
 
 func errorChain(e *world.ErrorData) []errorLine {
