@@ -40,7 +40,7 @@ type fixture struct {
 	release chan struct{}
 	chunks  chan string
 	// Run IDs by what they show.
-	done, failed, running, sleeping, approval, evil, order string
+	done, failed, running, sleeping, approval, evil, order, webhook string
 }
 
 type fixtureFlows struct {
@@ -115,6 +115,10 @@ func (f *fixtureFlows) definitions() []workflow.Definition {
 			}
 			return "approved by " + a.By, nil
 		}),
+		workflow.New("webhooked", func(ctx workflow.Context, _ int) (int, error) {
+			_, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
+			return 0, err
+		}),
 		workflow.New("evil", func(ctx workflow.Context, in string) (string, error) {
 			if _, err := shout.Call(ctx, in); err != nil {
 				return "", err
@@ -168,6 +172,7 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 	f.approval = f.start("approval", 0)
 	f.evil = f.start("evil", xss)
 	f.order = f.start("fulfil-order", 4900)
+	f.webhook = f.start("webhooked", 0)
 	f.await(f.done, world.RunStatusCompleted)
 	f.await(f.order, world.RunStatusCompleted)
 	f.await(f.failed, world.RunStatusFailed)
@@ -175,6 +180,7 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 	f.awaitEvent(f.running, world.EventStepStarted)
 	f.awaitEvent(f.sleeping, world.EventWaitCreated)
 	f.awaitEvent(f.approval, world.EventHookCreated)
+	f.awaitEvent(f.webhook, world.EventHookCreated)
 	return f
 }
 

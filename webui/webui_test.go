@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/webui"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -86,6 +87,15 @@ func TestPages(t *testing.T) {
 				t.Errorf("page has %d script elements, want the dashboard's one", n)
 			}
 		})
+	}
+	// A webhook's token is the credential its URL needs: shown redacted.
+	hooks, err := f.w.ListHooks(context.Background(), &world.ListHooksParams{RunID: f.webhook})
+	if err != nil || len(hooks.Items) != 1 {
+		t.Fatalf("the webhook run's hooks: %v %v", hooks, err)
+	}
+	secret := hooks.Items[0].Token
+	if page := mustGet(f, "/runs/"+f.webhook); strings.Contains(page, secret) || !strings.Contains(page, "webhook "+workflow.RedactToken(secret)) {
+		t.Errorf("the webhook's token is not redacted on its run page")
 	}
 	for _, p := range []string{"/runs/wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T", "/runs/nope", "/nowhere"} {
 		if code, _ := f.get(p); code != http.StatusNotFound {
