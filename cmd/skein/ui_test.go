@@ -47,15 +47,15 @@ func TestUIAddr(t *testing.T) {
 
 var servingRE = regexp.MustCompile(`serving on (http://127\.0\.0\.1:\d+) — local only`)
 
-// startUI runs skein ui on db until the test ends and returns its URL and
-// output.
-func startUI(t *testing.T, db string) (string, *syncBuffer) {
+// startUI runs skein ui on the store the global flags name until the test
+// ends, and returns its URL and output.
+func startUI(t *testing.T, global ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runWith(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"-db", db, "ui", "-addr", "127.0.0.1:0"})
+		done <- runWith(ctx, &env{stdout: &stdout, stderr: &stderr}, append(global, "ui", "-addr", "127.0.0.1:0"))
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -96,7 +96,7 @@ func TestUIServes(t *testing.T) {
 	}
 	// The test holds the store, as a worker would.
 	defer w.Close()
-	base, out := startUI(t, db)
+	base, out := startUI(t, "-db", db)
 	if !strings.Contains(out.String(), "read-only: another process holds") {
 		t.Errorf("skein ui does not say it is read-only:\n%s", out.String())
 	}
@@ -140,7 +140,7 @@ func TestUIWritable(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	base, out := startUI(t, db)
+	base, out := startUI(t, "-db", db)
 	if strings.Contains(out.String(), "read-only") {
 		t.Errorf("skein ui on a free store says read-only:\n%s", out.String())
 	}
