@@ -94,8 +94,12 @@ func TestPages(t *testing.T) {
 		t.Fatalf("the webhook run's hooks: %v %v", hooks, err)
 	}
 	secret := hooks.Items[0].Token
-	if page := mustGet(f, "/runs/"+f.webhook); strings.Contains(page, secret) || !strings.Contains(page, "webhook "+workflow.RedactToken(secret)) {
+	page := mustGet(f, "/runs/"+f.webhook)
+	if strings.Contains(page, secret) || !strings.Contains(page, "webhook "+workflow.RedactToken(secret)) {
 		t.Errorf("the webhook's token is not redacted on its run page")
+	}
+	if strings.Contains(page, `name="payload"`) {
+		t.Errorf("a webhook has a resume form: it takes HTTP requests, not JSON payloads")
 	}
 	for _, p := range []string{"/runs/wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T", "/runs/nope", "/nowhere"} {
 		if code, _ := f.get(p); code != http.StatusNotFound {
