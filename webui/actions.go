@@ -88,7 +88,10 @@ func (s *server) rerun(ctx context.Context, _ *http.Request, run *world.Run) (st
 	if len(run.Input) > 0 {
 		input = run.Input
 	}
-	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, workflow.WithAttributes(run.Attributes), workflow.StartUnregistered())
+	// The new run records the old one's code version, so that the
+	// deployment pinned to that version runs it (as skein runs rerun does).
+	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, workflow.WithAttributes(run.Attributes),
+		workflow.WithVersion(run.Version), workflow.StartUnregistered())
 	return id, "rerun", err
 }
 

@@ -30,7 +30,10 @@ type listQuery struct {
 	From, To time.Time // creation time bounds; zero: none
 	FromText string
 	ToText   string
-	Cursor   string
+	// Version keeps the runs started by code of this version ("-": the
+	// runs that recorded none).
+	Version string
+	Cursor  string
 	// Attribute filter: run attributes land with ListRunsParams' attribute
 	// filter; read it here (key=value) and pass it to the World below.
 }
@@ -67,7 +70,7 @@ func decodeCursor(s string) (listCursor, error) {
 // time inputs.
 func parseListQuery(v url.Values, loc *time.Location) (listQuery, error) {
 	q := listQuery{Workflow: strings.TrimSpace(v.Get("workflow")), Cursor: v.Get("cursor"),
-		FromText: v.Get("from"), ToText: v.Get("to")}
+		FromText: v.Get("from"), ToText: v.Get("to"), Version: strings.TrimSpace(v.Get("version"))}
 	if st := v.Get("status"); st != "" {
 		q.Status = world.RunStatus(st)
 		ok := false
@@ -107,12 +110,13 @@ type listed struct {
 }
 
 type listedRun struct {
-	ID, Workflow, Status string
+	ID, Workflow, Status, Version string
 	Created              time.Time
 	Took                 string
 }
 
-// maxScan bounds the runs one list request reads past the time filter.
+// maxScan bounds the runs one list request reads past the filters applied
+// here.
 const maxScan = 10 * world.MaxPageLimit
 
 // list serves the runs list.
@@ -135,9 +139,30 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "list", "Runs", out)
 }
 
+// noVersion selects, and shows, the runs that recorded no version.
+const noVersion = "-"
+
+// keep reports whether r passes the filters the World does not apply: the
+// version and the upper time bound (the lower one ends the read).
+func (q listQuery) keep(r *world.Run) bool {
+	switch {
+	case !q.To.IsZero() && r.CreatedAt.After(q.To):
+		return false
+	case q.Version == noVersion:
+		return r.Version == ""
+	case q.Version != "":
+		return r.Version == q.Version
+	}
+	return true
+}
+
+// local reports whether q has filters applied here rather than by the World.
+func (q listQuery) local() bool { return !q.From.IsZero() || !q.To.IsZero() || q.Version != "" }
+
 // listRuns reads one page of runs matching q from cursor c. The World
-// filters by workflow and status; the creation-time bounds are applied
-// here, reading newest first and stopping at the first run older than From.
+// filters by workflow and status; the creation-time bounds and the version
+// are applied here, reading newest first and stopping at the first run
+// older than From.
 func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*listed, error) {
 	size, now := s.cfg.PageSize, s.cfg.Now()
 	out := &listed{Query: q, Statuses: statuses(), First: q.Cursor == ""}
@@ -145,7 +170,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 	for {
 		// Without a time filter a World page is exactly the rest of ours.
 		limit := size - len(out.Runs) + c.Skip
-		if !q.From.IsZero() || !q.To.IsZero() {
+		if q.local() {
 			limit = world.MaxPageLimit
 		}
 		p, err := s.cfg.World.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.Workflow, Status: q.Status,
@@ -159,11 +184,15 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 			if !q.From.IsZero() && run.CreatedAt.Before(q.From) {
 				return out, nil // newest first: the rest is older still
 			}
-			if !q.To.IsZero() && run.CreatedAt.After(q.To) {
+			if !q.keep(run) {
 				continue
 			}
+			version := run.Version
+			if version == "" {
+				version = noVersion
+			}
 			out.Runs = append(out.Runs, listedRun{ID: run.RunID, Workflow: run.WorkflowName, Status: string(run.Status),
-				Created: run.CreatedAt, Took: took(run, now)})
+				Version: version, Created: run.CreatedAt, Took: took(run, now)})
 			if len(out.Runs) == size {
 				next := listCursor{World: c.World, Skip: i + 1}
 				if i == len(p.Items)-1 {
@@ -191,7 +220,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 // pageURL is the list's URL for q at cursor c.
 func (s *server) pageURL(q listQuery, c listCursor) string {
 	v := url.Values{}
-	for k, x := range map[string]string{"workflow": q.Workflow, "status": string(q.Status), "from": q.FromText, "to": q.ToText} {
+	for k, x := range map[string]string{"workflow": q.Workflow, "status": string(q.Status), "from": q.FromText, "to": q.ToText, "version": q.Version} {
 		if x != "" {
 			v.Set(k, x)
 		}
