@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,6 +157,9 @@ func (q listQuery) keep(r *world.Run) bool {
 	return true
 }
 
+// older reports whether r was created before the lower time bound.
+func (q listQuery) older(r *world.Run) bool { return !q.From.IsZero() && r.CreatedAt.Before(q.From) }
+
 // local reports whether q has filters applied here rather than by the World.
 func (q listQuery) local() bool { return !q.From.IsZero() || !q.To.IsZero() || q.Version != "" }
 
@@ -181,7 +185,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 		for i := c.Skip; i < len(p.Items); i++ {
 			run := &p.Items[i]
 			read++
-			if !q.From.IsZero() && run.CreatedAt.Before(q.From) {
+			if q.older(run) {
 				return out, nil // newest first: the rest is older still
 			}
 			if !q.keep(run) {
@@ -194,11 +198,12 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 			out.Runs = append(out.Runs, listedRun{ID: run.RunID, Workflow: run.WorkflowName, Status: string(run.Status),
 				Version: version, Created: run.CreatedAt, Took: took(run, now)})
 			if len(out.Runs) == size {
+				rest := p.Items[i+1:]
+				if !p.HasMore && !slices.ContainsFunc(rest, func(r world.Run) bool { return q.keep(&r) && !q.older(&r) }) {
+					return out, nil // nothing left to show: no next page
+				}
 				next := listCursor{World: c.World, Skip: i + 1}
-				if i == len(p.Items)-1 {
-					if !p.HasMore {
-						return out, nil
-					}
+				if len(rest) == 0 {
 					next = listCursor{World: p.Cursor}
 				}
 				out.Next = s.pageURL(q, next)

@@ -45,7 +45,11 @@ func TestListPages(t *testing.T) {
 		if i%2 == 1 {
 			name = "beta"
 		}
-		id, err := c.Start(context.Background(), name, i)
+		var opts []workflow.StartOption
+		if i%3 == 0 {
+			opts = append(opts, workflow.WithVersion("v2"))
+		}
+		id, err := c.Start(context.Background(), name, i, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,6 +102,8 @@ func TestListPages(t *testing.T) {
 		{"status", "/?status=completed", nil, 1},
 		{"from", "/?from=" + created[4].Format(time.RFC3339Nano), newest[:3], 2},
 		{"to", "/?to=" + created[4].Format(time.RFC3339Nano), newest[2:], 3},
+		{"version", "/?version=v2", []string{ids[6], ids[3], ids[0]}, 2},
+		{"no version", "/?version=-", []string{ids[5], ids[4], ids[2], ids[1]}, 2},
 		{"from and to", "/?from=" + created[1].Format(time.RFC3339Nano) + "&to=" + created[5].Format(time.RFC3339Nano), newest[1:6], 3},
 	} {
 		got, pages := walk(tc.path)
@@ -109,5 +115,41 @@ func TestListPages(t *testing.T) {
 		if code, _ := get(p); code != http.StatusBadRequest {
 			t.Errorf("GET %s = %d, want 400", p, code)
 		}
+	}
+}
+
+// TestRerunKeepsVersion: a rerun records the old run's code version, so
+// that the deployment pinned to it runs the new one.
+func TestRerunKeepsVersion(t *testing.T) {
+	t.Parallel()
+	w, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	ctx := context.Background()
+	id, err := c.Start(ctx, "alpha", 1, workflow.WithVersion("v7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx, id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := webui.New(webui.Config{Client: c})
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:1/runs/"+id+"/rerun", strings.NewReader("csrf="+token))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://127.0.0.1:1")
+	req.AddCookie(&http.Cookie{Name: "skein_csrf", Value: token})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	loc := rec.Header().Get("Location")
+	if rec.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/runs/wrun_") {
+		t.Fatalf("rerun = %d %q\n%s", rec.Code, loc, rec.Body.String())
+	}
+	newID := strings.TrimSuffix(strings.TrimPrefix(loc, "/runs/"), "?done=rerun")
+	r, err := w.GetRun(ctx, &world.GetRunParams{RunID: newID})
+	if err != nil || r.Version != "v7" || r.WorkflowName != "alpha" || string(r.Input) != "1" {
+		t.Errorf("the rerun is %+v (%v), want workflow alpha, input 1, version v7", r, err)
 	}
 }
