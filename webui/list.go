@@ -112,8 +112,8 @@ type listed struct {
 
 type listedRun struct {
 	ID, Workflow, Status, Version string
-	Created              time.Time
-	Took                 string
+	Created                       time.Time
+	Took                          string
 }
 
 // maxScan bounds the runs one list request reads past the filters applied
