@@ -39,19 +39,37 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser starts a headless Chromium for the test.
+// browser starts a headless Chromium for the test, with a profile of its
+// own.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// Not t.TempDir: Chromium's helper processes may still write the
+	// profile for a moment after the browser ends, which fails its check.
+	profile, err := os.MkdirTemp("", "skein-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000))
+		chromedp.UserDataDir(profile), chromedp.WindowSize(1280, 1000))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(func(string, ...any) {}))
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove the browser profile %s", profile)
+	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
