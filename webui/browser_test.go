@@ -78,7 +78,8 @@ func browser(t *testing.T) context.Context {
 
 // TestBrowser drives the dashboard in headless Chromium over a local world
 // whose worker runs in this process: the list, a click through to a run,
-// its timeline, a stream that grows while the page is open, a hook resumed
+// its timeline, a stream that grows while the page is open and a status
+// that follows the run's end without a reload, a hook resumed
 // from its form until the run finishes, a user's <script> shown as text,
 // and a POST without the CSRF token refused. With SKEIN_UI_SCREENSHOT=1 it
 // saves docs/ui.png.
@@ -123,6 +124,10 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the list lacks %q", want)
 		}
 	}
+	// The list follows new runs: a note offers to draw it again.
+	another := f.start("greeting", "later")
+	eventually("the list notes the new run", func() bool { return strings.Contains(text("#live-note"), "new event") })
+	f.await(another, world.RunStatusCompleted)
 	run("click through to the running run", chromedp.Click(`a[href="/runs/`+f.running+`"]`, chromedp.ByQuery),
 		chromedp.WaitVisible("#timeline", chromedp.ByQuery))
 	var rows int
@@ -138,10 +143,18 @@ func TestBrowser(t *testing.T) {
 		f.chunks <- chunk
 		eventually("the stream shows "+chunk, func() bool { return strings.Contains(text("pre.stream-text"), strings.TrimSpace(chunk)) })
 	}
+	// The run ends while the page is open: its status follows (the live
+	// subscription), the stream says it is closed.
+	f.finish()
+	eventually("the page shows the run completed", func() bool { return text("#run-status") == "completed" })
+	eventually("the stream shows it is closed", func() bool { return strings.Contains(text("div.stream h3"), "closed") })
+	if note := text("#live-note"); !strings.Contains(note, "run_completed") {
+		t.Errorf("the live note says %q", note)
+	}
 	var mark int
 	run("read the mark", chromedp.Evaluate(`window.skeinMark || 0`, &mark))
 	if mark != 42 {
-		t.Error("the page reloaded to show the stream; it should have appended to it")
+		t.Error("the page reloaded to show the stream or the status; it should have updated in place")
 	}
 
 	// The fulfilment run's timeline: a retried step, a fan-out, a sleep.

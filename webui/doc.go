@@ -4,11 +4,14 @@
 // Pages are rendered on the server with html/template, which escapes every
 // string a workflow or its input put in a run (names, payloads, errors,
 // stream text); they work without JavaScript. One small script, embedded
-// with the stylesheet (no CDN, no build step), appends stream chunks as a
-// run writes them, through Server-Sent Events.
+// with the stylesheet (no CDN, no build step), keeps pages live through
+// Server-Sent Events: it appends stream chunks as a run writes them
+// (/runs/{id}/stream), and follows the live subscription (skeinhttp's
+// handler, mounted at /events) to update a run's status in place and to
+// count the events committed since a page was drawn.
 //
-//   - / lists runs, newest first, filtered by workflow, status and creation
-//     time, a page at a time;
+//   - / lists runs, newest first, filtered by workflow, status, code version
+//     and creation time, a page at a time;
 //   - /runs/{id} shows a run: its summary, input and output, the Gantt
 //     timeline `skein runs show` draws in the terminal, its steps with their
 //     attempts and errors, hooks, sleeps, output streams (live) and its

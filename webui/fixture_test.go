@@ -39,6 +39,8 @@ type fixture struct {
 	// it write one stream chunk per value received.
 	release chan struct{}
 	chunks  chan string
+	// finish closes release (once).
+	finish func()
 	// Run IDs by what they show.
 	done, failed, running, sleeping, approval, evil, order, webhook string
 }
@@ -150,7 +152,8 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = worker.Run(ctx) }()
-	f := &fixture{t: t, w: w, client: worker.Client(), release: flows.release, chunks: flows.chunks}
+	f := &fixture{t: t, w: w, client: worker.Client(), release: flows.release, chunks: flows.chunks,
+		finish: func() { flows.once.Do(func() { close(flows.release) }) }}
 	cfg.Client = f.client
 	h, err := webui.New(cfg)
 	if err != nil {
@@ -158,7 +161,7 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 	}
 	f.srv = httptest.NewServer(h)
 	t.Cleanup(func() {
-		flows.once.Do(func() { close(flows.release) })
+		f.finish()
 		f.srv.CloseClientConnections()
 		f.srv.Close()
 		cancel()

@@ -105,6 +105,7 @@ type listed struct {
 	Query    listQuery
 	Statuses []world.RunStatus
 	Runs     []listedRun
+	Self     string // this page's URL
 	Next     string // the next page's URL, "" on the last one
 	First    bool   // this is the first page
 	Scanned  bool   // the time filter stopped the scan before the page was full
@@ -137,6 +138,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, http.StatusInternalServerError, "Could not list runs: "+err.Error())
 		return
 	}
+	out.Self = r.URL.RequestURI()
 	s.render(w, r, http.StatusOK, "list", "Runs", out)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/skeinflow/skein/internal/timeline"
@@ -29,6 +30,9 @@ type runView struct {
 	Waits    []waitView
 	Streams  []streamView
 	Events   []eventView
+	// Live is the URL of the run's live feed from the page's last event on
+	// (the live subscription, as Server-Sent Events); "" once the run ended.
+	Live string
 	// Actions the run's status allows (all false on a read-only dashboard).
 	CanCancel, CanRerun, CanRetry bool
 }
@@ -138,6 +142,13 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 		return nil, err
 	}
 	v.Events = eventViews(events)
+	if !run.Status.Terminal() {
+		var last int64
+		if len(events) > 0 {
+			last = events[len(events)-1].Seq
+		}
+		v.Live = "/events?" + url.Values{"run": {run.RunID}, "after": {world.RunCursor(run.RunID, last)}}.Encode()
+	}
 	if !s.cfg.ReadOnly {
 		v.CanCancel = !run.Status.Terminal()
 		v.CanRerun = run.Status.Terminal()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -108,7 +109,12 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	events, err := skeinhttp.NewEvents(skeinhttp.EventsConfig{Client: cfg.Client, Logger: cfg.Logger, Retry: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
+	mux.Handle("GET /events", events)
 	mux.HandleFunc("GET /{$}", s.list)
 	mux.HandleFunc("GET /runs/{id}", s.run)
 	mux.HandleFunc("GET /runs/{id}/stream", s.stream)

@@ -3,10 +3,12 @@ package webui_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +66,8 @@ func TestPages(t *testing.T) {
 	}{
 		{"completed", f.done, []string{"greeting", "completed", `&#34;hello world&#34;`, `<td class="name">greet</td>`, "Rerun"}},
 		{"failed", f.failed, []string{"failed", "exploded on purpose", `<td class="name">explode</td>`}},
-		{"running", f.running, []string{"running", "Cancel run", "started\n", `data-stream="/runs/` + f.running + `/stream?from=1&amp;ns="`}},
+		{"running", f.running, []string{"running", "Cancel run", "started\n", `data-stream="/runs/` + f.running + `/stream?from=1&amp;ns="`,
+			`data-events="/events?after=`}},
 		{"sleeping", f.sleeping, []string{"sleep 1h0m", "Sleeps"}},
 		{"hook", f.approval, []string{"hook approve-1", `name="payload"`, `action="/runs/` + f.approval + `/resume"`}},
 		{"escaped", f.evil, []string{"&lt;script&gt;alert(1)&lt;/script&gt;", "stream says &lt;script&gt;", "exploded on &lt;script&gt;"}},
@@ -79,6 +82,9 @@ func TestPages(t *testing.T) {
 				if !strings.Contains(body, w) {
 					t.Errorf("page lacks %q", w)
 				}
+			}
+			if live := strings.Contains(body, "data-events="); live == (tc.name == "completed" || tc.name == "failed" || tc.name == "escaped") {
+				t.Errorf("live feed on the page: %v (a finished run has none, a live one has)", live)
 			}
 			if strings.Contains(body, "<script>alert") {
 				t.Errorf("page holds the user's <script> as markup")
@@ -280,5 +286,42 @@ func TestStreamEvents(t *testing.T) {
 	lines = bufio.NewScanner(resp2.Body)
 	if l := next("id:"); l != "id: 1" {
 		t.Errorf("after Last-Event-ID 0 the feed starts at %q", l)
+	}
+}
+
+// TestLiveEvents: the run page's feed (the live subscription, mounted at
+// /events) sends the events committed after the page was drawn.
+func TestLiveEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, webui.Config{})
+	m := regexp.MustCompile(`data-events="([^"]+)"`).FindStringSubmatch(mustGet(f, "/runs/"+f.running))
+	if m == nil {
+		t.Fatal("the running run's page has no live feed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+strings.ReplaceAll(m[1], "&amp;", "&"), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET the feed = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	f.finish()
+	var types []string
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() && !slices.Contains(types, "run_completed") {
+		if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+			var ev struct {
+				Type string `json:"eventType"`
+			}
+			_ = json.Unmarshal([]byte(data), &ev)
+			types = append(types, ev.Type)
+		}
+	}
+	if len(types) == 0 || types[0] != "step_completed" || !slices.Contains(types, "run_completed") {
+		t.Errorf("the feed sent %v, want step_completed first (nothing from before the page) and run_completed", types)
 	}
 }

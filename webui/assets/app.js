@@ -20,3 +20,36 @@ document.addEventListener("DOMContentLoaded", function () {
     });
   });
 });
+
+// A live run's page, and the runs list, follow the events (the live
+// subscription): a run's status updates in place, and a note counts the
+// events committed since the page was drawn, with a link to draw it again.
+document.addEventListener("DOMContentLoaded", function () {
+  var note = document.querySelector("[data-events]");
+  if (!note || !window.EventSource) return;
+  var statuses = { run_started: "running", run_completed: "completed", run_failed: "failed",
+    run_cancelled: "cancelled", run_held: "held" };
+  var classes = { running: "st-busy", completed: "st-ok", failed: "st-bad", cancelled: "st-dim", held: "st-bad" };
+  var status = document.getElementById("run-status");
+  var count = 0;
+  var src = new EventSource(note.dataset.events);
+  src.onmessage = function (e) {
+    var ev = JSON.parse(e.data);
+    var st = statuses[ev.eventType];
+    if (st && status) {
+      status.textContent = st;
+      status.className = "status " + classes[st];
+    }
+    count++;
+    note.hidden = false;
+    note.textContent = "";
+    note.appendChild(document.createTextNode(count + (count === 1 ? " new event" : " new events") +
+      " since this page was drawn (the last: " + ev.eventType + "). "));
+    var a = document.createElement("a");
+    a.href = note.dataset.reload || location.pathname;
+    a.textContent = "Show them";
+    note.appendChild(a);
+  };
+  src.addEventListener("end", function () { src.close(); });
+  src.addEventListener("error", function (e) { if (e.data) src.close(); });
+});
