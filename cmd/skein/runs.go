@@ -7,10 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -168,7 +168,19 @@ func runDuration(r *world.Run, now time.Time) string {
 }
 
 // fmtDuration keeps durations short: 850ms, 3.42s, 2m5s, 26h3m.
-func fmtDuration(d time.Duration) string { return timeline.FormatDuration(d) }
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+}
 
 var runsShowCmd = &command{
 	group: "runs", name: "show", usage: "<runId> [-no-color] [-width n] [-show-tokens]", nargs: 1,
@@ -275,7 +287,12 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 }
 
 // clip shortens s to n runes.
-func clip(s string, n int) string { return timeline.Clip(s, n) }
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
 
 var runsEventsCmd = &command{
 	group: "runs", name: "events", usage: "<runId>", nargs: 1,
