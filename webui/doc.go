@@ -10,8 +10,8 @@
 // handler, mounted at /events) to update a run's status in place and to
 // count the events committed since a page was drawn.
 //
-//   - / lists runs, newest first, filtered by workflow, status, code version
-//     and creation time, a page at a time;
+//   - / lists runs, newest first, filtered by workflow, status, attribute,
+//     code version and creation time, a page at a time;
 //   - /runs/{id} shows a run: its summary, input and output, the Gantt
 //     timeline `skein runs show` draws in the terminal, its steps with their
 //     attempts and errors, hooks, sleeps, output streams (live) and its

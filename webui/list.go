@@ -35,8 +35,10 @@ type listQuery struct {
 	// runs that recorded none).
 	Version string
 	Cursor  string
-	// Attribute filter: run attributes land with ListRunsParams' attribute
-	// filter; read it here (key=value) and pass it to the World below.
+	// Attr is the attribute filter as typed (key=value); Attribute is
+	// what the World filters on.
+	Attr      string
+	Attribute *world.AttributeFilter
 }
 
 // listCursor is the list's own cursor: the World's cursor and how many
@@ -71,7 +73,19 @@ func decodeCursor(s string) (listCursor, error) {
 // time inputs.
 func parseListQuery(v url.Values, loc *time.Location) (listQuery, error) {
 	q := listQuery{Workflow: strings.TrimSpace(v.Get("workflow")), Cursor: v.Get("cursor"),
-		FromText: v.Get("from"), ToText: v.Get("to"), Version: strings.TrimSpace(v.Get("version"))}
+		FromText: v.Get("from"), ToText: v.Get("to"), Version: strings.TrimSpace(v.Get("version")),
+		Attr: strings.TrimSpace(v.Get("attr"))}
+	if q.Attr != "" {
+		key, value, ok := strings.Cut(q.Attr, "=")
+		if !ok {
+			return q, errors.New("the attribute filter is " + strconv.Quote(q.Attr) + ": want key=value")
+		}
+		f := &world.AttributeFilter{Key: strings.TrimSpace(key), Value: strings.TrimSpace(value)}
+		if err := f.Check(); err != nil {
+			return q, errors.New("the attribute filter: " + err.Error())
+		}
+		q.Attribute = f
+	}
 	if st := v.Get("status"); st != "" {
 		q.Status = world.RunStatus(st)
 		ok := false
@@ -166,7 +180,7 @@ func (q listQuery) older(r *world.Run) bool { return !q.From.IsZero() && r.Creat
 func (q listQuery) local() bool { return !q.From.IsZero() || !q.To.IsZero() || q.Version != "" }
 
 // listRuns reads one page of runs matching q from cursor c. The World
-// filters by workflow and status; the creation-time bounds and the version
+// filters by workflow, status and attribute; the creation-time bounds and the version
 // are applied here, reading newest first and stopping at the first run
 // older than From.
 func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*listed, error) {
@@ -179,7 +193,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 		if q.local() {
 			limit = world.MaxPageLimit
 		}
-		p, err := s.cfg.World.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.Workflow, Status: q.Status,
+		p, err := s.cfg.World.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.Workflow, Status: q.Status, Attribute: q.Attribute,
 			Pagination: world.Pagination{Limit: min(limit, world.MaxPageLimit), Cursor: c.World}})
 		if err != nil {
 			return nil, err
@@ -227,7 +241,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 // pageURL is the list's URL for q at cursor c.
 func (s *server) pageURL(q listQuery, c listCursor) string {
 	v := url.Values{}
-	for k, x := range map[string]string{"workflow": q.Workflow, "status": string(q.Status), "from": q.FromText, "to": q.ToText, "version": q.Version} {
+	for k, x := range map[string]string{"workflow": q.Workflow, "status": string(q.Status), "from": q.FromText, "to": q.ToText, "version": q.Version, "attr": q.Attr} {
 		if x != "" {
 			v.Set(k, x)
 		}

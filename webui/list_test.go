@@ -49,6 +49,9 @@ func TestListPages(t *testing.T) {
 		if i%3 == 0 {
 			opts = append(opts, workflow.WithVersion("v2"))
 		}
+		if i%4 == 0 {
+			opts = append(opts, workflow.WithAttributes(map[string]string{"team": "blue"}))
+		}
 		id, err := c.Start(context.Background(), name, i, opts...)
 		if err != nil {
 			t.Fatal(err)
@@ -104,6 +107,8 @@ func TestListPages(t *testing.T) {
 		{"to", "/?to=" + created[4].Format(time.RFC3339Nano), newest[2:], 3},
 		{"version", "/?version=v2", []string{ids[6], ids[3], ids[0]}, 2},
 		{"no version", "/?version=-", []string{ids[5], ids[4], ids[2], ids[1]}, 2},
+		{"attribute", "/?attr=team%3Dblue", []string{ids[4], ids[0]}, 1},
+		{"attribute and workflow", "/?attr=team%3Dblue&workflow=beta", nil, 1},
 		{"from and to", "/?from=" + created[1].Format(time.RFC3339Nano) + "&to=" + created[5].Format(time.RFC3339Nano), newest[1:6], 3},
 	} {
 		got, pages := walk(tc.path)
@@ -111,7 +116,11 @@ func TestListPages(t *testing.T) {
 			t.Errorf("%s: got %v in %d pages, want %v in %d", tc.name, got, pages, tc.want, tc.pages)
 		}
 	}
-	for _, p := range []string{"/?status=bogus", "/?from=yesterday", "/?cursor=notacursor"} {
+	// A run's attributes link to the list of the runs that share them.
+	if _, page := get("/runs/" + ids[4]); !strings.Contains(page, `<a class="attr" href="/?attr=team%3Dblue">team=blue</a>`) {
+		t.Errorf("the run page lacks its attribute's link:\n%s", page)
+	}
+	for _, p := range []string{"/?status=bogus", "/?from=yesterday", "/?cursor=notacursor", "/?attr=team", "/?attr=%3Dblue", "/?attr=bad%20key%3Dx"} {
 		if code, _ := get(p); code != http.StatusBadRequest {
 			t.Errorf("GET %s = %d, want 400", p, code)
 		}
