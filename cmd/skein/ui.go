@@ -131,10 +131,12 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 	if public {
 		reach = "reachable from other machines (-public): anyone who can reach it can act on runs"
 	}
-	fmt.Fprintf(e.stdout, "serving on %s — %s\nstore: %s\n", url, reach, e.where())
+	note := ""
 	if e.readOnly {
-		fmt.Fprintf(e.stdout, "read-only: another process holds %s; actions are off (serve the dashboard from the worker to act on runs)\n", e.db)
+		note = fmt.Sprintf("read-only: another process holds %s; actions are off (serve the dashboard from the worker to act on runs)\n", e.db)
 	}
+	// One write: whoever reads the first line has the rest too.
+	fmt.Fprintf(e.stdout, "serving on %s — %s\nstore: %s\n%s", url, reach, e.where(), note)
 	if open {
 		openBrowser(url, e.stderr)
 	}
