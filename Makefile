@@ -13,9 +13,21 @@ export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 ## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
 test: lint unit emulator-test template-check
 
-## unit: offline tests (local world), race detector on
+## unit: offline tests (local world), race detector on; the dashboard's browser test (webui TestBrowser) drives
+## headless Chromium, which scripts/chromium.sh installs (pinned) unless SKEIN_CHROMIUM names one; here it may not skip
 unit:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	[ -n "$$SKEIN_CHROMIUM" ] || bash scripts/chromium.sh install
+	SKEIN_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## chromium: install the pinned Chromium for the browser test and print its path
+.PHONY: chromium
+chromium:
+	@bash scripts/chromium.sh path
+
+## ui-screenshot: run the browser test and save the dashboard's screenshot to docs/ui.png (the README shows it)
+.PHONY: ui-screenshot
+ui-screenshot:
+	SKEIN_UI_SCREENSHOT=1 SKEIN_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestBrowser$$' ./webui/
 
 ## emulator-test: start the emulators, run the suites that need them (a skip there is a failure), stop them;
 ## the arm64 bootstrap runs under qemu-user (scripts/qemu.sh installs it unless SKEIN_QEMU_AARCH64 is set)

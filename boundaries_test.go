@@ -128,6 +128,9 @@ func listModule(t *testing.T) []listedPackage {
 //     files only;
 //   - skeintest, which users import in their tests, depends on no AWS or
 //     Lambda package and imports only skeintestImports of the module;
+//   - webui, the dashboard, depends on no AWS or Lambda package (its tests
+//     included): it serves any World through workflow.Client, and a
+//     worker on the local world embeds it without pulling AWS in;
 //   - workflowcheck (the determinism analyzer) depends on no other package
 //     of this module: it knows the workflow package by its import path, so
 //     that analyzing a user's code loads nothing of Skein's runtime;
@@ -147,10 +150,10 @@ func TestImportBoundaries(t *testing.T) {
 	for _, p := range pkgs {
 		owner := p.owner()
 		seen[owner] = true
-		if under(owner, "world") || under(owner, "workflow") || under(owner, "skeintest") || under(owner, "skeinhttp") {
+		if under(owner, "world") || under(owner, "workflow") || under(owner, "skeintest") || under(owner, "skeinhttp") || under(owner, "webui") {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/aws/") {
-					report("%s (or its tests) depends on %s: world/, workflow/, skeintest/ and skeinhttp/ must not depend on AWS or Lambda packages", owner, d)
+					report("%s (or its tests) depends on %s: world/, workflow/, skeintest/, skeinhttp/ and webui/ must not depend on AWS or Lambda packages", owner, d)
 				}
 			}
 		}
@@ -197,7 +200,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet", "webui"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

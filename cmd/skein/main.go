@@ -49,6 +49,9 @@ type env struct {
 
 	w      world.World
 	client *workflow.Client
+	// readOnly: the local store is held by another process, and open
+	// opened it read-only.
+	readOnly bool
 }
 
 // command is one "skein <group> <name>" command.
@@ -123,6 +126,8 @@ func runWith(ctx context.Context, e *env, args []string) int {
 		return help(e, args[1:])
 	case "init":
 		return initCmd(ctx, e, args[1:])
+	case "ui":
+		return uiCmd(ctx, e, args[1:])
 	}
 	group := args[0]
 	if !slices.ContainsFunc(commands, func(c *command) bool { return c.group == group }) {
@@ -258,6 +263,7 @@ func (e *env) open(ctx context.Context) error {
 		// writes. Commands that change the store fail with ErrReadOnly.
 		cfg.ReadOnly = true
 		w, err = localworld.Open(cfg)
+		e.readOnly = err == nil
 		if err != nil {
 			err = fmt.Errorf("the store %s is in use by another process, and cannot be read while it is: %w", e.db, err)
 		}
@@ -324,6 +330,7 @@ Commands:
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-15s %s\n", c.fullName(), c.summary)
 	}
+	fmt.Fprintf(w, "  %-15s %s\n", "ui", uiSummary)
 	fmt.Fprintf(w, "  %-15s %s\n", "init", "write a new project: workflows, Lambda main, SAM template, Makefile")
 	fmt.Fprintf(w, `
 Flags:
@@ -387,8 +394,11 @@ func help(e *env, args []string) int {
 		mainUsage(e.stdout)
 		return 0
 	case 1:
-		if args[0] == "init" {
+		switch args[0] {
+		case "init":
 			return initCmd(context.Background(), e, []string{"-help"})
+		case "ui":
+			return uiCmd(context.Background(), e, []string{"-help"})
 		}
 		if slices.ContainsFunc(commands, func(c *command) bool { return c.group == args[0] }) {
 			groupUsage(e.stdout, args[0])

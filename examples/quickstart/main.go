@@ -34,6 +34,7 @@ type options struct {
 	sleep        time.Duration
 	approveAfter time.Duration
 	repair       bool
+	ui           string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -46,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.fresh, "fresh", false, "place a new order (a new ID derived from -order) instead of resuming")
 	fs.DurationVar(&o.sleep, "sleep", 2*time.Second, "the durable sleep until the courier's pickup slot (new orders only)")
 	fs.DurationVar(&o.approveAfter, "approve-after", time.Second, "how long the approver takes to approve once asked")
+	fs.StringVar(&o.ui, "ui", "", "serve the dashboard on `host:port` (e.g. 127.0.0.1:8089) with write access while the worker runs; it goes on serving after the order finishes, until Ctrl-C")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: go run ./examples/quickstart [flags]
 
@@ -128,9 +130,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}()
 	defer func() { stopWorker(); <-stopped }()
 
+	dashboard := ""
+	if o.ui != "" {
+		if dashboard, err = serveDashboard(wctx, worker, o.ui); err != nil {
+			fmt.Fprintf(stderr, "quickstart: the dashboard: %v\n", err)
+			return 1
+		}
+		p.plain("dashboard: %s (served by this worker, so its actions work)", dashboard)
+	}
+
 	code, err := placeOrder(ctx, w, worker.Client(), o, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
+	}
+	if dashboard != "" && ctx.Err() == nil {
+		p.plain("the dashboard goes on serving on %s, and the worker on running; Ctrl-C to stop", dashboard)
+		<-ctx.Done()
 	}
 	return code
 }

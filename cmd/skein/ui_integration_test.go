@@ -1,0 +1,56 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/workflow"
+)
+
+// skein ui on a deployed stack (the emulators), by resource flags: the run
+// page shows an input the World claim-checked to S3, read back whole.
+func TestUIOnDeployedStack(t *testing.T) {
+	t.Parallel()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	res, queueURL := dynamotest.NewResources(t, c)
+	w, err := dynamoworld.New(context.Background(), dynamotest.Config(c, res, queueURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Over the claim-check threshold: the input lives in S3.
+	big := strings.Repeat("x", dynamoworld.DefaultClaimCheckThreshold) + "<end-of-the-big-input>"
+	id, err := client.Start(context.Background(), "ticker", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startUI(t, "-table", res.Table, "-queue-url", queueURL, "-bucket", res.Bucket)
+	resp, err := http.Get(base + "/runs/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "ticker") {
+		t.Fatalf("GET the run page = %d\n%.2000s", resp.StatusCode, page)
+	}
+	// Once in the input, once in run_created's data.
+	if n := strings.Count(page, "&lt;end-of-the-big-input&gt;"); n != 2 {
+		t.Errorf("the claim-checked input shows %d times on the page, want 2 (input and run_created)", n)
+	}
+	if strings.Contains(page, "read-only") {
+		t.Error("the dashboard on a stack is read-only")
+	}
+}

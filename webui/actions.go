@@ -1,0 +1,149 @@
+package webui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// maxForm bounds an action's form (a hook payload is the largest field).
+const maxForm = 1 << 20
+
+// actionFunc carries out an action on run and returns where to go next
+// (a run ID) and the notice to show there, or an error to show.
+type actionFunc func(ctx context.Context, r *http.Request, run *world.Run) (next, notice string, err error)
+
+// actionError is an action refused for a reason the user can fix; its
+// message is shown as it is, with code.
+type actionError struct {
+	code int
+	msg  string
+}
+
+func (e *actionError) Error() string { return e.msg }
+
+func refuse(format string, args ...any) error {
+	return &actionError{code: http.StatusConflict, msg: fmt.Sprintf(format, args...)}
+}
+
+// action wraps an action with the checks every POST goes through: read-only,
+// CSRF, the run's existence. It answers 303 to the run's page.
+func (s *server) action(f actionFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.ReadOnly {
+			s.failPage(w, r, http.StatusForbidden, "Actions are off: "+s.cfg.ReadOnlyReason+".")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			s.failPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+			return
+		}
+		if why := checkCSRF(r); why != "" {
+			s.failPage(w, r, http.StatusForbidden, "Refused: "+why+".")
+			return
+		}
+		run, ok := s.loadRun(w, r)
+		if !ok {
+			return
+		}
+		next, notice, err := f(r.Context(), r, run)
+		if err != nil {
+			var ae *actionError
+			if errors.As(err, &ae) {
+				s.failPage(w, r, ae.code, ae.msg)
+				return
+			}
+			s.log.Error("webui: action", "path", r.URL.Path, "run", run.RunID, "err", err)
+			s.failPage(w, r, http.StatusInternalServerError, "The action failed: "+err.Error())
+			return
+		}
+		http.Redirect(w, r, "/runs/"+url.PathEscape(next)+"?done="+notice, http.StatusSeeOther)
+	}
+}
+
+func (s *server) cancel(ctx context.Context, r *http.Request, run *world.Run) (string, string, error) {
+	if run.Status.Terminal() {
+		return "", "", refuse("Run %s is %s already: there is nothing to cancel.", run.RunID, run.Status)
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		reason = "cancelled from the dashboard"
+	}
+	return run.RunID, "cancel", s.cfg.Client.Cancel(ctx, run.RunID, reason)
+}
+
+func (s *server) rerun(ctx context.Context, _ *http.Request, run *world.Run) (string, string, error) {
+	if !run.Status.Terminal() {
+		return "", "", refuse("Run %s is %s, not finished: wait for it, or cancel it first.", run.RunID, run.Status)
+	}
+	var input any
+	if len(run.Input) > 0 {
+		input = run.Input
+	}
+	// The new run records the old one's code version, so that the
+	// deployment pinned to that version runs it (as skein runs rerun does).
+	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, workflow.WithAttributes(run.Attributes),
+		workflow.WithVersion(run.Version), workflow.StartUnregistered())
+	return id, "rerun", err
+}
+
+func (s *server) retry(ctx context.Context, _ *http.Request, run *world.Run) (string, string, error) {
+	if run.Status != world.RunStatusHeld {
+		return "", "", refuse("Run %s is %s, not held: only a held run can be retried.", run.RunID, run.Status)
+	}
+	return run.RunID, "retry", s.cfg.Client.RetryRun(ctx, run.RunID)
+}
+
+func (s *server) fail(ctx context.Context, r *http.Request, run *world.Run) (string, string, error) {
+	if run.Status != world.RunStatusHeld {
+		return "", "", refuse("Run %s is %s, not held: only a held run can be failed from here.", run.RunID, run.Status)
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		reason = "failed from the dashboard"
+	}
+	return run.RunID, "fail", s.cfg.Client.FailRun(ctx, run.RunID, reason)
+}
+
+// resume sends the form's JSON payload to the run's hook named by its ID
+// (the form never carries a token: a webhook's token is a secret).
+func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (string, string, error) {
+	hook, err := s.cfg.World.GetHook(ctx, &world.GetHookParams{HookID: r.PostFormValue("hook")})
+	if errors.Is(err, world.ErrNotFound) || (err == nil && hook.RunID != run.RunID) {
+		return "", "", refuse("Run %s has no active hook %q: it was resumed and disposed, or the run ended.", run.RunID, r.PostFormValue("hook"))
+	}
+	if err != nil {
+		return "", "", err
+	}
+	text := strings.TrimSpace(r.PostFormValue("payload"))
+	if text == "" {
+		text = "null"
+	}
+	if !json.Valid([]byte(text)) {
+		return "", "", &actionError{code: http.StatusBadRequest, msg: "The payload is not JSON: " + clipText(text, 200)}
+	}
+	if _, err := s.cfg.Client.ResumeHook(ctx, hook.Token, json.RawMessage(text)); err != nil {
+		var nf *workflow.HookNotFoundError
+		if errors.As(err, &nf) {
+			return "", "", refuse("The hook is gone: it was resumed and disposed, or the run ended.")
+		}
+		return "", "", err
+	}
+	return run.RunID, "resume", nil
+}
+
+// clipText shortens s to n runes.
+func clipText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
