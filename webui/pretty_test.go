@@ -14,6 +14,7 @@ func TestPretty(t *testing.T) {
 		{`"\u00e9"`, `"\u00e9"`},
 		{`not json <b>`, `not json <b>`},
 		{``, ``},
+		{`{"skein.sealed":1,"kid":"k1","ct":"AAAA"}`, `[encrypted with key "k1"; no key to decrypt it]`},
 	} {
 		if got := pretty([]byte(tc.in)); got != tc.want {
 			t.Errorf("pretty(%s) = %q, want %q", tc.in, got, tc.want)

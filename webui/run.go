@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -179,6 +180,10 @@ func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Even
 func pretty(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
+	}
+	if encrypt.IsSealed(raw) {
+		// No key opened it (skein ui -keys, -kms-key): say which it needs.
+		return encrypt.Describe(raw)
 	}
 	var b bytes.Buffer
 	if json.Indent(&b, raw, "", "  ") != nil {
