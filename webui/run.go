@@ -158,20 +158,9 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 	return v, nil
 }
 
-// allEvents reads a run's whole log, page by page.
+// allEvents reads a run's whole log.
 func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Event, error) {
-	var out []world.Event
-	for cursor := ""; ; {
-		page, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Items...)
-		if !page.HasMore {
-			return out, nil
-		}
-		cursor = page.Cursor
-	}
+	return world.AllEvents(ctx, w, runID)
 }
 
 // pretty indents JSON, and shows <, > and & as themselves where Go's

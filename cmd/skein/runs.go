@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -168,19 +169,7 @@ func runDuration(r *world.Run, now time.Time) string {
 }
 
 // fmtDuration keeps durations short: 850ms, 3.42s, 2m5s, 26h3m.
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(10 * time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
-}
+func fmtDuration(d time.Duration) string { return timeline.FormatDuration(d) }
 
 var runsShowCmd = &command{
 	group: "runs", name: "show", usage: "<runId> [-no-color] [-width n] [-show-tokens]", nargs: 1,
@@ -224,20 +213,9 @@ Examples:
 	},
 }
 
-// allEvents reads a run's whole log, page by page.
+// allEvents reads a run's whole log.
 func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Event, error) {
-	var out []world.Event
-	for cursor := ""; ; {
-		page, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Items...)
-		if !page.HasMore {
-			return out, nil
-		}
-		cursor = page.Cursor
-	}
+	return world.AllEvents(ctx, w, runID)
 }
 
 func printRunFields(w io.Writer, r *world.Run, st style) {
