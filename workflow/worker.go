@@ -40,6 +40,12 @@ type EngineOptions struct {
 	// MaxInvocation bounds one invocation without a context deadline
 	// (default 10m); BudgetMargin is kept free before a deadline (default 5s).
 	MaxInvocation, BudgetMargin time.Duration
+	// MaxSlice bounds how long workflow code may run between two calls of
+	// the workflow API (default 30s): code that blocks on anything else (a
+	// channel, a mutex, time.Sleep, a long loop) for longer fails its run
+	// with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned (see
+	// Determinism in the package doc).
+	MaxSlice time.Duration
 	// Linger is how long an invocation waits in process for a close timer
 	// (default 250ms; negative: never).
 	Linger time.Duration
@@ -165,7 +171,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	eng, err := engine.New(engine.Config{
 		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
-		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
+		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin, MaxSlice: o.MaxSlice,
 		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
 		AcceptVersion: accept, VersionRetryDelay: o.VersionRetryDelay, VersionRetryLimit: o.VersionRetryLimit,

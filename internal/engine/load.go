@@ -179,6 +179,7 @@ func (s *session) rebuild() {
 		said = s.r.said
 	}
 	s.r = newReplayer(s.wf, s.e.log)
+	s.r.watch = s.watch
 	s.r.said = said
 	runID, e := s.runID, s.e
 	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }

@@ -125,6 +125,7 @@ type replayer struct {
 	co    *coroutine
 	ctx   *Context
 	guard apiGuard
+	watch *sliceWatch // the session's (nil outside a session): see stuck.go
 
 	// Outcome.
 	finished bool // the coroutine returned or panicked
@@ -324,7 +325,7 @@ func (r *replayer) start(ev *world.Event, d *world.RunCreated) {
 	r.co = newCoroutine(func() (json.RawMessage, error) { return r.wf.Fn(r.ctx, input) })
 	r.guard.home = r.co
 	r.guard.live.Store(true)
-	r.co.step()
+	r.slice()
 	r.afterSlice()
 }
 
@@ -433,7 +434,7 @@ func (r *replayer) diverge(ev *world.Event, code string) {
 // wake runs the coroutine while the condition it waits for holds.
 func (r *replayer) wake() {
 	for r.co != nil && !r.finished && r.co.ready() {
-		r.co.step()
+		r.slice()
 		r.afterSlice()
 	}
 }

@@ -33,8 +33,9 @@ type session struct {
 
 	runState
 
-	wf *Workflow
-	r  *replayer
+	wf    *Workflow
+	r     *replayer
+	watch *sliceWatch // shared with the goroutine watching the session (stuck.go)
 
 	// Uncommitted deliveries (in delivery order) and the step outcomes
 	// behind them, delivered again after a rebuild.
