@@ -2,8 +2,8 @@ package workflow
 
 import (
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/skeinflow/skein/internal/engine"
