@@ -373,7 +373,13 @@ func (c *Client) await(ctx context.Context, runID string) (*world.Run, error) {
 // Cancel cancels a pending, running or held run: its pending steps are refused,
 // its running steps see their context cancelled, its hooks and waits are
 // removed. Cancelling a cancelled run is not an error; a completed or failed
-// one is (matching world.ErrConflict).
+// one is (matching world.ErrConflict). Cancellation cascades: once a worker
+// has run the side effects of the run's end (moments later), the child
+// runs it started (Workflow.Call, Workflow.Go) that have not ended are
+// cancelled too, with the reason "parent run ... was cancelled", and
+// theirs in turn; children that ended keep their outcome. Runs started
+// with Workflow.Start or Client.Start from a step are not children: they
+// run on.
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason}}}})
 	if err != nil {

@@ -169,7 +169,8 @@
 // Workflow.Call and Workflow.Go start a child run from a workflow and wait
 // for it (the parent waits on a hook the child resumes when it ends);
 // Workflow.Start does from a step. Client.Cancel ends a run: its pending
-// steps are refused and its running steps see their context cancelled.
+// steps are refused, its running steps see their context cancelled, and its
+// unfinished child runs (Workflow.Call, Workflow.Go) are cancelled in turn.
 //
 // # Watching runs
 //

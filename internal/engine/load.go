@@ -21,7 +21,7 @@ func (s *session) resume(ctx context.Context) error {
 		return err
 	}
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 		return nil
 	}
 	s.rebuild()
@@ -47,7 +47,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 		return nil
 	}
 	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
@@ -215,7 +215,7 @@ func (s *session) failUnregistered(ctx context.Context) error {
 		}})
 		if err == nil {
 			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
-			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 			return nil
 		}
 		if !errors.Is(err, world.ErrConflict) {

@@ -159,7 +159,7 @@ func (s *session) loop(ctx context.Context) error {
 			}
 			if committed && p.terminal {
 				s.recordLate(ctx, s.stopInflight(true)...)
-				s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+				s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 				return nil
 			}
 			continue
@@ -230,7 +230,7 @@ func (s *session) endForeign(ctx context.Context) error {
 		}
 	}
 	s.recordLate(ctx, s.stopInflight(true)...)
-	s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+	s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 	return nil
 }
 
