@@ -359,7 +359,18 @@ func (w *Worker) WebhookURL() string {
 
 // Run consumes messages until ctx is cancelled, then stops receiving,
 // cancels the work in flight (its messages are released for redelivery),
-// stops the webhook server and returns nil once every goroutine has ended.
+// stops the webhook server and returns nil once its goroutines have ended.
+//
+// What it waits for: the step functions it runs see their context
+// cancelled, and Run waits for each to return, without a bound, so a step
+// that ignores its context keeps Run from returning until it does. A step
+// that returns after the cancellation has its result discarded, not
+// recorded: its attempt counts as lost (shown "+1 lost"), and the step runs
+// again when a worker next takes the run on, repeating what it did (stream
+// writes included): make steps idempotent, and make them return promptly
+// on ctx.Done. Workflow code blocked outside the workflow API is not waited
+// for: after a second's grace its goroutine is abandoned (see Determinism
+// in the package doc).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("workflow: Worker.Run called twice")
