@@ -128,6 +128,8 @@ func runWith(ctx context.Context, e *env, args []string) int {
 		return initCmd(ctx, e, args[1:])
 	case "ui":
 		return uiCmd(ctx, e, args[1:])
+	case "version":
+		return versionCmd(e, args[1:])
 	}
 	group := args[0]
 	if !slices.ContainsFunc(commands, func(c *command) bool { return c.group == group }) {
@@ -332,6 +334,7 @@ Commands:
 	}
 	fmt.Fprintf(w, "  %-15s %s\n", "ui", uiSummary)
 	fmt.Fprintf(w, "  %-15s %s\n", "init", "write a new project: workflows, Lambda main, SAM template, Makefile")
+	fmt.Fprintf(w, "  %-15s %s\n", "version", "print the Skein module version (or VCS revision) this binary was built from")
 	fmt.Fprintf(w, `
 Flags:
   -db file            the local store (default $SKEIN_DB, else %s)
