@@ -102,10 +102,24 @@ const (
 func (e *Engine) runSession(ctx context.Context, runID string, w *sliceWatch, body func(ctx context.Context) error) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 1)
+	type end struct {
+		err      error
+		panicked bool
+		value    any
+	}
+	done := make(chan end, 1)
 	go func() {
 		err := errAbandoned
-		defer func() { done <- err }()
+		defer func() {
+			// A panic goes on on the caller's goroutine, where it would
+			// have happened without this one (whoever recovers it there
+			// recovers it still).
+			if v := recover(); v != nil {
+				done <- end{panicked: true, value: v}
+				return
+			}
+			done <- end{err: err}
+		}()
 		err = body(sctx)
 	}()
 	check := time.NewTicker(max(e.cfg.MaxSlice/4, 10*time.Millisecond))
@@ -114,8 +128,11 @@ func (e *Engine) runSession(ctx context.Context, runID string, w *sliceWatch, bo
 	ctxDone := ctx.Done()
 	for {
 		select {
-		case err := <-done:
-			return err
+		case r := <-done:
+			if r.panicked {
+				panic(r.value)
+			}
+			return r.err
 		case <-ctxDone:
 			ctxDone = nil
 			if since.IsZero() {
