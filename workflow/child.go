@@ -24,7 +24,7 @@ func IsInternalToken(token string) bool { return strings.HasPrefix(token, childT
 // startChildStep is the built-in step that starts a child run for a parent
 // workflow: starting a run is a side effect, so it happens in a step, once,
 // with an idempotency key derived from the parent's hook token.
-const startChildStep = "skein.start-child"
+const startChildStep = engine.StartChildStep
 
 type childStart struct {
 	Workflow    string          `json:"workflow"`

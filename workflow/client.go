@@ -101,14 +101,26 @@ type StartOption func(*startOptions)
 type startOptions struct {
 	unregistered bool
 	key          string
+	keySet       bool // WithIdempotencyKey was given, even with ""
+	existed      *bool
 	attributes   map[string]string
 	lineage      *engine.ExecutionContext
 	version      *string
 }
 
 // WithIdempotencyKey makes Start idempotent: starting again with the same
-// key returns the run the first call started.
-func WithIdempotencyKey(key string) StartOption { return func(o *startOptions) { o.key = key } }
+// key returns the run the first call started (Run.Existed, or
+// ReportExisting for Client.Start, tells). An empty key is refused: Start
+// returns an error and creates no run (leave the option out to start
+// without a key).
+func WithIdempotencyKey(key string) StartOption {
+	return func(o *startOptions) { o.key, o.keySet = key, true }
+}
+
+// ReportExisting makes Start set *existed: true when its idempotency key
+// named a run started before, whose ID Start returns instead of starting
+// one, false when Start created the run.
+func ReportExisting(existed *bool) StartOption { return func(o *startOptions) { o.existed = existed } }
 
 // StartUnregistered lets Client.Start by name start a workflow that the
 // client's Registry does not hold, for a workflow that workers of another
@@ -138,10 +150,8 @@ func WithAttributes(attrs map[string]string) StartOption {
 // unless the StartUnregistered option says the workflow runs elsewhere.
 func (c *Client) Start(ctx context.Context, workflowName string, input any, opts ...StartOption) (string, error) {
 	o := c.startOptions(ctx, opts)
-	if c.known && !o.unregistered && workflowName != "" {
-		if _, ok := (engineRegistry{r: c.reg}).Workflow(workflowName); !ok {
-			return "", &UnknownWorkflowError{Name: workflowName}
-		}
+	if err := c.checkKnown(workflowName, o); err != nil {
+		return "", err
 	}
 	b, err := json.Marshal(input)
 	if err != nil {
@@ -149,6 +159,17 @@ func (c *Client) Start(ctx context.Context, workflowName string, input any, opts
 	}
 	id, _, err := c.start(ctx, workflowName, b, o)
 	return id, err
+}
+
+// checkKnown refuses a workflow name the client's Registry does not hold,
+// unless the client has no Registry or the start says StartUnregistered.
+func (c *Client) checkKnown(name string, o startOptions) error {
+	if c.known && !o.unregistered && name != "" {
+		if _, ok := (engineRegistry{r: c.reg}).Workflow(name); !ok {
+			return &UnknownWorkflowError{Name: name}
+		}
+	}
+	return nil
 }
 
 // startOptions applies opts; called in a step, the run records the step's
@@ -177,6 +198,14 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 	if name == "" {
 		return "", false, errors.New("workflow: Start: empty workflow name")
 	}
+	if o.keySet && o.key == "" {
+		return "", false, fmt.Errorf("workflow: Start %q: empty idempotency key (leave WithIdempotencyKey out to start without one)", name)
+	}
+	defer func() {
+		if o.existed != nil && err == nil {
+			*o.existed = existed
+		}
+	}()
 	var execCtx json.RawMessage
 	if tc := engine.TraceCarrier(ctx); tc != nil {
 		if o.lineage == nil {
@@ -344,7 +373,13 @@ func (c *Client) await(ctx context.Context, runID string) (*world.Run, error) {
 // Cancel cancels a pending, running or held run: its pending steps are refused,
 // its running steps see their context cancelled, its hooks and waits are
 // removed. Cancelling a cancelled run is not an error; a completed or failed
-// one is (matching world.ErrConflict).
+// one is (matching world.ErrConflict). Cancellation cascades: once a worker
+// has run the side effects of the run's end (moments later), the child
+// runs it started (Workflow.Call, Workflow.Go) that have not ended are
+// cancelled too, with the reason "parent run ... was cancelled", and
+// theirs in turn; children that ended keep their outcome. Runs started
+// with Workflow.Start or Client.Start from a step are not children: they
+// run on.
 func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
 	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason}}}})
 	if err != nil {

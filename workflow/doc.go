@@ -101,7 +101,20 @@
 // from a goroutine the workflow started ends that goroutine
 // (runtime.Goexit, so its deferred calls run) and fails the run with
 // WORKFLOW_API_MISUSE, naming the call; other runs and the process are
-// unaffected.
+// unaffected. A call made after the run has ended (from a goroutine still
+// running when the workflow function returned, say) changes nothing: the
+// run keeps its outcome, the goroutine ends the same way, and the worker
+// logs a warning naming the call and WORKFLOW_API_MISUSE.
+//
+// Workflow code waits only through the workflow API. Code that blocks its
+// goroutine on anything else (a channel, a mutex, time.Sleep, a long loop)
+// cannot be interrupted: the worker stops waiting for it rather than hang.
+// If a goroutine it started misused the API meanwhile, the run fails with
+// WORKFLOW_API_MISUSE at once; if it blocks for longer than
+// EngineOptions.MaxSlice (default 30s), the run fails with REPLAY_TIMEOUT;
+// if the worker's context ends while it blocks, Worker.Run returns after a
+// second's grace and the run stays as it was, for the next worker. In each
+// case the blocked goroutine is abandoned (logged), never waited for.
 //
 // # Futures
 //
@@ -156,7 +169,8 @@
 // Workflow.Call and Workflow.Go start a child run from a workflow and wait
 // for it (the parent waits on a hook the child resumes when it ends);
 // Workflow.Start does from a step. Client.Cancel ends a run: its pending
-// steps are refused and its running steps see their context cancelled.
+// steps are refused, its running steps see their context cancelled, and its
+// unfinished child runs (Workflow.Call, Workflow.Go) are cancelled in turn.
 //
 // # Watching runs
 //

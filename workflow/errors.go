@@ -65,13 +65,19 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 // JSON. It is never retried: a step whose arguments or result do not
 // serialize fails at once.
 type SerializationError struct {
-	// What names the value: "step arguments", "step return value",
-	// "workflow input", "hook payload", ...
+	// What names the value: `arguments of step "charge"`, "workflow
+	// input", "hook payload", ...
 	What string
-	Err  error
+	// Decode is set when the value could not be decoded (JSON to Go), unset
+	// when it could not be encoded.
+	Decode bool
+	Err    error
 }
 
 func (e *SerializationError) Error() string {
+	if e.Decode {
+		return fmt.Sprintf("failed to decode %s: %v", e.What, e.Err)
+	}
 	return fmt.Sprintf("failed to serialize %s: %v", e.What, e.Err)
 }
 
@@ -298,7 +304,7 @@ func (c *codec) encode(err error) *world.ErrorData {
 		d.Details = details(map[string]any{"at": e.At, "after": e.After})
 	case *SerializationError:
 		d.Type, d.Fatal, d.Cause = typeSerialization, true, c.encode(e.Err)
-		d.Details = details(map[string]string{"what": e.What})
+		d.Details = details(map[string]any{"what": e.What, "decode": e.Decode})
 	case *HookConflictError:
 		d.Type = typeHookConflict
 		d.Details = details(map[string]string{"token": e.Token, "conflictingRunId": e.ConflictingRunID})
@@ -373,10 +379,11 @@ func (c *codec) decode(d *world.ErrorData) error {
 		return &RetryableError{Err: orMessage(), At: x.At, After: x.After}
 	case typeSerialization:
 		var x struct {
-			What string `json:"what"`
+			What   string `json:"what"`
+			Decode bool   `json:"decode"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &SerializationError{What: x.What, Err: orMessage()}
+		return &SerializationError{What: x.What, Decode: x.Decode, Err: orMessage()}
 	case typeHookConflict:
 		var x struct {
 			Token            string `json:"token"`

@@ -280,9 +280,9 @@ func TestSerializationErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := run.Result(ctx)
-			want := "failed to serialize step arguments"
+			want := `failed to serialize arguments of step "takesChan"`
 			if strings.HasPrefix(wf.Name(), "return") {
-				want = "failed to serialize step return value"
+				want = `failed to serialize return value of step "returnsChan"`
 			}
 			if strings.HasSuffix(wf.Name(), "Caught") {
 				if err != nil || !strings.Contains(got, want) {

@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -64,7 +65,11 @@ func (f Future[T]) result() (T, error) {
 		if hp, ok := p.(*hookPromise); ok {
 			return v, &PayloadError{Token: hp.h.Token(), HookID: hp.h.ID(), Type: reflect.TypeFor[T]().String(), Err: err}
 		}
-		return v, &SerializationError{What: "result", Err: err}
+		what := "result"
+		if sp, ok := p.(*stepPromise); ok {
+			what = fmt.Sprintf("the result of step %q", sp.name)
+		}
+		return v, &SerializationError{What: what, Decode: true, Err: err}
 	}
 	return v, nil
 }

@@ -70,14 +70,17 @@ type CheckPatchParams struct {
 // that went past the patch with the old code (they need the old path until
 // they end), and runs that have not reached it yet (they will take the new
 // path, but the report cannot tell them apart without the code). Marked
-// lists the runs not ended that took the new path.
+// lists the runs not ended that took the new path. Runs counts the
+// workflow's runs in the World, ended or not: none at all usually means a
+// misspelled name (workflow names are case-sensitive).
 type PatchReport struct {
 	Open   []string
 	Marked []string
+	Runs   int
 }
 
 // Retirable reports whether no run not ended may need the patch's old
-// path.
+// path. It is true of a workflow without runs too: check Runs.
 func (r *PatchReport) Retirable() bool { return len(r.Open) == 0 }
 
 // CheckPatch reports which runs of a workflow not ended may still need the
@@ -97,6 +100,7 @@ func (c *Client) CheckPatch(ctx context.Context, p *CheckPatchParams) (*PatchRep
 		}
 		for i := range page.Items {
 			run := &page.Items[i]
+			rep.Runs++
 			if run.Status.Terminal() {
 				continue
 			}

@@ -26,6 +26,7 @@ type Registry struct {
 	workflows map[string]*engine.Workflow
 	steps     map[string]*engine.Step
 	defs      map[string]Definition // by kind and name: what Register was given
+	firsts    map[string]Definition // by kind and name: what Register was first given (Replace keeps it)
 	// inputs decode a workflow's input into its input type, by workflow
 	// name: Client.StartJSON checks an input before it creates a run.
 	inputs map[string]func(json.RawMessage) error
@@ -39,6 +40,7 @@ func NewRegistry() *Registry {
 		steps:     make(map[string]*engine.Step),
 		defs:      make(map[string]Definition),
 		inputs:    make(map[string]func(json.RawMessage) error),
+		firsts:    make(map[string]Definition),
 		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
 	}
 	r.steps[startChildStep] = r.startChildStep()
@@ -92,6 +94,9 @@ func (r *Registry) Register(defs ...Definition) error {
 	}
 	for key, d := range seen {
 		r.defs[key] = d
+		if r.firsts[key] == nil {
+			r.firsts[key] = d
+		}
 	}
 	return nil
 }
@@ -114,6 +119,9 @@ func (r *Registry) Clone() *Registry {
 		// The definitions registered in r before; they register again.
 		_ = d.register(c)
 		c.defs[key] = d
+	}
+	for key, d := range r.firsts {
+		c.firsts[key] = d
 	}
 	return c
 }
@@ -145,6 +153,22 @@ func (r *Registry) Replace(defs ...Definition) error {
 		r.defs[keys[i]] = d
 	}
 	return nil
+}
+
+// checkCalled refuses a call of step s when another definition is
+// registered under its name: the registered function would run in its
+// place (its replacement, by Replace, is the one meant to).
+func (r *Registry) checkCalled(s Definition) error {
+	key := defKey(s)
+	r.mu.RLock()
+	cur, first := r.defs[key], r.firsts[key]
+	r.mu.RUnlock()
+	if cur == nil || cur == s || first == s {
+		return nil
+	}
+	return fmt.Errorf("workflow: step %q called is not the step registered under that name: another workflow.NewStep "+
+		"with the same name is registered, and its function would run in this one's place (register the step called, "+
+		"or call the registered value; names identify steps in the log)", s.Name())
 }
 
 // defKey is the key of a definition in Registry.defs: its kind and name.

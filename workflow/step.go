@@ -70,9 +70,12 @@ func (s *Step[I, O]) Options() StepOptions { return s.opts }
 // fails with a *SerializationError.
 func (s *Step[I, O]) Go(ctx Context, in I) Future[O] {
 	c := ctx.impl()
+	if err := c.reg.checkCalled(s); err != nil {
+		return failed[O](err)
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
-		return failed[O](&SerializationError{What: "step arguments", Err: err})
+		return failed[O](&SerializationError{What: fmt.Sprintf("arguments of step %q", s.name), Err: err})
 	}
 	f := c.ec.Step(s.name, b)
 	return Future[O]{p: &stepPromise{f: f, name: s.name, reg: c.reg}}
@@ -107,7 +110,7 @@ func (s *Step[I, O]) register(r *Registry) error {
 			}
 			var in I
 			if err := unmarshal(raw, &in); err != nil {
-				return nil, r.failure(&SerializationError{What: "step arguments", Err: err}, now())
+				return nil, r.failure(&SerializationError{What: fmt.Sprintf("arguments of step %q", s.name), Decode: true, Err: err}, now())
 			}
 			out, err := s.fn(ctx, in)
 			if err != nil {
@@ -115,7 +118,7 @@ func (s *Step[I, O]) register(r *Registry) error {
 			}
 			b, err := json.Marshal(out)
 			if err != nil {
-				return nil, r.failure(&SerializationError{What: "step return value", Err: err}, now())
+				return nil, r.failure(&SerializationError{What: fmt.Sprintf("return value of step %q", s.name), Err: err}, now())
 			}
 			return b, nil
 		},

@@ -40,11 +40,12 @@ func streamName(namespace string) (string, error) {
 // StreamWriter writes to one of a run's streams from inside a step. Each
 // Write or WriteJSON is one chunk.
 type StreamWriter struct {
-	ctx   context.Context
-	w     world.World
-	runID string
-	name  string
-	err   error
+	ctx       context.Context
+	w         world.World
+	runID     string
+	namespace string
+	name      string
+	err       error
 }
 
 // Writer returns a writer for the stream namespace ("" is the default
@@ -56,7 +57,7 @@ func Writer(ctx context.Context, namespace string) *StreamWriter {
 		return &StreamWriter{err: errors.New("workflow: stream writers are only available in steps")}
 	}
 	name, err := streamName(namespace)
-	return &StreamWriter{ctx: ctx, w: info.World, runID: info.RunID, name: name, err: err}
+	return &StreamWriter{ctx: ctx, w: info.World, runID: info.RunID, namespace: namespace, name: name, err: err}
 }
 
 func (s *StreamWriter) write(tag byte, p []byte) error {
@@ -66,7 +67,22 @@ func (s *StreamWriter) write(tag byte, p []byte) error {
 	chunk := make([]byte, 1+len(p))
 	chunk[0] = tag
 	copy(chunk[1:], p)
-	return s.w.WriteStream(s.ctx, &world.WriteStreamParams{RunID: s.runID, Name: s.name, Chunks: [][]byte{chunk}})
+	err := s.w.WriteStream(s.ctx, &world.WriteStreamParams{RunID: s.runID, Name: s.name, Chunks: [][]byte{chunk}})
+	if errors.Is(err, world.ErrConflict) {
+		// The World names the stream as stored; say which one the code
+		// wrote to.
+		return fmt.Errorf("workflow: %s of run %s is closed (by StreamWriter.Close, or the run ended): "+
+			"a closed stream stays closed for the rest of the run, write to another namespace: %w", s.what(), s.runID, world.ErrConflict)
+	}
+	return err
+}
+
+// what names the writer's stream for an error message.
+func (s *StreamWriter) what() string {
+	if s.namespace == "" {
+		return "the default stream"
+	}
+	return fmt.Sprintf("stream %q", s.namespace)
 }
 
 // Write writes p as one chunk of bytes.
@@ -86,7 +102,10 @@ func (s *StreamWriter) WriteJSON(v any) error {
 	return s.write(tagJSON, b)
 }
 
-// Close marks the stream done; readers end after its last chunk.
+// Close marks the stream done; readers end after its last chunk. A closed
+// stream stays closed for the rest of the run: later writes to its
+// namespace, from this step or any other (a retry of this one too), fail
+// with an error matching world.ErrConflict.
 func (s *StreamWriter) Close() error {
 	if s.err != nil {
 		return s.err

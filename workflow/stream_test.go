@@ -2,10 +2,14 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 type foo struct {
@@ -186,5 +190,53 @@ func TestStreamInsideSteps(t *testing.T) {
 	}
 	if _, err := workflow.Writer(context.Background(), "").Write([]byte("x")); err == nil {
 		t.Error("a writer outside a step wrote")
+	}
+}
+
+// TestStreamClosedNamesNamespace: a write to a stream another step closed
+// fails with an error naming the namespace the code used (not its stored
+// name) and matching world.ErrConflict.
+func TestStreamClosedNamesNamespace(t *testing.T) {
+	t.Parallel()
+	closes := workflow.NewStep("log-and-close", func(ctx context.Context, _ int) (int, error) {
+		w := workflow.Writer(ctx, "log")
+		if _, err := w.Write([]byte("first")); err != nil {
+			return 0, err
+		}
+		return 0, w.Close()
+	})
+	writesAgain := workflow.NewStep("log-again", func(ctx context.Context, _ int) (string, error) {
+		_, err := workflow.Writer(ctx, "log").Write([]byte("second"))
+		if err == nil {
+			return "", nil
+		}
+		if !errors.Is(err, world.ErrConflict) {
+			return "", workflow.Fatal(fmt.Errorf("not a conflict: %w", err))
+		}
+		return err.Error(), nil
+	})
+	wf := workflow.New("closed-stream", func(ctx workflow.Context, _ int) (string, error) {
+		if _, err := closes.Call(ctx, 0); err != nil {
+			return "", err
+		}
+		return writesAgain.Call(ctx, 0)
+	})
+	e := newEnv(t, wf, closes, writesAgain)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := run.Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`stream "log" of run ` + run.ID() + ` is closed`, "stays closed for the rest of the run"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("error %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "user.") {
+		t.Errorf("error %q shows the stored stream name", got)
 	}
 }

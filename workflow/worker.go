@@ -40,6 +40,12 @@ type EngineOptions struct {
 	// MaxInvocation bounds one invocation without a context deadline
 	// (default 10m); BudgetMargin is kept free before a deadline (default 5s).
 	MaxInvocation, BudgetMargin time.Duration
+	// MaxSlice bounds how long workflow code may run between two calls of
+	// the workflow API (default 30s): code that blocks on anything else (a
+	// channel, a mutex, time.Sleep, a long loop) for longer fails its run
+	// with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned (see
+	// Determinism in the package doc).
+	MaxSlice time.Duration
 	// Linger is how long an invocation waits in process for a close timer
 	// (default 250ms; negative: never).
 	Linger time.Duration
@@ -165,7 +171,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	eng, err := engine.New(engine.Config{
 		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
-		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin,
+		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin, MaxSlice: o.MaxSlice,
 		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
 		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
 		AcceptVersion: accept, VersionRetryDelay: o.VersionRetryDelay, VersionRetryLimit: o.VersionRetryLimit,
@@ -353,7 +359,18 @@ func (w *Worker) WebhookURL() string {
 
 // Run consumes messages until ctx is cancelled, then stops receiving,
 // cancels the work in flight (its messages are released for redelivery),
-// stops the webhook server and returns nil once every goroutine has ended.
+// stops the webhook server and returns nil once its goroutines have ended.
+//
+// What it waits for: the step functions it runs see their context
+// cancelled, and Run waits for each to return, without a bound, so a step
+// that ignores its context keeps Run from returning until it does. A step
+// that returns after the cancellation has its result discarded, not
+// recorded: its attempt counts as lost (shown "+1 lost"), and the step runs
+// again when a worker next takes the run on, repeating what it did (stream
+// writes included): make steps idempotent, and make them return promptly
+// on ctx.Done. Workflow code blocked outside the workflow API is not waited
+// for: after a second's grace its goroutine is abandoned (see Determinism
+// in the package doc).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("workflow: Worker.Run called twice")

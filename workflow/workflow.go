@@ -150,7 +150,10 @@ func (w *Workflow[I, O]) Name() string { return w.name }
 func (w *Workflow[I, O]) isWorkflow() {}
 
 // Start starts a run of the workflow with input. With WithIdempotencyKey,
-// starting again with the same key returns the first run. Inside a step, a
+// starting again with the same key returns the first run. Like
+// Client.Start, it refuses a workflow the client's Registry does not hold
+// with an *UnknownWorkflowError and creates no run (a client without a
+// Registry, or StartUnregistered, starts any workflow). Inside a step, a
 // nil client means the step's own, and the new run records the step's run
 // as its parent.
 func (w *Workflow[I, O]) Start(ctx context.Context, c *Client, in I, opts ...StartOption) (*Run[O], error) {
@@ -160,11 +163,14 @@ func (w *Workflow[I, O]) Start(ctx context.Context, c *Client, in I, opts ...Sta
 			return nil, fmt.Errorf("workflow: Start %q: nil client outside a step", w.name)
 		}
 	}
+	o := c.startOptions(ctx, opts)
+	if err := c.checkKnown(w.name, o); err != nil {
+		return nil, err
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, &SerializationError{What: "workflow input", Err: err}
 	}
-	o := c.startOptions(ctx, opts)
 	id, existed, err := c.start(ctx, w.name, b, o)
 	if err != nil {
 		return nil, err

@@ -53,5 +53,8 @@
 //
 //	skein init -module github.com/you/orders orders
 //
-// Run "skein help" for every command.
+// Its make validate runs sam validate --lint, or cfn-lint alone where the
+// SAM CLI is not installed. skein version prints the Skein module version
+// (or the VCS revision) the binary was built from. Run "skein help" for
+// every command.
 package main

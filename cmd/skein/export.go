@@ -23,7 +23,8 @@ var runsExportCmd = &command{
 	summary: "write runs' event logs as history files, for a replay check",
 	help: `
 Writes the event logs of runs as history files: one JSON event per line, as
-"runs events" prints them. A test of your own replays them against your
+"runs events -show-tokens" prints them: THE FILES HOLD SECRETS (each run's
+secret and its webhook tokens in clear, which the replay needs). A test of your own replays them against your
 current code with skeintest.CheckHistories and fails before a deploy that
 would hold them (REPLAY_DIVERGENCE); skein cannot run that check itself,
 since it does not link your workflows.

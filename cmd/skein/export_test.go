@@ -72,7 +72,7 @@ func TestRunsExportCLI(t *testing.T) {
 	if err != nil || len(hs) != 2 {
 		t.Fatalf("-status all: %d histories, %v", len(hs), err)
 	}
-	one, events := cli("-db", db, "runs", "export", done), cli("-db", db, "runs", "events", done)
+	one, events := cli("-db", db, "runs", "export", done), cli("-db", db, "runs", "events", "-show-tokens", done)
 	if one.code != 0 || one.out != events.out || one.out == "" {
 		t.Errorf("export %s printed\n%s\nruns events printed\n%s", done, one.out, events.out)
 	}

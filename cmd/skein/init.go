@@ -44,6 +44,11 @@ var modulePathRE = regexp.MustCompile(`^[a-zA-Z0-9._~-]+(/[a-zA-Z0-9._~-]+)*$`)
 // metadata (a binary built from a modified checkout says "+dirty").
 var versionRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 
+// regionRE is the shape of an AWS region name: a partition's two-letter
+// prefix (with -gov or -iso* for those partitions), a direction or area,
+// and a number: us-east-1, ap-southeast-2, us-gov-west-1.
+var regionRE = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]{1,2}$`)
+
 // initCmd runs "skein init": it returns the exit code.
 func initCmd(ctx context.Context, e *env, args []string) int {
 	fs := flag.NewFlagSet("skein init", flag.ContinueOnError)
@@ -98,6 +103,9 @@ func newProject(dir, module, name, region, replace, version string) (*project, e
 	}
 	if !nameRE.MatchString(name) {
 		return nil, fmt.Errorf("-name %q: want a letter, then up to 62 letters, digits and -", name)
+	}
+	if !regionRE.MatchString(region) {
+		return nil, fmt.Errorf("-region %q is not an AWS region name (such as us-east-1 or eu-west-2)", region)
 	}
 	if module == "" {
 		module = name

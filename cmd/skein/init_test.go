@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,6 +80,7 @@ func TestInitRefuses(t *testing.T) {
 		{"a bad module path", []string{"-replace", root, "-module", "has space", filepath.Join(tmp, "x")}, "not a module path"},
 		{"a replace that is no checkout", []string{"-replace", tmp, filepath.Join(tmp, "x")}, "not a Skein checkout"},
 		{"a bad version", []string{"-skein-version", "1.0", filepath.Join(tmp, "x")}, `-skein-version "1.0"`},
+		{"a bad region", []string{"-replace", root, "-region", "mars-1", filepath.Join(tmp, "x")}, `-region "mars-1" is not an AWS region name`},
 		// The test binary is built from a checkout, not a released module.
 		{"no version to require", []string{filepath.Join(tmp, "x")}, "pass -skein-version, or -replace"},
 	} {
@@ -230,4 +232,74 @@ func TestGoDirective(t *testing.T) {
 		}
 	}
 	t.Error("no go line in go.mod")
+}
+
+// TestProjectMakeValidate: the generated project's make validate uses sam
+// when it is installed, falls back to cfn-lint when only that is, and says
+// what to install when neither is.
+func TestProjectMakeValidate(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	dir := filepath.Join(t.TempDir(), "orders")
+	cli("init", "-replace", repoRoot(t), "-tidy=false", dir).expect(t, 0)
+	fake := func(t *testing.T, names ...string) string {
+		bin := t.TempDir()
+		for _, n := range names {
+			script := "#!/bin/sh\necho " + n + " ran: \"$@\"\n"
+			if err := os.WriteFile(filepath.Join(bin, n), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return bin
+	}
+	for _, c := range []struct {
+		name  string
+		tools []string
+		fails bool
+		want  []string
+	}{
+		{"sam", []string{"sam", "cfn-lint"}, false, []string{"sam ran: validate --lint --config-env default"}},
+		{"cfn-lint only", []string{"cfn-lint"}, false, []string{"sam not found", "cfn-lint ran: template.yaml"}},
+		{"neither", nil, true, []string{"make validate needs the AWS SAM CLI", "cfn-lint (pip install cfn-lint)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(mustLook(t, "make"), "validate")
+			cmd.Dir = dir
+			// make runs recipes with /bin/sh; PATH holds only the fakes.
+			cmd.Env = append(os.Environ(), "PATH="+fake(t, c.tools...))
+			out, err := cmd.CombinedOutput()
+			if (err != nil) != c.fails {
+				t.Fatalf("make validate: %v\n%s", err, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(string(out), "No such file or directory") {
+				t.Errorf("make failed on a missing tool:\n%s", out)
+			}
+		})
+	}
+}
+
+func mustLook(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skip("no " + name)
+	}
+	return p
+}
+
+// TestVersionCommand: skein version prints the build's version.
+func TestVersionCommand(t *testing.T) {
+	t.Parallel()
+	r := cli("version")
+	r.expect(t, 0, "skein ", "(go1.")
+	cli("version", "extra").expect(t, 2, "takes no arguments")
+	cli("help").expect(t, 0, "version")
 }

@@ -99,6 +99,9 @@ func TestCLIWhileWorkerRuns(t *testing.T) {
 	cli(append(dbArgs, "streams", "list", id)...).expect(t, 0, "ticks")
 	cli(append(dbArgs, "hooks", "resume", "tick/hook", "1")...).
 		expect(t, 1, "in use by another process", "hooks resume changes it", "stop that process")
+	if r := cli(append(dbArgs, "runs", "cancel", id)...); r.code != 1 || strings.Count(r.err, "\n") != 1 {
+		t.Errorf("runs cancel on a held store: exit %d, want 1 and one line:\n%s", r.code, r.err)
+	}
 	select {
 	case code := <-followed:
 		t.Fatalf("the follow ended (exit %d) before the run did: %s", code, errb.String())

@@ -128,6 +128,8 @@ func runWith(ctx context.Context, e *env, args []string) int {
 		return initCmd(ctx, e, args[1:])
 	case "ui":
 		return uiCmd(ctx, e, args[1:])
+	case "version":
+		return versionCmd(e, args[1:])
 	}
 	group := args[0]
 	if !slices.ContainsFunc(commands, func(c *command) bool { return c.group == group }) {
@@ -190,9 +192,9 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	case err == nil:
 		return 0
 	case errors.Is(err, localworld.ErrReadOnly):
-		fmt.Fprintf(e.stderr, "skein %s: the store %s is in use by another process (the quickstart or a worker).\n"+
-			"skein reads a store while another process holds it, but %s changes it, which only the process holding it may do:\n"+
-			"stop that process (or wait for it to finish) and run this command again\n", c.fullName(), e.db, c.fullName())
+		fmt.Fprintf(e.stderr, "skein %s: the store %s is in use by another process (the quickstart or a worker), "+
+			"and %s changes it, which only that process may do (reading it is fine): stop that process (or wait for it to finish) "+
+			"and run this command again\n", c.fullName(), e.db, c.fullName())
 		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "skein %s: %s\n", c.fullName(), safeLines(err.Error()))
@@ -271,10 +273,10 @@ func (e *env) open(ctx context.Context) error {
 	if err != nil {
 		switch {
 		case errors.Is(err, localworld.ErrLocked):
-			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command).\n"+
-				"-repair-torn-tail changes the store, which only one process at a time may do: stop that process (or wait for it to finish) and run this command again", e.db)
+			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command), "+
+				"and -repair-torn-tail changes the store, which only one process at a time may do: stop that process (or wait for it to finish) and run this command again", e.db)
 		case errors.Is(err, localworld.ErrTornTail):
-			return fmt.Errorf("%v\nTo drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
+			return fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
 		}
 		return err
 	}
@@ -332,6 +334,7 @@ Commands:
 	}
 	fmt.Fprintf(w, "  %-15s %s\n", "ui", uiSummary)
 	fmt.Fprintf(w, "  %-15s %s\n", "init", "write a new project: workflows, Lambda main, SAM template, Makefile")
+	fmt.Fprintf(w, "  %-15s %s\n", "version", "print the Skein module version (or VCS revision) this binary was built from")
 	fmt.Fprintf(w, `
 Flags:
   -db file            the local store (default $SKEIN_DB, else %s)

@@ -275,6 +275,17 @@ func TestCLI(t *testing.T) {
 		cli(append(db, "streams", "read", f.doneID, "-start", "5")...).expect(t, 0)
 		// The run has ended and its streams are closed: -follow ends too.
 		cli(append(db, "streams", "read", f.doneID, "-follow", "-name", "progress")...).expect(t, 0, `{"squared":7}`)
+		// A stream the run does not have: said on stderr, with the streams
+		// it has; exit 1 once the run has ended.
+		for _, args := range [][]string{{"-name", "Progress"}, {"-name", "Progress", "-follow"}} {
+			r := cli(append(append(db, "streams", "read", f.doneID), args...)...)
+			r.expect(t, 1, `has no stream "Progress"`, `its streams: (default), "progress"`)
+		}
+		r = cli(append(db, "streams", "read", f.waitID, "-name", "nope")...)
+		r.expect(t, 0)
+		if !strings.Contains(r.err, `run `+f.waitID+` has no stream "nope" yet`) || r.out != "" {
+			t.Errorf("missing stream of a running run: stdout %q stderr %q", r.out, r.err)
+		}
 		cli(append(db, "streams", "list", unknown)...).expect(t, 1, "not found")
 		cli(append(db, "streams", "read", unknown)...).expect(t, 1, "not found")
 	})

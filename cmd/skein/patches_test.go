@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,14 @@ func TestPatchesCheckCLI(t *testing.T) {
 		}
 	})
 	args := []string{"-db", db, "patches", "check", "evolve", "add-label"}
-	cli(args...).expect(t, 1, `patch "add-label" of workflow "evolve" is still needed: 1 unfinished runs`, id)
+	cli(args...).expect(t, 1, `patch "add-label" of workflow "evolve" is still needed: 1 unfinished run lacks its marker`, id)
+	// A workflow name without runs (here, misspelled) is not retirable: the
+	// check names the workflows that have runs.
+	r := cli("-db", db, "patches", "check", "Evolve", "add-label")
+	r.expect(t, 1, `no run of workflow "Evolve" exists in the store`, "workflows with runs: evolve")
+	if strings.Contains(r.out+r.err, "can be retired") {
+		t.Errorf("a workflow without runs was called retirable:\n%s%s", r.out, r.err)
+	}
 
 	w, err := localworld.Open(localworld.Config{Path: db})
 	if err != nil {

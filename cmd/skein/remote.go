@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/encrypt"
@@ -84,7 +85,9 @@ func (e *env) openRemote(ctx context.Context) error {
 		}
 		r.stack, r.region = stack, cmpOr(r.region, region)
 	}
-	var opts []func(*config.LoadOptions) error
+	// The SDK's own logger writes lines such as its IMDS fallback warning to
+	// stderr ahead of the CLI's error: silence it; errors say what failed.
+	opts := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{}), config.WithClientLogMode(0)}
 	if r.region != "" {
 		opts = append(opts, config.WithRegion(r.region))
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 var runsRerunCmd = &command{
@@ -16,10 +18,12 @@ Starts a new run of a finished (failed, cancelled or completed) run's
 workflow with the same input and attributes, and prints its ID. The old
 run stays as it is. The new run runs when a worker next runs on the store
 (on a deployed stack, the flow function picks it up). With
--idempotency-key, running the command again with the same key returns the
-run the first one started instead of starting another. The new run records
-the old run's code version, so that the deployment pinned to it runs it;
--version records another (- for none).
+-idempotency-key, a key that already names a run starts nothing: running
+the command again with the same key prints "run ... already exists" and
+exits 0 when that run has the same workflow and input (the first rerun),
+and exits 1 naming the run when it is another run (the key is taken). The
+new run records the old run's code version, so that the deployment pinned
+to it runs it; -version records another (- for none).
 
 Examples:
   skein runs rerun wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
@@ -46,7 +50,8 @@ Examples:
 			default:
 				v = *version
 			}
-			opts := []workflow.StartOption{workflow.WithAttributes(r.Attributes), workflow.WithVersion(v)}
+			var existed bool
+			opts := []workflow.StartOption{workflow.WithAttributes(r.Attributes), workflow.WithVersion(v), workflow.ReportExisting(&existed)}
 			if *key != "" {
 				opts = append(opts, workflow.WithIdempotencyKey(*key))
 			}
@@ -58,8 +63,26 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if existed {
+				return rerunExisted(ctx, e, r, *key, id)
+			}
 			fmt.Fprintf(e.stdout, "started run %s (%s, the input of %s); it runs when a worker next runs on %s\n", id, r.WorkflowName, r.RunID, e.where())
 			return nil
 		}
 	},
+}
+
+// rerunExisted reports a rerun whose idempotency key already named run id:
+// the earlier rerun of the same run (same workflow and input) is fine, any
+// other run means the key is taken.
+func rerunExisted(ctx context.Context, e *env, r *world.Run, key, id string) error {
+	other, err := e.getRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if other.WorkflowName == r.WorkflowName && bytes.Equal(other.Input, r.Input) {
+		fmt.Fprintf(e.stdout, "run %s already exists for idempotency key %q (a rerun of the same input); no run was started\n", id, key)
+		return nil
+	}
+	return fmt.Errorf("idempotency key %q already names run %s, whose input is not that of %s: no run was started (choose another key)", key, id, r.RunID)
 }

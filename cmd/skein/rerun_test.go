@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -26,16 +28,45 @@ func TestRunsRerun(t *testing.T) {
 	}
 	again := cli(append(db, "runs", "rerun", f.doneID, "-idempotency-key", "k1")...)
 	again.expect(t, 0, "started run")
+	// The same rerun again starts nothing and says so.
 	same := cli(append(db, "runs", "rerun", f.doneID, "-idempotency-key", "k1")...)
-	same.expect(t, 0, "started run")
-	if a, b := started.FindStringSubmatch(again.out), started.FindStringSubmatch(same.out); a == nil || b == nil || a[1] != b[1] || a[1] == m[1] {
+	same.expect(t, 0, "already exists for idempotency key \"k1\"", "no run was started")
+	existing := regexp.MustCompile(`run (wrun_\w+) already exists`)
+	if a, b := started.FindStringSubmatch(again.out), existing.FindStringSubmatch(same.out); a == nil || b == nil || a[1] != b[1] || a[1] == m[1] {
 		t.Errorf("idempotency key: %q then %q (first rerun %s)", again.out, same.out, m[1])
+	}
+	if strings.Contains(same.out, "started run") {
+		t.Errorf("a rerun whose key named an existing run said it started one: %q", same.out)
 	}
 	cli(append(db, "runs", "rerun", f.waitID)...).expect(t, 1, "is running, not finished")
 	other := started.FindStringSubmatch(cli(append(db, "runs", "rerun", f.doneID, "-version", "v2.0")...).out)
 	none := started.FindStringSubmatch(cli(append(db, "runs", "rerun", f.doneID, "-version", "-")...).out)
 	if other == nil || none == nil {
 		t.Fatal("rerun -version started no run")
+	}
+
+	// A key that names another run (other input) is taken: exit 1.
+	{
+		w, err := localworld.Open(localworld.Config{Path: f.db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := c.Start(context.Background(), "demo", "another input", workflow.WithIdempotencyKey("order-G"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		taken := cli(append(db, "runs", "rerun", f.doneID, "-idempotency-key", "order-G")...)
+		taken.expect(t, 1, `idempotency key "order-G" already names run `+g, "no run was started")
+		if strings.Contains(taken.out, "started run") {
+			t.Errorf("rerun with a taken key said it started a run: %q", taken.out)
+		}
 	}
 
 	w, err := localworld.Open(localworld.Config{Path: f.db})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/timeline"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -279,13 +280,18 @@ var runsEventsCmd = &command{
 Prints a run's events in sequence order, one JSON object per line: runId,
 eventId, seq, eventType, correlationId (the step, hook or wait), createdAt and
 eventData.
-The output is a history file, which skeintest.CheckHistories replays
-against your code (runs export writes several at once).
+Secrets are redacted unless -show-tokens: a webhook's token in hook_created
+(shown as sha256:<first 12 hex digits>, as hooks list shows it) and the run's
+secret in run_created ("redacted"); the JSON keeps its shape. With
+-show-tokens, the output is a history file, which skeintest.CheckHistories
+replays against your code (runs export writes several at once, with their
+secrets: a replay needs them).
 
 Examples:
   skein runs events wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
   skein runs events wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T | jq -c 'select(.eventType == "step_completed")'`,
 	setup: func(fs *flag.FlagSet) runFunc {
+		show := fs.Bool("show-tokens", false, "print webhook tokens and the run's secret in clear")
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
@@ -298,6 +304,9 @@ Examples:
 					return err
 				}
 				for _, ev := range page.Items {
+					if !*show {
+						ev = redactEvent(ev)
+					}
 					if err := enc.Encode(ev); err != nil {
 						return err
 					}
@@ -348,4 +357,25 @@ Examples:
 			return nil
 		}
 	},
+}
+
+// redactEvent returns ev with its secrets redacted: a webhook's token (as
+// hooks list shows it) and the run's secret. Other events are returned as
+// they are.
+func redactEvent(ev world.Event) world.Event {
+	switch d := ev.Data.(type) {
+	case *world.HookCreated:
+		if d.IsWebhook {
+			c := *d
+			c.Token = workflow.RedactToken(d.Token)
+			ev.Data = &c
+		}
+	case *world.RunCreated:
+		if len(d.Secret) > 0 {
+			c := *d
+			c.Secret = []byte("redacted")
+			ev.Data = &c
+		}
+	}
+	return ev
 }

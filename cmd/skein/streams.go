@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -67,7 +68,10 @@ Prints the chunks of one of a run's streams, one per line: bytes as they are,
 JSON values as JSON. -start picks the first chunk; a negative -start counts
 back from the end (-start -5: the last five). With -follow, it keeps printing
 chunks as they are written, until the stream is closed or the run ends (or
-Ctrl-C).
+Ctrl-C). A stream the run does not have (yet) is said on stderr, naming the
+streams it has: without -follow, the command exits 1 when the run has ended
+(the stream will never exist: with -follow too), 0 otherwise; with -follow, it
+waits for the stream to appear.
 
 Examples:
   skein streams read wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
@@ -85,6 +89,11 @@ Examples:
 			info, err := e.client.StreamInfo(ctx, r.RunID, *name)
 			if err != nil {
 				return err
+			}
+			if info.TailIndex < 0 && !info.Done {
+				if err := missingStream(ctx, e, r, *name, *follow); err != nil {
+					return err
+				}
 			}
 			from := *start
 			if from < 0 {
@@ -152,4 +161,43 @@ func pause(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// missingStream tells, on stderr, that run r has no stream name (yet),
+// naming the streams it has. It is an error when the run has ended and the
+// read does not follow: the stream will never exist.
+func missingStream(ctx context.Context, e *env, r *world.Run, name string, follow bool) error {
+	names, err := e.client.ListStreams(ctx, r.RunID)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == name {
+			return nil // it exists, empty
+		}
+	}
+	what := fmt.Sprintf("stream %q", name)
+	if name == "" {
+		what = "default stream"
+	}
+	has := "it has no streams"
+	if len(names) > 0 {
+		shown := make([]string, len(names))
+		for i, n := range names {
+			shown[i] = fmt.Sprintf("%q", n)
+			if n == "" {
+				shown[i] = "(default)"
+			}
+		}
+		has = "its streams: " + strings.Join(shown, ", ")
+	}
+	switch {
+	case r.Status.Terminal():
+		return fmt.Errorf("run %s (%s) has no %s (%s)", r.RunID, r.Status, what, has)
+	case follow:
+		fmt.Fprintf(e.stderr, "run %s has no %s yet (%s); waiting for it to appear\n", r.RunID, what, has)
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "run %s has no %s yet (%s; -follow waits for it)\n", r.RunID, what, has)
+	return nil
 }

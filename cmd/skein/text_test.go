@@ -126,6 +126,8 @@ func TestWebhookTokensRedacted(t *testing.T) {
 		{"hooks list -json", []string{"hooks", "list", "-json"}, false},
 		{"runs show -show-tokens", []string{"runs", "show", waitingID, "-no-color", "-show-tokens"}, true},
 		{"hooks list -show-tokens", []string{"hooks", "list", "-show-tokens"}, true},
+		{"runs events", []string{"runs", "events", waitingID}, false},
+		{"runs events -show-tokens", []string{"runs", "events", "-show-tokens", waitingID}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -158,5 +160,23 @@ func TestTimelineLostExecutor(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("timeline lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestRunsEventsRedactsSecret: runs events shows a run's secret as
+// "redacted" (base64 cmVkYWN0ZWQ=) unless -show-tokens.
+func TestRunsEventsRedactsSecret(t *testing.T) {
+	t.Parallel()
+	f := prepare(t)
+	const redacted = `"secret":"cmVkYWN0ZWQ="`
+	r := cli("-db", f.db, "runs", "events", f.doneID)
+	r.expect(t, 0, redacted)
+	if strings.Count(r.out, `"secret":`) != 1 {
+		t.Errorf("secret shown %d times:\n%s", strings.Count(r.out, `"secret":`), r.out)
+	}
+	shown := cli("-db", f.db, "runs", "events", "-show-tokens", f.doneID)
+	shown.expect(t, 0, `"secret":"`)
+	if strings.Contains(shown.out, redacted) {
+		t.Errorf("-show-tokens redacted the secret:\n%s", shown.out)
 	}
 }

@@ -65,6 +65,7 @@ const (
 	DefaultHoldRetryLimit    = time.Hour
 	DefaultVersionRetryDelay = time.Second
 	DefaultVersionRetryLimit = time.Minute
+	DefaultMaxSlice          = 30 * time.Second
 )
 
 // Config configures an Engine. Zero fields take their defaults.
@@ -106,6 +107,12 @@ type Config struct {
 	// MaxInvocation bounds one invocation when the context has no deadline
 	// (default 10m).
 	MaxInvocation time.Duration
+	// MaxSlice bounds how long workflow code may run between two calls of
+	// the workflow API (default 30s). Workflow code that blocks on anything
+	// else (a channel, a mutex, time.Sleep, a long loop) for longer fails
+	// its run with world.CodeReplayTimeout; the goroutine it blocks is
+	// abandoned, not waited for (see sliceWatch).
+	MaxSlice time.Duration
 	// LeaseRetryDelay is the delay of a continuation re-enqueued because the
 	// run lease was held (default 100ms).
 	LeaseRetryDelay time.Duration
@@ -191,6 +198,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxInvocation == 0 {
 		c.MaxInvocation = DefaultMaxInvocation
 	}
+	if c.MaxSlice == 0 {
+		c.MaxSlice = DefaultMaxSlice
+	}
 	if c.LeaseRetryDelay == 0 {
 		c.LeaseRetryDelay = DefaultLeaseRetryDelay
 	}
@@ -237,7 +247,7 @@ func (c Config) validate() error {
 		v    time.Duration
 	}{
 		{"RunLeaseTTL", c.RunLeaseTTL}, {"StepLeaseTTL", c.StepLeaseTTL}, {"RunPollInterval", c.RunPollInterval},
-		{"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin}, {"MaxInvocation", c.MaxInvocation},
+		{"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin}, {"MaxInvocation", c.MaxInvocation}, {"MaxSlice", c.MaxSlice},
 		{"LeaseRetryDelay", c.LeaseRetryDelay}, {"MaxQueueDelay", c.MaxQueueDelay}, {"BackgroundDelay", c.BackgroundDelay},
 		{"HoldRetryDelay", c.HoldRetryDelay}, {"HoldRetryLimit", c.HoldRetryLimit},
 		{"VersionRetryDelay", c.VersionRetryDelay}, {"VersionRetryLimit", c.VersionRetryLimit},

@@ -122,3 +122,60 @@ func startOldLog(t *testing.T, h *harness) string {
 	}
 	return id
 }
+
+// TestDivergenceShowsInputs: a step called with another encoding of its
+// arguments (a field added to their type) is held with a message showing
+// the recorded and the new input, quoted and clipped, and naming the usual
+// causes.
+func TestDivergenceShowsInputs(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 300) + "\n"
+	for _, tc := range []struct {
+		name     string
+		v1, v2   any
+		want     []string
+		unwanted string
+	}{
+		{"field added", map[string]any{"id": 7}, map[string]any{"id": 7, "note": ""},
+			[]string{`recorded input "{\"id\":7}"`, `new input "{\"id\":7,\"note\":\"\"}"`, "a field added", "ranging over a map"}, ""},
+		{"long input", map[string]any{"s": long}, map[string]any{"s": long + "y"},
+			[]string{`recorded input "{\"s\":\"xxx`, "... (310 bytes)", "... (311 bytes)"}, strings.Repeat("x", 200)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil, Config{Linger: -1})
+			h.reg.step("a", 0, func(_ context.Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+			wfCalling := func(input any) func(*Context, json.RawMessage) (json.RawMessage, error) {
+				return func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
+					f := c.Step("a", mustJSON(input))
+					c.Await(f.Done)
+					w := c.Sleep(time.Hour)
+					c.Await(w.Done)
+					return nil, nil
+				}
+			}
+			h.reg.wf("w", wfCalling(tc.v1))
+			ctx := context.Background()
+			id := h.start("w", nil)
+			if err := h.eng.Handle(ctx, world.Message{RunID: id}); err != nil {
+				t.Fatal(err)
+			}
+			h.reg.wf("w", wfCalling(tc.v2))
+			if err := h.eng.Handle(ctx, world.Message{RunID: id}); err != nil {
+				t.Fatal(err)
+			}
+			msg := divergedRun(t, h, id).Hold.Error.Message
+			for _, want := range tc.want {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%q lacks %q", msg, want)
+				}
+			}
+			if tc.unwanted != "" && strings.Contains(msg, tc.unwanted) {
+				t.Errorf("the message is not clipped: %d bytes", len(msg))
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("the message holds a raw newline: %q", msg)
+			}
+		})
+	}
+}

@@ -168,7 +168,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 	switch {
 	case err == nil:
 		e.log.Warn("engine: run failed: too many deliveries", "run", msg.RunID, "attempt", attempt)
-		e.afterTerminal(ctx, msg.RunID, nil, false)
+		e.afterTerminal(ctx, msg.RunID, nil, false, world.RunStatusFailed)
 		return nil
 	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
 		return nil // already finished
@@ -201,7 +201,8 @@ type RunOutcome struct {
 }
 
 // afterTerminal runs the side effects a finished run's terminal event
-// justifies, once it has committed: its streams are closed and, for a child
+// justifies, once it has committed: its streams are closed, a cancelled
+// run's unfinished children are cancelled (cancelChildren) and, for a child
 // run, the parent's hook is resumed with the outcome and the parent woken.
 // All are idempotent, so a continuation that finds the run finished simply
 // runs them again: one whose first invocation died after resuming the
@@ -209,10 +210,13 @@ type RunOutcome struct {
 // of the first wake-up (a second hook_received is not appended). When the
 // caller knows the run's execution context (known), a run that is no child
 // costs no read of the run.
-func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.RawMessage, known bool) {
+func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.RawMessage, known bool, status world.RunStatus) {
 	ctx = context.WithoutCancel(ctx)
 	ctx, cancel := context.WithTimeout(ctx, sideEffectTimeout)
 	defer cancel()
+	if status == world.RunStatusCancelled {
+		e.cancelChildren(ctx, runID)
+	}
 	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
 	if err != nil {
 		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)

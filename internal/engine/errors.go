@@ -56,6 +56,7 @@ const (
 	TypePanic              = "PanicError"
 	TypeStepNotRegistered  = "StepNotRegisteredError"
 	TypeReplayDivergence   = "ReplayDivergenceError"
+	TypeReplayTimeout      = "ReplayTimeoutError"
 	TypeNotRegistered      = "WorkflowNotRegisteredError"
 	TypeMaxDeliveries      = "MaxDeliveriesExceededError"
 	TypeAttemptsExhausted  = "AttemptsExhaustedError"

@@ -68,8 +68,12 @@ func (r *replayer) enter(what string) {
 	if r.guard.misuse.CompareAndSwap(nil, data) {
 		close(r.guard.misused)
 	}
+	if w := r.watch; w != nil {
+		w.misused(r.guard.misuse.Load())
+	}
 	if l := r.logger; l != nil {
-		l.Warn("engine: workflow API called from a foreign goroutine; the run fails and the goroutine ends", "run", r.meta.runID, "call", what)
+		l.Warn("engine: workflow API called from a foreign goroutine; the goroutine ends and the run fails unless it has ended",
+			"run", r.meta.runID, "call", what, "code", world.CodeWorkflowAPIMisuse)
 	}
 	if !r.guard.live.Load() && r.guard.report != nil && r.guard.reported.CompareAndSwap(false, true) {
 		r.guard.report(r.guard.misuse.Load())
@@ -91,10 +95,15 @@ func (e *Engine) failForeign(runID string, data *world.ErrorData) {
 	_, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeWorkflowAPIMisuse}},
 	}})
-	if err != nil {
-		if !errors.Is(err, world.ErrGone) && !errors.Is(err, world.ErrConflict) {
-			e.log.Warn("engine: fail a run that misused the workflow API", "run", runID, "err", err)
-		}
+	switch {
+	case errors.Is(err, world.ErrGone) || errors.Is(err, world.ErrConflict):
+		// The run has ended: the call is dropped and the run keeps its
+		// outcome. Say so, the mistake is in the code all the same.
+		e.log.Warn("engine: workflow API called from a goroutine after its run ended; the call was dropped and the run keeps its outcome",
+			"run", runID, "code", world.CodeWorkflowAPIMisuse, "error", data.Message)
+		return
+	case err != nil:
+		e.log.Warn("engine: fail a run that misused the workflow API", "run", runID, "err", err)
 		return
 	}
 	if err := Wake(ctx, e.w, e.now, runID, keyMisuse(runID)); err != nil {

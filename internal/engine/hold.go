@@ -26,7 +26,9 @@ import (
 // result, a hook payload) replay it too. When they find the divergence the
 // hold already records, they append nothing (so they cannot grow the log)
 // and only make sure the pending retry is scheduled; a different
-// divergence (new code) is recorded at once. The log therefore grows by
+// divergence (new code) is recorded at once, as the same attempt with the
+// same retry time when that retry is not due yet: only a retry, or a
+// replay after the retry time, counts as a new attempt and backs off. The log therefore grows by
 // one run_held per retry, at most about one an hour once the wait has
 // reached its limit, plus one per changed divergence.
 
@@ -70,7 +72,14 @@ func (s *session) holdRun(ctx context.Context, now time.Time) error {
 		if prev != nil {
 			attempt = prev.attempt + 1
 		}
-		p.add("", &world.RunHeld{Error: r.failure, ErrorCode: r.failCode, Attempt: attempt, RetryAt: now.Add(s.e.holdDelay(attempt))}, eventMeta{})
+		retryAt := now.Add(s.e.holdDelay(attempt))
+		if prev != nil && !forced && now.Before(prev.retryAt) {
+			// A re-hold before the retry is due (a session woken by a step
+			// of a fan-out completing, say, finding the divergence told
+			// otherwise) is no new attempt: the backoff stays where it is.
+			attempt, retryAt = prev.attempt, prev.retryAt
+		}
+		p.add("", &world.RunHeld{Error: r.failure, ErrorCode: r.failCode, Attempt: attempt, RetryAt: retryAt}, eventMeta{})
 	}
 	if len(p.events) > 0 {
 		if _, err := s.commitPlan(ctx, p); err != nil {

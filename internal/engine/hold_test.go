@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,5 +218,37 @@ func TestHeldRunEnds(t *testing.T) {
 				t.Errorf("step b ran %d times", h.ranB.Load())
 			}
 		})
+	}
+}
+
+// TestReholdBeforeRetryKeepsAttempt: a run held again for another
+// divergence before its retry is due (sessions woken by the completions of
+// a fan-out, code deployed meanwhile) records the new divergence but stays
+// at the same attempt and retry time: the backoff starts at attempt 1.
+func TestReholdBeforeRetryKeepsAttempt(t *testing.T) {
+	t.Parallel()
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour})}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		h.reg.step(name, 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
+	}
+	h.reg.wf("w", sleeperCalling("a"))
+	h.id = h.start("w", nil)
+	h.handle(world.Message{RunID: h.id})
+	h.drain()
+	h.reg.wf("w", sleeperCalling("b"))
+	h.handle(world.Message{RunID: h.id})
+	first := divergedRun(t, h.harness, h.id).Hold
+	for _, step := range []string{"c", "d"} {
+		h.reg.wf("w", sleeperCalling(step)) // another divergence, found before the retry
+		h.handle(world.Message{RunID: h.id})
+		hold := h.run().Hold
+		if hold.Attempt != 1 || !hold.RetryAt.Equal(first.RetryAt) || !strings.Contains(hold.Error.Message, `"`+step+`"`) {
+			t.Fatalf("re-hold for step %s: %+v; want attempt 1 retried at %v, naming the new divergence", step, hold, first.RetryAt)
+		}
+	}
+	// The retry itself is a new attempt.
+	h.handle(world.Message{RunID: h.id, HoldAttempt: 1})
+	if got := h.run().Hold; got.Attempt != 2 {
+		t.Fatalf("hold after its retry: %+v, want attempt 2", got)
 	}
 }

@@ -21,7 +21,7 @@ func (s *session) resume(ctx context.Context) error {
 		return err
 	}
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 		return nil
 	}
 	s.rebuild()
@@ -47,7 +47,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 		return nil
 	}
 	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
@@ -179,6 +179,7 @@ func (s *session) rebuild() {
 		said = s.r.said
 	}
 	s.r = newReplayer(s.wf, s.e.log)
+	s.r.watch = s.watch
 	s.r.said = said
 	runID, e := s.runID, s.e
 	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }
@@ -214,7 +215,7 @@ func (s *session) failUnregistered(ctx context.Context) error {
 		}})
 		if err == nil {
 			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
-			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 			return nil
 		}
 		if !errors.Is(err, world.ErrConflict) {

@@ -125,6 +125,7 @@ type replayer struct {
 	co    *coroutine
 	ctx   *Context
 	guard apiGuard
+	watch *sliceWatch // the session's (nil outside a session): see stuck.go
 
 	// Outcome.
 	finished bool // the coroutine returned or panicked
@@ -324,7 +325,7 @@ func (r *replayer) start(ev *world.Event, d *world.RunCreated) {
 	r.co = newCoroutine(func() (json.RawMessage, error) { return r.wf.Fn(r.ctx, input) })
 	r.guard.home = r.co
 	r.guard.live.Store(true)
-	r.co.step()
+	r.slice()
 	r.afterSlice()
 }
 
@@ -359,11 +360,28 @@ func (r *replayer) matchStep(ev *world.Event, d *world.StepCreated) *op {
 		return o
 	}
 	if got := o.inputDigest(); got != d.InputDigest {
-		r.diverge(ev, fmt.Sprintf("the workflow's operation %d is %s with input digest %s (called with other arguments)",
-			o.index+1, describeOp(o), got))
+		r.diverge(ev, fmt.Sprintf("the workflow's operation %d is %s with input digest %s (called with other arguments: "+
+			"recorded input %s, new input %s; usually an argument's JSON encoding changed, such as a field added to its "+
+			"type, or the arguments come from ranging over a map)",
+			o.index+1, describeOp(o), got, clipInput(d.Input), clipInput(o.input)))
 		return nil
 	}
 	return o
+}
+
+// maxShownInput bounds how much of an input a divergence message shows.
+const maxShownInput = 160
+
+// clipInput shows an encoded input in a message: quoted (escaped), clipped
+// to maxShownInput bytes.
+func clipInput(in json.RawMessage) string {
+	switch {
+	case len(in) == 0:
+		return "(none)"
+	case len(in) > maxShownInput:
+		return fmt.Sprintf("%q... (%d bytes)", in[:maxShownInput], len(in))
+	}
+	return fmt.Sprintf("%q", in)
 }
 
 // inputDigest returns the digest of the step's encoded input, as
@@ -433,7 +451,7 @@ func (r *replayer) diverge(ev *world.Event, code string) {
 // wake runs the coroutine while the condition it waits for holds.
 func (r *replayer) wake() {
 	for r.co != nil && !r.finished && r.co.ready() {
-		r.co.step()
+		r.slice()
 		r.afterSlice()
 	}
 }

@@ -61,9 +61,18 @@ func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadli
 
 // continueRetry is continueLeased for a message that retries hold attempt
 // retry of a held run (0: none; see holdRun).
-func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) (err error) {
+func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
+	w := newSliceWatch(owner)
+	return e.runSession(ctx, runID, w, func(ctx context.Context) error {
+		return e.continueWatched(ctx, runID, owner, deadline, retry, w)
+	})
+}
+
+// continueWatched is continueRetry's session, on the goroutine runSession
+// watches.
+func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadline time.Time, retry int, w *sliceWatch) (err error) {
 	s := &session{
-		e: e, runID: runID, retryAttempt: retry, began: time.Now(),
+		e: e, runID: runID, retryAttempt: retry, began: time.Now(), watch: w,
 		inlineSteps: inlineSteps{
 			inflight: make(map[string]context.CancelFunc),
 			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
@@ -85,6 +94,7 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 		}
 		tag := ownerTag(owner) // the message this one continues under
 		owner, err = e.acquireRunLease(ctx, runID, tag)
+		w.setOwner(owner)
 		switch {
 		case errors.Is(err, world.ErrLeaseHeld):
 			// The holder took it after this session released it, so it

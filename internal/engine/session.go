@@ -33,8 +33,9 @@ type session struct {
 
 	runState
 
-	wf *Workflow
-	r  *replayer
+	wf    *Workflow
+	r     *replayer
+	watch *sliceWatch // shared with the goroutine watching the session (stuck.go)
 
 	// Uncommitted deliveries (in delivery order) and the step outcomes
 	// behind them, delivered again after a rebuild.
@@ -158,7 +159,7 @@ func (s *session) loop(ctx context.Context) error {
 			}
 			if committed && p.terminal {
 				s.recordLate(ctx, s.stopInflight(true)...)
-				s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+				s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 				return nil
 			}
 			continue
@@ -229,7 +230,7 @@ func (s *session) endForeign(ctx context.Context) error {
 		}
 	}
 	s.recordLate(ctx, s.stopInflight(true)...)
-	s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true)
+	s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
 	return nil
 }
 
