@@ -85,7 +85,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if o.kind == outAbandoned {
 		return "", false, ctx.Err()
 	}
-	if err := e.record(ctx, runID, o); err != nil {
+	if o, err = e.recordFinal(ctx, runID, o); err != nil {
 		return "", false, err
 	}
 	if o.kind == outRetrying {
@@ -169,8 +169,32 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 
 // record appends a step outcome outside the run's fence. A refusal means the
 // step or its run has moved on (another executor recorded it after this
-// one's lease expired, or the run ended): nothing to do.
+// one's lease expired, or the run ended): nothing to do. A retry refused
+// because the run has ended is recorded as the attempt's failure instead
+// (see recordFinal).
 func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
+	_, err := e.recordFinal(ctx, runID, o)
+	return err
+}
+
+// recordFinal is record that returns the outcome as recorded: a retry of a
+// run that has ended becomes the step's failure, since no attempt starts
+// after the end.
+func (e *Engine) recordFinal(ctx context.Context, runID string, o outcome) (outcome, error) {
+	if o.kind == outRetrying {
+		_, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		if err == nil || !errors.Is(err, world.ErrGone) {
+			if err == nil || errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrNotFound) {
+				return o, nil
+			}
+		} else {
+			o.kind, o.retryAfter = outFailed, time.Time{}
+		}
+	}
+	return o, e.recordOnce(ctx, runID, o)
+}
+
+func (e *Engine) recordOnce(ctx context.Context, runID string, o outcome) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})

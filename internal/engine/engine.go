@@ -119,7 +119,7 @@ func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration)
 func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
 	switch {
-	case err == nil && run.Status.Terminal():
+	case err == nil && run.Status.Terminal() && (run.Deactivated() || msg.StepID != "" || len(msg.StepIDs) > 0):
 		e.log.Debug("engine: dropped the wake-up of a finished run", "run", msg.RunID, "status", run.Status, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop)
 		return true
 	case errors.Is(err, world.ErrNotFound):
@@ -168,7 +168,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 	switch {
 	case err == nil:
 		e.log.Warn("engine: run failed: too many deliveries", "run", msg.RunID, "attempt", attempt)
-		e.afterTerminal(ctx, msg.RunID, nil, false, world.RunStatusFailed)
+		e.endAndRest(ctx, msg.RunID, "", nil, false, world.RunStatusFailed)
 		return nil
 	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
 		return nil // already finished
