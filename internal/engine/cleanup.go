@@ -55,14 +55,20 @@ type CleanupInfo struct {
 // cleanupIfPending runs the cleanup hook of a completed run whose cleanup
 // is pending and records its outcome. A run of a workflow with no hook
 // here (workflowName empty: a run the caller failed) costs no read.
-func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName string) {
+//
+// An error means the outcome could not be recorded (or the run not read):
+// the caller's message is to come back and call the hook again.
+func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName string) error {
 	if wf, ok := e.reg.Workflow(workflowName); workflowName == "" || (ok && wf.Cleanup == nil) {
-		return
+		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil || run.Status != world.RunStatusCompleted || run.Cleanup != world.CleanupPending {
-		return
+	if err != nil {
+		return fmt.Errorf("engine: read run %s for its cleanup: %w", runID, err)
+	}
+	if run.Status != world.RunStatusCompleted || run.Cleanup != world.CleanupPending {
+		return nil
 	}
 	wf, ok := e.reg.Workflow(run.WorkflowName)
 	var failure *world.ErrorData
@@ -71,8 +77,7 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 	} else {
 		info, err := e.cleanupInfo(ctx, run)
 		if err != nil {
-			e.log.Warn("engine: read a completed run for its cleanup", "run", runID, "err", err)
-			return // the next continuation of the run tries again
+			return fmt.Errorf("engine: read the log of run %s for its cleanup: %w", runID, err)
 		}
 		failure = e.callCleanup(ctx, wf, info)
 	}
@@ -81,8 +86,9 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 	}
 	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCleanedUp{Error: failure}}}})
 	if err != nil && !errors.Is(err, world.ErrConflict) {
-		e.log.Warn("engine: record a cleanup's outcome", "run", runID, "err", err)
+		return fmt.Errorf("engine: record the cleanup of run %s: %w", runID, err)
 	}
+	return nil
 }
 
 // callCleanup calls wf's hook under its timeout and returns its failure,

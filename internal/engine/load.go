@@ -21,8 +21,7 @@ func (s *session) resume(ctx context.Context) error {
 		return err
 	}
 	if s.runStatus.Terminal() {
-		s.endAndRest(ctx)
-		return nil
+		return s.endAndRest(ctx)
 	}
 	s.rebuild()
 	return s.loop(ctx)
@@ -49,8 +48,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {
-		s.endAndRest(ctx)
-		return nil
+		return s.endAndRest(ctx)
 	}
 	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
 	if !ok {
@@ -219,8 +217,7 @@ func (s *session) failUnregistered(ctx context.Context) error {
 		}})
 		if err == nil {
 			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
-			s.endAndRest(ctx)
-			return nil
+			return s.endAndRest(ctx)
 		}
 		if !errors.Is(err, world.ErrConflict) {
 			return err

@@ -33,17 +33,25 @@ const TypeRunCancelled = "RunCancelledError"
 const restCheckSlack = time.Second
 
 // afterEnd runs what follows a run's terminal event that needs no step of
-// it to finish: the cleanup hook, then afterTerminal.
-func (e *Engine) afterEnd(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) {
-	e.cleanupIfPending(ctx, runID, workflowName)
+// it to finish: the cleanup hook, then afterTerminal. An error means the
+// cleanup's outcome could not be recorded: the end is not signalled, and
+// the caller's message must come back to try again.
+func (e *Engine) afterEnd(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) error {
+	if err := e.cleanupIfPending(ctx, runID, workflowName); err != nil {
+		return err
+	}
 	e.afterTerminal(ctx, runID, execCtx, known, status)
+	return nil
 }
 
 // endAndRest is afterEnd followed by deactivate, for callers with no step
 // of the run in flight.
-func (e *Engine) endAndRest(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) {
-	e.afterEnd(ctx, runID, workflowName, execCtx, known, status)
+func (e *Engine) endAndRest(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) error {
+	if err := e.afterEnd(ctx, runID, workflowName, execCtx, known, status); err != nil {
+		return err
+	}
 	e.deactivate(ctx, runID)
+	return nil
 }
 
 // deactivate commits run_deactivated for a finished run with nothing left
@@ -157,7 +165,9 @@ func (e *Engine) recordAfterEnd(ctx context.Context, runID string, o outcome) er
 // steps are in flight, a safety-net check is scheduled first, in case this
 // invocation dies before they end.
 func (s *session) rest(ctx context.Context, cancel, deactivated bool) error {
-	s.e.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus)
+	if err := s.e.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
+		return err
+	}
 	if len(s.inflight) > 0 {
 		s.e.scheduleRestCheck(ctx, s.runID, s.e.now().Add(s.e.cfg.StepLeaseTTL))
 	}
@@ -215,9 +225,12 @@ func (s *session) drainInflight(cancel bool) []outcome {
 // endAndRest is Engine.endAndRest for a session that found its run ended
 // on loading it: a run whose log shows it deactivated needs nothing more
 // than the end's side effects (idempotent, run again).
-func (s *session) endAndRest(ctx context.Context) {
-	s.e.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus)
+func (s *session) endAndRest(ctx context.Context) error {
+	if err := s.e.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
+		return err
+	}
 	if !s.deactivated {
 		s.e.deactivate(ctx, s.runID)
 	}
+	return nil
 }
