@@ -53,7 +53,9 @@ func TestApplyRest(t *testing.T) {
 		applyCase{name: "cleanup done", state: world.State{Run: pending()}, data: &world.RunCleanedUp{},
 			check: wantRun(func(r *world.Run) bool { return r.Cleanup == world.CleanupDone && r.Status == world.RunStatusCompleted }, "cleanup done")},
 		applyCase{name: "cleanup failed", state: world.State{Run: pending()}, data: &world.RunCleanedUp{Error: &world.ErrorData{Message: "boom"}},
-			check: wantRun(func(r *world.Run) bool { return r.Cleanup == world.CleanupFailed && r.Status == world.RunStatusCompleted }, "cleanup failed, run completed")},
+			check: wantRun(func(r *world.Run) bool {
+				return r.Cleanup == world.CleanupFailed && r.Status == world.RunStatusCompleted
+			}, "cleanup failed, run completed")},
 		applyCase{name: "cleanup twice", state: world.State{Run: withCleanup(mkRun(world.RunStatusCompleted), world.CleanupDone)}, data: &world.RunCleanedUp{}, want: world.ErrConflict},
 		applyCase{name: "deactivate after cleanup", state: world.State{Run: withCleanup(mkRun(world.RunStatusCompleted), world.CleanupFailed)}, data: &world.RunDeactivated{},
 			check: wantRun(func(r *world.Run) bool { return r.Deactivated() }, "deactivated")},
