@@ -119,7 +119,7 @@ func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration)
 func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
 	switch {
-	case err == nil && run.Status.Terminal() && (run.Deactivated() || msg.StepID != "" || len(msg.StepIDs) > 0):
+	case err == nil && run.Status.Terminal():
 		e.log.Debug("engine: dropped the wake-up of a finished run", "run", msg.RunID, "status", run.Status, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop)
 		return true
 	case errors.Is(err, world.ErrNotFound):

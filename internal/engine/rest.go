@@ -128,7 +128,10 @@ func later(a, b time.Time) time.Time {
 // scheduleRestCheck enqueues the safety net of a finished run whose steps
 // still run: a continuation just past their lease's expiry, which runs
 // deactivate again (a session of a finished run does: Engine.endAndRest).
-// Checks of one run for the same second share a key.
+// Checks of one run for the same second share a key. The check must arrive
+// without hopping (a hop of a finished run's message is dropped, see
+// Engine.hop), so a step lease longer than Config.MaxQueueDelay leaves a
+// lost executor's run undeactivated until its next delivery.
 func (e *Engine) scheduleRestCheck(ctx context.Context, runID string, expiry time.Time) {
 	at := leaseCheckAt(expiry.Add(restCheckSlack))
 	if err := e.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyRest(runID, at)); err != nil {
