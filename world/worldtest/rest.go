@@ -26,6 +26,7 @@ func restCases() []testCase {
 		{"no_step_starts_after_end", testNoStepAfterEnd},
 		{"cleanup_recorded_once", testCleanupOnce},
 		{"cleanup_refused_without_hook", testCleanupWithoutHook},
+		{"watch_sees_rest", testWatchSeesRest},
 	}
 }
 
@@ -201,5 +202,21 @@ func testCleanupWithoutHook(t *testing.T, f *fixture) {
 	for _, id := range []string{running, plain, failed} {
 		_, err := f.append(id, ev("", &world.RunCleanedUp{}))
 		wantErr(t, err, world.ErrConflict, "run_cleaned_up on a %s run with no cleanup pending", f.getRun(id).Status)
+	}
+}
+
+// testWatchSeesRest: a run's watch delivers the run_deactivated committed
+// with the run's end before it ends.
+func testWatchSeesRest(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	w := f.watch(world.WatchParams{RunID: run})
+	w.take(2)
+	f.mustAppend(run, ev("", terminalData(world.EventRunCompleted)), ev("", &world.RunDeactivated{}))
+	got := w.take(2)
+	if got[0].Event.Type() != world.EventRunCompleted || got[1].Event.Type() != world.EventRunDeactivated {
+		t.Fatalf("after the end: %s, %s; want run_completed, run_deactivated", got[0].Event.Type(), got[1].Event.Type())
+	}
+	if err := w.wait(); err != nil {
+		t.Fatalf("the watch ended with %v after the run's rest, want nil", err)
 	}
 }
