@@ -227,3 +227,33 @@ func TestCleanupHookAtLeastOnce(t *testing.T) {
 		t.Fatalf("hook called %d times after a redelivery; want still 2", n)
 	}
 }
+
+// TestCleanupBeforeParentWakes: a child run's cleanup hook has run by the
+// time its parent is resumed with the child's result.
+func TestCleanupBeforeParentWakes(t *testing.T) {
+	t.Parallel()
+	var cleaned atomic.Bool
+	child := workflow.New("cleanup-child", func(ctx workflow.Context, in int) (int, error) { return in * 2, nil }).
+		WithCleanup(func(ctx context.Context, c *workflow.Cleanup[int, int]) error {
+			time.Sleep(100 * time.Millisecond) // a slow cleanup: the parent must wait for it
+			cleaned.Store(true)
+			return nil
+		})
+	seen := workflow.NewStep("cleanup-seen", func(ctx context.Context, n int) (bool, error) { return cleaned.Load(), nil })
+	parent := workflow.New("cleanup-parent", func(ctx workflow.Context, in int) (bool, error) {
+		n, err := child.Call(ctx, in)
+		if err != nil {
+			return false, err
+		}
+		return seen.Call(ctx, n)
+	})
+	e := newEnv(t, parent, child, seen)
+	ctx := e.ctx()
+	run, err := parent.Start(ctx, e.client, 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := run.Result(ctx); err != nil || !got {
+		t.Fatalf("parent saw the child's cleanup done: %v, %v; want true", got, err)
+	}
+}
