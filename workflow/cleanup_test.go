@@ -81,6 +81,9 @@ func TestCleanupHook(t *testing.T) {
 	if err != nil || info.Cleanup != workflow.CleanupDone {
 		t.Fatalf("after the hook: cleanup %q, %v; want done", info.Cleanup, err)
 	}
+	if err := e.client.CleanupErr(ctx, run.ID()); err != nil {
+		t.Fatalf("CleanupErr of a cleaned-up run: %v", err)
+	}
 	evs := e.events(run.ID())
 	if d := cleanupEvent(t, evs); d.Error != nil {
 		t.Fatalf("run_cleaned_up records error %v", d.Error)
@@ -104,6 +107,9 @@ func TestCleanupHook(t *testing.T) {
 	case err := <-got:
 		t.Fatalf("Result returned (%v) before the cleanup hook did", err)
 	case <-time.After(100 * time.Millisecond):
+	}
+	if err := e.client.CleanupErr(ctx, slow.ID()); !errors.Is(err, workflow.ErrCleanupPending) {
+		t.Fatalf("CleanupErr while the hook runs: %v; want ErrCleanupPending", err)
 	}
 	close(release)
 	if err := <-got; err != nil {
@@ -151,10 +157,10 @@ func TestCleanupHookFails(t *testing.T) {
 		}, workflow.CleanupOptions{Timeout: 50 * time.Millisecond})
 	e := newEnv(t, wf)
 	ctx := e.ctx()
-	for _, tc := range []struct{ in, typ, msg string }{
-		{"error", "", "bucket unavailable"},
-		{"panic", "CleanupPanicError", "hook exploded"},
-		{"slow", "CleanupTimeoutError", "timeout"},
+	for _, tc := range []struct{ in, typ, msg, kind string }{
+		{"error", "", "bucket unavailable", workflow.CleanupReturnedError},
+		{"panic", "CleanupPanicError", "hook exploded", workflow.CleanupPanicked},
+		{"slow", "CleanupTimeoutError", "timeout", workflow.CleanupTimedOut},
 	} {
 		run, err := wf.Start(ctx, e.client, tc.in)
 		if err != nil {
@@ -170,6 +176,13 @@ func TestCleanupHookFails(t *testing.T) {
 		d := cleanupEvent(t, e.events(run.ID()))
 		if d.Error == nil || (tc.typ != "" && d.Error.Type != tc.typ) || !strings.Contains(d.Error.Message, tc.msg) {
 			t.Fatalf("%s: recorded %+v; want type %q with %q", tc.in, d.Error, tc.typ, tc.msg)
+		}
+		var ce *workflow.CleanupError
+		if err := e.client.CleanupErr(ctx, run.ID()); !errors.As(err, &ce) || ce.Kind != tc.kind || ce.RunID != run.ID() || !strings.Contains(ce.Message, tc.msg) {
+			t.Fatalf("%s: CleanupErr = %v (%+v); want a *CleanupError of kind %q", tc.in, err, ce, tc.kind)
+		}
+		if tc.kind == workflow.CleanupReturnedError && (ce.Cause == nil || ce.Cause.Error() != "bucket unavailable") {
+			t.Fatalf("%s: CleanupErr cause %v; want the hook's error", tc.in, ce.Cause)
 		}
 	}
 }
