@@ -183,7 +183,8 @@
 // hook that runs once per completed run (at least once across crashes,
 // never for a failed or cancelled run), after its outcome is durably
 // recorded and before Result returns or a parent wakes; its failure is
-// recorded and logged and leaves the run completed.
+// recorded and logged (Client.CleanupErr returns it as a *CleanupError)
+// and leaves the run completed.
 //
 // # Watching runs
 //
