@@ -184,6 +184,7 @@ func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, er
 		StartedAt:    getT(head, aStarted),
 		CompletedAt:  getT(head, aFinished),
 	}
+	decodeRest(last, r)
 	var err error
 	if r.Status == world.RunStatusHeld {
 		if r.Hold, err = decodeHold(head); err != nil {

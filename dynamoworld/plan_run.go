@@ -13,6 +13,7 @@ func planRun(pl *plan, ws *writes, cc *claimCheck) error {
 		return err
 	}
 	setS(commit.it, aRunStatus, string(pl.run.Status))
+	encodeRest(commit.it, pl.run)
 	if pl.nHooks, pl.nWaits, err = pl.counts(); err != nil {
 		return err
 	}

@@ -321,7 +321,7 @@ func checkChaos(ctx context.Context, w world.World, sink *chaosSink, plans map[s
 // checkRunLog checks one run's log, and the bodies of its steps.
 func checkRunLog(r world.Run, evs []world.Event, wantSteps int, bodies map[[2]string][]bodyRun, logged map[[2]string]bool, tally *chaosTally) []string {
 	var out []string
-	terminal := 0
+	terminal, deactivated := 0, 0
 	created, completed := map[string]string{}, map[string]int{}
 	completedAt := map[string]time.Time{}
 	for i, ev := range evs {
@@ -330,6 +330,12 @@ func checkRunLog(r world.Run, evs []world.Event, wantSteps int, bodies map[[2]st
 		}
 		if ev.Type().Terminal() {
 			terminal++
+		}
+		if ev.Type() == world.EventRunDeactivated {
+			deactivated++
+			if terminal == 0 {
+				out = append(out, fmt.Sprintf("run_deactivated at event %d, before the run's end", ev.Seq))
+			}
 		}
 		switch d := ev.Data.(type) {
 		case *world.StepCreated:
@@ -353,6 +359,11 @@ func checkRunLog(r world.Run, evs []world.Event, wantSteps int, bodies map[[2]st
 	}
 	if terminal != 1 {
 		out = append(out, fmt.Sprintf("%d terminal events, want 1", terminal))
+	}
+	// The chaos workflows await every step they start, so nothing runs
+	// after their end: run_deactivated commits with it, once.
+	if deactivated > 1 || (terminal == 1 && deactivated != 1) {
+		out = append(out, fmt.Sprintf("%d run_deactivated, want 1", deactivated))
 	}
 	if r.Status != world.RunStatusCompleted {
 		out = append(out, fmt.Sprintf("status %s, want completed", r.Status))

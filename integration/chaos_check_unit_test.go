@@ -31,6 +31,7 @@ func TestChaosChecksCatchViolations(t *testing.T) {
 			ev(4, "s1", 3, &world.StepStarted{StepName: step, Attempt: 1}),
 			ev(5, "s1", 100, &world.StepCompleted{Result: json.RawMessage(`"x"`)}),
 			ev(6, "", 101, &world.RunCompleted{}),
+			ev(7, "", 101, &world.RunDeactivated{}),
 		}
 	}
 	body := func(attempt, pid, from, to int, ended bool) bodyRun {
@@ -46,16 +47,23 @@ func TestChaosChecksCatchViolations(t *testing.T) {
 	}{
 		{name: "clean", want: ""},
 		{name: "two terminal events", evs: func(e []world.Event) []world.Event {
-			return append(e, ev(7, "", 102, &world.RunCancelled{Reason: "late"}))
+			return append(e, ev(8, "", 102, &world.RunCancelled{Reason: "late"}))
 		}, want: "2 terminal events"}, // (and "cancelled: late", left out below)
 		{name: "no terminal event", evs: func(e []world.Event) []world.Event { return e[:5] }, status: world.RunStatusRunning, want: "0 terminal events"},
 		{name: "step completed twice", evs: func(e []world.Event) []world.Event {
-			e = append(e[:5:5], ev(6, "s1", 100, &world.StepCompleted{}), ev(7, "", 101, &world.RunCompleted{}))
+			e = append(e[:5:5], ev(6, "s1", 100, &world.StepCompleted{}), ev(7, "", 101, &world.RunCompleted{}), ev(8, "", 101, &world.RunDeactivated{}))
 			return e
 		}, want: "completed 2 times"},
 		{name: "step never completed", evs: func(e []world.Event) []world.Event {
-			return append(e[:4:4], ev(5, "", 101, &world.RunCompleted{}))
+			return append(e[:4:4], ev(5, "", 101, &world.RunCompleted{}), ev(6, "", 101, &world.RunDeactivated{}))
 		}, want: "completed 0 times"},
+		{name: "two run_deactivated", evs: func(e []world.Event) []world.Event {
+			return append(e, ev(8, "", 103, &world.RunDeactivated{}))
+		}, want: "2 run_deactivated"},
+		{name: "deactivated before the end", evs: func(e []world.Event) []world.Event {
+			return append(e[:5:5], ev(6, "", 100, &world.RunDeactivated{}), ev(7, "", 101, &world.RunCompleted{}))
+		}, want: "before the run's end"},
+		{name: "never deactivated", evs: func(e []world.Event) []world.Event { return e[:6] }, want: "0 run_deactivated"},
 		{name: "gap in seqs", evs: func(e []world.Event) []world.Event { e[3].Seq = 9; return e }, want: "has seq 9"},
 		{name: "failed run", evs: func(e []world.Event) []world.Event {
 			e[5] = ev(6, "", 101, &world.RunFailed{ErrorCode: "USER_ERROR", Error: &world.ErrorData{Message: "boom"}})

@@ -137,8 +137,9 @@ func TestSetAttributesAcrossRestart(t *testing.T) {
 	if w := []string{"code:stage,tenant", "client:reviewer", "code:stage"}; !slices.Equal(sets, w) {
 		t.Fatalf("attribute_set events %v, want %v (each once, in order)", sets, w)
 	}
-	if last := evs.Items[len(evs.Items)-1]; last.Type() != world.EventRunCompleted {
-		t.Fatalf("the log ends with %s", last.Type())
+	// The end commits run_deactivated with it: nothing runs any more.
+	if n := len(evs.Items); evs.Items[n-2].Type() != world.EventRunCompleted || evs.Items[n-1].Type() != world.EventRunDeactivated {
+		t.Fatalf("the log ends with %s, %s", evs.Items[n-2].Type(), evs.Items[n-1].Type())
 	}
 }
 
@@ -251,7 +252,8 @@ func TestSetAttributesReplay(t *testing.T) {
 	for _, ev := range evs {
 		types = append(types, ev.Type())
 	}
-	if w := []world.EventType{world.EventRunCreated, world.EventRunStarted, world.EventAttributeSet, world.EventAttributeSet, world.EventRunCompleted}; !slices.Equal(types, w) {
+	if w := []world.EventType{world.EventRunCreated, world.EventRunStarted, world.EventAttributeSet, world.EventAttributeSet, world.EventRunCompleted,
+		world.EventRunDeactivated}; !slices.Equal(types, w) {
 		t.Fatalf("log %v, want %v", types, w)
 	}
 	for _, tc := range []struct {

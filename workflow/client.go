@@ -287,6 +287,12 @@ type RunInfo struct {
 	CreatedAt   time.Time
 	StartedAt   time.Time
 	CompletedAt time.Time
+	// DeactivatedAt is when the finished run came to rest (see
+	// WaitDeactivated), zero until then.
+	DeactivatedAt time.Time
+	// Cleanup is the state of a completed run's cleanup hook
+	// (CleanupPending, CleanupDone, CleanupFailed), empty without one.
+	Cleanup string
 }
 
 func (c *Client) runInfo(r *world.Run) *RunInfo {
@@ -294,6 +300,7 @@ func (c *Client) runInfo(r *world.Run) *RunInfo {
 		ID: r.RunID, WorkflowName: r.WorkflowName, Status: r.Status, Input: r.Input, Output: r.Output,
 		ErrorCode: r.ErrorCode, CancelReason: r.CancelReason, IdempotencyKey: r.IdempotencyKey, Version: r.Version,
 		Attributes: r.Attributes, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
+		DeactivatedAt: r.DeactivatedAt, Cleanup: r.Cleanup,
 	}
 	if r.Error != nil {
 		info.Err = c.reg.decode(r.Error)
@@ -327,7 +334,11 @@ func (c *Client) Status(ctx context.Context, runID string) (RunStatus, error) {
 // Result waits for a run to end and decodes its output into out (which may
 // be nil). A failed run returns a *RunFailedError, a cancelled one
 // ErrRunCancelled. A held run (StatusHeld) has not ended: Result waits on
-// until it is resumed and ends, or until ctx is done.
+// until it is resumed and ends, or until ctx is done. Result returns as
+// soon as the outcome is recorded, while steps the run left running may
+// still be finishing (see WaitDeactivated), except that for a completed
+// run whose workflow has a cleanup hook (WithCleanup) it also waits for
+// the hook's outcome.
 func (c *Client) Result(ctx context.Context, runID string, out any) error {
 	r, err := c.await(ctx, runID)
 	if err != nil {
@@ -348,15 +359,23 @@ func (c *Client) Result(ctx context.Context, runID string, out any) error {
 	return nil
 }
 
-// await polls a run until it ends.
+// await polls a run until it ends: its outcome is recorded and, for a
+// completed run whose workflow has a cleanup hook, the hook's outcome too.
 func (c *Client) await(ctx context.Context, runID string) (*world.Run, error) {
+	return c.poll(ctx, runID, func(r *world.Run) bool {
+		return r.Status.Terminal() && r.Cleanup != world.CleanupPending
+	})
+}
+
+// poll reads a run until done says it is what the caller waits for.
+func (c *Client) poll(ctx context.Context, runID string, done func(*world.Run) bool) (*world.Run, error) {
 	delay := time.Millisecond
 	for {
 		r, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 		if err != nil {
 			return nil, err
 		}
-		if r.Status.Terminal() {
+		if done(r) {
 			return r, nil
 		}
 		t := time.NewTimer(delay)

@@ -172,6 +172,20 @@
 // steps are refused, its running steps see their context cancelled, and its
 // unfinished child runs (Workflow.Call, Workflow.Go) are cancelled in turn.
 //
+// # The end of a run and its rest
+//
+// A run's outcome is recorded as soon as it is known, and Result returns
+// it then; no new step starts after it. A step the run had started and not
+// awaited keeps running when the run completes or fails, and records its
+// result after the end; once nothing of the run runs any more,
+// run_deactivated marks it at rest (RunInfo.DeactivatedAt), which
+// Client.WaitDeactivated waits for. Workflow.WithCleanup gives a workflow a
+// hook that runs once per completed run (at least once across crashes,
+// never for a failed or cancelled run), after its outcome is durably
+// recorded and before Result returns or a parent wakes; its failure is
+// recorded and logged (Client.CleanupErr returns it as a *CleanupError)
+// and leaves the run completed.
+//
 // # Watching runs
 //
 // Client.Subscribe follows runs as they commit: one run's events (or every

@@ -109,8 +109,9 @@ func TestSubscribeRunSnapshotThenEvents(t *testing.T) {
 					t.Fatalf("update %d = %+v, want event %d", i, u, want[i].Seq)
 				}
 			}
-			if rest[len(rest)-1].Event.Type() != world.EventRunCompleted {
-				t.Fatalf("last update %s, want run_completed", rest[len(rest)-1].Event.Type())
+			// The run's end commits run_deactivated with it (nothing runs).
+			if n := len(rest); rest[n-2].Event.Type() != world.EventRunCompleted || rest[n-1].Event.Type() != world.EventRunDeactivated {
+				t.Fatalf("last updates %s, %s; want run_completed, run_deactivated", rest[n-2].Event.Type(), rest[n-1].Event.Type())
 			}
 		})
 	}

@@ -137,6 +137,9 @@ func (r replayAware) WithGroup(g string) slog.Handler {
 type Workflow[I, O any] struct {
 	name string
 	fn   func(Context, I) (O, error)
+	// cleanup is the hook WithCleanup set (cleanup.go).
+	cleanup        func(context.Context, *Cleanup[I, O]) error
+	cleanupTimeout time.Duration
 }
 
 // New defines a workflow. Register it with a Registry before running it.
@@ -250,6 +253,8 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 			}
 			return b, nil
 		},
+		Cleanup:        w.engineCleanup(),
+		CleanupTimeout: w.cleanupTimeout,
 	}, check)
 }
 

@@ -132,6 +132,12 @@ type Run struct {
 	UpdatedAt   time.Time `json:"updatedAt"`
 	StartedAt   time.Time `json:"startedAt,omitzero"`
 	CompletedAt time.Time `json:"completedAt,omitzero"`
+	// DeactivatedAt is when the finished run came to rest (run_deactivated):
+	// nothing of it pending or running any more. Zero until then.
+	DeactivatedAt time.Time `json:"deactivatedAt,omitzero"`
+	// Cleanup is the state of a completed run's cleanup hook: empty when
+	// there is none, else CleanupPending, CleanupDone or CleanupFailed.
+	Cleanup string `json:"cleanup,omitempty"`
 }
 
 // RunHold is what a held run waits on: the error that stopped it (a replay

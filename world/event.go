@@ -97,6 +97,10 @@ type (
 	// RunCompleted ends a run with its output.
 	RunCompleted struct {
 		Output json.RawMessage `json:"output,omitempty"`
+		// Cleanup says that the run's workflow has a cleanup hook to run
+		// now: the run's Cleanup becomes CleanupPending until a
+		// run_cleaned_up records the hook's outcome.
+		Cleanup bool `json:"cleanup,omitempty"`
 	}
 	// RunFailed ends a run with an error and an error code.
 	RunFailed struct {
@@ -255,6 +259,10 @@ func NewEventData(t EventType) (EventData, error) {
 		return &WaitCompleted{}, nil
 	case EventAttributeSet:
 		return &AttributeSet{}, nil
+	case EventRunDeactivated:
+		return &RunDeactivated{}, nil
+	case EventRunCleanedUp:
+		return &RunCleanedUp{}, nil
 	}
 	return nil, fmt.Errorf("%w: unknown event type %q", ErrInvalid, t)
 }

@@ -83,7 +83,12 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 	case *RunStarted:
 		err = applyRunStarted(s, &eff, now)
 	case *RunCompleted:
-		err = endRun(s, &eff, now, RunStatusCompleted, func(r *Run) { r.Output = d.Output })
+		err = endRun(s, &eff, now, RunStatusCompleted, func(r *Run) {
+			r.Output = d.Output
+			if d.Cleanup {
+				r.Cleanup = CleanupPending
+			}
+		})
 	case *RunFailed:
 		err = endRun(s, &eff, now, RunStatusFailed, func(r *Run) { r.Error = d.Error; r.ErrorCode = d.ErrorCode })
 	case *RunCancelled:
@@ -103,6 +108,10 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 		err = endStep(s, &eff, now, StepStatusFailed, func(st *Step) { st.Error = d.Error })
 	case *StepRetrying:
 		err = applyStepRetrying(s, &eff, d, now)
+	case *RunDeactivated:
+		err = applyRunDeactivated(s, &eff, now)
+	case *RunCleanedUp:
+		err = applyRunCleanedUp(s, &eff, d)
 	case *HookCreated:
 		err = applyHookCreated(s, &eff, d, now)
 	case *HookConflict:

@@ -29,6 +29,10 @@ type mRun struct {
 	status world.RunStatus
 	seq    int64  // the last sequence number
 	attrs  uint32 // the attribute keys set: bit i is propAttrKey(i)
+	// deactivated: run_deactivated appended; cleanup: the run's cleanup
+	// state (world.CleanupPending and the rest, "" for none).
+	deactivated bool
+	cleanup     string
 }
 
 type mStep struct {
@@ -206,7 +210,46 @@ func modelRules() map[world.EventType]rule {
 				r.status = world.RunStatusRunning
 				m.runs[o.run] = r
 			}},
-		world.EventRunCompleted: ending(world.RunStatusCompleted),
+		world.EventRunCompleted: func() rule {
+			rl := ending(world.RunStatusCompleted)
+			end := rl.apply
+			rl.apply = func(m *propModel, o propOp, now time.Time) {
+				end(m, o, now)
+				if o.data.(*world.RunCompleted).Cleanup {
+					r := m.runs[o.run]
+					r.cleanup = world.CleanupPending
+					m.runs[o.run] = r
+				}
+			}
+			return rl
+		}(),
+		world.EventRunDeactivated: {
+			judge: func(m *propModel, o propOp, r mRun, _ time.Time) outcome {
+				if !r.status.Terminal() || r.deactivated || r.cleanup == world.CleanupPending {
+					return refused(world.ErrConflict)
+				}
+				return outcome{}
+			},
+			apply: func(m *propModel, o propOp, _ time.Time) {
+				r := m.runs[o.run]
+				r.deactivated = true
+				m.runs[o.run] = r
+			}},
+		world.EventRunCleanedUp: {
+			judge: func(m *propModel, o propOp, r mRun, _ time.Time) outcome {
+				if r.cleanup != world.CleanupPending {
+					return refused(world.ErrConflict)
+				}
+				return outcome{}
+			},
+			apply: func(m *propModel, o propOp, _ time.Time) {
+				r := m.runs[o.run]
+				r.cleanup = world.CleanupDone
+				if o.data.(*world.RunCleanedUp).Error != nil {
+					r.cleanup = world.CleanupFailed
+				}
+				m.runs[o.run] = r
+			}},
 		world.EventRunFailed:    ending(world.RunStatusFailed),
 		world.EventRunCancelled: ending(world.RunStatusCancelled),
 		world.EventRunHeld: {

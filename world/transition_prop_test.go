@@ -65,6 +65,7 @@ func propEventTypes() []world.EventType {
 		{world.EventHookCreated, 4}, {world.EventHookConflict, 1}, {world.EventHookReceived, 3}, {world.EventHookDisposed, 2},
 		{world.EventWaitCreated, 3}, {world.EventWaitCompleted, 3},
 		{world.EventAttributeSet, 3},
+		{world.EventRunDeactivated, 2}, {world.EventRunCleanedUp, 2},
 	}
 	var out []world.EventType
 	for _, w := range weights {
@@ -91,7 +92,15 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 	case world.EventRunStarted:
 		o.data = &world.RunStarted{}
 	case world.EventRunCompleted:
-		o.data = &world.RunCompleted{Output: one}
+		o.data = &world.RunCompleted{Output: one, Cleanup: rapid.Bool().Draw(t, "cleanup")}
+	case world.EventRunDeactivated:
+		o.data = &world.RunDeactivated{}
+	case world.EventRunCleanedUp:
+		var e *world.ErrorData
+		if rapid.Bool().Draw(t, "cleanupFailed") {
+			e = fail
+		}
+		o.data = &world.RunCleanedUp{Error: e}
 	case world.EventRunFailed:
 		// Now and then without the error it requires: invalid.
 		if o.invalid = rapid.IntRange(0, 9).Draw(t, "malformed") == 0; o.invalid {
@@ -306,7 +315,7 @@ func (p *propMachine) Check(t *rapid.T) {
 // exactly while the run is held.
 func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 	r := p.store.runs[run]
-	terminals := 0
+	terminals, deactivations, cleanups, pendingCleanup := 0, 0, 0, false
 	for i, ev := range evs {
 		if ev.Seq != int64(i+1) {
 			t.Fatalf("run %s: event %d has Seq %d", run, i, ev.Seq)
@@ -319,8 +328,20 @@ func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 		switch et := ev.Type(); {
 		case et.Terminal():
 			terminals++
+		case et == world.EventRunDeactivated:
+			deactivations++
+			if terminals == 0 || deactivations > 1 || cleanups == 0 && pendingCleanup {
+				t.Fatalf("run %s: run_deactivated %d after %d terminal events (cleanup pending %v)", run, deactivations, terminals, pendingCleanup && cleanups == 0)
+			}
+		case et == world.EventRunCleanedUp:
+			if cleanups++; !pendingCleanup || cleanups > 1 || deactivations > 0 {
+				t.Fatalf("run %s: run_cleaned_up %d without a cleanup pending, or after run_deactivated", run, cleanups)
+			}
 		case terminals > 0 && et != world.EventStepCompleted && et != world.EventStepFailed && et != world.EventAttributeSet:
 			t.Fatalf("run %s: %s after its terminal event", run, et)
+		}
+		if d, ok := ev.Data.(*world.RunCompleted); ok && d.Cleanup {
+			pendingCleanup = true
 		}
 	}
 	if r.LastSeq != int64(len(evs)) {
@@ -328,6 +349,9 @@ func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 	}
 	if terminals > 1 || (terminals == 1) != r.Status.Terminal() {
 		t.Fatalf("run %s: %d terminal events, status %s", run, terminals, r.Status)
+	}
+	if (deactivations == 1) != r.Deactivated() {
+		t.Fatalf("run %s: %d run_deactivated, DeactivatedAt %v", run, deactivations, r.DeactivatedAt)
 	}
 	if was, ok := p.runEnded[run]; ok && r.Status != was {
 		t.Fatalf("run %s left terminal status %s for %s", run, was, r.Status)
@@ -348,8 +372,9 @@ func (p *propMachine) matchModel(t *rapid.T) {
 			len(p.store.runs), len(p.store.steps), len(p.store.hooks), len(p.store.waits), len(m.runs), len(m.steps), len(m.hooks), len(m.waits))
 	}
 	for id, mr := range m.runs {
-		if r := p.store.runs[id]; r.Status != mr.status || r.LastSeq != mr.seq {
-			t.Fatalf("run %s: %s at %d, model %s at %d", id, r.Status, r.LastSeq, mr.status, mr.seq)
+		if r := p.store.runs[id]; r.Status != mr.status || r.LastSeq != mr.seq || r.Deactivated() != mr.deactivated || r.Cleanup != mr.cleanup {
+			t.Fatalf("run %s: %s at %d (deactivated %v, cleanup %q), model %s at %d (%v, %q)", id, r.Status, r.LastSeq, r.Deactivated(), r.Cleanup,
+				mr.status, mr.seq, mr.deactivated, mr.cleanup)
 		}
 		if r := p.store.runs[id]; attrBits(r.Attributes) != mr.attrs || len(r.Attributes) > world.MaxAttributes {
 			t.Fatalf("run %s: attributes %v, model keys %b", id, r.Attributes, mr.attrs)

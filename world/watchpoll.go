@@ -134,14 +134,19 @@ func (p *Poller) watchRun(ctx context.Context, wp *WatchParams, yield func(Watch
 		if err != nil {
 			return err
 		}
+		ended := false
 		for _, e := range evs {
 			seq = e.Seq
 			if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: RunCursor(wp.RunID, seq)}, nil) {
 				return errStopped
 			}
-			if e.Type().Terminal() {
-				return nil
-			}
+			// What was read with the terminal event (a run_deactivated
+			// committed with it) is delivered too, as the Worlds' own
+			// watches deliver the end's whole commit.
+			ended = ended || e.Type().Terminal()
+		}
+		if ended {
+			return nil
 		}
 		if err := sleep(ctx, b.next(len(evs) > 0), nil); err != nil {
 			return err

@@ -210,7 +210,7 @@ func TestCLI(t *testing.T) {
 
 	t.Run("runs show", func(t *testing.T) {
 		r := cli(append(db, "runs", "show", f.doneID)...)
-		r.expect(t, 0, "Run        "+f.doneID, "Workflow   demo", "Version    v1.0", "Status     completed", "Ended", "Output     185",
+		r.expect(t, 0, "Run        "+f.doneID, "Workflow   demo", "Version    v1.0", "Status     completed", "Ended", "At rest    ", "after the end", "Output     185",
 			"Timeline", "STEP", "TRY", "STATUS", "TOOK", "flaky: try again", "hook bonus/done", "received", "sleep ", "attempt ok")
 		rows := map[string]string{}
 		for line := range strings.Lines(r.out) {
@@ -254,7 +254,9 @@ func TestCLI(t *testing.T) {
 			}
 			events = append(events, ev)
 		}
-		if len(events) < 10 || events[0].Type() != world.EventRunCreated || events[len(events)-1].Type() != world.EventRunCompleted {
+		// A run at rest ends its log with run_deactivated, right after its end.
+		if len(events) < 10 || events[0].Type() != world.EventRunCreated || events[len(events)-2].Type() != world.EventRunCompleted ||
+			events[len(events)-1].Type() != world.EventRunDeactivated {
 			t.Fatalf("%d events, from %s to %s", len(events), events[0].Type(), events[len(events)-1].Type())
 		}
 		cli(append(db, "runs", "events", unknown)...).expect(t, 1, "not found")

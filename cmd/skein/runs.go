@@ -240,6 +240,15 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 	if !r.CompletedAt.IsZero() {
 		field("Ended", fmt.Sprintf("%s (after %s)", at(r.CompletedAt), fmtDuration(r.CompletedAt.Sub(r.CreatedAt))))
 	}
+	if r.Cleanup != "" {
+		field("Cleanup", r.Cleanup)
+	}
+	if r.Deactivated() {
+		// Steps the run left running, and its cleanup, finished by then.
+		field("At rest", fmt.Sprintf("%s (%s after the end)", at(r.DeactivatedAt), fmtDuration(r.DeactivatedAt.Sub(r.CompletedAt))))
+	} else if r.Status.Terminal() {
+		field("At rest", "not yet: steps it started may still be running")
+	}
 	field("Key", safeName(r.IdempotencyKey))
 	var ec struct {
 		Parent string `json:"parentRunId"`

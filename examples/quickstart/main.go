@@ -158,6 +158,7 @@ func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *optio
 		orderID += "-" + strconv.FormatInt(time.Now().UnixMilli(), 36)
 	}
 	order := newOrder(orderID, o.sleep)
+	order.ReceiptDir = o.db + ".receipts"
 	p.plain("Skein quickstart: order %s (%d lines, %s) on %s", orderID, len(order.Lines), money(order.TotalCents()), o.db)
 
 	// The same order has the same key, so a second start returns the run the
@@ -258,6 +259,14 @@ func report(ctx context.Context, run *workflow.Run[Result], p *printer) (int, er
 		return 1, err
 	}
 	p.plain("result %s", b)
+	// Result returned once the cleanup hook's outcome was recorded.
+	if info, err = run.Info(ctx); err != nil {
+		return 1, err
+	}
+	var order Order
+	if json.Unmarshal(info.Input, &order) == nil && receiptPath(order) != "" {
+		p.plain("receipt archived to %s (cleanup %s)", receiptPath(order), info.Cleanup)
+	}
 	return 0, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -97,6 +99,13 @@ func TestQuickstartInProcess(t *testing.T) {
 		t.Fatalf("result\n got %s\nwant %s", got, wantResult)
 	}
 	runID := runIDPattern.FindString(out)
+	// The cleanup hook archived the receipt before Result returned.
+	receipt := filepath.Join(args[1]+".receipts", "1001.json")
+	inOrder(t, out, "result ", "receipt archived to "+receipt+" (cleanup done)")
+	var rc Receipt
+	if b, err := os.ReadFile(receipt); err != nil || json.Unmarshal(b, &rc) != nil || rc.RunID != runID || rc.Tracking != "SKN-1001-CC57" || rc.Result.OrderID != "1001" {
+		t.Fatalf("receipt %s: %+v, %v", receipt, rc, err)
+	}
 
 	// Started again, the same order is the same run: its recorded result.
 	again, code := runQuickstart(t, args...)

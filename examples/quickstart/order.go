@@ -20,6 +20,9 @@ type Order struct {
 	// PickupAfter is how long the packed parcel waits for the courier's
 	// pickup slot: a durable sleep.
 	PickupAfter time.Duration `json:"pickupAfter"`
+	// ReceiptDir is where the run's cleanup hook archives the receipt of
+	// the shipped order (archiveReceipt); none when empty.
+	ReceiptDir string `json:"receiptDir,omitempty"`
 }
 
 // Line is one line item of an order.
@@ -179,7 +182,7 @@ var fulfilOrder = workflow.New("fulfil-order", func(ctx workflow.Context, o Orde
 		OrderID: o.ID, ChargeID: pay.ChargeID, ChargedCents: pay.Cents, PaymentAttempts: pay.Attempt,
 		Reserved: reserved, ApprovedBy: approval.By, Tracking: tracking,
 	}, nil
-})
+}).WithCleanup(archiveReceipt, workflow.CleanupOptions{Timeout: 10 * time.Second})
 
 // definitions is everything the worker runs.
 func definitions() []workflow.Definition {

@@ -85,8 +85,16 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if o.kind == outAbandoned {
 		return "", false, ctx.Err()
 	}
-	if err := e.record(ctx, runID, o); err != nil {
+	o, ended, err := e.recordFinal(ctx, runID, o)
+	if err != nil {
 		return "", false, err
+	}
+	if ended {
+		// Recorded after the run's end: whoever ended it ran the end's
+		// side effects; what is left is to deactivate it once this was the
+		// last step running.
+		e.deactivate(ctx, runID)
+		return "", false, nil
 	}
 	if o.kind == outRetrying {
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: o.retryAfter}
@@ -169,20 +177,37 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 
 // record appends a step outcome outside the run's fence. A refusal means the
 // step or its run has moved on (another executor recorded it after this
-// one's lease expired, or the run ended): nothing to do.
+// one's lease expired, or the run ended): nothing to do. A retry refused
+// because the run has ended is recorded as the attempt's failure instead
+// (see recordFinal).
 func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
+	_, _, err := e.recordFinal(ctx, runID, o)
+	return err
+}
+
+// recordFinal is record that returns the outcome as recorded (a retry of a
+// run that has ended becomes the step's failure, since no attempt starts
+// after the end) and whether the run is known to have ended, which makes
+// the caller check whether it may be deactivated (rest.go).
+func (e *Engine) recordFinal(ctx context.Context, runID string, o outcome) (outcome, bool, error) {
 	var err error
 	for try := 0; try < 3; try++ {
-		_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		var res *world.AppendResult
+		res, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
 		switch {
 		case err == nil:
-			return nil
-		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone), errors.Is(err, world.ErrNotFound):
-			return nil
+			return o, res.Run != nil && res.Run.Status.Terminal(), nil
+		case errors.Is(err, world.ErrGone) && o.kind == outRetrying:
+			o.kind, o.retryAfter = outFailed, time.Time{}
+			continue
+		case errors.Is(err, world.ErrGone):
+			return o, true, nil
+		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrNotFound):
+			return o, false, nil
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return o, false, ctx.Err()
 		}
 		time.Sleep(time.Duration(try+1) * recordBackoff)
 	}
-	return err
+	return o, false, err
 }

@@ -15,6 +15,9 @@ type plan struct {
 	meta     []eventMeta
 	queue    []*op // new steps beyond inline capacity: enqueued after commit
 	terminal bool
+	// deactivated: the terminal event commits with run_deactivated, the
+	// run having nothing left to run (restful).
+	deactivated bool
 }
 
 type eventMeta struct {
@@ -60,9 +63,13 @@ func (s *session) build(now time.Time) *plan {
 		if r.failure != nil {
 			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode}, eventMeta{})
 		} else {
-			p.add("", &world.RunCompleted{Output: r.output}, eventMeta{})
+			p.add("", &world.RunCompleted{Output: r.output, Cleanup: s.hasCleanup()}, eventMeta{})
 		}
 		p.terminal = true
+		if s.restful() {
+			p.add("", &world.RunDeactivated{}, eventMeta{})
+			p.deactivated = true
+		}
 		return p
 	}
 	capacity := s.capacity()

@@ -20,6 +20,14 @@ import (
 type Workflow struct {
 	Name string
 	Fn   func(c *Context, input json.RawMessage) (json.RawMessage, error)
+	// Cleanup, when set, runs once a run of the workflow has completed
+	// (never for a failed or cancelled one), after run_completed commits and
+	// before the end is signalled (see cleanup.go). Its error, panic or
+	// timeout is recorded and logged; the run stays completed.
+	Cleanup func(ctx context.Context, c *CleanupInfo) error
+	// CleanupTimeout bounds one call of Cleanup (DefaultCleanupTimeout
+	// when zero).
+	CleanupTimeout time.Duration
 }
 
 // Step is a registered step function with its retry policy.

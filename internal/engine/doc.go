@@ -46,9 +46,9 @@
 //
 //  1. loads the log (loadNew: forward, page by page, on a cold start;
 //     newest first back to the last known event afterwards), tracking the
-//     run's status (track). A finished run only runs its end's side
-//     effects (afterTerminal); a run whose workflow is not registered
-//     fails.
+//     run's status (track). A finished run only runs what follows its end
+//     (endAndRest: a pending cleanup, afterTerminal, deactivate); a run
+//     whose workflow is not registered fails.
 //  2. rebuilds the workflow (rebuild): a new coroutine replays the
 //     in-memory log, matching each creation event with what the code asks
 //     for (replay.go). On a cold start, readStepLeases reads the current
@@ -73,8 +73,11 @@
 //     (launch); the excess is held back for Config.BackgroundDelay and
 //     then queued (enqueueSteps: as few messages as the inline capacity
 //     allows, under keyStep or keySteps). A terminal commit ends the
-//     session: running steps are stopped, late outcomes recorded, the
-//     end's side effects run.
+//     session (rest, rest.go): the cleanup hook of a completed run
+//     (cleanup.go), the end's side effects, then the steps still running
+//     finish (cancelled only when the run was) and record their outcomes,
+//     and the run is deactivated; with nothing running, run_deactivated
+//     commits with the terminal event.
 //  6. with steps in flight, waits (waitInflight) until one ends, a timer
 //     comes due, the deadline, or the next event poll (scheduler's
 //     wakeAt). A step alone in flight runs on the session's own goroutine

@@ -168,7 +168,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 	switch {
 	case err == nil:
 		e.log.Warn("engine: run failed: too many deliveries", "run", msg.RunID, "attempt", attempt)
-		e.afterTerminal(ctx, msg.RunID, nil, false, world.RunStatusFailed)
+		_ = e.endAndRest(ctx, msg.RunID, "", nil, false, world.RunStatusFailed) // a failed run has no cleanup: no error
 		return nil
 	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
 		return nil // already finished

@@ -160,7 +160,13 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 		out.kind = outAbandoned
 		return out
 	}
-	if cause := context.Cause(sctx); errors.Is(cause, errRunEnded) || errors.Is(cause, errLeaseLost) {
+	if cause := context.Cause(sctx); errors.Is(cause, errRunEnded) {
+		// Its run was cancelled: the attempt's end is recorded for the log
+		// (a finished run accepts the outcome of a running step).
+		out.kind, out.failure = outFailed, cancelledData(x)
+		return out
+	}
+	if cause := context.Cause(sctx); errors.Is(cause, errLeaseLost) {
 		out.kind = outAbandoned
 		return out
 	}
@@ -336,8 +342,11 @@ func timeoutDetails(step string, attempt int, timeout time.Duration) json.RawMes
 }
 
 // watchStep renews the attempt's execution lease every third of its TTL and
-// cancels the step's context when its run ends or the lease is lost. It
-// uses no goroutine until the first tick, so short steps cost a timer.
+// cancels the step's context when its run is cancelled or the lease is
+// lost. A run that completes or fails lets the attempt run on (it records
+// its outcome for the log, see rest.go); the watcher then stops reading the
+// run and only renews. It uses no goroutine until the first tick, so short
+// steps cost a timer.
 func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, x stepExec) (stop func()) {
 	renewEvery := max(e.cfg.StepLeaseTTL/3, time.Millisecond)
 	interval := min(renewEvery, e.cfg.RunPollInterval)
@@ -347,6 +356,7 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 		timer     *time.Timer
 		running   sync.WaitGroup
 		lastRenew = e.now()
+		ended     bool // the run completed or failed: no more reads of it
 	)
 	var tick func()
 	tick = func() {
@@ -366,10 +376,13 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 				return
 			}
 		}
-		run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: x.run.runID})
-		if err == nil && run.Status.Terminal() {
-			cancel(errRunEnded)
-			return
+		if !ended {
+			run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: x.run.runID})
+			if err == nil && run.Status == world.RunStatusCancelled {
+				cancel(errRunEnded)
+				return
+			}
+			ended = err == nil && run.Status.Terminal()
 		}
 		mu.Lock()
 		if !stopped {

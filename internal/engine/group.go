@@ -113,8 +113,13 @@ func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec,
 			}
 			kept = append(kept, o)
 		}
-		if err := e.recordGroup(ctx, runID, kept); err != nil {
+		ended, err := e.recordGroup(ctx, runID, kept)
+		if err != nil {
 			return "", abandoned, err
+		}
+		if ended {
+			e.deactivate(ctx, runID) // see executeStep
+			continue
 		}
 		for _, o := range kept {
 			if o.kind == outRetrying {
@@ -173,24 +178,29 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 // A refused Append (a step's attempt was taken over after its lease
 // expired, or the run ended) is recorded again one outcome at a time, each
 // as record does, so that one refusal does not lose the others.
-func (e *Engine) recordGroup(ctx context.Context, runID string, outs []outcome) error {
+func (e *Engine) recordGroup(ctx context.Context, runID string, outs []outcome) (ended bool, err error) {
 	for len(outs) > 0 {
 		evs := make([]world.EventInput, len(outs))
 		for i, o := range outs {
 			evs[i] = o.event()
 		}
 		n := world.AppendFits(e.w, evs)
-		if _, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]}); err != nil {
+		res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return ended, ctx.Err()
 			}
 			for _, o := range outs[:n] {
-				if err := e.record(ctx, runID, o); err != nil {
-					return err
+				_, end, err := e.recordFinal(ctx, runID, o)
+				if err != nil {
+					return ended, err
 				}
+				ended = ended || end
 			}
+		} else if res.Run != nil && res.Run.Status.Terminal() {
+			ended = true
 		}
 		outs = outs[n:]
 	}
-	return nil
+	return ended, nil
 }

@@ -136,3 +136,10 @@ func keyDone(stepID string, attempt int) string {
 func keyDoneGroup(stepID string, attempt, n int) string {
 	return fmt.Sprintf("done:%s:%d:n%d", stepID, attempt, n)
 }
+
+// keyRest continues a finished run whose steps still run, at the whole
+// second at, to deactivate it should their executors be lost
+// (scheduleRestCheck).
+func keyRest(runID string, at time.Time) string {
+	return fmt.Sprintf("rest:%s:%d", runID, at.Unix())
+}

@@ -21,8 +21,7 @@ func (s *session) resume(ctx context.Context) error {
 		return err
 	}
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
-		return nil
+		return s.endAndRest(ctx)
 	}
 	s.rebuild()
 	return s.loop(ctx)
@@ -36,6 +35,8 @@ type runState struct {
 	runStatus world.RunStatus
 	meta      runMeta
 	hold      *holdState // the run's hold, while it is held
+	// deactivated: the log holds run_deactivated (rest.go).
+	deactivated bool
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -47,8 +48,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {
-		s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
-		return nil
+		return s.endAndRest(ctx)
 	}
 	wf, ok := s.e.reg.Workflow(s.meta.workflowName)
 	if !ok {
@@ -78,6 +78,8 @@ func (st *runState) track(ev *world.Event) {
 	case *world.RunStarted:
 		st.runStatus = world.RunStatusRunning
 		st.hold = nil
+	case *world.RunDeactivated:
+		st.deactivated = true
 	case *world.RunHeld:
 		st.runStatus = world.RunStatusHeld
 		st.hold = &holdState{attempt: d.Attempt, code: d.ErrorCode, retryAt: d.RetryAt}
@@ -215,8 +217,7 @@ func (s *session) failUnregistered(ctx context.Context) error {
 		}})
 		if err == nil {
 			s.e.log.Warn("engine: run failed: workflow not registered", "run", s.runID, "workflow", s.meta.workflowName)
-			s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
-			return nil
+			return s.endAndRest(ctx)
 		}
 		if !errors.Is(err, world.ErrConflict) {
 			return err

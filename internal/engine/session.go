@@ -158,9 +158,7 @@ func (s *session) loop(ctx context.Context) error {
 				return err
 			}
 			if committed && p.terminal {
-				s.recordLate(ctx, s.stopInflight(true)...)
-				s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
-				return nil
+				return s.rest(ctx, false, p.deactivated)
 			}
 			continue
 		}
@@ -224,14 +222,8 @@ func (s *session) waitInflight(ctx context.Context) error {
 func (s *session) endForeign(ctx context.Context) error {
 	held := s.held
 	s.held, s.pending = nil, nil
-	for _, o := range held {
-		if o.kind != outRetrying {
-			s.recordLate(ctx, o)
-		}
-	}
-	s.recordLate(ctx, s.stopInflight(true)...)
-	s.e.afterTerminal(ctx, s.runID, s.meta.execCtx, true, s.runStatus)
-	return nil
+	s.recordLate(ctx, held...)
+	return s.rest(ctx, s.r.terminal == world.RunStatusCancelled, false)
 }
 
 // stopInflight cancels the steps still running and waits for them. When
@@ -262,7 +254,7 @@ func (s *session) stopInflight(keep bool) []outcome {
 // run (it ended), as the World allows, even when ctx is done.
 func (s *session) recordLate(ctx context.Context, outs ...outcome) {
 	for _, o := range outs {
-		if err := s.e.record(context.WithoutCancel(ctx), s.runID, o); err != nil {
+		if err := s.e.recordAfterEnd(context.WithoutCancel(ctx), s.runID, o); err != nil {
 			s.e.log.Warn("engine: record step result after run end", "run", s.runID, "step", o.stepID, "err", err)
 		}
 	}

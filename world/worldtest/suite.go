@@ -73,6 +73,7 @@ func groups() []group {
 		{"patches", patchCases()},
 		{"watch", watchCases()},
 		{"attributes", attributeCases()},
+		{"rest", restCases()},
 	}
 }
 
