@@ -123,6 +123,9 @@ func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (s
 	if err != nil {
 		return "", "", err
 	}
+	if hook.IsWebhook || workflow.IsInternalToken(hook.Token) {
+		return "", "", &actionError{code: http.StatusBadRequest, msg: "This hook cannot be resumed from here: a webhook takes requests to its URL, and a child run's hook only the child's end resumes."}
+	}
 	text := strings.TrimSpace(r.PostFormValue("payload"))
 	if text == "" {
 		text = "null"

@@ -60,6 +60,7 @@ type attemptView struct {
 type hookView struct {
 	ID, Token, Status string
 	Webhook           bool
+	Child             bool // the engine's own hook for a child run's outcome
 	Active            bool
 	Created           time.Time
 	Metadata          string
@@ -272,12 +273,12 @@ func hooksAndWaits(events []world.Event) ([]hookView, []waitView) {
 	for _, ev := range events {
 		switch d := ev.Data.(type) {
 		case *world.HookCreated:
-			tok := d.Token
-			if d.IsWebhook {
+			tok, child := d.Token, workflow.IsInternalToken(d.Token)
+			if d.IsWebhook || child {
 				tok = workflow.RedactToken(tok)
 			}
 			hi[ev.CorrelationID] = len(hooks)
-			hooks = append(hooks, hookView{ID: ev.CorrelationID, Token: tok, Webhook: d.IsWebhook, Active: true,
+			hooks = append(hooks, hookView{ID: ev.CorrelationID, Token: tok, Webhook: d.IsWebhook, Child: child, Active: true,
 				Status: "waiting", Created: ev.CreatedAt, Metadata: pretty(d.Metadata)})
 		case *world.HookReceived:
 			if i, ok := hi[ev.CorrelationID]; ok {
@@ -305,17 +306,12 @@ func hooksAndWaits(events []world.Event) ([]hookView, []waitView) {
 	return hooks, waits
 }
 
-// eventViews shows each event's data as indented JSON, webhook tokens
-// redacted.
+// eventViews shows each event's data as indented JSON, webhook tokens and
+// the run's secret redacted (workflow.RedactEvent).
 func eventViews(events []world.Event) []eventView {
 	out := make([]eventView, 0, len(events))
 	for _, ev := range events {
-		data := ev.Data
-		if h, ok := data.(*world.HookCreated); ok && h.IsWebhook {
-			c := *h
-			c.Token = workflow.RedactToken(h.Token)
-			data = &c
-		}
+		data := workflow.RedactEvent(ev).Data
 		b, err := json.Marshal(data)
 		text := pretty(b)
 		if err != nil {

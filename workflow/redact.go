@@ -47,8 +47,25 @@ func RedactUpdate(u *Update) *Update {
 	if u.Event == nil {
 		return &out
 	}
-	ev := *u.Event
+	ev := RedactEvent(*u.Event)
+	out.Event = &ev
+	return &out
+}
+
+// RedactEvent returns ev with what resumes hooks hidden, for showing an event
+// log to people who may not: a webhook's token in its hook_created, every
+// token of hook_received, hook_disposed and hook_conflict events (which do
+// not say whether the hook is a webhook) replaced by RedactToken, and the
+// run's secret (run_created), from which the run's generated tokens derive,
+// removed. ev itself is not changed.
+func RedactEvent(ev world.Event) world.Event {
 	switch d := ev.Data.(type) {
+	case *world.RunCreated:
+		if len(d.Secret) > 0 {
+			c := *d
+			c.Secret = nil
+			ev.Data = &c
+		}
 	case *world.HookCreated:
 		if d.IsWebhook {
 			c := *d
@@ -68,8 +85,7 @@ func RedactUpdate(u *Update) *Update {
 		c.Token = redactOpt(d.Token)
 		ev.Data = &c
 	}
-	out.Event = &ev
-	return &out
+	return ev
 }
 
 func redactOpt(tok string) string {

@@ -80,6 +80,14 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 			return nil, err
 		}
 	}
+	if o.RunID == "" && o.After == "" && !o.Snapshot {
+		// Every run "from now": now is this call, not the first Next.
+		cur, err := world.WatchCursor(ctx, c.w, p)
+		if err != nil {
+			return nil, err
+		}
+		p.After = cur
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	return &Subscription{updates: c.updates(ctx, p, o.Snapshot && o.After == ""), cancel: cancel}, nil
 }

@@ -231,3 +231,22 @@ func TestSubscribeCloseWhileWaiting(t *testing.T) {
 		t.Fatal("Next did not return after Close")
 	}
 }
+
+// TestSubscribeAllRunsFromSubscribe: a subscription to every run, with no
+// cursor, follows them from the Subscribe call: a run started before the
+// first Next is delivered whole.
+func TestSubscribeAllRunsFromSubscribe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, subWorkflow, subStep)
+	ctx := e.ctx()
+	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{Types: []world.EventType{world.EventRunCreated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	run := startWaiting(t, e, ctx, "sub-now-"+t.Name())
+	u, err := sub.Next()
+	if err != nil || u.Event == nil || u.Event.RunID != run || u.Event.Type() != world.EventRunCreated {
+		t.Fatalf("first update %+v, %v: want the run_created of the run started after Subscribe", u, err)
+	}
+}

@@ -371,20 +371,4 @@ Examples:
 // redactEvent returns ev with its secrets redacted: a webhook's token (as
 // hooks list shows it) and the run's secret. Other events are returned as
 // they are.
-func redactEvent(ev world.Event) world.Event {
-	switch d := ev.Data.(type) {
-	case *world.HookCreated:
-		if d.IsWebhook {
-			c := *d
-			c.Token = workflow.RedactToken(d.Token)
-			ev.Data = &c
-		}
-	case *world.RunCreated:
-		if len(d.Secret) > 0 {
-			c := *d
-			c.Secret = []byte("redacted")
-			ev.Data = &c
-		}
-	}
-	return ev
-}
+func redactEvent(ev world.Event) world.Event { return workflow.RedactEvent(ev) }

@@ -1,0 +1,23 @@
+package webui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// TestChildHookShownAsChild: the engine's own hook on which a parent waits
+// for a child run is shown redacted and marked as a child's, so the page
+// offers no resume form for it (only the child's end may resume it).
+func TestChildHookShownAsChild(t *testing.T) {
+	t.Parallel()
+	tok := "skein-child:wrun_01JABCDEFGHJKMNPQRSTVWXYZ0:1:tagtagtag"
+	hooks, _ := hooksAndWaits([]world.Event{
+		{CorrelationID: "hook_1", Data: &world.HookCreated{Token: tok}},
+		{CorrelationID: "hook_2", Data: &world.HookCreated{Token: "approve/1"}},
+	})
+	if len(hooks) != 2 || !hooks[0].Child || strings.Contains(hooks[0].Token, "tagtagtag") || hooks[1].Child || hooks[1].Token != "approve/1" {
+		t.Fatalf("hooks = %+v", hooks)
+	}
+}
