@@ -105,6 +105,9 @@ func parseListQuery(v url.Values, loc *time.Location) (listQuery, error) {
 		}
 		t, err := time.ParseInLocation(timeInput, f.text, loc)
 		if err != nil {
+			t, err = time.ParseInLocation(timeInput+":05", f.text, loc) // what browsers send with seconds
+		}
+		if err != nil {
 			if t, err = time.Parse(time.RFC3339, f.text); err != nil {
 				return q, errors.New("a time is " + strconv.Quote(f.text) + ": want 2006-01-02T15:04 or RFC 3339")
 			}

@@ -1,6 +1,11 @@
 package webui
 
-import "testing"
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestPretty: JSON is indented and Go's HTML escapes are undone inside
 // strings only, other escapes kept; text that is not JSON is kept.
@@ -18,6 +23,30 @@ func TestPretty(t *testing.T) {
 	} {
 		if got := pretty([]byte(tc.in)); got != tc.want {
 			t.Errorf("pretty(%s) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestPrettyClipsHugePayloads: a payload over maxShownPayload is shown in
+// part, with its size, not whole (a run page shows each payload up to three
+// times).
+func TestPrettyClipsHugePayloads(t *testing.T) {
+	t.Parallel()
+	huge := `"` + strings.Repeat("x", 5<<20) + `"`
+	got := pretty([]byte(huge))
+	if len(got) > maxShownPayload+200 || !strings.Contains(got, "5242882 bytes in all") {
+		t.Fatalf("pretty of 5 MB = %d bytes ending %q", len(got), got[max(0, len(got)-80):])
+	}
+}
+
+// TestTimeFilterWithSeconds: the created from/to filters take what a
+// browser's datetime-local input sends, with or without seconds.
+func TestTimeFilterWithSeconds(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"2026-11-24T10:24", "2026-11-24T10:24:48", "2026-11-24T10:24:48Z"} {
+		q, err := parseListQuery(url.Values{"from": {v}}, time.UTC)
+		if err != nil || q.From.IsZero() {
+			t.Errorf("from=%s: %v", v, err)
 		}
 	}
 }

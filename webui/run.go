@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -175,6 +176,9 @@ func pretty(raw []byte) string {
 		// No key opened it (skein ui -keys, -kms-key): say which it needs.
 		return encrypt.Describe(raw)
 	}
+	if len(raw) > maxShownPayload {
+		return fmt.Sprintf("%s… (%d bytes in all; skein runs events shows it whole)", clipText(string(raw), maxShownPayload), len(raw))
+	}
 	var b bytes.Buffer
 	if json.Indent(&b, raw, "", "  ") != nil {
 		return string(raw)
@@ -321,3 +325,8 @@ func eventViews(events []world.Event) []eventView {
 	}
 	return out
 }
+
+// maxShownPayload bounds a payload shown on a page: a run page shows each
+// payload up to three times (the input, an event, a step), and a 5 MB one
+// should not make it 20 MB.
+const maxShownPayload = 64 << 10

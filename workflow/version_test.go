@@ -96,6 +96,12 @@ func TestVersionConfig(t *testing.T) {
 			_, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg, Versions: workflow.Versions{"v1", "v\x1b"}})
 			return err
 		}(), "ProcessorConfig.Versions"},
+		// Pinned to versions that leave out its own: the runs it starts
+		// (schedules, children) would wait forever.
+		{"own version refused", func() error {
+			_, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Version: "v2", Versions: workflow.Versions{"v1"}})
+			return err
+		}(), `own version "v2"`},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %s", c.name, c.err, c.want)

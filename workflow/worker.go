@@ -163,6 +163,12 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if accept != nil && !accept(version) {
+		// The runs it starts (children, schedules, its client's) would
+		// record a version it then refuses for good.
+		return nil, fmt.Errorf("workflow: Versions does not accept this executor's own version %q (Version, or the build's): "+
+			"the runs it starts would wait for another executor; set Version to one of its Versions", version)
+	}
 	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: version})
 	if err != nil {
 		return nil, err

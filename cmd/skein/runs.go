@@ -362,7 +362,7 @@ Examples:
 				}
 				return err
 			}
-			fmt.Fprintf(e.stdout, "cancelled run %s\n", r.RunID)
+			fmt.Fprintf(e.stdout, "cancelled run %s; what follows a cancellation (its unfinished child runs cancelled, its streams closed) happens when a worker next runs on %s\n", r.RunID, e.where())
 			return nil
 		}
 	},

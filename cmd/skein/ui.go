@@ -61,7 +61,10 @@ func uiCmd(ctx context.Context, e *env, args []string) int {
 	case err == nil && len(pos) > 0:
 		err = fmt.Errorf("unexpected argument %q", pos[0])
 	case err == nil:
-		err = checkUIAddr(*addr, *public)
+		if err := checkUIAddr(*addr, *public); err != nil {
+			fmt.Fprintf(e.stderr, "skein ui: %s\n", safeLines(err.Error()))
+			return 2
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "skein ui: %s\n\n", safeLines(err.Error()))
@@ -132,8 +135,13 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 		reach = "reachable from other machines (-public): anyone who can reach it can act on runs"
 	}
 	note := ""
-	if e.readOnly {
-		note = fmt.Sprintf("read-only: another process holds %s; actions are off (serve the dashboard from the worker to act on runs)\n", e.db)
+	switch {
+	case e.readOnly:
+		note = fmt.Sprintf("read-only: another process holds %s; actions are off (serve the dashboard from the worker to act on runs; "+
+			"restart skein ui once that process has stopped)\n", e.db)
+	case !e.remote.set():
+		note = fmt.Sprintf("skein ui holds %s while it runs, as a worker does: stop it before you start a worker on the store "+
+			"(or serve the dashboard from the worker)\n", e.db)
 	}
 	// One write: whoever reads the first line has the rest too.
 	fmt.Fprintf(e.stdout, "serving on %s — %s\nstore: %s\n%s", url, reach, e.where(), note)
