@@ -56,6 +56,9 @@ type wfContext struct {
 	// starts are the skein.start-child steps of the children the run
 	// started: the run ends only once each is recorded (awaitChildStarts).
 	starts []*engine.Future
+	// comps are the steps called whose compensation has not run yet
+	// (Compensate).
+	comps []*compEntry
 }
 
 // awaitChildStarts waits until the step that started each child run is
