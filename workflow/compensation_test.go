@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -102,3 +103,154 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	}
 }
 
+
+// TestCompensationFailsForGood: a compensation that fails for good is
+// reported as a *CompensationError naming the step it was to undo, wrapping
+// the compensation's *StepError, and does not stop the compensations after
+// it.
+func TestCompensationFailsForGood(t *testing.T) {
+	t.Parallel()
+	j := &journal{}
+	steps, defs := sagaSteps("cfail-", "b", j)
+	saga := workflow.New("cfail", func(ctx workflow.Context, in string) (string, error) {
+		for _, s := range steps {
+			if _, err := s.Call(ctx, in); err != nil {
+				err := workflow.Compensate(ctx)
+				var ce *workflow.CompensationError
+				var se *workflow.StepError
+				if !errors.As(err, &ce) || ce.StepID == "" || !errors.As(ce.Err, &se) {
+					return "", fmt.Errorf("not a CompensationError wrapping a StepError: %v", err)
+				}
+				return ce.Step + " not undone by " + se.Step, nil
+			}
+		}
+		return "done", nil
+	})
+	e := newEnv(t, append(defs, saga)...)
+	ctx := e.ctx()
+	run, err := saga.Start(ctx, e.client, "fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != "cfail-b not undone by cfail-undo-b" {
+		t.Fatalf("cfail = %q, %v", out, err)
+	}
+	want := []string{"do a", "do b", "undo a-done of fail"}
+	if got := j.lines(); !slices.Equal(got, want) {
+		t.Errorf("journal = %q, want %q", got, want)
+	}
+}
+
+// TestCompensateFanOut: in a fan-out only the branches that completed are
+// compensated (not the one that failed); a branch still running when
+// Compensate is called is compensated by a later Compensate once it
+// completes, and the branches compensated already are not again.
+func TestCompensateFanOut(t *testing.T) {
+	t.Parallel()
+	j := &journal{}
+	release := make(chan struct{})
+	var once sync.Once
+	undo := workflow.NewStep("fan-undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
+		j.add(fmt.Sprint("undo ", c.Input, "=", c.Result))
+		once.Do(func() { close(release) }) // branch 3 completes after the first Compensate
+		return struct{}{}, nil
+	})
+	branch := workflow.WithCompensation(workflow.NewStep("fan-branch", func(ctx context.Context, n int) (int, error) {
+		switch n {
+		case 2:
+			return 0, workflow.Fatal(errors.New("branch 2 fails"))
+		case 3:
+			<-release
+		}
+		return n * 10, nil
+	}), undo)
+	fan := workflow.New("fan", func(ctx workflow.Context, _ int) (string, error) {
+		fs := []workflow.Future[int]{branch.Go(ctx, 1), branch.Go(ctx, 2), branch.Go(ctx, 3)}
+		_, _ = fs[0].Get(ctx)
+		_, _ = fs[1].Get(ctx)
+		if err := workflow.Compensate(ctx); err != nil { // branch 1 only
+			return "", err
+		}
+		_, _ = fs[2].Get(ctx)
+		return "ok", workflow.Compensate(ctx) // branch 3 only
+	})
+	e := newEnv(t, undo, branch, fan)
+	ctx := e.ctx()
+	run, err := fan.Start(ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != "ok" {
+		t.Fatalf("fan = %q, %v", out, err)
+	}
+	want := []string{"undo 1=10", "undo 3=30"}
+	if got := j.lines(); !slices.Equal(got, want) {
+		t.Errorf("journal = %q, want %q", got, want)
+	}
+}
+
+// TestCompensationRegistration: a step whose compensation is not
+// registered (in the same call or an earlier one), or is nil, is refused by
+// Register and Replace with an *UnregisteredCompensationError, and nothing
+// of the call is registered.
+func TestCompensationRegistration(t *testing.T) {
+	t.Parallel()
+	mk := func(name string) *workflow.Step[string, string] {
+		return workflow.NewStep(name, func(ctx context.Context, s string) (string, error) { return s, nil })
+	}
+	undo := func(name string) *workflow.Step[workflow.Compensation[string, string], struct{}] {
+		return workflow.NewStep(name, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+			return struct{}{}, nil
+		})
+	}
+	u := undo("reg-undo")
+	for _, tc := range []struct {
+		name     string
+		setup    []workflow.Definition
+		register func(r *workflow.Registry) error
+		wantComp string // "" for no error
+		wantErr  bool
+	}{
+		{name: "same call", register: func(r *workflow.Registry) error {
+			return r.Register(workflow.WithCompensation(mk("s1"), u), u)
+		}},
+		{name: "earlier call", setup: []workflow.Definition{u}, register: func(r *workflow.Registry) error {
+			return r.Register(workflow.WithCompensation(mk("s1"), u))
+		}},
+		{name: "unregistered", wantErr: true, wantComp: "reg-undo", register: func(r *workflow.Registry) error {
+			return r.Register(workflow.WithCompensation(mk("s1"), u))
+		}},
+		{name: "another step of that name", setup: []workflow.Definition{undo("reg-undo")}, wantErr: true, wantComp: "reg-undo",
+			register: func(r *workflow.Registry) error { return r.Register(workflow.WithCompensation(mk("s1"), u)) }},
+		{name: "nil", wantErr: true, register: func(r *workflow.Registry) error {
+			return r.Register(workflow.WithCompensation(mk("s1"), nil))
+		}},
+		{name: "replace", setup: []workflow.Definition{mk("s1")}, wantErr: true, wantComp: "reg-undo",
+			register: func(r *workflow.Registry) error { return r.Replace(workflow.WithCompensation(mk("s1"), u)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := workflow.NewRegistry()
+			if err := r.Register(tc.setup...); err != nil {
+				t.Fatal(err)
+			}
+			err := tc.register(r)
+			if !tc.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ue *workflow.UnregisteredCompensationError
+			if !errors.As(err, &ue) || ue.Step != "s1" || ue.Compensation != tc.wantComp {
+				t.Fatalf("err = %v, want an UnregisteredCompensationError of s1 naming %q", err, tc.wantComp)
+			}
+			if tc.name != "replace" {
+				// Nothing of the call was registered: s1 can be registered anew.
+				if err := r.Register(mk("s1")); err != nil {
+					t.Errorf("s1 was registered by the refused call: %v", err)
+				}
+			}
+		})
+	}
+}
