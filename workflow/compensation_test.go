@@ -103,7 +103,6 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	}
 }
 
-
 // TestCompensationFailsForGood: a compensation that fails for good is
 // reported as a *CompensationError naming the step it was to undo, wrapping
 // the compensation's *StepError, and does not stop the compensations after
