@@ -167,3 +167,34 @@ func (s *Step[I, O]) track(c *wfContext, p *stepPromise, in I) {
 		return comp(ctx, Compensation[I, O]{Input: in, Result: out})
 	}})
 }
+
+// WithCompensateOnFailure makes a run of w that fails compensate first: when
+// the workflow function returns an error, the run waits for the steps it
+// started that declared a compensation and still run, then runs Compensate,
+// and only then fails, with the function's error joined to the
+// compensations' failures (*CompensationError) if any did not succeed.
+// Steps the workflow compensated itself (Compensate) are not compensated
+// again. A run that panics or is cancelled (Client.Cancel) is not
+// compensated. It returns w; call it where the workflow is defined.
+func (w *Workflow[I, O]) WithCompensateOnFailure() *Workflow[I, O] {
+	w.compensateOnFailure = true
+	return w
+}
+
+// compensateFailure waits for the compensable steps still running, runs
+// their compensations and those of the steps completed, and returns the
+// run's error: err, joined to the compensations' failures.
+func (c *wfContext) compensateFailure(err error) error {
+	c.ec.Await(func() bool {
+		for _, e := range c.comps {
+			if _, done := e.p.state(); !done {
+				return false
+			}
+		}
+		return true
+	})
+	if cerr := Compensate(c); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -251,5 +252,105 @@ func TestCompensationRegistration(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompensateOnFailure: a workflow defined WithCompensateOnFailure that
+// returns an error compensates the steps that completed, in reverse order,
+// including a step still running when the function returned (the run waits
+// for it), and not the ones it compensated itself; then the run fails with
+// the function's error, joined to a compensation's failure if one failed.
+// Without the option nothing is compensated.
+func TestCompensateOnFailure(t *testing.T) {
+	t.Parallel()
+	j := &journal{}
+	steps, defs := sagaSteps("cof-", "", j)
+	late := make(chan struct{})
+	var lateOnce sync.Once
+	undoSlow := workflow.NewStep("cof-undo-slow", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+		j.add("undo " + c.Result)
+		return struct{}{}, nil
+	})
+	slow := workflow.WithCompensation(workflow.NewStep("cof-slow", func(ctx context.Context, in string) (string, error) {
+		<-late
+		return "slow-done", nil
+	}), undoSlow)
+	body := func(ctx workflow.Context, in string) (string, error) {
+		if in == "self" {
+			if _, err := steps[0].Call(ctx, in); err != nil {
+				return "", err
+			}
+			if err := workflow.Compensate(ctx); err != nil { // a undone here, not again
+				return "", err
+			}
+		}
+		if in == "slow" {
+			slow.Go(ctx, in) // still running when the workflow fails
+		}
+		for _, s := range steps[1:] {
+			if _, err := s.Call(ctx, "fail"); err != nil {
+				if in == "slow" { // the slow step completes after the failure
+					lateOnce.Do(func() { close(late) })
+				}
+				return "", err
+			}
+		}
+		return "done", nil
+	}
+	auto := workflow.New("cof", body).WithCompensateOnFailure()
+	plain := workflow.New("cof-plain", body)
+	e := newEnv(t, append(defs, undoSlow, slow, auto, plain)...)
+	for _, tc := range []struct {
+		wf   *workflow.Workflow[string, string]
+		in   string
+		want []string
+	}{
+		{auto, "self", []string{"do a", "undo a-done of self", "do b", "undo b-done of fail"}},
+		{auto, "slow", []string{"do b", "undo slow-done", "undo b-done of fail"}},
+		{plain, "plain", []string{"do b"}},
+	} {
+		j.mu.Lock()
+		j.log = nil
+		j.mu.Unlock()
+		ctx := e.ctx()
+		run, err := tc.wf.Start(ctx, e.client, tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
+			t.Errorf("%s(%s): Result error = %v, want the step's failure", tc.wf.Name(), tc.in, err)
+		}
+		if got := j.lines(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s(%s): journal = %q, want %q", tc.wf.Name(), tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCompensateOnFailureReportsFailedCompensation: a run whose compensation
+// fails for good fails with an error that says so.
+func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
+	t.Parallel()
+	j := &journal{}
+	steps, defs := sagaSteps("cofx-", "a", j)
+	wf := workflow.New("cofx", func(ctx workflow.Context, in string) (string, error) {
+		for _, s := range steps {
+			if _, err := s.Call(ctx, in); err != nil {
+				return "", err
+			}
+		}
+		return "done", nil
+	}).WithCompensateOnFailure()
+	e := newEnv(t, append(defs, wf)...)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, "fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(ctx)
+	if err == nil || !strings.Contains(err.Error(), "out of stock") || !strings.Contains(err.Error(), `compensation of step "cofx-a"`) {
+		t.Errorf("Result error = %v, want the step's failure and the failed compensation of cofx-a", err)
+	}
+	if got, want := j.lines(), []string{"do a", "do b", "undo b-done of fail"}; !slices.Equal(got, want) {
+		t.Errorf("journal = %q, want %q", got, want)
 	}
 }
