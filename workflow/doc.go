@@ -168,9 +168,11 @@
 // stop the others, and Compensate returns it as a *CompensationError. Being
 // ordinary steps, compensations work the same on every World and replay
 // like any step; a process killed during a compensation leaves it to run
-// again on the next delivery, as any step. Compensations run only when the
-// workflow calls Compensate: a run that fails or is cancelled without
-// calling it is not compensated.
+// again on the next delivery, as any step. Workflow.WithCompensateOnFailure
+// compensates a run whose function returns an error: the run waits for the
+// compensable steps it left running, compensates every completed step not
+// compensated yet, and then fails with the function's error (joined to any
+// *CompensationError). A run that panics or is cancelled is not compensated.
 //
 // # Hooks, webhooks and streams
 //
