@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -351,6 +352,40 @@ func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 		t.Errorf("Result error = %v, want the step's failure and the failed compensation of cofx-a", err)
 	}
 	if got, want := j.lines(), []string{"do a", "do b", "undo b-done of fail"}; !slices.Equal(got, want) {
+		t.Errorf("journal = %q, want %q", got, want)
+	}
+}
+
+// TestCompensateOnFailureNotOnCancel: a cancelled run is not compensated,
+// even with WithCompensateOnFailure: it ends cancelled, and comes to rest
+// without running a compensation.
+func TestCompensateOnFailureNotOnCancel(t *testing.T) {
+	t.Parallel()
+	j := &journal{}
+	steps, defs := sagaSteps("cofc-", "", j)
+	wf := workflow.New("cofc", func(ctx workflow.Context, in string) (string, error) {
+		if _, err := steps[0].Call(ctx, in); err != nil {
+			return "", err
+		}
+		return "", workflow.Sleep(ctx, time.Minute)
+	}).WithCompensateOnFailure()
+	e := newEnv(t, append(defs, wf)...)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(run.ID(), world.EventWaitCreated)
+	if err := run.Cancel(ctx, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+		t.Fatalf("Result error = %v, want ErrRunCancelled", err)
+	}
+	if _, err := run.WaitDeactivated(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := j.lines(), []string{"do a"}; !slices.Equal(got, want) {
 		t.Errorf("journal = %q, want %q", got, want)
 	}
 }
