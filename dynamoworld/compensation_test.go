@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,5 +105,57 @@ func TestSagaOnDynamo(t *testing.T) {
 	}
 	if completed["dsaga-undo-a"] != 1 || completed["dsaga-undo-b"] != 1 || completed["dsaga-undo-c"] != 0 {
 		t.Errorf("step_completed per step = %v, want one each for dsaga-undo-a and dsaga-undo-b", completed)
+	}
+}
+
+// TestCompensateOnFailureOnDynamo: on DynamoDB and SQS, a workflow defined
+// WithCompensateOnFailure whose third step fails compensates the first two
+// in reverse order, once each, and then fails with the step's error.
+func TestCompensateOnFailureOnDynamo(t *testing.T) {
+	w := dynamotest.NewWorld(t, dynamotest.Options{})
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var undone []string
+	reg := workflow.NewRegistry()
+	var steps []*workflow.Step[string, string]
+	for _, x := range []string{"a", "b", "c"} {
+		undo := workflow.NewStep("dcof-undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			undone = append(undone, c.Result)
+			return struct{}{}, nil
+		})
+		step := workflow.WithCompensation(workflow.NewStep("dcof-"+x, func(ctx context.Context, in string) (string, error) {
+			if x == "c" {
+				return "", workflow.Fatal(errors.New("out of stock"))
+			}
+			return x + "-done", nil
+		}), undo)
+		reg.MustRegister(undo, step)
+		steps = append(steps, step)
+	}
+	wf := workflow.New("dcof", func(ctx workflow.Context, in string) (string, error) {
+		for _, s := range steps {
+			if _, err := s.Call(ctx, in); err != nil {
+				return "", err
+			}
+		}
+		return "done", nil
+	}).WithCompensateOnFailure()
+	client, stop := deployOn(t, ctx, w, reg.MustRegister(wf))
+	defer stop()
+	run, err := wf.Start(ctx, client, "order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
+		t.Fatalf("Result error = %v, want the step's failure", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"b-done", "a-done"}; !slices.Equal(undone, want) {
+		t.Errorf("compensated %q, want %q", undone, want)
 	}
 }
