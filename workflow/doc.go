@@ -151,6 +151,29 @@
 // the attempt, never the process; a panic in a goroutine that code starts is
 // beyond any recovery, as in any Go program.
 //
+// # Compensation (sagas)
+//
+// WithCompensation declares a step's undo: a step that takes a
+// Compensation, the original step's input and result (a refund for a
+// charge). Register refuses a step whose compensation is not registered
+// with it (an *UnregisteredCompensationError). Compensate, called from the
+// workflow, runs the compensations of the steps the run has completed so
+// far, most recently completed first, one after the other, each as a
+// durable step of the run with its own retries; then the workflow goes on
+// (catch a failure, compensate, return a result or an error). Each
+// completed step is compensated at most once however often Compensate is
+// called; failed steps, and steps still running, are not (a later
+// Compensate covers the latter once they complete), so in a fan-out only
+// the completed branches are. A compensation that fails for good does not
+// stop the others, and Compensate returns it as a *CompensationError. Being
+// ordinary steps, compensations work the same on every World and replay
+// like any step; a process killed during a compensation leaves it to run
+// again on the next delivery, as any step. Workflow.WithCompensateOnFailure
+// compensates a run whose function returns an error: the run waits for the
+// compensable steps it left running, compensates every completed step not
+// compensated yet, and then fails with the function's error (joined to any
+// *CompensationError). A run that panics or is cancelled is not compensated.
+//
 // # Hooks, webhooks and streams
 //
 // NewHook creates a hook that receives payloads sent to its token with

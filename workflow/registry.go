@@ -87,6 +87,9 @@ func (r *Registry) Register(defs ...Definition) error {
 		seen[key] = d
 		add = append(add, d)
 	}
+	if err := r.checkCompensations(defs); err != nil {
+		return err
+	}
 	for _, d := range add {
 		if err := d.register(r); err != nil {
 			return err
@@ -145,6 +148,9 @@ func (r *Registry) Replace(defs ...Definition) error {
 			kind, name, _ := strings.Cut(keys[i], "/")
 			return fmt.Errorf("workflow: Replace: %s %q is not registered", kind, name)
 		}
+	}
+	if err := r.checkCompensations(defs); err != nil {
+		return err
 	}
 	for i, d := range defs {
 		if err := d.register(r); err != nil {

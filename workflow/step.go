@@ -48,6 +48,11 @@ type Step[I, O any] struct {
 	name string
 	fn   func(context.Context, I) (O, error)
 	opts StepOptions
+	// comp is the step's undo (WithCompensation); hasComp tells a nil
+	// compensation declared from none.
+	comp    Definition
+	compRun func(ctx Context, c Compensation[I, O]) error
+	hasComp bool
 }
 
 // NewStep defines a step. Register it with a Registry before running it.
@@ -77,8 +82,9 @@ func (s *Step[I, O]) Go(ctx Context, in I) Future[O] {
 	if err != nil {
 		return failed[O](&SerializationError{What: fmt.Sprintf("arguments of step %q", s.name), Err: err})
 	}
-	f := c.ec.Step(s.name, b)
-	return Future[O]{p: &stepPromise{f: f, name: s.name, reg: c.reg}}
+	p := &stepPromise{f: c.ec.Step(s.name, b), name: s.name, reg: c.reg}
+	s.track(c, p, in)
+	return Future[O]{p: p}
 }
 
 // Call runs the step and waits for its result. A step that failed for good

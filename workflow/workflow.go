@@ -56,6 +56,9 @@ type wfContext struct {
 	// starts are the skein.start-child steps of the children the run
 	// started: the run ends only once each is recorded (awaitChildStarts).
 	starts []*engine.Future
+	// comps are the steps called whose compensation has not run yet
+	// (Compensate).
+	comps []*compEntry
 }
 
 // awaitChildStarts waits until the step that started each child run is
@@ -140,6 +143,8 @@ type Workflow[I, O any] struct {
 	// cleanup is the hook WithCleanup set (cleanup.go).
 	cleanup        func(context.Context, *Cleanup[I, O]) error
 	cleanupTimeout time.Duration
+	// compensateOnFailure is set by WithCompensateOnFailure (compensation.go).
+	compensateOnFailure bool
 }
 
 // New defines a workflow. Register it with a Registry before running it.
@@ -239,6 +244,9 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 			}
 			wc := &wfContext{ec: ec, reg: r}
 			out, err := w.fn(wc, in)
+			if err != nil && w.compensateOnFailure {
+				err = wc.compensateFailure(err)
+			}
 			wc.awaitChildStarts()
 			if err != nil {
 				d := r.encode(err)
