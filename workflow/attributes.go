@@ -42,6 +42,9 @@ func SetAttributes(ctx Context, attrs map[string]string) error {
 // attributes out of bounds (see SetAttributes), one matching
 // world.ErrInvalid, and the run is left as it was.
 func (c *Client) SetAttributes(ctx context.Context, runID string, attrs map[string]string) error {
+	if err := world.ValidateID(world.PrefixRun, runID); err != nil {
+		return fmt.Errorf("workflow: set attributes: %q is not a run ID: %w", runID, world.ErrInvalid)
+	}
 	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.AttributeSet{Attributes: attrs}}}})
 	if err != nil {
 		return fmt.Errorf("workflow: set attributes of run %s: %w", runID, err)

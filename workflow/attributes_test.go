@@ -377,3 +377,14 @@ func TestSetAttributesCarriesPatchMarker(t *testing.T) {
 		t.Fatalf("the run's own code does not replay its log: %v, %v", rep, err)
 	}
 }
+
+// TestClientSetAttributesBadRunID: a malformed run ID is refused as such
+// (ErrInvalid), not with the ID parser's words.
+func TestClientSetAttributesBadRunID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, attrLimits, add)
+	err := e.client.SetAttributes(e.ctx(), "wrun_nope", map[string]string{"k": "v"})
+	if !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), `"wrun_nope" is not a run ID`) || strings.Contains(err.Error(), "ulid") {
+		t.Fatalf("SetAttributes(wrun_nope) = %v", err)
+	}
+}
