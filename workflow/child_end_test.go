@@ -16,15 +16,25 @@ import (
 
 // hookWakeDropper loses the first message that wakes a run after a hook
 // payload, as an invocation killed between resuming the hook and waking
-// its run would.
+// its run would; and, as the claim such an invocation leaves on the
+// message's idempotency key does on dynamoworld (for PendingGrace), it
+// swallows every later message under that key as a duplicate.
 type hookWakeDropper struct {
 	*localworld.World
 	dropped atomic.Bool
+	mu      sync.Mutex
+	key     string
 }
 
 func (w *hookWakeDropper) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
-	if strings.HasPrefix(p.IdempotencyKey, "hook:") && w.dropped.CompareAndSwap(false, true) {
-		return &world.EnqueueResult{}, nil
+	w.mu.Lock()
+	claimed := p.IdempotencyKey != "" && p.IdempotencyKey == w.key
+	if !claimed && strings.HasPrefix(p.IdempotencyKey, "hook:") && w.dropped.CompareAndSwap(false, true) {
+		w.key, claimed = p.IdempotencyKey, true
+	}
+	w.mu.Unlock()
+	if claimed {
+		return &world.EnqueueResult{Duplicate: true}, nil
 	}
 	return w.World.Enqueue(ctx, p)
 }

@@ -237,7 +237,12 @@ func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.R
 	_ = json.Unmarshal(run.ExecutionContext, &ec)
 	if done, parent, received := e.notified(ctx, ec); done {
 		if received != "" {
-			e.wakeParent(ctx, runID, parent, received)
+			// The outcome was delivered before, by an executor that may
+			// have died between delivering it and waking the parent: wake
+			// it again, under no idempotency key, which that executor may
+			// have claimed without sending (a claim suppresses its key's
+			// messages for a while). A redundant wake-up is harmless.
+			e.wakeParent(ctx, runID, parent)
 		}
 		return
 	}
@@ -282,14 +287,15 @@ func (e *Engine) notified(ctx context.Context, ec ExecutionContext) (done bool, 
 	return false, "", ""
 }
 
-// wakeParent wakes the parent run whose hook received a child's outcome
-// (event received) again, as ResumeHook woke it the first time and under
-// the same idempotency key: the invocation that delivered the outcome may
-// have died before the wake-up was sent, and without it the parent would
-// wait for good. A wake-up that was sent is deduplicated by its key, or
-// finds the parent with nothing new to do.
-func (e *Engine) wakeParent(ctx context.Context, runID, parent, received string) {
-	if err := Wake(ctx, e.w, e.now, parent, keyHook(received)); err != nil {
+// wakeParent wakes again the parent run whose hook received a child's
+// outcome: the invocation that delivered the outcome may have died before
+// the wake-up was sent, and without it the parent would wait for good. It
+// uses no idempotency key: the first wake-up's key may be claimed by that
+// dead invocation, and a claim suppresses its key's messages for a while
+// (dynamoworld's PendingGrace). A redundant wake-up finds the parent with
+// nothing new to do.
+func (e *Engine) wakeParent(ctx context.Context, runID, parent string) {
+	if err := Wake(ctx, e.w, e.now, parent, ""); err != nil {
 		e.log.Warn("engine: wake parent run", "run", runID, "parent", parent, "err", err)
 	}
 }
