@@ -18,27 +18,8 @@ func sizedLike(events []world.EventInput) []world.EventInput {
 	out := make([]world.EventInput, len(events))
 	for i, ev := range events {
 		out[i] = ev
-		switch d := ev.Data.(type) {
-		case *world.RunCreated:
-			c := *d
-			c.Input = standIn(len(d.Input), true)
-			out[i].Data = &c
-		case *world.RunCompleted:
-			c := *d
-			c.Output = standIn(len(d.Output), false)
-			out[i].Data = &c
-		case *world.StepCreated:
-			c := *d
-			c.Input = standIn(len(d.Input), false)
-			out[i].Data = &c
-		case *world.StepCompleted:
-			c := *d
-			c.Result = standIn(len(d.Result), false)
-			out[i].Data = &c
-		case *world.HookReceived:
-			c := *d
-			c.Payload = standIn(len(d.Payload), false)
-			out[i].Data = &c
+		if purpose, p, ok := payloadOf(ev.Data); ok {
+			out[i].Data = withPayload(ev.Data, standIn(len(p), withKey(purpose)))
 		}
 	}
 	return out

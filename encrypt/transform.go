@@ -8,9 +8,6 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// digestSize is the length of a StepCreated.InputDigest in hex digits.
-func digestSize(d string) int { return len(d) }
-
 // sealEvents returns copies of events with their payloads sealed by k (the
 // run's data key; a new one for a run_created). k nil: in clear.
 func sealEvents(runID string, k *runKey, events []world.EventInput) ([]world.EventInput, error) {
@@ -20,34 +17,17 @@ func sealEvents(runID string, k *runKey, events []world.EventInput) ([]world.Eve
 	out := make([]world.EventInput, len(events))
 	for i, ev := range events {
 		out[i] = ev
-		var err error
-		switch d := ev.Data.(type) {
-		case *world.RunCreated:
-			c := *d
-			c.Input, err = k.sealPayload(runID, purposeRunInput, d.Input, true)
-			out[i].Data = &c
-		case *world.RunCompleted:
-			c := *d
-			c.Output, err = k.sealPayload(runID, purposeRunOutput, d.Output, false)
-			out[i].Data = &c
-		case *world.StepCreated:
-			c := *d
-			c.Input, err = k.sealPayload(runID, purposeStepInput, d.Input, false)
-			if d.InputDigest != "" {
-				c.InputDigest = k.digest(d.Input, digestSize(d.InputDigest))
-			}
-			out[i].Data = &c
-		case *world.StepCompleted:
-			c := *d
-			c.Result, err = k.sealPayload(runID, purposeStepOutput, d.Result, false)
-			out[i].Data = &c
-		case *world.HookReceived:
-			c := *d
-			c.Payload, err = k.sealPayload(runID, purposeHook, d.Payload, false)
-			out[i].Data = &c
+		purpose, p, ok := payloadOf(ev.Data)
+		if !ok {
+			continue
 		}
+		sealed, err := k.sealPayload(runID, purpose, p, withKey(purpose))
 		if err != nil {
 			return nil, err
+		}
+		out[i].Data = withPayload(ev.Data, sealed)
+		if d, ok := ev.Data.(*world.StepCreated); ok && d.InputDigest != "" {
+			out[i].Data.(*world.StepCreated).InputDigest = k.digest(d.Input, len(d.InputDigest))
 		}
 	}
 	return out, nil
@@ -62,57 +42,26 @@ func (w *World) raw(ctx context.Context, runID, purpose string, b json.RawMessag
 	return p, nil
 }
 
-// openEvent returns ev with its payloads opened (a copy when any was
+// openEvent returns ev with its payload opened (a copy when it was
 // sealed).
 func (w *World) openEvent(ctx context.Context, ev *world.Event) (*world.Event, error) {
 	if ev == nil {
 		return nil, nil
 	}
-	out := *ev
-	var err error
-	switch d := ev.Data.(type) {
-	case *world.RunCreated:
-		if parseEnvelope(d.Input) == nil {
-			return ev, nil
-		}
-		c := *d
-		c.Input, err = w.raw(ctx, ev.RunID, purposeRunInput, d.Input)
-		out.Data = &c
-	case *world.RunCompleted:
-		if parseEnvelope(d.Output) == nil {
-			return ev, nil
-		}
-		c := *d
-		c.Output, err = w.raw(ctx, ev.RunID, purposeRunOutput, d.Output)
-		out.Data = &c
-	case *world.StepCreated:
-		if parseEnvelope(d.Input) == nil {
-			return ev, nil
-		}
-		c := *d
-		if c.Input, err = w.raw(ctx, ev.RunID, purposeStepInput, d.Input); err == nil && d.InputDigest != "" {
-			c.InputDigest, err = w.plainDigest(ctx, ev.RunID, c.Input, d.InputDigest)
-		}
-		out.Data = &c
-	case *world.StepCompleted:
-		if parseEnvelope(d.Result) == nil {
-			return ev, nil
-		}
-		c := *d
-		c.Result, err = w.raw(ctx, ev.RunID, purposeStepOutput, d.Result)
-		out.Data = &c
-	case *world.HookReceived:
-		if parseEnvelope(d.Payload) == nil {
-			return ev, nil
-		}
-		c := *d
-		c.Payload, err = w.raw(ctx, ev.RunID, purposeHook, d.Payload)
-		out.Data = &c
-	default:
+	purpose, p, ok := payloadOf(ev.Data)
+	if !ok || parseEnvelope(p) == nil {
 		return ev, nil
 	}
+	opened, err := w.raw(ctx, ev.RunID, purpose, p)
 	if err != nil {
 		return nil, err
+	}
+	out := *ev
+	out.Data = withPayload(ev.Data, opened)
+	if d, ok := out.Data.(*world.StepCreated); ok && d.InputDigest != "" {
+		if d.InputDigest, err = w.plainDigest(ctx, ev.RunID, d.Input, d.InputDigest); err != nil {
+			return nil, err
+		}
 	}
 	return &out, nil
 }
