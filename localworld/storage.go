@@ -112,7 +112,8 @@ func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
 				st.IdempotencyRunID = string(v)
 			}
 		}
-	case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
+	case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying,
+		*world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
 		st.Step, err = getStep(tx, ev.RunID, corr)
 	case *world.HookCreated:
 		// Hook IDs are global: an ID another run uses is a duplicate too.

@@ -74,6 +74,8 @@ func applyRunDeactivated(s State, eff *Effect, now time.Time) error {
 		return refuse(ErrConflict, EventRunDeactivated, r.RunID, "run is already deactivated")
 	case r.Cleanup == CleanupPending:
 		return refuse(ErrConflict, EventRunDeactivated, r.RunID, "run's cleanup has not recorded its outcome")
+	case compensationsPending(r) != "":
+		return refuse(ErrConflict, EventRunDeactivated, r.RunID, "%s", compensationsPending(r))
 	}
 	eff.Run.DeactivatedAt = now
 	return nil

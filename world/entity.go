@@ -47,7 +47,15 @@ const (
 )
 
 // Terminal reports whether no further transition is possible.
-func (s StepStatus) Terminal() bool { return s == StepStatusCompleted || s == StepStatusFailed }
+// The compensation states count as terminal: the step's own outcome was
+// step_completed, and no step_* event applies to it any more.
+func (s StepStatus) Terminal() bool {
+	switch s {
+	case StepStatusCompleted, StepStatusFailed, StepStatusCompensating, StepStatusCompensated, StepStatusCompensationFailed:
+		return true
+	}
+	return false
+}
 
 // WaitStatus is the lifecycle state of a wait.
 type WaitStatus string
@@ -138,6 +146,12 @@ type Run struct {
 	// Cleanup is the state of a completed run's cleanup hook: empty when
 	// there is none, else CleanupPending, CleanupDone or CleanupFailed.
 	Cleanup string `json:"cleanup,omitempty"`
+	// Compensate is set when the run's terminal event asked for its
+	// completed steps to be compensated (RunFailed.Compensate,
+	// RunCancelled.Compensate).
+	Compensate bool `json:"compensate,omitempty"`
+	// Compensations counts the run's compensations (see compensation.go).
+	Compensations Compensations `json:"compensations,omitzero"`
 }
 
 // RunHold is what a held run waits on: the error that stopped it (a replay
@@ -178,6 +192,9 @@ type Step struct {
 	// the current one (RenewStepLease); Attempt-Interrupted is the attempt
 	// as a retry policy counts it: 1 for the first, 2 for the first retry.
 	Interrupted int `json:"interrupted,omitempty"`
+	// Compensation is the compensation the step declared
+	// (StepCreated.Compensation) and its progress; nil when none.
+	Compensation *StepCompensation `json:"compensation,omitempty"`
 }
 
 // Hook is an active hook. A disposed hook no longer exists in storage.

@@ -106,10 +106,15 @@ type (
 	RunFailed struct {
 		Error     *ErrorData `json:"error"`
 		ErrorCode string     `json:"errorCode,omitempty"`
+		// Compensate asks for the run's completed steps to be compensated
+		// after the end (Run.Compensate).
+		Compensate bool `json:"compensate,omitempty"`
 	}
-	// RunCancelled ends a pending or running run.
+	// RunCancelled ends a pending or running run. Compensate is as in
+	// RunFailed.
 	RunCancelled struct {
-		Reason string `json:"cancelReason,omitempty"`
+		Reason     string `json:"cancelReason,omitempty"`
+		Compensate bool   `json:"compensate,omitempty"`
 	}
 	// RunHeld holds a run that cannot go on with the code deployed (its
 	// replay diverged from its log): not an end, so the run is kept as it
@@ -134,6 +139,9 @@ type (
 		Input       json.RawMessage `json:"input,omitempty"`
 		InputDigest string          `json:"inputDigest,omitempty"`
 		Patches     []string        `json:"patches,omitempty"`
+		// Compensation names the step that undoes this one, when it
+		// declared one: the World keeps it on the step (Step.Compensation).
+		Compensation string `json:"compensation,omitempty"`
 	}
 	// StepStarted moves a step to running and counts an attempt. LeaseTTL is
 	// how long the attempt is exclusive (DefaultStepLease when zero); the World
@@ -263,6 +271,14 @@ func NewEventData(t EventType) (EventData, error) {
 		return &RunDeactivated{}, nil
 	case EventRunCleanedUp:
 		return &RunCleanedUp{}, nil
+	case EventCompStarted:
+		return &CompStarted{}, nil
+	case EventCompRetryScheduled:
+		return &CompRetryScheduled{}, nil
+	case EventCompSucceeded:
+		return &CompSucceeded{}, nil
+	case EventCompFailed:
+		return &CompFailed{}, nil
 	}
 	return nil, fmt.Errorf("%w: unknown event type %q", ErrInvalid, t)
 }
@@ -429,6 +445,12 @@ func (d *StepCreated) validate(corr string) error {
 	}
 	if err := CheckText(d.StepName); err != nil {
 		return invalidf(EventStepCreated, corr, "stepName %q %v", d.StepName, err)
+	}
+	if len(d.Compensation) > MaxNameLength {
+		return invalidf(EventStepCreated, corr, "compensation longer than %d bytes", MaxNameLength)
+	}
+	if err := CheckText(d.Compensation); err != nil {
+		return invalidf(EventStepCreated, corr, "compensation %q %v", d.Compensation, err)
 	}
 	if !validDigest(d.InputDigest) {
 		return invalidf(EventStepCreated, corr, "inputDigest must be at most %d lowercase hex digits", maxDigestLength)

@@ -54,7 +54,8 @@ func (f *folder) fold(ev Event) error {
 	st := State{Run: f.run}
 	corr, data := ev.CorrelationID, ev.Data
 	switch d := ev.Data.(type) {
-	case *StepCreated, *StepStarted, *StepCompleted, *StepFailed, *StepRetrying:
+	case *StepCreated, *StepStarted, *StepCompleted, *StepFailed, *StepRetrying,
+		*CompStarted, *CompRetryScheduled, *CompSucceeded, *CompFailed:
 		st.Step = f.steps[corr]
 	case *WaitCreated, *WaitCompleted:
 		st.Wait = f.waits[corr]

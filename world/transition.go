@@ -90,12 +90,12 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 			}
 		})
 	case *RunFailed:
-		err = endRun(s, &eff, now, RunStatusFailed, func(r *Run) { r.Error = d.Error; r.ErrorCode = d.ErrorCode })
+		err = endRun(s, &eff, now, RunStatusFailed, func(r *Run) { r.Error = d.Error; r.ErrorCode = d.ErrorCode; r.Compensate = d.Compensate })
 	case *RunCancelled:
 		if s.Run.Status == RunStatusCancelled {
 			return Effect{Skip: true, Run: s.Run}, nil
 		}
-		err = endRun(s, &eff, now, RunStatusCancelled, func(r *Run) { r.CancelReason = d.Reason })
+		err = endRun(s, &eff, now, RunStatusCancelled, func(r *Run) { r.CancelReason = d.Reason; r.Compensate = d.Compensate })
 	case *RunHeld:
 		err = applyRunHeld(s, &eff, d, now)
 	case *StepCreated:
@@ -103,7 +103,12 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 	case *StepStarted:
 		err = applyStepStarted(s, &eff, d, now)
 	case *StepCompleted:
-		err = endStep(s, &eff, now, StepStatusCompleted, func(st *Step) { st.Output = d.Result })
+		err = endStep(s, &eff, now, StepStatusCompleted, func(st *Step) {
+			st.Output = d.Result
+			if compensable(st) {
+				eff.Run.Compensations.Owed++
+			}
+		})
 	case *StepFailed:
 		err = endStep(s, &eff, now, StepStatusFailed, func(st *Step) { st.Error = d.Error })
 	case *StepRetrying:
@@ -126,6 +131,14 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 		err = applyWaitCompleted(s, &eff, d, now)
 	case *AttributeSet:
 		err = applyAttributeSet(&eff, d)
+	case *CompStarted:
+		err = applyCompStarted(s, &eff, d, now)
+	case *CompRetryScheduled:
+		err = applyCompRetryScheduled(s, &eff, d, now)
+	case *CompSucceeded:
+		err = endComp(s, &eff, now, StepStatusCompensated, nil)
+	case *CompFailed:
+		err = endComp(s, &eff, now, StepStatusCompensationFailed, d.Error)
 	default:
 		err = refuse(ErrInvalid, t, ev.RunID, "unsupported event")
 	}
@@ -224,6 +237,9 @@ func applyStepCreated(s State, eff *Effect, d *StepCreated, now time.Time) error
 	eff.Step = &Step{
 		RunID: s.Run.RunID, StepID: corr, StepName: d.StepName, Status: StepStatusPending,
 		Input: d.Input, CreatedAt: now, UpdatedAt: now,
+	}
+	if d.Compensation != "" {
+		eff.Step.Compensation = &StepCompensation{Step: d.Compensation}
 	}
 	return nil
 }
