@@ -27,9 +27,10 @@ import (
 func TestPinnedFlowFunction(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{
-		Parameters: map[string]string{"MaxReceiveCount": "2"},
-		Env: map[string]string{"SKEIN_VERSION": "v2", "SKEIN_VERSIONS": "v2",
-			"SKEIN_VERSION_RETRY_DELAY": "1s", "SKEIN_VERSION_RETRY_LIMIT": "1s"},
+		// The pin comes from the template's parameters, as sam deploy
+		// --parameter-overrides sets them.
+		Parameters: map[string]string{"MaxReceiveCount": "2", "CodeVersion": "v2", "AcceptedVersions": "v2"},
+		Env:        map[string]string{"SKEIN_VERSION_RETRY_DELAY": "1s", "SKEIN_VERSION_RETRY_LIMIT": "1s"},
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -35,14 +35,14 @@ func TestInitWritesAProject(t *testing.T) {
 		want []string
 	}{
 		{"go.mod", []string{"module example.com/acme/orders\n", "go " + goDirective + "\n",
-			"require github.com/skeinflow/skein " + replacedVersion, "replace github.com/skeinflow/skein => " + root + "\n"}},
+			"require github.com/skeinflow/skein " + replacedVersion, "\ntool github.com/skeinflow/skein/cmd/skeinvet\n", "replace github.com/skeinflow/skein => " + root + "\n"}},
 		{"workflows/workflows.go", []string{"package workflows", "func Registry() (*workflow.Registry, error)", `workflow.New("welcome"`}},
 		{"workflows/workflows_test.go", []string{"func TestWelcome(t *testing.T)", "skeintest.New(t, registry(t)"}},
 		{"cmd/lambda/main.go", []string{`"example.com/acme/orders/workflows"`, "skeinlambda.Start(reg)"}},
 		{"template.yaml", []string{"CodeUri: cmd/lambda/", "orders: durable Go workflows", "the Skein checkout at " + root}},
 		{"samconfig.toml", []string{"[default.deploy.parameters]", `stack_name = "orders"`, "[prod.deploy.parameters]",
 			`stack_name = "orders-prod"`, `region = "eu-west-1"`, `s3_prefix = "orders-prod"`}},
-		{"Makefile", []string{"\nbuild:\n", "\ntest:\n", "\ndeploy: build\n", "--config-env $(ENV)", "GOARCH=arm64"}},
+		{"Makefile", []string{"\nbuild:\n", "\ntest: vet\n", "$(GO) tool skeinvet ./...", "\ndeploy: build\n", "--config-env $(ENV)", "GOARCH=arm64"}},
 		{"README.md", []string{"# orders\n", "make deploy ENV=prod"}},
 		{".gitignore", []string{".aws-sam/"}},
 	} {
