@@ -17,6 +17,12 @@
 // expression's times are wall-clock times in a time zone (see Expr.Next on
 // daylight-saving changes).
 //
+// EventBridge's six-field form, "cron(minute hour day-of-month month
+// day-of-week year)", is accepted too and fires at the times EventBridge
+// would: day-of-week counts from 1 (Sunday) to 7 (Saturday), one day field
+// must be "?", and the year field (1970-2199) restricts the years.
+// EventBridge's L, W and # are refused.
+//
 // A fixed rate is "@every <duration>" with a Go duration of whole seconds,
 // at least 1s ("@every 5m", "@every 1h30m"), or "rate(<n> <unit>)" as
 // EventBridge Scheduler writes it, with unit minute(s), hour(s) or day(s)

@@ -20,6 +20,9 @@ type Expr struct {
 	// domStar, dowStar: the day-of-month or day-of-week field is "*" (or
 	// "?"), for the rule on combining the two.
 	domStar, dowStar bool
+	// years: the years an AWS cron expression allows (bit y-minYear), nil
+	// for every year.
+	years *yearSet
 }
 
 // ParseError reports an expression that does not parse: the expression,
@@ -59,6 +62,9 @@ type field struct {
 	name     string
 	min, max int
 	names    []string // names of the values from min on (months, weekdays)
+	// sundayTwice: max is Sunday again (cron's day-of-week 7), which "*"
+	// leaves out.
+	sundayTwice bool
 }
 
 var (
@@ -67,7 +73,9 @@ var (
 	fDom    = field{name: "day-of-month", min: 1, max: 31}
 	fMonth  = field{name: "month", min: 1, max: 12, names: []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"}}
 	// Day of week: 0 and 7 are both Sunday.
-	fDow = field{name: "day-of-week", min: 0, max: 7, names: []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}}
+	fDow = field{name: "day-of-week", min: 0, max: 7, names: weekdays, sundayTwice: true}
+	// weekdays are the day-of-week names from Sunday on.
+	weekdays = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 )
 
 // Parse parses a schedule expression; loc is the time zone of a cron
@@ -86,6 +94,9 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	}
 	if inner, ok := strings.CutPrefix(s, "rate("); ok {
 		return parseRate(expr, inner, loc)
+	}
+	if inner, ok := strings.CutPrefix(s, "cron("); ok {
+		return parseAWSCron(expr, inner, loc)
 	}
 	if strings.HasPrefix(s, "@") {
 		d, ok := descriptors[strings.ToLower(s)]
@@ -212,8 +223,8 @@ func (f field) parsePart(s string) (uint64, error) {
 		step = n
 	}
 	lo, hi := f.min, f.max
-	if f.name == fDow.name {
-		hi = 6 // * covers Sunday once
+	if f.sundayTwice {
+		hi = f.max - 1 // * covers Sunday once
 	}
 	switch {
 	case rng == "*" || (rng == "?" && (f.name == fDom.name || f.name == fDow.name)):

@@ -19,7 +19,8 @@ const searchYears = 9
 // exist that day (the hour skipped in spring) does not fire that day, and
 // a wall-clock time that occurs twice (the hour repeated in autumn) fires
 // once, at its first occurrence. Next returns the zero time for an
-// expression that never fires again (none that Parse accepts).
+// expression that never fires again (an AWS cron expression whose years
+// have all passed).
 func (e *Expr) Next(after time.Time) time.Time {
 	if e.every > 0 {
 		secs := int64(e.every / time.Second)
@@ -37,6 +38,14 @@ func (e *Expr) Next(after time.Time) time.Time {
 	end := c.AddDate(searchYears, 0, 0)
 	for c.Before(end) {
 		switch {
+		case !e.yearAllowed(c.Year()):
+			y := e.nextYear(c.Year())
+			if y == 0 {
+				return time.Time{}
+			}
+			c = time.Date(y, time.January, 1, 0, 0, 0, 0, time.UTC)
+			end = c.AddDate(searchYears, 0, 0)
+			continue
 		case e.month&(1<<int(c.Month())) == 0:
 			c = time.Date(c.Year(), c.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 			continue
