@@ -67,6 +67,8 @@ func TestReadMappingFromRepositoryTemplate(t *testing.T) {
 		"SKEIN_MAX_QUEUE_DELAY":       "15m",
 		"SKEIN_CLAIM_CHECK_THRESHOLD": "65536",
 		"SKEIN_RETENTION_DAYS":        "0",
+		"SKEIN_VERSION":               "",
+		"SKEIN_VERSIONS":              "",
 	}
 	for k, v := range wantEnv {
 		check("Env["+k+"]", m.Function.Env[k], v)
