@@ -20,18 +20,22 @@ func fmtDuration(d time.Duration) string { return timeline.FormatDuration(d) }
 
 // runView is what the run page shows.
 type runView struct {
-	Run      *world.Run
-	Took     string
-	Parent   string
-	Input    string
-	Output   string
-	Error    []errorLine
-	Timeline *chart
-	Steps    []stepView
-	Hooks    []hookView
-	Waits    []waitView
-	Streams  []streamView
-	Events   []eventView
+	Run    *world.Run
+	Took   string
+	Parent string
+	Input  string
+	Output string
+	Error  []errorLine
+	// Compensations is the run's compensation counts in words ("" when
+	// none); CompFailed is set when one failed for good.
+	Compensations string
+	CompFailed    bool
+	Timeline      *chart
+	Steps         []stepView
+	Hooks         []hookView
+	Waits         []waitView
+	Streams       []streamView
+	Events        []eventView
 	// Live is the URL of the run's live feed from the page's last event on
 	// (the live subscription, as Server-Sent Events); "" once the run ended.
 	Live string
@@ -48,6 +52,8 @@ type stepView struct {
 	Input, Output    string
 	Attempts         []attemptView
 	Error            []errorLine
+	// Comp is the step's compensation, nil when it declared none.
+	Comp *compView
 }
 
 type attemptView struct {
@@ -133,7 +139,8 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 	}
 	now := s.cfg.Now()
 	v := &runView{Run: run, Took: took(run, now), Input: pretty(run.Input), Output: pretty(run.Output),
-		Error: errorChain(run.Error), Timeline: newChart(run, events, now)}
+		Error: errorChain(run.Error), Timeline: newChart(run, events, now),
+		Compensations: compCounts(run), CompFailed: run.Compensations.Failed > 0}
 	if info, err := s.cfg.Client.GetRun(ctx, run.RunID); err == nil {
 		v.Parent = info.ParentRunID
 	}
@@ -251,6 +258,7 @@ func (s *server) steps(ctx context.Context, runID string, events []world.Event) 
 		}
 		attempts[ev.CorrelationID] = list
 	}
+	comps := compAttempts(events)
 	var out []stepView
 	for cursor := ""; ; {
 		p, err := s.cfg.World.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
@@ -259,7 +267,8 @@ func (s *server) steps(ctx context.Context, runID string, events []world.Event) 
 		}
 		for _, st := range p.Items {
 			out = append(out, stepView{ID: st.StepID, Name: st.StepName, Status: string(st.Status), Attempt: st.Attempt,
-				Input: pretty(st.Input), Output: pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error)})
+				Input: pretty(st.Input), Output: pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error),
+				Comp: newCompView(&st, comps[st.StepID])})
 		}
 		if !p.HasMore {
 			return out, nil
