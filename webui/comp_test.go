@@ -119,10 +119,11 @@ func TestCompensationPages(t *testing.T) {
 			`<td>comp_retry_scheduled</td>`, `<td>comp_succeeded</td>`,
 			`(?s)<td>comp_failed</td>.*?&#34;message&#34;: &#34;warehouse &lt;gone&gt;&#34;`,
 			`(?s)<td>comp_started</td>.*?&#34;compensation&#34;: &#34;refund&#34;,.*?&#34;attempt&#34;: 2`,
-		}, []string{`undo ship`}},
+		}, []string{`undo ship`, `comp-note`}},
 		{"owing run", "/runs/" + r.owing, []string{
 			`<dd id="run-compensations">1 owed \(asked for by the cancellation\)</dd>`,
 			`undo <b>refund</b> <span class="status comp-status st-busy">not started</span>`,
+			`id="comp-note">The run has ended, but compensations are still to run`,
 		}, nil},
 		{"plain run", "/runs/" + r.plain, nil, []string{`run-compensations`, `comp-`}},
 	} {

@@ -30,12 +30,16 @@ type runView struct {
 	// none); CompFailed is set when one failed for good.
 	Compensations string
 	CompFailed    bool
-	Timeline      *chart
-	Steps         []stepView
-	Hooks         []hookView
-	Waits         []waitView
-	Streams       []streamView
-	Events        []eventView
+	// Compensating is set for a run that has ended with compensations
+	// still to run: the page's live feed ends with the run, so it says
+	// to reload.
+	Compensating bool
+	Timeline     *chart
+	Steps        []stepView
+	Hooks        []hookView
+	Waits        []waitView
+	Streams      []streamView
+	Events       []eventView
 	// Live is the URL of the run's live feed from the page's last event on
 	// (the live subscription, as Server-Sent Events); "" once the run ended.
 	Live string
@@ -140,7 +144,8 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 	now := s.cfg.Now()
 	v := &runView{Run: run, Took: took(run, now), Input: pretty(run.Input), Output: pretty(run.Output),
 		Error: errorChain(run.Error), Timeline: newChart(run, events, now),
-		Compensations: compCounts(run), CompFailed: run.Compensations.Failed > 0}
+		Compensations: compCounts(run), CompFailed: run.Compensations.Failed > 0,
+		Compensating: run.Status.Terminal() && !run.Deactivated() && compMark(run) == "compensating"}
 	if info, err := s.cfg.Client.GetRun(ctx, run.RunID); err == nil {
 		v.Parent = info.ParentRunID
 	}
