@@ -111,6 +111,11 @@ func TestCompensationCLI(t *testing.T) {
 			"undo charge with refund attempt 2\n",
 			"comp_succeeded", "undid charge\n",
 		}, nil},
+		{"events", []string{"runs", "events", s.failed}, []string{
+			`"eventType":"step_created"`, `"compensation":"refund"`,
+			`"eventType":"comp_started"`, `"eventType":"comp_retry_scheduled"`, `"eventType":"comp_succeeded"`,
+			`"eventType":"comp_failed"`, `"message":"warehouse gone"`,
+		}, nil},
 		{"watch -snapshot", []string{"runs", "watch", s.failed, "-snapshot"}, []string{
 			"charge compensated (attempt 1), undo refund (attempt 2)",
 			"reserve compensation_failed (attempt 1), undo release (attempt 1)",
@@ -187,5 +192,18 @@ func TestCompDetail(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCompStatusColor: a timeline row's compensation status is coloured
+// as its outcome: green once undone, red when the undo failed for good.
+func TestCompStatusColor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ status, color string }{
+		{"compensated", green}, {"compensation_failed", red}, {"compensating", yellow}, {"completed", green},
+	} {
+		if got := statusColor(tc.status); got != tc.color {
+			t.Errorf("statusColor(%q) = %q, want %q", tc.status, got, tc.color)
+		}
 	}
 }
