@@ -89,12 +89,27 @@ func watchRuns(ctx context.Context, e *env, o watchOptions) error {
 		return err
 	}
 	for {
-		more, err := watchOnce(ctx, e, &so, o)
-		if err != nil || !more {
+		ended, err := watchOnce(ctx, e, &so, o)
+		if err != nil || !ended {
 			return err
 		}
-		// The run has ended, but the compensations its end asked for
-		// are still to come: follow them from where the watch stopped.
+		// The run has ended. The compensations its end asked for may
+		// still be to come: follow them from where the watch stopped.
+		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: o.runID})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return err
+		case r.Compensations.IsZero():
+			return nil
+		case r.Deactivated() || !compPending(r):
+			// Over: a last pass prints what ended them, committed
+			// since the watch stopped (up to r, at least).
+			so.Snapshot = false
+			_, err := watchOnce(ctx, e, &so, o)
+			return err
+		}
 		so.Snapshot = false
 		select {
 		case <-ctx.Done():
@@ -108,10 +123,10 @@ func watchRuns(ctx context.Context, e *env, o watchOptions) error {
 // run's end.
 const compPoll = 200 * time.Millisecond
 
-// watchOnce prints updates until the subscription ends. more is true when
-// a watched run ended with compensations still to run: so.After is then
-// where to go on from.
-func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o watchOptions) (more bool, err error) {
+// watchOnce prints updates until the subscription ends. ended is true when
+// a watched run's subscription ended with the run (so.After is where it
+// stopped), false when interrupted.
+func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o watchOptions) (ended bool, err error) {
 	sub, err := e.client.Subscribe(ctx, *so)
 	if errors.Is(err, world.ErrInvalid) && o.after != "" {
 		return false, usagef("-after %q is not a cursor of this watch: %v", o.after, err)
@@ -122,10 +137,8 @@ func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o wat
 	for {
 		u, err := sub.Next()
 		switch {
-		case errors.Is(err, io.EOF) && o.runID == "":
-			return false, nil
 		case errors.Is(err, io.EOF):
-			return compensationsToCome(ctx, e, o.runID)
+			return o.runID != "", nil
 		case err != nil && ctx.Err() != nil:
 			return false, nil // interrupted
 		case err != nil:
@@ -136,19 +149,6 @@ func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o wat
 		}
 		so.After = u.Cursor
 	}
-}
-
-// compensationsToCome reports whether the run, which has ended, still has
-// compensations to run (and is not at rest).
-func compensationsToCome(ctx context.Context, e *env, runID string) (bool, error) {
-	r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil {
-		if ctx.Err() != nil {
-			return false, nil
-		}
-		return false, err
-	}
-	return !r.Deactivated() && compPending(r), nil
 }
 
 // printUpdate prints one update as a line.
