@@ -72,7 +72,7 @@ func statusClass(status string) string {
 		return "st-ok"
 	case status == "failed" || status == "conflict" || status == "held" || status == "compensation_failed" || status == "compensation failed":
 		return "st-bad"
-	case status == "cancelled" || status == "disposed":
+	case status == "cancelled" || status == "disposed" || status == "not run":
 		return "st-dim"
 	}
 	return "st-busy"

@@ -23,8 +23,10 @@ type compView struct {
 	Attempts      []attemptView
 }
 
-// newCompView is step st's compensation, nil when it declared none.
-func newCompView(st *world.Step, attempts []attemptView) *compView {
+// newCompView is step st of run r's compensation, nil when it declared
+// none. A completed step's compensation is "not started", or "not run"
+// when the run ended without asking for it.
+func newCompView(r *world.Run, st *world.Step, attempts []attemptView) *compView {
 	c := st.Compensation
 	if c == nil {
 		return nil
@@ -34,6 +36,10 @@ func newCompView(st *world.Step, attempts []attemptView) *compView {
 	switch st.Status {
 	case world.StepStatusCompensating, world.StepStatusCompensated, world.StepStatusCompensationFailed:
 		v.Status = string(st.Status)
+	case world.StepStatusCompleted:
+		if r.Status.Terminal() && !r.Compensate {
+			v.Status = "not run"
+		}
 	}
 	if st.Status == world.StepStatusCompensating {
 		v.RetryAfter = c.RetryAfter
@@ -80,6 +86,9 @@ func compAttempts(events []world.Event) map[string][]attemptView {
 // to say.
 func compCounts(r *world.Run) string {
 	c := r.Compensations
+	if r.Status.Terminal() && !r.Compensate {
+		c.Owed = 0 // it ended without asking for them: none will run
+	}
 	var parts []string
 	for _, p := range []struct {
 		n    int

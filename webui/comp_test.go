@@ -20,11 +20,11 @@ import (
 // compRuns is a store written bypassing any worker: a failed run whose end
 // asked for compensation (charge compensated after a retry, reserve's
 // compensation failed for good, ship owes none), a cancelled run whose
-// compensation is still owed, a completed run with none; and the
-// dashboard over it.
+// compensation is still owed, a completed run with none, a completed run
+// whose compensable step was kept; and the dashboard over it.
 type compRuns struct {
-	url                  string
-	failed, owing, plain string
+	url                        string
+	failed, owing, plain, kept string
 }
 
 func newCompRuns(t *testing.T) *compRuns {
@@ -72,6 +72,9 @@ func newCompRuns(t *testing.T) *compRuns {
 	add(r.owing, in("", &world.RunCancelled{Reason: "customer called", Compensate: true}))
 	r.plain = start()
 	add(r.plain, in("", &world.RunCompleted{Output: []byte(`1`)}))
+	r.kept = start()
+	done(r.kept, "charge", "refund")
+	add(r.kept, in("", &world.RunCompleted{Output: []byte(`1`)}))
 
 	c, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: workflow.NewRegistry()})
 	if err != nil {
@@ -106,6 +109,7 @@ func TestCompensationPages(t *testing.T) {
 			row(r.failed, `<span class="status st-bad">failed</span> <span class="status comp-mark st-bad">compensation failed</span>`),
 			row(r.owing, `<span class="status st-dim">cancelled</span> <span class="status comp-mark st-busy">compensating</span>`),
 			row(r.plain, `<span class="status st-ok">completed</span>`),
+			row(r.kept, `<span class="status st-ok">completed</span>`),
 		}, nil},
 		{"list by status", "/?status=failed", []string{r.failed, "compensation failed"}, []string{r.owing, r.plain}},
 		{"failed run", "/runs/" + r.failed, []string{
@@ -126,6 +130,8 @@ func TestCompensationPages(t *testing.T) {
 			`id="comp-note">The run has ended, but compensations are still to run`,
 		}, nil},
 		{"plain run", "/runs/" + r.plain, nil, []string{`run-compensations`, `comp-`}},
+		{"kept run", "/runs/" + r.kept, []string{`undo <b>refund</b> <span class="status comp-status st-dim">not run</span>`},
+			[]string{`run-compensations`, `comp-note`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

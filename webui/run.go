@@ -149,7 +149,7 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 	if info, err := s.cfg.Client.GetRun(ctx, run.RunID); err == nil {
 		v.Parent = info.ParentRunID
 	}
-	if v.Steps, err = s.steps(ctx, run.RunID, events); err != nil {
+	if v.Steps, err = s.steps(ctx, run, events); err != nil {
 		return nil, err
 	}
 	v.Hooks, v.Waits = hooksAndWaits(events)
@@ -239,7 +239,7 @@ func errorChain(e *world.ErrorData) []errorLine {
 }
 
 // steps lists the run's steps with their attempts, read from the log.
-func (s *server) steps(ctx context.Context, runID string, events []world.Event) ([]stepView, error) {
+func (s *server) steps(ctx context.Context, run *world.Run, events []world.Event) ([]stepView, error) {
 	attempts := map[string][]attemptView{}
 	for _, ev := range events {
 		list := attempts[ev.CorrelationID]
@@ -266,14 +266,14 @@ func (s *server) steps(ctx context.Context, runID string, events []world.Event) 
 	comps := compAttempts(events)
 	var out []stepView
 	for cursor := ""; ; {
-		p, err := s.cfg.World.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		p, err := s.cfg.World.ListSteps(ctx, &world.ListStepsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
 			return nil, err
 		}
 		for _, st := range p.Items {
 			out = append(out, stepView{ID: st.StepID, Name: st.StepName, Status: string(st.Status), Attempt: st.Attempt,
 				Input: pretty(st.Input), Output: pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error),
-				Comp: newCompView(&st, comps[st.StepID])})
+				Comp: newCompView(run, &st, comps[st.StepID])})
 		}
 		if !p.HasMore {
 			return out, nil

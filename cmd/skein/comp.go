@@ -15,8 +15,13 @@ import (
 // and the comp_* events (runs watch).
 
 // compCounts is a run's compensation counts in words ("2 succeeded, 1
-// failed, 1 owed"), "" when there is nothing to count.
-func compCounts(c world.Compensations) string {
+// failed, 1 owed"), "" when there is nothing to count. A run that ended
+// without asking for compensation owes none.
+func compCounts(r *world.Run) string {
+	c := r.Compensations
+	if neverOwed(r) {
+		c.Owed = 0
+	}
 	var parts []string
 	for _, p := range []struct {
 		n    int
@@ -29,6 +34,10 @@ func compCounts(c world.Compensations) string {
 	return strings.Join(parts, ", ")
 }
 
+// neverOwed reports whether the compensations a run's completed steps
+// declared will not run: it ended without asking for them.
+func neverOwed(r *world.Run) bool { return r.Status.Terminal() && !r.Compensate }
+
 // compPending reports whether a run still has compensations to run: one
 // running, or one owed by a run whose end asked for them.
 func compPending(r *world.Run) bool {
@@ -38,7 +47,7 @@ func compPending(r *world.Run) bool {
 // compField is the runs show line of a run's compensations: its counts,
 // and whether its end asked for them ("" when neither).
 func compField(r *world.Run) string {
-	counts := compCounts(r.Compensations)
+	counts := compCounts(r)
 	if r.Compensate {
 		what := "asked for by the run's failure"
 		if r.Status == world.RunStatusCancelled {
@@ -78,8 +87,9 @@ func compStatusColor(status world.StepStatus) string {
 
 // printCompensations lists the steps that declared a compensation: the
 // step, its compensation step, the compensation's status (owed while the
-// step's own status is completed), its attempts and last error.
-func printCompensations(w io.Writer, steps []world.Step, now time.Time, st style) {
+// step's own status is completed; not run when the run ended without
+// asking for them), its attempts and last error.
+func printCompensations(w io.Writer, r *world.Run, steps []world.Step, now time.Time, st style) {
 	first := true
 	for _, s := range steps {
 		c := s.Compensation
@@ -95,6 +105,9 @@ func printCompensations(w io.Writer, steps []world.Step, now time.Time, st style
 		case world.StepStatusCompensating, world.StepStatusCompensated, world.StepStatusCompensationFailed:
 			status = st.paint(compStatusColor(s.Status), string(s.Status))
 		case world.StepStatusCompleted:
+			if neverOwed(r) {
+				status = "not run"
+			}
 		default:
 			status = "step " + string(s.Status)
 		}

@@ -14,13 +14,13 @@ import (
 // compStore is a store, written bypassing any worker, with a failed run
 // whose end asked for compensation (charge compensated after a retry,
 // reserve's compensation failed for good, ship failed and owes none), a
-// cancelled run whose one compensation is still owed, and a completed run
-// without any. It stays open for the test to append more (add).
+// cancelled run whose one compensation is still owed, a completed run
+// without any, and a completed run whose compensable step was kept. It stays open for the test to append more (add).
 type compStore struct {
-	db                   string
-	failed, owing, plain string
-	owingStep            string
-	add                  func(runID string, evs ...world.EventInput)
+	db                         string
+	failed, owing, plain, kept string
+	owingStep                  string
+	add                        func(runID string, evs ...world.EventInput)
 }
 
 func newCompStore(t *testing.T) *compStore {
@@ -69,6 +69,9 @@ func newCompStore(t *testing.T) *compStore {
 	s.add(s.owing, in("", &world.RunCancelled{Reason: "customer called", Compensate: true}))
 	s.plain = start("order")
 	s.add(s.plain, in("", &world.RunCompleted{Output: []byte(`1`)}))
+	s.kept = start("order")
+	done(s.kept, "charge", "refund")
+	s.add(s.kept, in("", &world.RunCompleted{Output: []byte(`1`)}))
 	return s
 }
 
@@ -88,6 +91,7 @@ func TestCompensationCLI(t *testing.T) {
 			s.failed + "  order     -        failed (compensation failed)",
 			s.owing + "  order     -        cancelled (compensating)",
 			s.plain + "  order     -        completed ",
+			s.kept + "  order     -        completed ",
 		}, nil},
 		{"list -status", []string{"runs", "list", "-status", "failed"}, []string{s.failed, "failed (compensation failed)"}, []string{s.owing, s.plain}},
 		{"show failed", []string{"runs", "show", s.failed, "-no-color"}, []string{
@@ -103,6 +107,7 @@ func TestCompensationCLI(t *testing.T) {
 			s.owingStep + " charge  undo refund  not started\n",
 		}, nil},
 		{"show plain", []string{"runs", "show", s.plain, "-no-color"}, nil, []string{"Compensat"}},
+		{"show kept", []string{"runs", "show", s.kept, "-no-color"}, []string{"charge  undo refund  not run\n"}, []string{"Compensate ", "owed"}},
 		{"watch", []string{"runs", "watch", s.failed}, []string{
 			"step_created     ", "charge (undo: refund)",
 			"comp_started", "undo reserve with release attempt 1\n",

@@ -221,7 +221,7 @@ Examples:
 			st, now := style{color: colorOn(e.stdout, *noColor)}, time.Now()
 			printRunFields(e.stdout, r, st)
 			fmt.Fprintln(e.stdout)
-			printCompensations(e.stdout, steps, now, st)
+			printCompensations(e.stdout, r, steps, now, st)
 			drawTimeline(e.stdout, r, events, now, timelineOptions{width: *width, style: st, showTokens: *reveal})
 			return nil
 		}
