@@ -107,6 +107,9 @@ func FormatEvents(events []world.Event) string {
 		case *world.StepCreated:
 			names[ev.CorrelationID] = d.StepName
 			fmt.Fprintf(&b, "  %s", d.StepName)
+			if d.Compensation != "" {
+				fmt.Fprintf(&b, " (undo: %s)", d.Compensation)
+			}
 		case *world.StepStarted:
 			fmt.Fprintf(&b, "  %s attempt %d", names[ev.CorrelationID], d.Attempt)
 		case *world.StepCompleted:
@@ -115,6 +118,14 @@ func FormatEvents(events []world.Event) string {
 			fmt.Fprintf(&b, "  %s: %s", names[ev.CorrelationID], errText(d.Error))
 		case *world.StepRetrying:
 			fmt.Fprintf(&b, "  %s at %s: %s", names[ev.CorrelationID], fmtTime(d.RetryAfter), errText(d.Error))
+		case *world.CompStarted:
+			fmt.Fprintf(&b, "  %s undo %s attempt %d", names[ev.CorrelationID], d.Compensation, d.Attempt)
+		case *world.CompRetryScheduled:
+			fmt.Fprintf(&b, "  %s at %s: %s", names[ev.CorrelationID], fmtTime(d.RetryAfter), errText(d.Error))
+		case *world.CompSucceeded:
+			fmt.Fprintf(&b, "  %s", names[ev.CorrelationID])
+		case *world.CompFailed:
+			fmt.Fprintf(&b, "  %s: %s", names[ev.CorrelationID], errText(d.Error))
 		case *world.HookCreated:
 			fmt.Fprintf(&b, "  %q", d.Token)
 		case *world.HookReceived:

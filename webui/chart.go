@@ -24,6 +24,8 @@ type chartRow struct {
 	Name, Try, Status, Note, Took string
 	StatusClass                   string
 	Bars                          []chartBar
+	// Comp marks a compensation's row.
+	Comp bool
 }
 
 type chartBar struct {
@@ -44,7 +46,8 @@ func newChart(run *world.Run, events []world.Event, now time.Time) *chart {
 	}
 	c := &chart{Axis: fmtDuration(total)}
 	for _, r := range rows {
-		cr := chartRow{Name: r.Name, Try: r.Try(), Status: r.Status, Note: r.Note, Took: fmtDuration(r.Took()), StatusClass: statusClass(r.Status)}
+		cr := chartRow{Name: r.Name, Try: r.Try(), Status: r.Status, Note: r.Note, Took: fmtDuration(r.Took()), StatusClass: statusClass(r.Status),
+			Comp: r.Compensates != ""}
 		c.Lost = c.Lost || r.Lost > 0
 		for _, s := range r.Segs {
 			// At least two units wide: a short attempt stays visible.
@@ -65,11 +68,11 @@ func newChart(run *world.Run, events []world.Event, now time.Time) *chart {
 // statusClass is the CSS class of a status's colour, as the CLI colours it.
 func statusClass(status string) string {
 	switch {
-	case status == "completed" || len(status) >= 8 && status[:8] == "received":
+	case status == "completed" || status == "compensated" || len(status) >= 8 && status[:8] == "received":
 		return "st-ok"
-	case status == "failed" || status == "conflict" || status == "held":
+	case status == "failed" || status == "conflict" || status == "held" || status == "compensation_failed" || status == "compensation failed":
 		return "st-bad"
-	case status == "cancelled" || status == "disposed":
+	case status == "cancelled" || status == "disposed" || status == "not run":
 		return "st-dim"
 	}
 	return "st-busy"

@@ -11,12 +11,15 @@
 // count the events committed since a page was drawn.
 //
 //   - / lists runs, newest first, filtered by workflow, status, attribute,
-//     code version and creation time, a page at a time;
-//   - /runs/{id} shows a run: its summary, input and output, the Gantt
-//     timeline `skein runs show` draws in the terminal, its steps with their
-//     attempts and errors, hooks, sleeps, output streams (live) and its
-//     events with their payloads (claim-checked payloads come back through
-//     the World's read API, as every reader gets them).
+//     code version and creation time, a page at a time, marking a run whose
+//     compensation failed or that is still compensating;
+//   - /runs/{id} shows a run: its summary (with its compensation counts),
+//     input and output, the Gantt timeline `skein runs show` draws in the
+//     terminal, its steps with their attempts and errors (and a compensable
+//     step's compensation: its status, attempts and error), hooks, sleeps,
+//     output streams (live) and its events with their payloads
+//     (claim-checked payloads come back through the World's read API, as
+//     every reader gets them).
 //
 // Actions (cancel, resume a hook, rerun a finished run, retry or fail a held
 // run) are POST forms carrying a CSRF token: a random value in a cookie that

@@ -130,8 +130,11 @@ type listed struct {
 
 type listedRun struct {
 	ID, Workflow, Status, Version string
-	Created                       time.Time
-	Took                          string
+	// Comp marks the run's compensations: "compensation failed",
+	// "compensating" or "".
+	Comp    string
+	Created time.Time
+	Took    string
 }
 
 // maxScan bounds the runs one list request reads past the filters applied
@@ -215,7 +218,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 				version = noVersion
 			}
 			out.Runs = append(out.Runs, listedRun{ID: run.RunID, Workflow: run.WorkflowName, Status: string(run.Status),
-				Version: version, Created: run.CreatedAt, Took: took(run, now)})
+				Version: version, Comp: compMark(run), Created: run.CreatedAt, Took: took(run, now)})
 			if len(out.Runs) == size {
 				rest := p.Items[i+1:]
 				if !p.HasMore && !slices.ContainsFunc(rest, func(r world.Run) bool { return q.keep(&r) && !q.older(&r) }) {

@@ -20,18 +20,26 @@ func fmtDuration(d time.Duration) string { return timeline.FormatDuration(d) }
 
 // runView is what the run page shows.
 type runView struct {
-	Run      *world.Run
-	Took     string
-	Parent   string
-	Input    string
-	Output   string
-	Error    []errorLine
-	Timeline *chart
-	Steps    []stepView
-	Hooks    []hookView
-	Waits    []waitView
-	Streams  []streamView
-	Events   []eventView
+	Run    *world.Run
+	Took   string
+	Parent string
+	Input  string
+	Output string
+	Error  []errorLine
+	// Compensations is the run's compensation counts in words ("" when
+	// none); CompFailed is set when one failed for good.
+	Compensations string
+	CompFailed    bool
+	// Compensating is set for a run that has ended with compensations
+	// still to run: the page's live feed ends with the run, so it says
+	// to reload.
+	Compensating bool
+	Timeline     *chart
+	Steps        []stepView
+	Hooks        []hookView
+	Waits        []waitView
+	Streams      []streamView
+	Events       []eventView
 	// Live is the URL of the run's live feed from the page's last event on
 	// (the live subscription, as Server-Sent Events); "" once the run ended.
 	Live string
@@ -48,6 +56,8 @@ type stepView struct {
 	Input, Output    string
 	Attempts         []attemptView
 	Error            []errorLine
+	// Comp is the step's compensation, nil when it declared none.
+	Comp *compView
 }
 
 type attemptView struct {
@@ -133,11 +143,13 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 	}
 	now := s.cfg.Now()
 	v := &runView{Run: run, Took: took(run, now), Input: pretty(run.Input), Output: pretty(run.Output),
-		Error: errorChain(run.Error), Timeline: newChart(run, events, now)}
+		Error: errorChain(run.Error), Timeline: newChart(run, events, now),
+		Compensations: compCounts(run), CompFailed: run.Compensations.Failed > 0,
+		Compensating: run.Status.Terminal() && !run.Deactivated() && compMark(run) == "compensating"}
 	if info, err := s.cfg.Client.GetRun(ctx, run.RunID); err == nil {
 		v.Parent = info.ParentRunID
 	}
-	if v.Steps, err = s.steps(ctx, run.RunID, events); err != nil {
+	if v.Steps, err = s.steps(ctx, run, events); err != nil {
 		return nil, err
 	}
 	v.Hooks, v.Waits = hooksAndWaits(events)
@@ -227,7 +239,7 @@ func errorChain(e *world.ErrorData) []errorLine {
 }
 
 // steps lists the run's steps with their attempts, read from the log.
-func (s *server) steps(ctx context.Context, runID string, events []world.Event) ([]stepView, error) {
+func (s *server) steps(ctx context.Context, run *world.Run, events []world.Event) ([]stepView, error) {
 	attempts := map[string][]attemptView{}
 	for _, ev := range events {
 		list := attempts[ev.CorrelationID]
@@ -251,15 +263,17 @@ func (s *server) steps(ctx context.Context, runID string, events []world.Event) 
 		}
 		attempts[ev.CorrelationID] = list
 	}
+	comps := compAttempts(events)
 	var out []stepView
 	for cursor := ""; ; {
-		p, err := s.cfg.World.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		p, err := s.cfg.World.ListSteps(ctx, &world.ListStepsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
 			return nil, err
 		}
 		for _, st := range p.Items {
 			out = append(out, stepView{ID: st.StepID, Name: st.StepName, Status: string(st.Status), Attempt: st.Attempt,
-				Input: pretty(st.Input), Output: pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error)})
+				Input: pretty(st.Input), Output: pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error),
+				Comp: newCompView(run, &st, comps[st.StepID])})
 		}
 		if !p.HasMore {
 			return out, nil

@@ -29,7 +29,9 @@ JSON object per run instead (the stored run: input, output, error and all).
 Held runs (their code diverges from their log) are listed again below the
 table with the divergence and their next retry. -attr lists the runs with
 that attribute (set at start, by the workflow or by a client), alone or
-with the other filters.
+with the other filters. A run whose compensation failed for good is
+marked "(compensation failed)" after its status, one whose compensations
+are still to run "(compensating)"; -status selects by the status alone.
 
 Examples:
   skein runs list
@@ -147,7 +149,7 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tDURATION")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, safeName(r.WorkflowName), versionCell(r.Version), r.Status, r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, safeName(r.WorkflowName), versionCell(r.Version), statusCell(&r), r.CreatedAt.Local().Format(timeLayout), runDuration(&r, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -186,6 +188,13 @@ terminal. A webhook's token is shown redacted (sha256:<first 12 hex
 digits>, as the worker logs show it) unless -show-tokens is given: it is the
 only credential the webhook's URL needs.
 
+A run whose steps declared compensations (their undo) shows the run's
+counts (owed, running, succeeded, failed, and whether its end asked for
+them) and each such step's compensation: its status, attempts and last
+error. A compensation that ran has a row of its own in the timeline
+("undo <step>: <compensation>"), and its step's row shows the step's
+compensation status.
+
 Examples:
   skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
   skein runs show wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -width 80 -no-color | less`,
@@ -205,10 +214,15 @@ Examples:
 			if err != nil {
 				return err
 			}
-			st := style{color: colorOn(e.stdout, *noColor)}
+			steps, err := allSteps(ctx, e.w, r.RunID)
+			if err != nil {
+				return err
+			}
+			st, now := style{color: colorOn(e.stdout, *noColor)}, time.Now()
 			printRunFields(e.stdout, r, st)
 			fmt.Fprintln(e.stdout)
-			drawTimeline(e.stdout, r, events, time.Now(), timelineOptions{width: *width, style: st, showTokens: *reveal})
+			printCompensations(e.stdout, r, steps, now, st)
+			drawTimeline(e.stdout, r, events, now, timelineOptions{width: *width, style: st, showTokens: *reveal})
 			return nil
 		}
 	},
@@ -243,9 +257,19 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 	if r.Cleanup != "" {
 		field("Cleanup", r.Cleanup)
 	}
+	if c := compField(r); c != "" {
+		color := ""
+		if r.Compensations.Failed > 0 {
+			color = red
+		}
+		field("Compensate", st.paint(color, c))
+	}
 	if r.Deactivated() {
-		// Steps the run left running, and its cleanup, finished by then.
+		// Steps the run left running, its cleanup and compensations,
+		// finished by then.
 		field("At rest", fmt.Sprintf("%s (%s after the end)", at(r.DeactivatedAt), fmtDuration(r.DeactivatedAt.Sub(r.CompletedAt))))
+	} else if r.Status.Terminal() && compPending(r) {
+		field("At rest", "not yet: compensations are still to run")
 	} else if r.Status.Terminal() {
 		field("At rest", "not yet: steps it started may still be running")
 	}

@@ -38,14 +38,14 @@ func (s style) status(status string) string { return s.paint(statusColor(status)
 
 func statusColor(status string) string {
 	switch {
-	case status == "completed" || strings.HasPrefix(status, "received"):
+	case status == "completed" || status == "compensated" || strings.HasPrefix(status, "received"):
 		return green
-	case status == "failed" || status == "conflict" || status == "held":
+	case status == "failed" || status == "conflict" || status == "held" || status == "compensation_failed":
 		return red
 	case status == "cancelled" || status == "disposed":
 		return dim
 	}
-	return yellow // pending, running, retrying, waiting
+	return yellow // pending, running, retrying, waiting, compensating
 }
 
 // Timeline glyphs.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -22,8 +23,11 @@ Prints events as they commit, one line each: the time, the run (when
 watching every run), the sequence number, the type and what it concerns.
 With a run ID, it prints the run's log from its first event (or, with
 -snapshot, the run as it stands first: its status and its steps, hooks and
-waits), follows the run and exits when the run ends. Without one, it follows
-every run from now on, until interrupted (Ctrl-C).
+waits), follows the run and exits when the run ends, or, when its end
+asked for its steps to be compensated, once their compensations have
+ended (comp_started, comp_retry_scheduled, comp_succeeded and comp_failed,
+each on the step it undoes). Without one, it follows every run from now
+on, until interrupted (Ctrl-C).
 
 -json prints one JSON object per line instead: {"cursor": …, "event": …} or
 {"cursor": …, "snapshot": …}. A cursor given back with -after resumes after
@@ -84,26 +88,66 @@ func watchRuns(ctx context.Context, e *env, o watchOptions) error {
 	} else if err := e.open(ctx); err != nil {
 		return err
 	}
-	sub, err := e.client.Subscribe(ctx, so)
+	for {
+		ended, err := watchOnce(ctx, e, &so, o)
+		if err != nil || !ended {
+			return err
+		}
+		// The run has ended. The compensations its end asked for may
+		// still be to come: follow them from where the watch stopped.
+		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: o.runID})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return err
+		case r.Compensations.IsZero():
+			return nil
+		case r.Deactivated() || !compPending(r):
+			// Over: a last pass prints what ended them, committed
+			// since the watch stopped (up to r, at least).
+			so.Snapshot = false
+			_, err := watchOnce(ctx, e, &so, o)
+			return err
+		}
+		so.Snapshot = false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(compPoll):
+		}
+	}
+}
+
+// compPoll is how often a watch looks for the compensations that follow a
+// run's end.
+const compPoll = 200 * time.Millisecond
+
+// watchOnce prints updates until the subscription ends. ended is true when
+// a watched run's subscription ended with the run (so.After is where it
+// stopped), false when interrupted.
+func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o watchOptions) (ended bool, err error) {
+	sub, err := e.client.Subscribe(ctx, *so)
 	if errors.Is(err, world.ErrInvalid) && o.after != "" {
-		return usagef("-after %q is not a cursor of this watch: %v", o.after, err)
+		return false, usagef("-after %q is not a cursor of this watch: %v", o.after, err)
 	} else if err != nil {
-		return err
+		return false, err
 	}
 	defer sub.Close()
 	for {
 		u, err := sub.Next()
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil // the run has ended
+			return o.runID != "", nil
 		case err != nil && ctx.Err() != nil:
-			return nil // interrupted
+			return false, nil // interrupted
 		case err != nil:
-			return err
+			return false, err
 		}
 		if err := printUpdate(e.stdout, u, o); err != nil {
-			return err
+			return false, err
 		}
+		so.After = u.Cursor
 	}
 }
 
@@ -126,7 +170,11 @@ func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
 			s.Run.UpdatedAt.Local().Format(clockLayout), s.Run.RunID, safeName(s.Run.WorkflowName), s.Run.Status,
 			s.Run.LastSeq, count(len(s.Steps), "step"), count(len(s.Hooks), "hook"), count(len(s.Waits), "wait"))
 		for _, st := range s.Steps {
-			fmt.Fprintf(w, "    step %s %s %s (attempt %d)\n", st.StepID, safeName(st.StepName), st.Status, st.Attempt)
+			line := fmt.Sprintf("    step %s %s %s (attempt %d)", st.StepID, safeName(st.StepName), st.Status, st.Attempt)
+			if c := st.Compensation; c != nil {
+				line += fmt.Sprintf(", undo %s (attempt %d)", safeName(c.Step), c.Attempt)
+			}
+			fmt.Fprintln(w, line)
 		}
 		for _, h := range s.Hooks {
 			fmt.Fprintf(w, "    hook %s token %s\n", h.HookID, shownToken(h.Token, h.IsWebhook, o.showTokens))
@@ -176,7 +224,12 @@ func eventDetail(ev *world.Event, showTokens bool) string {
 	case *world.RunHeld:
 		return d.ErrorCode + " " + errText(d.Error)
 	case *world.StepCreated:
+		if d.Compensation != "" {
+			return safeName(d.StepName) + " (undo: " + safeName(d.Compensation) + ")"
+		}
 		return safeName(d.StepName)
+	case *world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
+		return compDetail(ev)
 	case *world.StepFailed:
 		return errText(d.Error)
 	case *world.StepRetrying:

@@ -49,10 +49,28 @@ type watcher struct {
 	order    []string
 	waiting  string // what the run waits for, in words
 	terminal bool
+	// comps follows the compensations (undos) of the run's steps, which
+	// may go on after the run's end.
+	comps compTally
 }
 
+// compTally counts a run's compensations from its log, as the World does
+// (world.Compensations): owed by completed steps that declared one, and
+// running; compensate is set when the run's end asked for them.
+type compTally struct {
+	declared      map[string]bool
+	owed, running int
+	compensate    bool
+	attempts      map[string]int
+}
+
+// pending reports whether compensations are still to come: one running,
+// or one owed by a run whose end asked for them.
+func (c *compTally) pending() bool { return c.running > 0 || c.compensate && c.owed > 0 }
+
 func newWatcher(w world.World, runID string, p *printer) *watcher {
-	return &watcher{w: w, runID: runID, p: p, labels: make(map[string]string), attempts: make(map[string]int), done: make(map[string]int)}
+	return &watcher{w: w, runID: runID, p: p, labels: make(map[string]string), attempts: make(map[string]int), done: make(map[string]int),
+		comps: compTally{declared: make(map[string]bool), attempts: make(map[string]int)}}
 }
 
 // catchUp reads the events recorded so far without printing them, and
@@ -76,9 +94,10 @@ func (wa *watcher) catchUp(ctx context.Context) (string, error) {
 	return summary, nil
 }
 
-// follow prints new events until the run ends or ctx is done.
+// follow prints new events until the run ends (and the compensations its
+// end asked for have ended) or ctx is done.
 func (wa *watcher) follow(ctx context.Context) error {
-	for !wa.terminal {
+	for !wa.terminal || wa.comps.pending() {
 		n, err := wa.poll(ctx, true)
 		if err != nil {
 			return err
@@ -127,12 +146,16 @@ func (wa *watcher) event(ev world.Event, print bool) {
 	switch d := ev.Data.(type) {
 	case *world.StepCreated:
 		wa.labels[ev.CorrelationID] = stepLabel(d)
+		wa.comps.declared[ev.CorrelationID] = d.Compensation != ""
 	case *world.StepStarted:
 		wa.attempts[ev.CorrelationID] = d.Attempt - d.Interrupted // a start after a lost worker repeats its attempt
 	case *world.StepRetrying:
 		say("↻ %s attempt %d failed: %s (retrying in %s)", wa.labels[ev.CorrelationID], wa.attempts[ev.CorrelationID],
 			d.Error.Message, roundDuration(time.Until(d.RetryAfter)))
 	case *world.StepCompleted:
+		if wa.comps.declared[ev.CorrelationID] {
+			wa.comps.owed++
+		}
 		wa.markDone(d.StepName)
 		if n := wa.attempts[ev.CorrelationID]; n > 1 {
 			say("✓ %s (attempt %d)", wa.labels[ev.CorrelationID], n)
@@ -141,6 +164,8 @@ func (wa *watcher) event(ev world.Event, print bool) {
 		}
 	case *world.StepFailed:
 		say("✗ %s failed: %s", wa.labels[ev.CorrelationID], d.Error.Message)
+	case *world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
+		wa.compEvent(ev, say)
 	case *world.HookCreated:
 		wa.waiting = fmt.Sprintf("waiting for approval (hook %q)", d.Token)
 		say("%s", wa.waiting)
@@ -167,15 +192,39 @@ func (wa *watcher) event(ev world.Event, print bool) {
 		wa.terminal = true
 		say("✓ run completed")
 	case *world.RunFailed:
-		wa.terminal = true
+		wa.terminal, wa.comps.compensate = true, d.Compensate
 		say("✗ run failed (%s): %s", d.ErrorCode, d.Error.Message)
 	case *world.RunCancelled:
-		wa.terminal = true
+		wa.terminal, wa.comps.compensate = true, d.Compensate
 		say("✗ run cancelled: %s", d.Reason)
 	case *world.RunHeld:
 		// The code changed under a run in flight: it waits for code that
 		// fits its log (skein runs retry), or for skein runs fail.
 		say("⏸ run held (%s), retried at %s: %s", d.ErrorCode, d.RetryAt.Local().Format("15:04:05"), d.Error.Message)
+	}
+}
+
+// compEvent counts and tells a compensation's event: the undo of a
+// completed step, its failed attempts and its outcome.
+func (wa *watcher) compEvent(ev world.Event, say func(string, ...any)) {
+	c, label := &wa.comps, wa.labels[ev.CorrelationID]
+	switch d := ev.Data.(type) {
+	case *world.CompStarted:
+		if c.attempts[ev.CorrelationID] == 0 {
+			c.owed, c.running = max(c.owed-1, 0), c.running+1
+			say("↩ undoing %s (%s)", label, d.Compensation)
+		}
+		c.attempts[ev.CorrelationID] = d.Attempt - d.Interrupted
+	case *world.CompRetryScheduled:
+		say("↻ undo of %s attempt %d failed: %s (retrying in %s)", label, c.attempts[ev.CorrelationID],
+			d.Error.Message, roundDuration(time.Until(d.RetryAfter)))
+	case *world.CompSucceeded:
+		c.running = max(c.running-1, 0)
+		wa.markDone("undo " + label)
+		say("↩ %s undone", label)
+	case *world.CompFailed:
+		c.running = max(c.running-1, 0)
+		say("✗ could not undo %s: %s", label, d.Error.Message)
 	}
 }
 

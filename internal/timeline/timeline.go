@@ -95,6 +95,11 @@ type Row struct {
 	// them apart.
 	Step  string
 	Input []byte
+	// Compensates is, on a compensation's row, the name of the row of the
+	// step it undoes; "" on other rows. A compensation has a row of its
+	// own, added when its first attempt starts: its attempts, retries and
+	// outcome read as a step's do.
+	Compensates string
 }
 
 // Took is how long the row's step, sleep or hook wait lasted.
@@ -125,12 +130,12 @@ func (r *Row) begin(at time.Time, k Kind) {
 
 // started begins an attempt. An attempt still running is one whose
 // executor was lost: the new one took the step over.
-func (r *Row) started(at time.Time, d *world.StepStarted) {
-	if d.Interrupted > r.Lost && r.Open != nil && r.Open.Kind == Running {
+func (r *Row) started(at time.Time, attempt, interrupted int) {
+	if interrupted > r.Lost && r.Open != nil && r.Open.Kind == Running {
 		r.Open.Kind = Lost
 	}
-	r.Lost = max(r.Lost, d.Interrupted)
-	r.Attempt, r.Status = d.Attempt-d.Interrupted, "running"
+	r.Lost = max(r.Lost, interrupted)
+	r.Attempt, r.Status = attempt-interrupted, "running"
 	r.begin(at, Running)
 }
 
@@ -175,7 +180,7 @@ const ChildStep = "skein.start-child"
 // Build turns a run's log into timeline rows, in creation order.
 func Build(events []world.Event, o Options) []*Row {
 	o.defaults()
-	b := builder{o: o, byID: map[string]*Row{}}
+	b := builder{o: o, byID: map[string]*Row{}, comps: map[string]*Row{}}
 	for _, ev := range events {
 		b.event(ev)
 	}
@@ -187,6 +192,8 @@ type builder struct {
 	o    Options
 	rows []*Row
 	byID map[string]*Row
+	// comps are the compensation rows by the ID of the step they undo.
+	comps map[string]*Row
 }
 
 func (b *builder) add(id string, r *Row) {
@@ -207,7 +214,7 @@ func (b *builder) event(ev world.Event) {
 		b.add(ev.CorrelationID, r)
 	case *world.StepStarted:
 		if r != nil {
-			r.started(at, d)
+			r.started(at, d.Attempt, d.Interrupted)
 		}
 	case *world.StepRetrying:
 		if r != nil {
@@ -263,6 +270,8 @@ func (b *builder) event(ev world.Event) {
 			}
 			r.End(at)
 		}
+	case *world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
+		b.comp(ev, r)
 	case *world.RunCancelled, *world.RunFailed:
 		// What was still going ends with the run, as it stood.
 		endOpen(b.rows, at, ev.Type())
@@ -323,8 +332,8 @@ func endOpen(rows []*Row, at time.Time, typ world.EventType) {
 		how = "abandoned"
 	}
 	for _, r := range rows {
-		if r.Open == nil {
-			continue
+		if r.Open == nil || r.Compensates != "" {
+			continue // compensations go on after the run's end
 		}
 		switch r.Status {
 		case "running":
@@ -363,6 +372,9 @@ func Span(rows []*Row, run *world.Run, now time.Time) (start, end time.Time) {
 	start, end = run.CreatedAt, now
 	if run.Status.Terminal() && !run.CompletedAt.IsZero() {
 		end = run.CompletedAt
+		if !run.Deactivated() && compensating(rows) {
+			end = later(end, now) // compensations go on after the end
+		}
 	}
 	for _, r := range rows {
 		if r.Open != nil {
@@ -373,6 +385,23 @@ func Span(rows []*Row, run *world.Run, now time.Time) (start, end time.Time) {
 		}
 	}
 	return start, end
+}
+
+// compensating reports whether a compensation's row is still open.
+func compensating(rows []*Row) bool {
+	for _, r := range rows {
+		if r.Open != nil && r.Compensates != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Clip shortens s to n runes, ending it with "…" when cut.
