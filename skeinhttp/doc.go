@@ -27,7 +27,7 @@
 //	id: <cursor>                    an event (the default "message" type): world.Event's JSON
 //	data: {"runId":…,"seq":…,"eventType":…,"eventData":{…}}
 //
-//	event: end                      the run has ended: nothing more will come
+//	event: end                      the run has ended and is at rest: nothing more will come
 //	data: {}
 //
 //	event: error                    the subscription failed; the stream ends

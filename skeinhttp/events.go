@@ -137,7 +137,7 @@ func (h *Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ended reports whether a resumed one-run stream is already past the run's
-// end.
+// end and rest (Client.AtRest).
 func (h *Events) ended(ctx context.Context, o workflow.SubscribeOptions) (bool, error) {
 	if o.RunID == "" || o.After == "" {
 		return false, nil
@@ -147,10 +147,10 @@ func (h *Events) ended(ctx context.Context, o workflow.SubscribeOptions) (bool, 
 		return false, err
 	}
 	run, err := h.cfg.Client.World().GetRun(ctx, &world.GetRunParams{RunID: o.RunID})
-	if err != nil {
+	if err != nil || seq < run.LastSeq {
 		return false, err
 	}
-	return run.Status.Terminal() && seq >= run.LastSeq, nil
+	return h.cfg.Client.AtRest(ctx, o.RunID)
 }
 
 type next struct {

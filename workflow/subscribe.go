@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -63,8 +64,11 @@ type Subscription struct {
 //
 // Ordering: one run's events come in sequence order; across runs the
 // World decides (commit order on the local world, none on a polling
-// World). A subscription to one run ends (io.EOF) after the run's terminal
-// event. An unknown run is an error wrapping world.ErrNotFound, a
+// World). A subscription to one run ends (io.EOF) once the run is at
+// rest: after its terminal event, the events of what it had under way
+// (steps finishing, compensations, the cleanup hook) follow, up to
+// run_deactivated (or, for a log that never gets one, such as one written
+// by hand, a second after the end once nothing is under way). An unknown run is an error wrapping world.ErrNotFound, a
 // malformed cursor one wrapping world.ErrInvalid, returned by Subscribe or
 // by the first Next.
 func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscription, error) {
@@ -110,18 +114,124 @@ func (c *Client) updates(ctx context.Context, p *world.WatchParams, snapshot boo
 			}
 			p.After = after
 		}
-		for e, err := range world.Watch(ctx, c.w, p) {
-			if err != nil {
-				yield(nil, err)
-				return
+		rest := &restWatch{c: c, runID: p.RunID}
+		for {
+			for e, err := range world.Watch(ctx, c.w, p) {
+				if err != nil {
+					yield(nil, err)
+					return
+				}
+				if e.Event.Seq <= seen[e.Event.RunID] {
+					continue // in the run's snapshot already
+				}
+				p.After = e.Cursor
+				if !yield(&Update{Cursor: e.Cursor, Event: &e.Event}, nil) {
+					return
+				}
 			}
-			if e.Event.Seq <= seen[e.Event.RunID] {
-				continue // in the run's snapshot already
-			}
-			if !yield(&Update{Cursor: e.Cursor, Event: &e.Event}, nil) {
+			// A World's watch of one run ends with the run's end; what
+			// follows it (steps finishing, compensations, the cleanup)
+			// is followed until run_deactivated.
+			if done, err := rest.atRest(ctx); done || err != nil {
+				if err != nil {
+					yield(nil, err)
+				}
 				return
 			}
 		}
+	}
+}
+
+// restGrace is how long a finished run with nothing under way is watched
+// for its run_deactivated before its subscription ends without it (a log
+// written by hand, or by code older than run_deactivated, never has one).
+const restGrace = time.Second
+
+// restWatch decides when a one-run subscription is over, once the World's
+// watch has delivered the run's end.
+type restWatch struct {
+	c         *Client
+	runID     string
+	idleSeq   int64     // the LastSeq at which the run was seen idle
+	idleSince time.Time // when it was first seen idle at idleSeq
+}
+
+// atRest reports whether the watch is over: the run is deactivated, or
+// nothing of it is under way and its log has not moved for restGrace (or
+// no single run was watched). Otherwise it waits the Client's poll
+// interval first.
+func (r *restWatch) atRest(ctx context.Context) (bool, error) {
+	if r.runID == "" {
+		return true, nil
+	}
+	run, err := r.c.w.GetRun(ctx, &world.GetRunParams{RunID: r.runID})
+	if err != nil || run.Deactivated() {
+		return true, err
+	}
+	busy, err := r.c.underWay(ctx, run)
+	if err != nil {
+		return true, err
+	}
+	now := time.Now()
+	switch {
+	case busy || run.LastSeq != r.idleSeq || r.idleSince.IsZero():
+		r.idleSeq, r.idleSince = run.LastSeq, now
+		if busy {
+			r.idleSince = time.Time{}
+		}
+	case now.Sub(r.idleSince) >= restGrace:
+		return true, nil
+	}
+	select {
+	case <-ctx.Done():
+		return true, ctx.Err()
+	case <-time.After(r.c.cfg.PollInterval):
+		return false, nil
+	}
+}
+
+// AtRest reports whether the run has ended with nothing of it under way
+// any more: it is deactivated, or it is finished and has no cleanup
+// pending, no compensation running or owed and no step running (a log
+// that never gets run_deactivated, such as one written by hand).
+func (c *Client) AtRest(ctx context.Context, runID string) (bool, error) {
+	run, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil {
+		return false, err
+	}
+	if run.Deactivated() {
+		return true, nil
+	}
+	if !run.Status.Terminal() {
+		return false, nil
+	}
+	busy, err := c.underWay(ctx, run)
+	return !busy, err
+}
+
+// underWay reports whether a finished run still has work that will be
+// recorded: a pending cleanup, compensations running or owed, or a step
+// running.
+func (c *Client) underWay(ctx context.Context, run *world.Run) (bool, error) {
+	comps := run.Compensations
+	if run.Cleanup == world.CleanupPending || comps.Running > 0 || (run.Compensate && comps.Owed > 0) {
+		return true, nil
+	}
+	p := &world.ListStepsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit}}
+	for {
+		pg, err := c.w.ListSteps(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		for _, st := range pg.Items {
+			if st.Status == world.StepStatusRunning {
+				return true, nil
+			}
+		}
+		if !pg.HasMore || len(pg.Items) == 0 {
+			return false, nil
+		}
+		p.Cursor = pg.Cursor
 	}
 }
 
@@ -181,7 +291,7 @@ func (c *Client) RunState(ctx context.Context, runID string) (*world.RunState, e
 }
 
 // Next returns the next update, waiting for it. It returns io.EOF after
-// the last update of a run that has ended, and the context's error once
+// the last update of a run that has ended and come to rest, and the context's error once
 // the subscription's context is done or it is closed.
 func (s *Subscription) Next() (*Update, error) {
 	s.mu.Lock()
@@ -200,7 +310,7 @@ func (s *Subscription) Next() (*Update, error) {
 }
 
 // All yields the updates until the subscription ends: after a finished
-// run's terminal event, or with an error (the context's, once it is done
+// run's run_deactivated, or with an error (the context's, once it is done
 // or the subscription closed). Use either All or Next.
 func (s *Subscription) All() iter.Seq2[*Update, error] {
 	return func(yield func(*Update, error) bool) {

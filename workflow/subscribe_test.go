@@ -250,3 +250,66 @@ func TestSubscribeAllRunsFromSubscribe(t *testing.T) {
 		t.Fatalf("first update %+v, %v: want the run_created of the run started after Subscribe", u, err)
 	}
 }
+
+// subSlowGate lets subSlow return (one test uses it).
+var subSlowGate = make(chan struct{})
+
+var subSlow = workflow.NewStep("sub-slow", func(ctx context.Context, _ string) (string, error) {
+	select {
+	case <-subSlowGate:
+		return "late", nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+})
+
+// subOutlived starts subSlow without awaiting it and completes at once:
+// the slow step records its result after the run's end.
+var subOutlived = workflow.New("sub-outlived", func(ctx workflow.Context, _ string) (int, error) {
+	subSlow.Go(ctx, "x")
+	return subStep.Call(ctx, 2)
+})
+
+// TestSubscribeFollowsTheRestUntilDeactivated: a subscription to one run
+// does not end at the run's terminal event while a step it started still
+// runs: the step's late result and run_deactivated come, then io.EOF.
+func TestSubscribeFollowsTheRestUntilDeactivated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, subOutlived, subSlow, subStep)
+	ctx := e.ctx()
+	run, err := subOutlived.Start(ctx, e.client, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{RunID: run.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var types []world.EventType
+	for {
+		u, err := sub.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, u.Event.Type())
+		if u.Event.Type() == world.EventRunCompleted {
+			close(subSlowGate) // the outcome is out: now let the slow step end
+		}
+	}
+	end, late := -1, -1
+	for i, ty := range types {
+		switch {
+		case ty == world.EventRunCompleted:
+			end = i
+		case ty == world.EventStepCompleted && end >= 0:
+			late = i
+		}
+	}
+	if end < 0 || late < 0 || types[len(types)-1] != world.EventRunDeactivated {
+		t.Fatalf("updates %v: want run_completed, then the slow step's step_completed, ending with run_deactivated", types)
+	}
+}
