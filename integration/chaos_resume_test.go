@@ -109,6 +109,7 @@ func stamp() string { return time.Now().UTC().Format("15:04:05.000") }
 type resumeLog struct {
 	mu         sync.Mutex
 	lines      map[string][]string
+	errors     int // errors the resumers logged
 	violations []string
 }
 
@@ -118,6 +119,21 @@ func (l *resumeLog) note(runID, line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines[runID] = append(l.lines[runID], line)
+}
+
+// noteError keeps an error line of run runID's resumer.
+func (l *resumeLog) noteError(runID, line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors++
+	l.lines[runID] = append(l.lines[runID], line)
+}
+
+// errorCount returns how many errors the resumers logged.
+func (l *resumeLog) errorCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.errors
 }
 
 func (l *resumeLog) violate(err error) {
@@ -152,7 +168,7 @@ func resumeWhenWaiting(ctx context.Context, t *testing.T, l *resumeLog, c *workf
 	logf := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		t.Log(line)
-		l.note(runID, line)
+		l.noteError(runID, line)
 	}
 	notef := func(format string, args ...any) { l.note(runID, fmt.Sprintf(format, args...)) }
 	for ctx.Err() == nil {

@@ -84,6 +84,7 @@ func TestChaosLambda(t *testing.T) {
 	ctx := context.Background()
 	plans := map[string]demo.ChaosPlan{}
 	var wg sync.WaitGroup
+	defer wg.Wait() // after stopResuming: no resumer logs once the test has ended
 	resumes := newResumeLog()
 	rctx, stopResuming := context.WithCancel(ctx)
 	defer stopResuming()
@@ -152,10 +153,11 @@ func TestChaosLambda(t *testing.T) {
 	logFlowLines(t, s, evidence)
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
 	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
-		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; %d violations; %s",
+		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; "+
+		"%d resumer errors; %d violations; %s",
 		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, st.Batches, st.ColdStarts,
 		kills, es["Runtime.ExitError"], es["Sandbox.Timedout"], redeliver.duplicates.Load(), redeliver.expiries.Load(),
-		faultKinds(inj), deadExpected, len(violations), time.Since(began).Round(time.Second))
+		faultKinds(inj), deadExpected, resumes.errorCount(), len(violations), time.Since(began).Round(time.Second))
 }
 
 // waitFewerOpen waits until fewer than n chaos runs (parents) are going and
