@@ -21,6 +21,7 @@ import (
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // The environment of a local chaos worker (the test binary run again by
@@ -206,8 +207,9 @@ func runChaosWorker(logger *slog.Logger) error {
 		}
 	}
 	resumed := map[int]bool{}
+	logf := func(format string, args ...any) { logger.Warn(fmt.Sprintf(format, args...)) }
 	for {
-		done, err := chaosPass(ctx, c, n, resumed)
+		done, err := chaosPass(ctx, c, n, resumed, logf)
 		if err != nil {
 			return err
 		}
@@ -219,18 +221,25 @@ func runChaosWorker(logger *slog.Logger) error {
 }
 
 // chaosPass resumes the hooks that wait and not resumed yet by this
-// process (run k's once when k is even, twice at once when odd) and reports
-// whether every run has ended.
-func chaosPass(ctx context.Context, c *workflow.Client, n int, resumed map[int]bool) (bool, error) {
+// process (run k's once when k is even, twice at once when odd: see
+// resumeChaosHook, whose errors it logs) and reports whether every run has
+// ended.
+func chaosPass(ctx context.Context, c *workflow.Client, n int, resumed map[int]bool, logf func(string, ...any)) (bool, error) {
 	for k := range n {
 		if resumed[k] {
 			continue
 		}
-		if _, err := c.GetHookByToken(ctx, demo.ChaosHookToken(strconv.Itoa(k))); err != nil {
+		h, err := c.GetHookByToken(ctx, demo.ChaosHookToken(strconv.Itoa(k)))
+		if err != nil {
+			if !errors.Is(err, world.ErrNotFound) {
+				logf("run with key %d: GetHookByToken: %v", k, err)
+			}
 			continue
 		}
 		resumed[k] = true
-		resumeChaosHook(ctx, c, strconv.Itoa(k), 1+k%2)
+		if err := resumeChaosHook(ctx, c, h.RunID, strconv.Itoa(k), 1+k%2, logf, func(string, ...any) {}); err != nil {
+			return false, err
+		}
 	}
 	runs, err := allRuns(ctx, c.World())
 	if err != nil {
@@ -246,17 +255,4 @@ func chaosPass(ctx context.Context, c *workflow.Client, n int, resumed map[int]b
 		}
 	}
 	return parents == n, nil
-}
-
-// resumeChaosHook sends times payloads at once to the hook of the run with
-// key, and waits for the answers (errors are the run's business: a second
-// payload may come after the run has moved on).
-func resumeChaosHook(ctx context.Context, c *workflow.Client, key string, times int) {
-	var wg sync.WaitGroup
-	for i := range times {
-		wg.Go(func() {
-			_, _ = c.ResumeHook(ctx, demo.ChaosHookToken(key), demo.ChaosApproval{By: fmt.Sprintf("approver-%d", i)})
-		})
-	}
-	wg.Wait()
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/integration/lambdaemu"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -85,6 +84,8 @@ func TestChaosLambda(t *testing.T) {
 	ctx := context.Background()
 	plans := map[string]demo.ChaosPlan{}
 	var wg sync.WaitGroup
+	defer wg.Wait() // after stopResuming: no resumer logs once the test has ended
+	resumes := newResumeLog()
 	rctx, stopResuming := context.WithCancel(ctx)
 	defer stopResuming()
 	began := time.Now()
@@ -106,7 +107,7 @@ func TestChaosLambda(t *testing.T) {
 			t.Fatalf("start %d: %v", i, err)
 		}
 		plans[run.ID()] = p
-		wg.Go(func() { resumeWhenWaiting(rctx, s.client, run.ID(), p.Key, 1+i%2) })
+		wg.Go(func() { resumeWhenWaiting(rctx, t, resumes, s.client, run.ID(), p.Key, 1+i%2) })
 	}
 	stuck := waitAllEnded(ctx, t, s, time.Minute, 5*time.Minute)
 	var dead []string
@@ -134,6 +135,7 @@ func TestChaosLambda(t *testing.T) {
 		t.Fatal(err)
 	}
 	violations = append(violations, stuck...)
+	violations = append(violations, resumes.failures()...)
 	more, moreExpected := deadLetters(ctx, t, s, false)
 	violations = append(violations, append(dead, more...)...)
 	deadExpected += moreExpected
@@ -146,29 +148,16 @@ func TestChaosLambda(t *testing.T) {
 			t.Errorf("no %s fault was injected: the suite proves nothing about it", k)
 		}
 	}
-	logFlowLines(t, s, logRunEvidence(ctx, t, s.world, violations))
+	evidence := logRunEvidence(ctx, t, s.world, violations)
+	resumes.logRuns(t, evidence)
+	logFlowLines(t, s, evidence)
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
 	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
-		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; %d violations; %s",
+		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; "+
+		"%d resumer errors; %d violations; %s",
 		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, st.Batches, st.ColdStarts,
 		kills, es["Runtime.ExitError"], es["Sandbox.Timedout"], redeliver.duplicates.Load(), redeliver.expiries.Load(),
-		faultKinds(inj), deadExpected, len(violations), time.Since(began).Round(time.Second))
-}
-
-// resumeWhenWaiting waits for the hook of the run with key and sends it
-// times payloads at once; it gives up when the run ends first (the stuck
-// run check reports a run that never got there).
-func resumeWhenWaiting(ctx context.Context, c *workflow.Client, runID, key string, times int) {
-	for ctx.Err() == nil {
-		if _, err := c.GetHookByToken(ctx, demo.ChaosHookToken(key)); err == nil {
-			resumeChaosHook(ctx, c, key, times)
-			return
-		}
-		if info, err := c.GetRun(ctx, runID); err == nil && info.Status.Terminal() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		faultKinds(inj), deadExpected, resumes.errorCount(), len(violations), time.Since(began).Round(time.Second))
 }
 
 // waitFewerOpen waits until fewer than n chaos runs (parents) are going and
