@@ -95,59 +95,6 @@ func ClientFrom(ctx context.Context) *Client {
 	return nil
 }
 
-// StartOption tunes Start.
-type StartOption func(*startOptions)
-
-type startOptions struct {
-	unregistered bool
-	key          string
-	keySet       bool // WithIdempotencyKey was given, even with ""
-	anyInput     bool // the key's run is this start's whatever its input (a schedule's firing)
-	existed      *bool
-	attributes   map[string]string
-	lineage      *engine.ExecutionContext
-	version      *string
-}
-
-// WithIdempotencyKey makes Start idempotent: starting again with the same
-// key, workflow and input returns the run the first call started
-// (Run.Existed, or ReportExisting for Client.Start, tells), so a start can
-// be retried safely. The key names that one start: the same key with
-// another input (compared as JSON values) or another workflow is an
-// *IdempotencyConflictError matching world.ErrConflict, not the first run
-// with the new input dropped. An empty key is refused: Start
-// returns an error matching world.ErrInvalid and creates no run (leave the
-// option out to start without a key).
-func WithIdempotencyKey(key string) StartOption {
-	return func(o *startOptions) { o.key, o.keySet = key, true }
-}
-
-// ReportExisting makes Start set *existed: true when its idempotency key
-// named a run started before, whose ID Start returns instead of starting
-// one, false when Start created the run.
-func ReportExisting(existed *bool) StartOption { return func(o *startOptions) { o.existed = existed } }
-
-// StartUnregistered lets Client.Start by name start a workflow that the
-// client's Registry does not hold, for a workflow that workers of another
-// service run. Without it, a client given a Registry refuses such a name
-// with an *UnknownWorkflowError, and a client without one starts any name.
-func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
-
-// WithVersion records version as the new run's code version in place of
-// the client's (ClientConfig.Version): for a tool that starts runs on
-// behalf of other code, such as one rerunning a run of an older version.
-// "" records none.
-func WithVersion(version string) StartOption {
-	return func(o *startOptions) { o.version = &version }
-}
-
-// WithAttributes records string attributes with the run (within the
-// bounds SetAttributes gives; Start refuses others with an error matching
-// world.ErrInvalid and creates no run).
-func WithAttributes(attrs map[string]string) StartOption {
-	return func(o *startOptions) { o.attributes = attrs }
-}
-
 // Start starts a run of the named workflow with input (encoded as JSON)
 // and returns its ID. Called in a step, the new run records the step's run
 // as its parent.
@@ -180,25 +127,6 @@ func (c *Client) Start(ctx context.Context, workflowName string, input any, opts
 	}
 	id, _, err := c.start(ctx, workflowName, b, o)
 	return id, err
-}
-
-// checkStart refuses, before a run is created, a workflow name the
-// client's Registry does not hold and an input (JSON) that does not decode
-// into the input type of the workflow it holds, as a run of it would
-// decode it. A client without a Registry, or a start that says
-// StartUnregistered, checks neither.
-func (c *Client) checkStart(name string, input json.RawMessage, o startOptions) error {
-	if !c.known || o.unregistered || name == "" {
-		return nil
-	}
-	ok, err := c.reg.checkInput(name, input)
-	if !ok {
-		return &UnknownWorkflowError{Name: name}
-	}
-	if err != nil {
-		return &InputError{Workflow: name, Err: err}
-	}
-	return nil
 }
 
 // checkKnown refuses a workflow name the client's Registry does not hold,

@@ -87,3 +87,22 @@ func decodeJSON(raw json.RawMessage) (any, error) {
 	}
 	return v, nil
 }
+
+// checkStart refuses, before a run is created, a workflow name the
+// client's Registry does not hold and an input (JSON) that does not decode
+// into the input type of the workflow it holds, as a run of it would
+// decode it. A client without a Registry, or a start that says
+// StartUnregistered, checks neither.
+func (c *Client) checkStart(name string, input json.RawMessage, o startOptions) error {
+	if !c.known || o.unregistered || name == "" {
+		return nil
+	}
+	ok, err := c.reg.checkInput(name, input)
+	if !ok {
+		return &UnknownWorkflowError{Name: name}
+	}
+	if err != nil {
+		return &InputError{Workflow: name, Err: err}
+	}
+	return nil
+}
