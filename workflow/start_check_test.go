@@ -16,17 +16,17 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-type order struct {
+type checkedOrder struct {
 	ID    string `json:"id"`
 	Items int    `json:"items"`
 }
 
-var takesOrder = workflow.New("takes-order", func(ctx workflow.Context, in order) (int, error) { return in.Items, nil })
+var takesCheckedOrder = workflow.New("takes-order", func(ctx workflow.Context, in checkedOrder) (int, error) { return in.Items, nil })
 
-var takesInt = workflow.New("takes-int", func(ctx workflow.Context, n int) (int, error) { return n, nil })
+var takesCheckedInt = workflow.New("takes-int", func(ctx workflow.Context, n int) (int, error) { return n, nil })
 
 // startCheckClient returns a client over a fresh local World, given a
-// Registry holding takesOrder and takesInt when registry is set.
+// Registry holding takesCheckedOrder and takesCheckedInt when registry is set.
 func startCheckClient(t *testing.T, registry bool) *workflow.Client {
 	t.Helper()
 	lw, err := localworld.Open(localworld.Config{})
@@ -36,7 +36,7 @@ func startCheckClient(t *testing.T, registry bool) *workflow.Client {
 	t.Cleanup(func() { _ = lw.Close() })
 	cfg := workflow.ClientConfig{World: lw}
 	if registry {
-		cfg.Registry = workflow.NewRegistry().MustRegister(takesOrder, takesInt)
+		cfg.Registry = workflow.NewRegistry().MustRegister(takesCheckedOrder, takesCheckedInt)
 	}
 	c, err := workflow.NewClient(cfg)
 	if err != nil {
@@ -45,7 +45,7 @@ func startCheckClient(t *testing.T, registry bool) *workflow.Client {
 	return c
 }
 
-func countRuns(t *testing.T, c *workflow.Client) int {
+func countStartedRuns(t *testing.T, c *workflow.Client) int {
 	t.Helper()
 	page, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{Limit: 100})
 	if err != nil {
@@ -70,8 +70,8 @@ func TestClientStartChecksInput(t *testing.T) {
 	}{
 		{"a number for a struct", true, "takes-order", 42, nil, "cannot unmarshal number"},
 		{"a string for an int", true, "takes-int", "seven", nil, "cannot unmarshal string"},
-		{"a field of the wrong type", true, "takes-order", map[string]any{"id": "o1", "items": "two"}, nil, "order.items"},
-		{"a struct that fits", true, "takes-order", order{ID: "o1", Items: 2}, nil, ""},
+		{"a field of the wrong type", true, "takes-order", map[string]any{"id": "o1", "items": "two"}, nil, "checkedOrder.items"},
+		{"a struct that fits", true, "takes-order", checkedOrder{ID: "o1", Items: 2}, nil, ""},
 		{"a map that fits", true, "takes-order", map[string]any{"id": "o1", "items": 2}, nil, ""},
 		{"nil is the zero value", true, "takes-order", nil, nil, ""},
 		{"StartUnregistered skips the check", true, "takes-order", 42, []workflow.StartOption{workflow.StartUnregistered()}, ""},
@@ -82,7 +82,7 @@ func TestClientStartChecksInput(t *testing.T) {
 			c := startCheckClient(t, tc.registry)
 			id, err := c.Start(context.Background(), tc.workflow, tc.input, tc.opts...)
 			if tc.refused == "" {
-				if err != nil || id == "" || countRuns(t, c) != 1 {
+				if err != nil || id == "" || countStartedRuns(t, c) != 1 {
 					t.Fatalf("Start = %q, %v; want one run", id, err)
 				}
 				return
@@ -94,7 +94,7 @@ func TestClientStartChecksInput(t *testing.T) {
 			if !strings.Contains(err.Error(), "no run created") || id != "" {
 				t.Errorf("Start = %q, %v; want no run ID and an error saying no run was created", id, err)
 			}
-			if n := countRuns(t, c); n != 0 {
+			if n := countStartedRuns(t, c); n != 0 {
 				t.Errorf("a refused start created %d runs", n)
 			}
 		})
@@ -111,7 +111,7 @@ func TestRunInputDecodeFailureWording(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lw.Close()
-	reg := workflow.NewRegistry().MustRegister(takesOrder)
+	reg := workflow.NewRegistry().MustRegister(takesCheckedOrder)
 	stop := startWorkers(t, 1, workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
 	defer stop()
 	c, err := workflow.NewClient(workflow.ClientConfig{World: lw}) // no Registry: no check
@@ -153,16 +153,16 @@ func TestIdempotencyKeyInput(t *testing.T) {
 			return s.ID, s.Existed, nil
 		}
 	}
-	typed := func(in order) start {
+	typed := func(in checkedOrder) start {
 		return func(ctx context.Context, c *workflow.Client, key string) (string, bool, error) {
-			r, err := takesOrder.Start(ctx, c, in, workflow.WithIdempotencyKey(key))
+			r, err := takesCheckedOrder.Start(ctx, c, in, workflow.WithIdempotencyKey(key))
 			if err != nil {
 				return "", false, err
 			}
 			return r.ID(), r.Existed(), nil
 		}
 	}
-	o1 := order{ID: "o1", Items: 2}
+	o1 := checkedOrder{ID: "o1", Items: 2}
 	for _, tc := range []struct {
 		name          string
 		first, second start
@@ -174,8 +174,8 @@ func TestIdempotencyKeyInput(t *testing.T) {
 		{"same JSON value, other spacing and order", byJSON("takes-order", `{"id":"o1","items":2}`), byJSON("takes-order", ` { "items": 2, "id": "o1" } `), false, false},
 		{"typed then JSON", typed(o1), byJSON("takes-order", `{"items":2,"id":"o1"}`), false, false},
 		{"no input then null", byJSON("takes-order", ``), byJSON("takes-order", `null`), false, false},
-		{"another input by name", byName("takes-order", o1), byName("takes-order", order{ID: "o1", Items: 3}), true, true},
-		{"another input typed", typed(o1), typed(order{ID: "o2", Items: 2}), true, true},
+		{"another input by name", byName("takes-order", o1), byName("takes-order", checkedOrder{ID: "o1", Items: 3}), true, true},
+		{"another input typed", typed(o1), typed(checkedOrder{ID: "o2", Items: 2}), true, true},
 		{"another input as JSON", byJSON("takes-order", `{"id":"o1","items":2}`), byJSON("takes-order", `{"id":"o1","items":3}`), true, true},
 		{"a member more", byJSON("takes-order", `{"id":"o1","items":2}`), byJSON("takes-order", `{"id":"o1","items":2,"note":"x"}`), true, true},
 		{"another workflow", byName("takes-order", o1), byName("takes-int", 2), true, false},
@@ -205,7 +205,7 @@ func TestIdempotencyKeyInput(t *testing.T) {
 			if second != "" {
 				t.Errorf("a refused start returned run %q", second)
 			}
-			if n := countRuns(t, c); n != 1 {
+			if n := countStartedRuns(t, c); n != 1 {
 				t.Errorf("%d runs, want the first only", n)
 			}
 		})
@@ -225,7 +225,7 @@ func TestStartRefusalsMatchErrInvalid(t *testing.T) {
 			return err
 		}},
 		{"Workflow.Start empty key", func(ctx context.Context, c *workflow.Client) error {
-			_, err := takesInt.Start(ctx, c, 1, workflow.WithIdempotencyKey(""))
+			_, err := takesCheckedInt.Start(ctx, c, 1, workflow.WithIdempotencyKey(""))
 			return err
 		}},
 		{"StartJSON empty key", func(ctx context.Context, c *workflow.Client) error {
@@ -244,7 +244,7 @@ func TestStartRefusalsMatchErrInvalid(t *testing.T) {
 			if !errors.Is(err, world.ErrInvalid) {
 				t.Fatalf("start = %v; want an error matching world.ErrInvalid", err)
 			}
-			if n := countRuns(t, c); n != 0 {
+			if n := countStartedRuns(t, c); n != 0 {
 				t.Errorf("a refused start created %d runs", n)
 			}
 		})
@@ -280,7 +280,7 @@ func TestScheduleFiringIgnoresInputChange(t *testing.T) {
 					t.Fatalf("firing with input %s: %v", in, err)
 				}
 			}
-			if n := countRuns(t, p.Client()); n != 1 {
+			if n := countStartedRuns(t, p.Client()); n != 1 {
 				t.Errorf("%d runs, want one for the firing", n)
 			}
 		})
@@ -305,7 +305,7 @@ func TestIdempotencyKeyInputEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := workflow.NewRegistry().MustRegister(takesOrder)
+	reg := workflow.NewRegistry().MustRegister(takesCheckedOrder)
 	sealed, err := workflow.NewClient(workflow.ClientConfig{World: ew, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -315,24 +315,24 @@ func TestIdempotencyKeyInputEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first, err := takesOrder.Start(ctx, sealed, order{ID: "o1", Items: 2}, workflow.WithIdempotencyKey("k"))
+	first, err := takesCheckedOrder.Start(ctx, sealed, checkedOrder{ID: "o1", Items: 2}, workflow.WithIdempotencyKey("k"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name     string
 		c        *workflow.Client
-		in       order
+		in       checkedOrder
 		want     error // nil: the first run again
 		keyError bool
 	}{
-		{"same input", sealed, order{ID: "o1", Items: 2}, nil, false},
-		{"another input", sealed, order{ID: "o1", Items: 9}, world.ErrConflict, false},
-		{"a client without the key", plain, order{ID: "o1", Items: 2}, nil, true},
+		{"same input", sealed, checkedOrder{ID: "o1", Items: 2}, nil, false},
+		{"another input", sealed, checkedOrder{ID: "o1", Items: 9}, world.ErrConflict, false},
+		{"a client without the key", plain, checkedOrder{ID: "o1", Items: 2}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := takesOrder.Start(ctx, tc.c, tc.in, workflow.WithIdempotencyKey("k"))
+			r, err := takesCheckedOrder.Start(ctx, tc.c, tc.in, workflow.WithIdempotencyKey("k"))
 			var ke *encrypt.KeyError
 			switch {
 			case tc.keyError:
