@@ -63,7 +63,12 @@ func problemFor(err error) *problem {
 	var unknown *workflow.UnknownWorkflowError
 	var input *workflow.InputError
 	var hook *workflow.HookNotFoundError
+	var idem *workflow.IdempotencyConflictError
 	switch {
+	case errors.As(err, &idem):
+		// A conflict like the world's (CONFLICT), naming the key's run.
+		return &problem{Type: problemType("conflict"), Title: "Conflict", Status: http.StatusConflict, Code: "CONFLICT",
+			Workflow: idem.Workflow, RunID: idem.RunID, Detail: idemDetail(idem)}
 	case errors.As(err, &unknown):
 		return &problem{Type: problemType("unknown-workflow"), Title: "Not Found", Status: http.StatusNotFound, Code: "UNKNOWN_WORKFLOW",
 			Workflow: unknown.Name, Detail: fmt.Sprintf("workflow %q is not registered with this function's registry (no run created)", unknown.Name)}
@@ -91,6 +96,16 @@ func problemFor(err error) *problem {
 	}
 	return &problem{Type: problemType("internal"), Title: "Internal Server Error", Status: http.StatusInternalServerError, Code: "INTERNAL",
 		Detail: "the request failed; the function's log has the cause"}
+}
+
+// idemDetail says why a start's idempotency key was refused. The key is
+// the caller's own, echoed back.
+func idemDetail(e *workflow.IdempotencyConflictError) string {
+	if e.InputDiffers {
+		return fmt.Sprintf("idempotency key %q already started run %s of workflow %q with another input; "+
+			"a key names one start: use another key for another input (no run created)", e.Key, e.RunID, e.Workflow)
+	}
+	return fmt.Sprintf("idempotency key %q already started run %s of workflow %q, not %q (no run created)", e.Key, e.RunID, e.Workflow, e.Requested)
 }
 
 // writeProblem writes p as application/problem+json.

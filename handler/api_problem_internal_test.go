@@ -33,6 +33,7 @@ func TestProblemFor(t *testing.T) {
 		{&workflow.UnknownWorkflowError{Name: "w"}, 404, "UNKNOWN_WORKFLOW"},
 		{&workflow.InputError{Workflow: "w", Err: errors.New("x")}, 400, "INVALID_INPUT"},
 		{&workflow.HookNotFoundError{Token: "t"}, 404, "HOOK_NOT_FOUND"},
+		{&workflow.IdempotencyConflictError{Key: "k", RunID: "r", Workflow: "w", Requested: "w", InputDiffers: true}, 409, "CONFLICT"},
 		{context.DeadlineExceeded, 504, "TIMEOUT"},
 		{fmt.Errorf("get run: %w", &encrypt.KeyError{KeyID: "k1", RunID: "wrun_x", Err: errors.New("no such key")}), 500, "KEY_UNAVAILABLE"},
 		{errors.New("dynamodb: secret internals"), 500, "INTERNAL"},

@@ -86,6 +86,47 @@ func TestAPIIdempotencyKey(t *testing.T) {
 	}
 }
 
+// The same idempotency key with another input is a 409 conflict naming the
+// key's run, not that run with the new input dropped; the same input
+// written otherwise (spacing, member order) is the same start.
+func TestAPIIdempotencyKeyInput(t *testing.T) {
+	t.Parallel()
+	path := "/v1/workflows/api-greet/runs"
+	for _, tc := range []struct {
+		name, second string
+		conflict     bool
+	}{
+		{"the same input", `{"input":{"name":"ada"}}`, false},
+		{"the same input written otherwise", `{ "input" : { "name" : "ada" } }`, false},
+		{"another input", `{"input":{"name":"bob"}}`, true},
+		{"no input", `{}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupAPI(t, false, nil)
+			first := b.do(t, http.MethodPost, path, `{"input":{"name":"ada"}}`, "Idempotency-Key", "order-1")
+			if first.status != http.StatusCreated {
+				t.Fatalf("first %d %s", first.status, first.raw)
+			}
+			again := b.do(t, http.MethodPost, path, tc.second, "Idempotency-Key", "order-1")
+			if !tc.conflict {
+				if again.status != http.StatusOK || again.body["id"] != first.body["id"] {
+					t.Fatalf("again %d %s, want 200 with run %v", again.status, again.raw, first.body["id"])
+				}
+				return
+			}
+			again.problem(t, http.StatusConflict, "CONFLICT")
+			if again.body["runId"] != first.body["id"] || again.body["workflow"] != "api-greet" ||
+				!strings.Contains(again.body["detail"].(string), "another input") {
+				t.Errorf("conflict %s, want one naming run %v and saying the input differs", again.raw, first.body["id"])
+			}
+			if n := b.runs(t); n != 1 {
+				t.Fatalf("%d runs, want 1", n)
+			}
+		})
+	}
+}
+
 // Bad input is refused and creates no run; every error is a problem with
 // the status of its cause.
 func TestAPIBadInputCreatesNoRun(t *testing.T) {

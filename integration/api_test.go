@@ -222,6 +222,12 @@ func (s *apiStack) startTwice(t *testing.T) {
 		t.Fatalf("start twice: %d %s; %d %s", first.status, first.raw, again.status, again.raw)
 	}
 	id := first.body["id"].(string)
+	// The key names that start: another input under it is a 409 naming the
+	// run, and creates nothing (the list below still holds one run).
+	other := s.call(t, http.MethodPost, "/v1/workflows/fulfil-order/runs", `{"input":{"id":"42","items":["book"],"total":30}}`, false, "Idempotency-Key", "order-42")
+	if other.status != http.StatusConflict || other.body["code"] != "CONFLICT" || other.body["runId"] != id {
+		t.Errorf("same key, another input: %d %s; want a 409 naming run %s", other.status, other.raw, id)
+	}
 	if res := s.result(t, id); res.status != http.StatusOK || res.body["output"] != "order 42: charged 30, label:book label:pen, shipped 42" {
 		t.Errorf("result: %d %s", res.status, res.raw)
 	}

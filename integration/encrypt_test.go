@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -63,7 +64,9 @@ func TestEncryptedRunThroughLambda(t *testing.T) {
 	}
 	const marker = "PLAINTEXT-MARKER-93"
 	id := marker + strings.Repeat("x", 80_000) // over the claim-check threshold
-	run, err := demo.FulfilOrder.Start(ctx, client, demo.Order{ID: id, Items: []string{"book " + marker}, Total: 7})
+	order := demo.Order{ID: id, Items: []string{"book " + marker}, Total: 7}
+	idem := workflow.WithIdempotencyKey("encrypted-order")
+	run, err := demo.FulfilOrder.Start(ctx, client, order, idem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +76,16 @@ func TestEncryptedRunThroughLambda(t *testing.T) {
 	out, err := run.Result(ctx)
 	if err != nil || !strings.HasPrefix(out, "order "+marker) || !strings.Contains(out, "label:book "+marker) {
 		t.Fatalf("result %.80q…, %v", out, err)
+	}
+	// The key again: its run's input, read back from the bucket and opened
+	// with the KMS key, is compared with the start's: the same input is the
+	// same run, another one a conflict.
+	if again, err := demo.FulfilOrder.Start(ctx, client, order, idem); err != nil || again.ID() != run.ID() || !again.Existed() {
+		t.Fatalf("the same key and input: %v; want run %s again", err, run.ID())
+	}
+	var ce *workflow.IdempotencyConflictError
+	if _, err := demo.FulfilOrder.Start(ctx, client, demo.Order{ID: id, Items: []string{"pen"}, Total: 7}, idem); !errors.As(err, &ce) || ce.RunID != run.ID() || !ce.InputDiffers {
+		t.Fatalf("the same key, another input: %v; want an *IdempotencyConflictError naming run %s", err, run.ID())
 	}
 	s.drain(time.Minute)
 	s.noFailures()

@@ -31,7 +31,9 @@ type AttributeFilter = world.AttributeFilter
 // step called by another name). A key or value out of bounds, or a run
 // that would hold more than 16 keys, is refused here and nothing is
 // recorded: the error matches world.ErrInvalid (a *world.RefusalError
-// naming the key), and the run goes on as the code decides.
+// naming the key), and the run goes on as the code decides: returning the
+// error fails the run. An empty value is out of bounds, so leave out the key
+// of an optional value that may be empty rather than set it to "".
 func SetAttributes(ctx Context, attrs map[string]string) error {
 	return ctx.impl().ec.SetAttributes(attrs)
 }

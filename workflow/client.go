@@ -95,67 +95,35 @@ func ClientFrom(ctx context.Context) *Client {
 	return nil
 }
 
-// StartOption tunes Start.
-type StartOption func(*startOptions)
-
-type startOptions struct {
-	unregistered bool
-	key          string
-	keySet       bool // WithIdempotencyKey was given, even with ""
-	existed      *bool
-	attributes   map[string]string
-	lineage      *engine.ExecutionContext
-	version      *string
-}
-
-// WithIdempotencyKey makes Start idempotent: starting again with the same
-// key returns the run the first call started (Run.Existed, or
-// ReportExisting for Client.Start, tells). An empty key is refused: Start
-// returns an error and creates no run (leave the option out to start
-// without a key).
-func WithIdempotencyKey(key string) StartOption {
-	return func(o *startOptions) { o.key, o.keySet = key, true }
-}
-
-// ReportExisting makes Start set *existed: true when its idempotency key
-// named a run started before, whose ID Start returns instead of starting
-// one, false when Start created the run.
-func ReportExisting(existed *bool) StartOption { return func(o *startOptions) { o.existed = existed } }
-
-// StartUnregistered lets Client.Start by name start a workflow that the
-// client's Registry does not hold, for a workflow that workers of another
-// service run. Without it, a client given a Registry refuses such a name
-// with an *UnknownWorkflowError, and a client without one starts any name.
-func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
-
-// WithVersion records version as the new run's code version in place of
-// the client's (ClientConfig.Version): for a tool that starts runs on
-// behalf of other code, such as one rerunning a run of an older version.
-// "" records none.
-func WithVersion(version string) StartOption {
-	return func(o *startOptions) { o.version = &version }
-}
-
-// WithAttributes records string attributes with the run (within the
-// bounds SetAttributes gives; Start refuses others with an error matching
-// world.ErrInvalid and creates no run).
-func WithAttributes(attrs map[string]string) StartOption {
-	return func(o *startOptions) { o.attributes = attrs }
-}
-
-// Start starts a run of the named workflow and returns its ID. Called in a
-// step, the new run records the step's run as its parent. A client given a
-// Registry refuses a name the registry does not hold with an
-// *UnknownWorkflowError (errors.Is ErrUnknownWorkflow) and creates no run,
-// unless the StartUnregistered option says the workflow runs elsewhere.
+// Start starts a run of the named workflow with input (encoded as JSON)
+// and returns its ID. Called in a step, the new run records the step's run
+// as its parent.
+//
+// A client given a Registry checks the start before it creates the run: a
+// name the registry does not hold is an *UnknownWorkflowError (errors.Is
+// ErrUnknownWorkflow), and an input whose JSON does not decode into the
+// workflow's input type (42 for a workflow that takes a struct) is an
+// *InputError (errors.Is world.ErrInvalid); neither creates a run. The
+// StartUnregistered option, for a workflow that workers of another service
+// run, skips both checks, and a client without a Registry makes neither:
+// its input is checked only when the run decodes it, and one that does not
+// decode fails the run. Workflow.Start takes an input of the workflow's
+// own type instead.
+//
+// With WithIdempotencyKey, a key that already started a run of the
+// workflow with the same input (compared as JSON values: spacing and the
+// order of object members do not matter) returns that run (ReportExisting
+// tells); the same key with another input or another workflow is an
+// *IdempotencyConflictError (errors.Is world.ErrConflict), and no run is
+// created.
 func (c *Client) Start(ctx context.Context, workflowName string, input any, opts ...StartOption) (string, error) {
 	o := c.startOptions(ctx, opts)
-	if err := c.checkKnown(workflowName, o); err != nil {
-		return "", err
-	}
 	b, err := json.Marshal(input)
 	if err != nil {
 		return "", &SerializationError{What: "workflow input", Err: err}
+	}
+	if err := c.checkStart(workflowName, b, o); err != nil {
+		return "", err
 	}
 	id, _, err := c.start(ctx, workflowName, b, o)
 	return id, err
@@ -196,10 +164,10 @@ func (c *Client) startOptions(ctx context.Context, opts []StartOption) startOpti
 // started (existed), and wakes it unless it has finished.
 func (c *Client) start(ctx context.Context, name string, input json.RawMessage, o startOptions) (id string, existed bool, err error) {
 	if name == "" {
-		return "", false, errors.New("workflow: Start: empty workflow name")
+		return "", false, fmt.Errorf("workflow: Start: empty workflow name: %w", world.ErrInvalid)
 	}
 	if o.keySet && o.key == "" {
-		return "", false, fmt.Errorf("workflow: Start %q: empty idempotency key (leave WithIdempotencyKey out to start without one)", name)
+		return "", false, fmt.Errorf("workflow: Start %q: empty idempotency key (leave WithIdempotencyKey out to start without one): %w", name, world.ErrInvalid)
 	}
 	defer func() {
 		if o.existed != nil && err == nil {
@@ -240,12 +208,9 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 	var exists *world.RunExistsError
 	switch {
 	case errors.As(err, &exists) && o.key != "":
-		run, gerr := c.w.GetRun(ctx, &world.GetRunParams{RunID: exists.RunID})
+		run, gerr := c.existingRun(ctx, exists.RunID, name, input, o)
 		if gerr != nil {
 			return "", false, gerr
-		}
-		if run.WorkflowName != name {
-			return "", false, fmt.Errorf("workflow: idempotency key %q already started run %s of workflow %q, not %q: %w", o.key, run.RunID, run.WorkflowName, name, world.ErrConflict)
 		}
 		if run.Status.Terminal() {
 			return run.RunID, true, nil

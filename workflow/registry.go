@@ -50,8 +50,10 @@ func NewRegistry() *Registry {
 // Register adds workflows and steps. Registering the very same definition
 // value again (in this call or an earlier one, say a step shared by two
 // packages' setup) does nothing. A different definition under a name
-// already registered for the same kind is an error whatever the types of
-// its input and output, and nothing of the call is registered then.
+// already registered for the same kind is refused whatever the types of
+// its input and output, as is a name the log cannot record or one starting
+// with ReservedPrefix: the error is a *RegistrationError, and nothing of
+// the call is registered then.
 func (r *Registry) Register(defs ...Definition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -61,19 +63,14 @@ func (r *Registry) Register(defs ...Definition) error {
 		if d == nil {
 			return errors.New("workflow: Register: nil definition")
 		}
-		switch n := d.Name(); {
-		case n == "":
-			return errors.New("workflow: Register: empty name")
-		case len(n) > world.MaxNameLength:
-			return fmt.Errorf("workflow: Register: name %.32q... is %d bytes, more than %d", n, len(n), world.MaxNameLength)
-		case world.CheckText(n) != nil:
-			return fmt.Errorf("workflow: Register: name %q %v (names are recorded in the log as JSON text and shown by tools)", n, world.CheckText(n))
-		}
 		// A name is a definition's identity in the log: one workflow and
 		// one step per name, whatever their type parameters.
 		kind := "step"
 		if _, ok := d.(interface{ isWorkflow() }); ok {
 			kind = "workflow"
+		}
+		if err := checkName(kind, d.Name()); err != nil {
+			return err
 		}
 		key := kind + "/" + d.Name()
 		if seen[key] == d || r.defs[key] == d {
@@ -82,7 +79,7 @@ func (r *Registry) Register(defs ...Definition) error {
 		_, wfTaken := r.workflows[d.Name()]
 		_, stepTaken := r.steps[d.Name()]
 		if seen[key] != nil || (kind == "workflow" && wfTaken) || (kind == "step" && stepTaken) {
-			return fmt.Errorf("workflow: Register: %s %q is already registered by another definition (names identify workflows and steps in the log: give each its own)", kind, d.Name())
+			return &RegistrationError{Kind: kind, Name: d.Name(), Problem: RegistrationTaken}
 		}
 		seen[key] = d
 		add = append(add, d)

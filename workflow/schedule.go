@@ -36,7 +36,9 @@ type Schedule struct {
 	// Workflow is the name of the workflow to start; the Worker's Registry
 	// must hold it.
 	Workflow string
-	// Input is the workflow's input, encoded as JSON once, by NewWorker.
+	// Input is the workflow's input, encoded as JSON once, by NewWorker,
+	// which refuses one that does not decode into the workflow's input
+	// type.
 	Input any
 	// CatchUp is how far back a starting Worker looks for a firing missed
 	// while no worker ran: the latest firing in (now-CatchUp, now] starts
@@ -53,7 +55,8 @@ const (
 
 // ScheduleError reports a schedule that NewWorker refuses: an expression
 // that does not parse (Err is a *schedule.ParseError), an unknown time zone
-// or workflow, a missing or repeated name, an input that does not encode.
+// or workflow, a missing or repeated name, an input that does not encode
+// or does not fit the workflow's input type (Err is an *InputError).
 type ScheduleError struct {
 	Name string
 	Err  error
@@ -120,6 +123,9 @@ func compileSchedule(s Schedule, reg *Registry) (*compiledSchedule, error) {
 	if err != nil {
 		return nil, NewScheduleError(s.Name, &SerializationError{What: "schedule input", Err: err})
 	}
+	if _, err := reg.checkInput(s.Workflow, input); err != nil {
+		return nil, NewScheduleError(s.Name, &InputError{Workflow: s.Workflow, Err: err})
+	}
 	return &compiledSchedule{Schedule: s, expr: expr, input: input}, nil
 }
 
@@ -130,6 +136,9 @@ func compileSchedule(s Schedule, reg *Registry) (*compiledSchedule, error) {
 func (c *Client) startFiring(ctx context.Context, f schedule.Firing) (runID string, existed bool, err error) {
 	o := c.startOptions(ctx, nil)
 	o.key = f.Key()
+	// The firing's run, even if another deploy's worker started it with
+	// the input its schedule had then.
+	o.anyInput = true
 	o.attributes = map[string]string{AttrSchedule: f.Name, AttrScheduledTime: f.Time.UTC().Format(time.RFC3339)}
 	return c.start(ctx, f.Workflow, f.Input, o)
 }

@@ -74,6 +74,8 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 		{"no name", with(func(s *workflow.Schedule) { s.Name = "" }), "no name", nil},
 		{"negative catch-up", with(func(s *workflow.Schedule) { s.CatchUp = -time.Second }), "negative CatchUp", nil},
 		{"input", with(func(s *workflow.Schedule) { s.Input = func() {} }), "schedule input", new(*workflow.SerializationError)},
+		{"input of the wrong type", with(func(s *workflow.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*workflow.InputError)},
+		{"input of the wrong field type", with(func(s *workflow.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*workflow.InputError)},
 		{"same name twice", []workflow.Schedule{good, good}, "two schedules have this name", nil},
 	}
 	for _, c := range cases {

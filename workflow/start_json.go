@@ -17,9 +17,10 @@ type Started struct {
 	Existed bool
 }
 
-// InputError is returned by StartJSON for an input that does not decode
-// into the workflow's input type; no run was created. It matches
-// world.ErrInvalid.
+// InputError is returned by Client.Start and StartJSON for an input that
+// does not decode into the workflow's input type (and wrapped in a
+// *ScheduleError by NewWorker for a Schedule's Input); no run was created.
+// It matches world.ErrInvalid.
 type InputError struct {
 	// Workflow is the workflow's name; Err the decoding error.
 	Workflow string
@@ -43,19 +44,15 @@ func (e *InputError) Is(target error) bool { return target == world.ErrInvalid }
 // input that does not decode is an *InputError and a name the client's
 // Registry does not hold an *UnknownWorkflowError, and neither creates a
 // run (StartUnregistered skips both checks). With WithIdempotencyKey, a key
-// that already started a run of the workflow returns that run with
-// Existed set (an unfinished one is woken); a key that started a run of
-// another workflow is an error matching world.ErrConflict.
+// that already started a run of the workflow with the same input (the same
+// JSON value) returns that run with Existed set (an unfinished one is
+// woken); a key that started a run of another workflow, or of this one
+// with another input, is an *IdempotencyConflictError (errors.Is
+// world.ErrConflict).
 func (c *Client) StartJSON(ctx context.Context, workflowName string, input json.RawMessage, opts ...StartOption) (*Started, error) {
 	o := c.startOptions(ctx, opts)
-	if c.known && !o.unregistered && workflowName != "" {
-		ok, err := c.reg.checkInput(workflowName, input)
-		if !ok {
-			return nil, &UnknownWorkflowError{Name: workflowName}
-		}
-		if err != nil {
-			return nil, &InputError{Workflow: workflowName, Err: err}
-		}
+	if err := c.checkStart(workflowName, input, o); err != nil {
+		return nil, err
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")

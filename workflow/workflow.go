@@ -158,7 +158,8 @@ func (w *Workflow[I, O]) Name() string { return w.name }
 func (w *Workflow[I, O]) isWorkflow() {}
 
 // Start starts a run of the workflow with input. With WithIdempotencyKey,
-// starting again with the same key returns the first run. Like
+// starting again with the same key and input returns the first run (the
+// same key with another input is an *IdempotencyConflictError). Like
 // Client.Start, it refuses a workflow the client's Registry does not hold
 // with an *UnknownWorkflowError and creates no run (a client without a
 // Registry, or StartUnregistered, starts any workflow). Inside a step, a
@@ -240,7 +241,7 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 		Fn: func(ec *engine.Context, raw json.RawMessage) (json.RawMessage, error) {
 			var in I
 			if err := unmarshal(raw, &in); err != nil {
-				return nil, &engine.Failure{Data: r.encode(&SerializationError{What: "workflow input", Err: err})}
+				return nil, &engine.Failure{Data: r.encode(&SerializationError{What: "workflow input", Decode: true, Err: err})}
 			}
 			wc := &wfContext{ec: ec, reg: r}
 			out, err := w.fn(wc, in)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -60,6 +61,9 @@ Examples:
 				input = r.Input
 			}
 			id, err := e.client.Start(ctx, r.WorkflowName, input, opts...)
+			if ce := (*workflow.IdempotencyConflictError)(nil); errors.As(err, &ce) && ce.InputDiffers {
+				return rerunExisted(ctx, e, r, *key, ce.RunID)
+			}
 			if err != nil {
 				return err
 			}

@@ -150,6 +150,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// startAsPlaced starts the order of run runID again with the input it was
+// placed with: its idempotency key returns that run.
+func startAsPlaced(ctx context.Context, c *workflow.Client, runID string, key workflow.StartOption) (*workflow.Run[Result], error) {
+	info, err := c.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var placed Order
+	if err := json.Unmarshal(info.Input, &placed); err != nil {
+		return nil, fmt.Errorf("the input of run %s: %w", runID, err)
+	}
+	return fulfilOrder.Start(ctx, c, placed, key)
+}
+
 // placeOrder starts the order's run, or finds it, follows it to its end and
 // prints the result.
 func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *options, p *printer) (int, error) {
@@ -164,7 +178,13 @@ func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *optio
 	// The same order has the same key, so a second start returns the run the
 	// first one started, finished or not.
 	before := time.Now()
-	run, err := fulfilOrder.Start(ctx, c, order, workflow.WithIdempotencyKey("quickstart-order-"+orderID))
+	key := workflow.WithIdempotencyKey("quickstart-order-" + orderID)
+	run, err := fulfilOrder.Start(ctx, c, order, key)
+	if ce := (*workflow.IdempotencyConflictError)(nil); errors.As(err, &ce) && ce.InputDiffers {
+		// The order was placed with other settings (-sleep applies to new
+		// orders only): go on with it as it was placed.
+		run, err = startAsPlaced(ctx, c, ce.RunID, key)
+	}
 	if err != nil {
 		return 1, err
 	}

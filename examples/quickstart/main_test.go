@@ -117,6 +117,14 @@ func TestQuickstartInProcess(t *testing.T) {
 		t.Fatalf("recorded result\n got %s\nwant %s", got, wantResult)
 	}
 
+	// -sleep applies to new orders only: the same order started with
+	// another one (another input under the same key) is still its run.
+	other, code := runQuickstart(t, append(args, "-sleep", "1s")...)
+	if code != 0 {
+		t.Fatalf("start with another -sleep: exit code %d:\n%s", code, other)
+	}
+	inOrder(t, other, "order 1001 already finished: run "+runID+" completed")
+
 	// -fresh places a new order: a new run.
 	fresh, code := runQuickstart(t, append(args, "-fresh")...)
 	if code != 0 {

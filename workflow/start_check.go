@@ -1,0 +1,108 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/world"
+)
+
+// IdempotencyConflictError is what a start returns when its idempotency
+// key already started a run that this start does not repeat: a run of
+// another workflow, or of the same workflow with another input. A key
+// names one start, so the start is refused rather than answered with a run
+// that ignores its input; no run is created. It matches world.ErrConflict.
+type IdempotencyConflictError struct {
+	// Key is the idempotency key; RunID the run it started, a run of
+	// Workflow.
+	Key, RunID, Workflow string
+	// Requested is the workflow this start asked for.
+	Requested string
+	// InputDiffers is set when the workflows agree and the inputs do not.
+	InputDiffers bool
+}
+
+func (e *IdempotencyConflictError) Error() string {
+	if e.InputDiffers {
+		return fmt.Sprintf("workflow: idempotency key %q already started run %s of workflow %q with another input "+
+			"(a key names one start: give another input its own key)", e.Key, e.RunID, e.Workflow)
+	}
+	return fmt.Sprintf("workflow: idempotency key %q already started run %s of workflow %q, not %q", e.Key, e.RunID, e.Workflow, e.Requested)
+}
+
+// Is matches world.ErrConflict.
+func (e *IdempotencyConflictError) Is(target error) bool { return target == world.ErrConflict }
+
+// existingRun returns the run that the start's idempotency key already
+// started, provided this start repeats it: the same workflow and, unless
+// o.anyInput, the same input.
+func (c *Client) existingRun(ctx context.Context, runID, name string, input json.RawMessage, o startOptions) (*world.Run, error) {
+	run, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	if err != nil {
+		return nil, err
+	}
+	conflict := &IdempotencyConflictError{Key: o.key, RunID: run.RunID, Workflow: run.WorkflowName, Requested: name}
+	if run.WorkflowName != name {
+		return nil, conflict
+	}
+	if o.anyInput {
+		return run, nil
+	}
+	if kid, sealed := encrypt.SealedKeyID(run.Input); sealed {
+		return nil, &encrypt.KeyError{KeyID: kid, RunID: run.RunID, Err: errors.New(
+			"the run's input is encrypted, and this client's World has no key to open it: the start's input cannot be compared with it")}
+	}
+	if !sameJSON(run.Input, input) {
+		conflict.InputDiffers = true
+		return nil, conflict
+	}
+	return run, nil
+}
+
+// sameJSON reports whether a and b are the same JSON value, whatever their
+// spacing and the order of object members; empty is null.
+func sameJSON(a, b json.RawMessage) bool {
+	va, erra := decodeJSON(a)
+	vb, errb := decodeJSON(b)
+	if erra != nil || errb != nil {
+		return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b))
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func decodeJSON(raw json.RawMessage) (any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber() // numbers compare as written, not rounded to float64
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkStart refuses, before a run is created, a workflow name the
+// client's Registry does not hold and an input (JSON) that does not decode
+// into the input type of the workflow it holds, as a run of it would
+// decode it. A client without a Registry, or a start that says
+// StartUnregistered, checks neither.
+func (c *Client) checkStart(name string, input json.RawMessage, o startOptions) error {
+	if !c.known || o.unregistered || name == "" {
+		return nil
+	}
+	ok, err := c.reg.checkInput(name, input)
+	if !ok {
+		return &UnknownWorkflowError{Name: name}
+	}
+	if err != nil {
+		return &InputError{Workflow: name, Err: err}
+	}
+	return nil
+}
