@@ -90,6 +90,7 @@ Examples:
 
 var hooksResumeCmd = &command{
 	group: "hooks", name: "resume", usage: "<token> <json-payload|@file|->", nargs: 2,
+	writes:  true,
 	summary: "send a payload to a hook, resuming its run",
 	help: `
 Sends a JSON payload to the active hook holding the token: the payload is

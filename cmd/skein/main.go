@@ -49,9 +49,15 @@ type env struct {
 
 	w      world.World
 	client *workflow.Client
-	// readOnly: the local store is held by another process, and open
-	// opened it read-only.
+	// writes: the command changes the store, so open takes its lock.
+	writes  bool
+	cmdName string // the command's name, for messages
+	// readOnly: open opened the local store read-only, without its lock.
 	readOnly bool
+	// actions: the command (skein ui) changes the store now and then, and
+	// open makes act, which takes the lock for each change.
+	actions bool
+	act     *actWorld
 }
 
 // command is one "skein <group> <name>" command.
@@ -63,6 +69,9 @@ type command struct {
 	// nargs is the number of positional arguments (-1 takes any number),
 	// optArgs how many more it may take.
 	nargs, optArgs int
+	// writes: the command changes the store, and takes the local store's
+	// lock to do it (the others read it without the lock).
+	writes bool
 	// setup defines the command's flags and returns what runs it.
 	setup func(fs *flag.FlagSet) runFunc
 }
@@ -97,8 +106,10 @@ func defaultStore() string {
 
 func runWith(ctx context.Context, e *env, args []string) int {
 	if e.lockTimeout == 0 {
-		// Short: a command that finds the store held reads it anyway.
-		e.lockTimeout = 100 * time.Millisecond
+		// Only commands that change the local store take its lock: long
+		// enough to outwait another such command, short enough to say soon
+		// that a worker holds it.
+		e.lockTimeout = time.Second
 	}
 	global := flag.NewFlagSet("skein", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
@@ -181,6 +192,7 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 		commandUsage(e.stderr, c, fs)
 		return 2
 	}
+	e.writes, e.cmdName = c.writes, c.fullName()
 	err = runCmd(ctx, e, pos)
 	if e.w != nil {
 		if cerr := e.w.Close(); cerr != nil && err == nil {
@@ -191,11 +203,6 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, localworld.ErrReadOnly):
-		fmt.Fprintf(e.stderr, "skein %s: the store %s is in use by another process (the quickstart or a worker), "+
-			"and %s changes it, which only that process may do (reading it is fine): stop that process (or wait for it to finish) "+
-			"and run this command again\n", c.fullName(), e.db, c.fullName())
-		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "skein %s: %s\n", c.fullName(), safeLines(err.Error()))
 		return 2
@@ -236,8 +243,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // open opens the store: the deployed stack the flags name, or the local
-// store, refusing to create one, and reading it while another process holds
-// it.
+// store, refusing to create one. A command that only reads opens the local
+// store read-only, without its lock, so that a worker can start (and write)
+// while it runs; a command that writes (command.writes, -repair-torn-tail)
+// takes the lock for as long as it runs.
 func (e *env) open(ctx context.Context) error {
 	if e.w != nil {
 		return nil // opened already (getRun opens too): one World per command
@@ -254,33 +263,21 @@ func (e *env) open(ctx context.Context) error {
 	case fi.IsDir():
 		return fmt.Errorf("%s is a directory, not a store file", e.db)
 	}
-	cfg := localworld.Config{
-		Path: e.db, LockTimeout: e.lockTimeout, RepairTornTail: e.repair,
-		// Warnings (such as what -repair-torn-tail dropped) go with the CLI's errors.
-		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	w, err := localworld.Open(cfg)
-	if errors.Is(err, localworld.ErrLocked) && !e.repair {
-		// A worker (or the quickstart) holds the store: read it as it
-		// writes. Commands that change the store fail with ErrReadOnly.
-		cfg.ReadOnly = true
-		w, err = localworld.Open(cfg)
-		e.readOnly = err == nil
-		if err != nil {
-			err = fmt.Errorf("the store %s is in use by another process, and cannot be read while it is: %w", e.db, err)
-		}
+	var w *localworld.World
+	if e.writes || e.repair {
+		w, err = e.openLocked()
+	} else {
+		w, err = e.openRead()
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, localworld.ErrLocked):
-			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command), "+
-				"and -repair-torn-tail changes the store, which only one process at a time may do: stop that process (or wait for it to finish) and run this command again", e.db)
-		case errors.Is(err, localworld.ErrTornTail):
-			return fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
-		}
 		return err
 	}
 	var ww world.World = w
+	if e.actions && e.readOnly {
+		// skein ui: read without the lock, take it for each action.
+		e.act = &actWorld{World: w, e: e}
+		ww = e.act
+	}
 	if e.keys != "" {
 		keys, err := encrypt.ParseLocalKeys(e.keys)
 		if err != nil {
@@ -301,6 +298,88 @@ func (e *env) open(ctx context.Context) error {
 	e.w, e.client = ww, client
 	return nil
 }
+
+// localConfig is the local store's configuration.
+func (e *env) localConfig() localworld.Config {
+	return localworld.Config{
+		Path: e.db, LockTimeout: e.lockTimeout, RepairTornTail: e.repair,
+		// Warnings (such as what -repair-torn-tail dropped) go with the CLI's errors.
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+// tornLooks is how many times openRead looks at an incomplete last record
+// before it takes it for what a crash left rather than a write under way.
+const tornLooks = 3
+
+// openRead opens the local store read-only: it takes no lock, so a worker
+// (or the quickstart) may hold the store and write as the command reads,
+// and may start while it runs. A store that cannot be read so (a bbolt
+// store) is opened with the lock instead.
+func (e *env) openRead() (*localworld.World, error) {
+	cfg := e.localConfig()
+	cfg.ReadOnly = true
+	for look := 1; ; look++ {
+		w, err := localworld.Open(cfg)
+		if err != nil {
+			// Only the log format can be read without the lock; the
+			// locked open says what is wrong with any other file.
+			return e.openLocked()
+		}
+		torn := w.TornTail()
+		if torn == nil {
+			e.readOnly = true
+			return w, nil
+		}
+		_ = w.Close()
+		if look == tornLooks {
+			return nil, fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", torn)
+		}
+		time.Sleep(50 * time.Millisecond) // a record being written is whole in a moment
+	}
+}
+
+// openLocked opens the local store with its lock, which a worker holds
+// while it runs: the way to change the store.
+func (e *env) openLocked() (*localworld.World, error) {
+	w, err := localworld.Open(e.localConfig())
+	switch {
+	case errors.Is(err, localworld.ErrLocked):
+		return nil, e.lockedError()
+	case errors.Is(err, localworld.ErrTornTail):
+		return nil, fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
+	}
+	return w, err
+}
+
+// lockedError says that another process holds the store a command wanted
+// to change, naming the process where the system tells.
+func (e *env) lockedError() error {
+	who := ""
+	if h := lockHolder(e.db); h != "" {
+		who = " (" + h + ")"
+	}
+	what := "this command"
+	switch {
+	case e.repair:
+		what = "-repair-torn-tail"
+	case e.actions:
+		what = "this action"
+	case e.cmdName != "":
+		what = e.cmdName
+	}
+	return &lockedError{msg: fmt.Sprintf("the store %s is in use by another process%s: a worker, the quickstart, or a program "+
+		"serving the dashboard from its worker; %s changes it, which only the process holding the store may do "+
+		"(reading it is fine): stop that process, or make the change through it (its dashboard, its workflow.Client), "+
+		"and run this command again (gave up waiting after %s)", e.db, who, what, e.lockTimeout)}
+}
+
+// lockedError is a write refused because another process holds the store.
+type lockedError struct{ msg string }
+
+func (e *lockedError) Error() string { return e.msg }
+
+func (e *lockedError) Is(target error) bool { return target == localworld.ErrLocked }
 
 // getRun opens the store and returns a run, with a clear error for a
 // malformed or unknown ID.
@@ -358,9 +437,13 @@ Encrypted payloads are shown decrypted when the key is given (and your
 credentials may use it), else as a note naming the key they need.
 Any command takes these flags too.
 
-While the quickstart (or your worker) holds its store, skein reads it as it
-goes (runs, events, streams -follow); commands that change the store (runs
-cancel, retry, fail; hooks resume) wait until that process stops.
+Commands that only read a local store (runs list, show, events, watch,
+export; hooks list; streams; patches; ui's pages) never lock it: they read it
+as the quickstart or your worker writes it, and a worker can start while they
+run. Commands that change it (runs cancel, rerun, retry, fail; hooks resume;
+an action in skein ui; -repair-torn-tail) take its lock for as long as they
+take; while another process holds the store they wait up to a second, then
+exit 1 naming that process: only the process holding a store may change it.
 
 Examples:
   skein runs list -status running

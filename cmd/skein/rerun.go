@@ -12,6 +12,7 @@ import (
 
 var runsRerunCmd = &command{
 	group: "runs", name: "rerun", usage: "<run-id> [-idempotency-key key] [-version v]", nargs: 1,
+	writes:  true,
 	summary: "start a new run with a finished run's workflow and input",
 	help: `
 Starts a new run of a finished (failed, cancelled or completed) run's

@@ -355,6 +355,7 @@ Examples:
 
 var runsCancelCmd = &command{
 	group: "runs", name: "cancel", usage: "<runId> [-reason r]", nargs: 1,
+	writes:  true,
 	summary: "cancel a pending, running or held run",
 	help: `
 Cancels a pending, running or held run: its pending steps are refused, its hooks and
