@@ -117,7 +117,7 @@ Examples:
 			}
 			if hk, err := e.client.GetHookByToken(ctx, token); err == nil {
 				if r, err := e.getRun(ctx, hk.RunID); err == nil {
-					if err := stillSealed(r, "resume its hook (the payload would be stored in clear)"); err != nil {
+					if err := e.stillSealed(r, "resume its hook (the payload would be stored in clear)"); err != nil {
 						return err
 					}
 				}

@@ -40,7 +40,7 @@ Examples:
 			if !r.Status.Terminal() {
 				return fmt.Errorf("run %s is %s, not finished: wait for it, or cancel it first (skein runs cancel)", r.RunID, r.Status)
 			}
-			if err := stillSealed(r, "rerun it"); err != nil {
+			if err := e.stillSealed(r, "rerun it"); err != nil {
 				return err
 			}
 			v := r.Version

@@ -219,7 +219,7 @@ Examples:
 				return err
 			}
 			st, now := style{color: colorOn(e.stdout, *noColor)}, time.Now()
-			printRunFields(e.stdout, r, st)
+			printRunFields(e.stdout, r, st, e.shownPayload)
 			fmt.Fprintln(e.stdout)
 			printCompensations(e.stdout, r, steps, now, st)
 			drawTimeline(e.stdout, r, events, now, timelineOptions{width: *width, style: st, showTokens: *reveal})
@@ -233,7 +233,7 @@ func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Even
 	return world.AllEvents(ctx, w, runID)
 }
 
-func printRunFields(w io.Writer, r *world.Run, st style) {
+func printRunFields(w io.Writer, r *world.Run, st style, show func([]byte) string) {
 	field := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(w, "%-10s %s\n", name, value)
@@ -284,8 +284,8 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 		b, _ := json.Marshal(r.Attributes)
 		field("Attributes", safeText(string(b)))
 	}
-	field("Input", clip(safeText(shownPayload(r.Input)), 200))
-	field("Output", clip(safeText(shownPayload(r.Output)), 200))
+	field("Input", clip(safeText(show(r.Input)), 200))
+	field("Output", clip(safeText(show(r.Output)), 200))
 	if r.Error != nil {
 		field("Error", st.paint(red, safeText(fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message))))
 	}
