@@ -160,3 +160,30 @@ func TestWriteNamesHolder(t *testing.T) {
 	}
 	r.expect(t, 1, want...)
 }
+
+// A bbolt-format store cannot be read without its lock: a reading command
+// takes it (and reads) when the store is free, and says why it cannot read
+// the store while another process holds it.
+func TestReadBoltStore(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "bolt.db")
+	w, err := localworld.Open(localworld.Config{Path: db, Format: localworld.FormatBolt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	id, err := c.Start(context.Background(), "greeting", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCLI := func(args ...string) result {
+		var out, errb bytes.Buffer
+		code := runWith(context.Background(), &env{stdout: &out, stderr: &errb, lockTimeout: 50 * time.Millisecond}, append([]string{"-db", db}, args...))
+		return result{out.String(), errb.String(), code}
+	}
+	runCLI("runs", "list").expect(t, 1, "in use by another process", "bbolt-format store, which cannot be read while")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runCLI("runs", "list").expect(t, 0, id)
+}
