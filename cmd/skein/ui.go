@@ -124,7 +124,7 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 	}
 	var h http.Handler = wh
 	if e.act != nil {
-		h = e.act.serve(wh)
+		h = e.act.serve(wh, cfg.Hosts)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

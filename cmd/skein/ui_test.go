@@ -81,13 +81,20 @@ func startUI(t *testing.T, global ...string) (string, *syncBuffer) {
 	}
 }
 
-// postCancel posts the cancel form of run id to the dashboard at base.
+// postCancel posts the cancel form of run id to the dashboard at base, from
+// one of its pages.
 func postCancel(t *testing.T, base, id string) (int, string) {
+	t.Helper()
+	return postCancelFrom(t, base, id, base)
+}
+
+// postCancelFrom posts the cancel form from a page of origin.
+func postCancelFrom(t *testing.T, base, id, origin string) (int, string) {
 	t.Helper()
 	tok := strings.Repeat("ab", 32)
 	req, _ := http.NewRequest(http.MethodPost, base+"/runs/"+id+"/cancel", strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
+	req.Header.Set("Origin", origin)
 	req.AddCookie(&http.Cookie{Name: "skein_csrf", Value: tok})
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -132,6 +139,12 @@ func TestUIServes(t *testing.T) {
 	code, page := postCancel(t, base, id)
 	if code != http.StatusForbidden || !strings.Contains(page, "in use by another process") || !strings.Contains(page, "this action changes it") {
 		t.Errorf("cancel on a held store = %d, want 403 saying why\n%s", code, page)
+	}
+	// A form posted from another site is refused as ever, and told nothing
+	// of the process holding the store.
+	if code, page := postCancelFrom(t, base, id, "http://elsewhere.example"); code != http.StatusForbidden ||
+		!strings.Contains(page, "another site") || strings.Contains(page, "in use by another process") {
+		t.Errorf("cancel from another site on a held store = %d\n%s", code, page)
 	}
 	if r, err := w.GetRun(context.Background(), &world.GetRunParams{RunID: id}); err != nil || r.Status.Terminal() {
 		t.Fatalf("the refused cancel changed the run: %+v, %v", r, err)

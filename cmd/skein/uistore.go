@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"net"
 	"net/http"
+	"net/url"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,8 +31,9 @@ type actWorld struct {
 	locked atomic.Pointer[localworld.World] // the store, locked, during an action
 }
 
-// serve runs each POST (an action) with the store's lock held.
-func (a *actWorld) serve(h http.Handler) http.Handler {
+// serve runs each POST (an action) with the store's lock held. hosts are
+// the host names the dashboard answers to (webui.Config.Hosts; nil: any).
+func (a *actWorld) serve(h http.Handler, hosts []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			h.ServeHTTP(w, r)
@@ -38,6 +43,10 @@ func (a *actWorld) serve(h http.Handler) http.Handler {
 		defer a.act.Unlock()
 		lw, err := a.e.openLocked()
 		if err != nil {
+			if !fromDashboard(r, hosts) {
+				h.ServeHTTP(w, r) // the dashboard refuses it, for its own reason
+				return
+			}
 			refusePage(w, r, err)
 			return
 		}
@@ -45,6 +54,28 @@ func (a *actWorld) serve(h http.Handler) http.Handler {
 		defer func() { a.locked.Store(nil); _ = lw.Close() }()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// fromDashboard reports whether a POST names a host the dashboard answers
+// to and comes from one of its pages (its Origin or Referer is the same
+// host), as the dashboard requires of an action: only such a request is
+// told which process holds the store.
+func fromDashboard(r *http.Request, hosts []string) bool {
+	if hosts != nil {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !slices.Contains(hosts, strings.Trim(host, "[]")) {
+			return false
+		}
+	}
+	from := r.Header.Get("Origin")
+	if from == "" || from == "null" {
+		from = r.Referer()
+	}
+	u, err := url.Parse(from)
+	return err == nil && u.Host != "" && u.Host == r.Host
 }
 
 // refusePage answers an action refused because the store could not be
