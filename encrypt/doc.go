@@ -16,7 +16,10 @@
 // with AWS KMS. Keys rotate: a keyring names the key that wraps new runs'
 // data keys and keeps the old ones to unwrap older runs. A payload whose key
 // is not available, or that does not decrypt with it, is a *KeyError naming
-// the key ID, never garbage.
+// the key ID, never garbage; with LocalKeys it wraps ErrNoSuchKey (no key
+// with that ID) or ErrWrongKey (a key with that ID but other bytes). A tool
+// that shows what it can (Config.LeaveSealed) asks SealedReason why a key's
+// payloads stayed sealed, and Describe says it.
 //
 // Runs created before encryption was turned on keep their payloads in
 // clear, and are read as they are. Wrap both the World the workers use and

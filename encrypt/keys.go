@@ -19,6 +19,17 @@ const DataKeySize = 32
 // ErrKey matches a *KeyError.
 var ErrKey = errors.New("encrypt: key unavailable or wrong")
 
+// The causes a *KeyError of LocalKeys wraps: errors.Is tells a key ID the
+// keyring does not have from a key that has the ID but other bytes than
+// the key that sealed the data.
+var (
+	// ErrNoSuchKey: the keyring has no key with the ID the data names.
+	ErrNoSuchKey = errors.New("the keyring has no such key")
+	// ErrWrongKey: the keyring has a key with that ID, and it does not
+	// open the run's data key (other key bytes under the same ID).
+	ErrWrongKey = errors.New("the key does not open the run's data key (a wrong key for this ID?)")
+)
+
 // KeyError reports a payload that cannot be decrypted: its key-encryption
 // key is not in the keyring, or the key does not open it (a wrong key, or a
 // tampered ciphertext).
@@ -98,11 +109,11 @@ func (k *LocalKeys) NewDataKey(context.Context) (plain, wrapped []byte, keyID st
 func (k *LocalKeys) OpenDataKey(_ context.Context, keyID string, wrapped []byte) ([]byte, error) {
 	aead, ok := k.keys[keyID]
 	if !ok {
-		return nil, &KeyError{KeyID: keyID, Err: errors.New("the keyring has no such key")}
+		return nil, &KeyError{KeyID: keyID, Err: ErrNoSuchKey}
 	}
 	plain, err := open(aead, wrapped, []byte(keyID))
 	if err != nil {
-		return nil, &KeyError{KeyID: keyID, Err: errors.New("the key does not open the run's data key (a wrong key for this ID?)")}
+		return nil, &KeyError{KeyID: keyID, Err: ErrWrongKey}
 	}
 	return plain, nil
 }

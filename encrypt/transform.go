@@ -72,6 +72,10 @@ func (w *World) openEvent(ctx context.Context, ev *world.Event) (*world.Event, e
 func (w *World) plainDigest(ctx context.Context, runID string, input []byte, keyed string) (string, error) {
 	k, err := w.runKey(ctx, runID)
 	if err != nil && w.leaveSealed && errors.Is(err, ErrKey) {
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			w.noteSealed(ke.KeyID, err)
+		}
 		return keyed, nil // the input stays sealed too
 	}
 	if err != nil || k == nil || k.digest(input, len(keyed)) != keyed {

@@ -38,6 +38,10 @@ type World struct {
 	cache map[string]*runKey // by run ID; nil: a run whose payloads are in clear
 	order []string
 	size  int
+
+	// sealedWhy is, by key ID, the error that left a payload sealed
+	// (LeaveSealed), for Describe and SealedReason.
+	sealedWhy map[string]error
 }
 
 var (
@@ -161,6 +165,7 @@ func (w *World) open(ctx context.Context, runID, purpose string, b []byte) ([]by
 		p, err = k.openPayload(runID, purpose, env)
 	}
 	if err != nil && w.leaveSealed && errors.Is(err, ErrKey) {
+		w.noteSealed(env.Key, err)
 		return b, nil
 	}
 	return p, err

@@ -112,7 +112,8 @@
 // # Reading a store another process holds
 //
 // Config.ReadOnly opens a log store without the lock, to look at it while a
-// worker runs (the skein CLI does this when the lock is taken). It never
+// worker runs, or without keeping a worker from starting (the skein CLI
+// reads every store so). It never
 // writes: every write fails with ErrReadOnly, and Open neither expires
 // leases nor releases messages. Before each read it replays the records
 // appended since the last one, stopping at the first that is not whole and
@@ -121,6 +122,9 @@
 // than the one it has open, a compaction renamed a new log into place, and
 // it replays that one from its start. Either file is a prefix of the same
 // history, so a read sees the store as it was at some commit, never a mix.
+// An incomplete last record found when the file is read from its start is
+// reported by World.TornTail: a reader that finds it again a moment later
+// has a store a crash cut short, which Open with the lock refuses.
 // A bbolt store locks its file for its whole life and cannot be read so.
 //
 // # Layout

@@ -40,6 +40,9 @@ type roLogStore struct {
 	end     int64  // offset just past the last record replayed
 	nextSeq uint64 // seq of the next commit record
 	closed  bool
+	// torn is the incomplete last record the latest (re)load found: a
+	// record being written, or what a crash left (see World.TornTail).
+	torn *tornTailError
 }
 
 // openLogReadOnly opens the log store at path for reading, without the lock.
@@ -76,7 +79,7 @@ func (s *roLogStore) reload() error {
 	if s.f != nil {
 		_ = s.f.Close()
 	}
-	s.f, s.mem, s.end, s.nextSeq = f, mem, r.end, r.nextSeq
+	s.f, s.mem, s.end, s.nextSeq, s.torn = f, mem, r.end, r.nextSeq, r.torn
 	return nil
 }
 
@@ -185,4 +188,25 @@ func openReadOnly(w *World, c *Config) (*World, error) {
 	}
 	w.kv = kv
 	return w, nil
+}
+
+// TornTail reports, for a World opened with Config.ReadOnly, the incomplete
+// last record it found when it read the file from its start (at Open, or
+// after a compaction replaced the file): an error matching ErrTornTail, or
+// nil. Such a record is either one being written at that moment or what a
+// crash in the middle of a write left, which Open with the lock refuses
+// (Config.RepairTornTail); a reader tells them apart by looking again a
+// moment later. A World that holds the lock returns nil: its Open refused
+// or repaired the record.
+func (w *World) TornTail() error {
+	s, ok := w.kv.(*roLogStore)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.torn == nil {
+		return nil
+	}
+	return s.torn
 }

@@ -2,6 +2,7 @@ package localworld
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,41 @@ func TestReadOnlyConcurrentWrites(t *testing.T) {
 	}
 	if want := len(allEvents(t, w, id)); count() != want {
 		t.Fatalf("reader sees %d events, writer %d", count(), want)
+	}
+}
+
+// A read-only World reports an incomplete last record (TornTail) and reads
+// everything before it; a whole store, and a World holding the lock, report
+// none.
+func TestReadOnlyTornTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "world.db")
+	w := mustOpen(t, Config{Path: path, Format: FormatLog})
+	first := newRun(t, w, "wf")
+	newRun(t, w, "wf")
+	if err := w.TornTail(); err != nil {
+		t.Fatalf("TornTail of the World holding the lock: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	whole := mustOpen(t, Config{Path: path, ReadOnly: true})
+	if err := whole.TornTail(); err != nil {
+		t.Fatalf("TornTail of a whole store: %v", err)
+	}
+	_ = whole.Close()
+
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()-1); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, Config{Path: path, ReadOnly: true})
+	wantErrIs(t, r.TornTail(), ErrTornTail, "TornTail of a store cut short")
+	if _, err := r.GetRun(ctx, &world.GetRunParams{RunID: first}); err != nil {
+		t.Fatalf("GetRun of a run before the torn record: %v", err)
 	}
 }

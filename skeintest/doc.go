@@ -88,5 +88,8 @@
 // Registry and fails the test for each run the new code would hold, naming
 // where the code and the log part ways; CheckHistory and CheckWorld do the
 // same for one reader and for the runs of a World. Nothing executes: the log
-// supplies every result.
+// supplies every result. A history needs the run's secret, from which its
+// generated hook tokens and its child runs' tokens derive: one printed by
+// `skein runs events` without -show-tokens lacks it, and the check of such
+// a run is a *NoTokensError saying so, not a divergence.
 package skeintest

@@ -73,7 +73,10 @@ func (h *HistoryReport) String() string {
 // CheckHistory reads a history file's runs from r (see ReadHistories) and
 // replays each against reg's code (workflow.Registry.CheckLog). A malformed
 // file is a *HistoryFileError; so is a run of a workflow reg does not
-// hold, wrapping a *workflow.UnknownWorkflowError naming it.
+// hold, wrapping a *workflow.UnknownWorkflowError naming it, and a run
+// exported without its secrets whose hook tokens the replay cannot check,
+// wrapping a *NoTokensError (errors.Is ErrNoTokens) instead of reporting
+// a divergence that is not the code's.
 func CheckHistory(reg *workflow.Registry, r io.Reader) (*HistoryReport, error) {
 	return checkNamed(reg, r, "history")
 }
@@ -96,6 +99,9 @@ func checkNamed(reg *workflow.Registry, r io.Reader, name string) (*HistoryRepor
 	rep := &HistoryReport{}
 	for _, h := range hs {
 		rr, err := reg.CheckLog(h.Events)
+		if err == nil {
+			err = noTokens(h.Events, rr)
+		}
 		if err != nil {
 			return nil, &HistoryFileError{File: name, Line: h.Line, Err: err}
 		}

@@ -44,8 +44,9 @@ func (e *HistoryFileError) Unwrap() error { return e.Err }
 var errEmpty = errors.New("no events (a history holds one JSON event per line, as `skein runs events` prints them)")
 
 // ReadHistories reads a history file: one JSON event per line, as `skein
-// runs events <runId>` prints a run's log and `skein runs export` writes
-// it. A file may hold several runs, each run's events whole (from its
+// runs events -show-tokens <runId>` prints a run's log and `skein runs
+// export` writes it (without -show-tokens the run's secret is left out, and
+// the check of a run whose hook tokens derive from it is a *NoTokensError). A file may hold several runs, each run's events whole (from its
 // run_created) and in sequence order; runs may follow or interleave with
 // each other. Blank lines are skipped. name names the file in errors, which
 // are *HistoryFileError.
@@ -125,7 +126,7 @@ func addEvent(runs *[]History, byRun map[string]int, b []byte, line int) error {
 }
 
 // WriteHistory writes a run's events in the format ReadHistories reads and
-// `skein runs events` prints: one JSON object per line.
+// `skein runs events -show-tokens` prints: one JSON object per line.
 func WriteHistory(w io.Writer, events []world.Event) error {
 	enc := json.NewEncoder(w)
 	for _, ev := range events {

@@ -16,7 +16,7 @@ func TestChildHookShownAsChild(t *testing.T) {
 	hooks, _ := hooksAndWaits([]world.Event{
 		{CorrelationID: "hook_1", Data: &world.HookCreated{Token: tok}},
 		{CorrelationID: "hook_2", Data: &world.HookCreated{Token: "approve/1"}},
-	})
+	}, pretty)
 	if len(hooks) != 2 || !hooks[0].Child || strings.Contains(hooks[0].Token, "tagtagtag") || hooks[1].Child || hooks[1].Token != "approve/1" {
 		t.Fatalf("hooks = %+v", hooks)
 	}

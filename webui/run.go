@@ -142,7 +142,7 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 		return nil, err
 	}
 	now := s.cfg.Now()
-	v := &runView{Run: run, Took: took(run, now), Input: pretty(run.Input), Output: pretty(run.Output),
+	v := &runView{Run: run, Took: took(run, now), Input: s.pretty(run.Input), Output: s.pretty(run.Output),
 		Error: errorChain(run.Error), Timeline: newChart(run, events, now),
 		Compensations: compCounts(run), CompFailed: run.Compensations.Failed > 0,
 		Compensating: run.Status.Terminal() && !run.Deactivated() && compMark(run) == "compensating"}
@@ -152,11 +152,11 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 	if v.Steps, err = s.steps(ctx, run, events); err != nil {
 		return nil, err
 	}
-	v.Hooks, v.Waits = hooksAndWaits(events)
+	v.Hooks, v.Waits = hooksAndWaits(events, s.pretty)
 	if v.Streams, err = s.streams(ctx, run.RunID); err != nil {
 		return nil, err
 	}
-	v.Events = eventViews(events)
+	v.Events = eventViews(events, s.pretty)
 	if !run.Status.Terminal() {
 		var last int64
 		if len(events) > 0 {
@@ -175,6 +175,16 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 // allEvents reads a run's whole log.
 func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Event, error) {
 	return world.AllEvents(ctx, w, runID)
+}
+
+// pretty is the package's pretty, except that a payload the dashboard's
+// World left sealed says why its keys did not open it (no key with its ID,
+// or a key with that ID that does not open it).
+func (s *server) pretty(raw []byte) string {
+	if ew, ok := s.cfg.World.(*encrypt.World); ok && encrypt.IsSealed(raw) {
+		return ew.Describe(raw)
+	}
+	return pretty(raw)
 }
 
 // pretty indents JSON, and shows <, > and & as themselves where Go's
@@ -272,7 +282,7 @@ func (s *server) steps(ctx context.Context, run *world.Run, events []world.Event
 		}
 		for _, st := range p.Items {
 			out = append(out, stepView{ID: st.StepID, Name: st.StepName, Status: string(st.Status), Attempt: st.Attempt,
-				Input: pretty(st.Input), Output: pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error),
+				Input: s.pretty(st.Input), Output: s.pretty(st.Output), Attempts: attempts[st.StepID], Error: errorChain(st.Error),
 				Comp: newCompView(run, &st, comps[st.StepID])})
 		}
 		if !p.HasMore {
@@ -284,7 +294,7 @@ func (s *server) steps(ctx context.Context, run *world.Run, events []world.Event
 
 // hooksAndWaits reads the run's hooks and sleeps from its log. A webhook's
 // token is shown redacted: it is the credential its URL needs.
-func hooksAndWaits(events []world.Event) ([]hookView, []waitView) {
+func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView, []waitView) {
 	var hooks []hookView
 	var waits []waitView
 	hi, wi := map[string]int{}, map[string]int{}
@@ -326,7 +336,7 @@ func hooksAndWaits(events []world.Event) ([]hookView, []waitView) {
 
 // eventViews shows each event's data as indented JSON, webhook tokens and
 // the run's secret redacted (workflow.RedactEvent).
-func eventViews(events []world.Event) []eventView {
+func eventViews(events []world.Event, pretty func([]byte) string) []eventView {
 	out := make([]eventView, 0, len(events))
 	for _, ev := range events {
 		data := workflow.RedactEvent(ev).Data

@@ -3,11 +3,13 @@ package webui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -51,7 +53,13 @@ func (s *server) readChunks(ctx context.Context, runID, ns string, from, to int6
 	defer cancel()
 	var b []byte
 	for ch, err := range s.cfg.Client.ReadStream(ctx, runID, workflow.StreamOptions{Namespace: ns, Start: from}) {
-		if err != nil {
+		var ke *encrypt.KeyError
+		switch {
+		case errors.As(err, &ke):
+			// Sealed, and no key given opened it: say so where the text
+			// would be, rather than fail the page.
+			return string(b) + s.sealedNote(ke.KeyID) + "\n", nil
+		case err != nil:
 			return "", err
 		}
 		b = append(b, chunkText(ch)...)
@@ -60,6 +68,15 @@ func (s *server) readChunks(ctx context.Context, runID, ns string, from, to int6
 		}
 	}
 	return string(b), nil
+}
+
+// sealedNote says that data sealed with key keyID stayed sealed, and why
+// when the dashboard's World knows.
+func (s *server) sealedNote(keyID string) string {
+	if ew, ok := s.cfg.World.(*encrypt.World); ok {
+		return ew.DescribeKey(keyID)
+	}
+	return fmt.Sprintf("[encrypted with key %q; no key to decrypt it]", keyID)
 }
 
 // chunkText is how a chunk shows: its bytes as text, a JSON chunk as its

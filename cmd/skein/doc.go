@@ -9,12 +9,18 @@
 //	skein -db my.db hooks list
 //
 // The store is a localworld file (default ./skein-quickstart.db, or $SKEIN_DB).
-// While a worker (or the quickstart) holds the store, skein reads it anyway:
-// it opens the file read-only without the lock (localworld Config.ReadOnly),
-// catching up with the records the worker appends before each read, so
-// runs list/show/events/export, hooks list and streams read -follow work on live
-// runs. The commands that change the store (runs cancel, retry, fail; hooks
-// resume) need the store to themselves and say so while it is held.
+// A command that only reads (runs list/show/events/watch/export, hooks list,
+// streams, patches check, the pages of skein ui) never takes the store's
+// lock: it opens the file read-only (localworld Config.ReadOnly), catching
+// up with the records a worker appends before each read, so it works on
+// live runs, and a worker (or the quickstart) can start while it runs,
+// however long (runs watch, streams read -follow, ui). The commands that
+// change the store (runs cancel, rerun, retry, fail; hooks resume;
+// -repair-torn-tail) take the lock for as long as they run; while another
+// process holds it they wait up to a second, then exit 1 naming the process
+// (on Linux, from /proc/locks). skein ui takes the lock for each action
+// only, and refuses the action (403, with the reason) while a worker holds
+// the store.
 //
 // A read-only view was chosen over the worker serving its store on a local
 // socket: it needs nothing from the program that holds the store (any
@@ -23,12 +29,14 @@
 // step with world.Storage; the log format already makes it cheap, since a
 // commit is one appended, checksummed record and a compaction renames a
 // whole new file into place. Its price is that changes still wait for the
-// worker to stop, and that a bbolt-format store cannot be read while held.
+// worker to stop, and that a bbolt-format store cannot be read without its
+// lock (skein takes it to read one, as a worker would).
 //
 // A process killed in the middle of a write (kill -9, power loss)
 // can leave the store's last record incomplete; skein then refuses the store
-// and says so, and -repair-torn-tail drops that record (its commit was never
-// acknowledged) and keeps everything before it:
+// and says so (a reader looks twice, since a record being written is whole a
+// moment later), and -repair-torn-tail drops that record (its commit was
+// never acknowledged) and keeps everything before it:
 //
 //	skein -repair-torn-tail runs list
 //

@@ -154,7 +154,7 @@ func exportRun(ctx context.Context, e *env, dir, runID string) error {
 	if err != nil {
 		return err
 	}
-	if err := stillSealed(r, "export it (a sealed history does not replay)"); err != nil {
+	if err := e.stillSealed(r, "export it (a sealed history does not replay)"); err != nil {
 		return err
 	}
 	events, err := allEvents(ctx, e.w, runID)

@@ -17,6 +17,7 @@ import (
 
 var runsRetryCmd = &command{
 	group: "runs", name: "retry", usage: "<runId>", nargs: 1,
+	writes:  true,
 	summary: "replay a held run now, after deploying code that fits its log",
 	help: `
 Asks for a held run (status held: the code replaying it asks for other steps,
@@ -49,6 +50,7 @@ Examples:
 
 var runsFailCmd = &command{
 	group: "runs", name: "fail", usage: "<runId> [-reason r]", nargs: 1,
+	writes:  true,
 	summary: "end a held (or any unfinished) run as failed",
 	help: `
 Fails a pending, running or held run for good, recording the reason: what to do

@@ -90,6 +90,7 @@ Examples:
 
 var hooksResumeCmd = &command{
 	group: "hooks", name: "resume", usage: "<token> <json-payload|@file|->", nargs: 2,
+	writes:  true,
 	summary: "send a payload to a hook, resuming its run",
 	help: `
 Sends a JSON payload to the active hook holding the token: the payload is
@@ -116,7 +117,7 @@ Examples:
 			}
 			if hk, err := e.client.GetHookByToken(ctx, token); err == nil {
 				if r, err := e.getRun(ctx, hk.RunID); err == nil {
-					if err := stillSealed(r, "resume its hook (the payload would be stored in clear)"); err != nil {
+					if err := e.stillSealed(r, "resume its hook (the payload would be stored in clear)"); err != nil {
 						return err
 					}
 				}

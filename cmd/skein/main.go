@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -17,8 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/skeinflow/skein/encrypt"
-	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -49,9 +45,15 @@ type env struct {
 
 	w      world.World
 	client *workflow.Client
-	// readOnly: the local store is held by another process, and open
-	// opened it read-only.
+	// writes: the command changes the store, so open takes its lock.
+	writes  bool
+	cmdName string // the command's name, for messages
+	// readOnly: open opened the local store read-only, without its lock.
 	readOnly bool
+	// actions: the command (skein ui) changes the store now and then, and
+	// open makes act, which takes the lock for each change.
+	actions bool
+	act     *actWorld
 }
 
 // command is one "skein <group> <name>" command.
@@ -63,6 +65,9 @@ type command struct {
 	// nargs is the number of positional arguments (-1 takes any number),
 	// optArgs how many more it may take.
 	nargs, optArgs int
+	// writes: the command changes the store, and takes the local store's
+	// lock to do it (the others read it without the lock).
+	writes bool
 	// setup defines the command's flags and returns what runs it.
 	setup func(fs *flag.FlagSet) runFunc
 }
@@ -97,8 +102,10 @@ func defaultStore() string {
 
 func runWith(ctx context.Context, e *env, args []string) int {
 	if e.lockTimeout == 0 {
-		// Short: a command that finds the store held reads it anyway.
-		e.lockTimeout = 100 * time.Millisecond
+		// Only commands that change the local store take its lock: long
+		// enough to outwait another such command, short enough to say soon
+		// that a worker holds it.
+		e.lockTimeout = time.Second
 	}
 	global := flag.NewFlagSet("skein", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
@@ -181,6 +188,7 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 		commandUsage(e.stderr, c, fs)
 		return 2
 	}
+	e.writes, e.cmdName = c.writes, c.fullName()
 	err = runCmd(ctx, e, pos)
 	if e.w != nil {
 		if cerr := e.w.Close(); cerr != nil && err == nil {
@@ -191,11 +199,6 @@ func (e *env) exec(ctx context.Context, c *command, args []string) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, localworld.ErrReadOnly):
-		fmt.Fprintf(e.stderr, "skein %s: the store %s is in use by another process (the quickstart or a worker), "+
-			"and %s changes it, which only that process may do (reading it is fine): stop that process (or wait for it to finish) "+
-			"and run this command again\n", c.fullName(), e.db, c.fullName())
-		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "skein %s: %s\n", c.fullName(), safeLines(err.Error()))
 		return 2
@@ -233,89 +236,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
-}
-
-// open opens the store: the deployed stack the flags name, or the local
-// store, refusing to create one, and reading it while another process holds
-// it.
-func (e *env) open(ctx context.Context) error {
-	if e.w != nil {
-		return nil // opened already (getRun opens too): one World per command
-	}
-	if e.remote.set() {
-		return e.openRemote(ctx)
-	}
-	fi, err := os.Stat(e.db)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("no store at %s: run the quickstart (go run ./examples/quickstart) to make one, or pass -db (or set $SKEIN_DB)", e.db)
-	case err != nil:
-		return err
-	case fi.IsDir():
-		return fmt.Errorf("%s is a directory, not a store file", e.db)
-	}
-	cfg := localworld.Config{
-		Path: e.db, LockTimeout: e.lockTimeout, RepairTornTail: e.repair,
-		// Warnings (such as what -repair-torn-tail dropped) go with the CLI's errors.
-		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
-	w, err := localworld.Open(cfg)
-	if errors.Is(err, localworld.ErrLocked) && !e.repair {
-		// A worker (or the quickstart) holds the store: read it as it
-		// writes. Commands that change the store fail with ErrReadOnly.
-		cfg.ReadOnly = true
-		w, err = localworld.Open(cfg)
-		e.readOnly = err == nil
-		if err != nil {
-			err = fmt.Errorf("the store %s is in use by another process, and cannot be read while it is: %w", e.db, err)
-		}
-	}
-	if err != nil {
-		switch {
-		case errors.Is(err, localworld.ErrLocked):
-			return fmt.Errorf("the store %s is in use by another process (the quickstart, a worker, or another skein command), "+
-				"and -repair-torn-tail changes the store, which only one process at a time may do: stop that process (or wait for it to finish) and run this command again", e.db)
-		case errors.Is(err, localworld.ErrTornTail):
-			return fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
-		}
-		return err
-	}
-	var ww world.World = w
-	if e.keys != "" {
-		keys, err := encrypt.ParseLocalKeys(e.keys)
-		if err != nil {
-			_ = w.Close()
-			return usagef("-keys: %v", err)
-		}
-		// What these keys cannot open is shown as sealed, naming its key.
-		if ww, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, LeaveSealed: true}); err != nil {
-			_ = w.Close()
-			return err
-		}
-	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: ww})
-	if err != nil {
-		_ = w.Close()
-		return err
-	}
-	e.w, e.client = ww, client
-	return nil
-}
-
-// getRun opens the store and returns a run, with a clear error for a
-// malformed or unknown ID.
-func (e *env) getRun(ctx context.Context, runID string) (*world.Run, error) {
-	if err := world.ValidateID(world.PrefixRun, runID); err != nil {
-		return nil, usagef("%q is not a run ID (run IDs look like wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T; see skein runs list)", runID)
-	}
-	if err := e.open(ctx); err != nil {
-		return nil, err
-	}
-	r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if errors.Is(err, world.ErrNotFound) {
-		return nil, fmt.Errorf("run %s not found in %s", runID, e.where())
-	}
-	return r, err
 }
 
 func mainUsage(w io.Writer) {
@@ -358,9 +278,13 @@ Encrypted payloads are shown decrypted when the key is given (and your
 credentials may use it), else as a note naming the key they need.
 Any command takes these flags too.
 
-While the quickstart (or your worker) holds its store, skein reads it as it
-goes (runs, events, streams -follow); commands that change the store (runs
-cancel, retry, fail; hooks resume) wait until that process stops.
+Commands that only read a local store (runs list, show, events, watch,
+export; hooks list; streams; patches; ui's pages) never lock it: they read it
+as the quickstart or your worker writes it, and a worker can start while they
+run. Commands that change it (runs cancel, rerun, retry, fail; hooks resume;
+an action in skein ui; -repair-torn-tail) take its lock for as long as they
+take; while another process holds the store they wait up to a second, then
+exit 1 naming that process: only the process holding a store may change it.
 
 Examples:
   skein runs list -status running

@@ -13,6 +13,7 @@ import (
 
 var runsRerunCmd = &command{
 	group: "runs", name: "rerun", usage: "<run-id> [-idempotency-key key] [-version v]", nargs: 1,
+	writes:  true,
 	summary: "start a new run with a finished run's workflow and input",
 	help: `
 Starts a new run of a finished (failed, cancelled or completed) run's
@@ -40,7 +41,7 @@ Examples:
 			if !r.Status.Terminal() {
 				return fmt.Errorf("run %s is %s, not finished: wait for it, or cancel it first (skein runs cancel)", r.RunID, r.Status)
 			}
-			if err := stillSealed(r, "rerun it"); err != nil {
+			if err := e.stillSealed(r, "rerun it"); err != nil {
 				return err
 			}
 			v := r.Version

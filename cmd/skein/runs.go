@@ -219,7 +219,7 @@ Examples:
 				return err
 			}
 			st, now := style{color: colorOn(e.stdout, *noColor)}, time.Now()
-			printRunFields(e.stdout, r, st)
+			printRunFields(e.stdout, r, st, e.shownPayload)
 			fmt.Fprintln(e.stdout)
 			printCompensations(e.stdout, r, steps, now, st)
 			drawTimeline(e.stdout, r, events, now, timelineOptions{width: *width, style: st, showTokens: *reveal})
@@ -233,7 +233,7 @@ func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Even
 	return world.AllEvents(ctx, w, runID)
 }
 
-func printRunFields(w io.Writer, r *world.Run, st style) {
+func printRunFields(w io.Writer, r *world.Run, st style, show func([]byte) string) {
 	field := func(name, value string) {
 		if value != "" {
 			fmt.Fprintf(w, "%-10s %s\n", name, value)
@@ -284,8 +284,8 @@ func printRunFields(w io.Writer, r *world.Run, st style) {
 		b, _ := json.Marshal(r.Attributes)
 		field("Attributes", safeText(string(b)))
 	}
-	field("Input", clip(safeText(shownPayload(r.Input)), 200))
-	field("Output", clip(safeText(shownPayload(r.Output)), 200))
+	field("Input", clip(safeText(show(r.Input)), 200))
+	field("Output", clip(safeText(show(r.Output)), 200))
 	if r.Error != nil {
 		field("Error", st.paint(red, safeText(fmt.Sprintf("%s: %s", r.ErrorCode, r.Error.Message))))
 	}
@@ -313,12 +313,18 @@ var runsEventsCmd = &command{
 Prints a run's events in sequence order, one JSON object per line: runId,
 eventId, seq, eventType, correlationId (the step, hook or wait), createdAt and
 eventData.
-Secrets are redacted unless -show-tokens: a webhook's token in hook_created
-(shown as sha256:<first 12 hex digits>, as hooks list shows it) and the run's
-secret in run_created ("redacted"); the JSON keeps its shape. With
--show-tokens, the output is a history file, which skeintest.CheckHistories
-replays against your code (runs export writes several at once, with their
-secrets: a replay needs them).
+Without -show-tokens, what resumes hooks is hidden: a webhook's token in
+hook_created, and the token of every hook_received, hook_disposed and
+hook_conflict, show as sha256:<first 12 hex digits> (as hooks list shows
+them), and run_created has no "secret" field at all (the run's secret, from
+which its generated hook tokens and its child runs' tokens derive). Such
+output cannot be replay-checked for a run with generated hook tokens or
+child runs: skeintest says so (ErrNoTokens) instead of checking it.
+
+With -show-tokens, the output is the run's log as stored, a history file
+that skeintest.CheckHistories replays against your code; runs export writes
+such files for many runs at once, with their secrets. Keep them as you keep
+the tokens: they resume the runs' webhooks.
 
 Examples:
   skein runs events wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
@@ -355,6 +361,7 @@ Examples:
 
 var runsCancelCmd = &command{
 	group: "runs", name: "cancel", usage: "<runId> [-reason r]", nargs: 1,
+	writes:  true,
 	summary: "cancel a pending, running or held run",
 	help: `
 Cancels a pending, running or held run: its pending steps are refused, its hooks and

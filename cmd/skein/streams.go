@@ -132,7 +132,7 @@ Examples:
 					if ctx.Err() != nil {
 						return nil // Ctrl-C
 					}
-					return err
+					return e.sealedStreamError(err)
 				}
 				data := chunk.Data
 				if len(data) == 0 || data[len(data)-1] != '\n' {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -84,22 +85,61 @@ func shownToken(token string, webhook, reveal bool) string {
 }
 
 // shownPayload is a payload as the CLI shows it: as stored, or, when it is
-// sealed and no key opened it, a note naming the key it needs (-keys,
-// -kms-key).
-func shownPayload(b []byte) string {
-	if encrypt.IsSealed(b) {
+// sealed and no key opened it, a note naming the key it needs and why the
+// keys given (-keys, -kms-key) did not open it.
+func (e *env) shownPayload(b []byte) string {
+	kid, ok := encrypt.SealedKeyID(b)
+	if !ok {
+		return string(b)
+	}
+	ew := e.sealer()
+	if ew == nil {
 		return encrypt.Describe(b) + " (pass -keys, or -kms-key for a stack)"
 	}
-	return string(b)
+	why := ew.SealedReason(kid)
+	switch {
+	case errors.Is(why, encrypt.ErrWrongKey):
+		return ew.Describe(b) + " (check -keys: the program that wrote it had other key bytes under that ID)"
+	case why == nil || errors.Is(why, encrypt.ErrNoSuchKey):
+		return ew.Describe(b) + " (pass the key with that ID in -keys, or -kms-key for a stack)"
+	}
+	return ew.Describe(b)
+}
+
+// sealer is the encrypting World the command reads through (-keys,
+// -kms-key), or nil.
+func (e *env) sealer() *encrypt.World {
+	ew, _ := e.w.(*encrypt.World)
+	return ew
 }
 
 // stillSealed is the error of a command that would write (or export) run
 // r's payloads while they are still sealed: no key given to skein opened
 // them, and a new run, a hook payload or a history made from them would be
 // wrong or in clear.
-func stillSealed(r *world.Run, doing string) error {
-	if kid, ok := encrypt.SealedKeyID(r.Input); ok {
-		return fmt.Errorf("run %s's payloads are encrypted with key %q, which skein cannot use here: pass -keys (a local store) or -kms-key (a stack) to %s", r.RunID, kid, doing)
+func (e *env) stillSealed(r *world.Run, doing string) error {
+	kid, ok := encrypt.SealedKeyID(r.Input)
+	if !ok {
+		return nil
 	}
-	return nil
+	if ew := e.sealer(); ew != nil {
+		if why := ew.SealedReason(kid); why != nil && !errors.Is(why, encrypt.ErrNoSuchKey) {
+			return fmt.Errorf("run %s's payloads are encrypted with key %q, and the key given does not open them (%v): pass the right key in -keys (a local store) or -kms-key (a stack) to %s", r.RunID, kid, why, doing)
+		}
+	}
+	return fmt.Errorf("run %s's payloads are encrypted with key %q, which skein cannot use here: pass -keys (a local store) or -kms-key (a stack) to %s", r.RunID, kid, doing)
+}
+
+// sealedStreamError is err, a stream chunk that stayed sealed, with the
+// reason the keys given did not open it when skein knows it.
+func (e *env) sealedStreamError(err error) error {
+	var ke *encrypt.KeyError
+	ew := e.sealer()
+	if !errors.As(err, &ke) || ew == nil {
+		return err
+	}
+	if why := ew.SealedReason(ke.KeyID); why != nil && !errors.Is(why, encrypt.ErrNoSuchKey) {
+		return fmt.Errorf("the stream is encrypted, and the keys given do not open it: %w", why)
+	}
+	return err
 }

@@ -175,4 +175,10 @@ func TestRunsEventsRedactsSecret(t *testing.T) {
 	}
 	shown := cli("-db", f.db, "runs", "events", "-show-tokens", f.doneID)
 	shown.expect(t, 0, `"secret":"`)
+	// The help says what the output is: no secret field, not a "redacted" one.
+	help := cli("runs", "events", "-help")
+	help.expect(t, 0, `run_created has no "secret" field`, "-show-tokens", "ErrNoTokens")
+	if strings.Contains(help.out, "keeps its shape") {
+		t.Errorf("runs events -help claims the JSON keeps its shape:\n%s", help.out)
+	}
 }

@@ -28,10 +28,13 @@ It listens on 127.0.0.1 (this machine only) unless -addr names another
 address, which it refuses without -public: the dashboard has no login, and
 whoever reaches it can cancel runs and resume hooks.
 
-While a worker (or the quickstart) holds a local store, the dashboard reads it
-as it goes but is read-only: only the process holding a store may change it.
-For a writable dashboard on a local store, serve it from the worker itself
-(webui.New with worker.Client(); see the README's Dashboard section, or run
+On a local store, the dashboard reads the store without holding it, so a
+worker (or the quickstart) can start, and write, while it runs. Each action
+takes the store's lock for the moment it takes, as skein runs cancel does:
+while a worker holds the store, actions are refused with the process that
+holds it, since only that process may change the store. To act on runs while
+a worker runs, serve the dashboard from the worker itself (webui.New with
+worker.Client(); see the README's Dashboard section, or run
 go run ./examples/quickstart -ui 127.0.0.1:8089).
 
 Examples:
@@ -106,21 +109,22 @@ func loopback(host string) bool {
 
 // serveUI opens the store and serves the dashboard until ctx ends.
 func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error {
+	e.actions = true
 	if err := e.open(ctx); err != nil {
 		return err
 	}
 	defer func() { _ = e.w.Close(); e.w = nil }()
 	cfg := webui.Config{Client: e.client, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if e.readOnly {
-		cfg.ReadOnly = true
-		cfg.ReadOnlyReason = "another process (a worker or the quickstart) holds the store " + e.db + ", and only it may change the store"
-	}
 	if !public {
 		cfg.Hosts = webui.LoopbackHosts()
 	}
-	h, err := webui.New(cfg)
+	wh, err := webui.New(cfg)
 	if err != nil {
 		return err
+	}
+	var h http.Handler = wh
+	if e.act != nil {
+		h = e.act.serve(wh, cfg.Hosts)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -136,12 +140,12 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 	}
 	note := ""
 	switch {
-	case e.readOnly:
-		note = fmt.Sprintf("read-only: another process holds %s; actions are off (serve the dashboard from the worker to act on runs; "+
-			"restart skein ui once that process has stopped)\n", e.db)
+	case e.act != nil:
+		note = fmt.Sprintf("skein ui reads %s without holding it: a worker may run on it meanwhile. Each action takes the store "+
+			"for a moment, and is refused while a worker (or the quickstart) holds it: act from the worker's own dashboard then\n", e.db)
 	case !e.remote.set():
-		note = fmt.Sprintf("skein ui holds %s while it runs, as a worker does: stop it before you start a worker on the store "+
-			"(or serve the dashboard from the worker)\n", e.db)
+		note = fmt.Sprintf("skein ui holds %s while it runs (a store in the bbolt format cannot be read otherwise): "+
+			"stop it before you start a worker on the store\n", e.db)
 	}
 	// One write: whoever reads the first line has the rest too.
 	fmt.Fprintf(e.stdout, "serving on %s — %s\nstore: %s\n%s", url, reach, e.where(), note)

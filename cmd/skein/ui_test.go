@@ -13,6 +13,7 @@ import (
 
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestUIAddr: the dashboard listens on loopback addresses only, unless
@@ -80,8 +81,34 @@ func startUI(t *testing.T, global ...string) (string, *syncBuffer) {
 	}
 }
 
-// TestUIServes: skein ui serves the store's runs on 127.0.0.1; while a
-// worker holds the store it says it is read-only, and refuses actions.
+// postCancel posts the cancel form of run id to the dashboard at base, from
+// one of its pages.
+func postCancel(t *testing.T, base, id string) (int, string) {
+	t.Helper()
+	return postCancelFrom(t, base, id, base)
+}
+
+// postCancelFrom posts the cancel form from a page of origin.
+func postCancelFrom(t *testing.T, base, id, origin string) (int, string) {
+	t.Helper()
+	tok := strings.Repeat("ab", 32)
+	req, _ := http.NewRequest(http.MethodPost, base+"/runs/"+id+"/cancel", strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	req.AddCookie(&http.Cookie{Name: "skein_csrf", Value: tok})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(body)
+}
+
+// TestUIServes: skein ui serves the store's runs on 127.0.0.1 while a
+// worker holds the store, reading it without the lock; an action is
+// refused while the worker holds the store, naming why, and done once it
+// has stopped, by the same dashboard.
 func TestUIServes(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "ui.db")
@@ -97,8 +124,8 @@ func TestUIServes(t *testing.T) {
 	// The test holds the store, as a worker would.
 	defer w.Close()
 	base, out := startUI(t, "-db", db)
-	if !strings.Contains(out.String(), "read-only: another process holds") {
-		t.Errorf("skein ui does not say it is read-only:\n%s", out.String())
+	if !strings.Contains(out.String(), "without holding it") {
+		t.Errorf("skein ui does not say it reads without holding the store:\n%s", out.String())
 	}
 	resp, err := http.Get(base + "/runs/" + id)
 	if err != nil {
@@ -106,21 +133,27 @@ func TestUIServes(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "greeting") || !strings.Contains(string(body), "read-only") {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "greeting") {
 		t.Fatalf("GET run page = %d\n%s", resp.StatusCode, body)
 	}
-	tok := strings.Repeat("ab", 32)
-	req, _ := http.NewRequest(http.MethodPost, base+"/runs/"+id+"/cancel", strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	req.AddCookie(&http.Cookie{Name: "skein_csrf", Value: tok})
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
+	code, page := postCancel(t, base, id)
+	if code != http.StatusForbidden || !strings.Contains(page, "in use by another process") || !strings.Contains(page, "this action changes it") {
+		t.Errorf("cancel on a held store = %d, want 403 saying why\n%s", code, page)
+	}
+	// A form posted from another site is refused as ever, and told nothing
+	// of the process holding the store.
+	if code, page := postCancelFrom(t, base, id, "http://elsewhere.example"); code != http.StatusForbidden ||
+		!strings.Contains(page, "another site") || strings.Contains(page, "in use by another process") {
+		t.Errorf("cancel from another site on a held store = %d\n%s", code, page)
+	}
+	if r, err := w.GetRun(context.Background(), &world.GetRunParams{RunID: id}); err != nil || r.Status.Terminal() {
+		t.Fatalf("the refused cancel changed the run: %+v, %v", r, err)
+	}
+	if err := w.Close(); err != nil { // the worker stops
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("cancel on a held store = %d, want 403", resp.StatusCode)
+	if code, page := postCancel(t, base, id); code != http.StatusOK || !strings.Contains(page, "cancelled") {
+		t.Errorf("cancel once the worker stopped = %d\n%s", code, page)
 	}
 }
 

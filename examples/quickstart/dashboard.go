@@ -13,8 +13,8 @@ import (
 // serveDashboard serves Skein's dashboard on addr over the worker's own
 // store, until ctx ends. The worker's client writes that store, so the
 // dashboard's actions (cancel, resume a hook, rerun) work while the worker
-// runs; `skein ui` on the same store could only read it. It returns the
-// dashboard's URL.
+// runs; `skein ui` on the same store reads it, but its actions are refused
+// while the worker holds the store. It returns the dashboard's URL.
 func serveDashboard(ctx context.Context, worker *workflow.Worker, addr string) (string, error) {
 	cfg := webui.Config{Client: worker.Client()}
 	if host, _, err := net.SplitHostPort(addr); err == nil && isLoopback(host) {

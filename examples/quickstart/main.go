@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		switch {
 		case errors.Is(err, localworld.ErrLocked):
-			fmt.Fprintf(stderr, "quickstart: the store %s is in use by another process (another quickstart, or the skein CLI).\n"+
+			fmt.Fprintf(stderr, "quickstart: the store %s is in use by another process (another quickstart, or a skein command changing it).\n"+
 				"Wait for it to finish, or pass -db with another file. A quickstart started with go run whose go command was\n"+
 				"killed with kill -9 is still running: stop it with pkill -x quickstart.\n", o.db)
 		case errors.Is(err, localworld.ErrTornTail):

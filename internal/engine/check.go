@@ -128,7 +128,7 @@ func CheckLog(reg Registry, events []world.Event) (*LogCheck, error) {
 	c := &LogCheck{RunID: st.meta.runID, WorkflowName: st.meta.workflowName, Events: len(events), Status: st.runStatus}
 	r.failMisused()
 	if r.diverged() {
-		c.Divergence = r.divergence
+		c.Divergence = noteNoSecret(r.divergence, events)
 		return c, nil
 	}
 	if r.finished {
@@ -138,6 +138,22 @@ func CheckLog(reg Registry, events []world.Event) (*LogCheck, error) {
 		c.Next = append(c.Next, Operation{Kind: o.kind.String(), Name: o.name, ID: o.id})
 	}
 	return c, nil
+}
+
+// noteNoSecret adds to a divergence at a hook_created, in a log whose
+// run_created has no secret (what an export without tokens leaves), that
+// the tokens derived from the secret (generated hooks, child runs) cannot
+// be checked: the replay derives other ones.
+func noteNoSecret(d *Divergence, events []world.Event) *Divergence {
+	rc, ok := events[0].Data.(*world.RunCreated)
+	if !ok || len(rc.Secret) > 0 || d.EventType != string(world.EventHookCreated) {
+		return d
+	}
+	out := *d
+	out.Message += " (this log has no run secret, as an export without tokens leaves it: the tokens of generated hooks " +
+		"and child runs derive from that secret and cannot be checked; export the run with its tokens: " +
+		"skein runs export, or skein runs events -show-tokens)"
+	return &out
 }
 
 // checkWholeLog refuses what is not one whole run's log.
