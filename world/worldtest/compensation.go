@@ -32,6 +32,7 @@ func compensationCases() []testCase {
 		{"lease_takeover", testCompTakeover},
 		{"retry_too_early", testCompTooEarly},
 		{"failed_for_good", testCompFailed},
+		{"created_and_started_in_one_append", testCompCreatedAndStarted},
 	}
 }
 
@@ -489,4 +490,26 @@ func testCompFailed(t *testing.T, f *fixture) {
 	if r := f.mustAppend(run, ev("", &world.RunDeactivated{})).Run; !r.Deactivated() || r.Compensations.Failed != 1 {
 		t.Fatalf("run_deactivated after a failed compensation: %+v", r)
 	}
+}
+
+// testCompCreatedAndStarted: a step created and started in one Append
+// (which a World may store differently from one created alone) keeps its
+// compensation, and its completion owes it.
+func testCompCreatedAndStarted(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	steps := []string{ids.New(world.PrefixStep), ids.New(world.PrefixStep)}
+	for _, id := range steps {
+		f.mustAppend(run, ev(id, &world.StepCreated{StepName: "worldtest-do", Compensation: compName}), ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
+		if s := f.getStep(run, id); s.Status != world.StepStatusRunning || s.Compensation == nil || s.Compensation.Step != compName {
+			t.Fatalf("GetStep of a step created and started in one append: %s compensation %+v", s.Status, s.Compensation)
+		}
+	}
+	for i, id := range steps {
+		r := f.mustAppend(run, ev(id, &world.StepCompleted{Result: json.RawMessage(`"done"`)}))
+		f.wantCounts(run, r.Run, world.Compensations{Owed: i + 1}, "a step created and started in one append completed")
+	}
+	r := f.mustAppend(run, ev(steps[1], &world.CompStarted{}), ev(steps[1], &world.CompSucceeded{}), ev(steps[0], &world.CompStarted{}))
+	f.wantCounts(run, r.Run, world.Compensations{Running: 1, Succeeded: 1}, "compensations of steps created and started in one append")
+	f.wantComp(run, steps[0], world.StepStatusCompensating, 1, "first")
+	f.wantComp(run, steps[1], world.StepStatusCompensated, 1, "second")
 }
