@@ -103,3 +103,63 @@ func TestCompensationAcrossWorlds(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchAllFollowsRunUntilDeactivated: an every-run watch follows a
+// run it knows of until its run_deactivated, so the compensations it
+// records after its end are delivered, also for a run created long before
+// (which no look's listing of new runs returns).
+func TestWatchAllFollowsRunUntilDeactivated(t *testing.T) {
+	dynamotest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	cfg := dynamotest.Config(c, r, url)
+	cfg.Now = func() time.Time { return time.Now().Add(-time.Hour) } // its runs are an hour old
+	old, err := dynamoworld.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	run := startedRun(t, old)
+	st := ids.New(world.PrefixStep)
+	on := func(d world.EventData) world.EventInput { return world.EventInput{CorrelationID: st, Data: d} }
+	mustAppend(t, w, run, on(&world.StepCreated{StepName: "charge", Compensation: "refund"}), on(&world.StepStarted{}), on(&world.StepCompleted{}))
+	cursor, err := w.WatchCursor(ctx, &world.WatchParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan world.EventType, 16)
+	go func() {
+		for e, err := range w.Watch(ctx, &world.WatchParams{After: cursor, PollMin: 10 * time.Millisecond, PollMax: 20 * time.Millisecond}) {
+			if err != nil {
+				return
+			}
+			got <- e.Event.Type()
+		}
+	}()
+	next := func(want world.EventType) {
+		t.Helper()
+		select {
+		case e := <-got:
+			if e != want {
+				t.Fatalf("watched %s, want %s", e, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s delivered", want)
+		}
+	}
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunFailed{Error: &world.ErrorData{Message: "boom"}, Compensate: true}})
+	next(world.EventRunFailed)
+	time.Sleep(100 * time.Millisecond) // looks go by after the end
+	mustAppend(t, w, run, on(&world.CompStarted{}))
+	next(world.EventCompStarted)
+	mustAppend(t, w, run, on(&world.CompSucceeded{}), world.EventInput{Data: &world.RunDeactivated{}})
+	next(world.EventCompSucceeded)
+	next(world.EventRunDeactivated)
+}

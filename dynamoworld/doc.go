@@ -298,8 +298,11 @@
 // run, up to 2s on one that was idle.
 //
 // A watch of every run keeps a position per run (its cursor: the runs not
-// finished, and those created in the 30 seconds before its last look,
-// about 60 bytes each, and the time of that look). Each look lists the
+// at rest, and those created in the 30 seconds before its last look,
+// about 60 bytes each, and the time of that look). A run it follows is
+// followed until its run_deactivated, not just its terminal event, so what
+// the run records after its end (late step results, its cleanup, its
+// compensations) is delivered too. Each look lists the
 // runs pending, running and held (three keys-only Queries of gs3) and
 // those created since the last look minus 30 seconds (gs1), and reads the
 // partition of each listed or tracked run from its position as above: 4

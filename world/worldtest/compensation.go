@@ -34,6 +34,7 @@ func compensationCases() []testCase {
 		{"retry_too_early", testCompTooEarly},
 		{"failed_for_good", testCompFailed},
 		{"created_and_started_in_one_append", testCompCreatedAndStarted},
+		{"every_run_watch_after_end", testCompWatchAll},
 	}
 }
 

@@ -140,3 +140,29 @@ func testCompCreatedAndStarted(t *testing.T, f *fixture) {
 	f.wantComp(run, steps[0], world.StepStatusCompensating, 1, "first")
 	f.wantComp(run, steps[1], world.StepStatusCompensated, 1, "second")
 }
+
+// testCompWatchAll: an every-run watch delivers what a run records after
+// its end (its compensations, run_deactivated), committed after the watch
+// saw the end.
+func testCompWatchAll(t *testing.T, f *fixture) {
+	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	if err != nil {
+		t.Fatalf("WatchCursor: %v", err)
+	}
+	w := f.watch(world.WatchParams{After: c, Types: []world.EventType{world.EventRunFailed, world.EventCompStarted, world.EventCompSucceeded, world.EventRunDeactivated}})
+	run := f.startedRun()
+	step := f.compensableStep(run)
+	f.mustAppend(run, ev("", &world.RunFailed{Error: stepError("boom"), Compensate: true}))
+	if e := w.next(); e.Event.Type() != world.EventRunFailed || e.Event.RunID != run {
+		t.Fatalf("watched %s of %s, want run_failed of %s", e.Event.Type(), e.Event.RunID, run)
+	}
+	time.Sleep(f.d(100 * time.Millisecond)) // the watch looks again after the end
+	f.mustAppend(run, ev(step, &world.CompStarted{}))
+	f.mustAppend(run, ev(step, &world.CompSucceeded{}))
+	f.mustAppend(run, ev("", &world.RunDeactivated{}))
+	for _, want := range []world.EventType{world.EventCompStarted, world.EventCompSucceeded, world.EventRunDeactivated} {
+		if e := w.next(); e.Event.Type() != want || e.Event.RunID != run {
+			t.Fatalf("watched %s of %s, want %s of %s", e.Event.Type(), e.Event.RunID, want, run)
+		}
+	}
+}
