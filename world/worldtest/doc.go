@@ -62,7 +62,9 @@
 //     each once, resumable from any delivered event's cursor (a cursor in
 //     the middle of a commit included), filtered by type, ending after the
 //     run's terminal event; every run's events after WatchCursor, each once
-//     and in order per run, and nothing of a run that ended before it; ErrNotFound for an unknown run, ErrInvalid for
+//     and in order per run, what a run records after its end included
+//     (compensations, run_deactivated), and nothing of a run that ended
+//     before it; ErrNotFound for an unknown run, ErrInvalid for
 //     a cursor of another run or kind; a cancelled watch ends at once. The
 //     run's log folds (world.FoldEvents) into the state the World stores;
 //   - deliver queue messages no earlier than their delay, with Attempt 1 on
