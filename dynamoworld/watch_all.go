@@ -112,7 +112,7 @@ func (w *World) watchAllCursor(ctx context.Context) (string, error) {
 		t := allRun{C: r.created}
 		if len(items) > 0 {
 			t.S = getN(items[0], aLastSeq)
-			t.K, t.E = t.S, getT(items[0], aDeactivated).After(time.Time{})
+			t.K, t.E = t.S, !getT(items[0], aDeactivated).IsZero()
 		}
 		pos.R[r.id] = t
 	}
