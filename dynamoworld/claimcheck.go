@@ -26,6 +26,7 @@ const (
 	attrInput   = "in"
 	attrOutput  = "out"
 	attrError   = "err"
+	attrCompErr = "cerr" // a step's compensation's last error (compensation.go)
 	attrContext = "ctx"
 	attrAttrs   = "attrs"
 	attrMeta    = "md"
@@ -34,7 +35,7 @@ const (
 
 func isPayloadAttr(name string) bool {
 	switch name {
-	case attrInput, attrOutput, attrError, attrContext, attrAttrs, attrMeta, attrData:
+	case attrInput, attrOutput, attrError, attrCompErr, attrContext, attrAttrs, attrMeta, attrData:
 		return true
 	}
 	return false
@@ -307,6 +308,8 @@ func payloadName(attr string) string {
 		return "output"
 	case attrError:
 		return "error"
+	case attrCompErr:
+		return "compensation error"
 	case attrContext:
 		return "execution context"
 	case attrAttrs:

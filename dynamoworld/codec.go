@@ -244,6 +244,9 @@ func encodeStep(s *world.Step, ttl int64) (*encItem, error) {
 	if err := encodeError(e, s.Error); err != nil {
 		return nil, err
 	}
+	if err := encodeStepComp(e, s.Compensation); err != nil {
+		return nil, err
+	}
 	if ttl > 0 {
 		setN(it, attrTTL, ttl)
 	}
@@ -273,6 +276,9 @@ func decodeStep(it item, fetched map[string][]byte) (*world.Step, error) {
 		return nil, err
 	}
 	if s.Error, err = decodeError(it, fetched); err != nil {
+		return nil, err
+	}
+	if s.Compensation, err = decodeStepComp(it, fetched); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -20,13 +20,19 @@
 //	                                        time, payload d: the events, ids, types, correlation IDs;
 //	                                        u: the run's lazy steps, step ID -> their commit's prev;
 //	                                        nh, nw: the run's active hooks and waits after it;
-//	                                        rs: the run's status after it)
+//	                                        rs: the run's status after it; its rest: rda
+//	                                        deactivated at, rcu cleanup state; its compensation:
+//	                                        rcp 1 when its end asked for it, rco rcr rcs rcf the
+//	                                        compensations owed, running, succeeded, failed)
 //	r#<runID>           e~                  run head: status, created/started/completed times,
 //	                                        workflow wf, code version ver (never changes),
 //	                                        GSI keys g1 g2 g3 gsk, streams flag os
 //	r#<runID>           e~b                 run body: input, execution context, attributes,
 //	                                        idempotency key; output, error, code, reason at the end
-//	r#<runID>           s#<stepID>          step (none yet for a lazy step, see Lazy steps)
+//	r#<runID>           s#<stepID>          step (none yet for a lazy step, see Lazy steps); a step
+//	                                        that declared a compensation: cn its name, cat cai
+//	                                        attempts and interrupted ones, cra clx csa cea retry,
+//	                                        lease, start and end times, cerr its last error
 //	r#<runID>           w#<waitID>          wait
 //	r#<runID>           h#<hookID>          the run's link to an active hook (a copy of it)
 //	r#<runID>           o#<name>            a stream's marker: the run has a stream of that name
@@ -64,7 +70,7 @@
 // status for that moment (a GetRun racing a run's end). The global hook,
 // token and idempotency items are keyed by what must be unique, so that
 // attribute_not_exists makes uniqueness race-free (no read-then-insert
-// window). Payload attributes (in, out, err, ctx,
+// window). Payload attributes (in, out, err, cerr, ctx,
 // attrs, md, d) hold bytes inline (type B) or the S3 key of a claim-checked
 // payload (type S).
 //
@@ -136,6 +142,15 @@
 //   - step_started on a running step: its lease expiry lx unchanged (a lease
 //     renewal is the one change without an event);
 //   - hook_conflict: the token still held by the holder it names.
+//
+// The comp_* events (world.IsStepEvent) are judged on the step they name,
+// like the step_* events, and write its item; a compensation has no lease
+// renewal, so the fence alone decides between two concurrent outcomes of
+// one compensation (a second comp_succeeded is refused, never recorded
+// twice). The run's compensation counts, like its status and its rest,
+// travel on every commit item, so run_deactivated is judged on the counts
+// the fence checked. Items written before compensation existed lack these
+// attributes and read as "no compensation": no format change.
 //
 // A cancelled transaction is read reason by reason (CancellationReasons,
 // with the old items where needed): the run's head on run_created is the
@@ -283,8 +298,11 @@
 // run, up to 2s on one that was idle.
 //
 // A watch of every run keeps a position per run (its cursor: the runs not
-// finished, and those created in the 30 seconds before its last look,
-// about 60 bytes each, and the time of that look). Each look lists the
+// at rest, and those created in the 30 seconds before its last look,
+// about 60 bytes each, and the time of that look). A run it follows is
+// followed until its run_deactivated, not just its terminal event, so what
+// the run records after its end (late step results, its cleanup, its
+// compensations) is delivered too. Each look lists the
 // runs pending, running and held (three keys-only Queries of gs3) and
 // those created since the last look minus 30 seconds (gs1), and reads the
 // partition of each listed or tracked run from its position as above: 4

@@ -114,7 +114,7 @@ func (c commitCost) with(in world.EventInput) (commitCost, bool) {
 			strlen += len(d.Error.Type) + len(d.Error.Message) + len(d.Error.Stack)
 		}
 	case *world.StepCreated:
-		key, items, name = "s", 1, len(d.StepName)
+		key, items, name = "s", 1, len(d.StepName)+len(d.Compensation)
 	case *world.StepStarted:
 		key, items, name = "s", 1, len(d.StepName)
 	case *world.StepCompleted:
@@ -122,6 +122,14 @@ func (c commitCost) with(in world.EventInput) (commitCost, bool) {
 	case *world.StepFailed:
 		key, items, name = "s", 1, len(d.StepName)
 	case *world.StepRetrying:
+		key, items, name = "s", 1, len(d.StepName)
+	case *world.CompStarted:
+		key, items, name = "s", 1, len(d.StepName)+len(d.Compensation)
+	case *world.CompRetryScheduled:
+		key, items, name = "s", 1, len(d.StepName)
+	case *world.CompSucceeded:
+		key, items, name = "s", 1, len(d.StepName)
+	case *world.CompFailed:
 		key, items, name = "s", 1, len(d.StepName)
 	case *world.WaitCreated, *world.WaitCompleted:
 		key, items = "w", 1

@@ -94,12 +94,28 @@ func TestAppendFitsCounts(t *testing.T) {
 	named := wide(150, func(int) []world.EventInput {
 		return []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: longName})}
 	})
+	compStarted := wide(150, func(int) []world.EventInput {
+		return []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.CompStarted{})}
+	})
+	compEnded := wide(150, func(i int) []world.EventInput {
+		id := testIDs.New(world.PrefixStep)
+		if i%2 == 0 {
+			return []world.EventInput{ev(id, &world.CompStarted{}), ev(id, &world.CompSucceeded{})}
+		}
+		return []world.EventInput{ev(id, &world.CompRetryScheduled{Error: &world.ErrorData{Message: "x"}}), ev(id, &world.CompFailed{Error: &world.ErrorData{Message: "x"}})}
+	})
+	longComp := wide(150, func(int) []world.EventInput {
+		return []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: "s", Compensation: longName})}
+	})
 	for _, c := range []struct {
 		name   string
 		events []world.EventInput
 		want   int
 	}{
 		{"none", nil, 0},
+		{"comp_started", compStarted, 99},
+		{"comp_started_and_ended", compEnded, 198},
+		{"long_compensation_names", longComp, 57},
 		{"one", stepsCreated(1, nil), 1},
 		{"steps_created", stepsCreated(150, nil), 99},
 		{"steps_created_and_started", stepsStarted(150), 198},

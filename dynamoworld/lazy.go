@@ -128,9 +128,7 @@ func foldStep(runID, stepID string, evs []world.Event) (*world.Step, error) {
 		if ev.CorrelationID != stepID {
 			continue
 		}
-		switch ev.Data.(type) {
-		case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
-		default:
+		if !world.IsStepEvent(ev.Type()) {
 			continue
 		}
 		eff, err := world.Apply(world.State{Run: run, Step: st}, world.Event{RunID: runID, EventID: ev.EventID, CorrelationID: stepID, Data: ev.Data}, ev.CreatedAt)

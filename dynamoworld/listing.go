@@ -166,7 +166,7 @@ func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error)
 // newestCommit reads the newest commit item of a run partition (nil if
 // none); only its key, counters and run status, not its events.
 func (w *World) newestCommit(ctx context.Context, pk string) (item, error) {
-	return w.queryNewestCommit(ctx, pk, []string{attrPK, attrSK, aLastSeq, aCreated, aRunStatus, aDeactivated, aCleanup})
+	return w.queryNewestCommit(ctx, pk, append([]string{attrPK, attrSK, aLastSeq, aCreated, aRunStatus}, restAttrs()...))
 }
 
 // queryNewestCommit reads the newest commit item of the run partition pk,

@@ -19,8 +19,8 @@ func loadKeys(runID string, events []world.EventInput) []itemKey {
 	for _, in := range events {
 		var k itemKey
 		switch in.Data.(type) {
-		case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
-			k = stepKey(runID, in.CorrelationID)
+		case nil:
+			continue
 		case *world.WaitCreated, *world.WaitCompleted:
 			k = waitKey(runID, in.CorrelationID)
 		case *world.HookCreated:
@@ -28,7 +28,10 @@ func loadKeys(runID string, events []world.EventInput) []itemKey {
 		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
 			k = hookLinkKey(runID, in.CorrelationID)
 		default:
-			continue
+			if !world.IsStepEvent(in.Data.EventType()) {
+				continue
+			}
+			k = stepKey(runID, in.CorrelationID)
 		}
 		if in.CorrelationID != "" && !seen[k] {
 			seen[k] = true

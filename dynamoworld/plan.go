@@ -297,8 +297,7 @@ func (pl *plan) result() *world.AppendResult {
 			r.Event = &ev
 		}
 		if r.Step != nil {
-			s := *r.Step
-			r.Step = &s
+			r.Step = cloneStep(r.Step)
 		}
 		if r.Hook != nil {
 			h := *r.Hook

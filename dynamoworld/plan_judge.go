@@ -30,8 +30,6 @@ func judge(input *planInput) (pl *plan, ref *refusal, needRead bool) {
 		switch in.Data.(type) {
 		case *world.StepCreated:
 			st.Step, ok = pl.step(corr, true)
-		case *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
-			st.Step, ok = pl.step(corr, false)
 		case *world.WaitCreated:
 			st.Wait, ok = pl.wait(corr, true)
 		case *world.WaitCompleted:
@@ -44,6 +42,10 @@ func judge(input *planInput) (pl *plan, ref *refusal, needRead bool) {
 		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
 			if !terminal {
 				st.Hook, ok = pl.hook(corr)
+			}
+		default:
+			if in.Data != nil && world.IsStepEvent(in.Data.EventType()) {
+				st.Step, ok = pl.step(corr, false)
 			}
 		}
 		if !ok && world.ValidateEvent(ev) == nil && pl.run != nil {

@@ -149,9 +149,6 @@ func (s *snapshot) fold(ev world.Event) error {
 	st := world.State{Run: s.run}
 	corr, data := ev.CorrelationID, ev.Data
 	switch d := ev.Data.(type) {
-	case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying:
-		st.Step = s.steps[corr]
-		s.stepIDs.add(corr)
 	case *world.WaitCreated, *world.WaitCompleted:
 		st.Wait = s.waits[corr]
 	case *world.HookCreated, *world.HookReceived, *world.HookDisposed:
@@ -160,6 +157,11 @@ func (s *snapshot) fold(ev world.Event) error {
 		// Recorded for a hook_created whose token another run's hook held.
 		data = &world.HookCreated{Token: d.Token}
 		st.TokenHolder = &world.Hook{RunID: d.ConflictingRunID, Token: d.Token}
+	default:
+		if world.IsStepEvent(ev.Type()) {
+			st.Step = s.steps[corr]
+			s.stepIDs.add(corr)
+		}
 	}
 	eff, err := world.Apply(st, world.Event{RunID: ev.RunID, EventID: ev.EventID, CorrelationID: corr, Data: data}, ev.CreatedAt)
 	switch {

@@ -13,14 +13,23 @@ const (
 	aCleanup     = "rcu" // on a commit: the run's cleanup state, absent when none
 )
 
-// encodeRest stores r's rest on a commit item.
+// restAttrs are the attributes of a commit item that encodeRest writes:
+// a read of the newest commit that projects attributes names them all.
+func restAttrs() []string {
+	return []string{aDeactivated, aCleanup, aRunCompensate, aCompOwed, aCompRunning, aCompSucceeded, aCompFailed}
+}
+
+// encodeRest stores r's rest on a commit item, with its compensation
+// flag and counts (compensation.go).
 func encodeRest(it item, r *world.Run) {
 	setT(it, aDeactivated, r.DeactivatedAt)
 	setS(it, aCleanup, r.Cleanup)
+	encodeRunComp(it, r)
 }
 
 // decodeRest reads the rest encodeRest stored on the newest commit.
 func decodeRest(last item, r *world.Run) {
 	r.DeactivatedAt = getT(last, aDeactivated)
 	r.Cleanup = getS(last, aCleanup)
+	decodeRunComp(last, r)
 }

@@ -25,7 +25,9 @@ const watchOverlap = 30 * time.Second
 // allPos is an every-run position: the time of the last look (T, Unix
 // nanoseconds) and per tracked run the last sequence number delivered
 // (S), the key of the commit the next look reads from (K), the run's
-// creation time (C) and whether its terminal event is behind (E).
+// creation time (C) and whether it is at rest (E: its run_deactivated is
+// behind; until then a run that has ended may still record its rest, its
+// compensations included).
 type allPos struct {
 	T int64             `json:"t"`
 	R map[string]allRun `json:"r"`
@@ -110,7 +112,7 @@ func (w *World) watchAllCursor(ctx context.Context) (string, error) {
 		t := allRun{C: r.created}
 		if len(items) > 0 {
 			t.S = getN(items[0], aLastSeq)
-			t.K, t.E = t.S, world.RunStatus(getS(items[0], aRunStatus)).Terminal()
+			t.K, t.E = t.S, !getT(items[0], aDeactivated).IsZero()
 		}
 		pos.R[r.id] = t
 	}
@@ -240,7 +242,7 @@ func (w *World) lookRun(ctx context.Context, p *world.WatchParams, pos *allPos, 
 			}
 			ls := getN(it, aLastSeq)
 			for _, e := range evs[i] {
-				t.E = t.E || e.Type().Terminal()
+				t.E = t.E || e.Type() == world.EventRunDeactivated
 				if e.Seq <= t.S {
 					continue
 				}

@@ -192,3 +192,72 @@ func TestListingToleratesUnreadableRuns(t *testing.T) {
 		t.Errorf("GetRun of the k1 run = %v; want a KeyError", err)
 	}
 }
+
+// TestCompensationPassesThrough: the comp_* events carry no payload, so
+// the wrapper stores them as they come and returns them as stored; a
+// step's compensation (a name and its progress) reads back through it
+// beside the step's opened input and result.
+func TestCompensationPassesThrough(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	w, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k1", map[string][]byte{"k1": key(1)})})
+	const run, step = "wrun_01JABCDEFGHJKMNPQRSTVWXYZ2", "step_01JABCDEFGHJKMNPQRSTVWXYZ2"
+	fail := &world.ErrorData{Type: "RefundError", Message: "card closed"}
+	evs := []world.EventInput{
+		{Data: &world.RunCreated{WorkflowName: "wf", Input: json.RawMessage(`"card 4242"`)}},
+		{Data: &world.RunStarted{}},
+		{CorrelationID: step, Data: &world.StepCreated{StepName: "charge", Compensation: "refund", Input: json.RawMessage(`"card 4242"`)}},
+		{CorrelationID: step, Data: &world.StepStarted{}},
+		{CorrelationID: step, Data: &world.StepCompleted{Result: json.RawMessage(`"charged 4242"`)}},
+		{Data: &world.RunFailed{Error: &world.ErrorData{Message: "boom"}, Compensate: true}},
+		{CorrelationID: step, Data: &world.CompStarted{LeaseTTL: time.Minute}},
+		{CorrelationID: step, Data: &world.CompRetryScheduled{Error: fail}},
+		{CorrelationID: step, Data: &world.CompStarted{}},
+		{CorrelationID: step, Data: &world.CompFailed{Error: fail}},
+	}
+	res, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: evs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Run; !r.Compensate || r.Compensations != (world.Compensations{Failed: 1}) {
+		t.Fatalf("Append's run: compensate %v counts %+v", r.Compensate, r.Compensations)
+	}
+	for _, reader := range []world.World{w, lw} {
+		st, err := reader.GetStep(ctx, &world.GetStepParams{RunID: run, StepID: step})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := st.Compensation; st.Status != world.StepStatusCompensationFailed || c == nil || c.Step != "refund" || c.Attempt != 2 || c.Error == nil || c.Error.Message != "card closed" {
+			t.Fatalf("GetStep: %s compensation %+v", st.Status, st.Compensation)
+		}
+		if sealed := reader == world.World(lw); sealed == (string(st.Output) == `"charged 4242"`) {
+			t.Fatalf("GetStep (sealed underneath: %v): output %s", sealed, st.Output)
+		}
+	}
+	under, err := lw.ListEvents(ctx, &world.ListEventsParams{RunID: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	over, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range under.Items {
+		if !strings.HasPrefix(string(ev.Type()), "comp_") {
+			continue
+		}
+		a, _ := json.Marshal(ev)
+		b, _ := json.Marshal(over.Items[i])
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s stored as %s, read through the wrapper as %s", ev.Type(), a, b)
+		}
+	}
+	if d, ok := under.Items[2].Data.(*world.StepCreated); !ok || d.Compensation != "refund" || strings.Contains(string(d.Input), "4242") {
+		t.Fatalf("step_created as stored: %+v", under.Items[2].Data)
+	}
+}

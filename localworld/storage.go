@@ -112,9 +112,6 @@ func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
 				st.IdempotencyRunID = string(v)
 			}
 		}
-	case *world.StepCreated, *world.StepStarted, *world.StepCompleted, *world.StepFailed, *world.StepRetrying,
-		*world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
-		st.Step, err = getStep(tx, ev.RunID, corr)
 	case *world.HookCreated:
 		// Hook IDs are global: an ID another run uses is a duplicate too.
 		var h *storedHook
@@ -134,6 +131,10 @@ func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
 		}
 	case *world.WaitCreated, *world.WaitCompleted:
 		st.Wait, err = getWait(tx, ev.RunID, corr)
+	default:
+		if world.IsStepEvent(ev.Type()) {
+			st.Step, err = getStep(tx, ev.RunID, corr)
+		}
 	}
 	return st, err
 }

@@ -40,6 +40,33 @@
 // and its waits. A hook_created whose token another active hook holds is
 // appended as hook_conflict naming the holder's run.
 //
+// A run's end comes in two parts (deactivate.go): its terminal event fixes
+// the outcome, run_deactivated records that nothing of it is pending or
+// running any more. In between, steps that were running record their
+// results, a completed run's cleanup records its outcome, and compensations
+// run.
+//
+// A step may declare its compensation, the step that undoes it
+// (StepCreated.Compensation, kept as Step.Compensation). Once the step has
+// completed, the comp_* events, correlated to the step itself, record its
+// compensation: comp_started claims an attempt under a lease (as
+// step_started does), comp_retry_scheduled records a failed attempt,
+// comp_succeeded and comp_failed end it, and the step moves completed ->
+// compensating -> compensated | compensation_failed. They are refused
+// like the step events (404 no step; 410 once the run is deactivated; 409
+// a step that declared none, is not completed or was compensated; 425
+// before a retry's time; a StepLeasedError while an attempt's lease
+// lives), so a compensation is recorded at most once. The run counts its
+// compensations (Run.Compensations); a run_failed or run_cancelled may ask
+// for its completed steps to be compensated (Run.Compensate), and
+// run_deactivated is refused while a compensation runs or, for a run that
+// asked, is owed:
+//
+//	Events: []EventInput{
+//		{CorrelationID: stepID, Data: &CompStarted{LeaseTTL: time.Minute}},
+//		{CorrelationID: stepID, Data: &CompSucceeded{}},
+//	}
+//
 // An attribute_set merges its keys into the run's attributes (set at
 // creation with run_created's), in any run status, a finished one
 // included. Keys, values and the run's count are bounded

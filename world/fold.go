@@ -54,9 +54,6 @@ func (f *folder) fold(ev Event) error {
 	st := State{Run: f.run}
 	corr, data := ev.CorrelationID, ev.Data
 	switch d := ev.Data.(type) {
-	case *StepCreated, *StepStarted, *StepCompleted, *StepFailed, *StepRetrying,
-		*CompStarted, *CompRetryScheduled, *CompSucceeded, *CompFailed:
-		st.Step = f.steps[corr]
 	case *WaitCreated, *WaitCompleted:
 		st.Wait = f.waits[corr]
 	case *HookCreated, *HookReceived, *HookDisposed:
@@ -65,6 +62,10 @@ func (f *folder) fold(ev Event) error {
 		// Recorded for a hook_created whose token another run's hook held.
 		data = &HookCreated{Token: d.Token}
 		st.TokenHolder = &Hook{RunID: d.ConflictingRunID, Token: d.Token}
+	default:
+		if IsStepEvent(ev.Type()) {
+			st.Step = f.steps[corr]
+		}
 	}
 	eff, err := Apply(st, Event{RunID: ev.RunID, EventID: ev.EventID, CorrelationID: corr, Data: data}, ev.CreatedAt)
 	switch {

@@ -33,6 +33,10 @@ type mRun struct {
 	// state (world.CleanupPending and the rest, "" for none).
 	deactivated bool
 	cleanup     string
+	// compensate: the run's end asked for compensation; comps: its
+	// compensation counts (see transition_model_comp_test.go).
+	compensate bool
+	comps      world.Compensations
 }
 
 type mStep struct {
@@ -41,6 +45,8 @@ type mStep struct {
 	interrupted int // starts that took over a running attempt (lost executor)
 	retryAfter  time.Time
 	leaseUntil  time.Time
+	// comp is the step's compensation (comp.declared: it has one).
+	comp mComp
 }
 
 type mHook struct{ run, token string }
@@ -136,7 +142,17 @@ func modelRules() map[world.EventType]rule {
 				}
 				return outcome{}
 			},
-			apply: func(m *propModel, o propOp, _ time.Time) { m.endRun(o.run, to) },
+			apply: func(m *propModel, o propOp, _ time.Time) {
+				m.endRun(o.run, to)
+				r := m.runs[o.run]
+				switch d := o.data.(type) {
+				case *world.RunFailed:
+					r.compensate = d.Compensate
+				case *world.RunCancelled:
+					r.compensate = d.Compensate
+				}
+				m.runs[o.run] = r
+			},
 		}
 	}
 	stepEnding := func(to world.StepStatus) rule {
@@ -157,6 +173,11 @@ func modelRules() map[world.EventType]rule {
 				st := m.steps[key(o.run, o.corr)]
 				st.status, st.leaseUntil, st.retryAfter = to, time.Time{}, time.Time{}
 				m.steps[key(o.run, o.corr)] = st
+				if to == world.StepStatusCompleted && st.comp.declared {
+					r := m.runs[o.run]
+					r.comps.Owed++
+					m.runs[o.run] = r
+				}
 			},
 		}
 	}
@@ -180,7 +201,7 @@ func modelRules() map[world.EventType]rule {
 	}
 	activeHook := func(m *propModel, o propOp) bool { h, ok := m.hooks[o.corr]; return ok && h.run == o.run }
 	none := func(*propModel, propOp, time.Time) {}
-	return map[world.EventType]rule{
+	rules := map[world.EventType]rule{
 		world.EventRunCreated: {noRun: true,
 			judge: func(m *propModel, o propOp, _ mRun, _ time.Time) outcome {
 				_, exists := m.runs[o.run]
@@ -225,7 +246,8 @@ func modelRules() map[world.EventType]rule {
 		}(),
 		world.EventRunDeactivated: {
 			judge: func(m *propModel, o propOp, r mRun, _ time.Time) outcome {
-				if !r.status.Terminal() || r.deactivated || r.cleanup == world.CleanupPending {
+				if !r.status.Terminal() || r.deactivated || r.cleanup == world.CleanupPending ||
+					r.comps.Running > 0 || r.compensate && r.comps.Owed > 0 {
 					return refused(world.ErrConflict)
 				}
 				return outcome{}
@@ -266,7 +288,11 @@ func modelRules() map[world.EventType]rule {
 			}},
 		world.EventStepCreated: creating(func(m *propModel, o propOp) bool { _, ok := m.steps[key(o.run, o.corr)]; return ok },
 			func(m *propModel, o propOp, _ time.Time) {
-				m.steps[key(o.run, o.corr)] = mStep{status: world.StepStatusPending}
+				st := mStep{status: world.StepStatusPending}
+				if o.data.(*world.StepCreated).Compensation != "" {
+					st.comp.declared = true
+				}
+				m.steps[key(o.run, o.corr)] = st
 			}),
 		world.EventStepStarted: {
 			judge: func(m *propModel, o propOp, r mRun, now time.Time) outcome {
@@ -372,6 +398,8 @@ func modelRules() map[world.EventType]rule {
 				m.runs[o.run] = r
 			}},
 	}
+	maps.Copy(rules, compRules())
+	return rules
 }
 
 // attrBits is the set of propAttrKey keys of attrs.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,8 +38,6 @@ func propID(prefix string, i int) string {
 
 func propCorr(t *rapid.T, et world.EventType, run string) string {
 	switch et {
-	case world.EventStepCreated, world.EventStepStarted, world.EventStepCompleted, world.EventStepFailed, world.EventStepRetrying:
-		return propID(world.PrefixStep, rapid.IntRange(0, 1).Draw(t, "step"))
 	case world.EventHookCreated, world.EventHookConflict, world.EventHookReceived, world.EventHookDisposed:
 		base := 0
 		for i, r := range propRuns() {
@@ -48,6 +48,9 @@ func propCorr(t *rapid.T, et world.EventType, run string) string {
 		return propID(world.PrefixHook, base+rapid.IntRange(0, 1).Draw(t, "hook"))
 	case world.EventWaitCreated, world.EventWaitCompleted:
 		return propID(world.PrefixWait, rapid.IntRange(0, 1).Draw(t, "wait"))
+	}
+	if world.IsStepEvent(et) {
+		return propID(world.PrefixStep, rapid.IntRange(0, 1).Draw(t, "step"))
 	}
 	return ""
 }
@@ -66,6 +69,7 @@ func propEventTypes() []world.EventType {
 		{world.EventWaitCreated, 3}, {world.EventWaitCompleted, 3},
 		{world.EventAttributeSet, 3},
 		{world.EventRunDeactivated, 2}, {world.EventRunCleanedUp, 2},
+		{world.EventCompStarted, 4}, {world.EventCompRetryScheduled, 2}, {world.EventCompSucceeded, 3}, {world.EventCompFailed, 1},
 	}
 	var out []world.EventType
 	for _, w := range weights {
@@ -106,9 +110,9 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 		if o.invalid = rapid.IntRange(0, 9).Draw(t, "malformed") == 0; o.invalid {
 			fail = nil
 		}
-		o.data = &world.RunFailed{Error: fail, ErrorCode: "USER_ERROR"}
+		o.data = &world.RunFailed{Error: fail, ErrorCode: "USER_ERROR", Compensate: rapid.Bool().Draw(t, "compensate")}
 	case world.EventRunCancelled:
-		o.data = &world.RunCancelled{Reason: "prop"}
+		o.data = &world.RunCancelled{Reason: "prop", Compensate: rapid.Bool().Draw(t, "compensate")}
 	case world.EventRunHeld:
 		// Now and then without the error code it requires: invalid.
 		code := world.CodeReplayDivergence
@@ -117,7 +121,7 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 		}
 		o.data = &world.RunHeld{Error: fail, ErrorCode: code, Attempt: rapid.IntRange(1, 3).Draw(t, "attempt"), RetryAt: now.Add(time.Minute)}
 	case world.EventStepCreated:
-		o.data = &world.StepCreated{StepName: "s", Input: one}
+		o.data = &world.StepCreated{StepName: "s", Input: one, Compensation: rapid.SampledFrom([]string{"", "undo", "undo"}).Draw(t, "compensation")}
 	case world.EventStepStarted:
 		o.data = &world.StepStarted{StepName: "s", LeaseTTL: rapid.SampledFrom([]time.Duration{0, 30 * time.Second, 2 * time.Minute}).Draw(t, "lease")}
 	case world.EventStepCompleted:
@@ -139,6 +143,8 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 		o.data = &world.WaitCreated{ResumeAt: now.Add(time.Minute)}
 	case world.EventWaitCompleted:
 		o.data = &world.WaitCompleted{}
+	case world.EventCompStarted, world.EventCompRetryScheduled, world.EventCompSucceeded, world.EventCompFailed:
+		o.data, o.invalid = propCompEvent(t, et, now)
 	case world.EventAttributeSet:
 		// Keys from a universe larger than a run may hold, so that the
 		// bound is reached; now and then an invalid key.
@@ -152,6 +158,25 @@ func propEvent(t *rapid.T, run string, exists bool, now time.Time) propOp {
 		o.data = &world.AttributeSet{Attributes: attrs}
 	}
 	return o
+}
+
+// propCompEvent draws a comp_* event; now and then comp_failed lacks the
+// error it requires (invalid).
+func propCompEvent(t *rapid.T, et world.EventType, now time.Time) (world.EventData, bool) {
+	fail := &world.ErrorData{Message: "undo failed"}
+	switch et {
+	case world.EventCompStarted:
+		return &world.CompStarted{LeaseTTL: rapid.SampledFrom([]time.Duration{0, 30 * time.Second, 2 * time.Minute}).Draw(t, "compLease")}, false
+	case world.EventCompRetryScheduled:
+		after := rapid.SampledFrom([]time.Duration{0, 30 * time.Second, 3 * time.Minute}).Draw(t, "compRetry")
+		return &world.CompRetryScheduled{Error: fail, RetryAfter: now.Add(after)}, false
+	case world.EventCompSucceeded:
+		return &world.CompSucceeded{}, false
+	}
+	if rapid.IntRange(0, 9).Draw(t, "malformed") == 0 {
+		return &world.CompFailed{}, true
+	}
+	return &world.CompFailed{Error: fail}, false
 }
 
 // propAttrKeys is the number of attribute keys the tests draw from.
@@ -293,7 +318,7 @@ func (p *propMachine) Check(t *rapid.T) {
 		}
 	}
 	for k, st := range p.store.steps {
-		if was, ok := p.stepEnded[k]; ok && st.Status != was {
+		if was, ok := p.stepEnded[k]; ok && st.Status != was && !slices.Contains(compStepMoves[was], st.Status) {
 			t.Fatalf("step %s left terminal status %s for %s", k, was, st.Status)
 		}
 		if st.Status.Terminal() {
@@ -337,7 +362,9 @@ func (p *propMachine) checkLog(t *rapid.T, run string, evs []world.Event) {
 			if cleanups++; !pendingCleanup || cleanups > 1 || deactivations > 0 {
 				t.Fatalf("run %s: run_cleaned_up %d without a cleanup pending, or after run_deactivated", run, cleanups)
 			}
-		case terminals > 0 && et != world.EventStepCompleted && et != world.EventStepFailed && et != world.EventAttributeSet:
+		case deactivations > 0 && isComp(et):
+			t.Fatalf("run %s: %s after run_deactivated", run, et)
+		case terminals > 0 && et != world.EventStepCompleted && et != world.EventStepFailed && et != world.EventAttributeSet && !isComp(et):
 			t.Fatalf("run %s: %s after its terminal event", run, et)
 		}
 		if d, ok := ev.Data.(*world.RunCompleted); ok && d.Cleanup {
@@ -376,6 +403,9 @@ func (p *propMachine) matchModel(t *rapid.T) {
 			t.Fatalf("run %s: %s at %d (deactivated %v, cleanup %q), model %s at %d (%v, %q)", id, r.Status, r.LastSeq, r.Deactivated(), r.Cleanup,
 				mr.status, mr.seq, mr.deactivated, mr.cleanup)
 		}
+		if r := p.store.runs[id]; r.Compensate != mr.compensate || r.Compensations != mr.comps {
+			t.Fatalf("run %s: compensate %v counts %+v, model %v %+v", id, r.Compensate, r.Compensations, mr.compensate, mr.comps)
+		}
 		if r := p.store.runs[id]; attrBits(r.Attributes) != mr.attrs || len(r.Attributes) > world.MaxAttributes {
 			t.Fatalf("run %s: attributes %v, model keys %b", id, r.Attributes, mr.attrs)
 		}
@@ -383,8 +413,8 @@ func (p *propMachine) matchModel(t *rapid.T) {
 	for k, ms := range m.steps {
 		st := p.store.steps[k]
 		if st.Status != ms.status || st.Attempt != ms.attempt || st.Interrupted != ms.interrupted ||
-			!st.RetryAfter.Equal(ms.retryAfter) || !st.LeaseExpiresAt.Equal(ms.leaseUntil) {
-			t.Fatalf("step %s: %+v, model %+v", k, st, ms)
+			!st.RetryAfter.Equal(ms.retryAfter) || !st.LeaseExpiresAt.Equal(ms.leaseUntil) || !compMatches(st, ms) {
+			t.Fatalf("step %s: %+v (compensation %+v), model %+v", k, st, st.Compensation, ms)
 		}
 	}
 	for id, mh := range m.hooks {
@@ -417,4 +447,9 @@ func TestApplyProperties(t *testing.T) {
 			p.Check(t)
 		}
 	})
+}
+
+// isComp reports whether t is a comp_* event.
+func isComp(t world.EventType) bool {
+	return world.IsStepEvent(t) && strings.HasPrefix(string(t), "comp_")
 }

@@ -67,6 +67,10 @@ func cloneState(s world.State) world.State {
 	}
 	if s.Step != nil {
 		st := *s.Step
+		if st.Compensation != nil {
+			comp := *st.Compensation
+			st.Compensation = &comp
+		}
 		c.Step = &st
 	}
 	if s.Hook != nil {

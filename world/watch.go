@@ -27,6 +27,10 @@ import (
 //     what the cursor is, belong to the World (the local world's is its
 //     global commit order; a polling World's is a position per run, see
 //     Poller). A cursor of another World, or another run, is ErrInvalid.
+//     What a run records after its end (late step results, its cleanup,
+//     its compensations, run_deactivated) is delivered too: a polling
+//     World follows a run it knows of until its run_deactivated, not just
+//     until its terminal event.
 //
 // Types filters the events delivered; the cursor of a delivered event
 // covers the filtered ones before it, so a resumed watch skips them too.

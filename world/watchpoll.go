@@ -89,7 +89,7 @@ func (p *Poller) WatchCursor(ctx context.Context, wp *WatchParams) (string, erro
 		return "", err
 	}
 	for _, r := range runs {
-		pos.R[r.RunID] = pollRun{S: r.LastSeq, C: r.CreatedAt.UnixNano(), E: r.Status.Terminal()}
+		pos.R[r.RunID] = pollRun{S: r.LastSeq, C: r.CreatedAt.UnixNano(), E: r.Deactivated()}
 	}
 	return EncodeCursor(pollKind, pos), nil
 }

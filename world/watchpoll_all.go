@@ -14,7 +14,9 @@ const pollKind = "watch-poll"
 
 // pollPos is a Poller's every-run position: the time of the last look (T,
 // Unix nanoseconds) and, per tracked run, the sequence number delivered up
-// to (S), its creation time (C) and whether it has ended (E).
+// to (S), its creation time (C) and whether it is at rest (E: its
+// run_deactivated is behind; a run that has ended may still record its
+// rest, its compensations included, until then).
 type pollPos struct {
 	T int64              `json:"t"`
 	R map[string]pollRun `json:"r"`
@@ -94,7 +96,7 @@ func (p *Poller) watchAll(ctx context.Context, wp *WatchParams, yield func(Watch
 }
 
 // candidates returns the runs one look reads: the active ones, those
-// created since cutoff and the tracked ones not yet ended, in creation
+// created since cutoff and the tracked ones not yet at rest, in creation
 // order.
 func (p *Poller) candidates(ctx context.Context, pos *pollPos, cutoff time.Time) ([]Run, error) {
 	byID := map[string]Run{}
@@ -121,7 +123,9 @@ func (p *Poller) candidates(ctx context.Context, pos *pollPos, cutoff time.Time)
 		}
 		r, err := p.Storage.GetRun(ctx, &GetRunParams{RunID: id})
 		if errors.Is(err, ErrNotFound) {
-			continue // expired (retention) or never there
+			t.E = true // expired (retention) or never there: nothing more comes
+			pos.R[id] = t
+			continue
 		} else if err != nil {
 			return nil, err
 		}
@@ -159,17 +163,17 @@ func (p *Poller) lookAll(ctx context.Context, wp *WatchParams, pos *pollPos, yie
 			}
 			for _, e := range evs {
 				found = true
-				t.S, t.E = e.Seq, t.E || e.Type().Terminal()
+				t.S, t.E = e.Seq, t.E || e.Type() == EventRunDeactivated
 				pos.R[r.RunID] = t
 				if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: pos.encode()}, nil) {
 					return found, errStopped
 				}
 			}
 		}
-		t.E = t.E || r.Status.Terminal() && t.S >= r.LastSeq
+		t.E = t.E || r.Deactivated() && t.S >= r.LastSeq
 		pos.R[r.RunID] = t
 	}
-	// Move the look's time on and forget the ended runs no listing of new
+	// Move the look's time on and forget the runs at rest no listing of new
 	// runs can return again.
 	pos.T = start.UnixNano()
 	next := start.Add(-p.overlap()).UnixNano()

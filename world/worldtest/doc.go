@@ -15,7 +15,8 @@
 //	}
 //
 // Run runs one subtest per group (runs, holds, steps, hooks, waits, commit,
-// reads, pagination, races, leases, queue, streams, patches, watch) and in
+// reads, pagination, races, leases, queue, streams, patches, watch,
+// attributes, rest, compensation) and in
 // it one parallel subtest per case; every case gets its own World from
 // Options.New and the suite closes it when the case ends. New must
 // therefore return an empty World that shares no state with the others
@@ -49,13 +50,21 @@
 //     hooks, 100 waits, a mix ending the run) appended in fenced chunks of
 //     world.AppendFits lands whole and in order; AppendFits answers 1 to
 //     len(events), the same for the same events;
+//   - store a step's compensation (world.Step.Compensation, from
+//     step_created) and its progress through the comp_* events, and a
+//     run's compensation flag and counts (world.Run.Compensate,
+//     world.Run.Compensations), so that every read returns them; judge a
+//     comp_* event on the step as stored, so that of two concurrent outcomes
+//     of one compensation exactly one is recorded;
 //   - validate stream names (world.ValidateStreamName) on write;
 //   - deliver watches (world.Watch: its own world.Watcher, or the polling
 //     fallback over its reads): one run's events after a cursor in order,
 //     each once, resumable from any delivered event's cursor (a cursor in
 //     the middle of a commit included), filtered by type, ending after the
 //     run's terminal event; every run's events after WatchCursor, each once
-//     and in order per run, and nothing of a run that ended before it; ErrNotFound for an unknown run, ErrInvalid for
+//     and in order per run, what a run records after its end included
+//     (compensations, run_deactivated), and nothing of a run that ended
+//     before it; ErrNotFound for an unknown run, ErrInvalid for
 //     a cursor of another run or kind; a cancelled watch ends at once. The
 //     run's log folds (world.FoldEvents) into the state the World stores;
 //   - deliver queue messages no earlier than their delay, with Attempt 1 on

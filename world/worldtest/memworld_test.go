@@ -205,6 +205,9 @@ func (tx *memTx) apply(eff world.Effect, st world.State, ev world.Event) world.E
 	if tx.w.bug == "version-dropped" && eff.Event.Type() != world.EventRunCreated {
 		tx.run.Version = ""
 	}
+	if tx.w.bug == "comp-counts-dropped" {
+		tx.run.Compensate, tx.run.Compensations = false, world.Compensations{}
+	}
 	tx.events = append(tx.events, eff.Event)
 	res := world.EventResult{Event: ptr(eff.Event)}
 	if eff.Step != nil {
@@ -212,6 +215,9 @@ func (tx *memTx) apply(eff world.Effect, st world.State, ev world.Event) world.E
 			tx.newSteps = append(tx.newSteps, eff.Step.StepID)
 		}
 		tx.steps[eff.Step.StepID] = ptr(*eff.Step)
+		if tx.w.bug == "comp-dropped" {
+			tx.steps[eff.Step.StepID].Compensation = nil
+		}
 		res.Step = ptr(*eff.Step)
 	}
 	if eff.Wait != nil {

@@ -74,6 +74,7 @@ func groups() []group {
 		{"watch", watchCases()},
 		{"attributes", attributeCases()},
 		{"rest", restCases()},
+		{"compensation", compensationCases()},
 	}
 }
 
