@@ -157,26 +157,40 @@ func TestCompensationRetries(t *testing.T) {
 
 // TestCompensateOnFailureFanOut: in a fan-out that fails, only the branches
 // that completed are compensated, a branch that completes after the run's
-// end included (first: it completed last); the failed branch is not.
+// end included (first: it completed last); the failed branch is not. The
+// same when the branches run in the background (one inline step per
+// invocation: the others are queued, and the last branch's executor,
+// finding the run ended, compensates it).
 func TestCompensateOnFailureFanOut(t *testing.T) {
 	t.Parallel()
+	for _, inline := range []int{0, 1} {
+		t.Run(fmt.Sprint("inline=", inline), func(t *testing.T) {
+			t.Parallel()
+			testCompensateFanOut(t, fmt.Sprintf("ff%d-", inline), inline)
+		})
+	}
+}
+
+func testCompensateFanOut(t *testing.T, prefix string, inline int) {
 	j := &journal{}
-	late := make(chan struct{})
-	var once sync.Once
-	undo := workflow.NewStep("ff-undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
+	late, started3 := make(chan struct{}), make(chan struct{})
+	var once, once3 sync.Once
+	undo := workflow.NewStep(prefix+"undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
 		j.add(fmt.Sprint("undo ", c.Input))
 		return struct{}{}, nil
 	})
-	branch := workflow.WithCompensation(workflow.NewStep("ff-branch", func(ctx context.Context, n int) (int, error) {
+	branch := workflow.WithCompensation(workflow.NewStep(prefix+"branch", func(ctx context.Context, n int) (int, error) {
 		switch n {
 		case 2:
+			<-started3 // branch 3 runs when the run fails
 			return 0, workflow.Fatal(errors.New("branch 2 fails"))
 		case 3:
+			once3.Do(func() { close(started3) })
 			<-late
 		}
 		return n * 10, nil
 	}), undo)
-	fan := workflow.New("ff", func(ctx workflow.Context, _ int) (string, error) {
+	fan := workflow.New(prefix+"wf", func(ctx workflow.Context, _ int) (string, error) {
 		fs := []workflow.Future[int]{branch.Go(ctx, 1), branch.Go(ctx, 2), branch.Go(ctx, 3)}
 		if _, err := fs[0].Get(ctx); err != nil {
 			return "", err
@@ -185,7 +199,7 @@ func TestCompensateOnFailureFanOut(t *testing.T) {
 		once.Do(func() { close(late) }) // branch 3 completes after the end
 		return "", err
 	}).WithCompensateOnFailure()
-	e := newEnv(t, undo, branch, fan)
+	e := newEnvWith(t, envOptions{engine: workflow.EngineOptions{InlineConcurrency: inline}}, undo, branch, fan)
 	ctx := e.ctx()
 	run, err := fan.Start(ctx, e.client, 0)
 	if err != nil {

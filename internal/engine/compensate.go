@@ -147,6 +147,7 @@ func compWork(r *world.Run) bool {
 // continuation of the run is scheduled for when the next can go on (a
 // retry's time, or a lease's expiry should its executor be lost).
 func (e *Engine) compensateRest(ctx context.Context, run *world.Run) bool {
+	deadline := e.budget(ctx)
 	steps, err := e.compensable(ctx, run.RunID)
 	if err != nil {
 		e.log.Warn("engine: list the compensations of a finished run", "run", run.RunID, "err", err)
@@ -162,6 +163,11 @@ func (e *Engine) compensateRest(ctx context.Context, run *world.Run) bool {
 		case world.StepStatusCompensating:
 		default:
 			continue
+		}
+		if !e.now().Before(deadline) {
+			// Out of budget: a new invocation goes on.
+			e.scheduleCompCheck(ctx, run.RunID, st.StepID, e.now())
+			return false
 		}
 		if !e.compensateStep(ctx, run, st) {
 			return false
