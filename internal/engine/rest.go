@@ -10,10 +10,12 @@ package engine
 //  3. the steps still running finish: on completed and failed they keep
 //     running and record their outcomes; on cancelled their contexts are
 //     cancelled and they record their failure (TypeRunCancelled);
-//  4. run_deactivated, once no step runs any more (deactivate).
-//
-// Compensations (to come) fit between 3 and 4: deactivate refuses while a
-// compensation is pending, exactly as while a cleanup is.
+//  4. the compensations: those still under way, and, when the terminal
+//     event asked for them (run_failed or run_cancelled with Compensate),
+//     those the completed steps owe, the most recently completed first
+//     (compensateRest, compensate.go);
+//  5. run_deactivated, once no step runs and no compensation is left
+//     (deactivate), which the World refuses before.
 
 import (
 	"context"
