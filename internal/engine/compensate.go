@@ -151,7 +151,7 @@ func (e *Engine) compensateRest(ctx context.Context, run *world.Run) bool {
 	steps, err := e.compensable(ctx, run.RunID)
 	if err != nil {
 		e.log.Warn("engine: list the compensations of a finished run", "run", run.RunID, "err", err)
-		e.scheduleCompCheck(ctx, run.RunID, "read", e.now().Add(restCheckSlack))
+		e.scheduleCompCheck(ctx, run.RunID, "", e.now().Add(restCheckSlack))
 		return false
 	}
 	for _, st := range steps {
@@ -328,7 +328,9 @@ func (e *Engine) recordComp(ctx context.Context, runID string, o outcome) bool {
 // the executor running one is lost). Checks of one step for the same
 // millisecond share a key.
 func (e *Engine) scheduleCompCheck(ctx context.Context, runID, stepID string, at time.Time) {
-	if err := e.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyComp(stepID, at)); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
+	defer cancel()
+	if err := e.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyComp(runID, stepID, at)); err != nil {
 		e.log.Warn("engine: schedule the compensation check of a finished run", "run", runID, "err", err)
 	}
 }

@@ -145,8 +145,8 @@ func keyRest(runID string, at time.Time) string {
 }
 
 // keyComp continues a finished run at at to go on with the compensation
-// of step stepID: its retry's time, or just past its attempt's lease
-// (scheduleCompCheck).
-func keyComp(stepID string, at time.Time) string {
-	return fmt.Sprintf("comp:%s:%d", stepID, at.UnixMilli())
+// of step stepID (empty: the next one): its retry's time, or just past its
+// attempt's lease (scheduleCompCheck).
+func keyComp(runID, stepID string, at time.Time) string {
+	return fmt.Sprintf("comp:%s:%s:%d", runID, stepID, at.UnixMilli())
 }
