@@ -59,7 +59,11 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-running
+	select {
+	case <-running:
+	case <-ctx.Done():
+		t.Fatal("b's compensation never started")
+	}
 	if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
 		t.Fatalf("Result = %v, want the failure of ob-c while b's compensation runs", err)
 	}

@@ -101,7 +101,11 @@ func testCompensationRestart(t *testing.T, auto bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("b's compensation never started")
+	}
 	stop() // the process goes away during the compensation of b
 	first.Store(false)
 
