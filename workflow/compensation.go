@@ -150,7 +150,10 @@ func Compensate(ctx Context) error {
 		c.ec.Await(h.Done)
 		if fail := h.Failure(); fail != nil {
 			id := e.p.f.ID()
-			cause := &StepError{Step: h.Step(), StepID: id, Attempt: h.Attempt(), Err: c.reg.decode(fail)}
+			var cause error = &StepError{Step: h.Step(), StepID: id, Attempt: h.Attempt(), Err: c.reg.decode(fail)}
+			if h.Step() == "" { // the log records no compensation for the step
+				cause = c.reg.decode(fail)
+			}
 			errs = append(errs, &CompensationError{Step: e.step, StepID: id, Err: cause})
 		}
 	}
