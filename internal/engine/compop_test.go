@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // compOp is a completed step whose compensation was asked for (wanted:
@@ -67,6 +70,42 @@ func TestCompensationInput(t *testing.T) {
 	} {
 		if got := string(compensationInput([]byte(tt.in), []byte(tt.result))); got != tt.want {
 			t.Errorf("compensationInput(%s, %s) = %s, want %s", tt.in, tt.result, got, tt.want)
+		}
+	}
+}
+
+// TestRefuseVersionOfCompensatingRun: an engine pinned to other versions
+// leaves a finished run whose compensations are owed to an executor of
+// the run's version (which registers its compensation steps), while it
+// still takes a finished run with nothing owed to its rest.
+func TestRefuseVersionOfCompensatingRun(t *testing.T) {
+	t.Parallel()
+	refusals := &countMetrics{}
+	h := newHarness(t, nil, Config{Metrics: refusals, AcceptVersion: func(v string) bool { return v == "v2" }})
+	h.reg.wf("saga", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	ctx := context.Background()
+	for _, compensate := range []bool{true, false} {
+		id := h.ids.New(world.PrefixRun)
+		step := h.ids.New(world.PrefixStep)
+		_, err := h.w.Append(ctx, &world.AppendParams{RunID: id, Events: []world.EventInput{
+			{Data: &world.RunCreated{WorkflowName: "saga", Input: mustJSON("x"), Version: "v1"}},
+			{Data: &world.RunStarted{}},
+			{CorrelationID: step, Data: &world.StepCreated{StepName: "charge", Compensation: "refund"}},
+			{CorrelationID: step, Data: &world.StepStarted{StepName: "charge"}},
+			{CorrelationID: step, Data: &world.StepCompleted{StepName: "charge", Result: mustJSON(1)}},
+			{Data: &world.RunFailed{Error: &world.ErrorData{Message: "no"}, Compensate: compensate}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := refusals.get(MetricMessagesRefused)
+		if err := h.eng.HandleDelivery(ctx, world.Message{RunID: id, RequestedAt: time.Now()}, 1); err != nil {
+			t.Fatal(err)
+		}
+		refused := refusals.get(MetricMessagesRefused) > before
+		r, _ := h.w.GetRun(ctx, &world.GetRunParams{RunID: id})
+		if refused != compensate || r.Deactivated() == compensate || count(h.events(id), world.EventCompStarted) != 0 {
+			t.Errorf("compensate=%v: refused %v, deactivated %v", compensate, refused, r.Deactivated())
 		}
 	}
 }
