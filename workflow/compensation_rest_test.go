@@ -111,7 +111,10 @@ func TestCompensationRetries(t *testing.T) {
 			t.Parallel()
 			prefix := fmt.Sprintf("rt%v-", auto)
 			var calls atomic.Int32
+			var meta atomic.Pointer[workflow.StepMetadata]
 			undo := workflow.NewStep(prefix+"undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
+				md, _ := workflow.StepMetadataFrom(ctx)
+				meta.Store(&md)
 				if calls.Add(1) < 3 {
 					return struct{}{}, errors.New("refund service down")
 				}
@@ -154,6 +157,11 @@ func TestCompensationRetries(t *testing.T) {
 			}
 			if n := calls.Load(); n != 3 {
 				t.Errorf("compensation called %d times, want 3", n)
+			}
+			// The compensation's metadata: its own name, the step it undoes.
+			if md := meta.Load(); md == nil || !md.Compensating || md.StepName != prefix+"undo" || md.Attempt != 3 ||
+				md.StepID != e.stepNamed(run.ID(), prefix+"charge").StepID {
+				t.Errorf("compensation's StepMetadata = %+v", md)
 			}
 		})
 	}
