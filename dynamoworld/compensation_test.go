@@ -16,14 +16,30 @@ import (
 )
 
 // TestSagaOnDynamo: on DynamoDB and SQS, a saga of three steps whose third
-// fails compensates the first two in reverse order, each exactly once, also
-// when the worker goes away during the first compensation and a new one
-// takes the run over.
+// fails compensates the first two in reverse order, each exactly once,
+// also when the worker goes away during the first compensation and a new
+// one takes it over after its lease: for a workflow that compensates
+// itself (Compensate) and for one compensated after its failure
+// (WithCompensateOnFailure), whose outcome is known before the
+// compensations end.
 func TestSagaOnDynamo(t *testing.T) {
 	w := dynamotest.NewWorld(t, dynamotest.Options{})
 	defer w.Close()
+	for _, auto := range []bool{false, true} {
+		name := map[bool]string{false: "explicit", true: "on failure"}[auto]
+		t.Run(name, func(t *testing.T) {
+			testSagaOnDynamo(t, w, auto)
+		})
+	}
+}
+
+func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	prefix := "dsaga-"
+	if auto {
+		prefix = "dcof-"
+	}
 	var mu sync.Mutex
 	var undone []string
 	var first atomic.Bool
@@ -33,7 +49,7 @@ func TestSagaOnDynamo(t *testing.T) {
 	var steps []*workflow.Step[string, string]
 	reg := workflow.NewRegistry()
 	for _, x := range []string{"a", "b", "c"} {
-		undo := workflow.NewStep("dsaga-undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+		undo := workflow.NewStep(prefix+"undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
 			if x == "b" && first.Load() {
 				started <- struct{}{}
 				<-ctx.Done() // the worker goes away mid-compensation
@@ -44,7 +60,7 @@ func TestSagaOnDynamo(t *testing.T) {
 			mu.Unlock()
 			return struct{}{}, nil
 		}, opts)
-		step := workflow.WithCompensation(workflow.NewStep("dsaga-"+x, func(ctx context.Context, in string) (string, error) {
+		step := workflow.WithCompensation(workflow.NewStep(prefix+x, func(ctx context.Context, in string) (string, error) {
 			if x == "c" {
 				return "", workflow.Fatal(errors.New("out of stock"))
 			}
@@ -53,14 +69,20 @@ func TestSagaOnDynamo(t *testing.T) {
 		reg.MustRegister(undo, step)
 		steps = append(steps, step)
 	}
-	saga := workflow.New("dsaga", func(ctx workflow.Context, in string) (string, error) {
+	saga := workflow.New(prefix+"wf", func(ctx workflow.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
+				if auto {
+					return "", err
+				}
 				return "rolled back", workflow.Compensate(ctx)
 			}
 		}
 		return "done", nil
 	})
+	if auto {
+		saga = saga.WithCompensateOnFailure()
+	}
 	reg.MustRegister(saga)
 	deploy := func() (*workflow.Client, func()) {
 		wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
@@ -84,12 +106,26 @@ func TestSagaOnDynamo(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the compensation of b never started")
 	}
+	if auto {
+		// The outcome is known while the compensation runs.
+		if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
+			t.Fatalf("Result = %v, want the step's failure", err)
+		}
+	}
 	stop()
 	first.Store(false)
 	client, stop = deploy()
 	defer stop()
-	if out, err := saga.Get(client, run.ID()).Result(ctx); err != nil || out != "rolled back" {
+	out, err := saga.Get(client, run.ID()).Result(ctx)
+	if auto != (err != nil) || !auto && out != "rolled back" {
 		t.Fatalf("saga = %q, %v", out, err)
+	}
+	info, err := client.WaitDeactivated(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.Compensations; c.Succeeded != 2 || c.Failed != 0 || c.Status() != workflow.CompensationDone {
+		t.Errorf("compensations = %+v", c)
 	}
 	mu.Lock()
 	got := slices.Clone(undone)
@@ -97,65 +133,23 @@ func TestSagaOnDynamo(t *testing.T) {
 	if want := []string{"b-done", "a-done"}; !slices.Equal(got, want) {
 		t.Errorf("compensated %q, want %q", got, want)
 	}
-	completed := map[string]int{}
+	var trail []string
 	for _, e := range listAll(t, w, run.ID()) {
-		if d, ok := e.Data.(*world.StepCompleted); ok {
-			completed[d.StepName]++
-		}
-	}
-	if completed["dsaga-undo-a"] != 1 || completed["dsaga-undo-b"] != 1 || completed["dsaga-undo-c"] != 0 {
-		t.Errorf("step_completed per step = %v, want one each for dsaga-undo-a and dsaga-undo-b", completed)
-	}
-}
-
-// TestCompensateOnFailureOnDynamo: on DynamoDB and SQS, a workflow defined
-// WithCompensateOnFailure whose third step fails compensates the first two
-// in reverse order, once each, and then fails with the step's error.
-func TestCompensateOnFailureOnDynamo(t *testing.T) {
-	w := dynamotest.NewWorld(t, dynamotest.Options{})
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var mu sync.Mutex
-	var undone []string
-	reg := workflow.NewRegistry()
-	var steps []*workflow.Step[string, string]
-	for _, x := range []string{"a", "b", "c"} {
-		undo := workflow.NewStep("dcof-undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			undone = append(undone, c.Result)
-			return struct{}{}, nil
-		})
-		step := workflow.WithCompensation(workflow.NewStep("dcof-"+x, func(ctx context.Context, in string) (string, error) {
-			if x == "c" {
-				return "", workflow.Fatal(errors.New("out of stock"))
-			}
-			return x + "-done", nil
-		}), undo)
-		reg.MustRegister(undo, step)
-		steps = append(steps, step)
-	}
-	wf := workflow.New("dcof", func(ctx workflow.Context, in string) (string, error) {
-		for _, s := range steps {
-			if _, err := s.Call(ctx, in); err != nil {
-				return "", err
+		switch d := e.Data.(type) {
+		case *world.CompStarted:
+			trail = append(trail, "started "+d.StepName)
+		case *world.CompSucceeded:
+			trail = append(trail, "succeeded "+d.StepName)
+		case *world.CompFailed, *world.CompRetryScheduled:
+			trail = append(trail, string(e.Type()))
+		case *world.StepCreated:
+			if strings.Contains(d.StepName, "undo") {
+				t.Errorf("a compensation ran as a step: %s", d.StepName)
 			}
 		}
-		return "done", nil
-	}).WithCompensateOnFailure()
-	client, stop := deployOn(t, ctx, w, reg.MustRegister(wf))
-	defer stop()
-	run, err := wf.Start(ctx, client, "order")
-	if err != nil {
-		t.Fatal(err)
 	}
-	if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
-		t.Fatalf("Result error = %v, want the step's failure", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []string{"b-done", "a-done"}; !slices.Equal(undone, want) {
-		t.Errorf("compensated %q, want %q", undone, want)
+	b, a := prefix+"b", prefix+"a"
+	if want := []string{"started " + b, "started " + b, "succeeded " + b, "started " + a, "succeeded " + a}; !slices.Equal(trail, want) {
+		t.Errorf("comp events %q, want %q", trail, want)
 	}
 }

@@ -222,7 +222,11 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, params map[string]s
 		return
 	}
 	id := params["id"]
-	if err := a.client.Cancel(r.Context(), id, req.Reason); err != nil {
+	var opts []workflow.CancelOption
+	if req.Compensate {
+		opts = append(opts, workflow.CancelCompensating())
+	}
+	if err := a.client.Cancel(r.Context(), id, req.Reason, opts...); err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -261,6 +261,34 @@ func TestAPICancelAndFailed(t *testing.T) {
 	}
 }
 
+// Cancel with compensate: the run is cancelled, and its completed step is
+// compensated after the end; the run's view counts it.
+func TestAPICancelCompensating(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t, true, nil)
+	r := b.do(t, http.MethodPost, "/v1/workflows/api-saga/runs", `{"input":"s1"}`)
+	id := r.body["id"].(string)
+	b.waitHook(t, id)
+	r = b.do(t, http.MethodPost, "/v1/runs/"+id+"/cancel", `{"reason":"changed plans","compensate":true}`)
+	if r.status != http.StatusOK || r.body["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", r.status, r.raw)
+	}
+	for limit := time.Now().Add(10 * time.Second); ; {
+		r = b.do(t, http.MethodGet, "/v1/runs/"+id, "")
+		c, _ := r.body["compensations"].(map[string]any)
+		if c["status"] == "compensated" {
+			if c["succeeded"] != 1.0 || c["requested"] != true || c["failed"] != 0.0 {
+				t.Errorf("compensations: %s", r.raw)
+			}
+			break
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("run not compensated: %s", r.raw)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Each request is logged with its route and status; a hook's token, in the
 // body, never is.
 func TestAPILogs(t *testing.T) {

@@ -22,6 +22,9 @@ type startRequest struct {
 // cancelRequest is POST /v1/runs/{id}/cancel's (optional) body.
 type cancelRequest struct {
 	Reason string `json:"reason"`
+	// Compensate asks for the run's completed steps to be compensated
+	// after the cancellation (workflow.CancelCompensating).
+	Compensate bool `json:"compensate"`
 }
 
 // resumeRequest is POST /v1/hooks/resume's body.
@@ -55,6 +58,39 @@ type apiRun struct {
 	Error        *apiRunError    `json:"error,omitempty"`
 	CancelReason string          `json:"cancelReason,omitempty"`
 	Hold         *apiHold        `json:"hold,omitempty"`
+	// Compensations is how the run's compensations went, when it has had
+	// any (workflow.CompensationInfo).
+	Compensations *apiCompensations `json:"compensations,omitempty"`
+}
+
+// apiCompensations counts a run's compensations; Failures names those
+// that failed for good (in a single run's view).
+type apiCompensations struct {
+	Status    string           `json:"status"`
+	Requested bool             `json:"requested,omitempty"`
+	Owed      int              `json:"owed"`
+	Running   int              `json:"running"`
+	Succeeded int              `json:"succeeded"`
+	Failed    int              `json:"failed"`
+	Failures  []apiCompFailure `json:"failures,omitempty"`
+}
+
+// apiCompFailure is a compensation that failed for good.
+type apiCompFailure struct {
+	Step    string `json:"step"`
+	StepID  string `json:"stepId"`
+	Message string `json:"message"`
+}
+
+func toAPICompensations(c workflow.CompensationInfo) *apiCompensations {
+	if c.Status() == "" && !c.Requested {
+		return nil
+	}
+	out := &apiCompensations{Status: c.Status(), Requested: c.Requested, Owed: c.Owed, Running: c.Running, Succeeded: c.Succeeded, Failed: c.Failed}
+	for _, f := range c.Failures {
+		out.Failures = append(out.Failures, apiCompFailure{Step: f.Step, StepID: f.StepID, Message: f.Err.Error()})
+	}
+	return out
 }
 
 // apiRunError is a failed run's error.
@@ -76,7 +112,7 @@ func toAPIRun(r *workflow.RunInfo, payloads bool) *apiRun {
 	out := &apiRun{
 		ID: r.ID, Workflow: r.WorkflowName, Status: string(r.Status), IdempotencyKey: r.IdempotencyKey,
 		Attributes: r.Attributes, ParentRunID: r.ParentRunID, CreatedAt: r.CreatedAt.UTC(),
-		CancelReason: r.CancelReason,
+		CancelReason: r.CancelReason, Compensations: toAPICompensations(r.Compensations),
 	}
 	if !r.StartedAt.IsZero() {
 		t := r.StartedAt.UTC()

@@ -66,6 +66,24 @@ var apiApprove = workflow.New("api-approve", func(ctx workflow.Context, token st
 	return workflow.NewHook[Approval](ctx, workflow.HookOptions{Token: token}).Receive(ctx)
 })
 
+// apiUnbook undoes apiBook; apiSaga books, then waits on a hook with the
+// token it is given (cancelled with compensation, it is unbooked).
+var (
+	apiUnbook = workflow.NewStep("api-unbook", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+		return struct{}{}, nil
+	})
+	apiBook = workflow.WithCompensation(workflow.NewStep("api-book", func(ctx context.Context, s string) (string, error) {
+		return "booking-" + s, nil
+	}), apiUnbook)
+	apiSaga = workflow.New("api-saga", func(ctx workflow.Context, token string) (string, error) {
+		if _, err := apiBook.Call(ctx, token); err != nil {
+			return "", err
+		}
+		_, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: token}).Receive(ctx)
+		return "", err
+	})
+)
+
 // apiWebhook waits on a webhook.
 var apiWebhook = workflow.New("api-webhook", func(ctx workflow.Context, _ struct{}) (string, error) {
 	req, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
@@ -93,7 +111,7 @@ func setupAPI(t *testing.T, worker bool, cfg func(*handler.Config)) *apiBundle {
 		t.Fatal(err)
 	}
 	reg := workflow.NewRegistry()
-	if err := reg.Register(apiGreet, apiShout, apiApprove, apiWebhook); err != nil {
+	if err := reg.Register(apiGreet, apiShout, apiApprove, apiWebhook, apiUnbook, apiBook, apiSaga); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

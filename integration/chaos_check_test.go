@@ -251,7 +251,7 @@ func runEvents(ctx context.Context, w world.World, runID string) ([]world.Event,
 
 // chaosTally counts what a chaos check saw.
 type chaosTally struct {
-	Parents, Children, Steps, Bodies, Retried, HookPayloads int
+	Parents, Children, Steps, Bodies, Retried, HookPayloads, Compensated int
 }
 
 // checkChaos checks every run of w against the invariants, given the plan
@@ -294,6 +294,9 @@ func checkChaos(ctx context.Context, w world.World, sink *chaosSink, plans map[s
 			continue
 		}
 		v := checkRunLog(r, evs, want, bodies, logged, &tally)
+		if plan.Compensate {
+			v = append(v, checkCompensations(r, evs, bodies, logged, &tally)...)
+		}
 		if r.WorkflowName == demo.Chaos.Name() && r.Status == world.RunStatusCompleted {
 			var got demo.ChaosResult
 			full, err := w.GetRun(ctx, &world.GetRunParams{RunID: r.RunID})
@@ -403,6 +406,67 @@ func checkRunLog(r world.Run, evs []world.Event, wantSteps int, bodies map[[2]st
 	}
 	if chaos != wantSteps {
 		out = append(out, fmt.Sprintf("%d chaos steps, want %d", chaos, wantSteps))
+	}
+	return out
+}
+
+// checkCompensations checks the compensations of a run that compensated
+// its steps (ChaosPlan.Compensate): every chaos step of the run is
+// compensated exactly once (one comp_succeeded, no comp_failed), most
+// recently completed first, and some body of its compensation ran to its
+// end, none after its comp_succeeded.
+func checkCompensations(r world.Run, evs []world.Event, bodies map[[2]string][]bodyRun, logged map[[2]string]bool, tally *chaosTally) []string {
+	var out []string
+	chaos := map[string]bool{}
+	completedSeq := map[string]int64{}
+	succeeded := map[string]int{}
+	succeededAt := map[string]time.Time{}
+	var order []string
+	for _, ev := range evs {
+		id := ev.CorrelationID
+		switch d := ev.Data.(type) {
+		case *world.StepCreated:
+			chaos[id] = d.StepName == demo.ChaosStep.Name()
+		case *world.StepCompleted:
+			completedSeq[id] = ev.Seq
+		case *world.CompSucceeded:
+			succeeded[id]++
+			succeededAt[id] = ev.CreatedAt
+			order = append(order, id)
+		case *world.CompFailed:
+			msg := ""
+			if d.Error != nil {
+				msg = d.Error.Message
+			}
+			out = append(out, fmt.Sprintf("step %s: compensation failed: %s", id, msg))
+		}
+	}
+	for id, isChaos := range chaos {
+		if !isChaos {
+			continue
+		}
+		key := [2]string{r.RunID, demo.ChaosUndoPrefix + id}
+		logged[key] = true
+		if n := succeeded[id]; n != 1 {
+			out = append(out, fmt.Sprintf("step %s compensated %d times in the log, want once", id, n))
+			continue
+		}
+		tally.Compensated++
+		ended := false
+		for _, b := range bodies[key] {
+			ended = ended || b.ended
+			if b.start.After(succeededAt[id]) {
+				out = append(out, fmt.Sprintf("step %s: a body of its compensation (pid %d) started after comp_succeeded", id, b.pid))
+			}
+		}
+		if !ended {
+			out = append(out, fmt.Sprintf("step %s compensated, but no body of its compensation ran to its end", id))
+		}
+	}
+	for i := 1; i < len(order); i++ {
+		if completedSeq[order[i]] > completedSeq[order[i-1]] {
+			out = append(out, fmt.Sprintf("step %s compensated after step %s, which completed before it", order[i], order[i-1]))
+		}
 	}
 	return out
 }

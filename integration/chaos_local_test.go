@@ -40,6 +40,7 @@ func chaosLocalKey(k int) string { return "chaos-" + strconv.Itoa(k) }
 // more (SKEIN_CHAOS_KILLS) and for at least SKEIN_CHAOS_DURATION, each
 // restart starting SKEIN_CHAOS_RUNS / SKEIN_CHAOS_KILLS more runs (default
 // 60 / 30), then lets a last worker finish them and checks every run's log
+// (each run compensates its steps at its end: ChaosPlan.Compensate)
 // and every step body against the invariants (checkChaos).
 func TestChaosLocalWorld(t *testing.T) {
 	t.Parallel()
@@ -51,7 +52,8 @@ func TestChaosLocalWorld(t *testing.T) {
 	perRestart := max(1, (runs+kills-1)/kills)
 	sink := newChaosSink(t)
 	path := filepath.Join(t.TempDir(), "chaos.db")
-	plan := demo.ChaosPlan{Sink: sink.URL(), Serial: 3, Fan: 6, ChildSteps: 2, Work: 150 * time.Millisecond, Sleep: 300 * time.Millisecond}
+	plan := demo.ChaosPlan{Sink: sink.URL(), Serial: 3, Fan: 6, ChildSteps: 2, Work: 150 * time.Millisecond, Sleep: 300 * time.Millisecond,
+		Compensate: true}
 	planJSON, err := json.Marshal(plan)
 	if err != nil {
 		t.Fatal(err)
@@ -142,9 +144,12 @@ func TestChaosLocalWorld(t *testing.T) {
 		t.Errorf("violation: %s", v)
 	}
 	logRunEvidence(ctx, t, w, violations)
-	t.Logf("local world: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; "+
+	if tally.Compensated == 0 {
+		t.Error("no step was compensated")
+	}
+	t.Logf("local world: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads, %d compensations; "+
 		"%d SIGKILLs, %d workers that finished before their kill; %d violations; %s",
-		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads,
+		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, tally.Compensated,
 		killed, finished, len(violations), time.Since(began).Round(time.Second))
 }
 

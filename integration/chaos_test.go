@@ -26,7 +26,8 @@ import (
 
 // TestChaosLambda runs many runs of the mixed workflow (demo.Chaos: serial
 // steps, a fan-out wider than InlineConcurrency, a retried step, a sleep, a
-// hook resumed once or twice at once, a child run) on the real bootstrap
+// hook resumed once or twice at once, a child run, and for half of them the
+// compensation of their steps) on the real bootstrap
 // behind the emulated Lambda runtime and SQS event source mapping, while
 // the flow processes are SIGKILLed at random, received messages are
 // delivered a second time or see their visibility timeout expire mid-step,
@@ -102,6 +103,8 @@ func TestChaosLambda(t *testing.T) {
 		if i%3 == 0 {
 			p.Pad = strings.Repeat("p", 2048) // claim-checked in S3
 		}
+		p.Compensate = i%2 == 0 // half the runs compensate their steps at the end
+
 		run, err := demo.Chaos.Start(ctx, s.client, p)
 		if err != nil {
 			t.Fatalf("start %d: %v", i, err)
@@ -152,10 +155,13 @@ func TestChaosLambda(t *testing.T) {
 	resumes.logRuns(t, evidence)
 	logFlowLines(t, s, evidence)
 	st, es := s.esm.Stats(), sumFunctionErrors(s)
-	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads; %d invocations, %d cold starts, "+
+	if tally.Compensated == 0 {
+		t.Error("no step was compensated")
+	}
+	t.Logf("lambda: %d runs (%d children), %d steps, %d step bodies, %d retries, %d hook payloads, %d compensations; %d invocations, %d cold starts, "+
 		"%d SIGKILLs, %d crashed and %d timed-out invocations, %d duplicate deliveries, %d visibility expiries, faults %s; %d messages dead-lettered by kills and injected redeliveries alone; "+
 		"%d resumer errors; %d violations; %s",
-		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, st.Batches, st.ColdStarts,
+		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, tally.Compensated, st.Batches, st.ColdStarts,
 		kills, es["Runtime.ExitError"], es["Sandbox.Timedout"], redeliver.duplicates.Load(), redeliver.expiries.Load(),
 		faultKinds(inj), deadExpected, resumes.errorCount(), len(violations), time.Since(began).Round(time.Second))
 }

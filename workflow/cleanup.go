@@ -107,13 +107,14 @@ const (
 // (run_deactivated): its outcome is recorded, its cleanup hook has run, and
 // no step of it runs any more. Result returns as soon as the outcome is
 // known; WaitDeactivated also waits for the steps a completed or failed
-// run left running, which record their results after its end.
+// run left running, which record their results after its end, and for the
+// compensations that run after the end (RunInfo.Compensations).
 func (c *Client) WaitDeactivated(ctx context.Context, runID string) (*RunInfo, error) {
 	r, err := c.poll(ctx, runID, func(r *world.Run) bool { return r.Deactivated() })
 	if err != nil {
 		return nil, err
 	}
-	return c.runInfo(r), nil
+	return c.fullRunInfo(ctx, r)
 }
 
 // WaitDeactivated is Client.WaitDeactivated for this run.

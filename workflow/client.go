@@ -258,6 +258,9 @@ type RunInfo struct {
 	// Cleanup is the state of a completed run's cleanup hook
 	// (CleanupPending, CleanupDone, CleanupFailed), empty without one.
 	Cleanup string
+	// Compensations says how the run's compensations went (see
+	// WithCompensation); zero when it has none.
+	Compensations CompensationInfo
 }
 
 func (c *Client) runInfo(r *world.Run) *RunInfo {
@@ -265,7 +268,7 @@ func (c *Client) runInfo(r *world.Run) *RunInfo {
 		ID: r.RunID, WorkflowName: r.WorkflowName, Status: r.Status, Input: r.Input, Output: r.Output,
 		ErrorCode: r.ErrorCode, CancelReason: r.CancelReason, IdempotencyKey: r.IdempotencyKey, Version: r.Version,
 		Attributes: r.Attributes, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, CompletedAt: r.CompletedAt,
-		DeactivatedAt: r.DeactivatedAt, Cleanup: r.Cleanup,
+		DeactivatedAt: r.DeactivatedAt, Cleanup: r.Cleanup, Compensations: compensationInfo(r),
 	}
 	if r.Error != nil {
 		info.Err = c.reg.decode(r.Error)
@@ -284,7 +287,7 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.runInfo(r), nil
+	return c.fullRunInfo(ctx, r)
 }
 
 // Status returns a run's status.
@@ -364,8 +367,16 @@ func (c *Client) poll(ctx context.Context, runID string, done func(*world.Run) b
 // theirs in turn; children that ended keep their outcome. Runs started
 // with Workflow.Start or Client.Start from a step are not children: they
 // run on.
-func (c *Client) Cancel(ctx context.Context, runID, reason string) error {
-	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason}}}})
+//
+// With CancelCompensating, the run's completed steps are compensated after
+// the cancellation (see WithCompensation), as a failed run of a workflow
+// defined WithCompensateOnFailure is.
+func (c *Client) Cancel(ctx context.Context, runID, reason string, opts ...CancelOption) error {
+	var o cancelOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason, Compensate: o.compensate}}}})
 	if err != nil {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
 	}
@@ -486,7 +497,7 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 	return out, err
 }
 
-// Cancel cancels the run.
-func (r *Run[O]) Cancel(ctx context.Context, reason string) error {
-	return r.c.Cancel(ctx, r.id, reason)
+// Cancel cancels the run (see Client.Cancel).
+func (r *Run[O]) Cancel(ctx context.Context, reason string, opts ...CancelOption) error {
+	return r.c.Cancel(ctx, r.id, reason, opts...)
 }

@@ -1,7 +1,6 @@
 package workflow
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -21,18 +20,20 @@ type Compensation[I, O any] struct {
 // registered: Register refuses s unless comp is registered in the same call
 // or an earlier one (an *UnregisteredCompensationError).
 //
-// The compensations of a run's completed steps run when the workflow calls
-// Compensate: each as an ordinary durable step of the run, with its own
-// retries, recorded in the log like any other step.
+// Every call of s records the name of its compensation with the step
+// (step_created), so the log says what undoes it. Once the step has
+// completed, its compensation runs when the workflow calls Compensate, or
+// after a failure of a workflow defined WithCompensateOnFailure, or after
+// a cancellation that asks for it (CancelCompensating). It is no step of
+// its own: its attempts are recorded on the step it undoes (comp_started,
+// comp_retry_scheduled, comp_succeeded, comp_failed), with comp's retry
+// policy and timeout, and the step moves to compensated or
+// compensation_failed.
 func WithCompensation[I, O any](s *Step[I, O], comp *Step[Compensation[I, O], struct{}]) *Step[I, O] {
 	s.hasComp = true
-	s.comp, s.compRun = nil, nil
+	s.comp = nil
 	if comp != nil {
 		s.comp = comp
-		s.compRun = func(ctx Context, c Compensation[I, O]) error {
-			_, err := comp.Call(ctx, c)
-			return err
-		}
 	}
 	return s
 }
@@ -94,13 +95,11 @@ func (r *Registry) checkCompensations(defs []Definition) error {
 type compEntry struct {
 	p    *stepPromise
 	step string
-	// run calls the compensation with the step's result and waits for it.
-	run func(ctx Context, result json.RawMessage) error
 }
 
 // CompensationError is what Compensate returns for a compensation that
 // failed for good (after its retries): the step it was to undo and the
-// compensation's error (a *StepError).
+// compensation's error (a *StepError naming the compensation step).
 type CompensationError struct {
 	Step   string // the step compensated
 	StepID string
@@ -116,16 +115,18 @@ func (e *CompensationError) Unwrap() error { return e.Err }
 
 // Compensate runs the compensations of the steps this run has completed so
 // far that declared one (WithCompensation), in reverse order of completion,
-// one after the other, each as a durable step of the run; then the workflow
-// continues. Each completed step is compensated at most once: a later
-// Compensate skips the steps compensated already. Steps that failed are
-// not compensated, nor are steps still running (await them first if they
-// must be): a later Compensate covers them once they complete. In a
-// fan-out only the branches that completed are compensated.
+// one after the other; then the workflow continues (catch a failure,
+// compensate, return a result). Each compensation is recorded on the step
+// it undoes (comp_* events) and retried by its own step's policy; replay
+// takes its outcome from the log, so Compensate is deterministic. Each
+// completed step is compensated at most once: a later Compensate skips the
+// steps compensated already. Steps that failed are not compensated, nor
+// are steps still running (await them first if they must be): a later
+// Compensate covers them once they complete. In a fan-out only the
+// branches that completed are compensated.
 //
 // A compensation that fails for good does not stop the others; Compensate
 // then returns the failures, each a *CompensationError, joined.
-// Compensate is deterministic: on replay it runs the same compensations.
 func Compensate(ctx Context) error {
 	c := ctx.impl()
 	var ready, rest []*compEntry
@@ -145,56 +146,47 @@ func Compensate(ctx Context) error {
 	})
 	var errs []error
 	for _, e := range ready {
-		raw, _ := e.p.outcome()
-		if err := e.run(ctx, raw); err != nil {
-			errs = append(errs, &CompensationError{Step: e.step, StepID: e.p.f.ID(), Err: err})
+		h := c.ec.Compensate(e.p.f)
+		c.ec.Await(h.Done)
+		if fail := h.Failure(); fail != nil {
+			id := e.p.f.ID()
+			var cause error = &StepError{Step: h.Step(), StepID: id, Attempt: h.Attempt(), Err: c.reg.decode(fail)}
+			if h.Step() == "" { // the log records no compensation for the step
+				cause = c.reg.decode(fail)
+			}
+			errs = append(errs, &CompensationError{Step: e.step, StepID: id, Err: cause})
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // track records a call of s whose compensation Compensate may run.
-func (s *Step[I, O]) track(c *wfContext, p *stepPromise, in I) {
+func (s *Step[I, O]) track(c *wfContext, p *stepPromise) {
 	if s.comp == nil {
 		return
 	}
-	comp := s.compRun
-	c.comps = append(c.comps, &compEntry{p: p, step: s.name, run: func(ctx Context, raw json.RawMessage) error {
-		var out O
-		if err := unmarshal(raw, &out); err != nil {
-			return &SerializationError{What: fmt.Sprintf("the result of step %q", s.name), Decode: true, Err: err}
-		}
-		return comp(ctx, Compensation[I, O]{Input: in, Result: out})
-	}})
+	c.comps = append(c.comps, &compEntry{p: p, step: s.name})
 }
 
-// WithCompensateOnFailure makes a run of w that fails compensate first: when
-// the workflow function returns an error, the run waits for the steps it
-// started that declared a compensation and still run, then runs Compensate,
-// and only then fails, with the function's error joined to the
-// compensations' failures (*CompensationError) if any did not succeed.
-// Steps the workflow compensated itself (Compensate) are not compensated
-// again. A run that panics or is cancelled (Client.Cancel) is not
-// compensated. It returns w; call it where the workflow is defined.
+// compName is the name of the step's compensation, "" when it declares
+// none.
+func (s *Step[I, O]) compName() string {
+	if s.comp == nil {
+		return ""
+	}
+	return s.comp.Name()
+}
+
+// WithCompensateOnFailure makes a run of w that fails compensate its
+// completed steps: the failure is recorded at once (Run.Result returns it
+// while the compensations run; WaitDeactivated waits for them), and then
+// every completed step that declared a compensation and has not been
+// compensated already (by Compensate) is compensated, the most recently
+// completed first, one after the other, including the steps the run left
+// running that complete after its end. The run is deactivated once they
+// have all ended; RunInfo.Compensations says how they went. It returns w;
+// call it where the workflow is defined.
 func (w *Workflow[I, O]) WithCompensateOnFailure() *Workflow[I, O] {
 	w.compensateOnFailure = true
 	return w
-}
-
-// compensateFailure waits for the compensable steps still running, runs
-// their compensations and those of the steps completed, and returns the
-// run's error: err, joined to the compensations' failures.
-func (c *wfContext) compensateFailure(err error) error {
-	c.ec.Await(func() bool {
-		for _, e := range c.comps {
-			if _, done := e.p.state(); !done {
-				return false
-			}
-		}
-		return true
-	})
-	if cerr := Compensate(c); cerr != nil {
-		return errors.Join(err, cerr)
-	}
-	return err
 }

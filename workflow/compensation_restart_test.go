@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,11 +16,25 @@ import (
 )
 
 // TestCompensationSurvivesRestart: the process goes away while the saga's
-// second compensation (of b, the first to run) is in progress; a new worker
-// on the same store finishes the saga, and each compensation takes effect
-// exactly once, in reverse order, each recorded once as a completed step.
+// first compensation (of b) is in progress, for a workflow that compensates
+// itself (Compensate) and for one compensated after its failure
+// (WithCompensateOnFailure); a new worker on the same store takes the
+// compensation over once its lease has expired and finishes the saga. Each
+// compensation takes effect once, in reverse order, and is recorded once:
+// b's second comp_started takes over the first (Interrupted), and each
+// step has one comp_succeeded.
 func TestCompensationSurvivesRestart(t *testing.T) {
 	t.Parallel()
+	for _, auto := range []bool{false, true} {
+		name := map[bool]string{false: "explicit", true: "on failure"}[auto]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testCompensationRestart(t, auto)
+		})
+	}
+}
+
+func testCompensationRestart(t *testing.T, auto bool) {
 	path := filepath.Join(t.TempDir(), "skein.db")
 	j := &journal{}
 	var first atomic.Bool // the first process's attempt of undo-b hangs
@@ -50,11 +65,17 @@ func TestCompensationSurvivesRestart(t *testing.T) {
 	saga := workflow.New("rs-saga", func(ctx workflow.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
+				if auto {
+					return "", err
+				}
 				return "rolled back", workflow.Compensate(ctx)
 			}
 		}
 		return "done", nil
 	})
+	if auto {
+		saga = saga.WithCompensateOnFailure()
+	}
 	defs = append(defs, saga)
 	start := func() (*localworld.World, *workflow.Client, func()) {
 		lw, err := localworld.Open(localworld.Config{Path: path})
@@ -80,33 +101,44 @@ func TestCompensationSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("b's compensation never started")
+	}
 	stop() // the process goes away during the compensation of b
 	first.Store(false)
 
 	lw, client, stop := start()
 	defer stop()
 	out, err := saga.Get(client, run.ID()).Result(ctx)
-	if err != nil || out != "rolled back" {
+	switch {
+	case auto && (err == nil || !strings.Contains(err.Error(), "out of stock")):
+		t.Fatalf("saga = %q, %v, want the failure of rs-c", out, err)
+	case !auto && (err != nil || out != "rolled back"):
 		t.Fatalf("saga = %q, %v", out, err)
+	}
+	info, err := client.WaitDeactivated(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.Compensations; c.Succeeded != 2 || c.Failed != 0 || c.Status() != workflow.CompensationDone {
+		t.Errorf("Compensations = %+v", c)
 	}
 	if got, want := j.lines(), []string{"undo b-done", "undo a-done"}; !slices.Equal(got, want) {
 		t.Errorf("journal = %q, want %q", got, want)
 	}
-	p, err := lw.ListSteps(ctx, &world.ListStepsParams{RunID: run.ID(), Pagination: world.Pagination{Limit: 1000}})
+	p, err := lw.ListEvents(ctx, &world.ListEventsParams{RunID: run.ID(), Pagination: world.Pagination{Limit: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	completed := map[string]int{}
-	for _, s := range p.Items {
-		if s.Status == world.StepStatusCompleted {
-			completed[s.StepName]++
-		}
-		if s.StepName == "rs-undo-b" && s.Attempt < 2 {
-			t.Errorf("rs-undo-b completed at attempt %d: the first process's attempt was not interrupted", s.Attempt)
-		}
+	want := []string{"comp_started rs-b", "comp_started rs-b", "comp_succeeded rs-b", "comp_started rs-a", "comp_succeeded rs-a"}
+	if got := compTrail(p.Items); !slices.Equal(got, want) {
+		t.Errorf("comp trail = %q, want %q", got, want)
 	}
-	if completed["rs-undo-a"] != 1 || completed["rs-undo-b"] != 1 || completed["rs-undo-c"] != 0 {
-		t.Errorf("completed steps = %v, want one of each of rs-undo-a and rs-undo-b", completed)
+	for _, ev := range p.Items {
+		if d, ok := ev.Data.(*world.CompStarted); ok && d.StepName == "rs-b" && d.Attempt == 2 && d.Interrupted != 1 {
+			t.Errorf("b's second comp_started = %+v, want the first attempt interrupted", d)
+		}
 	}
 }

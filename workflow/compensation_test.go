@@ -93,15 +93,20 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	if got := j.lines(); !slices.Equal(got, want) {
 		t.Errorf("journal = %q, want %q", got, want)
 	}
-	var undone []string
-	for _, s := range e.steps(run.ID()) {
-		if s.Status == world.StepStatusCompleted && len(s.StepName) > len("saga-undo-") && s.StepName[:len("saga-undo-")] == "saga-undo-" {
-			undone = append(undone, s.StepName)
-		}
+	// Each compensation is recorded on the step it undoes, once, most
+	// recently completed first; no compensation step is created.
+	wantTrail := []string{"comp_started saga-b", "comp_succeeded saga-b", "comp_started saga-a", "comp_succeeded saga-a"}
+	if got := compTrail(e.events(run.ID())); !slices.Equal(got, wantTrail) {
+		t.Errorf("comp trail = %q, want %q", got, wantTrail)
 	}
-	slices.Sort(undone)
-	if !slices.Equal(undone, []string{"saga-undo-a", "saga-undo-b"}) {
-		t.Errorf("completed compensation steps in the log = %q", undone)
+	for _, st := range e.steps(run.ID()) {
+		want := map[string]world.StepStatus{"saga-a": world.StepStatusCompensated, "saga-b": world.StepStatusCompensated, "saga-c": world.StepStatusFailed}[st.StepName]
+		if st.Status != want {
+			t.Errorf("step %s is %s, want %s", st.StepName, st.Status, want)
+		}
+		if st.Compensation == nil && st.StepName != "saga-c" || st.Compensation != nil && st.Compensation.Step != "saga-undo-"+st.StepName[len("saga-"):] {
+			t.Errorf("step %s records compensation %+v", st.StepName, st.Compensation)
+		}
 	}
 }
 
@@ -257,11 +262,11 @@ func TestCompensationRegistration(t *testing.T) {
 }
 
 // TestCompensateOnFailure: a workflow defined WithCompensateOnFailure that
-// returns an error compensates the steps that completed, in reverse order,
-// including a step still running when the function returned (the run waits
-// for it), and not the ones it compensated itself; then the run fails with
-// the function's error, joined to a compensation's failure if one failed.
-// Without the option nothing is compensated.
+// returns an error fails with that error, and then the steps that
+// completed are compensated, in reverse order, including a step still
+// running when the function returned (it completes after the end), and not
+// the ones it compensated itself; the run is deactivated once they have
+// ended. Without the option nothing is compensated.
 func TestCompensateOnFailure(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
@@ -321,18 +326,23 @@ func TestCompensateOnFailure(t *testing.T) {
 		if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
 			t.Errorf("%s(%s): Result error = %v, want the step's failure", tc.wf.Name(), tc.in, err)
 		}
+		if _, err := run.WaitDeactivated(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if got := j.lines(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s(%s): journal = %q, want %q", tc.wf.Name(), tc.in, got, tc.want)
 		}
 	}
 }
 
-// TestCompensateOnFailureReportsFailedCompensation: a run whose compensation
-// fails for good fails with an error that says so.
+// TestCompensateOnFailureReportsFailedCompensation: a compensation that
+// fails for good after the end leaves its step compensation_failed, does
+// not stop the compensations after it, and RunInfo says so; the run's
+// outcome stays the workflow's failure.
 func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
-	steps, defs := sagaSteps("cofx-", "a", j)
+	steps, defs := sagaSteps("cofx-", "b", j)
 	wf := workflow.New("cofx", func(ctx workflow.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
@@ -347,18 +357,37 @@ func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = run.Result(ctx)
-	if err == nil || !strings.Contains(err.Error(), "out of stock") || !strings.Contains(err.Error(), `compensation of step "cofx-a"`) {
-		t.Errorf("Result error = %v, want the step's failure and the failed compensation of cofx-a", err)
+	if _, err = run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") || strings.Contains(err.Error(), "compensation") {
+		t.Errorf("Result error = %v, want the step's failure alone", err)
 	}
-	if got, want := j.lines(), []string{"do a", "do b", "undo b-done of fail"}; !slices.Equal(got, want) {
+	info, err := run.WaitDeactivated(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := info.Compensations
+	if c.Status() != workflow.CompensationFailed || c.Failed != 1 || c.Succeeded != 1 || c.Owed != 0 || c.Running != 0 || !c.Requested {
+		t.Errorf("Compensations = %+v (status %q), want one failed, one succeeded", c, c.Status())
+	}
+	if len(c.Failures) != 1 || c.Failures[0].Step != "cofx-b" || !strings.Contains(c.Failures[0].Error(), "refund refused") {
+		t.Errorf("Failures = %v, want the compensation of cofx-b", c.Failures)
+	} else if se := mustAs[*workflow.StepError](t, c.Failures[0].Err); se.Step != "cofx-undo-b" {
+		t.Errorf("failed compensation step = %q", se.Step)
+	}
+	if got, want := j.lines(), []string{"do a", "do b", "undo a-done of fail"}; !slices.Equal(got, want) {
 		t.Errorf("journal = %q, want %q", got, want)
+	}
+	if st := e.stepNamed(run.ID(), "cofx-b"); st.Status != world.StepStatusCompensationFailed {
+		t.Errorf("cofx-b is %s, want compensation_failed", st.Status)
+	}
+	if got, err := e.client.GetRun(ctx, run.ID()); err != nil || len(got.Compensations.Failures) != 1 {
+		t.Errorf("GetRun compensations = %+v, %v", got.Compensations, err)
 	}
 }
 
-// TestCompensateOnFailureNotOnCancel: a cancelled run is not compensated,
-// even with WithCompensateOnFailure: it ends cancelled, and comes to rest
-// without running a compensation.
+// TestCompensateOnFailureNotOnCancel: a cancelled run is not compensated
+// unless the cancellation asks for it (CancelCompensating), even with
+// WithCompensateOnFailure: it ends cancelled, and comes to rest without
+// running a compensation.
 func TestCompensateOnFailureNotOnCancel(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
@@ -388,4 +417,38 @@ func TestCompensateOnFailureNotOnCancel(t *testing.T) {
 	if got, want := j.lines(), []string{"do a"}; !slices.Equal(got, want) {
 		t.Errorf("journal = %q, want %q", got, want)
 	}
+}
+
+// compTrail returns the comp_* events of a log as "type step" lines, in
+// log order.
+func compTrail(evs []world.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		var step string
+		switch d := ev.Data.(type) {
+		case *world.CompStarted:
+			step = d.StepName
+		case *world.CompRetryScheduled:
+			step = d.StepName
+		case *world.CompSucceeded:
+			step = d.StepName
+		case *world.CompFailed:
+			step = d.StepName
+		default:
+			continue
+		}
+		out = append(out, string(ev.Type())+" "+step)
+	}
+	return out
+}
+
+// seqOf returns the sequence number of the first event of type t in a
+// log, 0 when there is none.
+func seqOf(evs []world.Event, t world.EventType) int64 {
+	for _, ev := range evs {
+		if ev.Type() == t {
+			return ev.Seq
+		}
+	}
+	return 0
 }

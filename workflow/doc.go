@@ -156,23 +156,36 @@
 // WithCompensation declares a step's undo: a step that takes a
 // Compensation, the original step's input and result (a refund for a
 // charge). Register refuses a step whose compensation is not registered
-// with it (an *UnregisteredCompensationError). Compensate, called from the
-// workflow, runs the compensations of the steps the run has completed so
-// far, most recently completed first, one after the other, each as a
-// durable step of the run with its own retries; then the workflow goes on
-// (catch a failure, compensate, return a result or an error). Each
-// completed step is compensated at most once however often Compensate is
-// called; failed steps, and steps still running, are not (a later
-// Compensate covers the latter once they complete), so in a fan-out only
-// the completed branches are. A compensation that fails for good does not
-// stop the others, and Compensate returns it as a *CompensationError. Being
-// ordinary steps, compensations work the same on every World and replay
-// like any step; a process killed during a compensation leaves it to run
-// again on the next delivery, as any step. Workflow.WithCompensateOnFailure
-// compensates a run whose function returns an error: the run waits for the
-// compensable steps it left running, compensates every completed step not
-// compensated yet, and then fails with the function's error (joined to any
-// *CompensationError). A run that panics or is cancelled is not compensated.
+// with it (an *UnregisteredCompensationError). Every call of the step
+// records the name of its compensation with it, so the log says what
+// undoes what. A compensation is not a step of the run: its attempts are
+// recorded on the step it undoes (comp_started, comp_retry_scheduled,
+// comp_succeeded, comp_failed), with the compensation step's retry policy
+// and timeout, and the step ends compensated or compensation_failed. Each
+// is recorded exactly once, even across crashes and redeliveries: a
+// compensation whose process dies is taken over by another once its lease
+// expires (its function may then run twice, as a step's may).
+//
+// Compensate, called from the workflow, compensates the steps the run has
+// completed so far, most recently completed first, one after the other;
+// then the workflow goes on (catch a failure, compensate, return a result
+// or an error). Replay takes the compensations' outcomes from the log.
+// Each completed step is compensated at most once however often
+// Compensate is called; failed steps, and steps still running, are not (a
+// later Compensate covers the latter once they complete), so in a fan-out
+// only the completed branches are. A compensation that fails for good does
+// not stop the others, and Compensate returns it as a *CompensationError.
+//
+// Workflow.WithCompensateOnFailure compensates a run whose function
+// returns an error (or panics) after its end: the failure is recorded at
+// once, and Result returns it while the compensations run; then every
+// completed step not compensated yet is, most recently completed first,
+// including the steps the run left running that complete after the end;
+// then the run comes to rest (WaitDeactivated). Client.Cancel with
+// CancelCompensating does the same for a cancelled run. RunInfo.
+// Compensations counts them and names those that failed for good (status
+// compensation_failed); the run's outcome stays what the workflow or the
+// cancellation made it.
 //
 // # Hooks, webhooks and streams
 //
@@ -200,8 +213,8 @@
 // A run's outcome is recorded as soon as it is known, and Result returns
 // it then; no new step starts after it. A step the run had started and not
 // awaited keeps running when the run completes or fails, and records its
-// result after the end; once nothing of the run runs any more,
-// run_deactivated marks it at rest (RunInfo.DeactivatedAt), which
+// result after the end; once nothing of the run runs any more (its
+// compensations included), run_deactivated marks it at rest (RunInfo.DeactivatedAt), which
 // Client.WaitDeactivated waits for. Workflow.WithCleanup gives a workflow a
 // hook that runs once per completed run (at least once across crashes,
 // never for a failed or cancelled run), after its outcome is durably

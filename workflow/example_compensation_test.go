@@ -58,3 +58,47 @@ func ExampleWithCompensation() {
 	// refund payment-1 (1250)
 	// cancelled: step "ship" failed (attempt 1): no courier <nil>
 }
+
+var unbook = workflow.NewStep("unbook-room", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	fmt.Println("cancel booking", c.Result)
+	return struct{}{}, nil
+})
+
+var (
+	book = workflow.WithCompensation(workflow.NewStep("book-room", func(ctx context.Context, night string) (string, error) {
+		return "room-" + night, nil
+	}), unbook)
+	pay = workflow.NewStep("pay", func(ctx context.Context, room string) (string, error) {
+		return "", workflow.Fatal(errors.New("card declined"))
+	})
+)
+
+// trip fails when the payment does: the booking is compensated after the
+// run's end.
+var trip = workflow.New("trip", func(ctx workflow.Context, night string) (string, error) {
+	room, err := book.Call(ctx, night)
+	if err != nil {
+		return "", err
+	}
+	return pay.Call(ctx, room)
+}).WithCompensateOnFailure()
+
+// A workflow that compensates on failure: the run fails at once (Result
+// returns the failure), then its completed steps are compensated, most
+// recent first, before the run comes to rest.
+func ExampleWorkflow_WithCompensateOnFailure() {
+	client, stop := runLocal(unbook, book, pay, trip)
+	defer stop()
+	ctx := context.Background()
+	run, _ := trip.Start(ctx, client, "fri")
+	_, err := run.Result(ctx)           // as soon as the failure is recorded
+	info, _ := run.WaitDeactivated(ctx) // once the compensations have ended
+	var failed *workflow.RunFailedError
+	fmt.Println(info.Status, errors.As(err, &failed))
+	c := info.Compensations
+	fmt.Println(c.Status(), c.Succeeded, c.Failed)
+	// Output:
+	// cancel booking room-fri
+	// failed true
+	// compensated 1 0
+}

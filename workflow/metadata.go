@@ -16,10 +16,13 @@ type WorkflowMetadata struct {
 	StartedAt time.Time
 }
 
-// StepMetadata describes the step attempt running.
+// StepMetadata describes the step attempt running. In a compensation
+// (WithCompensation), StepName names the compensation step, StepID the
+// step it undoes, and Compensating is set.
 type StepMetadata struct {
-	StepName string
-	StepID   string
+	StepName     string
+	StepID       string
+	Compensating bool
 	// Attempt is 1-based: 1 for the first attempt, 2 for the first retry.
 	// An attempt cut short by the loss of its worker (killed, crashed,
 	// timed out) runs again under the same number: only the step's own
@@ -36,7 +39,7 @@ func StepMetadataFrom(ctx context.Context) (StepMetadata, bool) {
 	if !ok {
 		return StepMetadata{}, false
 	}
-	return StepMetadata{StepName: info.StepName, StepID: info.StepID, Attempt: info.Attempt, StartedAt: info.StartedAt}, true
+	return StepMetadata{StepName: info.StepName, StepID: info.StepID, Compensating: info.Compensating, Attempt: info.Attempt, StartedAt: info.StartedAt}, true
 }
 
 // WorkflowMetadataFrom returns the metadata of the run whose step ctx

@@ -51,7 +51,6 @@ type Step[I, O any] struct {
 	// comp is the step's undo (WithCompensation); hasComp tells a nil
 	// compensation declared from none.
 	comp    Definition
-	compRun func(ctx Context, c Compensation[I, O]) error
 	hasComp bool
 }
 
@@ -82,8 +81,14 @@ func (s *Step[I, O]) Go(ctx Context, in I) Future[O] {
 	if err != nil {
 		return failed[O](&SerializationError{What: fmt.Sprintf("arguments of step %q", s.name), Err: err})
 	}
-	p := &stepPromise{f: c.ec.Step(s.name, b), name: s.name, reg: c.reg}
-	s.track(c, p, in)
+	var f *engine.Future
+	if comp := s.compName(); comp != "" {
+		f = c.ec.StepWithCompensation(s.name, b, comp)
+	} else {
+		f = c.ec.Step(s.name, b)
+	}
+	p := &stepPromise{f: f, name: s.name, reg: c.reg}
+	s.track(c, p)
 	return Future[O]{p: p}
 }
 

@@ -245,9 +245,6 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 			}
 			wc := &wfContext{ec: ec, reg: r}
 			out, err := w.fn(wc, in)
-			if err != nil && w.compensateOnFailure {
-				err = wc.compensateFailure(err)
-			}
 			wc.awaitChildStarts()
 			if err != nil {
 				d := r.encode(err)
@@ -262,8 +259,9 @@ func (w *Workflow[I, O]) register(r *Registry) error {
 			}
 			return b, nil
 		},
-		Cleanup:        w.engineCleanup(),
-		CleanupTimeout: w.cleanupTimeout,
+		Cleanup:             w.engineCleanup(),
+		CleanupTimeout:      w.cleanupTimeout,
+		CompensateOnFailure: w.compensateOnFailure,
 	}, check)
 }
 

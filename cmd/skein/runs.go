@@ -360,7 +360,7 @@ Examples:
 }
 
 var runsCancelCmd = &command{
-	group: "runs", name: "cancel", usage: "<runId> [-reason r]", nargs: 1,
+	group: "runs", name: "cancel", usage: "<runId> [-reason r] [-compensate]", nargs: 1,
 	writes:  true,
 	summary: "cancel a pending, running or held run",
 	help: `
@@ -368,13 +368,18 @@ Cancels a pending, running or held run: its pending steps are refused, its hooks
 sleeps removed, and a step running in a worker sees its context cancelled.
 Cancelling a cancelled run is not an error; a completed or failed one is.
 The rest of the clean-up (closing the run's streams) happens when a worker
-next runs on the store.
+next runs on the store. With -compensate, the run's completed steps that
+declared a compensation are compensated after the cancellation, the most
+recently completed first, by that worker too (runs show says how that
+goes).
 
 Examples:
   skein runs cancel wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T
-  skein runs cancel wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "customer called"`,
+  skein runs cancel wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "customer called"
+  skein runs cancel wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -compensate`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		reason := fs.String("reason", "", "why, recorded with the run")
+		compensate := fs.Bool("compensate", false, "compensate the run's completed steps after the cancellation")
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
@@ -387,13 +392,21 @@ Examples:
 			case world.RunStatusCompleted, world.RunStatusFailed:
 				return fmt.Errorf("run %s has already %s; there is nothing to cancel", r.RunID, r.Status)
 			}
-			if err := e.client.Cancel(ctx, r.RunID, *reason); err != nil {
+			var opts []workflow.CancelOption
+			if *compensate {
+				opts = append(opts, workflow.CancelCompensating())
+			}
+			if err := e.client.Cancel(ctx, r.RunID, *reason, opts...); err != nil {
 				if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {
 					return fmt.Errorf("run %s has already finished: %w", r.RunID, err)
 				}
 				return err
 			}
-			fmt.Fprintf(e.stdout, "cancelled run %s; what follows a cancellation (its unfinished child runs cancelled, its streams closed) happens when a worker next runs on %s\n", r.RunID, e.where())
+			what := "its unfinished child runs cancelled, its streams closed"
+			if *compensate {
+				what += ", its completed steps compensated"
+			}
+			fmt.Fprintf(e.stdout, "cancelled run %s; what follows a cancellation (%s) happens when a worker next runs on %s\n", r.RunID, what, e.where())
 			return nil
 		}
 	},

@@ -23,6 +23,7 @@ type plan struct {
 type eventMeta struct {
 	echo   bool // already applied to the workflow (a delivered result)
 	launch *op  // a step_started to run inline once committed
+	comp   *op  // a comp_started, whose compensation runs inline once committed
 	hook   *op  // a hook_disposed
 }
 
@@ -61,7 +62,7 @@ func (s *session) build(now time.Time) *plan {
 			p.add(o.id, attributeEvent(o), eventMeta{})
 		}
 		if r.failure != nil {
-			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode}, eventMeta{})
+			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode, Compensate: s.compensatesOnFailure()}, eventMeta{})
 		} else {
 			p.add("", &world.RunCompleted{Output: r.output, Cleanup: s.hasCleanup()}, eventMeta{})
 		}
@@ -84,7 +85,8 @@ func (s *session) build(now time.Time) *plan {
 		}
 		switch o.kind {
 		case opStep:
-			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input, InputDigest: o.inputDigest(), Patches: o.patches}, eventMeta{})
+			p.add(o.id, &world.StepCreated{StepName: o.name, Input: o.input, InputDigest: o.inputDigest(), Patches: o.patches,
+				Compensation: o.compDeclared}, eventMeta{})
 			if capacity > 0 {
 				p.add(o.id, &world.StepStarted{StepName: o.name, LeaseTTL: lease}, eventMeta{launch: o})
 				capacity--
@@ -105,6 +107,13 @@ func (s *session) build(now time.Time) *plan {
 	}
 	for _, o := range disposals {
 		p.add(o.id, &world.HookDisposed{}, eventMeta{hook: o})
+	}
+	for _, o := range s.schedule(now).runnableComps() {
+		if capacity == 0 {
+			break
+		}
+		p.add(o.id, &world.CompStarted{StepName: o.name, LeaseTTL: s.e.compLease(o.compLogged)}, eventMeta{comp: o})
+		capacity--
 	}
 	if capacity > 0 {
 		for _, o := range s.schedule(now).runnable() {
@@ -177,6 +186,8 @@ func (s *session) droppable(p *plan, ce *world.CommitError) bool {
 			o.status, o.attempt, o.leaseUntil = world.StepStatusRunning, leased.Attempt, leased.LeaseExpiresAt
 			return true
 		}
+	case *world.CompStarted:
+		return m.comp != nil && m.comp.comp != nil && refusedComp(m.comp.comp, ce.Err)
 	case *world.HookDisposed:
 		if m.hook != nil && errors.Is(ce.Err, world.ErrNotFound) {
 			m.hook.disposeSent = true
@@ -242,6 +253,9 @@ func (s *session) applyEvents(ctx context.Context, p *plan, res *world.AppendRes
 		}
 		if m.launch != nil && r.Step != nil {
 			s.launch(ctx, m.launch, r.Step)
+		}
+		if m.comp != nil && r.Step != nil {
+			s.launchComp(ctx, m.comp)
 		}
 	}
 	if res.Run != nil && res.Run.LastSeq > s.lastSeq {

@@ -28,6 +28,10 @@ type Workflow struct {
 	// CleanupTimeout bounds one call of Cleanup (DefaultCleanupTimeout
 	// when zero).
 	CleanupTimeout time.Duration
+	// CompensateOnFailure makes a run that fails ask for its completed
+	// steps' compensations (world.RunFailed.Compensate): they run after the
+	// end, before the run is deactivated (compensate.go).
+	CompensateOnFailure bool
 }
 
 // Step is a registered step function with its retry policy.

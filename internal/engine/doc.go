@@ -22,7 +22,9 @@
 // stays quiet for history it already printed (logline.go); correlation
 // IDs, tokens and randomness come from the run's deterministic source
 // (ids.go); an engine pinned to versions leaves other versions' runs to
-// other executors (version.go). CheckLog (check.go) replays a recorded log
+// other executors (version.go). Compensations are recorded on the steps
+// they undo: the workflow asks for them while active (compop.go), and a
+// run's rest runs those its end asked for (compensate.go). CheckLog (check.go) replays a recorded log
 // with no World and no session, through the same replayer, for the replay
 // checker.
 //
@@ -76,7 +78,8 @@
 //     session (rest, rest.go): the cleanup hook of a completed run
 //     (cleanup.go), the end's side effects, then the steps still running
 //     finish (cancelled only when the run was) and record their outcomes,
-//     and the run is deactivated; with nothing running, run_deactivated
+//     the compensations the run owes run (compensate.go), and the run is
+//     deactivated; with nothing running, run_deactivated
 //     commits with the terminal event.
 //  6. with steps in flight, waits (waitInflight) until one ends, a timer
 //     comes due, the deadline, or the next event poll (scheduler's

@@ -115,11 +115,13 @@ func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration)
 }
 
 // finished reports whether msg's run has ended or does not exist, which
-// makes a wake-up still on its way for it pointless.
+// makes a wake-up still on its way for it pointless. A run that has ended
+// with compensations still to run has not finished: the wake-up may be
+// the one that goes on with them (compensate.go).
 func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
 	switch {
-	case err == nil && run.Status.Terminal():
+	case err == nil && run.Status.Terminal() && !compWork(run):
 		e.log.Debug("engine: dropped the wake-up of a finished run", "run", msg.RunID, "status", run.Status, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop)
 		return true
 	case errors.Is(err, world.ErrNotFound):

@@ -34,10 +34,16 @@ type outcome struct {
 	result     json.RawMessage
 	failure    *world.ErrorData
 	retryAfter time.Time
+	// comp: the outcome of an attempt of step stepID's compensation,
+	// recorded by a comp_* event.
+	comp bool
 }
 
 // event returns the event recording the outcome.
 func (o outcome) event() world.EventInput {
+	if o.comp {
+		return o.compEvent()
+	}
 	switch o.kind {
 	case outCompleted:
 		return world.EventInput{CorrelationID: o.stepID, Data: &world.StepCompleted{StepName: o.stepName, Result: o.result}}
@@ -63,6 +69,10 @@ type stepExec struct {
 	// inline: the attempt runs in the session that started it (its span is
 	// the session's child; see startStepSpan).
 	inline bool
+	// comp: the attempt is of step stepID's compensation, the step
+	// stepName; its lease is not renewed, and its run's end does not cancel
+	// it (see compensate.go).
+	comp bool
 }
 
 // execOf describes the attempt a step_started began, from the step as it
@@ -91,10 +101,13 @@ type StepInfo struct {
 	ExecutionContext json.RawMessage
 	StepID           string
 	StepName         string
-	Attempt          int
-	StartedAt        time.Time
-	World            world.World
-	Now              func() time.Time
+	// Compensating is set when the attempt is of a compensation: StepName
+	// names the compensation step, StepID the step it compensates.
+	Compensating bool
+	Attempt      int
+	StartedAt    time.Time
+	World        world.World
+	Now          func() time.Time
 }
 
 type stepInfoKey struct{}
@@ -121,7 +134,7 @@ const (
 func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 	ctx, span := e.startStepSpan(ctx, x, x.inline)
 	defer func() { endStepSpan(span, out) }()
-	out = outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt}
+	out = outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt, comp: x.comp}
 	def, ok := e.reg.Step(x.stepName)
 	if !ok {
 		out.kind = outFailed
@@ -137,13 +150,16 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 	defer cancel(nil)
 	sctx = context.WithValue(sctx, stepInfoKey{}, &StepInfo{
 		RunID: x.run.runID, WorkflowName: x.run.workflowName, RunCreatedAt: x.run.createdAt,
-		ExecutionContext: x.run.execCtx, StepID: x.stepID, StepName: x.stepName,
+		ExecutionContext: x.run.execCtx, StepID: x.stepID, StepName: x.stepName, Compensating: x.comp,
 		Attempt: attempt, StartedAt: x.startedAt, World: e.w, Now: e.cfg.Now,
 	})
 	if e.cfg.StepContext != nil {
 		sctx = e.cfg.StepContext(sctx)
 	}
-	stop := e.watchStep(sctx, cancel, x)
+	stop := func() {}
+	if !x.comp {
+		stop = e.watchStep(sctx, cancel, x)
+	}
 	result, err, timedOut := callStepWithin(def, sctx, x.input)
 	stop()
 	if timedOut {

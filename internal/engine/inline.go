@@ -15,6 +15,7 @@ import (
 // inlineSteps are the steps a session runs in its invocation.
 type inlineSteps struct {
 	inflight map[string]context.CancelFunc // by step ID; cancels the attempt
+	comping  map[string]bool               // the inflight attempts that are compensations
 	solo     func() outcome                // runs the one step in flight, not started yet (launch)
 	results  chan outcome                  // outcomes of the steps running as goroutines
 	late     []outcome                     // outcomes that arrived after the workflow finished
@@ -28,13 +29,20 @@ type inlineSteps struct {
 // only step in flight, held as the session's solo step, which waitInflight
 // runs on the session's own goroutine (see runSolo).
 func (s *session) launch(ctx context.Context, o *op, st *world.Step) {
-	ctx, cancel := context.WithCancel(ctx)
-	s.inflight[o.id] = cancel
 	delete(s.deferred, o.id)
 	x := execOf(s.meta, st, o.input)
 	x.inline = true
+	s.start(ctx, o.id, func(ctx context.Context) outcome { return s.e.runStep(ctx, x) })
+}
+
+// start runs an attempt inline under id (a step's, or a compensation's):
+// as a goroutine, or held as the solo step when it is the only one in
+// flight.
+func (s *session) start(ctx context.Context, id string, run func(context.Context) outcome) {
+	ctx, cancel := context.WithCancel(ctx)
+	s.inflight[id] = cancel
 	ctx = s.stepContext(ctx)
-	step := func() outcome { return s.e.runStep(ctx, x) }
+	step := func() outcome { return run(ctx) }
 	if len(s.inflight) == 1 {
 		s.solo = step
 		return
@@ -107,6 +115,7 @@ func (s *session) receive(o outcome) {
 	if cancel := s.inflight[o.stepID]; cancel != nil {
 		cancel()
 		delete(s.inflight, o.stepID)
+		delete(s.comping, o.stepID)
 	}
 	if o.kind == outAbandoned {
 		return

@@ -143,3 +143,10 @@ func keyDoneGroup(stepID string, attempt, n int) string {
 func keyRest(runID string, at time.Time) string {
 	return fmt.Sprintf("rest:%s:%d", runID, at.Unix())
 }
+
+// keyComp continues a finished run at at to go on with the compensation
+// of step stepID (empty: the next one): its retry's time, or just past its
+// attempt's lease (scheduleCompCheck).
+func keyComp(runID, stepID string, at time.Time) string {
+	return fmt.Sprintf("comp:%s:%s:%d", runID, stepID, at.UnixMilli())
+}

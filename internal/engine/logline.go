@@ -34,7 +34,7 @@ import "github.com/skeinflow/skein/world"
 func causedByCode(ev *world.Event) bool {
 	switch ev.Data.(type) {
 	case *world.StepCreated, *world.HookCreated, *world.HookConflict, *world.HookDisposed,
-		*world.WaitCreated, *world.RunCompleted:
+		*world.WaitCreated, *world.RunCompleted, *world.CompStarted:
 		return true
 	case *world.AttributeSet:
 		return ev.CorrelationID != "" // a client's has none

@@ -85,6 +85,13 @@ type op struct {
 	// called Dispose: the disposal is committed before the creation of any
 	// later one (a new hook on the same token must find it free).
 	disposeAt int
+
+	// Compensation of a step (compop.go): the one the code declares, the
+	// one its step_created records, and its progress once the code asked
+	// for it.
+	compDeclared string
+	compLogged   string
+	comp         *compState
 }
 
 type payload struct {
@@ -120,6 +127,7 @@ type replayer struct {
 
 	openSteps map[string]*op // created, not settled
 	openWaits map[string]*op // created, not settled
+	openComps map[string]*op // steps whose compensation the code asked for, not ended
 	disposals []*op
 
 	co    *coroutine
@@ -164,6 +172,7 @@ func newReplayer(wf *Workflow, logger *slog.Logger) *replayer {
 		byID:      make(map[string]*op),
 		openSteps: make(map[string]*op),
 		openWaits: make(map[string]*op),
+		openComps: make(map[string]*op),
 		guard:     newAPIGuard(),
 	}
 }
@@ -224,8 +233,11 @@ func (r *replayer) consume(ev *world.Event) {
 	case *world.StepCreated:
 		if o := r.matchStep(ev, d); o != nil {
 			o.status = world.StepStatusPending
+			o.compLogged = d.Compensation
 			r.openSteps[o.id] = o
 		}
+	case *world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
+		r.consumeComp(ev)
 	case *world.StepStarted:
 		if o := r.step(ev); o != nil {
 			o.status = world.StepStatusRunning
@@ -295,7 +307,8 @@ func (r *replayer) consume(ev *world.Event) {
 	// the coroutine runs ahead on them): step results advance nothing, an
 	// elapsed wait advances to its resume time.
 	switch ev.Data.(type) {
-	case *world.StepCompleted, *world.StepFailed, *world.StepRetrying, *world.WaitCompleted:
+	case *world.StepCompleted, *world.StepFailed, *world.StepRetrying, *world.WaitCompleted,
+		*world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
 	default:
 		if ev.CreatedAt.After(r.now) {
 			r.now = ev.CreatedAt

@@ -10,10 +10,12 @@ package engine
 //  3. the steps still running finish: on completed and failed they keep
 //     running and record their outcomes; on cancelled their contexts are
 //     cancelled and they record their failure (TypeRunCancelled);
-//  4. run_deactivated, once no step runs any more (deactivate).
-//
-// Compensations (to come) fit between 3 and 4: deactivate refuses while a
-// compensation is pending, exactly as while a cleanup is.
+//  4. the compensations: those still under way, and, when the terminal
+//     event asked for them (run_failed or run_cancelled with Compensate),
+//     those the completed steps owe, the most recently completed first
+//     (compensateRest, compensate.go);
+//  5. run_deactivated, once no step runs and no compensation is left
+//     (deactivate), which the World refuses before.
 
 import (
 	"context"
@@ -63,6 +65,7 @@ func (e *Engine) endAndRest(ctx context.Context, runID, workflowName string, exe
 // writers are decided by the World: at most one run_deactivated commits,
 // the others are refused (ErrConflict) and ignored.
 func (e *Engine) deactivate(ctx context.Context, runID string) {
+	callCtx := ctx // compensations run under the caller's context
 	ctx = context.WithoutCancel(ctx)
 	ctx, cancel := context.WithTimeout(ctx, sideEffectTimeout)
 	defer cancel()
@@ -77,6 +80,9 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 	}
 	if !live.IsZero() {
 		e.scheduleRestCheck(ctx, runID, live)
+		return
+	}
+	if compWork(run) && !e.compensateRest(callCtx, run) {
 		return
 	}
 	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunDeactivated{}}}})
@@ -152,10 +158,15 @@ func cancelledStep(name string) *world.ErrorData {
 // a retry becomes the attempt's failure (no attempt starts after the end,
 // and the World refuses step_retrying), an abandoned attempt nothing.
 func (e *Engine) recordAfterEnd(ctx context.Context, runID string, o outcome) error {
-	switch o.kind {
-	case outAbandoned:
+	switch {
+	case o.kind == outAbandoned:
 		return nil
-	case outRetrying:
+	case o.comp:
+		// A compensation may go on after the end: its retry is recorded,
+		// and the run's rest takes it up (compensateRest).
+		e.recordComp(ctx, runID, o)
+		return nil
+	case o.kind == outRetrying:
 		o.kind = outFailed
 	}
 	return e.record(ctx, runID, o)
@@ -193,6 +204,9 @@ func (s *session) restful() bool {
 	if len(s.inflight) > 0 || s.solo != nil || (s.r.failure == nil && s.hasCleanup()) {
 		return false
 	}
+	if s.r.failure != nil && s.compensatesOnFailure() && s.r.owesCompensation() {
+		return false // compensated after the end (compensateRest)
+	}
 	for _, o := range s.r.openSteps {
 		if o.status == world.StepStatusRunning {
 			return false
@@ -208,14 +222,17 @@ func (s *session) restful() bool {
 func (s *session) drainInflight(cancel bool) []outcome {
 	s.spawnSolo()
 	if cancel {
-		for _, c := range s.inflight {
-			c()
+		for id, c := range s.inflight {
+			if !s.comping[id] { // a compensation runs on: it undoes what the run did
+				c()
+			}
 		}
 	}
 	for len(s.inflight) > 0 {
 		o := <-s.results
 		delete(s.inflight, o.stepID)
-		if cancel && o.kind == outAbandoned {
+		delete(s.comping, o.stepID)
+		if cancel && o.kind == outAbandoned && !o.comp {
 			o.kind, o.failure = outFailed, cancelledStep(o.stepName)
 		}
 		s.late = append(s.late, o)

@@ -75,6 +75,7 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 		e: e, runID: runID, retryAttempt: retry, began: time.Now(), watch: w,
 		inlineSteps: inlineSteps{
 			inflight: make(map[string]context.CancelFunc),
+			comping:  make(map[string]bool),
 			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
 		},
 		queued:   make(map[string]bool),

@@ -20,6 +20,7 @@ type schedule struct {
 	now      time.Time
 	steps    map[string]*op                // created, unsettled steps
 	waits    map[string]*op                // created, unsettled waits
+	comps    map[string]*op                // steps whose compensation was asked for, not ended
 	deferred map[string]time.Time          // excess steps held back, until when
 	inflight map[string]context.CancelFunc // steps running in this session
 	queued   map[string]bool               // steps this session queued
@@ -27,7 +28,7 @@ type schedule struct {
 
 // schedule returns the session's state as the scheduler sees it at now.
 func (s *session) schedule(now time.Time) schedule {
-	return schedule{now: now, steps: s.r.openSteps, waits: s.r.openWaits, deferred: s.deferred, inflight: s.inflight, queued: s.queued}
+	return schedule{now: now, steps: s.r.openSteps, waits: s.r.openWaits, comps: s.r.openComps, deferred: s.deferred, inflight: s.inflight, queued: s.queued}
 }
 
 func (sc schedule) running(id string) bool {
@@ -82,6 +83,11 @@ func (sc schedule) next() time.Time {
 		consider(sc.retryTimer(o))
 		consider(sc.leaseTimer(o))
 	}
+	for id, o := range sc.comps {
+		if !sc.running(id) {
+			consider(sc.compTimer(o))
+		}
+	}
 	return next
 }
 
@@ -112,6 +118,11 @@ func (sc schedule) isLeaseCheck(at time.Time) bool {
 			lease = true
 		}
 	}
+	for id, o := range sc.comps {
+		if t, ok := sc.compTimer(o); ok && !sc.running(id) && t.Equal(at) {
+			return false
+		}
+	}
 	return lease
 }
 
@@ -136,6 +147,42 @@ func (sc schedule) runnable() []*op {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	return out
+}
+
+// compTimer returns when the compensation of step o can start again: its
+// retry's time, or just past the lease of an attempt another invocation
+// runs. ok is false when it can start now or has ended.
+func (sc schedule) compTimer(o *op) (at time.Time, ok bool) {
+	c := o.comp
+	switch {
+	case c == nil || c.settled:
+		return time.Time{}, false
+	case c.running && c.leaseUntil.After(sc.now):
+		return c.leaseUntil.Add(leaseCheckSlack), true
+	case !c.running && c.retryAfter.After(sc.now):
+		return c.retryAfter, true
+	}
+	return time.Time{}, false
+}
+
+// runnableComps returns the compensations the session may start now, in
+// the order the code asked for them: not started, due for a retry, or
+// running under an expired lease; not running here.
+func (sc schedule) runnableComps() []*op {
+	var out []*op
+	for id, o := range sc.comps {
+		if sc.running(id) || o.comp.settled {
+			continue
+		}
+		if _, later := sc.compTimer(o); later {
+			continue
+		}
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].comp.wanted < out[j].comp.wanted || out[i].comp.wanted == out[j].comp.wanted && out[i].index < out[j].index
+	})
 	return out
 }
 
@@ -172,7 +219,7 @@ const (
 // draining.
 func (sc schedule) idleEnding(next time.Time, draining bool) idleEnd {
 	switch {
-	case draining && len(sc.runnable()) > 0:
+	case draining && (len(sc.runnable()) > 0 || len(sc.runnableComps()) > 0):
 		return endBudget
 	case next.IsZero():
 		return endQuiet

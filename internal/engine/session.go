@@ -66,6 +66,10 @@ func (e *staleError) Unwrap() error { return e.err }
 // deliver applies an inline step outcome to the workflow before it is
 // committed, and queues its event for the next commit.
 func (s *session) deliver(o outcome) {
+	if o.comp {
+		s.deliverComp(o)
+		return
+	}
 	op := s.r.byID[o.stepID]
 	if op == nil || op.kind != opStep || op.settled {
 		return // recorded by someone else meanwhile
@@ -238,7 +242,8 @@ func (s *session) stopInflight(keep bool) []outcome {
 	for len(s.inflight) > 0 {
 		o := <-s.results
 		delete(s.inflight, o.stepID)
-		if keep && (o.kind == outCompleted || o.kind == outFailed) {
+		delete(s.comping, o.stepID)
+		if keep && (o.kind == outCompleted || o.kind == outFailed || o.comp && o.kind == outRetrying) {
 			s.late = append(s.late, o)
 		}
 	}

@@ -76,7 +76,7 @@ func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, er
 		return false, fmt.Errorf("engine: read the version of run %s: %w", msg.RunID, err)
 	}
 	e.versions.put(run.RunID, run.Version)
-	if accept(run.Version) || run.Status.Terminal() {
+	if accept(run.Version) || run.Status.Terminal() && !compWork(run) {
 		return false, nil
 	}
 	next := msg

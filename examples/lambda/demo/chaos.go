@@ -29,6 +29,9 @@ type ChaosPlan struct {
 	Sleep      time.Duration `json:"sleep"`
 	// Pad makes the input larger (past a claim-check threshold, say).
 	Pad string `json:"pad,omitempty"`
+	// Compensate makes the run compensate its steps at the end
+	// (workflow.Compensate): each runs ChaosUndo, most recent first.
+	Compensate bool `json:"compensate,omitempty"`
 }
 
 // ChaosHookToken is the token of the hook a Chaos run with key waits on.
@@ -58,7 +61,9 @@ type ChaosTask struct {
 
 // ChaosRecord is what a ChaosStep body reports to the sink, once as it
 // starts (Phase "start") and once as it ends ("end"), so that a test can
-// tell which bodies ran, in which process, and whether two ran at once.
+// tell which bodies ran, in which process, and whether two ran at once. A
+// ChaosUndo body reports as the step it undoes, its StepID prefixed with
+// ChaosUndoPrefix.
 type ChaosRecord struct {
 	RunID   string `json:"runId"`
 	StepID  string `json:"stepId"`
@@ -69,6 +74,30 @@ type ChaosRecord struct {
 	At      int64  `json:"at"` // Unix nanoseconds
 }
 
+// ChaosUndoPrefix marks the records of a compensation's body (ChaosUndo).
+const ChaosUndoPrefix = "undo:"
+
+// ChaosUndo is ChaosStep's compensation: it reports its start and end to
+// the sink, as the step it undoes (StepID prefixed with ChaosUndoPrefix),
+// and works for a share of the step's Work.
+var ChaosUndo = workflow.NewStep("chaos-undo", func(ctx context.Context, c workflow.Compensation[ChaosTask, string]) (struct{}, error) {
+	md, _ := workflow.StepMetadataFrom(ctx)
+	run, _ := workflow.WorkflowMetadataFrom(ctx)
+	rec := ChaosRecord{RunID: run.RunID, StepID: ChaosUndoPrefix + md.StepID, Label: "undo " + c.Result, Attempt: md.Attempt, PID: os.Getpid()}
+	if err := report(ctx, c.Input.Sink, rec, "start"); err != nil {
+		return struct{}{}, err
+	}
+	if w := c.Input.Work / 4; w > 0 {
+		select {
+		case <-time.After(w):
+		case <-ctx.Done():
+			_ = report(context.WithoutCancel(ctx), c.Input.Sink, rec, "end")
+			return struct{}{}, ctx.Err()
+		}
+	}
+	return struct{}{}, report(ctx, c.Input.Sink, rec, "end")
+}, workflow.StepOptions{MaxRetries: 3, Backoff: workflow.ExponentialBackoff(100*time.Millisecond, time.Second)})
+
 // ErrChaosAttempt is the failure of a ChaosStep attempt that the plan wants
 // to fail.
 var ErrChaosAttempt = errors.New("chaos: this attempt fails on purpose")
@@ -76,8 +105,8 @@ var ErrChaosAttempt = errors.New("chaos: this attempt fails on purpose")
 // ChaosStep reports its start to the sink, works for a share of Work (the
 // same for the same step and attempt), reports its end, and returns its
 // label (or, for the attempts up to Failures, ErrChaosAttempt). Retries back
-// off from 100ms.
-var ChaosStep = workflow.NewStep("chaos-step", func(ctx context.Context, t ChaosTask) (string, error) {
+// off from 100ms. ChaosUndo is its compensation.
+var ChaosStep = workflow.WithCompensation(workflow.NewStep("chaos-step", func(ctx context.Context, t ChaosTask) (string, error) {
 	md, _ := workflow.StepMetadataFrom(ctx)
 	run, _ := workflow.WorkflowMetadataFrom(ctx)
 	rec := ChaosRecord{RunID: run.RunID, StepID: md.StepID, Label: t.Label, Attempt: md.Attempt, PID: os.Getpid()}
@@ -104,7 +133,7 @@ var ChaosStep = workflow.NewStep("chaos-step", func(ctx context.Context, t Chaos
 		return "", fmt.Errorf("%s attempt %d: %w", t.Label, md.Attempt, ErrChaosAttempt)
 	}
 	return t.Label, nil
-}, workflow.StepOptions{MaxRetries: 3, Backoff: workflow.ExponentialBackoff(100*time.Millisecond, time.Second)})
+}, workflow.StepOptions{MaxRetries: 3, Backoff: workflow.ExponentialBackoff(100*time.Millisecond, time.Second)}), ChaosUndo)
 
 // report posts rec, at phase, to sink.
 func report(ctx context.Context, sink string, rec ChaosRecord, phase string) error {
@@ -152,7 +181,7 @@ var ChaosChild = workflow.New("chaos-child", func(ctx workflow.Context, p ChaosP
 
 // Chaos is the mixed workflow of the chaos suite (integration/chaos_test.go):
 // serial steps, a fan-out, a retried step, a sleep, a hook and a child run,
-// in that order.
+// in that order, and, when the plan says so, the compensation of its steps.
 var Chaos = workflow.New("chaos", func(ctx workflow.Context, p ChaosPlan) (ChaosResult, error) {
 	steps := 0
 	for i := range p.Serial {
@@ -192,6 +221,11 @@ var Chaos = workflow.New("chaos", func(ctx workflow.Context, p ChaosPlan) (Chaos
 	n, err := ChaosChild.Call(ctx, child)
 	if err != nil {
 		return ChaosResult{}, err
+	}
+	if p.Compensate {
+		if err := workflow.Compensate(ctx); err != nil {
+			return ChaosResult{}, err
+		}
 	}
 	return ChaosResult{Steps: steps, ApprovedBy: a.By, Child: n}, nil
 })

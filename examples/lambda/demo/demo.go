@@ -25,7 +25,7 @@ func Registry() (*workflow.Registry, error) {
 		Slow, SlowStep,
 		StaticWebhook, ManualWebhook, Reply,
 		Parent,
-		Chaos, ChaosChild, ChaosStep,
+		Chaos, ChaosChild, ChaosUndo, ChaosStep,
 	); err != nil {
 		return nil, err
 	}

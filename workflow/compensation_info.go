@@ -1,0 +1,99 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// CancelOption tunes Client.Cancel.
+type CancelOption func(*cancelOptions)
+
+type cancelOptions struct{ compensate bool }
+
+// CancelCompensating makes a cancellation compensate the run's completed
+// steps that declared a compensation (WithCompensation), after the run's
+// end, the most recently completed first: the run ends cancelled at once,
+// and is deactivated once the compensations have ended
+// (RunInfo.Compensations says how they went).
+func CancelCompensating() CancelOption {
+	return func(o *cancelOptions) { o.compensate = true }
+}
+
+// Compensation states of a run (CompensationInfo.Status).
+const (
+	// CompensationRunning: a compensation runs, or the run's end asked for
+	// compensations that have not all started.
+	CompensationRunning = string(world.StepStatusCompensating)
+	// CompensationDone: every compensation that ran succeeded.
+	CompensationDone = string(world.StepStatusCompensated)
+	// CompensationFailed: at least one compensation failed for good
+	// (CompensationInfo.Failures), and none runs any more.
+	CompensationFailed = string(world.StepStatusCompensationFailed)
+)
+
+// CompensationInfo says how a run's compensations went.
+type CompensationInfo struct {
+	// Requested is set when the run's end asked for its completed steps
+	// to be compensated (WithCompensateOnFailure, CancelCompensating).
+	Requested bool
+	// Owed counts the completed steps that declared a compensation which
+	// has not started; Running those compensating; Succeeded and Failed
+	// the compensations that ended.
+	Owed, Running, Succeeded, Failed int
+	// Failures are the compensations that failed for good, each a
+	// *CompensationError naming the step it was to undo (Client.GetRun,
+	// Run.Info and WaitDeactivated fill it in; ListRuns does not).
+	Failures []*CompensationError
+}
+
+// Status is "" when the run has had no compensation, else
+// CompensationRunning, CompensationFailed or CompensationDone.
+func (c CompensationInfo) Status() string {
+	switch {
+	case c.Running > 0 || c.Requested && c.Owed > 0:
+		return CompensationRunning
+	case c.Failed > 0:
+		return CompensationFailed
+	case c.Succeeded > 0:
+		return CompensationDone
+	}
+	return ""
+}
+
+func compensationInfo(r *world.Run) CompensationInfo {
+	n := r.Compensations
+	return CompensationInfo{Requested: r.Compensate, Owed: n.Owed, Running: n.Running, Succeeded: n.Succeeded, Failed: n.Failed}
+}
+
+// fullRunInfo is runInfo with the failed compensations read from the
+// run's steps.
+func (c *Client) fullRunInfo(ctx context.Context, r *world.Run) (*RunInfo, error) {
+	info := c.runInfo(r)
+	if r.Compensations.Failed == 0 {
+		return info, nil
+	}
+	var cursor string
+	for {
+		p, err := c.w.ListSteps(ctx, &world.ListStepsParams{RunID: r.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		if err != nil {
+			return nil, fmt.Errorf("workflow: the compensations of run %s: %w", r.RunID, err)
+		}
+		for _, st := range p.Items {
+			if st.Status != world.StepStatusCompensationFailed || st.Compensation == nil {
+				continue
+			}
+			comp := st.Compensation
+			cause := &StepError{Step: comp.Step, StepID: st.StepID, Attempt: max(comp.Attempt-comp.Interrupted, 1)}
+			if comp.Error != nil {
+				cause.Err = c.reg.decode(comp.Error)
+			}
+			info.Compensations.Failures = append(info.Compensations.Failures, &CompensationError{Step: st.StepName, StepID: st.StepID, Err: cause})
+		}
+		if !p.HasMore {
+			return info, nil
+		}
+		cursor = p.Cursor
+	}
+}
