@@ -1,10 +1,9 @@
 package webui
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -85,20 +84,7 @@ func compAttempts(events []world.Event) map[string][]attemptView {
 // failed"), and whether its end asked for them; "" when there is nothing
 // to say.
 func compCounts(r *world.Run) string {
-	c := r.Compensations
-	if r.Status.Terminal() && !r.Compensate {
-		c.Owed = 0 // it ended without asking for them: none will run
-	}
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		word string
-	}{{c.Running, "running"}, {c.Owed, "owed"}, {c.Succeeded, "succeeded"}, {c.Failed, "failed"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.word))
-		}
-	}
-	s := strings.Join(parts, ", ")
+	s := timeline.CompCounts(r)
 	if r.Compensate {
 		asked := "asked for by the run's failure"
 		if r.Status == world.RunStatusCancelled {

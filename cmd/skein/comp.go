@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -14,25 +15,8 @@ import (
 // marker in runs list), each compensable step's compensation (runs show),
 // and the comp_* events (runs watch).
 
-// compCounts is a run's compensation counts in words ("2 succeeded, 1
-// failed, 1 owed"), "" when there is nothing to count. A run that ended
-// without asking for compensation owes none.
-func compCounts(r *world.Run) string {
-	c := r.Compensations
-	if neverOwed(r) {
-		c.Owed = 0
-	}
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		word string
-	}{{c.Running, "running"}, {c.Owed, "owed"}, {c.Succeeded, "succeeded"}, {c.Failed, "failed"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.word))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
+// compCounts is a run's compensation counts in words (timeline.CompCounts).
+func compCounts(r *world.Run) string { return timeline.CompCounts(r) }
 
 // neverOwed reports whether the compensations a run's completed steps
 // declared will not run: it ended without asking for them.

@@ -20,8 +20,6 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
-	"github.com/skeinflow/skein/workflow"
-	"github.com/skeinflow/skein/world"
 )
 
 // remote names a deployed stack's resources: by flags, by environment
@@ -128,26 +126,14 @@ func (e *env) openRemote(ctx context.Context) error {
 	if err != nil {
 		return remoteError(err)
 	}
-	var ww world.World = w
+	var keys encrypt.Keyring
 	if r.kmsKey != "" {
-		keys, err := kmskeys.New(kms.NewFromConfig(awsCfg), r.kmsKey)
-		if err != nil {
-			_ = w.Close()
-			return err
-		}
-		// What the credentials cannot decrypt is shown as sealed, naming the key.
-		if ww, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, LeaveSealed: true}); err != nil {
+		if keys, err = kmskeys.New(kms.NewFromConfig(awsCfg), r.kmsKey); err != nil {
 			_ = w.Close()
 			return err
 		}
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: ww})
-	if err != nil {
-		_ = w.Close()
-		return err
-	}
-	e.w, e.client = ww, client
-	return nil
+	return e.serve(w, w, keys)
 }
 
 // readStack fills r's empty table, queue URL and bucket from the outputs of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -51,21 +52,32 @@ func (e *env) open(ctx context.Context) error {
 		e.act = &actWorld{World: w, e: e}
 		ww = e.act
 	}
+	var keys encrypt.Keyring
 	if e.keys != "" {
-		keys, err := encrypt.ParseLocalKeys(e.keys)
+		lk, err := encrypt.ParseLocalKeys(e.keys)
 		if err != nil {
 			_ = w.Close()
 			return usagef("-keys: %v", err)
 		}
-		// What these keys cannot open is shown as sealed, naming its key.
-		if ww, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, LeaveSealed: true}); err != nil {
-			_ = w.Close()
+		keys = lk
+	}
+	return e.serve(w, ww, keys)
+}
+
+// serve makes the commands' Client on ww (opened from base, closed on
+// failure); with keys, what they cannot open is shown as sealed, naming
+// its key.
+func (e *env) serve(base io.Closer, ww world.World, keys encrypt.Keyring) error {
+	if keys != nil {
+		var err error
+		if ww, err = encrypt.Wrap(ww, encrypt.Config{Keys: keys, LeaveSealed: true}); err != nil {
+			_ = base.Close()
 			return err
 		}
 	}
 	client, err := workflow.NewClient(workflow.ClientConfig{World: ww})
 	if err != nil {
-		_ = w.Close()
+		_ = base.Close()
 		return err
 	}
 	e.w, e.client = ww, client

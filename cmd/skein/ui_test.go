@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -190,5 +192,38 @@ func TestUIWritable(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "cancelled") {
 		t.Errorf("cancel = %d\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestUIActsOnEncryptedStore: with -keys, the dashboard of a store no
+// other process holds still takes the store for an action (the keys'
+// wrapper goes over the per-action locking, not around it).
+func TestUIActsOnEncryptedStore(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "sealed-ui.db")
+	keyText := "k1=" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("1", encrypt.DataKeySize)))
+	keys, err := encrypt.ParseLocalKeys(keyText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := localworld.Open(localworld.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := encrypt.Wrap(lw, encrypt.Config{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	id, err := c.Start(context.Background(), "greeting", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startUI(t, "-db", db, "-keys", keyText)
+	if code, page := postCancel(t, base, id); code != http.StatusOK || !strings.Contains(page, "cancelled") {
+		t.Errorf("cancel on an encrypted store = %d\n%s", code, page)
 	}
 }

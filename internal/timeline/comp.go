@@ -1,6 +1,8 @@
 package timeline
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -62,4 +64,24 @@ func errMessage(e *world.ErrorData) string {
 		return ""
 	}
 	return e.Message
+}
+
+// CompCounts is a run's compensation counts in words ("2 succeeded, 1
+// failed, 1 owed"), "" when there is nothing to count. A run that ended
+// without asking for compensation owes none: none will run.
+func CompCounts(r *world.Run) string {
+	c := r.Compensations
+	if r.Status.Terminal() && !r.Compensate {
+		c.Owed = 0
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		word string
+	}{{c.Running, "running"}, {c.Owed, "owed"}, {c.Succeeded, "succeeded"}, {c.Failed, "failed"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.word))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
