@@ -59,7 +59,9 @@ func (e *KeyError) KeyUnavailableID() string { return e.KeyID }
 // Is makes a KeyError match ErrKey and world.ErrKeyUnavailable (what the
 // engine tests for: it leaves the run's message for an executor with the
 // key rather than count the delivery against the run).
-func (e *KeyError) Is(target error) bool { return target == ErrKey || target == world.ErrKeyUnavailable }
+func (e *KeyError) Is(target error) bool {
+	return target == ErrKey || target == world.ErrKeyUnavailable
+}
 
 // Keyring makes and opens the data keys of runs.
 type Keyring interface {
