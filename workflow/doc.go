@@ -138,9 +138,13 @@
 // STEP_EXECUTOR_LOST. StepOptions.Timeout bounds each attempt: past it the
 // step's context is cancelled and the attempt fails with a
 // *StepTimeoutError (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
-// retried like any failure. A step that fails for good gives the workflow a
+// retried like any failure, even if the function then returns a result (it
+// is discarded). A step that fails for good gives the workflow a
 // *StepError wrapping the step's error, typed again after its trip through the log
-// (register your own types with Registry.RegisterError). A run that fails
+// (register your own types with Registry.RegisterError); an error wrapping
+// several (errors.Join, fmt.Errorf with more than one %w) keeps each member
+// typed, so a *CompensationError in a failed run's error is found by
+// errors.As at the client. A run that fails
 // gives its client a *RunFailedError with the run's error code: USER_ERROR
 // (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
 // error it returned is, or wraps, such a step's), STEP_TIMEOUT (likewise, a
