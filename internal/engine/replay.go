@@ -77,6 +77,7 @@ type op struct {
 	disposeWanted bool
 	disposeLogged bool
 	disposeSent   bool
+	oneShot       bool // disposed once it has a payload (DisposeOnReceipt)
 	// patches are the patch markers its creation event records (see
 	// patch.go).
 	patches []string
@@ -279,6 +280,7 @@ func (r *replayer) consume(ev *world.Event) {
 		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
 			r.settles++
 			o.payloads = append(o.payloads, payload{data: d.Payload, order: r.settles})
+			r.disposeReceived(o)
 		}
 	case *world.HookDisposed:
 		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
