@@ -130,3 +130,52 @@ func count(evs []world.Event, typ world.EventType) int {
 	}
 	return n
 }
+
+// TestDivergenceNamesChildWorkflow: a divergence that involves the hook of
+// a child run names the child's workflow, on the log's side (the code no
+// longer calls the child) and on the code's (the code now calls one).
+func TestDivergenceNamesChildWorkflow(t *testing.T) {
+	t.Parallel()
+	approveOnly := func(name string) *workflow.Workflow[int, string] {
+		return workflow.New(name, func(ctx workflow.Context, n int) (string, error) {
+			return workflow.NewHook[string](ctx, workflow.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
+		})
+	}
+	withChild := func(name string) *workflow.Workflow[int, string] {
+		return workflow.New(name, func(ctx workflow.Context, n int) (string, error) {
+			if _, err := halver.Call(ctx, n); err != nil {
+				return "", err
+			}
+			return workflow.NewHook[string](ctx, workflow.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
+		})
+	}
+	for _, tc := range []struct {
+		name           string
+		recorded, code func(string) *workflow.Workflow[int, string]
+		logged, asked  string
+	}{
+		{"child call removed", withChild, approveOnly, `a child run of workflow "halver"`, `hook with token "approve/3"`},
+		{"child call added", approveOnly, withChild, `hook_created for token "approve/3"`, `a child run of workflow "halver"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "divchild-" + strings.ReplaceAll(tc.name, " ", "-")
+			recorded := tc.recorded(name)
+			e := newEnv(t, recorded, halver)
+			ctx := e.ctx()
+			run, err := recorded.Start(ctx, e.client, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitActive(t, e.lw, run.ID(), "approve/3")
+			now := workflow.NewRegistry().MustRegister(tc.code(name), halver)
+			rep, err := now.CheckLog(e.events(run.ID()))
+			if err != nil || rep.Divergence == nil {
+				t.Fatalf("CheckLog: %+v, %v; want a divergence", rep, err)
+			}
+			if d := rep.Divergence; !strings.Contains(d.Logged, tc.logged) || !strings.Contains(d.Asked, tc.asked) {
+				t.Errorf("divergence %q\nwant the log's side to say %q and the code's %q", d.Message, tc.logged, tc.asked)
+			}
+		})
+	}
+}
