@@ -207,7 +207,10 @@
 // # Child runs and cancellation
 //
 // Workflow.Call and Workflow.Go start a child run from a workflow and wait
-// for it (the parent waits on a hook the child resumes when it ends);
+// for it (the parent waits on a hook the child resumes when it ends, whose
+// token IsInternalToken recognises; once the outcome is recorded the parent
+// disposes of it, so it no longer counts among the run's active hooks, and
+// a replay divergence on it names the child's workflow);
 // Workflow.Start does from a step. Client.Cancel ends a run: its pending
 // steps are refused, its running steps see their context cancelled, and its
 // unfinished child runs (Workflow.Call, Workflow.Go) are cancelled in turn.
