@@ -44,7 +44,7 @@ func (r *replayer) noteChild(ev *world.Event) {
 func (r *replayer) describeLogged(ev *world.Event) string {
 	if d, ok := ev.Data.(*world.HookCreated); ok {
 		if wf, ok := r.childFlows[d.Token]; ok {
-			return fmt.Sprintf("hook_created for the outcome of a child run of workflow %q (internal token %q, %s)", wf, d.Token, ev.CorrelationID)
+			return fmt.Sprintf("hook_created for the outcome of a child run of workflow %q: internal token %q (%s)", wf, d.Token, ev.CorrelationID)
 		}
 	}
 	return describeEvent(ev)
@@ -57,7 +57,7 @@ func (r *replayer) describeAsked(o *op) string {
 		next := r.ops[o.index+1]
 		var in childStartInput
 		if next.kind == opStep && next.name == StartChildStep && json.Unmarshal(next.input, &in) == nil && in.NotifyToken == o.name {
-			return fmt.Sprintf("the outcome of a child run of workflow %q (internal hook token %q, %s)", in.Workflow, o.name, o.id)
+			return fmt.Sprintf("the outcome of a child run of workflow %q: hook with internal token %q (%s)", in.Workflow, o.name, o.id)
 		}
 	}
 	return describeOp(o)
