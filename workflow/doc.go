@@ -143,8 +143,9 @@
 // *StepError wrapping the step's error, typed again after its trip through the log
 // (register your own types with Registry.RegisterError); an error wrapping
 // several (errors.Join, fmt.Errorf with more than one %w) keeps each member
-// typed, so a *CompensationError in a failed run's error is found by
-// errors.As at the client. A run that fails
+// typed: a workflow that returns Compensate's error (wrapped or not)
+// fails with an error in which errors.As finds each *CompensationError at
+// the client. A run that fails
 // gives its client a *RunFailedError with the run's error code: USER_ERROR
 // (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
 // error it returned is, or wraps, such a step's), STEP_TIMEOUT (likewise, a
