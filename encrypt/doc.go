@@ -19,7 +19,11 @@
 // the key ID, never garbage; with LocalKeys it wraps ErrNoSuchKey (no key
 // with that ID) or ErrWrongKey (a key with that ID but other bytes). A tool
 // that shows what it can (Config.LeaveSealed) asks SealedReason why a key's
-// payloads stayed sealed, and Describe says it.
+// payloads stayed sealed, and Describe says it. A KeyError also matches
+// world.ErrKeyUnavailable: the engine then leaves the run's message for an
+// executor holding the key (sent back to the queue, not counted against
+// MaxDeliveries), so a worker deployed with a wrong key stalls runs but
+// never fails them.
 //
 // Runs created before encryption was turned on keep their payloads in
 // clear, and are read as they are. Wrap both the World the workers use and

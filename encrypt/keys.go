@@ -11,6 +11,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // DataKeySize is the size of a run's data key: AES-256.
@@ -50,8 +52,16 @@ func (e *KeyError) Error() string {
 // Unwrap returns the cause.
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// Is makes a KeyError match ErrKey.
-func (e *KeyError) Is(target error) bool { return target == ErrKey }
+// KeyUnavailableID returns KeyID: how the engine, which does not import
+// this package, names the key in its log.
+func (e *KeyError) KeyUnavailableID() string { return e.KeyID }
+
+// Is makes a KeyError match ErrKey and world.ErrKeyUnavailable (what the
+// engine tests for: it leaves the run's message for an executor with the
+// key rather than count the delivery against the run).
+func (e *KeyError) Is(target error) bool {
+	return target == ErrKey || target == world.ErrKeyUnavailable
+}
 
 // Keyring makes and opens the data keys of runs.
 type Keyring interface {

@@ -138,9 +138,14 @@
 // STEP_EXECUTOR_LOST. StepOptions.Timeout bounds each attempt: past it the
 // step's context is cancelled and the attempt fails with a
 // *StepTimeoutError (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
-// retried like any failure. A step that fails for good gives the workflow a
+// retried like any failure, even if the function then returns a result (it
+// is discarded). A step that fails for good gives the workflow a
 // *StepError wrapping the step's error, typed again after its trip through the log
-// (register your own types with Registry.RegisterError). A run that fails
+// (register your own types with Registry.RegisterError); an error wrapping
+// several (errors.Join, fmt.Errorf with more than one %w) keeps each member
+// typed: a workflow that returns Compensate's error (wrapped or not)
+// fails with an error in which errors.As finds each *CompensationError at
+// the client. A run that fails
 // gives its client a *RunFailedError with the run's error code: USER_ERROR
 // (the workflow returned an error or panicked), STEP_EXECUTOR_LOST (the
 // error it returned is, or wraps, such a step's), STEP_TIMEOUT (likewise, a
@@ -203,7 +208,10 @@
 // # Child runs and cancellation
 //
 // Workflow.Call and Workflow.Go start a child run from a workflow and wait
-// for it (the parent waits on a hook the child resumes when it ends);
+// for it (the parent waits on a hook the child resumes when it ends, whose
+// token IsInternalToken recognises; once the outcome is recorded the parent
+// disposes of it, so it no longer counts among the run's active hooks, and
+// a replay divergence on it names the child's workflow);
 // Workflow.Start does from a step. Client.Cancel ends a run: its pending
 // steps are refused, its running steps see their context cancelled, and its
 // unfinished child runs (Workflow.Call, Workflow.Go) are cancelled in turn.

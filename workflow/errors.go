@@ -215,8 +215,9 @@ func (e *AllFailedError) Error() string {
 func (e *AllFailedError) Unwrap() []error { return e.Errors }
 
 // StepTimeoutError is the failure of a step attempt that ran past its
-// StepOptions.Timeout. Err is what the step function returned after its
-// context was cancelled, if it returned in time. It matches
+// StepOptions.Timeout. Err is the error the step function returned after
+// its deadline, if it returned one within the grace period (a result
+// returned then is discarded: the attempt has timed out). It matches
 // context.DeadlineExceeded with errors.Is.
 type StepTimeoutError struct {
 	Step    string
@@ -274,6 +275,8 @@ const (
 	typeRunFailed     = "RunFailedError"
 	typeRunCancelled  = "RunCancelledError"
 	typeAllFailed     = "AllFailedError"
+	typeCompensation  = "CompensationError"
+	typeJoin          = "*errors.joinError" // what %T says of errors.Join's result
 	typeStepTimeout   = engine.TypeStepTimeout
 	typeCanceled      = "context.Canceled"
 	typeDeadline      = "context.DeadlineExceeded"
@@ -324,10 +327,13 @@ func (c *codec) encode(err error) *world.ErrorData {
 		d.Type, d.Code, d.Cause = typeStepTimeout, world.CodeStepTimeout, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "attempt": e.Attempt, "timeout": e.Timeout})
 	case *AllFailedError:
-		d.Type = typeAllFailed
+		d.Type, d.Errors = typeAllFailed, c.encodeAll(e.Errors)
 		if len(e.Errors) > 0 {
-			d.Cause = c.encode(e.Errors[0])
+			d.Cause = d.Errors[0] // what logs before Errors had
 		}
+	case *CompensationError:
+		d.Type, d.Cause = typeCompensation, c.encode(e.Err)
+		d.Details = details(map[string]string{"step": e.Step, "stepId": e.StepID})
 	case *Error:
 		d.Type, d.Stack, d.Code, d.Details, d.Cause = e.Type, e.Stack, e.Code, e.Details, c.encode(e.Cause)
 	case *engine.Failure:
@@ -348,6 +354,8 @@ func (c *codec) encode(err error) *world.ErrorData {
 				if b, jerr := json.Marshal(err); jerr == nil {
 					d.Details = b
 				}
+			} else if multi, ok := err.(interface{ Unwrap() []error }); ok {
+				d.Errors = c.encodeAll(multi.Unwrap())
 			} else {
 				d.Cause = c.encode(errors.Unwrap(err))
 			}
@@ -421,6 +429,13 @@ func (c *codec) decode(d *world.ErrorData) error {
 		return &RunFailedError{RunID: x.RunID, Code: d.Code, Cause: orMessage()}
 	case typeRunCancelled:
 		return ErrRunCancelled
+	case typeCompensation:
+		var x struct {
+			Step   string `json:"step"`
+			StepID string `json:"stepId"`
+		}
+		_ = json.Unmarshal(d.Details, &x)
+		return &CompensationError{Step: x.Step, StepID: x.StepID, Err: orMessage()}
 	case typeStepTimeout:
 		var x struct {
 			Step    string        `json:"step"`
@@ -429,6 +444,9 @@ func (c *codec) decode(d *world.ErrorData) error {
 		}
 		_ = json.Unmarshal(d.Details, &x)
 		return &StepTimeoutError{Step: x.Step, Attempt: x.Attempt, Timeout: x.Timeout, Err: cause}
+	}
+	if len(d.Errors) > 0 {
+		return c.decodeMulti(d, cause)
 	}
 	if t, ok := c.byName[d.Type]; ok {
 		v := reflect.New(t.Elem())

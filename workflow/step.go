@@ -27,12 +27,12 @@ type StepOptions struct {
 	Backoff func(retry int) time.Duration
 	// Timeout, when positive, bounds each attempt: when it passes, the
 	// step's context is cancelled and the attempt fails with a
-	// *StepTimeoutError (code STEP_TIMEOUT), retried like any failure. A
-	// function that returns a result despite the cancellation has its
-	// result recorded; one that does not return within a second of it is
-	// left running on its own and its result is discarded, so steps should
-	// watch their context. Zero means no timeout; negative is refused by
-	// Registry.Register.
+	// *StepTimeoutError (code STEP_TIMEOUT), retried like any failure,
+	// whatever the function returns afterwards: a result returned after
+	// the deadline is discarded (an error becomes the timeout's cause), and
+	// a function that does not return within a second of it is left running
+	// on its own, so steps should watch their context. Zero means no
+	// timeout; negative is refused by Registry.Register.
 	Timeout time.Duration
 }
 

@@ -119,6 +119,10 @@ const (
 	// versions (ProcessorConfig.Versions) sent back for another executor:
 	// steadily above zero, runs are waiting for a version no one runs.
 	MetricMessagesRefused = engine.MetricMessagesRefused
+	// MetricKeyUnavailable counts the messages an executor sent back
+	// because its keys could not open their run's payloads (a missing or
+	// wrong encryption key): above zero, runs wait for the key to be fixed.
+	MetricKeyUnavailable = engine.MetricKeyUnavailable
 )
 
 // ProcessorConfig configures a Processor.

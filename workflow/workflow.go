@@ -215,6 +215,7 @@ func (w *Workflow[I, O]) Go(ctx Context, in I) Future[O] {
 		root = ec.RootRunID
 	}
 	h := c.ec.Hook(token, nil, false)
+	h.DisposeOnReceipt() // the outcome is its one payload
 	start, err := json.Marshal(childStart{
 		Workflow: w.name, Input: b, ParentRunID: c.ec.RunID(), RootRunID: root, NotifyToken: token,
 	})

@@ -100,7 +100,9 @@ const CodeStepTimeout = "STEP_TIMEOUT"
 
 // ErrorData is an error as recorded in the log. It keeps enough structure for
 // typed errors to survive a round trip: the SDK maps Type back to its error
-// types (FatalError, SerializationError, ...), and Cause chains nest.
+// types (FatalError, SerializationError, ...), Cause chains nest, and
+// Errors holds the members of an error that wraps several (errors.Join, a
+// fmt.Errorf with more than one %w), each recorded the same way.
 type ErrorData struct {
 	Type    string          `json:"type,omitempty"`
 	Message string          `json:"message"`
@@ -109,6 +111,7 @@ type ErrorData struct {
 	Code    string          `json:"code,omitempty"`
 	Details json.RawMessage `json:"details,omitempty"`
 	Cause   *ErrorData      `json:"cause,omitempty"`
+	Errors  []*ErrorData    `json:"errors,omitempty"`
 }
 
 // Error makes ErrorData usable as an error value.

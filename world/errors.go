@@ -31,6 +31,11 @@ var (
 	ErrLeaseLost = errors.New("world: lease not held")
 	// ErrClosed: the World has been closed.
 	ErrClosed = errors.New("world: closed")
+	// ErrKeyUnavailable: a run's payloads cannot be opened because the key
+	// that seals them is missing or wrong (an encrypting World's key error
+	// matches it). Nothing is wrong with the run: an executor that meets
+	// it leaves the run's message for one that holds the key.
+	ErrKeyUnavailable = errors.New("world: payload key unavailable")
 )
 
 // Status returns the HTTP-style status code for err: 404, 409, 410, 425, 400,

@@ -39,7 +39,9 @@
 // early, it sleeps. A message delivered more than Config.MaxDeliveries
 // times fails its run. A message naming steps (StepID, StepIDs) is a
 // background delivery (executeBackground); any other is a continuation
-// (continueRun).
+// (continueRun). Whatever of these ends in world.ErrKeyUnavailable (the
+// World cannot open the run's payloads: a missing or wrong encryption key)
+// is sent back and acknowledged the same way (refuseKey, version.go).
 //
 // A continuation takes the run lease (acquireRunLease). If it is held,
 // the message is enqueued again (bounce: a delay doubling per hop, never

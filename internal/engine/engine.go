@@ -61,6 +61,10 @@ func (e *Engine) Handle(ctx context.Context, msg world.Message) error {
 // HandleDelivery is Handle for a message delivered for the attempt-th time
 // (1-based; 0 when unknown). A message delivered more than
 // Config.MaxDeliveries times fails its run with MAX_DELIVERIES_EXCEEDED.
+// A message whose run's payloads the World cannot open for want of the
+// right key (world.ErrKeyUnavailable) is sent back to the queue as a new
+// message and acknowledged, like one of a version this engine does not
+// run: a key being fixed never fails a run.
 func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt int) (err error) {
 	ctx, span := e.startMessageSpan(ctx, msg, attempt)
 	defer func() {
@@ -70,6 +74,14 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 		}
 		span.End()
 	}()
+	err = e.handleDelivery(ctx, msg, attempt)
+	if errors.Is(err, world.ErrKeyUnavailable) && msg.Validate() == nil {
+		return e.refuseKey(ctx, msg, err)
+	}
+	return err
+}
+
+func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt int) error {
 	if err := msg.Validate(); err != nil {
 		return &PermanentError{Reason: "malformed message", Err: err}
 	}

@@ -289,10 +289,11 @@ func callStep(fn func(context.Context, json.RawMessage) (json.RawMessage, error)
 
 // callStepWithin calls the step's function under its per-attempt timeout,
 // if it has one. timedOut reports that the timeout passed before the
-// function returned an error, or before it returned at all: a function that
-// does not return within stepTimeoutGrace of its context's cancellation is
-// left running on its own (its result is discarded). A function that returns
-// a result despite the cancellation has that result recorded.
+// function returned: the attempt has failed, whatever the function returns
+// after that (a result returned late is discarded, an error becomes the
+// timeout's cause). A function that does not return within
+// stepTimeoutGrace of its context's cancellation is left running on its
+// own.
 func callStepWithin(def *Step, ctx context.Context, input json.RawMessage) (out json.RawMessage, err error, timedOut bool) {
 	if def.Timeout <= 0 {
 		out, err = callStep(def.Fn, ctx, input)
@@ -311,7 +312,10 @@ func callStepWithin(def *Step, ctx context.Context, input json.RawMessage) (out 
 	}()
 	select {
 	case r := <-done:
-		return r.out, r.err, r.err != nil && errors.Is(context.Cause(tctx), errStepTimeout)
+		if errors.Is(context.Cause(tctx), errStepTimeout) {
+			return nil, r.err, true // it returned as the deadline passed
+		}
+		return r.out, r.err, false
 	case <-tctx.Done():
 	}
 	if !errors.Is(context.Cause(tctx), errStepTimeout) {
@@ -322,7 +326,7 @@ func callStepWithin(def *Step, ctx context.Context, input json.RawMessage) (out 
 	defer grace.Stop()
 	select {
 	case r := <-done:
-		return r.out, r.err, r.err != nil
+		return nil, r.err, true
 	case <-grace.C:
 		return nil, nil, true
 	}

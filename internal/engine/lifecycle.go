@@ -37,6 +37,10 @@ const (
 	// MetricMessagesRefused counts the messages an engine pinned to code
 	// versions sent back to the queue for another executor (version.go).
 	MetricMessagesRefused = "MessagesRefused"
+	// MetricKeyUnavailable counts the messages an engine sent back to the
+	// queue because it could not open their run's payloads (a missing or
+	// wrong encryption key: version.go, refuseKey).
+	MetricKeyUnavailable = "KeyUnavailable"
 )
 
 // ObserveCommit logs the lifecycle events res committed and counts them in

@@ -46,6 +46,7 @@ func causedByCode(ev *world.Event) bool {
 func (r *replayer) noteAuthored(ev *world.Event) {
 	r.notePatches(ev)
 	r.noteAttributes(ev)
+	r.noteChild(ev)
 	if causedByCode(ev) && ev.Seq > r.authored {
 		r.authored = ev.Seq
 	}

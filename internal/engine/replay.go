@@ -77,6 +77,7 @@ type op struct {
 	disposeWanted bool
 	disposeLogged bool
 	disposeSent   bool
+	oneShot       bool // disposed once it has a payload (DisposeOnReceipt)
 	// patches are the patch markers its creation event records (see
 	// patch.go).
 	patches []string
@@ -129,6 +130,9 @@ type replayer struct {
 	openWaits map[string]*op // created, not settled
 	openComps map[string]*op // steps whose compensation the code asked for, not ended
 	disposals []*op
+	// childFlows maps the token of a child run's hook to the child's
+	// workflow, as the log records it (childname.go).
+	childFlows map[string]string
 
 	co    *coroutine
 	ctx   *Context
@@ -279,6 +283,7 @@ func (r *replayer) consume(ev *world.Event) {
 		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
 			r.settles++
 			o.payloads = append(o.payloads, payload{data: d.Payload, order: r.settles})
+			r.disposeReceived(o)
 		}
 	case *world.HookDisposed:
 		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
@@ -355,7 +360,7 @@ func (r *replayer) match(ev *world.Event, kind opKind, name string) *op {
 	}
 	o := r.ops[r.matched]
 	if o.kind != kind || o.name != name || o.id != ev.CorrelationID {
-		r.diverge(ev, "the workflow asks for "+describeOp(o))
+		r.diverge(ev, "the workflow asks for "+r.describeAsked(o))
 		return nil
 	}
 	r.matched++
@@ -449,7 +454,7 @@ func (r *replayer) replay(each func(fn func(ev *world.Event))) {
 
 // diverge fails the run: the log and the code disagree.
 func (r *replayer) diverge(ev *world.Event, code string) {
-	logged := describeEvent(ev)
+	logged := r.describeLogged(ev)
 	msg := fmt.Sprintf("replay divergence at event %d: the log has %s, but %s", ev.Seq, logged, code)
 	r.divergence = &Divergence{Seq: ev.Seq, EventID: ev.EventID, EventType: string(ev.Type()),
 		CorrelationID: ev.CorrelationID, Logged: logged, Asked: code, Code: world.CodeReplayDivergence, Message: msg}

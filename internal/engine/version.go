@@ -79,18 +79,8 @@ func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, er
 	if accept(run.Version) || run.Status.Terminal() && !compWork(run) {
 		return false, nil
 	}
-	next := msg
-	next.Refused++
-	delay := e.versionDelay(next.Refused)
-	if early := msg.NotBefore.Sub(e.now()); early > delay {
-		delay = early
-	}
-	delay = min(delay, e.cfg.MaxQueueDelay)
-	body, err := world.EncodeMessage(next)
+	next, delay, err := e.sendBack(ctx, msg)
 	if err != nil {
-		return false, err
-	}
-	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: keyRefused(body)}); err != nil {
 		return false, fmt.Errorf("engine: leave run %s for an executor of version %q: %w", msg.RunID, run.Version, err)
 	}
 	if e.cfg.Metrics != nil {
@@ -100,6 +90,55 @@ func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, er
 		"run", msg.RunID, "workflow", run.WorkflowName, "version", run.Version, "status", run.Status,
 		"step", msg.StepID, "refused", next.Refused, "retryIn", delay)
 	return true, nil
+}
+
+// sendBack enqueues msg again as a new message, Refused one higher, after
+// the refusal delay (or msg's own, if later): the caller then acknowledges
+// msg, which counts against nothing.
+func (e *Engine) sendBack(ctx context.Context, msg world.Message) (world.Message, time.Duration, error) {
+	next := msg
+	next.Refused++
+	delay := e.versionDelay(next.Refused)
+	if early := msg.NotBefore.Sub(e.now()); early > delay {
+		delay = early
+	}
+	delay = min(delay, e.cfg.MaxQueueDelay)
+	body, err := world.EncodeMessage(next)
+	if err != nil {
+		return next, 0, err
+	}
+	_, err = e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: keyRefused(body)})
+	return next, delay, err
+}
+
+// refuseKey leaves the message of a run whose payloads this engine cannot
+// open (keyErr matches world.ErrKeyUnavailable: an encrypting World without
+// the run's key, or with wrong bytes for its ID) for an executor that holds
+// the key, as refuseVersion does for another version: the run is healthy,
+// so neither MaxDeliveries nor a queue's dead-letter count may end it while
+// the key is being fixed. The error is logged (the operator must act), the
+// message sent back and the received one acknowledged.
+func (e *Engine) refuseKey(ctx context.Context, msg world.Message, keyErr error) error {
+	next, delay, err := e.sendBack(ctx, msg)
+	if err != nil {
+		return fmt.Errorf("engine: leave run %s for an executor with its key: %w (after %w)", msg.RunID, err, keyErr)
+	}
+	if e.cfg.Metrics != nil {
+		e.cfg.Metrics.Count(MetricKeyUnavailable, 1)
+	}
+	e.log.Error("engine: cannot open the run's payloads with this executor's keys; its message goes back to the queue until an executor has the key",
+		"run", msg.RunID, "keyId", keyID(keyErr), "err", keyErr, "step", msg.StepID, "refused", next.Refused, "retryIn", delay)
+	return nil
+}
+
+// keyID is the ID of the key a key error names (a KeyID field, as the
+// encrypt package's error has), or "" when it names none.
+func keyID(err error) string {
+	var k interface{ KeyUnavailableID() string }
+	if errors.As(err, &k) {
+		return k.KeyUnavailableID()
+	}
+	return ""
 }
 
 // versionDelay is the delay of a message refused for the n-th time (n ≥ 1):
