@@ -139,6 +139,14 @@ func (r *Row) started(at time.Time, attempt, interrupted int) {
 	r.begin(at, Running)
 }
 
+// mark sets the kind of the open segment, if any (an attempt's outcome;
+// a log that does not show the attempt's start has none).
+func (r *Row) mark(k Kind) {
+	if r.Open != nil {
+		r.Open.Kind = k
+	}
+}
+
 // End closes the open segment at at.
 func (r *Row) End(at time.Time) {
 	if r.Open != nil {
@@ -218,13 +226,13 @@ func (b *builder) event(ev world.Event) {
 		}
 	case *world.StepRetrying:
 		if r != nil {
-			r.Open.Kind = Failed
+			r.mark(Failed)
 			r.Status, r.Note = "retrying", o.Text(d.Error.Message)
 			r.begin(at, Pending)
 		}
 	case *world.StepCompleted:
 		if r != nil {
-			r.Open.Kind = OK
+			r.mark(OK)
 			r.Status = "completed"
 			r.End(at)
 			if r.Step == ChildStep {
@@ -233,7 +241,7 @@ func (b *builder) event(ev world.Event) {
 		}
 	case *world.StepFailed:
 		if r != nil {
-			r.Open.Kind = Failed
+			r.mark(Failed)
 			r.Status, r.Note = "failed", o.Text(d.Error.Message)
 			r.End(at)
 		}
@@ -324,8 +332,11 @@ func childRunID(result []byte, o Options) string {
 }
 
 // endOpen ends the rows still going when their run ended with typ (a
-// cancellation or a failure): steps running or pending, sleeps and hooks
-// waiting stop there, marked as the run left them.
+// cancellation or a failure): steps pending (no attempt starts after the
+// end), sleeps and hooks waiting stop there, marked as the run left them.
+// A step running is marked so but its row stays open until the step
+// records its outcome (a cancelled run's step records the cancellation),
+// as do compensations.
 func endOpen(rows []*Row, at time.Time, typ world.EventType) {
 	how := "cancelled"
 	if typ == world.EventRunFailed {
@@ -337,7 +348,9 @@ func endOpen(rows []*Row, at time.Time, typ world.EventType) {
 		}
 		switch r.Status {
 		case "running":
+			// Its outcome, if it records one, ends the row.
 			r.Status = how + " (running)"
+			continue
 		case "pending", "retrying":
 			r.Status = how + " (" + r.Status + ")"
 		case "waiting":

@@ -64,3 +64,40 @@ func TestBuild(t *testing.T) {
 		t.Error("Kind.String or Clip")
 	}
 }
+
+// TestBuildStepOutlivesItsRun: a step running when its run failed or was
+// cancelled records its outcome after the end; its row ends then, with
+// that outcome (it used to be closed at the end, and the late outcome
+// dereferenced the closed segment).
+func TestBuildStepOutlivesItsRun(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, corr string, d world.EventData) world.Event {
+		return world.Event{RunID: "wrun_x", CorrelationID: corr, CreatedAt: at(ms), Data: d}
+	}
+	for _, tc := range []struct {
+		name      string
+		end, late world.EventData
+		status    string
+		kind      timeline.Kind
+	}{
+		{"cancelled", &world.RunCancelled{}, &world.StepFailed{Error: &world.ErrorData{Message: "the run was cancelled"}}, "failed", timeline.Failed},
+		{"failed", &world.RunFailed{Error: &world.ErrorData{Message: "boom"}}, &world.StepCompleted{Result: json.RawMessage(`1`)}, "completed", timeline.OK},
+		{"failed, retry", &world.RunFailed{Error: &world.ErrorData{Message: "boom"}}, &world.StepRetrying{Error: &world.ErrorData{Message: "again"}}, "retrying", timeline.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rows := timeline.Build([]world.Event{
+				ev(0, "s1", &world.StepCreated{StepName: "charge"}),
+				ev(10, "s1", &world.StepStarted{Attempt: 1}),
+				ev(20, "", tc.end),
+				ev(90, "s1", tc.late),
+			}, timeline.Options{})
+			r := rows[0]
+			if r.Status != tc.status || len(r.Segs) == 0 || r.Segs[len(r.Segs)-1].Kind != tc.kind {
+				t.Fatalf("row: status %q segments %+v, want %q ending %v", r.Status, r.Segs, tc.status, tc.kind)
+			}
+		})
+	}
+}
