@@ -101,6 +101,8 @@ func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	live := make(chan []world.EventType, 1)
+	go func() { live <- subscribeAll(ctx, t, client, run.ID()) }()
 	select {
 	case <-started:
 	case <-ctx.Done():
@@ -152,4 +154,34 @@ func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 	if want := []string{"started " + b, "started " + b, "succeeded " + b, "started " + a, "succeeded " + a}; !slices.Equal(trail, want) {
 		t.Errorf("comp events %q, want %q", trail, want)
 	}
+	// A subscription that followed the run live, and one made once it is
+	// at rest, both get every event up to run_deactivated, then the end.
+	want := len(listAll(t, w, run.ID()))
+	for name, got := range map[string][]world.EventType{"live": <-live, "at rest": subscribeAll(ctx, t, client, run.ID())} {
+		if len(got) != want || got[len(got)-1] != world.EventRunDeactivated {
+			t.Errorf("%s subscription: %d events ending %v, want %d ending run_deactivated", name, len(got), got[len(got)-1:], want)
+		}
+	}
+}
+
+// subscribeAll follows a run from its first event until the subscription
+// ends, within 30 seconds, and returns the event types it got.
+func subscribeAll(ctx context.Context, t *testing.T, c *workflow.Client, runID string) []world.EventType {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sub, err := c.Subscribe(ctx, workflow.SubscribeOptions{RunID: runID})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer sub.Close()
+	var types []world.EventType
+	for u, err := range sub.All() {
+		if err != nil {
+			t.Errorf("subscription of %s: %v after %v", runID, err, types)
+			return types
+		}
+		types = append(types, u.Event.Type())
+	}
+	return types
 }

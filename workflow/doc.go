@@ -240,7 +240,7 @@
 //
 //	sub, err := client.Subscribe(ctx, workflow.SubscribeOptions{RunID: id, Snapshot: true})
 //	defer sub.Close()
-//	for u, err := range sub.All() { // ends after the run's terminal event
+//	for u, err := range sub.All() { // ends once the run is at rest (run_deactivated)
 //		...
 //	}
 //

@@ -114,81 +114,121 @@ func (c *Client) updates(ctx context.Context, p *world.WatchParams, snapshot boo
 			}
 			p.After = after
 		}
-		rest := &restWatch{c: c, runID: p.RunID}
-		for {
-			for e, err := range world.Watch(ctx, c.w, p) {
-				if err != nil {
-					yield(nil, err)
-					return
-				}
-				if e.Event.Seq <= seen[e.Event.RunID] {
-					continue // in the run's snapshot already
-				}
-				p.After = e.Cursor
-				if !yield(&Update{Cursor: e.Cursor, Event: &e.Event}, nil) {
-					return
-				}
+		if p.RunID == "" {
+			c.watch(ctx, p, seen, yield)
+			return
+		}
+		// One run: the World's watch up to the run's end, then its rest
+		// (steps finishing, compensations, the cleanup) from the log,
+		// until run_deactivated.
+		run, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: p.RunID})
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !run.Status.Terminal() && !c.watch(ctx, p, seen, yield) {
+			return
+		}
+		c.followRest(ctx, p, seen, yield)
+	}
+}
+
+// watch yields the World's watch of p, skipping what the snapshots hold,
+// and keeps p.After at the last update's cursor. It reports whether the
+// watch ended by itself (a one-run watch, at the run's end) rather than
+// by an error or the consumer.
+func (c *Client) watch(ctx context.Context, p *world.WatchParams, seen map[string]int64, yield func(*Update, error) bool) bool {
+	for e, err := range world.Watch(ctx, c.w, p) {
+		if err != nil {
+			yield(nil, err)
+			return false
+		}
+		if e.Event.Seq <= seen[e.Event.RunID] {
+			continue // in the run's snapshot already
+		}
+		p.After = e.Cursor
+		if !yield(&Update{Cursor: e.Cursor, Event: &e.Event}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// followRest yields a finished run's events after p.After, read from its
+// log every poll interval, until it is at rest: run_deactivated and every
+// event before it delivered, or, for a log that never gets one (written by
+// hand, or by code older than run_deactivated), nothing under way and no
+// new event for restGrace.
+func (c *Client) followRest(ctx context.Context, p *world.WatchParams, seen map[string]int64, yield func(*Update, error) bool) {
+	seq, err := world.ParseRunCursor(p.RunID, p.After)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	keep := typeSet(p.Types)
+	idleSince := time.Now()
+	for {
+		run, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: p.RunID})
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		evs, err := world.EventsAfter(ctx, c.w, p.RunID, seq)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for i := range evs {
+			ev := &evs[i]
+			seq = ev.Seq
+			if ev.Seq <= seen[ev.RunID] || (keep != nil && !keep[ev.Type()]) {
+				continue
 			}
-			// A World's watch of one run ends with the run's end; what
-			// follows it (steps finishing, compensations, the cleanup)
-			// is followed until run_deactivated.
-			if done, err := rest.atRest(ctx); done || err != nil {
-				if err != nil {
-					yield(nil, err)
-				}
+			if !yield(&Update{Cursor: world.RunCursor(p.RunID, ev.Seq), Event: ev}, nil) {
 				return
 			}
 		}
+		if run.Deactivated() && seq >= run.LastSeq {
+			return
+		}
+		if len(evs) > 0 {
+			idleSince = time.Now()
+		} else if time.Since(idleSince) >= restGrace {
+			busy, err := c.underWay(ctx, run)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !busy {
+				return
+			}
+			idleSince = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			yield(nil, ctx.Err())
+			return
+		case <-time.After(c.cfg.PollInterval):
+		}
 	}
+}
+
+// typeSet is types as a set, nil for none (every type).
+func typeSet(types []world.EventType) map[world.EventType]bool {
+	if len(types) == 0 {
+		return nil
+	}
+	m := make(map[world.EventType]bool, len(types))
+	for _, t := range types {
+		m[t] = true
+	}
+	return m
 }
 
 // restGrace is how long a finished run with nothing under way is watched
 // for its run_deactivated before its subscription ends without it (a log
 // written by hand, or by code older than run_deactivated, never has one).
 const restGrace = time.Second
-
-// restWatch decides when a one-run subscription is over, once the World's
-// watch has delivered the run's end.
-type restWatch struct {
-	c         *Client
-	runID     string
-	idleSeq   int64     // the LastSeq at which the run was seen idle
-	idleSince time.Time // when it was first seen idle at idleSeq
-}
-
-// atRest reports whether the watch is over: the run is deactivated, or
-// nothing of it is under way and its log has not moved for restGrace (or
-// no single run was watched). Otherwise it waits the Client's poll
-// interval first.
-func (r *restWatch) atRest(ctx context.Context) (bool, error) {
-	if r.runID == "" {
-		return true, nil
-	}
-	run, err := r.c.w.GetRun(ctx, &world.GetRunParams{RunID: r.runID})
-	if err != nil || run.Deactivated() {
-		return true, err
-	}
-	busy, err := r.c.underWay(ctx, run)
-	if err != nil {
-		return true, err
-	}
-	now := time.Now()
-	switch {
-	case busy || run.LastSeq != r.idleSeq || r.idleSince.IsZero():
-		r.idleSeq, r.idleSince = run.LastSeq, now
-		if busy {
-			r.idleSince = time.Time{}
-		}
-	case now.Sub(r.idleSince) >= restGrace:
-		return true, nil
-	}
-	select {
-	case <-ctx.Done():
-		return true, ctx.Err()
-	case <-time.After(r.c.cfg.PollInterval):
-		return false, nil
-	}
-}
 
 // AtRest reports whether the run has ended with nothing of it under way
 // any more: it is deactivated, or it is finished and has no cleanup
