@@ -220,6 +220,11 @@
 // it, as the lease condition does for a step that has an item; step_started
 // is refused (StepLeased) or taken over exactly as before.
 //
+// RenewStepLease of a compensation attempt (RenewStepLeaseParams.Compensation)
+// updates clx on the step's item, which a compensating step always has; a
+// comp_started that takes over an attempt conditions its write on the clx it
+// judged expired, so it too is judged again after a renewal it did not see.
+//
 // Reads: GetStep of a step with an item is one GetItem; of a lazy step, a
 // GetItem that finds nothing, one Query of the newest commit, and, when the
 // step's commit is not the newest, one GetItem of it (BatchGetItem); of an

@@ -47,7 +47,7 @@ func Cached(w *World, runID string) CachedSnapshot {
 // step, wait and hook the snapshot or the run's log names), and describes
 // the differences (and any broken invariant of the snapshot, see
 // snapshot.check); "" when they agree, or when there is nothing cached or
-// the run has moved on since. Step leases (and the update times and lazy
+// the run has moved on since. Step and compensation leases (and the update times and lazy
 // steps a renewal changes) are compared only when withLeases: a renewal
 // changes them without an event.
 func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (string, error) {
@@ -125,6 +125,11 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 			if ok && got != nil && want != nil && !withLeases {
 				g, f := *got, *want
 				g.LeaseExpiresAt, g.UpdatedAt = f.LeaseExpiresAt, f.UpdatedAt
+				if g.Compensation != nil && f.Compensation != nil { // so does a compensation's renewal
+					gc := *g.Compensation
+					gc.LeaseExpiresAt = f.Compensation.LeaseExpiresAt
+					g.Compensation = &gc
+				}
 				got, want = &g, &f
 			}
 			if ok {

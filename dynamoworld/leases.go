@@ -121,6 +121,8 @@ func (w *World) putLease(ctx context.Context, runID, owner string, exp time.Time
 
 // RenewStepLease extends the execution lease of a running step's current
 // attempt: one conditional update (the step must be running p.Attempt).
+// With p.Compensation it extends that of the step's compensation attempt
+// (comp_lease.go).
 // No event is written; a commit that relies on the old lease is caught by
 // its lease condition.
 func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
@@ -138,6 +140,9 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 		return nil, err
 	}
 	defer w.leave()
+	if p.Compensation {
+		return w.renewCompLease(ctx, p, ttl)
+	}
 	return w.renewStepLease(ctx, p, ttl)
 }
 

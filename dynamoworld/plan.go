@@ -142,6 +142,11 @@ type change[T any] struct {
 	// lease is still initLease.
 	leaseGuard bool
 	initLease  time.Time
+	// compGuard: comp_started on a step known compensating with an attempt
+	// running (a takeover); that attempt's lease may have been renewed
+	// without an event, so the write checks that it is still initCompLease.
+	compGuard     bool
+	initCompLease time.Time
 }
 
 func (c *change[T]) changed() bool { return c.init != c.final }

@@ -83,6 +83,10 @@ func (pl *plan) record(i int, in world.EventInput, st world.State, eff world.Eff
 		if c := pl.steps[corr]; c.init != nil && c.final == c.init && c.init.Status == world.StepStatusRunning {
 			c.leaseGuard, c.initLease = true, c.init.LeaseExpiresAt
 		}
+	case *world.CompStarted:
+		if c := pl.steps[corr]; c.init != nil && c.final == c.init && c.init.Status == world.StepStatusCompensating && c.init.Compensation != nil {
+			c.compGuard, c.initCompLease = true, c.init.Compensation.LeaseExpiresAt
+		}
 	case *world.HookCreated:
 		c := pl.hooks[corr]
 		if eff.Hook == nil {

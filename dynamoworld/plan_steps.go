@@ -2,6 +2,7 @@ package dynamoworld
 
 import (
 	"maps"
+	"time"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -61,14 +62,22 @@ func stepDiff(c *change[world.Step], ttl int64) (*diffPair, error) {
 		return nil, err
 	}
 	d := &diffPair{base: base, final: final}
-	if c.leaseGuard {
-		lease := c.initLease
-		d.cond = func(e *expr) string {
-			if lease.IsZero() {
-				return "attribute_not_exists(" + e.n(aLeaseExp) + ")"
-			}
-			return e.n(aLeaseExp) + " = " + e.v(num(lease.UnixNano()))
-		}
+	switch {
+	case c.leaseGuard:
+		d.cond = leaseCond(aLeaseExp, c.initLease)
+	case c.compGuard:
+		d.cond = leaseCond(aCompLeaseExp, c.initCompLease)
 	}
 	return d, nil
+}
+
+// leaseCond conditions a step's write on its lease attribute attr being
+// still lease (absent when zero): a renewal writes no event.
+func leaseCond(attr string, lease time.Time) func(e *expr) string {
+	return func(e *expr) string {
+		if lease.IsZero() {
+			return "attribute_not_exists(" + e.n(attr) + ")"
+		}
+		return e.n(attr) + " = " + e.v(num(lease.UnixNano()))
+	}
 }

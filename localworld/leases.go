@@ -114,7 +114,8 @@ func putLease(tx kvTx, runID, owner string, expires time.Time) (*world.RunLease,
 }
 
 // RenewStepLease extends the execution lease of a running step's current
-// attempt to now+TTL (world.DefaultStepLease when zero). It fails with
+// attempt (or with p.Compensation, of its compensation's running attempt)
+// to now+TTL (world.DefaultStepLease when zero). It fails with
 // world.ErrNotFound for a missing step and world.ErrConflict when the step is
 // not running p.Attempt. No event is appended: the lease bounds an attempt
 // the log already records.
@@ -139,10 +140,19 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 		if st == nil {
 			return fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
 		}
-		if st.Status != world.StepStatusRunning || st.Attempt != p.Attempt {
+		switch {
+		case p.Compensation:
+			if !p.CompLeaseRenewable(st) {
+				return compNotRenewable(p, st)
+			}
+			c := *st.Compensation
+			c.LeaseExpiresAt = now.Add(ttl)
+			st.Compensation = &c
+		case st.Status != world.StepStatusRunning || st.Attempt != p.Attempt:
 			return fmt.Errorf("%w: step %s is %s at attempt %d, not running attempt %d", world.ErrConflict, p.StepID, st.Status, st.Attempt, p.Attempt)
+		default:
+			st.LeaseExpiresAt = now.Add(ttl)
 		}
-		st.LeaseExpiresAt = now.Add(ttl)
 		st.UpdatedAt = now
 		if err := putStep(tx, st, false, 0); err != nil {
 			return err
@@ -255,4 +265,18 @@ func (w *World) expireStaleLeases() error {
 	w.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: expired the leases the previous process left",
 		slog.String("path", w.cfg.Path), slog.Int("runLeases", len(runs)), slog.Int("stepLeases", len(steps)))
 	return nil
+}
+
+// compNotRenewable is the conflict of a compensation lease renewal refused
+// on st.
+func compNotRenewable(p *world.RenewStepLeaseParams, st *world.Step) error {
+	attempt, state := 0, "no attempt running"
+	if c := st.Compensation; c != nil {
+		attempt = c.Attempt
+		if !c.LeaseExpiresAt.IsZero() {
+			state = "an attempt running"
+		}
+	}
+	return fmt.Errorf("%w: step %s is %s at compensation attempt %d (%s), not running compensation attempt %d",
+		world.ErrConflict, p.StepID, st.Status, attempt, state, p.Attempt)
 }

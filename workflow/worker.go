@@ -27,9 +27,10 @@ type EngineOptions struct {
 	// the workflow, renewed as it goes; a continuation whose process died
 	// blocks the run until it expires (default 30s).
 	RunLeaseTTL time.Duration
-	// StepLeaseTTL is a step attempt's exclusive lease, renewed while it
-	// runs; a step whose worker died re-runs once it expires (default 1m),
-	// or at once when a local worker restarts on the same store.
+	// StepLeaseTTL is a step attempt's exclusive lease (a compensation
+	// attempt's too), renewed while it runs; a step whose worker died
+	// re-runs once it expires (default 1m), or at once when a local worker
+	// restarts on the same store.
 	StepLeaseTTL time.Duration
 	// RunPollInterval is how often a running step checks whether its run
 	// has ended, to cancel its context (default 1s).

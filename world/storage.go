@@ -64,8 +64,9 @@ type Storage interface {
 	ReleaseRunLease(ctx context.Context, p *RunLeaseParams) error
 
 	// RenewStepLease extends the execution lease of a running step's current
-	// attempt. It fails with ErrNotFound for a missing step and ErrConflict
-	// when the step is not running that attempt.
+	// attempt, or with p.Compensation that of the running attempt of a
+	// compensating step's compensation. It fails with ErrNotFound for a
+	// missing step and ErrConflict when the step is not running that attempt.
 	RenewStepLease(ctx context.Context, p *RenewStepLeaseParams) (*Step, error)
 }
 
@@ -196,12 +197,25 @@ type RunLease struct {
 	ExpiresAt time.Time
 }
 
-// RenewStepLeaseParams extends a running step's execution lease.
+// RenewStepLeaseParams extends a running step's execution lease. With
+// Compensation it extends the lease of the step's compensation attempt
+// instead (Step.Compensation.LeaseExpiresAt): the step must be compensating,
+// at compensation attempt Attempt, with that attempt running (not waiting
+// for a retry).
 type RenewStepLeaseParams struct {
-	RunID   string
-	StepID  string
-	Attempt int
-	TTL     time.Duration
+	RunID        string
+	StepID       string
+	Attempt      int
+	TTL          time.Duration
+	Compensation bool
+}
+
+// CompLeaseRenewable reports whether the compensation attempt p names is
+// the one st runs now (see RenewStepLeaseParams.Compensation), the judgement
+// every World makes before it renews a compensation's lease.
+func (p *RenewStepLeaseParams) CompLeaseRenewable(st *Step) bool {
+	c := st.Compensation
+	return st.Status == StepStatusCompensating && c != nil && c.Attempt == p.Attempt && !c.LeaseExpiresAt.IsZero()
 }
 
 // LeaseTTL validates p for a run-lease call and returns the lease duration:

@@ -112,7 +112,7 @@ func (s *session) build(now time.Time) *plan {
 		if capacity == 0 {
 			break
 		}
-		p.add(o.id, &world.CompStarted{StepName: o.name, LeaseTTL: s.e.compLease(o.compLogged)}, eventMeta{comp: o})
+		p.add(o.id, &world.CompStarted{StepName: o.name, LeaseTTL: lease}, eventMeta{comp: o})
 		capacity--
 	}
 	if capacity > 0 {

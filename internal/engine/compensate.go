@@ -4,7 +4,8 @@ package engine
 // (runStep with stepExec.comp): the compensation step's function, under its
 // timeout, retried by its policy, with its input built from the
 // compensated step's input and result (compensationInput). It is claimed by
-// comp_started, under a lease the World keeps on the step, and its outcome
+// comp_started, under a lease the World keeps on the step and the executor
+// renews while the attempt runs, as a step's (watchStep), and its outcome
 // is recorded by comp_succeeded, comp_retry_scheduled or comp_failed; the
 // World refuses a second outcome, so each is recorded exactly once even
 // when a taken-over attempt's executor comes back (bodies are at least
@@ -60,19 +61,6 @@ func (o outcome) compEvent() world.EventInput {
 	default:
 		return world.EventInput{CorrelationID: o.stepID, Data: &world.CompRetryScheduled{Error: o.failure, RetryAfter: o.retryAfter}}
 	}
-}
-
-// compLease is the lease of an attempt of the compensation step named
-// comp: the step lease, plus the step's timeout when it has one. The lease
-// of a compensation is not renewed: a compensation running past it may be
-// taken over by another executor, and run twice (its outcome is still
-// recorded once).
-func (e *Engine) compLease(comp string) time.Duration {
-	ttl := e.cfg.StepLeaseTTL
-	if def, ok := e.reg.Step(comp); ok && def.Timeout > 0 {
-		ttl += def.Timeout + stepTimeoutGrace
-	}
-	return ttl
 }
 
 // refusedComp takes in a comp_started the World refused for now: not yet
@@ -280,7 +268,7 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 	defer cancel()
 	name := st.Compensation.Step
 	res, err := e.append(wctx, &world.AppendParams{RunID: run.RunID, Events: []world.EventInput{
-		{CorrelationID: st.StepID, Data: &world.CompStarted{StepName: st.StepName, LeaseTTL: e.compLease(name)}},
+		{CorrelationID: st.StepID, Data: &world.CompStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
 	}})
 	if err != nil {
 		var early *world.TooEarlyError

@@ -101,8 +101,9 @@ type Config struct {
 	// RunLeaseTTL is the run lease's duration; it is renewed every third of
 	// it (default 30s).
 	RunLeaseTTL time.Duration
-	// StepLeaseTTL is a step attempt's execution lease; it is renewed every
-	// third of it while the step runs (default 1m). A step whose executor
+	// StepLeaseTTL is a step attempt's execution lease, and a compensation
+	// attempt's; it is renewed every third of it while the attempt runs
+	// (default 1m). A step whose executor
 	// dies re-runs once the lease expires, or at once when the World expires
 	// it earlier (a local store reopened after its process died).
 	StepLeaseTTL time.Duration

@@ -70,8 +70,8 @@ type stepExec struct {
 	// the session's child; see startStepSpan).
 	inline bool
 	// comp: the attempt is of step stepID's compensation, the step
-	// stepName; its lease is not renewed, and its run's end does not cancel
-	// it (see compensate.go).
+	// stepName; its lease is the compensation's, and its run's end does not
+	// cancel it (see compensate.go).
 	comp bool
 }
 
@@ -156,10 +156,7 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 	if e.cfg.StepContext != nil {
 		sctx = e.cfg.StepContext(sctx)
 	}
-	stop := func() {}
-	if !x.comp {
-		stop = e.watchStep(sctx, cancel, x)
-	}
+	stop := e.watchStep(sctx, cancel, x)
 	result, err, timedOut := callStepWithin(def, sctx, x.input)
 	stop()
 	if timedOut {
@@ -365,8 +362,9 @@ func timeoutDetails(step string, attempt int, timeout time.Duration) json.RawMes
 // cancels the step's context when its run is cancelled or the lease is
 // lost. A run that completes or fails lets the attempt run on (it records
 // its outcome for the log, see rest.go); the watcher then stops reading the
-// run and only renews. It uses no goroutine until the first tick, so short
-// steps cost a timer.
+// run and only renews. A compensation's attempt renews the compensation's
+// lease and never reads the run: no end of its run cancels it. It uses no
+// goroutine until the first tick, so short steps cost a timer.
 func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, x stepExec) (stop func()) {
 	renewEvery := max(e.cfg.StepLeaseTTL/3, time.Millisecond)
 	interval := min(renewEvery, e.cfg.RunPollInterval)
@@ -376,7 +374,7 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 		timer     *time.Timer
 		running   sync.WaitGroup
 		lastRenew = e.now()
-		ended     bool // the run completed or failed: no more reads of it
+		ended     = x.comp // the run completed or failed (or x is a compensation): no reads of it
 	)
 	var tick func()
 	tick = func() {
@@ -390,7 +388,7 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 		defer running.Done()
 		if now := e.now(); now.Sub(lastRenew) >= renewEvery {
 			lastRenew = now
-			_, err := e.w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: x.run.runID, StepID: x.stepID, Attempt: x.attempt, TTL: e.cfg.StepLeaseTTL})
+			_, err := e.w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: x.run.runID, StepID: x.stepID, Attempt: x.attempt, TTL: e.cfg.StepLeaseTTL, Compensation: x.comp})
 			if err != nil && (errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrNotFound)) {
 				cancel(errLeaseLost)
 				return

@@ -35,6 +35,9 @@ func compensationCases() []testCase {
 		{"failed_for_good", testCompFailed},
 		{"created_and_started_in_one_append", testCompCreatedAndStarted},
 		{"every_run_watch_after_end", testCompWatchAll},
+		{"comp_lease_renew", testCompLeaseRenew},
+		{"comp_lease_renew_refusals", testCompLeaseRenewRefused},
+		{"comp_lease_superseded", testCompLeaseSuperseded},
 	}
 }
 

@@ -590,6 +590,17 @@ func (w *memWorld) RenewStepLease(ctx context.Context, p *world.RenewStepLeasePa
 		return nil, fmt.Errorf("%w: step %s", world.ErrNotFound, p.StepID)
 	}
 	s := r.steps[p.StepID]
+	if p.Compensation {
+		if !p.CompLeaseRenewable(s) {
+			return nil, fmt.Errorf("%w: step %s is %s, not running compensation attempt %d", world.ErrConflict, p.StepID, s.Status, p.Attempt)
+		}
+		c := *s.Compensation
+		if w.bug != "comp-renew-noop" {
+			c.LeaseExpiresAt = time.Now().Add(p.TTL)
+		}
+		s.Compensation = &c
+		return ptr(*s), nil
+	}
 	if s.Status != world.StepStatusRunning || s.Attempt != p.Attempt {
 		return nil, fmt.Errorf("%w: step %s is %s at attempt %d", world.ErrConflict, p.StepID, s.Status, s.Attempt)
 	}

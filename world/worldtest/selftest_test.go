@@ -87,6 +87,7 @@ var mutants = []struct {
 	{"lease-steal", "races", []string{"take_same_run_lease"}},
 	{"lease-release-any", "leases", []string{"release_tolerant"}},
 	{"step-renew-noop", "leases", []string{"step_lease_renew"}},
+	{"comp-renew-noop", "compensation", []string{"comp_lease_renew"}},
 	{"queue-no-delay", "queue", []string{"delay_honoured"}},
 	{"queue-no-dedupe", "queue", []string{"idempotency_key_dedupes", "idempotency_key_single_delivery"}},
 	{"queue-ack-noop", "queue", []string{"ack_removes"}},

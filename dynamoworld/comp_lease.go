@@ -1,0 +1,93 @@
+package dynamoworld
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// Compensation leases. RenewStepLease with p.Compensation extends the lease
+// of a compensation attempt (clx) with one conditional update: the step is
+// compensating (st), at compensation attempt p.Attempt (cat), with the
+// attempt running (clx present: a scheduled retry has none). A compensating
+// step always has its item (a lazy step is running, and its completion
+// wrote the item), so there is no lazy case to write. Like a step's lease,
+// the renewal writes no event: comp_started taking over an attempt whose
+// lease it judged expired checks that clx is still what it judged
+// (stepDiff), so a renewal it did not see sends it back to judge again.
+
+// renewCompLease is RenewStepLease of a compensation attempt.
+func (w *World) renewCompLease(ctx context.Context, p *world.RenewStepLeaseParams, ttl time.Duration) (*world.Step, error) {
+	now := w.now()
+	u := &updateBuilder{e: newExpr()}
+	u.set(aCompLeaseExp, num(now.Add(ttl).UnixNano()))
+	u.set(aUpdated, num(now.UnixNano()))
+	e := u.e
+	cond := e.exists() + " AND " + e.n(aStatus) + " = " + e.v(str(string(world.StepStatusCompensating))) +
+		" AND " + e.n(aCompAttempt) + " = " + e.v(num(int64(p.Attempt))) + " AND attribute_exists(" + e.n(aCompLeaseExp) + ")"
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: stepKey(p.RunID, p.StepID).av(),
+		UpdateExpression: aws.String(u.String()), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.UpdateItem(ctx, in)
+	if old, failed := conditionFailed(err); failed {
+		if len(old) == 0 {
+			return nil, w.compLeaseNoItem(ctx, p)
+		}
+		state := "no attempt running"
+		if _, ok := old[aCompLeaseExp]; ok {
+			state = "an attempt running"
+		}
+		return nil, fmt.Errorf("%w: step %s is %s at compensation attempt %d (%s), not running compensation attempt %d",
+			world.ErrConflict, p.StepID, getS(old, aStatus), getN(old, aCompAttempt), state, p.Attempt)
+	}
+	if err != nil {
+		return nil, ddbErr("UpdateItem", w.cfg.Table, err)
+	}
+	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	fetched, err := w.cc.fetch(ctx, out.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	st, err := decodeStep(out.Attributes, fetched)
+	if err != nil {
+		return nil, err
+	}
+	w.cache.setStep(st)
+	return st, nil
+}
+
+// compLeaseNoItem is the refusal of a compensation lease renewal of a step
+// without an item: a lazy step (running, not compensating) conflicts; no
+// step at all is not found.
+func (w *World) compLeaseNoItem(ctx context.Context, p *world.RenewStepLeaseParams) error {
+	st, found, err := w.readLazyStep(ctx, p.RunID, p.StepID)
+	if err != nil {
+		return err
+	}
+	if found {
+		return fmt.Errorf("%w: step %s is %s, not running compensation attempt %d", world.ErrConflict, p.StepID, st.Status, p.Attempt)
+	}
+	it, err := w.getItem(ctx, stepKey(p.RunID, p.StepID))
+	switch {
+	case err != nil:
+		return err
+	case it == nil:
+		return fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+	}
+	// It got its item meanwhile (its lazy state was committed over): a step
+	// that ran a moment ago is not compensating.
+	return fmt.Errorf("%w: step %s is %s, not running compensation attempt %d", world.ErrConflict, p.StepID, getS(it, aStatus), p.Attempt)
+}
