@@ -166,6 +166,18 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 	return out, nil
 }
 
+// staleLease reports whether st holds an execution lease at now: a
+// running step's attempt, or a compensation's.
+func staleLease(st *world.Step, now time.Time) bool {
+	switch st.Status {
+	case world.StepStatusRunning:
+		return st.LeaseExpiresAt.After(now)
+	case world.StepStatusCompensating:
+		return st.Compensation != nil && st.Compensation.LeaseExpiresAt.After(now)
+	}
+	return false
+}
+
 // expireStaleLeases runs when a durable World opens. The store's lock
 // proves that the process that held it before is gone, and with it every
 // owner of a run lease or of a running step's execution lease: they are
@@ -173,9 +185,11 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 // under the engine's defaults) would only delay the restart's recovery: the
 // engine goes by a step's current lease, not by the expiry its step_started
 // recorded, and takes such a step up at once. It sets every unexpired
-// run lease, and the lease of every running step of a pending, running or
-// held run, to expire now, in one transaction, and logs what it did. A store
-// with nothing to expire is not written to.
+// run lease, the lease of every running step of a pending, running or
+// held run, and the lease of every compensation under way (of such a run,
+// or of a failed or cancelled one still compensating) to expire now, in
+// one transaction, and logs what it did. A store with nothing to expire is
+// not written to.
 func (w *World) expireStaleLeases() error {
 	var runs []string
 	var steps []*world.Step
@@ -199,7 +213,8 @@ func (w *World) expireStaleLeases() error {
 		if err != nil {
 			return err
 		}
-		for _, status := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld} {
+		for _, status := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld,
+			world.RunStatusFailed, world.RunStatusCancelled} {
 			prefix := newKey().str(string(status))
 			var ids []string
 			err := tx.scan(bRunsByStatus, prefix, prefixEnd(prefix), false, func(k, _ []byte) bool {
@@ -212,13 +227,23 @@ func (w *World) expireStaleLeases() error {
 				return err
 			}
 			for _, id := range ids {
+				if status.Terminal() {
+					// A finished run holds leases only while it compensates.
+					r, err := getRun(tx, id)
+					if err != nil {
+						return err
+					}
+					if r == nil || r.Deactivated() || r.Compensations.Running == 0 {
+						continue
+					}
+				}
 				sp := newKey().str(id)
 				err := tx.scan(bSteps, sp, prefixEnd(sp), false, func(k, v []byte) bool {
 					var st world.Step
 					if scanErr = decode(bSteps, k, v, &st); scanErr != nil {
 						return false
 					}
-					if st.Status == world.StepStatusRunning && st.LeaseExpiresAt.After(now) {
+					if staleLease(&st, now) {
 						steps = append(steps, &st)
 					}
 					return true
@@ -251,7 +276,11 @@ func (w *World) expireStaleLeases() error {
 			}
 		}
 		for _, st := range steps {
-			st.LeaseExpiresAt = now
+			if st.Status == world.StepStatusCompensating {
+				st.Compensation.LeaseExpiresAt = now
+			} else {
+				st.LeaseExpiresAt = now
+			}
 			st.UpdatedAt = now
 			if err := putStep(tx, st, false, 0); err != nil {
 				return err

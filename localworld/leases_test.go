@@ -200,3 +200,40 @@ func TestOpenExpiresStaleLeases(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenExpiresStaleCompensationLeases: a compensation under way when
+// the process died (of a failed run compensating after its end, or of a
+// running run compensating itself) is taken over at once after a reopen,
+// not when its lease runs out.
+func TestOpenExpiresStaleCompensationLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := Config{Path: filepath.Join(t.TempDir(), "world.db")}
+	w := mustOpen(t, cfg)
+	compensating := func(end bool) (string, string) {
+		runID := newRun(t, w, "wf")
+		stepID := testIDs.New(world.PrefixStep)
+		mustAppend(t, w, runID, ev(stepID, &world.StepCreated{StepName: "charge", Compensation: "refund"}),
+			ev(stepID, &world.StepStarted{}), ev(stepID, &world.StepCompleted{}))
+		if end {
+			mustAppend(t, w, runID, ev("", &world.RunFailed{Error: &world.ErrorData{Message: "boom"}, Compensate: true}))
+		}
+		mustAppend(t, w, runID, ev(stepID, &world.CompStarted{LeaseTTL: time.Hour}))
+		return runID, stepID
+	}
+	failedRun, failedStep := compensating(true)
+	liveRun, liveStep := compensating(false)
+	_ = w.Close() // the process that held them is gone
+
+	w = mustOpen(t, cfg)
+	defer w.Close()
+	for _, c := range [][2]string{{failedRun, failedStep}, {liveRun, liveStep}} {
+		res, err := w.Append(ctx, &world.AppendParams{RunID: c[0], Events: []world.EventInput{ev(c[1], &world.CompStarted{})}})
+		if err != nil {
+			t.Fatalf("take the compensation of run %s over after reopening: %v", c[0], err)
+		}
+		if d := res.Results[0].Event.Data.(*world.CompStarted); d.Attempt != 2 || d.Interrupted != 1 {
+			t.Errorf("takeover: attempt %d interrupted %d, want 2 and 1", d.Attempt, d.Interrupted)
+		}
+	}
+}
