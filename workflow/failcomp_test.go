@@ -2,7 +2,9 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,5 +108,47 @@ func TestFailRunCompensates(t *testing.T) {
 				t.Fatalf("compensations %+v, unbooked %d; want the booking kept", c, h.unbooked.Load())
 			}
 		})
+	}
+}
+
+// TestCompensationFailuresInOrder: RunInfo.Compensations.Failures lists
+// the failed compensations in the order they ran, the most recently
+// completed step first, as Compensate's joined error does; not in the
+// order the steps were created.
+func TestCompensationFailuresInOrder(t *testing.T) {
+	t.Parallel()
+	var steps []*workflow.Step[string, string]
+	var defs []workflow.Definition
+	for _, x := range []string{"a", "b", "c"} {
+		undo := workflow.NewStep("cfo-undo-"+x, func(context.Context, workflow.Compensation[string, string]) (struct{}, error) {
+			return struct{}{}, workflow.Fatal(errors.New("cannot undo " + x))
+		}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
+		step := workflow.WithCompensation(workflow.NewStep("cfo-"+x, func(_ context.Context, in string) (string, error) { return x, nil }), undo)
+		steps = append(steps, step)
+		defs = append(defs, undo, step)
+	}
+	wf := workflow.New("cfo", func(ctx workflow.Context, in string) (string, error) {
+		for _, s := range steps {
+			if _, err := s.Call(ctx, in); err != nil {
+				return "", err
+			}
+		}
+		return "", workflow.Fatal(errors.New("rejected"))
+	}).WithCompensateOnFailure()
+	e := newEnv(t, append(defs, wf)...)
+	run, err := wf.Start(e.ctx(), e.client, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := run.WaitDeactivated(e.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range info.Compensations.Failures {
+		got = append(got, f.Step)
+	}
+	if want := []string{"cfo-c", "cfo-b", "cfo-a"}; !slices.Equal(got, want) {
+		t.Fatalf("Failures name %q, want %q (compensation order)", got, want)
 	}
 }
