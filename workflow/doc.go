@@ -191,8 +191,9 @@
 // for a run failed by hand: with FailCompensating, or by default when the
 // client's Registry defines the run's workflow WithCompensateOnFailure
 // (FailWithoutCompensating declines). A step still running when a
-// compensating cancellation arrives is recorded failed (RunCancelledError)
-// and not compensated, even if its side effect happened; a compensation
+// compensating cancellation arrives sees its context cancelled: if it then
+// returns an error it is recorded failed (RunCancelledError) and not
+// compensated, even if its side effect happened; a compensation
 // that outlives its Timeout is recorded failed even if it goes on and does
 // its work, so keep compensations idempotent. RunInfo.
 // Compensations counts them and names those that failed for good (status
