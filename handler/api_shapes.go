@@ -42,7 +42,11 @@ type resumeResponse struct {
 // apiRun is a run. Input and output are in a single run's view, not in
 // lists.
 type apiRun struct {
-	ID             string            `json:"id"`
+	ID string `json:"id"`
+	// RunID repeats ID under the name a problem (a 409 on an idempotency
+	// key, say) gives the run, so that both responses of a start name it
+	// alike.
+	RunID          string            `json:"runId"`
 	Workflow       string            `json:"workflow"`
 	Status         string            `json:"status"`
 	IdempotencyKey string            `json:"idempotencyKey,omitempty"`
@@ -51,6 +55,9 @@ type apiRun struct {
 	CreatedAt      time.Time         `json:"createdAt"`
 	StartedAt      *time.Time        `json:"startedAt,omitempty"`
 	CompletedAt    *time.Time        `json:"completedAt,omitempty"`
+	// DeactivatedAt is when the finished run came to rest: its cleanup,
+	// its steps still running and its compensations have all ended.
+	DeactivatedAt *time.Time `json:"deactivatedAt,omitempty"`
 	// DurationMs is from creation to the end, for a run that has ended.
 	DurationMs   *int64          `json:"durationMs,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
@@ -110,7 +117,7 @@ type apiHold struct {
 
 func toAPIRun(r *workflow.RunInfo, payloads bool) *apiRun {
 	out := &apiRun{
-		ID: r.ID, Workflow: r.WorkflowName, Status: string(r.Status), IdempotencyKey: r.IdempotencyKey,
+		ID: r.ID, RunID: r.ID, Workflow: r.WorkflowName, Status: string(r.Status), IdempotencyKey: r.IdempotencyKey,
 		Attributes: r.Attributes, ParentRunID: r.ParentRunID, CreatedAt: r.CreatedAt.UTC(),
 		CancelReason: r.CancelReason, Compensations: toAPICompensations(r.Compensations),
 	}
@@ -123,6 +130,10 @@ func toAPIRun(r *workflow.RunInfo, payloads bool) *apiRun {
 		out.CompletedAt = &t
 		d := r.CompletedAt.Sub(r.CreatedAt).Milliseconds()
 		out.DurationMs = &d
+	}
+	if !r.DeactivatedAt.IsZero() {
+		t := r.DeactivatedAt.UTC()
+		out.DeactivatedAt = &t
 	}
 	if payloads {
 		out.Input = nonEmpty(r.Input)

@@ -41,7 +41,7 @@
 // current time: nothing can happen until the clock moves or the test acts.
 // Then, in automatic time (the default), the clock jumps to the next
 // message's time, but only while the test waits for a run (Env.Wait,
-// Result, WaitSuspended): whatever the test does between two such calls
+// Result, WaitSuspended, WaitDeactivated): whatever the test does between two such calls
 // (start runs, resume hooks, read the log) happens at one instant, and a
 // hook racing a timeout can be resumed in time. A wait that is answered
 // stops the clock where it was answered: WaitSuspended sees a run asleep
@@ -50,7 +50,7 @@
 // every timer on its way, so a run sleeping twice for an hour wakes twice
 // during a 3-hour Advance.
 //
-// Run.Result and Client.Result from package workflow wait without telling
+// Run.Result, Run.WaitDeactivated and Client.Result from package workflow wait without telling
 // the environment: the clock does not move for them (the environment logs
 // a hint after a while). Wait with Result instead. A workflow that never
 // stops setting timers (a loop that sleeps) keeps an automatic clock going
@@ -72,6 +72,24 @@
 // or the divergence a held run reports. Env.Events returns the run's log
 // as world.Event values; ExpectEvents, ExpectStepAttempts and ExpectStatus
 // check it and print the log (FormatEvents) when it is not as expected.
+//
+// # Sagas
+//
+// A run that fails (or is cancelled) and asks for its completed steps to
+// be compensated (workflow.WithCompensateOnFailure,
+// workflow.CancelCompensating) ends first and compensates after: Result
+// returns the failure while the compensations run. Env.WaitDeactivated
+// waits, moving the clock as Result does, until the run is at rest (its
+// compensations have all ended, retries and their backoff included) and
+// returns it, its Compensations counted; its timeout message names the
+// compensations still under way. ExpectStepAttempts counts a step's
+// attempts as a compensation (comp_started) with its calls' attempts;
+// CompensationAttempts counts the former alone.
+//
+//	_, err := skeintest.Result(env, run)       // the run failed: *workflow.RunFailedError
+//	r := env.WaitDeactivated(run.ID())         // the refund's retries skip ahead
+//	if r.Compensations.Succeeded != 1 { ... }
+//	env.ExpectStepAttempts(run.ID(), "refund", 3)
 //
 // # Stubs
 //

@@ -142,7 +142,7 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 	e.lw, e.d.lw = lw, lw
 	e.d.hint = func(next time.Time) {
 		t.Logf("skeintest: the clock is at %s and a timer is due at %s, but it moves only while the test waits "+
-			"in skeintest.Result, Env.Wait or Env.WaitSuspended (Run.Result does not move it)", fmtTime(e.Now()), fmtTime(next))
+			"in skeintest.Result, Env.Wait, Env.WaitSuspended or Env.WaitDeactivated (Run.Result and Run.WaitDeactivated do not move it)", fmtTime(e.Now()), fmtTime(next))
 	}
 	eo := cfg.engine
 	eo.Linger = -1

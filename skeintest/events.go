@@ -52,11 +52,17 @@ func (e *Env) ExpectEvents(runID string, want ...world.EventType) {
 
 // ExpectStepAttempts checks that the step (by name) was started n times in
 // the run, over all its calls, and fails the test showing the log if not.
+// The attempts of a step run as a compensation (workflow.WithCompensation:
+// comp_started naming it) count too: the step's body ran that many times,
+// whether called by the workflow or to undo another step. Wait for the
+// compensations first (Env.WaitDeactivated): skeintest.Result returns at
+// the run's end, before the compensations a failed saga runs after it.
 func (e *Env) ExpectStepAttempts(runID, step string, n int) {
 	e.t.Helper()
 	events := e.Events(runID)
 	if got := StepAttempts(events, step); got != n {
-		e.t.Fatalf("skeintest: run %s: step %q started %d times, want %d; the log:\n%s", runID, step, got, n, FormatEvents(events))
+		e.t.Fatalf("skeintest: run %s: step %q started %d times (%d as a compensation), want %d; the log:\n%s",
+			runID, step, got, CompensationAttempts(events, step), n, FormatEvents(events))
 	}
 }
 
@@ -73,7 +79,9 @@ func (e *Env) ExpectStatus(runID string, want world.RunStatus) {
 	}
 }
 
-// StepAttempts counts the starts of the named step in events.
+// StepAttempts counts the starts of the named step in events: its calls'
+// attempts (step_started) and its attempts as a compensation (comp_started,
+// see CompensationAttempts).
 func StepAttempts(events []world.Event, step string) int {
 	names := map[string]string{}
 	n := 0
@@ -83,6 +91,10 @@ func StepAttempts(events []world.Event, step string) int {
 			names[ev.CorrelationID] = d.StepName
 		case *world.StepStarted:
 			if names[ev.CorrelationID] == step {
+				n++
+			}
+		case *world.CompStarted:
+			if d.Compensation == step {
 				n++
 			}
 		}

@@ -77,7 +77,11 @@ func (s *server) cancel(ctx context.Context, r *http.Request, run *world.Run) (s
 	if reason == "" {
 		reason = "cancelled from the dashboard"
 	}
-	return run.RunID, "cancel", s.cfg.Client.Cancel(ctx, run.RunID, reason)
+	var opts []workflow.CancelOption
+	if r.PostFormValue("compensate") != "" {
+		opts = append(opts, workflow.CancelCompensating())
+	}
+	return run.RunID, "cancel", s.cfg.Client.Cancel(ctx, run.RunID, reason, opts...)
 }
 
 func (s *server) rerun(ctx context.Context, _ *http.Request, run *world.Run) (string, string, error) {
@@ -110,7 +114,13 @@ func (s *server) fail(ctx context.Context, r *http.Request, run *world.Run) (str
 	if reason == "" {
 		reason = "failed from the dashboard"
 	}
-	return run.RunID, "fail", s.cfg.Client.FailRun(ctx, run.RunID, reason)
+	// Unticked, the client's own default applies (it compensates a
+	// workflow its Registry defines WithCompensateOnFailure).
+	var opts []workflow.FailOption
+	if r.PostFormValue("compensate") != "" {
+		opts = append(opts, workflow.FailCompensating())
+	}
+	return run.RunID, "fail", s.cfg.Client.FailRun(ctx, run.RunID, reason, opts...)
 }
 
 // resume sends the form's JSON payload to the run's hook named by its ID

@@ -155,11 +155,17 @@ func TestActions(t *testing.T) {
 	if m := csrfRE.FindStringSubmatch(page); m == nil {
 		t.Fatal("the run page has no CSRF field")
 	}
-	code, loc, body := f.post(cancel, form("reason", "enough"), token, origin)
+	if !strings.Contains(page, `name="compensate"`) {
+		t.Fatal("the cancel form has no compensate checkbox")
+	}
+	code, loc, body := f.post(cancel, form("reason", "enough", "compensate", "on"), token, origin)
 	if code != http.StatusSeeOther || loc != "/runs/"+f.sleeping+"?done=cancel" {
 		t.Fatalf("cancel = %d %q\n%s", code, loc, body)
 	}
 	f.await(f.sleeping, world.RunStatusCancelled)
+	if r, _ := f.w.GetRun(context.Background(), &world.GetRunParams{RunID: f.sleeping}); !r.Compensate {
+		t.Error("the cancel's compensate box was ticked, but run_cancelled does not ask for compensation")
+	}
 
 	hook := regexp.MustCompile(`name="hook" value="([^"]+)"`).FindStringSubmatch(mustGet(f, "/runs/"+f.approval))
 	if hook == nil {

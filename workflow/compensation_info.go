@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -43,8 +44,10 @@ type CompensationInfo struct {
 	// the compensations that ended.
 	Owed, Running, Succeeded, Failed int
 	// Failures are the compensations that failed for good, each a
-	// *CompensationError naming the step it was to undo (Client.GetRun,
-	// Run.Info and WaitDeactivated fill it in; ListRuns does not).
+	// *CompensationError naming the step it was to undo, in the order the
+	// compensations ran (the most recently completed step first), as
+	// Compensate joins them (Client.GetRun, Run.Info and WaitDeactivated
+	// fill it in; ListRuns does not).
 	Failures []*CompensationError
 }
 
@@ -75,6 +78,7 @@ func (c *Client) fullRunInfo(ctx context.Context, r *world.Run) (*RunInfo, error
 		return info, nil
 	}
 	var cursor string
+	var order []*world.Step
 	for {
 		p, err := c.w.ListSteps(ctx, &world.ListStepsParams{RunID: r.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
@@ -90,10 +94,38 @@ func (c *Client) fullRunInfo(ctx context.Context, r *world.Run) (*RunInfo, error
 				cause.Err = c.reg.decode(comp.Error)
 			}
 			info.Compensations.Failures = append(info.Compensations.Failures, &CompensationError{Step: st.StepName, StepID: st.StepID, Err: cause})
+			order = append(order, &st)
 		}
 		if !p.HasMore {
+			sortFailures(info.Compensations.Failures, order)
 			return info, nil
 		}
 		cursor = p.Cursor
 	}
+}
+
+// sortFailures puts failures (of the steps order holds, index for index)
+// in the order the compensations ran, as Compensate's joined error: the
+// compensations run one after the other, so by the time each failed for
+// good; at the same instant, the most recently completed step first.
+func sortFailures(failures []*CompensationError, order []*world.Step) {
+	idx := make([]int, len(failures))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		a, b := order[idx[i]], order[idx[j]]
+		if c := a.Compensation.EndedAt.Compare(b.Compensation.EndedAt); c != 0 {
+			return c < 0
+		}
+		if c := a.CompletedAt.Compare(b.CompletedAt); c != 0 {
+			return c > 0
+		}
+		return a.StepID > b.StepID
+	})
+	sorted := make([]*CompensationError, len(failures))
+	for i, k := range idx {
+		sorted[i] = failures[k]
+	}
+	copy(failures, sorted)
 }

@@ -187,7 +187,15 @@
 // completed step not compensated yet is, most recently completed first,
 // including the steps the run left running that complete after the end;
 // then the run comes to rest (WaitDeactivated). Client.Cancel with
-// CancelCompensating does the same for a cancelled run. RunInfo.
+// CancelCompensating does the same for a cancelled run, and Client.FailRun
+// for a run failed by hand: with FailCompensating, or by default when the
+// client's Registry defines the run's workflow WithCompensateOnFailure
+// (FailWithoutCompensating declines). A step still running when a
+// compensating cancellation arrives sees its context cancelled: if it then
+// returns an error it is recorded failed (RunCancelledError) and not
+// compensated, even if its side effect happened; a compensation
+// that outlives its Timeout is recorded failed even if it goes on and does
+// its work, so keep compensations idempotent. RunInfo.
 // Compensations counts them and names those that failed for good (status
 // compensation_failed); the run's outcome stays what the workflow or the
 // cancellation made it.

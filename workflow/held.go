@@ -60,9 +60,48 @@ func (c *Client) RetryRun(ctx context.Context, runID string) error {
 // error's cause; another run with RUNTIME_ERROR. Its client then gets a
 // *RunFailedError, a parent run its child's failure. A finished run is an
 // error matching world.ErrConflict.
-func (c *Client) FailRun(ctx context.Context, runID, reason string) error {
-	if err := engine.FailRun(ctx, c.w, c.log, c.now, runID, "", reason); err != nil {
+//
+// A run failed by hand is compensated as a failed run is (see
+// WithCompensation): its completed steps are undone after the end, the
+// most recently completed first, and the run comes to rest once they have
+// all ended. It is compensated when FailCompensating is given, not when
+// FailWithoutCompensating is, and otherwise when the client's Registry
+// (ClientConfig.Registry) holds the run's workflow defined
+// WithCompensateOnFailure: that workflow asked for its failures to be
+// undone, and a failure by hand is no different for the steps it booked. A
+// client without the workflow in its Registry (the skein CLI, say) cannot
+// tell, and does not compensate unless asked.
+func (c *Client) FailRun(ctx context.Context, runID, reason string, opts ...FailOption) error {
+	var o failOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	compensate := func(name string) bool {
+		if o.compensate != nil {
+			return *o.compensate
+		}
+		return c.reg.compensatesOnFailure(name)
+	}
+	if err := engine.FailRun(ctx, c.w, c.log, c.now, runID, "", reason, compensate); err != nil {
 		return fmt.Errorf("workflow: %w", err)
 	}
 	return nil
+}
+
+// FailOption tunes Client.FailRun.
+type FailOption func(*failOptions)
+
+// failOptions: compensate is nil when neither option was given.
+type failOptions struct{ compensate *bool }
+
+// FailCompensating makes FailRun compensate the run's completed steps that
+// declared a compensation, whatever its workflow's definition says.
+func FailCompensating() FailOption {
+	return func(o *failOptions) { o.compensate = new(true) }
+}
+
+// FailWithoutCompensating makes FailRun leave the run's completed steps as
+// they are, even when its workflow is defined WithCompensateOnFailure.
+func FailWithoutCompensating() FailOption {
+	return func(o *failOptions) { o.compensate = new(false) }
 }

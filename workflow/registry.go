@@ -241,6 +241,15 @@ func (r *Registry) checkInput(name string, input json.RawMessage) (ok bool, err 
 	return true, check(input)
 }
 
+// compensatesOnFailure reports whether the registry holds the named
+// workflow, defined WithCompensateOnFailure.
+func (r *Registry) compensatesOnFailure(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	w := r.workflows[name]
+	return w != nil && w.CompensateOnFailure
+}
+
 func (r *Registry) addStep(s *engine.Step) error {
 	r.steps[s.Name] = s
 	return nil

@@ -97,10 +97,7 @@ func printCompensations(w io.Writer, r *world.Run, steps []world.Step, now time.
 		}
 		line := fmt.Sprintf("  %s %s  undo %s  %s", s.StepID, safeName(s.StepName), safeName(c.Step), status)
 		if c.Attempt > 0 {
-			line += "  " + count(c.Attempt, "attempt")
-			if c.Interrupted > 0 {
-				line += fmt.Sprintf(" (%d lost)", c.Interrupted)
-			}
+			line += "  " + compAttempts(c)
 		}
 		if s.Status == world.StepStatusCompensating && c.RetryAfter.After(now) {
 			line += "  retry in " + fmtDuration(c.RetryAfter.Sub(now))
@@ -113,6 +110,18 @@ func printCompensations(w io.Writer, r *world.Run, steps []world.Step, now time.
 	if !first {
 		fmt.Fprintln(w)
 	}
+}
+
+// compAttempts counts a compensation's attempts as the timeline's TRY
+// column and runs watch do: those whose executor recorded an outcome or
+// still runs, then "+n lost" for those taken over after their lease
+// expired ("1 attempt (+1 lost)" for two comp_started, the first lost).
+func compAttempts(c *world.StepCompensation) string {
+	s := count(c.Attempt-c.Interrupted, "attempt")
+	if c.Interrupted > 0 {
+		s += fmt.Sprintf(" (+%d lost)", c.Interrupted)
+	}
+	return s
 }
 
 // allSteps reads a run's steps.

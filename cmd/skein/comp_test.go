@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -209,6 +210,27 @@ func TestCompStatusColor(t *testing.T) {
 	} {
 		if got := statusColor(tc.status); got != tc.color {
 			t.Errorf("statusColor(%q) = %q, want %q", tc.status, got, tc.color)
+		}
+	}
+}
+
+// TestCompAttemptsMatchTimeline: the Compensations list counts attempts as
+// the timeline's TRY column does (lost ones apart, "+n lost").
+func TestCompAttemptsMatchTimeline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		attempt, lost int
+		list, try     string
+	}{
+		{1, 0, "1 attempt", "1"},
+		{3, 0, "3 attempts", "3"},
+		{2, 1, "1 attempt (+1 lost)", "1 (+1 lost)"},
+		{4, 2, "2 attempts (+2 lost)", "2 (+2 lost)"},
+	} {
+		got := compAttempts(&world.StepCompensation{Attempt: tc.attempt, Interrupted: tc.lost})
+		row := timeline.Row{Attempt: tc.attempt - tc.lost, Lost: tc.lost}
+		if got != tc.list || row.Try() != tc.try {
+			t.Errorf("%d attempts, %d lost: list %q, TRY %q; want %q and %q", tc.attempt, tc.lost, got, row.Try(), tc.list, tc.try)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -49,7 +50,7 @@ Examples:
 }
 
 var runsFailCmd = &command{
-	group: "runs", name: "fail", usage: "<runId> [-reason r]", nargs: 1,
+	group: "runs", name: "fail", usage: "<runId> [-reason r] [-compensate]", nargs: 1,
 	writes:  true,
 	summary: "end a held (or any unfinished) run as failed",
 	help: `
@@ -59,10 +60,18 @@ code (REPLAY_DIVERGENCE) and the divergence as the cause; its client and its
 parent run see the failure. The rest of the clean-up (closing the run's
 streams, telling a parent run) happens when a worker next runs on the store.
 
+With -compensate the run's completed steps that declared a compensation are
+undone after the end, the most recently completed first, as for a saga that
+fails (WithCompensateOnFailure); the worker that next runs on the store runs
+them. Without it nothing is undone: the CLI does not know how the run's
+workflow is defined, so a saga failed here keeps what it booked unless asked.
+
 Examples:
-  skein runs fail wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "v1 of the workflow is gone"`,
+  skein runs fail wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "v1 of the workflow is gone"
+  skein runs fail wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -compensate`,
 	setup: func(fs *flag.FlagSet) runFunc {
 		reason := fs.String("reason", "", "why, recorded in the run's error")
+		compensate := fs.Bool("compensate", false, "undo the run's completed steps (their compensations) after the failure")
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
@@ -71,11 +80,19 @@ Examples:
 			if r.Status.Terminal() {
 				return fmt.Errorf("run %s has already %s; there is nothing to fail", r.RunID, r.Status)
 			}
-			if err := e.client.FailRun(ctx, r.RunID, *reason); err != nil {
+			opt := workflow.FailWithoutCompensating()
+			if *compensate {
+				opt = workflow.FailCompensating()
+			}
+			if err := e.client.FailRun(ctx, r.RunID, *reason, opt); err != nil {
 				if errors.Is(err, world.ErrConflict) {
 					return fmt.Errorf("run %s has already finished: %w", r.RunID, err)
 				}
 				return err
+			}
+			if *compensate {
+				fmt.Fprintf(e.stdout, "failed run %s; its completed steps are compensated when a worker next runs on %s\n", r.RunID, e.where())
+				return nil
 			}
 			fmt.Fprintf(e.stdout, "failed run %s\n", r.RunID)
 			return nil

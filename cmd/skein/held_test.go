@@ -32,11 +32,17 @@ func evolve(step *workflow.Step[string, string]) *workflow.Workflow[string, stri
 // and step on it while fn runs, then closes it.
 func deployed(t *testing.T, db string, wf *workflow.Workflow[string, string], step *workflow.Step[string, string], fn func(ctx context.Context, c *workflow.Client)) {
 	t.Helper()
+	deployedDefs(t, db, fn, step, wf)
+}
+
+// deployedDefs is deployed with the definitions given.
+func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *workflow.Client), defs ...workflow.Definition) {
+	t.Helper()
 	w, err := localworld.Open(localworld.Config{Path: db})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := workflow.NewRegistry().MustRegister(wf, step)
+	reg := workflow.NewRegistry().MustRegister(defs...)
 	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

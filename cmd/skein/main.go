@@ -54,6 +54,9 @@ type env struct {
 	// open makes act, which takes the lock for each change.
 	actions bool
 	act     *actWorld
+	// waitStore: the command follows the store (skein ui, runs watch), so
+	// open waits for a local store that does not exist yet to appear.
+	waitStore bool
 }
 
 // command is one "skein <group> <name>" command.

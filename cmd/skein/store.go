@@ -29,6 +29,9 @@ func (e *env) open(ctx context.Context) error {
 		return e.openRemote(ctx)
 	}
 	fi, err := os.Stat(e.db)
+	if errors.Is(err, fs.ErrNotExist) && e.waitStore {
+		fi, err = e.awaitStore(ctx)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no store at %s: run the quickstart (go run ./examples/quickstart) to make one, or pass -db (or set $SKEIN_DB)", e.db)
@@ -62,6 +65,31 @@ func (e *env) open(ctx context.Context) error {
 		keys = lk
 	}
 	return e.serve(w, ww, keys)
+}
+
+// storePoll is how often awaitStore looks for the store file.
+const storePoll = 100 * time.Millisecond
+
+// awaitStore waits for the local store file to appear, for the commands
+// that follow a store (skein ui, runs watch) and may be started before the
+// worker that creates it: it says so on stderr once, then looks every
+// storePoll until the file exists or ctx ends (an error then).
+func (e *env) awaitStore(ctx context.Context) (fs.FileInfo, error) {
+	fmt.Fprintf(e.stderr, "skein: no store at %s yet; waiting for it to appear (start a worker or the quickstart on it; "+
+		"-db or $SKEIN_DB for another; Ctrl-C to stop)\n", e.db)
+	t := time.NewTicker(storePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no store at %s: stopped waiting for it: %w", e.db, ctx.Err())
+		case <-t.C:
+		}
+		fi, err := os.Stat(e.db)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fi, err
+		}
+	}
 }
 
 // serve makes the commands' Client on ww (opened from base, closed on

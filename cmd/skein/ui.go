@@ -35,7 +35,9 @@ while a worker holds the store, actions are refused with the process that
 holds it, since only that process may change the store. To act on runs while
 a worker runs, serve the dashboard from the worker itself (webui.New with
 worker.Client(); see the README's Dashboard section, or run
-go run ./examples/quickstart -ui 127.0.0.1:8089).
+go run ./examples/quickstart -ui 127.0.0.1:8089). Started before the local
+store exists, it says so and waits for the store to appear (a worker or the
+quickstart creates it), then serves it.
 
 Examples:
   skein ui
@@ -109,7 +111,7 @@ func loopback(host string) bool {
 
 // serveUI opens the store and serves the dashboard until ctx ends.
 func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error {
-	e.actions = true
+	e.actions, e.waitStore = true, true
 	if err := e.open(ctx); err != nil {
 		return err
 	}

@@ -27,7 +27,9 @@ waits), follows the run and exits when the run ends, or, when its end
 asked for its steps to be compensated, once their compensations have
 ended (comp_started, comp_retry_scheduled, comp_succeeded and comp_failed,
 each on the step it undoes). Without one, it follows every run from now
-on, until interrupted (Ctrl-C).
+on, until interrupted (Ctrl-C). Started before the local store exists, it
+says so and waits for the store to appear (a worker or the quickstart
+creates it).
 
 -json prints one JSON object per line instead: {"cursor": …, "event": …} or
 {"cursor": …, "snapshot": …}. A cursor given back with -after resumes after
@@ -81,6 +83,7 @@ func watchRuns(ctx context.Context, e *env, o watchOptions) error {
 	if err != nil {
 		return err
 	}
+	e.waitStore = true
 	if o.runID != "" {
 		if _, err := e.getRun(ctx, o.runID); err != nil {
 			return err

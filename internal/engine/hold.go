@@ -134,12 +134,16 @@ func RetryHeldRun(ctx context.Context, w world.World, now func() time.Time, runI
 // for a held run when empty, else world.CodeRuntimeError); the hold's
 // error, if any, is its cause. Its side effects (streams closed, a parent
 // notified) follow through a continuation. A finished run is an error
-// matching world.ErrConflict.
-func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() time.Time, runID, code, reason string) error {
+// matching world.ErrConflict. compensate, when set, says from the run's
+// workflow name whether run_failed asks for the run's completed steps to
+// be compensated (RunFailed.Compensate): the run's rest then compensates
+// them as for any failed run that asks (compensateRest).
+func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() time.Time, runID, code, reason string, compensate func(workflowName string) bool) error {
 	r, err := w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
 		return err
 	}
+	comp := compensate != nil && compensate(r.WorkflowName)
 	data := &world.ErrorData{Type: TypeFailedOnRequest, Message: "failed on request"}
 	if reason != "" {
 		data.Message += ": " + reason
@@ -153,7 +157,7 @@ func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() ti
 	if code == "" {
 		code = world.CodeRuntimeError
 	}
-	res, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code}}}})
+	res, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code, Compensate: comp}}}})
 	if err == nil {
 		ObserveCommit(ctx, log, nil, res)
 	}

@@ -176,7 +176,7 @@ func TestHeldRunEnds(t *testing.T) {
 		end  func(h *holdHarness) error
 		want world.RunStatus
 	}{
-		{"fail", func(h *holdHarness) error { return FailRun(ctx, h.w, nil, time.Now, h.id, "", "bad deploy") }, world.RunStatusFailed},
+		{"fail", func(h *holdHarness) error { return FailRun(ctx, h.w, nil, time.Now, h.id, "", "bad deploy", nil) }, world.RunStatusFailed},
 		{"cancel", func(h *holdHarness) error {
 			_, err := h.w.Append(ctx, &world.AppendParams{RunID: h.id, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: "r"}}}})
 			return err
@@ -211,7 +211,7 @@ func TestHeldRunEnds(t *testing.T) {
 			if _, err := RetryHeldRun(ctx, h.w, time.Now, h.id); !errors.Is(err, world.ErrConflict) {
 				t.Errorf("RetryHeldRun on a finished run: %v, want ErrConflict", err)
 			}
-			if err := FailRun(ctx, h.w, nil, time.Now, h.id, "", ""); !errors.Is(err, world.ErrConflict) {
+			if err := FailRun(ctx, h.w, nil, time.Now, h.id, "", "", nil); !errors.Is(err, world.ErrConflict) {
 				t.Errorf("FailRun on a finished run: %v, want ErrConflict", err)
 			}
 			if h.ranB.Load() != 0 {
