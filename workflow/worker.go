@@ -372,15 +372,11 @@ func (w *Worker) WebhookURL() string {
 // cancels the work in flight (its messages are released for redelivery),
 // stops the webhook server and returns nil once its goroutines have ended.
 //
-// Stopping leaves no message hidden: a message received as Run stops is
-// released at once, not worked on. A receive in flight ends as its Consumer
-// does: localworld's at once; dynamoworld's finishes its SQS long poll (up
-// to PollWait, default 1s) and makes visible again what that brings, since
-// SQS would hand the next message to a poll cut short and keep it hidden
-// for the whole Visibility. Wait for Run to return before the process
-// exits: one that exits with receives in flight (os.Exit, a kill, a crash)
-// can leave up to Concurrency messages, and their runs, waiting for
-// Visibility (default 5m).
+// Stopping leaves no message hidden: one received as Run stops is released
+// at once, unhandled, and a dynamoworld receive in flight finishes its SQS
+// long poll (up to PollWait) to give back what that brings. A process that
+// exits before Run returns can leave up to Concurrency messages, and their
+// runs, waiting for Visibility.
 //
 // What it waits for: the step functions it runs see their context
 // cancelled, and Run waits for each to return, without a bound, so a step
