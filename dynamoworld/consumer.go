@@ -3,7 +3,6 @@ package dynamoworld
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -28,6 +27,16 @@ const (
 // them for p.Visibility. Times are rounded up to whole seconds, as SQS
 // counts them. Attempt is SQS's ApproximateReceiveCount.
 //
+// Cancelling ctx (or closing the World) does not cut the SQS call in
+// flight short, since SQS goes on with a long poll whose client has gone
+// and hands it the next message sent, which then stays hidden for the
+// whole visibility, received by no one. Receive lets the call end (within
+// its wait; only 5s past it is the call cut), makes visible again at once
+// whatever the call brought, and returns ctx's error (world.ErrClosed once
+// the World is closing). So a stopped Receive returns within its wait
+// (p.Wait, at most 20s), and a call is never longer than what is left of
+// ctx's deadline (rounded up to a second).
+//
 // A message whose body is a world.Message with NotBefore in the future (a
 // delay longer than SQS's 15 minutes) is not returned: Receive re-enqueues it
 // for the time left (at most 15 minutes more; Hop+1) and deletes it, unless
@@ -46,10 +55,6 @@ func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 		return nil, err
 	}
 	defer w.leave()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(w.closeCtx, cancel)
-	defer stop()
 	n := min(max(p.Max, 1), maxReceiveBatch)
 	vis := p.Visibility
 	if vis == 0 {
@@ -58,22 +63,22 @@ func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 	deadline := time.Now().Add(p.Wait)
 	for {
 		wait := min(time.Until(deadline), maxLongPoll)
-		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:              aws.String(w.cfg.QueueURL),
-			MaxNumberOfMessages:   int32(n),
-			WaitTimeSeconds:       int32(ceilSeconds(wait)),
-			VisibilityTimeout:     int32(ceilSeconds(vis)),
-			MessageAttributeNames: []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
-				sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
-				sqstypes.MessageSystemAttributeNameSentTimestamp,
-			},
-		})
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if err := w.receiveStopped(ctx); err != nil {
+			return nil, err
+		}
+		out, err := w.receiveMessage(ctx, n, wait, vis)
 		if err != nil {
-			if w.closed.Load() && errors.Is(err, context.Canceled) {
-				return nil, world.ErrClosed
+			if err := w.receiveStopped(ctx); err != nil {
+				return nil, err
 			}
 			return nil, sqsErr("ReceiveMessage", w.cfg.QueueURL, err)
+		}
+		if err := w.receiveStopped(ctx); err != nil {
+			w.giveBack(out.Messages)
+			return nil, err
 		}
 		var ds []world.Delivery
 		for _, m := range out.Messages {
@@ -91,6 +96,80 @@ func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 		}
 		if len(ds) > 0 || !time.Now().Before(deadline) {
 			return ds, nil
+		}
+	}
+}
+
+// receiveGrace is how long a ReceiveMessage call whose receiver has gone
+// (ctx cancelled, World closed) may outlast its long poll before it is cut
+// short.
+const receiveGrace = 5 * time.Second
+
+// receiveStopped returns why a receive must stop: world.ErrClosed once the
+// World is closing, ctx's error once it is done, else nil.
+func (w *World) receiveStopped(ctx context.Context) error {
+	if w.closed.Load() {
+		return world.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// receiveMessage makes one ReceiveMessage call, waiting up to wait. The call
+// is detached from ctx and from Close (see Receive): only when it runs
+// receiveGrace past its wait after either ended is it cancelled.
+func (w *World) receiveMessage(ctx context.Context, n int, wait, vis time.Duration) (*sqs.ReceiveMessageOutput, error) {
+	wait = max(wait, 0)
+	end := time.Now().Add(time.Duration(ceilSeconds(wait))*time.Second + receiveGrace)
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	returned := make(chan struct{})
+	defer close(returned)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-w.closeCtx.Done():
+		case <-returned:
+			return
+		}
+		t := time.NewTimer(time.Until(end))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-returned:
+		}
+	}()
+	return w.sqs.ReceiveMessage(cctx, &sqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(w.cfg.QueueURL),
+		MaxNumberOfMessages:   int32(n),
+		WaitTimeSeconds:       int32(ceilSeconds(wait)),
+		VisibilityTimeout:     int32(ceilSeconds(vis)),
+		MessageAttributeNames: []string{"All"},
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{
+			sqstypes.MessageSystemAttributeNameApproximateReceiveCount,
+			sqstypes.MessageSystemAttributeNameSentTimestamp,
+		},
+	})
+}
+
+// giveBack makes messages received for a receiver that has gone visible
+// again at once (ChangeMessageVisibility to 0, one call each: SQSAPI has no
+// batch call). One it fails to give back comes back after its visibility,
+// as if its receiver had died.
+func (w *World) giveBack(ms []sqstypes.Message) {
+	ctx, cancel := context.WithTimeout(context.Background(), receiveGrace)
+	defer cancel()
+	for _, m := range ms {
+		_, err := w.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(w.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+		})
+		if err != nil {
+			id := aws.ToString(m.MessageId)
+			if a, ok := m.MessageAttributes[msgAttrID]; ok {
+				id = aws.ToString(a.StringValue)
+			}
+			w.logger.LogAttrs(ctx, slog.LevelWarn, "dynamoworld: could not give back a message a stopped receive brought; it comes back after its visibility",
+				slog.String("message", id), slog.Any("err", sqsErr("ChangeMessageVisibility", w.cfg.QueueURL, err)))
 		}
 	}
 }

@@ -404,6 +404,16 @@
 // ApproximateReceiveCount. Bodies that are not SQS-safe text travel
 // base64-encoded (a message attribute says so).
 //
+// SQS goes on with a long poll whose client has gone: the next message sent
+// is handed to it and stays hidden for the visibility, received by no one.
+// So Receive never cuts its SQS call short when its context is cancelled
+// or the World closes: it lets the call end (within its wait), makes
+// visible again at once what the call brought, and then returns the
+// context's error (world.ErrClosed when closing). A program that stops a
+// workflow.Worker and waits for Run to return thus leaves nothing hidden;
+// one that exits while receives are in flight, or an SQS client of its own
+// whose receive is cancelled, can strand messages for their visibility.
+//
 // # Errors
 //
 // Errors name the service, the operation and the resource ("dynamoworld:

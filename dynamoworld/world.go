@@ -147,8 +147,9 @@ func (w *World) Check(ctx context.Context) error {
 // Config returns the World's configuration, defaults applied.
 func (w *World) Config() Config { return *w.cfg }
 
-// Close stops the World from accepting calls and waits for those in flight.
-// It deletes nothing. Closing twice is not an error.
+// Close stops the World from accepting calls and waits for those in flight,
+// a Receive's long poll included (up to its wait: see Receive). It deletes
+// nothing. Closing twice is not an error.
 func (w *World) Close() error {
 	if !w.closed.CompareAndSwap(false, true) {
 		return nil

@@ -372,6 +372,12 @@ func (w *Worker) WebhookURL() string {
 // cancels the work in flight (its messages are released for redelivery),
 // stops the webhook server and returns nil once its goroutines have ended.
 //
+// Stopping leaves no message hidden: one received as Run stops is released
+// at once, unhandled, and a dynamoworld receive in flight finishes its SQS
+// long poll (up to PollWait) to give back what that brings. A process that
+// exits before Run returns can leave up to Concurrency messages, and their
+// runs, waiting for Visibility.
+//
 // What it waits for: the step functions it runs see their context
 // cancelled, and Run waits for each to return, without a bound, so a step
 // that ignores its context keeps Run from returning until it does. A step

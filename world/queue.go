@@ -23,6 +23,11 @@ type Consumer interface {
 	// Receive returns up to Max visible messages, waiting up to Wait for the
 	// first. Each is hidden from other receivers for Visibility; if it is
 	// neither acked nor released by then it is delivered again with Attempt+1.
+	// A Receive that ends with an error (ctx cancelled, the World closed)
+	// leaves no message hidden: it takes none, or makes visible again what it
+	// took. A queue whose service may still hand a message to a receive its
+	// client abandoned (SQS's long polls) lets its call end first, so such a
+	// Receive may return up to Wait after ctx is cancelled.
 	Receive(ctx context.Context, p *ReceiveParams) ([]Delivery, error)
 	// Ack deletes a delivered message.
 	Ack(ctx context.Context, p *AckParams) error
