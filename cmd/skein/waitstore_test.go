@@ -75,7 +75,9 @@ func TestWaitForStoreUI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- runWith(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"-db", db, "ui", "-addr", "127.0.0.1:0"}) }()
+	go func() {
+		done <- runWith(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"-db", db, "ui", "-addr", "127.0.0.1:0"})
+	}()
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	waitOutput(wctx, t, &stderr, "waiting for it to appear")
