@@ -127,7 +127,8 @@ func TestCompensationPages(t *testing.T) {
 		{"owing run", "/runs/" + r.owing, []string{
 			`<dd id="run-compensations">1 owed \(asked for by the cancellation\)</dd>`,
 			`undo <b>refund</b> <span class="status comp-status st-busy">not started</span>`,
-			`id="comp-note">The run has ended, but compensations are still to run`,
+			`id="comp-note">The run has ended, and its compensations are still running`,
+			`id="live-note" data-events="/events\?after=`, // the feed goes on through the run's rest
 		}, nil},
 		{"plain run", "/runs/" + r.plain, nil, []string{`run-compensations`, `comp-`}},
 		{"kept run", "/runs/" + r.kept, []string{`undo <b>refund</b> <span class="status comp-status st-dim">not run</span>`},

@@ -31,8 +31,7 @@ type runView struct {
 	Compensations string
 	CompFailed    bool
 	// Compensating is set for a run that has ended with compensations
-	// still to run: the page's live feed ends with the run, so it says
-	// to reload.
+	// still to run (the live feed follows them until the run is at rest).
 	Compensating bool
 	Timeline     *chart
 	Steps        []stepView
@@ -41,7 +40,8 @@ type runView struct {
 	Streams      []streamView
 	Events       []eventView
 	// Live is the URL of the run's live feed from the page's last event on
-	// (the live subscription, as Server-Sent Events); "" once the run ended.
+	// (the live subscription, as Server-Sent Events); "" once the run is at
+	// rest (deactivated).
 	Live string
 	// Actions the run's status allows (all false on a read-only dashboard).
 	CanCancel, CanRerun, CanRetry bool
@@ -157,7 +157,7 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 		return nil, err
 	}
 	v.Events = eventViews(events, s.pretty)
-	if !run.Status.Terminal() {
+	if !run.Deactivated() { // the feed goes on through the run's rest
 		var last int64
 		if len(events) > 0 {
 			last = events[len(events)-1].Seq
