@@ -56,17 +56,7 @@ func (w *World) renewCompLease(ctx context.Context, p *world.RenewStepLeaseParam
 	if err != nil {
 		return nil, ddbErr("UpdateItem", w.cfg.Table, err)
 	}
-	w.countWrite(derefCC(out.ConsumedCapacity)...)
-	fetched, err := w.cc.fetch(ctx, out.Attributes)
-	if err != nil {
-		return nil, err
-	}
-	st, err := decodeStep(out.Attributes, fetched)
-	if err != nil {
-		return nil, err
-	}
-	w.cache.setStep(st)
-	return st, nil
+	return w.renewed(ctx, out)
 }
 
 // compLeaseNoItem is the refusal of a compensation lease renewal of a step

@@ -173,6 +173,12 @@ func (w *World) renewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 	if err != nil {
 		return nil, ddbErr("UpdateItem", w.cfg.Table, err)
 	}
+	return w.renewed(ctx, out)
+}
+
+// renewed counts a lease renewal's write and returns the step as the
+// update left it (its claim-checked payloads fetched), cached.
+func (w *World) renewed(ctx context.Context, out *dynamodb.UpdateItemOutput) (*world.Step, error) {
 	w.countWrite(derefCC(out.ConsumedCapacity)...)
 	fetched, err := w.cc.fetch(ctx, out.Attributes)
 	if err != nil {
