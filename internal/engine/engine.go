@@ -215,7 +215,9 @@ type RunOutcome struct {
 }
 
 // afterTerminal runs the side effects a finished run's terminal event
-// justifies, once it has committed: its streams are closed, a cancelled
+// justifies, once it has committed: its streams are closed (unless
+// compensations are to run, which may write to them: then at rest, see
+// deactivate), a cancelled
 // run's unfinished children are cancelled (cancelChildren) and, for a child
 // run, the parent's hook is resumed with the outcome and the parent woken.
 // All are idempotent, so a continuation that finds the run finished simply
@@ -231,20 +233,30 @@ func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.R
 	if status == world.RunStatusCancelled {
 		e.cancelChildren(ctx, runID)
 	}
-	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
-	if err != nil {
-		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)
-	}
-	for _, name := range names {
-		if err := e.w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: name}); err != nil {
-			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
+	var run *world.Run
+	if status != world.RunStatusCompleted {
+		// A failed or cancelled run may owe compensations, whose steps may
+		// write to its streams: those close when it is at rest.
+		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		if err != nil {
+			e.log.Warn("engine: read finished run", "run", runID, "err", err)
 		}
+		run = r
+	}
+	if run == nil || !compWork(run) {
+		e.closeStreams(ctx, runID)
 	}
 	if known && !notifies(execCtx) {
 		return
 	}
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil || !notifies(run.ExecutionContext) {
+	if run == nil {
+		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		if err != nil {
+			return
+		}
+		run = r
+	}
+	if !notifies(run.ExecutionContext) {
 		return
 	}
 	var ec ExecutionContext
@@ -352,4 +364,18 @@ func Wake(ctx context.Context, w world.World, now func() time.Time, runID, key s
 	}
 	_, err = w.Enqueue(ctx, &world.EnqueueParams{Body: body, IdempotencyKey: key})
 	return err
+}
+
+// closeStreams closes every stream of a finished run. Closing is
+// idempotent; a failure is logged, and the run's rest closes them again.
+func (e *Engine) closeStreams(ctx context.Context, runID string) {
+	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
+	if err != nil {
+		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)
+	}
+	for _, name := range names {
+		if err := e.w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: name}); err != nil {
+			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
+		}
+	}
 }
