@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -61,6 +62,9 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	}
 	if run.Status.Terminal() {
 		return "", false, nil
+	}
+	if err := sealmark.Check(runID, run.Input, run.ExecutionContext); err != nil {
+		return "", false, err // never run a step on an envelope
 	}
 	res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},

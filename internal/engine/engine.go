@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -172,6 +173,13 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 
 // failDeliveries fails the run of a message redelivered too often.
 func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt int) error {
+	// A sealed run that this engine's World does not open is left for an
+	// executor with the key (refuseKey): its deliveries count for nothing.
+	if run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID}); err == nil {
+		if err := sealmark.Check(run.RunID, run.Input, run.ExecutionContext); err != nil {
+			return err
+		}
+	}
 	data := &world.ErrorData{
 		Type:    TypeMaxDeliveries,
 		Message: fmt.Sprintf("message for run %s (step %q) was delivered %d times, more than %d", msg.RunID, msg.StepID, attempt, e.cfg.MaxDeliveries),
