@@ -219,6 +219,8 @@ func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byt
 		var gone *world.ExpiredError
 		if errors.As(err, &gone) {
 			gone.What = whats[keys[i]] + " (" + gone.What + ")"
+		} else if errors.Is(err, world.ErrCorrupt) {
+			err = fmt.Errorf("%w (the %s)", err, whats[keys[i]])
 		}
 		if err != nil {
 			return err
@@ -296,7 +298,23 @@ func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, s3Err("GetObject", c.bucket, key, err)
 	}
+	if err := c.verify(key, b); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// verify checks that b is what key promises: its last element is the
+// SHA-256 of the bytes stored under it (key), sealed or not. An object
+// that was damaged or replaced is world.ErrCorrupt, never data.
+func (c *claimCheck) verify(key string, b []byte) error {
+	want := key[strings.LastIndexByte(key, '/')+1:]
+	sum := sha256.Sum256(b)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return fmt.Errorf("%w: run %s: claim-checked payload s3://%s/%s holds %d bytes whose sha256 is %s, not the one its key names (the object was damaged or replaced)",
+			world.ErrCorrupt, runOfKey(c.prefix, key), c.bucket, key, len(b), got)
+	}
+	return nil
 }
 
 // payloadName says what a payload attribute holds, for errors.

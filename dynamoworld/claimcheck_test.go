@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -192,5 +193,48 @@ func TestCommitTooLargeIsInvalid(t *testing.T) {
 	_, err := appendEvents(w, id, evs...)
 	if world.Status(err) != 400 || !strings.Contains(err.Error(), "100 in one transaction") {
 		t.Fatalf("a commit of 101 items: %v, want ErrInvalid explaining the limit", err)
+	}
+}
+
+// TestClaimCheckVerifiesDigest: a claim-checked object changed in S3 (one
+// byte, or replaced by other bytes) reads as world.ErrCorrupt naming the
+// object, never as data, through the run and its events alike.
+func TestClaimCheckVerifiesDigest(t *testing.T) {
+	ddb := &fakeDDB{}
+	s3c := newFakeS3()
+	w := newFakeWorld(t, ddb, s3c, nil)
+	id := testIDs.New(world.PrefixRun)
+	if _, err := appendEvents(w, id, ev("", &world.RunCreated{WorkflowName: "wf", Input: jsonOf(300 << 10)})); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[itemKey]item{}
+	for _, ti := range ddb.writes[0].TransactItems {
+		stored[itemKey{getS(ti.Put.Item, attrPK), getS(ti.Put.Item, attrSK)}] = ti.Put.Item
+	}
+	serveItems(ddb, stored)
+	orig := map[string][]byte{}
+	for k, b := range s3c.objects {
+		orig[k] = b
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func([]byte) []byte
+	}{
+		{"one byte changed", func(b []byte) []byte { c := bytes.Clone(b); c[len(c)/2] = 'y'; return c }},
+		{"other bytes", func([]byte) []byte { return []byte(`"attacker"`) }},
+		{"empty", func([]byte) []byte { return nil }},
+	} {
+		for k, b := range orig {
+			s3c.objects[k] = tc.tamper(b)
+		}
+		fresh := newFakeWorld(t, ddb, s3c, nil) // nothing cached
+		_, err := fresh.GetRun(context.Background(), &world.GetRunParams{RunID: id})
+		if !errors.Is(err, world.ErrCorrupt) || !strings.Contains(err.Error(), "s3://skein-test/skein/blobs/"+id+"/") || !strings.Contains(err.Error(), "input of item") {
+			t.Errorf("%s: GetRun: %v, want world.ErrCorrupt naming the object and the input", tc.name, err)
+		}
+		_, err = fresh.ListEvents(context.Background(), &world.ListEventsParams{RunID: id})
+		if !errors.Is(err, world.ErrCorrupt) {
+			t.Errorf("%s: ListEvents: %v, want world.ErrCorrupt", tc.name, err)
+		}
 	}
 }

@@ -390,7 +390,10 @@
 // A payload below the threshold also moves when its item would exceed
 // MaxItemBytes (350 KB, under DynamoDB's 400 KB) or the transaction 3.5 MB
 // (under 4 MB), largest first. Reads fetch claim-checked payloads
-// transparently.
+// transparently, and check each against its key: an object whose bytes do
+// not hash to the sha256 its key names (damaged, or replaced by other
+// bytes, sealed or not) fails the read with world.ErrCorrupt naming the
+// object and what it held; its bytes are never returned.
 //
 // # Queue
 //

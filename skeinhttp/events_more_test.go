@@ -80,9 +80,15 @@ func TestEventsRedactsWebhookTokens(t *testing.T) {
 			world.EventInput{CorrelationID: plain, Data: &world.HookCreated{Token: "plain-tok"}})
 		next := messages(t, f.open(url.Values{"run": {run}, "snapshot": {"1"}}, ""))
 		snap := next().Data
-		f.append(run, world.EventInput{CorrelationID: web, Data: &world.HookReceived{Token: "secret-web", Payload: json.RawMessage(`1`)}})
+		// A request recorded with the token in its URL (as earlier versions
+		// recorded webhook requests).
+		request := `{"method":"POST","url":"https://hooks.example` + workflow.WebhookPath + `secret-web?order=7"}`
+		f.append(run, world.EventInput{CorrelationID: web, Data: &world.HookReceived{Token: "secret-web", Payload: json.RawMessage(request)}})
 		created := f.eventData(t, run, 3, world.EventHookCreated)
 		received := next().Data
+		if !strings.Contains(received, "order=7") {
+			t.Errorf("ShowTokens %v: the request is not shown: %s", show, received)
+		}
 		for _, data := range []string{snap, created, received} {
 			if strings.Contains(data, "secret-web") == !show {
 				t.Errorf("ShowTokens %v: %s", show, data)

@@ -5,10 +5,16 @@
 //
 // Each object holds consecutive chunks of one stream; its key ends with the
 // index of its first chunk in 16 digits, so a listing returns a stream in
-// order. The body is "SKS1", the chunk count and the chunk lengths as
-// uvarints, then the chunks; the count is also object metadata. The close
-// marker is an empty object at the stream's tail index: a listing tells it
-// from data by its size alone.
+// order. The body is "SKS2", the chunk count and the chunk lengths as
+// uvarints, the chunks, then the CRC-32C of all that; the count is also
+// object metadata. The close marker is an empty object at the stream's tail
+// index: a listing tells it from data by its size alone.
+//
+// A read checks every object it fetches: an object whose checksum, layout
+// or chunk count (body against metadata) does not agree fails ReadStream
+// with world.ErrCorrupt naming the object, and no chunk of it is returned.
+// Objects of the earlier layout ("SKS1", without a checksum) are refused
+// the same way.
 //
 // # Index allocation: S3 conditional puts
 //

@@ -2,17 +2,26 @@ package streams
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"hash/crc32"
+
+	"github.com/skeinflow/skein/world"
 )
 
-// An object holds consecutive chunks of one stream: "SKS1", the chunk count
-// and each chunk's length as uvarints, then the chunks' bytes. The close
-// marker is an empty object, so a listing tells it from data by its size.
-const magic = "SKS1"
+// An object holds consecutive chunks of one stream: "SKS2", the chunk count
+// and each chunk's length as uvarints, the chunks' bytes, then the CRC-32C
+// of all that (4 bytes, little-endian). The close marker is an empty
+// object, so a listing tells it from data by its size.
+const magic = "SKS2"
+
+// oldMagic began the objects of earlier versions, which had no checksum:
+// they are refused, since nothing could tell a damaged one.
+const oldMagic = "SKS1"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func encodeObject(chunks [][]byte) []byte {
-	n := len(magic) + binary.MaxVarintLen64
+	n := len(magic) + binary.MaxVarintLen64 + crc32.Size
 	for _, c := range chunks {
 		n += binary.MaxVarintLen64 + len(c)
 	}
@@ -25,26 +34,36 @@ func encodeObject(chunks [][]byte) []byte {
 	for _, c := range chunks {
 		b = append(b, c...)
 	}
-	return b
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-var errFormat = errors.New("streams: malformed stream object")
+// errFormat is a stored object that does not verify or decode.
+var errFormat = fmt.Errorf("%w: stream object", world.ErrCorrupt)
 
+// decodeObject returns the chunks of an object, or errFormat when its
+// checksum or its layout is wrong.
 func decodeObject(b []byte) ([][]byte, error) {
-	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
-		return nil, errFormat
+	if len(b) >= len(oldMagic) && string(b[:len(oldMagic)]) == oldMagic {
+		return nil, fmt.Errorf("%w: written by an earlier version without a checksum", errFormat)
+	}
+	if len(b) < len(magic)+crc32.Size || string(b[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: not a stream object (no %q header)", errFormat, magic)
+	}
+	b, sum := b[:len(b)-crc32.Size], binary.LittleEndian.Uint32(b[len(b)-crc32.Size:])
+	if got := crc32.Checksum(b, castagnoli); got != sum {
+		return nil, fmt.Errorf("%w: checksum %08x, the object says %08x (damaged or replaced)", errFormat, got, sum)
 	}
 	b = b[len(magic):]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
-		return nil, errFormat
+		return nil, fmt.Errorf("%w: bad chunk count", errFormat)
 	}
 	b = b[k:]
 	lens := make([]uint64, n)
 	for i := range lens {
 		l, k := binary.Uvarint(b)
 		if k <= 0 {
-			return nil, errFormat
+			return nil, fmt.Errorf("%w: bad length of chunk %d", errFormat, i)
 		}
 		lens[i], b = l, b[k:]
 	}

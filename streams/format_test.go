@@ -2,7 +2,10 @@ package streams
 
 import (
 	"bytes"
+	"errors"
 	"testing"
+
+	"github.com/skeinflow/skein/world"
 )
 
 func TestObjectRoundTrip(t *testing.T) {
@@ -20,9 +23,25 @@ func TestObjectRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range [][]byte{nil, []byte("SKS1"), []byte("XXXX\x01\x01a"), []byte("SKS1\x01\x05ab"), []byte("SKS1\x01\x01ab")} {
-		if _, err := decodeObject(bad); err == nil {
-			t.Fatalf("decodeObject(%q) accepted a malformed object", bad)
+	for _, bad := range [][]byte{nil, []byte("SKS2"), []byte("XXXX\x01\x01a"), []byte("SKS1\x01\x01a"), []byte("SKS2\x01\x05ab")} {
+		if _, err := decodeObject(bad); !errors.Is(err, world.ErrCorrupt) {
+			t.Fatalf("decodeObject(%q): %v, want world.ErrCorrupt", bad, err)
 		}
 	}
+}
+
+// TestObjectBitFlips: every single-bit flip of a stored object is refused
+// with world.ErrCorrupt; none decodes to other chunks.
+func TestObjectBitFlips(t *testing.T) {
+	obj := encodeObject([][]byte{[]byte(`{"progress":1}`), {}, []byte("chunk two"), []byte("\x00\xff")})
+	silent := 0
+	for i := range len(obj) * 8 {
+		b := bytes.Clone(obj)
+		b[i/8] ^= 1 << (i % 8)
+		if _, err := decodeObject(b); !errors.Is(err, world.ErrCorrupt) {
+			silent++
+			t.Errorf("flip of bit %d: %v, want world.ErrCorrupt", i, err)
+		}
+	}
+	t.Logf("%d single-bit flips of a %d-byte object: %d decoded", len(obj)*8, len(obj), silent)
 }

@@ -124,6 +124,9 @@ func (s *Streamer) get(ctx context.Context, key string) ([][]byte, error) {
 		return nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
 	}
 	chunks, err := decodeObject(b)
+	if err == nil && out.Metadata["count"] != strconv.Itoa(len(chunks)) {
+		err = fmt.Errorf("%w: %d chunks, its metadata says %q", errFormat, len(chunks), out.Metadata["count"])
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: s3://%s/%s", err, s.bucket, key)
 	}

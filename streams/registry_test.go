@@ -53,7 +53,12 @@ func (f *memS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["GetObject"]++
-	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(f.bodies[aws.ToString(in.Key)]))}, nil
+	k := aws.ToString(in.Key)
+	var meta map[string]string
+	if o, ok := f.objects[k]; ok {
+		meta = o.Metadata
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(f.bodies[k])), Metadata: meta}, nil
 }
 
 func (f *memS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {

@@ -207,7 +207,12 @@ func (f *lostAnswerS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...
 func (f *lostAnswerS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(f.bodies[aws.ToString(in.Key)]))}, nil
+	k := aws.ToString(in.Key)
+	var meta map[string]string
+	if o, ok := f.objects[k]; ok {
+		meta = o.Metadata
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(f.bodies[k])), Metadata: meta}, nil
 }
 
 func (f *lostAnswerS3) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {

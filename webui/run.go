@@ -311,7 +311,9 @@ func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView
 		case *world.HookReceived:
 			if i, ok := hi[ev.CorrelationID]; ok {
 				hooks[i].Status = "received"
-				hooks[i].Payloads = append(hooks[i].Payloads, pretty(d.Payload))
+				// The request a webhook received shows its token redacted.
+				shown := workflow.RedactEvent(ev).Data.(*world.HookReceived)
+				hooks[i].Payloads = append(hooks[i].Payloads, pretty(shown.Payload))
 			}
 		case *world.HookDisposed:
 			if i, ok := hi[ev.CorrelationID]; ok {

@@ -28,3 +28,28 @@ func TestRedactEvent(t *testing.T) {
 		t.Errorf("a chosen token shown as %q", d.Token)
 	}
 }
+
+// TestRedactEventWebhookRequest: a webhook request recorded with the token
+// in its URL shows it redacted, the rest of the request as it was; a
+// payload of another shape, and a URL already redacted, are left alone.
+func TestRedactEventWebhookRequest(t *testing.T) {
+	t.Parallel()
+	const tok = "tok-7Q2X9abc"
+	recv := func(payload string) string {
+		ev := workflow.RedactEvent(world.Event{Data: &world.HookReceived{Token: tok, Payload: []byte(payload)}})
+		return string(ev.Data.(*world.HookReceived).Payload)
+	}
+	legacy := `{"method":"POST","url":"https://h.example/p` + workflow.WebhookPath + tok + `?a=1","header":{"X-A":["b"]},"body":"e30="}`
+	want := `{"method":"POST","url":"https://h.example/p` + workflow.WebhookPath + workflow.RedactToken(tok) + `?a=1","header":{"X-A":["b"]},"body":"e30="}`
+	if got := recv(legacy); got != want {
+		t.Errorf("recorded request shown as\n%s\nwant\n%s", got, want)
+	}
+	if got := recv(want); got != want {
+		t.Errorf("a redacted request shown as %s", got)
+	}
+	for _, other := range []string{`{"method":"POST","url":"/x/` + tok + `","extra":1}`, `"` + tok + `"`, `{"by":"` + tok + `"}`} {
+		if got := recv(other); got != other {
+			t.Errorf("payload %s shown as %s", other, got)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -46,7 +45,12 @@ type webhookMeta struct {
 
 // Request is an HTTP request a webhook received.
 type Request struct {
-	Method string      `json:"method"`
+	Method string `json:"method"`
+	// URL is the request's URL with its last path segment, the webhook's
+	// token, shown as RedactToken shows it: the token is the capability to
+	// resume the webhook, and the request is recorded in the run's log,
+	// which is read more widely than the webhook's URL may be (Webhook.URL
+	// and Webhook.Token give the workflow its own URL).
 	URL    string      `json:"url"`
 	Header http.Header `json:"header,omitempty"`
 	Body   []byte      `json:"body,omitempty"`
@@ -161,13 +165,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	token := req.URL.Path
-	if i := strings.LastIndexByte(token, '/'); i >= 0 {
-		token = token[i+1:]
-	}
-	if t, err := url.PathUnescape(token); err == nil {
-		token = t
-	}
+	token := webhookToken(req.URL.Path)
 	if token == "" {
 		rw.WriteHeader(http.StatusBadRequest)
 		return
@@ -195,7 +193,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(http.StatusRequestEntityTooLarge)
 		return
 	}
-	r := Request{Method: req.Method, URL: req.URL.String(), Header: req.Header.Clone(), Body: body}
+	r := Request{Method: req.Method, URL: redactWebhookURL(req.URL), Header: req.Header.Clone(), Body: body}
 	if meta.Manual {
 		var b [12]byte
 		_, _ = rand.Read(b[:])

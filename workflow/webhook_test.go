@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -87,8 +88,27 @@ func TestWebhooks(t *testing.T) {
 		t.Fatalf("result = %+v, %v", got, err)
 	}
 	for i, want := range []string{`{"message":"one"}`, `{"message":"two"}`, `{"message":"three"}`} {
-		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != us[i] {
+		// The recorded URL shows the token redacted: it is in the run's log.
+		token, _ := url.PathUnescape(strings.TrimPrefix(us[i], workflow.WebhookPath))
+		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != workflow.WebhookPath+workflow.RedactToken(token) {
 			t.Errorf("request %d = %+v", i, got[i])
+		}
+	}
+	// The run's log as stored holds the tokens in its hook events only,
+	// not in the requests it recorded.
+	evs, err := e.lw.ListEvents(ctx, &world.ListEventsParams{RunID: run.ID(), Pagination: world.Pagination{Limit: world.MaxPageLimit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Items {
+		hr, ok := ev.Data.(*world.HookReceived)
+		if !ok {
+			continue
+		}
+		for i, tok := range hooks.Items {
+			if strings.Contains(string(hr.Payload), tok.Token) {
+				t.Errorf("the request delivered to hook %d is recorded with its token: %s", i, hr.Payload)
+			}
 		}
 	}
 	// The run ended: its webhooks are gone.

@@ -36,6 +36,12 @@ var (
 	// matches it). Nothing is wrong with the run: an executor that meets
 	// it leaves the run's message for one that holds the key.
 	ErrKeyUnavailable = errors.New("world: payload key unavailable")
+	// ErrCorrupt (500): bytes read back from storage do not verify: the
+	// digest or checksum the World keeps for them does not match, or they do
+	// not decode. They were damaged or replaced after they were written; the
+	// read returns this error, never the bytes. The error names the run and
+	// the part that failed.
+	ErrCorrupt = errors.New("world: stored data is corrupt")
 )
 
 // Status returns the HTTP-style status code for err: 404, 409, 410, 425, 400,

@@ -69,14 +69,18 @@ func hostileStore(t *testing.T) (db, failedID, waitingID string) {
 		world.EventInput{Data: &world.RunCreated{WorkflowName: "hostile", Input: []byte(`"in\u001b[2J"`)}},
 		world.EventInput{Data: &world.RunStarted{}},
 		world.EventInput{Data: &world.RunFailed{ErrorCode: world.CodeUserError, Error: &world.ErrorData{Message: "boom\x1b[31mred\nsecond line"}}})
-	step := ids.New(world.PrefixStep)
+	step, webhook := ids.New(world.PrefixStep), ids.New(world.PrefixHook)
+	// The webhook got a request recorded with its token in the URL (as
+	// earlier versions recorded them).
+	request := `{"method":"POST","url":"https://hooks.example` + workflow.WebhookPath + `whsec-0123456789abcdefg?order=7"}`
 	appendAll(waitingID,
 		world.EventInput{Data: &world.RunCreated{WorkflowName: "hostile"}},
 		world.EventInput{Data: &world.RunStarted{}},
 		world.EventInput{CorrelationID: step, Data: &world.StepCreated{StepName: "charge"}},
 		world.EventInput{CorrelationID: step, Data: &world.StepStarted{Attempt: 1}},
 		world.EventInput{CorrelationID: step, Data: &world.StepRetrying{Error: &world.ErrorData{Message: "503\x1b]0;pwned\x07"}}},
-		world.EventInput{CorrelationID: ids.New(world.PrefixHook), Data: &world.HookCreated{Token: "whsec-0123456789abcdefg", IsWebhook: true}},
+		world.EventInput{CorrelationID: webhook, Data: &world.HookCreated{Token: "whsec-0123456789abcdefg", IsWebhook: true}},
+		world.EventInput{CorrelationID: webhook, Data: &world.HookReceived{Token: "whsec-0123456789abcdefg", Payload: []byte(request)}},
 		world.EventInput{CorrelationID: ids.New(world.PrefixHook), Data: &world.HookCreated{Token: "approve/42", Metadata: []byte(`{"note":"\u001b[31m"}`)}})
 	return db, failedID, waitingID
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"html"
 	"net"
@@ -33,20 +34,20 @@ type actWorld struct {
 
 // serve runs each POST (an action) with the store's lock held. hosts are
 // the host names the dashboard answers to (webui.Config.Hosts; nil: any).
+// A POST that does not name such a host, come from one of the dashboard's
+// pages and carry its CSRF token goes to the dashboard, which refuses it,
+// without the lock: a page of another site must not be able to make the
+// dashboard take the store, even for a moment.
 func (a *actWorld) serve(h http.Handler, hosts []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
+		if r.Method != http.MethodPost || !fromDashboard(r, hosts) || !hasCSRF(w, r) {
+			h.ServeHTTP(w, r) // reads, and what the dashboard refuses for its own reason
 			return
 		}
 		a.act.Lock()
 		defer a.act.Unlock()
 		lw, err := a.e.openLocked()
 		if err != nil {
-			if !fromDashboard(r, hosts) {
-				h.ServeHTTP(w, r) // the dashboard refuses it, for its own reason
-				return
-			}
 			refusePage(w, r, err)
 			return
 		}
@@ -76,6 +77,22 @@ func fromDashboard(r *http.Request, hosts []string) bool {
 	}
 	u, err := url.Parse(from)
 	return err == nil && u.Host != "" && u.Host == r.Host
+}
+
+// maxActionForm bounds the form hasCSRF reads (webui's own bound on an
+// action's form).
+const maxActionForm = 1 << 20
+
+// hasCSRF reports whether a POST carries the dashboard's double-submit
+// token: a well-formed cookie (webui's skein_csrf) that the form's csrf
+// field repeats. The dashboard checks it again, with the rest.
+func hasCSRF(w http.ResponseWriter, r *http.Request) bool {
+	c, err := r.Cookie("skein_csrf")
+	if err != nil || len(c.Value) != 64 {
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxActionForm)
+	return r.ParseForm() == nil && subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(c.Value)) == 1
 }
 
 // refusePage answers an action refused because the store could not be
