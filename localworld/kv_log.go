@@ -42,8 +42,12 @@ import (
 // appending). The log ends at the first all-zero record header; Close
 // trims the unused space.
 type logStore struct {
-	mem    *memStore
-	path   string
+	mem  *memStore
+	path string // as the caller named it, for messages
+	// file is the file path names, its symbolic links resolved: the name a
+	// compaction renames its new file to, in the directory dir, so that a
+	// symlinked store stays a symlink to the compacted file.
+	file   string
 	dir    string
 	sync   SyncPolicy
 	group  bool

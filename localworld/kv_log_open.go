@@ -31,6 +31,10 @@ func openStore(cfg *Config) (kvStore, Format, error) {
 		return nil, 0, fmt.Errorf("localworld: open %s: %w", path, err)
 	case !fi.Mode().IsRegular():
 		return nil, 0, fmt.Errorf("localworld: open %s: not a regular file", path)
+	case fi.Size() == 0:
+		if err := initEmptyLog(cfg); err != nil {
+			return nil, 0, err
+		}
 	}
 	format, signs := sniffFormat(path)
 	switch {
@@ -96,16 +100,58 @@ func logSigns(b []byte) string {
 // holding the format marker, built under a temporary name, synced and
 // linked into place, so the path never names a half-made file.
 func createLogFile(cfg *Config) error {
-	path := cfg.Path
+	path := linkTarget(cfg.Path)
+	tmpName, err := newLogFile(path, cfg.FileMode)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmpName) }()
+	return linkIntoPlace(tmpName, path)
+}
+
+// initEmptyLog makes a new log store in place of the empty file at
+// cfg.Path (one made by touch): an empty file holds no data, so it is taken
+// for a new store, not refused as corrupt. The new store is built under a
+// temporary name and renamed over the empty file while its lock is held
+// (an Open waiting for that lock then finds that the path names another
+// file, and opens that one); its permissions are the empty file's.
+func initEmptyLog(cfg *Config) error {
+	path, err := filepath.EvalSymlinks(cfg.Path)
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", cfg.Path, err)
+	}
+	f, err := openLocked(path, cfg.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", cfg.Path, err)
+	}
+	if fi.Size() != 0 {
+		return nil // another process made the store meanwhile
+	}
+	tmpName, err := newLogFile(path, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmpName) }()
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("localworld: create %s: %w", cfg.Path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// newLogFile writes a new, empty log store to a temporary file beside path,
+// synced, with permissions mode, and returns its name.
+func newLogFile(path string, mode os.FileMode) (string, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".creating-*")
 	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
+		return "", fmt.Errorf("localworld: create %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
-	defer func() { _ = os.Remove(tmpName) }()
-	snap := appendRecord(nil, 1, appendPutOp([]byte{recKindSnapshot}, bMeta, formatKey, formatValue))
-	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: uint64(logHeaderSize + len(snap))}
-	_, err = tmp.Write(append(h.encode(), snap...))
+	_, err = tmp.Write(newLogBytes())
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -113,12 +159,34 @@ func createLogFile(cfg *Config) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmpName, cfg.FileMode)
+		err = os.Chmod(tmpName, mode)
 	}
 	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
+		_ = os.Remove(tmpName)
+		return "", fmt.Errorf("localworld: create %s: %w", path, err)
 	}
-	return linkIntoPlace(tmpName, path)
+	return tmpName, nil
+}
+
+// newLogBytes is the content of a new log store: a header and a snapshot
+// holding the format marker.
+func newLogBytes() []byte {
+	snap := appendRecord(nil, 1, appendPutOp([]byte{recKindSnapshot}, bMeta, formatKey, formatValue))
+	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: uint64(logHeaderSize + len(snap))}
+	return append(h.encode(), snap...)
+}
+
+// linkTarget returns the file a dangling symbolic link at path names, so
+// that a new store is made there and the link kept, or path.
+func linkTarget(path string) string {
+	dest, err := os.Readlink(path)
+	if err != nil {
+		return path
+	}
+	if !filepath.IsAbs(dest) {
+		dest = filepath.Join(filepath.Dir(path), dest)
+	}
+	return dest
 }
 
 // openLocked opens path for writing under an exclusive lock. A compaction
@@ -205,7 +273,11 @@ func openLog(cfg *Config) (*logStore, error) {
 			slog.String("why", r.torn.reason), slog.Uint64("lastSeq", r.nextSeq-1))
 		size = r.end
 	}
-	for _, p := range compactLeftovers(path) {
+	file, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	for _, p := range compactLeftovers(file) {
 		if err := os.Remove(p); err == nil {
 			logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: removed the file of an unfinished compaction", slog.String("path", p))
 		}
@@ -213,7 +285,8 @@ func openLog(cfg *Config) (*logStore, error) {
 	s := &logStore{
 		mem:        mem,
 		path:       path,
-		dir:        filepath.Dir(path),
+		file:       file,
+		dir:        filepath.Dir(file),
 		sync:       cfg.Sync,
 		group:      cfg.Sync != SyncNone,
 		logger:     logger,

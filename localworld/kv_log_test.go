@@ -2,6 +2,7 @@ package localworld
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -442,5 +443,50 @@ func TestLogDamagedMagic(t *testing.T) {
 				t.Fatal("the failed Open modified the file")
 			}
 		})
+	}
+}
+
+// An empty file (touch) is a new store: read-only it holds nothing, and
+// Open makes a store in its place, keeping its permissions and the
+// symbolic link that names it.
+func TestOpenEmptyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "touched.skein")
+	if err := os.WriteFile(path, nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.skein")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(Config{Path: link, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of an empty file: %v", err)
+	}
+	defer ro.Close()
+	if p, err := ro.ListRuns(context.Background(), nil); err != nil || len(p.Items) != 0 {
+		t.Fatalf("read-only ListRuns of an empty file: %v, %v", p, err)
+	}
+	w, err := Open(Config{Path: link})
+	if err != nil {
+		t.Fatalf("Open of an empty file: %v", err)
+	}
+	id := newRun(t, w, "wf")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link is no longer a link: %v, %v", fi, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("the store's permissions: %v, %v, want 0640", fi.Mode(), err)
+	}
+	if _, err := ro.GetRun(context.Background(), &world.GetRunParams{RunID: id}); err != nil {
+		t.Fatalf("the reader opened on the empty file does not follow the new store: %v", err)
+	}
+	w = mustOpen(t, Config{Path: path})
+	if _, err := w.GetRun(context.Background(), &world.GetRunParams{RunID: id}); err != nil {
+		t.Fatalf("reopened: %v", err)
 	}
 }

@@ -65,6 +65,11 @@ func (s *roLogStore) reload() error {
 		_ = f.Close()
 		return fmt.Errorf("localworld: open %s: %w", s.path, err)
 	}
+	if len(buf) == 0 {
+		// An empty file (touch) is a new store no one has written yet;
+		// the Open that makes it renames a new file over it.
+		buf = newLogBytes()
+	}
 	mem := newMemStore()
 	r, err := replayLog(s.path, buf, mem)
 	if err != nil {
@@ -179,7 +184,7 @@ func openReadOnly(w *World, c *Config) (*World, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("localworld: open %s: not a regular file", c.Path)
 	}
-	if format, signs := sniffFormat(c.Path); format != FormatLog || signs != "" {
+	if format, signs := sniffFormat(c.Path); fi.Size() > 0 && (format != FormatLog || signs != "") {
 		return nil, fmt.Errorf("localworld: open %s read-only: only a log-format store can be read while another process holds it", c.Path)
 	}
 	kv, err := openLogReadOnly(c.Path)
