@@ -26,7 +26,7 @@ import (
 // once, running every transaction queued so far, one after the other, and
 // appending all their writes as one record with one fdatasync; those that
 // arrive meanwhile queue for the next commit. A transaction that fails is
-// rolled back alone (its undo log), so, unlike bbolt's group commit, no
+// rolled back alone (its undo log), so no
 // transaction is ever run twice and a refusal costs the others nothing:
 // the two policies give the same guarantee at the same cost, and are one.
 // Under SyncNone a commit writes alone, without a sync.
@@ -276,8 +276,7 @@ type logResult struct {
 	panicVal any
 }
 
-// groupUpdate is update with group commit, leader-based as in
-// kv_group.go: the first caller commits at once with every call queued,
+// groupUpdate is update with group commit, leader-based: the first caller commits at once with every call queued,
 // callers that arrive meanwhile queue for the next batch.
 func (s *logStore) groupUpdate(fn func(kvTx) error) error {
 	call := &logCall{fn: fn, done: make(chan logResult, 1)}
@@ -303,7 +302,10 @@ func (s *logStore) groupUpdate(fn func(kvTx) error) error {
 }
 
 func (s *logStore) lead() {
-	runtime.Gosched() // see groupCommitter.lead
+	// Let the writers the last commit just released queue their next
+	// transaction first: without this, batches alternate between full and
+	// half empty. With no other goroutine runnable it returns at once.
+	runtime.Gosched()
 	s.gmu.Lock()
 	batch := s.queue
 	s.queue = nil

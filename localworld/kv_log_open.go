@@ -14,71 +14,66 @@ import (
 	"time"
 )
 
-// openStore opens the durable store at cfg.Path in the format its file is
-// in, read from the file's first bytes, or creates one in cfg.Format.
-func openStore(cfg *Config) (kvStore, Format, error) {
+// openStore opens the log store at cfg.Path, or creates one. A file in
+// another format is refused: a bbolt store with ErrBoltFormat (naming the
+// command that migrates it), anything else with ErrCorrupt.
+func openStore(cfg *Config) (kvStore, error) {
 	path := cfg.Path
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if cfg.Format == FormatBolt {
-			break // openBolt creates it
-		}
 		if err := createLogFile(cfg); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	case err != nil:
-		return nil, 0, fmt.Errorf("localworld: open %s: %w", path, err)
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
 	case !fi.Mode().IsRegular():
-		return nil, 0, fmt.Errorf("localworld: open %s: not a regular file", path)
+		return nil, fmt.Errorf("localworld: open %s: not a regular file", path)
 	case fi.Size() == 0:
 		if err := initEmptyLog(cfg); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	format, signs := sniffFormat(path)
-	switch {
-	case format == FormatLog && signs == "":
-		s, err := openLog(cfg)
-		if err != nil {
-			return nil, 0, err
-		}
-		return s, FormatLog, nil
-	case format == FormatLog:
-		return nil, 0, fmt.Errorf("%w: open %s: a log-format store whose first bytes are damaged: it does not start with %q, but %s are intact (the file was left untouched)",
-			ErrCorrupt, path, logMagic, signs)
+	if err := checkFormat(path); err != nil {
+		return nil, err
 	}
-	db, err := openBolt(cfg)
-	if err != nil {
-		return nil, 0, err
-	}
-	return newBoltStore(db, cfg.Sync == SyncBatch), FormatBolt, nil
+	return openLog(cfg)
 }
 
-// sniffFormat reads the format of the file at path from its first bytes:
-// FormatLog for the log magic, FormatBolt for a bbolt meta page. A file with
-// neither whose other log markers are intact (logSigns) is a log store with
-// damaged first bytes: FormatLog, with signs naming what was recognised.
-// Anything else goes to the bbolt checks, which refuse what is not bbolt.
-func sniffFormat(path string) (format Format, signs string) {
+// checkFormat reads the format of the file at path from its first bytes:
+// nil for a log store, ErrBoltFormat for a bbolt store, and ErrCorrupt for
+// a log store whose first bytes are damaged (its other markers, logSigns,
+// are intact) or a file of neither kind.
+func checkFormat(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return FormatBolt, ""
+		return fmt.Errorf("localworld: open %s: %w", path, err)
 	}
 	defer f.Close()
 	b := make([]byte, logHeaderSize+recHeaderSize)
-	n, _ := io.ReadFull(f, b)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("localworld: open %s: %w", path, err)
+	}
 	b = b[:n]
 	switch {
 	case len(b) >= len(logMagic) && string(b[:len(logMagic)]) == logMagic:
-		return FormatLog, ""
-	case len(b) >= boltPageHeader+4 && binary.NativeEndian.Uint32(b[boltPageHeader:]) == boltMagic:
-		return FormatBolt, ""
+		return nil
+	case isBolt(b):
+		return &boltFormatError{path: path}
 	}
 	if signs := logSigns(b); signs != "" {
-		return FormatLog, signs
+		return fmt.Errorf("%w: open %s: a log-format store whose first bytes are damaged: it does not start with %q, but %s are intact (the file was left untouched)",
+			ErrCorrupt, path, logMagic, signs)
 	}
-	return FormatBolt, ""
+	return fmt.Errorf("%w: open %s: not a localworld store: it starts with neither %q (a log-format store) nor a bbolt page (the file was left untouched)",
+		ErrCorrupt, path, logMagic)
+}
+
+// isBolt reports whether b, a file's first bytes, starts with a bbolt meta
+// page.
+func isBolt(b []byte) bool {
+	return len(b) >= boltPageHeader+4 && binary.NativeEndian.Uint32(b[boltPageHeader:]) == boltMagic
 }
 
 // logSigns names the parts of a log store's start, other than its magic,

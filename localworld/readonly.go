@@ -184,8 +184,10 @@ func openReadOnly(w *World, c *Config) (*World, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("localworld: open %s: not a regular file", c.Path)
 	}
-	if format, signs := sniffFormat(c.Path); fi.Size() > 0 && (format != FormatLog || signs != "") {
-		return nil, fmt.Errorf("localworld: open %s read-only: only a log-format store can be read while another process holds it", c.Path)
+	if fi.Size() > 0 {
+		if err := checkFormat(c.Path); err != nil {
+			return nil, err
+		}
 	}
 	kv, err := openLogReadOnly(c.Path)
 	if err != nil {

@@ -69,13 +69,11 @@ func TestReadOnlyFollowsWriter(t *testing.T) {
 	wantErrIs(t, err, ErrReadOnly, "WriteStream on a read-only World")
 }
 
-// Config.ReadOnly refuses what it cannot read: no path, a missing file, a
-// bbolt store.
+// Config.ReadOnly refuses what it cannot read: no path, a missing file (a
+// bbolt store: TestOpenBoltStoreRefused).
 func TestReadOnlyRefuses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bolt := filepath.Join(dir, "bolt.db")
-	mustOpen(t, Config{Path: bolt, Format: FormatBolt}).Close()
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -83,7 +81,6 @@ func TestReadOnlyRefuses(t *testing.T) {
 	}{
 		{"memory", Config{ReadOnly: true}, "needs a Path"},
 		{"missing", Config{Path: filepath.Join(dir, "none.db"), ReadOnly: true}, "no such file"},
-		{"bolt", Config{Path: bolt, ReadOnly: true}, "only a log-format store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
