@@ -108,7 +108,10 @@ type Config struct {
 	// process (a worker) may hold it and write: no lock is taken, every
 	// read first catches up with the commits appended since the last one,
 	// and every write fails with ErrReadOnly. An incomplete last record is
-	// taken for one being written and left out.
+	// taken for one being written and left out while a process holds the
+	// store (World.TornTail reports it); with none holding it, Open fails
+	// with it (ErrTornTail), as Open with the lock does. A file cut short
+	// is ErrCorrupt.
 	ReadOnly bool
 
 	// Now is the clock for every time the World records or compares:

@@ -82,15 +82,25 @@
 // header and every record must be intact and in
 // sequence; the error names the offset of the first bad one. One case is
 // told apart: when the bad record is the last thing in the file (nothing
-// intact follows it), it is what a crash in the middle of a write leaves,
-// a commit that was never acknowledged (a synced commit writes only after
-// the previous one is durable, so only the last write can be torn). Open
-// then fails with ErrTornTail (which is also ErrCorrupt) and a message
-// that says so; with Config.RepairTornTail it truncates the file after the
-// last whole record instead, logging what it dropped. Damage followed by
-// intact records is never repaired. Like any log that finds its end by
-// checksums (SQLite's WAL, say), the log cannot tell committed records that
-// a device zeroed at the very end of the file from space allocated ahead.
+// intact follows it), it may be what a crash in the middle of a write
+// leaves, a commit that was never acknowledged (a synced commit writes
+// only after the previous one is durable, so only the last write can be
+// torn). Open then fails with ErrTornTail (which is also ErrCorrupt) and a
+// message that says so; with Config.RepairTornTail it truncates the file
+// after the last whole record instead, logging what it dropped. Two things
+// tell a torn write from damage there. A record is written into space
+// allocated (and synced) ahead of it, so a crash leaves the file's size: a
+// file that ends inside its last record was cut short (truncated, copied
+// incompletely), and Open says so (ErrCorrupt, not ErrTornTail). And Close
+// records in the header where the log ended (its closed end): a bad
+// record, or an end of file, before that offset is damage too, whatever
+// follows. Damage is never repaired, and never advised to be. Like any log
+// that finds its end by checksums (SQLite's WAL, say), the log cannot tell
+// committed records that a device zeroed at the very end of the file from
+// space allocated ahead, nor a file cut at a record boundary after a crash
+// (before the next Close) from one the crash left so: a cut after a Close
+// is always found. RELIABILITY.md ("Tampering and corruption") has the
+// random bit-flip and truncation sweep (TestLogFlipSweep).
 // A stored record that does not decode is reported as ErrCorrupt naming its
 // bucket and key.
 //
@@ -114,8 +124,10 @@
 // it replays that one from its start. Either file is a prefix of the same
 // history, so a read sees the store as it was at some commit, never a mix.
 // An incomplete last record found when the file is read from its start is
-// reported by World.TornTail: a reader that finds it again a moment later
-// has a store a crash cut short, which Open with the lock refuses.
+// reported by World.TornTail while a process holds the store (a reader
+// that finds it again a moment later has a store a crash cut short); with
+// no process holding it, Open fails with it, as Open with the lock does.
+// A file cut short, or damaged before its closed end, fails Open.
 //
 // # Layout
 //

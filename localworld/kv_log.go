@@ -385,6 +385,9 @@ func (s *logStore) close() error {
 			err = s.f.Sync()
 		}
 	}
+	if err == nil && s.failed == nil {
+		err = markClosed(s.f, s.end, s.sync != SyncNone)
+	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
@@ -392,6 +395,36 @@ func (s *logStore) close() error {
 	s.mem.mu.Unlock()
 	s.compactWG.Wait()
 	return err
+}
+
+// markClosed records in the header of the log file f that its log ends at
+// end, all whole records (the "closed end": a later Open tells damage and
+// truncation before it from a torn write), and syncs it when sync. The
+// header is 64 bytes at the start of the first sector, written in one
+// call, as a meta page of bbolt was: a write the device does whole or not
+// at all.
+func markClosed(f *os.File, end int64, sync bool) error {
+	b := make([]byte, logHeaderSize)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return fmt.Errorf("localworld: %s: read the header: %w", f.Name(), err)
+	}
+	h, err := decodeLogHeader(b)
+	if err != nil {
+		return fmt.Errorf("localworld: %s: the header: %w", f.Name(), err)
+	}
+	if h.closedEnd == uint64(end) {
+		return nil
+	}
+	h.closedEnd = uint64(end)
+	if _, err := f.WriteAt(h.encode(), 0); err != nil {
+		return fmt.Errorf("localworld: %s: write the header: %w", f.Name(), err)
+	}
+	if sync {
+		if err := fdatasync(f); err != nil {
+			return fmt.Errorf("localworld: %s: sync the header: %w", f.Name(), err)
+		}
+	}
+	return nil
 }
 
 // compactLeftovers lists the temporary files of compactions that did not

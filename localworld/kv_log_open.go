@@ -167,7 +167,8 @@ func newLogFile(path string, mode os.FileMode) (string, error) {
 // holding the format marker.
 func newLogBytes() []byte {
 	snap := appendRecord(nil, 1, appendPutOp([]byte{recKindSnapshot}, bMeta, formatKey, formatValue))
-	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: uint64(logHeaderSize + len(snap))}
+	end := uint64(logHeaderSize + len(snap))
+	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: end, closedEnd: end}
 	return append(h.encode(), snap...)
 }
 

@@ -265,7 +265,10 @@ func writeMigrated(mem *memStore, to string) error {
 	for i := range job.trees {
 		job.trees[i] = mem.buckets[i]
 	}
-	_, err = s.writeSnapshotTo(tmp, job)
+	end, err := s.writeSnapshotTo(tmp, job)
+	if err == nil {
+		err = markClosed(tmp, end, true)
+	}
 	if err == nil {
 		err = tmp.Chmod(0o600)
 	}

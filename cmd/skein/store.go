@@ -133,6 +133,9 @@ func (e *env) openRead() (*localworld.World, error) {
 	cfg.ReadOnly = true
 	for look := 1; ; look++ {
 		w, err := localworld.Open(cfg)
+		if errors.Is(err, localworld.ErrTornTail) {
+			return nil, fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
+		}
 		if err != nil {
 			return nil, err
 		}
