@@ -21,7 +21,7 @@ var (
 )
 
 // World is the embedded World: storage, queue and streams in one store, a
-// file (a log or bbolt) or memory. It is safe for concurrent use. A file
+// log file or memory. It is safe for concurrent use. A file
 // store is used by one process at a time (Open takes a lock on it).
 type World struct {
 	cfg    *Config
@@ -75,14 +75,14 @@ func Open(cfg Config) (*World, error) {
 	if c.ReadOnly {
 		return openReadOnly(w, c)
 	}
-	kv, format, err := openStore(c)
+	kv, err := openStore(c)
 	if err != nil {
 		return nil, err
 	}
 	w.kv = kv
 	// Only a lock that keeps other processes out proves their leases stale
-	// (bbolt locks its file everywhere; the log only where flock exists).
-	if format == FormatBolt || exclusiveLocks {
+	// (where flock exists).
+	if exclusiveLocks {
 		if err = w.expireStaleLeases(); err != nil {
 			err = fmt.Errorf("expire stale leases: %w", err)
 		} else if err = w.releaseAbandoned(); err != nil {
@@ -94,7 +94,7 @@ func Open(cfg Config) (*World, error) {
 		return nil, fmt.Errorf("localworld: open %s: %w", c.Path, err)
 	}
 	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: opened", slog.String("path", c.Path),
-		slog.String("format", format.String()), slog.String("sync", c.Sync.String()))
+		slog.String("sync", c.Sync.String()))
 	return w, nil
 }
 

@@ -85,6 +85,7 @@ var commands = []*command{
 	hooksListCmd, hooksResumeCmd,
 	streamsListCmd, streamsReadCmd,
 	patchesCheckCmd,
+	storeMigrateCmd,
 }
 
 // usageError is bad usage: exit code 2.
