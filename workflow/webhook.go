@@ -147,12 +147,27 @@ func deliversWebhook(method string) bool {
 // whose run has ended, answers 404 with an empty body. What it logs never
 // holds a token, only RedactToken's digest of it.
 func (c *Client) WebhookHandler() http.Handler {
-	return &webhookHandler{c: c, timeout: 30 * time.Second}
+	h := &webhookHandler{c: c, timeout: 30 * time.Second}
+	h.deliver = h.commit
+	return h
 }
 
 type webhookHandler struct {
 	c       *Client
 	timeout time.Duration
+	// deliver hands a request over to the hook: commit (WebhookHandler) or
+	// enqueue (QueuedWebhookHandler). A world.ErrNotFound error answers 404.
+	deliver func(ctx context.Context, token string, hk *world.Hook, r *Request) error
+}
+
+// commit appends the request to the hook's run and wakes the run.
+func (h *webhookHandler) commit(ctx context.Context, token string, _ *world.Hook, r *Request) error {
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = engine.ResumeHook(ctx, h.c.w, h.c.now, token, payload)
+	return err
 }
 
 func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
@@ -199,12 +214,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		_, _ = rand.Read(b[:])
 		r.ReplyRun, r.ReplyTo = hk.RunID, "webhook-reply."+hex.EncodeToString(b[:])
 	}
-	payload, err := json.Marshal(r)
-	if err != nil {
-		rw.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	if _, err := engine.ResumeHook(ctx, h.c.w, h.c.now, token, payload); err != nil {
+	if err := h.deliver(ctx, token, hk, &r); err != nil {
 		if errors.Is(err, world.ErrNotFound) {
 			rw.WriteHeader(http.StatusNotFound)
 			return

@@ -142,6 +142,10 @@ type ProcessorConfig struct {
 	// a warning names the version. Nil (or an empty Versions) runs every
 	// run. See the "Changing workflows" guide.
 	Versions VersionFilter
+	// Inbox holds the webhook requests too large for a queue message that a
+	// QueuedWebhookHandler put there; the Processor reads, checks and
+	// deletes them. Nil: such a delivery is dropped (and logged).
+	Inbox Inbox
 }
 
 // Processor handles the queue messages of a World's runs: the part of a
@@ -150,6 +154,7 @@ type Processor struct {
 	eng    *engine.Engine
 	client *Client
 	log    *slog.Logger
+	inbox  Inbox
 }
 
 // NewProcessor returns a Processor for cfg.
@@ -192,7 +197,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{eng: eng, client: client, log: cfg.Logger}, nil
+	return &Processor{eng: eng, client: client, log: cfg.Logger, inbox: cfg.Inbox}, nil
 }
 
 // Client returns a client over the processor's World and Registry.
@@ -214,6 +219,12 @@ func (p *Processor) Client() *Client { return p.client }
 // Registry does not hold is logged as an error and still starts its run,
 // which fails as not registered (RUNTIME_ERROR), where listing runs shows
 // it.
+//
+// A webhook delivery message (IsWebhookDelivery: what a
+// QueuedWebhookHandler enqueues) is committed to the active hook holding
+// its token, once however often it is delivered; one that no active hook
+// can take (disposed, or its run ended), or whose request does not check
+// out, is a permanent error, logged as a dropped delivery.
 func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -223,6 +234,9 @@ func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err 
 	}()
 	if schedule.IsMessage(body) {
 		return p.processFiring(ctx, body)
+	}
+	if IsWebhookDelivery(body) {
+		return p.processDelivery(ctx, body)
 	}
 	msg, err := world.DecodeMessage(body)
 	if err != nil {
