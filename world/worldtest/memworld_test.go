@@ -75,6 +75,7 @@ var _ world.World = (*memWorld)(nil)
 func (w *memWorld) Limits() world.Limits {
 	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}.WithDefaults()
 }
+
 var _ world.Consumer = (*memWorld)(nil)
 var _ world.StreamNotifier = (*memWorld)(nil)
 
