@@ -27,7 +27,9 @@ func TestConformanceTwoProcesses(t *testing.T) {
 			r, url := dynamotest.NewResources(t, c)
 			p := &pair{t: t}
 			for i := range p.ws {
-				w, err := dynamoworld.New(context.Background(), dynamotest.Config(c, r, url))
+				cfg := dynamotest.Config(c, r, url)
+				cfg.Limits = suiteLimits
+				w, err := dynamoworld.New(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -48,6 +50,8 @@ type pair struct {
 }
 
 func (p *pair) w() *dynamoworld.World { return p.ws[p.n.Add(1)%2] }
+
+func (p *pair) Limits() world.Limits { return p.ws[0].Limits() }
 
 func (p *pair) Close() error { return errors.Join(p.ws[0].Close(), p.ws[1].Close()) }
 

@@ -32,7 +32,7 @@ func keyring(t testing.TB, current string, keys map[string][]byte) *encrypt.Loca
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
-		lw, err := localworld.Open(localworld.Config{})
+		lw, err := localworld.Open(localworld.Config{Limits: world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,6 +72,10 @@ func Wrap(w world.World, cfg Config) (*World, error) {
 // Unwrap returns the wrapped World.
 func (w *World) Unwrap() world.World { return w.inner }
 
+// Limits returns the wrapped World's limits (world.LimitsOf), which it
+// judges on the sealed payloads.
+func (w *World) Limits() world.Limits { return world.LimitsOf(w.inner) }
+
 func (w *World) cached(runID string) (*runKey, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

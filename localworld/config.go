@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // SyncPolicy says when a durable World forces its commits to stable storage.
@@ -139,6 +141,9 @@ type Config struct {
 	// while idle up to 100ms). A World that writes wakes its watchers at
 	// every commit and does not poll.
 	WatchPollMin, WatchPollMax time.Duration
+	// Limits bound how far one run may grow (events, payload size, hooks,
+	// waits, stream bytes): see world.Limits for each and its default.
+	Limits world.Limits
 
 	// compactMin is the size below which a log file is never compacted
 	// (default 64 MiB); tests set it small.
@@ -168,6 +173,7 @@ func (c *Config) WithDefaults() *Config {
 	if c != nil {
 		out = *c
 	}
+	out.Limits = out.Limits.WithDefaults()
 	if out.LockTimeout <= 0 {
 		out.LockTimeout = DefaultLockTimeout
 	}

@@ -101,6 +101,10 @@ func Open(cfg Config) (*World, error) {
 // Path returns the store file, or "" in memory.
 func (w *World) Path() string { return w.cfg.Path }
 
+// Limits returns the limits the World enforces on every run (Config.Limits
+// with defaults).
+func (w *World) Limits() world.Limits { return w.cfg.Limits }
+
 // Close stops waiting receivers (they return world.ErrClosed), waits for
 // operations in flight and closes the store. Later calls return
 // world.ErrClosed. Closing twice is not an error.

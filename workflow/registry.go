@@ -29,7 +29,7 @@ type Registry struct {
 	firsts    map[string]Definition // by kind and name: what Register was first given (Replace keeps it)
 	// inputs decode a workflow's input into its input type, by workflow
 	// name: Client.StartJSON checks an input before it creates a run.
-	inputs map[string]func(json.RawMessage) error
+	inputs map[string]func(json.RawMessage, bool) error
 	codec  codec
 }
 
@@ -39,7 +39,7 @@ func NewRegistry() *Registry {
 		workflows: make(map[string]*engine.Workflow),
 		steps:     make(map[string]*engine.Step),
 		defs:      make(map[string]Definition),
-		inputs:    make(map[string]func(json.RawMessage) error),
+		inputs:    make(map[string]func(json.RawMessage, bool) error),
 		firsts:    make(map[string]Definition),
 		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
 	}
@@ -223,22 +223,23 @@ func (r *Registry) decode(d *world.ErrorData) error {
 	return r.codec.decode(d)
 }
 
-func (r *Registry) addWorkflow(w *engine.Workflow, checkInput func(json.RawMessage) error) error {
+func (r *Registry) addWorkflow(w *engine.Workflow, checkInput func(json.RawMessage, bool) error) error {
 	r.workflows[w.Name] = w
 	r.inputs[w.Name] = checkInput
 	return nil
 }
 
 // checkInput decodes input as the named workflow's input type, as a run of
-// it would: ok is false for a workflow the registry does not hold.
-func (r *Registry) checkInput(name string, input json.RawMessage) (ok bool, err error) {
+// it would (strictly: see StrictInput): ok is false for a workflow the
+// registry does not hold.
+func (r *Registry) checkInput(name string, input json.RawMessage, strict bool) (ok bool, err error) {
 	r.mu.RLock()
 	check, ok := r.inputs[name]
 	r.mu.RUnlock()
 	if !ok {
 		return false, nil
 	}
-	return true, check(input)
+	return true, check(input, strict)
 }
 
 // compensatesOnFailure reports whether the registry holds the named

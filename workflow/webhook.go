@@ -199,12 +199,15 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	var meta webhookMeta
 	_ = json.Unmarshal(hk.Metadata, &meta)
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxWebhookBody+1))
+	// Read no more than the run's payload limit takes (the payload is the
+	// body and more): a larger body is refused before it is buffered.
+	maxBody := min(maxWebhookBody, int64(world.LimitsOf(h.c.w).MaxPayload))
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
 	if err != nil {
 		rw.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	if len(body) > maxWebhookBody {
+	if int64(len(body)) > maxBody {
 		rw.WriteHeader(http.StatusRequestEntityTooLarge)
 		return
 	}
@@ -217,6 +220,11 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	if err := h.deliver(ctx, token, hk, &r); err != nil {
 		if errors.Is(err, world.ErrNotFound) {
 			rw.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if errors.Is(err, world.ErrLimitExceeded) {
+			// Too large, or the run is full: retrying will not help.
+			rw.WriteHeader(http.StatusRequestEntityTooLarge)
 			return
 		}
 		h.c.log.Warn("workflow: webhook resume", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))

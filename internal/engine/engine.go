@@ -28,6 +28,8 @@ type Engine struct {
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
 	versions versionCache
+	// lim are the World's limits (limits.go).
+	lim world.Limits
 }
 
 // New returns an Engine for cfg.
@@ -44,7 +46,8 @@ func New(cfg Config) (*Engine, error) {
 	if _, err := io.ReadFull(entropy, b[:]); err != nil {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
-	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:])}, nil
+	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:]),
+		lim: world.LimitsOf(cfg.World)}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.

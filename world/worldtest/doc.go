@@ -16,7 +16,7 @@
 //
 // Run runs one subtest per group (runs, holds, steps, hooks, waits, commit,
 // reads, pagination, races, leases, queue, streams, patches, watch,
-// attributes, rest, compensation) and in
+// attributes, rest, compensation, limits) and in
 // it one parallel subtest per case; every case gets its own World from
 // Options.New and the suite closes it when the case ends. New must
 // therefore return an empty World that shares no state with the others
@@ -56,6 +56,10 @@
 //     world.Run.Compensations), so that every read returns them; judge a
 //     comp_* event on the step as stored, so that of two concurrent outcomes
 //     of one compensation exactly one is recorded;
+//   - report the world.Limits it enforces (a Limits() world.Limits method)
+//     and judge every event with them (world.State.Limits); for the suite
+//     to reach them, New configures small ones: MaxEvents 1,000 to 2,000,
+//     MaxPayload 64 KiB to 1 MiB;
 //   - validate stream names (world.ValidateStreamName) on write;
 //   - deliver watches (world.Watch: its own world.Watcher, or the polling
 //     fallback over its reads): one run's events after a cursor in order,

@@ -70,6 +70,12 @@ func newMemWorld(bug string) *memWorld {
 }
 
 var _ world.World = (*memWorld)(nil)
+
+// Limits are small, for the suite to reach them.
+func (w *memWorld) Limits() world.Limits {
+	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}.WithDefaults()
+}
+
 var _ world.Consumer = (*memWorld)(nil)
 var _ world.StreamNotifier = (*memWorld)(nil)
 
@@ -338,6 +344,9 @@ func (w *memWorld) Append(ctx context.Context, p *world.AppendParams) (*world.Ap
 	for i, in := range p.Events {
 		ev := world.Event{RunID: p.RunID, EventID: w.ids.New(world.PrefixEvent), CorrelationID: in.CorrelationID, Data: in.Data}
 		st := tx.state(ev)
+		if w.bug != "no-limits" {
+			st.Limits = w.Limits()
+		}
 		eff, err := world.Apply(st, ev, now)
 		if err != nil {
 			if w.bug == "partial-commit" {

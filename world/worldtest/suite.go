@@ -75,6 +75,7 @@ func groups() []group {
 		{"attributes", attributeCases()},
 		{"rest", restCases()},
 		{"compensation", compensationCases()},
+		{"limits", limitCases()},
 	}
 }
 
