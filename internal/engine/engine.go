@@ -150,6 +150,28 @@ func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	return false
 }
 
+// atRest reports whether runID's run is at rest (ended and deactivated:
+// no step of it runs, no compensation or cleanup is owed, see rest.go) or
+// does not exist (never created, expired, or partly expired): nothing a
+// message could do for it is left, so a message that would be sent again
+// for it (a bounce, a cover, a refusal sent back) is dropped instead, and
+// the one in hand acknowledged. A run that has ended but is not at rest
+// still needs its messages (its rest checks, its compensations). A failed
+// read is not at rest: the message is sent again, as before. It costs one
+// read, only on the paths that would send a message.
+func (e *Engine) atRest(ctx context.Context, runID, why string) bool {
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	switch {
+	case err == nil && run.Status.Terminal() && run.Deactivated():
+		e.log.Debug("engine: message of a run at rest dropped, not sent again", "run", runID, "status", run.Status, "path", why)
+		return true
+	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
+		e.log.Debug("engine: message of an unknown run dropped, not sent again", "run", runID, "path", why, "err", err)
+		return true
+	}
+	return false
+}
+
 // enqueue sends m, delayed until m.NotBefore (capped at MaxQueueDelay; the
 // receiver hops for the rest).
 func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error {
