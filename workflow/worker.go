@@ -51,7 +51,10 @@ type EngineOptions struct {
 	// (default 250ms; negative: never).
 	Linger time.Duration
 	// MaxDeliveries fails a run whose message was delivered more often
-	// (default 48).
+	// (default 48). A message received three times is sent again as a new
+	// message (acknowledging the old), so that a queue's receive limit
+	// (SQS's maxReceiveCount) never dead-letters a run whose executors
+	// died; MaxDeliveries counts the deliveries of both.
 	MaxDeliveries int
 	// MaxInterruptions bounds how often a step attempt may be interrupted by
 	// the loss of its executor (a worker killed or cut off mid-step). Such
@@ -471,12 +474,24 @@ func (w *Worker) handle(ctx context.Context, d world.Delivery) {
 	case ctx.Err() != nil:
 		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt})
 	default:
-		w.cfg.Logger.Warn("workflow: message failed; retrying", "message", d.MessageID, "attempt", d.Attempt, "err", err)
-		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt, Delay: w.cfg.RetryDelay(d.Attempt)})
+		attempt := d.Attempt + delivered(d.Body)
+		w.cfg.Logger.Warn("workflow: message failed; retrying", "message", d.MessageID, "attempt", attempt, "err", err)
+		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt, Delay: w.cfg.RetryDelay(attempt)})
 	}
 	if err != nil && !errors.Is(err, world.ErrClosed) {
 		w.cfg.Logger.Warn("workflow: ack/release", "message", d.MessageID, "err", err)
 	}
+}
+
+// delivered is how often the messages a message body replaces were
+// delivered (world.Message.Delivered; 0 for other bodies): a failed
+// message's retry delay counts them, so that replacing a message keeps its
+// backoff.
+func delivered(body []byte) int {
+	if m, err := world.DecodeMessage(body); err == nil {
+		return max(m.Delivered, 0)
+	}
+	return 0
 }
 
 // heartbeat keeps a delivery hidden while it is handled, however long that

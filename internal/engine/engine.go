@@ -103,8 +103,11 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 			return ctx.Err()
 		}
 	}
-	if e.cfg.MaxDeliveries > 0 && attempt > e.cfg.MaxDeliveries {
-		return e.failDeliveries(ctx, msg, attempt)
+	if total := max(msg.Delivered, 0) + attempt; e.cfg.MaxDeliveries > 0 && total > e.cfg.MaxDeliveries {
+		return e.failDeliveries(ctx, msg, total)
+	}
+	if e.cfg.ReplaceAfter > 0 && attempt >= e.cfg.ReplaceAfter {
+		return e.replace(ctx, msg, attempt)
 	}
 	if msg.StepID != "" || len(msg.StepIDs) > 0 {
 		return e.executeBackground(ctx, msg)
@@ -189,6 +192,33 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: key}); err != nil {
 		return fmt.Errorf("engine: enqueue for run %s: %w", m.RunID, err)
 	}
+	return nil
+}
+
+// replace sends msg again as a new message, its delivery count carried on
+// in Delivered, and acknowledges the one received attempt times (by
+// returning nil): a queue counts receives, and a message whose executors
+// died with it (SIGKILLed, out of memory, a Lambda timeout) would
+// otherwise reach the queue's receive limit and be dead-lettered, leaving
+// a live run waiting for an operator. MaxDeliveries still counts every
+// delivery. The new message is due when msg was (its NotBefore), is
+// sent under a key derived from it (two deliveries of msg replace it
+// once), and is not sent for a run at rest.
+func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
+	if e.atRest(ctx, msg.RunID, "replace") {
+		return nil
+	}
+	next := msg
+	next.Delivered = max(msg.Delivered, 0) + attempt
+	body, err := world.EncodeMessage(next)
+	if err != nil {
+		return err
+	}
+	if err := e.enqueue(ctx, next, keyReplaced(body)); err != nil {
+		return err
+	}
+	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",
+		"run", msg.RunID, "step", msg.StepID, "attempt", attempt, "delivered", next.Delivered)
 	return nil
 }
 
