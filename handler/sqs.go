@@ -267,7 +267,9 @@ func (h *sqsHandler) process(ctx context.Context, r *record) (failed bool) {
 	default:
 		r.log.WarnContext(ctx, "handler: message failed; reported for retry", "reason", err.Error(), "duration", took)
 		if h.cfg.RetryDelay != nil {
-			h.release(ctx, r, h.cfg.RetryDelay(r.attempt))
+			// Counting the deliveries of the messages it replaces keeps a
+			// replaced message's backoff (world.Message.Delivered).
+			h.release(ctx, r, h.cfg.RetryDelay(r.attempt+max(r.m.Delivered, 0)))
 		}
 		return true
 	}

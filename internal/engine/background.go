@@ -175,7 +175,10 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 		_ = e.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
 	}
 	// Out of budget, or the lease is in an unknown state (an error): a
-	// continuation wakes the run.
+	// continuation wakes the run, unless it is at rest.
+	if e.atRest(ctx, runID, "step done") {
+		return nil
+	}
 	return e.enqueue(ctx, world.Message{RunID: runID}, key)
 }
 

@@ -107,8 +107,11 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 			return ctx.Err()
 		}
 	}
-	if e.cfg.MaxDeliveries > 0 && attempt > e.cfg.MaxDeliveries {
-		return e.failDeliveries(ctx, msg, attempt)
+	if total := max(msg.Delivered, 0) + attempt; e.cfg.MaxDeliveries > 0 && total > e.cfg.MaxDeliveries {
+		return e.failDeliveries(ctx, msg, total)
+	}
+	if e.cfg.ReplaceAfter > 0 && attempt >= e.cfg.ReplaceAfter {
+		return e.replace(ctx, msg, attempt)
 	}
 	if msg.StepID != "" || len(msg.StepIDs) > 0 {
 		return e.executeBackground(ctx, msg)
@@ -154,6 +157,28 @@ func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	return false
 }
 
+// atRest reports whether runID's run is at rest (ended and deactivated:
+// no step of it runs, no compensation or cleanup is owed, see rest.go) or
+// does not exist (never created, expired, or partly expired): nothing a
+// message could do for it is left, so a message that would be sent again
+// for it (a bounce, a cover, a refusal sent back) is dropped instead, and
+// the one in hand acknowledged. A run that has ended but is not at rest
+// still needs its messages (its rest checks, its compensations). A failed
+// read is not at rest: the message is sent again, as before. It costs one
+// read, only on the paths that would send a message.
+func (e *Engine) atRest(ctx context.Context, runID, why string) bool {
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	switch {
+	case err == nil && run.Status.Terminal() && run.Deactivated():
+		e.log.Debug("engine: message of a run at rest dropped, not sent again", "run", runID, "status", run.Status, "path", why)
+		return true
+	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
+		e.log.Debug("engine: message of an unknown run dropped, not sent again", "run", runID, "path", why, "err", err)
+		return true
+	}
+	return false
+}
+
 // enqueue sends m, delayed until m.NotBefore (capped at MaxQueueDelay; the
 // receiver hops for the rest).
 func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error {
@@ -171,6 +196,33 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: key}); err != nil {
 		return fmt.Errorf("engine: enqueue for run %s: %w", m.RunID, err)
 	}
+	return nil
+}
+
+// replace sends msg again as a new message, its delivery count carried on
+// in Delivered, and acknowledges the one received attempt times (by
+// returning nil): a queue counts receives, and a message whose executors
+// died with it (SIGKILLed, out of memory, a Lambda timeout) would
+// otherwise reach the queue's receive limit and be dead-lettered, leaving
+// a live run waiting for an operator. MaxDeliveries still counts every
+// delivery. The new message is due when msg was (its NotBefore), is
+// sent under a key derived from it (two deliveries of msg replace it
+// once), and is not sent for a run at rest.
+func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
+	if e.atRest(ctx, msg.RunID, "replace") {
+		return nil
+	}
+	next := msg
+	next.Delivered = max(msg.Delivered, 0) + attempt
+	body, err := world.EncodeMessage(next)
+	if err != nil {
+		return err
+	}
+	if err := e.enqueue(ctx, next, keyReplaced(body)); err != nil {
+		return err
+	}
+	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",
+		"run", msg.RunID, "step", msg.StepID, "attempt", attempt, "delivered", next.Delivered)
 	return nil
 }
 
