@@ -54,6 +54,10 @@
 // REPLAY_DIVERGENCE, the divergence in RunInfo.Hold) and nothing more runs
 // for it; the worker replays it again with backoff, and at once on
 // Client.RetryRun, so that deploying code that fits its log resumes it.
+// A step the code calls that the worker's Registry does not hold (a deploy
+// that forgot to register it) holds the run the same way, with
+// DEPLOYMENT_MISMATCH, before the step is created or started: registering
+// it and deploying resumes the run.
 // Client.FailRun and Client.Cancel end a held run for good.
 //
 // # Changing workflows
@@ -151,7 +155,8 @@
 // error it returned is, or wraps, such a step's), STEP_TIMEOUT (likewise, a
 // step whose last attempt timed out), RUNTIME_ERROR (the workflow
 // is not registered), WORKFLOW_API_MISUSE (see Determinism),
-// REPLAY_DIVERGENCE (a held run failed with Client.FailRun) or
+// REPLAY_DIVERGENCE or DEPLOYMENT_MISMATCH (a held run failed with
+// Client.FailRun) or
 // MAX_DELIVERIES_EXCEEDED. A panic in workflow or step code fails the run or
 // the attempt, never the process; a panic in a goroutine that code starts is
 // beyond any recovery, as in any Go program.

@@ -62,6 +62,10 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if run.Status.Terminal() {
 		return "", false, nil
 	}
+	if !e.registered(st.StepName) {
+		// Not run nor failed: the run's session holds the run.
+		return keyUnregistered(stepID, st.Attempt), false, nil
+	}
 	res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
 	}})
