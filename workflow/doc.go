@@ -145,7 +145,14 @@
 // retried like any failure, even if the function then returns a result (it
 // is discarded). A step that fails for good gives the workflow a
 // *StepError wrapping the step's error, typed again after its trip through the log
-// (register your own types with Registry.RegisterError); an error wrapping
+// (register your own types with Registry.RegisterError). A sentinel value
+// (var ErrOutOfStock = errors.New(...)) comes back with its message but is
+// no longer the same value, so errors.Is does not match it, even in the
+// execution that ran the step: register each sentinel a workflow or client
+// tests with errors.Is with Registry.RegisterSentinel, and an error that is
+// or wraps it (Fatal(fmt.Errorf("reserve: %w", ErrOutOfStock))) is read
+// back wrapping the very same value. RegisterError refuses a type whose
+// JSON keeps nothing (errors.New's, fmt.Errorf's). An error wrapping
 // several (errors.Join, fmt.Errorf with more than one %w) keeps each member
 // typed: a workflow that returns Compensate's error (wrapped or not)
 // fails with an error in which errors.As finds each *CompensationError at
