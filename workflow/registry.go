@@ -41,7 +41,7 @@ func NewRegistry() *Registry {
 		defs:      make(map[string]Definition),
 		inputs:    make(map[string]func(json.RawMessage, bool) error),
 		firsts:    make(map[string]Definition),
-		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
+		codec:     newCodec(),
 	}
 	r.steps[startChildStep] = r.startChildStep()
 	return r
@@ -102,7 +102,7 @@ func (r *Registry) Register(defs ...Definition) error {
 }
 
 // Clone returns a registry of its own holding what r holds: the same
-// workflows, steps and error types. Registering or replacing in one leaves
+// workflows, steps, error types and sentinels. Registering or replacing in one leaves
 // the other as it is, so a test can swap a step's implementation in a clone
 // (see Replace) without touching the registry other tests share.
 func (r *Registry) Clone() *Registry {
@@ -114,6 +114,10 @@ func (r *Registry) Clone() *Registry {
 	}
 	for t, name := range r.codec.byType {
 		c.codec.byType[t] = name
+	}
+	for name, s := range r.codec.sentinels {
+		c.codec.sentinels[name] = s
+		c.codec.sentinelNames[s] = name
 	}
 	for key, d := range r.defs {
 		// The definitions registered in r before; they register again.
@@ -192,19 +196,29 @@ func (r *Registry) MustRegister(defs ...Definition) *Registry {
 
 // RegisterError makes an error type survive a round trip through the log:
 // an error of prototype's type (a pointer to a JSON-encodable struct) is
-// recorded under name with its JSON, and read back as that type.
+// recorded under name with its JSON, and read back as that type. A type
+// whose JSON keeps nothing (no exported field, as errors.New's and
+// fmt.Errorf's types) is refused: every error of that type would be read
+// back empty. For a sentinel value (errors.New) use RegisterSentinel. The
+// errors match world.ErrInvalid for a refused prototype or name,
+// world.ErrConflict for a name already registered.
 func (r *Registry) RegisterError(name string, prototype error) error {
 	t := reflect.TypeOf(prototype)
 	if t == nil || t.Kind() != reflect.Pointer {
-		return fmt.Errorf("workflow: RegisterError(%q): the prototype must be a pointer type, not %v", name, t)
+		return fmt.Errorf("workflow: RegisterError(%q): %w: the prototype must be a pointer type, not %v", name, world.ErrInvalid, t)
 	}
-	if name == "" {
-		return errors.New("workflow: RegisterError: empty name")
+	if !carriesJSON(t) {
+		return fmt.Errorf("workflow: RegisterError(%q): %w: %v has no exported field, so its errors would be recorded "+
+			"without their message and read back empty (errors.New's and fmt.Errorf's included); "+
+			"register a sentinel value with RegisterSentinel", name, world.ErrInvalid, t)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.codec.byName[name]; ok {
-		return fmt.Errorf("workflow: RegisterError: %q is already registered", name)
+	if err := r.codec.checkErrorName("RegisterError", name); err != nil {
+		return err
+	}
+	if prev, ok := r.codec.byType[t]; ok {
+		return fmt.Errorf("workflow: RegisterError(%q): %w: %v is already registered as %q", name, world.ErrConflict, t, prev)
 	}
 	r.codec.byName[name] = t
 	r.codec.byType[t] = name

@@ -66,6 +66,10 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if err := sealmark.Check(runID, run.Input, run.ExecutionContext); err != nil {
 		return "", false, err // never run a step on an envelope
 	}
+	if !e.registered(st.StepName) {
+		// Not run nor failed: the run's session holds the run.
+		return keyUnregistered(stepID, st.Attempt), false, nil
+	}
 	res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
 	}})

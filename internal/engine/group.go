@@ -50,6 +50,8 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 		case st.Status.Terminal():
 			wake = keyDone(st.StepID, st.Attempt) // see executeStep
 			ended = append(ended, st)
+		case !e.registered(st.StepName):
+			wake = keyUnregistered(st.StepID, st.Attempt) // see executeStep
 		default:
 			todo = append(todo, st)
 		}

@@ -133,6 +133,13 @@ func keyDone(stepID string, attempt int) string {
 	return fmt.Sprintf("done:%s:%d", stepID, attempt)
 }
 
+// keyUnregistered continues a run whose queued step a background executor
+// did not start, its name not being registered (the run's session holds
+// it, see unregistered.go): one message per attempt the step is at.
+func keyUnregistered(stepID string, attempt int) string {
+	return fmt.Sprintf("unregistered:%s:%d", stepID, attempt)
+}
+
 // keyDoneGroup continues a run after a background group of n steps ended,
 // stepID's attempt last.
 func keyDoneGroup(stepID string, attempt, n int) string {

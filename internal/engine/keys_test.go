@@ -42,6 +42,7 @@ func TestKeysGolden(t *testing.T) {
 		{"done", keyDone(step, 2), "done:step_01K:2"},
 		{"replaced", keyReplaced([]byte(`{"runId":"wrun_01J","delivered":3}`)), "replaced:301a55055e806163391c250e7153ebf1"},
 		{"done group", keyDoneGroup(step, 2, 16), "done:step_01K:2:n16"},
+		{"unregistered", keyUnregistered(step, 2), "unregistered:step_01K:2"},
 		{"comp", keyComp(run, step, at), "comp:wrun_01J:step_01K:1700000000123"},
 		{"comp next", keyComp(run, "", at), "comp:wrun_01J::1700000000123"},
 		{"refused", keyRefused([]byte(`{"runId":"wrun_01J","refused":1}`)), "refused:3c9ba257a26b58e481fe41a2ec25034b"},

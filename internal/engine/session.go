@@ -131,7 +131,7 @@ func (s *session) loop(ctx context.Context) error {
 		if s.r.terminal != "" {
 			return s.endForeign(ctx)
 		}
-		if s.r.diverged() {
+		if s.r.held() {
 			err := s.holdRun(ctx, now)
 			var stale *staleError
 			if errors.As(err, &stale) {
@@ -147,6 +147,10 @@ func (s *session) loop(ctx context.Context) error {
 		}
 		if err := s.flushDeferred(ctx, now, false); err != nil {
 			return err
+		}
+		if o := s.missingStep(now); o != nil {
+			s.r.holdMissing(o) // held on the next turn
+			continue
 		}
 		acted, end, err := s.commitTurn(ctx, now)
 		if isStale(err) {
