@@ -26,14 +26,18 @@ func TestConformanceTwoProcesses(t *testing.T) {
 			c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 			r, url := dynamotest.NewResources(t, c)
 			p := &pair{t: t}
+			// One clock for both "processes", as one wall clock would be.
+			clock := new(worldtest.Clock)
 			for i := range p.ws {
-				w, err := dynamoworld.New(context.Background(), dynamotest.Config(c, r, url))
+				cfg := dynamotest.Config(c, r, url)
+				cfg.Now = clock.Now
+				w, err := dynamoworld.New(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				p.ws[i] = w
 			}
-			return worldtest.Subject{World: p, Consumer: p}
+			return worldtest.Subject{World: p, Consumer: p, Clock: clock}
 		},
 		Racers: 16,
 		Slow:   1,
