@@ -30,8 +30,9 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			worldtest.Run(t, worldtest.Options{
 				New: func(t *testing.T) worldtest.Subject {
-					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns, Limits: suiteLimits}})
-					return worldtest.Subject{World: w, Consumer: w}
+					clock := new(worldtest.Clock)
+					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns, Limits: suiteLimits, Now: clock.Now}})
+					return worldtest.Subject{World: w, Consumer: w, Clock: clock}
 				},
 				Racers: 16,
 				Slow:   1,

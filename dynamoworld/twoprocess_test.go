@@ -26,16 +26,19 @@ func TestConformanceTwoProcesses(t *testing.T) {
 			c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 			r, url := dynamotest.NewResources(t, c)
 			p := &pair{t: t}
+			// One clock for both "processes", as one wall clock would be.
+			clock := new(worldtest.Clock)
 			for i := range p.ws {
 				cfg := dynamotest.Config(c, r, url)
 				cfg.Limits = suiteLimits
+				cfg.Now = clock.Now
 				w, err := dynamoworld.New(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				p.ws[i] = w
 			}
-			return worldtest.Subject{World: p, Consumer: p}
+			return worldtest.Subject{World: p, Consumer: p, Clock: clock}
 		},
 		Racers: 16,
 		Slow:   1,

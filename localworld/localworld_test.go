@@ -19,7 +19,8 @@ func TestConformance(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
-				cfg := Config{Sync: m.sync, Format: m.format, Limits: suiteLimits}
+				clock := new(worldtest.Clock)
+				cfg := Config{Sync: m.sync, Format: m.format, Limits: suiteLimits, Now: clock.Now}
 				if m.durable {
 					cfg.Path = filepath.Join(t.TempDir(), "world.db")
 				}
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
 				}
-				return worldtest.Subject{World: w, Consumer: w}
+				return worldtest.Subject{World: w, Consumer: w, Clock: clock}
 			}})
 		})
 	}

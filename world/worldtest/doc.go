@@ -79,12 +79,22 @@
 //
 // # Timing
 //
-// The suite uses real time. Checks that something must not happen yet use
-// windows long enough never to flake (a one-minute lease, a retry time an
-// hour ahead); checks that something happens after a short window (a step
-// lease of 150ms, a retry time 200ms ahead, a queue delay of 300ms) sleep
-// past it, scaled by Options.Slow. Latency is only bounded generously: a
-// delayed message must arrive within its delay plus 5s (times Slow).
+// No case depends on how fast the machine is. Leases and retry times are
+// judged on the World's clock, Subject.Clock (a Clock: the wall clock plus
+// an offset the suite moves; every World of one Subject reads it, two
+// processes' Worlds included): a lease or retry time a case means to pass
+// is a minute long and the case moves the clock past it at once, one it
+// means to hold is an hour long, so neither lapses while the machine is
+// busy. A World without a Subject.Clock skips the cases that move it.
+//
+// Queue delays and visibility timeouts, watches and stream tails are real
+// time (the World's timers, a backend's own clock), scaled by
+// Options.Slow: a check that something happens no earlier than a delay
+// measures from before the call, a wait for something owed is bounded
+// generously (a message within its delay plus 15s, a watch's event within
+// 20s) and ends as soon as it comes, and no case relies on a goroutine
+// having started within a sleep: it waits for the sign that it has (a watch
+// from the present, a tail from its end).
 //
 // Queue cases that need a Consumer are skipped when Subject.Consumer is nil;
 // the Enqueue deduplication case runs without one. The wide-commit cases
