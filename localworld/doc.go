@@ -53,7 +53,13 @@
 // with a small input and result (measured: 10,000 such steps, 18 MB of
 // records, 28 MB of heap), and events are never deleted. Open also reads
 // the whole file at once, briefly holding up to max(64 MiB, twice the live
-// data) more.
+// data) more. So a long-running worker's heap grows with every run it
+// adds, by design (measured: three rounds of 1,000 two-step runs, heap
+// 10, 20, 29 MB after GC, about 1.75 times the store's live bytes, every
+// entry a run's own data). Nothing else in the World grows with use: the
+// one structure that could, the channels StreamChanged keeps for streams
+// being watched, is bounded (maxStreamWatches, 4,096 streams; a closed
+// stream keeps none).
 //
 // # The retired bbolt format
 //

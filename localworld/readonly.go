@@ -85,8 +85,9 @@ func (s *roLogStore) reload() error {
 
 // replay reads f from its start into new trees. A file that ends inside a
 // record may be one a writer is growing (it allocates space, then writes
-// the record into it): when the file has grown since it was read, it is
-// read again, a few times.
+// the record into it), and a header that does not check may be one its
+// holder is rewriting as it closes the store (markClosed): while the file
+// grows or a process holds it, a failed read is tried again, a few times.
 func (s *roLogStore) replay(f *os.File) (*memStore, replayed, error) {
 	for look := 1; ; look++ {
 		buf, err := readFrom(f, 0)
@@ -100,9 +101,8 @@ func (s *roLogStore) replay(f *os.File) (*memStore, replayed, error) {
 		}
 		mem := newMemStore()
 		r, err := replayLog(s.path, buf, mem)
-		var cut *truncatedError
-		if errors.As(err, &cut) && look < 3 {
-			if fi, serr := f.Stat(); serr == nil && fi.Size() > int64(len(buf)) {
+		if err != nil && look < 3 {
+			if fi, serr := f.Stat(); (serr == nil && fi.Size() > int64(len(buf))) || heldByWriter(f) {
 				continue
 			}
 		}

@@ -34,6 +34,7 @@ type World struct {
 	gate     sync.RWMutex
 	closed   atomic.Bool
 	closedCh chan struct{}
+	doneCh   chan struct{} // closed at Open: what StreamChanged returns for a closed stream
 
 	mu        sync.Mutex
 	queueCh   chan struct{}            // closed and replaced when the queue changes
@@ -61,10 +62,12 @@ func Open(cfg Config) (*World, error) {
 		now:       c.Now,
 		logger:    c.Logger,
 		closedCh:  make(chan struct{}),
+		doneCh:    make(chan struct{}),
 		queueCh:   make(chan struct{}),
 		commitCh:  make(chan struct{}),
 		streamChs: make(map[string]chan struct{}),
 	}
+	close(w.doneCh)
 	if c.Path == "" {
 		if c.ReadOnly {
 			return nil, errors.New("localworld: Config.ReadOnly needs a Path")
