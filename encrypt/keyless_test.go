@@ -2,6 +2,7 @@ package encrypt_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
@@ -104,4 +105,60 @@ func TestKeylessWorkerHoldsSealedRun(t *testing.T) {
 	if err := client.Result(rctx, id, &got); err != nil || got != (charge{ChargeID: "ch_42", Cents: 500}) {
 		t.Fatalf("with a keyed worker: result %+v, %v", got, err)
 	}
+}
+
+// TestKeylessWorkerHoldsSealedStep: the message of a background step of
+// a sealed run, received by a worker with no encryption, leaves the step
+// alone (before, its body ran on the envelope); a worker with the key
+// then runs it on its input.
+func TestKeylessWorkerHoldsSealedStep(t *testing.T) {
+	ctx := context.Background()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lw.Close() })
+	keyed := reader(t, lw, keyring(t, "k1", map[string][]byte{"k1": key(1)}))
+	appendAll(t, keyed, runA,
+		world.EventInput{Data: &world.RunCreated{WorkflowName: chargeFlow.Name(), Input: json.RawMessage(`{"chargeId":"42","cents":500}`)}},
+		world.EventInput{Data: &world.RunStarted{}},
+		world.EventInput{CorrelationID: stepA, Data: &world.StepCreated{StepName: chargeStep.Name(), Input: json.RawMessage(`{"chargeId":"42","cents":500}`)}})
+	body, err := world.EncodeMessage(world.Message{RunID: runA, StepID: stepA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.Enqueue(ctx, &world.EnqueueParams{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	before := chargeCalls.Load()
+	var logs syncBuf
+	stop := runWorker(t, lw, slog.New(slog.NewTextHandler(&logs, nil)))
+	for deadline := time.Now().Add(60 * time.Second); strings.Count(logs.String(), "run="+runA) < 8 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if n := strings.Count(logs.String(), "run="+runA); n < 8 {
+		t.Fatalf("the keyless worker met the step's message %d times, want at least 8:\n%s", n, logs.String())
+	}
+	if n := chargeCalls.Load() - before; n != 0 {
+		t.Fatalf("the keyless worker ran the step %d times on an envelope", n)
+	}
+	if st, err := keyed.GetStep(ctx, &world.GetStepParams{RunID: runA, StepID: stepA}); err != nil || st.Status != world.StepStatusPending {
+		t.Fatalf("after the keyless worker: step %+v, %v; want it pending", st, err)
+	}
+
+	runWorker(t, keyed, nil)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		st, err := keyed.GetStep(ctx, &world.GetStepParams{RunID: runA, StepID: stepA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == world.StepStatusCompleted {
+			if string(st.Output) != `{"chargeId":"ch_42","cents":500}` {
+				t.Fatalf("the keyed worker's step result %s", st.Output)
+			}
+			return
+		}
+	}
+	t.Fatal("a worker with the key never ran the step")
 }

@@ -113,3 +113,36 @@ func TestSealedHookPayloadsCannotBeSwapped(t *testing.T) {
 	_, err = reader(t, tw, keys).ListEvents(ctx, &world.ListEventsParams{RunID: runA})
 	wantTampered(t, "hook X's payload as hook Y's", err)
 }
+
+// streamSwap is a store whose stream "b" holds stream "a"'s chunks.
+type streamSwap struct{ world.World }
+
+func (w streamSwap) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+	if p.Name == "b" {
+		q := *p
+		q.Name = "a"
+		return w.World.ReadStream(ctx, &q)
+	}
+	return w.World.ReadStream(ctx, p)
+}
+
+// TestSealedStreamChunksCannotBeSwapped: stream a's chunks do not open as
+// stream b's; each stream reads back its own.
+func TestSealedStreamChunksCannotBeSwapped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tw, keys := sealedRun(t)
+	w := reader(t, tw, keys)
+	appendAll(t, w, runA, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf"}}, world.EventInput{Data: &world.RunStarted{}})
+	for _, name := range []string{"a", "b"} {
+		if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: runA, Name: name, Chunks: [][]byte{[]byte("chunk of " + name)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := reader(t, tw, keys).ReadStream(ctx, &world.ReadStreamParams{RunID: runA, Name: "b"})
+	if err != nil || len(page.Chunks) != 1 || string(page.Chunks[0].Data) != "chunk of b" {
+		t.Fatalf("stream b: %+v, %v", page, err)
+	}
+	_, err = reader(t, streamSwap{tw}, keys).ReadStream(ctx, &world.ReadStreamParams{RunID: runA, Name: "b"})
+	wantTampered(t, "stream a's chunk as stream b's", err)
+}

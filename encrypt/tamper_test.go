@@ -109,19 +109,25 @@ func sealedRun(t *testing.T, runIDs ...string) (*tamperWorld, *encrypt.LocalKeys
 		t.Fatal(err)
 	}
 	for _, run := range runIDs {
-		appendAll(t, w, run,
-			world.EventInput{Data: &world.RunCreated{WorkflowName: "charge", Input: json.RawMessage(`{"cents":500}`)}},
-			world.EventInput{Data: &world.RunStarted{}},
-			world.EventInput{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZA", Data: &world.StepCreated{StepName: "a", Input: json.RawMessage(`"in-a"`)}},
-			world.EventInput{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZB", Data: &world.StepCreated{StepName: "b", Input: json.RawMessage(`"in-b"`)}},
-			world.EventInput{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZA", Data: &world.StepStarted{}},
-			world.EventInput{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZA", Data: &world.StepCompleted{Result: json.RawMessage(`"result-a"`)}},
-			world.EventInput{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZB", Data: &world.StepStarted{}},
-			world.EventInput{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZB", Data: &world.StepCompleted{Result: json.RawMessage(`"result-b"`)}},
-			world.EventInput{Data: &world.RunCompleted{Output: json.RawMessage(`{"chargeId":"ch_1","cents":500}`)}},
-		)
+		appendAll(t, w, run, chargeEvents(`{"chargeId":"ch_1","cents":500}`)...)
 	}
 	return &tamperWorld{World: lw}, keys
+}
+
+// chargeEvents are the events of a completed run with two steps and
+// output.
+func chargeEvents(output string) []world.EventInput {
+	return []world.EventInput{
+		{Data: &world.RunCreated{WorkflowName: "charge", Input: json.RawMessage(`{"cents":500}`)}},
+		{Data: &world.RunStarted{}},
+		{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZA", Data: &world.StepCreated{StepName: "a", Input: json.RawMessage(`"in-a"`)}},
+		{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZB", Data: &world.StepCreated{StepName: "b", Input: json.RawMessage(`"in-b"`)}},
+		{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZA", Data: &world.StepStarted{}},
+		{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZA", Data: &world.StepCompleted{Result: json.RawMessage(`"result-a"`)}},
+		{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZB", Data: &world.StepStarted{}},
+		{CorrelationID: "step_01JABCDEFGHJKMNPQRSTVWXYZB", Data: &world.StepCompleted{Result: json.RawMessage(`"result-b"`)}},
+		{Data: &world.RunCompleted{Output: json.RawMessage(output)}},
+	}
 }
 
 func appendAll(t *testing.T, w world.World, run string, evs ...world.EventInput) {

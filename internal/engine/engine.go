@@ -402,6 +402,18 @@ func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token 
 	if err != nil {
 		return nil, err
 	}
+	// A World that does not seal (no encryption configured) must not put a
+	// payload in clear into a sealed run: the run could never read it.
+	run, err := w.GetRun(ctx, &world.GetRunParams{RunID: h.RunID})
+	if err != nil {
+		if errors.Is(err, world.ErrGone) {
+			return nil, fmt.Errorf("%w: hook %q: %v", world.ErrNotFound, token, err)
+		}
+		return nil, err
+	}
+	if err := sealmark.CheckWrite(run.RunID, run.Input, run.ExecutionContext, "deliver a hook payload"); err != nil {
+		return nil, err
+	}
 	res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, Events: []world.EventInput{
 		{CorrelationID: h.HookID, Data: &world.HookReceived{Payload: payload}},
 	}})

@@ -103,18 +103,25 @@ func inputClaims(input json.RawMessage) (string, bool) {
 	return kid, true
 }
 
-// KeylessError is what a reader that holds no key meets in a sealed run:
-// its payloads are envelopes it cannot open. It matches
-// world.ErrKeyUnavailable, so that the engine leaves the run's message for
-// an executor with the key.
+// KeylessError is what a reader or writer that holds no key meets in a
+// sealed run: its payloads are envelopes it cannot open, and what it
+// would write would be in clear. It matches world.ErrKeyUnavailable, so
+// that the engine leaves the run's message for an executor with the key.
 type KeylessError struct {
 	RunID, KeyID string
+	// Doing, set for a writer, is what was refused ("deliver a hook
+	// payload"): nothing was written.
+	Doing string
 }
 
 func (e *KeylessError) Error() string {
 	key := ""
 	if e.KeyID != "" {
 		key = fmt.Sprintf(" with key %q", e.KeyID)
+	}
+	if e.Doing != "" {
+		return fmt.Sprintf("run %s's payloads are encrypted%s, and this World does not seal them (no encryption configured here): "+
+			"refused to %s, which would be stored in clear; nothing was written (use a World wrapped with the key: encrypt.Wrap)", e.RunID, key, e.Doing)
 	}
 	return fmt.Sprintf("run %s's payloads are encrypted%s, and this World does not open them (no encryption configured here): "+
 		"the run waits for an executor with the key", e.RunID, key)
@@ -128,8 +135,14 @@ func (e *KeylessError) KeyUnavailableID() string { return e.KeyID }
 
 // Check returns a *KeylessError when the run is sealed, nil when not.
 func Check(runID string, input, ec json.RawMessage) error {
+	return CheckWrite(runID, input, ec, "")
+}
+
+// CheckWrite is Check for a writer about to do doing: a *KeylessError
+// saying that nothing was written.
+func CheckWrite(runID string, input, ec json.RawMessage, doing string) error {
 	if kid, sealed := Sealed(input, ec); sealed {
-		return &KeylessError{RunID: runID, KeyID: kid}
+		return &KeylessError{RunID: runID, KeyID: kid, Doing: doing}
 	}
 	return nil
 }
