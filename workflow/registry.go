@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -53,15 +52,16 @@ func NewRegistry() *Registry {
 // already registered for the same kind is refused whatever the types of
 // its input and output, as is a name the log cannot record or one starting
 // with ReservedPrefix: the error is a *RegistrationError, and nothing of
-// the call is registered then.
+// the call is registered then. A nil definition (a nil *Step or *Workflow
+// included) is refused with an error matching world.ErrInvalid.
 func (r *Registry) Register(defs ...Definition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := make(map[string]Definition)
 	var add []Definition
-	for _, d := range defs {
-		if d == nil {
-			return errors.New("workflow: Register: nil definition")
+	for i, d := range defs {
+		if err := checkNil("Register", i, d); err != nil {
+			return err
 		}
 		// A name is a definition's identity in the log: one workflow and
 		// one step per name, whatever their type parameters.
@@ -97,6 +97,19 @@ func (r *Registry) Register(defs ...Definition) error {
 		if r.firsts[key] == nil {
 			r.firsts[key] = d
 		}
+	}
+	return nil
+}
+
+// checkNil refuses definition i of a call of fn when it is nil, or a nil
+// *Workflow or *Step (a package-level definition used before it is set):
+// the error matches world.ErrInvalid.
+func checkNil(fn string, i int, d Definition) error {
+	if d == nil {
+		return fmt.Errorf("workflow: %s: %w: definition %d is nil", fn, world.ErrInvalid, i+1)
+	}
+	if v := reflect.ValueOf(d); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("workflow: %s: %w: definition %d is a nil %T (used before it was assigned?)", fn, world.ErrInvalid, i+1, d)
 	}
 	return nil
 }
@@ -141,8 +154,8 @@ func (r *Registry) Replace(defs ...Definition) error {
 	defer r.mu.Unlock()
 	keys := make([]string, len(defs))
 	for i, d := range defs {
-		if d == nil {
-			return errors.New("workflow: Replace: nil definition")
+		if err := checkNil("Replace", i, d); err != nil {
+			return err
 		}
 		keys[i] = defKey(d)
 		if r.defs[keys[i]] == nil {

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,4 +142,60 @@ func types(evs []world.Event) []world.EventType {
 		out[i] = evs[i].Type()
 	}
 	return out
+}
+
+// logMessages records the messages of the log records it handles.
+type logMessages struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logMessages) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logMessages) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Message)
+	return nil
+}
+func (l *logMessages) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logMessages) WithGroup(string) slog.Handler      { return l }
+
+func (l *logMessages) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReleasedRunStartsOnce: a held run released by a fixed deploy logs
+// "run released", not "run started" a second time, and counts one start.
+func TestReleasedRunStartsOnce(t *testing.T) {
+	t.Parallel()
+	l := &logMessages{}
+	m := &countMetrics{}
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour,
+		Logger: slog.New(l), Metrics: m})}
+	h.reg.step("a", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
+	h.reg.wf("w", sleeperCalling("a"))
+	h.id = h.start("w", nil)
+	h.handle(world.Message{RunID: h.id})
+	h.reg.wf("w", sleeperCalling("b")) // the bad deploy
+	h.handle(world.Message{RunID: h.id})
+	divergedRun(t, h.harness, h.id)
+	h.reg.wf("w", sleeperCalling("a")) // the fix
+	h.handle(world.Message{RunID: h.id, HoldAttempt: 1})
+	if run := h.run(); run.Status != world.RunStatusRunning {
+		t.Fatalf("run %s, want it released", run.Status)
+	}
+	if s, r := l.count("run started"), l.count("run released"); s != 1 || r != 1 {
+		t.Errorf(`logged "run started" %d times and "run released" %d times, want once each`, s, r)
+	}
+	if n := m.get(MetricRunsStarted); n != 1 {
+		t.Errorf("%s = %d, want 1", MetricRunsStarted, n)
+	}
 }
