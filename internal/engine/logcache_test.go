@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -93,5 +92,5 @@ func (h *harness) waitSeq(id string, seq int64) {
 			h.t.Fatalf("run ended %s at %d events, waiting for %d: %+v", r.Status, r.LastSeq, seq, r.Error)
 		}
 	}
-	h.t.Fatal(fmt.Sprintf("run %s did not reach %d events", id, seq))
+	h.t.Fatalf("run %s did not reach %d events", id, seq)
 }
