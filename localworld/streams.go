@@ -20,6 +20,9 @@ const (
 type streamMeta struct {
 	Count int64 `json:"count"`
 	Done  bool  `json:"done"`
+	// Bytes counts what was written (Limits.MaxStreamBytes); streams
+	// written before it was kept count from 0.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Stream names sort as raw bytes after the run, so ListStreams reads them in
@@ -77,6 +80,14 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 		if m.Done {
 			return fmt.Errorf("%w: stream %q of run %s is closed", world.ErrConflict, p.Name, p.RunID)
 		}
+		size := m.Bytes
+		for _, c := range p.Chunks {
+			size += int64(len(c))
+		}
+		if limit := w.cfg.Limits.MaxStreamBytes; size > limit {
+			return &world.LimitError{RunID: p.RunID, Limit: "stream bytes", Max: limit, Size: size, What: "stream " + p.Name}
+		}
+		m.Bytes = size
 		for i, c := range p.Chunks {
 			if err := tx.put(bStreamChunks, chunkKey(p.RunID, p.Name, m.Count+int64(i)), bytes.Clone(c)); err != nil {
 				return err

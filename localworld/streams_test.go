@@ -121,6 +121,44 @@ func TestStreamLimits(t *testing.T) {
 	}
 }
 
+// A write that would take a stream past Limits.MaxStreamBytes is refused
+// whole, typed, and the stream keeps what it had; another stream has its
+// own bound.
+func TestStreamBytesLimit(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		cfg := m.config(t)
+		cfg.Limits = world.Limits{MaxStreamBytes: 100}
+		w := mustOpen(t, cfg)
+		ctx := context.Background()
+		runID := testIDs.New(world.PrefixRun)
+		write := func(name string, n ...int) error {
+			var cs [][]byte
+			for _, k := range n {
+				cs = append(cs, make([]byte, k))
+			}
+			return w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: name, Chunks: cs})
+		}
+		if err := write("s", 60, 40); err != nil {
+			t.Fatal(err)
+		}
+		err := write("s", 1)
+		var le *world.LimitError
+		if !errors.As(err, &le) || !errors.Is(err, world.ErrLimitExceeded) || le.Limit != "stream bytes" || le.Max != 100 || le.Size != 101 {
+			t.Fatalf("write past the limit: %v, want a *world.LimitError of stream bytes, 101 of 100", err)
+		}
+		if info, err := w.StreamInfo(ctx, &world.StreamInfoParams{RunID: runID, Name: "s"}); err != nil || info.TailIndex != 1 {
+			t.Fatalf("stream after the refusal: %+v, %v; want its 2 chunks", info, err)
+		}
+		if err := write("t", 100); err != nil {
+			t.Fatalf("another stream: %v", err)
+		}
+		if err := write("t", 50, 51); err == nil {
+			t.Fatal("a write of several chunks past the limit was accepted")
+		}
+	})
+}
+
 // Concurrent writers each get their chunks contiguous.
 func TestStreamConcurrentWriters(t *testing.T) {
 	t.Parallel()

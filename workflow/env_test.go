@@ -30,6 +30,7 @@ type envOptions struct {
 	webhooks    bool
 	world       func(*localworld.World) world.World
 	logger      *slog.Logger // the workers' logger
+	limits      world.Limits // the local world's
 }
 
 func newEnv(t *testing.T, defs ...workflow.Definition) *env {
@@ -38,7 +39,7 @@ func newEnv(t *testing.T, defs ...workflow.Definition) *env {
 
 func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	t.Helper()
-	lw, err := localworld.Open(localworld.Config{})
+	lw, err := localworld.Open(localworld.Config{Limits: o.limits})
 	if err != nil {
 		t.Fatal(err)
 	}

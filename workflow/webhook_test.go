@@ -148,3 +148,48 @@ func TestWebhookNotFound(t *testing.T) {
 		t.Errorf("got %+v, %v", got, err)
 	}
 }
+
+// A webhook request over the run's payload limit is refused with 413, not
+// 503 (its sender would retry), whether its body alone is too large (not
+// read past the limit) or the payload it makes is; nothing is recorded,
+// and the run takes the next request.
+func TestWebhookOverPayloadLimit(t *testing.T) {
+	t.Parallel()
+	wf := workflow.New("webhook-limit", func(ctx workflow.Context, _ struct{}) (string, error) {
+		req, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
+		if err != nil {
+			return "", err
+		}
+		return string(req.Body), nil
+	})
+	e := newEnvWith(t, envOptions{webhooks: true, limits: world.Limits{MaxPayload: 2 << 10}}, wf)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(run.ID(), world.EventHookCreated)
+	hooks, err := e.lw.ListHooks(ctx, &world.ListHooksParams{RunID: run.ID()})
+	if err != nil || len(hooks.Items) != 1 {
+		t.Fatalf("hooks = %v, %v", hooks, err)
+	}
+	url := e.worker.WebhookURL() + workflow.WebhookPath + hooks.Items[0].Token
+	for _, n := range []int{1500, 3 << 10} {
+		resp, err := http.Post(url, "text/plain", strings.NewReader(strings.Repeat("b", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a body of %d bytes: %d, want 413", n, resp.StatusCode)
+		}
+	}
+	resp, err := http.Post(url, "text/plain", strings.NewReader("ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if got, err := run.Result(ctx); err != nil || got != "ok" {
+		t.Fatalf("result %q, %v; want the request that fitted", got, err)
+	}
+}

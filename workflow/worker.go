@@ -93,6 +93,11 @@ type EngineOptions struct {
 	// queue for another executor (default 1s), doubling each time it is
 	// left again up to VersionRetryLimit (default 1m).
 	VersionRetryDelay, VersionRetryLimit time.Duration
+	// LogCacheBytes bounds the run logs kept in memory between a run's
+	// invocations in this process, so that the next one (a hook payload's
+	// wake-up, say) loads only what was appended since instead of the whole
+	// log (default 32 MiB of payloads; negative keeps none).
+	LogCacheBytes int
 }
 
 // Metrics receives measurements of runs and steps, each once its event is
@@ -192,7 +197,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
 		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin, MaxSlice: o.MaxSlice,
 		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
-		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit,
+		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit, LogCacheBytes: o.LogCacheBytes,
 		AcceptVersion: accept, VersionRetryDelay: o.VersionRetryDelay, VersionRetryLimit: o.VersionRetryLimit,
 		EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },

@@ -24,6 +24,9 @@
 //     retrying or (unless it is running) completing a step of a finished
 //     run; a hook payload or wait completion for a finished run.
 //   - ErrTooEarly (425): step_started before the step's retry time.
+//   - ErrLimitExceeded (413): the event would pass one of the run's Limits
+//     (State.Limits: a payload over MaxPayload, or any event but a run's end
+//     or hold once it holds MaxEvents); a *LimitError.
 //
 // Some rules are stricter than a plain status machine: step_started succeeds only for a pending step or a
 // running one whose lease has expired (crash recovery), so attempts are

@@ -72,7 +72,7 @@ func (l Limits) WithDefaults() Limits {
 
 // LimitsOf returns the limits w enforces: its own when it says
 // (a Limits() Limits method), the defaults otherwise.
-func LimitsOf(w any) Limits {
+func LimitsOf(w World) Limits {
 	if l, ok := w.(interface{ Limits() Limits }); ok {
 		return l.Limits().WithDefaults()
 	}

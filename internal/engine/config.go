@@ -79,6 +79,7 @@ const (
 	DefaultVersionRetryDelay = time.Second
 	DefaultVersionRetryLimit = time.Minute
 	DefaultMaxSlice          = 30 * time.Second
+	DefaultLogCacheBytes     = 32 << 20
 )
 
 // Config configures an Engine. Zero fields take their defaults.
@@ -184,6 +185,10 @@ type Config struct {
 	// StepContext, when set, decorates the context of every step execution
 	// (the SDK adds its client).
 	StepContext func(ctx context.Context) context.Context
+	// LogCacheBytes bounds the logs the engine keeps in memory between a
+	// run's continuations, so that the next one loads only what was
+	// appended since (default 32 MiB of payloads; negative keeps none).
+	LogCacheBytes int
 	// Entropy feeds owner IDs (default crypto/rand).
 	Entropy io.Reader
 	// TracerProvider makes the spans of messages, run sessions and step
@@ -237,6 +242,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger
+	}
+	if c.LogCacheBytes == 0 {
+		c.LogCacheBytes = DefaultLogCacheBytes
 	}
 	if c.MaxInterruptions == 0 {
 		c.MaxInterruptions = DefaultMaxInterruptions

@@ -30,6 +30,8 @@ type Engine struct {
 	versions versionCache
 	// lim are the World's limits (limits.go).
 	lim world.Limits
+	// logs keeps the logs of runs between their sessions (logcache.go).
+	logs *logCache
 }
 
 // New returns an Engine for cfg.
@@ -47,7 +49,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
 	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:]),
-		lim: world.LimitsOf(cfg.World)}, nil
+		lim: world.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.

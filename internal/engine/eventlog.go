@@ -14,6 +14,7 @@ const logChunk = 256
 type eventLog struct {
 	chunks [][]world.Event
 	n      int
+	bytes  int // about what the events hold (eventBytes), for the log cache
 }
 
 // len returns the number of events held.
@@ -27,6 +28,7 @@ func (l *eventLog) add(ev world.Event) *world.Event {
 	c := &l.chunks[len(l.chunks)-1]
 	*c = append(*c, ev)
 	l.n++
+	l.bytes += eventBytes(&ev)
 	return &(*c)[len(*c)-1]
 }
 

@@ -120,7 +120,7 @@ func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 		return s.loadForward(ctx, consume)
 	}
 	var fresh []world.Event
-	cursor, limit := "", 16
+	cursor, limit := "", 4 // mostly one or two new events: a hook payload, a step's outcome
 	for {
 		page, err := s.e.w.ListEvents(ctx, &world.ListEventsParams{
 			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: limit, Descending: true},

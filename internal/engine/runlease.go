@@ -82,6 +82,10 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 		deferred: make(map[string]time.Time),
 		deadline: deadline,
 	}
+	if st := e.logs.take(runID); st != nil {
+		s.runState = *st // loadNew reads only what was appended since
+	}
+	defer func() { e.logs.put(runID, s.runState) }()
 	defer s.close()
 	defer func() { s.endSpan(err) }()
 	for first := true; ; first = false {

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/world"
+)
+
+// loadCounter counts the events ListEvents returns.
+type loadCounter struct {
+	*localworld.World
+	events atomic.Int64
+}
+
+func (l *loadCounter) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	page, err := l.World.ListEvents(ctx, p)
+	if page != nil {
+		l.events.Add(int64(len(page.Items)))
+	}
+	return page, err
+}
+
+// floodWorkflow takes n payloads on one hook, running a step for each.
+func floodWorkflow(n int) func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
+	return func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
+		h := c.Hook("flood-token", nil, false)
+		for i := range n {
+			c.Await(func() bool { return h.Len() > i })
+			f := c.Step("add", mustJSON([2]int{i, 1}))
+			c.Await(f.Done)
+		}
+		return mustJSON(n), nil
+	}
+}
+
+// Each payload delivered to a waiting hook loads what it appended, not the
+// log again: the 40th delivery reads a few events, where it used to read
+// all 160 before it.
+func TestHookFloodLoadsIncrementally(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	var lc *loadCounter
+	h := newHarness(t, func(w *localworld.World) world.World { lc = &loadCounter{World: w}; return lc }, Config{Linger: -1})
+	h.reg.step("add", 0, addStep)
+	h.reg.wf("flood", floodWorkflow(n))
+	h.work(1, nil)
+	id := h.start("flood", nil)
+	h.waitSeq(id, 3) // run_created, run_started, hook_created
+	loaded := make([]int64, n)
+	payload := json.RawMessage(`"` + strings.Repeat("p", 1024) + `"`)
+	for i := range n {
+		before := lc.events.Load()
+		if _, err := ResumeHook(context.Background(), h.w, time.Now, "flood-token", payload); err != nil {
+			t.Fatal(err)
+		}
+		if i < n-1 {
+			h.waitSeq(id, int64(3+4*(i+1))) // hook_received, step_created, step_started, step_completed
+		} else if run := h.wait(id); run.Status != world.RunStatusCompleted {
+			t.Fatalf("run %s %+v", run.Status, run.Error)
+		}
+		loaded[i] = lc.events.Load() - before
+	}
+	// A few pages of 4 (the wake-up, a poll, the look after the lease's
+	// release) whatever the log's length: from the 20th delivery on, the
+	// log has more than 80 events, which reloading would read each time.
+	for i := 20; i < n; i++ {
+		if loaded[i] > 24 {
+			t.Fatalf("delivery %d loaded %d events: %v", i+1, loaded[i], loaded)
+		}
+	}
+	t.Logf("events loaded per delivery: %v", loaded)
+}
+
+// waitSeq waits until run id has seq events.
+func (h *harness) waitSeq(id string, seq int64) {
+	h.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		r, err := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: id})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if r.LastSeq >= seq {
+			return
+		}
+		if r.Status.Terminal() {
+			h.t.Fatalf("run ended %s at %d events, waiting for %d: %+v", r.Status, r.LastSeq, seq, r.Error)
+		}
+	}
+	h.t.Fatalf("run %s did not reach %d events", id, seq)
+}
