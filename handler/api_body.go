@@ -92,4 +92,3 @@ func unknownMember(body []byte, dst any) string {
 	}
 	return ""
 }
-
