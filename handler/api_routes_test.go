@@ -151,6 +151,7 @@ func TestAPIBadInputCreatesNoRun(t *testing.T) {
 		{"a token in another case", "POST", "/v1/hooks/resume", `{"Token":"secret-tok","payload":{}}`, nil, 400, "INVALID_BODY", `"Token"`},
 		{"invalid UTF-8 in a key", "POST", "/v1/workflows/api-greet/runs", "{\"input\":{\"name\":\"ada\",\"times\":1},\"idempotencyKey\":\"k\xff\"}", nil, 400, "INVALID_BODY", "UTF-8"},
 		{"invalid UTF-8 in the key header", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1}}`, []string{"Idempotency-Key", "k\xff"}, 400, "INVALID_REQUEST", "UTF-8"},
+		{"a reserved attribute", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"attributes":{"skein.schedule":"nightly"}}`, nil, 400, "INVALID_REQUEST", "reserved"},
 		{"a lone surrogate in a key", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"idempotencyKey":"k\ud800"}`, nil, 400, "INVALID_BODY", "surrogate"},
 		{"a lone low surrogate in a key", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"idempotencyKey":"k\udc00x"}`, nil, 400, "INVALID_BODY", "surrogate"},
 		{"too large", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"` + strings.Repeat("x", 2048) + `"}}`, nil, 413, "BODY_TOO_LARGE", "1024"},
