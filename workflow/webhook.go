@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -144,15 +145,45 @@ func deliversWebhook(method string) bool {
 // token. OPTIONS answers 204 and any other method 405, both with an Allow
 // header (WebhookAllow), before the token is looked up and without
 // delivering anything. An unknown, disposed or non-webhook token, or one
-// whose run has ended, answers 404 with an empty body. What it logs never
-// holds a token, only RedactToken's digest of it.
+// whose run has ended, answers 404 with an empty body. A body over 1 MiB
+// answers 413, one that does not arrive within WebhookBodyTimeout 408; neither
+// delivers anything. What it logs never holds a token, only RedactToken's
+// digest of it.
 func (c *Client) WebhookHandler() http.Handler {
-	return &webhookHandler{c: c, timeout: 30 * time.Second}
+	return &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 }
 
+// WebhookBodyTimeout bounds how long the webhook handler waits for a
+// request's body (at most 1 MiB) to arrive once it has looked the token
+// up: a sender that stalls is answered 408 Request Timeout and delivers
+// nothing, and holds no goroutine past it. The handler sets the deadline
+// on the connection (http.ResponseController), so it holds in any
+// net/http server, whatever its ReadTimeout.
+const WebhookBodyTimeout = 10 * time.Second
+
 type webhookHandler struct {
-	c       *Client
-	timeout time.Duration
+	c           *Client
+	timeout     time.Duration
+	bodyTimeout time.Duration
+}
+
+// readBody reads a request's body, up to one byte past maxWebhookBody,
+// within h.bodyTimeout (where the server's connection takes a deadline: a
+// Lambda event's body is already in memory). The deadline is lifted once
+// the body is in, so that a manual webhook's wait for its response is not
+// cut short; after a failed read it stays, and the connection closes after
+// the answer (net/http would otherwise wait for the rest of the body).
+func (h *webhookHandler) readBody(rw http.ResponseWriter, req *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(rw)
+	deadline := rc.SetReadDeadline(time.Now().Add(h.bodyTimeout)) == nil
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxWebhookBody+1))
+	switch {
+	case err != nil:
+		rw.Header().Set("Connection", "close")
+	case deadline:
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, err
 }
 
 func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
@@ -184,8 +215,13 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	var meta webhookMeta
 	_ = json.Unmarshal(hk.Metadata, &meta)
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxWebhookBody+1))
-	if err != nil {
+	body, err := h.readBody(rw, req)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		rw.WriteHeader(http.StatusRequestTimeout)
+		return
+	case err != nil:
 		rw.WriteHeader(http.StatusBadRequest)
 		return
 	}
