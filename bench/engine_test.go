@@ -51,8 +51,8 @@ type engineBench struct {
 }
 
 // engineStores are the stores the engine benchmarks run on: memory, a
-// durable file in the default format (log), and one in bbolt.
-var engineStores = []string{"memory", "durable", "durable-bolt"}
+// durable file (the log format).
+var engineStores = []string{"memory", "durable"}
 
 func newEngineBench(b *testing.B, store string) *engineBench {
 	b.Helper()
@@ -60,9 +60,6 @@ func newEngineBench(b *testing.B, store string) *engineBench {
 	switch store {
 	case "durable":
 		cfg.Path = filepath.Join(b.TempDir(), "engine.db")
-	case "durable-bolt":
-		cfg.Path = filepath.Join(b.TempDir(), "engine.db")
-		cfg.Format = localworld.FormatBolt
 	}
 	lw, err := localworld.Open(cfg)
 	if err != nil {

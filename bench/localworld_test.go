@@ -32,9 +32,6 @@ func BenchmarkLocalworldAppend(b *testing.B) {
 		{"log-every-commit", lwFileConfig(localworld.FormatLog, localworld.SyncEveryCommit)},
 		{"log-batch", lwFileConfig(localworld.FormatLog, localworld.SyncBatch)},
 		{"log-none", lwFileConfig(localworld.FormatLog, localworld.SyncNone)},
-		{"bolt-every-commit", lwFileConfig(localworld.FormatBolt, localworld.SyncEveryCommit)},
-		{"bolt-batch", lwFileConfig(localworld.FormatBolt, localworld.SyncBatch)},
-		{"bolt-none", lwFileConfig(localworld.FormatBolt, localworld.SyncNone)},
 	}
 	for _, s := range stores {
 		for _, events := range []int{1, 3} {

@@ -116,7 +116,7 @@ func (w *World) newAppendState(p *world.AppendParams) *appendState {
 func (a *appendState) input(snap *snapshot, now time.Time, ends *runEndItems) *planInput {
 	return &planInput{
 		snap: snap, runID: a.p.RunID, events: a.p.Events, eventIDs: a.eventIDs, now: now, tokens: a.tokens, ends: ends,
-		opts: planOptions{lazySteps: a.w.cache.max > 0, retention: a.w.cfg.Retention, cc: a.w.cc},
+		opts: planOptions{lazySteps: a.w.cache.max > 0, retention: a.w.cfg.Retention, cc: a.w.cc, limits: a.w.cfg.Limits},
 	}
 }
 

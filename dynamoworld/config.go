@@ -110,6 +110,10 @@ type Config struct {
 	// of every run looks at most once a second and backs off to 5s (see
 	// doc.go, Watching).
 	WatchPollMin, WatchPollMax time.Duration
+	// Limits bound how far one run may grow (events, payload size, hooks,
+	// waits, stream bytes): see world.Limits for each and its default.
+	// Every World and every Processor on a table should use the same.
+	Limits world.Limits
 
 	// Now is the clock (default time.Now); Entropy feeds IDs (default
 	// crypto/rand); Logger gets operational messages (default: discarded).
@@ -125,6 +129,7 @@ func (c *Config) WithDefaults() *Config {
 	if c != nil {
 		out = *c
 	}
+	out.Limits = out.Limits.WithDefaults()
 	if out.Table == "" {
 		out.Table = DefaultTable
 	}

@@ -5,8 +5,12 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
 )
+
+// suiteLimits are small enough for the conformance suite to reach.
+var suiteLimits = world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}
 
 // TestConformance runs the World conformance suite against DynamoDB, SQS
 // and S3 (the emulators in CI): every case gets its own table, queue and
@@ -26,8 +30,9 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			worldtest.Run(t, worldtest.Options{
 				New: func(t *testing.T) worldtest.Subject {
-					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns}})
-					return worldtest.Subject{World: w, Consumer: w}
+					clock := new(worldtest.Clock)
+					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns, Limits: suiteLimits, Now: clock.Now}})
+					return worldtest.Subject{World: w, Consumer: w, Clock: clock}
 				},
 				Racers: 16,
 				Slow:   1,

@@ -47,6 +47,7 @@ type planOptions struct {
 	lazySteps bool          // the run cache is on: a new step may be lazy (its next commit knows it)
 	retention time.Duration // Config.Retention: a run's end sets ttl
 	cc        *claimCheck   // only its pure parts: payload keys and offload decisions
+	limits    world.Limits  // Config.Limits with defaults: world.Apply checks them
 }
 
 // outcome is what the planner says of a commit.

@@ -23,7 +23,7 @@ func judge(input *planInput) (pl *plan, ref *refusal, needRead bool) {
 	}
 	for i, in := range input.events {
 		ev := world.Event{RunID: pl.runID, EventID: input.eventIDs[i], CorrelationID: in.CorrelationID, Data: in.Data}
-		st := world.State{Run: pl.run}
+		st := world.State{Run: pl.run, Limits: input.opts.limits}
 		terminal := pl.run != nil && pl.run.Status.Terminal()
 		corr := in.CorrelationID
 		ok := true

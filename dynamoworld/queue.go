@@ -25,6 +25,9 @@ const (
 	msgAttrEncoding = "skein-enc" // "base64" when the body is not SQS-safe text
 )
 
+// settleTimeout bounds settling an idempotency key after a send.
+const settleTimeout = 10 * time.Second
+
 // Dedupe item attributes.
 const (
 	qMessageID = "mid"
@@ -78,6 +81,10 @@ func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.Enq
 	if p.IdempotencyKey != "" {
 		dupID, first, err := w.claimKey(ctx, p.IdempotencyKey, id, now)
 		if err != nil {
+			// The claim may have landed with its answer lost (the
+			// caller's context ended): give it up, or it would pass for
+			// a message sent.
+			w.settleKey(ctx, p.IdempotencyKey, claim, false)
 			return nil, err
 		}
 		if dupID != "" {
@@ -200,8 +207,16 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 
 // settleKey confirms a claim after the send, or gives it up after a failed
 // send so that a retry can send at once. Best effort: an unconfirmed claim
-// only delays a retry by the grace period.
+// only delays a retry by the grace period. It runs on a context of its own
+// (settleTimeout), not the caller's: a send that failed because the
+// caller's context ended (a Worker stopping) must still give its claim up,
+// or for PendingGrace every Enqueue under the key would report a
+// Duplicate of a message never sent, and a caller that acknowledges its
+// own message on that answer (the engine sending a message back for
+// another executor) would lose the work.
 func (w *World) settleKey(ctx context.Context, key, claim string, sent bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
 	e := newExpr()
 	cond := aws.String(e.n(qClaim) + " = " + e.v(str(claim)))
 	var err error

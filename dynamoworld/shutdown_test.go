@@ -15,7 +15,7 @@ import (
 
 // TestWorkerRestartStrandsNothing: a local Worker on SQS that is stopped
 // cleanly leaves no message behind in the receives it had in flight. Each
-// round is a "process": a World and a Worker (default Visibility, 5m) that
+// round is a "process": a World and a Worker (default Visibility) that
 // run one workflow, then stop (cancel, Run returns, Close), and the next
 // round starts at once. A receive abandoned mid-poll would take the next
 // round's message off the queue for the whole Visibility; here every

@@ -26,14 +26,19 @@ func TestConformanceTwoProcesses(t *testing.T) {
 			c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 			r, url := dynamotest.NewResources(t, c)
 			p := &pair{t: t}
+			// One clock for both "processes", as one wall clock would be.
+			clock := new(worldtest.Clock)
 			for i := range p.ws {
-				w, err := dynamoworld.New(context.Background(), dynamotest.Config(c, r, url))
+				cfg := dynamotest.Config(c, r, url)
+				cfg.Limits = suiteLimits
+				cfg.Now = clock.Now
+				w, err := dynamoworld.New(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				p.ws[i] = w
 			}
-			return worldtest.Subject{World: p, Consumer: p}
+			return worldtest.Subject{World: p, Consumer: p, Clock: clock}
 		},
 		Racers: 16,
 		Slow:   1,
@@ -48,6 +53,8 @@ type pair struct {
 }
 
 func (p *pair) w() *dynamoworld.World { return p.ws[p.n.Add(1)%2] }
+
+func (p *pair) Limits() world.Limits { return p.ws[0].Limits() }
 
 func (p *pair) Close() error { return errors.Join(p.ws[0].Close(), p.ws[1].Close()) }
 

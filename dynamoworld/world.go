@@ -147,6 +147,10 @@ func (w *World) Check(ctx context.Context) error {
 // Config returns the World's configuration, defaults applied.
 func (w *World) Config() Config { return *w.cfg }
 
+// Limits returns the limits the World enforces on every run (Config.Limits
+// with defaults).
+func (w *World) Limits() world.Limits { return w.cfg.Limits }
+
 // Close stops the World from accepting calls and waits for those in flight,
 // a Receive's long poll included (up to its wait: see Receive). It deletes
 // nothing. Closing twice is not an error.

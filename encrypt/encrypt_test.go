@@ -32,7 +32,8 @@ func keyring(t testing.TB, current string, keys map[string][]byte) *encrypt.Loca
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
-		lw, err := localworld.Open(localworld.Config{})
+		clock := new(worldtest.Clock)
+		lw, err := localworld.Open(localworld.Config{Limits: world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}, Now: clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return worldtest.Subject{World: w, Consumer: w}
+		return worldtest.Subject{World: w, Consumer: w, Clock: clock}
 	}})
 }
 

@@ -9,22 +9,23 @@ import (
 // Each event type that carries a payload carries exactly one: the run's
 // input or output, a step's input or result, a hook's payload.
 
-// payloadOf returns the payload of d and the purpose it is sealed for;
-// ok is false for an event type that carries none.
-func payloadOf(d world.EventData) (purpose string, p json.RawMessage, ok bool) {
+// payloadOf returns the payload of d, an event with correlation ID corr,
+// and the place it is sealed for; ok is false for an event type that
+// carries none.
+func payloadOf(corr string, d world.EventData) (p place, b json.RawMessage, ok bool) {
 	switch d := d.(type) {
 	case *world.RunCreated:
-		return purposeRunInput, d.Input, true
+		return place{field: fieldRunInput}, d.Input, true
 	case *world.RunCompleted:
-		return purposeRunOutput, d.Output, true
+		return place{field: fieldRunOutput}, d.Output, true
 	case *world.StepCreated:
-		return purposeStepInput, d.Input, true
+		return place{field: fieldStepInput, entity: corr}, d.Input, true
 	case *world.StepCompleted:
-		return purposeStepOutput, d.Result, true
+		return place{field: fieldStepOutput, entity: corr}, d.Result, true
 	case *world.HookReceived:
-		return purposeHook, d.Payload, true
+		return place{field: fieldHook, entity: corr}, d.Payload, true
 	}
-	return "", nil, false
+	return place{}, nil, false
 }
 
 // withPayload returns a copy of d with its payload p (d unchanged when its
@@ -57,4 +58,4 @@ func withPayload(d world.EventData, p json.RawMessage) world.EventData {
 
 // withKey says whether a payload's envelope carries the run's wrapped data
 // key: the run's input does, as the one payload every run has.
-func withKey(purpose string) bool { return purpose == purposeRunInput }
+func withKey(p place) bool { return p.field == fieldRunInput }

@@ -69,7 +69,7 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 	q := *p
 	q.Chunks = make([][]byte, len(p.Chunks))
 	for i, c := range p.Chunks {
-		if q.Chunks[i], err = k.sealPayload(p.RunID, purposeStream+p.Name, c, false); err != nil {
+		if q.Chunks[i], err = k.sealPayload(p.RunID, place{field: fieldStream, entity: p.Name}, c, false); err != nil {
 			return err
 		}
 	}
@@ -81,11 +81,19 @@ func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*wor
 	if err != nil {
 		return nil, err
 	}
+	k, err := w.runKey(ctx, p.RunID)
+	if err != nil {
+		if w.leave(err) {
+			return page, nil
+		}
+		return nil, err
+	}
 	out := *page
 	out.Chunks = make([]world.StreamChunk, len(page.Chunks))
+	at := place{field: fieldStream, entity: p.Name}
 	for i, c := range page.Chunks {
 		out.Chunks[i] = c
-		if out.Chunks[i].Data, err = w.open(ctx, p.RunID, purposeStream+p.Name, c.Data); err != nil {
+		if out.Chunks[i].Data, err = w.open(p.RunID, k, at, c.Data, true); err != nil {
 			return nil, err
 		}
 	}

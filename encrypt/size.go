@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -18,8 +19,11 @@ func sizedLike(events []world.EventInput) []world.EventInput {
 	out := make([]world.EventInput, len(events))
 	for i, ev := range events {
 		out[i] = ev
-		if purpose, p, ok := payloadOf(ev.Data); ok {
-			out[i].Data = withPayload(ev.Data, standIn(len(p), withKey(purpose)))
+		if at, p, ok := payloadOf(ev.CorrelationID, ev.Data); ok {
+			out[i].Data = withPayload(ev.Data, standIn(len(p), withKey(at)))
+			if d, ok := out[i].Data.(*world.RunCreated); ok {
+				d.ExecutionContext = sealmark.Mark(d.ExecutionContext)
+			}
 		}
 	}
 	return out
@@ -28,7 +32,7 @@ func sizedLike(events []world.EventInput) []world.EventInput {
 // standIn is an envelope as long as the sealing of n bytes.
 func standIn(n int, withKey bool) json.RawMessage {
 	const nonce, tag = 12, 16
-	env := map[string]any{sealedTag: 1, "kid": strings.Repeat("k", 128), "ct": base64.StdEncoding.EncodeToString(make([]byte, nonce+n+tag))}
+	env := map[string]any{sealedTag: envelopeV2, "kid": strings.Repeat("k", 128), "ct": base64.StdEncoding.EncodeToString(make([]byte, nonce+n+tag))}
 	if withKey {
 		env["dk"] = base64.StdEncoding.EncodeToString(make([]byte, maxWrappedKey))
 	}

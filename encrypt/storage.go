@@ -10,6 +10,8 @@ import (
 
 // Append seals the events' payloads, appends them, and returns the result
 // with its payloads opened again. A run_created draws the run's data key.
+// What the World committed is opened with the key it was sealed with, so
+// that a commit is never reported as an error after the fact.
 func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
 	k, created, err := w.appendKey(ctx, p)
 	if err != nil {
@@ -28,7 +30,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 	if created {
 		w.remember(p.RunID, k)
 	}
-	return w.openResult(ctx, res)
+	return w.openResult(res, k)
 }
 
 // appendKey is the data key p's events are sealed with: a new one when they
@@ -47,20 +49,28 @@ func (w *World) appendKey(ctx context.Context, p *world.AppendParams) (k *runKey
 	return k, false, err
 }
 
-func (w *World) openResult(ctx context.Context, res *world.AppendResult) (*world.AppendResult, error) {
+// openResult opens what a commit of events sealed with k (nil: in clear)
+// returned.
+func (w *World) openResult(res *world.AppendResult, k *runKey) (*world.AppendResult, error) {
 	out := *res
 	var err error
-	if out.Run, err = w.openRun(ctx, res.Run); err != nil {
-		return nil, err
+	if res.Run != nil {
+		if out.Run, err = w.openRunWith(res.Run, k); err != nil {
+			return nil, err
+		}
 	}
 	out.Results = make([]world.EventResult, len(res.Results))
 	for i, r := range res.Results {
 		out.Results[i] = r
-		if out.Results[i].Event, err = w.openEvent(ctx, r.Event); err != nil {
-			return nil, err
+		if r.Event != nil {
+			if out.Results[i].Event, err = w.openEventWith(r.Event, k); err != nil {
+				return nil, err
+			}
 		}
-		if out.Results[i].Step, err = w.openStep(ctx, r.Step); err != nil {
-			return nil, err
+		if r.Step != nil {
+			if out.Results[i].Step, err = w.openStepWith(r.Step, k); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return &out, nil
@@ -87,7 +97,9 @@ func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, 
 // ListRuns lists runs with their inputs and outputs opened (each run's data
 // key is opened once, then cached). A run whose key is not available is
 // listed with its payloads sealed, as stored: one unreadable run does not
-// hide the others (GetRun of it is the *KeyError).
+// hide the others (GetRun of it is the *KeyError). A run whose payloads
+// are damaged (ErrTampered) fails the listing: nothing is listed as data
+// that the run's key did not seal.
 func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	page, err := w.inner.ListRuns(ctx, p)
 	if err != nil {
@@ -98,7 +110,7 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 	for i := range page.Items {
 		r, err := w.openRun(ctx, &page.Items[i])
 		switch {
-		case errors.Is(err, ErrKey):
+		case errors.Is(err, ErrKey) && !errors.Is(err, ErrTampered):
 			w.log.LogAttrs(ctx, slog.LevelWarn, "encrypt: a listed run stays sealed", slog.String("run", page.Items[i].RunID), slog.Any("err", err))
 			r = &page.Items[i]
 		case err != nil:

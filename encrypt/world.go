@@ -2,11 +2,13 @@ package encrypt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -70,6 +72,10 @@ func Wrap(w world.World, cfg Config) (*World, error) {
 // Unwrap returns the wrapped World.
 func (w *World) Unwrap() world.World { return w.inner }
 
+// Limits returns the wrapped World's limits (world.LimitsOf), which it
+// judges on the sealed payloads.
+func (w *World) Limits() world.Limits { return world.LimitsOf(w.inner) }
+
 func (w *World) cached(runID string) (*runKey, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -90,8 +96,34 @@ func (w *World) remember(runID string, k *runKey) {
 	}
 }
 
-// openKey opens the data key an envelope of the run input carries.
-func (w *World) openKey(ctx context.Context, runID string, env *envelope) (*runKey, error) {
+// keyOf returns the data key of runID from its key record: the run's
+// input and execution context as stored (a run's or its run_created's),
+// nil for a run whose payloads are in clear. Whether the run is sealed is
+// what it recorded when it was created (sealmark.Sealed), never the shape
+// of the payload being read. The key is the one the input's envelope
+// wraps, and only once the input opens under it at its place: a record
+// carrying another run's key, or damaged, is an error that caches nothing.
+func (w *World) keyOf(ctx context.Context, runID string, input, ec json.RawMessage) (*runKey, error) {
+	if k, ok := w.cached(runID); ok {
+		return k, nil
+	}
+	kid, sealed := sealmark.Sealed(input, ec)
+	if !sealed {
+		w.remember(runID, nil)
+		return nil, nil
+	}
+	at := place{field: fieldRunInput}
+	env, err := strictEnvelope(input)
+	switch {
+	case len(input) == 0:
+		return nil, tampered(runID, kid, at, "the run is sealed and its input, which holds its data key, is missing")
+	case err != nil:
+		return nil, tampered(runID, kid, at, "the run's key record: "+err.Error())
+	case len(env.Wrapped) == 0:
+		return nil, tampered(runID, env.Key, at, "the run's input holds no data key")
+	case sealmark.Marked(ec) && env.Version < envelopeV2:
+		return nil, tampered(runID, env.Key, at, fmt.Sprintf("envelope version %d in a run sealed with version %d", env.Version, envelopeV2))
+	}
 	raw, err := w.keys.OpenDataKey(ctx, env.Key, env.Wrapped)
 	if err != nil {
 		var ke *KeyError
@@ -105,14 +137,16 @@ func (w *World) openKey(ctx context.Context, runID string, env *envelope) (*runK
 	if err != nil {
 		return nil, &KeyError{KeyID: env.Key, RunID: runID, Err: err}
 	}
-	k := &runKey{keyID: env.Key, wrapped: env.Wrapped, aead: aead, raw: raw}
+	k := &runKey{keyID: env.Key, wrapped: env.Wrapped, aead: aead, raw: raw, version: env.Version}
+	if _, err := k.openPayload(runID, at, input, true); err != nil {
+		return nil, err
+	}
 	w.remember(runID, k)
 	return k, nil
 }
 
-// runKey returns the run's data key, nil for a run whose payloads are in
-// clear (created before encryption was turned on). It reads the run's
-// input from the wrapped World when the key is not cached.
+// runKey returns the run's data key (keyOf), reading the run from the
+// wrapped World when the key is not cached.
 func (w *World) runKey(ctx context.Context, runID string) (*runKey, error) {
 	if k, ok := w.cached(runID); ok {
 		return k, nil
@@ -121,12 +155,7 @@ func (w *World) runKey(ctx context.Context, runID string) (*runKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := parseEnvelope(r.Input)
-	if env == nil || len(env.Wrapped) == 0 {
-		w.remember(runID, nil)
-		return nil, nil
-	}
-	return w.openKey(ctx, runID, env)
+	return w.keyOf(ctx, runID, r.Input, r.ExecutionContext)
 }
 
 // newRunKey draws the data key of a run being created.
@@ -139,34 +168,27 @@ func (w *World) newRunKey(ctx context.Context) (*runKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runKey{keyID: id, wrapped: wrapped, aead: aead, raw: raw}, nil
+	return &runKey{keyID: id, wrapped: wrapped, aead: aead, raw: raw, version: envelopeV2}, nil
 }
 
-// open opens one payload of runID, which may be in clear.
-func (w *World) open(ctx context.Context, runID, purpose string, b []byte) ([]byte, error) {
-	env := parseEnvelope(b)
-	if env == nil {
+// open opens b, the payload of runID at p, with the run's key k (nil: a
+// run in clear, whose payloads are returned as stored, whatever their
+// shape). required: see openPayload.
+func (w *World) open(runID string, k *runKey, p place, b []byte, required bool) ([]byte, error) {
+	if k == nil {
 		return b, nil
 	}
-	var k *runKey
-	var err error
-	if len(env.Wrapped) > 0 {
-		if k, _ = w.cached(runID); k == nil {
-			k, err = w.openKey(ctx, runID, env)
-		}
-	} else {
-		k, err = w.runKey(ctx, runID)
+	return k.openPayload(runID, p, b, required)
+}
+
+// leave decides what a read that met err returns: with LeaveSealed, a key
+// this World does not have (or has other bytes for) leaves the payloads
+// as stored (true); damage never does.
+func (w *World) leave(err error) bool {
+	var ke *KeyError
+	if !w.leaveSealed || !errors.As(err, &ke) || errors.Is(err, ErrTampered) {
+		return false
 	}
-	if err == nil && k == nil {
-		err = &KeyError{KeyID: env.Key, RunID: runID, Err: errors.New("the run's input holds no data key")}
-	}
-	var p []byte
-	if err == nil {
-		p, err = k.openPayload(runID, purpose, env)
-	}
-	if err != nil && w.leaveSealed && errors.Is(err, ErrKey) {
-		w.noteSealed(env.Key, err)
-		return b, nil
-	}
-	return p, err
+	w.noteSealed(ke.KeyID, err)
+	return true
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +158,9 @@ func (a *api) route(w http.ResponseWriter, r *http.Request) string {
 			allow = append(allow, rt.method)
 			continue
 		}
+		if !rt.queryKnown(w, r) {
+			return rt.pattern
+		}
 		rt.serve(w, r, params)
 		return rt.pattern
 	}
@@ -177,10 +182,33 @@ type route struct {
 	pattern string
 	segs    []string
 	serve   func(w http.ResponseWriter, r *http.Request, params map[string]string)
+	query   []string // the query parameters the route takes
 }
 
-func newRoute(method, pattern string, serve func(http.ResponseWriter, *http.Request, map[string]string)) route {
-	return route{method: method, pattern: pattern, segs: strings.Split(strings.TrimPrefix(pattern, "/"), "/"), serve: serve}
+func newRoute(method, pattern string, serve func(http.ResponseWriter, *http.Request, map[string]string), query ...string) route {
+	return route{method: method, pattern: pattern, segs: strings.Split(strings.TrimPrefix(pattern, "/"), "/"), serve: serve, query: query}
+}
+
+// queryKnown answers 400 to a request with a query parameter the route
+// does not take (say ?idempotencyKey= on a start, which would otherwise be
+// ignored and start a second run) and reports whether there was none.
+func (rt route) queryKnown(w http.ResponseWriter, r *http.Request) bool {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeProblem(w, badRequest("INVALID_QUERY", "the query does not decode: "+err.Error()))
+		return false
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(rt.query, name) {
+			takes := "no query parameters"
+			if len(rt.query) > 0 {
+				takes = "only " + strings.Join(rt.query, ", ")
+			}
+			writeProblem(w, badRequest("INVALID_QUERY", fmt.Sprintf("unknown query parameter %q: %s %s takes %s", name, rt.method, rt.pattern, takes)))
+			return false
+		}
+	}
+	return true
 }
 
 // match matches the path's decoded segments, returning the parameters.

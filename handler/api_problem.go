@@ -53,6 +53,7 @@ var sentinelProblems = []struct {
 	{world.ErrGone, "gone", "GONE", http.StatusGone, "Gone", true},
 	{world.ErrTooEarly, "too-early", "TOO_EARLY", http.StatusTooEarly, "Too Early", true},
 	{world.ErrInvalid, "invalid-request", "INVALID_REQUEST", http.StatusBadRequest, "Bad Request", true},
+	{world.ErrLimitExceeded, "limit-exceeded", world.CodeLimitExceeded, http.StatusRequestEntityTooLarge, "Content Too Large", true},
 }
 
 // problemFor maps an error of the Client or the World to a problem: the
@@ -64,7 +65,11 @@ func problemFor(err error) *problem {
 	var input *workflow.InputError
 	var hook *workflow.HookNotFoundError
 	var idem *workflow.IdempotencyConflictError
+	var limit *world.LimitError
 	switch {
+	case errors.As(err, &limit):
+		return &problem{Type: problemType("limit-exceeded"), Title: "Content Too Large", Status: http.StatusRequestEntityTooLarge,
+			Code: limit.Code(), RunID: limit.RunID, Detail: limitDetail(limit)}
 	case errors.As(err, &idem):
 		// A conflict like the world's (CONFLICT), naming the key's run.
 		return &problem{Type: problemType("conflict"), Title: "Conflict", Status: http.StatusConflict, Code: "CONFLICT",
@@ -98,6 +103,14 @@ func problemFor(err error) *problem {
 		Detail: "the request failed; the function's log has the cause"}
 }
 
+// limitDetail says which of a run's limits a request would pass.
+func limitDetail(e *world.LimitError) string {
+	if e.Limit == "events" {
+		return fmt.Sprintf("the run has reached its limit of %d events: it takes no more (nothing recorded)", e.Max)
+	}
+	return fmt.Sprintf("the %s limit is %d bytes; this request's is %d (nothing recorded)", e.Limit, e.Max, e.Size)
+}
+
 // idemDetail says why a start's idempotency key was refused. The key is
 // the caller's own, echoed back.
 func idemDetail(e *workflow.IdempotencyConflictError) string {
@@ -121,11 +134,24 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// writeJSON writes v as application/json with status.
+// maxResponseBody bounds an answer's body: a Lambda Function URL returns
+// at most 6 MB, headers and encoding included, and answers a larger
+// response with an error of its own instead of the function's.
+const maxResponseBody = 5 << 20
+
+// writeJSON writes v as application/json with status, or, when it would be
+// larger than maxResponseBody, a 413 problem (RESPONSE_TOO_LARGE).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		writeProblem(w, problemFor(err))
+		return
+	}
+	if len(b) > maxResponseBody {
+		writeProblem(w, &problem{Type: problemType("response-too-large"), Title: "Content Too Large", Status: http.StatusRequestEntityTooLarge,
+			Code: "RESPONSE_TOO_LARGE", Detail: fmt.Sprintf("the answer would be %d bytes, more than the %d this API returns "+
+				"(a Lambda Function URL returns at most 6 MB): read the run's input and output with the Go client (workflow.Client.GetRun) "+
+				"or the CLI (skein runs show), which read them from the World", len(b), maxResponseBody)})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -23,19 +23,20 @@ const (
 	maxReadLimit     = 1000
 )
 
-// table lists the API's routes. Paths that match a route but not its
-// method are answered 405 with Allow.
+// table lists the API's routes, each with the query parameters it takes
+// (any other is answered 400, as an unknown body member is). Paths that
+// match a route but not its method are answered 405 with Allow.
 func (a *api) table() []route {
 	p := APIPrefix
 	return []route{
 		newRoute(http.MethodPost, p+"/workflows/{name}/runs", a.start),
-		newRoute(http.MethodGet, p+"/runs", a.list),
+		newRoute(http.MethodGet, p+"/runs", a.list, "limit", "status", "workflow", "cursor"),
 		newRoute(http.MethodGet, p+"/runs/{id}", a.get),
 		newRoute(http.MethodGet, p+"/runs/{id}/result", a.result),
 		newRoute(http.MethodPost, p+"/runs/{id}/cancel", a.cancel),
 		newRoute(http.MethodGet, p+"/runs/{id}/streams", a.streams),
-		newRoute(http.MethodGet, p+"/runs/{id}/stream", a.readStream),
-		newRoute(http.MethodGet, p+"/runs/{id}/streams/{name}", a.readStream),
+		newRoute(http.MethodGet, p+"/runs/{id}/stream", a.readStream, "limit", "start"),
+		newRoute(http.MethodGet, p+"/runs/{id}/streams/{name}", a.readStream, "limit", "start"),
 		newRoute(http.MethodPost, p+"/hooks/resume", a.resume),
 		newRoute(http.MethodGet, p+"/openapi.yaml", a.openAPI),
 	}
@@ -126,7 +127,7 @@ func (a *api) start(w http.ResponseWriter, r *http.Request, params map[string]st
 	case key == "":
 		key = req.IdempotencyKey
 	}
-	var opts []workflow.StartOption
+	opts := []workflow.StartOption{workflow.StrictInput()}
 	if key != "" {
 		opts = append(opts, workflow.WithIdempotencyKey(key))
 	}
@@ -237,6 +238,13 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, params map[string]s
 		opts = append(opts, workflow.CancelCompensating())
 	}
 	if err := a.client.Cancel(r.Context(), id, req.Reason, opts...); err != nil {
+		if errors.Is(err, world.ErrConflict) {
+			if info, gerr := a.client.GetRun(r.Context(), id); gerr == nil && info.Status.Terminal() {
+				writeProblem(w, &problem{Type: problemType("conflict"), Title: "Conflict", Status: http.StatusConflict, Code: "CONFLICT",
+					RunID: id, Detail: fmt.Sprintf("run %s has already ended (%s): there is nothing to cancel", id, info.Status)})
+				return
+			}
+		}
 		a.fail(w, r, err)
 		return
 	}
@@ -298,9 +306,16 @@ func (a *api) readStream(w http.ResponseWriter, r *http.Request, params map[stri
 		a.fail(w, r, err)
 		return
 	}
-	out := chunkPage{Chunks: make([]apiChunk, len(page.Chunks)), Next: page.Next, Done: page.Done}
+	out := chunkPage{Chunks: make([]apiChunk, 0, len(page.Chunks)), Next: page.Next, Done: page.Done}
+	size := 0
 	for i, c := range page.Chunks {
-		out.Chunks[i] = toAPIChunk(c)
+		// A page is cut to what the API returns: the rest is the next one's.
+		// A chunk too large alone is a 413 (writeJSON).
+		if size += 2*len(c.Data) + 64; size > maxResponseBody && i > 0 {
+			out.Next, out.Done = c.Index, false
+			break
+		}
+		out.Chunks = append(out.Chunks, toAPIChunk(c))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -106,7 +106,13 @@ type apiBundle struct {
 
 func setupAPI(t *testing.T, worker bool, cfg func(*handler.Config)) *apiBundle {
 	t.Helper()
-	w, err := localworld.Open(localworld.Config{})
+	return setupAPIOn(t, localworld.Config{}, worker, cfg)
+}
+
+// setupAPIOn is setupAPI on a local world configured with wc.
+func setupAPIOn(t *testing.T, wc localworld.Config, worker bool, cfg func(*handler.Config)) *apiBundle {
+	t.Helper()
+	w, err := localworld.Open(wc)
 	if err != nil {
 		t.Fatal(err)
 	}

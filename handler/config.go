@@ -206,6 +206,11 @@ type Config struct {
 	// WebhookTimeout bounds a webhook request (default 30s, and in any case
 	// the function's deadline less ReturnMargin).
 	WebhookTimeout time.Duration
+	// Inbox, when set, holds the webhook requests too large for a queue
+	// message between the webhook handler, which puts them there, and the
+	// flow handler, which commits them (workflow.QueuedWebhookHandler);
+	// give both the same one. A dynamoworld.World is one.
+	Inbox workflow.Inbox
 
 	// MaxRequestBody bounds the body of an API request, in bytes (default
 	// 1 MiB); a larger one is answered 413.

@@ -90,6 +90,72 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 	}
 }
 
+// TestSQSKeylessFunctionHoldsSealedRun: a flow function with no
+// encryption configured receives the message of a run an encrypting
+// client started. It must not run the workflow on the envelope (before,
+// the int workflow failed USER_ERROR): the record is not a failure, the
+// message goes back to the queue naming the key, the run stays as it is,
+// and a function with the key then completes it.
+func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.Engine.VersionRetryDelay, c.Engine.VersionRetryLimit = 10*time.Millisecond, 20*time.Millisecond
+	}})
+	keys, err := encrypt.NewLocalKeys("k1", map[string][]byte{"k1": bytes.Repeat([]byte{1}, encrypt.DataKeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := encrypt.Wrap(b.w, encrypt.Config{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := workflow.NewClient(workflow.ClientConfig{World: gw, Registry: b.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run, err := serial.Start(ctx, client, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := lambdaCtx(t, "req-keyless", 30*time.Second)
+	defer cancel()
+	resp := invoke(t, lctx, b.fn, events.SQSEvent{Records: []events.SQSMessage{
+		sqsRecord("m1", messageBody(t, world.Message{RunID: run.ID()}), 1000),
+	}})
+	if got := failedIDs(resp); len(got) != 0 {
+		t.Fatalf("batchItemFailures %v, want none: a missing key is not the message's failure", got)
+	}
+	if st, err := run.Status(ctx); err != nil || st != workflow.StatusPending {
+		t.Fatalf("run status %s (%v), want it still pending: the keyless function must not run it", st, err)
+	}
+	var queued []world.Message
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !refused(queued, run.ID()); {
+		time.Sleep(10 * time.Millisecond)
+		queued = b.queued(t)
+	}
+	if !refused(queued, run.ID()) {
+		t.Fatalf("no message of run %s sent back with Refused 1: %+v", run.ID(), queued)
+	}
+	var logged bool
+	for _, l := range b.logs.lines(t) {
+		logged = logged || (l["level"] == "ERROR" && l["run"] == run.ID() && l["keyId"] == "k1")
+	}
+	if !logged {
+		t.Fatalf("no ERROR line naming run %s and keyId k1 in %v", run.ID(), b.logs.lines(t))
+	}
+
+	cfg := b.cfg
+	cfg.World = gw
+	if b.fn, err = handler.NewSQS(cfg); err != nil {
+		t.Fatal(err)
+	}
+	b.drive(t, run.ID(), 10)
+	if st, _ := run.Status(ctx); st != workflow.StatusCompleted {
+		t.Fatalf("with the key: run %s, want completed", st)
+	}
+}
+
 // refused reports whether ms holds a message of run sent back once.
 func refused(ms []world.Message, run string) bool {
 	for _, m := range ms {

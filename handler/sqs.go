@@ -31,8 +31,10 @@ const (
 
 // NewSQS returns the flow function's handler: it handles every record of an
 // SQS batch (a world.Message: a run to continue, or background steps to
-// execute; or a schedule message, from an EventBridge Scheduler schedule,
-// whose run it starts: see workflow.Processor.Process) through the engine, and reports the records to retry in
+// execute; a schedule message, from an EventBridge Scheduler schedule,
+// whose run it starts; or a webhook delivery from the webhook handler,
+// which it commits: see workflow.Processor.Process) through the engine, and
+// reports the records to retry in
 // BatchItemFailures. It never returns an error, so one bad message never
 // fails its batch:
 //
@@ -71,7 +73,7 @@ func NewSQS(cfg Config) (SQSHandler, error) {
 	}
 	p, err := workflow.NewProcessor(workflow.ProcessorConfig{
 		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
-		Version: cfg.Version, Versions: cfg.Versions,
+		Version: cfg.Version, Versions: cfg.Versions, Inbox: cfg.Inbox,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
@@ -135,6 +137,10 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 				groups = append(groups, group{r})
 				continue
 			}
+		} else if err == nil && workflow.IsWebhookDelivery(body) {
+			// A webhook request to commit: a group of its own.
+			groups = append(groups, group{r})
+			continue
 		} else if err == nil {
 			r.m, err = world.DecodeMessage(body)
 		}
@@ -261,7 +267,9 @@ func (h *sqsHandler) process(ctx context.Context, r *record) (failed bool) {
 	default:
 		r.log.WarnContext(ctx, "handler: message failed; reported for retry", "reason", err.Error(), "duration", took)
 		if h.cfg.RetryDelay != nil {
-			h.release(ctx, r, h.cfg.RetryDelay(r.attempt))
+			// Counting the deliveries of the messages it replaces keeps a
+			// replaced message's backoff (world.Message.Delivered).
+			h.release(ctx, r, h.cfg.RetryDelay(r.attempt+max(r.m.Delivered, 0)))
 		}
 		return true
 	}

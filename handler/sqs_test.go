@@ -166,7 +166,9 @@ func TestSQSMalformedAcknowledge(t *testing.T) {
 
 // TestSQSRetryableFailure: a transient failure of one run reports only its
 // message; the other run of the batch completes; with Config.Queue and
-// RetryDelay the failed message is hidden for RetryDelay(attempt).
+// RetryDelay the failed message is hidden for RetryDelay(attempt), attempt
+// counting the deliveries of the messages it replaces
+// (world.Message.Delivered).
 func TestSQSRetryableFailure(t *testing.T) {
 	t.Parallel()
 	fw := &failingWorld{fail: map[string]bool{}}
@@ -191,7 +193,8 @@ func TestSQSRetryableFailure(t *testing.T) {
 	fw.fail[sick.ID()] = true
 	fw.mu.Unlock()
 	ev := events.SQSEvent{Records: []events.SQSMessage{
-		sqsRecord("sick", messageBody(t, world.Message{RunID: sick.ID()}), 3),
+		// Received twice, after 4 deliveries of the messages it replaces.
+		sqsRecord("sick", messageBody(t, world.Message{RunID: sick.ID(), Delivered: 4}), 2),
 		sqsRecord("well", messageBody(t, world.Message{RunID: well.ID()}), 1),
 	}}
 	lctx, cancel := lambdaCtx(t, "req-retry", 30*time.Second)
@@ -203,8 +206,8 @@ func TestSQSRetryableFailure(t *testing.T) {
 	if st, _ := well.Status(ctx); !st.Terminal() {
 		t.Errorf("the healthy run is %s", st)
 	}
-	if got := q.releases(); len(got) != 1 || got["rh-sick"] != 3*time.Second {
-		t.Errorf("releases %v, want rh-sick for 3s", got)
+	if got := q.releases(); len(got) != 1 || got["rh-sick"] != 6*time.Second {
+		t.Errorf("releases %v, want rh-sick for 6s (RetryDelay of its 6th delivery)", got)
 	}
 }
 

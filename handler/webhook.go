@@ -23,7 +23,14 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 
 // NewWebhook returns the webhook function's handler, behind a Lambda
 // Function URL or an API Gateway HTTP API (payload format 2.0, which has the
-// same shape). It answers as workflow.Client.WebhookHandler does locally:
+// same shape). It writes nothing to the run: it looks the hook up by the
+// token and enqueues the request on the World's queue (a large one through
+// Config.Inbox), and the flow handler commits it, once however often the
+// message is delivered (workflow.Client.QueuedWebhookHandler), so that the
+// public function's role needs no write to the table. It answers as
+// workflow.Client.WebhookHandler does locally, except that a 202 says the
+// request is queued (a request the flow handler then finds no active hook
+// for is dropped and logged there):
 // only POST, PUT and PATCH deliver a request (OPTIONS answers 204 and other
 // methods 405, with an Allow header, and deliver nothing, so that a CORS
 // preflight or a link preview does not consume an approval); the last path
@@ -47,7 +54,7 @@ func NewWebhook(cfg Config) (WebhookHandler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}
-	h := &webhookHandler{cfg: cfg, http: c.WebhookHandler(), log: logger, inv: inv}
+	h := &webhookHandler{cfg: cfg, http: c.QueuedWebhookHandler(cfg.Inbox), log: logger, inv: inv}
 	return h.handle, nil
 }
 

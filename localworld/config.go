@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // SyncPolicy says when a durable World forces its commits to stable storage.
@@ -43,9 +45,9 @@ func (p SyncPolicy) String() string {
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
 }
 
-// Format is the file format of a durable store. Config.Format chooses it for
-// a new store; an existing store opens in the format its file is in (Open
-// reads it from the file's first bytes), whatever Config.Format says.
+// Format is the file format of a durable store. There is one, FormatLog;
+// a store in the bbolt format an earlier version could make is refused by
+// Open with ErrBoltFormat, and MigrateBolt copies its runs to a log store.
 type Format int
 
 const (
@@ -56,10 +58,6 @@ const (
 	// data lives in memory (B-trees rebuilt from the file at Open).
 	// Commits cost about one device flush. See the package documentation.
 	FormatLog
-	// FormatBolt is a bbolt file: a B+tree on disk, read through a memory
-	// map. A commit costs two fsyncs and its pages; the data need not fit
-	// in memory.
-	FormatBolt
 )
 
 func (f Format) String() string {
@@ -68,8 +66,6 @@ func (f Format) String() string {
 		return "default"
 	case FormatLog:
 		return "log"
-	case FormatBolt:
-		return "bolt"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
@@ -99,15 +95,10 @@ type Config struct {
 	// LockTimeout bounds the wait for the file lock another process holds
 	// (default 2s). A store is used by one process at a time.
 	LockTimeout time.Duration
-	// CheckOnOpen runs a full consistency check of an existing bbolt file
-	// (every page, O(size)) before the World is returned. The cheap checks
-	// (header, both meta pages, file size) always run. A log store checks
-	// the checksum of every record at every Open, whatever this says.
-	CheckOnOpen bool
 	// FileMode is the permission of a created file (default 0600).
 	FileMode os.FileMode
-	// Format is the file format of a new store (default FormatLog). An
-	// existing file keeps its own format.
+	// Format is the file format of a new store (default, and only,
+	// FormatLog).
 	Format Format
 	// RepairTornTail lets Open of a log store whose last record is
 	// incomplete (a crash in the middle of a write: ErrTornTail) truncate
@@ -119,8 +110,10 @@ type Config struct {
 	// process (a worker) may hold it and write: no lock is taken, every
 	// read first catches up with the commits appended since the last one,
 	// and every write fails with ErrReadOnly. An incomplete last record is
-	// taken for one being written and left out. A bbolt store cannot be
-	// read this way (Open fails).
+	// taken for one being written and left out while a process holds the
+	// store (World.TornTail reports it); with none holding it, Open fails
+	// with it (ErrTornTail), as Open with the lock does. A file cut short
+	// is ErrCorrupt.
 	ReadOnly bool
 
 	// Now is the clock for every time the World records or compares:
@@ -148,6 +141,9 @@ type Config struct {
 	// while idle up to 100ms). A World that writes wakes its watchers at
 	// every commit and does not poll.
 	WatchPollMin, WatchPollMax time.Duration
+	// Limits bound how far one run may grow (events, payload size, hooks,
+	// waits, stream bytes): see world.Limits for each and its default.
+	Limits world.Limits
 
 	// compactMin is the size below which a log file is never compacted
 	// (default 64 MiB); tests set it small.
@@ -177,6 +173,7 @@ func (c *Config) WithDefaults() *Config {
 	if c != nil {
 		out = *c
 	}
+	out.Limits = out.Limits.WithDefaults()
 	if out.LockTimeout <= 0 {
 		out.LockTimeout = DefaultLockTimeout
 	}
@@ -222,12 +219,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("unknown Sync policy %d", int(c.Sync)))
 	}
 	switch c.Format {
-	case FormatLog, FormatBolt:
+	case FormatLog:
 	default:
 		errs = append(errs, fmt.Errorf("unknown Format %d", int(c.Format)))
-	}
-	if c.Path == "" && c.CheckOnOpen {
-		errs = append(errs, errors.New("CheckOnOpen needs a Path"))
 	}
 	if c.FileMode&^os.ModePerm != 0 {
 		errs = append(errs, fmt.Errorf("FileMode %s has more than permission bits", c.FileMode))

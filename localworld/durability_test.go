@@ -47,10 +47,7 @@ func TestSIGKILLChild(t *testing.T) {
 	if os.Getenv(killChildSyncEnv) == SyncBatch.String() {
 		policy = SyncBatch
 	}
-	cfg := Config{Path: path, Sync: policy, Format: FormatBolt}
-	if os.Getenv(killChildFormatEnv) == FormatLog.String() {
-		cfg.Format = FormatLog
-	}
+	cfg := Config{Path: path, Sync: policy, Format: FormatLog}
 	compact, _ := strconv.ParseInt(os.Getenv(killChildCompactEnv), 10, 64)
 	if compact > 0 {
 		cfg.compactMin = compact
@@ -142,8 +139,6 @@ func TestSIGKILLDurability(t *testing.T) {
 		{FormatLog, SyncBatch, false},
 		{FormatLog, SyncBatch, true},
 		{FormatLog, SyncEveryCommit, true},
-		{FormatBolt, SyncEveryCommit, false},
-		{FormatBolt, SyncBatch, false},
 	} {
 		name := c.format.String() + "/" + c.policy.String()
 		if c.compact {
@@ -273,7 +268,7 @@ func TestSIGKILLDurability(t *testing.T) {
 			if left := compactLeftovers(path); len(left) > 0 {
 				t.Fatalf("Open left %v", left)
 			}
-			if got := fmt.Sprintf("%T", w.kv); got != map[Format]string{FormatLog: "*localworld.logStore", FormatBolt: "*localworld.boltStore"}[c.format] {
+			if got := fmt.Sprintf("%T", w.kv); got != "*localworld.logStore" {
 				t.Fatalf("reopened as %s", got)
 			}
 			for runID, want := range maxSeq {

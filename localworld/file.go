@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
-	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -31,50 +30,6 @@ var (
 	formatValue = []byte("skein-localworld/1")
 )
 
-// openBolt opens (or creates) the store file. An existing file is checked
-// before bbolt reads it through its memory map: bbolt trusts the file, and a
-// truncated one faults (SIGBUS) instead of failing. Nothing is written to an
-// existing file until every check has passed.
-func openBolt(cfg *Config) (*bolt.DB, error) {
-	path := cfg.Path
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := createFile(cfg); err != nil {
-			return nil, err
-		}
-	case err != nil:
-		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("localworld: open %s: not a regular file", path)
-	}
-	if err := checkFile(path, cfg); err != nil {
-		return nil, err
-	}
-	var db *bolt.DB
-	err = guard(path, func() error {
-		var err error
-		db, err = bolt.Open(path, cfg.FileMode, boltOptions(cfg))
-		return err
-	})
-	if err != nil {
-		return nil, openError(path, cfg, err)
-	}
-	if err := checkLayout(db, cfg); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-func boltOptions(cfg *Config) *bolt.Options {
-	return &bolt.Options{
-		Timeout:      cfg.LockTimeout,
-		NoSync:       cfg.Sync == SyncNone,
-		FreelistType: bolt.FreelistMapType,
-	}
-}
-
 func openError(path string, cfg *Config, err error) error {
 	switch {
 	case errors.Is(err, ErrCorrupt):
@@ -87,80 +42,9 @@ func openError(path string, cfg *Config, err error) error {
 	return fmt.Errorf("localworld: open %s: %w", path, err)
 }
 
-// checkLayout optionally checks every page, verifies that the file is a
-// localworld store, and then creates buckets a newer layout added. An
-// existing file that passes needs no write at all.
-func checkLayout(db *bolt.DB, cfg *Config) error {
-	path := cfg.Path
-	var missing bool
-	err := guard(path, func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			if cfg.CheckOnOpen {
-				if err := verifyPages(tx); err != nil {
-					return fmt.Errorf("%w: open %s: consistency check failed (the file was left untouched): %w", ErrCorrupt, path, err)
-				}
-			}
-			var format []byte
-			if meta := tx.Bucket([]byte(bucketNames[bMeta])); meta != nil {
-				format = meta.Get(formatKey)
-			}
-			switch {
-			case format == nil:
-				return fmt.Errorf("%w: open %s: a bbolt file but not a localworld store (no %q marker; the file was left untouched)", ErrCorrupt, path, formatValue)
-			case string(format) != string(formatValue):
-				return fmt.Errorf("%w: open %s: store layout %q, this version reads %q (the file was left untouched)", ErrCorrupt, path, format, formatValue)
-			}
-			for _, name := range bucketNames {
-				if tx.Bucket([]byte(name)) == nil {
-					missing = true
-				}
-			}
-			return nil
-		})
-	})
-	if err != nil || !missing {
-		return err
-	}
-	return db.Update(createBuckets)
-}
-
-// verifyPages reads every key and value of every bucket, which makes bbolt
-// check the id and type of every reachable page, then runs bbolt's own
-// consistency check (freelist, unreachable and doubly used pages). The walk
-// comes first because bbolt's check asserts on a damaged page in a goroutine
-// of its own, where the panic cannot be recovered; the walk runs in ours.
-func verifyPages(tx *bolt.Tx) error {
-	var sink byte
-	var walk func(b *bolt.Bucket)
-	walk = func(b *bolt.Bucket) {
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if v == nil {
-				if nb := b.Bucket(k); nb != nil {
-					walk(nb)
-				}
-			} else if len(v) > 0 {
-				sink ^= v[0] ^ v[len(v)-1]
-			}
-		}
-	}
-	_ = tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
-		walk(b)
-		return nil
-	})
-	_ = sink
-	var errs []error
-	for err := range tx.Check() {
-		if len(errs) < 10 {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // guard runs fn, which reads the file through bbolt, turning a panic or a
 // memory fault into ErrCorrupt: bbolt trusts its file, and asserts or faults
-// on a damaged page. It is used only where no other code runs.
+// on a damaged page. It is used only where no other code runs (MigrateBolt).
 func guard(path string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
@@ -170,53 +54,6 @@ func guard(path string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-func createBuckets(tx *bolt.Tx) error {
-	for _, name := range bucketNames {
-		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
-			return err
-		}
-	}
-	meta := tx.Bucket([]byte(bucketNames[bMeta]))
-	if meta.Get(formatKey) == nil {
-		return meta.Put(formatKey, formatValue)
-	}
-	return nil
-}
-
-// createFile makes a new, fully initialized store at cfg.Path: it builds it
-// under a temporary name, syncs it, and links it into place, so the path
-// never names a half-initialized file (an empty or partial file at the path
-// is treated as corrupt, never initialized over).
-func createFile(cfg *Config) error {
-	path := cfg.Path
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".creating-*")
-	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	_ = tmp.Close()
-	defer func() { _ = os.Remove(tmpName) }()
-
-	opts := boltOptions(cfg)
-	opts.NoSync = false // the new file is synced whatever the policy
-	db, err := bolt.Open(tmpName, cfg.FileMode, opts)
-	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
-	}
-	err = db.Update(createBuckets)
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmpName, cfg.FileMode)
-	}
-	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
-	}
-	return linkIntoPlace(tmpName, path)
 }
 
 // linkIntoPlace gives the finished, synced file tmpName the name path, unless
@@ -272,7 +109,7 @@ type boltMeta struct {
 	txid     uint64
 }
 
-// checkFile validates an existing store without writing to it: both meta
+// checkFile validates an existing bbolt store without writing to it: both meta
 // pages must be intact and the file must hold every page the newest one
 // references. It holds a shared lock while it reads, so no writer is active.
 //

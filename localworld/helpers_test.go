@@ -25,9 +25,6 @@ var modes = []mode{
 	{name: "log-every-commit", durable: true, sync: SyncEveryCommit, format: FormatLog},
 	{name: "log-batch", durable: true, sync: SyncBatch, format: FormatLog},
 	{name: "log-none", durable: true, sync: SyncNone, format: FormatLog},
-	{name: "bolt-every-commit", durable: true, sync: SyncEveryCommit, format: FormatBolt},
-	{name: "bolt-batch", durable: true, sync: SyncBatch, format: FormatBolt},
-	{name: "bolt-none", durable: true, sync: SyncNone, format: FormatBolt},
 }
 
 // forModes runs fn as a parallel subtest per mode.

@@ -10,13 +10,12 @@ import (
 
 // The World's logic is written once over kvStore, a small ordered key-value
 // store with serializable transactions, and runs unchanged on a B-tree in
-// memory (kv_mem.go), on the same B-trees backed by a log file (kv_log.go)
-// and on bbolt (kv_bolt.go).
+// memory (kv_mem.go) and on the same B-trees backed by a log file
+// (kv_log.go).
 
 // kvStore runs transactions. update runs fn in a write transaction and
 // commits it when fn returns nil, or rolls everything back when it returns an
-// error. fn may be called more than once (bbolt's group commit retries a
-// batch), so it must not have effects outside the transaction.
+// error. fn must not have effects outside the transaction.
 type kvStore interface {
 	view(fn func(tx kvTx) error) error
 	update(fn func(tx kvTx) error) error
@@ -71,7 +70,8 @@ const (
 	numBuckets
 )
 
-// bucketNames are the bbolt bucket names; they are part of the bbolt format.
+// bucketNames name the buckets in messages, and were the bucket names of
+// the retired bbolt format, which MigrateBolt reads.
 var bucketNames = [numBuckets]string{
 	bMeta:             "meta",
 	bRuns:             "runs",
@@ -106,8 +106,8 @@ func (b bucketID) String() string {
 	return fmt.Sprintf("bucket(%d)", uint8(b))
 }
 
-// maxKeySize is bbolt's key limit, enforced by every store so that they
-// behave the same.
+// maxKeySize bounds a key (bbolt's limit, kept so that a store migrated
+// from bbolt and a new one take the same keys).
 const maxKeySize = 32768
 
 var errKeyTooLarge = errors.New("key too large")

@@ -26,7 +26,7 @@ import (
 // once, running every transaction queued so far, one after the other, and
 // appending all their writes as one record with one fdatasync; those that
 // arrive meanwhile queue for the next commit. A transaction that fails is
-// rolled back alone (its undo log), so, unlike bbolt's group commit, no
+// rolled back alone (its undo log), so no
 // transaction is ever run twice and a refusal costs the others nothing:
 // the two policies give the same guarantee at the same cost, and are one.
 // Under SyncNone a commit writes alone, without a sync.
@@ -42,8 +42,12 @@ import (
 // appending). The log ends at the first all-zero record header; Close
 // trims the unused space.
 type logStore struct {
-	mem    *memStore
-	path   string
+	mem  *memStore
+	path string // as the caller named it, for messages
+	// file is the file path names, its symbolic links resolved: the name a
+	// compaction renames its new file to, in the directory dir, so that a
+	// symlinked store stays a symlink to the compacted file.
+	file   string
 	dir    string
 	sync   SyncPolicy
 	group  bool
@@ -272,8 +276,7 @@ type logResult struct {
 	panicVal any
 }
 
-// groupUpdate is update with group commit, leader-based as in
-// kv_group.go: the first caller commits at once with every call queued,
+// groupUpdate is update with group commit, leader-based: the first caller commits at once with every call queued,
 // callers that arrive meanwhile queue for the next batch.
 func (s *logStore) groupUpdate(fn func(kvTx) error) error {
 	call := &logCall{fn: fn, done: make(chan logResult, 1)}
@@ -299,7 +302,10 @@ func (s *logStore) groupUpdate(fn func(kvTx) error) error {
 }
 
 func (s *logStore) lead() {
-	runtime.Gosched() // see groupCommitter.lead
+	// Let the writers the last commit just released queue their next
+	// transaction first: without this, batches alternate between full and
+	// half empty. With no other goroutine runnable it returns at once.
+	runtime.Gosched()
 	s.gmu.Lock()
 	batch := s.queue
 	s.queue = nil
@@ -379,6 +385,9 @@ func (s *logStore) close() error {
 			err = s.f.Sync()
 		}
 	}
+	if err == nil && s.failed == nil {
+		err = markClosed(s.f, s.end, s.sync != SyncNone)
+	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
@@ -386,6 +395,36 @@ func (s *logStore) close() error {
 	s.mem.mu.Unlock()
 	s.compactWG.Wait()
 	return err
+}
+
+// markClosed records in the header of the log file f that its log ends at
+// end, all whole records (the "closed end": a later Open tells damage and
+// truncation before it from a torn write), and syncs it when sync. The
+// header is 64 bytes at the start of the first sector, written in one
+// call, as a meta page of bbolt was: a write the device does whole or not
+// at all.
+func markClosed(f *os.File, end int64, sync bool) error {
+	b := make([]byte, logHeaderSize)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return fmt.Errorf("localworld: %s: read the header: %w", f.Name(), err)
+	}
+	h, err := decodeLogHeader(b)
+	if err != nil {
+		return fmt.Errorf("localworld: %s: the header: %w", f.Name(), err)
+	}
+	if h.closedEnd == uint64(end) {
+		return nil
+	}
+	h.closedEnd = uint64(end)
+	if _, err := f.WriteAt(h.encode(), 0); err != nil {
+		return fmt.Errorf("localworld: %s: write the header: %w", f.Name(), err)
+	}
+	if sync {
+		if err := fdatasync(f); err != nil {
+			return fmt.Errorf("localworld: %s: sync the header: %w", f.Name(), err)
+		}
+	}
+	return nil
 }
 
 // compactLeftovers lists the temporary files of compactions that did not

@@ -93,7 +93,7 @@ func (s *logStore) compact(job *compactJob) {
 // snapshot records, then the header, and syncs it. It returns the file,
 // open and locked, and the offset where the snapshot ends.
 func (s *logStore) writeSnapshot(job *compactJob) (*os.File, int64, error) {
-	tmp, err := os.CreateTemp(s.dir, filepath.Base(s.path)+compactSuffix+"*")
+	tmp, err := os.CreateTemp(s.dir, filepath.Base(s.file)+compactSuffix+"*")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -111,7 +111,7 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 	if err := lockExclusive(tmp, 0); err != nil {
 		return 0, err
 	}
-	if fi, err := os.Stat(s.path); err == nil {
+	if fi, err := os.Stat(s.file); err == nil {
 		_ = tmp.Chmod(fi.Mode().Perm())
 	}
 	off := int64(logHeaderSize)
@@ -193,7 +193,7 @@ func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64) error 
 		}
 	}
 	end := snapEnd + s.end - job.from
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
+	if err := os.Rename(tmp.Name(), s.file); err != nil {
 		return fail(err)
 	}
 	// The path names the new file now: commits go there, whatever follows.

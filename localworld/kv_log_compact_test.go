@@ -156,3 +156,53 @@ func TestLogRemovesCompactionLeftovers(t *testing.T) {
 		t.Fatalf("another store's file was removed: %v", err)
 	}
 }
+
+// A store opened through a symbolic link is compacted in place of the
+// link's target: the link stays a link, and both names see the new file.
+func TestLogCompactionKeepsSymlink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data", "world.skein")
+	if err := os.Mkdir(filepath.Dir(target), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.skein")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Path: link, Sync: SyncNone, compactMin: 16 << 10}
+	w := mustOpen(t, cfg)
+	s := w.kv.(*logStore)
+	ctx := context.Background()
+	id := testIDs.New(world.PrefixRun)
+	if _, err := w.Append(ctx, &world.AppendParams{RunID: id, Events: []world.EventInput{ev("", &world.RunCreated{WorkflowName: "wf"})}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; s.compactions.Load() == 0; i++ {
+		if i > 10000 {
+			t.Fatal("no compaction after 10,000 lease renewals")
+		}
+		if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: id, Owner: strings.Repeat("o", 200), TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return !compacting(s) })
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("compaction replaced the symbolic link %s with a %s", link, fi.Mode())
+	}
+	if h, _ := commitRecords(t, target); h.snapRecords == 0 || h.firstSeq <= 1 {
+		t.Fatalf("the link's target holds no compacted log: header %+v", h)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*"+compactSuffix+"*")); len(left) > 0 {
+		t.Fatalf("compaction left %v beside the link", left)
+	}
+	w = mustOpen(t, cfg)
+	checkRuns(t, w, map[string]int{id: 1})
+}

@@ -14,67 +14,66 @@ import (
 	"time"
 )
 
-// openStore opens the durable store at cfg.Path in the format its file is
-// in, read from the file's first bytes, or creates one in cfg.Format.
-func openStore(cfg *Config) (kvStore, Format, error) {
+// openStore opens the log store at cfg.Path, or creates one. A file in
+// another format is refused: a bbolt store with ErrBoltFormat (naming the
+// command that migrates it), anything else with ErrCorrupt.
+func openStore(cfg *Config) (kvStore, error) {
 	path := cfg.Path
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if cfg.Format == FormatBolt {
-			break // openBolt creates it
-		}
 		if err := createLogFile(cfg); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	case err != nil:
-		return nil, 0, fmt.Errorf("localworld: open %s: %w", path, err)
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
 	case !fi.Mode().IsRegular():
-		return nil, 0, fmt.Errorf("localworld: open %s: not a regular file", path)
-	}
-	format, signs := sniffFormat(path)
-	switch {
-	case format == FormatLog && signs == "":
-		s, err := openLog(cfg)
-		if err != nil {
-			return nil, 0, err
+		return nil, fmt.Errorf("localworld: open %s: not a regular file", path)
+	case fi.Size() == 0:
+		if err := initEmptyLog(cfg); err != nil {
+			return nil, err
 		}
-		return s, FormatLog, nil
-	case format == FormatLog:
-		return nil, 0, fmt.Errorf("%w: open %s: a log-format store whose first bytes are damaged: it does not start with %q, but %s are intact (the file was left untouched)",
-			ErrCorrupt, path, logMagic, signs)
 	}
-	db, err := openBolt(cfg)
-	if err != nil {
-		return nil, 0, err
+	if err := checkFormat(path); err != nil {
+		return nil, err
 	}
-	return newBoltStore(db, cfg.Sync == SyncBatch), FormatBolt, nil
+	return openLog(cfg)
 }
 
-// sniffFormat reads the format of the file at path from its first bytes:
-// FormatLog for the log magic, FormatBolt for a bbolt meta page. A file with
-// neither whose other log markers are intact (logSigns) is a log store with
-// damaged first bytes: FormatLog, with signs naming what was recognised.
-// Anything else goes to the bbolt checks, which refuse what is not bbolt.
-func sniffFormat(path string) (format Format, signs string) {
+// checkFormat reads the format of the file at path from its first bytes:
+// nil for a log store, ErrBoltFormat for a bbolt store, and ErrCorrupt for
+// a log store whose first bytes are damaged (its other markers, logSigns,
+// are intact) or a file of neither kind.
+func checkFormat(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return FormatBolt, ""
+		return fmt.Errorf("localworld: open %s: %w", path, err)
 	}
 	defer f.Close()
 	b := make([]byte, logHeaderSize+recHeaderSize)
-	n, _ := io.ReadFull(f, b)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("localworld: open %s: %w", path, err)
+	}
 	b = b[:n]
 	switch {
 	case len(b) >= len(logMagic) && string(b[:len(logMagic)]) == logMagic:
-		return FormatLog, ""
-	case len(b) >= boltPageHeader+4 && binary.NativeEndian.Uint32(b[boltPageHeader:]) == boltMagic:
-		return FormatBolt, ""
+		return nil
+	case isBolt(b):
+		return &boltFormatError{path: path}
 	}
 	if signs := logSigns(b); signs != "" {
-		return FormatLog, signs
+		return fmt.Errorf("%w: open %s: a log-format store whose first bytes are damaged: it does not start with %q, but %s are intact (the file was left untouched)",
+			ErrCorrupt, path, logMagic, signs)
 	}
-	return FormatBolt, ""
+	return fmt.Errorf("%w: open %s: not a localworld store: it starts with neither %q (a log-format store) nor a bbolt page (the file was left untouched)",
+		ErrCorrupt, path, logMagic)
+}
+
+// isBolt reports whether b, a file's first bytes, starts with a bbolt meta
+// page.
+func isBolt(b []byte) bool {
+	return len(b) >= boltPageHeader+4 && binary.NativeEndian.Uint32(b[boltPageHeader:]) == boltMagic
 }
 
 // logSigns names the parts of a log store's start, other than its magic,
@@ -96,16 +95,58 @@ func logSigns(b []byte) string {
 // holding the format marker, built under a temporary name, synced and
 // linked into place, so the path never names a half-made file.
 func createLogFile(cfg *Config) error {
-	path := cfg.Path
+	path := linkTarget(cfg.Path)
+	tmpName, err := newLogFile(path, cfg.FileMode)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmpName) }()
+	return linkIntoPlace(tmpName, path)
+}
+
+// initEmptyLog makes a new log store in place of the empty file at
+// cfg.Path (one made by touch): an empty file holds no data, so it is taken
+// for a new store, not refused as corrupt. The new store is built under a
+// temporary name and renamed over the empty file while its lock is held
+// (an Open waiting for that lock then finds that the path names another
+// file, and opens that one); its permissions are the empty file's.
+func initEmptyLog(cfg *Config) error {
+	path, err := filepath.EvalSymlinks(cfg.Path)
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", cfg.Path, err)
+	}
+	f, err := openLocked(path, cfg.LockTimeout)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("localworld: open %s: %w", cfg.Path, err)
+	}
+	if fi.Size() != 0 {
+		return nil // another process made the store meanwhile
+	}
+	tmpName, err := newLogFile(path, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmpName) }()
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("localworld: create %s: %w", cfg.Path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// newLogFile writes a new, empty log store to a temporary file beside path,
+// synced, with permissions mode, and returns its name.
+func newLogFile(path string, mode os.FileMode) (string, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".creating-*")
 	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
+		return "", fmt.Errorf("localworld: create %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
-	defer func() { _ = os.Remove(tmpName) }()
-	snap := appendRecord(nil, 1, appendPutOp([]byte{recKindSnapshot}, bMeta, formatKey, formatValue))
-	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: uint64(logHeaderSize + len(snap))}
-	_, err = tmp.Write(append(h.encode(), snap...))
+	_, err = tmp.Write(newLogBytes())
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -113,12 +154,35 @@ func createLogFile(cfg *Config) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmpName, cfg.FileMode)
+		err = os.Chmod(tmpName, mode)
 	}
 	if err != nil {
-		return fmt.Errorf("localworld: create %s: %w", path, err)
+		_ = os.Remove(tmpName)
+		return "", fmt.Errorf("localworld: create %s: %w", path, err)
 	}
-	return linkIntoPlace(tmpName, path)
+	return tmpName, nil
+}
+
+// newLogBytes is the content of a new log store: a header and a snapshot
+// holding the format marker.
+func newLogBytes() []byte {
+	snap := appendRecord(nil, 1, appendPutOp([]byte{recKindSnapshot}, bMeta, formatKey, formatValue))
+	end := uint64(logHeaderSize + len(snap))
+	h := logHeader{firstSeq: 1, snapRecords: 1, snapEnd: end, closedEnd: end}
+	return append(h.encode(), snap...)
+}
+
+// linkTarget returns the file a dangling symbolic link at path names, so
+// that a new store is made there and the link kept, or path.
+func linkTarget(path string) string {
+	dest, err := os.Readlink(path)
+	if err != nil {
+		return path
+	}
+	if !filepath.IsAbs(dest) {
+		dest = filepath.Join(filepath.Dir(path), dest)
+	}
+	return dest
 }
 
 // openLocked opens path for writing under an exclusive lock. A compaction
@@ -205,7 +269,11 @@ func openLog(cfg *Config) (*logStore, error) {
 			slog.String("why", r.torn.reason), slog.Uint64("lastSeq", r.nextSeq-1))
 		size = r.end
 	}
-	for _, p := range compactLeftovers(path) {
+	file, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
+	}
+	for _, p := range compactLeftovers(file) {
 		if err := os.Remove(p); err == nil {
 			logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: removed the file of an unfinished compaction", slog.String("path", p))
 		}
@@ -213,7 +281,8 @@ func openLog(cfg *Config) (*logStore, error) {
 	s := &logStore{
 		mem:        mem,
 		path:       path,
-		dir:        filepath.Dir(path),
+		file:       file,
+		dir:        filepath.Dir(file),
 		sync:       cfg.Sync,
 		group:      cfg.Sync != SyncNone,
 		logger:     logger,

@@ -11,7 +11,7 @@ import (
 // memStore is the in-memory kvStore: one B-tree per bucket, guarded by a
 // read-write lock. A write transaction holds the lock exclusively and keeps an
 // undo log, replayed backwards on rollback; read transactions share the lock.
-// Writers are serialized, as in bbolt.
+// Writers are serialized.
 type memStore struct {
 	mu      sync.RWMutex
 	closed  bool

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -17,22 +16,6 @@ func forStores(t *testing.T, fn func(t *testing.T, s kvStore)) {
 	t.Helper()
 	open := map[string]func(t *testing.T) kvStore{
 		"mem": func(*testing.T) kvStore { return newMemStore() },
-		"bolt": func(t *testing.T) kvStore {
-			cfg := (&Config{Path: filepath.Join(t.TempDir(), "kv.db"), Sync: SyncNone}).WithDefaults()
-			db, err := openBolt(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return newBoltStore(db, false)
-		},
-		"bolt-batch": func(t *testing.T) kvStore {
-			cfg := (&Config{Path: filepath.Join(t.TempDir(), "kv.db"), Sync: SyncNone}).WithDefaults()
-			db, err := openBolt(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return newBoltStore(db, true)
-		},
 		"log": func(t *testing.T) kvStore { return openTestLog(t, Config{Sync: SyncNone}) },
 		"log-batch": func(t *testing.T) kvStore {
 			return openTestLog(t, Config{Sync: SyncBatch})
@@ -205,7 +188,7 @@ func TestKVClosed(t *testing.T) {
 		if err := s.close(); err != nil {
 			t.Fatal(err)
 		}
-		err := mapBoltErr(s.view(func(kvTx) error { return nil }))
+		err := s.view(func(kvTx) error { return nil })
 		if !errors.Is(err, errStoreClosed) {
 			t.Fatalf("view after close: %v", err)
 		}
@@ -271,17 +254,6 @@ func TestMemStoreRollbackOnPanic(t *testing.T) {
 // in the goroutine of the call that panicked.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	t.Run("bolt", func(t *testing.T) {
-		t.Parallel()
-		cfg := (&Config{Path: filepath.Join(t.TempDir(), "kv.db"), Sync: SyncBatch}).WithDefaults()
-		db, err := openBolt(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := newBoltStore(db, true)
-		t.Cleanup(func() { _ = s.close() })
-		testGroupCommit(t, s)
-	})
 	t.Run("log", func(t *testing.T) {
 		t.Parallel()
 		s := openTestLog(t, Config{Sync: SyncBatch})

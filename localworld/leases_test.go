@@ -144,7 +144,7 @@ func TestRenewStepLease(t *testing.T) {
 // the restart wait them out.
 func TestOpenExpiresStaleLeases(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatLog, FormatBolt} {
+	for _, format := range []Format{FormatLog} {
 		t.Run(format.String(), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

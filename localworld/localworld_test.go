@@ -4,8 +4,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
 )
+
+// suiteLimits are small enough for the conformance suite to reach.
+var suiteLimits = world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}
 
 // TestConformance runs the World conformance suite on every mode: memory,
 // and each file format with each sync policy.
@@ -15,7 +19,8 @@ func TestConformance(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
-				cfg := Config{Sync: m.sync, Format: m.format}
+				clock := new(worldtest.Clock)
+				cfg := Config{Sync: m.sync, Format: m.format, Limits: suiteLimits, Now: clock.Now}
 				if m.durable {
 					cfg.Path = filepath.Join(t.TempDir(), "world.db")
 				}
@@ -23,7 +28,7 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
 				}
-				return worldtest.Subject{World: w, Consumer: w}
+				return worldtest.Subject{World: w, Consumer: w, Clock: clock}
 			}})
 		})
 	}

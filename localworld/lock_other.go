@@ -14,8 +14,7 @@ var errLockTimeout = errors.New("lock timeout")
 // here.
 const exclusiveLocks = false
 
-// lockShared is a no-op where flock is unavailable; bbolt's own lock still
-// keeps a second writer out.
+// lockShared is a no-op where flock is unavailable.
 func lockShared(*os.File, time.Duration) error { return nil }
 
 // lockExclusive is a no-op where flock is unavailable: there, nothing keeps

@@ -21,8 +21,8 @@ func lockExclusive(f *os.File, timeout time.Duration) error {
 	return lockRetry(f, syscall.LOCK_EX, timeout)
 }
 
-// lockShared takes a shared flock on f, the kind bbolt's exclusive lock
-// excludes, retrying until timeout. Closing f releases it.
+// lockShared takes a shared flock on f, which a bbolt writer's exclusive
+// lock excludes (MigrateBolt reads under it), retrying until timeout. Closing f releases it.
 func lockShared(f *os.File, timeout time.Duration) error {
 	return lockRetry(f, syscall.LOCK_SH, timeout)
 }

@@ -17,7 +17,10 @@ import (
 //	 16  first log sequence u64: the seq of the first commit record
 //	 24  snapshot records u64: how many snapshot records follow the header
 //	 32  snapshot end u64: the offset where commit records start
-//	 40  reserved (zero)
+//	 40  closed end u64: the offset the log ended at when the store was
+//	     last closed (Close), or 0: the file holds at least that much,
+//	     all whole records (an earlier version left it 0)
+//	 48  reserved (zero)
 //	 60  CRC-32C of bytes 0-59
 //
 //	record (20-byte header, then the payload)
@@ -38,6 +41,15 @@ import (
 // the live data, or the format marker of a new store) is written before the
 // file gets its name and is never torn. After the last record the file may
 // hold zeros: space allocated ahead of the writes.
+//
+// A commit record is written into space allocated (written as zeros, and
+// synced) ahead of it, so a crash in the middle of its write leaves the
+// file's size, with zeros where the write did not reach: a last record
+// that the file ends inside was cut short by something else (a truncation,
+// an incomplete copy) and is damage, never a torn write. Close records in
+// the header the offset the log ends at ("closed end"): the records before
+// it are whole, since the log is only appended to, so a bad record or a
+// file end before it is damage too, never a torn write.
 
 const (
 	logMagic        = "SKEINLOG"
@@ -59,6 +71,7 @@ type logHeader struct {
 	firstSeq    uint64 // seq of the first commit record
 	snapRecords uint64 // snapshot records after the header
 	snapEnd     uint64 // offset of the first commit record
+	closedEnd   uint64 // end of the log at the last Close, or 0
 }
 
 func (h logHeader) encode() []byte {
@@ -70,11 +83,13 @@ func (h logHeader) encode() []byte {
 	le.PutUint64(b[16:], h.firstSeq)
 	le.PutUint64(b[24:], h.snapRecords)
 	le.PutUint64(b[32:], h.snapEnd)
+	le.PutUint64(b[40:], h.closedEnd)
 	le.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
 	return b
 }
 
-func decodeLogHeader(b []byte, size int64) (logHeader, error) {
+// decodeLogHeader decodes and checks the header at the start of b.
+func decodeLogHeader(b []byte) (logHeader, error) {
 	le := binary.LittleEndian
 	if len(b) < logHeaderSize {
 		return logHeader{}, fmt.Errorf("file is %d bytes, shorter than the %d-byte header (truncated)", len(b), logHeaderSize)
@@ -91,14 +106,31 @@ func decodeLogHeader(b []byte, size int64) (logHeader, error) {
 	if n := le.Uint32(b[12:]); n != logHeaderSize {
 		return logHeader{}, fmt.Errorf("header length %d, want %d", n, logHeaderSize)
 	}
-	h := logHeader{firstSeq: le.Uint64(b[16:]), snapRecords: le.Uint64(b[24:]), snapEnd: le.Uint64(b[32:])}
-	if h.snapEnd < logHeaderSize || h.snapEnd > uint64(size) {
-		return logHeader{}, fmt.Errorf("snapshot end %d outside the file's %d bytes (truncated?)", h.snapEnd, size)
+	h := logHeader{firstSeq: le.Uint64(b[16:]), snapRecords: le.Uint64(b[24:]), snapEnd: le.Uint64(b[32:]), closedEnd: le.Uint64(b[40:])}
+	if h.closedEnd != 0 && h.closedEnd < h.snapEnd {
+		return logHeader{}, fmt.Errorf("closed end %d before the snapshot end %d", h.closedEnd, h.snapEnd)
+	}
+	if h.snapEnd < logHeaderSize {
+		return logHeader{}, fmt.Errorf("snapshot end %d inside the header", h.snapEnd)
 	}
 	if h.firstSeq == 0 {
 		return logHeader{}, errors.New("first log sequence is 0")
 	}
 	return h, nil
+}
+
+// fits checks that a file of size bytes holds what the header says it
+// does.
+func (h logHeader) fits(size int64) error {
+	if h.closedEnd > uint64(size) {
+		return fmt.Errorf("the file is %d bytes, but the store was closed with %d bytes of whole records: "+
+			"it was cut short (truncated, or copied incompletely) since, and the commits in its last %d bytes are lost; "+
+			"restore the file from a copy", size, h.closedEnd, h.closedEnd-uint64(size))
+	}
+	if h.snapEnd > uint64(size) {
+		return fmt.Errorf("the file is %d bytes, shorter than its snapshot (%d bytes): it was cut short (truncated)", size, h.snapEnd)
+	}
+	return nil
 }
 
 // appendRecord appends a record holding payload (kind byte included) to dst.
@@ -279,6 +311,48 @@ func (e *tornTailError) Error() string {
 
 func (e *tornTailError) Is(target error) bool { return target == ErrTornTail || target == ErrCorrupt }
 
+// cutShort reports whether the file (buf) ends inside the record that
+// starts at off: its header is cut by the end of the file, or says it is
+// need bytes long and the file holds fewer. That is what a truncation
+// leaves, never a crash (see the format above). Bytes that do not start
+// like a record are not cut short: a torn write may leave anything where
+// it stopped.
+func cutShort(buf []byte, off int64) (need int64, cut bool) {
+	rest := buf[off:]
+	if len(rest) < recHeaderSize {
+		m := min(len(rest), len(recMagic))
+		return recHeaderSize, string(rest[:m]) == recMagic[:m]
+	}
+	if string(rest[:len(recMagic)]) != recMagic {
+		return 0, false
+	}
+	n := int64(binary.LittleEndian.Uint32(rest[4:]))
+	if n < 1 || n > maxRecordLen {
+		return 0, false
+	}
+	return recHeaderSize + n, int64(len(rest)) < recHeaderSize+n
+}
+
+// truncatedError reports a log file that ends inside its last record. It
+// matches ErrCorrupt, not ErrTornTail: it is no interrupted write, and
+// Config.RepairTornTail does not drop it.
+type truncatedError struct {
+	path      string
+	off, need int64
+	size      int64
+	seq       uint64
+}
+
+func (e *truncatedError) Error() string {
+	return fmt.Sprintf("%v: open %s: the file ends inside its last record (seq %d, at offset %d: %d bytes, of which the file holds %d): "+
+		"it was cut short (truncated, or copied incompletely), which a crash does not do (each record is written into space "+
+		"allocated ahead of it), so later commits may be lost too. Restore the file from a copy "+
+		"(its first %d bytes are intact; the file was left untouched)",
+		ErrCorrupt, e.path, e.seq, e.off, e.need, e.size-e.off, e.off)
+}
+
+func (e *truncatedError) Is(target error) bool { return target == ErrCorrupt }
+
 // replayed is what replaying a log file found.
 type replayed struct {
 	header  logHeader
@@ -299,9 +373,12 @@ func replayLog(path string, buf []byte, s *memStore) (replayed, error) {
 		return fmt.Errorf("%w: open %s: %s (the file was left untouched)", ErrCorrupt, path, fmt.Sprintf(format, args...))
 	}
 	size := int64(len(buf))
-	h, err := decodeLogHeader(buf, size)
+	h, err := decodeLogHeader(buf)
 	if err != nil {
 		return replayed{}, corrupt("header: %v", err)
+	}
+	if err := h.fits(size); err != nil {
+		return replayed{}, corrupt("%v", err)
 	}
 	r := replayed{header: h}
 	put := func(b bucketID, k, v []byte) {
@@ -346,6 +423,13 @@ func replayLog(path string, buf []byte, s *memStore) (replayed, error) {
 			r.records++
 			continue
 		}
+		if off < int64(h.closedEnd) {
+			if bad == "" {
+				bad = fmt.Sprintf("seq %d kind %d, want seq %d kind %d", rec.seq, rec.kind, seq, recKindCommit)
+			}
+			return replayed{}, corrupt("record at offset %d (seq %d): %s; the store was closed with %d bytes of whole records, so this is damage, not an interrupted write",
+				off, seq, bad, h.closedEnd)
+		}
 		if allZero(buf[off:]) {
 			break // space allocated ahead of the writes
 		}
@@ -354,6 +438,9 @@ func replayLog(path string, buf []byte, s *memStore) (replayed, error) {
 		}
 		if next := nextValidRecord(buf, off); next >= 0 {
 			return replayed{}, corrupt("record at offset %d (seq %d): %s; an intact record follows at offset %d, so this is damage, not an interrupted write", off, seq, bad, next)
+		}
+		if need, cut := cutShort(buf, off); cut {
+			return replayed{}, &truncatedError{path: path, off: off, need: need, size: size, seq: seq}
 		}
 		r.torn = &tornTailError{path: path, off: off, size: size, reason: bad}
 		break

@@ -315,7 +315,7 @@ func TestQueueSurvivesReopen(t *testing.T) {
 // released with one, stay hidden until their time.
 func TestOpenReleasesAbandonedMessages(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatLog, FormatBolt} {
+	for _, format := range []Format{FormatLog} {
 		t.Run(format.String(), func(t *testing.T) {
 			t.Parallel()
 			cfg := Config{Path: filepath.Join(t.TempDir(), "world.db"), Format: format}

@@ -54,19 +54,19 @@ func openLogReadOnly(path string) (*roLogStore, error) {
 	return s, nil
 }
 
-// reload reads the file the path names from its start into new trees.
+// reload reads the file the path names from its start into new trees. An
+// incomplete last record is one being written when a process holds the
+// store, and what a crash left when none does: then reload fails with it
+// (ErrTornTail), as Open with the lock would.
 func (s *roLogStore) reload() error {
 	f, err := os.Open(s.path)
 	if err != nil {
 		return fmt.Errorf("localworld: open %s: %w", s.path, err)
 	}
-	buf, err := readFrom(f, 0)
-	if err != nil {
-		_ = f.Close()
-		return fmt.Errorf("localworld: open %s: %w", s.path, err)
+	mem, r, err := s.replay(f)
+	if err == nil && r.torn != nil && exclusiveLocks && !heldByWriter(f) {
+		err = r.torn
 	}
-	mem := newMemStore()
-	r, err := replayLog(s.path, buf, mem)
 	if err != nil {
 		_ = f.Close()
 		return err
@@ -81,6 +81,44 @@ func (s *roLogStore) reload() error {
 	}
 	s.f, s.mem, s.end, s.nextSeq, s.torn = f, mem, r.end, r.nextSeq, r.torn
 	return nil
+}
+
+// replay reads f from its start into new trees. A file that ends inside a
+// record may be one a writer is growing (it allocates space, then writes
+// the record into it), and a header that does not check may be one its
+// holder is rewriting as it closes the store (markClosed): while the file
+// grows or a process holds it, a failed read is tried again, a few times.
+func (s *roLogStore) replay(f *os.File) (*memStore, replayed, error) {
+	for look := 1; ; look++ {
+		buf, err := readFrom(f, 0)
+		if err != nil {
+			return nil, replayed{}, fmt.Errorf("localworld: open %s: %w", s.path, err)
+		}
+		if len(buf) == 0 {
+			// An empty file (touch) is a new store no one has written yet;
+			// the Open that makes it renames a new file over it.
+			buf = newLogBytes()
+		}
+		mem := newMemStore()
+		r, err := replayLog(s.path, buf, mem)
+		if err != nil && look < 3 {
+			if fi, serr := f.Stat(); (serr == nil && fi.Size() > int64(len(buf))) || heldByWriter(f) {
+				continue
+			}
+		}
+		return mem, r, err
+	}
+}
+
+// heldByWriter reports whether a process holds the store open with its
+// lock, to write it.
+func heldByWriter(f *os.File) bool {
+	probe, err := os.Open(f.Name())
+	if err != nil {
+		return false
+	}
+	defer probe.Close()
+	return lockShared(probe, 0) != nil
 }
 
 // readFrom reads f from off to its current end.
@@ -179,8 +217,10 @@ func openReadOnly(w *World, c *Config) (*World, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("localworld: open %s: not a regular file", c.Path)
 	}
-	if format, signs := sniffFormat(c.Path); format != FormatLog || signs != "" {
-		return nil, fmt.Errorf("localworld: open %s read-only: only a log-format store can be read while another process holds it", c.Path)
+	if fi.Size() > 0 {
+		if err := checkFormat(c.Path); err != nil {
+			return nil, err
+		}
 	}
 	kv, err := openLogReadOnly(c.Path)
 	if err != nil {
@@ -192,12 +232,13 @@ func openReadOnly(w *World, c *Config) (*World, error) {
 
 // TornTail reports, for a World opened with Config.ReadOnly, the incomplete
 // last record it found when it read the file from its start (at Open, or
-// after a compaction replaced the file): an error matching ErrTornTail, or
-// nil. Such a record is either one being written at that moment or what a
-// crash in the middle of a write left, which Open with the lock refuses
-// (Config.RepairTornTail); a reader tells them apart by looking again a
-// moment later. A World that holds the lock returns nil: its Open refused
-// or repaired the record.
+// after a compaction replaced the file) while a process held the store: an
+// error matching ErrTornTail, or nil. Such a record is one being written at
+// that moment (the holder's own Open refused or repaired an incomplete
+// one); a reader makes sure by looking again a moment later. With no
+// process holding the store, a read-only Open fails with the record
+// instead (where flock exists), as Open with the lock does. A World that
+// holds the lock returns nil.
 func (w *World) TornTail() error {
 	s, ok := w.kv.(*roLogStore)
 	if !ok {

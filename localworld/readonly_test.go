@@ -2,6 +2,7 @@ package localworld
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,13 +70,11 @@ func TestReadOnlyFollowsWriter(t *testing.T) {
 	wantErrIs(t, err, ErrReadOnly, "WriteStream on a read-only World")
 }
 
-// Config.ReadOnly refuses what it cannot read: no path, a missing file, a
-// bbolt store.
+// Config.ReadOnly refuses what it cannot read: no path, a missing file (a
+// bbolt store: TestOpenBoltStoreRefused).
 func TestReadOnlyRefuses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bolt := filepath.Join(dir, "bolt.db")
-	mustOpen(t, Config{Path: bolt, Format: FormatBolt}).Close()
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -83,7 +82,6 @@ func TestReadOnlyRefuses(t *testing.T) {
 	}{
 		{"memory", Config{ReadOnly: true}, "needs a Path"},
 		{"missing", Config{Path: filepath.Join(dir, "none.db"), ReadOnly: true}, "no such file"},
-		{"bolt", Config{Path: bolt, ReadOnly: true}, "only a log-format store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -153,38 +151,60 @@ func TestReadOnlyConcurrentWrites(t *testing.T) {
 	}
 }
 
-// A read-only World reports an incomplete last record (TornTail) and reads
-// everything before it; a whole store, and a World holding the lock, report
-// none.
+// A read-only World reads a store a crash left with an incomplete last
+// record only while a process holds the store (the record may be one being
+// written): it reports it (TornTail) and reads everything before it. With
+// no process holding the store it refuses it, as Open with the lock does;
+// a closed store cut short is refused too, never served as it is.
 func TestReadOnlyTornTail(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "world.db")
-	w := mustOpen(t, Config{Path: path, Format: FormatLog})
-	first := newRun(t, w, "wf")
-	newRun(t, w, "wf")
-	if err := w.TornTail(); err != nil {
-		t.Fatalf("TornTail of the World holding the lock: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	whole := mustOpen(t, Config{Path: path, ReadOnly: true})
+	closed, crashed, runs, _ := logWorlds(t)
+	whole := mustOpen(t, Config{Path: closed, ReadOnly: true})
 	if err := whole.TornTail(); err != nil {
 		t.Fatalf("TornTail of a whole store: %v", err)
 	}
 	_ = whole.Close()
+	holder := mustOpen(t, Config{Path: copyFile(t, closed)})
+	if err := holder.TornTail(); err != nil {
+		t.Fatalf("TornTail of the World holding the lock: %v", err)
+	}
 
-	fi, err := os.Stat(path)
+	cut := copyFile(t, closed)
+	fi, err := os.Stat(cut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(path, fi.Size()-1); err != nil {
+	if err := os.Truncate(cut, fi.Size()-1); err != nil {
 		t.Fatal(err)
 	}
-	r := mustOpen(t, Config{Path: path, ReadOnly: true})
-	wantErrIs(t, r.TornTail(), ErrTornTail, "TornTail of a store cut short")
-	if _, err := r.GetRun(ctx, &world.GetRunParams{RunID: first}); err != nil {
+	err = wantOpenRefused(t, cut, ErrCorrupt, Config{ReadOnly: true})
+	if errors.Is(err, ErrTornTail) || !strings.Contains(err.Error(), "cut short") {
+		t.Fatalf("read-only Open of a store cut short: %v", err)
+	}
+
+	_, recs := commitRecords(t, crashed)
+	last := recs[len(recs)-1]
+	torn := copyFile(t, crashed)
+	b, _ := os.ReadFile(torn)
+	clear(b[(last.off+last.end)/2 : last.end])
+	if err := os.WriteFile(torn, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if exclusiveLocks {
+		wantOpenRefused(t, torn, ErrTornTail, Config{ReadOnly: true})
+	}
+	f, err := os.OpenFile(torn, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := lockExclusive(f, time.Second); err != nil { // as a writer holds it
+		t.Fatal(err)
+	}
+	r := mustOpen(t, Config{Path: torn, ReadOnly: true})
+	wantErrIs(t, r.TornTail(), ErrTornTail, "TornTail of a store held by a writer")
+	if _, err := r.GetRun(ctx, &world.GetRunParams{RunID: runs[0]}); err != nil {
 		t.Fatalf("GetRun of a run before the torn record: %v", err)
 	}
 }

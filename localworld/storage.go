@@ -63,6 +63,7 @@ func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		if err != nil {
 			return nil, err
 		}
+		st.Limits = w.cfg.Limits
 		eff, err := world.Apply(st, ev, now)
 		if err != nil {
 			return nil, &world.CommitError{Index: i, Err: err}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -216,21 +217,51 @@ func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]
 	return names, nil
 }
 
+// maxStreamWatches bounds the streams StreamChanged keeps a channel for at
+// once: an entry lives until the stream's next write or close, which for a
+// stream no one writes again (a reader that gave up, a stream of a run at
+// rest, or any stream of a ReadOnly World, which takes no writes) is never.
+const maxStreamWatches = 4096
+
 // StreamChanged returns a channel closed at the next write to or close of
 // the stream (or when the World closes). It implements world.StreamNotifier.
+// For a stream already closed the channel is closed at once: nothing will
+// change. At most maxStreamWatches (4,096) streams are watched at once;
+// beyond that, and on a ReadOnly World (which learns of writes only by
+// reading the file), the channel is closed after Config.WatchPollMax
+// (100ms), so that its reader looks again.
 func (w *World) StreamChanged(runID, name string) <-chan struct{} {
+	if w.streamDone(runID, name) {
+		return w.doneCh
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed.Load() {
 		return w.closedCh
 	}
 	k := runID + "\x00" + name
-	ch, ok := w.streamChs[k]
-	if !ok {
-		ch = make(chan struct{})
-		w.streamChs[k] = ch
+	if ch, ok := w.streamChs[k]; ok {
+		return ch
 	}
+	ch := make(chan struct{})
+	if w.cfg.ReadOnly || len(w.streamChs) >= maxStreamWatches {
+		time.AfterFunc(w.cfg.WatchPollMax, func() { close(ch) })
+		return ch
+	}
+	w.streamChs[k] = ch
 	return ch
+}
+
+// streamDone reports whether the stream is closed (false when it cannot
+// tell).
+func (w *World) streamDone(runID, name string) bool {
+	var done bool
+	_ = w.view(context.Background(), func(tx kvTx) error {
+		m, err := getStream(tx, runID, name)
+		done = err == nil && m != nil && m.Done
+		return nil
+	})
+	return done
 }
 
 // streamChanged wakes the stream's watchers, after the change committed.

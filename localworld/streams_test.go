@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -200,5 +201,78 @@ func TestStreamNotifierAndTail(t *testing.T) {
 	}
 	if _, err := w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: "s"}); !errors.Is(err, world.ErrClosed) {
 		t.Fatalf("ReadStream after Close: %v", err)
+	}
+}
+
+// StreamChanged keeps a channel only for a stream that may still change,
+// and for at most maxStreamWatches streams: a Tail that reads a closed
+// stream to its end leaves nothing behind, watches of streams no one
+// writes again cannot grow without bound (the ones past the bound are
+// woken after WatchPollMax to look again), and a ReadOnly World keeps
+// none.
+func TestStreamWatchesBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	watched := func(w *World) int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.streamChs)
+	}
+	path := filepath.Join(t.TempDir(), "world.skein")
+	w := mustOpen(t, Config{Path: path, Sync: SyncNone, WatchPollMax: time.Millisecond})
+	var closed []string
+	for range 50 {
+		runID := testIDs.New(world.PrefixRun)
+		if err := w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "s", Chunks: [][]byte{[]byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: "s"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range world.Tail(ctx, w, world.TailParams{RunID: runID, Name: "s"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		closed = append(closed, runID)
+	}
+	if n := watched(w); n != 0 {
+		t.Fatalf("%d streams watched after reading 50 closed streams to their end, want 0", n)
+	}
+	for _, runID := range closed {
+		select {
+		case <-w.StreamChanged(runID, "s"):
+		default:
+			t.Fatal("StreamChanged of a closed stream: a channel that is not closed")
+		}
+	}
+
+	var extra []<-chan struct{}
+	for i := range maxStreamWatches + 100 {
+		ch := w.StreamChanged(testIDs.New(world.PrefixRun), "open")
+		if i >= maxStreamWatches {
+			extra = append(extra, ch)
+		}
+	}
+	if n := watched(w); n != maxStreamWatches {
+		t.Fatalf("%d streams watched after watching %d open ones, want the bound, %d", n, maxStreamWatches+100, maxStreamWatches)
+	}
+	for _, ch := range extra {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a watch past the bound was not woken to look again")
+		}
+	}
+
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, Config{Path: path, ReadOnly: true, WatchPollMax: time.Millisecond})
+	for range 100 {
+		<-ro.StreamChanged(testIDs.New(world.PrefixRun), "open")
+	}
+	if n := watched(ro); n != 0 {
+		t.Fatalf("a ReadOnly World watches %d streams, want none", n)
 	}
 }

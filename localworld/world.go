@@ -21,7 +21,7 @@ var (
 )
 
 // World is the embedded World: storage, queue and streams in one store, a
-// file (a log or bbolt) or memory. It is safe for concurrent use. A file
+// log file or memory. It is safe for concurrent use. A file
 // store is used by one process at a time (Open takes a lock on it).
 type World struct {
 	cfg    *Config
@@ -34,6 +34,7 @@ type World struct {
 	gate     sync.RWMutex
 	closed   atomic.Bool
 	closedCh chan struct{}
+	doneCh   chan struct{} // closed at Open: what StreamChanged returns for a closed stream
 
 	mu        sync.Mutex
 	queueCh   chan struct{}            // closed and replaced when the queue changes
@@ -61,10 +62,12 @@ func Open(cfg Config) (*World, error) {
 		now:       c.Now,
 		logger:    c.Logger,
 		closedCh:  make(chan struct{}),
+		doneCh:    make(chan struct{}),
 		queueCh:   make(chan struct{}),
 		commitCh:  make(chan struct{}),
 		streamChs: make(map[string]chan struct{}),
 	}
+	close(w.doneCh)
 	if c.Path == "" {
 		if c.ReadOnly {
 			return nil, errors.New("localworld: Config.ReadOnly needs a Path")
@@ -75,14 +78,14 @@ func Open(cfg Config) (*World, error) {
 	if c.ReadOnly {
 		return openReadOnly(w, c)
 	}
-	kv, format, err := openStore(c)
+	kv, err := openStore(c)
 	if err != nil {
 		return nil, err
 	}
 	w.kv = kv
 	// Only a lock that keeps other processes out proves their leases stale
-	// (bbolt locks its file everywhere; the log only where flock exists).
-	if format == FormatBolt || exclusiveLocks {
+	// (where flock exists).
+	if exclusiveLocks {
 		if err = w.expireStaleLeases(); err != nil {
 			err = fmt.Errorf("expire stale leases: %w", err)
 		} else if err = w.releaseAbandoned(); err != nil {
@@ -94,12 +97,16 @@ func Open(cfg Config) (*World, error) {
 		return nil, fmt.Errorf("localworld: open %s: %w", c.Path, err)
 	}
 	w.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: opened", slog.String("path", c.Path),
-		slog.String("format", format.String()), slog.String("sync", c.Sync.String()))
+		slog.String("sync", c.Sync.String()))
 	return w, nil
 }
 
 // Path returns the store file, or "" in memory.
 func (w *World) Path() string { return w.cfg.Path }
+
+// Limits returns the limits the World enforces on every run (Config.Limits
+// with defaults).
+func (w *World) Limits() world.Limits { return w.cfg.Limits }
 
 // Close stops waiting receivers (they return world.ErrClosed), waits for
 // operations in flight and closes the store. Later calls return

@@ -86,6 +86,9 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 		return nil, err
 	}
 	cfg.World, cfg.Registry = w, reg
+	// The webhook function puts large requests in the bucket's inbox, the
+	// flow function commits them (handler.NewWebhook).
+	cfg.Inbox = w
 	if id := cfg.Resources.KMSKeyID; id != "" {
 		// Payloads are sealed before they reach the table, the queue's
 		// claim checks or the bucket.

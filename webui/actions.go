@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -89,6 +90,9 @@ func (s *server) rerun(ctx context.Context, _ *http.Request, run *world.Run) (st
 	if !run.Status.Terminal() {
 		return "", "", refuse("Run %s is %s, not finished: wait for it, or cancel it first.", run.RunID, run.Status)
 	}
+	if err := refuseSealed(run, "rerun it", "its encrypted input would be copied into a new run that could never read it"); err != nil {
+		return "", "", err
+	}
 	var input any
 	if len(run.Input) > 0 {
 		input = run.Input
@@ -140,6 +144,9 @@ func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (s
 	if hook.IsWebhook || workflow.IsInternalToken(hook.Token) {
 		return "", "", &actionError{code: http.StatusBadRequest, msg: "This hook cannot be resumed from here: a webhook takes requests to its URL, and a child run's hook only the child's end resumes."}
 	}
+	if err := refuseSealed(run, "resume its hook", "the payload would be stored in clear in an encrypted run"); err != nil {
+		return "", "", err
+	}
 	text := strings.TrimSpace(r.PostFormValue("payload"))
 	if text == "" {
 		text = "null"
@@ -155,6 +162,21 @@ func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (s
 		return "", "", err
 	}
 	return run.RunID, "resume", nil
+}
+
+// refuseSealed refuses an action that writes into (or copies from) a run
+// whose payloads are still sealed as the dashboard read it: its World has
+// no key that opens them (skein ui -keys, -kms-key), so what it wrote
+// would be wrong or in clear. Nothing is written.
+func refuseSealed(run *world.Run, doing, why string) error {
+	kid, sealed := sealmark.Sealed(run.Input, run.ExecutionContext)
+	if !sealed {
+		return nil
+	}
+	return &actionError{code: http.StatusConflict, msg: fmt.Sprintf(
+		"Cannot %s from here: run %s's payloads are encrypted with key %q, which this dashboard cannot open (%s). "+
+			"Start skein ui with the key (-keys for a local store, -kms-key for a stack), or use skein runs rerun / skein hooks resume with it.",
+		doing, run.RunID, kid, why)}
 }
 
 // clipText shortens s to n runes.

@@ -21,3 +21,28 @@ func TestChildHookShownAsChild(t *testing.T) {
 		t.Fatalf("hooks = %+v", hooks)
 	}
 }
+
+// TestTimersLeftByARunEnd: a sleep still waiting when its run ends (the
+// timer a Select did not need) is shown abandoned, or cancelled with a
+// cancelled run, never waiting forever; a finished sleep stays completed.
+func TestTimersLeftByARunEnd(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		end  world.EventData
+		want string
+	}{
+		{&world.RunCompleted{}, "abandoned"},
+		{&world.RunFailed{}, "abandoned"},
+		{&world.RunCancelled{}, "cancelled"},
+	} {
+		_, waits := hooksAndWaits([]world.Event{
+			{CorrelationID: "wait_1", Data: &world.WaitCreated{}},
+			{CorrelationID: "wait_2", Data: &world.WaitCreated{}},
+			{CorrelationID: "wait_2", Data: &world.WaitCompleted{}},
+			{Data: c.end},
+		}, pretty)
+		if len(waits) != 2 || waits[0].Status != c.want || waits[1].Status != "completed" {
+			t.Errorf("after %T: waits %+v, want the open one %s", c.end, waits, c.want)
+		}
+	}
+}

@@ -331,6 +331,15 @@ func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView
 			for i := range hooks {
 				hooks[i].Active = false
 			}
+			how := "abandoned" // a timer the run did not need, or left
+			if _, ok := d.(*world.RunCancelled); ok {
+				how = "cancelled"
+			}
+			for i := range waits {
+				if waits[i].Status == "waiting" {
+					waits[i].Status = how
+				}
+			}
 		}
 	}
 	return hooks, waits

@@ -441,7 +441,10 @@ func hookInfo(h *world.Hook) *HookInfo {
 // ResumeHook sends payload to the hook holding token and wakes its run. A
 // token no active hook holds is a *HookNotFoundError. The client does not
 // know the type the hook expects: a payload that does not decode as it is
-// recorded all the same and reaches the workflow as a *PayloadError.
+// recorded all the same and reaches the workflow as a *PayloadError. A
+// hook of a sealed run (package encrypt) is refused, with an error that
+// matches world.ErrKeyUnavailable and nothing written, when the client's
+// World does not seal: the payload would be stored in clear.
 func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*HookInfo, error) {
 	if IsInternalToken(token) {
 		return nil, fmt.Errorf("%w: hook %q is the engine's own: a child run's outcome arrives on it, and only the engine may resume it", world.ErrInvalid, token)

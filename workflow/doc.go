@@ -54,6 +54,10 @@
 // REPLAY_DIVERGENCE, the divergence in RunInfo.Hold) and nothing more runs
 // for it; the worker replays it again with backoff, and at once on
 // Client.RetryRun, so that deploying code that fits its log resumes it.
+// A step the code calls that the worker's Registry does not hold (a deploy
+// that forgot to register it) holds the run the same way, with
+// DEPLOYMENT_MISMATCH, before the step is created or started: registering
+// it and deploying resumes the run.
 // Client.FailRun and Client.Cancel end a held run for good.
 //
 // # Changing workflows
@@ -141,7 +145,14 @@
 // retried like any failure, even if the function then returns a result (it
 // is discarded). A step that fails for good gives the workflow a
 // *StepError wrapping the step's error, typed again after its trip through the log
-// (register your own types with Registry.RegisterError); an error wrapping
+// (register your own types with Registry.RegisterError). A sentinel value
+// (var ErrOutOfStock = errors.New(...)) comes back with its message but is
+// no longer the same value, so errors.Is does not match it, even in the
+// execution that ran the step: register each sentinel a workflow or client
+// tests with errors.Is with Registry.RegisterSentinel, and an error that is
+// or wraps it (Fatal(fmt.Errorf("reserve: %w", ErrOutOfStock))) is read
+// back wrapping the very same value. RegisterError refuses a type whose
+// JSON keeps nothing (errors.New's, fmt.Errorf's). An error wrapping
 // several (errors.Join, fmt.Errorf with more than one %w) keeps each member
 // typed: a workflow that returns Compensate's error (wrapped or not)
 // fails with an error in which errors.As finds each *CompensationError at
@@ -151,7 +162,8 @@
 // error it returned is, or wraps, such a step's), STEP_TIMEOUT (likewise, a
 // step whose last attempt timed out), RUNTIME_ERROR (the workflow
 // is not registered), WORKFLOW_API_MISUSE (see Determinism),
-// REPLAY_DIVERGENCE (a held run failed with Client.FailRun) or
+// REPLAY_DIVERGENCE or DEPLOYMENT_MISMATCH (a held run failed with
+// Client.FailRun) or
 // MAX_DELIVERIES_EXCEEDED. A panic in workflow or step code fails the run or
 // the attempt, never the process; a panic in a goroutine that code starts is
 // beyond any recovery, as in any Go program.

@@ -287,6 +287,15 @@ const (
 type codec struct {
 	byName map[string]reflect.Type
 	byType map[reflect.Type]string
+	// sentinels are the values registered with RegisterSentinel, by name
+	// and by value.
+	sentinels     map[string]error
+	sentinelNames map[error]string
+}
+
+func newCodec() codec {
+	return codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string),
+		sentinels: make(map[string]error), sentinelNames: make(map[error]string)}
 }
 
 func details(v any) json.RawMessage {
@@ -297,6 +306,9 @@ func details(v any) json.RawMessage {
 func (c *codec) encode(err error) *world.ErrorData {
 	if err == nil {
 		return nil
+	}
+	if name, ok := c.sentinel(err); ok {
+		return &world.ErrorData{Type: name, Message: err.Error()}
 	}
 	d := &world.ErrorData{Type: fmt.Sprintf("%T", err), Message: err.Error()}
 	switch e := err.(type) {
@@ -367,6 +379,9 @@ func (c *codec) encode(err error) *world.ErrorData {
 func (c *codec) decode(d *world.ErrorData) error {
 	if d == nil {
 		return nil
+	}
+	if s, ok := c.sentinels[d.Type]; ok {
+		return s
 	}
 	cause := c.decode(d.Cause)
 	orMessage := func() error {

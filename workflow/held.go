@@ -11,18 +11,20 @@ import (
 
 // HoldInfo says why a held run (StatusHeld) is held: its replay diverged
 // from its log, because the code deployed asks for other steps, hooks or
-// timers than those the run recorded. Nothing runs for it until its code
-// replays the log again: the worker retries it at RetryAt (1 minute after
+// timers than those the run recorded, or the code calls a step that the
+// deployment's Registry does not hold. Nothing runs for it until its code
+// fits again: the worker retries it at RetryAt (1 minute after
 // the first hold, doubling up to an hour) and at once on Client.RetryRun,
 // so deploying compatible code resumes it. Client.Cancel and
 // Client.FailRun end it.
 type HoldInfo struct {
-	// Code is the hold's error code, REPLAY_DIVERGENCE. RunInfo.ErrorCode
+	// Code is the hold's error code: REPLAY_DIVERGENCE, or
+	// DEPLOYMENT_MISMATCH for a step not registered. RunInfo.ErrorCode
 	// stays empty while the run is held: it names why a run failed, and
 	// becomes this code if the run is failed (Client.FailRun).
 	Code string
 	// Err is the divergence, naming what the log has and what the code
-	// asks for.
+	// asks for, or names the step that is not registered.
 	Err error
 	// Attempt counts the holds in a row; Since is when the first began.
 	Attempt int
@@ -56,8 +58,8 @@ func (c *Client) RetryRun(ctx context.Context, runID string) error {
 
 // FailRun ends a pending, running or held run as failed, recording reason:
 // what to do with a held run whose code will not come back. A held run
-// fails with its hold's code (REPLAY_DIVERGENCE) and the divergence as the
-// error's cause; another run with RUNTIME_ERROR. Its client then gets a
+// fails with its hold's code (REPLAY_DIVERGENCE, DEPLOYMENT_MISMATCH) and
+// the hold's error as the error's cause; another run with RUNTIME_ERROR. Its client then gets a
 // *RunFailedError, a parent run its child's failure. A finished run is an
 // error matching world.ErrConflict.
 //

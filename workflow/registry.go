@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -29,7 +28,7 @@ type Registry struct {
 	firsts    map[string]Definition // by kind and name: what Register was first given (Replace keeps it)
 	// inputs decode a workflow's input into its input type, by workflow
 	// name: Client.StartJSON checks an input before it creates a run.
-	inputs map[string]func(json.RawMessage) error
+	inputs map[string]func(json.RawMessage, bool) error
 	codec  codec
 }
 
@@ -39,9 +38,9 @@ func NewRegistry() *Registry {
 		workflows: make(map[string]*engine.Workflow),
 		steps:     make(map[string]*engine.Step),
 		defs:      make(map[string]Definition),
-		inputs:    make(map[string]func(json.RawMessage) error),
+		inputs:    make(map[string]func(json.RawMessage, bool) error),
 		firsts:    make(map[string]Definition),
-		codec:     codec{byName: make(map[string]reflect.Type), byType: make(map[reflect.Type]string)},
+		codec:     newCodec(),
 	}
 	r.steps[startChildStep] = r.startChildStep()
 	return r
@@ -53,15 +52,16 @@ func NewRegistry() *Registry {
 // already registered for the same kind is refused whatever the types of
 // its input and output, as is a name the log cannot record or one starting
 // with ReservedPrefix: the error is a *RegistrationError, and nothing of
-// the call is registered then.
+// the call is registered then. A nil definition (a nil *Step or *Workflow
+// included) is refused with an error matching world.ErrInvalid.
 func (r *Registry) Register(defs ...Definition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := make(map[string]Definition)
 	var add []Definition
-	for _, d := range defs {
-		if d == nil {
-			return errors.New("workflow: Register: nil definition")
+	for i, d := range defs {
+		if err := checkNil("Register", i, d); err != nil {
+			return err
 		}
 		// A name is a definition's identity in the log: one workflow and
 		// one step per name, whatever their type parameters.
@@ -101,8 +101,21 @@ func (r *Registry) Register(defs ...Definition) error {
 	return nil
 }
 
+// checkNil refuses definition i of a call of fn when it is nil, or a nil
+// *Workflow or *Step (a package-level definition used before it is set):
+// the error matches world.ErrInvalid.
+func checkNil(fn string, i int, d Definition) error {
+	if d == nil {
+		return fmt.Errorf("workflow: %s: %w: definition %d is nil", fn, world.ErrInvalid, i+1)
+	}
+	if v := reflect.ValueOf(d); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("workflow: %s: %w: definition %d is a nil %T (used before it was assigned?)", fn, world.ErrInvalid, i+1, d)
+	}
+	return nil
+}
+
 // Clone returns a registry of its own holding what r holds: the same
-// workflows, steps and error types. Registering or replacing in one leaves
+// workflows, steps, error types and sentinels. Registering or replacing in one leaves
 // the other as it is, so a test can swap a step's implementation in a clone
 // (see Replace) without touching the registry other tests share.
 func (r *Registry) Clone() *Registry {
@@ -114,6 +127,10 @@ func (r *Registry) Clone() *Registry {
 	}
 	for t, name := range r.codec.byType {
 		c.codec.byType[t] = name
+	}
+	for name, s := range r.codec.sentinels {
+		c.codec.sentinels[name] = s
+		c.codec.sentinelNames[s] = name
 	}
 	for key, d := range r.defs {
 		// The definitions registered in r before; they register again.
@@ -137,8 +154,8 @@ func (r *Registry) Replace(defs ...Definition) error {
 	defer r.mu.Unlock()
 	keys := make([]string, len(defs))
 	for i, d := range defs {
-		if d == nil {
-			return errors.New("workflow: Replace: nil definition")
+		if err := checkNil("Replace", i, d); err != nil {
+			return err
 		}
 		keys[i] = defKey(d)
 		if r.defs[keys[i]] == nil {
@@ -192,19 +209,29 @@ func (r *Registry) MustRegister(defs ...Definition) *Registry {
 
 // RegisterError makes an error type survive a round trip through the log:
 // an error of prototype's type (a pointer to a JSON-encodable struct) is
-// recorded under name with its JSON, and read back as that type.
+// recorded under name with its JSON, and read back as that type. A type
+// whose JSON keeps nothing (no exported field, as errors.New's and
+// fmt.Errorf's types) is refused: every error of that type would be read
+// back empty. For a sentinel value (errors.New) use RegisterSentinel. The
+// errors match world.ErrInvalid for a refused prototype or name,
+// world.ErrConflict for a name already registered.
 func (r *Registry) RegisterError(name string, prototype error) error {
 	t := reflect.TypeOf(prototype)
 	if t == nil || t.Kind() != reflect.Pointer {
-		return fmt.Errorf("workflow: RegisterError(%q): the prototype must be a pointer type, not %v", name, t)
+		return fmt.Errorf("workflow: RegisterError(%q): %w: the prototype must be a pointer type, not %v", name, world.ErrInvalid, t)
 	}
-	if name == "" {
-		return errors.New("workflow: RegisterError: empty name")
+	if !carriesJSON(t) {
+		return fmt.Errorf("workflow: RegisterError(%q): %w: %v has no exported field, so its errors would be recorded "+
+			"without their message and read back empty (errors.New's and fmt.Errorf's included); "+
+			"register a sentinel value with RegisterSentinel", name, world.ErrInvalid, t)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.codec.byName[name]; ok {
-		return fmt.Errorf("workflow: RegisterError: %q is already registered", name)
+	if err := r.codec.checkErrorName("RegisterError", name); err != nil {
+		return err
+	}
+	if prev, ok := r.codec.byType[t]; ok {
+		return fmt.Errorf("workflow: RegisterError(%q): %w: %v is already registered as %q", name, world.ErrConflict, t, prev)
 	}
 	r.codec.byName[name] = t
 	r.codec.byType[t] = name
@@ -223,22 +250,23 @@ func (r *Registry) decode(d *world.ErrorData) error {
 	return r.codec.decode(d)
 }
 
-func (r *Registry) addWorkflow(w *engine.Workflow, checkInput func(json.RawMessage) error) error {
+func (r *Registry) addWorkflow(w *engine.Workflow, checkInput func(json.RawMessage, bool) error) error {
 	r.workflows[w.Name] = w
 	r.inputs[w.Name] = checkInput
 	return nil
 }
 
 // checkInput decodes input as the named workflow's input type, as a run of
-// it would: ok is false for a workflow the registry does not hold.
-func (r *Registry) checkInput(name string, input json.RawMessage) (ok bool, err error) {
+// it would (strictly: see StrictInput): ok is false for a workflow the
+// registry does not hold.
+func (r *Registry) checkInput(name string, input json.RawMessage, strict bool) (ok bool, err error) {
 	r.mu.RLock()
 	check, ok := r.inputs[name]
 	r.mu.RUnlock()
 	if !ok {
 		return false, nil
 	}
-	return true, check(input)
+	return true, check(input, strict)
 }
 
 // compensatesOnFailure reports whether the registry holds the named

@@ -125,7 +125,7 @@ func compileSchedule(s Schedule, reg *Registry) (*compiledSchedule, error) {
 	if err != nil {
 		return nil, NewScheduleError(s.Name, &SerializationError{What: "schedule input", Err: err})
 	}
-	if _, err := reg.checkInput(s.Workflow, input); err != nil {
+	if _, err := reg.checkInput(s.Workflow, input, false); err != nil {
 		return nil, NewScheduleError(s.Name, &InputError{Workflow: s.Workflow, Err: err})
 	}
 	return &compiledSchedule{Schedule: s, expr: expr, input: input}, nil

@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func (c *lateReceiver) Release(ctx context.Context, p *world.ReleaseParams) erro
 
 // TestWorkerGivesBackLateDeliveries: a message a receive brings after the
 // Worker began to stop is not worked on but released at once (no delay,
-// within the default 5m Visibility), for the next worker.
+// within the default Visibility), for the next worker.
 func TestWorkerGivesBackLateDeliveries(t *testing.T) {
 	t.Parallel()
 	lw, err := localworld.Open(localworld.Config{})
@@ -72,5 +73,89 @@ func TestWorkerGivesBackLateDeliveries(t *testing.T) {
 	ds, err := lw.Receive(context.Background(), &world.ReceiveParams{Max: 10})
 	if err != nil || len(ds) != 1 || ds[0].Attempt != 2 {
 		t.Fatalf("after the stop: %d visible (%+v), %v; want the message, its second delivery", len(ds), ds, err)
+	}
+}
+
+// visibilityRecorder records the visibilities a Worker asks for.
+type visibilityRecorder struct {
+	*localworld.World
+	receives chan time.Duration
+}
+
+func (c *visibilityRecorder) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
+	select {
+	case c.receives <- p.Visibility:
+	default:
+	}
+	return c.World.Receive(ctx, p)
+}
+
+// TestWorkerDefaultVisibilityIsShort: by default a Worker hides the
+// messages it receives for a short while only (extending it while it
+// lives, see TestWorkerKeepsALongMessageHidden), so that the runs of a
+// killed worker move on within about a minute rather than after 5.
+func TestWorkerDefaultVisibilityIsShort(t *testing.T) {
+	t.Parallel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	c := &visibilityRecorder{World: lw, receives: make(chan time.Duration, 1)}
+	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: c, Registry: workflow.NewRegistry(), Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(ctx) }()
+	got := <-c.receives
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got <= 0 || got > 30*time.Second {
+		t.Errorf("the Worker receives with a visibility of %s, want at most 30s", got)
+	}
+}
+
+// TestWorkerStopIsBounded: a step that ignores its context does not keep
+// Run from returning: once StopTimeout has passed after the stop, Run
+// returns an error matching context.DeadlineExceeded, and the step runs on.
+func TestWorkerStopIsBounded(t *testing.T) {
+	t.Parallel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	deaf := workflow.NewStep("deaf", func(context.Context, int) (int, error) {
+		close(started)
+		<-release // ignores its context
+		return 1, nil
+	})
+	wf := workflow.New("deaf-flow", func(ctx workflow.Context, n int) (int, error) { return deaf.Call(ctx, n) })
+	reg := workflow.NewRegistry().MustRegister(wf, deaf)
+	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Concurrency: 1, StopTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(ctx) }()
+	if _, err := wf.Start(context.Background(), wk.Client(), 1); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Run returned %v, want an error matching context.DeadlineExceeded", err)
+		}
+	case <-time.After(30 * time.Second): // far past StopTimeout, however busy the machine
+		t.Fatal("Run did not return while a step ignored its context")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 
 	"github.com/skeinflow/skein/encrypt"
@@ -93,11 +94,32 @@ func decodeJSON(raw json.RawMessage) (any, error) {
 // into the input type of the workflow it holds, as a run of it would
 // decode it. A client without a Registry, or a start that says
 // StartUnregistered, checks neither.
+// checkStrict decodes a start's input into v, a pointer to the workflow's
+// input type, as StrictInput says.
+func checkStrict(raw json.RawMessage, v any) error {
+	t := reflect.TypeOf(v).Elem()
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		if t.Kind() == reflect.Struct && t.NumField() > 0 {
+			return fmt.Errorf("no input, and the workflow takes a %s: give its fields ({} for its zero value)", t)
+		}
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the input's JSON value")
+	}
+	return nil
+}
+
 func (c *Client) checkStart(name string, input json.RawMessage, o startOptions) error {
 	if !c.known || o.unregistered || name == "" {
 		return nil
 	}
-	ok, err := c.reg.checkInput(name, input)
+	ok, err := c.reg.checkInput(name, input, o.strict)
 	if !ok {
 		return &UnknownWorkflowError{Name: name}
 	}

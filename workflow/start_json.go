@@ -88,13 +88,13 @@ type StreamPage struct {
 // ReadStreamPage reads the chunks of a run's stream written so far from
 // opts.Start, without waiting for more: the read a poller repeats from
 // Next until Done. A stream nothing has written to yet is an empty page
-// that is not done.
+// that is not done, until the run is at rest: then it is done.
 func (c *Client) ReadStreamPage(ctx context.Context, runID string, opts StreamPageOptions) (*StreamPage, error) {
 	name, err := streamName(opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: name, Start: opts.Start, Limit: opts.Limit})
+	p, err := restStreams{c.w}.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: name, Start: opts.Start, Limit: opts.Limit})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,18 @@ type startOptions struct {
 	sdkAttrs     bool // attributes are the SDK's own (a schedule's firing), reserved keys allowed
 	lineage      *engine.ExecutionContext
 	version      *string
+	strict       bool // StrictInput
 }
+
+// StrictInput makes a start check its input more strictly than the run
+// decodes it (the run ignores what its type does not have, so that runs
+// started before a change of the type still decode): a member the
+// workflow's input type does not have (a misspelled field, at any depth)
+// is refused, and so is no input (empty or null) for a struct type with
+// fields, which the run would only see as its zero value ({} asks for
+// it). Both are an *InputError and create no run. The HTTP API starts
+// runs this way; it takes effect with a client given a Registry.
+func StrictInput() StartOption { return func(o *startOptions) { o.strict = true } }
 
 // WithIdempotencyKey makes Start idempotent: starting again with the same
 // key, workflow and input returns the run the first call started

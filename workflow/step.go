@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,6 +75,9 @@ func (s *Step[I, O]) Options() StepOptions { return s.opts }
 // fails with a *SerializationError.
 func (s *Step[I, O]) Go(ctx Context, in I) Future[O] {
 	c := ctx.impl()
+	if err := checkStepName(s.name); err != nil {
+		return failed[O](err)
+	}
 	if err := c.reg.checkCalled(s); err != nil {
 		return failed[O](err)
 	}
@@ -90,6 +94,23 @@ func (s *Step[I, O]) Go(ctx Context, in I) Future[O] {
 	p := &stepPromise{f: f, name: s.name, reg: c.reg}
 	s.track(c, p)
 	return Future[O]{p: p}
+}
+
+// checkStepName refuses a call of a step whose name the log cannot record
+// (or that Register refuses): the call fails, and the run with it when the
+// workflow returns the error, where recording it would be refused.
+func checkStepName(name string) error {
+	err := checkName("step", name)
+	if err == nil {
+		return nil
+	}
+	var re *RegistrationError
+	if errors.As(err, &re) && re.Err != nil {
+		err = re.Err
+	} else {
+		err = fmt.Errorf("names starting with %q are reserved for the SDK's own steps", ReservedPrefix)
+	}
+	return fmt.Errorf("workflow: step %.64q cannot be called: %w", name, err)
 }
 
 // Call runs the step and waits for its result. A step that failed for good

@@ -149,7 +149,9 @@ func decodeChunk(c world.StreamChunk) StreamChunk {
 
 // ReadStream reads a run's stream live: every chunk from opts.Start as it
 // is written, ending after the last chunk once the stream is closed (at the
-// latest when the run ends), or with ctx's error.
+// latest when the run is at rest: ended, with nothing of it left running),
+// or with ctx's error. A stream a run at rest never wrote ends at once,
+// empty.
 func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOptions) iter.Seq2[StreamChunk, error] {
 	return func(yield func(StreamChunk, error) bool) {
 		name, err := streamName(opts.Namespace)
@@ -157,7 +159,7 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 			yield(StreamChunk{}, err)
 			return
 		}
-		for ch, err := range world.Tail(ctx, c.w, world.TailParams{RunID: runID, Name: name, Start: opts.Start}) {
+		for ch, err := range world.Tail(ctx, restStreams{c.w}, world.TailParams{RunID: runID, Name: name, Start: opts.Start}) {
 			if err != nil {
 				yield(StreamChunk{}, err)
 				return
@@ -182,7 +184,8 @@ type StreamInfo struct {
 	Done      bool
 }
 
-// StreamInfo returns the state of a run's stream.
+// StreamInfo returns the state of a run's stream. A stream of a run at
+// rest is done, closed or not.
 func (c *Client) StreamInfo(ctx context.Context, runID, namespace string) (StreamInfo, error) {
 	name, err := streamName(namespace)
 	if err != nil {
@@ -191,6 +194,14 @@ func (c *Client) StreamInfo(ctx context.Context, runID, namespace string) (Strea
 	info, err := c.w.StreamInfo(ctx, &world.StreamInfoParams{RunID: runID, Name: name})
 	if err != nil {
 		return StreamInfo{}, err
+	}
+	if !info.Done {
+		// A stream of a run at rest is done (restStreams).
+		run, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		if err != nil {
+			return StreamInfo{}, err
+		}
+		info.Done = run.Deactivated()
 	}
 	return StreamInfo{TailIndex: info.TailIndex, Done: info.Done}, nil
 }
@@ -215,4 +226,38 @@ func (c *Client) ListStreams(ctx context.Context, runID string) ([]string, error
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// restStreams reads a run's streams as its readers should see them: a
+// stream of a run at rest (Run.Deactivated) is done, whether or not it was
+// ever written or closed, since nothing of the run writes any more. The
+// run is read only when a page is empty and open.
+type restStreams struct{ world.World }
+
+func (s restStreams) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+	page, err := s.World.ReadStream(ctx, p)
+	if err != nil || page.Done || len(page.Chunks) > 0 {
+		return page, err
+	}
+	run, err := s.GetRun(ctx, &world.GetRunParams{RunID: p.RunID})
+	if err != nil {
+		return nil, err
+	}
+	if run.Deactivated() {
+		// A chunk may have landed between the two reads: read again, then
+		// the run's streams are final.
+		if page, err = s.World.ReadStream(ctx, p); err == nil && len(page.Chunks) == 0 {
+			page.Done = true
+		}
+	}
+	return page, err
+}
+
+// StreamChanged passes the World's notifications on (world.Tail polls
+// without them).
+func (s restStreams) StreamChanged(runID, name string) <-chan struct{} {
+	if n, ok := s.World.(world.StreamNotifier); ok {
+		return n.StreamChanged(runID, name)
+	}
+	return nil
 }

@@ -150,7 +150,9 @@ func deliversWebhook(method string) bool {
 // delivers anything. What it logs never holds a token, only RedactToken's
 // digest of it.
 func (c *Client) WebhookHandler() http.Handler {
-	return &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
+	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
+	h.deliver = h.commit
+	return h
 }
 
 // WebhookBodyTimeout bounds how long the webhook handler waits for a
@@ -165,18 +167,21 @@ type webhookHandler struct {
 	c           *Client
 	timeout     time.Duration
 	bodyTimeout time.Duration
+	// deliver hands a request over to the hook: commit (WebhookHandler) or
+	// enqueue (QueuedWebhookHandler). A world.ErrNotFound error answers 404.
+	deliver func(ctx context.Context, token string, hk *world.Hook, r *Request) error
 }
 
-// readBody reads a request's body, up to one byte past maxWebhookBody,
-// within h.bodyTimeout (where the server's connection takes a deadline: a
-// Lambda event's body is already in memory). The deadline is lifted once
-// the body is in, so that a manual webhook's wait for its response is not
-// cut short; after a failed read it stays, and the connection closes after
-// the answer (net/http would otherwise wait for the rest of the body).
-func (h *webhookHandler) readBody(rw http.ResponseWriter, req *http.Request) ([]byte, error) {
+// readBody reads a request's body, up to one byte past limit, within
+// h.bodyTimeout (where the server's connection takes a deadline: a Lambda
+// event's body is already in memory). The deadline is lifted once the body
+// is in, so that a manual webhook's wait for its response is not cut
+// short; after a failed read it stays, and the connection closes after the
+// answer (net/http would otherwise wait for the rest of the body).
+func (h *webhookHandler) readBody(rw http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
 	rc := http.NewResponseController(rw)
 	deadline := rc.SetReadDeadline(time.Now().Add(h.bodyTimeout)) == nil
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxWebhookBody+1))
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	switch {
 	case err != nil:
 		rw.Header().Set("Connection", "close")
@@ -184,6 +189,16 @@ func (h *webhookHandler) readBody(rw http.ResponseWriter, req *http.Request) ([]
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return body, err
+}
+
+// commit appends the request to the hook's run and wakes the run.
+func (h *webhookHandler) commit(ctx context.Context, token string, _ *world.Hook, r *Request) error {
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = engine.ResumeHook(ctx, h.c.w, h.c.now, token, payload)
+	return err
 }
 
 func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
@@ -215,7 +230,10 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	}
 	var meta webhookMeta
 	_ = json.Unmarshal(hk.Metadata, &meta)
-	body, err := h.readBody(rw, req)
+	// Read no more than the run's payload limit takes (the payload is the
+	// body and more): a larger body is refused before it is buffered.
+	maxBody := min(maxWebhookBody, int64(world.LimitsOf(h.c.w).MaxPayload))
+	body, err := h.readBody(rw, req, maxBody)
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
@@ -225,7 +243,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	if len(body) > maxWebhookBody {
+	if int64(len(body)) > maxBody {
 		rw.WriteHeader(http.StatusRequestEntityTooLarge)
 		return
 	}
@@ -235,14 +253,14 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		_, _ = rand.Read(b[:])
 		r.ReplyRun, r.ReplyTo = hk.RunID, "webhook-reply."+hex.EncodeToString(b[:])
 	}
-	payload, err := json.Marshal(r)
-	if err != nil {
-		rw.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	if _, err := engine.ResumeHook(ctx, h.c.w, h.c.now, token, payload); err != nil {
+	if err := h.deliver(ctx, token, hk, &r); err != nil {
 		if errors.Is(err, world.ErrNotFound) {
 			rw.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if errors.Is(err, world.ErrLimitExceeded) {
+			// Too large, or the run is full: retrying will not help.
+			rw.WriteHeader(http.StatusRequestEntityTooLarge)
 			return
 		}
 		h.c.log.Warn("workflow: webhook resume", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))

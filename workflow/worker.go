@@ -51,7 +51,10 @@ type EngineOptions struct {
 	// (default 250ms; negative: never).
 	Linger time.Duration
 	// MaxDeliveries fails a run whose message was delivered more often
-	// (default 48).
+	// (default 48). A message received three times is sent again as a new
+	// message (acknowledging the old), so that a queue's receive limit
+	// (SQS's maxReceiveCount) never dead-letters a run whose executors
+	// died; MaxDeliveries counts the deliveries of both.
 	MaxDeliveries int
 	// MaxInterruptions bounds how often a step attempt may be interrupted by
 	// the loss of its executor (a worker killed or cut off mid-step). Such
@@ -142,6 +145,10 @@ type ProcessorConfig struct {
 	// a warning names the version. Nil (or an empty Versions) runs every
 	// run. See the "Changing workflows" guide.
 	Versions VersionFilter
+	// Inbox holds the webhook requests too large for a queue message that a
+	// QueuedWebhookHandler put there; the Processor reads, checks and
+	// deletes them. Nil: such a delivery is dropped (and logged).
+	Inbox Inbox
 }
 
 // Processor handles the queue messages of a World's runs: the part of a
@@ -150,6 +157,7 @@ type Processor struct {
 	eng    *engine.Engine
 	client *Client
 	log    *slog.Logger
+	inbox  Inbox
 }
 
 // NewProcessor returns a Processor for cfg.
@@ -192,7 +200,7 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{eng: eng, client: client, log: cfg.Logger}, nil
+	return &Processor{eng: eng, client: client, log: cfg.Logger, inbox: cfg.Inbox}, nil
 }
 
 // Client returns a client over the processor's World and Registry.
@@ -214,6 +222,12 @@ func (p *Processor) Client() *Client { return p.client }
 // Registry does not hold is logged as an error and still starts its run,
 // which fails as not registered (RUNTIME_ERROR), where listing runs shows
 // it.
+//
+// A webhook delivery message (IsWebhookDelivery: what a
+// QueuedWebhookHandler enqueues) is committed to the active hook holding
+// its token, once however often it is delivered; one that no active hook
+// can take (disposed, or its run ended), or whose request does not check
+// out, is a permanent error, logged as a dropped delivery.
 func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -223,6 +237,9 @@ func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err 
 	}()
 	if schedule.IsMessage(body) {
 		return p.processFiring(ctx, body)
+	}
+	if IsWebhookDelivery(body) {
+		return p.processDelivery(ctx, body)
 	}
 	msg, err := world.DecodeMessage(body)
 	if err != nil {
@@ -251,8 +268,16 @@ type WorkerConfig struct {
 	WebhookAddr string
 	// Visibility hides a received message from other receivers; the Worker
 	// extends it every third of its length while the message is handled
-	// (default 5m: a message whose handler died comes back after it).
+	// (default 30s), so a message stays hidden only while its worker
+	// lives: one whose worker died (kill -9, a crash) comes back within
+	// Visibility, and its run moves on once the leases of the dead
+	// worker have expired (EngineOptions.RunLeaseTTL, StepLeaseTTL).
 	Visibility time.Duration
+	// StopTimeout bounds how long Run waits, once its context has ended,
+	// for the messages in flight (default 10s): past it, Run returns an
+	// error matching context.DeadlineExceeded, leaving the steps that
+	// ignore their context to run on in their goroutines (see Run).
+	StopTimeout time.Duration
 	// PollWait is how long a receive waits for a message (default 1s).
 	PollWait time.Duration
 	// RetryDelay is the delay before a failed message is delivered again,
@@ -286,6 +311,7 @@ type Worker struct {
 	consumer  world.Consumer
 	ln        net.Listener
 	running   atomic.Bool
+	inflight  atomic.Int64 // messages being handled
 	schedules []*compiledSchedule
 }
 
@@ -312,7 +338,10 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Visibility <= 0 {
-		cfg.Visibility = 5 * time.Minute
+		cfg.Visibility = 30 * time.Second
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 10 * time.Second
 	}
 	if cfg.PollWait <= 0 {
 		cfg.PollWait = time.Second
@@ -379,15 +408,18 @@ func (w *Worker) WebhookURL() string {
 // runs, waiting for Visibility.
 //
 // What it waits for: the step functions it runs see their context
-// cancelled, and Run waits for each to return, without a bound, so a step
-// that ignores its context keeps Run from returning until it does. A step
-// that returns after the cancellation has its result discarded, not
-// recorded: its attempt counts as lost (shown "+1 lost"), and the step runs
-// again when a worker next takes the run on, repeating what it did (stream
-// writes included): make steps idempotent, and make them return promptly
-// on ctx.Done. Workflow code blocked outside the workflow API is not waited
-// for: after a second's grace its goroutine is abandoned (see Determinism
-// in the package doc).
+// cancelled, and Run waits for each to return, for up to StopTimeout
+// (default 10s). A step that returns after the cancellation has its result
+// discarded, not recorded: its attempt counts as lost (shown "+1 lost"),
+// and the step runs again when a worker next takes the run on, repeating
+// what it did (stream writes included): make steps idempotent, and make
+// them return promptly on ctx.Done. Should a step ignore its context past
+// StopTimeout, Run stops waiting: it logs how many messages are still in
+// flight and returns an error matching context.DeadlineExceeded; their
+// goroutines run on while the process lives, no longer keeping their
+// messages hidden, which come back within Visibility. Workflow code
+// blocked outside the workflow API is not waited for: after a second's
+// grace its goroutine is abandoned (see Determinism in the package doc).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("workflow: Worker.Run called twice")
@@ -426,85 +458,28 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.loop(ctx)
 		}()
 	}
-	wg.Wait()
-	return nil
+	return w.wait(ctx, &wg)
 }
 
-func (w *Worker) loop(ctx context.Context) {
-	errDelay := 10 * time.Millisecond
-	for ctx.Err() == nil {
-		ds, err := w.consumer.Receive(ctx, &world.ReceiveParams{Max: 1, Wait: w.cfg.PollWait, Visibility: w.cfg.Visibility})
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, world.ErrClosed) {
-				return
-			}
-			w.cfg.Logger.Warn("workflow: receive", "err", err)
-			t := time.NewTimer(errDelay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			errDelay = min(errDelay*2, 5*time.Second)
-			continue
-		}
-		errDelay = 10 * time.Millisecond
-		for _, d := range ds {
-			w.handle(ctx, d)
-		}
+// wait waits for Run's goroutines to end, for up to StopTimeout once ctx
+// has ended.
+func (w *Worker) wait(ctx context.Context, wg *sync.WaitGroup) error {
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
 	}
-}
-
-func (w *Worker) handle(ctx context.Context, d world.Delivery) {
-	stop := w.heartbeat(ctx, d)
-	err := w.p.Process(ctx, d.Body, d.Attempt)
-	stop()
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	switch {
-	case err == nil:
-		err = w.consumer.Ack(bg, &world.AckParams{Receipt: d.Receipt})
-	case IsPermanent(err):
-		w.cfg.Logger.Warn("workflow: dropping message", "message", d.MessageID, "err", err)
-		err = w.consumer.Ack(bg, &world.AckParams{Receipt: d.Receipt})
-	case ctx.Err() != nil:
-		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt})
-	default:
-		w.cfg.Logger.Warn("workflow: message failed; retrying", "message", d.MessageID, "attempt", d.Attempt, "err", err)
-		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt, Delay: w.cfg.RetryDelay(d.Attempt)})
+	t := time.NewTimer(w.cfg.StopTimeout)
+	defer t.Stop()
+	select {
+	case <-ended:
+		return nil
+	case <-t.C:
 	}
-	if err != nil && !errors.Is(err, world.ErrClosed) {
-		w.cfg.Logger.Warn("workflow: ack/release", "message", d.MessageID, "err", err)
-	}
-}
-
-// heartbeat keeps a delivery hidden while it is handled, however long that
-// takes (a long step, a long session): every third of Visibility it extends
-// the delivery by Visibility, so the message is not delivered again to
-// another of the Worker's goroutines meanwhile. Should this process die,
-// the heartbeat stops with it and the message comes back within one
-// Visibility (at once when a durable localworld is reopened).
-func (w *Worker) heartbeat(ctx context.Context, d world.Delivery) (stop func()) {
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(max(w.cfg.Visibility/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				err := w.consumer.Extend(ctx, &world.ExtendParams{Receipt: d.Receipt, Visibility: w.cfg.Visibility})
-				if err != nil && ctx.Err() == nil && !errors.Is(err, world.ErrClosed) {
-					w.cfg.Logger.Warn("workflow: extend the visibility of a message being handled", "message", d.MessageID, "err", err)
-				}
-			}
-		}
-	}()
-	return func() { close(done); <-exited }
+	n := w.inflight.Load()
+	w.cfg.Logger.Warn("workflow: Worker stopped without waiting for the messages still in flight: a step ignores its context",
+		"inFlight", n, "stopTimeout", w.cfg.StopTimeout)
+	return fmt.Errorf("workflow: Worker.Run: %d messages still in flight %s after the stop: %w", n, w.cfg.StopTimeout, context.DeadlineExceeded)
 }

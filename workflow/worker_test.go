@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,5 +86,56 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	}
 	if n := dc.most(); n != 1 {
 		t.Errorf("a message was delivered %d times while its handler worked, want 1", n)
+	}
+}
+
+// leaseFaultWorld fails every run lease: each message fails, to be retried.
+type leaseFaultWorld struct{ *localworld.World }
+
+func (leaseFaultWorld) AcquireRunLease(context.Context, *world.RunLeaseParams) (*world.RunLease, error) {
+	return nil, errors.New("throttled")
+}
+
+// A failed message's retry delay counts the deliveries of the messages it
+// replaces (world.Message.Delivered): replacing a message that keeps
+// failing keeps its backoff instead of starting it over.
+func TestWorkerRetryDelayCountsReplacedDeliveries(t *testing.T) {
+	t.Parallel()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	attempts := make(chan int, 16)
+	w, err := workflow.NewWorker(workflow.WorkerConfig{World: leaseFaultWorld{lw}, Consumer: lw, Registry: workflow.NewRegistry(), Concurrency: 1,
+		PollWait: 20 * time.Millisecond, RetryDelay: func(attempt int) time.Duration {
+			select {
+			case attempts <- attempt:
+			default:
+			}
+			return time.Hour
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := world.EncodeMessage(world.Message{RunID: world.NewIDSource(nil, nil).New(world.PrefixRun), Delivered: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := lw.Enqueue(ctx, &world.EnqueueParams{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case got := <-attempts:
+		if got != 6 {
+			t.Errorf("RetryDelay got attempt %d, want 6 (5 delivered before, and this one)", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the message was not retried")
 	}
 }

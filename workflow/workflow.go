@@ -233,9 +233,12 @@ func (w *Workflow[I, O]) Call(ctx Context, in I) (O, error) { return w.Go(ctx, i
 
 func (w *Workflow[I, O]) register(r *Registry) error {
 	where := funcLocation(w.fn)
-	check := func(raw json.RawMessage) error {
+	check := func(raw json.RawMessage, strict bool) error {
 		var in I
-		return unmarshal(raw, &in)
+		if !strict {
+			return unmarshal(raw, &in)
+		}
+		return checkStrict(raw, &in)
 	}
 	return r.addWorkflow(&engine.Workflow{
 		Name: w.name,

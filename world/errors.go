@@ -45,7 +45,7 @@ var (
 )
 
 // Status returns the HTTP-style status code for err: 404, 409, 410, 425, 400,
-// or 500 for anything else (and 0 for nil).
+// 413, or 500 for anything else (and 0 for nil).
 func Status(err error) int {
 	switch {
 	case err == nil:
@@ -60,6 +60,8 @@ func Status(err error) int {
 		return 425
 	case errors.Is(err, ErrInvalid):
 		return 400
+	case errors.Is(err, ErrLimitExceeded):
+		return 413
 	default:
 		return 500
 	}

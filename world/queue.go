@@ -111,6 +111,11 @@ type Message struct {
 	// to the queue as a new message, with Refused one higher, after a delay
 	// that grows with it.
 	Refused int `json:"refused,omitempty"`
+	// Delivered counts the deliveries of the messages this one replaces:
+	// an executor that receives a message too often (its executors were
+	// lost) sends it again as a new message, whose queue receive count
+	// starts afresh, with Delivered carrying the old count on.
+	Delivered int `json:"delivered,omitempty"`
 }
 
 // EncodeMessage returns the JSON body of m.

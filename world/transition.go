@@ -25,6 +25,10 @@ type State struct {
 	// IdempotencyRunID is, for run_created with an idempotency key, the run
 	// already started with that key, empty when none.
 	IdempotencyRunID string
+	// Limits are the World's limits (Limits.WithDefaults of its
+	// configuration); a zero field is not checked, as when a recorded log
+	// is folded.
+	Limits Limits
 }
 
 // Effect is what appending an event does. Unless Skip, the World must, in one
@@ -53,7 +57,8 @@ type Effect struct {
 
 // Apply judges ev against s at time now. It returns the effect, or a typed
 // refusal: *RefusalError (ErrNotFound, ErrConflict, ErrGone, ErrInvalid),
-// *TooEarlyError, *StepLeasedError or *RunExistsError. Apply is pure: it never
+// *TooEarlyError, *StepLeasedError, *RunExistsError or *LimitError (an
+// event that would pass s.Limits). Apply is pure: it never
 // modifies s or ev.
 //
 // The caller sets ev.RunID, ev.EventID, ev.CorrelationID and ev.Data; Apply
@@ -64,6 +69,9 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 	}
 	if err := ValidateID(PrefixRun, ev.RunID); err != nil {
 		return Effect{}, invalidf(ev.Type(), ev.RunID, "%v", err)
+	}
+	if err := checkLimits(s, ev); err != nil {
+		return Effect{}, err
 	}
 	if ev.Type() == EventRunCreated {
 		return applyRunCreated(s, ev, now)

@@ -163,7 +163,7 @@ func compDetail(ev *world.Event) string {
 	case *world.CompRetryScheduled:
 		s := errText(d.Error)
 		if !d.RetryAfter.IsZero() {
-			s += "; retry at " + d.RetryAfter.Local().Format(clockLayout)
+			s += "; retry at " + laterClock(d.RetryAfter, ev.CreatedAt)
 		}
 		return strings.TrimPrefix(s, "; ")
 	case *world.CompSucceeded:

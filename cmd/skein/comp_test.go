@@ -194,7 +194,7 @@ func TestCompDetail(t *testing.T) {
 	} {
 		t.Run(string(tc.data.EventType()), func(t *testing.T) {
 			t.Parallel()
-			if got := eventDetail(&world.Event{Data: tc.data}, false); got != tc.want {
+			if got := eventDetail(&world.Event{CreatedAt: retry.Add(-time.Second), Data: tc.data}, false); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

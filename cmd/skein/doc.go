@@ -29,8 +29,14 @@
 // step with world.Storage; the log format already makes it cheap, since a
 // commit is one appended, checksummed record and a compaction renames a
 // whole new file into place. Its price is that changes still wait for the
-// worker to stop, and that a bbolt-format store cannot be read without its
-// lock (skein takes it to read one, as a worker would).
+// worker to stop.
+//
+// The log is the only local format. A store in the bbolt format, which
+// earlier versions could make, is refused by every command, naming the one
+// that copies its runs to a new log-format store (the old file is only
+// read, under guards against what a damaged bbolt file makes bbolt do):
+//
+//	skein store migrate -from skein.db -to skein.skein
 //
 // A process killed in the middle of a write (kill -9, power loss)
 // can leave the store's last record incomplete; skein then refuses the store

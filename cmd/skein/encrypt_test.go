@@ -79,7 +79,7 @@ func TestEncryptedStore(t *testing.T) {
 		cli(append(append([]string{"-db", db}, keys...), "runs", "rerun", run.ID())...).expect(t, 1, `encrypted with key "k7"`, "-keys")
 		cli(append(append([]string{"-db", db}, keys...), "runs", "export", run.ID())...).expect(t, 1, `encrypted with key "k7"`)
 	}
-	cli("-db", db, "-keys", keyText, "runs", "rerun", run.ID()).expect(t, 0, "started run")
+	cli("-db", db, "-keys", keyText, "runs", "rerun", run.ID()).expect(t, 0, "started run", "sealed with the key given to skein: only workers holding that key run it")
 	cli("-db", db, "runs", "show", run.ID(), "-keys", "k7=short").expect(t, 2, "-keys", `key "k7" is not 32 bytes`)
 }
 

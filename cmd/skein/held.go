@@ -64,7 +64,9 @@ With -compensate the run's completed steps that declared a compensation are
 undone after the end, the most recently completed first, as for a saga that
 fails (WithCompensateOnFailure); the worker that next runs on the store runs
 them. Without it nothing is undone: the CLI does not know how the run's
-workflow is defined, so a saga failed here keeps what it booked unless asked.
+workflow is defined, so a saga failed here keeps what it booked unless asked,
+and the command warns when the run has completed steps that declared a
+compensation.
 
 Examples:
   skein runs fail wrun_01J9Z3K7QH5V2M8X4N6P0R1S2T -reason "v1 of the workflow is gone"
@@ -95,6 +97,11 @@ Examples:
 				return nil
 			}
 			fmt.Fprintf(e.stdout, "failed run %s\n", r.RunID)
+			if n := r.Compensations.Owed; n > 0 {
+				fmt.Fprintf(e.stderr, "skein: warning: run %s has %s that declared a compensation, "+
+					"not undone: the run failed without compensating (-compensate undoes them; the CLI cannot tell "+
+					"whether the workflow compensates on failure)\n", r.RunID, plural(n, "completed step"))
+			}
 			return nil
 		}
 	},

@@ -85,6 +85,7 @@ var commands = []*command{
 	hooksListCmd, hooksResumeCmd,
 	streamsListCmd, streamsReadCmd,
 	patchesCheckCmd,
+	storeMigrateCmd,
 }
 
 // usageError is bad usage: exit code 2.
@@ -217,7 +218,7 @@ func (e *env) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.db, "db", e.db, "the local store `file`")
 	fs.BoolVar(&e.repair, "repair-torn-tail", e.repair,
 		"drop an incomplete last record of the store (what a crash in the middle of a write leaves; that commit was never acknowledged)")
-	fs.StringVar(&e.keys, "keys", e.keys, "the `keys` that seal the local store's payloads, id=base64-key[,...] as the program that wrote them has them ($SKEIN_ENCRYPTION_KEYS): payloads are shown decrypted")
+	fs.StringVar(&e.keys, "keys", e.keys, "the `keys` that seal the local store's payloads, id=base64-key[,...] as the program that wrote them has them ($SKEIN_ENCRYPTION_KEYS): payloads are shown decrypted, and a run skein starts (runs rerun) is sealed with the first")
 	e.remote.flags(fs)
 }
 
@@ -278,7 +279,10 @@ Flags:
   -kms-key key        the KMS key sealing a stack's payloads ($SKEIN_KMS_KEY_ID;
                       default: the stack's PayloadKeyArn output)
 Encrypted payloads are shown decrypted when the key is given (and your
-credentials may use it), else as a note naming the key they need.
+credentials may use it), else as a note naming the key they need. With a
+key given, what skein writes is sealed too: a run it starts (runs rerun)
+is a sealed run, which only workers holding the key will run (a worker
+without it leaves the run waiting).
 Any command takes these flags too.
 
 Commands that only read a local store (runs list, show, events, watch,

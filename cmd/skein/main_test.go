@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -360,24 +361,41 @@ func TestCLI(t *testing.T) {
 	})
 }
 
-// A store whose last record was cut short (a process killed in the middle of
-// a write) is refused with advice and left untouched; -repair-torn-tail,
+// tearLastWrite appends to the log store at path what a process killed in
+// the middle of its next write leaves: a record's header and the start of
+// its payload, then the zeros of the space allocated ahead of it. It
+// returns the file's new size.
+func tearLastWrite(t *testing.T, path string) int64 {
+	t.Helper()
+	rec := binary.LittleEndian.AppendUint32([]byte("SKR1"), 1000) // magic, payload length
+	rec = binary.LittleEndian.AppendUint32(rec, 0xdeadbeef)       // the checksum of the whole record
+	rec = binary.LittleEndian.AppendUint64(rec, 1<<40)            // seq
+	rec = append(rec, bytes.Repeat([]byte("x"), 100)...)          // the part written
+	rec = append(rec, make([]byte, 1<<12)...)                     // the rest, never written
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// A store whose last record is incomplete (a process killed in the middle
+// of a write) is refused with advice and left untouched; -repair-torn-tail,
 // before the command or among its flags, drops that record and keeps the
-// rest.
+// rest. A store cut short (truncated) is refused without that advice, and
+// -repair-torn-tail does not touch it: it is damage, not a torn write.
 func TestRepairTornTail(t *testing.T) {
 	t.Parallel()
 	f := prepare(t)
-	tear := func() int64 {
-		t.Helper()
-		fi, err := os.Stat(f.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Truncate(f.db, fi.Size()-1); err != nil { // the last record loses its last byte
-			t.Fatal(err)
-		}
-		return fi.Size() - 1
-	}
+	tear := func() int64 { return tearLastWrite(t, f.db) }
 	size := func() int64 {
 		t.Helper()
 		fi, err := os.Stat(f.db)
@@ -415,6 +433,21 @@ func TestRepairTornTail(t *testing.T) {
 	cli("-db", f.db, "runs", "show", f.doneID).expect(t, 1, "-repair-torn-tail")
 	cli("runs", "show", f.doneID, "-repair-torn-tail", "-db", f.db).expect(t, 0, "Status     completed", "dropped the incomplete last record")
 	cli("-db", f.db, "hooks", "list").expect(t, 0)
+
+	cut := size() - 1
+	if err := os.Truncate(f.db, cut); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"runs", "list"}, {"-repair-torn-tail", "runs", "list"}, {"runs", "cancel", f.doneID}} {
+		r := cli(append([]string{"-db", f.db}, args...)...)
+		r.expect(t, 1, f.db, "cut short", "restore the file from a copy")
+		if strings.Contains(r.err, "-repair-torn-tail") {
+			t.Fatalf("skein %v advises -repair-torn-tail for a store cut short:\n%s", args, r.err)
+		}
+		if got := size(); got != cut {
+			t.Fatalf("the refused store changed size: %d, want %d", got, cut)
+		}
+	}
 }
 
 func TestUsage(t *testing.T) {

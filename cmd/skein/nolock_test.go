@@ -161,29 +161,46 @@ func TestWriteNamesHolder(t *testing.T) {
 	r.expect(t, 1, want...)
 }
 
-// A bbolt-format store cannot be read without its lock: a reading command
-// takes it (and reads) when the store is free, and says why it cannot read
-// the store while another process holds it.
-func TestReadBoltStore(t *testing.T) {
+// A bbolt-format store (testdata/bolt-store-v1.bbolt, two greeting runs made
+// by the version before the format was retired) is refused by every
+// command, naming skein store migrate; the migration copies its runs to a
+// new log store, leaves the old file as it was, and refuses to overwrite.
+// A damaged one is refused or migrated with the damage listed, never a
+// crash.
+func TestBoltStoreMigrate(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "bolt.db")
-	w, err := localworld.Open(localworld.Config{Path: db, Format: localworld.FormatBolt})
+	const (
+		run1 = "wrun_01M8J2SM4E5R7H17YYHDG7Q9B8"
+		run2 = "wrun_01M8J2SM5JJ2Q14VT0A7JWQXB4"
+	)
+	orig, err := os.ReadFile(filepath.Join("testdata", "bolt-store-v1.bbolt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
-	id, err := c.Start(context.Background(), "greeting", "hi")
-	if err != nil {
+	dir := t.TempDir()
+	old, to := filepath.Join(dir, "old.db"), filepath.Join(dir, "new.skein")
+	if err := os.WriteFile(old, orig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	runCLI := func(args ...string) result {
 		var out, errb bytes.Buffer
-		code := runWith(context.Background(), &env{stdout: &out, stderr: &errb, lockTimeout: 50 * time.Millisecond}, append([]string{"-db", db}, args...))
+		code := runWith(context.Background(), &env{stdout: &out, stderr: &errb, lockTimeout: 50 * time.Millisecond}, args)
 		return result{out.String(), errb.String(), code}
 	}
-	runCLI("runs", "list").expect(t, 1, "in use by another process", "bbolt-format store, which cannot be read while")
-	if err := w.Close(); err != nil {
+	runCLI("-db", old, "runs", "list").expect(t, 1, "bbolt format", "skein store migrate -from "+old+" -to ")
+	runCLI("-db", old, "runs", "cancel", run1).expect(t, 1, "bbolt format", "skein store migrate -from "+old)
+	runCLI("store", "migrate", "-from", old).expect(t, 2, "-to is required")
+	runCLI("-db", old, "store", "migrate", "-to", to).expect(t, 0, "copied 2 runs", "nothing was skipped")
+	if after, _ := os.ReadFile(old); !bytes.Equal(after, orig) {
+		t.Fatal("the migration changed the old store")
+	}
+	runCLI("-db", to, "runs", "list").expect(t, 0, run1, run2)
+	runCLI("-db", to, "runs", "show", run2).expect(t, 0, "greeting", "grace")
+	runCLI("store", "migrate", "-from", old, "-to", to).expect(t, 1, "exists")
+
+	cut := filepath.Join(dir, "cut.db")
+	if err := os.WriteFile(cut, orig[:3*4096], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runCLI("runs", "list").expect(t, 0, id)
+	runCLI("store", "migrate", "-from", cut, "-to", filepath.Join(dir, "cut.skein")).expect(t, 1, "truncated")
 }

@@ -55,7 +55,7 @@ func (r *remote) flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.queueURL, "queue-url", r.queueURL, "the deployed stack's SQS queue `url` ($SKEIN_QUEUE_URL)")
 	fs.StringVar(&r.bucket, "bucket", r.bucket, "the deployed stack's S3 `bucket` ($SKEIN_BUCKET)")
 	fs.StringVar(&r.region, "region", r.region, "the AWS `region` (default $AWS_REGION or the AWS profile's)")
-	fs.StringVar(&r.kmsKey, "kms-key", r.kmsKey, "the KMS `key` that seals a stack's payloads ($SKEIN_KMS_KEY_ID; default: the stack's PayloadKeyArn output): payloads are shown decrypted when your credentials may use it")
+	fs.StringVar(&r.kmsKey, "kms-key", r.kmsKey, "the KMS `key` that seals a stack's payloads ($SKEIN_KMS_KEY_ID; default: the stack's PayloadKeyArn output): payloads are shown decrypted when your credentials may use it, and a run skein starts (runs rerun) is sealed with it, for workers that hold the key")
 	fs.StringVar(&r.endpoint, "endpoint", r.endpoint, "send every AWS request to `url` (an emulator such as LocalStack; $SKEIN_ENDPOINT; per service: $AWS_ENDPOINT_URL_DYNAMODB, _SQS, _S3)")
 }
 

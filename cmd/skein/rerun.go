@@ -77,7 +77,7 @@ Examples:
 			if existed {
 				return rerunExisted(ctx, e, r, *key, id)
 			}
-			fmt.Fprintf(e.stdout, "started run %s (%s, the input of %s); it runs when a worker next runs on %s\n", id, r.WorkflowName, r.RunID, e.where())
+			fmt.Fprintf(e.stdout, "started run %s (%s, the input of %s); it runs when a worker next runs on %s%s\n", id, r.WorkflowName, r.RunID, e.where(), e.sealsNote())
 			return nil
 		}
 	},

@@ -127,17 +127,17 @@ const tornLooks = 3
 
 // openRead opens the local store read-only: it takes no lock, so a worker
 // (or the quickstart) may hold the store and write as the command reads,
-// and may start while it runs. A store that cannot be read so (a bbolt
-// store) is opened with the lock instead.
+// and may start while it runs.
 func (e *env) openRead() (*localworld.World, error) {
 	cfg := e.localConfig()
 	cfg.ReadOnly = true
 	for look := 1; ; look++ {
 		w, err := localworld.Open(cfg)
+		if errors.Is(err, localworld.ErrTornTail) {
+			return nil, fmt.Errorf("%v; to drop that record and keep everything before it, run the command again with -repair-torn-tail", err)
+		}
 		if err != nil {
-			// Only the log format can be read without the lock; the
-			// locked open says what is wrong with any other file.
-			return e.openBolt()
+			return nil, err
 		}
 		torn := w.TornTail()
 		if torn == nil {
@@ -150,21 +150,6 @@ func (e *env) openRead() (*localworld.World, error) {
 		}
 		time.Sleep(50 * time.Millisecond) // a record being written is whole in a moment
 	}
-}
-
-// openBolt opens, to read it, a store that cannot be read without its lock
-// (a bbolt store), or says what is wrong with the file.
-func (e *env) openBolt() (*localworld.World, error) {
-	w, err := localworld.Open(e.localConfig())
-	if errors.Is(err, localworld.ErrLocked) {
-		who := ""
-		if h := lockHolder(e.db); h != "" {
-			who = " (" + h + ")"
-		}
-		return nil, fmt.Errorf("the store %s is in use by another process%s, and it is a bbolt-format store, which cannot be "+
-			"read while another process holds it (a log-format store can): stop that process and run this command again", e.db, who)
-	}
-	return w, err
 }
 
 // openLocked opens the local store with its lock, which a worker holds

@@ -90,7 +90,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if info.TailIndex < 0 && !info.Done {
+			if info.TailIndex < 0 { // empty, or missing (a missing stream of a run at rest reads as done)
 				if err := missingStream(ctx, e, r, *name, *follow); err != nil {
 					return err
 				}

@@ -113,6 +113,15 @@ func (e *env) sealer() *encrypt.World {
 	return ew
 }
 
+// sealsNote is what a command that starts a run adds when skein seals it
+// (-keys, -kms-key): only workers that hold the key will run it.
+func (e *env) sealsNote() string {
+	if e.sealer() == nil {
+		return ""
+	}
+	return " (sealed with the key given to skein: only workers holding that key run it; one without it leaves the run waiting)"
+}
+
 // stillSealed is the error of a command that would write (or export) run
 // r's payloads while they are still sealed: no key given to skein opened
 // them, and a new run, a hook payload or a history made from them would be

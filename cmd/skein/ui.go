@@ -141,13 +141,9 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 		reach = "reachable from other machines (-public): anyone who can reach it can act on runs"
 	}
 	note := ""
-	switch {
-	case e.act != nil:
+	if e.act != nil {
 		note = fmt.Sprintf("skein ui reads %s without holding it: a worker may run on it meanwhile. Each action takes the store "+
 			"for a moment, and is refused while a worker (or the quickstart) holds it: act from the worker's own dashboard then\n", e.db)
-	case !e.remote.set():
-		note = fmt.Sprintf("skein ui holds %s while it runs (a store in the bbolt format cannot be read otherwise): "+
-			"stop it before you start a worker on the store\n", e.db)
 	}
 	// One write: whoever reads the first line has the rest too.
 	fmt.Fprintf(e.stdout, "serving on %s — %s\nstore: %s\n%s", url, reach, e.where(), note)

@@ -183,7 +183,7 @@ func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
 			fmt.Fprintf(w, "    hook %s token %s\n", h.HookID, shownToken(h.Token, h.IsWebhook, o.showTokens))
 		}
 		for _, wt := range s.Waits {
-			fmt.Fprintf(w, "    wait %s %s until %s\n", wt.WaitID, wt.Status, wt.ResumeAt.Local().Format(clockLayout))
+			fmt.Fprintf(w, "    wait %s %s until %s\n", wt.WaitID, wt.Status, laterClock(wt.ResumeAt, s.Run.UpdatedAt))
 		}
 		return err
 	}
@@ -205,6 +205,17 @@ func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
 }
 
 const clockLayout = "15:04:05.000"
+
+// laterClock shows a time that follows ref (a timer's end, a retry's): the
+// clock alone on ref's day, with its date on any other ("until 20:16:52"
+// would not say which day a 48 h sleep ends).
+func laterClock(t, ref time.Time) string {
+	t, ref = t.Local(), ref.Local()
+	if y, m, d := t.Date(); y == ref.Year() && m == ref.Month() && d == ref.Day() {
+		return t.Format(clockLayout)
+	}
+	return t.Format("2006-01-02 " + clockLayout)
+}
 
 // count is "1 step", "2 steps".
 func count(n int, noun string) string {
@@ -240,7 +251,7 @@ func eventDetail(ev *world.Event, showTokens bool) string {
 	case *world.HookCreated:
 		return "token " + shownToken(d.Token, d.IsWebhook, showTokens)
 	case *world.WaitCreated:
-		return "until " + d.ResumeAt.Local().Format(clockLayout)
+		return "until " + laterClock(d.ResumeAt, ev.CreatedAt)
 	}
 	return ""
 }

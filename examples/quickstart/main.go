@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	worker, err := workflow.NewWorker(workflow.WorkerConfig{
 		World: w, Registry: reg, Concurrency: 4,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(timelineShown{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}),
 		// A message in hand when the process is killed is redelivered after
 		// Visibility, and a step cut off mid-attempt runs again when its lease
 		// expires: keep both short, so a restart resumes promptly.
@@ -346,4 +346,24 @@ func pause(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// timelineShown drops the worker's log records that the timeline already
+// shows (a step's retry), so they do not cut into it; other warnings and
+// errors go to stderr.
+type timelineShown struct{ slog.Handler }
+
+func (h timelineShown) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "step retrying" {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h timelineShown) WithAttrs(as []slog.Attr) slog.Handler {
+	return timelineShown{h.Handler.WithAttrs(as)}
+}
+
+func (h timelineShown) WithGroup(name string) slog.Handler {
+	return timelineShown{h.Handler.WithGroup(name)}
 }

@@ -59,6 +59,11 @@ func runQuickstart(t *testing.T, args ...string) (string, int) {
 	if errs.Len() > 0 {
 		t.Logf("stderr:\n%s", errs.String())
 	}
+	// The retry of charge-card is on the timeline; its log line (a raw
+	// WARN among the timeline's lines on a terminal) is not repeated.
+	if strings.Contains(errs.String(), "step retrying") {
+		t.Errorf("the worker logged a retry the timeline shows:\n%s", errs.String())
+	}
 	return out.String(), code
 }
 

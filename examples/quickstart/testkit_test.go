@@ -55,8 +55,10 @@ func runOrder(t testing.TB, opts ...skeintest.Option) time.Duration {
 // TestQuickstartWorkflowInVirtualTime runs the quickstart's workflow with its
 // retried payment, its approval and a day's sleep until the pickup slot, on
 // the test kit, with the systems the steps call answering at once: it takes
-// a few milliseconds (BENCHMARKS.md has the figure). The bound is for the
-// fastest of three runs, so that a loaded machine does not fail it.
+// a few milliseconds (BENCHMARKS.md has the figure, from the benchmark
+// below). The test's bound only tells virtual time from real time (a day's
+// sleep), with room for a loaded machine: speed is the benchmark's to
+// judge, not a unit test's.
 func TestQuickstartWorkflowInVirtualTime(t *testing.T) {
 	t.Parallel()
 	stubs := []skeintest.Option{
@@ -69,8 +71,8 @@ func TestQuickstartWorkflowInVirtualTime(t *testing.T) {
 		best = min(best, runOrder(t, stubs...))
 	}
 	t.Logf("fastest of 3 runs: %s of wall time", best)
-	if best >= 100*time.Millisecond {
-		t.Errorf("the workflow took %s of wall time at best, want under 100ms", best)
+	if best >= time.Minute {
+		t.Errorf("the workflow took %s of wall time at best: its day's sleep is not virtual", best)
 	}
 }
 
@@ -81,8 +83,8 @@ func TestQuickstartStepsInVirtualTime(t *testing.T) {
 	t.Parallel()
 	took := runOrder(t)
 	t.Logf("with the steps' simulated latency: %s of wall time", took)
-	if took > 2*time.Second {
-		t.Errorf("took %s of wall time, want about the steps' 350ms", took)
+	if took > time.Minute {
+		t.Errorf("took %s of wall time, want about the steps' 350ms: the sleep, backoff or approval waited in real time", took)
 	}
 }
 

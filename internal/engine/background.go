@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -61,6 +62,13 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	}
 	if run.Status.Terminal() {
 		return "", false, nil
+	}
+	if err := sealmark.Check(runID, run.Input, run.ExecutionContext); err != nil {
+		return "", false, err // never run a step on an envelope
+	}
+	if !e.registered(st.StepName) {
+		// Not run nor failed: the run's session holds the run.
+		return keyUnregistered(stepID, st.Attempt), false, nil
 	}
 	res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
@@ -171,7 +179,10 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 		_ = e.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
 	}
 	// Out of budget, or the lease is in an unknown state (an error): a
-	// continuation wakes the run.
+	// continuation wakes the run, unless it is at rest.
+	if e.atRest(ctx, runID, "step done") {
+		return nil
+	}
 	return e.enqueue(ctx, world.Message{RunID: runID}, key)
 }
 

@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -69,6 +70,9 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 	}
 	if run.Status != world.RunStatusCompleted || run.Cleanup != world.CleanupPending {
 		return nil
+	}
+	if err := sealmark.Check(runID, run.Input, run.ExecutionContext); err != nil {
+		return err // never call the hook with an envelope
 	}
 	wf, ok := e.reg.Workflow(run.WorkflowName)
 	var failure *world.ErrorData

@@ -71,6 +71,7 @@ const (
 	DefaultLeaseRetryDelay   = 100 * time.Millisecond
 	DefaultMaxQueueDelay     = 15 * time.Minute
 	DefaultMaxDeliveries     = 48
+	DefaultReplaceAfter      = 3
 	DefaultMaxInterruptions  = 10
 	DefaultLinger            = 250 * time.Millisecond
 	DefaultHoldRetryDelay    = time.Minute
@@ -133,8 +134,16 @@ type Config struct {
 	// chain hops (default 15m, the SQS limit).
 	MaxQueueDelay time.Duration
 	// MaxDeliveries fails a run whose message was delivered more often
-	// (MAX_DELIVERIES_EXCEEDED; default 48).
+	// (MAX_DELIVERIES_EXCEEDED; default 48), counting the deliveries of
+	// the messages it replaces (world.Message.Delivered).
 	MaxDeliveries int
+	// ReplaceAfter is the delivery count (the queue's receive count) at
+	// which a message is sent again as a new message, carrying its count
+	// on in world.Message.Delivered, and acknowledged, so that a run whose
+	// executors keep dying never has its message dead-lettered by a
+	// queue's receive limit (SQS's maxReceiveCount must be above it).
+	// Default 3; negative: never.
+	ReplaceAfter int
 	// MaxInterruptions bounds how often a step's attempt may be interrupted
 	// by the loss of its executor (the process running it died, or was cut
 	// off, before it recorded an outcome; see world.Step.Interrupted). Such
@@ -222,6 +231,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDeliveries == 0 {
 		c.MaxDeliveries = DefaultMaxDeliveries
+	}
+	if c.ReplaceAfter == 0 {
+		c.ReplaceAfter = DefaultReplaceAfter
 	}
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger

@@ -45,7 +45,11 @@
 //
 // A continuation takes the run lease (acquireRunLease). If it is held,
 // the message is enqueued again (bounce: a delay doubling per hop, never
-// past the holder's expiry, under keyBusy), never dropped. Under the lease
+// past the holder's expiry, under keyBusy), never dropped while the run
+// needs it; a message of a run at rest (ended and deactivated, or gone) is
+// acknowledged instead of being sent again, on this path and on every other
+// that re-sends one (atRest: covers, keys sent back, a step's continuation).
+// Under the lease
 // (underLease, which renews it with keepLease), the session's run:
 //
 //  1. loads the log (loadNew: forward, page by page, on a cold start;

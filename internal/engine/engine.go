@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -27,6 +28,8 @@ type Engine struct {
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
 	versions versionCache
+	// lim are the World's limits (limits.go).
+	lim world.Limits
 }
 
 // New returns an Engine for cfg.
@@ -43,7 +46,8 @@ func New(cfg Config) (*Engine, error) {
 	if _, err := io.ReadFull(entropy, b[:]); err != nil {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
-	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:])}, nil
+	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:]),
+		lim: world.LimitsOf(cfg.World)}, nil
 }
 
 // Config returns the engine's configuration with defaults applied.
@@ -103,8 +107,11 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 			return ctx.Err()
 		}
 	}
-	if e.cfg.MaxDeliveries > 0 && attempt > e.cfg.MaxDeliveries {
-		return e.failDeliveries(ctx, msg, attempt)
+	if total := max(msg.Delivered, 0) + attempt; e.cfg.MaxDeliveries > 0 && total > e.cfg.MaxDeliveries {
+		return e.failDeliveries(ctx, msg, total)
+	}
+	if e.cfg.ReplaceAfter > 0 && attempt >= e.cfg.ReplaceAfter {
+		return e.replace(ctx, msg, attempt)
 	}
 	if msg.StepID != "" || len(msg.StepIDs) > 0 {
 		return e.executeBackground(ctx, msg)
@@ -150,6 +157,28 @@ func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 	return false
 }
 
+// atRest reports whether runID's run is at rest (ended and deactivated:
+// no step of it runs, no compensation or cleanup is owed, see rest.go) or
+// does not exist (never created, expired, or partly expired): nothing a
+// message could do for it is left, so a message that would be sent again
+// for it (a bounce, a cover, a refusal sent back) is dropped instead, and
+// the one in hand acknowledged. A run that has ended but is not at rest
+// still needs its messages (its rest checks, its compensations). A failed
+// read is not at rest: the message is sent again, as before. It costs one
+// read, only on the paths that would send a message.
+func (e *Engine) atRest(ctx context.Context, runID, why string) bool {
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	switch {
+	case err == nil && run.Status.Terminal() && run.Deactivated():
+		e.log.Debug("engine: message of a run at rest dropped, not sent again", "run", runID, "status", run.Status, "path", why)
+		return true
+	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
+		e.log.Debug("engine: message of an unknown run dropped, not sent again", "run", runID, "path", why, "err", err)
+		return true
+	}
+	return false
+}
+
 // enqueue sends m, delayed until m.NotBefore (capped at MaxQueueDelay; the
 // receiver hops for the rest).
 func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error {
@@ -170,8 +199,42 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 	return nil
 }
 
+// replace sends msg again as a new message, its delivery count carried on
+// in Delivered, and acknowledges the one received attempt times (by
+// returning nil): a queue counts receives, and a message whose executors
+// died with it (SIGKILLed, out of memory, a Lambda timeout) would
+// otherwise reach the queue's receive limit and be dead-lettered, leaving
+// a live run waiting for an operator. MaxDeliveries still counts every
+// delivery. The new message is due when msg was (its NotBefore), is
+// sent under a key derived from it (two deliveries of msg replace it
+// once), and is not sent for a run at rest.
+func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
+	if e.atRest(ctx, msg.RunID, "replace") {
+		return nil
+	}
+	next := msg
+	next.Delivered = max(msg.Delivered, 0) + attempt
+	body, err := world.EncodeMessage(next)
+	if err != nil {
+		return err
+	}
+	if err := e.enqueue(ctx, next, keyReplaced(body)); err != nil {
+		return err
+	}
+	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",
+		"run", msg.RunID, "step", msg.StepID, "attempt", attempt, "delivered", next.Delivered)
+	return nil
+}
+
 // failDeliveries fails the run of a message redelivered too often.
 func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt int) error {
+	// A sealed run that this engine's World does not open is left for an
+	// executor with the key (refuseKey): its deliveries count for nothing.
+	if run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID}); err == nil {
+		if err := sealmark.Check(run.RunID, run.Input, run.ExecutionContext); err != nil {
+			return err
+		}
+	}
 	data := &world.ErrorData{
 		Type:    TypeMaxDeliveries,
 		Message: fmt.Sprintf("message for run %s (step %q) was delivered %d times, more than %d", msg.RunID, msg.StepID, attempt, e.cfg.MaxDeliveries),
@@ -215,7 +278,9 @@ type RunOutcome struct {
 }
 
 // afterTerminal runs the side effects a finished run's terminal event
-// justifies, once it has committed: its streams are closed, a cancelled
+// justifies, once it has committed: its streams are closed (unless
+// compensations are to run, which may write to them: then at rest, see
+// deactivate), a cancelled
 // run's unfinished children are cancelled (cancelChildren) and, for a child
 // run, the parent's hook is resumed with the outcome and the parent woken.
 // All are idempotent, so a continuation that finds the run finished simply
@@ -231,20 +296,30 @@ func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.R
 	if status == world.RunStatusCancelled {
 		e.cancelChildren(ctx, runID)
 	}
-	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
-	if err != nil {
-		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)
-	}
-	for _, name := range names {
-		if err := e.w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: name}); err != nil {
-			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
+	var run *world.Run
+	if status != world.RunStatusCompleted {
+		// A failed or cancelled run may owe compensations, whose steps may
+		// write to its streams: those close when it is at rest.
+		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		if err != nil {
+			e.log.Warn("engine: read finished run", "run", runID, "err", err)
 		}
+		run = r
+	}
+	if run == nil || !compWork(run) {
+		e.closeStreams(ctx, runID)
 	}
 	if known && !notifies(execCtx) {
 		return
 	}
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil || !notifies(run.ExecutionContext) {
+	if run == nil {
+		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+		if err != nil {
+			return
+		}
+		run = r
+	}
+	if !notifies(run.ExecutionContext) {
 		return
 	}
 	var ec ExecutionContext
@@ -327,6 +402,18 @@ func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token 
 	if err != nil {
 		return nil, err
 	}
+	// A World that does not seal (no encryption configured) must not put a
+	// payload in clear into a sealed run: the run could never read it.
+	run, err := w.GetRun(ctx, &world.GetRunParams{RunID: h.RunID})
+	if err != nil {
+		if errors.Is(err, world.ErrGone) {
+			return nil, fmt.Errorf("%w: hook %q: %v", world.ErrNotFound, token, err)
+		}
+		return nil, err
+	}
+	if err := sealmark.CheckWrite(run.RunID, run.Input, run.ExecutionContext, "deliver a hook payload"); err != nil {
+		return nil, err
+	}
 	res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, Events: []world.EventInput{
 		{CorrelationID: h.HookID, Data: &world.HookReceived{Payload: payload}},
 	}})
@@ -352,4 +439,18 @@ func Wake(ctx context.Context, w world.World, now func() time.Time, runID, key s
 	}
 	_, err = w.Enqueue(ctx, &world.EnqueueParams{Body: body, IdempotencyKey: key})
 	return err
+}
+
+// closeStreams closes every stream of a finished run. Closing is
+// idempotent; a failure is logged, and the run's rest closes them again.
+func (e *Engine) closeStreams(ctx context.Context, runID string) {
+	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
+	if err != nil {
+		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)
+	}
+	for _, name := range names {
+		if err := e.w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: name}); err != nil {
+			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
+		}
+	}
 }

@@ -166,6 +166,10 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}
+		if len(result) > e.lim.MaxPayload {
+			out.kind, out.failure = outFailed, e.oversizedResult(x, len(result))
+			return out
+		}
 		out.kind, out.result = outCompleted, result
 		return out
 	}
@@ -228,6 +232,7 @@ func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, 
 	if data.Fatal {
 		fatal = true
 	}
+	data = fitError(data, e.lim.MaxPayload)
 	maxAttempts := max(def.MaxRetries, 0) + 1
 	if data.Type == TypePanic {
 		e.logStepPanic(x, attempt, !fatal && attempt < maxAttempts, data)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -35,6 +36,9 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	if run.Status.Terminal() {
 		return nil
 	}
+	if err := sealmark.Check(runID, run.Input, run.ExecutionContext); err != nil {
+		return err // never run a step on an envelope
+	}
 	var todo, ended []*world.Step
 	wake := ""
 	for i, st := range steps {
@@ -46,6 +50,8 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 		case st.Status.Terminal():
 			wake = keyDone(st.StepID, st.Attempt) // see executeStep
 			ended = append(ended, st)
+		case !e.registered(st.StepName):
+			wake = keyUnregistered(st.StepID, st.Attempt) // see executeStep
 		default:
 			todo = append(todo, st)
 		}

@@ -55,7 +55,8 @@ func (e *Engine) holdDelay(attempt int) time.Duration {
 	return min(d, e.cfg.HoldRetryLimit)
 }
 
-// holdRun ends a session whose replay diverged (see the comment above). A
+// holdRun ends a session whose replay diverged (see the comment above), or
+// that found a step not registered (unregistered.go). A
 // *staleError means the run changed meanwhile: the caller reloads and
 // replays again.
 func (s *session) holdRun(ctx context.Context, now time.Time) error {
@@ -93,8 +94,8 @@ func (s *session) holdRun(ctx context.Context, now time.Time) error {
 	}
 	if forced || changed {
 		// The lifecycle log (ObserveCommit) tells the hold at WARN.
-		s.e.log.Debug("engine: run held: its replay diverges from its log", "run", s.runID, "attempt", h.attempt,
-			"retryAt", h.retryAt, "divergence", h.message)
+		s.e.log.Debug("engine: run held: its code does not fit its log", "run", s.runID, "attempt", h.attempt,
+			"retryAt", h.retryAt, "code", h.code, "reason", h.message)
 	}
 	return s.e.scheduleHoldRetry(ctx, s.runID, h.attempt, h.retryAt)
 }
@@ -130,8 +131,8 @@ func RetryHeldRun(ctx context.Context, w world.World, now func() time.Time, runI
 }
 
 // FailRun ends a live run with run_failed: a held run that its owner gives
-// up on, or any other. The error's code is code (world.CodeReplayDivergence
-// for a held run when empty, else world.CodeRuntimeError); the hold's
+// up on, or any other. The error's code is code (the hold's code for a
+// held run when empty, else world.CodeRuntimeError); the hold's
 // error, if any, is its cause. Its side effects (streams closed, a parent
 // notified) follow through a continuation. A finished run is an error
 // matching world.ErrConflict. compensate, when set, says from the run's

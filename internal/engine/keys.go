@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -131,6 +133,13 @@ func keyDone(stepID string, attempt int) string {
 	return fmt.Sprintf("done:%s:%d", stepID, attempt)
 }
 
+// keyUnregistered continues a run whose queued step a background executor
+// did not start, its name not being registered (the run's session holds
+// it, see unregistered.go): one message per attempt the step is at.
+func keyUnregistered(stepID string, attempt int) string {
+	return fmt.Sprintf("unregistered:%s:%d", stepID, attempt)
+}
+
 // keyDoneGroup continues a run after a background group of n steps ended,
 // stepID's attempt last.
 func keyDoneGroup(stepID string, attempt, n int) string {
@@ -149,4 +158,12 @@ func keyRest(runID string, at time.Time) string {
 // attempt's lease (scheduleCompCheck).
 func keyComp(runID, stepID string, at time.Time) string {
 	return fmt.Sprintf("comp:%s:%s:%d", runID, stepID, at.UnixMilli())
+}
+
+// keyReplaced is the key of the message sent in place of one received too
+// often (Engine.replace): a digest of the new message's body, so that two
+// deliveries of the old one send one.
+func keyReplaced(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "replaced:" + hex.EncodeToString(sum[:16])
 }

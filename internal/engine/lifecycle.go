@@ -78,6 +78,11 @@ func observeEvent(ctx context.Context, log *slog.Logger, m Metrics, run *world.R
 	}
 	switch d := r.Event.Data.(type) {
 	case *world.RunStarted:
+		if run.StartedAt.Before(r.Event.CreatedAt) {
+			// A held run released: it started before, and was told then.
+			log.LogAttrs(ctx, slog.LevelInfo, "run released", runAttrs...)
+			return
+		}
 		count(MetricRunsStarted)
 		log.LogAttrs(ctx, slog.LevelInfo, "run started", runAttrs...)
 	case *world.RunCompleted:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -20,11 +21,22 @@ func (s *session) resume(ctx context.Context) error {
 	if _, err := s.loadNew(ctx, false); err != nil {
 		return err
 	}
+	if err := s.keyless(); err != nil {
+		return err
+	}
 	if s.runStatus.Terminal() {
 		return s.endAndRest(ctx)
 	}
 	s.rebuild()
 	return s.loop(ctx)
+}
+
+// keyless refuses a sealed run whose payloads this engine's World does not
+// open (no encryption configured): its workflow must never run on the
+// envelopes. The error matches world.ErrKeyUnavailable, so the message
+// waits for an executor with the key (refuseKey).
+func (s *session) keyless() error {
+	return sealmark.Check(s.runID, s.meta.input, s.meta.execCtx)
 }
 
 // runState is what a session knows of its run: the committed log as it
@@ -45,6 +57,9 @@ func (s *session) run(ctx context.Context) error {
 	}
 	if s.log.len() == 0 {
 		return &PermanentError{Reason: "run " + s.runID + " not found"}
+	}
+	if err := s.keyless(); err != nil {
+		return err
 	}
 	s.beginSpan(ctx)
 	if s.runStatus.Terminal() {

@@ -128,6 +128,9 @@ type replayer struct {
 	openWaits map[string]*op // created, not settled
 	openComps map[string]*op // steps whose compensation the code asked for, not ended
 	disposals []*op
+	// hooks and waits count the hooks and waits the code asked for,
+	// recorded or not (checked against the run's limits, limits.go).
+	hooks, waits int
 	// childFlows maps the token of a child run's hook to the child's
 	// workflow, as the log records it (childname.go).
 	childFlows map[string]string
@@ -316,6 +319,9 @@ func (r *replayer) consume(ev *world.Event) {
 		if ev.CreatedAt.After(r.now) {
 			r.now = ev.CreatedAt
 		}
+	}
+	if r.midCommit(ev) {
+		return
 	}
 	r.wake()
 }
@@ -552,5 +558,11 @@ func (r *replayer) newOp(kind opKind, prefix, name string) *op {
 	r.takePatches(o)
 	r.ops = append(r.ops, o)
 	r.byID[o.id] = o
+	switch kind {
+	case opHook:
+		r.hooks++
+	case opWait:
+		r.waits++
+	}
 	return o
 }

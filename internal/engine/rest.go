@@ -15,7 +15,8 @@ package engine
 //     those the completed steps owe, the most recently completed first
 //     (compensateRest, compensate.go);
 //  5. run_deactivated, once no step runs and no compensation is left
-//     (deactivate), which the World refuses before.
+//     (deactivate), which the World refuses before; the run's streams are
+//     closed again just before it, for those opened after its end.
 
 import (
 	"context"
@@ -85,6 +86,9 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 	if compWork(run) && !e.compensateRest(callCtx, run) {
 		return
 	}
+	// Nothing writes to the run's streams any more: those its compensations
+	// or left-running steps opened after its end close before it is at rest.
+	e.closeStreams(ctx, runID)
 	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunDeactivated{}}}})
 	if err != nil && !errors.Is(err, world.ErrConflict) {
 		e.log.Warn("engine: deactivate a finished run", "run", runID, "err", err)

@@ -27,9 +27,6 @@ const (
 func openRestartStore(t *testing.T, path, format string) *harness {
 	t.Helper()
 	cfg := localworld.Config{Path: path, Format: localworld.FormatLog}
-	if format == localworld.FormatBolt.String() {
-		cfg.Format = localworld.FormatBolt
-	}
 	lw, err := localworld.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +75,7 @@ func TestRestartChild(t *testing.T) {
 // the steps up at once: not wait out the expiry that step_started recorded.
 func TestRestartTakesUpAbandonedSteps(t *testing.T) {
 	t.Parallel()
-	for _, format := range []localworld.Format{localworld.FormatLog, localworld.FormatBolt} {
+	for _, format := range []localworld.Format{localworld.FormatLog} {
 		t.Run(format.String(), func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "world.db")

@@ -187,8 +187,14 @@ func (s *session) afterRelease(ctx context.Context, releaseErr error) (bool, err
 // dropping it: the delay grows with each bounce (LeaseRetryDelay doubling)
 // but never past the holder's lease expiry, so a dead holder costs one lease
 // TTL. Bounces in one delay window share an idempotency key: one
-// continuation after the holder is enough, as it loads everything.
+// continuation after the holder is enough, as it loads everything. A
+// continuation of a run at rest is dropped instead (atRest): the holder is
+// another message of it, and bouncing would keep a finished run's
+// duplicates circling the queue.
 func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) error {
+	if e.atRest(ctx, msg.RunID, "lease busy") {
+		return nil
+	}
 	now := e.now()
 	var expires time.Time
 	if lh := (*world.LeaseHeldError)(nil); errors.As(held, &lh) {

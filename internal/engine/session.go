@@ -131,7 +131,7 @@ func (s *session) loop(ctx context.Context) error {
 		if s.r.terminal != "" {
 			return s.endForeign(ctx)
 		}
-		if s.r.diverged() {
+		if s.r.held() {
 			err := s.holdRun(ctx, now)
 			var stale *staleError
 			if errors.As(err, &stale) {
@@ -148,22 +148,21 @@ func (s *session) loop(ctx context.Context) error {
 		if err := s.flushDeferred(ctx, now, false); err != nil {
 			return err
 		}
-		p := s.build(now)
-		if len(p.events) > 0 {
-			committed, err := s.commitPlan(ctx, p)
-			var stale *staleError
-			if errors.As(err, &stale) {
-				if err := s.refresh(ctx); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
+		if o := s.missingStep(now); o != nil {
+			s.r.holdMissing(o) // held on the next turn
+			continue
+		}
+		acted, end, err := s.commitTurn(ctx, now)
+		if isStale(err) {
+			if err := s.refresh(ctx); err != nil {
 				return err
 			}
-			if committed && p.terminal {
-				return s.rest(ctx, false, p.deactivated)
-			}
+			continue
+		}
+		if end {
+			return err
+		}
+		if acted {
 			continue
 		}
 		if len(s.inflight) > 0 {
@@ -177,6 +176,31 @@ func (s *session) loop(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// commitTurn commits what the workflow's suspension needs (build), or
+// fails the run when it passes a limit (failOverLimit). acted reports
+// that there was something to commit, end that the session is over (with
+// err); a *staleError means the run changed underneath.
+func (s *session) commitTurn(ctx context.Context, now time.Time) (acted, end bool, err error) {
+	if le := s.overLimit(); le != nil {
+		return true, true, s.failOverLimit(ctx, le)
+	}
+	p := s.build(now)
+	if len(p.events) == 0 {
+		return false, false, nil
+	}
+	committed, err := s.commitPlan(ctx, p)
+	if le := limitRefusal(err); le != nil {
+		return true, true, s.failOverLimit(ctx, le)
+	}
+	if err != nil {
+		return true, !isStale(err), err
+	}
+	if committed && p.terminal {
+		return true, true, s.rest(ctx, false, p.deactivated)
+	}
+	return true, false, nil
 }
 
 // waitInflight waits for an inline step to finish, a timer to come due, the

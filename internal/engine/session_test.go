@@ -360,12 +360,6 @@ func TestWorkflowPanicsAndErrors(t *testing.T) {
 	h := newHarness(t, nil, Config{})
 	h.reg.wf("panics", func(c *Context, in json.RawMessage) (json.RawMessage, error) { panic("kaboom") })
 	h.reg.wf("errs", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return nil, errBoom })
-	h.reg.wf("unknownStep", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
-		f := c.Step("nope", nil)
-		c.Await(f.Done)
-		_, fail := f.Result()
-		return mustJSON(fail.Message), nil
-	})
 	h.work(2, nil)
 	for _, tc := range []struct{ wf, code, msg string }{
 		{"panics", world.CodeUserError, "workflow panicked: kaboom"},
@@ -379,10 +373,6 @@ func TestWorkflowPanicsAndErrors(t *testing.T) {
 		if tc.wf == "panics" && !strings.Contains(run.Error.Stack, "TestWorkflowPanicsAndErrors") {
 			t.Errorf("no stack: %q", run.Error.Stack)
 		}
-	}
-	run := h.wait(h.start("unknownStep", nil))
-	if string(run.Output) != `"step \"nope\" is not registered"` {
-		t.Errorf("output %s", run.Output)
 	}
 }
 

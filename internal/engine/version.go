@@ -117,8 +117,14 @@ func (e *Engine) sendBack(ctx context.Context, msg world.Message) (world.Message
 // the key, as refuseVersion does for another version: the run is healthy,
 // so neither MaxDeliveries nor a queue's dead-letter count may end it while
 // the key is being fixed. The error is logged (the operator must act), the
-// message sent back and the received one acknowledged.
+// message sent back and the received one acknowledged; the message of a
+// run at rest (atRest) is acknowledged and dropped. A World that cannot open
+// even the run's record without the key (encrypt) leaves its status
+// unknown: the message is sent back.
 func (e *Engine) refuseKey(ctx context.Context, msg world.Message, keyErr error) error {
+	if e.atRest(ctx, msg.RunID, "key unavailable") {
+		return nil
+	}
 	next, delay, err := e.sendBack(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("engine: leave run %s for an executor with its key: %w (after %w)", msg.RunID, err, keyErr)

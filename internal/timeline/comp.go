@@ -68,17 +68,24 @@ func errMessage(e *world.ErrorData) string {
 
 // CompCounts is a run's compensation counts in words ("2 succeeded, 1
 // failed, 1 owed"), "" when there is nothing to count. A run that ended
-// without asking for compensation owes none: none will run.
+// without asking for compensation owes none: none will run; a run that
+// has not ended owes none yet ("2 to run should the run fail").
 func CompCounts(r *world.Run) string {
 	c := r.Compensations
 	if r.Status.Terminal() && !r.Compensate {
 		c.Owed = 0
 	}
+	owed := "owed"
+	if !r.Status.Terminal() {
+		// Nothing is owed yet: only a failure (or a cancellation) that
+		// asks for it would run these.
+		owed = "to run should the run fail"
+	}
 	var parts []string
 	for _, p := range []struct {
 		n    int
 		word string
-	}{{c.Running, "running"}, {c.Owed, "owed"}, {c.Succeeded, "succeeded"}, {c.Failed, "failed"}} {
+	}{{c.Running, "running"}, {c.Owed, owed}, {c.Succeeded, "succeeded"}, {c.Failed, "failed"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.word))
 		}

@@ -101,3 +101,22 @@ func TestBuildCompensation(t *testing.T) {
 		})
 	}
 }
+
+// TestCompCountsWording: a saga still going owes nothing yet (a completed
+// step's compensation runs only should the run fail); a finished run that
+// asked for compensation owes what has not run; one that did not, nothing.
+func TestCompCountsWording(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		run  world.Run
+		want string
+	}{
+		{world.Run{Status: world.RunStatusRunning, Compensations: world.Compensations{Owed: 4}}, "4 to run should the run fail"},
+		{world.Run{Status: world.RunStatusCompleted, Compensations: world.Compensations{Owed: 4}}, ""},
+		{world.Run{Status: world.RunStatusFailed, Compensate: true, Compensations: world.Compensations{Owed: 1, Succeeded: 3}}, "1 owed, 3 succeeded"},
+	} {
+		if got := timeline.CompCounts(&c.run); got != c.want {
+			t.Errorf("%s run: %q, want %q", c.run.Status, got, c.want)
+		}
+	}
+}

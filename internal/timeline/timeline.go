@@ -280,7 +280,7 @@ func (b *builder) event(ev world.Event) {
 		}
 	case *world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
 		b.comp(ev, r)
-	case *world.RunCancelled, *world.RunFailed:
+	case *world.RunCancelled, *world.RunFailed, *world.RunCompleted:
 		// What was still going ends with the run, as it stood.
 		endOpen(b.rows, at, ev.Type())
 	}
@@ -331,20 +331,24 @@ func childRunID(result []byte, o Options) string {
 	return o.Name(id)
 }
 
-// endOpen ends the rows still going when their run ended with typ (a
-// cancellation or a failure): steps pending (no attempt starts after the
-// end), sleeps and hooks waiting stop there, marked as the run left them.
+// endOpen ends the rows still going when their run ended with typ: on a
+// cancellation or a failure, steps pending (no attempt starts after the
+// end); on any end, sleeps and hooks waiting (a timer a Select did not
+// need) stop there, marked as the run left them.
 // A step running is marked so but its row stays open until the step
 // records its outcome (a cancelled run's step records the cancellation),
 // as do compensations.
 func endOpen(rows []*Row, at time.Time, typ world.EventType) {
 	how := "cancelled"
-	if typ == world.EventRunFailed {
+	if typ != world.EventRunCancelled {
 		how = "abandoned"
 	}
 	for _, r := range rows {
 		if r.Open == nil || r.Compensates != "" {
 			continue // compensations go on after the run's end
+		}
+		if typ == world.EventRunCompleted && r.Status != "waiting" {
+			continue // a completed run's steps finish as they would have
 		}
 		switch r.Status {
 		case "running":

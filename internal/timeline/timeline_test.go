@@ -101,3 +101,29 @@ func TestBuildStepOutlivesItsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildTimerLeftByACompletedRun: a completed run's timer that a Select
+// did not need is shown abandoned at the run's end, as a failed run's is,
+// never waiting forever; a step the completed run left running keeps its
+// row open until it records its outcome.
+func TestBuildTimerLeftByACompletedRun(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, corr string, d world.EventData) world.Event {
+		return world.Event{RunID: "wrun_x", CorrelationID: corr, CreatedAt: at(ms), Data: d}
+	}
+	rows := timeline.Build([]world.Event{
+		ev(0, "w1", &world.WaitCreated{ResumeAt: at(48 * 3600 * 1000)}),
+		ev(5, "s1", &world.StepCreated{StepName: "notify"}),
+		ev(6, "s1", &world.StepStarted{Attempt: 1}),
+		ev(10, "", &world.RunCompleted{}),
+	}, timeline.Options{})
+	timer, step := rows[0], rows[1]
+	if timer.Status != "abandoned" || timer.Open != nil {
+		t.Errorf("timer row: status %q open %v, want abandoned and ended", timer.Status, timer.Open)
+	}
+	if step.Status != "running" || step.Open == nil {
+		t.Errorf("step row: status %q open %v, want still running", step.Status, step.Open)
+	}
+}

@@ -50,7 +50,7 @@ func testCompRace(t *testing.T, f *fixture) {
 func testCompTakeover(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	step := f.compensableStep(run)
-	r := f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: f.d(200 * time.Millisecond)}))
+	r := f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: shortTTL}))
 	lease := r.Step.Compensation.LeaseExpiresAt
 	before := f.events(run)
 	_, err := f.append(run, ev(step, &world.CompStarted{}))
@@ -59,7 +59,7 @@ func testCompTakeover(t *testing.T, f *fixture) {
 		t.Fatalf("StepLeasedError = %+v (status %d), want step %s attempt 1 until %v", e, world.Status(err), step, lease)
 	}
 	f.wantLogUnchanged(run, before, "leased comp_started")
-	sleepUntil(lease.Add(f.d(50 * time.Millisecond)))
+	f.advancePast(lease)
 	r = f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: time.Minute}))
 	if c := r.Step.Compensation; c.Attempt != 2 || c.Interrupted != 1 {
 		t.Fatalf("comp_started after the lease expired: %+v, want attempt 2, 1 interrupted", c)
@@ -77,7 +77,7 @@ func testCompTooEarly(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	step := f.compensableStep(run)
 	f.mustAppend(run, ev(step, &world.CompStarted{}))
-	retryAt := time.Now().Add(f.d(300 * time.Millisecond))
+	retryAt := f.now().Add(shortTTL)
 	f.mustAppend(run, ev(step, &world.CompRetryScheduled{Error: stepError("later"), RetryAfter: retryAt}))
 	if s := f.getStep(run, step); !sameTime(s.Compensation.RetryAfter, retryAt) {
 		t.Fatalf("GetStep: RetryAfter %v, want %v", s.Compensation.RetryAfter, retryAt)
@@ -89,7 +89,7 @@ func testCompTooEarly(t *testing.T, f *fixture) {
 		t.Fatalf("TooEarlyError = %+v (status %d), want step %s retry after %v", e, world.Status(err), step, retryAt)
 	}
 	f.wantLogUnchanged(run, before, "early comp_started")
-	sleepUntil(retryAt.Add(f.d(50 * time.Millisecond)))
+	f.advancePast(retryAt)
 	r := f.mustAppendOne(run, ev(step, &world.CompStarted{}))
 	if c := r.Step.Compensation; c.Attempt != 2 || c.Interrupted != 0 || !c.RetryAfter.IsZero() {
 		t.Fatalf("comp_started after the retry time: %+v, want attempt 2, none interrupted", c)

@@ -20,22 +20,22 @@ func (f *fixture) renewComp(run, step string, attempt int, ttl time.Duration) (*
 func testCompLeaseRenew(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	step := f.compensableStep(run)
-	started := f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: f.d(150 * time.Millisecond)}))
+	started := f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: shortTTL}))
 	granted := started.Step.Compensation.LeaseExpiresAt
-	before := time.Now()
-	r, err := f.renewComp(run, step, 1, time.Minute)
+	before := f.now()
+	r, err := f.renewComp(run, step, 1, longTTL)
 	if err != nil {
 		t.Fatalf("RenewStepLease of the running compensation attempt: %v", err)
 	}
 	if r == nil || r.Status != world.StepStatusCompensating || r.Compensation == nil || r.Compensation.Attempt != 1 ||
-		r.Compensation.LeaseExpiresAt.Before(before.Add(time.Minute-skew)) {
-		t.Fatalf("RenewStepLease: got %+v, want compensation attempt 1 running until about %v", r, before.Add(time.Minute))
+		r.Compensation.LeaseExpiresAt.Before(before.Add(longTTL-skew)) {
+		t.Fatalf("RenewStepLease: got %+v, want compensation attempt 1 running until about %v", r, before.Add(longTTL))
 	}
 	renewed := r.Compensation.LeaseExpiresAt
 	if got := f.getStep(run, step); got.Compensation == nil || !sameTime(got.Compensation.LeaseExpiresAt, renewed) {
 		t.Fatalf("GetStep after RenewStepLease: compensation %+v, want its lease until %v", got.Compensation, renewed)
 	}
-	sleepUntil(granted.Add(f.d(100 * time.Millisecond)))
+	f.advancePast(granted)
 	logged := f.events(run)
 	_, err = f.append(run, ev(step, &world.CompStarted{}))
 	e := wantAs[*world.StepLeasedError](t, err, "comp_started after the granted lease, before the renewed one, expired")
@@ -68,13 +68,14 @@ func testCompLeaseRenewRefused(t *testing.T, f *fixture) {
 	_, err = f.renewStep(run, step, 1, time.Minute)
 	wantErr(t, err, world.ErrConflict, "step lease renewal of a compensating step")
 
-	f.mustAppend(run, ev(step, &world.CompRetryScheduled{Error: stepError("x"), RetryAfter: time.Now()}))
+	retry := f.now()
+	f.mustAppend(run, ev(step, &world.CompRetryScheduled{Error: stepError("x"), RetryAfter: retry}))
 	_, err = f.renewComp(run, step, 1, time.Minute)
 	wantErr(t, err, world.ErrConflict, "compensation lease renewal while a retry is scheduled")
 	if s := f.getStep(run, step); !s.Compensation.LeaseExpiresAt.IsZero() {
 		t.Fatalf("a refused renewal left a lease on a scheduled retry: %+v", s.Compensation)
 	}
-	sleepUntil(time.Now().Add(f.d(20 * time.Millisecond)))
+	f.advancePast(retry)
 	f.mustAppend(run, ev(step, &world.CompStarted{LeaseTTL: time.Minute}))
 	if _, err := f.renewComp(run, step, 2, time.Minute); err != nil {
 		t.Fatalf("compensation lease renewal of the retry's attempt: %v", err)
@@ -92,8 +93,8 @@ func testCompLeaseRenewRefused(t *testing.T, f *fixture) {
 func testCompLeaseSuperseded(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	step := f.compensableStep(run)
-	r := f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: f.d(150 * time.Millisecond)}))
-	sleepUntil(r.Step.Compensation.LeaseExpiresAt.Add(f.d(50 * time.Millisecond)))
+	r := f.mustAppendOne(run, ev(step, &world.CompStarted{LeaseTTL: shortTTL}))
+	f.advancePast(r.Step.Compensation.LeaseExpiresAt)
 	f.mustAppend(run, ev(step, &world.CompStarted{LeaseTTL: time.Minute}))
 	logged := f.events(run)
 	_, err := f.renewComp(run, step, 1, time.Minute)

@@ -16,7 +16,7 @@
 //
 // Run runs one subtest per group (runs, holds, steps, hooks, waits, commit,
 // reads, pagination, races, leases, queue, streams, patches, watch,
-// attributes, rest, compensation) and in
+// attributes, rest, compensation, limits) and in
 // it one parallel subtest per case; every case gets its own World from
 // Options.New and the suite closes it when the case ends. New must
 // therefore return an empty World that shares no state with the others
@@ -56,6 +56,10 @@
 //     world.Run.Compensations), so that every read returns them; judge a
 //     comp_* event on the step as stored, so that of two concurrent outcomes
 //     of one compensation exactly one is recorded;
+//   - report the world.Limits it enforces (a Limits() world.Limits method)
+//     and judge every event with them (world.State.Limits); for the suite
+//     to reach them, New configures small ones: MaxEvents 1,000 to 2,000,
+//     MaxPayload 64 KiB to 1 MiB;
 //   - validate stream names (world.ValidateStreamName) on write;
 //   - deliver watches (world.Watch: its own world.Watcher, or the polling
 //     fallback over its reads): one run's events after a cursor in order,
@@ -75,12 +79,22 @@
 //
 // # Timing
 //
-// The suite uses real time. Checks that something must not happen yet use
-// windows long enough never to flake (a one-minute lease, a retry time an
-// hour ahead); checks that something happens after a short window (a step
-// lease of 150ms, a retry time 200ms ahead, a queue delay of 300ms) sleep
-// past it, scaled by Options.Slow. Latency is only bounded generously: a
-// delayed message must arrive within its delay plus 5s (times Slow).
+// No case depends on how fast the machine is. Leases and retry times are
+// judged on the World's clock, Subject.Clock (a Clock: the wall clock plus
+// an offset the suite moves; every World of one Subject reads it, two
+// processes' Worlds included): a lease or retry time a case means to pass
+// is a minute long and the case moves the clock past it at once, one it
+// means to hold is an hour long, so neither lapses while the machine is
+// busy. A World without a Subject.Clock skips the cases that move it.
+//
+// Queue delays and visibility timeouts, watches and stream tails are real
+// time (the World's timers, a backend's own clock), scaled by
+// Options.Slow: a check that something happens no earlier than a delay
+// measures from before the call, a wait for something owed is bounded
+// generously (a message within its delay plus 15s, a watch's event within
+// 20s) and ends as soon as it comes, and no case relies on a goroutine
+// having started within a sleep: it waits for the sign that it has (a watch
+// from the present, a tail from its end).
 //
 // Queue cases that need a Consumer are skipped when Subject.Consumer is nil;
 // the Enqueue deduplication case runs without one. The wide-commit cases

@@ -44,6 +44,20 @@ func (f *fixture) wantHold(r *world.Run, attempt int, since, retryAt time.Time, 
 	}
 }
 
+// heldSince checks that a run held by a commit made after before was held
+// at about the commit's time (between before and now, on the World's
+// clock, however long the commit took) and returns that time.
+func (f *fixture) heldSince(r *world.Run, before time.Time, what string) time.Time {
+	f.t.Helper()
+	if r == nil || r.Hold == nil {
+		f.t.Fatalf("%s: run %+v, want a hold", what, r)
+	}
+	if s := r.Hold.Since; s.Before(before.Add(-skew)) || s.After(f.now().Add(skew)) {
+		f.t.Fatalf("%s: held since %v, want between %v and now", what, s, before)
+	}
+	return r.Hold.Since
+}
+
 // listed returns the run from ListRuns filtered by status, nil when absent.
 func (f *fixture) listed(runID string, status world.RunStatus) *world.Run {
 	f.t.Helper()
@@ -62,9 +76,10 @@ func (f *fixture) listed(runID string, status world.RunStatus) *world.Run {
 func testHoldStoredAndReleased(t *testing.T, f *fixture) {
 	id := f.startedRun()
 	started := f.getRun(id).StartedAt
-	first := time.Now()
-	retry1 := first.Add(time.Minute).Truncate(time.Millisecond)
+	before := f.now()
+	retry1 := before.Add(time.Minute).Truncate(time.Millisecond)
 	res := f.mustAppend(id, ev("", held(1, retry1)))
+	first := f.heldSince(res.Run, before, "Append result after run_held")
 	if e := res.Results[0].Event; e == nil || e.Type() != world.EventRunHeld || e.Seq != 3 {
 		t.Fatalf("run_held: got event %s, want run_held with Seq 3", eventType(e))
 	}
@@ -109,7 +124,8 @@ func testHeldRunAcceptsWork(t *testing.T, f *fixture) {
 	f.startStep(id, step, time.Minute)
 	hook := f.mustCreateHook(id, token())
 	retry := time.Now().Add(time.Hour).Truncate(time.Millisecond)
-	f.mustAppend(id, ev("", held(1, retry)))
+	before := f.now()
+	since := f.heldSince(f.mustAppend(id, ev("", held(1, retry))).Run, before, "Append result after run_held")
 	// What was started before the hold still lands, and outsiders still
 	// write: none of it releases the run.
 	f.mustAppend(id, ev(step, &world.StepCompleted{Result: json.RawMessage(`7`)}))
@@ -117,7 +133,7 @@ func testHeldRunAcceptsWork(t *testing.T, f *fixture) {
 	wait := f.createWait(id, time.Now())
 	f.mustAppend(id, ev(wait, &world.WaitCompleted{}))
 	r := f.getRun(id)
-	f.wantHold(r, 1, time.Now(), retry, "GetRun after work on a held run")
+	f.wantHold(r, 1, since, retry, "GetRun after work on a held run")
 	if s := f.getStep(id, step); s.Status != world.StepStatusCompleted {
 		t.Fatalf("step_completed on a held run: step %s", s.Status)
 	}

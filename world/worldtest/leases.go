@@ -27,7 +27,7 @@ func (f *fixture) acquire(run, owner string, ttl time.Duration) (*world.RunLease
 
 func (f *fixture) mustAcquire(run, owner string, ttl time.Duration) *world.RunLease {
 	f.t.Helper()
-	before := time.Now()
+	before := f.now()
 	l, err := f.acquire(run, owner, ttl)
 	if err != nil {
 		f.t.Fatalf("AcquireRunLease(%s, %s): %v", run, owner, err)
@@ -35,7 +35,7 @@ func (f *fixture) mustAcquire(run, owner string, ttl time.Duration) *world.RunLe
 	if l == nil || l.RunID != run || l.Owner != owner {
 		f.t.Fatalf("AcquireRunLease(%s, %s): got %+v", run, owner, l)
 	}
-	if l.ExpiresAt.Before(before.Add(ttl-skew)) || l.ExpiresAt.After(time.Now().Add(ttl+skew)) {
+	if l.ExpiresAt.Before(before.Add(ttl-skew)) || l.ExpiresAt.After(f.now().Add(ttl+skew)) {
 		f.t.Fatalf("AcquireRunLease with TTL %v: ExpiresAt %v, want about %v", ttl, l.ExpiresAt, before.Add(ttl))
 	}
 	return l
@@ -53,11 +53,12 @@ func (f *fixture) wantHeld(run, owner, holder, what string) {
 
 func testLeaseFailFast(t *testing.T, f *fixture) {
 	run := f.startedRun()
-	l := f.mustAcquire(run, "a", time.Minute)
+	l := f.mustAcquire(run, "a", longTTL)
 	start := time.Now()
 	_, err := f.acquire(run, "b", time.Minute)
 	e := wantAs[*world.LeaseHeldError](t, err, "AcquireRunLease of a held lease")
-	if took := time.Since(start); took > 10*time.Second {
+	// Real time is the subject: failing fast, not waiting out the hour.
+	if took := time.Since(start); took > f.d(30*time.Second) {
 		t.Fatalf("AcquireRunLease of a held lease took %v; it must fail fast, not wait", took)
 	}
 	if e.Owner != "a" || e.RunID != run || !sameTime(e.ExpiresAt, l.ExpiresAt) {
@@ -72,12 +73,12 @@ func testLeaseFailFast(t *testing.T, f *fixture) {
 
 func testLeaseReacquire(t *testing.T, f *fixture) {
 	run := f.startedRun()
-	short := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
-	long := f.mustAcquire(run, "a", time.Minute)
+	short := f.mustAcquire(run, "a", shortTTL)
+	long := f.mustAcquire(run, "a", longTTL)
 	if !long.ExpiresAt.After(short.ExpiresAt) {
 		t.Fatalf("re-acquiring by the same owner: ExpiresAt %v, want later than %v", long.ExpiresAt, short.ExpiresAt)
 	}
-	sleepUntil(short.ExpiresAt.Add(f.d(100 * time.Millisecond)))
+	f.advancePast(short.ExpiresAt)
 	f.wantHeld(run, "b", "a", "after the first TTL, the extended lease")
 }
 
@@ -105,8 +106,8 @@ func testLeaseReleaseTolerant(t *testing.T, f *fixture) {
 	}
 	// Releasing after expiry, when another owner took over, leaves the new holder alone.
 	run = f.startedRun()
-	l := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
-	sleepUntil(l.ExpiresAt.Add(f.d(50 * time.Millisecond)))
+	l := f.mustAcquire(run, "a", shortTTL)
+	f.advancePast(l.ExpiresAt)
 	if err := f.w.ReleaseRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a"}); err != nil {
 		t.Fatalf("ReleaseRunLease after expiry: %v, want nil", err)
 	}
@@ -119,8 +120,8 @@ func testLeaseReleaseTolerant(t *testing.T, f *fixture) {
 
 func testLeaseExpiry(t *testing.T, f *fixture) {
 	run := f.startedRun()
-	l := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
-	sleepUntil(l.ExpiresAt.Add(f.d(50 * time.Millisecond)))
+	l := f.mustAcquire(run, "a", shortTTL)
+	f.advancePast(l.ExpiresAt)
 	f.mustAcquire(run, "b", time.Minute)
 	_, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
 	wantErr(t, err, world.ErrLeaseLost, "RenewRunLease by the owner whose lease expired and was taken")
@@ -129,16 +130,16 @@ func testLeaseExpiry(t *testing.T, f *fixture) {
 
 func testLeaseRenew(t *testing.T, f *fixture) {
 	run := f.startedRun()
-	l := f.mustAcquire(run, "a", f.d(150*time.Millisecond))
-	before := time.Now()
-	r, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	l := f.mustAcquire(run, "a", shortTTL)
+	before := f.now()
+	r, err := f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: longTTL})
 	if err != nil {
 		t.Fatalf("RenewRunLease by the holder: %v", err)
 	}
-	if r == nil || r.Owner != "a" || r.ExpiresAt.Before(before.Add(time.Minute-skew)) {
-		t.Fatalf("RenewRunLease: got %+v, want owner a until about %v", r, before.Add(time.Minute))
+	if r == nil || r.Owner != "a" || r.ExpiresAt.Before(before.Add(longTTL-skew)) {
+		t.Fatalf("RenewRunLease: got %+v, want owner a until about %v", r, before.Add(longTTL))
 	}
-	sleepUntil(l.ExpiresAt.Add(f.d(100 * time.Millisecond)))
+	f.advancePast(l.ExpiresAt)
 	f.wantHeld(run, "b", "a", "after the original TTL, the renewed lease")
 }
 
@@ -159,19 +160,19 @@ func (f *fixture) renewStep(run, step string, attempt int, ttl time.Duration) (*
 func testStepLeaseRenew(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	step := f.createStep(run)
-	s := f.startStep(run, step, f.d(150*time.Millisecond))
-	before := time.Now()
-	r, err := f.renewStep(run, step, 1, time.Minute)
+	s := f.startStep(run, step, shortTTL)
+	before := f.now()
+	r, err := f.renewStep(run, step, 1, longTTL)
 	if err != nil {
 		t.Fatalf("RenewStepLease of the running attempt: %v", err)
 	}
-	if r == nil || r.LeaseExpiresAt.Before(before.Add(time.Minute-skew)) || r.Attempt != 1 || r.Status != world.StepStatusRunning {
-		t.Fatalf("RenewStepLease: got %+v, want attempt 1 running until about %v", r, before.Add(time.Minute))
+	if r == nil || r.LeaseExpiresAt.Before(before.Add(longTTL-skew)) || r.Attempt != 1 || r.Status != world.StepStatusRunning {
+		t.Fatalf("RenewStepLease: got %+v, want attempt 1 running until about %v", r, before.Add(longTTL))
 	}
 	if got := f.getStep(run, step); !sameTime(got.LeaseExpiresAt, r.LeaseExpiresAt) {
 		t.Fatalf("GetStep after RenewStepLease: LeaseExpiresAt %v, want %v", got.LeaseExpiresAt, r.LeaseExpiresAt)
 	}
-	sleepUntil(s.LeaseExpiresAt.Add(f.d(100 * time.Millisecond)))
+	f.advancePast(s.LeaseExpiresAt)
 	_, err = f.append(run, ev(step, &world.StepStarted{}))
 	wantAs[*world.StepLeasedError](t, err, "step_started after the original lease, before the renewed one, expired")
 	if got := f.getStep(run, step); got.Attempt != 1 {

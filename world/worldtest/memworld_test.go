@@ -20,6 +20,7 @@ type memWorld struct {
 	mu   sync.Mutex
 	bug  string // the mutant's injected bug; "" for the correct World
 	ids  *world.IDSource
+	now  func() time.Time // the clock of commits and leases (the suite's Clock)
 	runs map[string]*memRun
 	// runOrder lists run IDs in creation order.
 	runOrder []string
@@ -61,7 +62,7 @@ type memMsg struct {
 
 func newMemWorld(bug string) *memWorld {
 	return &memWorld{
-		bug: bug, ids: world.NewIDSource(nil, nil),
+		bug: bug, ids: world.NewIDSource(nil, nil), now: time.Now,
 		runs: map[string]*memRun{}, idem: map[string]string{},
 		hooks: map[string]*world.Hook{}, hookSeq: map[string]int64{}, tokens: map[string]string{},
 		leases: map[string]world.RunLease{}, streams: map[string]map[string]*memStream{},
@@ -70,6 +71,12 @@ func newMemWorld(bug string) *memWorld {
 }
 
 var _ world.World = (*memWorld)(nil)
+
+// Limits are small, for the suite to reach them.
+func (w *memWorld) Limits() world.Limits {
+	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}.WithDefaults()
+}
+
 var _ world.Consumer = (*memWorld)(nil)
 var _ world.StreamNotifier = (*memWorld)(nil)
 
@@ -193,7 +200,7 @@ func (tx *memTx) apply(eff world.Effect, st world.State, ev world.Event) world.E
 	if eff.Skip {
 		if tx.w.bug == "append-skipped" && tx.run != nil {
 			tx.run.LastSeq++
-			ev.Seq, ev.CreatedAt = tx.run.LastSeq, time.Now()
+			ev.Seq, ev.CreatedAt = tx.run.LastSeq, tx.w.now()
 			tx.events = append(tx.events, ev)
 		}
 		return world.EventResult{}
@@ -333,11 +340,14 @@ func (w *memWorld) Append(ctx context.Context, p *world.AppendParams) (*world.Ap
 			return nil, fmt.Errorf("%w: run %s is at %d, not %d", world.ErrConflict, p.RunID, tx.run.LastSeq, p.IfLastSeq)
 		}
 	}
-	now := time.Now()
+	now := w.now()
 	res := &world.AppendResult{Results: make([]world.EventResult, len(p.Events))}
 	for i, in := range p.Events {
 		ev := world.Event{RunID: p.RunID, EventID: w.ids.New(world.PrefixEvent), CorrelationID: in.CorrelationID, Data: in.Data}
 		st := tx.state(ev)
+		if w.bug != "no-limits" {
+			st.Limits = w.Limits()
+		}
 		eff, err := world.Apply(st, ev, now)
 		if err != nil {
 			if w.bug == "partial-commit" {
@@ -545,7 +555,7 @@ func (w *memWorld) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams)
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	now := time.Now()
+	now := w.now()
 	if l, ok := w.leases[p.RunID]; ok && l.Owner != p.Owner && l.ExpiresAt.After(now) && w.bug != "lease-steal" {
 		return nil, &world.LeaseHeldError{RunID: p.RunID, Owner: l.Owner, ExpiresAt: l.ExpiresAt}
 	}
@@ -559,7 +569,7 @@ func (w *memWorld) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (
 		return nil, err
 	}
 	defer w.mu.Unlock()
-	now := time.Now()
+	now := w.now()
 	l, ok := w.leases[p.RunID]
 	if !ok || l.Owner != p.Owner || !l.ExpiresAt.After(now) {
 		return nil, fmt.Errorf("%w: run %s", world.ErrLeaseLost, p.RunID)
@@ -596,7 +606,7 @@ func (w *memWorld) RenewStepLease(ctx context.Context, p *world.RenewStepLeasePa
 		}
 		c := *s.Compensation
 		if w.bug != "comp-renew-noop" {
-			c.LeaseExpiresAt = time.Now().Add(p.TTL)
+			c.LeaseExpiresAt = w.now().Add(p.TTL)
 		}
 		s.Compensation = &c
 		return ptr(*s), nil
@@ -605,7 +615,7 @@ func (w *memWorld) RenewStepLease(ctx context.Context, p *world.RenewStepLeasePa
 		return nil, fmt.Errorf("%w: step %s is %s at attempt %d", world.ErrConflict, p.StepID, s.Status, s.Attempt)
 	}
 	if w.bug != "step-renew-noop" {
-		s.LeaseExpiresAt = time.Now().Add(p.TTL)
+		s.LeaseExpiresAt = w.now().Add(p.TTL)
 	}
 	return ptr(*s), nil
 }

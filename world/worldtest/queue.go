@@ -91,7 +91,9 @@ func (f *fixture) ack(d world.Delivery) {
 	}
 }
 
-func (f *fixture) within(delay time.Duration) time.Duration { return delay + f.d(5*time.Second) }
+// within bounds the wait for a message due after delay: only a failing
+// case waits it out, so it holds on a busy machine.
+func (f *fixture) within(delay time.Duration) time.Duration { return delay + f.d(15*time.Second) }
 
 func testQueueBasic(t *testing.T, f *fixture) {
 	f.needConsumer()
@@ -171,10 +173,11 @@ func testQueueReleaseDelay(t *testing.T, f *fixture) {
 func testQueueExtend(t *testing.T, f *fixture) {
 	f.needConsumer()
 	e := f.enqueue("long work", 0, "")
-	vis := f.d(300 * time.Millisecond)
+	vis := f.d(time.Second)
 	d1, _ := f.receiveOne(f.within(0), vis)
 	end := time.Now().Add(3 * vis)
 	for time.Now().Before(end) {
+		extended := time.Now() // hidden at least until extended+vis
 		if err := f.c.Extend(f.ctx, &world.ExtendParams{Receipt: d1.Receipt, Visibility: vis}); err != nil {
 			t.Fatalf("Extend: %v", err)
 		}
@@ -185,7 +188,16 @@ func testQueueExtend(t *testing.T, f *fixture) {
 			t.Fatalf("Receive: %v", err)
 		}
 		if len(ds) > 0 {
-			t.Fatalf("redelivered while extended: %+v", ds[0])
+			if time.Since(extended) < vis {
+				t.Fatalf("redelivered while extended: %+v", ds[0])
+			}
+			// The machine stalled past the extension before this poll: the
+			// redelivery is right. Extend the new delivery from here on.
+			t.Logf("the machine stalled %v past an extension of %v; following the redelivery", time.Since(extended), vis)
+			d1 = ds[0]
+			if err := f.c.Extend(f.ctx, &world.ExtendParams{Receipt: d1.Receipt, Visibility: vis}); err != nil {
+				t.Fatalf("Extend: %v", err)
+			}
 		}
 		time.Sleep(vis / 3)
 	}
@@ -299,7 +311,9 @@ func testQueueReceiveEmpty(t *testing.T, f *fixture) {
 	if len(ds) != 0 {
 		t.Fatalf("Receive on an empty queue returned %d messages", len(ds))
 	}
-	if took := time.Since(start); took > f.within(time.Second) {
+	// Real time is the subject: Wait bounds the call (SQS rounds it up to
+	// a second), it does not run to the queue's longest poll.
+	if took := time.Since(start); took > f.d(10*time.Second) {
 		t.Fatalf("Receive with Wait %v on an empty queue took %v", f.d(100*time.Millisecond), took)
 	}
 }

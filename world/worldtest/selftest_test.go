@@ -12,15 +12,17 @@ import (
 func memSubject(bug string) func(t *testing.T) worldtest.Subject {
 	return func(t *testing.T) worldtest.Subject {
 		w := newMemWorld(bug)
+		clock := new(worldtest.Clock)
+		w.now = clock.Now
 		if isWatchBug(bug) {
 			bw := brokenWatcher{memWorld: w, bug: bug}
-			return worldtest.Subject{World: bw, Consumer: bw}
+			return worldtest.Subject{World: bw, Consumer: bw, Clock: clock}
 		}
 		if isLimited(bug) {
 			lw := &limitedMemWorld{memWorld: w}
-			return worldtest.Subject{World: lw, Consumer: lw}
+			return worldtest.Subject{World: lw, Consumer: lw, Clock: clock}
 		}
-		return worldtest.Subject{World: w, Consumer: w}
+		return worldtest.Subject{World: w, Consumer: w, Clock: clock}
 	}
 }
 
@@ -33,7 +35,11 @@ func TestMemWorld(t *testing.T) {
 // skip rather than fail when there is none.
 func TestMemWorldWithoutConsumer(t *testing.T) {
 	worldtest.Run(t, worldtest.Options{
-		New: func(t *testing.T) worldtest.Subject { return worldtest.Subject{World: newMemWorld("")} },
+		New: func(t *testing.T) worldtest.Subject {
+			w, clock := newMemWorld(""), new(worldtest.Clock)
+			w.now = clock.Now
+			return worldtest.Subject{World: w, Clock: clock}
+		},
 	})
 }
 
@@ -106,6 +112,7 @@ var mutants = []struct {
 	{"watch-resume-from-start", "watch", []string{"run_resume", "all_runs_resume"}},
 	{"watch-no-types", "watch", []string{"run_types", "all_runs_types"}},
 	{"watch-no-end", "watch", []string{"run_types", "run_ends_after_terminal"}},
+	{"no-limits", "limits", []string{"payload_refused_run_unchanged", "events_refused_end_accepted"}},
 	{"comp-dropped", "compensation", []string{"declared_round_trip", "compensate_while_active", "after_failure_then_deactivate", "created_and_started_in_one_append"}},
 	{"comp-counts-dropped", "compensation", []string{"compensate_while_active", "after_failure_then_deactivate", "cancel_with_compensation", "running_refuses_deactivation", "several_in_one_append"}},
 }

@@ -113,7 +113,7 @@ func testStepCreateInvalid(t *testing.T, f *fixture) {
 func testStepStartAttempts(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	id := f.createStep(run)
-	before := time.Now()
+	before := f.now()
 	res := f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
 	d, ok := res.Event.Data.(*world.StepStarted)
 	if !ok || d.Attempt != 1 {
@@ -123,7 +123,7 @@ func testStepStartAttempts(t *testing.T, f *fixture) {
 	if s == nil || s.Status != world.StepStatusRunning || s.Attempt != 1 {
 		t.Fatalf("first step_started: result step %+v, want running attempt 1", s)
 	}
-	if s.LeaseExpiresAt.Before(before.Add(time.Minute-skew)) || s.LeaseExpiresAt.After(time.Now().Add(time.Minute+skew)) {
+	if s.LeaseExpiresAt.Before(before.Add(time.Minute-skew)) || s.LeaseExpiresAt.After(f.now().Add(time.Minute+skew)) {
 		t.Fatalf("step_started with a 1m lease: LeaseExpiresAt %v, want about %v", s.LeaseExpiresAt, before.Add(time.Minute))
 	}
 	if !sameTime(d.LeaseExpiresAt, s.LeaseExpiresAt) {
@@ -159,7 +159,7 @@ func testStepStartAttempts(t *testing.T, f *fixture) {
 func testStepStartDefaultLease(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	id := f.createStep(run)
-	before := time.Now()
+	before := f.now()
 	s := f.startStep(run, id, 0)
 	if s.LeaseExpiresAt.Before(before.Add(world.DefaultStepLease - skew)) {
 		t.Fatalf("step_started without a lease: LeaseExpiresAt %v, want about now+%v", s.LeaseExpiresAt, world.DefaultStepLease)
@@ -188,8 +188,8 @@ func testStepStartLeased(t *testing.T, f *fixture) {
 func testStepStartAfterExpiry(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	id := f.createStep(run)
-	s := f.startStep(run, id, f.d(150*time.Millisecond))
-	sleepUntil(s.LeaseExpiresAt.Add(f.d(50 * time.Millisecond)))
+	s := f.startStep(run, id, shortTTL)
+	f.advancePast(s.LeaseExpiresAt)
 	res := f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
 	s = res.Step
 	if s.Attempt != 2 || s.Status != world.StepStatusRunning || s.Interrupted != 1 {
@@ -223,7 +223,7 @@ func testStepStartTooEarly(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	id := f.createStep(run)
 	f.startStep(run, id, time.Minute)
-	retryAt := time.Now().Add(time.Minute)
+	retryAt := f.now().Add(time.Minute)
 	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("later"), RetryAfter: retryAt}))
 	before := f.events(run)
 	_, err := f.append(run, ev(id, &world.StepStarted{}))
@@ -244,9 +244,9 @@ func testStepStartAfterRetryTime(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	id := f.createStep(run)
 	f.startStep(run, id, time.Minute)
-	retryAt := time.Now().Add(f.d(200 * time.Millisecond))
+	retryAt := f.now().Add(shortTTL)
 	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("soon"), RetryAfter: retryAt}))
-	sleepUntil(retryAt.Add(f.d(50 * time.Millisecond)))
+	f.advancePast(retryAt)
 	s := f.startStep(run, id, time.Minute)
 	if s.Attempt != 2 || !s.RetryAfter.IsZero() {
 		t.Fatalf("step_started after the retry time: attempt %d RetryAfter %v, want 2 and cleared", s.Attempt, s.RetryAfter)
@@ -281,7 +281,7 @@ func testStepFinishedRunGone(t *testing.T, f *fixture) {
 		run := f.startedRun()
 		pending := f.createStep(run)
 		running := f.createStep(run)
-		f.startStep(run, running, f.d(100*time.Millisecond))
+		f.startStep(run, running, shortTTL)
 		f.endRun(run, how)
 		before := f.events(run)
 		_, err := f.append(run, ev(pending, &world.StepStarted{}))
@@ -296,9 +296,9 @@ func testStepFinishedRunGone(t *testing.T, f *fixture) {
 	// Even with its lease expired, a running step of a finished run cannot be restarted.
 	run := f.startedRun()
 	id := f.createStep(run)
-	s := f.startStep(run, id, f.d(100*time.Millisecond))
+	s := f.startStep(run, id, shortTTL)
 	f.endRun(run, world.EventRunCancelled)
-	sleepUntil(s.LeaseExpiresAt.Add(f.d(50 * time.Millisecond)))
+	f.advancePast(s.LeaseExpiresAt)
 	_, err := f.append(run, ev(id, &world.StepStarted{}))
 	wantErr(t, err, world.ErrGone, "step_started on an expired running step of a cancelled run")
 }

@@ -339,9 +339,15 @@ type tailResult struct {
 	err    error
 }
 
-func (f *fixture) startTail(run, name string, start int64, timeout time.Duration) <-chan tailResult {
+// tailTimeout bounds (times Options.Slow) a live tail in the stream
+// cases: only a failing case waits it out.
+const tailTimeout = 30 * time.Second
+
+// startTail tails a stream in the background; the second channel closes
+// when the tail has delivered its first chunk.
+func (f *fixture) startTail(run, name string, start int64, timeout time.Duration) (<-chan tailResult, <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(f.ctx, timeout)
-	out := make(chan tailResult, 1)
+	out, first := make(chan tailResult, 1), make(chan struct{})
 	go func() {
 		defer cancel()
 		var r tailResult
@@ -350,17 +356,20 @@ func (f *fixture) startTail(run, name string, start int64, timeout time.Duration
 				r.err = err
 				break
 			}
+			if len(r.chunks) == 0 {
+				close(first)
+			}
 			r.chunks = append(r.chunks, c)
 		}
 		out <- r
 	}()
-	return out
+	return out, first
 }
 
 func testStreamTail(t *testing.T, f *fixture) {
 	run := f.startedRun()
-	timeout := f.d(10 * time.Second)
-	res := f.startTail(run, "live", 0, timeout)
+	timeout := f.d(tailTimeout)
+	res, _ := f.startTail(run, "live", 0, timeout)
 	time.Sleep(f.d(50 * time.Millisecond))
 	want := []string{"one", "two", "three", "four", "five"}
 	for _, w := range [][]string{{"one"}, {"two"}, {"three"}, {"four", "five"}} {
@@ -382,8 +391,14 @@ func testStreamTail(t *testing.T, f *fixture) {
 func testStreamTailNegative(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	f.write(run, "s", "a", "b", "c")
-	res := f.startTail(run, "s", -2, f.d(10*time.Second))
-	time.Sleep(f.d(50 * time.Millisecond))
+	res, first := f.startTail(run, "s", -2, f.d(tailTimeout))
+	// -2 counts from the tail as the Tail first finds it: write d only
+	// once it has (its first chunk), whenever that is on a busy machine.
+	select {
+	case <-first:
+	case r := <-res:
+		t.Fatalf("Tail from -2 ended before its first chunk: %v", r.err)
+	}
 	f.write(run, "s", "d")
 	f.closeStream(run, "s")
 	r := <-res
@@ -410,7 +425,7 @@ func testStreamNotifier(t *testing.T, f *fixture) {
 		step.do()
 		select {
 		case <-ch:
-		case <-time.After(f.d(5 * time.Second)):
+		case <-time.After(f.d(tailTimeout)):
 			t.Fatalf("StreamChanged was not signalled by %s", step.what)
 		}
 	}

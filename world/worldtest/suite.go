@@ -20,6 +20,10 @@ type Subject struct {
 	// Consumer is the receiving side of World's queue, nil when the World has
 	// none; the queue tests that need it are then skipped.
 	Consumer world.Consumer
+	// Clock is the clock World reads (its Config's Now: Clock.Now), which
+	// the cases move to expire leases and pass retry times. When nil, the
+	// cases that move it are skipped.
+	Clock *Clock
 }
 
 // Options configures Run.
@@ -29,8 +33,9 @@ type Options struct {
 	New func(t *testing.T) Subject
 	// Racers is the number of goroutines in race tests (default 16).
 	Racers int
-	// Slow scales the suite's short timing windows (lease TTLs, retry times,
-	// queue delays) for slower backends; default 1.
+	// Slow scales the suite's real-time windows (queue delays and
+	// visibility timeouts, watch and stream waits) for slower backends;
+	// default 1. Leases and retry times are judged on Subject.Clock.
 	Slow float64
 }
 
@@ -75,6 +80,7 @@ func groups() []group {
 		{"attributes", attributeCases()},
 		{"rest", restCases()},
 		{"compensation", compensationCases()},
+		{"limits", limitCases()},
 	}
 }
 
@@ -104,11 +110,12 @@ var ids = world.NewIDSource(nil, nil)
 
 // fixture is one case's World and the helpers to drive it.
 type fixture struct {
-	t   *testing.T
-	o   Options
-	w   world.World
-	c   world.Consumer
-	ctx context.Context
+	t     *testing.T
+	o     Options
+	w     world.World
+	c     world.Consumer
+	clock *Clock
+	ctx   context.Context
 }
 
 func newFixture(t *testing.T, o Options) *fixture {
@@ -122,19 +129,43 @@ func newFixture(t *testing.T, o Options) *fixture {
 			t.Errorf("World.Close: %v", err)
 		}
 	})
-	return &fixture{t: t, o: o, w: s.World, c: s.Consumer, ctx: t.Context()}
+	return &fixture{t: t, o: o, w: s.World, c: s.Consumer, clock: s.Clock, ctx: t.Context()}
 }
 
-// d scales a short timing window by Options.Slow.
+// d scales a real-time window by Options.Slow.
 func (f *fixture) d(base time.Duration) time.Duration {
 	return time.Duration(float64(base) * f.o.Slow)
 }
 
-// sleepUntil sleeps until the wall clock is past at.
-func sleepUntil(at time.Time) {
-	if d := time.Until(at); d > 0 {
-		time.Sleep(d)
+// Leases and retry times are judged on the World's clock (Subject.Clock),
+// which a case moves past them: a short one (shortTTL) is one the case
+// will move past, a long one (longTTL) outlives every move. Neither can
+// lapse while the machine is slow.
+const (
+	shortTTL = time.Minute
+	longTTL  = time.Hour
+)
+
+// pastMargin is how far past a lease's end or a retry time advancePast
+// moves the clock: more than any World's rounding of stored times.
+const pastMargin = time.Second
+
+// now is the time on the World's clock.
+func (f *fixture) now() time.Time {
+	if f.clock == nil {
+		return time.Now()
 	}
+	return f.clock.Now()
+}
+
+// advancePast moves the World's clock past at; without a Subject.Clock
+// the case is skipped.
+func (f *fixture) advancePast(at time.Time) {
+	f.t.Helper()
+	if f.clock == nil {
+		f.t.Skip("the World has no Subject.Clock to move past a lease or retry time")
+	}
+	f.clock.Advance(at.Add(pastMargin).Sub(f.clock.Now()))
 }
 
 // ev builds an event input.

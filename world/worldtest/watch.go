@@ -29,6 +29,11 @@ func watchCases() []testCase {
 	}
 }
 
+// watchTimeout bounds (times Options.Slow) the wait for an event a watch
+// owes, or for its end: only a failing case waits it out, so it is long
+// enough for a World's polls on a busy machine.
+const watchTimeout = 20 * time.Second
+
 // watching is a watch consumed by a goroutine, for a test to take from.
 type watching struct {
 	t       *testing.T
@@ -46,7 +51,7 @@ func (f *fixture) watch(p world.WatchParams) *watching {
 		p.PollMin, p.PollMax = 5*time.Millisecond, 50*time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
-	w := &watching{t: f.t, ch: make(chan world.WatchEvent), end: make(chan error, 1), cancel: cancel, timeout: f.d(10 * time.Second)}
+	w := &watching{t: f.t, ch: make(chan world.WatchEvent), end: make(chan error, 1), cancel: cancel, timeout: f.d(watchTimeout)}
 	go func() {
 		var last error
 		for e, err := range world.Watch(ctx, f.w, &p) {
@@ -80,6 +85,21 @@ func (w *watching) next() world.WatchEvent {
 		w.t.Fatalf("no event within %s", w.timeout)
 	}
 	return world.WatchEvent{}
+}
+
+// poll returns the next event if one comes within d; it fails the test
+// when the watch ends.
+func (w *watching) poll(d time.Duration) (world.WatchEvent, bool) {
+	w.t.Helper()
+	select {
+	case e, ok := <-w.ch:
+		if !ok {
+			w.t.Fatalf("the watch ended early: %v", w.wait())
+		}
+		return e, true
+	case <-time.After(d):
+		return world.WatchEvent{}, false
+	}
 }
 
 // take returns the next n events.

@@ -1,0 +1,145 @@
+package dynamoworld
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// claimsDDB keeps idempotency claims as DynamoDB would, and fails a call on
+// an ended context as the SDK does.
+type claimsDDB struct {
+	*fakeDDB
+	mu     sync.Mutex
+	claims map[string]item // by the dedupe item's partition key
+}
+
+func (d *claimsDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pk := getS(in.Item, attrPK)
+	if old, ok := d.claims[pk]; ok {
+		return nil, &types.ConditionalCheckFailedException{Item: old}
+	}
+	d.claims[pk] = in.Item
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func (d *claimsDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if it, ok := d.claims[getS(in.Key, attrPK)]; ok {
+		it[qState] = str(qSent)
+	}
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+func (d *claimsDDB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.claims, getS(in.Key, attrPK))
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
+// cancellingSQS ends the caller's context during its first send, which
+// then fails with the context's error.
+type cancellingSQS struct {
+	*fakeSQS
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (q *cancellingSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	failed := false
+	q.once.Do(func() { q.cancel(); failed = true })
+	if failed {
+		return nil, ctx.Err()
+	}
+	return q.fakeSQS.SendMessage(ctx, in, o...)
+}
+
+// TestEnqueueCancelledGivesKeyUp: an Enqueue whose send fails because its
+// caller's context ended gives its idempotency key up, so that the next
+// Enqueue under the key sends at once instead of reporting a Duplicate of
+// a message never sent. A Worker stopped while it sent a message back for
+// an executor of another version left such a claim; the message it then
+// released was received by the next executor, whose send-back under the
+// same key was answered Duplicate, and which acknowledged the run's only
+// message (TestVersionsOnDynamo/pin on a slow LocalStack: the run of v0
+// never ended).
+func TestEnqueueCancelledGivesKeyUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
+	q := &cancellingSQS{fakeSQS: &fakeSQS{}, cancel: cancel}
+	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) { c.DynamoDB, c.SQS = ddb, q })
+	body, err := world.EncodeMessage(world.Message{RunID: testIDs.New(world.PrefixRun), Refused: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &world.EnqueueParams{Body: body, IdempotencyKey: "refused:k"}
+	if _, err := w.Enqueue(ctx, p); err == nil {
+		t.Fatal("Enqueue whose context ended during the send: no error")
+	}
+	res, err := w.Enqueue(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicate || len(q.sends) != 1 {
+		t.Fatalf("Enqueue after a send cancelled with its caller: %+v, %d sends; want the message sent, not a Duplicate of one never sent", res, len(q.sends))
+	}
+}
+
+// cancellingDDB ends the caller's context once the first claim has landed,
+// so that the claim's answer is lost.
+type cancellingDDB struct {
+	*claimsDDB
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (d *cancellingDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := d.claimsDDB.PutItem(ctx, in, o...)
+	lost := false
+	d.once.Do(func() { d.cancel(); lost = true })
+	if lost {
+		return nil, ctx.Err()
+	}
+	return out, err
+}
+
+// TestEnqueueClaimAnswerLostGivesKeyUp: a claim whose answer was lost to
+// the caller's ended context is given up too.
+func TestEnqueueClaimAnswerLostGivesKeyUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ddb := &cancellingDDB{claimsDDB: &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}, cancel: cancel}
+	q := &fakeSQS{}
+	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) { c.DynamoDB, c.SQS = ddb, q })
+	p := &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: "refused:k"}
+	if _, err := w.Enqueue(ctx, p); err == nil {
+		t.Fatal("Enqueue whose claim's answer was lost: no error")
+	}
+	res, err := w.Enqueue(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicate || len(q.sends) != 1 {
+		t.Fatalf("Enqueue after a claim whose answer was lost: %+v, %d sends; want the message sent", res, len(q.sends))
+	}
+}

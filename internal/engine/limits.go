@@ -1,0 +1,108 @@
+package engine
+
+// A run's limits (world.Limits, read from the World): the World refuses
+// an event past MaxEvents or MaxPayload (world.Apply); the engine checks
+// what only it counts (the hooks and waits a run creates), keeps a step's
+// oversized result or error out of the log, and fails a run whose commit a
+// limit refused, with the limit's code, instead of retrying the commit
+// until the message's deliveries run out.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// TypeLimitExceeded is the error type of a run or step failed by one of
+// its run's limits (world.LimitError); its code is the limit's.
+const TypeLimitExceeded = "LimitExceededError"
+
+// limitData records le as an error.
+func limitData(le *world.LimitError) *world.ErrorData {
+	return &world.ErrorData{Type: TypeLimitExceeded, Message: le.Error(), Code: le.Code(), Fatal: true}
+}
+
+// oversizedResult fails a step attempt whose result is larger than the
+// run's payload limit: the result never reaches the workflow or the log.
+func (e *Engine) oversizedResult(x stepExec, n int) *world.ErrorData {
+	return limitData(&world.LimitError{RunID: x.run.runID, Limit: "payload", Max: int64(e.lim.MaxPayload), Size: int64(n),
+		What: fmt.Sprintf("result of step %q", x.stepName)})
+}
+
+// fitError returns d, or, when d is larger than limit bytes as recorded, a
+// copy cut to fit limit: its message shortened, its stack, details and causes
+// dropped. An error a step returns is the step's to size; the log is not.
+func fitError(d *world.ErrorData, limit int) *world.ErrorData {
+	if d == nil || errorBytes(d) <= limit {
+		return d
+	}
+	c := &world.ErrorData{Type: d.Type, Message: d.Message, Fatal: d.Fatal, Code: d.Code}
+	const note = " ... (cut to fit the run's payload limit)"
+	if room := limit - len(c.Type) - len(c.Code) - len(note); len(c.Message) > room {
+		c.Message = c.Message[:max(room, 0)] + note
+	}
+	return c
+}
+
+// errorBytes is about what d takes recorded (as world.Apply counts it).
+func errorBytes(d *world.ErrorData) int {
+	if d == nil {
+		return 0
+	}
+	n := len(d.Type) + len(d.Message) + len(d.Stack) + len(d.Code) + len(d.Details) + errorBytes(d.Cause)
+	for _, m := range d.Errors {
+		n += errorBytes(m)
+	}
+	return n
+}
+
+// overLimit reports the limit the workflow's operations pass, nil when
+// none: more hooks or waits than the run may create.
+func (s *session) overLimit() *world.LimitError {
+	l := s.e.lim
+	switch {
+	case s.r.hooks > l.MaxHooks:
+		return &world.LimitError{RunID: s.runID, Limit: "hooks", Max: int64(l.MaxHooks), Size: int64(s.r.hooks)}
+	case s.r.waits > l.MaxWaits:
+		return &world.LimitError{RunID: s.runID, Limit: "waits", Max: int64(l.MaxWaits), Size: int64(s.r.waits)}
+	}
+	return nil
+}
+
+// failOverLimit fails the run with le's code: the limit a commit would
+// pass, or the workflow's operations. Only run_failed is committed (what
+// was delivered but not committed is recorded after the end, as the World
+// allows). A *staleError means the run changed first: the loop refreshes
+// and decides again.
+func (s *session) failOverLimit(ctx context.Context, le *world.LimitError) error {
+	s.e.log.Warn("engine: run failed: over a limit", "run", s.runID, "limit", le.Limit, "max", le.Max, "err", le)
+	p := &plan{terminal: true}
+	p.add("", &world.RunFailed{Error: limitData(le), ErrorCode: le.Code(), Compensate: s.compensatesOnFailure()}, eventMeta{})
+	held := s.held
+	committed, err := s.commitPlan(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !committed {
+		return fmt.Errorf("engine: run %s: could not record that it passed its %s limit", s.runID, le.Limit)
+	}
+	s.recordLate(ctx, held...)
+	return s.rest(ctx, false, false)
+}
+
+// isStale reports whether err is a *staleError.
+func isStale(err error) bool {
+	var stale *staleError
+	return errors.As(err, &stale)
+}
+
+// limitRefusal returns the *world.LimitError err carries, nil when none.
+func limitRefusal(err error) *world.LimitError {
+	var le *world.LimitError
+	if errors.As(err, &le) {
+		return le
+	}
+	return nil
+}

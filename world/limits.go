@@ -1,0 +1,203 @@
+package world
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Limits bound how far one run may grow, so that no caller (workflow code,
+// a step, a client, the holder of a hook token) can grow a run until the
+// process holding it dies. A World is configured with them (each World's
+// Config has a Limits field) and passes them to Apply in State.Limits;
+// the engine reads them from its World (LimitsOf) to check, before it
+// commits, what only it can count (hooks and waits) and to fail a run that
+// reaches one with a typed error. A zero field takes its default.
+//
+// The defaults beat AWS Lambda durable functions' (256 KB per checkpoint,
+// 25,000 operations per execution): a payload of 1 MiB (dynamoworld keeps
+// any payload over 64 KiB in S3), 100,000 events (a serial step is three
+// events: about 33,000 steps).
+type Limits struct {
+	// MaxEvents bounds a run's log (default 100,000 events). A run that
+	// has as many is refused every further event except the ones that
+	// end or hold it (run_completed, run_failed, run_cancelled, run_held)
+	// and, once it has ended, what its rest records (the outcomes of steps
+	// still running, compensations, cleanup, run_deactivated), all bounded
+	// by what the run already holds. The engine fails a run that reaches it
+	// with CodeMaxEventsExceeded.
+	MaxEvents int64
+	// MaxPayload bounds one payload in bytes, as the World receives it (an
+	// encrypting World's sealed bytes): a run's input or output, a step's
+	// input or result, a hook's metadata or payload, an error as recorded
+	// (default 1 MiB).
+	MaxPayload int
+	// MaxHooks and MaxWaits bound the hooks (webhooks included) and the
+	// sleeps and timers one run creates over its life (default 10,000
+	// each). The engine checks them before it commits a creation.
+	MaxHooks, MaxWaits int
+	// MaxStreamBytes bounds the bytes written to one stream of a run
+	// (default 64 MiB): a write that would pass it is refused.
+	MaxStreamBytes int64
+}
+
+// The default limits (see Limits).
+const (
+	defaultMaxEvents      = 100_000
+	defaultMaxPayload     = 1 << 20
+	defaultMaxHooks       = 10_000
+	defaultMaxWaits       = 10_000
+	defaultMaxStreamBytes = 64 << 20
+)
+
+// WithDefaults returns l with every zero (or negative) field set to its
+// default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxEvents <= 0 {
+		l.MaxEvents = defaultMaxEvents
+	}
+	if l.MaxPayload <= 0 {
+		l.MaxPayload = defaultMaxPayload
+	}
+	if l.MaxHooks <= 0 {
+		l.MaxHooks = defaultMaxHooks
+	}
+	if l.MaxWaits <= 0 {
+		l.MaxWaits = defaultMaxWaits
+	}
+	if l.MaxStreamBytes <= 0 {
+		l.MaxStreamBytes = defaultMaxStreamBytes
+	}
+	return l
+}
+
+// LimitsOf returns the limits w enforces: its own when it says
+// (a Limits() Limits method), the defaults otherwise.
+func LimitsOf(w any) Limits {
+	if l, ok := w.(interface{ Limits() Limits }); ok {
+		return l.Limits().WithDefaults()
+	}
+	return Limits{}.WithDefaults()
+}
+
+// CodeLimitExceeded fails a run, a step or a call that would pass one of
+// its run's Limits other than MaxEvents (CodeMaxEventsExceeded).
+const CodeLimitExceeded = "LIMIT_EXCEEDED"
+
+// ErrLimitExceeded (413): the write would grow a run past one of its
+// Limits. The error is a *LimitError.
+var ErrLimitExceeded = errors.New("world: limit exceeded")
+
+// LimitError is the refusal of a write that would pass one of a run's
+// Limits: Limit names it ("events", "payload", "hooks", "waits",
+// "stream bytes"), Max is its value and Size what the write would make it.
+type LimitError struct {
+	RunID string
+	Limit string
+	Max   int64
+	Size  int64
+	// What names the refused write (an event type, a stream, a request
+	// body); empty when the limit says it all.
+	What string
+}
+
+func (e *LimitError) Error() string {
+	what := ""
+	if e.What != "" {
+		what = " (" + e.What + ")"
+	}
+	run := ""
+	if e.RunID != "" {
+		run = "run " + e.RunID + ": "
+	}
+	if e.Limit == limitEvents {
+		return fmt.Sprintf("%s: %sthe run has reached its limit of %d events%s", ErrLimitExceeded, run, e.Max, what)
+	}
+	return fmt.Sprintf("%s: %s%s of %d exceeds the limit of %d%s", ErrLimitExceeded, run, e.Limit, e.Size, e.Max, what)
+}
+
+// Unwrap lets errors.Is match ErrLimitExceeded.
+func (e *LimitError) Unwrap() error { return ErrLimitExceeded }
+
+// Code is the error code a run or call failed by e carries:
+// CodeMaxEventsExceeded for the events limit, CodeLimitExceeded otherwise.
+func (e *LimitError) Code() string {
+	if e.Limit == limitEvents {
+		return CodeMaxEventsExceeded
+	}
+	return CodeLimitExceeded
+}
+
+// The names of the limits Apply checks, as LimitError.Limit has them.
+const (
+	limitEvents  = "events"
+	limitPayload = "payload"
+)
+
+// checkLimits refuses ev when it would grow s.Run past s.Limits (fields
+// of zero are not checked, as when a log is folded).
+func checkLimits(s State, ev Event) error {
+	l := s.Limits
+	if l.MaxPayload > 0 {
+		if n := payloadSize(ev.Data); n > l.MaxPayload {
+			return &LimitError{RunID: ev.RunID, Limit: limitPayload, Max: int64(l.MaxPayload), Size: int64(n), What: string(ev.Type())}
+		}
+	}
+	if l.MaxEvents <= 0 || s.Run == nil || s.Run.LastSeq < l.MaxEvents {
+		return nil
+	}
+	switch ev.Data.(type) {
+	case *RunCompleted, *RunFailed, *RunCancelled, *RunHeld:
+		return nil
+	case *AttributeSet:
+	default:
+		if s.Run.Status.Terminal() {
+			return nil // the rest: bounded by what the run holds
+		}
+	}
+	return &LimitError{RunID: ev.RunID, Limit: limitEvents, Max: l.MaxEvents, Size: s.Run.LastSeq + 1, What: string(ev.Type())}
+}
+
+// payloadSize is the size of the largest payload ev carries.
+func payloadSize(d EventData) int {
+	switch d := d.(type) {
+	case *RunCreated:
+		return max(len(d.Input), len(d.ExecutionContext))
+	case *RunCompleted:
+		return len(d.Output)
+	case *RunFailed:
+		return errorSize(d.Error)
+	case *RunHeld:
+		return errorSize(d.Error)
+	case *StepCreated:
+		return len(d.Input)
+	case *StepCompleted:
+		return len(d.Result)
+	case *StepFailed:
+		return errorSize(d.Error)
+	case *StepRetrying:
+		return errorSize(d.Error)
+	case *HookCreated:
+		return len(d.Metadata)
+	case *HookReceived:
+		return len(d.Payload)
+	case *CompRetryScheduled:
+		return errorSize(d.Error)
+	case *CompFailed:
+		return errorSize(d.Error)
+	case *RunCleanedUp:
+		return errorSize(d.Error)
+	}
+	return 0
+}
+
+// errorSize is about what e takes recorded.
+func errorSize(e *ErrorData) int {
+	if e == nil {
+		return 0
+	}
+	n := len(e.Type) + len(e.Message) + len(e.Stack) + len(e.Code) + len(e.Details) + errorSize(e.Cause)
+	for _, m := range e.Errors {
+		n += errorSize(m)
+	}
+	return n
+}
