@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -60,17 +59,16 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // decode reads a JSON body into dst: at most MaxRequestBody bytes (413),
-// a JSON media type when one is given (415), one object whose members dst
-// knows (400). An empty body leaves dst alone when optional.
+// of the media type application/json, which a body must name (415), valid
+// UTF-8 without lone surrogate escapes (400: JSON decoding would turn them
+// into U+FFFD, and distinct idempotency keys or tokens into one), one
+// object whose members dst names exactly, case included (400). An empty
+// body leaves dst alone when optional.
 func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any, optional bool) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !bytes.HasSuffix([]byte(mt), []byte("+json"))) {
-			writeProblem(w, &problem{Type: problemType("unsupported-media-type"), Title: "Unsupported Media Type",
-				Status: http.StatusUnsupportedMediaType, Code: "UNSUPPORTED_MEDIA_TYPE",
-				Detail: fmt.Sprintf("Content-Type %q: the API takes application/json", ct)})
-			return false
-		}
+	ct := r.Header.Get("Content-Type")
+	if ct != "" && !isJSONMediaType(ct) {
+		writeProblem(w, unsupportedMediaType(fmt.Sprintf("Content-Type %q: the API takes application/json", ct)))
+		return false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxRequestBody))
 	var tooLarge *http.MaxBytesError
@@ -88,6 +86,18 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, dst any, optional b
 			return true
 		}
 		writeProblem(w, badRequest("INVALID_BODY", "the body is empty: a JSON object is required"))
+		return false
+	}
+	if ct == "" {
+		writeProblem(w, unsupportedMediaType("the request has a body but no Content-Type: the API takes application/json"))
+		return false
+	}
+	if why := checkJSONText(body); why != "" {
+		writeProblem(w, badRequest("INVALID_BODY", why))
+		return false
+	}
+	if name := unknownMember(body, dst); name != "" {
+		writeProblem(w, badRequest("INVALID_BODY", fmt.Sprintf("the body is not the JSON object this route takes: unknown member %q (member names are case-sensitive)", name)))
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -144,6 +144,16 @@ func TestAPIBadInputCreatesNoRun(t *testing.T) {
 		{"not JSON", "POST", "/v1/workflows/api-greet/runs", `{"input":`, nil, 400, "INVALID_BODY", ""},
 		{"trailing data", "POST", "/v1/workflows/api-greet/runs", `{} {}`, nil, 400, "INVALID_BODY", "after"},
 		{"not a JSON media type", "POST", "/v1/workflows/api-greet/runs", `{}`, []string{"Content-Type", "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE", "text/plain"},
+		{"a +json media type", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1}}`, []string{"Content-Type", "application/vnd.x+json"}, 415, "UNSUPPORTED_MEDIA_TYPE", "application/vnd.x+json"},
+		{"no Content-Type", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1}}`, []string{"Content-Type", ""}, 415, "UNSUPPORTED_MEDIA_TYPE", "no Content-Type"},
+		{"a member named in capitals", "POST", "/v1/workflows/api-greet/runs", `{"INPUT":{"name":"ada","times":1}}`, nil, 400, "INVALID_BODY", `"INPUT"`},
+		{"a member named in another case", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"IdempotencyKey":"k"}`, nil, 400, "INVALID_BODY", `"IdempotencyKey"`},
+		{"a token in another case", "POST", "/v1/hooks/resume", `{"Token":"secret-tok","payload":{}}`, nil, 400, "INVALID_BODY", `"Token"`},
+		{"invalid UTF-8 in a key", "POST", "/v1/workflows/api-greet/runs", "{\"input\":{\"name\":\"ada\",\"times\":1},\"idempotencyKey\":\"k\xff\"}", nil, 400, "INVALID_BODY", "UTF-8"},
+		{"invalid UTF-8 in the key header", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1}}`, []string{"Idempotency-Key", "k\xff"}, 400, "INVALID_REQUEST", "UTF-8"},
+		{"a reserved attribute", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"attributes":{"skein.schedule":"nightly"}}`, nil, 400, "INVALID_REQUEST", "reserved"},
+		{"a lone surrogate in a key", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"idempotencyKey":"k\ud800"}`, nil, 400, "INVALID_BODY", "surrogate"},
+		{"a lone low surrogate in a key", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"ada","times":1},"idempotencyKey":"k\udc00x"}`, nil, 400, "INVALID_BODY", "surrogate"},
 		{"too large", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"` + strings.Repeat("x", 2048) + `"}}`, nil, 413, "BODY_TOO_LARGE", "1024"},
 		{"key too long", "POST", "/v1/workflows/api-greet/runs", `{"input":{"name":"a"}}`, []string{"Idempotency-Key", strings.Repeat("k", 513)}, 400, "INVALID_REQUEST", "idempotencyKey"},
 		{"no such run", "GET", "/v1/runs/wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV", "", nil, 404, "NOT_FOUND", ""},
@@ -295,10 +305,9 @@ func TestAPILogs(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t, false, nil)
 	// Served in the test's goroutine: the line is logged once ServeHTTP returns.
-	for _, req := range []*http.Request{
-		httptest.NewRequest(http.MethodPost, "/v1/hooks/resume", strings.NewReader(`{"token":"secret-tok"}`)),
-		httptest.NewRequest(http.MethodGet, "/v1/runs/wrun_x", nil),
-	} {
+	resume := httptest.NewRequest(http.MethodPost, "/v1/hooks/resume", strings.NewReader(`{"token":"secret-tok"}`))
+	resume.Header.Set("Content-Type", "application/json")
+	for _, req := range []*http.Request{resume, httptest.NewRequest(http.MethodGet, "/v1/runs/wrun_x", nil)} {
 		b.h.ServeHTTP(httptest.NewRecorder(), req)
 	}
 	var routes []string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -98,7 +99,10 @@ func (s *server) rerun(ctx context.Context, _ *http.Request, run *world.Run) (st
 	}
 	// The new run records the old one's code version, so that the
 	// deployment pinned to that version runs it (as skein runs rerun does).
-	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, workflow.WithAttributes(run.Attributes),
+	// It is not a schedule's firing: the SDK's own attributes stay behind.
+	attrs := maps.Clone(run.Attributes)
+	maps.DeleteFunc(attrs, func(k, _ string) bool { return strings.HasPrefix(k, workflow.ReservedPrefix) })
+	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, workflow.WithAttributes(attrs),
 		workflow.WithVersion(run.Version), workflow.StartUnregistered())
 	return id, "rerun", err
 }

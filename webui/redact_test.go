@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -86,5 +87,29 @@ func appendEvents(t *testing.T, w world.World, run string, evs ...world.EventInp
 	t.Helper()
 	if _, err := w.Append(context.Background(), &world.AppendParams{RunID: run, Events: evs}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRerunLeavesScheduleAttributes: a rerun of a schedule's run is not a
+// firing of the schedule: the new run has the run's attributes but the
+// SDK's own (workflow.AttrSchedule, AttrScheduledTime).
+func TestRerunLeavesScheduleAttributes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, webui.Config{})
+	run := world.NewIDSource(nil, nil).New(world.PrefixRun)
+	attrs := map[string]string{workflow.AttrSchedule: "nightly", workflow.AttrScheduledTime: "2026-01-01T00:00:00Z", "team": "ops"}
+	appendEvents(t, f.w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "greeting", Input: []byte(`"x"`), Attributes: attrs}},
+		world.EventInput{Data: &world.RunStarted{}}, world.EventInput{Data: &world.RunCompleted{Output: []byte(`"hello x"`)}})
+	code, loc, body := f.post("/runs/"+run+"/rerun", url.Values{"csrf": {token}}, token, f.srv.URL)
+	if code != http.StatusSeeOther || !strings.HasPrefix(loc, "/runs/wrun_") {
+		t.Fatalf("rerun = %d %q\n%s", code, loc, body)
+	}
+	id := strings.TrimPrefix(strings.TrimSuffix(loc, "?done=rerun"), "/runs/")
+	got, err := f.w.GetRun(context.Background(), &world.GetRunParams{RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attributes["team"] != "ops" || len(got.Attributes) != 1 {
+		t.Errorf("the rerun's attributes %v; want team=ops alone", got.Attributes)
 	}
 }

@@ -388,3 +388,45 @@ func TestClientSetAttributesBadRunID(t *testing.T) {
 		t.Fatalf("SetAttributes(wrun_nope) = %v", err)
 	}
 }
+
+// attrsReserved tries to set a schedule's attributes from workflow code.
+var attrsReserved = workflow.New("attrsReserved", func(ctx workflow.Context, _ int) (string, error) {
+	err := workflow.SetAttributes(ctx, map[string]string{workflow.AttrSchedule: "nightly"})
+	if !errors.Is(err, world.ErrInvalid) {
+		return "", fmt.Errorf("SetAttributes(%s) = %v, want ErrInvalid", workflow.AttrSchedule, err)
+	}
+	return err.Error(), nil
+})
+
+// TestReservedAttributesRefused: the SDK's own attribute keys (a schedule's
+// AttrSchedule and AttrScheduledTime, and any other starting with
+// ReservedPrefix) are refused from callers (Start, Client.SetAttributes,
+// workflow code) with ErrInvalid, and nothing is recorded.
+func TestReservedAttributesRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, attrsReserved, attrLimits, add)
+	ctx := e.ctx()
+	for _, k := range []string{workflow.AttrSchedule, workflow.AttrScheduledTime, "skein.other"} {
+		_, err := attrsReserved.Start(ctx, e.client, 0, workflow.WithAttributes(map[string]string{k: "2026-01-01T00:00:00Z"}))
+		if !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("Start with attribute %s = %v, want ErrInvalid saying it is reserved", k, err)
+		}
+	}
+	if p, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{}); err != nil || len(p.Runs) != 0 {
+		t.Fatalf("refused starts created runs: %v, %v", p, err)
+	}
+	run, err := attrsReserved.Start(ctx, e.client, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := run.Result(ctx)
+	if err != nil || !strings.Contains(got, "reserved") {
+		t.Fatalf("the workflow's SetAttributes: %q, %v", got, err)
+	}
+	if err := e.client.SetAttributes(ctx, run.ID(), map[string]string{workflow.AttrScheduledTime: "x"}); !errors.Is(err, world.ErrInvalid) {
+		t.Fatalf("Client.SetAttributes(%s) = %v, want ErrInvalid", workflow.AttrScheduledTime, err)
+	}
+	if n := countEvents(e.events(run.ID()), world.EventAttributeSet); n != 0 {
+		t.Fatalf("%d attribute_set events, want none", n)
+	}
+}

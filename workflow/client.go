@@ -169,6 +169,11 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 	if o.keySet && o.key == "" {
 		return "", false, fmt.Errorf("workflow: Start %q: empty idempotency key (leave WithIdempotencyKey out to start without one): %w", name, world.ErrInvalid)
 	}
+	if !o.sdkAttrs {
+		if err := checkCallerAttributes(world.EventRunCreated, "", o.attributes); err != nil {
+			return "", false, fmt.Errorf("workflow: Start %q: %w", name, err)
+		}
+	}
 	defer func() {
 		if o.existed != nil && err == nil {
 			*o.existed = existed

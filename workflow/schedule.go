@@ -47,7 +47,9 @@ type Schedule struct {
 	CatchUp time.Duration
 }
 
-// Run attributes of a scheduled run.
+// Run attributes of a scheduled run. Their keys start with ReservedPrefix:
+// only the SDK sets them, and callers that try (WithAttributes,
+// SetAttributes, Client.SetAttributes) are refused.
 const (
 	AttrSchedule      = "skein.schedule"      // the schedule's name
 	AttrScheduledTime = "skein.scheduledTime" // the firing's time, RFC 3339 UTC
@@ -140,6 +142,7 @@ func (c *Client) startFiring(ctx context.Context, f schedule.Firing) (runID stri
 	// the input its schedule had then.
 	o.anyInput = true
 	o.attributes = map[string]string{AttrSchedule: f.Name, AttrScheduledTime: f.Time.UTC().Format(time.RFC3339)}
+	o.sdkAttrs = true
 	return c.start(ctx, f.Workflow, f.Input, o)
 }
 

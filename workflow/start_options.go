@@ -12,6 +12,7 @@ type startOptions struct {
 	anyInput     bool // the key's run is this start's whatever its input (a schedule's firing)
 	existed      *bool
 	attributes   map[string]string
+	sdkAttrs     bool // attributes are the SDK's own (a schedule's firing), reserved keys allowed
 	lineage      *engine.ExecutionContext
 	version      *string
 	strict       bool // StrictInput
@@ -60,8 +61,9 @@ func WithVersion(version string) StartOption {
 }
 
 // WithAttributes records string attributes with the run (within the
-// bounds SetAttributes gives; Start refuses others with an error matching
-// world.ErrInvalid and creates no run).
+// bounds SetAttributes gives, keys starting with ReservedPrefix excluded;
+// Start refuses others with an error matching world.ErrInvalid and creates
+// no run).
 func WithAttributes(attrs map[string]string) StartOption {
 	return func(o *startOptions) { o.attributes = attrs }
 }

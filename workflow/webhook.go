@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -144,20 +145,50 @@ func deliversWebhook(method string) bool {
 // token. OPTIONS answers 204 and any other method 405, both with an Allow
 // header (WebhookAllow), before the token is looked up and without
 // delivering anything. An unknown, disposed or non-webhook token, or one
-// whose run has ended, answers 404 with an empty body. What it logs never
-// holds a token, only RedactToken's digest of it.
+// whose run has ended, answers 404 with an empty body. A body over 1 MiB
+// answers 413, one that does not arrive within WebhookBodyTimeout 408; neither
+// delivers anything. What it logs never holds a token, only RedactToken's
+// digest of it.
 func (c *Client) WebhookHandler() http.Handler {
-	h := &webhookHandler{c: c, timeout: 30 * time.Second}
+	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = h.commit
 	return h
 }
 
+// WebhookBodyTimeout bounds how long the webhook handler waits for a
+// request's body (at most 1 MiB) to arrive once it has looked the token
+// up: a sender that stalls is answered 408 Request Timeout and delivers
+// nothing, and holds no goroutine past it. The handler sets the deadline
+// on the connection (http.ResponseController), so it holds in any
+// net/http server, whatever its ReadTimeout.
+const WebhookBodyTimeout = 10 * time.Second
+
 type webhookHandler struct {
-	c       *Client
-	timeout time.Duration
+	c           *Client
+	timeout     time.Duration
+	bodyTimeout time.Duration
 	// deliver hands a request over to the hook: commit (WebhookHandler) or
 	// enqueue (QueuedWebhookHandler). A world.ErrNotFound error answers 404.
 	deliver func(ctx context.Context, token string, hk *world.Hook, r *Request) error
+}
+
+// readBody reads a request's body, up to one byte past limit, within
+// h.bodyTimeout (where the server's connection takes a deadline: a Lambda
+// event's body is already in memory). The deadline is lifted once the body
+// is in, so that a manual webhook's wait for its response is not cut
+// short; after a failed read it stays, and the connection closes after the
+// answer (net/http would otherwise wait for the rest of the body).
+func (h *webhookHandler) readBody(rw http.ResponseWriter, req *http.Request, limit int64) ([]byte, error) {
+	rc := http.NewResponseController(rw)
+	deadline := rc.SetReadDeadline(time.Now().Add(h.bodyTimeout)) == nil
+	body, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	switch {
+	case err != nil:
+		rw.Header().Set("Connection", "close")
+	case deadline:
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, err
 }
 
 // commit appends the request to the hook's run and wakes the run.
@@ -202,8 +233,13 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	// Read no more than the run's payload limit takes (the payload is the
 	// body and more): a larger body is refused before it is buffered.
 	maxBody := min(maxWebhookBody, int64(world.LimitsOf(h.c.w).MaxPayload))
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
-	if err != nil {
+	body, err := h.readBody(rw, req, maxBody)
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		rw.WriteHeader(http.StatusRequestTimeout)
+		return
+	case err != nil:
 		rw.WriteHeader(http.StatusBadRequest)
 		return
 	}

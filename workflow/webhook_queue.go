@@ -90,7 +90,7 @@ func IsWebhookDelivery(body []byte) bool {
 // sent as it is), which the Processor must be given too
 // (ProcessorConfig.Inbox).
 func (c *Client) QueuedWebhookHandler(inbox Inbox) http.Handler {
-	h := &webhookHandler{c: c, timeout: 30 * time.Second}
+	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = func(ctx context.Context, token string, hk *world.Hook, r *Request) error {
 		return h.enqueue(ctx, inbox, token, hk, r)
 	}

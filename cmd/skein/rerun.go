@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"strings"
 
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -53,7 +55,11 @@ Examples:
 				v = *version
 			}
 			var existed bool
-			opts := []workflow.StartOption{workflow.WithAttributes(r.Attributes), workflow.WithVersion(v), workflow.ReportExisting(&existed)}
+			// The new run is not a schedule's firing: the SDK's own
+			// attributes (workflow.ReservedPrefix) stay behind.
+			attrs := maps.Clone(r.Attributes)
+			maps.DeleteFunc(attrs, func(k, _ string) bool { return strings.HasPrefix(k, workflow.ReservedPrefix) })
+			opts := []workflow.StartOption{workflow.WithAttributes(attrs), workflow.WithVersion(v), workflow.ReportExisting(&existed)}
 			if *key != "" {
 				opts = append(opts, workflow.WithIdempotencyKey(*key))
 			}

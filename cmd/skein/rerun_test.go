@@ -92,3 +92,43 @@ func TestRunsRerun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsRerunScheduled: a rerun of a schedule's run is not a firing of
+// the schedule: it keeps the run's attributes but the SDK's own
+// (workflow.AttrSchedule, AttrScheduledTime), which callers may not set.
+func TestRunsRerunScheduled(t *testing.T) {
+	t.Parallel()
+	f := prepare(t)
+	w, err := localworld.Open(localworld.Config{Path: f.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := world.NewIDSource(nil, nil).New(world.PrefixRun)
+	attrs := map[string]string{workflow.AttrSchedule: "nightly", workflow.AttrScheduledTime: "2026-01-01T00:00:00Z", "team": "ops"}
+	for _, ev := range []world.EventData{&world.RunCreated{WorkflowName: "demo", Input: []byte(`"x"`), Attributes: attrs}, &world.RunStarted{}, &world.RunCompleted{Output: []byte(`1`)}} {
+		if _, err := w.Append(context.Background(), &world.AppendParams{RunID: id, Events: []world.EventInput{{Data: ev}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := cli("-db", f.db, "runs", "rerun", id)
+	r.expect(t, 0, "started run")
+	m := regexp.MustCompile(`started run (wrun_\w+)`).FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("no run ID in %q", r.out)
+	}
+	w, err = localworld.Open(localworld.Config{Path: f.db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	got, err := w.GetRun(context.Background(), &world.GetRunParams{RunID: m[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Attributes["team"] != "ops" || len(got.Attributes) != 1 {
+		t.Errorf("the rerun's attributes %v; want team=ops alone", got.Attributes)
+	}
+}
