@@ -234,7 +234,7 @@ func TestStreamNotifierAndTail(t *testing.T) {
 	_ = w.Close()
 	select {
 	case <-ch:
-	case <-time.After(time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not wake a watcher")
 	}
 	if _, err := w.ReadStream(ctx, &world.ReadStreamParams{RunID: runID, Name: "s"}); !errors.Is(err, world.ErrClosed) {

@@ -69,8 +69,15 @@ func TestWatchPushedAtCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		next := watchNext(t, w, world.WatchParams{}, 5*time.Second)
-		time.Sleep(20 * time.Millisecond) // the every-run watch takes its position
+		// From a cursor of the present: a watch from an empty one takes
+		// the present when its goroutine starts, which may follow the
+		// first commit on a busy machine. Only a push delivers within the
+		// bound: the polls are an hour apart.
+		c, err := w.WatchCursor(t.Context(), &world.WatchParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := watchNext(t, w, world.WatchParams{After: c}, 20*time.Second)
 		for range 3 {
 			id := createRun(t, w)
 			if e := next(); e.Event.RunID != id || e.Event.Type() != world.EventRunCreated {

@@ -79,7 +79,9 @@ func TestLongSleepAndRetriesTakeNoTime(t *testing.T) {
 		t.Errorf("virtual time went by %s, want 30 days and about 31 minutes", elapsed)
 	}
 	t.Logf("a 30-day sleep and 5 retries took %s of wall time", took)
-	if took > 2*time.Second {
+	// Virtual time: a real wait would take 30 days. The bound holds on a
+	// busy machine (the run's own work takes milliseconds there).
+	if took > 20*time.Second {
 		t.Errorf("took %s of wall time, want milliseconds", took)
 	}
 }

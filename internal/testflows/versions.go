@@ -259,6 +259,11 @@ func wantEnd(t *testing.T, ctx context.Context, c *workflow.Client, r vrun, retr
 			t.Fatalf("RetryRun(%s): %v", id, err)
 		}
 	}
+	defer func() {
+		if t.Failed() && ctx.Err() != nil {
+			t.Logf("run %s as it stood: %s", id, describeRun(c, id))
+		}
+	}()
 	waitUntil(t, ctx, "run "+id+" to end", func() bool {
 		info, err := c.GetRun(ctx, id)
 		if err == nil && info.Status == workflow.StatusHeld && !retry {
@@ -270,6 +275,26 @@ func wantEnd(t *testing.T, ctx context.Context, c *workflow.Client, r vrun, retr
 	if err := c.Result(ctx, id, &got); err != nil || !slices.Equal(got, r.want) {
 		t.Fatalf("run %s: %q, %v; want %q", id, got, err, r.want)
 	}
+}
+
+// describeRun tells where a run stands (its status, version and last
+// events), for a test that timed out waiting for it.
+func describeRun(c *workflow.Client, runID string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.GetRun(ctx, runID)
+	if err != nil {
+		return err.Error()
+	}
+	p, err := c.World().ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: 100}})
+	if err != nil {
+		return err.Error()
+	}
+	var last []string
+	for _, e := range p.Items[max(0, len(p.Items)-8):] {
+		last = append(last, string(e.Type()))
+	}
+	return fmt.Sprintf("%s, version %q, events ... %s", info.Status, info.Version, strings.Join(last, " "))
 }
 
 func hasEvent(ctx context.Context, c *workflow.Client, runID string, typ world.EventType) bool {
