@@ -204,6 +204,14 @@ func (e *RunFailedError) Error() string {
 // Unwrap returns the cause.
 func (e *RunFailedError) Unwrap() error { return e.Cause }
 
+// Is reports whether target is world.ErrLimitExceeded and the run failed
+// for passing one of its limits (codes MAX_EVENTS_EXCEEDED and
+// LIMIT_EXCEEDED): the limit's *world.LimitError itself does not survive
+// the log, its code does.
+func (e *RunFailedError) Is(target error) bool {
+	return target == world.ErrLimitExceeded && (e.Code == world.CodeMaxEventsExceeded || e.Code == world.CodeLimitExceeded)
+}
+
 // AllFailedError is returned by Any when every future failed.
 type AllFailedError struct{ Errors []error }
 
