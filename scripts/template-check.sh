@@ -94,7 +94,7 @@ lint() {
 		failed=1
 	fi
 
-	log "iam-check (no \"*\" action or resource; Allow statements name their actions)"
+	log "iam-check (no \"*\" action or resource; Allow statements name their actions; the public function writes no run)"
 	if ! "$CACHE/cfn-lint-$CFN_LINT_VERSION/bin/python" "$ROOT/scripts/iam-check.py" "$template"; then
 		log "iam-check reported findings"
 		failed=1
