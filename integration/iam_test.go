@@ -407,6 +407,25 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			t.Errorf("unknown token: %d, want 404", resp.StatusCode)
 		}
 	})
+	scenario("webhook 202 (through the inbox)", func(t *testing.T) {
+		run, err := demo.Approval.Start(ctx, b.client, struct{}{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		token := b.token(t, run.ID())
+		if token == "" {
+			return
+		}
+		// Too large for a queue message: the webhook function puts the
+		// request in skein/inbox/, the flow function reads, checks, commits
+		// and deletes it.
+		body := strings.Repeat("inbox webhook body ", 300<<10/19)
+		if resp := b.callWebhook(t, token, body); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("webhook: %d %q, want 202", resp.StatusCode, resp.Body)
+		}
+		result(t, b, run, func(s string) bool { return s == body })
+	})
 	scenario("webhook: methods that do not deliver", func(t *testing.T) {
 		run, err := demo.Approval.Start(ctx, b.client, struct{}{})
 		if err != nil {

@@ -59,19 +59,20 @@ func TestTemplateRoles(t *testing.T) {
 		r    IAMRequest
 		want bool
 	}{
-		// The webhook reads the token's claim, the hook and the run's partition, without an index or a batch.
+		// The webhook reads the token's claim and the run's partition, without an index or a batch.
 		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs1", Context: leading("run")}, false},
 		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs9"}, false},
 		{wh, IAMRequest{Action: "dynamodb:BatchGetItem", Resource: table}, false},
 		{wh, IAMRequest{Action: "dynamodb:Query", Resource: table, Context: leading("r#wrun_1")}, true},
 		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("t#abc")}, true},
-		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("h#hook_1")}, true},
+		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("r#wrun_1")}, true},
+		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("h#hook_1")}, false},
 		{wh, IAMRequest{Action: "dynamodb:GetItem", Resource: table, Context: leading("i#abc")}, false},
-		// It puts a commit in a run's partition and keeps a queue idempotency key: nothing else.
-		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("r#wrun_1")}, true},
-		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("q#abc")}, true},
-		{wh, IAMRequest{Action: "dynamodb:UpdateItem", Resource: table, Context: leading("q#abc")}, true},
-		{wh, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("q#abc")}, true},
+		// It writes nothing of the table: the flow function commits what it queues (issue 18, item 9).
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("r#wrun_1")}, false},
+		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("q#abc")}, false},
+		{wh, IAMRequest{Action: "dynamodb:UpdateItem", Resource: table, Context: leading("q#abc")}, false},
+		{wh, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("q#abc")}, false},
 		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("t#abc")}, false},
 		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("h#hook_1")}, false},
 		{wh, IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, false},
@@ -81,9 +82,12 @@ func TestTemplateRoles(t *testing.T) {
 		{wh, IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table, Context: leading("r#wrun_1")}, false},
 		{wh, IAMRequest{Action: "sqs:SendMessage", Resource: "arn:aws:sqs:us-east-1:000000000000:work"}, true},
 		{wh, IAMRequest{Action: "sqs:ReceiveMessage", Resource: "arn:aws:sqs:us-east-1:000000000000:work"}, false},
-		// S3: claim-checked payloads and reply streams only.
+		// S3: it puts large requests in the inbox, reads claim-checked payloads and reply streams.
+		{wh, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, true},
+		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, false},
+		{wh, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, false},
 		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
-		{wh, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
+		{wh, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, false},
 		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, true},
 		{wh, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, false},
 		{wh, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/x"}, false},
@@ -93,6 +97,18 @@ func TestTemplateRoles(t *testing.T) {
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/streams/r/s/"}}, true},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/claims/"}}, false},
 		{wh, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
+		// The flow function: skein/ prefixes only, the inbox read and deleted, not written.
+		{flow, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
+		{flow, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, true},
+		{flow, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/other/x"}, false},
+		{flow, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/other/x"}, false},
+		{flow, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, true},
+		{flow, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, true},
+		{flow, IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, false},
+		// It deletes in the partitions it ends things in, never a run's idempotency key.
+		{flow, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("r#wrun_1")}, true},
+		{flow, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("q#abc")}, true},
+		{flow, IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("i#abc")}, false},
 		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data", Context: map[string]string{"s3:prefix": "skein/streams/r/"}}, true},
 		{flow, IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
 		{flow, IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/x"}, false},

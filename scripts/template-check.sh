@@ -4,7 +4,8 @@
 #
 #   scripts/template-check.sh            install (if needed) + check + project
 #   scripts/template-check.sh install    only install the pinned tools
-#   scripts/template-check.sh check      only check template.yaml (tools must be installed)
+#   scripts/template-check.sh check      only check template.yaml (tools must be installed), and that
+#                                        iam-check refuses the old roles (scripts/testdata/iam-old-roles.yaml)
 #   scripts/template-check.sh project    only check a generated project (tools must be installed): skein init
 #                                        writes it into a temporary dir (go.mod replaces Skein with this checkout),
 #                                        then its arm64 bootstrap builds, `make test` passes, its template passes
@@ -93,7 +94,7 @@ lint() {
 		failed=1
 	fi
 
-	log "iam-check (no \"*\" action or resource; Allow statements name their actions)"
+	log "iam-check (no \"*\" action or resource; Allow statements name their actions; the public function writes no run)"
 	if ! "$CACHE/cfn-lint-$CFN_LINT_VERSION/bin/python" "$ROOT/scripts/iam-check.py" "$template"; then
 		log "iam-check reported findings"
 		failed=1
@@ -147,6 +148,14 @@ check() {
 	[[ -f $TEMPLATE ]] || die "no template at $TEMPLATE"
 	local start=$SECONDS failed=0
 	lint "$TEMPLATE" || failed=1
+	# The IAM check must refuse the roles from before the webhook function stopped writing runs: a check
+	# that passes them proves nothing.
+	log "iam-check refuses the old roles (scripts/testdata/iam-old-roles.yaml)"
+	if ! "$CACHE/cfn-lint-$CFN_LINT_VERSION/bin/python" "$ROOT/scripts/iam-check.py" --must-refuse \
+		"$ROOT/scripts/testdata/iam-old-roles.yaml"; then
+		log "iam-check did not refuse the old roles"
+		failed=1
+	fi
 	sam_build "$TEMPLATE" "$CACHE/sam-build-cache" || failed=1
 	log "checks done in $((SECONDS - start))s"
 	((failed == 0)) || die "template checks FAILED"

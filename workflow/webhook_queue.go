@@ -174,7 +174,7 @@ func (p *Processor) processDelivery(ctx context.Context, body []byte) error {
 		}
 		return checkDelivery(d, b)
 	}
-	h, err := engine.DeliverHook(ctx, p.client.w, p.client.now, d.Token, d.ID, payload)
+	h, dup, err := engine.DeliverHook(ctx, p.client.w, p.client.now, d.Token, d.ID, payload)
 	var pe *engine.PermanentError
 	switch {
 	case errors.As(err, &pe):
@@ -183,6 +183,8 @@ func (p *Processor) processDelivery(ctx context.Context, body []byte) error {
 		log.Warn("workflow: webhook delivery dropped", "reason", err.Error())
 	case err != nil:
 		return errors.New(redactTokenIn(err.Error(), d.Token))
+	case dup:
+		log.Info("workflow: webhook delivery already committed", "run", h.RunID, "hook", h.HookID)
 	default:
 		log.Info("workflow: webhook delivery committed", "run", h.RunID, "hook", h.HookID)
 	}

@@ -98,7 +98,10 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-func newQueueEnv(t *testing.T) *queueEnv {
+func newQueueEnv(t *testing.T) *queueEnv { return newQueueEnvWith(t, nil) }
+
+// newQueueEnvWith is newQueueEnv with the Processor's World wrapped.
+func newQueueEnvWith(t *testing.T, wrap func(world.World) world.World) *queueEnv {
 	t.Helper()
 	lw, err := localworld.Open(localworld.Config{})
 	if err != nil {
@@ -111,7 +114,11 @@ func newQueueEnv(t *testing.T) *queueEnv {
 	}
 	e := &queueEnv{t: t, lw: lw, inbox: &memInbox{}, logs: &syncBuf{}}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
-	if e.p, err = workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
+	var pw world.World = lw
+	if wrap != nil {
+		pw = wrap(lw)
+	}
+	if e.p, err = workflow.NewProcessor(workflow.ProcessorConfig{World: pw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
 		t.Fatal(err)
 	}
 	e.client = e.p.Client()
@@ -203,11 +210,17 @@ func (e *queueEnv) received(runID string) int {
 }
 
 // TestQueuedWebhookCommitsOnce: the queued handler answers 202 without
-// writing the run; the delivery message, processed twice (a redelivery),
-// commits the request once.
+// writing the run; the delivery message, processed six times (four of them
+// at once), commits the request once.
 func TestQueuedWebhookCommitsOnce(t *testing.T) {
 	t.Parallel()
-	e := newQueueEnv(t)
+	// The four concurrent deliveries all read the run before any of them
+	// appends.
+	var bw *barrierWorld
+	e := newQueueEnvWith(t, func(w world.World) world.World {
+		bw = &barrierWorld{World: w, n: 4, all: make(chan struct{})}
+		return bw
+	})
 	run, token := e.start(1)
 	if code := e.post(token, "approved"); code != http.StatusAccepted {
 		t.Fatalf("POST: %d, want 202", code)
@@ -216,13 +229,37 @@ func TestQueuedWebhookCommitsOnce(t *testing.T) {
 		t.Fatalf("the handler committed %d requests itself", n)
 	}
 	d := e.deliveries(1)[0]
-	for i := range 3 {
-		if err := e.p.Process(context.Background(), d, i+1); err != nil {
-			t.Fatalf("delivery %d: %v", i+1, err)
+	// Four deliveries at once (SQS may hand a message to two consumers),
+	// then two more.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- e.p.Process(context.Background(), d, i+1)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent delivery: %v", err)
+		}
+	}
+	for i := range 2 {
+		if err := e.p.Process(context.Background(), d, i+5); err != nil {
+			t.Fatalf("delivery %d: %v", i+5, err)
 		}
 	}
 	if n := e.received(run.ID()); n != 1 {
-		t.Fatalf("%d hook_received after three deliveries of one message, want 1", n)
+		t.Fatalf("%d hook_received after six deliveries of one message, want 1", n)
+	}
+	if bw.seen < 4 {
+		t.Errorf("%d appends of the delivery, want the four concurrent ones to reach Append", bw.seen)
+	}
+	if !strings.Contains(e.logs.String(), "webhook delivery already committed") {
+		t.Errorf("no redelivery logged:\n%s", e.logs.String())
 	}
 	if out, err := e.finish(run); err != nil || out != "approved" {
 		t.Errorf("result %q, %v", out, err)
@@ -230,6 +267,36 @@ func TestQueuedWebhookCommitsOnce(t *testing.T) {
 	if strings.Contains(e.logs.String(), token) {
 		t.Errorf("the processor's log holds the token:\n%s", e.logs.String())
 	}
+}
+
+// barrierWorld holds the first n appends of a hook_received until all n
+// have arrived (or a second has passed).
+type barrierWorld struct {
+	world.World
+	mu      sync.Mutex
+	n, seen int
+	all     chan struct{}
+}
+
+func (w *barrierWorld) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	if len(p.Events) == 1 {
+		if _, ok := p.Events[0].Data.(*world.HookReceived); ok {
+			w.mu.Lock()
+			w.seen++
+			hold := w.seen <= w.n
+			if w.seen == w.n {
+				close(w.all)
+			}
+			w.mu.Unlock()
+			if hold {
+				select {
+				case <-w.all:
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}
+	return w.World.Append(ctx, p)
 }
 
 // TestQueuedWebhookInbox: a request too large for a queue message goes

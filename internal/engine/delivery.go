@@ -30,34 +30,34 @@ const DeliveryDropped = "delivery dropped"
 // append it. A delivery whose hook is unknown or disposed, or whose run has
 // ended, is a PermanentError with Reason DeliveryDropped. The run is woken
 // after the commit, and again when the delivery was already committed (the
-// first call may have died before its wake-up).
-func DeliverHook(ctx context.Context, w world.World, now func() time.Time, token, deliveryID string, payload func() (json.RawMessage, error)) (*world.Hook, error) {
+// first call may have died before its wake-up); dup reports that case.
+func DeliverHook(ctx context.Context, w world.World, now func() time.Time, token, deliveryID string, payload func() (json.RawMessage, error)) (h *world.Hook, dup bool, err error) {
 	for range maxDeliveryFences {
-		h, err := w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
+		h, err = w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
 		if errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrInvalid) {
-			return nil, &PermanentError{Reason: DeliveryDropped, Err: errors.New("no active hook holds the token")}
+			return nil, false, &PermanentError{Reason: DeliveryDropped, Err: errors.New("no active hook holds the token")}
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		run, err := w.GetRun(ctx, &world.GetRunParams{RunID: h.RunID})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if run.Status.Terminal() {
-			return nil, &PermanentError{Reason: DeliveryDropped, Err: fmt.Errorf("run %s has ended (%s)", h.RunID, run.Status)}
+			return nil, false, &PermanentError{Reason: DeliveryDropped, Err: fmt.Errorf("run %s has ended (%s)", h.RunID, run.Status)}
 		}
 		// The run's last sequence number is read before its hook's events:
 		// a commit of this delivery that the scan misses came after it, and
 		// the fenced append below is refused.
 		if ev, err := findDelivery(ctx, w, h, deliveryID); err != nil {
-			return nil, err
+			return nil, false, err
 		} else if ev != nil {
-			return h, Wake(ctx, w, now, h.RunID, keyHook(ev.EventID))
+			return h, true, Wake(ctx, w, now, h.RunID, keyHook(ev.EventID))
 		}
 		p, err := payload()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, IfLastSeq: run.LastSeq, Events: []world.EventInput{
 			{CorrelationID: h.HookID, Data: &world.HookReceived{Payload: p}},
@@ -65,17 +65,17 @@ func DeliverHook(ctx context.Context, w world.World, now func() time.Time, token
 		var ce *world.CommitError
 		switch {
 		case err == nil:
-			return h, Wake(ctx, w, now, h.RunID, keyHook(res.Results[0].Event.EventID))
+			return h, false, Wake(ctx, w, now, h.RunID, keyHook(res.Results[0].Event.EventID))
 		case errors.As(err, &ce) || errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrGone):
 			// The hook was disposed, or the run ended, since the reads.
-			return nil, &PermanentError{Reason: DeliveryDropped, Err: err}
+			return nil, false, &PermanentError{Reason: DeliveryDropped, Err: err}
 		case errors.Is(err, world.ErrConflict):
 			continue // the run moved on: read again
 		default:
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return nil, fmt.Errorf("engine: delivery: the run kept moving on (%d fenced commits refused)", maxDeliveryFences)
+	return nil, false, fmt.Errorf("engine: delivery: the run kept moving on (%d fenced commits refused)", maxDeliveryFences)
 }
 
 // findDelivery returns the hook_received event of h that carries deliveryID,
