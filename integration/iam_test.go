@@ -210,7 +210,7 @@ func newIAMStack(t *testing.T, name, bin string, reg *workflow.Registry) *iamSta
 // token waits for the run's webhook and returns its token.
 func (s *iamStack) token(t *testing.T, runID string) string {
 	t.Helper()
-	for limit := time.Now().Add(time.Minute); ; {
+	for limit := time.Now().Add(5 * time.Minute); ; {
 		p, err := s.world.ListHooks(context.Background(), &world.ListHooksParams{RunID: runID})
 		if err != nil {
 			t.Error(err)
@@ -269,7 +269,7 @@ func (s *iamStack) callWebhookMethod(t *testing.T, method, token, body string) e
 // waitFor waits for a run to end with status want.
 func (s *iamStack) waitFor(t *testing.T, runID string, want world.RunStatus) bool {
 	t.Helper()
-	for limit := time.Now().Add(time.Minute); ; {
+	for limit := time.Now().Add(5 * time.Minute); ; {
 		info, err := s.client.GetRun(context.Background(), runID)
 		if err != nil {
 			t.Error(err)
@@ -486,8 +486,8 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	a.drain(time.Minute)
-	b.drain(time.Minute)
+	a.drain(5 * time.Minute)
+	b.drain(5 * time.Minute)
 	a.noFailures()
 	b.noFailures()
 	t.Logf("scenarios done in %s", time.Since(start).Round(time.Millisecond))
