@@ -45,6 +45,8 @@ type env struct {
 
 	w      world.World
 	client *workflow.Client
+	// sqs is the deployed stack's SQS client (openRemote), for skein dlq.
+	sqs dlqQueue
 	// writes: the command changes the store, so open takes its lock.
 	writes  bool
 	cmdName string // the command's name, for messages
@@ -85,6 +87,7 @@ var commands = []*command{
 	hooksListCmd, hooksResumeCmd,
 	streamsListCmd, streamsReadCmd,
 	patchesCheckCmd,
+	dlqRedriveCmd,
 }
 
 // usageError is bad usage: exit code 2.
