@@ -202,19 +202,21 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 // otherwise reach the queue's receive limit and be dead-lettered, leaving
 // a live run waiting for an operator. MaxDeliveries still counts every
 // delivery. The new message is due when msg was (its NotBefore), is
-// sent under a key derived from it (two deliveries of msg replace it
-// once), and is not sent for a run at rest.
+// sent under a key derived from msg alone, so that the deliveries of msg
+// that follow (its executor killed after the send, before the
+// acknowledgement) replace it once, not once each: a message has at most
+// one replacement, never a tree of them. None is sent for a run at rest.
 func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
 	if e.atRest(ctx, msg.RunID, "replace") {
 		return nil
 	}
-	next := msg
-	next.Delivered = max(msg.Delivered, 0) + attempt
-	body, err := world.EncodeMessage(next)
+	old, err := world.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	if err := e.enqueue(ctx, next, keyReplaced(body)); err != nil {
+	next := msg
+	next.Delivered = max(msg.Delivered, 0) + attempt
+	if err := e.enqueue(ctx, next, keyReplaced(old)); err != nil {
 		return err
 	}
 	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",

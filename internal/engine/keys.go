@@ -154,8 +154,8 @@ func keyComp(runID, stepID string, at time.Time) string {
 }
 
 // keyReplaced is the key of the message sent in place of one received too
-// often (Engine.replace): a digest of the new message's body, so that two
-// deliveries of the old one send one.
+// often (Engine.replace): a digest of the old message's body, so that every
+// later delivery of the old one sends no other.
 func keyReplaced(body []byte) string {
 	sum := sha256.Sum256(body)
 	return "replaced:" + hex.EncodeToString(sum[:16])

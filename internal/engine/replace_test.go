@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -174,5 +175,28 @@ func TestMaxDeliveriesCountsReplacedDeliveries(t *testing.T) {
 	run, _ := h.w.GetRun(ctx, &world.GetRunParams{RunID: id})
 	if run.Status != world.RunStatusFailed || run.ErrorCode != world.CodeMaxDeliveriesExceeded {
 		t.Errorf("run %s %s, want failed with %s", run.Status, run.ErrorCode, world.CodeMaxDeliveriesExceeded)
+	}
+}
+
+// A message's deliveries that follow its replacement (its executor was
+// killed after sending the new message, before acknowledging the old)
+// send no other replacement: under kills, a message has one replacement,
+// not one per delivery, which would grow a tree of messages.
+func TestMessageIsReplacedOnce(t *testing.T) {
+	t.Parallel()
+	var mw *msgWorld
+	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
+	h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
+	id := h.start("w", nil)
+	sent := len(mw.snapshot())
+	msg := world.Message{RunID: id, RequestedAt: time.Now()}
+	for attempt := 3; attempt <= sqsMaxReceives; attempt++ {
+		if err := h.eng.HandleDelivery(context.Background(), msg, attempt); err != nil {
+			t.Fatalf("delivery %d: %v", attempt, err)
+		}
+	}
+	got := mw.snapshot()[sent:]
+	if len(got) != 1 || got[0].RunID != id || got[0].Delivered != 3 {
+		t.Fatalf("sent %+v, want one replacement, Delivered 3", got)
 	}
 }
