@@ -201,22 +201,25 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 // died with it (SIGKILLed, out of memory, a Lambda timeout) would
 // otherwise reach the queue's receive limit and be dead-lettered, leaving
 // a live run waiting for an operator. MaxDeliveries still counts every
-// delivery. The new message is due when msg was (its NotBefore), is
-// sent under a key derived from msg alone, so that the deliveries of msg
-// that follow (its executor killed after the send, before the
-// acknowledgement) replace it once, not once each: a message has at most
-// one replacement, never a tree of them. None is sent for a run at rest.
+// delivery. The new message is due when msg was (its NotBefore), and none
+// is sent for a run at rest.
+//
+// It is sent under no idempotency key. Under a key, an executor killed
+// between claiming the key and sending (dynamoworld claims a key in the
+// table first) would leave a claim that makes the next delivery's send a
+// "duplicate" of a message never sent, and that delivery, acknowledged,
+// would lose the run. Without one, the old message is acknowledged only
+// once its replacement is surely sent; the cost is one more message for
+// each executor killed after the send and before the acknowledgement (the
+// old message comes back and is replaced again), which the run lease
+// makes harmless and which end when the run comes to rest (atRest).
 func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
 	if e.atRest(ctx, msg.RunID, "replace") {
 		return nil
 	}
-	old, err := world.EncodeMessage(msg)
-	if err != nil {
-		return err
-	}
 	next := msg
 	next.Delivered = max(msg.Delivered, 0) + attempt
-	if err := e.enqueue(ctx, next, keyReplaced(old)); err != nil {
+	if err := e.enqueue(ctx, next, ""); err != nil {
 		return err
 	}
 	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -151,12 +149,4 @@ func keyRest(runID string, at time.Time) string {
 // attempt's lease (scheduleCompCheck).
 func keyComp(runID, stepID string, at time.Time) string {
 	return fmt.Sprintf("comp:%s:%s:%d", runID, stepID, at.UnixMilli())
-}
-
-// keyReplaced is the key of the message sent in place of one received too
-// often (Engine.replace): a digest of the old message's body, so that every
-// later delivery of the old one sends no other.
-func keyReplaced(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "replaced:" + hex.EncodeToString(sum[:16])
 }
