@@ -201,8 +201,10 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 // died with it (SIGKILLed, out of memory, a Lambda timeout) would
 // otherwise reach the queue's receive limit and be dead-lettered, leaving
 // a live run waiting for an operator. MaxDeliveries still counts every
-// delivery. The new message is due when msg was (its NotBefore), and none
-// is sent for a run at rest.
+// delivery. The new message is due when msg was (its NotBefore). It is
+// sent even for a run at rest: run_deactivated may commit with the end,
+// before the end's side effects (a parent notified), which a message of an
+// executor killed in between must still run.
 //
 // It is sent under no idempotency key. Under a key, an executor killed
 // between claiming the key and sending (dynamoworld claims a key in the
@@ -212,11 +214,9 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 // once its replacement is surely sent; the cost is one more message for
 // each executor killed after the send and before the acknowledgement (the
 // old message comes back and is replaced again), which the run lease
-// makes harmless and which end when the run comes to rest (atRest).
+// makes harmless; once the run has ended, each such copy is one
+// continuation that finds it ended and reruns the end's side effects.
 func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
-	if e.atRest(ctx, msg.RunID, "replace") {
-		return nil
-	}
 	next := msg
 	next.Delivered = max(msg.Delivered, 0) + attempt
 	if err := e.enqueue(ctx, next, ""); err != nil {
