@@ -168,3 +168,30 @@ func TestReplacementOfRunAtRestIsSent(t *testing.T) {
 		t.Errorf("sent %+v, want the message's replacement", got)
 	}
 }
+
+// A child run at rest still gets its bounce: its end's side effect (its
+// parent notified) may not have run yet when run_deactivated committed, and
+// the lease's holder may be another delivery of this very message.
+func TestBounceOfChildRunAtRestIsSent(t *testing.T) {
+	t.Parallel()
+	f := &faultWorld{}
+	h := newHarness(t, func(lw *localworld.World) world.World { f.msgWorld = &msgWorld{World: lw}; return f }, Config{})
+	ctx := context.Background()
+	runID := h.ids.New(world.PrefixRun)
+	if _, err := h.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{Data: &world.RunCreated{WorkflowName: "child", ExecutionContext: mustJSON(ExecutionContext{NotifyToken: "parent-hook"})}},
+		{Data: &world.RunStarted{}},
+		{Data: &world.RunCompleted{}},
+		{Data: &world.RunDeactivated{}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	hold(t, f, runID, "other-executor")
+	sent := len(f.snapshot())
+	if err := h.eng.HandleDelivery(ctx, world.Message{RunID: runID}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.snapshot()[sent:]; len(got) != 1 || got[0].RunID != runID || got[0].Hop != 1 {
+		t.Errorf("sent %+v, want one bounce of the child run", got)
+	}
+}

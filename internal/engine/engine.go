@@ -160,12 +160,16 @@ func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 // for it (a bounce, a cover, a refusal sent back) is dropped instead, and
 // the one in hand acknowledged. A run that has ended but is not at rest
 // still needs its messages (its rest checks, its compensations). A failed
-// read is not at rest: the message is sent again, as before. It costs one
-// read, only on the paths that would send a message.
+// read is not at rest: the message is sent again, as before. So is a child
+// run's (its parent must be notified) and a cancelled run's (its children
+// cancelled): run_deactivated commits with the end, before those side
+// effects, and the message may be what runs them should the holder of the
+// lease have died in between. It costs one read, only on the paths that
+// would send a message.
 func (e *Engine) atRest(ctx context.Context, runID, why string) bool {
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	switch {
-	case err == nil && run.Status.Terminal() && run.Deactivated():
+	case err == nil && run.Status.Terminal() && run.Deactivated() && run.Status != world.RunStatusCancelled && !notifies(run.ExecutionContext):
 		e.log.Debug("engine: message of a run at rest dropped, not sent again", "run", runID, "status", run.Status, "path", why)
 		return true
 	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
