@@ -2,7 +2,9 @@
 // their steps and events, hooks and streams, as the quickstart, your own
 // worker or a deployed stack recorded them. It can also cancel a run,
 // resume a hook, rerun a finished run, and retry or fail a run held because
-// its code no longer replays its log.
+// its code no longer replays its log. On a deployed stack, skein dlq redrive
+// lists the dead letters with the runs they would resume, and moves them
+// back to the work queue.
 //
 //	skein runs list
 //	skein runs show wrun_01J...

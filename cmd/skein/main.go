@@ -45,6 +45,8 @@ type env struct {
 
 	w      world.World
 	client *workflow.Client
+	// sqs is the deployed stack's SQS client (openRemote), for skein dlq.
+	sqs dlqQueue
 	// writes: the command changes the store, so open takes its lock.
 	writes  bool
 	cmdName string // the command's name, for messages
@@ -86,6 +88,7 @@ var commands = []*command{
 	streamsListCmd, streamsReadCmd,
 	patchesCheckCmd,
 	storeMigrateCmd,
+	dlqRedriveCmd,
 }
 
 // usageError is bad usage: exit code 2.

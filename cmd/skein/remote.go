@@ -118,6 +118,9 @@ func (e *env) openRemote(ctx context.Context) error {
 		// A command answers soon, or says why not.
 		MaxAttempts: 3, MaxBackoff: time.Second,
 	})
+	if e.sqs == nil {
+		e.sqs = clients.SQS
+	}
 	w, err := dynamoworld.New(ctx, dynamoworld.Config{
 		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3,
 		Table: r.table, QueueURL: r.queueURL, Bucket: r.bucket,

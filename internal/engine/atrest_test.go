@@ -43,8 +43,7 @@ func (keyErr) Is(target error) bool {
 
 // A message of a run at rest (ended and deactivated) is acknowledged and
 // dropped on every path that would otherwise send a message again: the
-// continuation that finds the run lease held (a bounce), the step message
-// that finds it held under its own message's tag (a cover), the
+// continuation that finds the run lease held (a bounce), the
 // continuation whose run's payloads the executor cannot open (sent back
 // for another executor), and the step message whose run lease is in an
 // unknown state (a continuation). Before, each path sent a message for the
@@ -63,11 +62,6 @@ func TestMessageOfRunAtRestIsNotSentAgain(t *testing.T) {
 		{"lease busy, hold retry", func(t *testing.T, f *faultWorld, runID, _ string) world.Message {
 			hold(t, f, runID, "other-executor")
 			return world.Message{RunID: runID, HoldAttempt: 2, Hop: 3}
-		}},
-		{"step message, lease held under its own tag", func(t *testing.T, f *faultWorld, runID, stepID string) world.Message {
-			msg := world.Message{RunID: runID, StepID: stepID}
-			hold(t, f, runID, "other-executor"+ownerTagSep+msgTag(msg))
-			return msg
 		}},
 		{"step message, lease unknown", func(t *testing.T, f *faultWorld, runID, stepID string) world.Message {
 			f.leaseErr = errors.New("throttled")
@@ -153,5 +147,51 @@ func hold(t *testing.T, w world.World, runID, owner string) {
 	t.Helper()
 	if _, err := w.AcquireRunLease(context.Background(), &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A message of a run at rest received a third time is still replaced, not
+// dropped: run_deactivated may commit with the end, before the end's side
+// effects (a child's parent notified), and the executor that committed it
+// may have been killed in between; this message is then what runs them
+// (TestChaosLambda: a parent stuck after its child's message was dropped).
+func TestReplacementOfRunAtRestIsSent(t *testing.T) {
+	t.Parallel()
+	f := &faultWorld{}
+	h := newHarness(t, func(lw *localworld.World) world.World { f.msgWorld = &msgWorld{World: lw}; return f }, Config{})
+	runID, _ := restingRun(t, h)
+	sent := len(f.snapshot())
+	if err := h.eng.HandleDelivery(context.Background(), world.Message{RunID: runID}, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.snapshot()[sent:]; len(got) != 1 || got[0].RunID != runID || got[0].Delivered != 3 {
+		t.Errorf("sent %+v, want the message's replacement", got)
+	}
+}
+
+// A child run at rest still gets its bounce: its end's side effect (its
+// parent notified) may not have run yet when run_deactivated committed, and
+// the lease's holder may be another delivery of this very message.
+func TestBounceOfChildRunAtRestIsSent(t *testing.T) {
+	t.Parallel()
+	f := &faultWorld{}
+	h := newHarness(t, func(lw *localworld.World) world.World { f.msgWorld = &msgWorld{World: lw}; return f }, Config{})
+	ctx := context.Background()
+	runID := h.ids.New(world.PrefixRun)
+	if _, err := h.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{Data: &world.RunCreated{WorkflowName: "child", ExecutionContext: mustJSON(ExecutionContext{NotifyToken: "parent-hook"})}},
+		{Data: &world.RunStarted{}},
+		{Data: &world.RunCompleted{}},
+		{Data: &world.RunDeactivated{}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	hold(t, f, runID, "other-executor")
+	sent := len(f.snapshot())
+	if err := h.eng.HandleDelivery(ctx, world.Message{RunID: runID}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.snapshot()[sent:]; len(got) != 1 || got[0].RunID != runID || got[0].Hop != 1 {
+		t.Errorf("sent %+v, want one bounce of the child run", got)
 	}
 }

@@ -48,7 +48,7 @@
 // past the holder's expiry, under keyBusy), never dropped while the run
 // needs it; a message of a run at rest (ended and deactivated, or gone) is
 // acknowledged instead of being sent again, on this path and on every other
-// that re-sends one (atRest: covers, keys sent back, a step's continuation).
+// that re-sends one (atRest: keys sent back, a step's continuation).
 // Under the lease
 // (underLease, which renews it with keepLease), the session's run:
 //

@@ -166,12 +166,16 @@ func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
 // for it (a bounce, a cover, a refusal sent back) is dropped instead, and
 // the one in hand acknowledged. A run that has ended but is not at rest
 // still needs its messages (its rest checks, its compensations). A failed
-// read is not at rest: the message is sent again, as before. It costs one
-// read, only on the paths that would send a message.
+// read is not at rest: the message is sent again, as before. So is a child
+// run's (its parent must be notified) and a cancelled run's (its children
+// cancelled): run_deactivated commits with the end, before those side
+// effects, and the message may be what runs them should the holder of the
+// lease have died in between. It costs one read, only on the paths that
+// would send a message.
 func (e *Engine) atRest(ctx context.Context, runID, why string) bool {
 	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	switch {
-	case err == nil && run.Status.Terminal() && run.Deactivated():
+	case err == nil && run.Status.Terminal() && run.Deactivated() && run.Status != world.RunStatusCancelled && !notifies(run.ExecutionContext):
 		e.log.Debug("engine: message of a run at rest dropped, not sent again", "run", runID, "status", run.Status, "path", why)
 		return true
 	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
@@ -207,20 +211,25 @@ func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error
 // died with it (SIGKILLed, out of memory, a Lambda timeout) would
 // otherwise reach the queue's receive limit and be dead-lettered, leaving
 // a live run waiting for an operator. MaxDeliveries still counts every
-// delivery. The new message is due when msg was (its NotBefore), is
-// sent under a key derived from it (two deliveries of msg replace it
-// once), and is not sent for a run at rest.
+// delivery. The new message is due when msg was (its NotBefore). It is
+// sent even for a run at rest: run_deactivated may commit with the end,
+// before the end's side effects (a parent notified), which a message of an
+// executor killed in between must still run.
+//
+// It is sent under no idempotency key. Under a key, an executor killed
+// between claiming the key and sending (dynamoworld claims a key in the
+// table first) would leave a claim that makes the next delivery's send a
+// "duplicate" of a message never sent, and that delivery, acknowledged,
+// would lose the run. Without one, the old message is acknowledged only
+// once its replacement is surely sent; the cost is one more message for
+// each executor killed after the send and before the acknowledgement (the
+// old message comes back and is replaced again), which the run lease
+// makes harmless; once the run has ended, each such copy is one
+// continuation that finds it ended and reruns the end's side effects.
 func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) error {
-	if e.atRest(ctx, msg.RunID, "replace") {
-		return nil
-	}
 	next := msg
 	next.Delivered = max(msg.Delivered, 0) + attempt
-	body, err := world.EncodeMessage(next)
-	if err != nil {
-		return err
-	}
-	if err := e.enqueue(ctx, next, keyReplaced(body)); err != nil {
+	if err := e.enqueue(ctx, next, ""); err != nil {
 		return err
 	}
 	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",

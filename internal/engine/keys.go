@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -158,12 +156,4 @@ func keyRest(runID string, at time.Time) string {
 // attempt's lease (scheduleCompCheck).
 func keyComp(runID, stepID string, at time.Time) string {
 	return fmt.Sprintf("comp:%s:%s:%d", runID, stepID, at.UnixMilli())
-}
-
-// keyReplaced is the key of the message sent in place of one received too
-// often (Engine.replace): a digest of the new message's body, so that two
-// deliveries of the old one send one.
-func keyReplaced(body []byte) string {
-	sum := sha256.Sum256(body)
-	return "replaced:" + hex.EncodeToString(sum[:16])
 }

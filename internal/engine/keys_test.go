@@ -40,7 +40,6 @@ func TestKeysGolden(t *testing.T) {
 		{"step early", keyStepEarly(step, at), "step:step_01K:early:1700000000123"},
 		{"step leased", keyStepLeased(step, 2, at), "step:step_01K:leased:a2:1700000000123"},
 		{"done", keyDone(step, 2), "done:step_01K:2"},
-		{"replaced", keyReplaced([]byte(`{"runId":"wrun_01J","delivered":3}`)), "replaced:301a55055e806163391c250e7153ebf1"},
 		{"done group", keyDoneGroup(step, 2, 16), "done:step_01K:2:n16"},
 		{"unregistered", keyUnregistered(step, 2), "unregistered:step_01K:2"},
 		{"comp", keyComp(run, step, at), "comp:wrun_01J:step_01K:1700000000123"},

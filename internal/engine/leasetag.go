@@ -68,14 +68,10 @@ func ownerTag(owner string) string {
 // has died, that continuation takes the run on; if it lives, the
 // continuation bounces until it has released the lease, then finds nothing
 // or goes on. Otherwise the holder has its own message to come back should
-// it die: nothing is sent, so the common case costs no message. Nor is
-// anything sent for a run at rest (atRest).
+// it die: nothing is sent, so the common case costs no message.
 func (e *Engine) coverHolder(ctx context.Context, runID string, d delivery, held error) error {
 	var lh *world.LeaseHeldError
 	if !errors.As(held, &lh) || !d.late && (d.tag == "" || ownerTag(lh.Owner) != d.tag) {
-		return nil
-	}
-	if e.atRest(ctx, runID, "cover") {
 		return nil
 	}
 	e.log.Debug("engine: run lease held by a holder this delivery may have lost its message; continuing at its expiry", "run", runID, "owner", lh.Owner, "expires", lh.ExpiresAt, "late", d.late)

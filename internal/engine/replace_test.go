@@ -3,10 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -174,5 +178,54 @@ func TestMaxDeliveriesCountsReplacedDeliveries(t *testing.T) {
 	run, _ := h.w.GetRun(ctx, &world.GetRunParams{RunID: id})
 	if run.Status != world.RunStatusFailed || run.ErrorCode != world.CodeMaxDeliveriesExceeded {
 		t.Errorf("run %s %s, want failed with %s", run.Status, run.ErrorCode, world.CodeMaxDeliveriesExceeded)
+	}
+}
+
+// claimWorld plays dynamoworld's idempotency claims across a killed
+// sender: the first Enqueue under a key claims it and dies before the
+// send (an error, nothing sent); a later Enqueue under the claimed key is
+// answered as a duplicate of that message, which was never sent, as
+// dynamoworld answers within its PendingGrace.
+type claimWorld struct {
+	*msgWorld
+	mu      sync.Mutex
+	claimed map[string]bool
+}
+
+func (c *claimWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
+	if p.IdempotencyKey != "" && strings.Contains(string(p.Body), `"delivered"`) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.claimed[p.IdempotencyKey] {
+			return &world.EnqueueResult{MessageID: "never-sent", Duplicate: true}, nil
+		}
+		c.claimed[p.IdempotencyKey] = true
+		return nil, errors.New("the sender was killed after claiming the key")
+	}
+	return c.msgWorld.Enqueue(ctx, p)
+}
+
+// An executor killed while replacing a message (after claiming the send's
+// idempotency key, before sending) must not make the next delivery, which
+// is acknowledged, believe the replacement sent: the run would be left with
+// no message (seen in TestChaosLambda: runs stuck with an empty queue).
+// The replacement is sent under no key, so the next delivery sends it.
+func TestKilledReplacerLosesNoRun(t *testing.T) {
+	t.Parallel()
+	c := &claimWorld{claimed: map[string]bool{}}
+	h := newHarness(t, func(lw *localworld.World) world.World { c.msgWorld = &msgWorld{World: lw}; return c }, Config{})
+	h.reg.wf("w", func(*Context, json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
+	id := h.start("w", nil)
+	sent := len(c.snapshot())
+	msg := world.Message{RunID: id, RequestedAt: time.Now()}
+	// The third delivery's executor is killed mid-replacement (with a key,
+	// it fails here), the fourth is acknowledged (nil).
+	_ = h.eng.HandleDelivery(context.Background(), msg, 3)
+	if err := h.eng.HandleDelivery(context.Background(), msg, 4); err != nil {
+		t.Fatalf("delivery 4: %v", err)
+	}
+	got := c.snapshot()[sent:]
+	if len(got) == 0 || got[len(got)-1].RunID != id || got[len(got)-1].Delivered == 0 {
+		t.Fatalf("sent %+v after the acknowledged delivery, want its replacement", got)
 	}
 }
