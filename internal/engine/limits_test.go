@@ -120,8 +120,12 @@ func TestLimitEvents(t *testing.T) {
 	h.work(1, nil)
 	run := h.wait(h.start("forever", nil))
 	h.wantFailedOver(run, world.CodeMaxEventsExceeded)
-	if run.LastSeq < testLimits.MaxEvents {
-		t.Fatalf("run failed at %d events, before its limit of %d", run.LastSeq, testLimits.MaxEvents)
+	// How a step's events group into commits varies with timing (its
+	// completion commits with the next step's creation and start, or alone
+	// when it lands after the session's turn), so the run stops within one
+	// step's commit (3 events) of its limit, not at an exact count.
+	if run.LastSeq < testLimits.MaxEvents-3 {
+		t.Fatalf("run failed at %d events, more than one step's commit before its limit of %d", run.LastSeq, testLimits.MaxEvents)
 	}
 }
 
