@@ -95,6 +95,12 @@ tidy-check:
 	$(GO) mod tidy -diff
 	cd bench/peers && $(GO) mod tidy -diff
 
+## api: rewrite api/api.txt, the golden file of the public packages' exported API, from the code (TestAPI
+## checks it); review its diff before committing
+.PHONY: api
+api:
+	$(GO) test -count=1 -run '^TestAPI$$' . -update
+
 ## bench: benchmarks (figures go to BENCHMARKS.md)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./bench/...
