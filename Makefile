@@ -101,6 +101,12 @@ tidy-check:
 api:
 	$(GO) test -count=1 -run '^TestAPI$$' . -update
 
+## surface: print the size of the public surface (exported identifiers, config fields, environment
+## variables, error types) as Markdown; docs/surface.md records it
+.PHONY: surface
+surface:
+	@$(GO) run ./internal/apisurface/surface
+
 ## bench: benchmarks (figures go to BENCHMARKS.md)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./bench/...
