@@ -18,7 +18,7 @@ import (
 // path again.
 //
 //	if workflow.Patched(ctx, "add-fraud-check") {
-//		if _, err := workflow.RunStep(ctx, "fraud-check", checkFraud, order); err != nil {
+//		if _, err := fraudCheck.Call(ctx, order); err != nil {
 //			return err
 //		}
 //	}

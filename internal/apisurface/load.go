@@ -99,22 +99,11 @@ func Load(dir string, all bool) (*Module, error) {
 		}
 		pkgs = append(pkgs, pkg)
 	}
-	deps, err := goList(dir, append([]string{"-export", "-deps", "-json=ImportPath,Export,Error"}, patterns...)...)
+	fset := token.NewFileSet()
+	imp, err := ExportImporter(dir, fset, patterns...)
 	if err != nil {
 		return nil, err
 	}
-	exports := map[string]string{}
-	for _, p := range deps {
-		exports[p.ImportPath] = p.Export
-	}
-	fset := token.NewFileSet()
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		file := exports[path]
-		if file == "" {
-			return nil, fmt.Errorf("apisurface: no export data for %s", path)
-		}
-		return os.Open(file)
-	})
 	for i, p := range pkgs {
 		if p.Public {
 			if pkgs[i].Types, err = imp.Import(p.Path); err != nil {
@@ -124,6 +113,27 @@ func Load(dir string, all bool) (*Module, error) {
 	}
 	slices.SortFunc(pkgs, func(a, b Package) int { return strings.Compare(a.Path, b.Path) })
 	return &Module{Packages: pkgs, Fset: fset, Importer: imp}, nil
+}
+
+// ExportImporter returns an importer of the packages patterns name (in
+// dir) and their dependencies, reading the export data `go list -export
+// -deps` builds for them.
+func ExportImporter(dir string, fset *token.FileSet, patterns ...string) (types.Importer, error) {
+	deps, err := goList(dir, append([]string{"-export", "-deps", "-json=ImportPath,Export,Error"}, patterns...)...)
+	if err != nil {
+		return nil, err
+	}
+	exports := map[string]string{}
+	for _, p := range deps {
+		exports[p.ImportPath] = p.Export
+	}
+	return importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		file := exports[path]
+		if file == "" {
+			return nil, fmt.Errorf("apisurface: no export data for %s", path)
+		}
+		return os.Open(file)
+	}), nil
 }
 
 // goList runs `go list -e` with args in dir and decodes its packages; a

@@ -131,7 +131,7 @@
 // sends a continuation for the lease's expiry (coverHolder, keyCover).
 //
 // A wake-up is a continuation from outside the session: a run started
-// (keyStart) or cancelled (keyCancel) by its client, a hook's payload
+// (StartKey) or cancelled (CancelKey) by its client, a hook's payload
 // (ResumeHook, keyHook), a held run retried (keyHeld, keyRetryHeld), a
 // run failed on request (FailRun, keyFail) or from a foreign goroutine
 // (failForeign, keyMisuse), or a timer's continuation. It runs as any continuation; a timer's, sent
