@@ -208,7 +208,7 @@ type Config struct {
 	WebhookTimeout time.Duration
 	// Inbox, when set, holds the webhook requests too large for a queue
 	// message between the webhook handler, which puts them there, and the
-	// flow handler, which commits them (workflow.QueuedWebhookHandler);
+	// flow handler, which commits them (workflow.Client.QueuedWebhookHandler);
 	// give both the same one. A dynamoworld.World is one.
 	Inbox workflow.Inbox
 

@@ -406,7 +406,7 @@ func (s *stack) messages() []world.Message {
 	return out
 }
 
-// noFunctionErrors checks that no batch failed as a whole and no record was
+// noFailures checks that no batch failed as a whole and no record was
 // reported failed.
 func (s *stack) noFailures() {
 	s.tb.Helper()

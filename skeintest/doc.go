@@ -76,7 +76,7 @@
 // # Sagas
 //
 // A run that fails (or is cancelled) and asks for its completed steps to
-// be compensated (workflow.WithCompensateOnFailure,
+// be compensated (workflow.Workflow.WithCompensateOnFailure,
 // workflow.CancelCompensating) ends first and compensates after: Result
 // returns the failure while the compensations run. Env.WaitDeactivated
 // waits, moving the clock as Result does, until the run is at rest (its
