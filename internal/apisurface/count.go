@@ -2,6 +2,7 @@ package apisurface
 
 import (
 	"go/types"
+	"iter"
 	"strings"
 )
 
@@ -13,18 +14,22 @@ type Exported struct {
 	Fields   int // exported fields of exported struct types
 }
 
-// Total is the sum of the three.
-func (e Exported) Total() int { return e.TopLevel + e.Methods + e.Fields }
+// exported yields p's exported package-level objects, sorted by name.
+func exported(p *types.Package) iter.Seq[types.Object] {
+	return func(yield func(types.Object) bool) {
+		scope := p.Scope()
+		for _, name := range scope.Names() {
+			if obj := scope.Lookup(name); obj.Exported() && !yield(obj) {
+				return
+			}
+		}
+	}
+}
 
 // CountExported counts p's exported identifiers.
 func CountExported(p Package) Exported {
 	var e Exported
-	scope := p.Types.Scope()
-	for _, name := range scope.Names() {
-		obj := scope.Lookup(name)
-		if !obj.Exported() {
-			continue
-		}
+	for obj := range exported(p.Types) {
 		e.TopLevel++
 		tn, ok := obj.(*types.TypeName)
 		if !ok || tn.IsAlias() {
@@ -67,10 +72,10 @@ type ConfigStruct struct {
 // ConfigStructs returns p's exported Config and Options structs.
 func ConfigStructs(p Package) []ConfigStruct {
 	var out []ConfigStruct
-	scope := p.Types.Scope()
-	for _, name := range scope.Names() {
-		tn, ok := scope.Lookup(name).(*types.TypeName)
-		if !ok || !tn.Exported() || tn.IsAlias() ||
+	for obj := range exported(p.Types) {
+		name := obj.Name()
+		tn, ok := obj.(*types.TypeName)
+		if !ok || tn.IsAlias() ||
 			!(strings.HasSuffix(name, "Config") || strings.HasSuffix(name, "Options") || strings.HasSuffix(name, "Option")) {
 			continue
 		}
@@ -99,12 +104,8 @@ func errorInterface() *types.Interface {
 // (exported package variables whose type implements error).
 func Errors(p Package) (errTypes, sentinels []string) {
 	errorType := errorInterface()
-	scope := p.Types.Scope()
-	for _, name := range scope.Names() {
-		obj := scope.Lookup(name)
-		if !obj.Exported() {
-			continue
-		}
+	for obj := range exported(p.Types) {
+		name := obj.Name()
 		switch obj := obj.(type) {
 		case *types.TypeName:
 			t := obj.Type()

@@ -31,12 +31,8 @@ func Lines(p Package) []string {
 	prefix := "pkg " + p.Rel + ", "
 	add := func(format string, args ...any) { lines = append(lines, prefix+fmt.Sprintf(format, args...)) }
 	q := qualifier(p.Types)
-	scope := p.Types.Scope()
-	for _, name := range scope.Names() {
-		obj := scope.Lookup(name)
-		if !obj.Exported() {
-			continue
-		}
+	for obj := range exported(p.Types) {
+		name := obj.Name()
 		switch obj := obj.(type) {
 		case *types.Const:
 			add("const %s %s = %s", name, typeString(obj.Type(), q), constString(obj.Val()))
