@@ -109,6 +109,17 @@ func TestDocSnippets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The check itself: a stale name fails, and a context supplies what a
+	// fragment leaves out.
+	stale := snippet{file: "self", line: 1, code: "workflow.RunStep(ctx)", context: "var ctx workflow.Context"}
+	if errs := checkSnippet(fset, imp, imports, stale); len(errs) != 1 || !strings.Contains(errs[0], "self:1: undefined: workflow.RunStep") {
+		t.Errorf("a snippet calling workflow.RunStep: errors %q, want one at self:1 naming it", errs)
+	}
+	good := snippet{file: "self", line: 1, code: "return wf.Call(ctx, in)",
+		context: "var wf *workflow.Step[int, string]\nfunc _(ctx workflow.Context, in int) (string, error) {\n\tSNIPPET\n}"}
+	if errs := checkSnippet(fset, imp, imports, good); len(errs) > 0 {
+		t.Errorf("a snippet with its context: errors %q, want none", errs)
+	}
 	for _, s := range snippets {
 		if errs := checkSnippet(fset, imp, imports, s); len(errs) > 0 {
 			t.Errorf("%s:%d: the Go snippet does not compile (fix it, or give it the context it needs in a "+
