@@ -21,33 +21,7 @@ import (
 // environment's timeout, saying what is still under way.
 func (e *Env) WaitDeactivated(runID string) *world.Run {
 	e.t.Helper()
-	c := e.d.addCheck(func(ctx context.Context) bool {
-		r, err := e.lw.GetRun(ctx, &world.GetRunParams{RunID: runID})
-		return err != nil || r.Deactivated() || r.Status == world.RunStatusHeld
-	}, true)
-	defer e.d.dropCheck(c)
-	deadline := time.NewTimer(e.cfg.timeout)
-	defer deadline.Stop()
-	for {
-		progressed := e.d.progressed()
-		r, err := e.lw.GetRun(e.ctx, &world.GetRunParams{RunID: runID})
-		if err != nil {
-			e.t.Fatalf("skeintest: WaitDeactivated(%s): %v", runID, err)
-		}
-		switch {
-		case r.Deactivated():
-			return r
-		case r.Status == world.RunStatusHeld:
-			e.t.Fatalf("skeintest: run %s is held: %s", runID, describeHold(r))
-		}
-		select {
-		case <-progressed:
-		case <-c.done:
-		case <-deadline.C:
-			e.t.Fatalf("skeintest: run %s did not come to rest within %s (virtual time %s): %s",
-				runID, e.cfg.timeout, fmtTime(e.Now()), e.describeRest(runID))
-		}
-	}
+	return e.waitFor("WaitDeactivated", runID, (*world.Run).Deactivated, "come to rest", e.describeRest)
 }
 
 // describeRest says what keeps a run from its rest, for a failure message:

@@ -67,11 +67,21 @@ func (s Suspension) String() string {
 // within the environment's timeout, saying what the run is doing.
 func (e *Env) Wait(runID string) *world.Run {
 	e.t.Helper()
-	// The check stops the clock at the settled point where the run has
-	// ended, so that its end is seen at the time it ended.
+	return e.waitFor("Wait", runID, func(r *world.Run) bool { return r.Status.Terminal() }, "end", e.describe)
+}
+
+// waitFor waits until done holds for the run and returns it as stored,
+// moving the clock while nothing else can move. The check stops the clock
+// at the settled point where done first holds, so that the run is seen at
+// the time it got there. It fails the test if the run is held (its replay
+// diverged from its log: the test would wait for ever) or done does not
+// hold within the environment's timeout, saying (describe) what the run is
+// doing; op names the wait, goal what the run did not do in time.
+func (e *Env) waitFor(op, runID string, done func(*world.Run) bool, goal string, describe func(string) string) *world.Run {
+	e.t.Helper()
 	c := e.d.addCheck(func(ctx context.Context) bool {
 		r, err := e.lw.GetRun(ctx, &world.GetRunParams{RunID: runID})
-		return err != nil || r.Status.Terminal() || r.Status == world.RunStatusHeld
+		return err != nil || done(r) || r.Status == world.RunStatusHeld
 	}, true)
 	defer e.d.dropCheck(c)
 	deadline := time.NewTimer(e.cfg.timeout)
@@ -80,10 +90,10 @@ func (e *Env) Wait(runID string) *world.Run {
 		progressed := e.d.progressed()
 		r, err := e.lw.GetRun(e.ctx, &world.GetRunParams{RunID: runID})
 		if err != nil {
-			e.t.Fatalf("skeintest: Wait(%s): %v", runID, err)
+			e.t.Fatalf("skeintest: %s(%s): %v", op, runID, err)
 		}
 		switch {
-		case r.Status.Terminal():
+		case done(r):
 			return r
 		case r.Status == world.RunStatusHeld:
 			e.t.Fatalf("skeintest: run %s is held: %s", runID, describeHold(r))
@@ -92,8 +102,8 @@ func (e *Env) Wait(runID string) *world.Run {
 		case <-progressed:
 		case <-c.done:
 		case <-deadline.C:
-			e.t.Fatalf("skeintest: run %s did not end within %s (virtual time %s): %s",
-				runID, e.cfg.timeout, fmtTime(e.Now()), e.describe(runID))
+			e.t.Fatalf("skeintest: run %s did not %s within %s (virtual time %s): %s",
+				runID, goal, e.cfg.timeout, fmtTime(e.Now()), describe(runID))
 		}
 	}
 }
