@@ -38,32 +38,28 @@ func (w *World) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {
 // fast with a *world.LeaseHeldError while another owner's lease is
 // unexpired; the holder acquiring again extends its lease.
 func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
-	ttl, err := w.leaseParams(p)
-	if err != nil {
-		return nil, err
-	}
-	var out *world.RunLease
-	err = w.update(ctx, func(tx kvTx) error {
-		now := w.now()
-		cur, err := getLease(tx, p.RunID)
-		if err != nil {
-			return err
-		}
+	return w.setRunLease(ctx, p, func(cur *runLease, now time.Time) error {
 		if cur != nil && cur.Owner != p.Owner && cur.ExpiresAt.After(now) {
 			return &world.LeaseHeldError{RunID: p.RunID, Owner: cur.Owner, ExpiresAt: cur.ExpiresAt}
 		}
-		out, err = putLease(tx, p.RunID, p.Owner, now.Add(ttl))
-		return err
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // RenewRunLease extends a lease p.Owner holds and that has not expired;
 // otherwise it fails with world.ErrLeaseLost.
 func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+	return w.setRunLease(ctx, p, func(cur *runLease, now time.Time) error {
+		if cur == nil || cur.Owner != p.Owner || !cur.ExpiresAt.After(now) {
+			return fmt.Errorf("%w: run %s, owner %s", world.ErrLeaseLost, p.RunID, p.Owner)
+		}
+		return nil
+	})
+}
+
+// setRunLease writes p.Owner's lease on the run until now+TTL, in one
+// update, when check accepts the lease it finds (nil: none) at that time.
+func (w *World) setRunLease(ctx context.Context, p *world.RunLeaseParams, check func(cur *runLease, now time.Time) error) (*world.RunLease, error) {
 	ttl, err := w.leaseParams(p)
 	if err != nil {
 		return nil, err
@@ -75,8 +71,8 @@ func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*wo
 		if err != nil {
 			return err
 		}
-		if cur == nil || cur.Owner != p.Owner || !cur.ExpiresAt.After(now) {
-			return fmt.Errorf("%w: run %s, owner %s", world.ErrLeaseLost, p.RunID, p.Owner)
+		if err := check(cur, now); err != nil {
+			return err
 		}
 		out, err = putLease(tx, p.RunID, p.Owner, now.Add(ttl))
 		return err
