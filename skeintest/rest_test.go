@@ -86,7 +86,7 @@ func TestWaitDeactivatedFailures(t *testing.T) {
 	t.Parallel()
 	kit := newSagaKit("wdf-")
 	got := failure(t, func(tb skeintest.TB) {
-		env := skeintest.New(tb, kit.reg, skeintest.WithManualTime(), skeintest.WithTimeout(300*time.Millisecond))
+		env := skeintest.New(tb, kit.reg, skeintest.WithManualTime(), skeintest.WithTimeout(3*time.Second))
 		run, err := kit.run.Start(env.Context(), env.Client(), "trip")
 		if err != nil {
 			tb.Fatalf("%v", err)
