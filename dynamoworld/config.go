@@ -85,8 +85,10 @@ type Config struct {
 	// duplicates (default 24h).
 	DedupeWindow time.Duration
 	// PendingGrace: an idempotency key claimed by an Enqueue whose send is
-	// not confirmed suppresses duplicates for this long (default 30s); after
-	// that a duplicate re-sends (the first sender presumably crashed).
+	// not confirmed holds for this long (default 30s): an Enqueue under it
+	// meanwhile sends nothing and fails with world.ErrKeyPending (never a
+	// Duplicate: the message is not known sent); after that an Enqueue
+	// takes the claim over and sends (the first sender presumably died).
 	PendingGrace time.Duration
 	// DefaultRunLeaseTTL is the run lease when RunLeaseParams names no TTL
 	// (default 30s).

@@ -403,7 +403,9 @@
 // left by whoever receives it early: Receive does it, and a Lambda handler
 // must too (the world.Message contract). An IdempotencyKey claims a
 // conditional item (TTL: DedupeWindow) before the send and confirms it
-// after. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
+// after; only a confirmed claim answers Duplicate. An unconfirmed one (its
+// sender may have died before sending) answers world.ErrKeyPending for
+// PendingGrace, then is taken over by the next Enqueue, which sends. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
 // ApproximateReceiveCount. Bodies that are not SQS-safe text travel
 // base64-encoded (a message attribute says so).
 //

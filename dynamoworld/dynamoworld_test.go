@@ -32,7 +32,7 @@ func TestConformance(t *testing.T) {
 				New: func(t *testing.T) worldtest.Subject {
 					clock := new(worldtest.Clock)
 					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns, Limits: suiteLimits, Now: clock.Now}})
-					return worldtest.Subject{World: w, Consumer: w, Clock: clock}
+					return worldtest.Subject{World: w, Consumer: w, Clock: clock, AbandonClaim: dynamoworld.AbandonClaim(w)}
 				},
 				Racers: 16,
 				Slow:   1,

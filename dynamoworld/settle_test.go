@@ -2,8 +2,10 @@ package dynamoworld
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -141,5 +143,42 @@ func TestEnqueueClaimAnswerLostGivesKeyUp(t *testing.T) {
 	}
 	if res.Duplicate || len(q.sends) != 1 {
 		t.Fatalf("Enqueue after a claim whose answer was lost: %+v, %d sends; want the message sent", res, len(q.sends))
+	}
+}
+
+// TestEnqueueStrandedClaimNotDuplicate: a sender that died between claiming
+// an idempotency key and sending (a SIGKILL: nothing gives the claim up)
+// leaves a claim for a message never sent. An Enqueue under the key within
+// PendingGrace used to be answered Duplicate, and a caller that
+// acknowledges its own input on that answer (an executor sending a
+// message back, or hopping a long delay) lost the run's only message. It
+// must fail with world.ErrKeyPending instead, sending nothing; once the
+// grace has passed, it takes the claim over and sends.
+func TestEnqueueStrandedClaimNotDuplicate(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
+	q := &fakeSQS{}
+	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) {
+		c.DynamoDB, c.SQS, c.Now, c.PendingGrace = ddb, q, clock, 30*time.Second
+	})
+	const key = "refused:k"
+	// The dead sender's claim, as its Enqueue left it before SendMessage.
+	if dup, _, err := w.claimKey(context.Background(), key, "msg_dead", now); err != nil || dup != "" {
+		t.Fatalf("claim: %q, %v", dup, err)
+	}
+	p := &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: key}
+	res, err := w.Enqueue(context.Background(), p)
+	if !errors.Is(err, world.ErrKeyPending) || res != nil || len(q.sends) != 0 {
+		t.Fatalf("Enqueue under a claim whose sender died before sending: %+v, %v, %d sends; want world.ErrKeyPending and nothing sent (a Duplicate loses the message)", res, err, len(q.sends))
+	}
+	now = now.Add(31 * time.Second)
+	res, err = w.Enqueue(context.Background(), p)
+	if err != nil || res.Duplicate || res.MessageID != "msg_dead" || len(q.sends) != 1 {
+		t.Fatalf("Enqueue after the grace: %+v, %v, %d sends; want the claim taken over and message msg_dead sent", res, err, len(q.sends))
+	}
+	res, err = w.Enqueue(context.Background(), p)
+	if err != nil || !res.Duplicate || res.MessageID != "msg_dead" || len(q.sends) != 1 {
+		t.Fatalf("Enqueue after the send: %+v, %v, %d sends; want a Duplicate of msg_dead", res, err, len(q.sends))
 	}
 }

@@ -34,7 +34,8 @@ type memWorld struct {
 	changed  map[string]chan struct{}
 	msgs     map[string]*memMsg
 	msgOrder []string
-	keys     map[string]string // idempotency key -> message ID
+	keys     map[string]string   // idempotency key -> message ID
+	claims   map[string]memClaim // idempotency key -> claim never sent (abandonClaim)
 	closed   bool
 }
 
@@ -67,6 +68,7 @@ func newMemWorld(bug string) *memWorld {
 		hooks: map[string]*world.Hook{}, hookSeq: map[string]int64{}, tokens: map[string]string{},
 		leases: map[string]world.RunLease{}, streams: map[string]map[string]*memStream{},
 		changed: map[string]chan struct{}{}, msgs: map[string]*memMsg{}, keys: map[string]string{},
+		claims: map[string]memClaim{},
 	}
 }
 
