@@ -55,7 +55,8 @@ type Config struct {
 	S3       S3API
 	// Streams is the World's Streamer. When nil, New builds a streams.Streamer
 	// on S3, Bucket and Prefix (S3 must then also be a streams.S3API, as the
-	// SDK client is).
+	// SDK client is), bounded by Limits.MaxStreamBytes. A Streamer given
+	// here enforces its own bound (streams.Config.MaxStreamBytes).
 	Streams world.Streamer
 
 	// Table is the DynamoDB table (default "skein"); see CreateResources for

@@ -368,7 +368,10 @@
 // run. A marker that was absent tells the writer that the stream has no
 // object yet, as every writer registers first, so its first put needs no
 // S3 listing. ListStreams reads the flag (one GetItem) and, when it is 1,
-// the markers (one Query), where it listed S3.
+// the markers (one Query), where it listed S3. The default Streamer bounds
+// each stream to Limits.MaxStreamBytes, its count carried in its objects'
+// metadata and claimed with their conditional puts, so that every process
+// shares it (see package streams, Bytes bound).
 //
 // A run's end is committed on the condition that the flag is still 0 when
 // the World believes the run has no stream (the head it read or created

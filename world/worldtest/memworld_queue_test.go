@@ -208,6 +208,14 @@ func (w *memWorld) write(run, name string, chunks [][]byte) error {
 	if s.closed && w.bug != "stream-write-after-close" {
 		return fmt.Errorf("%w: stream %s is closed", world.ErrConflict, name)
 	}
+	size := s.bytes
+	for _, c := range chunks {
+		size += int64(len(c))
+	}
+	if limit := w.Limits().MaxStreamBytes; size > limit && w.bug != "no-stream-limit" {
+		return &world.LimitError{RunID: run, Limit: "stream bytes", Max: limit, Size: size, What: "stream " + name}
+	}
+	s.bytes = size
 	for _, c := range chunks {
 		s.chunks = append(s.chunks, slices.Clone(c))
 	}
