@@ -29,6 +29,17 @@ const (
 // settleTimeout bounds settling an idempotency key after a send.
 const settleTimeout = 10 * time.Second
 
+// An Enqueue that meets another sender's unconfirmed claim younger than
+// pendingFresh reads it again pendingPolls times (waits of pendingPoll,
+// doubling: about 0.6s in all), since a live sender confirms its claim
+// right after its send; a claim still unconfirmed then, or older, is
+// reported as world.ErrKeyPending.
+const (
+	pendingFresh = 5 * time.Second
+	pendingPoll  = 20 * time.Millisecond
+	pendingPolls = 5
+)
+
 // Dedupe item attributes.
 const (
 	qMessageID = "mid"
@@ -53,7 +64,9 @@ const (
 // Duplicate set once the claim is confirmed (the message sent). A claim not
 // confirmed is no proof of a send (its sender may have died in between):
 // within Config.PendingGrace of it, Enqueue sends nothing and fails with an
-// error matching world.ErrKeyPending, for the caller to retry; after it,
+// error matching world.ErrKeyPending, for the caller to retry (a claim
+// younger than a few seconds is read again for about 0.6s first: a live
+// sender confirms it, and the answer is then Duplicate); after it,
 // the next Enqueue takes the claim over and sends: at least once, never
 // lost.
 func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
@@ -198,6 +211,9 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 	case getS(old, qState) == qSent:
 		return getS(old, qMessageID), "", nil
 	case now.Before(getT(old, aCreated).Add(w.cfg.PendingGrace)):
+		if sent, ok := w.awaitSent(ctx, k, old, now); ok {
+			return sent, "", nil
+		}
 		return "", "", keyPending(key, old, w.cfg.PendingGrace)
 	}
 	// An unconfirmed claim older than the grace period: its sender failed.
@@ -219,6 +235,36 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 		return "", "", ddbErr("UpdateItem", w.cfg.Table, err)
 	}
 	return "", getS(old, qMessageID), nil
+}
+
+// awaitSent reads again, a few times, the claim old of a sender that may
+// still be sending (see pendingFresh), and returns its message's ID once
+// the claim is confirmed. It gives up at once on a claim older than
+// pendingFresh, one that changed hands or went away, or a failed read:
+// the caller then reports the key pending, which is never wrong.
+func (w *World) awaitSent(ctx context.Context, k itemKey, old item, now time.Time) (string, bool) {
+	if now.Sub(getT(old, aCreated)) > pendingFresh {
+		return "", false
+	}
+	wait := pendingPoll
+	for range pendingPolls {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", false
+		case <-t.C:
+		}
+		it, err := w.getItem(ctx, k)
+		if err != nil || it == nil || getS(it, qClaim) != getS(old, qClaim) {
+			return "", false
+		}
+		if getS(it, qState) == qSent {
+			return getS(it, qMessageID), true
+		}
+		wait *= 2
+	}
+	return "", false
 }
 
 // keyPending is the error for a key whose claim old is not confirmed and

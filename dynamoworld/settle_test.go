@@ -20,6 +20,25 @@ type claimsDDB struct {
 	*fakeDDB
 	mu     sync.Mutex
 	claims map[string]item // by the dedupe item's partition key
+	// onGet, when set, sees (and may change) a claim before a GetItem
+	// returns it.
+	onGet func(it item)
+}
+
+func (d *claimsDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, ok := d.claims[getS(in.Key, attrPK)]
+	if !ok {
+		return d.fakeDDB.GetItem(ctx, in, o...)
+	}
+	if d.onGet != nil {
+		d.onGet(it)
+	}
+	return &dynamodb.GetItemOutput{Item: it}, nil
 }
 
 func (d *claimsDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -180,5 +199,28 @@ func TestEnqueueStrandedClaimNotDuplicate(t *testing.T) {
 	res, err = w.Enqueue(context.Background(), p)
 	if err != nil || !res.Duplicate || res.MessageID != "msg_dead" || len(q.sends) != 1 {
 		t.Fatalf("Enqueue after the send: %+v, %v, %d sends; want a Duplicate of msg_dead", res, err, len(q.sends))
+	}
+}
+
+// TestEnqueuePendingConfirmedMeanwhile: an Enqueue that meets a fresh
+// claim of a sender still sending reads it again, and once the sender has
+// confirmed it (here: at the first read) answers Duplicate, sending
+// nothing, rather than making its caller retry.
+func TestEnqueuePendingConfirmedMeanwhile(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
+	q := &fakeSQS{}
+	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) {
+		c.DynamoDB, c.SQS, c.Now = ddb, q, func() time.Time { return now }
+	})
+	const key = "hook:k"
+	if dup, _, err := w.claimKey(context.Background(), key, "msg_live", now); err != nil || dup != "" {
+		t.Fatalf("claim: %q, %v", dup, err)
+	}
+	reads := 0
+	ddb.onGet = func(it item) { reads++; it[qState] = str(qSent) } // the live sender confirms
+	res, err := w.Enqueue(context.Background(), &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: key})
+	if err != nil || !res.Duplicate || res.MessageID != "msg_live" || len(q.sends) != 0 || reads != 1 {
+		t.Fatalf("Enqueue beside a sender that confirms: %+v, %v, %d sends, %d reads; want a Duplicate of msg_live after one read", res, err, len(q.sends), reads)
 	}
 }
