@@ -55,7 +55,8 @@ type Config struct {
 	S3       S3API
 	// Streams is the World's Streamer. When nil, New builds a streams.Streamer
 	// on S3, Bucket and Prefix (S3 must then also be a streams.S3API, as the
-	// SDK client is).
+	// SDK client is), bounded by Limits.MaxStreamBytes. A Streamer given
+	// here enforces its own bound (streams.Config.MaxStreamBytes).
 	Streams world.Streamer
 
 	// Table is the DynamoDB table (default "skein"); see CreateResources for
@@ -85,8 +86,10 @@ type Config struct {
 	// duplicates (default 24h).
 	DedupeWindow time.Duration
 	// PendingGrace: an idempotency key claimed by an Enqueue whose send is
-	// not confirmed suppresses duplicates for this long (default 30s); after
-	// that a duplicate re-sends (the first sender presumably crashed).
+	// not confirmed holds for this long (default 30s): an Enqueue under it
+	// meanwhile sends nothing and fails with world.ErrKeyPending (never a
+	// Duplicate: the message is not known sent); after that an Enqueue
+	// takes the claim over and sends (the first sender presumably died).
 	PendingGrace time.Duration
 	// DefaultRunLeaseTTL is the run lease when RunLeaseParams names no TTL
 	// (default 30s).

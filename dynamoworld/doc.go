@@ -103,6 +103,8 @@
 // so ListStreams reads the table (one GetItem, and one Query when the run
 // has streams) rather than list S3, and after a run's end answers from the
 // World's cache. A run ID without a run is listed from S3.
+// Each stream is bounded to Limits.MaxStreamBytes in every process (see
+// package streams, Bytes bound).
 //
 // # Claim check
 //
@@ -125,7 +127,9 @@
 // left by whoever receives it early: Receive does it, and a Lambda handler
 // must too (the world.Message contract). An IdempotencyKey claims a
 // conditional item (TTL: DedupeWindow) before the send and confirms it
-// after. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
+// after; only a confirmed claim answers Duplicate. An unconfirmed one (its
+// sender may have died before sending) answers world.ErrKeyPending for
+// PendingGrace, then is taken over by the next Enqueue, which sends. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
 // ApproximateReceiveCount. Bodies that are not SQS-safe text travel
 // base64-encoded (a message attribute says so).
 //

@@ -10,7 +10,7 @@ import (
 )
 
 // suiteLimits are small enough for the conformance suite to reach.
-var suiteLimits = world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}
+var suiteLimits = world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10}
 
 // TestConformance runs the World conformance suite against DynamoDB, SQS
 // and S3 (the emulators in CI): every case gets its own table, queue and
@@ -32,7 +32,7 @@ func TestConformance(t *testing.T) {
 				New: func(t *testing.T) worldtest.Subject {
 					clock := new(worldtest.Clock)
 					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns, Limits: suiteLimits, Now: clock.Now}})
-					return worldtest.Subject{World: w, Consumer: w, Clock: clock}
+					return worldtest.Subject{World: w, Consumer: w, Clock: clock, AbandonClaim: dynamoworld.AbandonClaim(w)}
 				},
 				Racers: 16,
 				Slow:   1,

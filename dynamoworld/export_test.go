@@ -164,3 +164,16 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 	slices.Sort(diffs)
 	return strings.Join(diffs, "; "), nil
 }
+
+// AbandonClaim returns worldtest.Subject.AbandonClaim for w: it claims an
+// idempotency key as Enqueue does before its send, and sends nothing (a
+// sender killed between the two).
+func AbandonClaim(w *World) func(ctx context.Context, key string) error {
+	return func(ctx context.Context, key string) error {
+		dup, _, err := w.claimKey(ctx, key, w.ids.New(world.PrefixMsg), w.now())
+		if err == nil && dup != "" {
+			return fmt.Errorf("key %q already stands for message %s", key, dup)
+		}
+		return err
+	}
+}

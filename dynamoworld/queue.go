@@ -3,6 +3,7 @@ package dynamoworld
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -28,6 +29,17 @@ const (
 // settleTimeout bounds settling an idempotency key after a send.
 const settleTimeout = 10 * time.Second
 
+// An Enqueue that meets another sender's unconfirmed claim younger than
+// pendingFresh reads it again pendingPolls times (waits of pendingPoll,
+// doubling: about 0.6s in all), since a live sender confirms its claim
+// right after its send; a claim still unconfirmed then, or older, is
+// reported as world.ErrKeyPending.
+const (
+	pendingFresh = 5 * time.Second
+	pendingPoll  = 20 * time.Millisecond
+	pendingPolls = 5
+)
+
 // Dedupe item attributes.
 const (
 	qMessageID = "mid"
@@ -49,9 +61,14 @@ const (
 // With an IdempotencyKey, a conditional item in the table (with a TTL of
 // Config.DedupeWindow) claims the key before the send and is confirmed after
 // it; a later Enqueue with the key returns the first message's ID with
-// Duplicate set. A claim never confirmed (the sender failed or crashed)
-// suppresses duplicates for Config.PendingGrace only, then the next Enqueue
-// sends: at least once, never lost.
+// Duplicate set once the claim is confirmed (the message sent). A claim not
+// confirmed is no proof of a send (its sender may have died in between):
+// within Config.PendingGrace of it, Enqueue sends nothing and fails with an
+// error matching world.ErrKeyPending, for the caller to retry (a claim
+// younger than a few seconds is read again for about 0.6s first: a live
+// sender confirms it, and the answer is then Duplicate); after it,
+// the next Enqueue takes the claim over and sends: at least once, never
+// lost.
 func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
 	switch {
 	case p == nil:
@@ -80,10 +97,13 @@ func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.Enq
 	claim := id
 	if p.IdempotencyKey != "" {
 		dupID, first, err := w.claimKey(ctx, p.IdempotencyKey, id, now)
+		if errors.Is(err, world.ErrKeyPending) {
+			return nil, err // another sender's claim: nothing of ours to give up
+		}
 		if err != nil {
 			// The claim may have landed with its answer lost (the
-			// caller's context ended): give it up, or it would pass for
-			// a message sent.
+			// caller's context ended): give it up, or it would stand
+			// for a message never sent until PendingGrace passed.
 			w.settleKey(ctx, p.IdempotencyKey, claim, false)
 			return nil, err
 		}
@@ -156,8 +176,13 @@ func ceilSeconds(d time.Duration) int64 {
 }
 
 // claimKey claims an idempotency key for message id. It returns dupID, the
-// ID of the message the key already stands for, or the ID to send under
-// (id, or the ID of an unconfirmed claim it takes over).
+// ID of the message the key already stands for (its send confirmed), or
+// the ID to send under (id, or the ID of an unconfirmed claim older than
+// PendingGrace, which it takes over). A younger unconfirmed claim, or one
+// another sender took over first, is an error matching
+// world.ErrKeyPending: its message is not known sent, and answering
+// Duplicate would let a caller that acknowledges its own input on that
+// answer lose the work if the claim's sender died before sending.
 func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (dupID, sendID string, err error) {
 	k := dedupeKey(key)
 	exp := now.Add(w.cfg.DedupeWindow)
@@ -183,8 +208,13 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 		return "", "", ddbErr("PutItem", w.cfg.Table, err)
 	case getS(old, qClaim) == id:
 		return "", id, nil // our own put, retried by the SDK after a lost response
-	case getS(old, qState) == qSent || now.Before(getT(old, aCreated).Add(w.cfg.PendingGrace)):
+	case getS(old, qState) == qSent:
 		return getS(old, qMessageID), "", nil
+	case now.Before(getT(old, aCreated).Add(w.cfg.PendingGrace)):
+		if sent, ok := w.awaitSent(ctx, k, old, now); ok {
+			return sent, "", nil
+		}
+		return "", "", keyPending(key, old, w.cfg.PendingGrace)
 	}
 	// An unconfirmed claim older than the grace period: its sender failed.
 	// Take it over, keeping its message ID.
@@ -197,7 +227,9 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 		ExpressionAttributeNames: u.e.nameMap(), ExpressionAttributeValues: u.e.valueMap(),
 	})
 	if _, failed := conditionFailed(err); failed {
-		return getS(old, qMessageID), "", nil // another sender took it over first
+		// Another sender took it over first (or confirmed it): not known
+		// sent here either; the retry sees which.
+		return "", "", fmt.Errorf("%w: idempotency key %q: its claim (message %s) was taken over by another sender", world.ErrKeyPending, key, getS(old, qMessageID))
 	}
 	if err != nil {
 		return "", "", ddbErr("UpdateItem", w.cfg.Table, err)
@@ -205,15 +237,51 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 	return "", getS(old, qMessageID), nil
 }
 
+// awaitSent reads again, a few times, the claim old of a sender that may
+// still be sending (see pendingFresh), and returns its message's ID once
+// the claim is confirmed. It gives up at once on a claim older than
+// pendingFresh, one that changed hands or went away, or a failed read:
+// the caller then reports the key pending, which is never wrong.
+func (w *World) awaitSent(ctx context.Context, k itemKey, old item, now time.Time) (string, bool) {
+	if now.Sub(getT(old, aCreated)) > pendingFresh {
+		return "", false
+	}
+	wait := pendingPoll
+	for range pendingPolls {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", false
+		case <-t.C:
+		}
+		it, err := w.getItem(ctx, k)
+		if err != nil || it == nil || getS(it, qClaim) != getS(old, qClaim) {
+			return "", false
+		}
+		if getS(it, qState) == qSent {
+			return getS(it, qMessageID), true
+		}
+		wait *= 2
+	}
+	return "", false
+}
+
+// keyPending is the error for a key whose claim old is not confirmed and
+// younger than grace.
+func keyPending(key string, old item, grace time.Duration) error {
+	at := getT(old, aCreated).Add(grace)
+	return fmt.Errorf("%w: idempotency key %q is claimed for message %s, whose send is not confirmed; it may be taken over after %s",
+		world.ErrKeyPending, key, getS(old, qMessageID), at.UTC().Format(time.RFC3339Nano))
+}
+
 // settleKey confirms a claim after the send, or gives it up after a failed
 // send so that a retry can send at once. Best effort: an unconfirmed claim
 // only delays a retry by the grace period. It runs on a context of its own
 // (settleTimeout), not the caller's: a send that failed because the
 // caller's context ended (a Worker stopping) must still give its claim up,
-// or for PendingGrace every Enqueue under the key would report a
-// Duplicate of a message never sent, and a caller that acknowledges its
-// own message on that answer (the engine sending a message back for
-// another executor) would lose the work.
+// or for PendingGrace every Enqueue under the key would fail with
+// world.ErrKeyPending, each caller retrying until the grace ends.
 func (w *World) settleKey(ctx context.Context, key, claim string, sent bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()

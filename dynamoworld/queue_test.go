@@ -67,19 +67,20 @@ func TestEnqueueDedupeStates(t *testing.T) {
 		old     func(claim string) item
 		dup     bool
 		keepsID bool
+		pending bool // fails with world.ErrKeyPending, nothing sent
 	}{
 		{"sent", func(string) item {
 			return item{qMessageID: str("msg_first"), qClaim: str("c1"), qState: str(qSent), aCreated: num(now.UnixNano())}
-		}, true, true},
+		}, true, true, false},
 		{"pending", func(string) item {
 			return item{qMessageID: str("msg_first"), qClaim: str("c1"), qState: str(qPending), aCreated: num(now.UnixNano())}
-		}, true, true},
+		}, false, false, true},
 		{"abandoned", func(string) item {
 			return item{qMessageID: str("msg_first"), qClaim: str("c1"), qState: str(qPending), aCreated: num(now.Add(-time.Hour).UnixNano())}
-		}, false, true},
+		}, false, true, false},
 		{"own claim", func(claim string) item {
 			return item{qMessageID: str(claim), qClaim: str(claim), qState: str(qPending), aCreated: num(now.UnixNano())}
-		}, false, false},
+		}, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &fakeSQS{}
@@ -92,6 +93,12 @@ func TestEnqueueDedupeStates(t *testing.T) {
 				return &dynamodb.UpdateItemOutput{}, nil
 			}
 			res, err := w.Enqueue(context.Background(), &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: "k"})
+			if tc.pending {
+				if !errors.Is(err, world.ErrKeyPending) || res != nil || len(q.sends) != 0 {
+					t.Fatalf("a claim pending within the grace: %+v, %v, %d sends; want world.ErrKeyPending and nothing sent", res, err, len(q.sends))
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,8 +2,10 @@ package dynamoworld
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -18,6 +20,25 @@ type claimsDDB struct {
 	*fakeDDB
 	mu     sync.Mutex
 	claims map[string]item // by the dedupe item's partition key
+	// onGet, when set, sees (and may change) a claim before a GetItem
+	// returns it.
+	onGet func(it item)
+}
+
+func (d *claimsDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	it, ok := d.claims[getS(in.Key, attrPK)]
+	if !ok {
+		return d.fakeDDB.GetItem(ctx, in, o...)
+	}
+	if d.onGet != nil {
+		d.onGet(it)
+	}
+	return &dynamodb.GetItemOutput{Item: it}, nil
 }
 
 func (d *claimsDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -141,5 +162,65 @@ func TestEnqueueClaimAnswerLostGivesKeyUp(t *testing.T) {
 	}
 	if res.Duplicate || len(q.sends) != 1 {
 		t.Fatalf("Enqueue after a claim whose answer was lost: %+v, %d sends; want the message sent", res, len(q.sends))
+	}
+}
+
+// TestEnqueueStrandedClaimNotDuplicate: a sender that died between claiming
+// an idempotency key and sending (a SIGKILL: nothing gives the claim up)
+// leaves a claim for a message never sent. An Enqueue under the key within
+// PendingGrace used to be answered Duplicate, and a caller that
+// acknowledges its own input on that answer (an executor sending a
+// message back, or hopping a long delay) lost the run's only message. It
+// must fail with world.ErrKeyPending instead, sending nothing; once the
+// grace has passed, it takes the claim over and sends.
+func TestEnqueueStrandedClaimNotDuplicate(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
+	q := &fakeSQS{}
+	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) {
+		c.DynamoDB, c.SQS, c.Now, c.PendingGrace = ddb, q, clock, 30*time.Second
+	})
+	const key = "refused:k"
+	// The dead sender's claim, as its Enqueue left it before SendMessage.
+	if dup, _, err := w.claimKey(context.Background(), key, "msg_dead", now); err != nil || dup != "" {
+		t.Fatalf("claim: %q, %v", dup, err)
+	}
+	p := &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: key}
+	res, err := w.Enqueue(context.Background(), p)
+	if !errors.Is(err, world.ErrKeyPending) || res != nil || len(q.sends) != 0 {
+		t.Fatalf("Enqueue under a claim whose sender died before sending: %+v, %v, %d sends; want world.ErrKeyPending and nothing sent (a Duplicate loses the message)", res, err, len(q.sends))
+	}
+	now = now.Add(31 * time.Second)
+	res, err = w.Enqueue(context.Background(), p)
+	if err != nil || res.Duplicate || res.MessageID != "msg_dead" || len(q.sends) != 1 {
+		t.Fatalf("Enqueue after the grace: %+v, %v, %d sends; want the claim taken over and message msg_dead sent", res, err, len(q.sends))
+	}
+	res, err = w.Enqueue(context.Background(), p)
+	if err != nil || !res.Duplicate || res.MessageID != "msg_dead" || len(q.sends) != 1 {
+		t.Fatalf("Enqueue after the send: %+v, %v, %d sends; want a Duplicate of msg_dead", res, err, len(q.sends))
+	}
+}
+
+// TestEnqueuePendingConfirmedMeanwhile: an Enqueue that meets a fresh
+// claim of a sender still sending reads it again, and once the sender has
+// confirmed it (here: at the first read) answers Duplicate, sending
+// nothing, rather than making its caller retry.
+func TestEnqueuePendingConfirmedMeanwhile(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
+	q := &fakeSQS{}
+	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) {
+		c.DynamoDB, c.SQS, c.Now = ddb, q, func() time.Time { return now }
+	})
+	const key = "hook:k"
+	if dup, _, err := w.claimKey(context.Background(), key, "msg_live", now); err != nil || dup != "" {
+		t.Fatalf("claim: %q, %v", dup, err)
+	}
+	reads := 0
+	ddb.onGet = func(it item) { reads++; it[qState] = str(qSent) } // the live sender confirms
+	res, err := w.Enqueue(context.Background(), &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: key})
+	if err != nil || !res.Duplicate || res.MessageID != "msg_live" || len(q.sends) != 0 || reads != 1 {
+		t.Fatalf("Enqueue beside a sender that confirms: %+v, %v, %d sends, %d reads; want a Duplicate of msg_live after one read", res, err, len(q.sends), reads)
 	}
 }

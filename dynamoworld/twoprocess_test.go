@@ -38,7 +38,7 @@ func TestConformanceTwoProcesses(t *testing.T) {
 				}
 				p.ws[i] = w
 			}
-			return worldtest.Subject{World: p, Consumer: p, Clock: clock}
+			return worldtest.Subject{World: p, Consumer: p, Clock: clock, AbandonClaim: dynamoworld.AbandonClaim(p.ws[1])}
 		},
 		Racers: 16,
 		Slow:   1,

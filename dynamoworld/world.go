@@ -88,7 +88,10 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 		if !ok {
 			return nil, errors.New("dynamoworld: invalid config: Streams is nil and the S3 client cannot serve streams (it is not a streams.S3API)")
 		}
-		ss, err := streams.New(streams.Config{S3: api, Bucket: c.Bucket, Prefix: c.Prefix + "streams/", Logger: c.Logger, Registry: streamRegistry{w}})
+		ss, err := streams.New(streams.Config{
+			S3: api, Bucket: c.Bucket, Prefix: c.Prefix + "streams/", Logger: c.Logger, Registry: streamRegistry{w},
+			MaxStreamBytes: c.Limits.MaxStreamBytes,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("dynamoworld: %w", err)
 		}

@@ -16,6 +16,23 @@
 // Objects of the earlier layout ("SKS1", without a checksum) are refused
 // the same way.
 //
+// # Bytes bound
+//
+// Each object's metadata also records the stream's data bytes through it
+// (the sum of its chunks' lengths and all before). A writer learns the
+// count where it learns the tail (its own last put, or the HEAD of the
+// last object), and refuses a write that would take the stream past
+// Config.MaxStreamBytes with a *world.LimitError before putting anything.
+// The count is claimed with the tail: a writer whose count was stale
+// loses the conditional put, learns the new count, and judges its write
+// again, so writers in any number of processes share one bound and a
+// write costs no request more. A write of more chunks than an object
+// holds is judged whole before its first object; should writers of
+// another process fill the stream between its objects, its rest is
+// refused with its head written. An object of a version that did not
+// record the count counts as none (the stream counts from its next
+// object); a count that does not parse is world.ErrCorrupt.
+//
 // # Index allocation: S3 conditional puts
 //
 // A writer puts the object for its chunks at the stream's tail with

@@ -15,16 +15,23 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-func (st *stream) setHint(tail int64) {
-	st.mu.Lock()
-	st.hint = max(st.hint, tail)
-	st.mu.Unlock()
-}
-
-func (st *stream) getHint() int64 {
+// setHint records a tail seen, with the stream's data bytes there (-1:
+// not known, as at a close marker).
+func (st *stream) setHint(tail, bytes int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.hint
+	switch {
+	case tail > st.hint:
+		st.hint, st.hintBytes = tail, bytes
+	case tail == st.hint && st.hintBytes < 0:
+		st.hintBytes = bytes
+	}
+}
+
+func (st *stream) getHint() (tail, bytes int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.hint, st.hintBytes
 }
 
 // object is one listed object of a stream: its first index, and whether it
@@ -66,51 +73,66 @@ func (s *Streamer) list(ctx context.Context, runID, name string, from, until int
 	}
 }
 
-// tailOf reads a stream's tail (next free index) and whether it is closed,
-// listing from a known earlier tail.
-func (s *Streamer) tailOf(ctx context.Context, st *stream) (int64, bool, error) {
-	hint := st.getHint()
+// tail is what a listing tells of a stream's end: the next free index,
+// the data bytes written before it (what the last object records; -1 when
+// closed, where no write needs them), and whether it is closed.
+type tail struct {
+	next, bytes int64
+	closed      bool
+}
+
+// tailOf reads a stream's tail, listing from a known earlier tail.
+func (s *Streamer) tailOf(ctx context.Context, st *stream) (tail, error) {
+	hint, hintBytes := st.getHint()
 	objs, err := s.list(ctx, st.runID, st.name, hint, -1)
 	if err != nil {
-		return 0, false, err
+		return tail{}, err
 	}
 	if len(objs) == 0 {
-		return hint, false, nil
+		return tail{next: hint, bytes: hintBytes}, nil
 	}
 	last := objs[len(objs)-1]
 	if last.eof {
-		st.setHint(last.first)
-		return last.first, true, nil
+		st.setHint(last.first, -1)
+		return tail{next: last.first, bytes: -1, closed: true}, nil
 	}
-	count, err := s.count(ctx, last.key)
+	count, bytes, err := s.head(ctx, last.key)
 	if err != nil {
-		return 0, false, err
+		return tail{}, err
 	}
-	tail := last.first + count
-	st.setHint(tail)
-	return tail, false, nil
+	t := tail{next: last.first + count, bytes: bytes}
+	st.setHint(t.next, t.bytes)
+	return t, nil
 }
 
 // sync learns the tail for a writer (under putMu).
 func (s *Streamer) sync(ctx context.Context, st *stream) error {
-	tail, closed, err := s.tailOf(ctx, st)
+	t, err := s.tailOf(ctx, st)
 	if err != nil {
 		return err
 	}
-	st.tail, st.closed, st.known = tail, closed, true
+	st.tail, st.bytes, st.closed, st.known = t.next, max(t.bytes, 0), t.closed, true
 	return nil
 }
 
-func (s *Streamer) count(ctx context.Context, key string) (int64, error) {
+// head reads an object's chunk count and the stream's data bytes through
+// it (its metadata; 0 for an object of a version that did not record
+// them: such a stream counts its bytes from its next object on).
+func (s *Streamer) head(ctx context.Context, key string) (count, bytes int64, err error) {
 	out, err := s.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
-		return 0, fmt.Errorf("streams: S3 HeadObject s3://%s/%s: %w", s.bucket, key, err)
+		return 0, 0, fmt.Errorf("streams: S3 HeadObject s3://%s/%s: %w", s.bucket, key, err)
 	}
-	n, err := strconv.ParseInt(out.Metadata["count"], 10, 64)
+	count, err = strconv.ParseInt(out.Metadata["count"], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("streams: s3://%s/%s has no chunk count: %w", s.bucket, key, err)
+		return 0, 0, fmt.Errorf("streams: s3://%s/%s has no chunk count: %w", s.bucket, key, err)
 	}
-	return n, nil
+	if v, ok := out.Metadata[metaBytes]; ok {
+		if bytes, err = strconv.ParseInt(v, 10, 64); err != nil || bytes < 0 {
+			return 0, 0, fmt.Errorf("%w: s3://%s/%s: stream bytes %q in its metadata", errFormat, s.bucket, key, v)
+		}
+	}
+	return count, bytes, nil
 }
 
 func (s *Streamer) get(ctx context.Context, key string) ([][]byte, error) {
@@ -157,11 +179,11 @@ func (s *Streamer) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*
 	st := s.stream(p.RunID, p.Name)
 	start := p.Start
 	if start < 0 {
-		tail, _, err := s.tailOf(ctx, st)
+		t, err := s.tailOf(ctx, st)
 		if err != nil {
 			return nil, err
 		}
-		start = max(0, tail+start)
+		start = max(0, t.next+start)
 	}
 	end := start + int64(limit)
 	objs, err := s.list(ctx, p.RunID, p.Name, max(0, start-int64(s.per)+1), end)
@@ -237,11 +259,11 @@ func (s *Streamer) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*
 	if err := checkStream(p.RunID, p.Name); err != nil {
 		return nil, err
 	}
-	tail, closed, err := s.tailOf(ctx, s.stream(p.RunID, p.Name))
+	t, err := s.tailOf(ctx, s.stream(p.RunID, p.Name))
 	if err != nil {
 		return nil, err
 	}
-	return &world.StreamInfo{TailIndex: tail - 1, Done: closed}, nil
+	return &world.StreamInfo{TailIndex: t.next - 1, Done: t.closed}, nil
 }
 
 // ListStreams returns the names of a run's streams, sorted: the common

@@ -73,6 +73,13 @@ type Config struct {
 	// Registry, when set, records every stream before its first write (see
 	// Registry). ListStreams still lists S3.
 	Registry Registry
+	// MaxStreamBytes bounds the data bytes (the chunks' lengths) written to
+	// one stream, as world.Limits.MaxStreamBytes does and with its default
+	// (64 MiB) when zero: a write that would pass it is refused with a
+	// *world.LimitError (world.ErrLimitExceeded), and nothing of it is
+	// written. The count travels with the stream's objects, so every
+	// writer of every process holds the stream to it (see doc.go).
+	MaxStreamBytes int64
 }
 
 // Streamer stores streams in S3. It is safe for concurrent use, and many
@@ -85,6 +92,7 @@ type Streamer struct {
 	per    int
 	logger *slog.Logger
 	reg    Registry
+	max    int64 // MaxStreamBytes
 
 	mu      sync.Mutex
 	streams map[string]*stream
@@ -110,23 +118,27 @@ func New(cfg Config) (*Streamer, error) {
 	}
 	return &Streamer{
 		s3: cfg.S3, bucket: cfg.Bucket, prefix: cfg.Prefix, per: cfg.MaxChunksPerObject, logger: cfg.Logger, reg: cfg.Registry,
+		max:     world.Limits{MaxStreamBytes: cfg.MaxStreamBytes}.WithDefaults().MaxStreamBytes,
 		streams: map[string]*stream{}, notify: map[string]chan struct{}{},
 	}, nil
 }
 
 // stream is this process's knowledge of one stream, and the queue of its
-// writes. tail (the next free index) and closed are hints: S3's conditional
-// put is the authority, and a refused put makes the writer look again.
+// writes. tail (the next free index), bytes (the data bytes before it) and
+// closed are hints: S3's conditional put is the authority, and a refused
+// put makes the writer look again.
 type stream struct {
 	runID, name string
 
-	mu     sync.Mutex // guards queue and hint
-	queue  []*write
-	hint   int64      // a tail seen before (tails only grow): where listings start
-	putMu  sync.Mutex // one put at a time per stream in this process
-	known  bool       // tail and closed were read from S3 (or written by us)
-	tail   int64
-	closed bool
+	mu        sync.Mutex // guards queue and hint
+	queue     []*write
+	hint      int64      // a tail seen before (tails only grow): where listings start
+	hintBytes int64      // the data bytes before hint (-1: not known)
+	putMu     sync.Mutex // one put at a time per stream in this process
+	known     bool       // tail, bytes and closed were read from S3 (or written by us)
+	tail      int64
+	bytes     int64
+	closed    bool
 	// registered: the Registry has recorded the stream (under putMu).
 	registered bool
 }
@@ -235,7 +247,9 @@ func (s *Streamer) submit(ctx context.Context, runID, name string, w *write) err
 		err := s.put(ctx, st, batch)
 		st.mu.Lock()
 		for _, b := range batch {
-			b.done, b.err = true, err
+			if !b.done { // a write refused on its own (put) keeps its error
+				b.done, b.err = true, err
+			}
 		}
 		st.mu.Unlock()
 		if err == nil {
@@ -263,24 +277,45 @@ func (st *stream) take(per int) []*write {
 }
 
 // put writes one batch at the stream's tail with If-None-Match, learning
-// the tail again from S3 after a refusal.
+// the tail again from S3 after a refusal. A write of the batch that would
+// take the stream past MaxStreamBytes is refused on its own (done, with
+// its *world.LimitError); the others are put.
 func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
 	if err := s.register(ctx, st); err != nil {
 		return err
 	}
-	closing := batch[0].close
-	var chunks [][]byte
-	for _, w := range batch {
-		chunks = append(chunks, w.chunks...)
+	if batch[0].close {
+		return s.putObject(ctx, st, nil, true, 0)
 	}
-	for len(chunks) > s.per {
-		// One write larger than an object: put its head first.
-		if err := s.putObject(ctx, st, chunks[:s.per], false); err != nil {
+	for range maxPutAttempts {
+		if !st.known {
+			if err := s.sync(ctx, st); err != nil {
+				return err
+			}
+		}
+		chunks, size := s.admit(st, batch)
+		if len(chunks) == 0 {
+			return nil // every write refused, or none had chunks
+		}
+		head := chunks[:min(len(chunks), s.per)]
+		err := s.putObject(ctx, st, head, false, size)
+		if le := (*world.LimitError)(nil); errors.As(err, &le) {
+			continue // another writer took the bytes admit counted on: judge the writes again
+		}
+		if err != nil {
 			return err
 		}
-		chunks = chunks[s.per:]
+		// The rest of one write larger than an object (take puts such a
+		// write alone): contiguous against this process's writers only,
+		// and refused past the limit even with its head written.
+		for rest := chunks[len(head):]; len(rest) > 0; rest = rest[min(len(rest), s.per):] {
+			if err := s.putObject(ctx, st, rest[:min(len(rest), s.per)], false, chunkBytes(rest)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return s.putObject(ctx, st, chunks, closing)
+	return fmt.Errorf("streams: stream %q of run %s: its bytes kept moving after %d attempts", st.name, st.runID, maxPutAttempts)
 }
 
 // register records the stream with the Registry before its first object
@@ -296,16 +331,22 @@ func (s *Streamer) register(ctx context.Context, st *stream) error {
 	}
 	st.registered = true
 	if created && !st.known {
-		st.tail, st.closed, st.known = 0, false, true
+		st.tail, st.bytes, st.closed, st.known = 0, 0, false, true
 	}
 	return nil
 }
 
-func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool) error {
+// putObject puts chunks as one object at the stream's tail (or the close
+// marker), recording in its metadata the stream's data bytes through it.
+// need is what the write still has to put, chunks included: a stream that
+// turns out to hold more than MaxStreamBytes-need (another writer took the
+// tail) refuses it with a *world.LimitError.
+func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool, need int64) error {
 	var body []byte
 	if !closing {
 		body = encodeObject(chunks)
 	}
+	size := chunkBytes(chunks)
 	wid := newWriteID()
 	for attempt := 0; attempt < maxPutAttempts; attempt++ {
 		if !st.known {
@@ -319,16 +360,17 @@ func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, c
 			}
 			return fmt.Errorf("%w: stream %q of run %s is closed", world.ErrConflict, st.name, st.runID)
 		}
+		if !closing && st.bytes+need > s.max {
+			return s.limitError(st, st.bytes+need)
+		}
 		key := s.key(st.runID, st.name, st.tail)
 		_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(body),
 			IfNoneMatch: aws.String("*"), ContentType: aws.String("application/octet-stream"),
-			Metadata: map[string]string{"count": strconv.Itoa(len(chunks)), "wid": wid},
+			Metadata: map[string]string{"count": strconv.Itoa(len(chunks)), "wid": wid, metaBytes: strconv.FormatInt(st.bytes+size, 10)},
 		})
 		if err == nil {
-			st.tail += int64(len(chunks))
-			st.closed = closing
-			st.setHint(st.tail)
+			st.wrote(len(chunks), size, closing)
 			return nil
 		}
 		st.known = false
@@ -336,7 +378,7 @@ func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, c
 			// The outcome is unknown: the object may have been stored
 			// before the error. Look before writing again.
 			if mine, herr := s.isMine(ctx, key, wid); herr == nil && mine {
-				st.tail, st.closed, st.known = st.tail+int64(len(chunks)), closing, true
+				st.wrote(len(chunks), size, closing)
 				return nil
 			}
 			return fmt.Errorf("streams: S3 PutObject s3://%s/%s: %w", s.bucket, key, err)
@@ -344,7 +386,7 @@ func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, c
 		// The index is taken: by another writer, or by this very put if a
 		// retry of the SDK's met its own first attempt.
 		if mine, herr := s.isMine(ctx, key, wid); herr == nil && mine {
-			st.tail, st.closed, st.known = st.tail+int64(len(chunks)), closing, true
+			st.wrote(len(chunks), size, closing)
 			return nil
 		}
 		if attempt > 2 {

@@ -39,17 +39,7 @@ func refuse(format string, args ...any) error {
 // CSRF, the run's existence. It answers 303 to the run's page.
 func (s *server) action(f actionFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.ReadOnly {
-			s.failPage(w, r, http.StatusForbidden, "Actions are off: "+s.cfg.ReadOnlyReason+".")
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-		if err := r.ParseForm(); err != nil {
-			s.failPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
-			return
-		}
-		if why := checkCSRF(r); why != "" {
-			s.failPage(w, r, http.StatusForbidden, "Refused: "+why+".")
+		if !s.checkAction(w, r) {
 			return
 		}
 		run, ok := s.loadRun(w, r)
@@ -69,6 +59,26 @@ func (s *server) action(f actionFunc) http.HandlerFunc {
 		}
 		http.Redirect(w, r, "/runs/"+url.PathEscape(next)+"?done="+notice, http.StatusSeeOther)
 	}
+}
+
+// checkAction runs the checks every POST goes through (read-only, the
+// form's size, CSRF), answering the refusal itself; it reports whether the
+// action may go on.
+func (s *server) checkAction(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.ReadOnly {
+		s.failPage(w, r, http.StatusForbidden, "Actions are off: "+s.cfg.ReadOnlyReason+".")
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		s.failPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		return false
+	}
+	if why := checkCSRF(r); why != "" {
+		s.failPage(w, r, http.StatusForbidden, "Refused: "+why+".")
+		return false
+	}
+	return true
 }
 
 func (s *server) cancel(ctx context.Context, r *http.Request, run *world.Run) (string, string, error) {

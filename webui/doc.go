@@ -19,10 +19,13 @@
 //     step's compensation: its status, attempts and error), hooks, sleeps,
 //     output streams (live) and its events with their payloads
 //     (claim-checked payloads come back through the World's read API, as
-//     every reader gets them).
+//     every reader gets them);
+//   - /dlq, with Config.DeadLetters (skein ui on a deployed stack), lists
+//     the dead-letter queue's messages, each with the run a redrive would
+//     resume (its workflow and status), and offers the redrive.
 //
 // Actions (cancel, resume a hook, rerun a finished run, retry or fail a held
-// run) are POST forms carrying a CSRF token: a random value in a cookie that
+// run, redrive the dead letters) are POST forms carrying a CSRF token: a random value in a cookie that
 // the form repeats in a hidden field (double submit), and the request's
 // Origin (or Referer) must name the host it was sent to. A ReadOnly
 // dashboard, over a store another process writes, hides them and refuses

@@ -45,6 +45,9 @@ type Config struct {
 	PageSize int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// DeadLetters, when set, adds the dead-letter page (/dlq): each dead
+	// letter with the run it would resume, and a redrive action.
+	DeadLetters DeadLetterQueue
 }
 
 // LoopbackHosts are the host names of a dashboard bound to a loopback
@@ -98,7 +101,7 @@ func New(cfg Config) (http.Handler, error) {
 			s.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 		}
 	}
-	for _, name := range []string{"list", "run", "error"} {
+	for _, name := range []string{"list", "run", "error", "dlq"} {
 		t, err := template.New("layout.html").Funcs(funcs()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("webui: template %s: %w", name, err)
@@ -123,6 +126,8 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST /runs/{id}/retry", s.action(s.retry))
 	mux.HandleFunc("POST /runs/{id}/fail", s.action(s.fail))
 	mux.HandleFunc("POST /runs/{id}/resume", s.action(s.resume))
+	mux.HandleFunc("GET /dlq", s.dlq)
+	mux.HandleFunc("POST /dlq/redrive", s.redrive)
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", cacheAssets(http.FileServerFS(assets))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail404(w, r, "no such page")
@@ -170,13 +175,18 @@ type page struct {
 	Reason   string
 	CSRF     string
 	Notice   string
-	Data     any
+	// DLQ: the dashboard has a dead-letter page (Config.DeadLetters).
+	DLQ  bool
+	Data any
 }
 
 // render writes a page with status code.
 func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
 	p := page{Title: title, ReadOnly: s.cfg.ReadOnly, Reason: s.cfg.ReadOnlyReason, Data: data,
-		CSRF: s.csrfToken(w, r), Notice: notices(r.URL.Query().Get("done"))}
+		CSRF: s.csrfToken(w, r), Notice: notices(r.URL.Query().Get("done")), DLQ: s.cfg.DeadLetters != nil}
+	if r.URL.Query().Get("done") == "redrive" {
+		p.Notice = redriveNotice(r)
+	}
 	var b strings.Builder
 	if err := s.pages[name].Execute(&b, p); err != nil {
 		s.log.Error("webui: render", "page", name, "err", err)

@@ -42,6 +42,15 @@ var (
 	// read returns this error, never the bytes. The error names the run and
 	// the part that failed.
 	ErrCorrupt = errors.New("world: stored data is corrupt")
+	// ErrKeyPending: an Enqueue's idempotency key is claimed by another
+	// Enqueue that is not known to have sent its message (it may still be
+	// sending, or its sender died between the claim and the send). Nothing
+	// was enqueued, and the message is not known to be on the queue: the
+	// caller must not count it as delivered (acknowledging its own input on
+	// the strength of it would lose the work) and retries later. A World
+	// with such claims takes one over once it is old enough (dynamoworld:
+	// Config.PendingGrace), so a retry then sends.
+	ErrKeyPending = errors.New("world: idempotency key claimed, message not known sent")
 )
 
 // Status returns the HTTP-style status code for err: 404, 409, 410, 425, 400,

@@ -13,7 +13,10 @@ type Queue interface {
 	// Enqueue schedules Body for delivery after Delay. When IdempotencyKey is
 	// set and a message with the same key was enqueued within the World's
 	// dedupe window, nothing is enqueued and the first message's ID is
-	// returned with Duplicate set.
+	// returned with Duplicate set: Duplicate means that message is on the
+	// queue (sent), never only claimed. A key claimed by an Enqueue not
+	// known to have sent (a World that claims before it sends) is an error
+	// matching ErrKeyPending: nothing is enqueued, and the caller retries.
 	Enqueue(ctx context.Context, p *EnqueueParams) (*EnqueueResult, error)
 }
 
@@ -48,7 +51,8 @@ type EnqueueParams struct {
 	IdempotencyKey string
 }
 
-// EnqueueResult reports an enqueue.
+// EnqueueResult reports an enqueue. Duplicate: nothing was enqueued, as
+// the message MessageID was sent under the same idempotency key already.
 type EnqueueResult struct {
 	MessageID string
 	Duplicate bool

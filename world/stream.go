@@ -12,7 +12,9 @@ type Streamer interface {
 	// WriteStream appends Chunks, in order and contiguously, to a stream,
 	// creating it on first write. Concurrent writers to one stream each get
 	// their chunks contiguous and every chunk a unique index. Writing to a
-	// closed stream is an ErrConflict error.
+	// closed stream is an ErrConflict error. A write that would take the
+	// stream past the World's Limits.MaxStreamBytes, counted over all its
+	// writers, is refused whole with a *LimitError.
 	WriteStream(ctx context.Context, p *WriteStreamParams) error
 	// CloseStream marks a stream done (creating it empty if need be). Closing
 	// twice is not an error.

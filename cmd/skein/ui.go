@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/skeinflow/skein/internal/dlq"
 	"github.com/skeinflow/skein/webui"
 )
 
@@ -22,7 +23,10 @@ const uiHelp = `Serves the dashboard over the store the global flags choose (the
 store, or a deployed stack with -stack or -table...): runs with filters and
 pages, each run's timeline, steps, hooks, sleeps, events and live output
 streams, and the actions (cancel, resume a hook, rerun, retry or fail a held
-run) as forms. It runs until interrupted (Ctrl-C).
+run) as forms. On a deployed stack it adds a dead-letter page (/dlq): each
+message of the stack's dead-letter queue with the run it would resume, and
+a redrive button that does what skein dlq redrive does. It runs until
+interrupted (Ctrl-C).
 
 It listens on 127.0.0.1 (this machine only) unless -addr names another
 address, which it refuses without -public: the dashboard has no login, and
@@ -119,6 +123,9 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 	cfg := webui.Config{Client: e.client, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if !public {
 		cfg.Hosts = webui.LoopbackHosts()
+	}
+	if e.remote.set() && e.sqs != nil {
+		cfg.DeadLetters = dashboardDLQ{&dlq.Redriver{Q: e.sqs, W: e.w, WorkURL: e.remote.queueURL}}
 	}
 	wh, err := webui.New(cfg)
 	if err != nil {

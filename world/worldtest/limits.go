@@ -1,6 +1,7 @@
 package worldtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -13,13 +14,18 @@ import (
 // method, read with world.LimitsOf) and world.Apply refuses, with a
 // *world.LimitError, a payload larger than MaxPayload and any event but a
 // run's end (or hold) once the run has MaxEvents, leaving the run as it
-// was. The suite reaches the limits: New must configure small ones
-// (MaxEvents 1,000 to 2,000, MaxPayload 64 KiB to 1 MiB: other cases
-// append a few hundred events and payloads of 16 KiB).
+// was; WriteStream refuses a write that would take its stream past
+// MaxStreamBytes, writing nothing of it, however many writers (processes)
+// share the stream. The suite reaches the limits: New must configure
+// small ones (MaxEvents 1,000 to 2,000, MaxPayload and MaxStreamBytes
+// 64 KiB to 1 MiB: other cases append a few hundred events and payloads
+// of 16 KiB, and write streams of a few KiB).
 func limitCases() []testCase {
 	return []testCase{
 		{"payload_refused_run_unchanged", testLimitPayload},
 		{"events_refused_end_accepted", testLimitEvents},
+		{"stream_bytes_refused", testLimitStreamBytes},
+		{"stream_bytes_concurrent_writers", testLimitStreamBytesRace},
 	}
 }
 
@@ -35,8 +41,9 @@ func (f *fixture) limits() world.Limits {
 		f.t.Fatal("worldtest: the World does not report its limits (a Limits() world.Limits method)")
 	}
 	l := lw.Limits()
-	if l.MaxEvents < 1000 || l.MaxEvents > maxSuiteEvents || l.MaxPayload < 64<<10 || l.MaxPayload > 1<<20 {
-		f.t.Fatalf("worldtest: configure the World under test with small limits (MaxEvents 1000..%d, MaxPayload 64 KiB..1 MiB), not %+v", maxSuiteEvents, l)
+	if l.MaxEvents < 1000 || l.MaxEvents > maxSuiteEvents || l.MaxPayload < 64<<10 || l.MaxPayload > 1<<20 ||
+		l.MaxStreamBytes < 64<<10 || l.MaxStreamBytes > 1<<20 {
+		f.t.Fatalf("worldtest: configure the World under test with small limits (MaxEvents 1000..%d, MaxPayload and MaxStreamBytes 64 KiB..1 MiB), not %+v", maxSuiteEvents, l)
 	}
 	return l
 }
@@ -127,4 +134,78 @@ func testLimitEvents(t *testing.T, f *fixture) {
 	_, err := f.append(id, ev("", attrSet("k", "w")))
 	wantLimit(t, err, "events", "attribute_set on a finished run past MaxEvents")
 	f.mustAppend(id, ev("", &world.RunDeactivated{}))
+}
+
+// streamWrite writes chunks of the given sizes to a stream.
+func (f *fixture) streamWrite(run, name string, sizes ...int64) error {
+	var cs [][]byte
+	for _, n := range sizes {
+		cs = append(cs, bytes.Repeat([]byte{'s'}, int(n)))
+	}
+	return f.w.WriteStream(f.ctx, &world.WriteStreamParams{RunID: run, Name: name, Chunks: cs})
+}
+
+// A write that would take a stream past MaxStreamBytes is refused with a
+// *world.LimitError and writes nothing; what was refused does not count,
+// and each stream of a run has a bound of its own. Sizes leave room for a
+// World that seals chunks (encrypt: each a little larger).
+func testLimitStreamBytes(t *testing.T, f *fixture) {
+	l := f.limits()
+	run := f.startedRun()
+	// Sealed by a World that encrypts (base64 in JSON), a chunk grows by a
+	// third: 3/8 and 1/4 still fit together.
+	first, half, quarter := 3*l.MaxStreamBytes/8, l.MaxStreamBytes/2, l.MaxStreamBytes/4
+	if err := f.streamWrite(run, "big", first); err != nil {
+		t.Fatalf("a write of 3/8 MaxStreamBytes: %v", err)
+	}
+	err := f.streamWrite(run, "big", quarter, half)
+	le := wantLimit(t, err, "stream bytes", "a write taking the stream to 9/8 MaxStreamBytes")
+	if le.Max != l.MaxStreamBytes || le.Size <= le.Max || le.RunID != run {
+		t.Fatalf("LimitError %+v, want run %s, Max %d and Size above it", le, run, l.MaxStreamBytes)
+	}
+	if info, err := f.w.StreamInfo(f.ctx, &world.StreamInfoParams{RunID: run, Name: "big"}); err != nil || info.TailIndex != 0 {
+		t.Fatalf("StreamInfo after the refused write: %+v, %v; want the first chunk only (tail index 0)", info, err)
+	}
+	if err := f.streamWrite(run, "big", quarter); err != nil {
+		t.Fatalf("a write of a quarter after a refused one (refused bytes must not count): %v", err)
+	}
+	if err := f.streamWrite(run, "other", half); err != nil {
+		t.Fatalf("a write of half MaxStreamBytes to another stream of the run: %v", err)
+	}
+	f.closeStream(run, "big")
+	all, done := f.readAllChunks(run, "big")
+	if !done || len(all) != 2 || int64(len(all[0].Data)) != first || int64(len(all[1].Data)) != quarter {
+		t.Fatalf("the stream holds %d chunks (done %v), want the 3/8 and the quarter written", len(all), done)
+	}
+}
+
+// Writers racing to fill one stream (on two processes' Worlds, where the
+// Subject is such a pair) together never take it past MaxStreamBytes: the
+// count is the stream's, not a writer's. Every write is accepted whole or
+// refused with a *world.LimitError.
+func testLimitStreamBytesRace(t *testing.T, f *fixture) {
+	l := f.limits()
+	run := f.startedRun()
+	size := l.MaxStreamBytes / 8
+	n := max(f.o.Racers, 16) // 2 MaxStreamBytes in all
+	errs := race(n, func(int) error { return f.streamWrite(run, "filled", size) })
+	accepted := 0
+	for i, err := range errs {
+		var le *world.LimitError
+		switch {
+		case err == nil:
+			accepted++
+		case !errors.As(err, &le) || le.Limit != "stream bytes":
+			t.Fatalf("writer %d: %v, want nil or a *world.LimitError of %q", i, err, "stream bytes")
+		}
+	}
+	all, _ := f.readAllChunks(run, "filled")
+	var total int64
+	for _, c := range all {
+		total += int64(len(c.Data))
+	}
+	if len(all) != accepted || total > l.MaxStreamBytes || accepted == 0 || accepted == n {
+		t.Fatalf("%d of %d writes of %d bytes accepted, the stream holds %d chunks, %d bytes; want the accepted ones only, within MaxStreamBytes %d",
+			accepted, n, size, len(all), total, l.MaxStreamBytes)
+	}
 }

@@ -22,8 +22,19 @@ func (w *memWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.
 	if id, ok := w.keys[p.IdempotencyKey]; ok && p.IdempotencyKey != "" && w.bug != "queue-no-dedupe" {
 		return &world.EnqueueResult{MessageID: id, Duplicate: true}, nil
 	}
+	id := w.ids.New(world.PrefixMsg)
+	if c, ok := w.claims[p.IdempotencyKey]; ok && p.IdempotencyKey != "" {
+		switch {
+		case w.bug == "queue-pending-duplicate":
+			return &world.EnqueueResult{MessageID: c.id, Duplicate: true}, nil
+		case w.now().Before(c.at.Add(memPendingGrace)):
+			return nil, fmt.Errorf("%w: key %q", world.ErrKeyPending, p.IdempotencyKey)
+		}
+		delete(w.claims, p.IdempotencyKey) // taken over, keeping its ID
+		id = c.id
+	}
 	now := time.Now()
-	m := &memMsg{id: w.ids.New(world.PrefixMsg), body: slices.Clone(p.Body), visibleAt: now.Add(p.Delay), enqueued: now}
+	m := &memMsg{id: id, body: slices.Clone(p.Body), visibleAt: now.Add(p.Delay), enqueued: now}
 	if w.bug == "queue-no-delay" {
 		m.visibleAt = now
 	}
@@ -33,6 +44,27 @@ func (w *memWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.
 		w.keys[p.IdempotencyKey] = m.id
 	}
 	return &world.EnqueueResult{MessageID: m.id}, nil
+}
+
+// memPendingGrace is how long an abandoned claim holds its key.
+const memPendingGrace = 30 * time.Second
+
+// memClaim is an idempotency key claimed by a sender that never sent.
+type memClaim struct {
+	id string
+	at time.Time
+}
+
+// abandonClaim claims key as a sender that died before sending would
+// (worldtest.Subject.AbandonClaim): memWorld plays a World whose Enqueue
+// claims and sends in two steps.
+func (w *memWorld) abandonClaim(_ context.Context, key string) error {
+	if err := w.lock(); err != nil {
+		return err
+	}
+	defer w.mu.Unlock()
+	w.claims[key] = memClaim{id: w.ids.New(world.PrefixMsg), at: w.now()}
+	return nil
 }
 
 func (w *memWorld) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
@@ -176,6 +208,14 @@ func (w *memWorld) write(run, name string, chunks [][]byte) error {
 	if s.closed && w.bug != "stream-write-after-close" {
 		return fmt.Errorf("%w: stream %s is closed", world.ErrConflict, name)
 	}
+	size := s.bytes
+	for _, c := range chunks {
+		size += int64(len(c))
+	}
+	if limit := w.Limits().MaxStreamBytes; size > limit && w.bug != "no-stream-limit" {
+		return &world.LimitError{RunID: run, Limit: "stream bytes", Max: limit, Size: size, What: "stream " + name}
+	}
+	s.bytes = size
 	for _, c := range chunks {
 		s.chunks = append(s.chunks, slices.Clone(c))
 	}

@@ -34,7 +34,8 @@ type memWorld struct {
 	changed  map[string]chan struct{}
 	msgs     map[string]*memMsg
 	msgOrder []string
-	keys     map[string]string // idempotency key -> message ID
+	keys     map[string]string   // idempotency key -> message ID
+	claims   map[string]memClaim // idempotency key -> claim never sent (abandonClaim)
 	closed   bool
 }
 
@@ -48,6 +49,7 @@ type memRun struct {
 
 type memStream struct {
 	chunks [][]byte
+	bytes  int64 // written (Limits.MaxStreamBytes)
 	closed bool
 }
 
@@ -67,6 +69,7 @@ func newMemWorld(bug string) *memWorld {
 		hooks: map[string]*world.Hook{}, hookSeq: map[string]int64{}, tokens: map[string]string{},
 		leases: map[string]world.RunLease{}, streams: map[string]map[string]*memStream{},
 		changed: map[string]chan struct{}{}, msgs: map[string]*memMsg{}, keys: map[string]string{},
+		claims: map[string]memClaim{},
 	}
 }
 
@@ -74,7 +77,7 @@ var _ world.World = (*memWorld)(nil)
 
 // Limits are small, for the suite to reach them.
 func (w *memWorld) Limits() world.Limits {
-	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10}.WithDefaults()
+	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10}.WithDefaults()
 }
 
 var _ world.Consumer = (*memWorld)(nil)

@@ -2,6 +2,7 @@ package worldtest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ func queueCases() []testCase {
 		{"extend_keeps_delivery", testQueueExtend},
 		{"idempotency_key_dedupes", testQueueDedupe},
 		{"idempotency_key_single_delivery", testQueueDedupeDelivery},
+		{"idempotency_key_stranded_claim", testQueueStrandedClaim},
 		{"concurrent_receivers_exclusive", testQueueConcurrentReceivers},
 		{"receive_empty_returns", testQueueReceiveEmpty},
 	}
@@ -249,6 +251,55 @@ func testQueueDedupeDelivery(t *testing.T, f *fixture) {
 		t.Fatalf("delivery %+v, want the first message %s", d, first.MessageID)
 	}
 	f.wantNothing(f.d(500*time.Millisecond), time.Minute, "a second delivery for a deduplicated key")
+}
+
+// A sender that claimed an idempotency key and died before sending
+// (Subject.AbandonClaim) leaves no message: an Enqueue under the key must
+// not answer Duplicate, or a caller that acknowledges its own input on
+// that answer (an executor sending a message on) loses the work. It fails
+// with world.ErrKeyPending, sending nothing, or sends; once the clock has
+// moved an hour on, it sends. Either way the message arrives, once, and
+// only then is the key's next Enqueue a Duplicate.
+func testQueueStrandedClaim(t *testing.T, f *fixture) {
+	f.needConsumer()
+	if f.abandon == nil {
+		t.Skip("the World's Enqueue claims and sends in one step (no Subject.AbandonClaim): no claim can be stranded")
+	}
+	if f.clock == nil {
+		t.Skip("the World has no Subject.Clock to move past a stranded claim")
+	}
+	key := "stranded-" + ids.New("")
+	if err := f.abandon(f.ctx, key); err != nil {
+		t.Fatalf("AbandonClaim(%q): %v", key, err)
+	}
+	var sent string
+	r, err := f.w.Enqueue(f.ctx, &world.EnqueueParams{Body: []byte("one"), IdempotencyKey: key})
+	switch {
+	case errors.Is(err, world.ErrKeyPending):
+	case err != nil:
+		t.Fatalf("Enqueue under a stranded claim: %v, want a send or world.ErrKeyPending", err)
+	case r.Duplicate:
+		t.Fatalf("Enqueue under a claim whose sender died before sending: Duplicate of %s, a message never sent (lost by a caller that acknowledges its input on that answer); want world.ErrKeyPending or a send", r.MessageID)
+	default:
+		sent = r.MessageID
+	}
+	if sent == "" {
+		f.clock.Advance(time.Hour)
+		r := f.enqueue("one", 0, key)
+		if r.Duplicate {
+			t.Fatalf("Enqueue an hour after a stranded claim: Duplicate of %s, a message never sent; want the claim taken over and the message sent", r.MessageID)
+		}
+		sent = r.MessageID
+	}
+	if again := f.enqueue("two", 0, key); !again.Duplicate || again.MessageID != sent {
+		t.Fatalf("Enqueue after the send under key %q: %+v, want Duplicate of %s", key, again, sent)
+	}
+	d, _ := f.receiveOne(f.within(0), time.Minute)
+	if d.MessageID != sent || string(d.Body) != "one" {
+		t.Fatalf("delivery %+v, want message %s with body %q", d, sent, "one")
+	}
+	f.ack(d)
+	f.wantNothing(f.d(500*time.Millisecond), time.Minute, "a second message under one idempotency key")
 }
 
 func testQueueConcurrentReceivers(t *testing.T, f *fixture) {

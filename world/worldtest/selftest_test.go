@@ -22,7 +22,7 @@ func memSubject(bug string) func(t *testing.T) worldtest.Subject {
 			lw := &limitedMemWorld{memWorld: w}
 			return worldtest.Subject{World: lw, Consumer: lw, Clock: clock}
 		}
-		return worldtest.Subject{World: w, Consumer: w, Clock: clock}
+		return worldtest.Subject{World: w, Consumer: w, Clock: clock, AbandonClaim: w.abandonClaim}
 	}
 }
 
@@ -96,6 +96,7 @@ var mutants = []struct {
 	{"comp-renew-noop", "compensation", []string{"comp_lease_renew"}},
 	{"queue-no-delay", "queue", []string{"delay_honoured"}},
 	{"queue-no-dedupe", "queue", []string{"idempotency_key_dedupes", "idempotency_key_single_delivery"}},
+	{"queue-pending-duplicate", "queue", []string{"idempotency_key_stranded_claim"}},
 	{"queue-ack-noop", "queue", []string{"ack_removes"}},
 	{"queue-extend-noop", "queue", []string{"extend_keeps_delivery"}},
 	{"queue-no-visibility", "queue", []string{"visibility_lapse_redelivers", "concurrent_receivers_exclusive"}},
@@ -113,6 +114,7 @@ var mutants = []struct {
 	{"watch-no-types", "watch", []string{"run_types", "all_runs_types"}},
 	{"watch-no-end", "watch", []string{"run_types", "run_ends_after_terminal"}},
 	{"no-limits", "limits", []string{"payload_refused_run_unchanged", "events_refused_end_accepted"}},
+	{"no-stream-limit", "limits", []string{"stream_bytes_refused", "stream_bytes_concurrent_writers"}},
 	{"comp-dropped", "compensation", []string{"declared_round_trip", "compensate_while_active", "after_failure_then_deactivate", "created_and_started_in_one_append"}},
 	{"comp-counts-dropped", "compensation", []string{"compensate_while_active", "after_failure_then_deactivate", "cancel_with_compensation", "running_refuses_deactivation", "several_in_one_append"}},
 }

@@ -24,6 +24,13 @@ type Subject struct {
 	// the cases move to expire leases and pass retry times. When nil, the
 	// cases that move it are skipped.
 	Clock *Clock
+	// AbandonClaim, for a World whose Enqueue claims an idempotency key
+	// before it sends (and so may die in between), claims key as such an
+	// Enqueue does and sends nothing, as a sender killed between the two
+	// leaves it. The World must take the claim over once Clock has moved
+	// an hour past it. Nil for a World whose Enqueue claims and sends in
+	// one step; the case that needs it is then skipped.
+	AbandonClaim func(ctx context.Context, key string) error
 }
 
 // Options configures Run.
@@ -116,6 +123,8 @@ type fixture struct {
 	c     world.Consumer
 	clock *Clock
 	ctx   context.Context
+	// abandon is Subject.AbandonClaim.
+	abandon func(ctx context.Context, key string) error
 }
 
 func newFixture(t *testing.T, o Options) *fixture {
@@ -129,7 +138,7 @@ func newFixture(t *testing.T, o Options) *fixture {
 			t.Errorf("World.Close: %v", err)
 		}
 	})
-	return &fixture{t: t, o: o, w: s.World, c: s.Consumer, clock: s.Clock, ctx: t.Context()}
+	return &fixture{t: t, o: o, w: s.World, c: s.Consumer, clock: s.Clock, ctx: t.Context(), abandon: s.AbandonClaim}
 }
 
 // d scales a real-time window by Options.Slow.
