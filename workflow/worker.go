@@ -96,7 +96,11 @@ type EngineOptions struct {
 	// LogCacheBytes bounds the run logs kept in memory between a run's
 	// invocations in this process, so that the next one (a hook payload's
 	// wake-up, say) loads only what was appended since instead of the whole
-	// log (default 32 MiB of payloads; negative keeps none).
+	// log (default 32 MiB of payloads; negative keeps none). With its log,
+	// a run's workflow is kept alive where it waits (up to 64 runs, a
+	// goroutine each, counted as 64 KiB each), so that the next invocation
+	// hands it what is new instead of replaying it from its start; a
+	// Worker stops them when Run returns.
 	LogCacheBytes int
 }
 
@@ -429,6 +433,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("workflow: Worker.Run called twice")
 	}
+	// The workflows kept alive between their runs' messages stop with it
+	// (see EngineOptions.LogCacheBytes).
+	defer w.p.eng.Close()
 	var wg sync.WaitGroup
 	if w.ln != nil {
 		mux := http.NewServeMux()

@@ -84,6 +84,7 @@ func TestRefuseVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(v1.Close)
 	if err := v1.HandleDelivery(ctx, back, ds[0].Attempt); err != nil {
 		t.Fatalf("an engine of the run's version: %v", err)
 	}
