@@ -212,6 +212,15 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	return &Processor{eng: eng, client: client, log: cfg.Logger, inbox: cfg.Inbox}, nil
 }
 
+// Close stops the workflows the processor keeps alive, waiting where their
+// runs' last messages left them, so that the runs' next messages hand them
+// what is new instead of replaying them (a goroutine each, see
+// EngineOptions.LogCacheBytes). The processor still handles messages after
+// it, replaying each run's workflow. A Worker closes its processor when Run
+// returns; call it when done with a Processor of your own (a test checking
+// for leaked goroutines, say).
+func (p *Processor) Close() { p.eng.Close() }
+
 // Client returns a client over the processor's World and Registry.
 func (p *Processor) Client() *Client { return p.client }
 
@@ -435,7 +444,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	// The workflows kept alive between their runs' messages stop with it
 	// (see EngineOptions.LogCacheBytes).
-	defer w.p.eng.Close()
+	defer w.p.Close()
 	var wg sync.WaitGroup
 	if w.ln != nil {
 		mux := http.NewServeMux()
