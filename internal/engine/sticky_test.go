@@ -358,3 +358,46 @@ func TestStickyEvictionStopsWorkflows(t *testing.T) {
 		t.Fatal("a cache that keeps nothing kept a workflow")
 	}
 }
+
+// liveCount is how many workflows the engine keeps alive.
+func liveCount(e *Engine) int {
+	e.logs.mu.Lock()
+	defer e.logs.mu.Unlock()
+	return e.logs.live
+}
+
+// A run cancelled while its workflow is kept ends without it: the
+// cancellation is no event a kept workflow takes in, and the run's end
+// keeps nothing.
+func TestStickyCancelledRunKeepsNothing(t *testing.T) {
+	t.Parallel()
+	var entries, decodes atomic.Int64
+	h := newHarness(t, nil, Config{Linger: -1})
+	h.reg.step("add", 0, addStep)
+	h.reg.wf("flood", countedFlood(5, &entries, &decodes))
+	id := h.start("flood", nil)
+	h.drainUntil(h.eng, id, 3)
+	if _, err := ResumeHook(context.Background(), h.w, time.Now, "flood-token", mustJSON("x")); err != nil {
+		t.Fatal(err)
+	}
+	h.drainUntil(h.eng, id, 7)
+	if n := liveCount(h.eng); n != 1 {
+		t.Fatalf("%d workflows kept after a delivery, want 1", n)
+	}
+	if _, err := h.w.Append(context.Background(), &world.AppendParams{RunID: id, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: "test"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Wake(context.Background(), h.w, time.Now, id, "cancel:"+id); err != nil {
+		t.Fatal(err)
+	}
+	h.drainUntil(h.eng, id, 8)
+	if run := h.wait(id); run.Status != world.RunStatusCancelled {
+		t.Fatalf("run %s", run.Status)
+	}
+	if n := liveCount(h.eng); n != 0 {
+		t.Fatalf("%d workflows kept after the run's end, want 0", n)
+	}
+	if e := entries.Load(); e != 1 {
+		t.Fatalf("the workflow was called %d times, want 1 (kept, then dropped)", e)
+	}
+}
