@@ -401,3 +401,72 @@ func TestStickyCancelledRunKeepsNothing(t *testing.T) {
 		t.Fatalf("the workflow was called %d times, want 1 (kept, then dropped)", e)
 	}
 }
+
+// A kept workflow takes in what background executors record (a fan-out
+// wider than the inline capacity) as a replay does: the run ends with the
+// right result, its log replays without a divergence, and the workflow was
+// not replayed at each delivery.
+func TestStickyTakesInBackgroundSteps(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	var entries atomic.Int64
+	h := newHarness(t, nil, Config{Linger: -1, InlineConcurrency: 1})
+	h.reg.step("add", 0, addStep)
+	fan := func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
+		entries.Add(1)
+		h := c.Hook("fan-token", nil, false)
+		sum := 0
+		for i := range n {
+			c.Await(func() bool { return h.Len() > i })
+			fs := []*Future{c.Step("add", mustJSON([2]int{i, 1})), c.Step("add", mustJSON([2]int{i, 2})), c.Step("add", mustJSON([2]int{i, 3}))}
+			c.Await(func() bool { return fs[0].Done() && fs[1].Done() && fs[2].Done() })
+			for _, f := range fs {
+				res, failure := f.Result()
+				var v int
+				if failure != nil || json.Unmarshal(res, &v) != nil {
+					return nil, fmt.Errorf("step %s: %+v", f.ID(), failure)
+				}
+				sum += v
+			}
+		}
+		return mustJSON(sum), nil
+	}
+	h.reg.wf("fan", fan)
+	id := h.start("fan", nil)
+	h.drainUntil(h.eng, id, 3)
+	for i := range n {
+		if _, err := ResumeHook(context.Background(), h.w, time.Now, "fan-token", mustJSON(i)); err != nil {
+			t.Fatal(err)
+		}
+		// hook_received, then per step step_created, step_started and
+		// step_completed.
+		h.drainUntil(h.eng, id, int64(3+10*(i+1)))
+	}
+	run := h.wait(id)
+	want := 0
+	for i := range n {
+		want += 3*i + 6
+	}
+	if run.Status != world.RunStatusCompleted || string(run.Output) != fmt.Sprint(want) {
+		t.Fatalf("run %s %s %+v, want completed with %d", run.Status, run.Output, run.Error, want)
+	}
+	evs := h.events(id)
+	queued := 0
+	for _, ev := range evs {
+		if d, ok := ev.Data.(*world.StepStarted); ok && d.Queued {
+			queued++
+		}
+	}
+	if queued == 0 {
+		t.Fatal("no step ran in the background: the test needs a wider fan-out")
+	}
+	reg := newRegistry()
+	reg.wf("fan", fan)
+	if res, err := CheckLog(reg, evs); err != nil || res.Divergence != nil || !res.Returned {
+		t.Fatalf("the log does not replay: %v %+v", err, res)
+	}
+	if e := entries.Load(); e >= int64(n)+1 {
+		t.Fatalf("the workflow was called %d times for %d deliveries: not kept", e, n)
+	}
+	t.Logf("workflow calls %d (CheckLog's included), background starts %d", entries.Load(), queued)
+}
