@@ -42,8 +42,8 @@ func TestRefuseVersion(t *testing.T) {
 	var logs syncBuffer
 	refusals := &countMetrics{}
 	h := newHarness(t, nil, Config{
-		Metrics:           refusals,
-		AcceptVersion:     func(v string) bool { return v == "v2" },
+		Metrics:       refusals,
+		AcceptVersion: func(v string) bool { return v == "v2" },
 		// Delays a loaded machine does not outrun between the refusal and
 		// the look at the queue.
 		VersionRetryDelay: 2 * time.Second, VersionRetryLimit: 3 * time.Second,
