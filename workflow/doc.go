@@ -54,6 +54,11 @@
 // REPLAY_DIVERGENCE, the divergence in RunInfo.Hold) and nothing more runs
 // for it; the worker replays it again with backoff, and at once on
 // Client.RetryRun, so that deploying code that fits its log resumes it.
+// A worker keeps a waiting run's workflow alive between its messages
+// (EngineOptions.LogCacheBytes) and hands it only what is new, so the code
+// replays when another process takes the run on (a restart, a deploy, a
+// second worker), not at every wake-up: check recorded histories against
+// new code with skeintest's replay checker before deploying it.
 // A step the code calls that the worker's Registry does not hold (a deploy
 // that forgot to register it) holds the run the same way, with
 // DEPLOYMENT_MISMATCH, before the step is created or started: registering

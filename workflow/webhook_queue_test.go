@@ -121,6 +121,7 @@ func newQueueEnvWith(t *testing.T, wrap func(world.World) world.World) *queueEnv
 	if e.p, err = workflow.NewProcessor(workflow.ProcessorConfig{World: pw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(e.p.Close)
 	e.client = e.p.Client()
 	e.hook = e.client.QueuedWebhookHandler(e.inbox)
 	return e

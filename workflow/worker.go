@@ -96,7 +96,11 @@ type EngineOptions struct {
 	// LogCacheBytes bounds the run logs kept in memory between a run's
 	// invocations in this process, so that the next one (a hook payload's
 	// wake-up, say) loads only what was appended since instead of the whole
-	// log (default 32 MiB of payloads; negative keeps none).
+	// log (default 32 MiB of payloads; negative keeps none). With its log,
+	// a run's workflow is kept alive where it waits (up to 64 runs, a
+	// goroutine each, counted as 64 KiB each), so that the next invocation
+	// hands it what is new instead of replaying it from its start; a
+	// Worker stops them when Run returns.
 	LogCacheBytes int
 }
 
@@ -207,6 +211,15 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	}
 	return &Processor{eng: eng, client: client, log: cfg.Logger, inbox: cfg.Inbox}, nil
 }
+
+// Close stops the workflows the processor keeps alive, waiting where their
+// runs' last messages left them, so that the runs' next messages hand them
+// what is new instead of replaying them (a goroutine each, see
+// EngineOptions.LogCacheBytes). The processor still handles messages after
+// it, replaying each run's workflow. A Worker closes its processor when Run
+// returns; call it when done with a Processor of your own (a test checking
+// for leaked goroutines, say).
+func (p *Processor) Close() { p.eng.Close() }
 
 // Client returns a client over the processor's World and Registry.
 func (p *Processor) Client() *Client { return p.client }
@@ -429,6 +442,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("workflow: Worker.Run called twice")
 	}
+	// The workflows kept alive between their runs' messages stop with it
+	// (see EngineOptions.LogCacheBytes).
+	defer w.p.Close()
 	var wg sync.WaitGroup
 	if w.ln != nil {
 		mux := http.NewServeMux()

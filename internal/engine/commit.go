@@ -170,6 +170,7 @@ func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, err
 func (s *session) droppable(p *plan, ce *world.CommitError) bool {
 	in := p.events[ce.Index]
 	m := p.meta[ce.Index]
+	s.r.tainted = true // what the World refused is not in the log
 	switch in.Data.(type) {
 	case *world.StepStarted:
 		o := m.launch

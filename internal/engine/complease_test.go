@@ -42,6 +42,7 @@ func TestCompensationRenewsItsLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(other.Close)
 	ctx := context.Background()
 	id, step := h.ids.New(world.PrefixRun), h.ids.New(world.PrefixStep)
 	if _, err := h.w.Append(ctx, &world.AppendParams{RunID: id, Events: []world.EventInput{

@@ -188,6 +188,11 @@ type Config struct {
 	// LogCacheBytes bounds the logs the engine keeps in memory between a
 	// run's continuations, so that the next one loads only what was
 	// appended since (default 32 MiB of payloads; negative keeps none).
+	// With a run's log the engine keeps its workflow alive, suspended where
+	// the last session left it, so that the next one feeds it the new
+	// events instead of replaying it from its start: at most 64 runs' (a
+	// goroutine each), each counted as 64 KiB more, least recently used
+	// stopped first; Engine.Close stops them all.
 	LogCacheBytes int
 	// Entropy feeds owner IDs (default crypto/rand).
 	Entropy io.Reader

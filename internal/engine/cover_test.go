@@ -89,6 +89,7 @@ func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(dead.Close)
 			holderMsg := msg
 			if !tc.sameMsg {
 				holderMsg.RequestedAt = msg.RequestedAt.Add(-time.Second)

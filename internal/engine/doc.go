@@ -57,8 +57,9 @@
 //     run's status (track). A finished run only runs what follows its end
 //     (endAndRest: a pending cleanup, afterTerminal, deactivate); a run
 //     whose workflow is not registered fails.
-//  2. rebuilds the workflow (rebuild): a new coroutine replays the
-//     in-memory log, matching each creation event with what the code asks
+//  2. rebuilds the workflow (prime): the workflow the run's last session
+//     left takes in the new events (sticky.go), or a new coroutine replays
+//     the in-memory log (rebuild), matching each creation event with what the code asks
 //     for (replay.go). On a cold start, readStepLeases reads the current
 //     lease of steps another invocation runs inline.
 //  3. loops (session.loop): the deadline passed (Engine.budget:
@@ -104,13 +105,15 @@
 //     of the next timer (scheduleTimer, under keyTimer), sent up to
 //     maxWakeLead early so that it has loaded the run when the time comes.
 //
-// Then underLease stops the coroutine, releases the lease and reads the
+// Then underLease parks the coroutine, releases the lease and reads the
 // log once more if the run has steps this session did not settle
 // (afterRelease): a background executor that finished one while the lease
 // was held left the run to the holder. If anything arrived, the session
 // takes the lease again and resumes with the log it has (resume); if the
 // lease is taken, its new holder goes on; out of budget, it enqueues a
-// continuation under keyAfter.
+// continuation under keyAfter. A session that ended well leaves its log and
+// its workflow, still suspended, to the run's next session in this process
+// (logcache.go, sticky.go).
 //
 // A background delivery runs its steps. One step (executeStep) reads the
 // step and the run, appends its step_started (Queued), runs it, records
@@ -158,7 +161,12 @@
 // control back and forth with the engine by the runtime's coroutine switches
 // (iter.Pull) so that exactly one of them runs at a time. The coroutine stays
 // alive for the whole invocation, so the log is read and replayed once on a
-// cold start and never again. Inline steps run as goroutines, except a step
+// cold start and never again; and between invocations, kept with the run's
+// log (sticky.go), so that the run's next continuation in this process feeds
+// it the events appended since instead of replaying it from its start (a
+// webhook flood costs each delivery what it brings). A kept coroutine goes on
+// only when the log extends exactly what it consumed with events no session
+// writes for the code; on any doubt the log is replayed, as on a cold start. Inline steps run as goroutines, except a step
 // alone in flight (a serial workflow's), which runs on the invocation's own
 // goroutine where it would otherwise wait for it; if it is still running when
 // the invocation must wake (a timer, the event poll, the budget), the

@@ -52,6 +52,13 @@ func New(cfg Config) (*Engine, error) {
 		lim: world.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 
+// Close stops the workflows the engine keeps suspended in memory between
+// their runs' continuations (a goroutine each, see Config.LogCacheBytes)
+// and keeps none from then on: the engine still handles messages, each
+// session replaying its run's workflow from its log. Call it once done
+// with the engine.
+func (e *Engine) Close() { e.logs.close() }
+
 // Config returns the engine's configuration with defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
 

@@ -68,7 +68,7 @@ func (r *replayer) enter(what string) {
 	if r.guard.misuse.CompareAndSwap(nil, data) {
 		close(r.guard.misused)
 	}
-	if w := r.watch; w != nil {
+	if w := r.watch.Load(); w != nil {
 		w.misused(r.guard.misuse.Load())
 	}
 	if l := r.logger; l != nil {

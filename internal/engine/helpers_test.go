@@ -86,6 +86,7 @@ func newHarness(t *testing.T, w func(*localworld.World) world.World, cfg Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.eng.Close)
 	return h
 }
 

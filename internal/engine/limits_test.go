@@ -28,6 +28,7 @@ func newLimitedHarness(t *testing.T, lim world.Limits) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.eng.Close)
 	return h
 }
 

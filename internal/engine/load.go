@@ -15,8 +15,8 @@ import (
 )
 
 // resume goes on with a session that ended and took the lease again: it
-// loads what was appended since it last looked and replays its in-memory
-// log into a new coroutine.
+// loads what was appended since it last looked and feeds it to its
+// workflow, or replays its in-memory log into a new coroutine (prime).
 func (s *session) resume(ctx context.Context) error {
 	if _, err := s.loadNew(ctx, false); err != nil {
 		return err
@@ -27,7 +27,7 @@ func (s *session) resume(ctx context.Context) error {
 	if s.runStatus.Terminal() {
 		return s.endAndRest(ctx)
 	}
-	s.rebuild()
+	s.prime()
 	return s.loop(ctx)
 }
 
@@ -51,7 +51,11 @@ type runState struct {
 	deactivated bool
 }
 
-func (s *session) run(ctx context.Context) error {
+// run starts a session: it loads the log (what was appended since the
+// cached part, see logcache.go) and primes the workflow, the one kept
+// from the run's last session (kept, see sticky.go) or a replay.
+func (s *session) run(ctx context.Context, kept *sticky) error {
+	defer func() { kept.stop() }() // unless adopted (then nil)
 	if _, err := s.loadNew(ctx, false); err != nil {
 		return err
 	}
@@ -70,7 +74,9 @@ func (s *session) run(ctx context.Context) error {
 		return s.failUnregistered(ctx)
 	}
 	s.wf = wf
-	s.rebuild()
+	s.adopt(kept)
+	kept = nil
+	s.prime()
 	s.readStepLeases(ctx)
 	return s.loop(ctx)
 }
@@ -196,7 +202,7 @@ func (s *session) rebuild() {
 		said = s.r.said
 	}
 	s.r = newReplayer(s.wf, s.e.log)
-	s.r.watch = s.watch
+	s.r.watch.Store(s.watch)
 	s.r.said = said
 	runID, e := s.runID, s.e
 	s.r.guard.report = func(d *world.ErrorData) { e.failForeign(runID, d) }

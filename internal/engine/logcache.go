@@ -10,6 +10,13 @@ package engine
 // entry out while it runs (the run lease makes it the only one) and puts
 // it back when it ends. The cache is bounded in runs and in payload
 // bytes (Config.LogCacheBytes), least recently used out first.
+//
+// An entry may also keep the run's workflow alive, suspended where the
+// session left it (sticky.go): at most maxLiveSessions of them, each
+// counted as sessionBytes more, least recently used stopped first. An
+// entry dropped, replaced or stopped has its workflow's goroutine stopped
+// (outside the cache's lock: unwinding runs the workflow's deferred
+// calls), and Engine.Close stops them all.
 
 import (
 	"container/list"
@@ -21,63 +28,144 @@ import (
 // maxCachedRuns bounds the runs whose logs the cache keeps.
 const maxCachedRuns = 256
 
+// maxLiveSessions bounds the suspended workflows the cache keeps alive (a
+// goroutine each), and sessionBytes is what one is counted as, besides its
+// log, against Config.LogCacheBytes: its goroutine's stack and the
+// workflow's own state, which the engine cannot measure.
+const (
+	maxLiveSessions = 64
+	sessionBytes    = 64 << 10
+)
+
 // logCache keeps runState by run ID.
 type logCache struct {
-	mu    sync.Mutex
-	max   int // bytes; <= 0 keeps nothing
-	bytes int
-	lru   *list.List // of *cachedLog, most recently used first
-	byRun map[string]*list.Element
+	mu     sync.Mutex
+	max    int // bytes; <= 0 keeps nothing
+	bytes  int
+	live   int        // entries with a suspended workflow
+	closed bool       // Engine.Close: no more suspended workflows
+	lru    *list.List // of *cachedLog, most recently used first
+	byRun  map[string]*list.Element
 }
 
 type cachedLog struct {
 	runID string
 	st    runState
+	live  *sticky // the run's suspended workflow; nil when none
+}
+
+// size is what the entry counts against the cache's bytes.
+func (cl *cachedLog) size() int {
+	if cl.live != nil {
+		return cl.st.log.bytes + sessionBytes
+	}
+	return cl.st.log.bytes
 }
 
 func newLogCache(maxBytes int) *logCache {
 	return &logCache{max: maxBytes, lru: list.New(), byRun: map[string]*list.Element{}}
 }
 
-// take removes and returns the cached state of run, nil when none.
-func (c *logCache) take(runID string) *runState {
+// take removes and returns the cached state of run, nil when none, and
+// its suspended workflow, if the entry kept one: the caller owns it (goes
+// on with it or stops it).
+func (c *logCache) take(runID string) (*runState, *sticky) {
 	if c.max <= 0 {
-		return nil
+		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byRun[runID]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	c.remove(el)
-	st := el.Value.(*cachedLog).st
-	return &st
+	cl := el.Value.(*cachedLog)
+	st := cl.st
+	return &st, cl.live
 }
 
-// put keeps st for run, unless the run has ended (no continuation will
-// need it) or its log alone is larger than the cache.
-func (c *logCache) put(runID string, st runState) {
+// put keeps st for run, with live, its suspended workflow (nil: none),
+// unless the run has ended (no continuation will need it), its log alone
+// is larger than the cache, or the cache holds a later state of the run
+// (another session of it ended after this one took the entry). What it
+// does not keep, or drops to make room, has its workflow stopped.
+func (c *logCache) put(runID string, st runState, live *sticky) {
 	if c.max <= 0 || st.log.len() == 0 || st.runStatus.Terminal() || st.log.bytes > c.max {
+		live.stop()
 		return
 	}
+	var stop []*sticky
+	defer func() {
+		for _, l := range stop {
+			l.stop()
+		}
+	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.byRun[runID]; ok {
-		c.remove(el)
+	if c.closed && live != nil {
+		stop, live = append(stop, live), nil
 	}
-	c.byRun[runID] = c.lru.PushFront(&cachedLog{runID: runID, st: st})
-	c.bytes += st.log.bytes
+	if el, ok := c.byRun[runID]; ok {
+		if old := el.Value.(*cachedLog); old.st.lastSeq > st.lastSeq {
+			stop = append(stop, live)
+			return
+		}
+		stop = append(stop, c.remove(el))
+	}
+	cl := &cachedLog{runID: runID, st: st, live: live}
+	c.byRun[runID] = c.lru.PushFront(cl)
+	c.bytes += cl.size()
+	if live != nil {
+		c.live++
+	}
 	for c.bytes > c.max || c.lru.Len() > maxCachedRuns {
-		c.remove(c.lru.Back())
+		stop = append(stop, c.remove(c.lru.Back()))
+	}
+	for el := c.lru.Back(); c.live > maxLiveSessions && el != nil; el = el.Prev() {
+		stop = append(stop, c.detach(el.Value.(*cachedLog)))
 	}
 }
 
-func (c *logCache) remove(el *list.Element) {
+// close stops every suspended workflow the cache keeps and keeps none
+// from now on; the logs stay.
+func (c *logCache) close() {
+	var stop []*sticky
+	c.mu.Lock()
+	c.closed = true
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		stop = append(stop, c.detach(el.Value.(*cachedLog)))
+	}
+	c.mu.Unlock()
+	for _, l := range stop {
+		l.stop()
+	}
+}
+
+// remove drops an entry and returns its suspended workflow, for the
+// caller to stop once it has released the lock.
+func (c *logCache) remove(el *list.Element) *sticky {
 	cl := el.Value.(*cachedLog)
 	c.lru.Remove(el)
 	delete(c.byRun, cl.runID)
-	c.bytes -= cl.st.log.bytes
+	c.bytes -= cl.size()
+	live := cl.live
+	if live != nil {
+		c.live--
+	}
+	return live
+}
+
+// detach takes an entry's suspended workflow out of it, keeping its log,
+// and returns it (nil when none) for the caller to stop.
+func (c *logCache) detach(cl *cachedLog) *sticky {
+	live := cl.live
+	if live != nil {
+		c.bytes -= sessionBytes
+		c.live--
+		cl.live = nil
+	}
+	return live
 }
 
 // eventBytes is about what ev holds in memory: its payloads and a fixed

@@ -111,6 +111,7 @@ func TestPatchedDecidesFromTheLog(t *testing.T) {
 				t.Fatalf("new run created %q, want %q", created, tc.newRun)
 			}
 			decided.Store(0)
+			h.eng.Close() // keeps no workflow alive: the next session replays
 			handle(fresh) // a replay of the whole log: the marker leads to the new path
 			assertAsleep(t, h, fresh, len(evs))
 			if decided.Load() != 2 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -138,7 +139,14 @@ type replayer struct {
 	co    *coroutine
 	ctx   *Context
 	guard apiGuard
-	watch *sliceWatch // the session's (nil outside a session): see stuck.go
+	// watch is the session's (nil outside a session: see stuck.go), read
+	// by the workflow's foreign goroutines; a kept workflow (sticky.go)
+	// changes sessions.
+	watch atomic.Pointer[sliceWatch]
+	// tainted: the state holds what a session learned from the World, not
+	// the log (a refused start, a step's current lease), so it is no
+	// longer the replay of its log and is not kept (sticky.go).
+	tainted bool
 
 	// Outcome.
 	finished bool // the coroutine returned or panicked

@@ -39,6 +39,7 @@ func openRestartStore(t *testing.T, path, format string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(h.eng.Close)
 	h.reg.wf("restart", func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
 		a, b := c.Step("block", mustJSON("a")), c.Step("block", mustJSON("b"))
 		c.Await(func() bool { return a.Done() && b.Done() })

@@ -82,15 +82,18 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 		deferred: make(map[string]time.Time),
 		deadline: deadline,
 	}
-	if st := e.logs.take(runID); st != nil {
+	st, kept := e.logs.take(runID)
+	if st != nil {
 		s.runState = *st // loadNew reads only what was appended since
 	}
-	defer func() { e.logs.put(runID, s.runState) }()
-	defer s.close()
+	ended := false // the session ended well: its workflow may be kept (sticky.go)
+	defer func() { e.logs.put(runID, s.runState, s.keep(ended)) }()
 	defer func() { s.endSpan(err) }()
 	for first := true; ; first = false {
-		more, err := e.underLease(ctx, s, owner, first)
+		more, err := e.underLease(ctx, s, owner, first, kept)
+		kept = nil
 		if err != nil || !more {
+			ended = err == nil
 			return err
 		}
 		key := keyAfter(runID, s.lastSeq)
@@ -118,7 +121,12 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 // where it stopped, see session.resume) under the lease owner holds and
 // releases the lease. more reports that events arrived after the session
 // last looked (afterRelease), so the run must go on.
-func (e *Engine) underLease(ctx context.Context, s *session, owner string, first bool) (more bool, err error) {
+//
+// The session's workflow outlives the lease, parked (session.park): the
+// session goes on with it after afterRelease, and the run's next session
+// in this process with it after this one (sticky.go). kept is the one the
+// last session left (nil: none), for the first.
+func (e *Engine) underLease(ctx context.Context, s *session, owner string, first bool, kept *sticky) (more bool, err error) {
 	runID := s.runID
 	stopRenew := e.keepLease(ctx, runID, owner)
 	released, releaseErr := false, error(nil)
@@ -133,7 +141,7 @@ func (e *Engine) underLease(ctx context.Context, s *session, owner string, first
 	defer release()
 	s.lastPoll = e.now()
 	if first {
-		err = s.run(ctx)
+		err = s.run(ctx, kept)
 	} else {
 		err = s.resume(ctx)
 	}
@@ -143,7 +151,7 @@ func (e *Engine) underLease(ctx context.Context, s *session, owner string, first
 	if err != nil {
 		return false, err // the message is retried: its continuation loads everything
 	}
-	s.close()
+	s.park()
 	release()
 	return s.afterRelease(ctx, releaseErr)
 }

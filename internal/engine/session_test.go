@@ -309,13 +309,17 @@ func TestBadInput(t *testing.T) {
 
 func TestTimeBudgetReenqueues(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil, Config{BudgetMargin: 50 * time.Millisecond})
+	// A budget of 1 s (a 2 s deadline less a 1 s margin) and 80 steps of
+	// 20 ms: the invocation cannot finish them, and a loaded machine does
+	// not make it overrun the deadline by a second.
+	const steps, deadline = 80, 2 * time.Second
+	h := newHarness(t, nil, Config{BudgetMargin: time.Second})
 	h.reg.step("slow", 0, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		time.Sleep(20 * time.Millisecond)
 		return in, nil
 	})
 	h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
-		for i := range 15 {
+		for i := range steps {
 			f := c.Step("slow", mustJSON(i))
 			c.Await(f.Done)
 		}
@@ -327,13 +331,13 @@ func TestTimeBudgetReenqueues(t *testing.T) {
 	if err != nil || len(ds) != 1 {
 		t.Fatal(err)
 	}
-	hctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	hctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	began := time.Now()
 	if err := h.eng.Handle(hctx, world.Message{RunID: id}); err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(began); el > 150*time.Millisecond {
+	if el := time.Since(began); el > deadline {
 		t.Errorf("invocation took %s, past its deadline", el)
 	}
 	_ = h.lw.Ack(ctx, &world.AckParams{Receipt: ds[0].Receipt})
@@ -345,7 +349,7 @@ func TestTimeBudgetReenqueues(t *testing.T) {
 		t.Errorf("output %s", run.Output)
 	}
 	evs := h.events(id)
-	if c := count(evs, world.EventStepCompleted); c != 15 {
+	if c := count(evs, world.EventStepCompleted); c != steps {
 		t.Errorf("%d steps completed", c)
 	}
 	for _, ev := range evs {

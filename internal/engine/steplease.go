@@ -76,5 +76,6 @@ func (s *session) applyStepLeases() {
 			continue
 		}
 		o.leaseUntil = l.until
+		s.r.tainted = true
 	}
 }

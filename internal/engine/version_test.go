@@ -42,9 +42,11 @@ func TestRefuseVersion(t *testing.T) {
 	var logs syncBuffer
 	refusals := &countMetrics{}
 	h := newHarness(t, nil, Config{
-		Metrics:           refusals,
-		AcceptVersion:     func(v string) bool { return v == "v2" },
-		VersionRetryDelay: 30 * time.Millisecond, VersionRetryLimit: 40 * time.Millisecond,
+		Metrics:       refusals,
+		AcceptVersion: func(v string) bool { return v == "v2" },
+		// Delays a loaded machine does not outrun between the refusal and
+		// the look at the queue.
+		VersionRetryDelay: 2 * time.Second, VersionRetryLimit: 3 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	h.reg.wf("greet", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
@@ -71,8 +73,7 @@ func TestRefuseVersion(t *testing.T) {
 	if ds, _ := h.lw.Receive(ctx, &world.ReceiveParams{Max: 10, Visibility: time.Minute}); len(ds) != 0 {
 		t.Fatalf("the refused message came back at once (%d messages), want it delayed", len(ds))
 	}
-	time.Sleep(60 * time.Millisecond)
-	ds, err := h.lw.Receive(ctx, &world.ReceiveParams{Max: 10, Wait: time.Second, Visibility: time.Minute})
+	ds, err := h.lw.Receive(ctx, &world.ReceiveParams{Max: 10, Wait: 10 * time.Second, Visibility: time.Minute})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("after the delay: %d messages (%v), want the one sent back", len(ds), err)
 	}
@@ -84,6 +85,7 @@ func TestRefuseVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(v1.Close)
 	if err := v1.HandleDelivery(ctx, back, ds[0].Attempt); err != nil {
 		t.Fatalf("an engine of the run's version: %v", err)
 	}
