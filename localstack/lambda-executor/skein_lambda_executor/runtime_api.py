@@ -12,11 +12,14 @@ peer's delayed ACK would add tens of milliseconds to every invoke.
 """
 
 import json
+import logging
 import queue
 import socket
 import threading
 from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOG = logging.getLogger(__name__)
 
 PREFIX = "/2018-06-01/runtime"
 
@@ -138,6 +141,10 @@ class _Server(ThreadingHTTPServer):
         conn, addr = super().get_request()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, addr
+
+    def handle_error(self, request, client_address):
+        # A runtime killed mid-request (a timeout, a stop) resets its connections: not worth a traceback.
+        LOG.debug("runtime API connection from %s failed", client_address, exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
