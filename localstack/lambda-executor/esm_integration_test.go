@@ -39,7 +39,7 @@ func TestSQSMapping(t *testing.T) {
 	queueURL, queueARN, dlqURL := e.queueWithDLQ(t, ctx)
 
 	name := "skein-esm-" + strings.ToLower(names.New(""))
-	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.flowZip, Arch: "arm64", Timeout: esmTimeout, MemoryMB: 512, Env: fnEnv})
+	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.flowZip, Arch: e.flowArch, Timeout: esmTimeout, MemoryMB: 512, Env: fnEnv})
 	if r := e.lambda.invoke(t, name, []byte(`{"Records":[]}`)); r.FunctionError != "" { // warm it: init is not what is measured
 		t.Fatalf("warm-up: %s", r.Payload)
 	}
@@ -76,7 +76,8 @@ func TestSQSMapping(t *testing.T) {
 	good := time.Since(start)
 	// ... and the poison moves to the DLQ once received maxReceiveCount times.
 	waitFor(t, ctx, "the poison to reach the DLQ", func() bool { return e.queued(t, ctx, queueURL) == 0 })
-	t.Logf("through the mapping: %s; the poison dead-lettered after %v", fmtRate(esmGood, good), time.Since(start).Round(time.Millisecond))
+	t.Logf("through the mapping (%s): %d messages in %v (%.0f/s); the poison dead-lettered after %v",
+		e.flowArch, esmGood, good.Round(time.Millisecond), esmGood/good.Seconds(), time.Since(start).Round(time.Millisecond))
 
 	var dead []string
 	for len(dead) < esmPoison {
