@@ -41,7 +41,7 @@ type env struct {
 	clients  dynamoworld.Clients
 	flowZip  []byte // examples/lambda, linux/arm64 (or SKEIN_LOCALSTACK_FLOW_ARCH)
 	flowArch string // its Lambda architecture
-	sleeper  []byte // testdata/sleeper, the host's architecture
+	probe    []byte // testdata/probe, the host's architecture
 }
 
 var shared struct {
@@ -92,7 +92,7 @@ func newEnv(endpoint string) (*env, error) {
 	if e.flowZip, err = buildZip(dir, "github.com/skeinflow/skein/examples/lambda", goarch); err != nil {
 		return nil, err
 	}
-	if e.sleeper, err = buildZip(dir, "github.com/skeinflow/skein/localstack/lambda-executor/testdata/sleeper", runtime.GOARCH); err != nil {
+	if e.probe, err = buildZip(dir, "github.com/skeinflow/skein/localstack/lambda-executor/testdata/probe", runtime.GOARCH); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -179,7 +179,7 @@ func TestInvoke(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	e := setup(t)
 	name := "skein-timeout-" + strings.ToLower(names.New(""))
-	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.sleeper, Arch: lambdaArch(runtime.GOARCH), Timeout: 1, MemoryMB: 128})
+	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.probe, Arch: lambdaArch(runtime.GOARCH), Timeout: 1, MemoryMB: 128})
 
 	r := e.lambda.invoke(t, name, []byte(`{"sleepMs":120000}`))
 	var doc struct{ ErrorType, ErrorMessage string }
