@@ -54,7 +54,12 @@ class LocalRuntimeExecutor(RuntimeExecutor):
                 (time.monotonic() - started) * 1000,
             )
         except SandboxError as e:
-            LOG.warning("Lambda %s: runtime failed to start: %s\n%s", cfg.code, e, self.sandbox.all_logs())
+            LOG.warning(
+                "Lambda %s: runtime failed to start: %s\n%s",
+                self.function_version.qualified_arn,
+                e,
+                self.sandbox.all_logs(),
+            )
             raise StatusErrorException(str(e), payload=e.payload) from e
 
     def stop(self) -> None:
