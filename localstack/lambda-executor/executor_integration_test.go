@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/skeinflow/skein/dynamoworld"
@@ -171,6 +172,34 @@ func TestInvoke(t *testing.T) {
 	r := e.lambda.invoke(t, broken, []byte(`{"Records":[]}`))
 	if err := json.Unmarshal(r.Payload, &doc); err != nil || r.FunctionError != "Unhandled" || doc.ErrorType != "Runtime.ExitError" {
 		t.Fatalf("init failure: FunctionError %q, payload %s (%v)", r.FunctionError, r.Payload, err)
+	}
+}
+
+// TestWebhookInvoke: the project's webhook function answers Function URL
+// events through LocalStack's invoke path: a GET is refused (405) and a
+// POST to a token no hook holds is 404.
+func TestWebhookInvoke(t *testing.T) {
+	e := setup(t)
+	_, fnEnv := e.resources(t)
+	fnEnv["SKEIN_HANDLER"] = "webhook"
+	name := "skein-webhook-" + strings.ToLower(names.New(""))
+	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.flowZip, Arch: e.flowArch, Timeout: 30, MemoryMB: 512, Env: fnEnv})
+	for _, c := range []struct {
+		method string
+		want   int
+	}{{"GET", 405}, {"POST", 404}} {
+		var ev events.LambdaFunctionURLRequest
+		ev.RawPath, ev.Body = "/hooks/no-such-token", `{"by":"test"}`
+		ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = c.method, ev.RawPath
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.lambda.invoke(t, name, payload)
+		var resp events.LambdaFunctionURLResponse
+		if err := json.Unmarshal(r.Payload, &resp); err != nil || r.FunctionError != "" || resp.StatusCode != c.want {
+			t.Errorf("%s: FunctionError %q, payload %s (%v); want status %d", c.method, r.FunctionError, r.Payload, err, c.want)
+		}
 	}
 }
 
