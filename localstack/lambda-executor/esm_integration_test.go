@@ -21,7 +21,11 @@ import (
 )
 
 const (
-	esmTimeout    = 6 // the function's timeout and the queue's visibility timeout, seconds
+	// The function's timeout and the queue's visibility timeout, seconds: the flow function's
+	// batches take seconds under emulation on a busy machine, and a batch that outlived its timeout
+	// three times would dead-letter good messages; the probe's take milliseconds.
+	flowTimeout   = 15
+	probeTimeout  = 6
 	esmMaxReceive = 2 // the redrive policy's maxReceiveCount
 	esmGood       = 100
 	esmPoison     = 3
@@ -37,10 +41,10 @@ func TestSQSMapping(t *testing.T) {
 	_, fnEnv := e.resources(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	queueURL, queueARN, dlqURL := e.queueWithDLQ(t, ctx)
+	queueURL, queueARN, dlqURL := e.queueWithDLQ(t, ctx, flowTimeout)
 
 	name := "skein-esm-" + strings.ToLower(names.New(""))
-	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.flowZip, Arch: e.flowArch, Timeout: esmTimeout, MemoryMB: 512, Env: fnEnv})
+	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.flowZip, Arch: e.flowArch, Timeout: flowTimeout, MemoryMB: 512, Env: fnEnv})
 	if r := e.lambda.invoke(t, name, []byte(`{"Records":[]}`)); r.FunctionError != "" { // warm it: init is not what is measured
 		t.Fatalf("warm-up: %s", r.Payload)
 	}
@@ -67,11 +71,11 @@ func TestSQSMappingBatches(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	queueURL, queueARN, dlqURL := e.queueWithDLQ(t, ctx)
+	queueURL, queueARN, dlqURL := e.queueWithDLQ(t, ctx, probeTimeout)
 	probeURL, _ := e.queue(t, ctx, "skein-probe-"+strings.ToLower(names.New("")), nil)
 
 	name := "skein-probe-" + strings.ToLower(names.New(""))
-	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.probe, Arch: lambdaArch(runtime.GOARCH), Timeout: esmTimeout,
+	e.lambda.createFunction(t, functionSpec{Name: name, Zip: e.probe, Arch: lambdaArch(runtime.GOARCH), Timeout: probeTimeout,
 		MemoryMB: 128, Env: map[string]string{"PROBE_QUEUE_URL": probeURL}})
 	if r := e.lambda.invoke(t, name, []byte(`{"sleepMs":0}`)); r.FunctionError != "" {
 		t.Fatalf("warm-up: %s", r.Payload)
@@ -169,9 +173,10 @@ func (e *env) throughMapping(t *testing.T, ctx context.Context, queueURL, dlqURL
 	return took
 }
 
-// queueWithDLQ creates a queue whose redrive policy moves a message to a
-// dead-letter queue past esmMaxReceive receives.
-func (e *env) queueWithDLQ(t *testing.T, ctx context.Context) (url, arn, dlqURL string) {
+// queueWithDLQ creates a queue (visibility timeout visibilitySec) whose
+// redrive policy moves a message to a dead-letter queue past esmMaxReceive
+// receives.
+func (e *env) queueWithDLQ(t *testing.T, ctx context.Context, visibilitySec int) (url, arn, dlqURL string) {
 	t.Helper()
 	base := "skein-esm-" + strings.ToLower(names.New(""))
 	dlqURL, dlqARN := e.queue(t, ctx, base+"-dlq", nil)
@@ -179,7 +184,7 @@ func (e *env) queueWithDLQ(t *testing.T, ctx context.Context) (url, arn, dlqURL 
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, arn = e.queue(t, ctx, base, map[string]string{"RedrivePolicy": string(policy), "VisibilityTimeout": strconv.Itoa(esmTimeout)})
+	url, arn = e.queue(t, ctx, base, map[string]string{"RedrivePolicy": string(policy), "VisibilityTimeout": strconv.Itoa(visibilitySec)})
 	return url, arn, dlqURL
 }
 

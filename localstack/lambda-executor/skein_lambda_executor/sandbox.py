@@ -156,6 +156,7 @@ class Sandbox:
         deadline = time.monotonic() + self.startup_sec
         while not api.ready.wait(0.05):
             if proc.poll() is not None:
+                self.kill()  # its group, its Runtime API and its TMPDIR
                 raise SandboxError("Runtime.ExitError", f"Runtime exited with error: {_exit_status(proc.returncode)}")
             if time.monotonic() > deadline:
                 self.kill()

@@ -193,6 +193,7 @@ class SandboxTest(unittest.TestCase):
             b.start()
         self.assertEqual(cm.exception.error_type, "Runtime.ExitError")
         self.assertIn("exit status 3", cm.exception.payload.decode())
+        self.assertIsNone(b.pid, "the dead runtime's Runtime API and TMPDIR were kept")
 
     def test_init_error(self):
         b = self.box(env={"FIXTURE_INIT": "init-error"})
