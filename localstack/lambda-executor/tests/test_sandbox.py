@@ -262,6 +262,7 @@ class RuntimeAPITest(unittest.TestCase):
 
         host, port = api.address.split(":")
         c = http.client.HTTPConnection(host, int(port), timeout=30)
+        self.addCleanup(c.close)
         c.request("POST", "/2018-06-01/runtime/invocation/nope/response", body=b"{}")
         self.assertEqual(c.getresponse().status, 400)
 
