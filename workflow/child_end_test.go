@@ -181,8 +181,10 @@ func TestParentEndWaitsForChildStart(t *testing.T) {
 					delayer.World = lw
 					return delayer
 				},
-				// The start step goes to the queue at once, as on Lambda.
-				engine: workflow.EngineOptions{InlineConcurrency: 1, BackgroundDelay: -1, StepLeaseTTL: 300 * time.Millisecond},
+				// The start step goes to the queue at once, as on Lambda. A
+				// lost start record is retried once the step's lease has
+				// expired: 3s, which a live executor renews every second.
+				engine: workflow.EngineOptions{InlineConcurrency: 1, BackgroundDelay: -1, StepLeaseTTL: 3 * time.Second},
 			}, parent, leaf, first, after)
 			ctx := e.ctx()
 			run, err := parent.Start(ctx, e.client, 4)

@@ -83,8 +83,11 @@ func testCompensationRestart(t *testing.T, auto bool) {
 			t.Fatal(err)
 		}
 		reg := workflow.NewRegistry().MustRegister(defs...)
+		// The new process takes the compensation over once the dead one's
+		// step lease has expired; a live one renews it every second, so a
+		// 3s lease lapses under it only if the machine stalls for 2s.
 		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond,
-			Engine: workflow.EngineOptions{StepLeaseTTL: 300 * time.Millisecond, RunPollInterval: 20 * time.Millisecond}})
+			Engine: workflow.EngineOptions{StepLeaseTTL: 3 * time.Second, RunPollInterval: 20 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +96,7 @@ func testCompensationRestart(t *testing.T, auto bool) {
 		go func() { done <- w.Run(ctx) }()
 		return lw, w.Client(), func() { cancel(); <-done; _ = lw.Close() }
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
 	_, client, stop := start()

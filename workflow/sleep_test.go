@@ -52,16 +52,18 @@ func TestSleep(t *testing.T) {
 	t.Run("parallel", func(t *testing.T) {
 		t.Parallel()
 		ctx := e.ctx()
+		// Ten timers of 1s at once: one after the other they would take
+		// 10s, so 8s tells them apart with 7s to spare on a busy machine.
 		began := time.Now()
-		run, err := parallel.Start(ctx, e.client, 100*time.Millisecond)
+		run, err := parallel.Start(ctx, e.client, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := run.Result(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if el := time.Since(began); el < 100*time.Millisecond || el > 1500*time.Millisecond {
-			t.Errorf("elapsed %s, want 100ms..1.5s", el)
+		if el := time.Since(began); el < time.Second || el > 8*time.Second {
+			t.Errorf("elapsed %s, want 1s..8s", el)
 		}
 	})
 }
@@ -85,8 +87,10 @@ func TestSleepVersusStep(t *testing.T) {
 		step, wait time.Duration
 		want       string
 	}{
-		{"sleepWins", 3 * time.Second, 100 * time.Millisecond, "sleep"},
-		{"stepWins", 100 * time.Millisecond, 3 * time.Second, "step"},
+		// The loser takes 10s: a run that ends within 8s did not wait
+		// for it, however busy the machine.
+		{"sleepWins", 10 * time.Second, 100 * time.Millisecond, "sleep"},
+		{"stepWins", 100 * time.Millisecond, 10 * time.Second, "step"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -100,8 +104,8 @@ func TestSleepVersusStep(t *testing.T) {
 			if err != nil || got != tc.want {
 				t.Fatalf("result = %q, %v; want %q", got, err, tc.want)
 			}
-			if el := time.Since(began); el > 2*time.Second {
-				t.Errorf("took %s", el)
+			if el := time.Since(began); el > 8*time.Second {
+				t.Errorf("took %s, as if it waited for the loser (10s)", el)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 
 // blockedWorkflows are workflows whose code blocks its own goroutine on
 // something other than the workflow API. release ends their blocking when
-// the test is over, so that no goroutine outlives the package's tests.
-func blockedWorkflows(release <-chan struct{}) (goroutineCh, chanForever, healthyRun *workflow.Workflow[int, string]) {
+// the test is over, so that no goroutine outlives the package's tests;
+// chanForever sends its input on blocking (when there is room) as it
+// starts to block.
+func blockedWorkflows(release <-chan struct{}, blocking chan<- int) (goroutineCh, chanForever, healthyRun *workflow.Workflow[int, string]) {
 	goroutineCh = workflow.New("goroutine-ch", func(ctx workflow.Context, _ int) (string, error) {
 		ch := make(chan string)
 		go func() {
@@ -29,7 +32,11 @@ func blockedWorkflows(release <-chan struct{}) (goroutineCh, chanForever, health
 			return "released", nil
 		}
 	})
-	chanForever = workflow.New("chan-forever", func(ctx workflow.Context, _ int) (string, error) {
+	chanForever = workflow.New("chan-forever", func(ctx workflow.Context, n int) (string, error) {
+		select {
+		case blocking <- n:
+		default:
+		}
 		<-release
 		return "released", nil
 	})
@@ -47,8 +54,8 @@ func blockedWorkflows(release <-chan struct{}) (goroutineCh, chanForever, health
 // returns promptly once its context ends, even with code still blocked.
 func TestBlockedWorkflowCode(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
-	goroutineCh, chanForever, healthyRun := blockedWorkflows(release)
+	release, blocking := make(chan struct{}), make(chan int, 8)
+	goroutineCh, chanForever, healthyRun := blockedWorkflows(release, blocking)
 	reg := workflow.NewRegistry().MustRegister(misuseEcho, goroutineCh, chanForever, healthyRun)
 	lw, err := localworld.Open(localworld.Config{})
 	if err != nil {
@@ -58,8 +65,11 @@ func TestBlockedWorkflowCode(t *testing.T) {
 	// store closes.
 	t.Cleanup(func() { _ = lw.Close() })
 	t.Cleanup(func() { close(release) })
+	// MaxSlice is real time (a slice blocked on the wall clock): 3s, well
+	// past what a healthy slice takes on a busy machine. StopTimeout is
+	// long, so that a Worker.Run waiting for the blocked code would show.
 	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: lw, Registry: reg, Concurrency: 4,
-		PollWait: 20 * time.Millisecond, Engine: workflow.EngineOptions{MaxSlice: 3 * time.Second}})
+		PollWait: 20 * time.Millisecond, StopTimeout: time.Minute, Engine: workflow.EngineOptions{MaxSlice: 3 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +78,7 @@ func TestBlockedWorkflowCode(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- wk.Run(ctx) }()
 	client := wk.Client()
-	rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
 	defer rcancel()
 
 	misused, err := goroutineCh.Start(rctx, client, 1)
@@ -100,19 +110,26 @@ func TestBlockedWorkflowCode(t *testing.T) {
 			t.Errorf("run %s failed with %s: %v; want %s, %q", c.run.ID(), rf.Code, err, c.code, c.want)
 		}
 	}
-	// A run whose code blocks when the worker stops: Run returns anyway.
+	// A run whose code blocks when the worker stops: Run returns anyway,
+	// after a second's grace, not after StopTimeout.
 	if _, err := chanForever.Start(rctx, client, 2); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	for n := 0; n != 2; {
+		select {
+		case n = <-blocking:
+		case <-rctx.Done():
+			t.Fatal("the second blocked run was not taken on")
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Worker.Run did not return within 5s of its context's end")
+	case <-time.After(20 * time.Second):
+		t.Fatal("Worker.Run did not return within 20s of its context's end (StopTimeout is a minute)")
 	}
 }
 
@@ -121,13 +138,16 @@ func TestBlockedWorkflowCode(t *testing.T) {
 // warning naming the call and WORKFLOW_API_MISUSE.
 func TestCallAfterRunEnded(t *testing.T) {
 	t.Parallel()
-	called := make(chan struct{})
+	// The goroutine calls once the run has ended (ended), not after a
+	// while: on a busy machine a while can be too short.
+	ended, called := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	fireAndForget := workflow.New("fire-and-forget", func(ctx workflow.Context, _ int) (string, error) {
-		go func() {
+		go once.Do(func() {
 			defer close(called)
-			time.Sleep(200 * time.Millisecond)
+			<-ended
 			_, _ = misuseEcho.Call(ctx, "late")
-		}()
+		})
 		return "returned", nil
 	})
 	var buf lockedBuffer
@@ -141,8 +161,9 @@ func TestCallAfterRunEnded(t *testing.T) {
 	if out, err := run.Result(ctx); err != nil || out != "returned" {
 		t.Fatalf("run: %q, %v", out, err)
 	}
+	close(ended)
 	<-called
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		line := ""
 		for _, l := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(l, "after its run ended") {

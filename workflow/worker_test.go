@@ -13,11 +13,21 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// deliveryCounter counts the deliveries of each message.
+// deliveryCounter counts the deliveries of each message, and the
+// extensions of their visibility.
 type deliveryCounter struct {
 	*localworld.World
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	n       map[string]int
+	extends atomic.Int32
+}
+
+func (c *deliveryCounter) Extend(ctx context.Context, p *world.ExtendParams) error {
+	err := c.World.Extend(ctx, p)
+	if err == nil {
+		c.extends.Add(1)
+	}
+	return err
 }
 
 func (c *deliveryCounter) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
@@ -42,6 +52,11 @@ func (c *deliveryCounter) most() int {
 
 // A message handled for longer than the Worker's Visibility (a long step)
 // is not delivered again meanwhile: the Worker extends it while it works.
+// The heartbeat runs on the wall clock, every third of Visibility: with
+// Visibility 1.5s a redelivery takes a heartbeat late by a second, ten
+// times what a busy machine delays it. The step lasts until the message
+// has been extended four times (4/3 of Visibility), bounded by 20s: without
+// the heartbeat the message comes back while it waits.
 func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	t.Parallel()
 	lw, err := localworld.Open(localworld.Config{})
@@ -53,10 +68,15 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	var runs atomic.Int32
 	long := workflow.NewStep("long", func(ctx context.Context, d time.Duration) (int, error) {
 		runs.Add(1)
-		select {
-		case <-time.After(d):
-		case <-ctx.Done():
-			return 0, ctx.Err()
+		bound := time.After(d)
+		for dc.extends.Load() < 4 {
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-bound:
+				return 1, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
 		}
 		return 1, nil
 	})
@@ -65,16 +85,16 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	})
 	reg := workflow.NewRegistry().MustRegister(wf, long)
 	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: dc, Registry: reg, Concurrency: 4,
-		Visibility: 150 * time.Millisecond, PollWait: 20 * time.Millisecond})
+		Visibility: 1500 * time.Millisecond, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	run, err := wf.Start(ctx, w.Client(), time.Second)
+	run, err := wf.Start(ctx, w.Client(), 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +106,9 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	}
 	if n := dc.most(); n != 1 {
 		t.Errorf("a message was delivered %d times while its handler worked, want 1", n)
+	}
+	if n := dc.extends.Load(); n < 4 {
+		t.Errorf("the message was extended %d times while its handler worked, want 4 or more", n)
 	}
 }
 

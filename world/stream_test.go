@@ -305,14 +305,34 @@ func TestTailErrors(t *testing.T) {
 	}
 }
 
+// readsUntil cancels a Tail once it has read n times.
+type readsUntil struct {
+	*fakeStreamer
+	n      int
+	cancel context.CancelFunc
+}
+
+func (s readsUntil) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+	page, err := s.fakeStreamer.ReadStream(ctx, p)
+	if s.readCount() >= s.n {
+		s.cancel()
+	}
+	return page, err
+}
+
+// TestTailPollBackoffCapped counts polls, not time: capped at PollMax 2ms, a
+// tail over a stream that stays empty polls 30 times in about 60ms; with
+// the backoff doubling from 1ms uncapped, the 30th poll would come after
+// 2^29 ms (about 6 days), so it does not come within the 5s bound, however
+// slow the machine is.
 func TestTailPollBackoffCapped(t *testing.T) {
 	t.Parallel()
+	const polls = 30
 	fs := &fakeStreamer{}
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	wait(t, collect(ctx, fs, world.TailParams{PollMin: time.Millisecond, PollMax: 2 * time.Millisecond}))
-	// Uncapped doubling from 1ms reads about 9 times in 300ms; capped at 2ms, about 150.
-	if r := fs.readCount(); r < 20 {
-		t.Fatalf("Tail polled %d times in 300ms with PollMax 2ms; the backoff is not capped", r)
+	wait(t, collect(ctx, readsUntil{fs, polls, cancel}, world.TailParams{PollMin: time.Millisecond, PollMax: 2 * time.Millisecond}))
+	if r := fs.readCount(); r < polls {
+		t.Fatalf("Tail polled %d times in 5s with PollMax 2ms, want %d (in about 60ms): the backoff is not capped", r, polls)
 	}
 }

@@ -196,7 +196,9 @@ func TestRuntimeAPITimeout(t *testing.T) {
 	if resp.Err == nil || resp.Err.Type != "Sandbox.Timedout" {
 		t.Fatalf("got %+v", resp)
 	}
-	if el := time.Since(start); el < 200*time.Millisecond || el > 2*time.Second {
+	// The runtime never answers: only the 200ms timeout ends the
+	// invocation, and 30s catches one it does not end.
+	if el := time.Since(start); el < 200*time.Millisecond || el > 30*time.Second {
 		t.Errorf("timed out after %s", el)
 	}
 	// A response after the deadline is refused.

@@ -201,6 +201,13 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	// more than twice would fail were refusals counted.
 	eng := workflow.EngineOptions{MaxDeliveries: 2, VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 100 * time.Millisecond}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
+	// A run that does not end leaves its executors' logs behind: which
+	// refused it last, and when, tells a lost message from a slow one.
+	defer func() {
+		if t.Failed() {
+			t.Logf("the executors' logs:\n%s", logs.String())
+		}
+	}()
 	c1, stop1 := deploy(t, Deployment{Registry: reg(v1), Version: "v1", Versions: workflow.Versions{"v1"}, Logger: logger, Engine: eng})
 	c2, stop2 := deploy(t, Deployment{Registry: reg(v2bad), Version: "v2", Versions: workflow.Versions{"v2"}, Logger: logger, Engine: eng})
 	defer stop2()
@@ -244,7 +251,7 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	// Drained: no run of v1 is left unfinished, so v1 goes, and an
 	// executor of v0 takes the orphan on.
 	stop1()
-	_, stop0 := deploy(t, Deployment{Registry: reg(v1), Version: "v0", Versions: workflow.Versions{"v0"}, Engine: eng})
+	_, stop0 := deploy(t, Deployment{Registry: reg(v1), Version: "v0", Versions: workflow.Versions{"v0"}, Logger: logger, Engine: eng})
 	defer stop0()
 	wantEnd(t, ctx, c2, runs[3], false)
 }
