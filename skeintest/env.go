@@ -69,7 +69,10 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // a real timer, and the virtual clock does not move while it waits); unless
 // they set it, one message carries a timer of any length (MaxQueueDelay)
 // and steps beyond the inline capacity are queued at once
-// (BackgroundDelay).
+// (BackgroundDelay), and the engine keeps no run between wake-ups
+// (LogCacheBytes -1): every wake-up replays the workflow from its log, as a
+// new process would, so workflow code that does not replay the same way
+// fails the test at once.
 func WithEngineOptions(o workflow.EngineOptions) Option { return func(c *config) { c.engine = o } }
 
 // StubStep runs fn in place of step's function in this environment only:
@@ -151,6 +154,9 @@ func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
 	}
 	if eo.BackgroundDelay == 0 {
 		eo.BackgroundDelay = -1
+	}
+	if eo.LogCacheBytes == 0 {
+		eo.LogCacheBytes = -1
 	}
 	worker, err := workflow.NewWorker(workflow.WorkerConfig{
 		World: lw, Consumer: &consumer{lw: lw, d: e.d}, Registry: run, Concurrency: workers,

@@ -98,10 +98,8 @@ func TestFailuresSayWhatIsWrong(t *testing.T) {
 		{"a held run", func(tb skeintest.TB) {
 			var calls atomic.Int32
 			wf := fickle(&calls)
-			// A workflow kept alive across its sleep is not replayed:
-			// keep none, so that the wake-up replays and diverges.
-			env := skeintest.New(tb, workflow.NewRegistry().MustRegister(wf, firstWay, otherWay),
-				skeintest.WithEngineOptions(workflow.EngineOptions{LogCacheBytes: -1}))
+			// The environment replays at every wake-up: it diverges.
+			env := skeintest.New(tb, workflow.NewRegistry().MustRegister(wf, firstWay, otherWay))
 			run, _ := wf.Start(env.Context(), env.Client(), struct{}{})
 			env.Wait(run.ID())
 		}, []string{"is held", "REPLAY_DIVERGENCE"}},
