@@ -13,11 +13,12 @@ export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 ## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
 test: lint unit emulator-test template-check
 
-## unit: offline tests (local world), race detector on; the dashboard's browser test (webui TestBrowser) drives
+## unit: offline tests (local world), race detector on (the timeouts catch hangs: workflowcheck's TestNoPanic
+## analyses all of std under -race and took 20 minutes on a 2-core machine under heavy load); the dashboard's browser test (webui TestBrowser) drives
 ## headless Chromium, which scripts/chromium.sh installs (pinned) unless SKEIN_CHROMIUM names one; here it may not skip
 unit:
 	[ -n "$$SKEIN_CHROMIUM" ] || bash scripts/chromium.sh install
-	SKEIN_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	SKEIN_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 60m $(PKGS)
 
 ## chromium: install the pinned Chromium for the browser test and print its path
 .PHONY: chromium
@@ -36,7 +37,7 @@ emulator-test:
 	bash localstack/emulators.sh start
 	set -e; eval "$$(bash localstack/emulators.sh env)"; \
 	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \
-	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 30m $(EMU_PKGS) || rc=$$?; \
+	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 60m $(EMU_PKGS) || rc=$$?; \
 	bash localstack/emulators.sh stop; exit $$rc
 
 ## chaos: the chaos suite long (integration/chaos_test.go, chaos_local_test.go): thousands of runs under

@@ -265,13 +265,15 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 	t.Parallel()
 	q := &fakeQueue{}
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.TimeBudgetMargin = 400 * time.Millisecond
-		c.ReturnMargin = 200 * time.Millisecond
+		// Margins a busy machine keeps: the quick run has 2.5s for its two
+		// steps, the handler 1s to answer once it gives the stuck one up.
+		c.TimeBudgetMargin = 1500 * time.Millisecond
+		c.ReturnMargin = time.Second
 		c.Queue = q
 		c.Engine.StepLeaseTTL = 7 * time.Second
 	}})
 	ctx := context.Background()
-	stuck, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 3 * time.Second, Stubborn: true}})
+	stuck, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 6 * time.Second, Stubborn: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +285,7 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 		sqsRecord("stuck", messageBody(t, world.Message{RunID: stuck.ID()}), 1),
 		sqsRecord("quick", messageBody(t, world.Message{RunID: quick.ID()}), 1),
 	}}
-	lctx, cancel := lambdaCtx(t, "req-stuck", time.Second)
+	lctx, cancel := lambdaCtx(t, "req-stuck", 4*time.Second)
 	defer cancel()
 	deadline, _ := lctx.Deadline()
 	resp := invoke(t, lctx, b.fn, ev)
@@ -303,7 +305,7 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 	// next thaw of the sandbox). Its invocation ends when the step returns
 	// and releases the run lease: wait for that, so that it does not
 	// outlive the test (and its World).
-	waitLeaseFree(t, b.w, stuck.ID(), 10*time.Second)
+	waitLeaseFree(t, b.w, stuck.ID(), 30*time.Second)
 }
 
 // waitLeaseFree waits until no invocation holds run's lease.
