@@ -252,7 +252,9 @@ func TestNotBeforeHops(t *testing.T) {
 	if _, err := h.w.Append(ctx, &world.AppendParams{RunID: id, Events: []world.EventInput{{Data: &world.RunCreated{WorkflowName: "w"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	notBefore := time.Now().Add(350 * time.Millisecond)
+	// Far enough ahead that the hop is received before it however slow the
+	// machine (the check below), near enough that the test waits little.
+	notBefore := time.Now().Add(2 * time.Second)
 	if err := h.eng.Handle(ctx, world.Message{RunID: id, NotBefore: notBefore}); err != nil {
 		t.Fatal(err)
 	}
