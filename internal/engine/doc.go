@@ -37,7 +37,8 @@
 // message of another version's unfinished run back to the queue as a new
 // message and acknowledges it (refuseVersion, version.go). A little
 // early, it sleeps. A message delivered more than Config.MaxDeliveries
-// times fails its run. A message naming steps (StepID, StepIDs) is a
+// times fails its run, unless this engine cannot open the run (keyCheck:
+// it is refused instead, and its receives are not carried on). A message naming steps (StepID, StepIDs) is a
 // background delivery (executeBackground); any other is a continuation
 // (continueRun). Whatever of these ends in world.ErrKeyUnavailable (the
 // World cannot open the run's payloads: a missing or wrong encryption key)

@@ -77,7 +77,11 @@ func (e *Engine) Handle(ctx context.Context, msg world.Message) error {
 // A message whose run's payloads the World cannot open for want of the
 // right key (world.ErrKeyUnavailable) is sent back to the queue as a new
 // message and acknowledged, like one of a version this engine does not
-// run: a key being fixed never fails a run.
+// run: a key being fixed never fails a run. Such an executor counts no
+// delivery: at a count limit (MaxDeliveries, ReplaceAfter) it checks the
+// key first, and refuses rather than fails or replaces the message, so
+// its receives of the message (however it was stopped) are dropped with
+// the message it refuses.
 func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt int) (err error) {
 	ctx, span := e.startMessageSpan(ctx, msg, attempt)
 	defer func() {
@@ -116,7 +120,19 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 			return ctx.Err()
 		}
 	}
-	if total := max(msg.Delivered, 0) + attempt; e.cfg.MaxDeliveries > 0 && total > e.cfg.MaxDeliveries {
+	total := max(msg.Delivered, 0) + attempt
+	tooMany := e.cfg.MaxDeliveries > 0 && total > e.cfg.MaxDeliveries
+	if tooMany || e.cfg.ReplaceAfter > 0 && attempt >= e.cfg.ReplaceAfter {
+		// Only an executor that can open the run counts deliveries: one
+		// without the run's key refuses the message (refuseKey), which
+		// sends it back with Delivered as it was, so that deliveries to
+		// executors without the key (stopped mid-delivery, say) are never
+		// carried on by a replacement and never fail the run.
+		if err := e.keyCheck(ctx, msg.RunID); err != nil {
+			return err
+		}
+	}
+	if tooMany {
 		return e.failDeliveries(ctx, msg, total)
 	}
 	if e.cfg.ReplaceAfter > 0 && attempt >= e.cfg.ReplaceAfter {
@@ -245,14 +261,8 @@ func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) er
 }
 
 // failDeliveries fails the run of a message redelivered too often.
+// The caller has checked the key (keyCheck).
 func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt int) error {
-	// A sealed run that this engine's World does not open is left for an
-	// executor with the key (refuseKey): its deliveries count for nothing.
-	if run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID}); err == nil {
-		if err := sealmark.Check(run.RunID, run.Input, run.ExecutionContext); err != nil {
-			return err
-		}
-	}
 	data := &world.ErrorData{
 		Type:    TypeMaxDeliveries,
 		Message: fmt.Sprintf("message for run %s (step %q) was delivered %d times, more than %d", msg.RunID, msg.StepID, attempt, e.cfg.MaxDeliveries),
@@ -271,6 +281,22 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 		return &PermanentError{Reason: "run " + msg.RunID + " not found", Err: err}
 	}
 	return err
+}
+
+// keyCheck returns an error matching world.ErrKeyUnavailable when this
+// engine's World cannot open the run's payloads: a sealed run read without
+// an encrypting World (sealmark), or an encrypting World without the run's
+// key (its GetRun fails so). Other read errors are not its to judge: nil,
+// and the caller goes on (a missing run, a failed read).
+func (e *Engine) keyCheck(ctx context.Context, runID string) error {
+	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	switch {
+	case errors.Is(err, world.ErrKeyUnavailable):
+		return err
+	case err != nil:
+		return nil
+	}
+	return sealmark.Check(run.RunID, run.Input, run.ExecutionContext)
 }
 
 // ExecutionContext is the engine's part of a run's execution context: its

@@ -138,9 +138,12 @@ func (h *harness) start(name string, input any) string {
 	return id
 }
 
+// wait waits for run id to end, for up to a minute: it returns as soon as
+// the run ends, and a loaded machine may take many times longer than an
+// idle one.
 func (h *harness) wait(id string) *world.Run {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		r, err := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: id})
 		if err != nil {

@@ -131,7 +131,7 @@ func TestRestartTakesUpAbandonedSteps(t *testing.T) {
 			if run.Status != world.RunStatusCompleted || string(run.Output) != `["a","b"]` {
 				t.Fatalf("run %s %s %+v", run.Status, run.Output, run.Error)
 			}
-			if took > 5*time.Second {
+			if took > 30*time.Second { // well under the leases' minute, whatever the load
 				t.Fatalf("the restarted worker finished the run after %s; want it to take up the abandoned steps at once", took)
 			}
 			t.Logf("the restarted worker finished the run in %s", took.Round(time.Millisecond))

@@ -195,30 +195,28 @@ func oneStepRun(t *testing.T, h *harness, start *world.StepStarted, after ...wor
 // queued again) does not.
 func TestLeaseExpiryWakeOnlyForInlineAttempts(t *testing.T) {
 	t.Parallel()
+	// Both the lease's expiry (a minute after its step_started) and the
+	// retry are at least a minute after began, however slow the machine.
+	began := time.Now()
+	retry := &world.StepRetrying{StepName: "add", Error: &world.ErrorData{Message: "again"}, RetryAfter: began.Add(time.Minute)}
 	for _, tc := range []struct {
-		name     string
-		queued   bool
-		retrying bool
-		want     int
+		name   string
+		queued bool
+		after  []world.EventData
+		want   int
 	}{
-		{"inline attempt", false, false, 1},
-		{"queued attempt", true, false, 0},
+		{"inline attempt", false, nil, 1},
+		{"queued attempt", true, nil, 0},
 		// The same for a retry: the executor of a queued attempt queues the
 		// step again for the retry's time.
-		{"inline attempt retrying", false, true, 1},
-		{"queued attempt retrying", true, true, 0},
+		{"inline attempt retrying", false, []world.EventData{retry}, 1},
+		{"queued attempt retrying", true, []world.EventData{retry}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// The retry's time is taken here, when the subtest runs: a
-			// parallel subtest may wait for long on a busy machine.
-			var after []world.EventData
-			if tc.retrying {
-				after = append(after, &world.StepRetrying{StepName: "add", Error: &world.ErrorData{Message: "again"}, RetryAfter: time.Now().Add(time.Minute)})
-			}
 			var mw *msgWorld
 			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
-			runID, _ := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: tc.queued}, after...)
+			runID, _ := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: time.Minute, Queued: tc.queued}, tc.after...)
 			if err := h.eng.Handle(context.Background(), world.Message{RunID: runID}); err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +224,7 @@ func TestLeaseExpiryWakeOnlyForInlineAttempts(t *testing.T) {
 			if len(got) != tc.want {
 				t.Fatalf("messages %+v, want %d", got, tc.want)
 			}
-			if tc.want == 1 && (got[0].NotBefore.Before(time.Now().Add(50*time.Second)) || len(got[0].Steps()) != 0) {
+			if tc.want == 1 && (got[0].NotBefore.Before(began.Add(time.Minute-time.Second)) || len(got[0].Steps()) != 0) {
 				t.Fatalf("wake-up %+v, want a run message at the lease's expiry or the retry", got[0])
 			}
 		})
