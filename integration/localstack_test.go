@@ -37,10 +37,10 @@ import (
 // SKEIN_REQUIRE_LOCALSTACK=1 a missing LocalStack fails instead of skipping.
 // `make localstack-test` runs it.
 
-// lsParameters are the stack's parameter overrides for the suite: a fan-out
-// of 20 travels in groups of 4, and a run whose steps outlast 30s - 27s
-// re-enqueues itself.
-const lsParameters = "InlineConcurrency=4 TimeBudgetMargin=27s MaxReceiveCount=2"
+// lsParameters are the stack's parameter overrides for the suite (the rest
+// are the template's defaults): a fan-out of 20 travels in groups of 4,
+// and a poisoned message reaches the DLQ on its second receive.
+const lsParameters = "InlineConcurrency=4 MaxReceiveCount=2"
 
 var lsDeployed struct {
 	once sync.Once
@@ -203,6 +203,28 @@ func TestLocalStack(t *testing.T) {
 	t.Run("serial", lsSerial)
 	t.Run("fan-out", lsFanOut)
 	t.Run("sleep", lsSleep)
+	t.Run("webhook", lsWebhook)
+	t.Run("time-budget", lsTimeBudget)
+	t.Run("claim-check", lsClaimCheck)
+	t.Run("stream", lsStream)
+	t.Run("poison", lsPoison)
+}
+
+// lsFlowLogSettled reads the flow function's log since a time until two
+// reads a second apart agree (LocalStack stores an invocation's log when
+// it ends, which may be after its messages are deleted).
+func lsFlowLogSettled(t *testing.T, since time.Time) lsFlowLog {
+	t.Helper()
+	prev := lsFlowLogSince(t, since)
+	for i := 0; i < 30; i++ {
+		time.Sleep(time.Second)
+		cur := lsFlowLogSince(t, since)
+		if cur.invocations == prev.invocations {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
 }
 
 // lsSerial: 100 serial steps complete through LocalStack's mapping, each
@@ -220,7 +242,11 @@ func lsSerial(t *testing.T) {
 	}
 	lsDrain(t, s, time.Minute)
 	s.exactlyOnce(run.ID(), 100)
-	t.Logf("100 serial steps in %s", info.CompletedAt.Sub(info.CreatedAt).Round(time.Millisecond))
+	fl := lsFlowLogSettled(t, s.started)
+	if fl.invocations != 1 {
+		t.Errorf("%d invocations, want 1", fl.invocations)
+	}
+	t.Logf("100 serial steps in %s: %d invocation", info.CompletedAt.Sub(info.CreatedAt).Round(time.Millisecond), fl.invocations)
 }
 
 // lsFanOut: a fan-out of 20 with InlineConcurrency 4 runs the excess as
@@ -238,7 +264,15 @@ func lsFanOut(t *testing.T) {
 	}
 	lsDrain(t, s, time.Minute)
 	s.exactlyOnce(run.ID(), 20)
-	t.Logf("fan-out of 20 with InlineConcurrency 4: completed in %s", info.CompletedAt.Sub(info.CreatedAt).Round(time.Millisecond))
+	// The start and 16 background steps in groups of 4: at most 5
+	// invocations (as on the emulator stack), and more than one: the
+	// excess steps travelled as stepId messages to other invocations.
+	fl := lsFlowLogSettled(t, s.started)
+	if fl.invocations < 2 || fl.invocations > 5 {
+		t.Errorf("%d invocations; want 2 to 5 (the start, 16 steps in groups of 4)", fl.invocations)
+	}
+	t.Logf("fan-out of 20 with InlineConcurrency 4: completed in %s; %d invocations",
+		info.CompletedAt.Sub(info.CreatedAt).Round(time.Millisecond), fl.invocations)
 }
 
 // lsSleep: a sleep is a delayed SQS message; the run wakes after it, in
