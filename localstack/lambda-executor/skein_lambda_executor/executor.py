@@ -7,6 +7,7 @@ This executor needs neither: the Sandbox serves the Runtime API itself and
 """
 
 import logging
+import time
 
 from localstack import config
 from localstack.aws.api.lambda_ import PackageType
@@ -43,10 +44,22 @@ class LocalRuntimeExecutor(RuntimeExecutor):
             startup_sec=config.LAMBDA_RUNTIME_ENVIRONMENT_TIMEOUT,
             name=self.id,
         )
+        started = time.monotonic()
         try:
             self.sandbox.start()
+            LOG.debug(
+                "Lambda %s: runtime %s started in %.0f ms",
+                self.function_version.qualified_arn,
+                self.id,
+                (time.monotonic() - started) * 1000,
+            )
         except SandboxError as e:
-            LOG.warning("Lambda %s: runtime failed to start: %s\n%s", cfg.code, e, self.sandbox.all_logs())
+            LOG.warning(
+                "Lambda %s: runtime failed to start: %s\n%s",
+                self.function_version.qualified_arn,
+                e,
+                self.sandbox.all_logs(),
+            )
             raise StatusErrorException(str(e), payload=e.payload) from e
 
     def stop(self) -> None:
@@ -67,9 +80,12 @@ class LocalRuntimeExecutor(RuntimeExecutor):
         if self.sandbox is None:
             raise LambdaRuntimeException(f"executor {self.id} was not started")
         request_id = payload["invoke-id"]
+        started = time.monotonic()
         is_error, body, logs = self.sandbox.invoke(
             request_id, payload.get("payload") or "", payload.get("trace-id") or ""
         )
+        LOG.debug("Lambda %s: invocation %s took %.0f ms", self.function_version.qualified_arn, request_id,
+                  (time.monotonic() - started) * 1000)
         return InvocationResult(request_id=request_id, payload=body, is_error=is_error, logs=logs)
 
     def get_logs(self) -> str:

@@ -7,7 +7,8 @@ ELF on another machine, and serves it a RuntimeAPI. It enforces the
 function's timeout (the process group is killed and the invocation answers
 ``Sandbox.Timedout``, as Lambda does) and its memory size (the runtime's
 resident set is sampled while an invocation runs; past the limit the group
-is killed and the invocation answers ``Runtime.OutOfMemory``). A runtime
+is killed and the invocation answers ``Runtime.OutOfMemory``; by default
+only for a native runtime: see MEMORY_ENV). A runtime
 killed or crashed is started again, cold, at the next invocation.
 
 Nothing here imports LocalStack: executor.py adapts a Sandbox to
@@ -31,7 +32,9 @@ from .runtime_api import Invocation, RuntimeAPI
 
 # Environment variable (of the LocalStack process) naming qemu-aarch64.
 QEMU_ENV = "SKEIN_QEMU_AARCH64"
-# Environment variable (of the LocalStack process): "0" turns the memory limit off.
+# Environment variable (of the LocalStack process) for the memory limit: unset, it is enforced on
+# native runtimes only (an emulated one's resident set includes qemu's own, 50 MB and more);
+# "1" enforces it on every runtime, "0" on none.
 MEMORY_ENV = "SKEIN_LAMBDA_ENFORCE_MEMORY"
 
 EM_X86_64 = 62
@@ -103,7 +106,8 @@ class Sandbox:
         self.function_arn = function_arn
         self.startup_sec = float(startup_sec)
         self.name = name
-        self.enforce_memory = os.environ.get(MEMORY_ENV, "1") != "0" and self.memory_mb > 0
+        self.memory_policy = os.environ.get(MEMORY_ENV, "")
+        self.enforce_memory = False  # decided at each start, by the runtime's launcher
         self._lock = threading.RLock()
         self._proc = None
         self._api = None
@@ -130,6 +134,10 @@ class Sandbox:
             if not os.path.isfile(bootstrap):
                 raise SandboxError("Runtime.InvalidEntrypoint", "no bootstrap file in the function's code")
             argv = launch_command(bootstrap)
+            emulated = len(argv) > 1
+            self.enforce_memory = self.memory_mb > 0 and (
+                self.memory_policy == "1" or (self.memory_policy != "0" and not emulated)
+            )
             self._api = RuntimeAPI()
             self._tmp = tempfile.mkdtemp(prefix=f"skein-lambda-{self.name}-")
             env = {"PATH": BASE_PATH, "LANG": "en_US.UTF-8"}

@@ -177,6 +177,16 @@ class SandboxTest(unittest.TestCase):
         self.assertTrue(is_error)
         self.assertEqual(out["errorType"], "Runtime.OutOfMemory")
 
+    def test_memory_limit_off(self):
+        os.environ[sandbox.MEMORY_ENV] = "0"
+        try:
+            b = self.box(timeout=2, memory=64)
+        finally:
+            del os.environ[sandbox.MEMORY_ENV]
+        is_error, out, _ = self.invoke(b, {"op": "alloc", "mb": 256})
+        self.assertTrue(is_error)
+        self.assertEqual(out["errorType"], "Sandbox.Timedout")
+
     def test_init_exit(self):
         b = self.box(env={"FIXTURE_INIT": "exit"})
         with self.assertRaises(sandbox.SandboxError) as cm:
