@@ -38,9 +38,14 @@ import (
 // `make localstack-test` runs it.
 
 // lsParameters are the stack's parameter overrides for the suite (the rest
-// are the template's defaults): a fan-out of 20 travels in groups of 4,
-// and a poisoned message reaches the DLQ on its second receive.
-const lsParameters = "InlineConcurrency=4 MaxReceiveCount=2"
+// are the template's defaults): the longest function timeout, so that the
+// serial run fits one invocation's time budget however slow the machine
+// (100 steps took up to a minute on LocalStack's DynamoDB under qemu, on a
+// loaded 2-core machine: past the default 60s timeout's 50s budget); a
+// fan-out of 20 travels in groups of 4; a poisoned message reaches the DLQ
+// on its second receive. The cases that need short timings set them on the
+// function or the queue for their own duration.
+const lsParameters = "FunctionTimeout=900 InlineConcurrency=4 MaxReceiveCount=2"
 
 var lsDeployed struct {
 	once sync.Once
@@ -208,6 +213,7 @@ func TestLocalStack(t *testing.T) {
 	t.Run("claim-check", lsClaimCheck)
 	t.Run("stream", lsStream)
 	t.Run("poison", lsPoison)
+	t.Run("encrypted", lsEncrypted)
 }
 
 // lsFlowLogSettled reads the flow function's log since a time until two

@@ -6,7 +6,7 @@
 #   localstack.sh start     install, then start LocalStack on 127.0.0.1 and wait until it answers
 #   localstack.sh env       print `export` lines for the AWS SDK (eval "$(localstack.sh env)")
 #   localstack.sh status    one line (exit 0 if it runs, 3 otherwise)
-#   localstack.sh stop      stop it by PID: TERM to its process group, KILL after 10 s
+#   localstack.sh stop      stop it by PID: TERM to its process group, KILL after 30 s
 #
 # Needs: Python 3.13 under pyenv (or SKEIN_LS_PYTHON), Java 17+ with javac, curl, and what
 # emulators.sh install needs for DynamoDB Local. Reaches only PyPI (and npm, once, for DynamoDB Local).
@@ -253,16 +253,16 @@ choose_port() {
 group_alive() { ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'; }
 
 # stop_ls: TERM the process group (LocalStack runs in its own, with DynamoDB Local and the functions'
-# processes), KILL it after 10 s.
+# processes), KILL it after 30 s (stopping its services takes over 10 s on a loaded machine).
 stop_ls() {
   local pid i
   if pid=$(pid_of); then
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    i=$((SECONDS + 10))
+    i=$((SECONDS + 30))
     while ((SECONDS < i)) && group_alive "$pid"; do sleep 0.2; done
     if group_alive "$pid"; then
       kill -KILL -- "-$pid" 2>/dev/null || true
-      log "process group $pid ignored TERM for 10s; killed"
+      log "process group $pid ignored TERM for 30s; killed"
     else
       log "stopped (pid $pid)"
     fi
