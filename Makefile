@@ -10,10 +10,11 @@ export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 # LocalStack state (pid, port, log, its files, sam build output) for this checkout.
 export SKEIN_LS_STATE ?= $(CURDIR)/.localstack
 
-.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck tidy-check workflowcheck bench emulators-start emulators-stop
+.PHONY: test unit emulator-test template-check localstack-test lint vet fmt-check staticcheck tidy-check workflowcheck bench emulators-start emulators-stop
 
-## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
-test: lint unit emulator-test template-check
+## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks, and the
+## end-to-end cases through LocalStack (localstack-test)
+test: lint unit emulator-test template-check localstack-test
 
 ## unit: offline tests (local world), race detector on; the dashboard's browser test (webui TestBrowser) drives
 ## headless Chromium, which scripts/chromium.sh installs (pinned) unless SKEIN_CHROMIUM names one; here it may not skip
