@@ -204,7 +204,8 @@ func lsFunctionURLClient(tb testing.TB) *http.Client {
 
 // lsWebhook: a webhook resumed over HTTP through the webhook function's
 // Function URL: 202 and no body, the run completes with the body;
-// afterwards, and for an unknown token, 404.
+// afterwards, and for an unknown token, 404. Its token given to the API
+// function's hook resume is a conflict (409, WEBHOOK).
 func lsWebhook(t *testing.T) {
 	s := newLSStack(t)
 	base := lsDeployed.out["SKEIN_WEBHOOK_URL"]
@@ -231,6 +232,10 @@ func lsWebhook(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	hc := lsFunctionURLClient(t)
+	// The API function refuses to resume a webhook's hook: 409, code WEBHOOK.
+	if code, body := lsAPIPost(t, hc, "/v1/hooks/resume", `{"token":"`+token+`","payload":{"ok":false}}`); code != http.StatusConflict || !strings.Contains(body, `"WEBHOOK"`) {
+		t.Errorf("API resume of a webhook: %d %s, want 409 with code WEBHOOK", code, body)
+	}
 	post := func(token, body string) (int, string) {
 		t.Helper()
 		resp, err := hc.Post(strings.TrimSuffix(base, "/")+workflow.WebhookPath+token, "application/json", strings.NewReader(body))
@@ -255,6 +260,33 @@ func lsWebhook(t *testing.T) {
 		t.Errorf("unknown token: %d %q, want 404 and no body", code, body)
 	}
 	lsDrain(t, s, time.Minute)
+}
+
+// lsAPIPost sends a request to the API function's Function URL (AuthType
+// AWS_IAM), signed with the environment's credentials for lambda.
+func lsAPIPost(t *testing.T, hc *http.Client, path, body string) (int, string) {
+	t.Helper()
+	base := lsDeployed.out["SKEIN_API_URL"]
+	if base == "" {
+		t.Fatal("the stack has no ApiUrl output")
+	}
+	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(base, "/")+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	sum := sha256.Sum256([]byte(body))
+	creds := aws.Credentials{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY")}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), "lambda", lsRegion(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b)
 }
 
 // lsTimeBudget: with a 3s budget (the function's SKEIN_TIME_BUDGET_MARGIN
