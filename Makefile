@@ -7,11 +7,14 @@ PKGS ?= ./...
 EMU_PKGS ?= ./dynamoworld/... ./streams/... ./encrypt/... ./integration/... ./cmd/skein/
 # Emulator state (pids, ports, logs) for this checkout.
 export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
+# LocalStack state (pid, port, log, its files, sam build output) for this checkout.
+export SKEIN_LS_STATE ?= $(CURDIR)/.localstack
 
-.PHONY: test unit emulator-test template-check lint vet fmt-check staticcheck tidy-check workflowcheck bench emulators-start emulators-stop
+.PHONY: test unit emulator-test template-check localstack-test lint vet fmt-check staticcheck tidy-check workflowcheck bench emulators-start emulators-stop
 
-## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks
-test: lint unit emulator-test template-check
+## test: lint, offline unit tests with the race detector, emulator-backed suites, template checks, and the
+## end-to-end cases through LocalStack (localstack-test)
+test: lint unit emulator-test template-check localstack-test
 
 ## unit: offline tests (local world), race detector on (the timeouts catch hangs: workflowcheck's TestNoPanic
 ## analyses all of std under -race and took 20 minutes on a 2-core machine under heavy load); the dashboard's browser test (webui TestBrowser) drives
@@ -39,6 +42,25 @@ emulator-test:
 	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \
 	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 60m $(EMU_PKGS) || rc=$$?; \
 	bash localstack/emulators.sh stop; exit $$rc
+
+## localstack-test: install and start LocalStack (localstack/localstack.sh: pinned core, offline, the
+## project's Lambda executor plugin), deploy template.yaml into it (localstack/deploy.sh: sam build + sam
+## deploy, run by the test) and run TestLocalStack through LocalStack's Lambda and its SQS event source
+## mapping (a skip there is a failure), then stop LocalStack
+.PHONY: localstack-test localstack-start localstack-stop
+localstack-test:
+	[ -n "$$SKEIN_QEMU_AARCH64" ] || bash scripts/qemu.sh install
+	bash scripts/template-check.sh install
+	bash localstack/localstack.sh start
+	set -e; eval "$$(bash localstack/localstack.sh env)"; \
+	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \
+	rc=0; SKEIN_REQUIRE_LOCALSTACK=1 $(GO) test -tags integration -count=1 -timeout 20m -v -run '^TestLocalStack$$' ./integration/ || rc=$$?; \
+	bash localstack/localstack.sh stop; exit $$rc
+
+localstack-start:
+	bash localstack/localstack.sh start
+localstack-stop:
+	bash localstack/localstack.sh stop
 
 ## chaos: the chaos suite long (integration/chaos_test.go, chaos_local_test.go): thousands of runs under
 ## SIGKILLs, redeliveries and AWS faults, where `make test` runs a few dozen. SKEIN_CHAOS_RUNS is each

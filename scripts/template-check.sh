@@ -6,6 +6,8 @@
 #   scripts/template-check.sh install    only install the pinned tools
 #   scripts/template-check.sh check      only check template.yaml (tools must be installed), and that
 #                                        iam-check refuses the old roles (scripts/testdata/iam-old-roles.yaml)
+#   scripts/template-check.sh build DIR  only `sam build` template.yaml into DIR, as `check` builds it (tools must
+#                                        be installed; localstack/deploy.sh deploys what it builds)
 #   scripts/template-check.sh project    only check a generated project (tools must be installed): skein init
 #                                        writes it into a temporary dir (go.mod replaces Skein with this checkout),
 #                                        then its arm64 bootstrap builds, `make test` passes, its template passes
@@ -211,6 +213,7 @@ case ${1:-all} in
 install) install ;;
 check) check ;;
 project) project ;;
+build) tools && SKEIN_SAM_BUILD_DIR=${2:?usage: $0 build DIR} sam_build "$TEMPLATE" "$CACHE/sam-build-cache" ;;
 all) install && check && project ;;
-*) die "usage: $0 [install|check|project|all]" ;;
+*) die "usage: $0 [install|check|project|build DIR|all]" ;;
 esac
