@@ -51,6 +51,7 @@ emulator-test:
 localstack-test:
 	[ -n "$$SKEIN_QEMU_AARCH64" ] || bash scripts/qemu.sh install
 	bash scripts/template-check.sh install
+	bash localstack/localstack.sh unittest
 	bash localstack/localstack.sh start
 	set -e; eval "$$(bash localstack/localstack.sh env)"; \
 	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \

@@ -7,6 +7,7 @@
 #   localstack.sh env       print `export` lines for the AWS SDK (eval "$(localstack.sh env)")
 #   localstack.sh status    one line (exit 0 if it runs, 3 otherwise)
 #   localstack.sh stop      stop it by PID: TERM to its process group, KILL after 30 s
+#   localstack.sh unittest  the Lambda executor plugin's Python tests, under LocalStack's venv (none skip)
 #
 # Needs: Python 3.13 under pyenv (or SKEIN_LS_PYTHON), Java 17+ with javac, curl, and what
 # emulators.sh install needs for DynamoDB Local. Reaches only PyPI (and npm, once, for DynamoDB Local).
@@ -379,6 +380,24 @@ cmd_status() {
   return 3
 }
 
+# cmd_unittest: the plugin's unit tests under the venv LocalStack runs in, so that the tests of its
+# LocalStack adapter run rather than skip (they skip where localstack is not importable).
+cmd_unittest() {
+  local py ver venv
+  cmd_install
+  py=$(find_python)
+  ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  venv=$(venv_dir "$ver")
+  mkdir -p "$STATE_DIR"
+  install_plugin "$venv"
+  local out=$STATE_DIR/unittest.log rc=0
+  PYTHONPATH="$STATE_DIR/plugin${PYTHONPATH:+:$PYTHONPATH}" "$venv/bin/python" -m unittest discover \
+    -s "$PLUGIN_SRC/tests" -v >"$out" 2>&1 || rc=$?
+  cat "$out"
+  [[ $rc -eq 0 ]] || die "the plugin's unit tests failed"
+  if grep -q 'skipped' "$out"; then die "a plugin unit test skipped: here none may"; fi
+}
+
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 
 case ${1:-} in
@@ -387,6 +406,7 @@ case ${1:-} in
   env) cmd_env ;;
   stop) stop_ls ;;
   status) cmd_status ;;
+  unittest) cmd_unittest ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac
