@@ -342,9 +342,9 @@ func (s *Streamer) register(ctx context.Context, st *stream) error {
 // turns out to hold more than MaxStreamBytes-need (another writer took the
 // tail) refuses it with a *world.LimitError.
 func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool, need int64) error {
-	var body []byte
+	var body, unsealed []byte
 	if !closing {
-		body = encodeObject(chunks)
+		unsealed = encodeBody(chunks)
 	}
 	size := chunkBytes(chunks)
 	wid := newWriteID()
@@ -364,6 +364,9 @@ func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, c
 			return s.limitError(st, st.bytes+need)
 		}
 		key := s.key(st.runID, st.name, st.tail)
+		if !closing {
+			body = seal(unsealed, place{runID: st.runID, name: st.name, first: st.tail}) // bound to this index
+		}
 		_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(body),
 			IfNoneMatch: aws.String("*"), ContentType: aws.String("application/octet-stream"),
