@@ -25,7 +25,8 @@
 // # Bytes bound
 //
 // Each object's metadata also records the stream's data bytes through it
-// (the sum of its chunks' lengths and all before). A writer learns the
+// (the sum of its chunks' lengths and all before, less each chunk's
+// framing: world.WriteStreamParams.DataBytes). A writer learns the
 // count where it learns the tail (its own last put, or the HEAD of the
 // last object), and refuses a write that would take the stream past
 // Config.MaxStreamBytes with a *world.LimitError before putting anything.

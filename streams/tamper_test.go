@@ -98,3 +98,40 @@ func TestCopiedObjectRefusedOnS3(t *testing.T) {
 		t.Fatalf("run A's own object: %+v, %v", p, err)
 	}
 }
+
+// TestStreamBytesFramingOnS3: on S3, the bytes bound counts each chunk
+// without its framing (the SDK's tag byte): five chunks of 1000 bytes and a
+// tag fill a bound of 5000 exactly, and one byte more is refused as 5001,
+// also by a Streamer that learns the count from the objects' metadata.
+func TestStreamBytesFramingOnS3(t *testing.T) {
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, _ := dynamotest.NewResources(t, c)
+	ctx := context.Background()
+	run := ids.New(world.PrefixRun)
+	write := func(s *streams.Streamer, sizes ...int) error {
+		var cs [][]byte
+		for _, n := range sizes {
+			cs = append(cs, make([]byte, n))
+		}
+		return s.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: "user.b3V0", Chunks: cs, Framing: 1})
+	}
+	var ss [2]*streams.Streamer
+	for i := range ss {
+		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxStreamBytes: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss[i] = s
+	}
+	for i := range 5 {
+		if err := write(ss[i%2], 1001); err != nil {
+			t.Fatalf("chunk %d of 1000 bytes and a tag: %v", i, err)
+		}
+	}
+	for i, s := range ss {
+		var le *world.LimitError
+		if err := write(s, 2); !errors.As(err, &le) || le.Max != 5000 || le.Size != 5001 {
+			t.Fatalf("one byte more, through Streamer %d: %v; want a *world.LimitError of 5001 of 5000", i, err)
+		}
+	}
+}
