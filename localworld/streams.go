@@ -20,7 +20,8 @@ const (
 type streamMeta struct {
 	Count int64 `json:"count"`
 	Done  bool  `json:"done"`
-	// Bytes counts what was written (Limits.MaxStreamBytes); streams
+	// Bytes counts what was written (Limits.MaxStreamBytes: each write's
+	// DataBytes, without the writer's framing); streams
 	// written before it was kept count from 0.
 	Bytes int64 `json:"bytes,omitempty"`
 }
@@ -80,10 +81,11 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 		if m.Done {
 			return fmt.Errorf("%w: stream %q of run %s is closed", world.ErrConflict, p.Name, p.RunID)
 		}
-		size := m.Bytes
-		for _, c := range p.Chunks {
-			size += int64(len(c))
+		n, err := p.DataBytes()
+		if err != nil {
+			return err
 		}
+		size := m.Bytes + n
 		if limit := w.cfg.Limits.MaxStreamBytes; size > limit {
 			return &world.LimitError{RunID: p.RunID, Limit: "stream bytes", Max: limit, Size: size, What: "stream " + p.Name}
 		}

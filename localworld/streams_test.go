@@ -314,3 +314,40 @@ func TestStreamWatchesBounded(t *testing.T) {
 		t.Fatalf("a ReadOnly World watches %d streams, want none", n)
 	}
 }
+
+// TestStreamBytesLimitFraming: the bound counts each chunk without its
+// writer's framing (WriteStreamParams.Framing): five chunks of 1000 bytes
+// and a tag byte each fill a bound of 5000 exactly, and one byte more is
+// refused as 5001; a framing out of range is world.ErrInvalid.
+func TestStreamBytesLimitFraming(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		cfg := m.config(t)
+		cfg.Limits = world.Limits{MaxStreamBytes: 5000}
+		w := mustOpen(t, cfg)
+		ctx := context.Background()
+		runID := testIDs.New(world.PrefixRun)
+		write := func(framing int, n ...int) error {
+			var cs [][]byte
+			for _, k := range n {
+				cs = append(cs, make([]byte, k))
+			}
+			return w.WriteStream(ctx, &world.WriteStreamParams{RunID: runID, Name: "user.b3V0", Chunks: cs, Framing: framing})
+		}
+		for i := range 5 {
+			if err := write(1, 1001); err != nil {
+				t.Fatalf("chunk %d of 1000 bytes and a tag: %v", i, err)
+			}
+		}
+		err := write(1, 2)
+		var le *world.LimitError
+		if !errors.As(err, &le) || le.Limit != "stream bytes" || le.Max != 5000 || le.Size != 5001 {
+			t.Fatalf("one byte more: %v, want a *world.LimitError of stream bytes, 5001 of 5000", err)
+		}
+		for _, bad := range []struct{ framing, size int }{{-1, 5}, {9, 20}, {2, 1}} {
+			if err := write(bad.framing, bad.size); !errors.Is(err, world.ErrInvalid) {
+				t.Errorf("framing %d of a %d-byte chunk: %v, want world.ErrInvalid", bad.framing, bad.size, err)
+			}
+		}
+	})
+}

@@ -5,21 +5,28 @@
 //
 // Each object holds consecutive chunks of one stream; its key ends with the
 // index of its first chunk in 16 digits, so a listing returns a stream in
-// order. The body is "SKS2", the chunk count and the chunk lengths as
-// uvarints, the chunks, then the CRC-32C of all that; the count is also
-// object metadata. The close marker is an empty object at the stream's tail
-// index: a listing tells it from data by its size alone.
+// order. The body is "SKS3", the chunk count and the chunk lengths as
+// uvarints, the chunks, then a CRC-32C over the object's place (its run
+// ID, stream name and first index, which the key also names) and all
+// that; the place is not stored, and the count is also object metadata.
+// The close marker is an empty object at the stream's tail index: a
+// listing tells it from data by its size alone.
 //
-// A read checks every object it fetches: an object whose checksum, layout
-// or chunk count (body against metadata) does not agree fails ReadStream
-// with world.ErrCorrupt naming the object, and no chunk of it is returned.
-// Objects of the earlier layout ("SKS1", without a checksum) are refused
-// the same way.
+// A read checks every object it fetches against the place it asked for:
+// an object whose checksum, layout or chunk count (body against metadata)
+// does not agree fails ReadStream with world.ErrCorrupt naming the object,
+// and no chunk of it is returned. So does an object copied or moved, with
+// its metadata, to another run, stream or index: its checksum binds it to
+// where it was written. Objects of the earlier layouts ("SKS1", without a
+// checksum; "SKS2", whose checksum covered the body alone and so could
+// not tell a moved object), neither in a release, are refused the same
+// way.
 //
 // # Bytes bound
 //
 // Each object's metadata also records the stream's data bytes through it
-// (the sum of its chunks' lengths and all before). A writer learns the
+// (the sum of its chunks' lengths and all before, less each chunk's
+// framing: world.WriteStreamParams.DataBytes). A writer learns the
 // count where it learns the tail (its own last put, or the HEAD of the
 // last object), and refuses a write that would take the stream past
 // Config.MaxStreamBytes with a *world.LimitError before putting anything.

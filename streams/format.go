@@ -8,19 +8,45 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// An object holds consecutive chunks of one stream: "SKS2", the chunk count
+// An object holds consecutive chunks of one stream: "SKS3", the chunk count
 // and each chunk's length as uvarints, the chunks' bytes, then the CRC-32C
-// of all that (4 bytes, little-endian). The close marker is an empty
-// object, so a listing tells it from data by its size.
-const magic = "SKS2"
+// (4 bytes, little-endian) of the object's place (see placeOf) followed by
+// all that. The place is not stored: a reader computes it from the key it
+// asked for, so an object copied or moved to another run, stream or index
+// does not verify there. The close marker is an empty object, so a listing
+// tells it from data by its size.
+const magic = "SKS3"
 
-// oldMagic began the objects of earlier versions, which had no checksum:
-// they are refused, since nothing could tell a damaged one.
-const oldMagic = "SKS1"
+// oldMagics began the objects of earlier versions, refused since nothing
+// could tell a damaged (SKS1: no checksum) or a moved one (SKS2: a
+// checksum of the body alone). Neither was in a release.
+var oldMagics = [...]string{"SKS1", "SKS2"}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func encodeObject(chunks [][]byte) []byte {
+// place is where an object belongs: its run, its stream and the index of
+// its first chunk (what its key says).
+type place struct {
+	runID, name string
+	first       int64
+}
+
+// seed is the CRC-32C of the place, from which an object's checksum
+// continues over its body.
+func (p place) seed() uint32 {
+	b := make([]byte, 0, len(magic)+len(p.runID)+len(p.name)+3*binary.MaxVarintLen64)
+	b = append(b, magic...)
+	b = binary.AppendUvarint(b, uint64(len(p.runID)))
+	b = append(b, p.runID...)
+	b = binary.AppendUvarint(b, uint64(len(p.name)))
+	b = append(b, p.name...)
+	b = binary.AppendUvarint(b, uint64(p.first))
+	return crc32.Checksum(b, castagnoli)
+}
+
+// encodeBody returns an object's bytes without the checksum, with room
+// for it: seal adds it for a place.
+func encodeBody(chunks [][]byte) []byte {
 	n := len(magic) + binary.MaxVarintLen64 + crc32.Size
 	for _, c := range chunks {
 		n += binary.MaxVarintLen64 + len(c)
@@ -34,24 +60,34 @@ func encodeObject(chunks [][]byte) []byte {
 	for _, c := range chunks {
 		b = append(b, c...)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return b
+}
+
+// seal returns body (from encodeBody) with the checksum that binds it to
+// at. It reuses body's spare capacity: the result is valid until the next
+// seal of body.
+func seal(body []byte, at place) []byte {
+	return binary.LittleEndian.AppendUint32(body, crc32.Update(at.seed(), castagnoli, body))
 }
 
 // errFormat is a stored object that does not verify or decode.
 var errFormat = fmt.Errorf("%w: stream object", world.ErrCorrupt)
 
-// decodeObject returns the chunks of an object, or errFormat when its
-// checksum or its layout is wrong.
-func decodeObject(b []byte) ([][]byte, error) {
-	if len(b) >= len(oldMagic) && string(b[:len(oldMagic)]) == oldMagic {
-		return nil, fmt.Errorf("%w: written by an earlier version without a checksum", errFormat)
+// decodeObject returns the chunks of an object read at place at, or
+// errFormat when its checksum (over at and the object) or its layout is
+// wrong.
+func decodeObject(at place, b []byte) ([][]byte, error) {
+	for _, old := range oldMagics {
+		if len(b) >= len(old) && string(b[:len(old)]) == old {
+			return nil, fmt.Errorf("%w: written by an earlier version (%q) whose checksum did not bind it to its place", errFormat, old)
+		}
 	}
 	if len(b) < len(magic)+crc32.Size || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: not a stream object (no %q header)", errFormat, magic)
 	}
 	b, sum := b[:len(b)-crc32.Size], binary.LittleEndian.Uint32(b[len(b)-crc32.Size:])
-	if got := crc32.Checksum(b, castagnoli); got != sum {
-		return nil, fmt.Errorf("%w: checksum %08x, the object says %08x (damaged or replaced)", errFormat, got, sum)
+	if got := crc32.Update(at.seed(), castagnoli, b); got != sum {
+		return nil, fmt.Errorf("%w: checksum %08x, the object says %08x (damaged, or copied from another run, stream or index)", errFormat, got, sum)
 	}
 	b = b[len(magic):]
 	n, k := binary.Uvarint(b)

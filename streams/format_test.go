@@ -8,12 +8,16 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
+func encodeObject(at place, chunks [][]byte) []byte { return seal(encodeBody(chunks), at) }
+
+var here = place{runID: "wrun_A", name: "user.cHJvZ3Jlc3M", first: 4}
+
 func TestObjectRoundTrip(t *testing.T) {
 	for _, chunks := range [][][]byte{
 		{[]byte("a")},
 		{[]byte("a"), {}, []byte("\x00\xff binary"), bytes.Repeat([]byte("z"), 70000)},
 	} {
-		got, err := decodeObject(encodeObject(chunks))
+		got, err := decodeObject(here, encodeObject(here, chunks))
 		if err != nil || len(got) != len(chunks) {
 			t.Fatalf("round trip of %d chunks: %d, %v", len(chunks), len(got), err)
 		}
@@ -23,22 +27,46 @@ func TestObjectRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range [][]byte{nil, []byte("SKS2"), []byte("XXXX\x01\x01a"), []byte("SKS1\x01\x01a"), []byte("SKS2\x01\x05ab")} {
-		if _, err := decodeObject(bad); !errors.Is(err, world.ErrCorrupt) {
+	for _, bad := range [][]byte{nil, []byte("SKS3"), []byte("XXXX\x01\x01a"), []byte("SKS1\x01\x01a"), []byte("SKS3\x01\x05ab")} {
+		if _, err := decodeObject(here, bad); !errors.Is(err, world.ErrCorrupt) {
 			t.Fatalf("decodeObject(%q): %v, want world.ErrCorrupt", bad, err)
 		}
+	}
+}
+
+// TestObjectBoundToPlace: an object's checksum covers its run, its stream
+// and its first index, so an object read anywhere but where it was written
+// (copied or moved to another run, stream or index) is world.ErrCorrupt;
+// so is an object of the format whose checksum covered its body alone
+// (SKS2), which could not tell.
+func TestObjectBoundToPlace(t *testing.T) {
+	obj := encodeObject(here, [][]byte{[]byte("run A's progress")})
+	for _, at := range []place{
+		{runID: "wrun_B", name: here.name, first: here.first},
+		{runID: here.runID, name: "user.b3V0", first: here.first},
+		{runID: here.runID, name: here.name, first: 5},
+		{runID: here.runID, name: here.name, first: 0},
+		{runID: "wrun_", name: "Auser.cHJvZ3Jlc3M", first: 4}, // the same bytes, cut elsewhere
+	} {
+		if _, err := decodeObject(at, obj); !errors.Is(err, world.ErrCorrupt) {
+			t.Errorf("an object of %+v read at %+v: %v, want world.ErrCorrupt", here, at, err)
+		}
+	}
+	sks2 := append([]byte("SKS2"), obj[len(magic):]...)
+	if _, err := decodeObject(here, sks2); !errors.Is(err, world.ErrCorrupt) {
+		t.Errorf("an SKS2 object: %v, want world.ErrCorrupt", err)
 	}
 }
 
 // TestObjectBitFlips: every single-bit flip of a stored object is refused
 // with world.ErrCorrupt; none decodes to other chunks.
 func TestObjectBitFlips(t *testing.T) {
-	obj := encodeObject([][]byte{[]byte(`{"progress":1}`), {}, []byte("chunk two"), []byte("\x00\xff")})
+	obj := encodeObject(here, [][]byte{[]byte(`{"progress":1}`), {}, []byte("chunk two"), []byte("\x00\xff")})
 	silent := 0
 	for i := range len(obj) * 8 {
 		b := bytes.Clone(obj)
 		b[i/8] ^= 1 << (i % 8)
-		if _, err := decodeObject(b); !errors.Is(err, world.ErrCorrupt) {
+		if _, err := decodeObject(here, b); !errors.Is(err, world.ErrCorrupt) {
 			silent++
 			t.Errorf("flip of bit %d: %v, want world.ErrCorrupt", i, err)
 		}

@@ -6,22 +6,29 @@ import "github.com/skeinflow/skein/world"
 
 // admit refuses (done, with a *world.LimitError) each write of batch not
 // done yet that would take the stream, as last known, past
-// MaxStreamBytes, and returns the chunks of the others and their bytes.
-func (s *Streamer) admit(st *stream, batch []*write) (chunks [][]byte, size int64) {
+// MaxStreamBytes, and returns the chunks of the others, the data bytes of
+// each (its length less its write's framing) and their sum.
+func (s *Streamer) admit(st *stream, batch []*write) (chunks [][]byte, sizes []int64, size int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, w := range batch {
 		if w.done {
 			continue
 		}
-		n := chunkBytes(w.chunks)
+		var n int64
+		for _, c := range w.chunks {
+			n += int64(len(c) - w.framing)
+		}
 		if st.bytes+size+n > s.max {
 			w.done, w.err = true, s.limitError(st, st.bytes+size+n)
 			continue
 		}
+		for _, c := range w.chunks {
+			sizes = append(sizes, int64(len(c)-w.framing))
+		}
 		chunks, size = append(chunks, w.chunks...), size+n
 	}
-	return chunks, size
+	return chunks, sizes, size
 }
 
 func (s *Streamer) limitError(st *stream, size int64) error {
@@ -32,15 +39,15 @@ func (s *Streamer) limitError(st *stream, size int64) error {
 const limitStreamBytes = "stream bytes"
 
 // metaBytes is the object metadata that records the stream's data bytes
-// through the object.
+// (WriteStreamParams.DataBytes, without framing) through the object.
 const metaBytes = "bytes"
 
-func chunkBytes(chunks [][]byte) int64 {
-	var n int64
-	for _, c := range chunks {
-		n += int64(len(c))
+func sum(ns []int64) int64 {
+	var t int64
+	for _, n := range ns {
+		t += n
 	}
-	return n
+	return t
 }
 
 // wrote advances what st knows past an object of count chunks and size

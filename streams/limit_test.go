@@ -134,3 +134,42 @@ func (f *memS3) stored() int {
 	defer f.mu.Unlock()
 	return len(f.objects)
 }
+
+// TestStreamBytesFraming: the bound counts each chunk without its writer's
+// framing (WriteStreamParams.Framing, the SDK's tag byte), through
+// coalesced writes, writes spanning objects and other processes: five
+// chunks of 1000 bytes and a tag each fill a bound of 5000 exactly, one
+// byte more is refused as 5001, and a framing out of range is
+// world.ErrInvalid.
+func TestStreamBytesFraming(t *testing.T) {
+	f := newMemS3()
+	ss := limitedStreamers(t, f, 2, 5000)
+	run := ids.New(world.PrefixRun)
+	framed := func(s *streams.Streamer, framing int, sizes ...int) error {
+		var cs [][]byte
+		for _, n := range sizes {
+			cs = append(cs, make([]byte, n))
+		}
+		return s.WriteStream(context.Background(), &world.WriteStreamParams{RunID: run, Name: "user.b3V0", Chunks: cs, Framing: framing})
+	}
+	if err := framed(ss[0], 1, 1001); err != nil {
+		t.Fatalf("1000 bytes and a tag: %v", err)
+	}
+	if err := framed(ss[1], 1, 1001, 1001, 1001, 1001, 1001, 1001); err == nil {
+		t.Fatal("6000 bytes over two objects were accepted")
+	}
+	if err := framed(ss[1], 1, 1001, 1001, 1001, 1001); err != nil {
+		t.Fatalf("4000 bytes more, through the other process: %v", err)
+	}
+	wantStreamLimit(t, framed(ss[0], 1, 2), 5000, 5001, "one byte and a tag past 5000 bytes")
+	fresh := limitedStreamers(t, f, 1, 5000)[0]
+	wantStreamLimit(t, framed(fresh, 1, 2), 5000, 5001, "one byte and a tag past 5000 bytes, from a fresh process")
+	if p, err := fresh.ReadStream(context.Background(), &world.ReadStreamParams{RunID: run, Name: "user.b3V0"}); err != nil || len(p.Chunks) != 5 {
+		t.Fatalf("read: %+v, %v; want 5 chunks", p, err)
+	}
+	for _, bad := range []struct{ framing, size int }{{-1, 5}, {9, 20}, {2, 1}} {
+		if err := framed(fresh, bad.framing, bad.size); !errors.Is(err, world.ErrInvalid) {
+			t.Errorf("framing %d of a %d-byte chunk: %v, want world.ErrInvalid", bad.framing, bad.size, err)
+		}
+	}
+}

@@ -135,7 +135,8 @@ func (s *Streamer) head(ctx context.Context, key string) (count, bytes int64, er
 	return count, bytes, nil
 }
 
-func (s *Streamer) get(ctx context.Context, key string) ([][]byte, error) {
+// get reads and verifies the object at key, which holds the chunks of at.
+func (s *Streamer) get(ctx context.Context, key string, at place) ([][]byte, error) {
 	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		return nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
@@ -145,7 +146,7 @@ func (s *Streamer) get(ctx context.Context, key string) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
 	}
-	chunks, err := decodeObject(b)
+	chunks, err := decodeObject(at, b)
 	if err == nil && out.Metadata["count"] != strconv.Itoa(len(chunks)) {
 		err = fmt.Errorf("%w: %d chunks, its metadata says %q", errFormat, len(chunks), out.Metadata["count"])
 	}
@@ -218,7 +219,7 @@ func (s *Streamer) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			c, err := s.get(ctx, o.key)
+			c, err := s.get(ctx, o.key, place{runID: p.RunID, name: p.Name, first: o.first})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {

@@ -73,8 +73,8 @@ type Config struct {
 	// Registry, when set, records every stream before its first write (see
 	// Registry). ListStreams still lists S3.
 	Registry Registry
-	// MaxStreamBytes bounds the data bytes (the chunks' lengths) written to
-	// one stream, as world.Limits.MaxStreamBytes does and with its default
+	// MaxStreamBytes bounds the data bytes (the chunks' lengths less their
+	// framing: WriteStreamParams.DataBytes) written to one stream, as world.Limits.MaxStreamBytes does and with its default
 	// (64 MiB) when zero: a write that would pass it is refused with a
 	// *world.LimitError (world.ErrLimitExceeded), and nothing of it is
 	// written. The count travels with the stream's objects, so every
@@ -145,10 +145,11 @@ type stream struct {
 
 // write is one WriteStream or CloseStream waiting to be put.
 type write struct {
-	chunks [][]byte
-	close  bool
-	done   bool
-	err    error
+	chunks  [][]byte
+	framing int // WriteStreamParams.Framing: bytes of each chunk not counted
+	close   bool
+	done    bool
+	err     error
 }
 
 func checkStream(runID, name string) error {
@@ -206,6 +207,9 @@ func (s *Streamer) WriteStream(ctx context.Context, p *world.WriteStreamParams) 
 	if err := checkStream(p.RunID, p.Name); err != nil {
 		return err
 	}
+	if _, err := p.DataBytes(); err != nil {
+		return err
+	}
 	if len(p.Chunks) == 0 {
 		return nil
 	}
@@ -213,7 +217,7 @@ func (s *Streamer) WriteStream(ctx context.Context, p *world.WriteStreamParams) 
 	for i, c := range p.Chunks {
 		chunks[i] = bytes.Clone(c)
 	}
-	return s.submit(ctx, p.RunID, p.Name, &write{chunks: chunks})
+	return s.submit(ctx, p.RunID, p.Name, &write{chunks: chunks, framing: p.Framing})
 }
 
 // CloseStream puts the close marker at the stream's tail (creating the
@@ -285,7 +289,7 @@ func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
 		return err
 	}
 	if batch[0].close {
-		return s.putObject(ctx, st, nil, true, 0)
+		return s.putObject(ctx, st, nil, true, 0, 0)
 	}
 	for range maxPutAttempts {
 		if !st.known {
@@ -293,12 +297,12 @@ func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
 				return err
 			}
 		}
-		chunks, size := s.admit(st, batch)
+		chunks, sizes, size := s.admit(st, batch)
 		if len(chunks) == 0 {
 			return nil // every write refused, or none had chunks
 		}
-		head := chunks[:min(len(chunks), s.per)]
-		err := s.putObject(ctx, st, head, false, size)
+		k := min(len(chunks), s.per)
+		err := s.putObject(ctx, st, chunks[:k], false, size, sum(sizes[:k]))
 		if le := (*world.LimitError)(nil); errors.As(err, &le) {
 			continue // another writer took the bytes admit counted on: judge the writes again
 		}
@@ -308,8 +312,9 @@ func (s *Streamer) put(ctx context.Context, st *stream, batch []*write) error {
 		// The rest of one write larger than an object (take puts such a
 		// write alone): contiguous against this process's writers only,
 		// and refused past the limit even with its head written.
-		for rest := chunks[len(head):]; len(rest) > 0; rest = rest[min(len(rest), s.per):] {
-			if err := s.putObject(ctx, st, rest[:min(len(rest), s.per)], false, chunkBytes(rest)); err != nil {
+		for i := k; i < len(chunks); i += s.per {
+			j := min(len(chunks), i+s.per)
+			if err := s.putObject(ctx, st, chunks[i:j], false, sum(sizes[i:]), sum(sizes[i:j])); err != nil {
 				return err
 			}
 		}
@@ -336,17 +341,17 @@ func (s *Streamer) register(ctx context.Context, st *stream) error {
 	return nil
 }
 
-// putObject puts chunks as one object at the stream's tail (or the close
-// marker), recording in its metadata the stream's data bytes through it.
-// need is what the write still has to put, chunks included: a stream that
-// turns out to hold more than MaxStreamBytes-need (another writer took the
-// tail) refuses it with a *world.LimitError.
-func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool, need int64) error {
-	var body []byte
+// putObject puts chunks, of size data bytes (without their framing), as
+// one object at the stream's tail (or the close marker), recording in its
+// metadata the stream's data bytes through it. need is the data bytes the
+// write still has to put, chunks included: a stream that turns out to hold
+// more than MaxStreamBytes-need (another writer took the tail) refuses it
+// with a *world.LimitError.
+func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, closing bool, need, size int64) error {
+	var body, unsealed []byte
 	if !closing {
-		body = encodeObject(chunks)
+		unsealed = encodeBody(chunks)
 	}
-	size := chunkBytes(chunks)
 	wid := newWriteID()
 	for attempt := 0; attempt < maxPutAttempts; attempt++ {
 		if !st.known {
@@ -364,6 +369,9 @@ func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, c
 			return s.limitError(st, st.bytes+need)
 		}
 		key := s.key(st.runID, st.name, st.tail)
+		if !closing {
+			body = seal(unsealed, place{runID: st.runID, name: st.name, first: st.tail}) // bound to this index
+		}
 		_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(body),
 			IfNoneMatch: aws.String("*"), ContentType: aws.String("application/octet-stream"),

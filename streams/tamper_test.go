@@ -58,3 +58,80 @@ func TestTamperedObjectRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCopiedObjectRefusedOnS3: what a trial did with the AWS CLI (aws s3api
+// copy-object of run A's object at index 4, metadata and all, to run B's
+// stream at index 4) makes run B's ReadStream fail with world.ErrCorrupt
+// naming the copy, instead of returning run A's chunks as run B's.
+func TestCopiedObjectRefusedOnS3(t *testing.T) {
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, _ := dynamotest.NewResources(t, c)
+	s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxChunksPerObject: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const name = "user.cHJvZ3Jlc3M"
+	runA, runB := ids.New(world.PrefixRun), ids.New(world.PrefixRun)
+	for _, w := range []struct {
+		run    string
+		chunks []string
+	}{{runA, []string{"a0", "a1", "a2", "a3"}}, {runA, []string{"run A's secret"}}, {runB, []string{"b0", "b1", "b2", "b3"}}} {
+		var cs [][]byte
+		for _, c := range w.chunks {
+			cs = append(cs, []byte(c))
+		}
+		if err := s.WriteStream(ctx, &world.WriteStreamParams{RunID: w.run, Name: name, Chunks: cs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := streams.DefaultPrefix + runA + "/" + name + "/0000000000000004"
+	to := streams.DefaultPrefix + runB + "/" + name + "/0000000000000004"
+	if _, err := c.S3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(to), CopySource: aws.String(r.Bucket + "/" + from)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.ReadStream(ctx, &world.ReadStreamParams{RunID: runB, Name: name, Start: 4})
+	if !errors.Is(err, world.ErrCorrupt) || !bytes.Contains([]byte(err.Error()), []byte(to)) {
+		t.Fatalf("ReadStream of run B from the copy: %+v, %v; want world.ErrCorrupt naming %s", p, err, to)
+	}
+	if p, err := s.ReadStream(ctx, &world.ReadStreamParams{RunID: runA, Name: name, Start: 4}); err != nil || len(p.Chunks) != 1 || string(p.Chunks[0].Data) != "run A's secret" {
+		t.Fatalf("run A's own object: %+v, %v", p, err)
+	}
+}
+
+// TestStreamBytesFramingOnS3: on S3, the bytes bound counts each chunk
+// without its framing (the SDK's tag byte): five chunks of 1000 bytes and a
+// tag fill a bound of 5000 exactly, and one byte more is refused as 5001,
+// also by a Streamer that learns the count from the objects' metadata.
+func TestStreamBytesFramingOnS3(t *testing.T) {
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, _ := dynamotest.NewResources(t, c)
+	ctx := context.Background()
+	run := ids.New(world.PrefixRun)
+	write := func(s *streams.Streamer, sizes ...int) error {
+		var cs [][]byte
+		for _, n := range sizes {
+			cs = append(cs, make([]byte, n))
+		}
+		return s.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: "user.b3V0", Chunks: cs, Framing: 1})
+	}
+	var ss [2]*streams.Streamer
+	for i := range ss {
+		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxStreamBytes: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss[i] = s
+	}
+	for i := range 5 {
+		if err := write(ss[i%2], 1001); err != nil {
+			t.Fatalf("chunk %d of 1000 bytes and a tag: %v", i, err)
+		}
+	}
+	for i, s := range ss {
+		var le *world.LimitError
+		if err := write(s, 2); !errors.As(err, &le) || le.Max != 5000 || le.Size != 5001 {
+			t.Fatalf("one byte more, through Streamer %d: %v; want a *world.LimitError of 5001 of 5000", i, err)
+		}
+	}
+}

@@ -67,7 +67,13 @@ func (s *StreamWriter) write(tag byte, p []byte) error {
 	chunk := make([]byte, 1+len(p))
 	chunk[0] = tag
 	copy(chunk[1:], p)
-	err := s.w.WriteStream(s.ctx, &world.WriteStreamParams{RunID: s.runID, Name: s.name, Chunks: [][]byte{chunk}})
+	// The tag is framing: the stream bytes bound counts what the code wrote.
+	err := s.w.WriteStream(s.ctx, &world.WriteStreamParams{RunID: s.runID, Name: s.name, Chunks: [][]byte{chunk}, Framing: 1})
+	if le := (*world.LimitError)(nil); errors.As(err, &le) {
+		named := *le // the World names the stream as stored
+		named.What = s.what()
+		return &named
+	}
 	if errors.Is(err, world.ErrConflict) {
 		// The World names the stream as stored; say which one the code
 		// wrote to.

@@ -35,8 +35,9 @@ type Limits struct {
 	// sleeps and timers one run creates over its life (default 10,000
 	// each). The engine checks them before it commits a creation.
 	MaxHooks, MaxWaits int
-	// MaxStreamBytes bounds the bytes written to one stream of a run
-	// (default 64 MiB): a write that would pass it is refused.
+	// MaxStreamBytes bounds the bytes written to one stream of a run,
+	// without the writers' framing (WriteStreamParams.DataBytes; default
+	// 64 MiB): a write that would pass it is refused.
 	MaxStreamBytes int64
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and

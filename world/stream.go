@@ -14,7 +14,8 @@ type Streamer interface {
 	// their chunks contiguous and every chunk a unique index. Writing to a
 	// closed stream is an ErrConflict error. A write that would take the
 	// stream past the World's Limits.MaxStreamBytes, counted over all its
-	// writers, is refused whole with a *LimitError.
+	// writers (each write's DataBytes), is refused whole with a
+	// *LimitError.
 	WriteStream(ctx context.Context, p *WriteStreamParams) error
 	// CloseStream marks a stream done (creating it empty if need be). Closing
 	// twice is not an error.
@@ -42,6 +43,31 @@ type WriteStreamParams struct {
 	RunID  string
 	Name   string
 	Chunks [][]byte
+	// Framing is the bytes at the start of each chunk that its writer
+	// added to what its user wrote (the SDK's one-byte tag): 0 to
+	// maxStreamFraming (8), and no more than any chunk's length.
+	// Limits.MaxStreamBytes counts the rest (DataBytes).
+	Framing int
+}
+
+// maxStreamFraming bounds WriteStreamParams.Framing.
+const maxStreamFraming = 8
+
+// DataBytes returns the bytes p's chunks count against
+// Limits.MaxStreamBytes: what the user wrote, their lengths less Framing
+// each. A Framing out of range is an ErrInvalid error.
+func (p *WriteStreamParams) DataBytes() (int64, error) {
+	if p.Framing < 0 || p.Framing > maxStreamFraming {
+		return 0, fmt.Errorf("%w: stream framing of %d bytes (0 to %d)", ErrInvalid, p.Framing, maxStreamFraming)
+	}
+	var n int64
+	for i, c := range p.Chunks {
+		if len(c) < p.Framing {
+			return 0, fmt.Errorf("%w: stream chunk %d has %d bytes, fewer than its framing (%d)", ErrInvalid, i, len(c), p.Framing)
+		}
+		n += int64(len(c) - p.Framing)
+	}
+	return n, nil
 }
 
 // CloseStreamParams names a stream to close.
