@@ -46,7 +46,8 @@ emulator-test:
 ## localstack-test: install and start LocalStack (localstack/localstack.sh: pinned core, offline, the
 ## project's Lambda executor plugin), deploy template.yaml into it (localstack/deploy.sh: sam build + sam
 ## deploy, run by the test) and run TestLocalStack through LocalStack's Lambda and its SQS event source
-## mapping (a skip there is a failure), then stop LocalStack
+## mapping (a skip there is a failure), then the executor plugin's own Go tests (invoke, timeout, init failure,
+## the SQS mapping's batches, partial failures and DLQ), then stop LocalStack
 .PHONY: localstack-test localstack-start localstack-stop
 localstack-test:
 	[ -n "$$SKEIN_QEMU_AARCH64" ] || bash scripts/qemu.sh install
@@ -56,6 +57,7 @@ localstack-test:
 	set -e; eval "$$(bash localstack/localstack.sh env)"; \
 	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \
 	rc=0; SKEIN_REQUIRE_LOCALSTACK=1 $(GO) test -tags integration -count=1 -timeout 20m -v -run '^TestLocalStack$$' ./integration/ || rc=$$?; \
+	[ $$rc -ne 0 ] || SKEIN_REQUIRE_LOCALSTACK=1 $(GO) test -tags integration -count=1 -timeout 20m ./localstack/lambda-executor/ || rc=$$?; \
 	bash localstack/localstack.sh stop; exit $$rc
 
 localstack-start:

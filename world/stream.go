@@ -55,7 +55,9 @@ const maxStreamFraming = 8
 
 // DataBytes returns the bytes p's chunks count against
 // Limits.MaxStreamBytes: what the user wrote, their lengths less Framing
-// each. A Framing out of range is an ErrInvalid error.
+// each, and at least one byte a chunk, so that the bound bounds a stream's
+// chunks too (empty writes are not free). A Framing out of range is an
+// ErrInvalid error.
 func (p *WriteStreamParams) DataBytes() (int64, error) {
 	if p.Framing < 0 || p.Framing > maxStreamFraming {
 		return 0, fmt.Errorf("%w: stream framing of %d bytes (0 to %d)", ErrInvalid, p.Framing, maxStreamFraming)
@@ -65,7 +67,7 @@ func (p *WriteStreamParams) DataBytes() (int64, error) {
 		if len(c) < p.Framing {
 			return 0, fmt.Errorf("%w: stream chunk %d has %d bytes, fewer than its framing (%d)", ErrInvalid, i, len(c), p.Framing)
 		}
-		n += int64(len(c) - p.Framing)
+		n += max(int64(len(c)-p.Framing), 1)
 	}
 	return n, nil
 }

@@ -336,3 +336,37 @@ func TestTailPollBackoffCapped(t *testing.T) {
 		t.Fatalf("Tail polled %d times in 5s with PollMax 2ms, want %d (in about 60ms): the backoff is not capped", r, polls)
 	}
 }
+
+// TestDataBytes: a stream's bound counts what the writer wrote, less its
+// framing, and at least a byte a chunk, so that empty writes cannot add
+// chunks without end.
+func TestDataBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		chunks  [][]byte
+		framing int
+		want    int64
+		invalid bool
+	}{
+		{"plain", [][]byte{[]byte("abc"), []byte("de")}, 0, 5, false},
+		{"framed", [][]byte{[]byte("xabc"), []byte("xde")}, 1, 5, false},
+		{"empty writes count a byte each", [][]byte{[]byte("x"), []byte("x"), []byte("x")}, 1, 3, false},
+		{"an empty chunk counts a byte", [][]byte{[]byte("ab"), {}}, 0, 3, false},
+		{"chunk shorter than its framing", [][]byte{[]byte("x")}, 2, 0, true},
+		{"framing out of range", [][]byte{[]byte("abcdefghijk")}, 9, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &world.WriteStreamParams{RunID: "r", Name: "s", Chunks: tc.chunks, Framing: tc.framing}
+			got, err := p.DataBytes()
+			if tc.invalid {
+				if !errors.Is(err, world.ErrInvalid) {
+					t.Fatalf("DataBytes = %d, %v; want ErrInvalid", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("DataBytes = %d, %v; want %d", got, err, tc.want)
+			}
+		})
+	}
+}
