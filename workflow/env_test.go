@@ -31,6 +31,7 @@ type envOptions struct {
 	world       func(*localworld.World) world.World
 	logger      *slog.Logger // the workers' logger
 	limits      world.Limits // the local world's
+	now         func() time.Time // the clock of the world, workers and client (default time.Now)
 }
 
 func newEnv(t *testing.T, defs ...workflow.Definition) *env {
@@ -39,7 +40,7 @@ func newEnv(t *testing.T, defs ...workflow.Definition) *env {
 
 func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	t.Helper()
-	lw, err := localworld.Open(localworld.Config{Limits: o.limits})
+	lw, err := localworld.Open(localworld.Config{Limits: o.limits, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	var wg sync.WaitGroup
 	for i := range o.workers {
 		cfg := workflow.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, PollWait: 50 * time.Millisecond,
-			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger}
+			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger, Now: o.now}
 		if o.webhooks && i == 0 {
 			cfg.WebhookAddr = "127.0.0.1:0"
 		}
@@ -84,7 +85,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 			}
 		}()
 	}
-	e.client, err = workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	e.client, err = workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
