@@ -29,8 +29,8 @@ type envOptions struct {
 	engine      workflow.EngineOptions
 	webhooks    bool
 	world       func(*localworld.World) world.World
-	logger      *slog.Logger // the workers' logger
-	limits      world.Limits // the local world's
+	logger      *slog.Logger     // the workers' logger
+	limits      world.Limits     // the local world's
 	now         func() time.Time // the clock of the world, workers and client (default time.Now)
 }
 
