@@ -21,6 +21,9 @@ type env struct {
 	reg    *workflow.Registry
 	client *workflow.Client
 	worker *workflow.Worker
+	// stop stops the workers and waits for them: every message in hand
+	// has been handled when it returns. The test's cleanup calls it too.
+	stop func()
 }
 
 type envOptions struct {
@@ -89,9 +92,10 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	e.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
+		e.stop()
 		_ = lw.Close()
 	})
 	return e

@@ -98,6 +98,9 @@ func TestTracesFollowTheRun(t *testing.T) {
 	if _, err := plain.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A run's result is visible before the session that committed it has
+	// ended its span: stop the worker, which waits for its sessions.
+	e.stop()
 
 	spans := exp.GetSpans()
 	byRun := func(runID string) (sessions, steps []tracetest.SpanStub) {
