@@ -21,6 +21,9 @@ type env struct {
 	reg    *workflow.Registry
 	client *workflow.Client
 	worker *workflow.Worker
+	// stop stops the workers and waits for them: every message in hand
+	// has been handled when it returns. The test's cleanup calls it too.
+	stop func()
 }
 
 type envOptions struct {
@@ -29,8 +32,9 @@ type envOptions struct {
 	engine      workflow.EngineOptions
 	webhooks    bool
 	world       func(*localworld.World) world.World
-	logger      *slog.Logger // the workers' logger
-	limits      world.Limits // the local world's
+	logger      *slog.Logger     // the workers' logger
+	limits      world.Limits     // the local world's
+	now         func() time.Time // the clock of the world, workers and client (default time.Now)
 }
 
 func newEnv(t *testing.T, defs ...workflow.Definition) *env {
@@ -39,7 +43,7 @@ func newEnv(t *testing.T, defs ...workflow.Definition) *env {
 
 func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	t.Helper()
-	lw, err := localworld.Open(localworld.Config{Limits: o.limits})
+	lw, err := localworld.Open(localworld.Config{Limits: o.limits, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +69,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	var wg sync.WaitGroup
 	for i := range o.workers {
 		cfg := workflow.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, PollWait: 50 * time.Millisecond,
-			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger}
+			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger, Now: o.now}
 		if o.webhooks && i == 0 {
 			cfg.WebhookAddr = "127.0.0.1:0"
 		}
@@ -84,13 +88,14 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 			}
 		}()
 	}
-	e.client, err = workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	e.client, err = workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	e.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
+		e.stop()
 		_ = lw.Close()
 	})
 	return e

@@ -198,6 +198,12 @@ func ExampleClient_ReadStream() {
 	// 2 json=false finished
 }
 
+// job is the input of withTimeout: how long the work takes and how long
+// the workflow waits for it.
+type job struct {
+	Work, Timeout time.Duration
+}
+
 var slowPath = workflow.NewStep("slow-path", func(ctx context.Context, d time.Duration) (string, error) {
 	select {
 	case <-time.After(d):
@@ -207,9 +213,9 @@ var slowPath = workflow.NewStep("slow-path", func(ctx context.Context, d time.Du
 	}
 })
 
-var withTimeout = workflow.New("with-timeout", func(ctx workflow.Context, d time.Duration) (string, error) {
-	result := slowPath.Go(ctx, d)
-	timeout := workflow.NewTimer(ctx, 50*time.Millisecond)
+var withTimeout = workflow.New("with-timeout", func(ctx workflow.Context, o job) (string, error) {
+	result := slowPath.Go(ctx, o.Work)
+	timeout := workflow.NewTimer(ctx, o.Timeout)
 	if workflow.Select(ctx, result, timeout) == 1 {
 		return "timed out", nil
 	}
@@ -221,8 +227,10 @@ func ExampleSelect() {
 	defer stop()
 	ctx := context.Background()
 
-	for _, d := range []time.Duration{time.Millisecond, time.Minute} {
-		run, _ := withTimeout.Start(ctx, client, d)
+	// Work that ends long before its timeout, then a timeout that ends long
+	// before the work: each outcome holds however slow the machine is.
+	for _, o := range []job{{Work: 0, Timeout: time.Hour}, {Work: time.Hour, Timeout: 50 * time.Millisecond}} {
+		run, _ := withTimeout.Start(ctx, client, o)
 		out, _ := run.Result(ctx)
 		fmt.Println(out)
 	}

@@ -87,10 +87,10 @@ func TestSleepVersusStep(t *testing.T) {
 		step, wait time.Duration
 		want       string
 	}{
-		// The loser takes 10s: a run that ends within 8s did not wait
-		// for it, however busy the machine.
-		{"sleepWins", 10 * time.Second, 100 * time.Millisecond, "sleep"},
-		{"stepWins", 100 * time.Millisecond, 10 * time.Second, "step"},
+		// The loser takes an hour: a run that ends within 15s did not
+		// wait for it, however busy the machine.
+		{"sleepWins", time.Hour, 100 * time.Millisecond, "sleep"},
+		{"stepWins", 100 * time.Millisecond, time.Hour, "step"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -104,8 +104,8 @@ func TestSleepVersusStep(t *testing.T) {
 			if err != nil || got != tc.want {
 				t.Fatalf("result = %q, %v; want %q", got, err, tc.want)
 			}
-			if el := time.Since(began); el > 8*time.Second {
-				t.Errorf("took %s, as if it waited for the loser (10s)", el)
+			if el := time.Since(began); el > 15*time.Second {
+				t.Errorf("took %s, as if it waited for the loser (an hour)", el)
 			}
 		})
 	}

@@ -27,7 +27,7 @@ func slowFirst(name string, cooperative bool, release <-chan struct{}) *workflow
 		}
 		<-release
 		return "too late", nil
-	}, workflow.StepOptions{Timeout: 50 * time.Millisecond, MaxRetries: 2, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	}, workflow.StepOptions{Timeout: 50 * time.Millisecond, MaxRetries: 5, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -55,18 +55,28 @@ func TestStepTimeoutIsRetried(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The timeout is real time, and on a loaded machine a later
+			// attempt can outlast 50 ms before it runs: the result is a later
+			// attempt's, and every attempt before it is recorded as a timeout
+			// (never the first attempt's late "too late").
 			got, err := run.Result(ctx)
-			if err != nil || got != "done on attempt 2" {
-				t.Fatalf("result = %q, %v; want the second attempt's", got, err)
+			attempt, ok := strings.CutPrefix(got, "done on attempt ")
+			if err != nil || !ok || attempt == "1" {
+				t.Fatalf("result = %q, %v; want a later attempt's", got, err)
 			}
 			var retrying *world.StepRetrying
+			n := 0
 			for _, ev := range e.events(run.ID()) {
 				if d, ok := ev.Data.(*world.StepRetrying); ok {
 					retrying = d
+					n++
+					if d.Error == nil || d.Error.Code != world.CodeStepTimeout {
+						t.Fatalf("step_retrying = %+v; want each failed attempt recorded as %s", d, world.CodeStepTimeout)
+					}
 				}
 			}
-			if retrying == nil || retrying.Error == nil || retrying.Error.Code != world.CodeStepTimeout {
-				t.Fatalf("step_retrying = %+v; want the first attempt recorded as %s", retrying, world.CodeStepTimeout)
+			if retrying == nil || itoa(n+1) != attempt {
+				t.Fatalf("%d step_retrying before attempt %s; want one per timed-out attempt", n, attempt)
 			}
 			if !strings.Contains(retrying.Error.Message, "timed out after 50ms") {
 				t.Errorf("timeout message = %q", retrying.Error.Message)

@@ -63,7 +63,11 @@ func TestTracesFollowTheRun(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	e := newEnvWith(t, envOptions{concurrency: 4, engine: workflow.EngineOptions{TracerProvider: tp, InlineConcurrency: 2, Linger: -1, BackgroundDelay: -1}}, tracedWf, traceStep)
+	// The clock moves only when the test moves it: the sleep cannot end
+	// inside the session that starts it, however slow that session is.
+	clock := &testClock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	e := newEnvWith(t, envOptions{concurrency: 4, now: clock.Now,
+		engine: workflow.EngineOptions{TracerProvider: tp, InlineConcurrency: 2, Linger: -1, BackgroundDelay: -1}}, tracedWf, traceStep)
 	ctx := e.ctx()
 
 	reqCtx, req := tp.Tracer("test").Start(ctx, "POST /orders")
@@ -72,16 +76,31 @@ func TestTracesFollowTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := run.Result(ctx); err != nil || got != 3+4+5+6 {
-		t.Fatalf("result %d, %v", got, err)
-	}
 	plain, err := tracedWf.Start(ctx, e.client, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Once both runs' first sessions have ended (asleep), end their sleeps.
+	sessionsOf := func(runID string) int {
+		n := 0
+		for _, s := range exp.GetSpans() {
+			if s.Name == "skein.run" && attr(s, "skein.run.id") == runID {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "the runs' first sessions to end", func() bool { return sessionsOf(run.ID()) > 0 && sessionsOf(plain.ID()) > 0 })
+	clock.Set(clock.Now().Add(time.Minute))
+	if got, err := run.Result(ctx); err != nil || got != 3+4+5+6 {
+		t.Fatalf("result %d, %v", got, err)
+	}
 	if _, err := plain.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A run's result is visible before the session that committed it has
+	// ended its span: stop the worker, which waits for its sessions.
+	e.stop()
 
 	spans := exp.GetSpans()
 	byRun := func(runID string) (sessions, steps []tracetest.SpanStub) {
