@@ -441,6 +441,7 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	var (
 		evs     []world.Event
 		commits []int64 // the commit key of each event in evs
+		summed  bool    // the run's items carry checksums
 	)
 	for len(evs) <= limit {
 		in.Limit = aws.Int32(int32(limit + 1))
@@ -455,6 +456,12 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 		items := res.Items
 		if n := len(items); prime && n > 0 && getS(items[n-1], attrSK) == skRunHead {
 			head, items = items[n-1], items[:n-1]
+		}
+		// A run written with checksums (its head says so, or its first
+		// commit has one) has one on every commit.
+		summed = summed || runSummed(head) || firstCommitSummed(items)
+		if err := requireSums(summed, runID, items); err != nil {
+			return nil, err
 		}
 		fetched, err := w.cc.fetchCommits(ctx, items)
 		if err != nil {
