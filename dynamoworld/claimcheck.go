@@ -142,8 +142,7 @@ func largestInline(e *encItem, skip map[string]bool) (string, int) {
 
 func keyOf(it item) string { return getS(it, attrPK) + "/" + getS(it, attrSK) }
 
-// apply replaces the planned payloads by their S3 keys, seals each item
-// (its checksum over what it now holds, checksum.go) and returns the
+// apply replaces the planned payloads by their S3 keys and returns the
 // uploads they need (key -> bytes).
 func (c *claimCheck) apply(runID string, items []*encItem, plan []map[string]bool) map[string][]byte {
 	uploads := map[string][]byte{}
@@ -154,7 +153,6 @@ func (c *claimCheck) apply(runID string, items []*encItem, plan []map[string]boo
 			e.it[name] = str(k)
 			uploads[k] = data
 		}
-		seal(e.it)
 	}
 	return uploads
 }

@@ -167,19 +167,8 @@ func corrupt(it item, what string, err error) error {
 
 // decodeRun rebuilds a run from its head and body items and its newest
 // commit, which gives LastSeq, UpdatedAt and the status (rs: a Query may
-// return a head older than the commit, see doc.go, Table). The head's and
-// the body's checksums are verified, required when the head says the run
-// has them; the commit's covers its events, verified where they are read
-// (a run read projects the commit without them).
+// return a head older than the commit, see doc.go, Table).
 func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, error) {
-	for _, it := range []item{head, body} {
-		if it == nil {
-			continue
-		}
-		if err := verifyItem(it, runSummed(head)); err != nil {
-			return nil, err
-		}
-	}
 	status := getS(last, aRunStatus)
 	if status == "" {
 		return nil, fmt.Errorf("dynamoworld: commit %s has no run status (an item of another format)", keyOf(last))
@@ -265,9 +254,6 @@ func encodeStep(s *world.Step, ttl int64) (*encItem, error) {
 }
 
 func decodeStep(it item, fetched map[string][]byte) (*world.Step, error) {
-	if err := verifyItem(it, false); err != nil {
-		return nil, err
-	}
 	s := &world.Step{
 		RunID:          getS(it, attrPK)[2:],
 		StepID:         getS(it, attrSK)[len(prefStep):],
@@ -350,9 +336,6 @@ func encodeHook(k itemKey, h *world.Hook, global bool) *encItem {
 func encodeToken(h *world.Hook) *encItem { return encodeHook(tokenKey(h.Token), h, false) }
 
 func decodeHook(it item, fetched map[string][]byte) (*world.Hook, error) {
-	if err := verifyItem(it, false); err != nil {
-		return nil, err
-	}
 	h := &world.Hook{
 		RunID:     getS(it, aRun),
 		HookID:    getS(it, aHookID),
@@ -418,11 +401,8 @@ func encodeCommit(cc *claimCheck, runID string, prev int64, evs []world.Event, l
 }
 
 // commitEvents reads a commit item's stored events (the item's payload
-// resolved with fetched), its checksum verified.
+// resolved with fetched).
 func commitEvents(it item, fetched map[string][]byte) ([]storedEvent, error) {
-	if err := verifyItem(it, false); err != nil {
-		return nil, err
-	}
 	b, err := payloadOf(it, attrData, fetched)
 	if err != nil {
 		return nil, err

@@ -36,16 +36,6 @@
 // UpdateTable with gs4 on g4 and gsk, keys only); attributes set meanwhile
 // are listed once the index is built.
 //
-// Every item carries ck, a CRC-32C over its key and its stored bytes
-// (payloads inline or their claim-check keys), written with it; reads
-// verify it, and an item that does not match is world.ErrCorrupt naming
-// the run and the item, never data. A run created with checksums says so
-// on its head, and then a read that sees the head requires ck on the run's
-// items; items written without checksums still read. This catches damage
-// and edits by tools, not someone who recomputes the CRC: sealed runs
-// (package encrypt) are for that. See RELIABILITY.md, Tampering and
-// corruption.
-//
 // # Commits
 //
 // Append judges its events with world.Apply, the state machine every World

@@ -48,13 +48,11 @@ func planRun(pl *plan, ws *writes, cc *claimCheck) error {
 // fenceCond is the commit item's condition: its key is free.
 func fenceCond(e *expr) string { return "attribute_not_exists(" + e.n(attrSK) + ")" }
 
-// planRunCreated writes a new run's head (with no stream yet: os = 0; its
-// items checksummed: cs = 1), its
+// planRunCreated writes a new run's head (with no stream yet: os = 0), its
 // body and its idempotency key, each on its absence.
 func planRunCreated(pl *plan, ws *writes) error {
 	head := encodeRunHead(pl.run, pl.ttl)
 	setN(head.it, aStreams, 0)
-	setN(head.it, attrSummed, 1) // its items carry checksums (checksum.go)
 	pl.streamsChecked = true
 	ws.puts = append(ws.puts, putOp(head, tagHead, "", notExists))
 	body, err := encodeRunBody(pl.run, pl.ttl)
