@@ -145,7 +145,7 @@ func TestCompensationCLI(t *testing.T) {
 func TestRunsWatchFollowsCompensations(t *testing.T) {
 	t.Parallel()
 	s := newCompStore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out, errb syncBuffer
 	done := make(chan int, 1)

@@ -47,7 +47,7 @@ func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *workf
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	wctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})

@@ -57,7 +57,7 @@ func TestReadersLeaveTheStoreFree(t *testing.T) {
 			t.Parallel()
 			db := filepath.Join(t.TempDir(), "free.db")
 			id := seedStore(t, db)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			cctx, stop := context.WithCancel(ctx)
 			var out, errb syncBuffer

@@ -69,7 +69,7 @@ func TestPatchesCheckCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	wctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})

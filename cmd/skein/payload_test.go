@@ -20,7 +20,7 @@ func TestHooksResumeWrongType(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "skein.db")
 	const token = "bonus/wrong-type"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var runID string
 	withWorker(ctx, t, db, func(c *workflow.Client) {

@@ -17,7 +17,7 @@ import (
 func TestWaitForStore(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "later.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var watchOut, watchErr syncBuffer
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -78,7 +78,7 @@ func TestWaitForStoreUI(t *testing.T) {
 	go func() {
 		done <- runWith(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"-db", db, "ui", "-addr", "127.0.0.1:0"})
 	}()
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer wcancel()
 	waitOutput(wctx, t, &stderr, "waiting for it to appear")
 	cancel()

@@ -74,7 +74,7 @@ func TestRunsWatchWhileWorkerRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	wctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
@@ -164,7 +164,7 @@ func TestWatchWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	wctx, stop := context.WithCancel(ctx)
 	stopped := make(chan struct{})
@@ -188,7 +188,7 @@ func TestRunsWatchAcrossProcesses(t *testing.T) {
 		t.Skip("inside the worker process")
 	}
 	db := filepath.Join(t.TempDir(), "xproc.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWatchWorkerProcess$", "-test.count=1")
 	child.Env = append(os.Environ(), watchWorkerEnv+"="+db)
