@@ -33,10 +33,11 @@
 // it fetches: each object must begin where the one before it ends, no
 // object may follow the close marker, and the marker must verify at its
 // place and record the data bytes the object before it records. An empty
-// object is refused wherever it is listed: earlier versions closed a
-// stream with one (neither in a release), which nothing could tell from a
-// data object truncated to nothing, so a stream cut short by damage or a
-// tool read as complete. A missing object in the middle (an index gap),
+// object is refused wherever it is listed: earlier versions, none in a
+// release, closed a stream with one, which nothing could tell from a data
+// object truncated to nothing, so a stream cut short by damage or a tool
+// read as complete; a stream they closed is refused with a message that
+// says so. A missing object in the middle (an index gap),
 // an object after the marker, a marker that does not verify, or one at
 // the wrong index or with other bytes than the stream holds, fails
 // ReadStream (and StreamInfo, and writes, where their listing shows it)
