@@ -279,3 +279,33 @@ func TestCloseCosts(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderWithSmallerObjects: a reader whose MaxChunksPerObject is
+// smaller than its writer's does not list far enough back to find the
+// object that holds its start; it lists again from the stream's first
+// object and reads the page, where it saw a gap (a false world.ErrCorrupt),
+// or a closed stream that never ended.
+func TestReaderWithSmallerObjects(t *testing.T) {
+	f := newMemS3()
+	w, err := streams.New(streams.Config{S3: f, Bucket: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := ids.New(world.PrefixRun)
+	if err := writeBytes(w, run, "s", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeBytes(w, run, "s", 11); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CloseStream(context.Background(), &world.CloseStreamParams{RunID: run, Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	r := limitedStreamers(t, f, 1, 0)[0] // 4 chunks an object
+	for _, start := range []int64{6, 9, 10} {
+		p, err := r.ReadStream(context.Background(), &world.ReadStreamParams{RunID: run, Name: "s", Start: start})
+		if err != nil || !p.Done || int64(len(p.Chunks)) != 11-start || p.Chunks[0].Index != start || len(p.Chunks[0].Data) != int(start+1) {
+			t.Fatalf("read from %d by a reader of smaller objects: %+v, %v; want chunks %d to 10 and done", start, p, err, start)
+		}
+	}
+}

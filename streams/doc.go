@@ -42,8 +42,7 @@
 // the wrong index or with other bytes than the stream holds, fails
 // ReadStream (and StreamInfo, and writes, where their listing shows it)
 // with world.ErrCorrupt naming an object: never a shorter stream, never
-// the stream's end. A reader whose MaxChunksPerObject is smaller than its
-// writer's lists too little before its start and sees such a gap too.
+// the stream's end.
 //
 // # Bytes bound
 //
@@ -112,7 +111,9 @@
 // # Reads
 //
 // ReadStream lists from the object that may hold its start (an object holds
-// at most MaxChunksPerObject chunks), then GETs the objects the page needs,
+// at most MaxChunksPerObject chunks; when none listed does, as when its
+// writer's MaxChunksPerObject was larger, it lists again from the
+// stream's first object), then GETs the objects the page needs,
 // and the close marker when the page may reach it: the page that ends a
 // closed stream costs one GET of the 9-byte marker more (in parallel with
 // its other GETs), other pages nothing more. A negative start is resolved

@@ -144,9 +144,8 @@ func (s *Streamer) checkDense(objs []object, gots []got) error {
 }
 
 // gapError is a stream whose chunks from index to o's first are held by no
-// object: an object is missing before o (or its reader has a smaller
-// MaxChunksPerObject than its writer had).
+// object: an object is missing before o.
 func (s *Streamer) gapError(o object, from int64) error {
-	return fmt.Errorf("%w: no object holds chunks %d to %d, before s3://%s/%s: an object is missing (or was written with a larger MaxChunksPerObject than this reader's)",
+	return fmt.Errorf("%w: no object holds chunks %d to %d, before s3://%s/%s: an object is missing",
 		errFormat, from, o.first-1, s.bucket, o.key)
 }

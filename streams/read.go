@@ -242,7 +242,14 @@ func (s *Streamer) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*
 		start = max(0, t.next+start)
 	}
 	end := start + int64(limit)
-	objs, err := s.list(ctx, p.RunID, p.Name, max(0, start-int64(s.per)+1), end)
+	from := max(0, start-int64(s.per)+1)
+	objs, err := s.list(ctx, p.RunID, p.Name, from, end)
+	if err == nil && from > 0 && len(objs) > 0 && objs[0].first > start {
+		// No object listed holds start: it is missing, or holds more
+		// chunks than this Streamer's MaxChunksPerObject (its writer's was
+		// larger). A listing from the stream's first object tells which.
+		objs, err = s.list(ctx, p.RunID, p.Name, 0, end)
+	}
 	if err != nil {
 		return nil, err
 	}
