@@ -9,8 +9,15 @@
 // uvarints, the chunks, then a CRC-32C over the object's place (its run
 // ID, stream name and first index, which the key also names) and all
 // that; the place is not stored, and the count is also object metadata.
-// The close marker is an empty object at the stream's tail index: a
-// listing tells it from data by its size alone.
+//
+// The close marker is an object of no chunks at the stream's tail index:
+// "SKS3", a chunk count of 0 and a CRC-32C over its place and the
+// stream's data bytes (which its metadata records, as every object's
+// does). Its place records the stream's chunk count, since indices are
+// dense. It is 9 bytes, a size no object of chunks has (one empty chunk
+// takes 10), so a listing tells it from data by its size alone; a reader
+// takes the stream for closed only once the marker, read, verifies at its
+// place.
 //
 // A read checks every object it fetches against the place it asked for:
 // an object whose checksum, layout or chunk count (body against metadata)
@@ -21,6 +28,21 @@
 // checksum; "SKS2", whose checksum covered the body alone and so could
 // not tell a moved object), neither in a release, are refused the same
 // way.
+//
+// A read also checks the stream's shape, from its listing and the objects
+// it fetches: each object must begin where the one before it ends, no
+// object may follow the close marker, and the marker must verify at its
+// place and record the data bytes the object before it records. An empty
+// object is refused wherever it is listed: earlier versions, none in a
+// release, closed a stream with one, which nothing could tell from a data
+// object truncated to nothing, so a stream cut short by damage or a tool
+// read as complete; a stream they closed is refused with a message that
+// says so. A missing object in the middle (an index gap),
+// an object after the marker, a marker that does not verify, or one at
+// the wrong index or with other bytes than the stream holds, fails
+// ReadStream (and StreamInfo, and writes, where their listing shows it)
+// with world.ErrCorrupt naming an object: never a shorter stream, never
+// the stream's end.
 //
 // # Bytes bound
 //
@@ -89,9 +111,15 @@
 // # Reads
 //
 // ReadStream lists from the object that may hold its start (an object holds
-// at most MaxChunksPerObject chunks), then GETs the objects the page needs;
-// a negative start is resolved from the tail first. StreamInfo lists from
-// the last tail this process saw and HEADs the last object. ListStreams
+// at most MaxChunksPerObject chunks; when none listed does, as when its
+// writer's MaxChunksPerObject was larger, it lists again from the
+// stream's first object), then GETs the objects the page needs,
+// and the close marker when the page may reach it: the page that ends a
+// closed stream costs one GET of the 9-byte marker more (in parallel with
+// its other GETs), other pages nothing more. A negative start is resolved
+// from the tail first. StreamInfo lists from the last tail this process
+// saw and HEADs the last object, or GETs the close marker: one LIST and
+// one request, closed or not. ListStreams
 // lists the run's prefix with a delimiter. Live tails are world.Tail:
 // polling with backoff, woken at once by writes through the same Streamer
 // (StreamChanged). Keys need no special characters, so path-style endpoints

@@ -13,9 +13,15 @@ import (
 // (4 bytes, little-endian) of the object's place (see placeOf) followed by
 // all that. The place is not stored: a reader computes it from the key it
 // asked for, so an object copied or moved to another run, stream or index
-// does not verify there. The close marker is an empty object, so a listing
-// tells it from data by its size.
+// does not verify there. The close marker is such an object with no
+// chunks (see sealMarker).
 const magic = "SKS3"
+
+// markerSize is the size of the close marker: "SKS3", a chunk count of 0
+// and the checksum. An object of chunks is at least 10 bytes (one empty
+// chunk), so a listing tells the marker from data by its size alone; it
+// verifies the marker with a GET before taking the stream for closed.
+const markerSize = len(magic) + 1 + crc32.Size
 
 // oldMagics began the objects of earlier versions, refused since nothing
 // could tell a damaged (SKS1: no checksum) or a moved one (SKS2: a
@@ -70,6 +76,42 @@ func seal(body []byte, at place) []byte {
 	return binary.LittleEndian.AppendUint32(body, crc32.Update(at.seed(), castagnoli, body))
 }
 
+// sealMarker returns the close marker for a stream whose tail (its chunk
+// count) is at.first and whose data bytes are bytes. The checksum covers
+// its place and, after the body, the data bytes, which the marker's
+// metadata records as every object's does: a marker moved to another
+// place, or whose recorded bytes were changed, does not verify.
+func sealMarker(at place, bytes int64) []byte {
+	body := append([]byte(magic), 0)
+	return binary.LittleEndian.AppendUint32(body, markerSum(at, body, bytes))
+}
+
+func markerSum(at place, body []byte, bytes int64) uint32 {
+	sum := crc32.Update(at.seed(), castagnoli, body)
+	return crc32.Update(sum, castagnoli, binary.AppendUvarint(nil, uint64(bytes)))
+}
+
+// errEmpty describes an empty object: the close marker of earlier
+// versions (an empty object, which nothing could tell from a data object
+// truncated to nothing), refused since.
+const errEmpty = "an empty object: the close marker of an earlier version (none in a release), which could not be told from a truncated object, or a truncated object"
+
+// checkMarker verifies a close marker read at place at, whose metadata
+// records bytes data bytes.
+func checkMarker(at place, b []byte, bytes int64) error {
+	switch {
+	case len(b) == 0:
+		return fmt.Errorf("%w: %s", errFormat, errEmpty)
+	case len(b) != markerSize || string(b[:len(magic)+1]) != magic+"\x00":
+		return fmt.Errorf("%w: not a close marker (%d bytes)", errFormat, len(b))
+	}
+	body, sum := b[:len(b)-crc32.Size], binary.LittleEndian.Uint32(b[len(b)-crc32.Size:])
+	if got := markerSum(at, body, bytes); got != sum {
+		return fmt.Errorf("%w: close marker checksum %08x, the marker says %08x (damaged, moved from another run, stream or index, or its recorded bytes changed)", errFormat, got, sum)
+	}
+	return nil
+}
+
 // errFormat is a stored object that does not verify or decode.
 var errFormat = fmt.Errorf("%w: stream object", world.ErrCorrupt)
 
@@ -82,6 +124,9 @@ func decodeObject(at place, b []byte) ([][]byte, error) {
 			return nil, fmt.Errorf("%w: written by an earlier version (%q) whose checksum did not bind it to its place", errFormat, old)
 		}
 	}
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: %s", errFormat, errEmpty)
+	}
 	if len(b) < len(magic)+crc32.Size || string(b[:len(magic)]) != magic {
 		return nil, fmt.Errorf("%w: not a stream object (no %q header)", errFormat, magic)
 	}
@@ -93,6 +138,9 @@ func decodeObject(at place, b []byte) ([][]byte, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: bad chunk count", errFormat)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no chunks (a close marker where an object of chunks was listed)", errFormat)
 	}
 	b = b[k:]
 	lens := make([]uint64, n)

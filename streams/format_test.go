@@ -3,6 +3,7 @@ package streams
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/skeinflow/skein/world"
@@ -72,4 +73,50 @@ func TestObjectBitFlips(t *testing.T) {
 		}
 	}
 	t.Logf("%d single-bit flips of a %d-byte object: %d decoded", len(obj)*8, len(obj), silent)
+}
+
+// TestMarkerBoundToPlace: the close marker verifies only at the place it
+// was sealed for (the stream's tail) with the data bytes it was sealed
+// with; every single-bit flip of it, an empty object (the marker of an
+// earlier version) and a marker read as data are world.ErrCorrupt. No
+// object of chunks has its size.
+func TestMarkerBoundToPlace(t *testing.T) {
+	m := sealMarker(here, 1234)
+	if len(m) != markerSize || markerSize >= len(encodeObject(here, [][]byte{{}})) {
+		t.Fatalf("marker of %d bytes (markerSize %d); the smallest object of chunks is %d", len(m), markerSize, len(encodeObject(here, [][]byte{{}})))
+	}
+	if err := checkMarker(here, m, 1234); err != nil {
+		t.Fatalf("the marker at its place: %v", err)
+	}
+	type read struct {
+		at    place
+		b     []byte
+		bytes int64
+	}
+	bad := []read{
+		{place{runID: "wrun_B", name: here.name, first: here.first}, m, 1234},
+		{place{runID: here.runID, name: "user.b3V0", first: here.first}, m, 1234},
+		{place{runID: here.runID, name: here.name, first: 5}, m, 1234},
+		{here, m, 1233},
+		{here, nil, 1234},
+		{here, append(bytes.Clone(m), 0), 1234},
+	}
+	for i := range markerSize * 8 {
+		b := bytes.Clone(m)
+		b[i/8] ^= 1 << (i % 8)
+		bad = append(bad, read{here, b, 1234})
+	}
+	for _, tc := range bad {
+		if err := checkMarker(tc.at, tc.b, tc.bytes); !errors.Is(err, world.ErrCorrupt) {
+			t.Errorf("marker %x read at %+v with %d bytes: %v, want world.ErrCorrupt", tc.b, tc.at, tc.bytes, err)
+		}
+	}
+	if _, err := decodeObject(here, m); !errors.Is(err, world.ErrCorrupt) {
+		t.Errorf("the marker decoded as an object of chunks: %v, want world.ErrCorrupt", err)
+	}
+	for _, err := range []error{checkMarker(here, nil, 0), func() error { _, err := decodeObject(here, nil); return err }()} {
+		if err == nil || !strings.Contains(err.Error(), "earlier version") {
+			t.Errorf("an empty object: %v, want a refusal naming the earlier version's marker", err)
+		}
+	}
 }

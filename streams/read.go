@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -34,13 +33,18 @@ func (st *stream) getHint() (tail, bytes int64) {
 	return st.hint, st.hintBytes
 }
 
-// object is one listed object of a stream: its first index, and whether it
-// is the close marker (the only empty object).
+// object is one listed object of a stream: its key, its first index and
+// its size.
 type object struct {
 	key   string
 	first int64
-	eof   bool
+	size  int64
 }
+
+// isMarker reports whether the listing gives o the close marker's size,
+// which no object of chunks has. It is the close marker only once read
+// and verified at its place (getMarker).
+func (o object) isMarker() bool { return o.size == int64(markerSize) }
 
 // list lists a stream's objects whose first index is at least from, in
 // index order, stopping after the first object at or past until (until < 0:
@@ -61,7 +65,7 @@ func (s *Streamer) list(ctx context.Context, runID, name string, from, until int
 			if !ok {
 				continue
 			}
-			out = append(out, object{key: aws.ToString(o.Key), first: first, eof: aws.ToInt64(o.Size) == 0})
+			out = append(out, object{key: aws.ToString(o.Key), first: first, size: aws.ToInt64(o.Size)})
 			if until >= 0 && first >= until {
 				return out, nil
 			}
@@ -81,18 +85,26 @@ type tail struct {
 	closed      bool
 }
 
-// tailOf reads a stream's tail, listing from a known earlier tail.
+// tailOf reads a stream's tail, listing from a known earlier tail: one
+// LIST, then a HEAD of the last object, or a GET of the close marker,
+// which must verify at its place.
 func (s *Streamer) tailOf(ctx context.Context, st *stream) (tail, error) {
 	hint, hintBytes := st.getHint()
 	objs, err := s.list(ctx, st.runID, st.name, hint, -1)
 	if err != nil {
 		return tail{}, err
 	}
+	if err := s.checkListing(objs); err != nil {
+		return tail{}, err
+	}
 	if len(objs) == 0 {
 		return tail{next: hint, bytes: hintBytes}, nil
 	}
 	last := objs[len(objs)-1]
-	if last.eof {
+	if last.isMarker() {
+		if _, err := s.getMarker(ctx, last.key, place{runID: st.runID, name: st.name, first: last.first}); err != nil {
+			return tail{}, err
+		}
 		st.setHint(last.first, -1)
 		return tail{next: last.first, bytes: -1, closed: true}, nil
 	}
@@ -135,25 +147,68 @@ func (s *Streamer) head(ctx context.Context, key string) (count, bytes int64, er
 	return count, bytes, nil
 }
 
-// get reads and verifies the object at key, which holds the chunks of at.
-func (s *Streamer) get(ctx context.Context, key string, at place) ([][]byte, error) {
+// fetch GETs the object at key: its body and metadata.
+func (s *Streamer) fetch(ctx context.Context, key string) ([]byte, map[string]string, error) {
 	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
-		return nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
+		return nil, nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
 	}
 	defer out.Body.Close()
 	b, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
+		return nil, nil, fmt.Errorf("streams: S3 GetObject s3://%s/%s: %w", s.bucket, key, err)
 	}
-	chunks, err := decodeObject(at, b)
-	if err == nil && out.Metadata["count"] != strconv.Itoa(len(chunks)) {
-		err = fmt.Errorf("%w: %d chunks, its metadata says %q", errFormat, len(chunks), out.Metadata["count"])
+	return b, out.Metadata, nil
+}
+
+// get reads and verifies the object at key, which holds the chunks of at,
+// and returns them with the stream's data bytes through them as its
+// metadata records them (-1: not recorded, by an earlier version).
+func (s *Streamer) get(ctx context.Context, key string, at place) (chunks [][]byte, bytes int64, err error) {
+	b, meta, err := s.fetch(ctx, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	chunks, err = decodeObject(at, b)
+	if err == nil && meta["count"] != strconv.Itoa(len(chunks)) {
+		err = fmt.Errorf("%w: %d chunks, its metadata says %q", errFormat, len(chunks), meta["count"])
+	}
+	bytes = -1
+	if v, ok := meta[metaBytes]; ok && err == nil {
+		if bytes, err = strconv.ParseInt(v, 10, 64); err != nil || bytes < 0 {
+			err = fmt.Errorf("%w: stream bytes %q in its metadata", errFormat, v)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: s3://%s/%s", err, s.bucket, key)
+		return nil, 0, fmt.Errorf("%w: s3://%s/%s", err, s.bucket, key)
 	}
-	return chunks, nil
+	return chunks, bytes, nil
+}
+
+// getMarker reads the close marker at key and verifies it at its place
+// at (the stream's tail), returning the stream's data bytes it records.
+// An empty object, or one that does not verify, is world.ErrCorrupt
+// naming it: never the stream's end.
+func (s *Streamer) getMarker(ctx context.Context, key string, at place) (int64, error) {
+	b, meta, err := s.fetch(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	bytes, err := strconv.ParseInt(meta[metaBytes], 10, 64)
+	switch {
+	case len(b) == 0:
+		err = checkMarker(at, b, 0)
+	case err != nil || bytes < 0:
+		err = fmt.Errorf("%w: close marker with stream bytes %q in its metadata", errFormat, meta[metaBytes])
+	case meta["count"] != "0":
+		err = fmt.Errorf("%w: close marker whose metadata says %q chunks", errFormat, meta["count"])
+	default:
+		err = checkMarker(at, b, bytes)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: s3://%s/%s", err, s.bucket, key)
+	}
+	return bytes, nil
 }
 
 // ReadStream returns up to p.Limit chunks (default 100, at most 1000) from
@@ -187,67 +242,18 @@ func (s *Streamer) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*
 		start = max(0, t.next+start)
 	}
 	end := start + int64(limit)
-	objs, err := s.list(ctx, p.RunID, p.Name, max(0, start-int64(s.per)+1), end)
+	from := max(0, start-int64(s.per)+1)
+	objs, err := s.list(ctx, p.RunID, p.Name, from, end)
+	if err == nil && from > 0 && len(objs) > 0 && objs[0].first > start {
+		// No object listed holds start: it is missing, or holds more
+		// chunks than this Streamer's MaxChunksPerObject (its writer's was
+		// larger). A listing from the stream's first object tells which.
+		objs, err = s.list(ctx, p.RunID, p.Name, 0, end)
+	}
 	if err != nil {
 		return nil, err
 	}
-	// The objects the page needs: the last one starting at or before start,
-	// and those after it starting before end.
-	var need []object
-	done, eofAt := false, int64(-1)
-	for i, o := range objs {
-		if o.eof {
-			eofAt = o.first
-			continue
-		}
-		if o.first >= end {
-			continue
-		}
-		if o.first <= start && i+1 < len(objs) && objs[i+1].first <= start {
-			continue
-		}
-		need = append(need, o)
-	}
-	got := make([][][]byte, len(need))
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, 8)
-	)
-	for i, o := range need {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			c, err := s.get(ctx, o.key, place{runID: p.RunID, name: p.Name, first: o.first})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			got[i] = c
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
-	}
-	page := &world.StreamPage{Chunks: []world.StreamChunk{}}
-	for i, o := range need {
-		for j, c := range got[i] {
-			idx := o.first + int64(j)
-			if idx >= start && idx < end {
-				page.Chunks = append(page.Chunks, world.StreamChunk{Index: idx, Data: c})
-			}
-		}
-	}
-	page.Next = start + int64(len(page.Chunks))
-	if len(page.Chunks) == 0 {
-		page.Next = max(start, 0)
-	}
-	done = eofAt >= 0 && page.Next >= eofAt
-	page.Done = done
-	return page, nil
+	return s.readPage(ctx, p.RunID, p.Name, objs, start, end)
 }
 
 // StreamInfo returns the index of the stream's last chunk (-1 when empty or

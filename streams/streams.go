@@ -221,7 +221,8 @@ func (s *Streamer) WriteStream(ctx context.Context, p *world.WriteStreamParams) 
 }
 
 // CloseStream puts the close marker at the stream's tail (creating the
-// stream empty if need be). Closing a closed stream is not an error.
+// stream empty if need be): an object of no chunks, sealed to the tail
+// and the stream's data bytes. Closing a closed stream is not an error.
 func (s *Streamer) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
 	if p == nil {
 		return fmt.Errorf("%w: nil CloseStreamParams", world.ErrInvalid)
@@ -369,8 +370,11 @@ func (s *Streamer) putObject(ctx context.Context, st *stream, chunks [][]byte, c
 			return s.limitError(st, st.bytes+need)
 		}
 		key := s.key(st.runID, st.name, st.tail)
-		if !closing {
-			body = seal(unsealed, place{runID: st.runID, name: st.name, first: st.tail}) // bound to this index
+		at := place{runID: st.runID, name: st.name, first: st.tail}
+		if closing {
+			body = sealMarker(at, st.bytes) // bound to the tail and the stream's bytes
+		} else {
+			body = seal(unsealed, at) // bound to this index
 		}
 		_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(body),

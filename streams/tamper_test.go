@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -134,4 +136,70 @@ func TestStreamBytesFramingOnS3(t *testing.T) {
 			t.Fatalf("one byte more, through Streamer %d: %v; want a *world.LimitError of 5001 of 5000", i, err)
 		}
 	}
+}
+
+// TestTruncatedStreamRefusedOnS3: on S3, a stream's close marker is a
+// 9-byte object that ends a read; an object of a closed stream overwritten
+// with 0 bytes (`aws s3 cp /dev/null`), an object deleted from its middle,
+// and an empty object put at the tail of an open stream each make
+// ReadStream fail with world.ErrCorrupt naming an object, where readers
+// took the empty object for the close and returned a truncated stream as
+// complete.
+func TestTruncatedStreamRefusedOnS3(t *testing.T) {
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, _ := dynamotest.NewResources(t, c)
+	ctx := context.Background()
+	fresh := func() *streams.Streamer {
+		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxChunksPerObject: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	key := func(run string, i int) string { return fmt.Sprintf("%s%s/s/%016d", streams.DefaultPrefix, run, i) }
+	write := func(close bool) string {
+		s, run := fresh(), ids.New(world.PrefixRun)
+		for _, w := range []string{"ab", "cd", "ef"} {
+			if err := s.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: "s", Chunks: [][]byte{{w[0]}, {w[1]}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if close {
+			if err := s.CloseStream(ctx, &world.CloseStreamParams{RunID: run, Name: "s"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return run
+	}
+	wantCorrupt := func(run, key, what string) {
+		t.Helper()
+		p, err := fresh().ReadStream(ctx, &world.ReadStreamParams{RunID: run, Name: "s"})
+		if !errors.Is(err, world.ErrCorrupt) || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: ReadStream: %+v, %v; want world.ErrCorrupt naming %s", what, p, err, key)
+		}
+	}
+	run := write(true)
+	head, err := c.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(key(run, 6))})
+	if err != nil || aws.ToInt64(head.ContentLength) != 9 {
+		t.Fatalf("the close marker: %+v, %v; want 9 bytes", head, err)
+	}
+	if p, err := fresh().ReadStream(ctx, &world.ReadStreamParams{RunID: run, Name: "s"}); err != nil || len(p.Chunks) != 6 || !p.Done {
+		t.Fatalf("the closed stream: %+v, %v; want 6 chunks and done", p, err)
+	}
+	if _, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(key(run, 2)), Body: bytes.NewReader(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	wantCorrupt(run, key(run, 2), "an object of a closed stream emptied")
+
+	run = write(true)
+	if _, err := c.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(key(run, 2))}); err != nil {
+		t.Fatal(err)
+	}
+	wantCorrupt(run, key(run, 4), "an object deleted from a closed stream")
+
+	run = write(false)
+	if _, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(r.Bucket), Key: aws.String(key(run, 6)), Body: bytes.NewReader(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	wantCorrupt(run, key(run, 6), "an empty object at the tail of an open stream")
 }
