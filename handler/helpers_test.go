@@ -198,7 +198,7 @@ func (b *testBundle) batch(t *testing.T, ctx context.Context, max int, wait time
 // invocations and of messages handled.
 func (b *testBundle) drive(t *testing.T, runID string, max int) (invocations, messages int) {
 	t.Helper()
-	limit := time.Now().Add(20 * time.Second)
+	limit := time.Now().Add(2 * time.Minute) // a bound against a hang, not a timing judgement
 	for time.Now().Before(limit) {
 		st, err := b.client.Status(context.Background(), runID)
 		if err != nil {

@@ -109,6 +109,10 @@ func (e *Engine) failForeign(runID string, data *world.ErrorData) {
 	if err := Wake(ctx, e.w, e.now, runID, keyMisuse(runID)); err != nil {
 		e.log.Warn("engine: wake a run failed for misusing the workflow API", "run", runID, "err", err)
 	}
+	// The workflow kept for the run (this goroutine's own) goes on no
+	// more; the wake-up may be handled by another process, leaving it
+	// parked here until the cache is closed.
+	e.logs.drop(runID)
 }
 
 // failMisused fails the run if a foreign goroutine misused the workflow

@@ -142,6 +142,20 @@ func (c *logCache) close() {
 	}
 }
 
+// drop forgets run's entry and stops its suspended workflow: for a run
+// that ended outside its sessions (failForeign), whose entry no session
+// may be given any more (it would load the end and drop it anyway, but the
+// message that would bring one may never come to this process).
+func (c *logCache) drop(runID string) {
+	var live *sticky
+	c.mu.Lock()
+	if el, ok := c.byRun[runID]; ok {
+		live = c.remove(el)
+	}
+	c.mu.Unlock()
+	live.stop()
+}
+
 // remove drops an entry and returns its suspended workflow, for the
 // caller to stop once it has released the lock.
 func (c *logCache) remove(el *list.Element) *sticky {
