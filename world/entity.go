@@ -138,11 +138,14 @@ type Run struct {
 	// RunStatusHeld.
 	Hold *RunHold `json:"hold,omitempty"`
 	// LastSeq is the sequence number of the run's newest event: the write fence.
-	LastSeq     int64     `json:"lastSeq"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
-	StartedAt   time.Time `json:"startedAt,omitzero"`
-	CompletedAt time.Time `json:"completedAt,omitzero"`
+	LastSeq int64 `json:"lastSeq"`
+	// PayloadBytes counts the payload bytes the run's log holds, as the
+	// World stored them (Limits.MaxRunBytes bounds it).
+	PayloadBytes int64     `json:"payloadBytes,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	StartedAt    time.Time `json:"startedAt,omitzero"`
+	CompletedAt  time.Time `json:"completedAt,omitzero"`
 	// DeactivatedAt is when the finished run came to rest (run_deactivated):
 	// nothing of it pending or running any more. Zero until then.
 	DeactivatedAt time.Time `json:"deactivatedAt,omitzero"`

@@ -39,6 +39,20 @@ type Limits struct {
 	// without the writers' framing (WriteStreamParams.DataBytes; default
 	// 64 MiB): a write that would pass it is refused.
 	MaxStreamBytes int64
+	// MaxRunBytes bounds the payload bytes one run's log holds in all
+	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
+	// metadata, errors, as the World receives them; default 128 MiB). An
+	// event that would take the run past it is refused, except the ones
+	// that end or hold it and, once it has ended, what its rest records (as
+	// for MaxEvents). Without it a run's only bound is MaxEvents times
+	// MaxPayload (about 100 GB), and whoever holds a webhook's token could
+	// grow it until the worker replaying it runs out of memory: a worker
+	// holds a run's whole log to replay it (about four times its payload
+	// bytes in memory, measured on the local world), so 128 MiB keeps a run
+	// within a 1 GiB function. AWS durable functions publish no total per
+	// execution beyond 25,000 operations of at most 256 KB each; 128 MiB is
+	// 512 of their largest checkpoints, with each payload four times larger.
+	MaxRunBytes int64
 }
 
 // The default limits (see Limits).
@@ -48,6 +62,7 @@ const (
 	defaultMaxHooks       = 10_000
 	defaultMaxWaits       = 10_000
 	defaultMaxStreamBytes = 64 << 20
+	defaultMaxRunBytes    = 128 << 20
 )
 
 // WithDefaults returns l with every zero (or negative) field set to its
@@ -67,6 +82,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxStreamBytes <= 0 {
 		l.MaxStreamBytes = defaultMaxStreamBytes
+	}
+	if l.MaxRunBytes <= 0 {
+		l.MaxRunBytes = defaultMaxRunBytes
 	}
 	return l
 }
@@ -130,8 +148,9 @@ func (e *LimitError) Code() string {
 
 // The names of the limits Apply checks, as LimitError.Limit has them.
 const (
-	limitEvents  = "events"
-	limitPayload = "payload"
+	limitEvents   = "events"
+	limitPayload  = "payload"
+	limitRunBytes = "run bytes"
 )
 
 // checkLimits refuses ev when it would grow s.Run past s.Limits (fields
@@ -143,19 +162,44 @@ func checkLimits(s State, ev Event) error {
 			return &LimitError{RunID: ev.RunID, Limit: limitPayload, Max: int64(l.MaxPayload), Size: int64(n), What: string(ev.Type())}
 		}
 	}
-	if l.MaxEvents <= 0 || s.Run == nil || s.Run.LastSeq < l.MaxEvents {
+	if s.Run == nil {
 		return nil
 	}
-	switch ev.Data.(type) {
-	case *RunCompleted, *RunFailed, *RunCancelled, *RunHeld:
-		return nil
-	case *AttributeSet:
-	default:
-		if s.Run.Status.Terminal() {
-			return nil // the rest: bounded by what the run holds
+	if l.MaxRunBytes > 0 && !endsOrRests(s.Run, ev.Data) {
+		if n := int64(payloadBytes(ev.Data)); n > 0 && s.Run.PayloadBytes+n > l.MaxRunBytes {
+			return &LimitError{RunID: ev.RunID, Limit: limitRunBytes, Max: l.MaxRunBytes, Size: s.Run.PayloadBytes + n, What: string(ev.Type())}
 		}
 	}
+	if l.MaxEvents <= 0 || s.Run.LastSeq < l.MaxEvents {
+		return nil
+	}
+	if _, ok := ev.Data.(*RunCompleted); ok || endsOrRests(s.Run, ev.Data) {
+		return nil
+	}
 	return &LimitError{RunID: ev.RunID, Limit: limitEvents, Max: l.MaxEvents, Size: s.Run.LastSeq + 1, What: string(ev.Type())}
+}
+
+// endsOrRests reports whether d is exempt from a full run's limits: an
+// event that fails, cancels or holds run, or, once run has ended, any but
+// attribute_set (its rest: bounded by what the run already holds).
+// run_completed is not: its output is counted in the run's bytes.
+func endsOrRests(run *Run, d EventData) bool {
+	switch d.(type) {
+	case *RunFailed, *RunCancelled, *RunHeld:
+		return true
+	case *AttributeSet:
+		return false
+	}
+	return run.Status.Terminal()
+}
+
+// payloadBytes is the size of all payloads ev carries, as
+// Run.PayloadBytes counts them.
+func payloadBytes(d EventData) int {
+	if c, ok := d.(*RunCreated); ok {
+		return len(c.Input) + len(c.ExecutionContext)
+	}
+	return payloadSize(d)
 }
 
 // payloadSize is the size of the largest payload ev carries.

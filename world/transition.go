@@ -156,6 +156,7 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 	if eff.Skip {
 		return Effect{Skip: true, Run: s.Run}, nil
 	}
+	eff.Run.PayloadBytes += int64(payloadBytes(ev.Data))
 	return eff, nil
 }
 
@@ -173,6 +174,7 @@ func applyRunCreated(s State, ev Event, now time.Time) (Effect, error) {
 		RunID: ev.RunID, WorkflowName: d.WorkflowName, DeploymentID: d.DeploymentID, Status: RunStatusPending,
 		Input: d.Input, ExecutionContext: d.ExecutionContext, Attributes: maps.Clone(d.Attributes),
 		IdempotencyKey: d.IdempotencyKey, Version: d.Version, LastSeq: 1, CreatedAt: now, UpdatedAt: now,
+		PayloadBytes: int64(payloadBytes(d)),
 	}
 	return Effect{Event: ev, Run: run}, nil
 }
