@@ -42,7 +42,7 @@ func TestConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return worldtest.Subject{World: w, Consumer: w, Clock: clock}
-	}})
+	}, Sealed: true})
 }
 
 func TestLocalKeys(t *testing.T) {

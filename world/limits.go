@@ -26,10 +26,10 @@ type Limits struct {
 	// by what the run already holds. The engine fails a run that reaches it
 	// with CodeMaxEventsExceeded.
 	MaxEvents int64
-	// MaxPayload bounds one payload in bytes, as the World receives it (an
-	// encrypting World's sealed bytes): a run's input or output, a step's
-	// input or result, a hook's metadata or payload, an error as recorded
-	// (default 1 MiB).
+	// MaxPayload bounds one payload in bytes, as stored (its compact
+	// JSON; an encrypting World's sealed bytes; see Run.PayloadBytes): a
+	// run's input or output, a step's input or result, a hook's metadata
+	// or payload, an error as recorded (default 1 MiB).
 	MaxPayload int
 	// MaxHooks and MaxWaits bound the hooks (webhooks included) and the
 	// sleeps and timers one run creates over its life (default 10,000
@@ -41,7 +41,7 @@ type Limits struct {
 	MaxStreamBytes int64
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
-	// metadata, errors, as the World receives them; default 128 MiB). An
+	// metadata, errors, each as stored; default 128 MiB). An
 	// event that would take the run past it is refused, except the ones
 	// that end or hold it and, once it has ended, what its rest records (as
 	// for MaxEvents). Without it a run's only bound is MaxEvents times
@@ -153,20 +153,21 @@ const (
 	limitRunBytes = "run bytes"
 )
 
-// checkLimits refuses ev when it would grow s.Run past s.Limits (fields
-// of zero are not checked, as when a log is folded).
-func checkLimits(s State, ev Event) error {
+// checkLimits refuses ev, whose payloads measure sz, when it would grow
+// s.Run past s.Limits (fields of zero are not checked, as when a log is
+// folded).
+func checkLimits(s State, ev Event, sz payloadSizes) error {
 	l := s.Limits
 	if l.MaxPayload > 0 {
-		if n := payloadSize(ev.Data); n > l.MaxPayload {
-			return &LimitError{RunID: ev.RunID, Limit: limitPayload, Max: int64(l.MaxPayload), Size: int64(n), What: string(ev.Type())}
+		if n := sz.largest; n > int64(l.MaxPayload) {
+			return &LimitError{RunID: ev.RunID, Limit: limitPayload, Max: int64(l.MaxPayload), Size: n, What: string(ev.Type())}
 		}
 	}
 	if s.Run == nil {
 		return nil
 	}
 	if l.MaxRunBytes > 0 && !endsOrRests(s.Run, ev.Data) {
-		if n := int64(payloadBytes(ev.Data)); n > 0 && s.Run.PayloadBytes+n > l.MaxRunBytes {
+		if n := sz.total; n > 0 && s.Run.PayloadBytes+n > l.MaxRunBytes {
 			return &LimitError{RunID: ev.RunID, Limit: limitRunBytes, Max: l.MaxRunBytes, Size: s.Run.PayloadBytes + n, What: string(ev.Type())}
 		}
 	}
@@ -191,58 +192,4 @@ func endsOrRests(run *Run, d EventData) bool {
 		return false
 	}
 	return run.Status.Terminal()
-}
-
-// payloadBytes is the size of all payloads ev carries, as
-// Run.PayloadBytes counts them.
-func payloadBytes(d EventData) int {
-	if c, ok := d.(*RunCreated); ok {
-		return len(c.Input) + len(c.ExecutionContext)
-	}
-	return payloadSize(d)
-}
-
-// payloadSize is the size of the largest payload ev carries.
-func payloadSize(d EventData) int {
-	switch d := d.(type) {
-	case *RunCreated:
-		return max(len(d.Input), len(d.ExecutionContext))
-	case *RunCompleted:
-		return len(d.Output)
-	case *RunFailed:
-		return errorSize(d.Error)
-	case *RunHeld:
-		return errorSize(d.Error)
-	case *StepCreated:
-		return len(d.Input)
-	case *StepCompleted:
-		return len(d.Result)
-	case *StepFailed:
-		return errorSize(d.Error)
-	case *StepRetrying:
-		return errorSize(d.Error)
-	case *HookCreated:
-		return len(d.Metadata)
-	case *HookReceived:
-		return len(d.Payload)
-	case *CompRetryScheduled:
-		return errorSize(d.Error)
-	case *CompFailed:
-		return errorSize(d.Error)
-	case *RunCleanedUp:
-		return errorSize(d.Error)
-	}
-	return 0
-}
-
-// errorSize is about what e takes recorded.
-func errorSize(e *ErrorData) int {
-	if e == nil {
-		return 0
-	}
-	n := len(e.Type) + len(e.Message) + len(e.Stack) + len(e.Code) + len(e.Details) + errorSize(e.Cause)
-	for _, m := range e.Errors {
-		n += errorSize(m)
-	}
-	return n
 }

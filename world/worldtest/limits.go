@@ -18,7 +18,9 @@ import (
 // MaxStreamBytes, writing nothing of it, however many writers (processes)
 // share the stream; an event whose payloads would take the run's stored
 // payload bytes past MaxRunBytes is refused, leaving the run as it was,
-// except the ones that end or hold it. The suite reaches the limits: New
+// except the ones that end or hold it; Run.PayloadBytes counts each
+// payload as stored (compact JSON, encoding/json's escapes), the same on
+// every read path and in a fold of the log read back. The suite reaches the limits: New
 // must configure small ones (MaxEvents 1,000 to 2,000, MaxPayload and
 // MaxStreamBytes 64 KiB to 1 MiB, MaxRunBytes 16 MaxPayload to 8 MiB:
 // other cases append a few hundred events and payloads of 16 KiB, and
@@ -28,6 +30,7 @@ func limitCases() []testCase {
 		{"payload_refused_run_unchanged", testLimitPayload},
 		{"events_refused_end_accepted", testLimitEvents},
 		{"run_bytes_refused_end_accepted", testLimitRunBytes},
+		{"run_bytes_as_stored", testRunBytesAsStored},
 		{"stream_bytes_refused", testLimitStreamBytes},
 		{"stream_bytes_concurrent_writers", testLimitStreamBytesRace},
 	}
