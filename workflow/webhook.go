@@ -148,11 +148,13 @@ func deliversWebhook(method string) bool {
 // whose run has ended, answers 404 with an empty body. A body over
 // three quarters of the World's MaxPayload (768 KiB by default: the body
 // is recorded base64-encoded), or a request its run's limits refuse
-// (world.Limits: the request as recorded over MaxPayload, the run's bytes
-// over MaxRunBytes, its events at MaxEvents), answers 413 with a
-// problem+json body (code LIMIT_EXCEEDED); one that does not arrive
-// within WebhookBodyTimeout answers 408. Neither delivers anything. What it logs never holds a token, only RedactToken's
-// digest of it.
+// (world.Limits: the request as recorded, method, URL and headers
+// included, over MaxPayload, so a body of 768 KiB less a few hundred
+// bytes at most; the run's bytes over MaxRunBytes; its events at
+// MaxEvents), answers 413 with a problem+json body (code
+// LIMIT_EXCEEDED); one that does not arrive within WebhookBodyTimeout
+// answers 408. Neither delivers anything. What it logs never holds a
+// token, only RedactToken's digest of it.
 func (c *Client) WebhookHandler() http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = h.commit

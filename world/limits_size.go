@@ -16,9 +16,9 @@ import "unicode/utf8"
 // its details' stored length. An encrypting World's payloads are measured
 // as sealed (the bytes its store holds).
 
-// payloadSizes measures an event's payloads (payloadSizes of the event's
-// data): the largest one (Limits.MaxPayload bounds it) and all of them
-// (Run.PayloadBytes counts it).
+// payloadSizes is what an event's payloads measure: the largest one
+// (Limits.MaxPayload bounds it) and all of them (Run.PayloadBytes counts
+// it).
 type payloadSizes struct {
 	largest, total int64
 }
