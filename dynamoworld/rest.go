@@ -11,12 +11,13 @@ import "github.com/skeinflow/skein/world"
 const (
 	aDeactivated = "rda" // on a commit: when the run was deactivated, absent before
 	aCleanup     = "rcu" // on a commit: the run's cleanup state, absent when none
+	aRunBytes    = "rpb" // on a commit: world.Run.PayloadBytes (Limits.MaxRunBytes)
 )
 
 // restAttrs are the attributes of a commit item that encodeRest writes:
 // a read of the newest commit that projects attributes names them all.
 func restAttrs() []string {
-	return []string{aDeactivated, aCleanup, aRunCompensate, aCompOwed, aCompRunning, aCompSucceeded, aCompFailed}
+	return []string{aDeactivated, aCleanup, aRunBytes, aRunCompensate, aCompOwed, aCompRunning, aCompSucceeded, aCompFailed}
 }
 
 // encodeRest stores r's rest on a commit item, with its compensation
@@ -24,6 +25,7 @@ func restAttrs() []string {
 func encodeRest(it item, r *world.Run) {
 	setT(it, aDeactivated, r.DeactivatedAt)
 	setS(it, aCleanup, r.Cleanup)
+	setN(it, aRunBytes, r.PayloadBytes)
 	encodeRunComp(it, r)
 }
 
@@ -31,5 +33,6 @@ func encodeRest(it item, r *world.Run) {
 func decodeRest(last item, r *world.Run) {
 	r.DeactivatedAt = getT(last, aDeactivated)
 	r.Cleanup = getS(last, aCleanup)
+	r.PayloadBytes = getN(last, aRunBytes)
 	decodeRunComp(last, r)
 }

@@ -222,7 +222,7 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 		}
 		runID, existed, wakeKey = run.RunID, true, ""
 	case err != nil:
-		return "", false, fmt.Errorf("workflow: start %q: %w", name, err)
+		return "", false, startError(name, input, execCtx, err)
 	}
 	if err := engine.Wake(ctx, c.w, c.now, runID, wakeKey); err != nil {
 		return runID, existed, fmt.Errorf("workflow: start %q: enqueue run %s: %w", name, runID, err)
@@ -509,3 +509,31 @@ func (r *Run[O]) Result(ctx context.Context) (O, error) {
 func (r *Run[O]) Cancel(ctx context.Context, reason string, opts ...CancelOption) error {
 	return r.c.Cancel(ctx, r.id, reason, opts...)
 }
+
+// startError is the refusal of a start: an input over the payload limit
+// says so in the caller's terms (its size and the limit), matching
+// world.ErrLimitExceeded and *world.LimitError; any other refusal is
+// wrapped as the World gave it.
+func startError(name string, input, execCtx json.RawMessage, err error) error {
+	var le *world.LimitError
+	if !errors.As(err, &le) || le.Limit != "payload" || len(input) < len(execCtx) {
+		return fmt.Errorf("workflow: start %q: %w", name, err)
+	}
+	stored := ""
+	if le.Size != int64(len(input)) {
+		stored = fmt.Sprintf(" (%d as stored)", le.Size)
+	}
+	return &startLimitError{msg: fmt.Sprintf("workflow: start %q: the input of %d bytes%s is over the limit of %d bytes a payload may take (world.Limits.MaxPayload)",
+		name, len(input), stored, le.Max), le: le}
+}
+
+// startLimitError is a start refused for its input's size.
+type startLimitError struct {
+	msg string
+	le  *world.LimitError
+}
+
+func (e *startLimitError) Error() string { return e.msg }
+
+// Unwrap returns the limit's refusal (errors.Is world.ErrLimitExceeded).
+func (e *startLimitError) Unwrap() error { return e.le }

@@ -360,6 +360,9 @@ func (c *codec) encode(err error) *world.ErrorData {
 		if e.Data != nil {
 			return e.Data
 		}
+	case *world.LimitError:
+		// Its code survives the log: a run failed by it says which limit.
+		d.Code = e.Code()
 	default:
 		switch {
 		case err == ErrRunCancelled:

@@ -145,10 +145,16 @@ func deliversWebhook(method string) bool {
 // token. OPTIONS answers 204 and any other method 405, both with an Allow
 // header (WebhookAllow), before the token is looked up and without
 // delivering anything. An unknown, disposed or non-webhook token, or one
-// whose run has ended, answers 404 with an empty body. A body over 1 MiB
-// answers 413, one that does not arrive within WebhookBodyTimeout 408; neither
-// delivers anything. What it logs never holds a token, only RedactToken's
-// digest of it.
+// whose run has ended, answers 404 with an empty body. A body over
+// three quarters of the World's MaxPayload (768 KiB by default: the body
+// is recorded base64-encoded), or a request its run's limits refuse
+// (world.Limits: the request as recorded, method, URL and headers
+// included, over MaxPayload, so a body of 768 KiB less a few hundred
+// bytes at most; the run's bytes over MaxRunBytes; its events at
+// MaxEvents), answers 413 with a problem+json body (code
+// LIMIT_EXCEEDED); one that does not arrive within WebhookBodyTimeout
+// answers 408. Neither delivers anything. What it logs never holds a
+// token, only RedactToken's digest of it.
 func (c *Client) WebhookHandler() http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = h.commit
@@ -156,7 +162,7 @@ func (c *Client) WebhookHandler() http.Handler {
 }
 
 // WebhookBodyTimeout bounds how long the webhook handler waits for a
-// request's body (at most 1 MiB) to arrive once it has looked the token
+// request's body (at most 768 KiB by default) to arrive once it has looked the token
 // up: a sender that stalls is answered 408 Request Timeout and delivers
 // nothing, and holds no goroutine past it. The handler sets the deadline
 // on the connection (http.ResponseController), so it holds in any
@@ -232,7 +238,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	_ = json.Unmarshal(hk.Metadata, &meta)
 	// Read no more than the run's payload limit takes (the payload is the
 	// body and more): a larger body is refused before it is buffered.
-	maxBody := min(maxWebhookBody, int64(world.LimitsOf(h.c.w).MaxPayload))
+	maxBody := webhookBodyLimit(world.LimitsOf(h.c.w).MaxPayload)
 	body, err := h.readBody(rw, req, maxBody)
 	var ne net.Error
 	switch {
@@ -244,7 +250,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if int64(len(body)) > maxBody {
-		rw.WriteHeader(http.StatusRequestEntityTooLarge)
+		writeTooLarge(rw, fmt.Sprintf("the body is over the limit of %d bytes a webhook request's body may take (nothing delivered)", maxBody))
 		return
 	}
 	r := Request{Method: req.Method, URL: redactWebhookURL(req.URL), Header: req.Header.Clone(), Body: body}
@@ -258,9 +264,10 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			rw.WriteHeader(http.StatusNotFound)
 			return
 		}
-		if errors.Is(err, world.ErrLimitExceeded) {
+		var le *world.LimitError
+		if errors.As(err, &le) {
 			// Too large, or the run is full: retrying will not help.
-			rw.WriteHeader(http.StatusRequestEntityTooLarge)
+			writeTooLarge(rw, webhookLimitDetail(le))
 			return
 		}
 		h.c.log.Warn("workflow: webhook resume", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
@@ -311,4 +318,33 @@ func writeResponse(rw http.ResponseWriter, resp *Response) {
 	}
 	rw.WriteHeader(status)
 	_, _ = rw.Write(resp.Body)
+}
+
+// webhookBodyLimit is the largest body a webhook request may carry when
+// one payload may take maxPayload bytes: the request is recorded with its
+// body base64-encoded (4 bytes for 3), so three quarters of it, and never
+// more than maxWebhookBody. With the default MaxPayload (1 MiB) it is
+// 768 KiB; the request's method, URL and headers take the rest, and a
+// request that does not fit with them is refused too.
+func webhookBodyLimit(maxPayload int) int64 {
+	return min(maxWebhookBody, int64(maxPayload)/4*3)
+}
+
+// webhookLimitDetail says which limit refused a webhook request.
+func webhookLimitDetail(le *world.LimitError) string {
+	if le.Limit == "events" {
+		return fmt.Sprintf("the run has reached its limit of %d events and takes no more requests (nothing delivered)", le.Max)
+	}
+	return fmt.Sprintf("the request would take the run's %s to %d bytes, over its limit of %d (nothing delivered)", le.Limit, le.Size, le.Max)
+}
+
+// writeTooLarge answers 413 with an RFC 9457 problem (code LIMIT_EXCEEDED):
+// the sender must not retry the same request.
+func writeTooLarge(rw http.ResponseWriter, detail string) {
+	b, _ := json.Marshal(map[string]any{"type": "urn:skein:problem:limit-exceeded", "title": "Content Too Large",
+		"status": http.StatusRequestEntityTooLarge, "code": world.CodeLimitExceeded, "detail": detail})
+	rw.Header().Set("Content-Type", "application/problem+json")
+	rw.Header().Set("Cache-Control", "no-store")
+	rw.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = rw.Write(append(b, '\n'))
 }

@@ -138,11 +138,18 @@ type Run struct {
 	// RunStatusHeld.
 	Hold *RunHold `json:"hold,omitempty"`
 	// LastSeq is the sequence number of the run's newest event: the write fence.
-	LastSeq     int64     `json:"lastSeq"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
-	StartedAt   time.Time `json:"startedAt,omitzero"`
-	CompletedAt time.Time `json:"completedAt,omitzero"`
+	LastSeq int64 `json:"lastSeq"`
+	// PayloadBytes is the size of every payload the run's log holds, each
+	// measured as stored: its JSON as every World writes it and every read
+	// returns it (compact, with encoding/json's escapes), an error's text,
+	// an encrypting World's payloads sealed. It is a function of the
+	// committed events, the same on every read path and in a fold of the
+	// log (FoldEvents). Limits.MaxRunBytes bounds it.
+	PayloadBytes int64     `json:"payloadBytes,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	StartedAt    time.Time `json:"startedAt,omitzero"`
+	CompletedAt  time.Time `json:"completedAt,omitzero"`
 	// DeactivatedAt is when the finished run came to rest (run_deactivated):
 	// nothing of it pending or running any more. Zero until then.
 	DeactivatedAt time.Time `json:"deactivatedAt,omitzero"`

@@ -26,10 +26,10 @@ type Limits struct {
 	// by what the run already holds. The engine fails a run that reaches it
 	// with CodeMaxEventsExceeded.
 	MaxEvents int64
-	// MaxPayload bounds one payload in bytes, as the World receives it (an
-	// encrypting World's sealed bytes): a run's input or output, a step's
-	// input or result, a hook's metadata or payload, an error as recorded
-	// (default 1 MiB).
+	// MaxPayload bounds one payload in bytes, as stored (its compact
+	// JSON; an encrypting World's sealed bytes; see Run.PayloadBytes): a
+	// run's input or output, a step's input or result, a hook's metadata
+	// or payload, an error as recorded (default 1 MiB).
 	MaxPayload int
 	// MaxHooks and MaxWaits bound the hooks (webhooks included) and the
 	// sleeps and timers one run creates over its life (default 10,000
@@ -39,6 +39,20 @@ type Limits struct {
 	// without the writers' framing (WriteStreamParams.DataBytes; default
 	// 64 MiB): a write that would pass it is refused.
 	MaxStreamBytes int64
+	// MaxRunBytes bounds the payload bytes one run's log holds in all
+	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
+	// metadata, errors, each as stored; default 128 MiB). An
+	// event that would take the run past it is refused, except the ones
+	// that end or hold it and, once it has ended, what its rest records (as
+	// for MaxEvents). Without it a run's only bound is MaxEvents times
+	// MaxPayload (about 100 GB), and whoever holds a webhook's token could
+	// grow it until the worker replaying it runs out of memory: a worker
+	// holds a run's whole log to replay it (about four times its payload
+	// bytes in memory, measured on the local world), so 128 MiB keeps a run
+	// within a 1 GiB function. AWS durable functions publish no total per
+	// execution beyond 25,000 operations of at most 256 KB each; 128 MiB is
+	// 512 of their largest checkpoints, with each payload four times larger.
+	MaxRunBytes int64
 }
 
 // The default limits (see Limits).
@@ -48,6 +62,7 @@ const (
 	defaultMaxHooks       = 10_000
 	defaultMaxWaits       = 10_000
 	defaultMaxStreamBytes = 64 << 20
+	defaultMaxRunBytes    = 128 << 20
 )
 
 // WithDefaults returns l with every zero (or negative) field set to its
@@ -67,6 +82,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxStreamBytes <= 0 {
 		l.MaxStreamBytes = defaultMaxStreamBytes
+	}
+	if l.MaxRunBytes <= 0 {
+		l.MaxRunBytes = defaultMaxRunBytes
 	}
 	return l
 }
@@ -130,75 +148,48 @@ func (e *LimitError) Code() string {
 
 // The names of the limits Apply checks, as LimitError.Limit has them.
 const (
-	limitEvents  = "events"
-	limitPayload = "payload"
+	limitEvents   = "events"
+	limitPayload  = "payload"
+	limitRunBytes = "run bytes"
 )
 
-// checkLimits refuses ev when it would grow s.Run past s.Limits (fields
-// of zero are not checked, as when a log is folded).
-func checkLimits(s State, ev Event) error {
+// checkLimits refuses ev, whose payloads measure sz, when it would grow
+// s.Run past s.Limits (fields of zero are not checked, as when a log is
+// folded).
+func checkLimits(s State, ev Event, sz payloadSizes) error {
 	l := s.Limits
 	if l.MaxPayload > 0 {
-		if n := payloadSize(ev.Data); n > l.MaxPayload {
-			return &LimitError{RunID: ev.RunID, Limit: limitPayload, Max: int64(l.MaxPayload), Size: int64(n), What: string(ev.Type())}
+		if n := sz.largest; n > int64(l.MaxPayload) {
+			return &LimitError{RunID: ev.RunID, Limit: limitPayload, Max: int64(l.MaxPayload), Size: n, What: string(ev.Type())}
 		}
 	}
-	if l.MaxEvents <= 0 || s.Run == nil || s.Run.LastSeq < l.MaxEvents {
+	if s.Run == nil {
 		return nil
 	}
-	switch ev.Data.(type) {
-	case *RunCompleted, *RunFailed, *RunCancelled, *RunHeld:
-		return nil
-	case *AttributeSet:
-	default:
-		if s.Run.Status.Terminal() {
-			return nil // the rest: bounded by what the run holds
+	if l.MaxRunBytes > 0 && !endsOrRests(s.Run, ev.Data) {
+		if n := sz.total; n > 0 && s.Run.PayloadBytes+n > l.MaxRunBytes {
+			return &LimitError{RunID: ev.RunID, Limit: limitRunBytes, Max: l.MaxRunBytes, Size: s.Run.PayloadBytes + n, What: string(ev.Type())}
 		}
+	}
+	if l.MaxEvents <= 0 || s.Run.LastSeq < l.MaxEvents {
+		return nil
+	}
+	if _, ok := ev.Data.(*RunCompleted); ok || endsOrRests(s.Run, ev.Data) {
+		return nil
 	}
 	return &LimitError{RunID: ev.RunID, Limit: limitEvents, Max: l.MaxEvents, Size: s.Run.LastSeq + 1, What: string(ev.Type())}
 }
 
-// payloadSize is the size of the largest payload ev carries.
-func payloadSize(d EventData) int {
-	switch d := d.(type) {
-	case *RunCreated:
-		return max(len(d.Input), len(d.ExecutionContext))
-	case *RunCompleted:
-		return len(d.Output)
-	case *RunFailed:
-		return errorSize(d.Error)
-	case *RunHeld:
-		return errorSize(d.Error)
-	case *StepCreated:
-		return len(d.Input)
-	case *StepCompleted:
-		return len(d.Result)
-	case *StepFailed:
-		return errorSize(d.Error)
-	case *StepRetrying:
-		return errorSize(d.Error)
-	case *HookCreated:
-		return len(d.Metadata)
-	case *HookReceived:
-		return len(d.Payload)
-	case *CompRetryScheduled:
-		return errorSize(d.Error)
-	case *CompFailed:
-		return errorSize(d.Error)
-	case *RunCleanedUp:
-		return errorSize(d.Error)
+// endsOrRests reports whether d is exempt from a full run's limits: an
+// event that fails, cancels or holds run, or, once run has ended, any but
+// attribute_set (its rest: bounded by what the run already holds).
+// run_completed is not: its output is counted in the run's bytes.
+func endsOrRests(run *Run, d EventData) bool {
+	switch d.(type) {
+	case *RunFailed, *RunCancelled, *RunHeld:
+		return true
+	case *AttributeSet:
+		return false
 	}
-	return 0
-}
-
-// errorSize is about what e takes recorded.
-func errorSize(e *ErrorData) int {
-	if e == nil {
-		return 0
-	}
-	n := len(e.Type) + len(e.Message) + len(e.Stack) + len(e.Code) + len(e.Details) + errorSize(e.Cause)
-	for _, m := range e.Errors {
-		n += errorSize(m)
-	}
-	return n
+	return run.Status.Terminal()
 }

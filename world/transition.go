@@ -70,11 +70,12 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 	if err := ValidateID(PrefixRun, ev.RunID); err != nil {
 		return Effect{}, invalidf(ev.Type(), ev.RunID, "%v", err)
 	}
-	if err := checkLimits(s, ev); err != nil {
+	sz := measurePayloads(ev.Data)
+	if err := checkLimits(s, ev, sz); err != nil {
 		return Effect{}, err
 	}
 	if ev.Type() == EventRunCreated {
-		return applyRunCreated(s, ev, now)
+		return applyRunCreated(s, ev, now, sz.total)
 	}
 	t := ev.Type()
 	if s.Run == nil {
@@ -156,10 +157,14 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 	if eff.Skip {
 		return Effect{Skip: true, Run: s.Run}, nil
 	}
+	if eff.Event.Type() != ev.Type() {
+		sz = measurePayloads(eff.Event.Data) // recorded as another event (hook_conflict)
+	}
+	eff.Run.PayloadBytes += sz.total
 	return eff, nil
 }
 
-func applyRunCreated(s State, ev Event, now time.Time) (Effect, error) {
+func applyRunCreated(s State, ev Event, now time.Time, payloadBytes int64) (Effect, error) {
 	d := ev.Data.(*RunCreated)
 	if s.Run != nil {
 		return Effect{}, &RunExistsError{RunID: s.Run.RunID}
@@ -173,6 +178,7 @@ func applyRunCreated(s State, ev Event, now time.Time) (Effect, error) {
 		RunID: ev.RunID, WorkflowName: d.WorkflowName, DeploymentID: d.DeploymentID, Status: RunStatusPending,
 		Input: d.Input, ExecutionContext: d.ExecutionContext, Attributes: maps.Clone(d.Attributes),
 		IdempotencyKey: d.IdempotencyKey, Version: d.Version, LastSeq: 1, CreatedAt: now, UpdatedAt: now,
+		PayloadBytes: payloadBytes,
 	}
 	return Effect{Event: ev, Run: run}, nil
 }

@@ -257,11 +257,15 @@ func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, 
 // step that lost its executor too often (that is no error of the user's
 // code), world.CodeHookPayloadInvalid when it is, or wraps, a hook payload
 // that did not decode, world.CodeStepTimeout when a step's last attempt ran
-// past its timeout, otherwise world.CodeUserError.
+// past its timeout, the limit's code (world.CodeLimitExceeded,
+// world.CodeMaxEventsExceeded) when it is, or wraps, a refusal by one of
+// the run's limits (a step's result over the payload limit, a stream write
+// over its bound), otherwise world.CodeUserError.
 func workflowFailCode(d *world.ErrorData) string {
 	for ; d != nil; d = d.Cause {
 		switch d.Code {
-		case world.CodeStepExecutorLost, world.CodeHookPayloadInvalid, world.CodeStepTimeout:
+		case world.CodeStepExecutorLost, world.CodeHookPayloadInvalid, world.CodeStepTimeout,
+			world.CodeLimitExceeded, world.CodeMaxEventsExceeded:
 			return d.Code
 		}
 	}

@@ -168,3 +168,30 @@ func TestLimitWaits(t *testing.T) {
 		t.Fatalf("%d waits created, want the %d allowed", n, testLimits.MaxWaits)
 	}
 }
+
+// A run whose step results fill its MaxRunBytes fails with LIMIT_EXCEEDED
+// (the step_completed that would pass it is refused), instead of retrying
+// the commit.
+func TestLimitRunBytes(t *testing.T) {
+	t.Parallel()
+	lim := testLimits
+	lim.MaxRunBytes = 4 << 10
+	h := newLimitedHarness(t, lim)
+	h.reg.step("mid", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return bigJSON(900), nil })
+	h.reg.wf("wf", func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
+		for range 10 {
+			f := c.Step("mid", nil)
+			c.Await(f.Done)
+			if _, fail := f.Result(); fail != nil {
+				return nil, &Failure{Data: fail}
+			}
+		}
+		return mustJSON("done"), nil
+	})
+	h.work(1, nil)
+	run := h.wait(h.start("wf", nil))
+	// Only its end (run_failed, an error within MaxPayload) passes the bound.
+	if run.Status != world.RunStatusFailed || run.ErrorCode != world.CodeLimitExceeded || run.PayloadBytes > lim.MaxRunBytes+int64(lim.MaxPayload) {
+		t.Fatalf("run %s code %q error %+v bytes %d, want failed with %s within %d bytes and its end", run.Status, run.ErrorCode, run.Error, run.PayloadBytes, world.CodeLimitExceeded, lim.MaxRunBytes)
+	}
+}

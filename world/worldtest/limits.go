@@ -16,21 +16,32 @@ import (
 // run's end (or hold) once the run has MaxEvents, leaving the run as it
 // was; WriteStream refuses a write that would take its stream past
 // MaxStreamBytes, writing nothing of it, however many writers (processes)
-// share the stream. The suite reaches the limits: New must configure
-// small ones (MaxEvents 1,000 to 2,000, MaxPayload and MaxStreamBytes
-// 64 KiB to 1 MiB: other cases append a few hundred events and payloads
-// of 16 KiB, and write streams of a few KiB).
+// share the stream; an event whose payloads would take the run's stored
+// payload bytes past MaxRunBytes is refused, leaving the run as it was,
+// except the ones that end or hold it; Run.PayloadBytes counts each
+// payload as stored (compact JSON, encoding/json's escapes), the same on
+// every read path and in a fold of the log read back. The suite reaches the limits: New
+// must configure small ones (MaxEvents 1,000 to 2,000, MaxPayload and
+// MaxStreamBytes 64 KiB to 1 MiB, MaxRunBytes 16 MaxPayload to 8 MiB:
+// other cases append a few hundred events and payloads of 16 KiB, and
+// write streams of a few KiB).
 func limitCases() []testCase {
 	return []testCase{
 		{"payload_refused_run_unchanged", testLimitPayload},
 		{"events_refused_end_accepted", testLimitEvents},
+		{"run_bytes_refused_end_accepted", testLimitRunBytes},
+		{"run_bytes_as_stored", testRunBytesAsStored},
 		{"stream_bytes_refused", testLimitStreamBytes},
 		{"stream_bytes_concurrent_writers", testLimitStreamBytesRace},
 	}
 }
 
-// maxSuiteEvents is the largest MaxEvents the suite appends up to.
-const maxSuiteEvents = 2000
+// maxSuiteEvents is the largest MaxEvents the suite appends up to, and
+// maxSuiteRunBytes the largest MaxRunBytes.
+const (
+	maxSuiteEvents   = 2000
+	maxSuiteRunBytes = 8 << 20
+)
 
 // limits returns the limits the World reports, failing the case when it
 // reports none or ones too large for the suite to reach.
@@ -42,8 +53,9 @@ func (f *fixture) limits() world.Limits {
 	}
 	l := lw.Limits()
 	if l.MaxEvents < 1000 || l.MaxEvents > maxSuiteEvents || l.MaxPayload < 64<<10 || l.MaxPayload > 1<<20 ||
-		l.MaxStreamBytes < 64<<10 || l.MaxStreamBytes > 1<<20 {
-		f.t.Fatalf("worldtest: configure the World under test with small limits (MaxEvents 1000..%d, MaxPayload and MaxStreamBytes 64 KiB..1 MiB), not %+v", maxSuiteEvents, l)
+		l.MaxStreamBytes < 64<<10 || l.MaxStreamBytes > 1<<20 || l.MaxRunBytes < 16*int64(l.MaxPayload) || l.MaxRunBytes > maxSuiteRunBytes {
+		f.t.Fatalf("worldtest: configure the World under test with small limits (MaxEvents 1000..%d, MaxPayload and MaxStreamBytes 64 KiB..1 MiB, MaxRunBytes 16 MaxPayload..%d), not %+v",
+			maxSuiteEvents, maxSuiteRunBytes, l)
 	}
 	return l
 }
@@ -133,6 +145,49 @@ func testLimitEvents(t *testing.T, f *fixture) {
 	}
 	_, err := f.append(id, ev("", attrSet("k", "w")))
 	wantLimit(t, err, "events", "attribute_set on a finished run past MaxEvents")
+	f.mustAppend(id, ev("", &world.RunDeactivated{}))
+}
+
+// A token holder's flood (hook_received after hook_received) stops at
+// MaxRunBytes: the delivery that would pass it is refused with a
+// *world.LimitError of "run bytes" and leaves the run as it was (nothing
+// already stored is lost); an event with no payload still fits, and the
+// run can still be failed and come to rest.
+func testLimitRunBytes(t *testing.T, f *fixture) {
+	l := f.limits()
+	id := f.startedRun()
+	hook := ids.New(world.PrefixHook)
+	f.mustAppend(id, ev(hook, &world.HookCreated{Token: "tok-" + hook}))
+	half := l.MaxPayload / 2 // within MaxPayload, even sealed
+	var le *world.LimitError
+	accepted := int64(0)
+	for i := int64(0); le == nil; i++ {
+		if i > 2*l.MaxRunBytes/int64(half)+2 {
+			t.Fatalf("%d deliveries of %d bytes accepted, past MaxRunBytes %d: none refused", i, half, l.MaxRunBytes)
+		}
+		before := f.getRun(id)
+		_, err := f.append(id, ev(hook, &world.HookReceived{Payload: jsonOfSize(half)}))
+		if err == nil {
+			accepted++
+			continue
+		}
+		le = wantLimit(t, err, "run bytes", "a delivery past MaxRunBytes")
+		f.wantUnchanged(id, before, "the delivery refused")
+		if le.Max != l.MaxRunBytes || le.Size <= le.Max || le.RunID != id || before.PayloadBytes > l.MaxRunBytes || le.Size-before.PayloadBytes < int64(half) {
+			t.Fatalf("LimitError %+v with the run at %d payload bytes: want run %s, Max %d, Size above it by the delivery's %d bytes or more",
+				le, before.PayloadBytes, id, l.MaxRunBytes, half)
+		}
+	}
+	// A World that seals payloads stores each larger: fewer fit, but at
+	// least half of MaxRunBytes of what was sent.
+	if sent := accepted * int64(half); sent > l.MaxRunBytes || sent < l.MaxRunBytes/2 {
+		t.Fatalf("%d deliveries of %d bytes accepted (%d bytes), want between MaxRunBytes/2 and MaxRunBytes %d", accepted, half, sent, l.MaxRunBytes)
+	}
+	f.mustAppend(id, ev("", attrSet("k", "v")))
+	if evs := f.events(id); int64(count(evs, world.EventHookReceived, hook)) != accepted {
+		t.Fatalf("the log holds %d hook_received, want the %d accepted", count(evs, world.EventHookReceived, hook), accepted)
+	}
+	f.mustAppend(id, ev("", &world.RunFailed{Error: &world.ErrorData{Message: "full"}, ErrorCode: world.CodeLimitExceeded}))
 	f.mustAppend(id, ev("", &world.RunDeactivated{}))
 }
 

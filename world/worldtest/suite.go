@@ -44,6 +44,10 @@ type Options struct {
 	// visibility timeouts, watch and stream waits) for slower backends;
 	// default 1. Leases and retry times are judged on Subject.Clock.
 	Slow float64
+	// Sealed says the World stores payloads sealed (an encrypting
+	// wrapper): its runs count them sealed (Run.PayloadBytes), more than
+	// the payloads its reads return measure.
+	Sealed bool
 }
 
 func (o Options) withDefaults() Options {
