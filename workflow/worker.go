@@ -419,9 +419,12 @@ func (w *Worker) WebhookURL() string {
 // cancels the work in flight (its messages are released for redelivery),
 // stops the webhook server and returns nil once its goroutines have ended.
 //
-// Stopping leaves no message hidden: one received as Run stops is released
-// at once, unhandled, and a dynamoworld receive in flight finishes its SQS
-// long poll (up to PollWait) to give back what that brings. A process that
+// Stopping leaves no message hidden: one received as Run stops is given
+// back at once, unhandled and uncounted (sent again carrying the
+// deliveries before this one, so it counts against neither MaxDeliveries
+// nor a queue's dead-letter count), and a dynamoworld receive in flight
+// finishes its SQS long poll (up to PollWait) to give back what that
+// brings. A process that
 // exits before Run returns can leave up to Concurrency messages, and their
 // runs, waiting for Visibility.
 //
