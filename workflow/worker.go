@@ -24,8 +24,11 @@ type EngineOptions struct {
 	// the excess is queued for other workers (default 16).
 	InlineConcurrency int
 	// RunLeaseTTL is the per-run lease a continuation holds while it runs
-	// the workflow, renewed as it goes; a continuation whose process died
-	// blocks the run until it expires (default 30s).
+	// the workflow, renewed every third of it as it goes; a continuation
+	// whose process died blocks the run until it expires (default 30s). A
+	// continuation that loses its lease (a renewal refused, or failing for
+	// two thirds of it) stops at once: its steps in flight see their context
+	// cancelled and it commits nothing more.
 	RunLeaseTTL time.Duration
 	// StepLeaseTTL is a step attempt's exclusive lease (a compensation
 	// attempt's too), renewed while it runs; a step whose worker died
