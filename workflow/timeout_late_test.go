@@ -24,9 +24,11 @@ func TestStepLateResultIsATimeout(t *testing.T) {
 		retries int
 		want    string // the run's result; "" for a failed run
 	}{
-		// The timeout is real time: on a loaded machine a later attempt can
-		// also outlast 50 ms before it runs, so "retried" has retries to
-		// spare and takes any later attempt's result.
+		// The timeout is real time: a second, twenty times what a later
+		// attempt (which returns at once) takes on a loaded machine, and the
+		// late result comes 100 ms after it, a tenth of the grace period.
+		// "retried" still has retries to spare and takes any later
+		// attempt's result.
 		{"retried", 5, "attempt "},
 		{"last attempt", workflow.NoRetries, ""},
 	} {
@@ -39,7 +41,7 @@ func TestStepLateResultIsATimeout(t *testing.T) {
 				<-ctx.Done()
 				time.Sleep(100 * time.Millisecond) // within the grace period
 				return "late", nil
-			}, workflow.StepOptions{Timeout: 50 * time.Millisecond, MaxRetries: tc.retries, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+			}, workflow.StepOptions{Timeout: time.Second, MaxRetries: tc.retries, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 			wf := workflow.New("late-wf-"+tc.name, func(ctx workflow.Context, n int) (string, error) {
 				return late.Call(ctx, n)
 			})

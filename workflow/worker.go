@@ -24,8 +24,11 @@ type EngineOptions struct {
 	// the excess is queued for other workers (default 16).
 	InlineConcurrency int
 	// RunLeaseTTL is the per-run lease a continuation holds while it runs
-	// the workflow, renewed as it goes; a continuation whose process died
-	// blocks the run until it expires (default 30s).
+	// the workflow, renewed every third of it as it goes; a continuation
+	// whose process died blocks the run until it expires (default 30s). A
+	// continuation that loses its lease (a renewal refused, or failing for
+	// two thirds of it) stops at once: its steps in flight see their context
+	// cancelled and it commits nothing more.
 	RunLeaseTTL time.Duration
 	// StepLeaseTTL is a step attempt's exclusive lease (a compensation
 	// attempt's too), renewed while it runs; a step whose worker died
@@ -419,9 +422,12 @@ func (w *Worker) WebhookURL() string {
 // cancels the work in flight (its messages are released for redelivery),
 // stops the webhook server and returns nil once its goroutines have ended.
 //
-// Stopping leaves no message hidden: one received as Run stops is released
-// at once, unhandled, and a dynamoworld receive in flight finishes its SQS
-// long poll (up to PollWait) to give back what that brings. A process that
+// Stopping leaves no message hidden: one received as Run stops is given
+// back at once, unhandled and uncounted (sent again carrying the
+// deliveries before this one, so it counts against neither MaxDeliveries
+// nor a queue's dead-letter count), and a dynamoworld receive in flight
+// finishes its SQS long poll (up to PollWait) to give back what that
+// brings. A process that
 // exits before Run returns can leave up to Concurrency messages, and their
 // runs, waiting for Visibility.
 //

@@ -32,6 +32,10 @@ func (w *Worker) loop(ctx context.Context) {
 		}
 		errDelay = 10 * time.Millisecond
 		for _, d := range ds {
+			if ctx.Err() != nil {
+				w.giveBack(ctx, d) // a receive that ended as Run stops
+				continue
+			}
 			w.handle(ctx, d)
 		}
 	}
@@ -60,6 +64,38 @@ func (w *Worker) handle(ctx context.Context, d world.Delivery) {
 	}
 	if err != nil && !errors.Is(err, world.ErrClosed) {
 		w.cfg.Logger.Warn("workflow: ack/release", "message", d.MessageID, "err", err)
+	}
+}
+
+// giveBack hands back a delivery received once Run's context has ended,
+// without working on it and without counting it: a copy of its message is
+// sent carrying the deliveries before this one (world.Message.Delivered),
+// then the delivery is acknowledged, so this receive counts neither
+// against the run's EngineOptions.MaxDeliveries nor towards a queue's
+// dead-letter count. A body that is not a message, or a copy that cannot
+// be sent, is released at once instead (visible again, its receive
+// counted). The copy goes out before the acknowledgement: a process that
+// dies in between leaves a duplicate, which the run lease makes harmless,
+// never a lost message.
+func (w *Worker) giveBack(ctx context.Context, d world.Delivery) {
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if m, err := world.DecodeMessage(d.Body); err == nil {
+		m.Delivered = max(m.Delivered, 0) + max(d.Attempt-1, 0)
+		body, err := world.EncodeMessage(m)
+		if err == nil {
+			_, err = w.cfg.World.Enqueue(bg, &world.EnqueueParams{Body: body})
+		}
+		if err == nil {
+			if err := w.consumer.Ack(bg, &world.AckParams{Receipt: d.Receipt}); err != nil && !errors.Is(err, world.ErrClosed) {
+				w.cfg.Logger.Warn("workflow: acknowledge a message given back at stop", "message", d.MessageID, "err", err)
+			}
+			return
+		}
+		w.cfg.Logger.Warn("workflow: send back a message received at stop; releasing it", "message", d.MessageID, "err", err)
+	}
+	if err := w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt}); err != nil && !errors.Is(err, world.ErrClosed) {
+		w.cfg.Logger.Warn("workflow: release a message received at stop", "message", d.MessageID, "err", err)
 	}
 }
 

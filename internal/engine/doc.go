@@ -51,7 +51,8 @@
 // acknowledged instead of being sent again, on this path and on every other
 // that re-sends one (atRest: keys sent back, a step's continuation).
 // Under the lease
-// (underLease, which renews it with keepLease), the session's run:
+// (underLease, which renews it with keepLease; a session that loses it
+// stops, see leaseguard.go), the session's run:
 //
 //  1. loads the log (loadNew: forward, page by page, on a cold start;
 //     newest first back to the last known event afterwards), tracking the

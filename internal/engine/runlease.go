@@ -61,11 +61,19 @@ func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadli
 
 // continueRetry is continueLeased for a message that retries hold attempt
 // retry of a held run (0: none; see holdRun).
+// The session runs under a lease guard (leaseguard.go): should it lose the
+// lease, it stops and the delivery fails with the guard's error.
 func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
+	ctx, g, stop := guardLease(ctx)
+	defer stop()
 	w := newSliceWatch(owner)
-	return e.runSession(ctx, runID, w, func(ctx context.Context) error {
+	err := e.runSession(ctx, runID, w, func(ctx context.Context) error {
 		return e.continueWatched(ctx, runID, owner, deadline, retry, w)
 	})
+	if lost := g.lost(); lost != nil && err != nil {
+		return lost
+	}
+	return err
 }
 
 // continueWatched is continueRetry's session, on the goroutine runSession
@@ -128,7 +136,8 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 // last session left (nil: none), for the first.
 func (e *Engine) underLease(ctx context.Context, s *session, owner string, first bool, kept *sticky) (more bool, err error) {
 	runID := s.runID
-	stopRenew := e.keepLease(ctx, runID, owner)
+	g, _ := ctx.Value(leaseGuardKey{}).(*leaseGuard)
+	stopRenew := e.keepLease(ctx, g, runID, owner)
 	released, releaseErr := false, error(nil)
 	release := func() {
 		if released {
@@ -219,8 +228,12 @@ func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) erro
 
 // releaseRunLease gives the run lease owner holds back, even when ctx is
 // done (within cleanupTimeout). A failure is logged and returned: the
-// lease then stays held until it expires.
+// lease then stays held until it expires. A session that lost its lease
+// (leaseLost) gives nothing back: the lease is no longer its own.
 func (e *Engine) releaseRunLease(ctx context.Context, runID, owner string) error {
+	if leaseLost(ctx) != nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := e.w.ReleaseRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
@@ -231,9 +244,15 @@ func (e *Engine) releaseRunLease(ctx context.Context, runID, owner string) error
 }
 
 // keepLease renews the run lease every third of its TTL until stopped.
-func (e *Engine) keepLease(ctx context.Context, runID, owner string) (stop func()) {
+// When a renewal finds the lease lost (renewLease), it trips g, which stops
+// the session (leaseguard.go); a nil g only logs.
+func (e *Engine) keepLease(ctx context.Context, g *leaseGuard, runID, owner string) (stop func()) {
 	done := make(chan struct{})
 	exited := make(chan struct{})
+	if g == nil {
+		g = &leaseGuard{cancel: func(error) {}}
+	}
+	renewed := e.now() // taken a moment before: renewLease leaves a third of the TTL
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(max(e.cfg.RunLeaseTTL/3, time.Millisecond))
@@ -245,8 +264,9 @@ func (e *Engine) keepLease(ctx context.Context, runID, owner string) (stop func(
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := e.w.RenewRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL}); err != nil {
-					e.log.Warn("engine: renew run lease", "run", runID, "err", err)
+				var held bool
+				if renewed, held = e.renewLease(ctx, g, runID, owner, renewed); !held {
+					return
 				}
 			}
 		}

@@ -95,7 +95,7 @@ func TestFenceRefusalRebuilds(t *testing.T) {
 	// The step's result is recorded after the run's end (the run completed
 	// from the payload first): wait for it.
 	evs := h.events(id)
-	for deadline := time.Now().Add(5 * time.Second); count(evs, world.EventStepCompleted) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); count(evs, world.EventStepCompleted) == 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 		evs = h.events(id)
 	}

@@ -16,6 +16,7 @@ func leaseCases() []testCase {
 		{"expiry_lets_another_owner_take", testLeaseExpiry},
 		{"renew", testLeaseRenew},
 		{"renew_lost_lease", testLeaseRenewLost},
+		{"lapsed_holder_commit_fenced", testLeaseLapsedHolderFenced},
 		{"step_lease_renew", testStepLeaseRenew},
 		{"step_lease_renew_refusals", testStepLeaseRenewRefused},
 	}
@@ -151,6 +152,34 @@ func testLeaseRenewLost(t *testing.T, f *fixture) {
 	_, err = f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
 	wantErr(t, err, world.ErrLeaseLost, "RenewRunLease of a lease another owner holds")
 	f.wantHeld(run, "c", "b", "after a non-owner's renewal")
+}
+
+// testLeaseLapsedHolderFenced: Append takes no lease owner; what keeps a
+// holder whose lease lapsed from committing over its successor is the
+// fence on the log every commit of a session carries (IfLastSeq, the last
+// event it knows). Once the new holder has committed, the old holder's
+// fenced commit is refused and appends nothing, and its renewal is refused
+// too (the engine's session stops on that, before it commits).
+func testLeaseLapsedHolderFenced(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	l := f.mustAcquire(run, "a", shortTTL)
+	known := f.getRun(run).LastSeq // what a's session has loaded
+	f.advancePast(l.ExpiresAt)
+	f.mustAcquire(run, "b", time.Minute)
+	if _, err := f.w.Append(f.ctx, &world.AppendParams{RunID: run, IfLastSeq: known, Events: []world.EventInput{
+		ev(ids.New(world.PrefixWait), &world.WaitCreated{ResumeAt: f.now().Add(time.Hour)}),
+	}}); err != nil {
+		t.Fatalf("the new holder's fenced commit: %v", err)
+	}
+	before := f.events(run)
+	_, err := f.w.Append(f.ctx, &world.AppendParams{RunID: run, IfLastSeq: known, Events: []world.EventInput{
+		ev(ids.New(world.PrefixStep), &world.StepCreated{StepName: "late"}),
+	}})
+	wantErr(t, err, world.ErrConflict, "the lapsed holder's commit fenced on the log it knew")
+	f.wantLogUnchanged(run, before, "the lapsed holder's refused commit")
+	_, err = f.w.RenewRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: "a", TTL: time.Minute})
+	wantErr(t, err, world.ErrLeaseLost, "the lapsed holder's renewal")
+	f.wantHeld(run, "c", "b", "after the lapsed holder's refused commit")
 }
 
 func (f *fixture) renewStep(run, step string, attempt int, ttl time.Duration) (*world.Step, error) {

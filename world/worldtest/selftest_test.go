@@ -92,6 +92,8 @@ var mutants = []struct {
 	{"lease-steal", "leases", []string{"acquire_fails_fast", "reacquire_extends", "release_tolerant"}},
 	{"lease-steal", "races", []string{"take_same_run_lease"}},
 	{"lease-release-any", "leases", []string{"release_tolerant"}},
+	{"no-fence", "commit", []string{"if_last_seq_fence"}},
+	{"no-fence", "leases", []string{"lapsed_holder_commit_fenced"}},
 	{"step-renew-noop", "leases", []string{"step_lease_renew"}},
 	{"comp-renew-noop", "compensation", []string{"comp_lease_renew"}},
 	{"queue-no-delay", "queue", []string{"delay_honoured"}},
