@@ -17,8 +17,8 @@ const (
 	DefaultPrefix              = "skein/"
 	DefaultClaimCheckThreshold = 64 << 10
 	DefaultDedupeWindow        = 24 * time.Hour
-	DefaultRunLeaseTTL         = 30 * time.Second
-	DefaultVisibility          = 30 * time.Second
+	DefaultRunLeaseTTL         = world.DefaultRunLease
+	DefaultVisibility          = world.DefaultVisibility
 	DefaultCacheRuns           = 1024
 	DefaultMaxAttempts         = 64
 	// DefaultPendingGrace is how long an Enqueue that claimed an idempotency

@@ -44,7 +44,11 @@ const (
 
 // Defaults.
 const (
-	DefaultConcurrency          = 10
+	DefaultConcurrency = 10
+	// DefaultTimeBudgetMargin is counted from the invocation's deadline;
+	// the engine's BudgetMargin, counted from the records' context (which
+	// ends ReturnMargin earlier), is set from it: TimeBudgetMargin less
+	// ReturnMargin (see NewSQS).
 	DefaultTimeBudgetMargin     = 10 * time.Second
 	DefaultReturnMargin         = 500 * time.Millisecond
 	DefaultMaxMalformedReceives = 10

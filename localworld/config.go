@@ -73,9 +73,9 @@ func (f Format) String() string {
 // Defaults applied by Config.WithDefaults.
 const (
 	DefaultDedupeWindow = 24 * time.Hour
-	DefaultVisibility   = 30 * time.Second
+	DefaultVisibility   = world.DefaultVisibility
 	DefaultLockTimeout  = 2 * time.Second
-	DefaultRunLeaseTTL  = 30 * time.Second
+	DefaultRunLeaseTTL  = world.DefaultRunLease
 	// DefaultWatchPollMin and DefaultWatchPollMax bound how often a watch
 	// on a read-only World looks at the file.
 	DefaultWatchPollMin = 5 * time.Millisecond

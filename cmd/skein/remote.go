@@ -17,9 +17,9 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
+	"github.com/skeinflow/skein/internal/envvars"
 )
 
 // remote names a deployed stack's resources: by flags, by environment
