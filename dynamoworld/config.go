@@ -17,8 +17,8 @@ const (
 	DefaultPrefix              = "skein/"
 	DefaultClaimCheckThreshold = 64 << 10
 	DefaultDedupeWindow        = 24 * time.Hour
-	DefaultRunLeaseTTL         = 30 * time.Second
-	DefaultVisibility          = 30 * time.Second
+	DefaultRunLeaseTTL         = world.DefaultRunLease
+	DefaultVisibility          = world.DefaultVisibility
 	DefaultCacheRuns           = 1024
 	DefaultMaxAttempts         = 64
 	// DefaultPendingGrace is how long an Enqueue that claimed an idempotency
@@ -92,10 +92,10 @@ type Config struct {
 	// takes the claim over and sends (the first sender presumably died).
 	PendingGrace time.Duration
 	// DefaultRunLeaseTTL is the run lease when RunLeaseParams names no TTL
-	// (default 30s).
+	// (default world.DefaultRunLease, 30s; negative is refused).
 	DefaultRunLeaseTTL time.Duration
 	// DefaultVisibility hides a received message when ReceiveParams names no
-	// Visibility (default 30s).
+	// Visibility (default world.DefaultVisibility, 30s; negative is refused).
 	DefaultVisibility time.Duration
 	// CacheRuns bounds the runs whose state the World keeps in memory to
 	// commit without reading first (default 1024; negative disables).
@@ -148,10 +148,10 @@ func (c *Config) WithDefaults() *Config {
 	if out.PendingGrace <= 0 {
 		out.PendingGrace = DefaultPendingGrace
 	}
-	if out.DefaultRunLeaseTTL <= 0 {
+	if out.DefaultRunLeaseTTL == 0 {
 		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
 	}
-	if out.DefaultVisibility <= 0 {
+	if out.DefaultVisibility == 0 {
 		out.DefaultVisibility = DefaultVisibility
 	}
 	if out.CacheRuns == 0 {
@@ -203,6 +203,12 @@ func (c *Config) validate() error {
 	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("negative Retention %s", c.Retention))
+	}
+	if c.DefaultVisibility < 0 {
+		errs = append(errs, fmt.Errorf("negative DefaultVisibility %s", c.DefaultVisibility))
+	}
+	if c.DefaultRunLeaseTTL < 0 {
+		errs = append(errs, fmt.Errorf("negative DefaultRunLeaseTTL %s", c.DefaultRunLeaseTTL))
 	}
 	if c.DefaultVisibility > 12*time.Hour {
 		errs = append(errs, fmt.Errorf("DefaultVisibility %s is over SQS's 12h", c.DefaultVisibility))

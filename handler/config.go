@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/workflow"
@@ -47,50 +44,17 @@ const (
 
 // Defaults.
 const (
-	DefaultConcurrency          = 10
+	DefaultConcurrency = 10
+	// DefaultTimeBudgetMargin is counted from the invocation's deadline;
+	// the engine's BudgetMargin, counted from the records' context (which
+	// ends ReturnMargin earlier), is set from it: TimeBudgetMargin less
+	// ReturnMargin (see NewSQS).
 	DefaultTimeBudgetMargin     = 10 * time.Second
 	DefaultReturnMargin         = 500 * time.Millisecond
 	DefaultMaxMalformedReceives = 10
 	DefaultWebhookTimeout       = 30 * time.Second
 	DefaultMaxRequestBody       = 1 << 20
 )
-
-// maxRetentionDays bounds SKEIN_RETENTION_DAYS (100 years).
-const maxRetentionDays = 36500
-
-// Environment variables ConfigFromEnv reads. The first nine are the ones
-// template.yaml sets; the others are optional tuning, mostly for tests.
-const (
-	EnvHandler             = "SKEIN_HANDLER"               // flow | webhook | api
-	EnvTable               = "SKEIN_TABLE"                 // DynamoDB table
-	EnvQueueURL            = "SKEIN_QUEUE_URL"             // SQS queue URL
-	EnvBucket              = "SKEIN_BUCKET"                // S3 bucket
-	EnvInlineConcurrency   = "SKEIN_INLINE_CONCURRENCY"    // steps run as goroutines per invocation
-	EnvTimeBudgetMargin    = "SKEIN_TIME_BUDGET_MARGIN"    // Go duration kept free before the deadline
-	EnvClaimCheckThreshold = "SKEIN_CLAIM_CHECK_THRESHOLD" // bytes
-	EnvRetentionDays       = "SKEIN_RETENTION_DAYS"        // days a finished run is kept (0: forever)
-	EnvS3PathStyle         = "SKEIN_S3_PATH_STYLE"         // 1: path-style S3 addressing (emulators)
-	EnvStepLeaseTTL        = "SKEIN_STEP_LEASE_TTL"        // Go duration: a step attempt's lease
-	EnvRunLeaseTTL         = "SKEIN_RUN_LEASE_TTL"         // Go duration: a continuation's run lease
-	EnvMaxQueueDelay       = "SKEIN_MAX_QUEUE_DELAY"       // Go duration: longest delay of one message (hops beyond)
-	EnvMaxInterruptions    = "SKEIN_MAX_INTERRUPTIONS"     // lost executors a step attempt survives
-	EnvHoldRetryDelay      = "SKEIN_HOLD_RETRY_DELAY"      // Go duration: a held run's first retry
-	EnvHoldRetryLimit      = "SKEIN_HOLD_RETRY_LIMIT"      // Go duration: the longest wait between retries
-	EnvConcurrency         = "SKEIN_RECORD_CONCURRENCY"    // records of a batch handled at once
-	EnvMalformed           = "SKEIN_MALFORMED"             // dead-letter (default) | acknowledge
-	EnvLogLevel            = "AWS_LAMBDA_LOG_LEVEL"        // debug | info | warn | error (Lambda's own)
-	EnvMetricsNamespace    = "SKEIN_METRICS_NAMESPACE"     // CloudWatch namespace of the EMF metrics (empty: none)
-	EnvKMSKeyID            = "SKEIN_KMS_KEY_ID"            // KMS key sealing the runs' payloads (empty: in clear)
-	EnvVersion             = "SKEIN_VERSION"               // the code version recorded on the runs started here
-	EnvVersions            = "SKEIN_VERSIONS"              // comma-separated versions the flow function runs (- : none recorded)
-	EnvVersionRetryDelay   = "SKEIN_VERSION_RETRY_DELAY"   // Go duration: first delay of a message left for another version
-	EnvVersionRetryLimit   = "SKEIN_VERSION_RETRY_LIMIT"   // Go duration: the longest such delay
-	EnvFunctionVersion     = "AWS_LAMBDA_FUNCTION_VERSION" // Lambda's own: "$LATEST" or a published version
-	EnvFunctionName        = "AWS_LAMBDA_FUNCTION_NAME"    // Lambda's own
-)
-
-// NoVersion stands for "no version recorded" in SKEIN_VERSIONS.
-const NoVersion = "-"
 
 // Resources names what a World on AWS needs, as the environment gives them.
 // The handlers do not use them (they are handed a World); the Lambda main
@@ -280,196 +244,4 @@ func (c Config) validate(needRegistry bool) error {
 		return fmt.Errorf("handler: invalid config: %w", err)
 	}
 	return nil
-}
-
-// ConfigFromEnv reads the configuration template.yaml gives a function (see
-// the Env constants); getenv is os.Getenv when nil. It fills Kind,
-// Resources, Engine (InlineConcurrency, StepLeaseTTL, RunLeaseTTL,
-// MaxQueueDelay), TimeBudgetMargin, Concurrency, Malformed and a JSON Logger
-// on stdout (at AWS_LAMBDA_LOG_LEVEL, default info); the caller adds the
-// World and the Registry. Every malformed variable is reported, by name.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	var cfg Config
-	var errs []error
-	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	atoi := func(name string, dst *int, lo, hi int) {
-		v := get(name)
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s=%q: not an integer", name, v))
-		case n < lo || n > hi:
-			errs = append(errs, fmt.Errorf("%s=%d: want %d to %d", name, n, lo, hi))
-		default:
-			*dst = n
-		}
-	}
-	duration := func(name string, dst *time.Duration) {
-		v := get(name)
-		if v == "" {
-			return
-		}
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s=%q: not a Go duration (such as 10s or 1m30s)", name, v))
-		case d <= 0:
-			errs = append(errs, fmt.Errorf("%s=%q: must be positive", name, v))
-		default:
-			*dst = d
-		}
-	}
-
-	switch k := Kind(strings.ToLower(get(EnvHandler))); k {
-	case KindFlow, KindWebhook, KindAPI:
-		cfg.Kind = k
-	case "":
-		errs = append(errs, fmt.Errorf("%s is not set: want %q, %q or %q", EnvHandler, KindFlow, KindWebhook, KindAPI))
-	default:
-		errs = append(errs, fmt.Errorf("%s=%q: want %q, %q or %q", EnvHandler, k, KindFlow, KindWebhook, KindAPI))
-	}
-	cfg.Resources.Table = get(EnvTable)
-	cfg.Resources.QueueURL = get(EnvQueueURL)
-	cfg.Resources.Bucket = get(EnvBucket)
-	cfg.Resources.KMSKeyID = get(EnvKMSKeyID)
-	for _, name := range []string{EnvTable, EnvQueueURL, EnvBucket} {
-		if get(name) == "" {
-			errs = append(errs, fmt.Errorf("%s is not set", name))
-		}
-	}
-	atoi(EnvClaimCheckThreshold, &cfg.Resources.ClaimCheckThreshold, 1024, 1<<30)
-	var days int
-	atoi(EnvRetentionDays, &days, 0, maxRetentionDays)
-	cfg.Resources.Retention = time.Duration(days) * 24 * time.Hour
-	switch v := strings.ToLower(get(EnvS3PathStyle)); v {
-	case "", "0", "false":
-	case "1", "true":
-		cfg.Resources.S3PathStyle = true
-	default:
-		errs = append(errs, fmt.Errorf("%s=%q: want 1 or 0", EnvS3PathStyle, v))
-	}
-	atoi(EnvInlineConcurrency, &cfg.Engine.InlineConcurrency, 1, 1<<16)
-	atoi(EnvConcurrency, &cfg.Concurrency, 1, 1<<10)
-	duration(EnvTimeBudgetMargin, &cfg.TimeBudgetMargin)
-	duration(EnvStepLeaseTTL, &cfg.Engine.StepLeaseTTL)
-	duration(EnvRunLeaseTTL, &cfg.Engine.RunLeaseTTL)
-	duration(EnvMaxQueueDelay, &cfg.Engine.MaxQueueDelay)
-	atoi(EnvMaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
-	duration(EnvHoldRetryDelay, &cfg.Engine.HoldRetryDelay)
-	duration(EnvHoldRetryLimit, &cfg.Engine.HoldRetryLimit)
-	duration(EnvVersionRetryDelay, &cfg.Engine.VersionRetryDelay)
-	duration(EnvVersionRetryLimit, &cfg.Engine.VersionRetryLimit)
-	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
-		errs = append(errs, fmt.Errorf("%s=%s: SQS delays a message by at most 15m", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay))
-	}
-	switch v := strings.ToLower(get(EnvMalformed)); v {
-	case "", "dead-letter", "deadletter", "dlq":
-		cfg.Malformed = DeadLetter
-	case "acknowledge", "ack":
-		cfg.Malformed = Acknowledge
-	default:
-		errs = append(errs, fmt.Errorf("%s=%q: want dead-letter or acknowledge", EnvMalformed, v))
-	}
-	cfg.Version = FunctionVersion(get)
-	if err := world.CheckVersion(cfg.Version); err != nil {
-		errs = append(errs, fmt.Errorf("%s=%q: %w", EnvVersion, cfg.Version, err))
-	}
-	if v := get(EnvVersions); v != "" {
-		vs, err := parseVersions(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", EnvVersions, v, err))
-		}
-		cfg.Versions = vs
-	}
-	level := slog.LevelInfo
-	if v := get(EnvLogLevel); v != "" {
-		if err := level.UnmarshalText([]byte(v)); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v))
-		}
-	}
-	cfg.Logger = NewJSONLogger(os.Stdout, level)
-	if ns := get(EnvMetricsNamespace); ns != "" {
-		if !validNamespace(ns) {
-			errs = append(errs, fmt.Errorf("%s=%q: want 1 to 255 of letters, digits and . - _ / # : or space, not starting with AWS/", EnvMetricsNamespace, ns))
-		}
-		var dims map[string]string
-		if fn := get("AWS_LAMBDA_FUNCTION_NAME"); fn != "" {
-			dims = map[string]string{"FunctionName": fn}
-		}
-		cfg.Metrics = NewEMF(os.Stdout, ns, dims)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return cfg, fmt.Errorf("handler: environment: %w", err)
-	}
-	return cfg, nil
-}
-
-// validNamespace reports whether ns is a CloudWatch namespace a user may
-// publish to.
-func validNamespace(ns string) bool {
-	if len(ns) == 0 || len(ns) > 255 || strings.HasPrefix(ns, "AWS/") {
-		return false
-	}
-	for _, c := range ns {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_/#: ", c)
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// FunctionVersion is the code version a function records on the runs it
-// starts, from its environment (getenv; os.Getenv when nil): SKEIN_VERSION
-// when set (set it to the same value on every function and client of a
-// deploy, e.g. a release name or the commit: it is what pins runs to the
-// code that started them); else the VCS revision the binary was built from
-// (workflow.DefaultVersion); else, for a published Lambda version, the
-// function's name and version ("my-flow:7"). "$LATEST" is not a version of
-// anything (its code changes with every deploy): it gives "".
-func FunctionVersion(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if v := strings.TrimSpace(getenv(EnvVersion)); v != "" {
-		return v
-	}
-	if v := workflow.DefaultVersion(); v != "" {
-		return v
-	}
-	fv := strings.TrimSpace(getenv(EnvFunctionVersion))
-	if fv == "" || fv == "$LATEST" {
-		return ""
-	}
-	if name := strings.TrimSpace(getenv(EnvFunctionName)); name != "" {
-		return name + ":" + fv
-	}
-	return fv
-}
-
-// parseVersions reads SKEIN_VERSIONS: versions separated by commas, NoVersion
-// for the runs that recorded none.
-func parseVersions(s string) (workflow.Versions, error) {
-	var vs workflow.Versions
-	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
-		switch {
-		case v == "":
-			return nil, errors.New("an empty item (write " + NoVersion + " for the runs that recorded no version)")
-		case v == NoVersion:
-			v = ""
-		default:
-			if err := world.CheckVersion(v); err != nil {
-				return nil, err
-			}
-		}
-		vs = append(vs, v)
-	}
-	return vs, nil
 }

@@ -73,9 +73,9 @@ func (f Format) String() string {
 // Defaults applied by Config.WithDefaults.
 const (
 	DefaultDedupeWindow = 24 * time.Hour
-	DefaultVisibility   = 30 * time.Second
+	DefaultVisibility   = world.DefaultVisibility
 	DefaultLockTimeout  = 2 * time.Second
-	DefaultRunLeaseTTL  = 30 * time.Second
+	DefaultRunLeaseTTL  = world.DefaultRunLease
 	// DefaultWatchPollMin and DefaultWatchPollMax bound how often a watch
 	// on a read-only World looks at the file.
 	DefaultWatchPollMin = 5 * time.Millisecond
@@ -130,10 +130,10 @@ type Config struct {
 	// duplicates (default 24h).
 	DedupeWindow time.Duration
 	// DefaultVisibility hides a received message when ReceiveParams names no
-	// Visibility (default 30s).
+	// Visibility (default world.DefaultVisibility, 30s; negative is refused).
 	DefaultVisibility time.Duration
 	// DefaultRunLeaseTTL is the run lease duration when RunLeaseParams names
-	// no TTL (default 30s).
+	// no TTL (default world.DefaultRunLease, 30s; negative is refused).
 	DefaultRunLeaseTTL time.Duration
 	// WatchPollMin and WatchPollMax bound the wait between two looks at
 	// the file of a watch (World.Watch) on a ReadOnly World, which has no
@@ -195,10 +195,10 @@ func (c *Config) WithDefaults() *Config {
 	if out.DedupeWindow <= 0 {
 		out.DedupeWindow = DefaultDedupeWindow
 	}
-	if out.DefaultVisibility <= 0 {
+	if out.DefaultVisibility == 0 {
 		out.DefaultVisibility = DefaultVisibility
 	}
-	if out.DefaultRunLeaseTTL <= 0 {
+	if out.DefaultRunLeaseTTL == 0 {
 		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
 	}
 	if out.WatchPollMin <= 0 {
@@ -222,6 +222,12 @@ func (c *Config) validate() error {
 	case FormatLog:
 	default:
 		errs = append(errs, fmt.Errorf("unknown Format %d", int(c.Format)))
+	}
+	if c.DefaultVisibility < 0 {
+		errs = append(errs, fmt.Errorf("negative DefaultVisibility %s", c.DefaultVisibility))
+	}
+	if c.DefaultRunLeaseTTL < 0 {
+		errs = append(errs, fmt.Errorf("negative DefaultRunLeaseTTL %s", c.DefaultRunLeaseTTL))
 	}
 	if c.FileMode&^os.ModePerm != 0 {
 		errs = append(errs, fmt.Errorf("FileMode %s has more than permission bits", c.FileMode))

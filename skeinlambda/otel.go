@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/internal/otlpjson"
 )
 
@@ -24,30 +25,30 @@ import (
 // The endpoint, headers and timeout come from OTEL_EXPORTER_OTLP_*, the
 // sampler from OTEL_TRACES_SAMPLER, the resource from OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES; the service name defaults to the function's.
-func tracerProviderFromEnv(ctx context.Context, getenv func(string) string) (trace.TracerProvider, error) {
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") {
+func tracerProviderFromEnv(ctx context.Context, env envvars.Vars) (trace.TracerProvider, error) {
+	o := env.OTel
+	if strings.EqualFold(o.SDKDisabled, "true") {
 		return nil, nil
 	}
-	switch exp := strings.ToLower(get("OTEL_TRACES_EXPORTER")); exp {
+	switch exp := strings.ToLower(o.TracesExporter); exp {
 	case "none":
 		return nil, nil
 	case "":
-		if get("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		if o.Endpoint == "" && o.TracesEndpoint == "" {
 			return nil, nil
 		}
 	case "otlp":
 	default:
 		return nil, fmt.Errorf("skeinlambda: OTEL_TRACES_EXPORTER=%q: want otlp or none (or give WithTracerProvider)", exp)
 	}
-	proto := get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	proto := o.TracesProtocol
 	if proto == "" {
-		proto = get("OTEL_EXPORTER_OTLP_PROTOCOL")
+		proto = o.Protocol
 	}
 	if proto != "" && proto != "http/json" && proto != "http/protobuf" {
 		return nil, fmt.Errorf("skeinlambda: OTLP protocol %q: only OTLP over HTTP is built in (or give WithTracerProvider)", proto)
 	}
-	expCfg, err := otlpjson.FromEnv(getenv)
+	expCfg, err := otlpjson.FromEnv(o)
 	if err != nil {
 		return nil, fmt.Errorf("skeinlambda: %w", err)
 	}
@@ -56,9 +57,9 @@ func tracerProviderFromEnv(ctx context.Context, getenv func(string) string) (tra
 		return nil, fmt.Errorf("skeinlambda: %w", err)
 	}
 	attrs := []attribute.KeyValue{attribute.String("cloud.provider", "aws"), attribute.String("cloud.platform", "aws_lambda")}
-	if fn := get("AWS_LAMBDA_FUNCTION_NAME"); fn != "" {
+	if fn := env.FunctionName; fn != "" {
 		attrs = append(attrs, attribute.String("faas.name", fn))
-		if get("OTEL_SERVICE_NAME") == "" {
+		if o.ServiceName == "" {
 			attrs = append(attrs, attribute.String("service.name", fn))
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/skeinflow/skein/internal/envvars"
 )
 
 func TestTracerProviderFromEnv(t *testing.T) {
@@ -27,7 +29,7 @@ func TestTracerProviderFromEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tp, err := tracerProviderFromEnv(context.Background(), func(k string) string { return tc.env[k] })
+			tp, err := tracerProviderFromEnv(context.Background(), envvars.Read(func(k string) string { return tc.env[k] }))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v; want one naming %s", err, tc.wantErr)

@@ -20,6 +20,7 @@ import (
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/workflow"
 )
@@ -72,6 +73,9 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	// The environment is read here, once: handler.ConfigFromEnv parses the
+	// functions' settings, the rest (endpoints, OTEL_*) is New's.
+	env := envvars.Read(getenv)
 	cfg, err := handler.ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -81,7 +85,7 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
-	w, awsCfg, err := newWorld(ctx, &o, getenv, cfg)
+	w, awsCfg, err := newWorld(ctx, &o, env, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +106,7 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 	}
 	cfg.TracerProvider = o.tracer
 	if cfg.TracerProvider == nil {
-		if cfg.TracerProvider, err = tracerProviderFromEnv(ctx, getenv); err != nil {
+		if cfg.TracerProvider, err = tracerProviderFromEnv(ctx, env); err != nil {
 			return nil, err
 		}
 	}
@@ -137,7 +141,7 @@ func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
 
 // newWorld loads the AWS configuration (unless an option gave one) and
 // builds a dynamoworld.World on the resources cfg names.
-func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg handler.Config) (*dynamoworld.World, aws.Config, error) {
+func newWorld(ctx context.Context, o *options, env envvars.Vars, cfg handler.Config) (*dynamoworld.World, aws.Config, error) {
 	var awsCfg aws.Config
 	if o.aws != nil {
 		awsCfg = *o.aws
@@ -152,7 +156,7 @@ func newWorld(ctx context.Context, o *options, getenv func(string) string, cfg h
 	clients := dynamoworld.NewClients(awsCfg, dynamoworld.ClientOptions{
 		S3PathStyle: r.S3PathStyle,
 		// Emulators' error answers lack the CRC32 header DynamoDB sends.
-		Emulator: getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || getenv("AWS_ENDPOINT_URL") != "",
+		Emulator: env.EmulatorEndpoint(),
 	})
 	// The first TLS handshake loads the system's root certificates: Go
 	// parses the whole CA bundle, 10 to 20 ms of CPU. Done here, that is part

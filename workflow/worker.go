@@ -359,7 +359,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Visibility <= 0 {
-		cfg.Visibility = 30 * time.Second
+		cfg.Visibility = world.DefaultVisibility
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 10 * time.Second

@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// DefaultStepLease is the execution lease a step_started grants when the event
-// names none.
-const DefaultStepLease = 5 * time.Minute
-
 // State is what the state machine needs to know to judge one event. A World
 // loads it (inside its transaction) and passes it to Apply.
 type State struct {

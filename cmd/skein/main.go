@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -38,6 +39,8 @@ type env struct {
 	repair         bool   // -repair-torn-tail: localworld.Config.RepairTornTail
 	keys           string // -keys: the local store's payload keys (encrypt.ParseLocalKeys)
 	lockTimeout    time.Duration
+	// vars is the environment, read once by runWith (envvars.Read).
+	vars envvars.Vars
 
 	remote remote // a deployed stack (remote.go), instead of db
 	// stacks makes the CloudFormation client (tests give a fake).
@@ -100,9 +103,11 @@ func usagef(format string, args ...any) error { return &usageError{msg: fmt.Spri
 
 const defaultDB = "skein-quickstart.db"
 
-func defaultStore() string {
-	if p := os.Getenv("SKEIN_DB"); p != "" {
-		return p
+// defaultStore is the local store -db defaults to: $SKEIN_DB, else
+// defaultDB.
+func defaultStore(v envvars.Vars) string {
+	if v.DB != "" {
+		return v.DB
 	}
 	return defaultDB
 }
@@ -116,10 +121,11 @@ func runWith(ctx context.Context, e *env, args []string) int {
 	}
 	global := flag.NewFlagSet("skein", flag.ContinueOnError)
 	global.SetOutput(io.Discard)
-	global.StringVar(&e.db, "db", defaultStore(), "")
+	e.vars = envvars.Read(os.Getenv)
+	global.StringVar(&e.db, "db", defaultStore(e.vars), "")
 	global.BoolVar(&e.repair, "repair-torn-tail", false, "")
-	global.StringVar(&e.keys, "keys", os.Getenv("SKEIN_ENCRYPTION_KEYS"), "")
-	e.remote = remoteFromEnv()
+	global.StringVar(&e.keys, "keys", e.vars.EncryptionKeys, "")
+	e.remote = remoteFromEnv(e.vars)
 	e.remote.flags(global)
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -359,8 +365,8 @@ func help(e *env, args []string) int {
 
 // colorOn reports whether to write ANSI colours: stdout is a terminal, and
 // neither -no-color nor $NO_COLOR says otherwise.
-func colorOn(w io.Writer, noColor bool) bool {
-	if noColor || os.Getenv("NO_COLOR") != "" {
+func (e *env) colorOn(w io.Writer, noColor bool) bool {
+	if noColor || e.vars.NoColor != "" {
 		return false
 	}
 	f, ok := w.(*os.File)

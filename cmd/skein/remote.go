@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
+	"github.com/skeinflow/skein/internal/envvars"
 )
 
 // remote names a deployed stack's resources: by flags, by environment
@@ -39,10 +39,10 @@ type stackDescriber interface {
 }
 
 // remoteFromEnv returns the defaults the environment gives.
-func remoteFromEnv() remote {
+func remoteFromEnv(v envvars.Vars) remote {
 	return remote{
-		table: os.Getenv("SKEIN_TABLE"), queueURL: os.Getenv("SKEIN_QUEUE_URL"), bucket: os.Getenv("SKEIN_BUCKET"),
-		stack: os.Getenv("SKEIN_STACK"), endpoint: os.Getenv("SKEIN_ENDPOINT"), kmsKey: os.Getenv("SKEIN_KMS_KEY_ID"),
+		table: v.Table, queueURL: v.QueueURL, bucket: v.Bucket,
+		stack: v.Stack, endpoint: v.Endpoint, kmsKey: v.KMSKeyID,
 	}
 }
 
@@ -110,7 +110,7 @@ func (e *env) openRemote(ctx context.Context) error {
 	if r.table == "" || r.queueURL == "" || r.bucket == "" {
 		return usagef("a deployed stack needs its table, queue URL and bucket: pass -stack, or all of -table, -queue-url and -bucket")
 	}
-	custom := r.endpoint != "" || os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
+	custom := r.endpoint != "" || e.vars.EmulatorEndpoint()
 	clients := dynamoworld.NewClients(awsCfg, dynamoworld.ClientOptions{
 		// Emulators address buckets in the path and send error answers
 		// without DynamoDB's CRC header.

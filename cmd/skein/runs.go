@@ -154,7 +154,7 @@ func listRuns(ctx context.Context, e *env, q runQuery) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	printHeld(e.stdout, runs, now, style{color: colorOn(e.stdout, false)})
+	printHeld(e.stdout, runs, now, style{color: e.colorOn(e.stdout, false)})
 	if more {
 		fmt.Fprintf(e.stdout, "(more runs: -limit %d shows more)\n", q.limit*2)
 	}
@@ -218,7 +218,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			st, now := style{color: colorOn(e.stdout, *noColor)}, time.Now()
+			st, now := style{color: e.colorOn(e.stdout, *noColor)}, time.Now()
 			printRunFields(e.stdout, r, st, e.shownPayload)
 			fmt.Fprintln(e.stdout)
 			printCompensations(e.stdout, r, steps, now, st)

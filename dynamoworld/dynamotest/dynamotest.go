@@ -2,7 +2,6 @@ package dynamotest
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -17,11 +17,12 @@ import (
 // emulator environment is set.
 func Require(t testing.TB) {
 	t.Helper()
-	if os.Getenv("SKEIN_EMULATORS") == "1" {
+	env := envvars.Read(nil)
+	if env.Emulators == "1" {
 		return
 	}
 	const why = "SKEIN_EMULATORS is not 1: no AWS-compatible endpoints (run: bash localstack/emulators.sh start && eval \"$(bash localstack/emulators.sh env)\")"
-	if os.Getenv("SKEIN_REQUIRE_EMULATORS") == "1" {
+	if env.RequireEmulators == "1" {
 		t.Fatal(why + "; SKEIN_REQUIRE_EMULATORS=1 forbids skipping")
 	}
 	t.Skip(why)
@@ -45,8 +46,9 @@ func Clients(t testing.TB, o dynamoworld.ClientOptions) dynamoworld.Clients {
 	if err != nil {
 		t.Fatalf("dynamotest: AWS config: %v", err)
 	}
-	o.S3PathStyle = o.S3PathStyle || os.Getenv("SKEIN_S3_PATH_STYLE") == "1"
-	o.Emulator = o.Emulator || os.Getenv("SKEIN_EMULATORS") == "1"
+	env := envvars.Read(nil)
+	o.S3PathStyle = o.S3PathStyle || env.S3PathStyle == "1"
+	o.Emulator = o.Emulator || env.Emulators == "1"
 	return dynamoworld.NewClients(cfg, o)
 }
 
@@ -102,9 +104,4 @@ func Config(c dynamoworld.Clients, r dynamoworld.Resources, queueURL string) dyn
 
 // Endpoint returns the endpoint the SDK uses for a service ("DYNAMODB",
 // "SQS", "S3"), or "" for AWS's own.
-func Endpoint(service string) string {
-	if v := os.Getenv("AWS_ENDPOINT_URL_" + service); v != "" {
-		return v
-	}
-	return os.Getenv("AWS_ENDPOINT_URL")
-}
+func Endpoint(service string) string { return envvars.Read(nil).ServiceEndpoint(service) }

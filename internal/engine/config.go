@@ -59,13 +59,18 @@ type Registry interface {
 	Step(name string) (*Step, bool)
 }
 
-// Defaults.
+// Defaults: each setting's one default (workflow.EngineOptions and
+// handler.Config take them from here; the leases are the World's, see
+// world.DefaultStepLease).
 const (
 	DefaultInlineConcurrency = 16
-	DefaultRunLeaseTTL       = 30 * time.Second
-	DefaultStepLeaseTTL      = time.Minute
+	DefaultRunLeaseTTL       = world.DefaultRunLease
+	DefaultStepLeaseTTL      = world.DefaultStepLease
 	DefaultRunPollInterval   = time.Second
 	DefaultEventPollInterval = time.Second
+	// DefaultBudgetMargin is kept free before the context's deadline. The
+	// Lambda handler sets its own (handler.Config.TimeBudgetMargin, counted
+	// from the invocation's deadline).
 	DefaultBudgetMargin      = 5 * time.Second
 	DefaultMaxInvocation     = 10 * time.Minute
 	DefaultLeaseRetryDelay   = 100 * time.Millisecond

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/skeinflow/skein/internal/envvars"
 )
 
 // Config configures an Exporter.
@@ -53,26 +55,27 @@ func New(cfg Config) (*Exporter, error) {
 	return &Exporter{cfg: cfg}, nil
 }
 
-// FromEnv returns the configuration the standard variables describe:
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as is) or OTEL_EXPORTER_OTLP_ENDPOINT
-// (+ /v1/traces), OTEL_EXPORTER_OTLP_[TRACES_]HEADERS (k=v pairs separated
-// by commas, values URL-encoded) and OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT
-// (milliseconds).
-func FromEnv(getenv func(string) string) (Config, error) {
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	either := func(specific, general string) (string, string) {
-		if v := get(specific); v != "" {
-			return specific, v
+// FromEnv returns the configuration the standard variables describe (read
+// by envvars.Read): OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (as is) or
+// OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces),
+// OTEL_EXPORTER_OTLP_[TRACES_]HEADERS (k=v pairs separated by commas, values
+// URL-encoded) and OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT (milliseconds).
+func FromEnv(env envvars.OTel) (Config, error) {
+	// either returns the traces-specific value when set, else the general
+	// one, with the name of the variable it came from.
+	either := func(specific, general, specificName, generalName string) (string, string) {
+		if specific != "" {
+			return specificName, specific
 		}
-		return general, get(general)
+		return generalName, general
 	}
 	var cfg Config
-	if v := get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
-		cfg.Endpoint = v
-	} else if v := get("OTEL_EXPORTER_OTLP_ENDPOINT"); v != "" {
-		cfg.Endpoint = strings.TrimSuffix(v, "/") + "/v1/traces"
+	if env.TracesEndpoint != "" {
+		cfg.Endpoint = env.TracesEndpoint
+	} else if env.Endpoint != "" {
+		cfg.Endpoint = strings.TrimSuffix(env.Endpoint, "/") + "/v1/traces"
 	}
-	if name, v := either("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"); v != "" {
+	if name, v := either(env.TracesHeaders, env.Headers, "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"); v != "" {
 		cfg.Headers = map[string]string{}
 		for _, pair := range strings.Split(v, ",") {
 			k, val, ok := strings.Cut(pair, "=")
@@ -83,7 +86,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			cfg.Headers[strings.TrimSpace(k)] = dec
 		}
 	}
-	if name, v := either("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); v != "" {
+	if name, v := either(env.TracesTimeout, env.Timeout, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); v != "" {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms <= 0 {
 			return cfg, fmt.Errorf("otlpjson: %s=%q: want milliseconds", name, v)

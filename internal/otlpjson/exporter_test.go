@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skeinflow/skein/internal/envvars"
 )
 
 // receiver is an OTLP/HTTP endpoint that keeps the bodies it receives.
@@ -181,7 +183,7 @@ func TestFromEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := FromEnv(func(k string) string { return tc.env[k] })
+			got, err := FromEnv(envvars.Read(func(k string) string { return tc.env[k] }).OTel)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v; want one naming %s", err, tc.wantErr)
