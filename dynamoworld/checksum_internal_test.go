@@ -62,7 +62,7 @@ func TestDiffWritesValueAndChecksumTogether(t *testing.T) {
 			base, final := draw(), draw()
 			applyUpdate(t, stored, diffUpdate(base, final))
 			if f := itemsum.Verify(stored); f != nil {
-				t.Fatalf("round %d, writer %d: the stored item does not verify: %s %s\nbase  %v\nfinal %v\nstored %v", round, w, f.Attr, f.What, base, final, stored)
+				t.Fatalf("round %d, writer %d: the stored item does not verify: %s %s\nbase   %s\nfinal  %s\nstored %s", round, w, f.Attr, f.What, show(base), show(final), show(stored))
 			}
 		}
 	}
@@ -99,4 +99,20 @@ func TestVerifyNamesTheValue(t *testing.T) {
 	if _, err := payloadOf(moved, attrOutput, nil); !errors.Is(err, world.ErrCorrupt) {
 		t.Fatalf("payloadOf of a moved value: %v", err)
 	}
+}
+
+// show prints an item's attributes and values.
+func show(it item) string {
+	var parts []string
+	for _, k := range sortedKeys(it) {
+		switch v := it[k].(type) {
+		case *types.AttributeValueMemberB:
+			parts = append(parts, fmt.Sprintf("%s=B%x", k, v.Value))
+		case *types.AttributeValueMemberS:
+			parts = append(parts, fmt.Sprintf("%s=S%q", k, v.Value))
+		case *types.AttributeValueMemberN:
+			parts = append(parts, fmt.Sprintf("%s=N%s", k, v.Value))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -481,6 +481,22 @@ func TestItemChecksumConcurrentWriters(t *testing.T) {
 	}
 	mustAppend(t, stepper, f.run, world.EventInput{CorrelationID: f.step, Data: &world.StepCompleted{Result: []byte(`{"done":true}`)}},
 		world.EventInput{Data: &world.RunCompleted{Output: []byte(`{"ok":true}`)}})
+	// Its rest: deactivated while attributes still change (the body).
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		note("rest", appendTo(holder, world.EventInput{Data: &world.RunDeactivated{}}))
+	}()
+	go func() {
+		defer wg.Done()
+		for i := range 3 {
+			note("attributes", appendTo(attrs, world.EventInput{Data: &world.AttributeSet{Attributes: map[string]string{"after": strconv.Itoa(i)}}}))
+		}
+	}()
+	wg.Wait()
+	if len(corrupt) > 0 {
+		t.Fatalf("%d writes met corrupt items: %v", len(corrupt), errors.Join(corrupt...))
+	}
 	for sk, it := range f.items() {
 		if fault := itemsum.Verify(it); fault != nil {
 			t.Errorf("item %s: %s %s", sk, fault.Attr, fault.What)

@@ -205,13 +205,14 @@ func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byt
 	whats := map[string]string{} // key -> what it holds, for an ExpiredError
 	for _, it := range items {
 		for name, v := range it {
-			if !isPayloadAttr(name) {
+			s, ok := v.(*types.AttributeValueMemberS)
+			if !ok || !isPayloadAttr(name) {
 				continue
 			}
 			if err := verifyValue(it, name); err != nil {
 				return nil, err // an edited key is not followed
 			}
-			if s, ok := v.(*types.AttributeValueMemberS); ok && whats[s.Value] == "" {
+			if whats[s.Value] == "" {
 				whats[s.Value] = payloadName(name) + " of item " + keyOf(it)
 				keys = append(keys, s.Value)
 			}
