@@ -264,7 +264,7 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 		}
 	}
 	if len(want) > 0 {
-		got, err := w.lazySteps(ctx, p.RunID, newest, want)
+		got, err := w.lazySteps(ctx, p.RunID, newest, want, false)
 		if err != nil {
 			return nil, err
 		}

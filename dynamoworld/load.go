@@ -162,7 +162,7 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return nil, err
 	}
 	if len(pending) > 0 {
-		steps, err := w.lazySteps(ctx, runID, last, pending)
+		steps, err := w.lazySteps(ctx, runID, last, pending, runSummed(head))
 		if err != nil {
 			return nil, err
 		}
