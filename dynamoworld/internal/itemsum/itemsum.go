@@ -78,7 +78,7 @@ func Sum(pk, sk, name string, v types.AttributeValue) []byte {
 	case *types.AttributeValueMemberN:
 		field('n', []byte(v.Value))
 	default:
-		field('?', nil) // no value the World writes: never matches a stored sum
+		field('?', nil) // a type the World never writes in a covered attribute
 	}
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], c)
@@ -105,16 +105,6 @@ func Seal(it map[string]types.AttributeValue) {
 func Marked(it map[string]types.AttributeValue) bool {
 	n, ok := it[Mark].(*types.AttributeValueMemberN)
 	return ok && n.Value == "1"
-}
-
-// HasCovered reports whether an item holds a covered value or a checksum.
-func HasCovered(it map[string]types.AttributeValue) bool {
-	for name := range it {
-		if _, ok := coveredOf(name); ok || Covered(name) {
-			return true
-		}
-	}
-	return false
 }
 
 // Unsummed returns, in a run whose items all carry checksums, the first
