@@ -296,6 +296,9 @@ func (a *appendState) retry(ctx context.Context, pl *plan, ci *cancelInfo, v ver
 // fence is, if it is one of them: it then carries the Append's first event
 // ID, and its time tells the attempt.
 func (w *World) ours(ctx context.Context, found item, firstEventID string, sent map[int64]*plan) (*plan, error) {
+	if err := w.verified(found); err != nil {
+		return nil, err
+	}
 	fetched, err := w.cc.fetch(ctx, found)
 	if err != nil {
 		return nil, err
@@ -351,6 +354,9 @@ func (w *World) judgeToken(ctx context.Context, tok *tokenInfo, token string, ol
 		return ddbErr("TransactGetItems", w.cfg.Table, err)
 	}
 	hookIt, runIt := out.Responses[0].Item, out.Responses[1].Item
+	if err := w.verified(hookIt, runIt); err != nil {
+		return err
+	}
 	live := len(hookIt) > 0 && len(runIt) > 0 && !world.RunStatus(getS(runIt, aStatus)).Terminal()
 	if !live {
 		tok.stale[token] = holderID

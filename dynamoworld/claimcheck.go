@@ -142,7 +142,8 @@ func largestInline(e *encItem, skip map[string]bool) (string, int) {
 
 func keyOf(it item) string { return getS(it, attrPK) + "/" + getS(it, attrSK) }
 
-// apply replaces the planned payloads by their S3 keys and returns the
+// apply replaces the planned payloads by their S3 keys, seals each item
+// (the checksums of the values it now holds, checksum.go) and returns the
 // uploads they need (key -> bytes).
 func (c *claimCheck) apply(runID string, items []*encItem, plan []map[string]bool) map[string][]byte {
 	uploads := map[string][]byte{}
@@ -153,6 +154,7 @@ func (c *claimCheck) apply(runID string, items []*encItem, plan []map[string]boo
 			e.it[name] = str(k)
 			uploads[k] = data
 		}
+		seal(e.it)
 	}
 	return uploads
 }
@@ -203,7 +205,14 @@ func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byt
 	whats := map[string]string{} // key -> what it holds, for an ExpiredError
 	for _, it := range items {
 		for name, v := range it {
-			if s, ok := v.(*types.AttributeValueMemberS); ok && isPayloadAttr(name) && whats[s.Value] == "" {
+			s, ok := v.(*types.AttributeValueMemberS)
+			if !ok || !isPayloadAttr(name) {
+				continue
+			}
+			if err := verifyValue(it, name); err != nil {
+				return nil, err // an edited key is not followed
+			}
+			if whats[s.Value] == "" {
 				whats[s.Value] = payloadName(name) + " of item " + keyOf(it)
 				keys = append(keys, s.Value)
 			}
@@ -334,6 +343,8 @@ func payloadName(attr string) string {
 		return "attributes"
 	case attrMeta:
 		return "hook metadata"
+	case aHoldError:
+		return "held run's error"
 	}
 	return "event data"
 }
@@ -346,8 +357,12 @@ func runOfKey(prefix, key string) string {
 	return run
 }
 
-// payloadOf returns a payload attribute's bytes: inline, or fetched.
+// payloadOf returns a payload attribute's bytes, inline or fetched, once
+// they verify against their checksum (checksum.go).
 func payloadOf(it item, name string, fetched map[string][]byte) ([]byte, error) {
+	if err := verifyValue(it, name); err != nil {
+		return nil, err
+	}
 	switch v := it[name].(type) {
 	case nil:
 		return nil, nil

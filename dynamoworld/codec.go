@@ -102,6 +102,9 @@ func decodeHold(it item) (*world.RunHold, error) {
 		return nil, nil
 	}
 	h := &world.RunHold{ErrorCode: code, Attempt: int(getN(it, aHoldAttempt)), Since: getT(it, aHoldSince), RetryAt: getT(it, aHoldRetry)}
+	if err := verifyValue(it, aHoldError); err != nil {
+		return nil, err
+	}
 	if b := getS(it, aHoldError); b != "" {
 		h.Error = &world.ErrorData{}
 		if err := json.Unmarshal([]byte(b), h.Error); err != nil {
@@ -167,7 +170,8 @@ func corrupt(it item, what string, err error) error {
 
 // decodeRun rebuilds a run from its head and body items and its newest
 // commit, which gives LastSeq, UpdatedAt and the status (rs: a Query may
-// return a head older than the commit, see doc.go, Table).
+// return a head older than the commit, see doc.go, Table). Its reader
+// verified the items (queryRun); each value read is verified again.
 func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, error) {
 	status := getS(last, aRunStatus)
 	if status == "" {
@@ -401,7 +405,7 @@ func encodeCommit(cc *claimCheck, runID string, prev int64, evs []world.Event, l
 }
 
 // commitEvents reads a commit item's stored events (the item's payload
-// resolved with fetched).
+// resolved with fetched), its checksum verified (payloadOf).
 func commitEvents(it item, fetched map[string][]byte) ([]storedEvent, error) {
 	b, err := payloadOf(it, attrData, fetched)
 	if err != nil {

@@ -36,6 +36,19 @@
 // UpdateTable with gs4 on g4 and gsk, keys only); attributes set meanwhile
 // are listed once the index is built.
 //
+// Every stored byte value of an item (a payload, inline or its claim-check
+// key, and a held run's error) carries its own CRC-32C in a sibling
+// attribute ("k" and the value's name), bound to the item's key, the
+// attribute's name and the value, and written or removed in the same
+// request as the value; every item carries the mark cs. Reads verify every
+// value they return: one that does not match is world.ErrCorrupt naming
+// the table, run, item and attribute, never data. A value without its
+// checksum is refused on an item with the mark, and on any item of a run
+// whose head has it when the read sees the head; items written without
+// checksums still read. This catches damage and edits by tools, not
+// someone who recomputes the CRC: sealed runs (package encrypt) are for
+// that. See RELIABILITY.md, Tampering and corruption.
+//
 // # Commits
 //
 // Append judges its events with world.Apply, the state machine every World

@@ -65,8 +65,9 @@ func (w *World) lastCommit(ctx context.Context, runID string) (item, error) {
 
 // lazySteps replays the lazy steps ids (step ID -> its commit's key) from
 // their commits; newest is the run's newest commit, already read. Every
-// step must be found.
-func (w *World) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64) (map[string]*world.Step, error) {
+// step must be found. summed: the run's head says its items carry
+// checksums (requireSums), when the caller read it.
+func (w *World) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64, summed bool) (map[string]*world.Step, error) {
 	newestPrev, _ := prevFromSK(getS(newest, attrSK))
 	commits := map[int64]item{}
 	var keys []itemKey
@@ -94,6 +95,9 @@ func (w *World) lazySteps(ctx context.Context, runID string, newest item, ids ma
 			return nil, fmt.Errorf("dynamoworld: run %s: the commit after sequence %d, which holds a step, is missing", runID, prev)
 		}
 		its = append(its, it)
+	}
+	if err := w.requireSums(summed, runID, its...); err != nil {
+		return nil, err
 	}
 	fetched, err := w.cc.fetchCommits(ctx, its)
 	if err != nil {
@@ -154,7 +158,7 @@ func (w *World) readLazyStep(ctx context.Context, runID, stepID string) (st *wor
 	if !ok {
 		return nil, false, nil
 	}
-	steps, err := w.lazySteps(ctx, runID, newest, map[string]int64{stepID: prev})
+	steps, err := w.lazySteps(ctx, runID, newest, map[string]int64{stepID: prev}, false)
 	if err != nil {
 		return nil, false, err
 	}

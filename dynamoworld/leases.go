@@ -180,6 +180,9 @@ func (w *World) renewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 // update left it (its claim-checked payloads fetched), cached.
 func (w *World) renewed(ctx context.Context, out *dynamodb.UpdateItemOutput) (*world.Step, error) {
 	w.countWrite(derefCC(out.ConsumedCapacity)...)
+	if err := w.verified(out.Attributes); err != nil {
+		return nil, err
+	}
 	fetched, err := w.cc.fetch(ctx, out.Attributes)
 	if err != nil {
 		return nil, err

@@ -201,6 +201,9 @@ func (w *World) queryNewestCommit(ctx context.Context, pk string, attrs []string
 	if len(out.Items) == 0 {
 		return nil, nil
 	}
+	if err := w.verified(out.Items[0]); err != nil {
+		return nil, err
+	}
 	return out.Items[0], nil
 }
 
@@ -261,7 +264,7 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 		}
 	}
 	if len(want) > 0 {
-		got, err := w.lazySteps(ctx, p.RunID, newest, want)
+		got, err := w.lazySteps(ctx, p.RunID, newest, want, false)
 		if err != nil {
 			return nil, err
 		}
@@ -387,6 +390,9 @@ func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 type eventPos struct {
 	Seq    int64 `json:"s"`
 	Commit int64 `json:"c"`
+	// Summed: the run's items carry checksums (its head said so on the
+	// first page), so every commit of the next pages must have one.
+	Summed bool `json:"k,omitempty"`
 }
 
 // commitsEnd bounds the commit keys from above ("e#" and 20 digits < "e#:").
@@ -423,11 +429,12 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	)
 	e := newExpr()
 	kc := e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " + e.n(attrSK)
+	// The first page also reads the head (it sorts right after the
+	// commits: no extra request), which says whether the run's commits
+	// must carry checksums.
 	switch {
-	case prime:
-		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(skRunHead))
 	case pos.Seq == 0:
-		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))
+		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(skRunHead))
 	case pg.Descending:
 		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitSK(pos.Commit)))
 	default:
@@ -441,9 +448,13 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	var (
 		evs     []world.Event
 		commits []int64 // the commit key of each event in evs
+		summed  bool    // the run's items carry checksums
 	)
 	for len(evs) <= limit {
 		in.Limit = aws.Int32(int32(limit + 1))
+		if pos.Seq == 0 && pg.Descending && head == nil {
+			in.Limit = aws.Int32(int32(limit + 2)) // the head comes first
+		}
 		if w.capacity {
 			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 		}
@@ -453,8 +464,19 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 		}
 		w.countRead(res.ConsumedCapacity)
 		items := res.Items
-		if n := len(items); prime && n > 0 && getS(items[n-1], attrSK) == skRunHead {
-			head, items = items[n-1], items[:n-1]
+		if n := len(items); n > 0 && getS(items[n-1], attrSK) == skRunHead {
+			head, items = items[n-1], items[:n-1] // ascending: the last
+		} else if n > 0 && getS(items[0], attrSK) == skRunHead {
+			head, items = items[0], items[1:] // descending: the first
+		}
+		// A run written with checksums (its head says so, or its first
+		// commit has one) has one on every commit.
+		summed = summed || pos.Summed || runSummed(head) || firstCommitSummed(items)
+		if err := w.requireSums(summed, runID, items...); err != nil {
+			return nil, err
+		}
+		if err := w.verified(append([]item{head}, items...)...); err != nil {
+			return nil, err
 		}
 		fetched, err := w.cc.fetchCommits(ctx, items)
 		if err != nil {
@@ -504,7 +526,7 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	}
 	var last eventPos
 	if len(evs) > 0 {
-		last = eventPos{Seq: evs[len(evs)-1].Seq, Commit: commits[len(commits)-1]}
+		last = eventPos{Seq: evs[len(evs)-1].Seq, Commit: commits[len(commits)-1], Summed: summed}
 	}
 	return finishPage(evs, more, kind, last), nil
 }

@@ -115,6 +115,13 @@ func (w *World) queryRun(ctx context.Context, runID string) (head, body, last it
 	if last == nil {
 		return nil, nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
 	}
+	// The head says whether the run's items carry checksums (checksum.go).
+	if err := w.requireSums(runSummed(head) || firstCommitSummed(out.Items), runID, head, body, last); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := w.verified(out.Items...); err != nil {
+		return nil, nil, nil, err
+	}
 	return head, body, last, nil
 }
 
@@ -143,6 +150,9 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	if err != nil {
 		return nil, err
 	}
+	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
+		return nil, err
+	}
 	fetched, err := w.cc.fetch(ctx, got...)
 	if err != nil {
 		return nil, err
@@ -152,7 +162,7 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return nil, err
 	}
 	if len(pending) > 0 {
-		steps, err := w.lazySteps(ctx, runID, last, pending)
+		steps, err := w.lazySteps(ctx, runID, last, pending, runSummed(head))
 		if err != nil {
 			return nil, err
 		}
@@ -236,6 +246,9 @@ func (w *World) transactGet(ctx context.Context, keys []itemKey) ([]item, error)
 			if len(r.Item) > 0 {
 				got[lo+i] = r.Item
 			}
+		}
+		if err := w.verified(got[lo:hi]...); err != nil {
+			return nil, err
 		}
 	}
 	return got, nil

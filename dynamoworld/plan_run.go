@@ -48,8 +48,10 @@ func planRun(pl *plan, ws *writes, cc *claimCheck) error {
 // fenceCond is the commit item's condition: its key is free.
 func fenceCond(e *expr) string { return "attribute_not_exists(" + e.n(attrSK) + ")" }
 
-// planRunCreated writes a new run's head (with no stream yet: os = 0), its
-// body and its idempotency key, each on its absence.
+// planRunCreated writes a new run's head (with no stream yet: os = 0; like
+// every item it carries the checksum mark, which on the head says that the
+// run's items all carry checksums: checksum.go), its body and its
+// idempotency key, each on its absence.
 func planRunCreated(pl *plan, ws *writes) error {
 	head := encodeRunHead(pl.run, pl.ttl)
 	setN(head.it, aStreams, 0)

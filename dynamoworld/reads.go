@@ -25,6 +25,9 @@ func (w *World) getItem(ctx context.Context, k itemKey) (item, error) {
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
+	if err := w.verified(out.Item); err != nil {
+		return nil, err
+	}
 	return out.Item, nil
 }
 
@@ -165,6 +168,9 @@ func (w *World) batchGet(ctx context.Context, keys []itemKey) (map[itemKey]item,
 			for i := range res.ConsumedCapacity {
 				w.countRead(&res.ConsumedCapacity[i])
 			}
+			if err := w.verified(res.Responses[w.cfg.Table]...); err != nil {
+				return nil, err
+			}
 			for _, it := range res.Responses[w.cfg.Table] {
 				out[itemKey{getS(it, attrPK), getS(it, attrSK)}] = it
 			}
@@ -232,6 +238,9 @@ func (w *World) query(ctx context.Context, q pageQuery) ([]item, bool, error) {
 			return nil, false, ddbErr("Query", w.cfg.Table, err)
 		}
 		w.countRead(res.ConsumedCapacity)
+		if err := w.verified(res.Items...); err != nil {
+			return nil, false, err
+		}
 		out = append(out, res.Items...)
 		if len(out) > q.limit {
 			return out[:q.limit], true, nil

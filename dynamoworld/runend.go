@@ -78,6 +78,9 @@ func (w *World) queryAll(ctx context.Context, pk, prefix string, keysOnly bool) 
 			return nil, ddbErr("Query", w.cfg.Table, err)
 		}
 		w.countRead(res.ConsumedCapacity)
+		if err := w.verified(res.Items...); err != nil {
+			return nil, err
+		}
 		out = append(out, res.Items...)
 		if len(res.LastEvaluatedKey) == 0 {
 			return out, nil

@@ -217,6 +217,9 @@ func (w *World) watchQuery(ctx context.Context, runID, sk string, back bool) ([]
 		return nil, false, ddbErr("Query", w.cfg.Table, err)
 	}
 	w.countRead(res.ConsumedCapacity)
+	if err := w.verified(res.Items...); err != nil {
+		return nil, false, err
+	}
 	return res.Items, len(res.LastEvaluatedKey) > 0, nil
 }
 

@@ -19,7 +19,9 @@ import (
 
 // TestSealedBitFlipSweepDynamo is TestSealedBitFlipSweep on DynamoDB (the
 // emulator): every single-bit flip of a sealed run's output, written into
-// the run's item in the table, is a typed error to a fresh reader; so are
+// the run's item in the table with its checksum recomputed (without, the
+// World refuses it first: world.ErrCorrupt), is a typed error to a fresh
+// reader; so are
 // plaintext in its place and an envelope with an empty key ID. A sealed
 // output large enough to be claim-checked to S3 reads back.
 func TestSealedBitFlipSweepDynamo(t *testing.T) {
@@ -51,13 +53,16 @@ func TestSealedBitFlipSweepDynamo(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := runItemKey(t, c, res.Table, runA, raw.Output)
+	// The edits recompute the item's checksum (dynamotest.Reseal), as an
+	// attacker with write access can: the sealed layer must catch them.
 	set := func(b []byte) {
-		_, err := c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(res.Table), Key: key,
-			UpdateExpression:          aws.String("SET #o = :v"),
-			ExpressionAttributeNames:  map[string]string{"#o": "out"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberB{Value: b}},
-		})
+		got, err := c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(res.Table), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Item["out"] = &types.AttributeValueMemberB{Value: b}
+		dynamotest.Reseal(got.Item)
+		_, err = c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(res.Table), Item: got.Item})
 		if err != nil {
 			t.Fatal(err)
 		}
