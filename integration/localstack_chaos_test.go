@@ -52,6 +52,7 @@ const (
 // (checkChaos: no run lost or doubled, every step's effect once), that no
 // message was dead-lettered and that the queue drains.
 func lsChaos(t *testing.T) {
+	requireLocalExecutor(t)
 	s := newLSStack(t)
 	ctx := context.Background()
 	seed := chaosSeed(t)
@@ -125,6 +126,19 @@ func lsChaos(t *testing.T) {
 		tally.Parents, tally.Children, tally.Steps, tally.Bodies, tally.Retried, tally.HookPayloads, tally.Compensated,
 		fl.invocations, kills, dup.duplicates.Load(), dup.sends.Load(), resumes.errorCount(), len(violations),
 		time.Since(since).Round(time.Second))
+}
+
+// requireLocalExecutor skips a case that needs the functions to run as
+// local processes (LocalStack's Lambda through the project's executor
+// plugin, which localstack.sh env reports as SKEIN_LS_EXECUTOR): it kills
+// them, or has them reach the test's own servers on 127.0.0.1, which a
+// function in a container (LocalStack's Docker executor) cannot. `make
+// localstack-test` always has it.
+func requireLocalExecutor(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SKEIN_LS_EXECUTOR") != "skein-local" {
+		t.Skip("SKEIN_LS_EXECUTOR is not skein-local: the functions do not run as local processes (a LocalStack of your own, e.g. in Docker)")
+	}
 }
 
 // lsFlowFunctionName is the deployed flow function's name.

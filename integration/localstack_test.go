@@ -215,6 +215,7 @@ func TestLocalStack(t *testing.T) {
 	t.Run("poison", lsPoison)
 	t.Run("encrypted", lsEncrypted)
 	t.Run("chaos", lsChaos)
+	t.Run("figures", lsFigures)
 }
 
 // lsFlowLogSettled reads the flow function's log since a time until two

@@ -409,6 +409,9 @@ export SKEIN_EMULATORS=1
 export SKEIN_S3_PATH_STYLE=1
 export SKEIN_LOCALSTACK=1
 EOF
+  # the functions run as local processes (the executor plugin): the cases that kill them or have them
+  # reach servers of the test on 127.0.0.1 (TestLocalStack/chaos, /figures) read this
+  if [[ -d "$STATE_DIR/plugin" ]]; then echo "export SKEIN_LS_EXECUTOR=$(plugin_name)"; fi
 }
 
 cmd_status() {
