@@ -46,7 +46,8 @@ emulator-test:
 ## localstack-test: install and start LocalStack (localstack/localstack.sh: pinned core, offline, the
 ## project's Lambda executor plugin), deploy template.yaml into it (localstack/deploy.sh: sam build + sam
 ## deploy, run by the test) and run TestLocalStack through LocalStack's Lambda and its SQS event source
-## mapping (a skip there is a failure), then the executor plugin's own Go tests (invoke, timeout, init failure,
+## mapping (a skip there is a failure; its cases include the chaos suite's SIGKILL and duplicate-delivery
+## faults and the figures of a serial and a fan-out run), then the executor plugin's own Go tests (invoke, timeout, init failure,
 ## the SQS mapping's batches, partial failures and DLQ), then stop LocalStack
 .PHONY: localstack-test localstack-start localstack-stop
 localstack-test:
@@ -58,6 +59,15 @@ localstack-test:
 	export SKEIN_QEMU_AARCH64="$${SKEIN_QEMU_AARCH64:-$$(bash scripts/qemu.sh path)}"; \
 	rc=0; SKEIN_REQUIRE_LOCALSTACK=1 $(GO) test -tags integration -count=1 -timeout 20m -v -run '^TestLocalStack$$' ./integration/ || rc=$$?; \
 	[ $$rc -ne 0 ] || SKEIN_REQUIRE_LOCALSTACK=1 $(GO) test -tags integration -count=1 -timeout 20m ./localstack/lambda-executor/ || rc=$$?; \
+	bash localstack/localstack.sh stop; exit $$rc
+
+## localstack-dynamoworld: ./dynamoworld/ against LocalStack's DynamoDB, SQS and S3 instead of the emulators
+## (not in `make test`: the emulator stack runs it there; localstack/README.md gives its time)
+.PHONY: localstack-dynamoworld
+localstack-dynamoworld:
+	bash localstack/localstack.sh start
+	set -e; eval "$$(bash localstack/localstack.sh env)"; \
+	rc=0; SKEIN_REQUIRE_EMULATORS=1 $(GO) test -tags integration -count=1 -timeout 40m ./dynamoworld/ || rc=$$?; \
 	bash localstack/localstack.sh stop; exit $$rc
 
 localstack-start:

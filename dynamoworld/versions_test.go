@@ -2,6 +2,9 @@ package dynamoworld_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,11 +18,24 @@ import (
 // sleep meet v2 with and without patches; executors pinned to v1 and v2
 // side by side; a run of a version nobody runs) on DynamoDB and SQS, with
 // Workers receiving from the queue as the flow function's Processor does.
+// A deployment without a logger of its own logs at debug level to a
+// buffer the test prints when it fails.
 func TestVersionsOnDynamo(t *testing.T) {
 	w := dynamotest.NewWorld(t, dynamotest.Options{})
 	defer w.Close()
+	deploys := 0
 	testflows.VersionScenarios(t, func(t *testing.T, d testflows.Deployment) (*workflow.Client, func()) {
 		t.Helper()
+		deploys++
+		if d.Logger == nil {
+			logs, n := &syncBuffer{}, deploys
+			d.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("deployment %d (%s)'s log:\n%s", n, d.Version, logs.String())
+				}
+			})
+		}
 		wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: d.Registry, Concurrency: 4, PollWait: 100 * time.Millisecond,
 			// A stopped worker's long poll may still take a message: short
 			// visibility brings it back to the next deployment soon.
@@ -33,4 +49,22 @@ func TestVersionsOnDynamo(t *testing.T) {
 		go func() { done <- wk.Run(ctx) }()
 		return wk.Client(), func() { cancel(); <-done }
 	}, 3*time.Second)
+}
+
+// syncBuffer collects log output written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

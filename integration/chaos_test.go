@@ -112,7 +112,7 @@ func TestChaosLambda(t *testing.T) {
 		plans[run.ID()] = p
 		wg.Go(func() { resumeWhenWaiting(rctx, t, resumes, s.client, run.ID(), p.Key, 1+i%2) })
 	}
-	stuck := waitAllEnded(ctx, t, s, time.Minute, 5*time.Minute)
+	stuck := waitAllEnded(ctx, t, s.world, time.Minute, 5*time.Minute)
 	var dead []string
 	deadExpected := 0
 	if len(stuck) > 0 {
@@ -124,7 +124,7 @@ func TestChaosLambda(t *testing.T) {
 		stopKilling()
 		dead, deadExpected = deadLetters(ctx, t, s, true)
 		t.Logf("%d runs stuck, %d dead letters redriven: %s", len(stuck), deadExpected, strings.Join(stuck, "; "))
-		stuck = waitAllEnded(ctx, t, s, time.Minute, 5*time.Minute)
+		stuck = waitAllEnded(ctx, t, s.world, time.Minute, 5*time.Minute)
 	}
 	endDepth, depthErr := lambdaemu.ReadQueueDepth(ctx, s.clients.SQS, s.queues.URL)
 	ended := time.Now()
@@ -206,14 +206,14 @@ func waitFewerOpen(ctx context.Context, t *testing.T, s *stack, n int) {
 	}
 }
 
-// waitAllEnded waits until every run of the stack has ended, and returns a
+// waitAllEnded waits until every run of w has ended, and returns a
 // violation for each run still going once no run at all has changed for
 // quiet (a run held up by a killed invocation comes back after the
 // visibility timeout and moves on; a stuck one never does), or at limit.
-func waitAllEnded(ctx context.Context, t *testing.T, s *stack, quiet, limit time.Duration) []string {
+func waitAllEnded(ctx context.Context, t *testing.T, w world.World, quiet, limit time.Duration) []string {
 	deadline := time.Now().Add(limit)
 	for {
-		runs, err := allRuns(ctx, s.world)
+		runs, err := allRuns(ctx, w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -158,18 +158,26 @@ func lsFlowFunction(tb testing.TB) lsFlowConfig {
 
 // lsFlowEnv sets variables of the deployed flow function's environment
 // (Lambda UpdateFunctionConfiguration) and waits until the update is
-// done; it returns the environment it replaced.
+// done; it returns the environment it replaced (lsFlowEnvIs restores it).
 func lsFlowEnv(tb testing.TB, set map[string]string) map[string]string {
 	tb.Helper()
 	old := lsFlowFunction(tb).Environment.Variables
 	vars := maps.Clone(old)
 	maps.Copy(vars, set)
+	lsFlowEnvIs(tb, vars)
+	return old
+}
+
+// lsFlowEnvIs makes vars the deployed flow function's whole environment
+// and waits until the update is done.
+func lsFlowEnvIs(tb testing.TB, vars map[string]string) {
+	tb.Helper()
 	lsCall(tb, "lambda", http.MethodPut, lsFlowConfigPath(), map[string]string{"Content-Type": "application/json"},
 		map[string]any{"Environment": map[string]any{"Variables": vars}}, nil)
 	for limit := time.Now().Add(2 * time.Minute); ; {
 		cur := lsFlowFunction(tb)
 		if cur.LastUpdateStatus == "Successful" && cur.State == "Active" {
-			return old
+			return
 		}
 		if cur.LastUpdateStatus == "Failed" || time.Now().After(limit) {
 			tb.Fatalf("updating the flow function: %s, %s", cur.State, cur.LastUpdateStatus)
@@ -301,7 +309,7 @@ func lsTimeBudget(t *testing.T) {
 		t.Fatalf("the flow function's timeout is %ds", timeout)
 	}
 	old := lsFlowEnv(t, map[string]string{"SKEIN_TIME_BUDGET_MARGIN": fmt.Sprintf("%ds", timeout-3)})
-	defer lsFlowEnv(t, old)
+	defer lsFlowEnvIs(t, old)
 	s.started = time.Now()
 	ctx := context.Background()
 	run, err := demo.Slow.Start(ctx, s.client, demo.Work{Steps: 5, D: 1200 * time.Millisecond})

@@ -43,7 +43,7 @@ func lsEncrypted(t *testing.T) {
 	}
 	keyARN := aws.ToString(key.KeyMetadata.Arn)
 	old := lsFlowEnv(t, map[string]string{"SKEIN_KMS_KEY_ID": keyARN})
-	defer lsFlowEnv(t, old)
+	defer lsFlowEnvIs(t, old)
 	keys, err := kmskeys.New(kc, keyARN)
 	if err != nil {
 		t.Fatal(err)

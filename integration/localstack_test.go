@@ -214,6 +214,8 @@ func TestLocalStack(t *testing.T) {
 	t.Run("stream", lsStream)
 	t.Run("poison", lsPoison)
 	t.Run("encrypted", lsEncrypted)
+	t.Run("chaos", lsChaos)
+	t.Run("figures", lsFigures)
 }
 
 // lsFlowLogSettled reads the flow function's log since a time until two

@@ -7,7 +7,8 @@
 #   localstack.sh env       print `export` lines for the AWS SDK (eval "$(localstack.sh env)")
 #   localstack.sh status    one line (exit 0 if it runs, 3 otherwise)
 #   localstack.sh stop      stop it by PID: TERM to its process group, KILL after 30 s
-#   localstack.sh unittest  the Lambda executor plugin's Python tests, under LocalStack's venv (none skip)
+#   localstack.sh unittest  the port claims' self-test, then the Lambda executor plugin's Python tests,
+#                           under LocalStack's venv (none skip)
 #
 # Needs: Python 3.13 under pyenv (or SKEIN_LS_PYTHON), Java 17+ with javac, curl, and what
 # emulators.sh install needs for DynamoDB Local. Reaches only PyPI (and npm, once, for DynamoDB Local).
@@ -234,18 +235,60 @@ for fam, addr in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
 EOF
 }
 
+# Port claims, shared by every checkout on the machine: a LocalStack binds its port only seconds
+# after start chose it, so a free port is claimed first (a file named after it, created with O_EXCL
+# under a lock, holding the claimer's PID and state dir). A claim whose PID is gone is stale.
+CLAIM_DIR=${SKEIN_LS_CLAIMS:-/tmp/skein-localstack-ports-$(id -u)}
+
+# claimed_by_other PORT: a live claim of another checkout holds PORT.
+claimed_by_other() {
+  local f=$CLAIM_DIR/$1 pid dir
+  [[ -f "$f" ]] || return 1
+  read -r pid dir <"$f" 2>/dev/null || return 1
+  [[ "$dir" != "$STATE_DIR" && "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# claim PORT PID: take PORT for this checkout (replacing a stale or own claim); fails when another
+# checkout holds it.
+claim() {
+  mkdir -p "$CLAIM_DIR"
+  (
+    if command -v flock >/dev/null 2>&1; then
+      exec 8>"$CLAIM_DIR/.lock"
+      flock -w 30 8 || exit 1
+    fi
+    claimed_by_other "$1" && exit 1
+    echo "$2 $STATE_DIR" >"$CLAIM_DIR/$1.tmp.$$" && mv -f "$CLAIM_DIR/$1.tmp.$$" "$CLAIM_DIR/$1"
+  )
+}
+
+# unclaim PORT: drop this checkout's claim on PORT.
+unclaim() {
+  local f=$CLAIM_DIR/$1 pid dir
+  [[ -f "$f" ]] || return 0
+  read -r pid dir <"$f" 2>/dev/null || true
+  [[ "$dir" == "$STATE_DIR" ]] && rm -f "$f"
+  return 0
+}
+
+# choose_port PY: SKEIN_LS_PORT (must be free), else the first port from DEFAULT_PORT up that is
+# free and unclaimed; it is claimed for this checkout with this script's PID (start rewrites the
+# claim with LocalStack's once it runs).
 choose_port() {
   local py=$1 p
   if [[ -n "${SKEIN_LS_PORT:-}" ]]; then
     p=$SKEIN_LS_PORT
     [[ "$p" =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || die "SKEIN_LS_PORT=$p is not a port number"
     port_free "$py" "$p" || die "SKEIN_LS_PORT=$p is already in use"
+    claim "$p" "$$" || die "SKEIN_LS_PORT=$p is claimed by another checkout's LocalStack ($(cat "$CLAIM_DIR/$p" 2>/dev/null))"
     echo "$p"; return
   fi
   for ((p = DEFAULT_PORT; p < DEFAULT_PORT + 200; p++)); do
     # 4510-4559 is LocalStack's external service port range: skip it
     ((p >= 4510 && p <= 4559)) && continue
-    if port_free "$py" "$p"; then echo "$p"; return; fi
+    claimed_by_other "$p" && continue
+    port_free "$py" "$p" || continue
+    if claim "$p" "$$"; then echo "$p"; return; fi
   done
   die "no free port between $DEFAULT_PORT and $((DEFAULT_PORT + 200))"
 }
@@ -268,6 +311,7 @@ stop_ls() {
       log "stopped (pid $pid)"
     fi
   fi
+  if [[ -f "$PORTFILE" ]]; then unclaim "$(<"$PORTFILE")"; fi
   rm -f "$PIDFILE" "$PORTFILE"
 }
 
@@ -321,6 +365,7 @@ cmd_start() {
   pid=$!
   echo "$pid" >"$PIDFILE"
   echo "$port" >"$PORTFILE"
+  claim "$port" "$pid" || { stop_ls; die "port $port was claimed by another checkout meanwhile"; }
   trap 'stop_ls; exit 1' INT TERM
   start=$SECONDS
   until healthy "$port"; do
@@ -364,6 +409,9 @@ export SKEIN_EMULATORS=1
 export SKEIN_S3_PATH_STYLE=1
 export SKEIN_LOCALSTACK=1
 EOF
+  # the functions run as local processes (the executor plugin): the cases that kill them or have them
+  # reach servers of the test on 127.0.0.1 (TestLocalStack/chaos, /figures) read this
+  if [[ -d "$STATE_DIR/plugin" ]]; then echo "export SKEIN_LS_EXECUTOR=$(plugin_name)"; fi
 }
 
 cmd_status() {
@@ -398,6 +446,25 @@ cmd_unittest() {
   if grep -q 'skipped' "$out"; then die "a plugin unit test skipped: here none may"; fi
 }
 
+# test_port_claims: three starts choosing a port at once (each a process of its own, with its own
+# state dir) get three different ports, and a claim whose process is gone is taken again.
+test_port_claims() {
+  local tmp i ports=() p
+  tmp=$(mktemp -d)
+  for i in 1 2 3; do
+    SKEIN_LS_CLAIMS=$tmp/claims SKEIN_LS_STATE=$tmp/s$i bash "$0" _choose-port 2 >"$tmp/p$i" &
+  done
+  wait
+  for i in 1 2 3; do ports+=("$(<"$tmp/p$i")"); done
+  p=$(SKEIN_LS_CLAIMS=$tmp/claims SKEIN_LS_STATE=$tmp/s4 bash "$0" _choose-port 0)
+  rm -rf "$tmp"
+  log "port claims: concurrent starts chose ${ports[*]}, a later one $p"
+  [[ -n "${ports[0]}" && -n "${ports[1]}" && -n "${ports[2]}" ]] || die "port claims: a start chose no port"
+  [[ "${ports[0]}" != "${ports[1]}" && "${ports[0]}" != "${ports[2]}" && "${ports[1]}" != "${ports[2]}" ]] ||
+    die "port claims: concurrent starts chose the same port (${ports[*]})"
+  [[ " ${ports[*]} " == *" $p "* ]] || die "port claims: the stale claims were not taken again ($p; ${ports[*]})"
+}
+
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 
 case ${1:-} in
@@ -406,7 +473,8 @@ case ${1:-} in
   env) cmd_env ;;
   stop) stop_ls ;;
   status) cmd_status ;;
-  unittest) cmd_unittest ;;
+  unittest) test_port_claims; cmd_unittest ;;
+  _choose-port) choose_port "$(find_python)"; sleep "${2:-0}" ;; # for test_port_claims
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac
