@@ -31,7 +31,7 @@ MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 # ---- settings ----------------------------------------------------------------------------------
 CACHE_DIR=${SKEIN_EMU_CACHE:-$HOME/.cache/skein-emulators}
 STATE_DIR=${SKEIN_EMU_STATE:-$PWD/.emulators}
-READY_TIMEOUT=${SKEIN_EMU_TIMEOUT:-60} # seconds to wait for each service to answer
+READY_TIMEOUT=${SKEIN_EMU_TIMEOUT:-300} # seconds to wait for each service to answer (a loaded 2-core machine took over 60)
 # JVM flags for DynamoDB Local and ElasticMQ: C1 only and the serial GC start them ~1.5 s sooner on a
 # 2-CPU runner; set SKEIN_EMU_JAVA_OPTS= (empty) for the JVM defaults.
 JAVA_OPTS=${SKEIN_EMU_JAVA_OPTS-"-XX:+UseSerialGC -XX:TieredStopAtLevel=1"}

@@ -31,7 +31,7 @@ DDB_AGENT=ddb-local-loader-0.1.jar
 # ---- settings ----------------------------------------------------------------------------------
 CACHE_DIR=${SKEIN_LS_CACHE:-$HOME/.cache/skein-localstack}
 STATE_DIR=${SKEIN_LS_STATE:-$PWD/.localstack}
-READY_TIMEOUT=${SKEIN_LS_TIMEOUT:-120} # seconds to wait for the health endpoint
+READY_TIMEOUT=${SKEIN_LS_TIMEOUT:-300} # seconds to wait for the health endpoint (more under load)
 HOST=127.0.0.1
 DEFAULT_PORT=4600 # not 4566: that is where a LocalStack started by hand or by Docker listens, and tests aimed at it must not reach this one
 EMU_CACHE=${SKEIN_EMU_CACHE:-$HOME/.cache/skein-emulators}
