@@ -95,19 +95,26 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 		name := map[bool]string{true: "patched", false: "unguarded"}[patched]
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			lw, err := localworld.Open(localworld.Config{})
+			// The runs sleep an hour on a clock the test moves once the
+			// old run's sleep must be over, not before.
+			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+			clock := &testClock{t: base}
+			lw, err := localworld.Open(localworld.Config{Now: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer lw.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			s := newParcel(400 * time.Millisecond)
+			s := newParcel(time.Hour)
 			v1 := s.version([]string{"reserve"}, []string{"ship"}, false)
 			v2Before, v2After := []string{"+fraud-check", "reserve"}, []string{"-ship", "+gift-wrap"}
 			v2 := s.version(v2Before, v2After, patched)
-			client, _ := workflow.NewClient(workflow.ClientConfig{World: lw})
+			client, _ := workflow.NewClient(workflow.ClientConfig{World: lw, Now: clock.Now})
 			e := &env{t: t, lw: lw}
+			deploy := func(t *testing.T, ctx context.Context, lw *localworld.World, reg *workflow.Registry) (stop func()) {
+				return deployOn(t, ctx, workflow.WorkerConfig{World: lw, Registry: reg, Now: clock.Now, PollWait: 20 * time.Millisecond})
+			}
 
 			stop := deploy(t, ctx, lw, s.registry(v1))
 			old, err := v1.Start(ctx, client, "old")
@@ -119,6 +126,7 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			stop = deploy(t, ctx, lw, s.registry(v2))
 			defer stop()
 			if !patched {
+				clock.Set(base.Add(2 * time.Hour)) // the sleep is over: v2 replays the run
 				waitFor(t, "the run held", func() bool { st, err := client.Status(ctx, old.ID()); return err == nil && st == workflow.StatusHeld })
 				return
 			}
@@ -135,6 +143,7 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 				t.Fatalf("while the old run sleeps: %+v, want it open and the new one marked", rep)
 			}
 
+			clock.Set(base.Add(2 * time.Hour)) // both sleeps are over
 			waitFor(t, "the old run to end or be held", func() bool {
 				info, err := client.GetRun(ctx, old.ID())
 				if err == nil && info.Status == workflow.StatusHeld {

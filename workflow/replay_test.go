@@ -107,7 +107,13 @@ func newEvolving() *evolving {
 // deploy runs a worker with reg on lw until the returned stop is called.
 func deploy(t *testing.T, ctx context.Context, lw *localworld.World, reg *workflow.Registry) (stop func()) {
 	t.Helper()
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond})
+	return deployOn(t, ctx, workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond})
+}
+
+// deployOn runs a Worker of cfg until stop is called.
+func deployOn(t *testing.T, ctx context.Context, cfg workflow.WorkerConfig) (stop func()) {
+	t.Helper()
+	w, err := workflow.NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
