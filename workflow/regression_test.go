@@ -234,7 +234,7 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound against a hang
 	defer cancel()
 	run, err := wf.Start(ctx, p.Client(), struct{}{})
 	if err != nil {
@@ -249,8 +249,15 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 	dead, kill := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Process(dead, ds[0].Body, ds[0].Attempt) }()
-	if s := <-started; s.attempt != 1 {
-		t.Fatalf("first attempt %d", s.attempt)
+	select {
+	case s := <-started:
+		if s.attempt != 1 {
+			t.Fatalf("first attempt %d", s.attempt)
+		}
+	case err := <-done:
+		t.Fatalf("the first delivery ended (%v) without starting the step", err)
+	case <-ctx.Done():
+		t.Fatal("the step never started")
 	}
 	kill()
 	<-done
@@ -280,7 +287,7 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 	if err != nil || got != 1 {
 		t.Fatalf("result %d, %v; want attempt 1", got, err)
 	}
-	if s := <-started; s.attempt != 1 {
+	if s := <-started; s.attempt != 1 { // buffered: the step started before the run ended
 		t.Errorf("second run's attempt %d, want 1", s.attempt)
 	} else if s.at.Before(expires) {
 		t.Errorf("re-ran at %s, %s before the dead executor's lease expired", s.at.Format(time.StampMicro), expires.Sub(s.at))
