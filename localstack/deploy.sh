@@ -33,8 +33,12 @@ die() { printf 'deploy: ERROR: %s\n' "$*" >&2; exit 1; }
 # endpoint: AWS_ENDPOINT_URL, else this checkout's LocalStack.
 endpoint() {
   if [[ -z "${AWS_ENDPOINT_URL:-}" ]]; then
-    eval "$(bash "$HERE/localstack.sh" env)" || die "LocalStack is not running: bash localstack/localstack.sh start"
+    # not eval "$(...)": eval of nothing succeeds, and the SDKs would go to AWS itself
+    local settings
+    settings=$(bash "$HERE/localstack.sh" env) || die "LocalStack is not running: bash localstack/localstack.sh start"
+    eval "$settings"
   fi
+  [[ -n "${AWS_ENDPOINT_URL:-}" ]] || die "no AWS_ENDPOINT_URL: this script deploys to LocalStack only, never to AWS"
   export AWS_REGION=${AWS_REGION:-us-east-1} AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-${AWS_REGION:-us-east-1}}
   export AWS_ACCESS_KEY_ID=${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY:-test}
   # S3 on an IP address needs path-style addressing (sam's uploads go through boto3)

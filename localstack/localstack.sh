@@ -296,22 +296,66 @@ choose_port() {
 # group_alive PGID: a process of the group still runs (zombies, waiting for init, do not count).
 group_alive() { ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'; }
 
-# stop_ls: TERM the process group (LocalStack runs in its own, with DynamoDB Local and the functions'
+# stop_group PID: TERM LocalStack's process group (its own, with DynamoDB Local and the functions'
 # processes), KILL it after 30 s (stopping its services takes over 10 s on a loaded machine).
-stop_ls() {
-  local pid i
-  if pid=$(pid_of); then
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    i=$((SECONDS + 30))
-    while ((SECONDS < i)) && group_alive "$pid"; do sleep 0.2; done
-    if group_alive "$pid"; then
-      kill -KILL -- "-$pid" 2>/dev/null || true
-      log "process group $pid ignored TERM for 30s; killed"
-    else
-      log "stopped (pid $pid)"
-    fi
+stop_group() {
+  local pid=$1 i
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  i=$((SECONDS + 30))
+  while ((SECONDS < i)) && group_alive "$pid"; do sleep 0.2; done
+  if group_alive "$pid"; then
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    log "process group $pid ignored TERM for 30s; killed"
+  else
+    log "stopped (pid $pid)"
   fi
-  if [[ -f "$PORTFILE" ]]; then unclaim "$(<"$PORTFILE")"; fi
+}
+
+# own_claimed_pids: the LocalStack processes this checkout's port claims name (one whose state dir
+# was deleted under it has no pid file any more, but its claim still says whose it is).
+own_claimed_pids() {
+  local f pid dir args
+  [[ -d "$CLAIM_DIR" ]] || return 0
+  for f in "$CLAIM_DIR"/*; do
+    [[ -f "$f" && "${f##*/}" =~ ^[0-9]+$ ]] || continue
+    read -r pid dir <"$f" 2>/dev/null || continue
+    [[ "$dir" == "$STATE_DIR" && "$pid" =~ ^[0-9]+$ ]] || continue
+    args=$(ps -o args= -p "$pid" 2>/dev/null) || continue
+    [[ "$args" == *localstack.runtime.main* ]] && echo "$pid"
+  done
+  return 0
+}
+
+# stop_orphans: processes LocalStack started in a process group of their own (DynamoDB Local's JVM)
+# outlive a LocalStack that was killed; they run from this checkout's state dir, so find them by it.
+stop_orphans() {
+  local pids i
+  pids=$(pgrep -f -- "$STATE_DIR/fs/" || true)
+  [[ -n "$pids" ]] || return 0
+  # shellcheck disable=SC2086 # one word per pid
+  kill -TERM $pids 2>/dev/null || true
+  i=$((SECONDS + 10))
+  while ((SECONDS < i)) && pgrep -f -- "$STATE_DIR/fs/" >/dev/null; do sleep 0.2; done
+  pids=$(pgrep -f -- "$STATE_DIR/fs/" || true)
+  # shellcheck disable=SC2086
+  [[ -z "$pids" ]] || kill -KILL $pids 2>/dev/null || true
+  log "stopped processes left by an earlier LocalStack of $STATE_DIR (e.g. DynamoDB Local)"
+}
+
+# stop_ls: stop this checkout's LocalStack (by its pid file, or by its port claims when the state
+# dir was deleted under it), then whatever it left running, and drop its port claims.
+stop_ls() {
+  local pid f dir
+  if pid=$(pid_of); then stop_group "$pid"; fi
+  for pid in $(own_claimed_pids); do stop_group "$pid"; done
+  stop_orphans
+  if [[ -d "$CLAIM_DIR" ]]; then
+    for f in "$CLAIM_DIR"/*; do
+      [[ -f "$f" && "${f##*/}" =~ ^[0-9]+$ ]] || continue
+      read -r pid dir <"$f" 2>/dev/null || continue
+      [[ "$dir" == "$STATE_DIR" ]] && unclaim "${f##*/}"
+    done
+  fi
   rm -f "$PIDFILE" "$PORTFILE"
 }
 
