@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 	"github.com/skeinflow/skein/workflow"
 )
 

@@ -21,7 +21,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 	"github.com/skeinflow/skein/workflow"
 )
 

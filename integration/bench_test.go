@@ -39,7 +39,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )

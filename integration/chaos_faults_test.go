@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 )
 
 // faultProxies puts an Injector's proxy in front of the DynamoDB and S3

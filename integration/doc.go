@@ -2,7 +2,7 @@
 
 // Package integration runs Skein end to end against AWS-compatible
 // endpoints: the real Lambda bootstrap (examples/lambda, built for the host)
-// driven by integration/lambdaemu's Lambda Runtime API server and SQS event
+// driven by internal/lambdaemu's Lambda Runtime API server and SQS event
 // source mapping, read from template.yaml, on DynamoDB, SQS and S3.
 //
 // The endpoints come from the standard AWS environment

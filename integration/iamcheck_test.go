@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 )
 
 var testARNs = ARNs{Region: "us-east-1", Account: "000000000000", Queues: map[string]string{

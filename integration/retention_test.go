@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 )
 
 // TestRetentionDrivesItemsAndObjects: one template parameter, RetentionDays,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 	"github.com/skeinflow/skein/schedule"
 )
 
