@@ -359,30 +359,30 @@ func TestAPIRole(t *testing.T) {
 	table := testARNs.Table("events")
 	queue := "arn:aws:sqs:us-east-1:000000000000:work"
 	for _, c := range []struct {
-		r    IAMRequest
+		r    iamRequest
 		want bool
 	}{
-		{IAMRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, true},
-		{IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs2"}, true},
-		{IAMRequest{Action: "dynamodb:Query", Resource: table + "/index/gs4"}, true}, // runs by attribute
-		{IAMRequest{Action: "dynamodb:BatchGetItem", Resource: table}, true},
-		{IAMRequest{Action: "dynamodb:Query", Resource: testARNs.Table("other")}, false},
-		{IAMRequest{Action: "dynamodb:Scan", Resource: table}, false},
-		{IAMRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, false},
-		{IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("q#abc")}, true},
-		{IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("t#abc")}, true},
-		{IAMRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("i#abc")}, false},
-		{IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, false},
-		{IAMRequest{Action: "sqs:SendMessage", Resource: queue}, true},
-		{IAMRequest{Action: "sqs:ReceiveMessage", Resource: queue}, false},
-		{IAMRequest{Action: "sqs:DeleteMessage", Resource: queue}, false},
-		{IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
-		{IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, true},
-		{IAMRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, false},
-		{IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/other/x"}, false},
-		{IAMRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/blobs/x"}, false},
-		{IAMRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
-		{IAMRequest{Action: "lambda:InvokeFunction", Resource: "*"}, false},
+		{iamRequest{Action: "dynamodb:PutItem", Resource: table, Context: leading("i#abc")}, true},
+		{iamRequest{Action: "dynamodb:Query", Resource: table + "/index/gs2"}, true},
+		{iamRequest{Action: "dynamodb:Query", Resource: table + "/index/gs4"}, true}, // runs by attribute
+		{iamRequest{Action: "dynamodb:BatchGetItem", Resource: table}, true},
+		{iamRequest{Action: "dynamodb:Query", Resource: testARNs.Table("other")}, false},
+		{iamRequest{Action: "dynamodb:Scan", Resource: table}, false},
+		{iamRequest{Action: "dynamodb:ConditionCheckItem", Resource: table}, false},
+		{iamRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("q#abc")}, true},
+		{iamRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("t#abc")}, true},
+		{iamRequest{Action: "dynamodb:DeleteItem", Resource: table, Context: leading("i#abc")}, false},
+		{iamRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/inbox/wd_1"}, false},
+		{iamRequest{Action: "sqs:SendMessage", Resource: queue}, true},
+		{iamRequest{Action: "sqs:ReceiveMessage", Resource: queue}, false},
+		{iamRequest{Action: "sqs:DeleteMessage", Resource: queue}, false},
+		{iamRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/blobs/wrun_1/x"}, true},
+		{iamRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, true},
+		{iamRequest{Action: "s3:PutObject", Resource: "arn:aws:s3:::data/skein/streams/wrun_1/s/0"}, false},
+		{iamRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::data/other/x"}, false},
+		{iamRequest{Action: "s3:DeleteObject", Resource: "arn:aws:s3:::data/skein/blobs/x"}, false},
+		{iamRequest{Action: "s3:ListBucket", Resource: "arn:aws:s3:::data"}, false},
+		{iamRequest{Action: "lambda:InvokeFunction", Resource: "*"}, false},
 	} {
 		if got, _ := api.Allowed(c.r); got != c.want {
 			t.Errorf("%s: allowed %v, want %v", c.r, got, c.want)

@@ -584,9 +584,9 @@ func mapsKeys(m map[string]int) []string {
 
 // role resolves a function's role in tmpl to this stack's resources, and
 // the ARNs the stack's requests name.
-func (s *iamStack) role(t *testing.T, tmpl *lambdaemu.Template, function string) (Policy, ARNs) {
+func (s *iamStack) role(t *testing.T, tmpl *lambdaemu.Template, function string) (iamPolicy, iamARNs) {
 	t.Helper()
-	arns := ARNs{Region: "us-east-1", Account: "000000000000", Queues: map[string]string{
+	arns := iamARNs{Region: "us-east-1", Account: "000000000000", Queues: map[string]string{
 		s.queues.URL: s.queues.ARN, s.queues.DeadLetterURL: s.queues.DeadLetterARN,
 	}}
 	opts := s.resolve
@@ -613,7 +613,7 @@ func (s *iamStack) role(t *testing.T, tmpl *lambdaemu.Template, function string)
 	if typ != "AWS::IAM::Role" {
 		t.Fatalf("%s: %s is a %s", function, roleID, typ)
 	}
-	policy, err := RolePolicy(rprops)
+	policy, err := rolePolicy(rprops)
 	if err != nil {
 		t.Fatalf("%s: %v", roleID, err)
 	}
@@ -621,14 +621,14 @@ func (s *iamStack) role(t *testing.T, tmpl *lambdaemu.Template, function string)
 }
 
 // decode decodes a recorded request into IAM requests.
-func (c iamCall) decode(arns ARNs) ([]IAMRequest, error) {
+func (c iamCall) decode(arns iamARNs) ([]iamRequest, error) {
 	switch c.service {
 	case "dynamodb":
-		return DecodeDynamoDB(arns, c.header.Get("X-Amz-Target"), c.body)
+		return decodeDynamoDB(arns, c.header.Get("X-Amz-Target"), c.body)
 	case "sqs":
-		return DecodeSQS(arns, c.header.Get("X-Amz-Target"), c.header.Get("Content-Type"), c.body)
+		return decodeSQS(arns, c.header.Get("X-Amz-Target"), c.header.Get("Content-Type"), c.body)
 	case "s3":
-		return DecodeS3(arns, c.method, c.path, c.query, c.header, c.body)
+		return decodeS3(arns, c.method, c.path, c.query, c.header, c.body)
 	}
 	return nil, fmt.Errorf("unknown service %s", c.service)
 }

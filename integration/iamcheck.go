@@ -2,9 +2,9 @@ package integration
 
 // An offline check of IAM: the emulators enforce no permissions, so the IAM
 // test (iam_test.go) records every request a function sends, decodes it into
-// the IAM actions and resources AWS would authorise (DecodeDynamoDB,
-// DecodeSQS, DecodeS3), and evaluates them against the function's role in
-// template.yaml (ParsePolicy, Policy.Allowed). Pure Go, unit tested without
+// the IAM actions and resources AWS would authorise (decodeDynamoDB,
+// decodeSQS, decodeS3), and evaluates them against the function's role in
+// template.yaml (parsePolicy, iamPolicy.Allowed). Pure Go, unit tested without
 // emulators (iamcheck_test.go).
 
 import (
@@ -18,15 +18,15 @@ import (
 	"strings"
 )
 
-// IAMRequest is one authorisation AWS makes for a request: an action on a
+// iamRequest is one authorisation AWS makes for a request: an action on a
 // resource, with the condition keys the request sets (such as s3:prefix).
-type IAMRequest struct {
+type iamRequest struct {
 	Action   string
 	Resource string
 	Context  map[string]string
 }
 
-func (r IAMRequest) String() string {
+func (r iamRequest) String() string {
 	s := r.Action + " on " + r.Resource
 	if len(r.Context) > 0 {
 		keys := make([]string, 0, len(r.Context))
@@ -43,8 +43,8 @@ func (r IAMRequest) String() string {
 	return s
 }
 
-// Statement is one statement of an identity policy.
-type Statement struct {
+// iamStatement is one statement of an identity policy.
+type iamStatement struct {
 	Sid       string
 	Effect    string // Allow or Deny
 	Actions   []string
@@ -53,13 +53,13 @@ type Statement struct {
 	Conditions map[string]map[string][]string
 }
 
-// Policy is the statements of a role's inline policies.
-type Policy []Statement
+// iamPolicy is the statements of a role's inline policies.
+type iamPolicy []iamStatement
 
-// RolePolicy reads the inline policies of a resolved AWS::IAM::Role's
+// rolePolicy reads the inline policies of a resolved AWS::IAM::Role's
 // properties. Managed policies, NotAction and NotResource are refused: the
 // check could not evaluate them.
-func RolePolicy(props map[string]any) (Policy, error) {
+func rolePolicy(props map[string]any) (iamPolicy, error) {
 	if _, ok := props["ManagedPolicyArns"]; ok {
 		return nil, errors.New("the role has ManagedPolicyArns, which this check cannot evaluate")
 	}
@@ -67,14 +67,14 @@ func RolePolicy(props map[string]any) (Policy, error) {
 	if len(list) == 0 {
 		return nil, errors.New("the role has no inline policies")
 	}
-	var out Policy
+	var out iamPolicy
 	for i, p := range list {
 		pm, _ := p.(map[string]any)
 		doc, _ := pm["PolicyDocument"].(map[string]any)
 		if doc == nil {
 			return nil, fmt.Errorf("policy %d has no PolicyDocument", i)
 		}
-		stmts, err := ParsePolicy(doc)
+		stmts, err := parsePolicy(doc)
 		if err != nil {
 			return nil, fmt.Errorf("policy %v: %w", pm["PolicyName"], err)
 		}
@@ -83,8 +83,8 @@ func RolePolicy(props map[string]any) (Policy, error) {
 	return out, nil
 }
 
-// ParsePolicy reads a policy document (decoded JSON or resolved YAML).
-func ParsePolicy(doc map[string]any) (Policy, error) {
+// parsePolicy reads a policy document (decoded JSON or resolved YAML).
+func parsePolicy(doc map[string]any) (iamPolicy, error) {
 	var raw []any
 	switch s := doc["Statement"].(type) {
 	case []any:
@@ -94,7 +94,7 @@ func ParsePolicy(doc map[string]any) (Policy, error) {
 	default:
 		return nil, errors.New("no Statement")
 	}
-	var out Policy
+	var out iamPolicy
 	for i, r := range raw {
 		m, ok := r.(map[string]any)
 		if !ok {
@@ -105,7 +105,7 @@ func ParsePolicy(doc map[string]any) (Policy, error) {
 				return nil, fmt.Errorf("statement %d: %s is not supported", i, k)
 			}
 		}
-		st := Statement{Sid: fmt.Sprint(m["Sid"]), Effect: fmt.Sprint(m["Effect"])}
+		st := iamStatement{Sid: fmt.Sprint(m["Sid"]), Effect: fmt.Sprint(m["Effect"])}
 		if m["Sid"] == nil {
 			st.Sid = fmt.Sprintf("#%d", i)
 		}
@@ -159,7 +159,7 @@ func stringList(v any) []string {
 // explicit Deny wins, else some Allow must match. It returns the Sid of the
 // deciding statement. Unknown condition operators match nothing, so a
 // policy the check does not understand fails closed.
-func (p Policy) Allowed(r IAMRequest) (bool, string) {
+func (p iamPolicy) Allowed(r iamRequest) (bool, string) {
 	allowedBy := ""
 	for _, st := range p {
 		if !st.matches(r) {
@@ -175,7 +175,7 @@ func (p Policy) Allowed(r IAMRequest) (bool, string) {
 	return allowedBy != "", allowedBy
 }
 
-func (st Statement) matches(r IAMRequest) bool {
+func (st iamStatement) matches(r iamRequest) bool {
 	if !slices.ContainsFunc(st.Actions, func(a string) bool { return wildcardMatch(strings.ToLower(a), strings.ToLower(r.Action)) }) {
 		return false
 	}
@@ -274,7 +274,7 @@ func wildcardMatch(pattern, s string) bool {
 
 // Actions lists the actions a policy's Allow statements name (as written,
 // wildcards included), sorted.
-func (p Policy) Actions() []string {
+func (p iamPolicy) Actions() []string {
 	var out []string
 	for _, st := range p {
 		if st.Effect != "Allow" {
@@ -290,19 +290,19 @@ func (p Policy) Actions() []string {
 	return out
 }
 
-// ARNs says how the emulators' names map to ARNs.
-type ARNs struct {
+// iamARNs says how the emulators' names map to ARNs.
+type iamARNs struct {
 	Region, Account string
 	// Queues maps a queue URL to its ARN.
 	Queues map[string]string
 	// PartitionKey is the event table's partition key attribute, whose
-	// values DecodeDynamoDB reports as dynamodb:LeadingKeys ("pk" when
+	// values decodeDynamoDB reports as dynamodb:LeadingKeys ("pk" when
 	// empty).
 	PartitionKey string
 }
 
 // Table is a DynamoDB table's ARN (a name that is an ARN already is kept).
-func (a ARNs) Table(name string) string {
+func (a iamARNs) Table(name string) string {
 	if strings.HasPrefix(name, "arn:") {
 		return name
 	}
@@ -310,11 +310,11 @@ func (a ARNs) Table(name string) string {
 }
 
 // Bucket is an S3 bucket's ARN.
-func (a ARNs) Bucket(name string) string { return "arn:aws:s3:::" + name }
+func (a iamARNs) Bucket(name string) string { return "arn:aws:s3:::" + name }
 
 // Queue is a queue's ARN by URL; an unknown URL gives a resource no policy
 // grants.
-func (a ARNs) Queue(u string) string {
+func (a iamARNs) Queue(u string) string {
 	if arn, ok := a.Queues[u]; ok {
 		return arn
 	}
@@ -327,10 +327,10 @@ var sqsBatchAction = map[string]string{
 	"ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
 }
 
-// DecodeSQS decodes an SQS request, in the JSON protocol (X-Amz-Target
+// decodeSQS decodes an SQS request, in the JSON protocol (X-Amz-Target
 // AmazonSQS.Action) or the query protocol (a form with Action), into the
 // action on its queue (batches as their single-message action).
-func DecodeSQS(arns ARNs, target, contentType string, body []byte) ([]IAMRequest, error) {
+func decodeSQS(arns iamARNs, target, contentType string, body []byte) ([]iamRequest, error) {
 	var op, queueURL, queueName string
 	if a, ok := strings.CutPrefix(target, "AmazonSQS."); ok {
 		var in struct{ QueueUrl, QueueName string }
@@ -360,27 +360,27 @@ func DecodeSQS(arns ARNs, target, contentType string, body []byte) ([]IAMRequest
 	default:
 		res = "*"
 	}
-	return []IAMRequest{{Action: "sqs:" + op, Resource: res}}, nil
+	return []iamRequest{{Action: "sqs:" + op, Resource: res}}, nil
 }
 
 // s3ListKeys are the ListObjects parameters IAM has condition keys for.
 var s3ListKeys = map[string]string{"prefix": "s3:prefix", "delimiter": "s3:delimiter", "max-keys": "s3:max-keys"}
 
-// DecodeS3 decodes a path-style S3 request (/bucket/key) by method, path and
+// decodeS3 decodes a path-style S3 request (/bucket/key) by method, path and
 // query into the actions on the bucket or object: ListObjects(V2) and
 // HeadBucket are s3:ListBucket on the bucket with s3:prefix (and
 // s3:delimiter, s3:max-keys) as the request sets them; HeadObject is
 // s3:GetObject; a multipart upload's steps s3:PutObject; DeleteObjects
 // s3:DeleteObject per key; CopyObject s3:PutObject and s3:GetObject on the
 // source. Any other subresource is an error, so that nothing goes unchecked.
-func DecodeS3(arns ARNs, method, escapedPath string, query url.Values, header map[string][]string, body []byte) ([]IAMRequest, error) {
+func decodeS3(arns iamARNs, method, escapedPath string, query url.Values, header map[string][]string, body []byte) ([]iamRequest, error) {
 	p, err := url.PathUnescape(escapedPath)
 	if err != nil {
 		return nil, fmt.Errorf("S3: path %q: %w", escapedPath, err)
 	}
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	if bucket == "" {
-		return []IAMRequest{{Action: "s3:ListAllMyBuckets", Resource: "*"}}, nil
+		return []iamRequest{{Action: "s3:ListAllMyBuckets", Resource: "*"}}, nil
 	}
 	bucketARN := arns.Bucket(bucket)
 	sub := ""
@@ -395,8 +395,8 @@ func DecodeS3(arns ARNs, method, escapedPath string, query url.Values, header ma
 			sub = q
 		}
 	}
-	one := func(action, res string) ([]IAMRequest, error) {
-		return []IAMRequest{{Action: action, Resource: res}}, nil
+	one := func(action, res string) ([]iamRequest, error) {
+		return []iamRequest{{Action: action, Resource: res}}, nil
 	}
 	if key == "" {
 		switch {
@@ -407,7 +407,7 @@ func DecodeS3(arns ARNs, method, escapedPath string, query url.Values, header ma
 					ctx[k] = query.Get(q)
 				}
 			}
-			return []IAMRequest{{Action: "s3:ListBucket", Resource: bucketARN, Context: ctx}}, nil
+			return []iamRequest{{Action: "s3:ListBucket", Resource: bucketARN, Context: ctx}}, nil
 		case method == "HEAD" && sub == "":
 			return one("s3:ListBucket", bucketARN)
 		case method == "GET" && sub == "location":
@@ -421,9 +421,9 @@ func DecodeS3(arns ARNs, method, escapedPath string, query url.Values, header ma
 			if err := xml.Unmarshal(body, &del); err != nil {
 				return nil, fmt.Errorf("S3 DeleteObjects: body: %w", err)
 			}
-			var out []IAMRequest
+			var out []iamRequest
 			for _, o := range del.Object {
-				out = append(out, IAMRequest{Action: "s3:DeleteObject", Resource: bucketARN + "/" + o.Key})
+				out = append(out, iamRequest{Action: "s3:DeleteObject", Resource: bucketARN + "/" + o.Key})
 			}
 			return out, nil
 		}
@@ -440,13 +440,13 @@ func DecodeS3(arns ARNs, method, escapedPath string, query url.Values, header ma
 	case method == "GET" && sub == "tagging":
 		return one("s3:GetObjectTagging", objARN)
 	case method == "PUT" && (sub == "" || sub == "uploadId"):
-		out := []IAMRequest{{Action: "s3:PutObject", Resource: objARN}}
+		out := []iamRequest{{Action: "s3:PutObject", Resource: objARN}}
 		if src := firstHeader(header, "X-Amz-Copy-Source"); src != "" {
 			if s, err := url.PathUnescape(src); err == nil {
 				src = s
 			}
 			src, _, _ = strings.Cut(strings.TrimPrefix(src, "/"), "?")
-			out = append(out, IAMRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::" + src})
+			out = append(out, iamRequest{Action: "s3:GetObject", Resource: "arn:aws:s3:::" + src})
 		}
 		return out, nil
 	case method == "PUT" && sub == "tagging":

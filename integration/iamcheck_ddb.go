@@ -23,7 +23,7 @@ type ddbKeyed struct {
 	Item      map[string]ddbAttr
 }
 
-// DecodeDynamoDB decodes a DynamoDB request (JSON protocol) by its
+// decodeDynamoDB decodes a DynamoDB request (JSON protocol) by its
 // X-Amz-Target into what IAM authorises: a transaction item by item
 // (PutItem, UpdateItem, DeleteItem, ConditionCheckItem; GetItem for
 // TransactGetItems), a batch per table and partition key, a Query or Scan
@@ -32,7 +32,7 @@ type ddbKeyed struct {
 // value its key condition sets the partition key to), so that a policy can
 // limit a role to some partitions; the table's partition key is
 // arns.PartitionKey ("pk" when unset).
-func DecodeDynamoDB(arns ARNs, target string, body []byte) ([]IAMRequest, error) {
+func decodeDynamoDB(arns iamARNs, target string, body []byte) ([]iamRequest, error) {
 	op, ok := strings.CutPrefix(target, "DynamoDB_20120810.")
 	if !ok {
 		return nil, fmt.Errorf("DynamoDB: X-Amz-Target %q", target)
@@ -55,7 +55,7 @@ func DecodeDynamoDB(arns ARNs, target string, body []byte) ([]IAMRequest, error)
 	}
 	switch op {
 	case "TransactWriteItems", "TransactGetItems":
-		var out []IAMRequest
+		var out []iamRequest
 		for i, item := range in.TransactItems {
 			if len(item) != 1 {
 				return nil, fmt.Errorf("DynamoDB %s: item %d has %d operations", op, i, len(item))
@@ -65,7 +65,7 @@ func DecodeDynamoDB(arns ARNs, target string, body []byte) ([]IAMRequest, error)
 				if action == "" {
 					return nil, fmt.Errorf("DynamoDB %s: item %d: unknown operation %s", op, i, kind)
 				}
-				out = append(out, withLeadingKey(IAMRequest{Action: "dynamodb:" + action, Resource: arns.Table(x.TableName)}, x.leadingKey(pk)))
+				out = append(out, withLeadingKey(iamRequest{Action: "dynamodb:" + action, Resource: arns.Table(x.TableName)}, x.leadingKey(pk)))
 			}
 		}
 		if len(out) == 0 {
@@ -77,7 +77,7 @@ func DecodeDynamoDB(arns ARNs, target string, body []byte) ([]IAMRequest, error)
 	}
 	if in.TableName == "" {
 		// ListTables and the like: account-wide, "*" as IAM sees it.
-		return []IAMRequest{{Action: "dynamodb:" + op, Resource: "*"}}, nil
+		return []iamRequest{{Action: "dynamodb:" + op, Resource: "*"}}, nil
 	}
 	res := arns.Table(in.TableName)
 	if in.IndexName != "" && (op == "Query" || op == "Scan") {
@@ -87,19 +87,19 @@ func DecodeDynamoDB(arns ARNs, target string, body []byte) ([]IAMRequest, error)
 	if op == "Query" {
 		key = queryPartition(in.KeyConditionExpression, pk, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	}
-	return []IAMRequest{withLeadingKey(IAMRequest{Action: "dynamodb:" + op, Resource: res}, key)}, nil
+	return []iamRequest{withLeadingKey(iamRequest{Action: "dynamodb:" + op, Resource: res}, key)}, nil
 }
 
 // decodeBatch is one request per table, or per table and partition key
 // when the batch names keys: a policy whose LeadingKeys condition is
 // ForAllValues holds for the batch when it holds for each key.
-func decodeBatch(arns ARNs, op, pk string, items map[string]json.RawMessage) ([]IAMRequest, error) {
+func decodeBatch(arns iamARNs, op, pk string, items map[string]json.RawMessage) ([]iamRequest, error) {
 	tables := make([]string, 0, len(items))
 	for t := range items {
 		tables = append(tables, t)
 	}
 	sort.Strings(tables)
-	var out []IAMRequest
+	var out []iamRequest
 	for _, t := range tables {
 		var keys []ddbKeyed
 		if op == "BatchGetItem" {
@@ -127,11 +127,11 @@ func decodeBatch(arns ARNs, op, pk string, items map[string]json.RawMessage) ([]
 		for _, k := range keys {
 			if v := k.leadingKey(pk); v != "" && !seen[v] {
 				seen[v] = true
-				out = append(out, withLeadingKey(IAMRequest{Action: "dynamodb:" + op, Resource: arns.Table(t)}, v))
+				out = append(out, withLeadingKey(iamRequest{Action: "dynamodb:" + op, Resource: arns.Table(t)}, v))
 			}
 		}
 		if len(seen) == 0 {
-			out = append(out, IAMRequest{Action: "dynamodb:" + op, Resource: arns.Table(t)})
+			out = append(out, iamRequest{Action: "dynamodb:" + op, Resource: arns.Table(t)})
 		}
 	}
 	if len(out) == 0 {
@@ -179,7 +179,7 @@ func queryPartition(cond, pk string, names map[string]string, values map[string]
 	return first
 }
 
-func withLeadingKey(r IAMRequest, key string) IAMRequest {
+func withLeadingKey(r iamRequest, key string) iamRequest {
 	if key != "" {
 		r.Context = map[string]string{leadingKeysKey: key}
 	}

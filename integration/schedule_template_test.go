@@ -82,7 +82,7 @@ func TestScheduleTemplate(t *testing.T) {
 	if !strings.Contains(string(trust), `"Service":"scheduler.amazonaws.com"`) {
 		t.Errorf("ScheduleRole trust policy %s", trust)
 	}
-	role, err := RolePolicy(rprops)
+	role, err := rolePolicy(rprops)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,21 +90,21 @@ func TestScheduleTemplate(t *testing.T) {
 		t.Errorf("ScheduleRole allows %v, want sqs:SendMessage only", got)
 	}
 	// The request EventBridge Scheduler makes, as the IAM test decodes SQS requests.
-	arns := ARNs{Region: "us-east-1", Account: "000000000000", Queues: map[string]string{"http://q/000000000000/work": workQueueARN}}
-	sent, err := DecodeSQS(arns, "AmazonSQS.SendMessage", "application/x-amz-json-1.0", []byte(`{"QueueUrl":"http://q/000000000000/work","MessageBody":"{}"}`))
+	arns := iamARNs{Region: "us-east-1", Account: "000000000000", Queues: map[string]string{"http://q/000000000000/work": workQueueARN}}
+	sent, err := decodeSQS(arns, "AmazonSQS.SendMessage", "application/x-amz-json-1.0", []byte(`{"QueueUrl":"http://q/000000000000/work","MessageBody":"{}"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		r    IAMRequest
+		r    iamRequest
 		want bool
 	}{
 		{sent[0], true},
-		{IAMRequest{Action: "sqs:SendMessage", Resource: deadQueueARN}, false},
-		{IAMRequest{Action: "sqs:ReceiveMessage", Resource: workQueueARN}, false},
-		{IAMRequest{Action: "sqs:DeleteMessage", Resource: workQueueARN}, false},
-		{IAMRequest{Action: "kms:GenerateDataKey", Resource: "*"}, false},
-		{IAMRequest{Action: "dynamodb:PutItem", Resource: "arn:aws:dynamodb:us-east-1:000000000000:table/events"}, false},
+		{iamRequest{Action: "sqs:SendMessage", Resource: deadQueueARN}, false},
+		{iamRequest{Action: "sqs:ReceiveMessage", Resource: workQueueARN}, false},
+		{iamRequest{Action: "sqs:DeleteMessage", Resource: workQueueARN}, false},
+		{iamRequest{Action: "kms:GenerateDataKey", Resource: "*"}, false},
+		{iamRequest{Action: "dynamodb:PutItem", Resource: "arn:aws:dynamodb:us-east-1:000000000000:table/events"}, false},
 	} {
 		if got, _ := role.Allowed(c.r); got != c.want {
 			t.Errorf("ScheduleRole: %s allowed %v, want %v", c.r, got, c.want)
