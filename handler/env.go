@@ -17,42 +17,13 @@ import (
 // maxRetentionDays bounds SKEIN_RETENTION_DAYS (100 years).
 const maxRetentionDays = 36500
 
-// Environment variables ConfigFromEnv reads. The first nine are the ones
-// template.yaml sets; the others are optional tuning, mostly for tests.
-const (
-	EnvHandler             = envvars.Handler             // flow | webhook | api
-	EnvTable               = envvars.Table               // DynamoDB table
-	EnvQueueURL            = envvars.QueueURL            // SQS queue URL
-	EnvBucket              = envvars.Bucket              // S3 bucket
-	EnvInlineConcurrency   = envvars.InlineConcurrency   // steps run as goroutines per invocation
-	EnvTimeBudgetMargin    = envvars.TimeBudgetMargin    // Go duration kept free before the deadline
-	EnvClaimCheckThreshold = envvars.ClaimCheckThreshold // bytes
-	EnvRetentionDays       = envvars.RetentionDays       // days a finished run is kept (0: forever)
-	EnvS3PathStyle         = envvars.S3PathStyle         // 1: path-style S3 addressing (emulators)
-	EnvStepLeaseTTL        = envvars.StepLeaseTTL        // Go duration: a step attempt's lease
-	EnvRunLeaseTTL         = envvars.RunLeaseTTL         // Go duration: a continuation's run lease
-	EnvMaxQueueDelay       = envvars.MaxQueueDelay       // Go duration: longest delay of one message (hops beyond)
-	EnvMaxInterruptions    = envvars.MaxInterruptions    // lost executors a step attempt survives
-	EnvHoldRetryDelay      = envvars.HoldRetryDelay      // Go duration: a held run's first retry
-	EnvHoldRetryLimit      = envvars.HoldRetryLimit      // Go duration: the longest wait between retries
-	EnvConcurrency         = envvars.RecordConcurrency   // records of a batch handled at once
-	EnvMalformed           = envvars.Malformed           // dead-letter (default) | acknowledge
-	EnvLogLevel            = envvars.LogLevel            // debug | info | warn | error (Lambda's own)
-	EnvMetricsNamespace    = envvars.MetricsNamespace    // CloudWatch namespace of the EMF metrics (empty: none)
-	EnvKMSKeyID            = envvars.KMSKeyID            // KMS key sealing the runs' payloads (empty: in clear)
-	EnvVersion             = envvars.Version             // the code version recorded on the runs started here
-	EnvVersions            = envvars.Versions            // comma-separated versions the flow function runs (- : none recorded)
-	EnvVersionRetryDelay   = envvars.VersionRetryDelay   // Go duration: first delay of a message left for another version
-	EnvVersionRetryLimit   = envvars.VersionRetryLimit   // Go duration: the longest such delay
-	EnvFunctionVersion     = envvars.FunctionVersion     // Lambda's own: "$LATEST" or a published version
-	EnvFunctionName        = envvars.FunctionName        // Lambda's own
-)
+// noVersion stands for "no version recorded" in SKEIN_VERSIONS.
+const noVersion = "-"
 
-// NoVersion stands for "no version recorded" in SKEIN_VERSIONS.
-const NoVersion = "-"
-
-// ConfigFromEnv reads the configuration template.yaml gives a function (see
-// the Env constants); getenv is os.Getenv when nil. It fills Kind,
+// ConfigFromEnv reads the configuration template.yaml gives a function (the
+// SKEIN_* variables the README lists, and Lambda's AWS_LAMBDA_LOG_LEVEL,
+// AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION); getenv is
+// os.Getenv when nil. It fills Kind,
 // Resources, Engine (InlineConcurrency, StepLeaseTTL, RunLeaseTTL,
 // MaxQueueDelay), TimeBudgetMargin, Concurrency, Malformed and a JSON Logger
 // on stdout (at AWS_LAMBDA_LOG_LEVEL, default info); the caller adds the
@@ -65,24 +36,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	case KindFlow, KindWebhook, KindAPI:
 		cfg.Kind = k
 	case "":
-		p.errorf("%s is not set: want %q, %q or %q", EnvHandler, KindFlow, KindWebhook, KindAPI)
+		p.errorf("%s is not set: want %q, %q or %q", envvars.Handler, KindFlow, KindWebhook, KindAPI)
 	default:
-		p.errorf("%s=%q: want %q, %q or %q", EnvHandler, k, KindFlow, KindWebhook, KindAPI)
+		p.errorf("%s=%q: want %q, %q or %q", envvars.Handler, k, KindFlow, KindWebhook, KindAPI)
 	}
 	cfg.Resources = p.resources(v)
-	p.atoi(v.InlineConcurrency, EnvInlineConcurrency, &cfg.Engine.InlineConcurrency, 1, 1<<16)
-	p.atoi(v.RecordConcurrency, EnvConcurrency, &cfg.Concurrency, 1, 1<<10)
-	p.duration(v.TimeBudgetMargin, EnvTimeBudgetMargin, &cfg.TimeBudgetMargin)
-	p.duration(v.StepLeaseTTL, EnvStepLeaseTTL, &cfg.Engine.StepLeaseTTL)
-	p.duration(v.RunLeaseTTL, EnvRunLeaseTTL, &cfg.Engine.RunLeaseTTL)
-	p.duration(v.MaxQueueDelay, EnvMaxQueueDelay, &cfg.Engine.MaxQueueDelay)
-	p.atoi(v.MaxInterruptions, EnvMaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
-	p.duration(v.HoldRetryDelay, EnvHoldRetryDelay, &cfg.Engine.HoldRetryDelay)
-	p.duration(v.HoldRetryLimit, EnvHoldRetryLimit, &cfg.Engine.HoldRetryLimit)
-	p.duration(v.VersionRetryDelay, EnvVersionRetryDelay, &cfg.Engine.VersionRetryDelay)
-	p.duration(v.VersionRetryLimit, EnvVersionRetryLimit, &cfg.Engine.VersionRetryLimit)
+	p.atoi(v.InlineConcurrency, envvars.InlineConcurrency, &cfg.Engine.InlineConcurrency, 1, 1<<16)
+	p.atoi(v.RecordConcurrency, envvars.RecordConcurrency, &cfg.Concurrency, 1, 1<<10)
+	p.duration(v.TimeBudgetMargin, envvars.TimeBudgetMargin, &cfg.TimeBudgetMargin)
+	p.duration(v.StepLeaseTTL, envvars.StepLeaseTTL, &cfg.Engine.StepLeaseTTL)
+	p.duration(v.RunLeaseTTL, envvars.RunLeaseTTL, &cfg.Engine.RunLeaseTTL)
+	p.duration(v.MaxQueueDelay, envvars.MaxQueueDelay, &cfg.Engine.MaxQueueDelay)
+	p.atoi(v.MaxInterruptions, envvars.MaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
+	p.duration(v.HoldRetryDelay, envvars.HoldRetryDelay, &cfg.Engine.HoldRetryDelay)
+	p.duration(v.HoldRetryLimit, envvars.HoldRetryLimit, &cfg.Engine.HoldRetryLimit)
+	p.duration(v.VersionRetryDelay, envvars.VersionRetryDelay, &cfg.Engine.VersionRetryDelay)
+	p.duration(v.VersionRetryLimit, envvars.VersionRetryLimit, &cfg.Engine.VersionRetryLimit)
 	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
-		p.errorf("%s=%s: SQS delays a message by at most 15m", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay)
+		p.errorf("%s=%s: SQS delays a message by at most 15m", envvars.MaxQueueDelay, cfg.Engine.MaxQueueDelay)
 	}
 	switch m := strings.ToLower(v.Malformed); m {
 	case "", "dead-letter", "deadletter", "dlq":
@@ -90,16 +61,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	case "acknowledge", "ack":
 		cfg.Malformed = Acknowledge
 	default:
-		p.errorf("%s=%q: want dead-letter or acknowledge", EnvMalformed, m)
+		p.errorf("%s=%q: want dead-letter or acknowledge", envvars.Malformed, m)
 	}
 	cfg.Version = functionVersion(v)
 	if err := world.CheckVersion(cfg.Version); err != nil {
-		p.errorf("%s=%q: %w", EnvVersion, cfg.Version, err)
+		p.errorf("%s=%q: %w", envvars.Version, cfg.Version, err)
 	}
 	if v.Versions != "" {
 		vs, err := parseVersions(v.Versions)
 		if err != nil {
-			p.errorf("%s=%q: %w", EnvVersions, v.Versions, err)
+			p.errorf("%s=%q: %w", envvars.Versions, v.Versions, err)
 		}
 		cfg.Versions = vs
 	}
@@ -154,21 +125,21 @@ func (p *envParser) duration(v, name string, dst *time.Duration) {
 // resources parses the stack's resources.
 func (p *envParser) resources(v envvars.Vars) Resources {
 	r := Resources{Table: v.Table, QueueURL: v.QueueURL, Bucket: v.Bucket, KMSKeyID: v.KMSKeyID}
-	for _, c := range []struct{ name, v string }{{EnvTable, v.Table}, {EnvQueueURL, v.QueueURL}, {EnvBucket, v.Bucket}} {
+	for _, c := range []struct{ name, v string }{{envvars.Table, v.Table}, {envvars.QueueURL, v.QueueURL}, {envvars.Bucket, v.Bucket}} {
 		if c.v == "" {
 			p.errorf("%s is not set", c.name)
 		}
 	}
-	p.atoi(v.ClaimCheckThreshold, EnvClaimCheckThreshold, &r.ClaimCheckThreshold, 1024, 1<<30)
+	p.atoi(v.ClaimCheckThreshold, envvars.ClaimCheckThreshold, &r.ClaimCheckThreshold, 1024, 1<<30)
 	var days int
-	p.atoi(v.RetentionDays, EnvRetentionDays, &days, 0, maxRetentionDays)
+	p.atoi(v.RetentionDays, envvars.RetentionDays, &days, 0, maxRetentionDays)
 	r.Retention = time.Duration(days) * 24 * time.Hour
 	switch s := strings.ToLower(v.S3PathStyle); s {
 	case "", "0", "false":
 	case "1", "true":
 		r.S3PathStyle = true
 	default:
-		p.errorf("%s=%q: want 1 or 0", EnvS3PathStyle, s)
+		p.errorf("%s=%q: want 1 or 0", envvars.S3PathStyle, s)
 	}
 	return r
 }
@@ -179,7 +150,7 @@ func (p *envParser) telemetry(v envvars.Vars) (*slog.Logger, workflow.Metrics) {
 	level := slog.LevelInfo
 	if v.LogLevel != "" {
 		if err := level.UnmarshalText([]byte(v.LogLevel)); err != nil {
-			p.errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v.LogLevel)
+			p.errorf("%s=%q: want debug, info, warn or error", envvars.LogLevel, v.LogLevel)
 		}
 	}
 	logger := NewJSONLogger(os.Stdout, level)
@@ -188,7 +159,7 @@ func (p *envParser) telemetry(v envvars.Vars) (*slog.Logger, workflow.Metrics) {
 		return logger, nil
 	}
 	if !validNamespace(ns) {
-		p.errorf("%s=%q: want 1 to 255 of letters, digits and . - _ / # : or space, not starting with AWS/", EnvMetricsNamespace, ns)
+		p.errorf("%s=%q: want 1 to 255 of letters, digits and . - _ / # : or space, not starting with AWS/", envvars.MetricsNamespace, ns)
 	}
 	var dims map[string]string
 	if fn := v.FunctionName; fn != "" {
@@ -242,7 +213,7 @@ func functionVersion(v envvars.Vars) string {
 	return fv
 }
 
-// parseVersions reads SKEIN_VERSIONS: versions separated by commas, NoVersion
+// parseVersions reads SKEIN_VERSIONS: versions separated by commas, noVersion
 // for the runs that recorded none.
 func parseVersions(s string) (workflow.Versions, error) {
 	var vs workflow.Versions
@@ -250,8 +221,8 @@ func parseVersions(s string) (workflow.Versions, error) {
 		v = strings.TrimSpace(v)
 		switch {
 		case v == "":
-			return nil, errors.New("an empty item (write " + NoVersion + " for the runs that recorded no version)")
-		case v == NoVersion:
+			return nil, errors.New("an empty item (write " + noVersion + " for the runs that recorded no version)")
+		case v == noVersion:
 			v = ""
 		default:
 			if err := world.CheckVersion(v); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/internal/lambdaemu"
 )
 
@@ -73,8 +74,8 @@ func functionEnv(t *testing.T, tpl *lambdaemu.Template, fn string, opts *lambdae
 	}
 	env, _ := props["Environment"].(map[string]any)
 	vars, _ := env["Variables"].(map[string]any)
-	if _, ok := vars[handler.EnvRetentionDays]; !ok {
-		t.Fatalf("%s does not set %s", fn, handler.EnvRetentionDays)
+	if _, ok := vars[envvars.RetentionDays]; !ok {
+		t.Fatalf("%s does not set %s", fn, envvars.RetentionDays)
 	}
 	return func(k string) string {
 		if v, ok := vars[k]; ok {

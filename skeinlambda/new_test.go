@@ -12,16 +12,17 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/workflow"
 )
 
 // env is a function's environment as template.yaml sets it, with changes.
 func env(kind string, extra ...string) func(string) string {
 	m := map[string]string{
-		handler.EnvHandler:  kind,
-		handler.EnvTable:    "events",
-		handler.EnvQueueURL: "http://sqs.local/000000000000/work",
-		handler.EnvBucket:   "data",
+		envvars.Handler:  kind,
+		envvars.Table:    "events",
+		envvars.QueueURL: "http://sqs.local/000000000000/work",
+		envvars.Bucket:   "data",
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		m[extra[i]] = extra[i+1]
@@ -93,7 +94,7 @@ func TestNewRefuses(t *testing.T) {
 		{"no registry", false, env("flow"), []string{"no Registry"}},
 		{"no handler", true, env(""), []string{"SKEIN_HANDLER is not set"}},
 		{"unknown handler", true, env("graphql"), []string{`SKEIN_HANDLER="graphql"`}},
-		{"every bad variable, by name", true, env("flow", handler.EnvTable, "", handler.EnvInlineConcurrency, "lots"),
+		{"every bad variable, by name", true, env("flow", envvars.Table, "", envvars.InlineConcurrency, "lots"),
 			[]string{"SKEIN_TABLE is not set", "SKEIN_INLINE_CONCURRENCY"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,7 +124,7 @@ func TestOptions(t *testing.T) {
 	var hc handler.Config
 	var engine workflow.EngineOptions
 	_, err := New(context.Background(), registry(t), offline(), WithLogger(logger),
-		WithGetenv(env("flow", handler.EnvInlineConcurrency, "3", handler.EnvClaimCheckThreshold, "2048")),
+		WithGetenv(env("flow", envvars.InlineConcurrency, "3", envvars.ClaimCheckThreshold, "2048")),
 		WithEngineOptions(func(e *workflow.EngineOptions) { engine = *e; e.InlineConcurrency = 5 }),
 		WithWorldConfig(func(c *dynamoworld.Config) { world = *c }),
 		WithHandlerConfig(func(c *handler.Config) { hc = *c }),

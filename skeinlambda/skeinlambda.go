@@ -135,7 +135,7 @@ func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
 	case handler.KindAPI:
 		return handler.NewAPI(cfg)
 	default:
-		return nil, fmt.Errorf("skeinlambda: %s=%q: no such handler", handler.EnvHandler, cfg.Kind)
+		return nil, fmt.Errorf("skeinlambda: %s=%q: no such handler", envvars.Handler, cfg.Kind)
 	}
 }
 

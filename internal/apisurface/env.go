@@ -26,7 +26,7 @@ func isEnvName(s string) bool {
 // EnvReads finds where the module's non-test code reads environment
 // variables: every call (os.Getenv, a getenv parameter, a parsing helper)
 // whose first argument is a constant naming one (isEnvName), a literal
-// "SKEIN_TABLE" or a constant such as handler.EnvTable. An argument that is
+// "SKEIN_TABLE" or a constant such as envvars.Table. An argument that is
 // a constant prefix and something else ("AWS_ENDPOINT_URL_" + service)
 // counts as the prefix and "*". It returns each variable's read sites,
 // "dir/file.go:line" relative to root, one per call.

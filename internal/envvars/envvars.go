@@ -16,7 +16,7 @@ import (
 )
 
 // The variables of a function of the stack (template.yaml sets the first
-// four; handler.ConfigFromEnv parses them, see the handler.Env constants).
+// four; handler.ConfigFromEnv parses them).
 const (
 	Handler             = "SKEIN_HANDLER"
 	Table               = "SKEIN_TABLE"
