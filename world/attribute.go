@@ -57,9 +57,9 @@ func (d *AttributeSet) validate(corr string) error {
 	return validPatches(EventAttributeSet, corr, d.Patches)
 }
 
-// CheckAttributeKey reports why key cannot be an attribute key, nil when it
+// checkAttributeKey reports why key cannot be an attribute key, nil when it
 // can.
-func CheckAttributeKey(key string) error {
+func checkAttributeKey(key string) error {
 	if key == "" {
 		return fmt.Errorf("attribute key is empty")
 	}
@@ -79,9 +79,9 @@ func attrKeyByte(c byte) bool {
 		c == '_' || c == '.' || c == ':' || c == '-'
 }
 
-// CheckAttributeValue reports why v cannot be the value of the attribute
+// checkAttributeValue reports why v cannot be the value of the attribute
 // key, nil when it can.
-func CheckAttributeValue(key, v string) error {
+func checkAttributeValue(key, v string) error {
 	if v == "" {
 		return fmt.Errorf("attribute %q has an empty value", key)
 	}
@@ -97,13 +97,13 @@ func CheckAttributeValue(key, v string) error {
 // CheckAttributes reports why attrs cannot be set on a run: the first
 // invalid key or value (in key order), or more than MaxAttributes of them.
 // It checks attrs alone; merged into a run's, the count may still exceed
-// the bound (MergeAttributes).
+// the bound (mergeAttributes).
 func CheckAttributes(attrs map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(attrs)) {
-		if err := CheckAttributeKey(k); err != nil {
+		if err := checkAttributeKey(k); err != nil {
 			return err
 		}
-		if err := CheckAttributeValue(k, attrs[k]); err != nil {
+		if err := checkAttributeValue(k, attrs[k]); err != nil {
 			return err
 		}
 	}
@@ -120,10 +120,10 @@ func validAttributes(t EventType, corr string, attrs map[string]string) error {
 	return nil
 }
 
-// MergeAttributes returns a copy of have with set merged in, or an error
+// mergeAttributes returns a copy of have with set merged in, or an error
 // when the result would hold more than MaxAttributes keys (naming the first
 // new key that does not fit). Neither map is modified.
-func MergeAttributes(have, set map[string]string) (map[string]string, error) {
+func mergeAttributes(have, set map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(have)+len(set))
 	maps.Copy(out, have)
 	for _, k := range slices.Sorted(maps.Keys(set)) {
@@ -137,7 +137,7 @@ func MergeAttributes(have, set map[string]string) (map[string]string, error) {
 
 // applyAttributeSet merges the event's attributes into the run's.
 func applyAttributeSet(eff *Effect, d *AttributeSet) error {
-	merged, err := MergeAttributes(eff.Run.Attributes, d.Attributes)
+	merged, err := mergeAttributes(eff.Run.Attributes, d.Attributes)
 	if err != nil {
 		return invalidf(EventAttributeSet, eff.Run.RunID, "%v", err)
 	}
@@ -154,10 +154,10 @@ type AttributeFilter struct {
 
 // Check reports why f cannot filter runs: an invalid key or value.
 func (f *AttributeFilter) Check() error {
-	if err := CheckAttributeKey(f.Key); err != nil {
+	if err := checkAttributeKey(f.Key); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := CheckAttributeValue(f.Key, f.Value); err != nil {
+	if err := checkAttributeValue(f.Key, f.Value); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return nil

@@ -117,8 +117,8 @@ func TestCheckAttributeKey(t *testing.T) {
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			t.Parallel()
-			if err := world.CheckAttributeKey(tc.key); (err == nil) != tc.ok {
-				t.Fatalf("CheckAttributeKey(%q) = %v, want ok=%v", tc.key, err, tc.ok)
+			if err := world.CheckAttributes(map[string]string{tc.key: "v"}); (err == nil) != tc.ok {
+				t.Fatalf("CheckAttributes({%q: v}) = %v, want ok=%v", tc.key, err, tc.ok)
 			}
 		})
 	}

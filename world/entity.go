@@ -75,8 +75,6 @@ const (
 	CodeMaxDeliveriesExceeded = "MAX_DELIVERIES_EXCEEDED"
 	CodeReplayTimeout         = "REPLAY_TIMEOUT"
 	CodeReplayDivergence      = "REPLAY_DIVERGENCE"
-	CodeCorruptedEventLog     = "CORRUPTED_EVENT_LOG"
-	CodeWorldContractError    = "WORLD_CONTRACT_ERROR"
 	CodeDeploymentMismatch    = "DEPLOYMENT_MISMATCH"
 	// CodeStepExecutorLost: a step's executor was lost (its process died or
 	// was cut off before it recorded an outcome) more often than the engine

@@ -13,13 +13,12 @@ import (
 
 // ID prefixes, one per entity kind.
 const (
-	PrefixRun    = "wrun_"
-	PrefixStep   = "step_"
-	PrefixHook   = "hook_"
-	PrefixWait   = "wait_"
-	PrefixEvent  = "evnt_"
-	PrefixStream = "strm_"
-	PrefixMsg    = "msg_"
+	PrefixRun   = "wrun_"
+	PrefixStep  = "step_"
+	PrefixHook  = "hook_"
+	PrefixWait  = "wait_"
+	PrefixEvent = "evnt_"
+	PrefixMsg   = "msg_"
 )
 
 // IDSource mints prefixed, monotonic ULIDs: IDs minted by one source sort in

@@ -16,7 +16,7 @@ func TestIDSourceFormat(t *testing.T) {
 	t.Parallel()
 	src := world.NewIDSource(nil, nil)
 	before := time.Now().Truncate(time.Millisecond)
-	for _, prefix := range []string{world.PrefixRun, world.PrefixStep, world.PrefixHook, world.PrefixWait, world.PrefixEvent, world.PrefixStream, world.PrefixMsg} {
+	for _, prefix := range []string{world.PrefixRun, world.PrefixStep, world.PrefixHook, world.PrefixWait, world.PrefixEvent, world.PrefixMsg} {
 		id := src.New(prefix)
 		if err := world.ValidateID(prefix, id); err != nil {
 			t.Fatalf("New(%q) = %q: %v", prefix, id, err)
