@@ -51,14 +51,14 @@ func parseAWSCron(expr, inner string, loc *time.Location) (*Expr, error) {
 	inner, ok := strings.CutSuffix(strings.TrimSpace(inner), ")")
 	fs := strings.Fields(inner)
 	if !ok || len(fs) != 6 {
-		return nil, NewParseError(expr, "", fmt.Sprintf("cron(...) wants 6 fields (minute hour day-of-month month day-of-week year), have %d", len(fs)))
+		return nil, newParseError(expr, "", fmt.Sprintf("cron(...) wants 6 fields (minute hour day-of-month month day-of-week year), have %d", len(fs)))
 	}
 	if awsSpecial(fs[2]) || awsSpecial(fs[4]) {
-		return nil, NewParseError(expr, "", "AWS's L, W and # are not supported: list the days instead")
+		return nil, newParseError(expr, "", "AWS's L, W and # are not supported: list the days instead")
 	}
 	domAny, dowAny := fs[2] == "?", fs[4] == "?"
 	if domAny == dowAny {
-		return nil, NewParseError(expr, "", `cron(...) wants "?" in exactly one of day-of-month and day-of-week`)
+		return nil, newParseError(expr, "", `cron(...) wants "?" in exactly one of day-of-month and day-of-week`)
 	}
 	e := &Expr{src: expr, loc: loc}
 	var err error
@@ -77,7 +77,7 @@ func parseAWSCron(expr, inner string, loc *time.Location) (*Expr, error) {
 		}
 	}
 	if !e.possible() {
-		return nil, NewParseError(expr, "day-of-month", "no month has such a day")
+		return nil, newParseError(expr, "day-of-month", "no month has such a day")
 	}
 	return e, nil
 }
@@ -106,7 +106,7 @@ func parseYears(expr, s string) (*yearSet, error) {
 		if hasStep {
 			n, err := strconv.Atoi(stepStr)
 			if err != nil || n <= 0 {
-				return nil, NewParseError(expr, "year", fmt.Sprintf("step %q is not a positive number", stepStr))
+				return nil, newParseError(expr, "year", fmt.Sprintf("step %q is not a positive number", stepStr))
 			}
 			step = n
 		}
@@ -115,16 +115,16 @@ func parseYears(expr, s string) (*yearSet, error) {
 			a, b, isRange := strings.Cut(rng, "-")
 			var err error
 			if lo, err = yearValue(a); err != nil {
-				return nil, NewParseError(expr, "year", err.Error())
+				return nil, newParseError(expr, "year", err.Error())
 			}
 			hi = lo
 			switch {
 			case isRange:
 				if hi, err = yearValue(b); err != nil {
-					return nil, NewParseError(expr, "year", err.Error())
+					return nil, newParseError(expr, "year", err.Error())
 				}
 				if hi < lo {
-					return nil, NewParseError(expr, "year", fmt.Sprintf("range %s goes backwards", rng))
+					return nil, newParseError(expr, "year", fmt.Sprintf("range %s goes backwards", rng))
 				}
 			case hasStep:
 				hi = maxYear

@@ -33,8 +33,8 @@ type ParseError struct {
 	Reason string
 }
 
-// NewParseError returns a *ParseError.
-func NewParseError(expr, field, reason string) *ParseError {
+// newParseError returns a *ParseError.
+func newParseError(expr, field, reason string) *ParseError {
 	return &ParseError{Expr: expr, Field: field, Reason: reason}
 }
 
@@ -87,7 +87,7 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	}
 	s := strings.TrimSpace(expr)
 	if s == "" {
-		return nil, NewParseError(expr, "", "empty expression")
+		return nil, newParseError(expr, "", "empty expression")
 	}
 	if d, ok := strings.CutPrefix(s, "@every"); ok {
 		return parseEvery(expr, strings.TrimSpace(d), loc)
@@ -101,13 +101,13 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	if strings.HasPrefix(s, "@") {
 		d, ok := descriptors[strings.ToLower(s)]
 		if !ok {
-			return nil, NewParseError(expr, "", "unknown descriptor "+strconv.Quote(s))
+			return nil, newParseError(expr, "", "unknown descriptor "+strconv.Quote(s))
 		}
 		s = d
 	}
 	fs := strings.Fields(s)
 	if len(fs) != 5 {
-		return nil, NewParseError(expr, "", fmt.Sprintf("want 5 fields (minute hour day-of-month month day-of-week), have %d", len(fs)))
+		return nil, newParseError(expr, "", fmt.Sprintf("want 5 fields (minute hour day-of-month month day-of-week), have %d", len(fs)))
 	}
 	e := &Expr{src: expr, loc: loc}
 	var err error
@@ -123,7 +123,7 @@ func Parse(expr string, loc *time.Location) (*Expr, error) {
 	e.domStar = fs[2] == "*" || fs[2] == "?"
 	e.dowStar = fs[4] == "*" || fs[4] == "?"
 	if !e.possible() {
-		return nil, NewParseError(expr, "day-of-month", "no month has such a day")
+		return nil, newParseError(expr, "day-of-month", "no month has such a day")
 	}
 	return e, nil
 }
@@ -151,7 +151,7 @@ func (e *Expr) possible() bool {
 func parseEvery(expr, d string, loc *time.Location) (*Expr, error) {
 	every, err := time.ParseDuration(d)
 	if err != nil {
-		return nil, NewParseError(expr, "", "@every wants a duration such as 5m or 1h30m: "+strconv.Quote(d))
+		return nil, newParseError(expr, "", "@every wants a duration such as 5m or 1h30m: "+strconv.Quote(d))
 	}
 	return newRate(expr, every, loc)
 }
@@ -160,21 +160,21 @@ func parseRate(expr, inner string, loc *time.Location) (*Expr, error) {
 	inner, ok := strings.CutSuffix(strings.TrimSpace(inner), ")")
 	fs := strings.Fields(inner)
 	if !ok || len(fs) != 2 {
-		return nil, NewParseError(expr, "", "rate wants rate(<n> <unit>), e.g. rate(5 minutes)")
+		return nil, newParseError(expr, "", "rate wants rate(<n> <unit>), e.g. rate(5 minutes)")
 	}
 	n, err := strconv.Atoi(fs[0])
 	if err != nil || n <= 0 {
-		return nil, NewParseError(expr, "", "rate wants a positive whole number, not "+strconv.Quote(fs[0]))
+		return nil, newParseError(expr, "", "rate wants a positive whole number, not "+strconv.Quote(fs[0]))
 	}
 	units := map[string]time.Duration{
 		"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
 	}
 	unit, ok := units[fs[1]]
 	if !ok {
-		return nil, NewParseError(expr, "", "rate unit must be minute(s), hour(s) or day(s), not "+strconv.Quote(fs[1]))
+		return nil, newParseError(expr, "", "rate unit must be minute(s), hour(s) or day(s), not "+strconv.Quote(fs[1]))
 	}
 	if (n == 1) != !strings.HasSuffix(fs[1], "s") {
-		return nil, NewParseError(expr, "", fmt.Sprintf("rate: write %d %s", n, plural(fs[1], n)))
+		return nil, newParseError(expr, "", fmt.Sprintf("rate: write %d %s", n, plural(fs[1], n)))
 	}
 	return newRate(expr, time.Duration(n)*unit, loc)
 }
@@ -190,9 +190,9 @@ func plural(unit string, n int) string {
 func newRate(expr string, every time.Duration, loc *time.Location) (*Expr, error) {
 	switch {
 	case every < time.Second:
-		return nil, NewParseError(expr, "", fmt.Sprintf("the rate must be at least 1s, not %s", every))
+		return nil, newParseError(expr, "", fmt.Sprintf("the rate must be at least 1s, not %s", every))
 	case every%time.Second != 0:
-		return nil, NewParseError(expr, "", fmt.Sprintf("the rate must be whole seconds, not %s", every))
+		return nil, newParseError(expr, "", fmt.Sprintf("the rate must be whole seconds, not %s", every))
 	}
 	return &Expr{src: expr, loc: loc, every: every}, nil
 }
@@ -203,7 +203,7 @@ func (f field) parse(expr, s string) (uint64, error) {
 	for part := range strings.SplitSeq(s, ",") {
 		bits, err := f.parsePart(part)
 		if err != nil {
-			return 0, NewParseError(expr, f.name, err.Error())
+			return 0, newParseError(expr, f.name, err.Error())
 		}
 		set |= bits
 	}

@@ -47,8 +47,8 @@ func (f Firing) Key() string { return Key(f.Name, f.Time) }
 // MessageError reports a schedule message that cannot be acted on.
 type MessageError struct{ Reason string }
 
-// NewMessageError returns a *MessageError.
-func NewMessageError(format string, args ...any) *MessageError {
+// newMessageError returns a *MessageError.
+func newMessageError(format string, args ...any) *MessageError {
 	return &MessageError{Reason: fmt.Sprintf(format, args...)}
 }
 
@@ -80,24 +80,24 @@ func EncodeMessage(m Message) ([]byte, error) {
 func DecodeMessage(body []byte) (Firing, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return Firing{}, NewMessageError("%v", err)
+		return Firing{}, newMessageError("%v", err)
 	}
 	raw, ok := top[MessageField]
 	if !ok || len(top) != 1 {
-		return Firing{}, NewMessageError("want one top-level field, %q", MessageField)
+		return Firing{}, newMessageError("want one top-level field, %q", MessageField)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var m Message
 	if err := dec.Decode(&m); err != nil {
-		return Firing{}, NewMessageError("%v", err)
+		return Firing{}, newMessageError("%v", err)
 	}
 	if m.Workflow == "" {
-		return Firing{}, NewMessageError("no workflow")
+		return Firing{}, newMessageError("no workflow")
 	}
 	t, err := time.Parse(time.RFC3339, m.ScheduledTime)
 	if err != nil {
-		return Firing{}, NewMessageError("scheduledTime %q is not an RFC 3339 time (is the placeholder <aws.scheduler.scheduled-time> filled in?)", m.ScheduledTime)
+		return Firing{}, newMessageError("scheduledTime %q is not an RFC 3339 time (is the placeholder <aws.scheduler.scheduled-time> filled in?)", m.ScheduledTime)
 	}
 	name := m.Name
 	if name == "" {
@@ -118,11 +118,11 @@ func DecodeMessage(body []byte) (Firing, error) {
 func nameFromARN(arn string) (string, error) {
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "scheduler" {
-		return "", NewMessageError("no name, and scheduleArn %q is not a schedule ARN (is the placeholder <aws.scheduler.schedule-arn> filled in?)", arn)
+		return "", newMessageError("no name, and scheduleArn %q is not a schedule ARN (is the placeholder <aws.scheduler.schedule-arn> filled in?)", arn)
 	}
 	res := strings.Split(parts[5], "/")
 	if len(res) != 3 || res[0] != "schedule" || res[1] == "" || res[2] == "" {
-		return "", NewMessageError("scheduleArn %q: want a resource schedule/<group>/<name>", arn)
+		return "", newMessageError("scheduleArn %q: want a resource schedule/<group>/<name>", arn)
 	}
 	if res[1] == "default" {
 		return res[2], nil
