@@ -64,8 +64,8 @@ type ScheduleError struct {
 	Err  error
 }
 
-// NewScheduleError returns a *ScheduleError.
-func NewScheduleError(name string, err error) *ScheduleError {
+// newScheduleError returns a *ScheduleError.
+func newScheduleError(name string, err error) *ScheduleError {
 	return &ScheduleError{Name: name, Err: err}
 }
 
@@ -92,7 +92,7 @@ func compileSchedules(list []Schedule, reg *Registry) ([]*compiledSchedule, erro
 			return nil, err
 		}
 		if seen[s.Name] {
-			return nil, NewScheduleError(s.Name, errors.New("two schedules have this name"))
+			return nil, newScheduleError(s.Name, errors.New("two schedules have this name"))
 		}
 		seen[s.Name] = true
 		out = append(out, cs)
@@ -102,31 +102,31 @@ func compileSchedules(list []Schedule, reg *Registry) ([]*compiledSchedule, erro
 
 func compileSchedule(s Schedule, reg *Registry) (*compiledSchedule, error) {
 	if s.Name == "" {
-		return nil, NewScheduleError(s.Name, errors.New("no name"))
+		return nil, newScheduleError(s.Name, errors.New("no name"))
 	}
 	loc := time.UTC
 	if s.TimeZone != "" {
 		var err error
 		if loc, err = time.LoadLocation(s.TimeZone); err != nil {
-			return nil, NewScheduleError(s.Name, fmt.Errorf("time zone %q: %w", s.TimeZone, err))
+			return nil, newScheduleError(s.Name, fmt.Errorf("time zone %q: %w", s.TimeZone, err))
 		}
 	}
 	expr, err := schedule.Parse(s.Expr, loc)
 	if err != nil {
-		return nil, NewScheduleError(s.Name, err)
+		return nil, newScheduleError(s.Name, err)
 	}
 	if s.CatchUp < 0 {
-		return nil, NewScheduleError(s.Name, fmt.Errorf("negative CatchUp (%s)", s.CatchUp))
+		return nil, newScheduleError(s.Name, fmt.Errorf("negative CatchUp (%s)", s.CatchUp))
 	}
 	if _, ok := (engineRegistry{r: reg}).Workflow(s.Workflow); !ok {
-		return nil, NewScheduleError(s.Name, &UnknownWorkflowError{Name: s.Workflow})
+		return nil, newScheduleError(s.Name, &UnknownWorkflowError{Name: s.Workflow})
 	}
 	input, err := json.Marshal(s.Input)
 	if err != nil {
-		return nil, NewScheduleError(s.Name, &SerializationError{What: "schedule input", Err: err})
+		return nil, newScheduleError(s.Name, &SerializationError{What: "schedule input", Err: err})
 	}
 	if _, err := reg.checkInput(s.Workflow, input, false); err != nil {
-		return nil, NewScheduleError(s.Name, &InputError{Workflow: s.Workflow, Err: err})
+		return nil, newScheduleError(s.Name, &InputError{Workflow: s.Workflow, Err: err})
 	}
 	return &compiledSchedule{Schedule: s, expr: expr, input: input}, nil
 }
