@@ -9,9 +9,9 @@ import (
 	"golang.org/x/tools/go/analysis"
 )
 
-// WorkflowPackage is the import path of Skein's SDK, whose Context marks
+// workflowPackage is the import path of Skein's SDK, whose Context marks
 // workflow code.
-const WorkflowPackage = "github.com/skeinflow/skein/workflow"
+const workflowPackage = "github.com/skeinflow/skein/workflow"
 
 const doc = `report non-deterministic code in Skein workflow functions
 
@@ -80,7 +80,7 @@ func stdPackage(path string) bool {
 
 func run(pass *analysis.Pass, cfg Config) error {
 	std := pass.Module == nil && stdPackage(pass.Pkg.Path())
-	if !cfg.AllFunctions && (pass.Pkg.Path() == WorkflowPackage || std) {
+	if !cfg.AllFunctions && (pass.Pkg.Path() == workflowPackage || std) {
 		return nil // the SDK implements the deterministic API; the rules name what matters in std
 	}
 	c := &checker{
@@ -215,7 +215,7 @@ func isContext(t types.Type, pkg, name string) bool {
 }
 
 // isWorkflowContext reports whether t is workflow.Context.
-func isWorkflowContext(t types.Type) bool { return isContext(t, WorkflowPackage, "Context") }
+func isWorkflowContext(t types.Type) bool { return isContext(t, workflowPackage, "Context") }
 
 // takesWorkflowContext reports whether a function of type ft has a
 // workflow.Context parameter.

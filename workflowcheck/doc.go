@@ -72,8 +72,8 @@
 //
 // # Suppressing a finding
 //
-// A comment starting with Directive, followed by a reason, suppresses the
-// findings on its own line and on the line below it:
+// A comment starting with //skein:nondeterministic-ok, followed by a reason,
+// suppresses the findings on its own line and on the line below it:
 //
 //	//skein:nondeterministic-ok only logged, never decides what to call
 //	ctx.Logger().Info("took", "wall", time.Since(start))

@@ -8,11 +8,11 @@ import (
 	"golang.org/x/tools/go/analysis"
 )
 
-// Directive is the comment that suppresses the analyzer's findings on its
+// directive is the comment that suppresses the analyzer's findings on its
 // own line and on the line below it. It takes a reason:
 //
 //	//skein:nondeterministic-ok the flag is read once, at deploy time
-const Directive = "//skein:nondeterministic-ok"
+const directive = "//skein:nondeterministic-ok"
 
 // suppressions holds the lines the directive covers, per file.
 type suppressions map[*token.File]map[int]bool
@@ -33,7 +33,7 @@ func collectSuppressions(pass *analysis.Pass) suppressions {
 					continue
 				}
 				if reason == "" {
-					pass.Reportf(c.Pos(), "%s needs a reason: say why the line is safe to replay", Directive)
+					pass.Reportf(c.Pos(), "%s needs a reason: say why the line is safe to replay", directive)
 					continue
 				}
 				if s[tf] == nil {
@@ -51,7 +51,7 @@ func collectSuppressions(pass *analysis.Pass) suppressions {
 // parseDirective returns the reason a directive comment gives, and whether
 // c is a directive.
 func parseDirective(c *ast.Comment) (string, bool) {
-	rest, ok := strings.CutPrefix(c.Text, Directive)
+	rest, ok := strings.CutPrefix(c.Text, directive)
 	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
 		return "", false
 	}

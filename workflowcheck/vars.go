@@ -90,7 +90,7 @@ func fromWorkflow(t types.Type) bool {
 		case *types.Pointer:
 			t = x.Elem()
 		case *types.Named:
-			return x.Obj().Pkg() != nil && x.Obj().Pkg().Path() == WorkflowPackage
+			return x.Obj().Pkg() != nil && x.Obj().Pkg().Path() == workflowPackage
 		default:
 			return false
 		}
