@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -170,10 +170,10 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 				yield(StreamChunk{}, err)
 				return
 			}
-			if kid, sealed := encrypt.SealedKeyID(ch.Data); sealed {
+			if kid, sealed := sealmark.KeyID(ch.Data); sealed {
 				// Still sealed: the client's World holds no key that opens it.
-				yield(StreamChunk{}, &encrypt.KeyError{KeyID: kid, RunID: runID,
-					Err: errors.New("the stream is encrypted, and this client's World has no key to open it (see encrypt.Wrap; skein -keys)")})
+				yield(StreamChunk{}, &sealmark.KeylessError{KeyID: kid, RunID: runID,
+					Read: "the stream is encrypted, and this client's World has no key to open it (see encrypt.Wrap; skein -keys)"})
 				return
 			}
 			if !yield(decodeChunk(ch), nil) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -137,14 +138,11 @@ func (e *Engine) refuseKey(ctx context.Context, msg world.Message, keyErr error)
 	return nil
 }
 
-// keyID is the ID of the key a key error names (a KeyID field, as the
-// encrypt package's error has), or "" when it names none.
+// keyID is the ID of the key a key error names, or "" when it names none
+// (sealmark.KeyOf).
 func keyID(err error) string {
-	var k interface{ KeyUnavailableID() string }
-	if errors.As(err, &k) {
-		return k.KeyUnavailableID()
-	}
-	return ""
+	_, id, _ := sealmark.KeyOf(err)
+	return id
 }
 
 // versionDelay is the delay of a message refused for the n-th time (n ≥ 1):
