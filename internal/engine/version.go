@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -136,13 +135,6 @@ func (e *Engine) refuseKey(ctx context.Context, msg world.Message, keyErr error)
 	e.log.Error("engine: cannot open the run's payloads with this executor's keys; its message goes back to the queue until an executor has the key",
 		"run", msg.RunID, "keyId", keyID(keyErr), "err", keyErr, "step", msg.StepID, "refused", next.Refused, "retryIn", delay)
 	return nil
-}
-
-// keyID is the ID of the key a key error names, or "" when it names none
-// (sealmark.KeyOf).
-func keyID(err error) string {
-	_, id, _ := sealmark.KeyOf(err)
-	return id
 }
 
 // versionDelay is the delay of a message refused for the n-th time (n ≥ 1):
