@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -99,8 +98,8 @@ func (c *Client) ReadStreamPage(ctx context.Context, runID string, opts StreamPa
 	}
 	out := &StreamPage{Next: p.Next, Done: p.Done, Chunks: make([]StreamChunk, len(p.Chunks))}
 	for i, ch := range p.Chunks {
-		if kid, sealed := sealmark.KeyID(ch.Data); sealed {
-			return nil, &sealmark.KeylessError{KeyID: kid, RunID: runID, Read: "the stream is encrypted, and this client's World has no key to open it"}
+		if err := sealedChunk(runID, ch.Data); err != nil {
+			return nil, err
 		}
 		out.Chunks[i] = decodeChunk(ch)
 	}
