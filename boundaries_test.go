@@ -25,6 +25,16 @@ var examplesImportedBy = map[string][]string{
 	module + "/integration": {module + "/examples/lambda/demo"},
 }
 
+// encryptWiring lists the only packages outside encrypt/ whose non-test
+// code may import a package of encrypt/: the wiring that wraps a World
+// with keys from configuration (skeinlambda, from the environment; the
+// skein command, from -keys and -kms-key). The engine, the SDK, the API
+// and the dashboard see only a "key unavailable" error
+// (world.ErrKeyUnavailable) and internal/sealmark, the seam that
+// recognises sealed bytes without opening them; tests may import encrypt
+// to seal what they read.
+var encryptWiring = []string{module + "/skeinlambda", module + "/cmd/skein"}
+
 // skeintestImports are the packages of the module that skeintest, the test
 // kit users import in their own tests, may import (its tests may import
 // more). It runs workflows on the local world, so it never needs AWS.
@@ -135,7 +145,9 @@ func listModule(t *testing.T) []listedPackage {
 //     of this module: it knows the workflow package by its import path, so
 //     that analyzing a user's code loads nothing of Skein's runtime;
 //   - only workflowcheck and cmd/skeinvet import golang.org/x/tools: the SDK,
-//     the worlds and the Lambda runtime do not carry the analysis framework.
+//     the worlds and the Lambda runtime do not carry the analysis framework;
+//   - encryption sits behind one seam: outside encrypt/, only the wiring
+//     (encryptWiring) imports a package of encrypt/, tests aside.
 func TestImportBoundaries(t *testing.T) {
 	t.Parallel()
 	pkgs := listModule(t)
@@ -196,11 +208,13 @@ func TestImportBoundaries(t *testing.T) {
 				report("%s imports %s: skeintest imports only %v of the module", owner, imp, skeintestImports)
 			case strings.HasPrefix(imp, "golang.org/x/tools/") && !under(owner, "workflowcheck") && !under(owner, "cmd/skeinvet"):
 				report("%s imports %s: only workflowcheck and cmd/skeinvet use the analysis framework", owner, imp)
+			case under(imp, "encrypt") && !under(owner, "encrypt") && !p.testOnly() && !slices.Contains(encryptWiring, owner):
+				report("%s imports %s: outside encrypt/ only the wiring (%v) imports it; others use world.ErrKeyUnavailable and internal/sealmark", owner, imp, encryptWiring)
 			}
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet", "webui"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet", "webui", "encrypt", "skeinlambda", "cmd/skein", "handler"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

@@ -20,7 +20,10 @@
 // with that ID) or ErrWrongKey (a key with that ID but other bytes). A tool
 // that shows what it can (Config.LeaveSealed) asks SealedReason why a key's
 // payloads stayed sealed, and Describe says it. A KeyError also matches
-// world.ErrKeyUnavailable: the engine then leaves the run's message for an
+// world.ErrKeyUnavailable, and its KeyUnavailable method names the run and
+// the key: that is all the engine, the SDK, the HTTP API and the dashboard
+// know of it, for only the wiring (skeinlambda, the skein command) imports
+// this package. The engine then leaves the run's message for an
 // executor holding the key (sent back to the queue, not counted against
 // MaxDeliveries), so a worker deployed with a wrong key stalls runs but
 // never fails them.

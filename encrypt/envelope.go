@@ -24,7 +24,7 @@ const sealedTag = sealmark.Tag
 // (sealmark.Mark) and open version 2 only; runs sealed before keep opening
 // their version-1 payloads (see openPayload).
 const (
-	envelopeV1 = 1
+	envelopeV1 = sealmark.FirstVersion
 	envelopeV2 = sealmark.Version
 )
 
@@ -186,39 +186,17 @@ func (k *runKey) digest(plain []byte, size int) string {
 	return hex.EncodeToString(m.Sum(nil))[:size]
 }
 
-// parseEnvelope returns the envelope b looks like, or nil: how tools
-// recognise a payload left sealed (no key, a wrong key). It decides
-// nothing about a run (see sealmark).
-func parseEnvelope(b []byte) *envelope {
-	t := bytes.TrimSpace(b)
-	if len(t) == 0 || t[0] != '{' || !bytes.Contains(t, []byte(`"`+sealedTag+`"`)) {
-		return nil
-	}
-	var env envelope
-	if json.Unmarshal(t, &env) != nil || env.Version < envelopeV1 || env.Version > envelopeV2 || env.Key == "" || len(env.Data) == 0 {
-		return nil
-	}
-	return &env
-}
-
 // IsSealed reports whether a payload read without the wrapper (or without
 // its key) is sealed.
-func IsSealed(payload []byte) bool { return parseEnvelope(payload) != nil }
+func IsSealed(payload []byte) bool {
+	_, ok := sealmark.KeyID(payload)
+	return ok
+}
 
 // SealedKeyID returns the ID of the key a sealed payload needs, and false
 // when the payload is not sealed.
-func SealedKeyID(payload []byte) (string, bool) {
-	if env := parseEnvelope(payload); env != nil {
-		return env.Key, true
-	}
-	return "", false
-}
+func SealedKeyID(payload []byte) (string, bool) { return sealmark.KeyID(payload) }
 
 // Describe is how a tool shows a payload it cannot open: a short note
 // naming the key, or the payload itself when it is not sealed.
-func Describe(payload []byte) string {
-	if id, ok := SealedKeyID(payload); ok {
-		return fmt.Sprintf("[encrypted with key %q; no key to decrypt it]", id)
-	}
-	return string(payload)
-}
+func Describe(payload []byte) string { return sealmark.Describe(payload) }

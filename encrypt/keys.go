@@ -52,9 +52,10 @@ func (e *KeyError) Error() string {
 // Unwrap returns the cause.
 func (e *KeyError) Unwrap() error { return e.Err }
 
-// KeyUnavailableID returns KeyID: how the engine, which does not import
-// this package, names the key in its log.
-func (e *KeyError) KeyUnavailableID() string { return e.KeyID }
+// KeyUnavailable returns RunID and KeyID: how the engine, the SDK, the
+// API and the dashboard, which do not import this package, name the run
+// and the key of an error matching world.ErrKeyUnavailable.
+func (e *KeyError) KeyUnavailable() (runID, keyID string) { return e.RunID, e.KeyID }
 
 // Is makes a KeyError match ErrKey and world.ErrKeyUnavailable (what the
 // engine tests for: it leaves the run's message for an executor with the

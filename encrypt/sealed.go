@@ -2,7 +2,8 @@ package encrypt
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/skeinflow/skein/internal/sealmark"
 )
 
 // noteSealed records why a payload sealed with keyID stays sealed
@@ -41,7 +42,7 @@ func (w *World) Describe(payload []byte) string {
 // DescribeKey is Describe for data sealed with key keyID (a stream whose
 // chunks stayed sealed, say): "[encrypted with key "k1"; why]".
 func (w *World) DescribeKey(keyID string) string {
-	return fmt.Sprintf("[encrypted with key %q; %s]", keyID, sealedCause(w.SealedReason(keyID)))
+	return sealmark.Note(keyID, sealedCause(w.SealedReason(keyID)))
 }
 
 // sealedCause says, in a few words, why a payload stayed sealed.
@@ -49,7 +50,7 @@ func sealedCause(err error) string {
 	var ke *KeyError
 	switch {
 	case err == nil, errors.Is(err, ErrNoSuchKey):
-		return "no key to decrypt it"
+		return sealmark.NoKey
 	case errors.Is(err, ErrWrongKey):
 		return "the key given with that ID does not open it (other key bytes than the ones that sealed it)"
 	case errors.As(err, &ke) && ke.Err != nil:

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -90,10 +90,9 @@ func problemFor(err error) *problem {
 			return &problem{Type: problemType(s.typ), Title: s.title, Status: s.status, Code: s.code, Detail: err.Error()}
 		}
 	}
-	var key *encrypt.KeyError
-	if errors.As(err, &key) {
+	if runID, keyID, ok := sealmark.KeyOf(err); ok {
 		return &problem{Type: problemType("key-unavailable"), Title: "Internal Server Error", Status: http.StatusInternalServerError, Code: "KEY_UNAVAILABLE",
-			RunID: key.RunID, Detail: fmt.Sprintf("the run's payloads are encrypted with key %q, which this function cannot use", key.KeyID)}
+			RunID: runID, Detail: fmt.Sprintf("the run's payloads are encrypted with key %q, which this function cannot use", keyID)}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &problem{Type: problemType("timeout"), Title: "Gateway Timeout", Status: http.StatusGatewayTimeout, Code: "TIMEOUT",

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -48,5 +50,25 @@ func TestProblemFor(t *testing.T) {
 	}
 	if p := problemFor(errors.New("dynamodb: secret internals")); p.Detail != "the request failed; the function's log has the cause" {
 		t.Errorf("500 detail %q", p.Detail)
+	}
+}
+
+// TestProblemForKeyUnavailable: whoever says a run's key is unavailable
+// (an encrypting World that cannot open the run; the SDK, whose World
+// holds no key, meeting sealed bytes), the API answers KEY_UNAVAILABLE
+// naming the run and the key. Before, only the encrypting World's error
+// was recognised: a keyless writer's refusal was an INTERNAL error naming
+// nothing.
+func TestProblemForKeyUnavailable(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("get run: %w", &encrypt.KeyError{KeyID: "k1", RunID: "wrun_x", Err: encrypt.ErrNoSuchKey}),
+		fmt.Errorf("read stream: %w", &sealmark.KeylessError{KeyID: "k1", RunID: "wrun_x", Read: "the stream is encrypted"}),
+		&sealmark.KeylessError{KeyID: "k1", RunID: "wrun_x", Doing: "deliver a hook payload"},
+	} {
+		p := problemFor(err)
+		if p.Status != 500 || p.Code != "KEY_UNAVAILABLE" || p.RunID != "wrun_x" || !strings.Contains(p.Detail, `key "k1"`) {
+			t.Errorf("%v: %+v, want 500 KEY_UNAVAILABLE naming run wrun_x and key k1", err, p)
+		}
 	}
 }

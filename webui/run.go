@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -179,10 +179,10 @@ func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Even
 
 // pretty is the package's pretty, except that a payload the dashboard's
 // World left sealed says why its keys did not open it (no key with its ID,
-// or a key with that ID that does not open it).
+// or a key with that ID that does not open it) when the World can say.
 func (s *server) pretty(raw []byte) string {
-	if ew, ok := s.cfg.World.(*encrypt.World); ok && encrypt.IsSealed(raw) {
-		return ew.Describe(raw)
+	if kid, ok := sealmark.KeyID(raw); ok {
+		return s.sealedNote(kid)
 	}
 	return pretty(raw)
 }
@@ -194,9 +194,9 @@ func pretty(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	if encrypt.IsSealed(raw) {
+	if kid, ok := sealmark.KeyID(raw); ok {
 		// No key opened it (skein ui -keys, -kms-key): say which it needs.
-		return encrypt.Describe(raw)
+		return sealmark.Note(kid, sealmark.NoKey)
 	}
 	if len(raw) > maxShownPayload {
 		return fmt.Sprintf("%s… (%d bytes in all; skein runs events shows it whole)", clipText(string(raw), maxShownPayload), len(raw))

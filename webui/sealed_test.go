@@ -100,3 +100,75 @@ func counts(t *testing.T, w world.World, run string) [2]int {
 	}
 	return [2]int{len(runs.Items), len(evs)}
 }
+
+// TestSealedRunPageSaysWhy: a run page read by a dashboard that cannot
+// open the run's payloads shows, in place of its input and of its stream's
+// text, which key they need and, when its World can say (an encrypting
+// World that leaves what its keys do not open sealed), why that World's
+// keys did not open them; the page is served, never an error.
+func TestSealedRunPageSaysWhy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lw, err := localworld.Open(localworld.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lw.Close() })
+	seal := func(b byte, leave bool) *encrypt.World {
+		keys, err := encrypt.NewLocalKeys("k1", map[string][]byte{"k1": bytes.Repeat([]byte{b}, encrypt.DataKeySize)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ew, err := encrypt.Wrap(lw, encrypt.Config{Keys: keys, LeaveSealed: leave})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ew
+	}
+	sealed := seal(1, false)
+	const run = "wrun_01JABCDEFGHJKMNPQRSTVWXYZ3"
+	for _, d := range []world.EventData{&world.RunCreated{WorkflowName: "alpha", Input: json.RawMessage(`{"card":"4242"}`)}, &world.RunStarted{}} {
+		if _, err := sealed.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: d}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "user" and the leading 'b' are the SDK's default stream and its tag
+	// for a chunk of bytes.
+	if err := sealed.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: "user", Chunks: [][]byte{[]byte("bcard 4242 streamed")}, Framing: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		noKey    = `[encrypted with key &#34;k1&#34;; no key to decrypt it]`
+		wrongKey = `[encrypted with key &#34;k1&#34;; the key given with that ID does not open it`
+	)
+	for name, c := range map[string]struct {
+		w    world.World
+		note string
+	}{
+		"no encryption": {lw, noKey},
+		"a wrong key":   {seal(2, true), wrongKey},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cl, err := workflow.NewClient(workflow.ClientConfig{World: c.w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := webui.New(webui.Config{Client: cl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:1/runs/"+run, nil))
+			page := rec.Body.String()
+			if rec.Code != http.StatusOK || strings.Contains(page, "4242") {
+				t.Fatalf("run page = %d, want 200 without the plaintext:\n%s", rec.Code, page)
+			}
+			if n := strings.Count(page, c.note); n < 2 {
+				t.Errorf("run page shows %q %d times, want it for the input and for the stream:\n%s", c.note, n, page)
+			}
+			if c.note == wrongKey && strings.Contains(page, noKey) {
+				t.Errorf("run page read with a wrong key says there is no key:\n%s", page)
+			}
+		})
+	}
+}

@@ -3,13 +3,12 @@ package webui
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
-	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -53,13 +52,12 @@ func (s *server) readChunks(ctx context.Context, runID, ns string, from, to int6
 	defer cancel()
 	var b []byte
 	for ch, err := range s.cfg.Client.ReadStream(ctx, runID, workflow.StreamOptions{Namespace: ns, Start: from}) {
-		var ke *encrypt.KeyError
-		switch {
-		case errors.As(err, &ke):
+		if _, kid, ok := sealmark.KeyOf(err); ok {
 			// Sealed, and no key given opened it: say so where the text
 			// would be, rather than fail the page.
-			return string(b) + s.sealedNote(ke.KeyID) + "\n", nil
-		case err != nil:
+			return string(b) + s.sealedNote(kid) + "\n", nil
+		}
+		if err != nil {
 			return "", err
 		}
 		b = append(b, chunkText(ch)...)
@@ -70,13 +68,21 @@ func (s *server) readChunks(ctx context.Context, runID, ns string, from, to int6
 	return string(b), nil
 }
 
+// keyDescriber is a World that can say why data sealed with a key stayed
+// sealed when read through it (an encrypting World that leaves what it
+// cannot open sealed: no key with that ID, or a key that does not open
+// it). The dashboard asks its World for it by this interface alone.
+type keyDescriber interface {
+	DescribeKey(keyID string) string
+}
+
 // sealedNote says that data sealed with key keyID stayed sealed, and why
 // when the dashboard's World knows.
 func (s *server) sealedNote(keyID string) string {
-	if ew, ok := s.cfg.World.(*encrypt.World); ok {
-		return ew.DescribeKey(keyID)
+	if d, ok := s.cfg.World.(keyDescriber); ok {
+		return d.DescribeKey(keyID)
 	}
-	return fmt.Sprintf("[encrypted with key %q; no key to decrypt it]", keyID)
+	return sealmark.Note(keyID, sealmark.NoKey)
 }
 
 // chunkText is how a chunk shows: its bytes as text, a JSON chunk as its

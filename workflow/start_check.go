@@ -9,7 +9,7 @@ import (
 	"io"
 	"reflect"
 
-	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -54,9 +54,9 @@ func (c *Client) existingRun(ctx context.Context, runID, name string, input json
 	if o.anyInput {
 		return run, nil
 	}
-	if kid, sealed := encrypt.SealedKeyID(run.Input); sealed {
-		return nil, &encrypt.KeyError{KeyID: kid, RunID: run.RunID, Err: errors.New(
-			"the run's input is encrypted, and this client's World has no key to open it: the start's input cannot be compared with it")}
+	if kid, sealed := sealmark.KeyID(run.Input); sealed {
+		return nil, &sealmark.KeylessError{KeyID: kid, RunID: run.RunID,
+			Read: "the run's input is encrypted, and this client's World has no key to open it: the start's input cannot be compared with it"}
 	}
 	if !sameJSON(run.Input, input) {
 		conflict.InputDiffers = true

@@ -333,11 +333,14 @@ func TestIdempotencyKeyInputEncrypted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r, err := takesCheckedOrder.Start(ctx, tc.c, tc.in, workflow.WithIdempotencyKey("k"))
-			var ke *encrypt.KeyError
+			var ke interface{ KeyUnavailable() (runID, keyID string) }
 			switch {
 			case tc.keyError:
-				if !errors.As(err, &ke) || ke.RunID != first.ID() || !strings.Contains(err.Error(), "cannot be compared") {
-					t.Fatalf("Start = %v; want a *KeyError about run %s", err, first.ID())
+				if !errors.Is(err, world.ErrKeyUnavailable) || !errors.As(err, &ke) || !strings.Contains(err.Error(), "cannot be compared") {
+					t.Fatalf("Start = %v; want a key-unavailable error about run %s", err, first.ID())
+				}
+				if run, key := ke.KeyUnavailable(); run != first.ID() || key != "k1" {
+					t.Fatalf("Start = %v: names run %s, key %q; want run %s, key k1", err, run, key, first.ID())
 				}
 			case tc.want != nil:
 				if !errors.Is(err, tc.want) {

@@ -3,10 +3,8 @@ package workflow
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -100,8 +98,8 @@ func (c *Client) ReadStreamPage(ctx context.Context, runID string, opts StreamPa
 	}
 	out := &StreamPage{Next: p.Next, Done: p.Done, Chunks: make([]StreamChunk, len(p.Chunks))}
 	for i, ch := range p.Chunks {
-		if kid, sealed := encrypt.SealedKeyID(ch.Data); sealed {
-			return nil, &encrypt.KeyError{KeyID: kid, RunID: runID, Err: errors.New("the stream is encrypted, and this client's World has no key to open it")}
+		if err := sealedChunk(runID, ch.Data); err != nil {
+			return nil, err
 		}
 		out.Chunks[i] = decodeChunk(ch)
 	}

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -170,10 +170,8 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 				yield(StreamChunk{}, err)
 				return
 			}
-			if kid, sealed := encrypt.SealedKeyID(ch.Data); sealed {
-				// Still sealed: the client's World holds no key that opens it.
-				yield(StreamChunk{}, &encrypt.KeyError{KeyID: kid, RunID: runID,
-					Err: errors.New("the stream is encrypted, and this client's World has no key to open it (see encrypt.Wrap; skein -keys)")})
+			if err := sealedChunk(runID, ch.Data); err != nil {
+				yield(StreamChunk{}, err)
 				return
 			}
 			if !yield(decodeChunk(ch), nil) {
@@ -181,6 +179,17 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 			}
 		}
 	}
+}
+
+// sealedChunk returns an error matching world.ErrKeyUnavailable, naming
+// the run and the key, when data (a chunk as the client's World returned
+// it) is still sealed: the World holds no key that opens it.
+func sealedChunk(runID string, data []byte) error {
+	if kid, sealed := sealmark.KeyID(data); sealed {
+		return &sealmark.KeylessError{KeyID: kid, RunID: runID,
+			Read: "the stream is encrypted, and this client's World has no key to open it (see encrypt.Wrap; skein -keys)"}
+	}
+	return nil
 }
 
 // StreamInfo describes a stream: the index of its last chunk (-1 when empty

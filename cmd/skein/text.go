@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -142,12 +143,12 @@ func (e *env) stillSealed(r *world.Run, doing string) error {
 // sealedStreamError is err, a stream chunk that stayed sealed, with the
 // reason the keys given did not open it when skein knows it.
 func (e *env) sealedStreamError(err error) error {
-	var ke *encrypt.KeyError
+	_, kid, ok := sealmark.KeyOf(err)
 	ew := e.sealer()
-	if !errors.As(err, &ke) || ew == nil {
+	if !ok || ew == nil {
 		return err
 	}
-	if why := ew.SealedReason(ke.KeyID); why != nil && !errors.Is(why, encrypt.ErrNoSuchKey) {
+	if why := ew.SealedReason(kid); why != nil && !errors.Is(why, encrypt.ErrNoSuchKey) {
 		return fmt.Errorf("the stream is encrypted, and the keys given do not open it: %w", why)
 	}
 	return err

@@ -18,7 +18,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -71,7 +70,7 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 	if run.Status != world.RunStatusCompleted || run.Cleanup != world.CleanupPending {
 		return nil
 	}
-	if err := sealmark.Check(runID, run.Input, run.ExecutionContext); err != nil {
+	if err := sealedWithoutKey(runID, run.Input, run.ExecutionContext); err != nil {
 		return err // never call the hook with an envelope
 	}
 	wf, ok := e.reg.Workflow(run.WorkflowName)

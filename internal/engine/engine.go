@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -285,7 +284,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 
 // keyCheck returns an error matching world.ErrKeyUnavailable when this
 // engine's World cannot open the run's payloads: a sealed run read without
-// an encrypting World (sealmark), or an encrypting World without the run's
+// an encrypting World (sealedWithoutKey), or an encrypting World without the run's
 // key (its GetRun fails so). Other read errors are not its to judge: nil,
 // and the caller goes on (a missing run, a failed read).
 func (e *Engine) keyCheck(ctx context.Context, runID string) error {
@@ -296,7 +295,7 @@ func (e *Engine) keyCheck(ctx context.Context, runID string) error {
 	case err != nil:
 		return nil
 	}
-	return sealmark.Check(run.RunID, run.Input, run.ExecutionContext)
+	return sealedWithoutKey(run.RunID, run.Input, run.ExecutionContext)
 }
 
 // ExecutionContext is the engine's part of a run's execution context: its
@@ -455,7 +454,7 @@ func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token 
 		}
 		return nil, err
 	}
-	if err := sealmark.CheckWrite(run.RunID, run.Input, run.ExecutionContext, "deliver a hook payload"); err != nil {
+	if err := sealedNoWrite(run.RunID, run.Input, run.ExecutionContext, "deliver a hook payload"); err != nil {
 		return nil, err
 	}
 	res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, Events: []world.EventInput{

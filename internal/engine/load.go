@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -36,7 +35,7 @@ func (s *session) resume(ctx context.Context) error {
 // envelopes. The error matches world.ErrKeyUnavailable, so the message
 // waits for an executor with the key (refuseKey).
 func (s *session) keyless() error {
-	return sealmark.Check(s.runID, s.meta.input, s.meta.execCtx)
+	return sealedWithoutKey(s.runID, s.meta.input, s.meta.execCtx)
 }
 
 // runState is what a session knows of its run: the committed log as it

@@ -137,16 +137,6 @@ func (e *Engine) refuseKey(ctx context.Context, msg world.Message, keyErr error)
 	return nil
 }
 
-// keyID is the ID of the key a key error names (a KeyID field, as the
-// encrypt package's error has), or "" when it names none.
-func keyID(err error) string {
-	var k interface{ KeyUnavailableID() string }
-	if errors.As(err, &k) {
-		return k.KeyUnavailableID()
-	}
-	return ""
-}
-
 // versionDelay is the delay of a message refused for the n-th time (n ≥ 1):
 // VersionRetryDelay doubling up to VersionRetryLimit.
 func (e *Engine) versionDelay(n int) time.Duration {

@@ -1,9 +1,21 @@
-// Package sealmark says whether a run's payloads are sealed (package
-// encrypt), from what the run recorded when it was created, for the code
-// that must know it without opening anything: the engine, which holds a
-// sealed run for an executor with the key rather than run its workflow on
-// an envelope, and the writers that refuse to put plaintext into a sealed
-// run.
+// Package sealmark is the seam between package encrypt and the rest of
+// Skein: what the engine, the SDK, the API and the dashboard know of
+// sealed payloads, without opening any or naming encrypt (only the wiring,
+// skeinlambda and cmd/skein, imports encrypt; boundaries_test.go checks
+// it). It offers three things:
+//
+//   - whether a run's payloads are sealed, from what the run recorded when
+//     it was created (Sealed, Check), for the code that must know it
+//     without opening anything: the engine, which holds a sealed run for an
+//     executor with the key rather than run its workflow on an envelope,
+//     and the writers that refuse to put plaintext into a sealed run;
+//   - whether one payload is sealed, from its shape (KeyID, Describe,
+//     Note), for the readers that show or compare what they read: a
+//     client without the key, the dashboard;
+//   - the "key unavailable" error: KeylessError for a reader or writer
+//     that holds no key, and KeyOf, which reads the run and the key from
+//     any error matching world.ErrKeyUnavailable (this package's, or the
+//     encrypting World's, by its KeyUnavailable method).
 //
 // A run is sealed when its execution context carries the marker an
 // encrypting World records on run_created ({"skein.sealed":2,...}), or when
@@ -16,10 +28,7 @@ package sealmark
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
-
-	"github.com/skeinflow/skein/world"
 )
 
 // Tag names an envelope's version member and the execution context's
@@ -101,48 +110,4 @@ func inputClaims(input json.RawMessage) (string, bool) {
 	var kid string
 	_ = json.Unmarshal(m["kid"], &kid)
 	return kid, true
-}
-
-// KeylessError is what a reader or writer that holds no key meets in a
-// sealed run: its payloads are envelopes it cannot open, and what it
-// would write would be in clear. It matches world.ErrKeyUnavailable, so
-// that the engine leaves the run's message for an executor with the key.
-type KeylessError struct {
-	RunID, KeyID string
-	// Doing, set for a writer, is what was refused ("deliver a hook
-	// payload"): nothing was written.
-	Doing string
-}
-
-func (e *KeylessError) Error() string {
-	key := ""
-	if e.KeyID != "" {
-		key = fmt.Sprintf(" with key %q", e.KeyID)
-	}
-	if e.Doing != "" {
-		return fmt.Sprintf("run %s's payloads are encrypted%s, and this World does not seal them (no encryption configured here): "+
-			"refused to %s, which would be stored in clear; nothing was written (use a World wrapped with the key: encrypt.Wrap)", e.RunID, key, e.Doing)
-	}
-	return fmt.Sprintf("run %s's payloads are encrypted%s, and this World does not open them (no encryption configured here): "+
-		"the run waits for an executor with the key", e.RunID, key)
-}
-
-// Is matches world.ErrKeyUnavailable.
-func (e *KeylessError) Is(target error) bool { return target == world.ErrKeyUnavailable }
-
-// KeyUnavailableID returns KeyID (see the engine's key refusal).
-func (e *KeylessError) KeyUnavailableID() string { return e.KeyID }
-
-// Check returns a *KeylessError when the run is sealed, nil when not.
-func Check(runID string, input, ec json.RawMessage) error {
-	return CheckWrite(runID, input, ec, "")
-}
-
-// CheckWrite is Check for a writer about to do doing: a *KeylessError
-// saying that nothing was written.
-func CheckWrite(runID string, input, ec json.RawMessage, doing string) error {
-	if kid, sealed := Sealed(input, ec); sealed {
-		return &KeylessError{RunID: runID, KeyID: kid, Doing: doing}
-	}
-	return nil
 }

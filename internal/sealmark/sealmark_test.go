@@ -3,6 +3,7 @@ package sealmark
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/skeinflow/skein/world"
@@ -60,7 +61,34 @@ func TestSealed(t *testing.T) {
 	}
 	err := Check("wrun_1", env, nil)
 	var ke *KeylessError
-	if !errors.Is(err, world.ErrKeyUnavailable) || !errors.As(err, &ke) || ke.KeyUnavailableID() != "k1" {
-		t.Fatalf("Check = %v", err)
+	if run, key, ok := KeyOf(fmt.Errorf("load: %w", err)); !errors.Is(err, world.ErrKeyUnavailable) || !errors.As(err, &ke) || !ok || run != "wrun_1" || key != "k1" {
+		t.Fatalf("Check = %v; KeyOf = %q, %q, %v", err, run, key, ok)
+	}
+}
+
+// TestKeyID: a payload is sealed when it has an envelope's shape (a known
+// version, a key ID, ciphertext), whatever its spacing; anything else is
+// data, and Describe shows it as it is.
+func TestKeyID(t *testing.T) {
+	for payload, want := range map[string]string{
+		`{"skein.sealed":2,"kid":"k1","ct":"AAAA"}`:              "k1",
+		` {"skein.sealed":1,"kid":"k2","dk":"AA==","ct":"AAAA"}`: "k2",
+		`{"skein.sealed":3,"kid":"k1","ct":"AAAA"}`:              "",
+		`{"skein.sealed":2,"ct":"AAAA"}`:                         "",
+		`{"skein.sealed":2,"kid":"k1"}`:                          "",
+		`{"skein.sealed":2,"kid":"k1","ct":"not base64!"}`:       "",
+		`{"skein.sealed":2,"kid":"k1","dk":7,"ct":"AAAA"}`:       "",
+		`{"card":"4242"}`: "",
+		`"skein.sealed"`:  "",
+		``:                "",
+	} {
+		got, ok := KeyID([]byte(payload))
+		if got != want || ok != (want != "") {
+			t.Errorf("KeyID(%s) = %q, %v; want %q", payload, got, ok, want)
+		}
+		d := Describe([]byte(payload))
+		if want != "" && d != `[encrypted with key "`+want+`"; no key to decrypt it]` || want == "" && d != payload {
+			t.Errorf("Describe(%s) = %q", payload, d)
+		}
 	}
 }
