@@ -101,6 +101,7 @@ func TestConfigValidation(t *testing.T) {
 		"margins":       {handler.Config{World: w, Registry: reg, TimeBudgetMargin: time.Second, ReturnMargin: 2 * time.Second}, "must exceed ReturnMargin"},
 		"concurrency":   {handler.Config{World: w, Registry: reg, Concurrency: -1}, "negative Concurrency"},
 		"policy":        {handler.Config{World: w, Registry: reg, Malformed: 7}, "unknown Malformed policy"},
+		"engine margin": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{BudgetMargin: time.Second}}, "set TimeBudgetMargin instead"},
 		"engine config": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{InlineConcurrency: -2}}, "InlineConcurrency"},
 	} {
 		if _, err := handler.NewSQS(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
