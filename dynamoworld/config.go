@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -41,9 +42,9 @@ const (
 	MaxTransactionItems = 100
 	// maxTransactionBytes keeps a transaction under DynamoDB's 4 MB.
 	maxTransactionBytes = 3500 << 10
-	// MaxQueueDelay is the longest delay SQS applies to one message; longer
-	// delays travel as chained hops (see Enqueue).
-	MaxQueueDelay = 15 * time.Minute
+	// MaxQueueDelay is the longest delay SQS applies to one message (15
+	// minutes); longer delays travel as chained hops (see Enqueue).
+	MaxQueueDelay = awslimits.MaxQueueDelay
 )
 
 // Config configures a World. DynamoDB, SQS and S3 are required; the rest has

@@ -115,3 +115,25 @@ func TestConfigValidation(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 }
+
+// A bounded variable is taken up to its bound and refused past it with an
+// error naming the variable and the bound.
+func TestConfigFromEnvBounds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, ok, over, bound string
+	}{
+		{"SKEIN_MAX_QUEUE_DELAY", "15m", "15m1s", "15m0s"},
+	} {
+		env := templateEnv()
+		env[c.name] = c.ok
+		if _, err := handler.ConfigFromEnv(envOf(env)); err != nil {
+			t.Errorf("%s=%s: %v", c.name, c.ok, err)
+		}
+		env[c.name] = c.over
+		_, err := handler.ConfigFromEnv(envOf(env))
+		if err == nil || !strings.Contains(err.Error(), c.name+"=") || !strings.Contains(err.Error(), c.bound) {
+			t.Errorf("%s=%s: %v, want an error naming the variable and its bound %s", c.name, c.over, err, c.bound)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -81,8 +82,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	p.duration(v.HoldRetryLimit, EnvHoldRetryLimit, &cfg.Engine.HoldRetryLimit)
 	p.duration(v.VersionRetryDelay, EnvVersionRetryDelay, &cfg.Engine.VersionRetryDelay)
 	p.duration(v.VersionRetryLimit, EnvVersionRetryLimit, &cfg.Engine.VersionRetryLimit)
-	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
-		p.errorf("%s=%s: SQS delays a message by at most 15m", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay)
+	if cfg.Engine.MaxQueueDelay > awslimits.MaxQueueDelay {
+		p.errorf("%s=%s: SQS delays a message by at most %s", EnvMaxQueueDelay, cfg.Engine.MaxQueueDelay, awslimits.MaxQueueDelay)
 	}
 	switch m := strings.ToLower(v.Malformed); m {
 	case "", "dead-letter", "deadletter", "dlq":
