@@ -36,8 +36,9 @@ const (
 	// MaxItemBytes is the largest item the World writes: DynamoDB's limit is
 	// 400 KB; the margin covers the attribute-size estimate.
 	MaxItemBytes = 350 << 10
-	// MaxClaimCheckThreshold bounds Config.ClaimCheckThreshold.
-	MaxClaimCheckThreshold = 100 << 10
+	// MaxClaimCheckThreshold bounds Config.ClaimCheckThreshold (100 KiB;
+	// the least is 1 KiB).
+	MaxClaimCheckThreshold = awslimits.MaxClaimCheckThreshold
 	// MaxTransactionItems is DynamoDB's limit on one TransactWriteItems.
 	MaxTransactionItems = 100
 	// maxTransactionBytes keeps a transaction under DynamoDB's 4 MB.
@@ -199,8 +200,8 @@ func (c *Config) validate() error {
 	if !validBucketName(c.Bucket) {
 		errs = append(errs, fmt.Errorf("bucket name %q: want 3 to 63 of a-z 0-9 . -", c.Bucket))
 	}
-	if c.ClaimCheckThreshold < 1024 || c.ClaimCheckThreshold > MaxClaimCheckThreshold {
-		errs = append(errs, fmt.Errorf("ClaimCheckThreshold %d: want 1 KiB to %d bytes", c.ClaimCheckThreshold, MaxClaimCheckThreshold))
+	if c.ClaimCheckThreshold < awslimits.MinClaimCheckThreshold || c.ClaimCheckThreshold > MaxClaimCheckThreshold {
+		errs = append(errs, fmt.Errorf("ClaimCheckThreshold %d: want %d to %d bytes", c.ClaimCheckThreshold, awslimits.MinClaimCheckThreshold, MaxClaimCheckThreshold))
 	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("negative Retention %s", c.Retention))

@@ -124,6 +124,10 @@ func TestConfigFromEnvBounds(t *testing.T) {
 		name, ok, over, bound string
 	}{
 		{"SKEIN_MAX_QUEUE_DELAY", "15m", "15m1s", "15m0s"},
+		// dynamoworld's bounds (1 KiB to 100 KiB), not a wider one the
+		// World refuses later in an error that does not name the variable.
+		{"SKEIN_CLAIM_CHECK_THRESHOLD", "102400", "102401", "want 1024 to 102400"},
+		{"SKEIN_CLAIM_CHECK_THRESHOLD", "1024", "1023", "want 1024 to 102400"},
 	} {
 		env := templateEnv()
 		env[c.name] = c.ok

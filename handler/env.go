@@ -160,7 +160,7 @@ func (p *envParser) resources(v envvars.Vars) Resources {
 			p.errorf("%s is not set", c.name)
 		}
 	}
-	p.atoi(v.ClaimCheckThreshold, EnvClaimCheckThreshold, &r.ClaimCheckThreshold, 1024, 1<<30)
+	p.atoi(v.ClaimCheckThreshold, EnvClaimCheckThreshold, &r.ClaimCheckThreshold, awslimits.MinClaimCheckThreshold, awslimits.MaxClaimCheckThreshold)
 	var days int
 	p.atoi(v.RetentionDays, EnvRetentionDays, &days, 0, maxRetentionDays)
 	r.Retention = time.Duration(days) * 24 * time.Hour
