@@ -134,8 +134,9 @@ func listModule(t *testing.T) []listedPackage {
 //   - nothing outside examples/ imports examples/, but the exceptions in
 //     examplesImportedBy (from test files only): the library does not rest
 //     on its examples;
-//   - internal/testflows, the library tests' fixture, is imported by test
-//     files only;
+//   - internal/testflows, the library tests' fixture, and
+//     internal/configtest, the Worlds' shared config checks, are imported
+//     by test files only;
 //   - skeintest, which users import in their tests, depends on no AWS or
 //     Lambda package and imports only skeintestImports of the module;
 //   - webui, the dashboard, depends on no AWS or Lambda package (its tests
@@ -201,7 +202,7 @@ func TestImportBoundaries(t *testing.T) {
 			case !under(owner, "examples") && under(imp, "examples") &&
 				(!p.testOnly() || !slices.Contains(examplesImportedBy[owner], imp)):
 				report("%s imports %s: nothing outside examples/ imports examples/ (exceptions, from tests only: examplesImportedBy)", p.ImportPath, imp)
-			case imp == module+"/internal/testflows" && !p.testOnly():
+			case (imp == module+"/internal/testflows" || imp == module+"/internal/configtest") && !p.testOnly():
 				report("%s imports %s: the test fixture is for _test.go files only", owner, imp)
 			case under(owner, "skeintest") && !p.testOnly() && strings.HasPrefix(imp, module+"/") &&
 				!slices.Contains(skeintestImports, imp):

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -35,15 +36,16 @@ const (
 	// MaxItemBytes is the largest item the World writes: DynamoDB's limit is
 	// 400 KB; the margin covers the attribute-size estimate.
 	MaxItemBytes = 350 << 10
-	// MaxClaimCheckThreshold bounds Config.ClaimCheckThreshold.
-	MaxClaimCheckThreshold = 100 << 10
+	// MaxClaimCheckThreshold bounds Config.ClaimCheckThreshold (100 KiB;
+	// the least is 1 KiB).
+	MaxClaimCheckThreshold = awslimits.MaxClaimCheckThreshold
 	// MaxTransactionItems is DynamoDB's limit on one TransactWriteItems.
 	MaxTransactionItems = 100
 	// maxTransactionBytes keeps a transaction under DynamoDB's 4 MB.
 	maxTransactionBytes = 3500 << 10
-	// MaxQueueDelay is the longest delay SQS applies to one message; longer
-	// delays travel as chained hops (see Enqueue).
-	MaxQueueDelay = 15 * time.Minute
+	// MaxQueueDelay is the longest delay SQS applies to one message (15
+	// minutes); longer delays travel as chained hops (see Enqueue).
+	MaxQueueDelay = awslimits.MaxQueueDelay
 )
 
 // Config configures a World. DynamoDB, SQS and S3 are required; the rest has
@@ -198,8 +200,8 @@ func (c *Config) validate() error {
 	if !validBucketName(c.Bucket) {
 		errs = append(errs, fmt.Errorf("bucket name %q: want 3 to 63 of a-z 0-9 . -", c.Bucket))
 	}
-	if c.ClaimCheckThreshold < 1024 || c.ClaimCheckThreshold > MaxClaimCheckThreshold {
-		errs = append(errs, fmt.Errorf("ClaimCheckThreshold %d: want 1 KiB to %d bytes", c.ClaimCheckThreshold, MaxClaimCheckThreshold))
+	if c.ClaimCheckThreshold < awslimits.MinClaimCheckThreshold || c.ClaimCheckThreshold > MaxClaimCheckThreshold {
+		errs = append(errs, fmt.Errorf("ClaimCheckThreshold %d: want %d to %d bytes", c.ClaimCheckThreshold, awslimits.MinClaimCheckThreshold, MaxClaimCheckThreshold))
 	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("negative Retention %s", c.Retention))

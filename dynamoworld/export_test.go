@@ -177,3 +177,14 @@ func AbandonClaim(w *World) func(ctx context.Context, key string) error {
 		return err
 	}
 }
+
+// WaitStored reports whether w's table holds an item for the wait waitID of
+// runID (a run's end deletes its waits' items), read strongly consistent.
+func WaitStored(ctx context.Context, w *World, runID, waitID string) (bool, error) {
+	if err := w.enter(ctx); err != nil {
+		return false, err
+	}
+	defer w.leave()
+	it, err := w.getItem(ctx, waitKey(runID, waitID))
+	return it != nil, err
+}

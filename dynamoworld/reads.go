@@ -86,25 +86,6 @@ func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 	return decodeStep(it, fetched)
 }
 
-// GetWait returns a wait of a run, or world.ErrNotFound.
-func (w *World) GetWait(ctx context.Context, p *world.GetWaitParams) (*world.Wait, error) {
-	if p == nil || p.RunID == "" || p.WaitID == "" {
-		return nil, invalid("run and wait IDs required")
-	}
-	if err := w.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer w.leave()
-	it, err := w.getItem(ctx, waitKey(p.RunID, p.WaitID))
-	if err != nil {
-		return nil, err
-	}
-	if it == nil {
-		return nil, fmt.Errorf("%w: wait %s of run %s", world.ErrNotFound, p.WaitID, p.RunID)
-	}
-	return decodeWait(it), nil
-}
-
 // GetHook returns an active hook, or world.ErrNotFound.
 func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
 	if p == nil || p.HookID == "" {

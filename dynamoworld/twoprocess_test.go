@@ -106,9 +106,6 @@ func (p *pair) GetHookByToken(ctx context.Context, a *world.GetHookByTokenParams
 func (p *pair) ListHooks(ctx context.Context, a *world.ListHooksParams) (*world.Page[world.Hook], error) {
 	return p.w().ListHooks(ctx, a)
 }
-func (p *pair) GetWait(ctx context.Context, a *world.GetWaitParams) (*world.Wait, error) {
-	return p.w().GetWait(ctx, a)
-}
 func (p *pair) AcquireRunLease(ctx context.Context, a *world.RunLeaseParams) (*world.RunLease, error) {
 	return p.w().AcquireRunLease(ctx, a)
 }

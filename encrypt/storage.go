@@ -196,10 +196,6 @@ func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world
 	return w.inner.ListHooks(ctx, p)
 }
 
-func (w *World) GetWait(ctx context.Context, p *world.GetWaitParams) (*world.Wait, error) {
-	return w.inner.GetWait(ctx, p)
-}
-
 func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	return w.inner.AcquireRunLease(ctx, p)
 }

@@ -109,8 +109,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Engine tunes the engine (InlineConcurrency, StepLeaseTTL, ...). Its
-	// BudgetMargin is ignored: TimeBudgetMargin sets it.
+	// Engine tunes the engine (InlineConcurrency, StepLeaseTTL, ...). Leave
+	// its BudgetMargin zero: the handler sets it from TimeBudgetMargin (less
+	// ReturnMargin), and a Config that sets it is refused.
 	Engine workflow.EngineOptions
 	// Version is the code version recorded on the runs started here (child
 	// runs; see workflow.ProcessorConfig.Version). ConfigFromEnv sets it
@@ -224,6 +225,9 @@ func (c Config) validate(needRegistry bool) error {
 	}
 	if c.TimeBudgetMargin <= c.ReturnMargin {
 		errs = append(errs, fmt.Errorf("TimeBudgetMargin (%s) must exceed ReturnMargin (%s)", c.TimeBudgetMargin, c.ReturnMargin))
+	}
+	if c.Engine.BudgetMargin != 0 {
+		errs = append(errs, fmt.Errorf("Engine.BudgetMargin is set (%s): set TimeBudgetMargin instead (the handler derives the engine's margin from it)", c.Engine.BudgetMargin))
 	}
 	if c.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("negative Concurrency (%d)", c.Concurrency))

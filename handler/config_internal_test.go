@@ -60,6 +60,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no Registry where not", func(c *Config) { c.Registry = nil }, false, ""},
 		{"negative ReturnMargin", func(c *Config) { c.ReturnMargin = -time.Second }, false, "ReturnMargin is negative"},
 		{"margin under return", func(c *Config) { c.TimeBudgetMargin, c.ReturnMargin = time.Second, 2*time.Second }, false, "TimeBudgetMargin (1s) must exceed ReturnMargin (2s)"},
+		{"Engine.BudgetMargin set", func(c *Config) { c.Engine.BudgetMargin = 3 * time.Second }, false, "Engine.BudgetMargin is set (3s): set TimeBudgetMargin instead"},
 		{"negative Concurrency", func(c *Config) { c.Concurrency = -1 }, false, "negative Concurrency"},
 		{"unknown Malformed", func(c *Config) { c.Malformed = 7 }, false, "unknown Malformed policy 7"},
 		{"negative MaxMalformedReceives", func(c *Config) { c.MaxMalformedReceives = -1 }, false, "MaxMalformedReceives is negative"},

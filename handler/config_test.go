@@ -101,6 +101,7 @@ func TestConfigValidation(t *testing.T) {
 		"margins":       {handler.Config{World: w, Registry: reg, TimeBudgetMargin: time.Second, ReturnMargin: 2 * time.Second}, "must exceed ReturnMargin"},
 		"concurrency":   {handler.Config{World: w, Registry: reg, Concurrency: -1}, "negative Concurrency"},
 		"policy":        {handler.Config{World: w, Registry: reg, Malformed: 7}, "unknown Malformed policy"},
+		"engine margin": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{BudgetMargin: time.Second}}, "set TimeBudgetMargin instead"},
 		"engine config": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{InlineConcurrency: -2}}, "InlineConcurrency"},
 	} {
 		if _, err := handler.NewSQS(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -112,5 +113,31 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := handler.NewSQS(handler.Config{World: w, Registry: reg}); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+}
+
+// A bounded variable is taken up to its bound and refused past it with an
+// error naming the variable and the bound.
+func TestConfigFromEnvBounds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, ok, over, bound string
+	}{
+		{"SKEIN_MAX_QUEUE_DELAY", "15m", "15m1s", "15m0s"},
+		// dynamoworld's bounds (1 KiB to 100 KiB), not a wider one the
+		// World refuses later in an error that does not name the variable.
+		{"SKEIN_CLAIM_CHECK_THRESHOLD", "102400", "102401", "want 1024 to 102400"},
+		{"SKEIN_CLAIM_CHECK_THRESHOLD", "1024", "1023", "want 1024 to 102400"},
+	} {
+		env := templateEnv()
+		env[c.name] = c.ok
+		if _, err := handler.ConfigFromEnv(envOf(env)); err != nil {
+			t.Errorf("%s=%s: %v", c.name, c.ok, err)
+		}
+		env[c.name] = c.over
+		_, err := handler.ConfigFromEnv(envOf(env))
+		if err == nil || !strings.Contains(err.Error(), c.name+"=") || !strings.Contains(err.Error(), c.bound) {
+			t.Errorf("%s=%s: %v, want an error naming the variable and its bound %s", c.name, c.over, err, c.bound)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -52,8 +53,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	p.duration(v.HoldRetryLimit, envvars.HoldRetryLimit, &cfg.Engine.HoldRetryLimit)
 	p.duration(v.VersionRetryDelay, envvars.VersionRetryDelay, &cfg.Engine.VersionRetryDelay)
 	p.duration(v.VersionRetryLimit, envvars.VersionRetryLimit, &cfg.Engine.VersionRetryLimit)
-	if cfg.Engine.MaxQueueDelay > 15*time.Minute {
-		p.errorf("%s=%s: SQS delays a message by at most 15m", envvars.MaxQueueDelay, cfg.Engine.MaxQueueDelay)
+	if cfg.Engine.MaxQueueDelay > awslimits.MaxQueueDelay {
+		p.errorf("%s=%s: SQS delays a message by at most %s", envvars.MaxQueueDelay, cfg.Engine.MaxQueueDelay, awslimits.MaxQueueDelay)
 	}
 	switch m := strings.ToLower(v.Malformed); m {
 	case "", "dead-letter", "deadletter", "dlq":
@@ -130,7 +131,7 @@ func (p *envParser) resources(v envvars.Vars) Resources {
 			p.errorf("%s is not set", c.name)
 		}
 	}
-	p.atoi(v.ClaimCheckThreshold, envvars.ClaimCheckThreshold, &r.ClaimCheckThreshold, 1024, 1<<30)
+	p.atoi(v.ClaimCheckThreshold, envvars.ClaimCheckThreshold, &r.ClaimCheckThreshold, awslimits.MinClaimCheckThreshold, awslimits.MaxClaimCheckThreshold)
 	var days int
 	p.atoi(v.RetentionDays, envvars.RetentionDays, &days, 0, maxRetentionDays)
 	r.Retention = time.Duration(days) * 24 * time.Hour

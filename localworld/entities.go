@@ -232,27 +232,6 @@ func deleteHook(tx kvTx, h *storedHook) error {
 	return tx.del(bHooksByRun, hooksByRunKey(h))
 }
 
-// GetWait returns a wait of a run, or world.ErrNotFound. The waits of a
-// finished run are deleted.
-func (w *World) GetWait(ctx context.Context, p *world.GetWaitParams) (*world.Wait, error) {
-	if p == nil || p.RunID == "" || p.WaitID == "" {
-		return nil, invalid("run and wait IDs required")
-	}
-	var wt *world.Wait
-	err := w.view(ctx, func(tx kvTx) error {
-		var err error
-		wt, err = getWait(tx, p.RunID, p.WaitID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if wt == nil {
-		return nil, fmt.Errorf("%w: wait %s of run %s", world.ErrNotFound, p.WaitID, p.RunID)
-	}
-	return wt, nil
-}
-
 func getWait(tx kvTx, runID, waitID string) (*world.Wait, error) {
 	if waitID == "" {
 		return nil, nil

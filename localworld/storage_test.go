@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -119,7 +120,13 @@ func TestHooksTokensAndRunEnd(t *testing.T) {
 		if _, err := w.GetHook(ctx, &world.GetHookParams{HookID: h1}); !errors.Is(err, world.ErrNotFound) {
 			t.Fatalf("hook after run end: %v", err)
 		}
-		if _, err := w.GetWait(ctx, &world.GetWaitParams{RunID: a, WaitID: waitID}); !errors.Is(err, world.ErrNotFound) {
+		if err := w.view(ctx, func(tx kvTx) error {
+			wt, err := getWait(tx, a, waitID)
+			if err == nil && wt != nil {
+				err = fmt.Errorf("stored: %+v", wt)
+			}
+			return err
+		}); err != nil {
 			t.Fatalf("wait after run end: %v", err)
 		}
 		for _, rid := range []string{a, ""} {

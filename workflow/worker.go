@@ -42,7 +42,8 @@ type EngineOptions struct {
 	// looks for hook payloads and other events (default 1s).
 	EventPollInterval time.Duration
 	// MaxInvocation bounds one invocation without a context deadline
-	// (default 10m); BudgetMargin is kept free before a deadline (default 5s).
+	// (default 10m); BudgetMargin is kept free before a deadline (default 5s;
+	// the Lambda handler sets it from its own TimeBudgetMargin).
 	MaxInvocation, BudgetMargin time.Duration
 	// MaxSlice bounds how long workflow code may run between two calls of
 	// the workflow API (default 30s): code that blocks on anything else (a

@@ -215,7 +215,9 @@ type Hook struct {
 	CreatedAt time.Time       `json:"createdAt"`
 }
 
-// Wait is the materialized state of a sleep.
+// Wait is the materialized state of a sleep. No call reads it alone: Apply
+// judges wait events against it (State.Wait), and Append returns it
+// (EventResult.Wait).
 type Wait struct {
 	RunID       string     `json:"runId"`
 	WaitID      string     `json:"waitId"`

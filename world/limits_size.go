@@ -39,40 +39,42 @@ func measurePayloads(d EventData) payloadSizes {
 	case *RunCompleted:
 		s.add(storedLen(d.Output))
 	case *RunFailed:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	case *RunHeld:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	case *StepCreated:
 		s.add(storedLen(d.Input))
 	case *StepCompleted:
 		s.add(storedLen(d.Result))
 	case *StepFailed:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	case *StepRetrying:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	case *HookCreated:
 		s.add(storedLen(d.Metadata))
 	case *HookReceived:
 		s.add(storedLen(d.Payload))
 	case *CompRetryScheduled:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	case *CompFailed:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	case *RunCleanedUp:
-		s.add(errorSize(d.Error))
+		s.add(ErrorSize(d.Error))
 	}
 	return s
 }
 
-// errorSize is what e measures: its text as a read returns it and its
-// details as stored, with its causes and joined errors.
-func errorSize(e *ErrorData) int {
+// ErrorSize is what e measures as Apply counts it against Limits: its text
+// as a read returns it and its details as stored, with its causes and
+// joined errors. The engine uses it to cut an error to fit a run's payload
+// limit before it commits one.
+func ErrorSize(e *ErrorData) int {
 	if e == nil {
 		return 0
 	}
-	n := textLen(e.Type) + textLen(e.Message) + textLen(e.Stack) + textLen(e.Code) + storedLen(e.Details) + errorSize(e.Cause)
+	n := textLen(e.Type) + textLen(e.Message) + textLen(e.Stack) + textLen(e.Code) + storedLen(e.Details) + ErrorSize(e.Cause)
 	for _, m := range e.Errors {
-		n += errorSize(m)
+		n += ErrorSize(m)
 	}
 	return n
 }

@@ -51,8 +51,6 @@ type Storage interface {
 	// ListHooks lists active hooks in creation order, optionally of one run.
 	ListHooks(ctx context.Context, p *ListHooksParams) (*Page[Hook], error)
 
-	GetWait(ctx context.Context, p *GetWaitParams) (*Wait, error)
-
 	// AcquireRunLease takes the per-run lease: it fails fast with a
 	// *LeaseHeldError when another owner holds an unexpired lease. The same
 	// owner re-acquiring extends its lease.
@@ -178,9 +176,6 @@ type ListHooksParams struct {
 	RunID string
 	Pagination
 }
-
-// GetWaitParams names a wait.
-type GetWaitParams struct{ RunID, WaitID string }
 
 // RunLeaseParams names a run lease and its owner. TTL applies to acquire and
 // renew.

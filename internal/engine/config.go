@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -74,7 +75,7 @@ const (
 	DefaultBudgetMargin      = 5 * time.Second
 	DefaultMaxInvocation     = 10 * time.Minute
 	DefaultLeaseRetryDelay   = 100 * time.Millisecond
-	DefaultMaxQueueDelay     = 15 * time.Minute
+	DefaultMaxQueueDelay     = awslimits.MaxQueueDelay
 	DefaultMaxDeliveries     = 48
 	DefaultReplaceAfter      = 3
 	DefaultMaxInterruptions  = 10

@@ -37,14 +37,14 @@ func (e *Engine) oversizedResult(x stepExec, n int) *world.ErrorData {
 // copy cut to fit limit: its message shortened, its stack, details and causes
 // dropped. An error a step returns is the step's to size; the log is not.
 func fitError(d *world.ErrorData, limit int) *world.ErrorData {
-	if d == nil || errorBytes(d) <= limit {
+	if d == nil || world.ErrorSize(d) <= limit {
 		return d
 	}
 	// Stored, each byte that is not UTF-8 becomes U+FFFD (3 bytes), as
 	// world.Apply counts it: the message is cut valid, at a rune's start.
 	c := &world.ErrorData{Type: d.Type, Message: strings.ToValidUTF8(d.Message, "\uFFFD"), Fatal: d.Fatal, Code: d.Code}
 	const note = " ... (cut to fit the run's payload limit)"
-	if room := limit - textBytes(c.Type) - textBytes(c.Code) - len(note); len(c.Message) > room {
+	if room := limit - world.ErrorSize(&world.ErrorData{Type: c.Type, Code: c.Code}) - len(note); len(c.Message) > room {
 		cut := max(room, 0)
 		for cut > 0 && !utf8.RuneStart(c.Message[cut]) {
 			cut--
@@ -52,39 +52,6 @@ func fitError(d *world.ErrorData, limit int) *world.ErrorData {
 		c.Message = c.Message[:cut] + note
 	}
 	return c
-}
-
-// errorBytes is about what d takes recorded (as world.Apply counts it:
-// its text as read back, its details as given, which the SDK encodes as
-// stored).
-func errorBytes(d *world.ErrorData) int {
-	if d == nil {
-		return 0
-	}
-	n := textBytes(d.Type) + textBytes(d.Message) + textBytes(d.Stack) + textBytes(d.Code) + len(d.Details) + errorBytes(d.Cause)
-	for _, m := range d.Errors {
-		n += errorBytes(m)
-	}
-	return n
-}
-
-// textBytes is the length of s stored and read back as a JSON string:
-// each byte that is not part of valid UTF-8 becomes U+FFFD (3 bytes).
-func textBytes(s string) int {
-	if utf8.ValidString(s) {
-		return len(s)
-	}
-	n := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			n += utf8.RuneLen(utf8.RuneError)
-		} else {
-			n += size
-		}
-		i += size
-	}
-	return n
 }
 
 // overLimit reports the limit the workflow's operations pass, nil when

@@ -201,11 +201,11 @@ func eventBytes(ev *world.Event) int {
 	case *world.HookReceived:
 		n += len(d.Payload)
 	case *world.StepFailed:
-		n += errorBytes(d.Error)
+		n += world.ErrorSize(d.Error)
 	case *world.StepRetrying:
-		n += errorBytes(d.Error)
+		n += world.ErrorSize(d.Error)
 	case *world.RunFailed:
-		n += errorBytes(d.Error)
+		n += world.ErrorSize(d.Error)
 	}
 	return n
 }

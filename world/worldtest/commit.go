@@ -87,8 +87,7 @@ func testCommitRunCompletion(t *testing.T, f *fixture) {
 	}
 	_, err := f.w.GetHookByToken(f.ctx, &world.GetHookByTokenParams{Token: tok})
 	wantErr(t, err, world.ErrNotFound, "a hook of a run ended inside a multi-event commit")
-	_, err = f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: run, WaitID: wait})
-	wantErr(t, err, world.ErrNotFound, "a wait of a run ended inside a multi-event commit")
+	f.wantWaitAbsent(run, wait, "a wait of a run ended inside a multi-event commit")
 }
 
 func testCommitCreateAndStart(t *testing.T, f *fixture) {
@@ -144,9 +143,7 @@ func testCommitSeesEarlierEvents(t *testing.T, f *fixture) {
 	if s := f.getStep(run, step); s.Attempt != 2 || s.Status != world.StepStatusRunning {
 		t.Fatalf("GetStep after the commit: attempt %d %q", s.Attempt, s.Status)
 	}
-	if w := f.getWait(run, wait); w.Status != world.WaitStatusCompleted {
-		t.Fatalf("GetWait after the commit: %q", w.Status)
-	}
+	f.wantWaitCompleted(run, wait, "a wait completed inside a multi-event commit")
 	h, err := f.w.GetHookByToken(f.ctx, &world.GetHookByTokenParams{Token: tok})
 	if err != nil || h.HookID != h3 {
 		t.Fatalf("GetHookByToken after the commit: %+v, %v; want %s", h, err, h3)
@@ -223,7 +220,7 @@ func testCommitRefusedKeepsRun(t *testing.T, f *fixture) {
 	if err != nil || h.HookID != hook {
 		t.Fatalf("a refused commit that would have ended the run disposed its hook: %+v, %v", h, err)
 	}
-	f.getWait(run, wait)
+	f.completeWait(run, wait) // still waiting
 }
 
 func testCommitErrorShape(t *testing.T, f *fixture) {

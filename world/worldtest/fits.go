@@ -167,8 +167,8 @@ func testFitsWaits(t *testing.T, f *fixture) {
 	}
 	f.appendInFits(l, run, f.getRun(run).LastSeq, evs)
 	for i, id := range waits {
-		if w := f.getWait(run, id); w.Status != world.WaitStatusWaiting {
-			t.Fatalf("wait %d after the chunks: %q", i, w.Status)
+		if w := f.completeWait(run, id); !sameTime(w.ResumeAt, at) { // each stored, waiting
+			t.Fatalf("wait %d after the chunks: resumes at %v, want %v", i, w.ResumeAt, at)
 		}
 	}
 }
@@ -226,9 +226,7 @@ func testFitsMixed(t *testing.T, f *fixture) {
 	}
 	f.wantStepsCompleted(run, m.steps)
 	for i, id := range m.waits {
-		if w := f.getWait(run, id); w.Status != world.WaitStatusCompleted {
-			t.Fatalf("wait %d after the chunks: %q", i, w.Status)
-		}
+		f.wantWaitCompleted(run, id, "wait_completed of wait %d, completed in the chunks", i)
 	}
 	for i, tok := range m.tokens {
 		h, err := f.w.GetHookByToken(f.ctx, &world.GetHookByTokenParams{Token: tok})
@@ -257,7 +255,6 @@ func testFitsMixedEnd(t *testing.T, f *fixture) {
 		wantErr(t, err, world.ErrNotFound, "GetHookByToken of hook %d of the ended run", i)
 	}
 	for i, id := range m.waits {
-		_, err := f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: run, WaitID: id})
-		wantErr(t, err, world.ErrNotFound, "GetWait of wait %d of the ended run", i)
+		f.wantWaitAbsent(run, id, "wait_completed of wait %d of the ended run", i)
 	}
 }

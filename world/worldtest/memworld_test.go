@@ -232,6 +232,9 @@ func (tx *memTx) apply(eff world.Effect, st world.State, ev world.Event) world.E
 	}
 	if eff.Wait != nil {
 		tx.waits[eff.Wait.WaitID] = ptr(*eff.Wait)
+		if tx.w.bug == "wait-resume-dropped" {
+			tx.waits[eff.Wait.WaitID].ResumeAt = time.Time{}
+		}
 		res.Wait = ptr(*eff.Wait)
 	}
 	if eff.Hook != nil {
@@ -416,17 +419,6 @@ func (w *memWorld) GetHookByToken(ctx context.Context, p *world.GetHookByTokenPa
 		return ptr(*h), nil
 	}
 	return nil, fmt.Errorf("%w: hook token", world.ErrNotFound)
-}
-
-func (w *memWorld) GetWait(ctx context.Context, p *world.GetWaitParams) (*world.Wait, error) {
-	if err := w.lock(); err != nil {
-		return nil, err
-	}
-	defer w.mu.Unlock()
-	if r := w.runs[p.RunID]; r != nil && r.waits[p.WaitID] != nil {
-		return ptr(*r.waits[p.WaitID]), nil
-	}
-	return nil, fmt.Errorf("%w: wait %s", world.ErrNotFound, p.WaitID)
 }
 
 // page cuts a listing: items are in listing order with strictly monotonic

@@ -48,12 +48,13 @@ func testReadsNotFound(t *testing.T, f *fixture) {
 			_, err := f.w.GetHookByToken(f.ctx, &world.GetHookByTokenParams{Token: token()})
 			return err
 		}},
-		{"GetWait of an unknown wait", func() error {
-			_, err := f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: run, WaitID: ids.New(world.PrefixWait)})
+		// A wait is read only by the commits naming it.
+		{"wait_completed of an unknown wait", func() error {
+			_, err := f.append(run, ev(ids.New(world.PrefixWait), &world.WaitCompleted{}))
 			return err
 		}},
-		{"GetWait naming another run", func() error {
-			_, err := f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: other, WaitID: wait})
+		{"wait_completed naming another run's wait", func() error {
+			_, err := f.append(other, ev(wait, &world.WaitCompleted{}))
 			return err
 		}},
 	} {

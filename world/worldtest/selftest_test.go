@@ -83,6 +83,7 @@ var mutants = []struct {
 	{"partial-commit", "commit", []string{"refused_second_event_appends_nothing", "refused_commit_does_not_end_run"}},
 	{"no-auto-dispose", "hooks", []string{"run_end_disposes_hooks"}},
 	{"no-auto-dispose", "waits", []string{"run_end_removes_waits"}},
+	{"wait-resume-dropped", "waits", []string{"create", "create_duplicate_conflict", "complete"}},
 	{"hold-dropped", "holds", []string{"hold_stored_and_released", "held_run_accepts_work"}},
 	{"version-dropped", "runs", []string{"version_kept"}},
 	{"append-skipped", "runs", []string{"start_running_is_noop", "cancel_repeated_appends_nothing"}},

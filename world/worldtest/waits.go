@@ -1,7 +1,7 @@
 package worldtest
 
 import (
-	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,16 +21,44 @@ func waitCases() []testCase {
 	}
 }
 
-func (f *fixture) getWait(run, id string) *world.Wait {
+// A World shows a wait only through Append: wait_completed reads the stored
+// wait (its result carries it, completed, with its ResumeAt and CreatedAt;
+// its event the stored ResumeAt) and is refused 404 when the wait is absent
+// (a run's end deletes its waits: Append judges them absent) and 409 when it
+// is already completed.
+
+// completeWait completes the waiting wait id of run and returns the wait as
+// the commit read it from the store, completed.
+func (f *fixture) completeWait(run, id string) *world.Wait {
 	f.t.Helper()
-	w, err := f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: run, WaitID: id})
-	if err != nil {
-		f.t.Fatalf("GetWait(%s, %s): %v", run, id, err)
+	r := f.mustAppendOne(run, ev(id, &world.WaitCompleted{}))
+	w := r.Wait
+	if w == nil || w.WaitID != id || w.RunID != run || w.Status != world.WaitStatusCompleted || w.CompletedAt.IsZero() {
+		f.t.Fatalf("wait_completed(%s, %s): result wait %+v", run, id, w)
 	}
-	if w == nil || w.WaitID != id || w.RunID != run {
-		f.t.Fatalf("GetWait(%s, %s): got %+v", run, id, w)
+	if d, _ := r.Event.Data.(*world.WaitCompleted); d == nil || !sameTime(d.ResumeAt, w.ResumeAt) {
+		f.t.Fatalf("wait_completed(%s, %s): payload %+v, want the wait's ResumeAt %v", run, id, r.Event.Data, w.ResumeAt)
 	}
 	return w
+}
+
+// wantWaitAbsent checks that run holds no wait id (never created, refused,
+// or deleted by the run's end): a wait_completed naming it is refused 404
+// and appends nothing.
+func (f *fixture) wantWaitAbsent(run, id, format string, args ...any) {
+	f.t.Helper()
+	before := f.events(run)
+	_, err := f.append(run, ev(id, &world.WaitCompleted{}))
+	wantErr(f.t, err, world.ErrNotFound, format, args...)
+	f.wantLogUnchanged(run, before, fmt.Sprintf(format, args...))
+}
+
+// wantWaitCompleted checks that the wait id of run is stored completed: a
+// second wait_completed is refused 409.
+func (f *fixture) wantWaitCompleted(run, id, format string, args ...any) {
+	f.t.Helper()
+	_, err := f.append(run, ev(id, &world.WaitCompleted{}))
+	wantErr(f.t, err, world.ErrConflict, format, args...)
 }
 
 func testWaitCreate(t *testing.T, f *fixture) {
@@ -41,9 +69,12 @@ func testWaitCreate(t *testing.T, f *fixture) {
 	if r.Event == nil || r.Event.Type() != world.EventWaitCreated || r.Wait == nil || r.Wait.Status != world.WaitStatusWaiting {
 		t.Fatalf("wait_created: event %s, wait %+v", eventType(r.Event), r.Wait)
 	}
-	w := f.getWait(run, id)
-	if w.Status != world.WaitStatusWaiting || !sameTime(w.ResumeAt, at) || w.CreatedAt.IsZero() || !w.CompletedAt.IsZero() {
-		t.Fatalf("GetWait after wait_created: %+v, want waiting until %v", w, at)
+	if r.Wait.WaitID != id || r.Wait.RunID != run || !sameTime(r.Wait.ResumeAt, at) || r.Wait.CreatedAt.IsZero() || !r.Wait.CompletedAt.IsZero() {
+		t.Fatalf("wait_created: result wait %+v, want waiting until %v", r.Wait, at)
+	}
+	// The stored wait, as the commit completing it reads it.
+	if w := f.completeWait(run, id); !sameTime(w.ResumeAt, at) || !sameTime(w.CreatedAt, r.Wait.CreatedAt) {
+		t.Fatalf("the stored wait %+v, want the one created (resume at %v, created at %v)", w, at, r.Wait.CreatedAt)
 	}
 }
 
@@ -55,10 +86,9 @@ func testWaitCreateDuplicate(t *testing.T, f *fixture) {
 	_, err := f.append(run, ev(id, &world.WaitCreated{ResumeAt: at.Add(time.Hour)}))
 	wantErr(t, err, world.ErrConflict, "duplicate wait_created")
 	f.wantLogUnchanged(run, before, "duplicate wait_created")
-	if w := f.getWait(run, id); !sameTime(w.ResumeAt, at) {
+	if w := f.completeWait(run, id); !sameTime(w.ResumeAt, at) {
 		t.Fatalf("duplicate wait_created moved ResumeAt to %v", w.ResumeAt)
 	}
-	f.mustAppend(run, ev(id, &world.WaitCompleted{}))
 	_, err = f.append(run, ev(id, &world.WaitCreated{ResumeAt: at}))
 	wantErr(t, err, world.ErrConflict, "wait_created for a completed wait")
 }
@@ -70,8 +100,7 @@ func testWaitCreateFinishedRun(t *testing.T, f *fixture) {
 		id := ids.New(world.PrefixWait)
 		_, err := f.append(run, ev(id, &world.WaitCreated{ResumeAt: time.Now()}))
 		wantErr(t, err, world.ErrConflict, "wait_created on a run ended by %s", how)
-		_, err = f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: run, WaitID: id})
-		wantErr(t, err, world.ErrNotFound, "GetWait of a refused wait")
+		f.wantWaitAbsent(run, id, "wait_completed of a refused wait")
 	}
 }
 
@@ -104,9 +133,10 @@ func testWaitComplete(t *testing.T, f *fixture) {
 	if r.Wait == nil || r.Wait.Status != world.WaitStatusCompleted {
 		t.Fatalf("wait_completed: result wait %+v", r.Wait)
 	}
-	if w := f.getWait(run, id); w.Status != world.WaitStatusCompleted || w.CompletedAt.IsZero() {
-		t.Fatalf("GetWait after wait_completed: %+v", w)
+	if r.Wait.CompletedAt.IsZero() || !sameTime(r.Wait.ResumeAt, at) {
+		t.Fatalf("wait_completed: result wait %+v, want completed, resuming at %v", r.Wait, at)
 	}
+	f.wantWaitCompleted(run, id, "wait_completed of a completed wait")
 }
 
 func testWaitCompleteTwice(t *testing.T, f *fixture) {
@@ -127,9 +157,7 @@ func testWaitCompleteMissing(t *testing.T, f *fixture) {
 	id := f.createWait(other, time.Now())
 	_, err = f.append(run, ev(id, &world.WaitCompleted{}))
 	wantErr(t, err, world.ErrNotFound, "wait_completed naming another run's wait")
-	if w := f.getWait(other, id); w.Status != world.WaitStatusWaiting {
-		t.Fatalf("a wait_completed on another run completed this wait")
-	}
+	f.completeWait(other, id) // still waiting: the refusal did not complete it
 }
 
 func testWaitRunEnd(t *testing.T, f *fixture) {
@@ -139,13 +167,9 @@ func testWaitRunEnd(t *testing.T, f *fixture) {
 		done := f.createWait(run, time.Now())
 		f.mustAppend(run, ev(done, &world.WaitCompleted{}))
 		f.endRun(run, how)
-		for _, id := range []string{waiting, done} {
-			_, err := f.w.GetWait(f.ctx, &world.GetWaitParams{RunID: run, WaitID: id})
-			wantErr(t, err, world.ErrNotFound, "GetWait of a wait of a run ended by %s", how)
-		}
-		_, err := f.append(run, ev(waiting, &world.WaitCompleted{}))
-		if !errors.Is(err, world.ErrNotFound) && !errors.Is(err, world.ErrGone) {
-			t.Fatalf("wait_completed on a run ended by %s: %v, want 404 or 410", how, err)
-		}
+		// Kept, the waiting wait would be refused 410 (its run ended), the
+		// completed one 409.
+		f.wantWaitAbsent(run, waiting, "wait_completed of a waiting wait of a run ended by %s", how)
+		f.wantWaitAbsent(run, done, "wait_completed of a completed wait of a run ended by %s", how)
 	}
 }
