@@ -88,6 +88,10 @@ func TestLifecycleLogsAndMetrics(t *testing.T) {
 	if err := e.worker.Client().Cancel(ctx, sleeper.ID(), "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
+	// A run's end is visible before the worker that committed it has
+	// logged and counted it: stop the worker (which waits for its
+	// deliveries) before reading the log and the metrics.
+	e.stop()
 
 	type entry struct {
 		Level, Msg, Run, Workflow, Step, StepID, Error, Code, Reason string

@@ -44,6 +44,9 @@ func TestPanicsLogged(t *testing.T) {
 	if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "workflow exploded") {
 		t.Fatalf("result: %v", err)
 	}
+	// The run's end is visible before the worker that committed it has
+	// logged it: stop the worker (which waits for its deliveries) first.
+	e.stop()
 	type entry struct {
 		Level, Msg, Run, Step, Panic, Stack string
 	}
