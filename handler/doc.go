@@ -70,6 +70,9 @@
 // cancelled, its message reported failed, and the handler answers in time.
 // That message comes back after the queue's visibility timeout (or, with
 // Config.Queue, once the step's lease has expired), and the step re-runs.
+// The releases that hide such messages (Config.Queue) run at once and end
+// by deadline-ReturnMargin/4, whether the queue has answered or not: an
+// answer after the deadline would fail the whole batch.
 //
 // # Logs
 //

@@ -228,14 +228,11 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	mu.Unlock()
 	for _, r := range abandoned {
 		r.log.WarnContext(ctx, "handler: message still in progress at the deadline; reported failed", "reason", "time budget exceeded")
-		// The step it runs holds its lease until the lease expires: no
-		// sooner can a new delivery take it over.
-		h.release(ctx, r, h.stepLease)
 	}
 	for _, r := range unstarted {
 		r.log.WarnContext(ctx, "handler: no time left to start the message; reported failed", "reason", "time budget exceeded")
-		h.release(ctx, r, 0)
 	}
+	h.releaseLate(ctx, abandoned, unstarted)
 	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
 		h.log.WarnContext(ctx, "handler: metrics", "err", err)
 	}
@@ -295,12 +292,45 @@ func (h *sqsHandler) malformed(ctx context.Context, r *record, err error) {
 	}
 }
 
-// release hides a failed record's message for d, when Config.Queue is set.
+// releaseLate hides the messages of the records given up at the deadline:
+// an abandoned one until the lease of the step it runs expires (no sooner
+// can a new delivery take the step over), an unstarted one not at all. The
+// releases run at once and end by deadline-ReturnMargin/4, which leaves the
+// handler time to answer: an answer after the deadline would fail the whole
+// batch, records handled included, while a release that does not happen
+// only leaves its message to the queue's visibility timeout.
+func (h *sqsHandler) releaseLate(ctx context.Context, abandoned, unstarted []*record) {
+	if h.cfg.Queue == nil || len(abandoned)+len(unstarted) == 0 {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin/4))
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	for _, r := range abandoned {
+		wg.Go(func() { h.releaseWithin(ctx, r, h.stepLease) })
+	}
+	for _, r := range unstarted {
+		wg.Go(func() { h.releaseWithin(ctx, r, 0) })
+	}
+	wg.Wait()
+}
+
+// release hides a failed record's message for d, when Config.Queue is set,
+// spending at most a second on it even when ctx is done (the record's
+// context, cut off at the deadline).
 func (h *sqsHandler) release(ctx context.Context, r *record, d time.Duration) {
+	h.releaseWithin(context.WithoutCancel(ctx), r, d)
+}
+
+// releaseWithin is release within ctx's deadline (and a second).
+func (h *sqsHandler) releaseWithin(ctx context.Context, r *record, d time.Duration) {
 	if h.cfg.Queue == nil || r.msg.ReceiptHandle == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	d = min(max(d, 0), 12*time.Hour)
 	if err := h.cfg.Queue.Release(ctx, &world.ReleaseParams{Receipt: r.msg.ReceiptHandle, Delay: d}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,6 +307,106 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 	// and releases the run lease: wait for that, so that it does not
 	// outlive the test (and its World).
 	waitLeaseFree(t, b.w, stuck.ID(), 30*time.Second)
+}
+
+// TestSQSReleasesWithinDeadline: the messages the handler gives up at the
+// deadline (two abandoned mid-step, one never started) are released at
+// once and within the invocation's deadline, however long the queue takes
+// to answer: the handler answers in time, which a release after the
+// deadline (one after the other, a second each) made it miss, failing the
+// whole batch in Lambda.
+func TestSQSReleasesWithinDeadline(t *testing.T) {
+	t.Parallel()
+	q := &stuckQueue{stop: make(chan struct{})}
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		// Two records at a time: the third is never started. The handler
+		// gives the first two up at deadline-2s and has 1s to answer after
+		// the grace it leaves them, half of it for the releases.
+		c.Concurrency = 2
+		c.TimeBudgetMargin = 3 * time.Second
+		c.ReturnMargin = 2 * time.Second
+		c.Queue = q
+		c.Engine.StepLeaseTTL = 9 * time.Second
+	}})
+	ctx := context.Background()
+	var ev events.SQSEvent
+	var runs []string
+	for _, id := range []string{"a", "b", "c"} {
+		run, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 7 * time.Second, Stubborn: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run.ID())
+		ev.Records = append(ev.Records, sqsRecord(id, messageBody(t, world.Message{RunID: run.ID()}), 1))
+	}
+	lctx, cancel := lambdaCtx(t, "req-release", 5*time.Second)
+	defer cancel()
+	deadline, _ := lctx.Deadline()
+	resp := invoke(t, lctx, b.fn, ev)
+	answered := time.Now()
+	if late := answered.Sub(deadline); late >= 0 {
+		t.Errorf("answered %s after the deadline", late)
+	}
+	got := failedIDs(resp)
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("batchItemFailures %v, want [a b c]", got)
+	}
+	var released []string // before the answer (a record cut off releases itself again once its step returns)
+	for _, c := range q.calls() {
+		if c.at.After(answered) {
+			continue
+		}
+		released = append(released, c.receipt)
+		if !c.bounded || c.deadline.After(deadline) {
+			t.Errorf("release of %s: deadline %v (set: %v), after the invocation's %v", c.receipt, c.deadline, c.bounded, deadline)
+		}
+	}
+	slices.Sort(released)
+	if !slices.Equal(released, []string{"rh-a", "rh-b", "rh-c"}) {
+		t.Errorf("released %v before answering, want [rh-a rh-b rh-c]", released)
+	}
+	// The stubborn steps end after the answer; the records' own releases
+	// then (process, for a record cut off) need not wait.
+	close(q.stop)
+	for _, run := range runs {
+		waitLeaseFree(t, b.w, run, 30*time.Second)
+	}
+}
+
+// stuckQueue is a queue whose Release answers only when its context ends
+// (or stop is closed), recording the context's deadline.
+type stuckQueue struct {
+	fakeQueue
+	stop     chan struct{}
+	mu       sync.Mutex
+	released []stuckRelease
+}
+
+type stuckRelease struct {
+	at       time.Time
+	receipt  string
+	deadline time.Time
+	bounded  bool // the context had a deadline
+}
+
+func (q *stuckQueue) Release(ctx context.Context, p *world.ReleaseParams) error {
+	d, ok := ctx.Deadline()
+	q.mu.Lock()
+	q.released = append(q.released, stuckRelease{at: time.Now(), receipt: p.Receipt, deadline: d, bounded: ok})
+	q.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.stop:
+		return nil
+	}
+}
+
+func (q *stuckQueue) calls() []stuckRelease {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.released)
 }
 
 // waitLeaseFree waits until no invocation holds run's lease.

@@ -359,7 +359,7 @@ func TestTimeBudgetContinues(t *testing.T) {
 		t.Fatalf("%s: %d, %v", info.Status, out, err)
 	}
 	s.drain(time.Minute)
-	s.noFailures()
+	s.noFailuresStrict()
 	s.exactlyOnce(run.ID(), 5)
 	var durations []string
 	for _, r := range s.batches.all() {

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -407,21 +406,28 @@ func (s *stack) messages() []world.Message {
 }
 
 // noFailures checks that no batch failed as a whole and no record was
-// reported failed.
+// reported failed, except a record the flow function cut off at its
+// deadline and handled in a later delivery: the handler's documented
+// answer to an invocation whose in-flight work outlasts its time budget,
+// which a loaded machine brings about in any test (see checkBatches).
+// Those it logs.
 func (s *stack) noFailures() {
 	s.tb.Helper()
-	for _, r := range s.batches.all() {
-		if r.InvokeErr != nil || r.Response == nil || r.Response.Err != nil {
-			s.tb.Errorf("batch failed: %v %+v", r.InvokeErr, r.Response)
-			continue
-		}
-		var resp events.SQSEventResponse
-		if err := json.Unmarshal(r.Response.Payload, &resp); err != nil {
-			s.tb.Errorf("response %s: %v", r.Response.Payload, err)
-		}
-		if len(resp.BatchItemFailures) > 0 {
-			s.tb.Errorf("batch item failures %v", resp.BatchItemFailures)
-		}
+	c := checkBatches(s.batches.all(), s.flowLogs.records(), true)
+	for _, e := range c.errs {
+		s.tb.Error(e)
+	}
+	if len(c.cutoffs) > 0 {
+		s.tb.Logf("%d records cut off at the deadline, then handled: %v", len(c.cutoffs), c.cutoffs)
+	}
+}
+
+// noFailuresStrict is noFailures that also fails on a record cut off at the
+// deadline, for a test whose subject is the time budget.
+func (s *stack) noFailuresStrict() {
+	s.tb.Helper()
+	for _, e := range checkBatches(s.batches.all(), s.flowLogs.records(), false).errs {
+		s.tb.Error(e)
 	}
 }
 
