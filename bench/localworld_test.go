@@ -16,8 +16,7 @@ import (
 )
 
 // BenchmarkLocalworldAppend measures Append commits per second on the
-// embedded World: in memory and on a file, in each format with each sync
-// policy, for
+// embedded World: in memory and on a file with each sync policy, for
 // one-event commits (a step_created) and three-event commits (a step created,
 // started and completed: the shape of a serial step), from one goroutine and
 // from eight appending to different runs (where group commit can share an
@@ -29,9 +28,9 @@ func BenchmarkLocalworldAppend(b *testing.B) {
 		cfg  func(b *testing.B) localworld.Config
 	}{
 		{"memory", func(*testing.B) localworld.Config { return localworld.Config{} }},
-		{"log-every-commit", lwFileConfig(localworld.FormatLog, localworld.SyncEveryCommit)},
-		{"log-batch", lwFileConfig(localworld.FormatLog, localworld.SyncBatch)},
-		{"log-none", lwFileConfig(localworld.FormatLog, localworld.SyncNone)},
+		{"log-every-commit", lwFileConfig(localworld.SyncEveryCommit)},
+		{"log-batch", lwFileConfig(localworld.SyncBatch)},
+		{"log-none", lwFileConfig(localworld.SyncNone)},
 	}
 	for _, s := range stores {
 		for _, events := range []int{1, 3} {
@@ -45,9 +44,9 @@ func BenchmarkLocalworldAppend(b *testing.B) {
 	}
 }
 
-func lwFileConfig(f localworld.Format, p localworld.SyncPolicy) func(b *testing.B) localworld.Config {
+func lwFileConfig(p localworld.SyncPolicy) func(b *testing.B) localworld.Config {
 	return func(b *testing.B) localworld.Config {
-		return localworld.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Format: f, Sync: p}
+		return localworld.Config{Path: filepath.Join(b.TempDir(), "bench.db"), Sync: p}
 	}
 }
 

@@ -23,8 +23,8 @@ const (
 	// SyncBatch is group commit: writes that arrive while a commit is being
 	// synced are combined into the next transaction and share its fsync. It
 	// is exactly as durable as SyncEveryCommit (a call returns after the
-	// fsync of its transaction) and adds no wait for a lone writer. On
-	// FormatLog every synced commit is a group commit, so there the two
+	// fsync of its transaction) and adds no wait for a lone writer. In
+	// the log store every synced commit is a group commit, so the two
 	// policies are the same.
 	SyncBatch
 	// SyncNone never fsyncs. A process crash loses nothing (the page cache
@@ -43,31 +43,6 @@ func (p SyncPolicy) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
-}
-
-// Format is the file format of a durable store. There is one, FormatLog;
-// a store in the bbolt format an earlier version could make is refused by
-// Open with ErrBoltFormat, and MigrateBolt copies its runs to a log store.
-type Format int
-
-const (
-	// FormatDefault is FormatLog.
-	FormatDefault Format = iota
-	// FormatLog is a log-structured file: every commit appends one
-	// checksummed record with a single write and one fdatasync, and the
-	// data lives in memory (B-trees rebuilt from the file at Open).
-	// Commits cost about one device flush. See the package documentation.
-	FormatLog
-)
-
-func (f Format) String() string {
-	switch f {
-	case FormatDefault:
-		return "default"
-	case FormatLog:
-		return "log"
-	}
-	return fmt.Sprintf("Format(%d)", int(f))
 }
 
 // Defaults applied by Config.WithDefaults.
@@ -97,9 +72,6 @@ type Config struct {
 	LockTimeout time.Duration
 	// FileMode is the permission of a created file (default 0600).
 	FileMode os.FileMode
-	// Format is the file format of a new store (default, and only,
-	// FormatLog).
-	Format Format
 	// RepairTornTail lets Open of a log store whose last record is
 	// incomplete (a crash in the middle of a write: ErrTornTail) truncate
 	// the file after the last whole record, logging what it drops, instead
@@ -177,9 +149,6 @@ func (c *Config) WithDefaults() *Config {
 	if out.LockTimeout <= 0 {
 		out.LockTimeout = DefaultLockTimeout
 	}
-	if out.Format == FormatDefault {
-		out.Format = FormatLog
-	}
 	if out.compactMin <= 0 {
 		out.compactMin = defaultCompactMin
 	}
@@ -217,11 +186,6 @@ func (c *Config) validate() error {
 	case SyncEveryCommit, SyncBatch, SyncNone:
 	default:
 		errs = append(errs, fmt.Errorf("unknown Sync policy %d", int(c.Sync)))
-	}
-	switch c.Format {
-	case FormatLog:
-	default:
-		errs = append(errs, fmt.Errorf("unknown Format %d", int(c.Format)))
 	}
 	if c.DefaultVisibility < 0 {
 		errs = append(errs, fmt.Errorf("negative DefaultVisibility %s", c.DefaultVisibility))

@@ -15,14 +15,14 @@
 // interface (get, put, delete and an ordered range scan per bucket, inside
 // serializable transactions), which has two implementations: a B-tree per
 // bucket (github.com/google/btree) for memory (kv_mem.go), and the same
-// B-trees backed by an append-only log file (FormatLog, the only file
-// format: kv_log.go, logfile.go). The modes therefore behave identically;
+// B-trees backed by an append-only log file (the only file format:
+// kv_log.go, logfile.go). The modes therefore behave identically;
 // only durability and cost differ. Writers
 // are serialized in every store (one writer, as an embedded world owned by
 // one process needs: the state machine always judges an event against the
 // latest state).
 //
-// # The log format (default)
+// # The log format
 //
 // All the data lives in memory, in the B-trees of the memory mode; the
 // file is a log of their changes. A commit appends one record (magic,

@@ -28,7 +28,6 @@ import (
 const (
 	killChildEnv        = "LOCALWORLD_SIGKILL_CHILD_PATH"
 	killChildSyncEnv    = "LOCALWORLD_SIGKILL_CHILD_SYNC"
-	killChildFormatEnv  = "LOCALWORLD_SIGKILL_CHILD_FORMAT"
 	killChildCompactEnv = "LOCALWORLD_SIGKILL_CHILD_COMPACT" // compactMin, in bytes
 )
 
@@ -47,7 +46,7 @@ func TestSIGKILLChild(t *testing.T) {
 	if os.Getenv(killChildSyncEnv) == SyncBatch.String() {
 		policy = SyncBatch
 	}
-	cfg := Config{Path: path, Sync: policy, Format: FormatLog}
+	cfg := Config{Path: path, Sync: policy}
 	compact, _ := strconv.ParseInt(os.Getenv(killChildCompactEnv), 10, 64)
 	if compact > 0 {
 		cfg.compactMin = compact
@@ -131,16 +130,15 @@ func TestSIGKILLDurability(t *testing.T) {
 		t.Skip("spawns a child process")
 	}
 	for _, c := range []struct {
-		format  Format
 		policy  SyncPolicy
 		compact bool // compact often, and kill as a compaction starts
 	}{
-		{FormatLog, SyncEveryCommit, false},
-		{FormatLog, SyncBatch, false},
-		{FormatLog, SyncBatch, true},
-		{FormatLog, SyncEveryCommit, true},
+		{SyncEveryCommit, false},
+		{SyncBatch, false},
+		{SyncBatch, true},
+		{SyncEveryCommit, true},
 	} {
-		name := c.format.String() + "/" + c.policy.String()
+		name := c.policy.String()
 		if c.compact {
 			name += "/compacting"
 		}
@@ -149,7 +147,7 @@ func TestSIGKILLDurability(t *testing.T) {
 			policy := c.policy
 			path := filepath.Join(t.TempDir(), "world.db")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSIGKILLChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), killChildEnv+"="+path, killChildSyncEnv+"="+policy.String(), killChildFormatEnv+"="+c.format.String())
+			cmd.Env = append(os.Environ(), killChildEnv+"="+path, killChildSyncEnv+"="+policy.String())
 			if c.compact {
 				cmd.Env = append(cmd.Env, killChildCompactEnv+"="+strconv.Itoa(256<<10))
 			}

@@ -113,18 +113,15 @@ func TestCreateLeavesNoTemporaryFile(t *testing.T) {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	c := (*Config)(nil).WithDefaults()
-	if c.Format != FormatLog || c.compactMin != defaultCompactMin || c.Sync != SyncEveryCommit || c.DedupeWindow != DefaultDedupeWindow || c.Now == nil || c.Logger == nil || c.LockTimeout != DefaultLockTimeout {
+	if c.compactMin != defaultCompactMin || c.Sync != SyncEveryCommit || c.DedupeWindow != DefaultDedupeWindow || c.Now == nil || c.Logger == nil || c.LockTimeout != DefaultLockTimeout {
 		t.Fatalf("defaults: %+v", c)
 	}
-	for _, bad := range []Config{{Sync: 7}, {Format: 9}, {Format: 2}, {FileMode: os.ModeDir | 0o700}} {
+	for _, bad := range []Config{{Sync: 7}, {FileMode: os.ModeDir | 0o700}} {
 		if _, err := Open(bad); err == nil || !strings.Contains(err.Error(), "invalid config") {
 			t.Errorf("Open(%+v): %v", bad, err)
 		}
 	}
 	if SyncBatch.String() != "batch" || SyncPolicy(9).String() != "SyncPolicy(9)" {
 		t.Error("SyncPolicy.String")
-	}
-	if FormatLog.String() != "log" || FormatDefault.String() != "default" || Format(9).String() != "Format(9)" {
-		t.Error("Format.String")
 	}
 }

@@ -17,14 +17,13 @@ type mode struct {
 	name    string
 	durable bool
 	sync    SyncPolicy
-	format  Format
 }
 
 var modes = []mode{
 	{name: "memory"},
-	{name: "log-every-commit", durable: true, sync: SyncEveryCommit, format: FormatLog},
-	{name: "log-batch", durable: true, sync: SyncBatch, format: FormatLog},
-	{name: "log-none", durable: true, sync: SyncNone, format: FormatLog},
+	{name: "log-every-commit", durable: true, sync: SyncEveryCommit},
+	{name: "log-batch", durable: true, sync: SyncBatch},
+	{name: "log-none", durable: true, sync: SyncNone},
 }
 
 // forModes runs fn as a parallel subtest per mode.
@@ -41,7 +40,7 @@ func forModes(t *testing.T, fn func(t *testing.T, m mode)) {
 // config returns the Config of mode m in a fresh directory.
 func (m mode) config(t *testing.T) Config {
 	t.Helper()
-	c := Config{Sync: m.sync, Format: m.format, LockTimeout: 200 * time.Millisecond}
+	c := Config{Sync: m.sync, LockTimeout: 200 * time.Millisecond}
 	if m.durable {
 		c.Path = filepath.Join(t.TempDir(), "world.db")
 	}

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 )
 
-// logStore is the kvStore of FormatLog: the data lives in memStore's
+// logStore is the kvStore of a file store: the data lives in memStore's
 // B-trees, and the file is a log of their changes (logfile.go). A write
 // transaction runs on the trees like memStore's, recording its puts and
 // deletes; its commit appends them to the file as one record, written with

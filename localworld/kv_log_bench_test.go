@@ -28,7 +28,7 @@ func BenchmarkLogAllocation(b *testing.B) {
 			alloc allocMode
 		}{{"fallocate", allocFallocate}, {"zero-fill", allocZeroFill}, {"append", allocNone}} {
 			b.Run(fmt.Sprintf("events=%d/%s", events, c.name), func(b *testing.B) {
-				cfg := Config{Path: filepath.Join(b.TempDir(), "bench.db"), Format: FormatLog, alloc: c.alloc}
+				cfg := Config{Path: filepath.Join(b.TempDir(), "bench.db"), alloc: c.alloc}
 				w, err := Open(cfg)
 				if err != nil {
 					b.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestLogCompaction(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "world.db")
-	cfg := Config{Path: path, Format: FormatLog, Sync: SyncBatch, compactMin: 64 << 10}
+	cfg := Config{Path: path, Sync: SyncBatch, compactMin: 64 << 10}
 	w := mustOpen(t, cfg)
 	s := w.kv.(*logStore)
 	ctx := context.Background()
@@ -96,7 +96,7 @@ func TestLogCompaction(t *testing.T) {
 func TestLogCloseDuringCompaction(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "world.db")
-	cfg := Config{Path: path, Format: FormatLog, compactMin: 1 << 20}
+	cfg := Config{Path: path, compactMin: 1 << 20}
 	w := mustOpen(t, cfg)
 	s := w.kv.(*logStore)
 	ctx := context.Background()

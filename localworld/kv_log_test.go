@@ -155,7 +155,7 @@ func logWorld(t *testing.T) (string, []string, map[string]int) {
 func logWorlds(t *testing.T) (closed, crashed string, runs []string, counts map[string]int) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "world.db")
-	w, err := Open(Config{Path: path, Format: FormatLog})
+	w, err := Open(Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}

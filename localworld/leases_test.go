@@ -144,60 +144,55 @@ func TestRenewStepLease(t *testing.T) {
 // the restart wait them out.
 func TestOpenExpiresStaleLeases(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatLog} {
-		t.Run(format.String(), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "world.db")
-			cfg := Config{Path: path, Format: format}
-			w := mustOpen(t, cfg)
-			runID := newRun(t, w, "wf")
-			stepID := testIDs.New(world.PrefixStep)
-			mustAppend(t, w, runID, ev(stepID, &world.StepCreated{StepName: "s"}), ev(stepID, &world.StepStarted{LeaseTTL: time.Hour}))
-			if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: "dead", TTL: time.Hour}); err != nil {
-				t.Fatal(err)
-			}
-			// An ended run's step is left as it is.
-			doneID := newRun(t, w, "wf")
-			doneStep := testIDs.New(world.PrefixStep)
-			mustAppend(t, w, doneID, ev(doneStep, &world.StepCreated{StepName: "s"}), ev(doneStep, &world.StepStarted{LeaseTTL: time.Hour}),
-				ev("", &world.RunCancelled{}))
-			_ = w.Close() // the process that held them is gone
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "world.db")
+	cfg := Config{Path: path}
+	w := mustOpen(t, cfg)
+	runID := newRun(t, w, "wf")
+	stepID := testIDs.New(world.PrefixStep)
+	mustAppend(t, w, runID, ev(stepID, &world.StepCreated{StepName: "s"}), ev(stepID, &world.StepStarted{LeaseTTL: time.Hour}))
+	if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: "dead", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	// An ended run's step is left as it is.
+	doneID := newRun(t, w, "wf")
+	doneStep := testIDs.New(world.PrefixStep)
+	mustAppend(t, w, doneID, ev(doneStep, &world.StepCreated{StepName: "s"}), ev(doneStep, &world.StepStarted{LeaseTTL: time.Hour}),
+		ev("", &world.RunCancelled{}))
+	_ = w.Close() // the process that held them is gone
 
-			var logs lockedBuilder
-			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			start := time.Now()
-			w = mustOpen(t, cfg)
-			if !strings.Contains(logs.String(), "expired the leases") || !strings.Contains(logs.String(), "runLeases=1 stepLeases=1") {
-				t.Fatalf("log: %q", logs.String())
-			}
-			if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: "new", TTL: time.Minute}); err != nil {
-				t.Fatalf("acquire after reopening: %v", err)
-			}
-			if _, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev(stepID, &world.StepStarted{})}}); err != nil {
-				t.Fatalf("restart the step after reopening: %v", err)
-			}
-			if took := time.Since(start); took > 5*time.Second {
-				t.Fatalf("took %s", took)
-			}
-			st, err := w.GetStep(ctx, &world.GetStepParams{RunID: doneID, StepID: doneStep})
-			if err != nil || st.LeaseExpiresAt.Before(start.Add(50*time.Minute)) {
-				t.Fatalf("the ended run's step: %+v, %v", st, err)
-			}
-			_ = w.Close()
+	var logs lockedBuilder
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	start := time.Now()
+	w = mustOpen(t, cfg)
+	if !strings.Contains(logs.String(), "expired the leases") || !strings.Contains(logs.String(), "runLeases=1 stepLeases=1") {
+		t.Fatalf("log: %q", logs.String())
+	}
+	if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: "new", TTL: time.Minute}); err != nil {
+		t.Fatalf("acquire after reopening: %v", err)
+	}
+	if _, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev(stepID, &world.StepStarted{})}}); err != nil {
+		t.Fatalf("restart the step after reopening: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %s", took)
+	}
+	st, err := w.GetStep(ctx, &world.GetStepParams{RunID: doneID, StepID: doneStep})
+	if err != nil || st.LeaseExpiresAt.Before(start.Add(50*time.Minute)) {
+		t.Fatalf("the ended run's step: %+v, %v", st, err)
+	}
+	_ = w.Close()
 
-			// Once they are expired (this Open expires the two just taken),
-			// Open has nothing to do and writes nothing.
-			w = mustOpen(t, Config{Path: path})
-			_ = w.Close()
-			before, _ := os.ReadFile(path)
-			w = mustOpen(t, Config{Path: path})
-			after, _ := os.ReadFile(path)
-			_ = w.Close()
-			if !bytes.Equal(before, after) {
-				t.Fatal("Open wrote to a store with nothing to expire")
-			}
-		})
+	// Once they are expired (this Open expires the two just taken),
+	// Open has nothing to do and writes nothing.
+	w = mustOpen(t, Config{Path: path})
+	_ = w.Close()
+	before, _ := os.ReadFile(path)
+	w = mustOpen(t, Config{Path: path})
+	after, _ := os.ReadFile(path)
+	_ = w.Close()
+	if !bytes.Equal(before, after) {
+		t.Fatal("Open wrote to a store with nothing to expire")
 	}
 }
 

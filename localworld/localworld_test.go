@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
 				clock := new(worldtest.Clock)
-				cfg := Config{Sync: m.sync, Format: m.format, Limits: suiteLimits, Now: clock.Now}
+				cfg := Config{Sync: m.sync, Limits: suiteLimits, Now: clock.Now}
 				if m.durable {
 					cfg.Path = filepath.Join(t.TempDir(), "world.db")
 				}

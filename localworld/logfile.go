@@ -8,7 +8,7 @@ import (
 	"hash/crc32"
 )
 
-// The log format (FormatLog, kv_log.go) is a header followed by records:
+// The log format (kv_log.go) is a header followed by records:
 //
 //	header (64 bytes, little-endian)
 //	  0  magic "SKEINLOG"

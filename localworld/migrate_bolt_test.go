@@ -74,7 +74,7 @@ func oldBoltStore(t *testing.T) (string, map[string]string) {
 func TestOpenBoltStoreRefused(t *testing.T) {
 	t.Parallel()
 	path, _ := oldBoltStore(t)
-	for _, cfg := range []Config{{}, {ReadOnly: true}, {Format: FormatLog}} {
+	for _, cfg := range []Config{{}, {ReadOnly: true}, {Sync: SyncNone}} {
 		err := wantOpenRefused(t, path, ErrBoltFormat, cfg)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "skein store migrate -from "+path) {
 			t.Fatalf("Open(%+v): %v, want ErrCorrupt too, naming skein store migrate", cfg, err)

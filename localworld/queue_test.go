@@ -323,31 +323,26 @@ func TestQueueSurvivesReopen(t *testing.T) {
 // released with one, stay hidden until their time.
 func TestOpenReleasesAbandonedMessages(t *testing.T) {
 	t.Parallel()
-	for _, format := range []Format{FormatLog} {
-		t.Run(format.String(), func(t *testing.T) {
-			t.Parallel()
-			cfg := Config{Path: filepath.Join(t.TempDir(), "world.db"), Format: format}
-			w := mustOpen(t, cfg)
-			held := enqueue(t, w, world.EnqueueParams{Body: []byte("held")})
-			if got := receive(t, w, world.ReceiveParams{Visibility: time.Hour}); len(got) != 1 || got[0].MessageID != held.MessageID {
-				t.Fatalf("receive: %+v", got)
-			}
-			enqueue(t, w, world.EnqueueParams{Body: []byte("delayed"), Delay: time.Hour})
-			enqueue(t, w, world.EnqueueParams{Body: []byte("released")})
-			rel := receive(t, w, world.ReceiveParams{Visibility: time.Hour})
-			if len(rel) != 1 || string(rel[0].Body) != "released" {
-				t.Fatalf("receive: %+v", rel)
-			}
-			if err := w.Release(context.Background(), &world.ReleaseParams{Receipt: rel[0].Receipt, Delay: time.Hour}); err != nil {
-				t.Fatal(err)
-			}
-			_ = w.Close() // the process that held "held" is gone
-			w = mustOpen(t, cfg)
-			got := receive(t, w, world.ReceiveParams{Max: 10, Wait: 200 * time.Millisecond, Visibility: time.Minute})
-			if len(got) != 1 || got[0].MessageID != held.MessageID || got[0].Attempt != 2 {
-				t.Fatalf("after reopen delivered %+v, want only %q, attempt 2", got, "held")
-			}
-		})
+	cfg := Config{Path: filepath.Join(t.TempDir(), "world.db")}
+	w := mustOpen(t, cfg)
+	held := enqueue(t, w, world.EnqueueParams{Body: []byte("held")})
+	if got := receive(t, w, world.ReceiveParams{Visibility: time.Hour}); len(got) != 1 || got[0].MessageID != held.MessageID {
+		t.Fatalf("receive: %+v", got)
+	}
+	enqueue(t, w, world.EnqueueParams{Body: []byte("delayed"), Delay: time.Hour})
+	enqueue(t, w, world.EnqueueParams{Body: []byte("released")})
+	rel := receive(t, w, world.ReceiveParams{Visibility: time.Hour})
+	if len(rel) != 1 || string(rel[0].Body) != "released" {
+		t.Fatalf("receive: %+v", rel)
+	}
+	if err := w.Release(context.Background(), &world.ReleaseParams{Receipt: rel[0].Receipt, Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close() // the process that held "held" is gone
+	w = mustOpen(t, cfg)
+	got := receive(t, w, world.ReceiveParams{Max: 10, Wait: 200 * time.Millisecond, Visibility: time.Minute})
+	if len(got) != 1 || got[0].MessageID != held.MessageID || got[0].Attempt != 2 {
+		t.Fatalf("after reopen delivered %+v, want only %q, attempt 2", got, "held")
 	}
 }
 

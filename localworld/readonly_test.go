@@ -19,7 +19,7 @@ func TestReadOnlyFollowsWriter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "world.db")
-	w := mustOpen(t, Config{Path: path, Format: FormatLog, Sync: SyncBatch, compactMin: 64 << 10})
+	w := mustOpen(t, Config{Path: path, Sync: SyncBatch, compactMin: 64 << 10})
 	first := newRun(t, w, "wf")
 
 	r := mustOpen(t, Config{Path: path, ReadOnly: true})
@@ -104,7 +104,7 @@ func TestReadOnlyConcurrentWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "world.db")
-	w := mustOpen(t, Config{Path: path, Format: FormatLog, Sync: SyncNone, compactMin: 32 << 10})
+	w := mustOpen(t, Config{Path: path, Sync: SyncNone, compactMin: 32 << 10})
 	id := newRun(t, w, "wf")
 	r := mustOpen(t, Config{Path: path, ReadOnly: true})
 	count := func() int {

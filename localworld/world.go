@@ -43,7 +43,7 @@ type World struct {
 }
 
 // Open opens the World cfg describes: in memory when cfg.Path is empty,
-// otherwise the store file at cfg.Path, created if missing (in cfg.Format).
+// otherwise the store file at cfg.Path, created if missing.
 // An existing file that is truncated, damaged or not a localworld store
 // fails with ErrCorrupt and is left untouched (a log whose last record is
 // incomplete fails with ErrTornTail unless cfg.RepairTornTail); one held by

@@ -18,15 +18,12 @@ import (
 
 // The restart test re-executes the test binary as a worker process that
 // starts a run whose steps block, and kills it with SIGKILL mid-step.
-const (
-	restartChildEnv       = "ENGINE_RESTART_CHILD_PATH"
-	restartChildFormatEnv = "ENGINE_RESTART_CHILD_FORMAT"
-)
+const restartChildEnv = "ENGINE_RESTART_CHILD_PATH"
 
-// openRestartStore opens the store of the restart test in the format named.
-func openRestartStore(t *testing.T, path, format string) *harness {
+// openRestartStore opens the store of the restart test.
+func openRestartStore(t *testing.T, path string) *harness {
 	t.Helper()
-	cfg := localworld.Config{Path: path, Format: localworld.FormatLog}
+	cfg := localworld.Config{Path: path}
 	lw, err := localworld.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +55,7 @@ func TestRestartChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process of TestRestartTakesUpAbandonedSteps")
 	}
-	h := openRestartStore(t, path, os.Getenv(restartChildFormatEnv))
+	h := openRestartStore(t, path)
 	h.reg.step("block", 0, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		fmt.Printf("STEP %s\n", in)
 		<-ctx.Done()
@@ -76,65 +73,60 @@ func TestRestartChild(t *testing.T) {
 // the steps up at once: not wait out the expiry that step_started recorded.
 func TestRestartTakesUpAbandonedSteps(t *testing.T) {
 	t.Parallel()
-	for _, format := range []localworld.Format{localworld.FormatLog} {
-		t.Run(format.String(), func(t *testing.T) {
-			t.Parallel()
-			path := filepath.Join(t.TempDir(), "world.db")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestRestartChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), restartChildEnv+"="+path, restartChildFormatEnv+"="+format.String())
-			cmd.Stderr = os.Stderr
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			runID, steps := "", 0
-			lines := make(chan string)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-			}()
-			timeout := time.After(20 * time.Second)
-			for steps < 2 {
-				select {
-				case line, ok := <-lines:
-					if !ok {
-						t.Fatal("the worker exited before its steps started")
-					}
-					if id, found := strings.CutPrefix(line, "RUN "); found {
-						runID = id
-					}
-					if strings.HasPrefix(line, "STEP ") {
-						steps++
-					}
-				case <-timeout:
-					t.Fatalf("the worker started %d steps in 20s", steps)
-				}
-			}
-			if err := cmd.Process.Kill(); err != nil { // SIGKILL, mid-step
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-
-			began := time.Now()
-			h := openRestartStore(t, path, format.String())
-			h.reg.step("block", 0, func(_ context.Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
-			h.work(2, nil)
-			run := h.wait(runID)
-			took := time.Since(began)
-			if run.Status != world.RunStatusCompleted || string(run.Output) != `["a","b"]` {
-				t.Fatalf("run %s %s %+v", run.Status, run.Output, run.Error)
-			}
-			if took > 30*time.Second { // well under the leases' minute, whatever the load
-				t.Fatalf("the restarted worker finished the run after %s; want it to take up the abandoned steps at once", took)
-			}
-			t.Logf("the restarted worker finished the run in %s", took.Round(time.Millisecond))
-		})
+	path := filepath.Join(t.TempDir(), "world.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRestartChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), restartChildEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	runID, steps := "", 0
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	timeout := time.After(20 * time.Second)
+	for steps < 2 {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("the worker exited before its steps started")
+			}
+			if id, found := strings.CutPrefix(line, "RUN "); found {
+				runID = id
+			}
+			if strings.HasPrefix(line, "STEP ") {
+				steps++
+			}
+		case <-timeout:
+			t.Fatalf("the worker started %d steps in 20s", steps)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL, mid-step
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	began := time.Now()
+	h := openRestartStore(t, path)
+	h.reg.step("block", 0, func(_ context.Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	h.work(2, nil)
+	run := h.wait(runID)
+	took := time.Since(began)
+	if run.Status != world.RunStatusCompleted || string(run.Output) != `["a","b"]` {
+		t.Fatalf("run %s %s %+v", run.Status, run.Output, run.Error)
+	}
+	if took > 30*time.Second { // well under the leases' minute, whatever the load
+		t.Fatalf("the restarted worker finished the run after %s; want it to take up the abandoned steps at once", took)
+	}
+	t.Logf("the restarted worker finished the run in %s", took.Round(time.Millisecond))
 }
