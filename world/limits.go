@@ -39,6 +39,16 @@ type Limits struct {
 	// without the writers' framing (WriteStreamParams.DataBytes; default
 	// 64 MiB): a write that would pass it is refused.
 	MaxStreamBytes int64
+	// MaxStreams bounds the streams one run has (default 1,000), so that
+	// a run stores at most MaxStreams x MaxStreamBytes of stream output
+	// (64 GiB by default; lower MaxStreamBytes for less). It is judged
+	// when a write (or a close) would create a stream: a stream past it
+	// is refused with a *LimitError of "streams" and nothing of it is
+	// written; writes to the run's existing streams go on. Every World
+	// counts the streams themselves, so writers in any number of
+	// processes share the bound. A fan-out that gives each step a stream
+	// of its own needs it raised past its width.
+	MaxStreams int
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
 	// metadata, errors, each as stored; default 128 MiB). An
@@ -62,6 +72,7 @@ const (
 	defaultMaxHooks       = 10_000
 	defaultMaxWaits       = 10_000
 	defaultMaxStreamBytes = 64 << 20
+	defaultMaxStreams     = 1_000
 	defaultMaxRunBytes    = 128 << 20
 )
 
@@ -82,6 +93,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxStreamBytes <= 0 {
 		l.MaxStreamBytes = defaultMaxStreamBytes
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = defaultMaxStreams
 	}
 	if l.MaxRunBytes <= 0 {
 		l.MaxRunBytes = defaultMaxRunBytes
@@ -108,7 +122,7 @@ var ErrLimitExceeded = errors.New("world: limit exceeded")
 
 // LimitError is the refusal of a write that would pass one of a run's
 // Limits: Limit names it ("events", "payload", "hooks", "waits",
-// "stream bytes"), Max is its value and Size what the write would make it.
+// "stream bytes", "streams", "run bytes"), Max is its value and Size what the write would make it.
 type LimitError struct {
 	RunID string
 	Limit string
@@ -131,6 +145,9 @@ func (e *LimitError) Error() string {
 	if e.Limit == limitEvents {
 		return fmt.Sprintf("%s: %sthe run has reached its limit of %d events%s", ErrLimitExceeded, run, e.Max, what)
 	}
+	if e.Limit == limitStreams {
+		return fmt.Sprintf("%s: %sthe run has reached its limit of %d streams%s", ErrLimitExceeded, run, e.Max, what)
+	}
 	return fmt.Sprintf("%s: %s%s of %d exceeds the limit of %d%s", ErrLimitExceeded, run, e.Limit, e.Size, e.Max, what)
 }
 
@@ -151,6 +168,7 @@ const (
 	limitEvents   = "events"
 	limitPayload  = "payload"
 	limitRunBytes = "run bytes"
+	limitStreams  = "streams" // judged by each World's Streamer (Limits.MaxStreams)
 )
 
 // checkLimits refuses ev, whose payloads measure sz, when it would grow
