@@ -129,7 +129,10 @@
 // it is written. The alternative, counting stream bytes against
 // MaxRunBytes, would cost a conditional write per chunk. Runs written by
 // a version that did not count their streams count from their next
-// stream.
+// stream. The Lambda functions (package skeinlambda) use this Streamer
+// since the bound came; earlier ones gave the World one without
+// registration, so the streams a run had from them are not in the table:
+// ListStreams lists from S3 only a run whose head has no flag.
 //
 // # Claim check
 //
