@@ -39,15 +39,17 @@ type Limits struct {
 	// without the writers' framing (WriteStreamParams.DataBytes; default
 	// 64 MiB): a write that would pass it is refused.
 	MaxStreamBytes int64
-	// MaxStreams bounds the streams one run has (default 1,000), so that
-	// a run stores at most MaxStreams x MaxStreamBytes of stream output
-	// (64 GiB by default; lower MaxStreamBytes for less). It is judged
+	// MaxStreams bounds the streams one run has (default 10,000, as
+	// MaxHooks and MaxWaits), so that a run stores at most MaxStreams x
+	// MaxStreamBytes of stream output (lower either for less). It is judged
 	// when a write (or a close) would create a stream: a stream past it
 	// is refused with a *LimitError of "streams" and nothing of it is
 	// written; writes to the run's existing streams go on. Every World
 	// counts the streams themselves, so writers in any number of
-	// processes share the bound. A fan-out that gives each step a stream
-	// of its own needs it raised past its width.
+	// processes share the bound. Each request to a webhook answered by
+	// hand (the SDK's Request.Respond) opens a reply stream in its run,
+	// and a fan-out may give each step a stream of its own: a run that
+	// needs more than 10,000 needs it raised.
 	MaxStreams int
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
@@ -72,7 +74,7 @@ const (
 	defaultMaxHooks       = 10_000
 	defaultMaxWaits       = 10_000
 	defaultMaxStreamBytes = 64 << 20
-	defaultMaxStreams     = 1_000
+	defaultMaxStreams     = 10_000
 	defaultMaxRunBytes    = 128 << 20
 )
 
