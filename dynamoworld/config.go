@@ -57,8 +57,11 @@ type Config struct {
 	S3       S3API
 	// Streams is the World's Streamer. When nil, New builds a streams.Streamer
 	// on S3, Bucket and Prefix (S3 must then also be a streams.S3API, as the
-	// SDK client is), bounded by Limits.MaxStreamBytes. A Streamer given
-	// here enforces its own bound (streams.Config.MaxStreamBytes).
+	// SDK client is), bounded by Limits.MaxStreamBytes, whose streams are
+	// registered in the table and counted there against
+	// Limits.MaxStreams. A Streamer given here enforces its own bounds
+	// (streams.Config.MaxStreamBytes; a streams.Streamer without a
+	// Registry counts no streams).
 	Streams world.Streamer
 
 	// Table is the DynamoDB table (default "skein"); see CreateResources for
@@ -116,7 +119,7 @@ type Config struct {
 	// doc.go, Watching).
 	WatchPollMin, WatchPollMax time.Duration
 	// Limits bound how far one run may grow (events, payload size, hooks,
-	// waits, stream bytes): see world.Limits for each and its default.
+	// waits, stream bytes, streams): see world.Limits for each and its default.
 	// Every World and every Processor on a table should use the same.
 	Limits world.Limits
 

@@ -21,11 +21,11 @@
 // One table, keys pk and sk (strings), pay per request, TTL on "ttl": a
 // run's partition (pk r#<runID>) holds its commits (all the events of one
 // Append in one item), its head and body, its steps, waits, links to its
-// hooks, stream markers, attributes and lease; global items keep hook IDs,
-// tokens and idempotency keys unique. Four keys-only global secondary
-// indexes list runs (all, by workflow, by status, by attribute: gs4) and
-// active hooks. CreateResources (CreateTable) makes the table as
-// template.yaml does.
+// hooks, stream markers and their count, attributes and lease; global
+// items keep hook IDs, tokens and idempotency keys unique. Four keys-only
+// global secondary indexes list runs (all, by workflow, by status, by
+// attribute: gs4) and active hooks. CreateResources (CreateTable) makes
+// the table as template.yaml does.
 //
 // The table records its format (SchemaVersion) in one item. New's check
 // (World.CheckSchema, unless Config.SkipCheck) refuses a table of another
@@ -117,7 +117,22 @@
 // has streams) rather than list S3, and after a run's end answers from the
 // World's cache. A run ID without a run is listed from S3.
 // Each stream is bounded to Limits.MaxStreamBytes in every process (see
-// package streams, Bytes bound).
+// package streams, Bytes bound), and each run to Limits.MaxStreams
+// streams: registering a stream is one transaction, its marker on
+// condition that it is new and the run's count of streams (the item oc,
+// n) on condition that it is below the bound, so writers in any number
+// of processes open exactly the bound and a stream counts once. It
+// replaces the marker's own write (no request more; a transaction of two
+// items costs four write units where the marker's put cost one, once per
+// stream);
+// a stream the run has no room for is a *world.LimitError and nothing of
+// it is written. The alternative, counting stream bytes against
+// MaxRunBytes, would cost a conditional write per chunk. Runs written by
+// a version that did not count their streams count from their next
+// stream. The Lambda functions (package skeinlambda) use this Streamer
+// since the bound came; earlier ones gave the World one without
+// registration, so the streams a run had from them are not in the table:
+// ListStreams lists from S3 only a run whose head has no flag.
 //
 // # Claim check
 //

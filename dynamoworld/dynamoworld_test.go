@@ -10,7 +10,7 @@ import (
 )
 
 // suiteLimits are small enough for the conformance suite to reach.
-var suiteLimits = world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10, MaxRunBytes: 4 << 20}
+var suiteLimits = world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10, MaxStreams: 16, MaxRunBytes: 4 << 20}
 
 // TestConformance runs the World conformance suite against DynamoDB, SQS
 // and S3 (the emulators in CI): every case gets its own table, queue and

@@ -39,6 +39,7 @@ const (
 	prefWait   = "w#"
 	prefHook   = "h#" // a run's link to its active hook
 	prefStream = "o#" // a stream's marker: the run has a stream of that name
+	skStreams  = "oc" // the run's count of streams (n), within Limits.MaxStreams
 	prefCommit = "e#" // a commit: its events, keyed by the run's last sequence number before it
 
 	skHook  = "hook" // the global hook item, pk "h#<hookID>"
@@ -66,6 +67,7 @@ func stepKey(runID, id string) itemKey {
 func waitKey(runID, id string) itemKey     { return itemKey{runPK(runID), prefWait + id} }
 func hookLinkKey(runID, id string) itemKey { return itemKey{runPK(runID), prefHook + id} }
 func streamKey(runID, name string) itemKey { return itemKey{runPK(runID), prefStream + name} }
+func streamCountKey(runID string) itemKey  { return itemKey{runPK(runID), skStreams} }
 func commitKey(runID string, prev int64) itemKey {
 	return itemKey{runPK(runID), commitSK(prev)}
 }

@@ -2,6 +2,7 @@ package dynamoworld
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
@@ -137,7 +138,7 @@ type streamRegistry struct{ w *World }
 var _ streams.Registry = streamRegistry{}
 
 // Register sets the run head's flag (unless this World did already) and
-// puts the stream's marker, at once; created when the marker is new.
+// opens the stream, at once; created when the stream is new.
 func (r streamRegistry) Register(ctx context.Context, runID, name string) (created bool, err error) {
 	w := r.w
 	flag := !w.flagged.has(runID)
@@ -149,7 +150,7 @@ func (r streamRegistry) Register(ctx context.Context, runID, name string) (creat
 			return nil
 		}
 		var err error
-		created, err = w.putStreamMarker(ctx, runID, name)
+		created, err = w.openStream(ctx, runID, name)
 		return err
 	})
 	return created, err
@@ -183,28 +184,88 @@ func (w *World) flagStreams(ctx context.Context, runID string) error {
 	return nil
 }
 
-// putStreamMarker puts a stream's marker in its run's partition, on
-// condition that there is none: created reports that there was none.
-func (w *World) putStreamMarker(ctx context.Context, runID, name string) (created bool, err error) {
-	e := newExpr()
-	it := streamKey(runID, name).av()
-	setT(it, aCreated, w.now())
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(w.cfg.Table), Item: it, ConditionExpression: aws.String(e.notExists()),
-		ExpressionAttributeNames: e.nameMap(),
+// maxOpenAttempts bounds openStream's tries through transaction
+// conflicts (other writers opening streams of the run at once).
+const maxOpenAttempts = 50
+
+// openStream puts a stream's marker in its run's partition and counts it
+// in the run's stream count (the item oc), in one transaction on
+// condition that the marker is new and the count below
+// Limits.MaxStreams: created reports a new marker; a stream the run has
+// not room for is a *world.LimitError, and nothing is written. The count
+// is exact across processes (DynamoDB judges both conditions
+// atomically), a new stream costs this one request (the marker's own
+// write before), and a stream already open costs it too but counts once.
+func (w *World) openStream(ctx context.Context, runID, name string) (created bool, err error) {
+	limit := w.cfg.Limits.MaxStreams
+	for attempt := 0; ; attempt++ {
+		in := w.openStreamInput(runID, name, limit)
+		out, err := w.ddb.TransactWriteItems(ctx, in)
+		if err == nil {
+			w.countWrite(out.ConsumedCapacity...)
+			return true, nil
+		}
+		var tc *types.TransactionCanceledException
+		if !errors.As(err, &tc) {
+			return false, ddbErr("TransactWriteItems", w.cfg.Table, err)
+		}
+		marker, count, conflict := openReasons(tc.CancellationReasons)
+		switch {
+		case marker:
+			return false, nil // opened before: counted then
+		case count:
+			return false, &world.LimitError{RunID: runID, Limit: "streams", Max: int64(limit), Size: int64(limit) + 1, What: "stream " + name}
+		case !conflict || attempt+1 >= maxOpenAttempts:
+			return false, ddbErr("TransactWriteItems", w.cfg.Table, err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return false, err
+		}
 	}
+}
+
+// openStreamInput is openStream's transaction: the marker, on its
+// absence, then the count, below limit.
+func (w *World) openStreamInput(runID, name string, limit int) *dynamodb.TransactWriteItemsInput {
+	me := newExpr()
+	marker := streamKey(runID, name).av()
+	setT(marker, aCreated, w.now())
+	ce := newExpr()
+	n := ce.n(aCount)
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{
+			TableName: aws.String(w.cfg.Table), Item: marker, ConditionExpression: aws.String(me.notExists()),
+			ExpressionAttributeNames: me.nameMap(),
+		}},
+		{Update: &types.Update{
+			TableName: aws.String(w.cfg.Table), Key: streamCountKey(runID).av(),
+			UpdateExpression:         aws.String("SET " + n + " = if_not_exists(" + n + ", " + ce.v(num(0)) + ") + " + ce.v(num(1))),
+			ConditionExpression:      aws.String("attribute_not_exists(" + n + ") OR " + n + " < " + ce.v(num(int64(limit)))),
+			ExpressionAttributeNames: ce.nameMap(), ExpressionAttributeValues: ce.valueMap(),
+		}},
+	}}
 	if w.capacity {
 		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	}
-	out, err := w.ddb.PutItem(ctx, in)
-	if _, failed := conditionFailed(err); failed {
-		return false, nil
+	return in
+}
+
+// openReasons reads openStream's cancelled transaction: the marker
+// existed, the count was full, or it met another transaction.
+func openReasons(rs []types.CancellationReason) (marker, count, conflict bool) {
+	for i, r := range rs {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if i == 0 {
+				marker = true
+			} else {
+				count = true
+			}
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+			conflict = true
+		}
 	}
-	if err != nil {
-		return false, ddbErr("PutItem", w.cfg.Table, err)
-	}
-	w.countWrite(derefCC(out.ConsumedCapacity)...)
-	return true, nil
+	return marker, count, conflict || len(rs) == 0
 }
 
 // runSet is a bounded set of run IDs (forgotten all at once when full).

@@ -114,7 +114,7 @@ type Config struct {
 	// every commit and does not poll.
 	WatchPollMin, WatchPollMax time.Duration
 	// Limits bound how far one run may grow (events, payload size, hooks,
-	// waits, stream bytes): see world.Limits for each and its default.
+	// waits, stream bytes, streams): see world.Limits for each and its default.
 	Limits world.Limits
 
 	// compactMin is the size below which a log file is never compacted

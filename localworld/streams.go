@@ -61,8 +61,8 @@ func checkStream(runID, name string) error {
 }
 
 // WriteStream appends p.Chunks to a stream at contiguous indexes, in one
-// transaction, creating the stream on first write. Writing to a closed
-// stream is world.ErrConflict.
+// transaction, creating the stream on first write (within
+// Limits.MaxStreams). Writing to a closed stream is world.ErrConflict.
 func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
 	if p == nil {
 		return invalid("nil WriteStreamParams")
@@ -76,6 +76,9 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 			return err
 		}
 		if m == nil {
+			if err := w.admitStream(tx, p.RunID, p.Name); err != nil {
+				return err
+			}
 			m = &streamMeta{}
 		}
 		if m.Done {
@@ -104,8 +107,31 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 	return err
 }
 
-// CloseStream marks a stream done, creating it empty if need be. Closing a
-// closed stream is not an error.
+// admitStream refuses, with a *world.LimitError, a stream new to its run
+// when the run has Limits.MaxStreams streams already. It counts the run's
+// streams in the transaction that would create this one (stopping at the
+// bound), so writers can never pass it together; a run's existing streams
+// cost nothing more.
+func (w *World) admitStream(tx kvTx, runID, name string) error {
+	limit := w.cfg.Limits.MaxStreams
+	n := 0
+	prefix := newKey().str(runID)
+	err := tx.scan(bStreams, prefix, prefixEnd(prefix), false, func(_, _ []byte) bool {
+		n++
+		return n < limit
+	})
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return &world.LimitError{RunID: runID, Limit: "streams", Max: int64(limit), Size: int64(n) + 1, What: "stream " + name}
+	}
+	return nil
+}
+
+// CloseStream marks a stream done, creating it empty if need be (within
+// Limits.MaxStreams, as a write would). Closing a closed stream is not an
+// error.
 func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
 	if p == nil {
 		return invalid("nil CloseStreamParams")
@@ -121,6 +147,9 @@ func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) err
 			return err
 		}
 		if m == nil {
+			if err := w.admitStream(tx, p.RunID, p.Name); err != nil {
+				return err
+			}
 			m = &streamMeta{}
 		}
 		m.Done = true

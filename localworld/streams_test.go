@@ -159,6 +159,53 @@ func TestStreamBytesLimit(t *testing.T) {
 	})
 }
 
+// A run may open Limits.MaxStreams streams: the next one (by a write or a
+// close) is refused, typed, and writes nothing, while the run's existing
+// streams take writes as before, and another run has its own bound.
+func TestStreamCountLimit(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		cfg := m.config(t)
+		cfg.Limits = world.Limits{MaxStreams: 3}
+		w := mustOpen(t, cfg)
+		ctx := context.Background()
+		runID := testIDs.New(world.PrefixRun)
+		write := func(run, name string) error {
+			return w.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: name, Chunks: [][]byte{[]byte(name)}})
+		}
+		for _, name := range []string{"a", "b", "c"} {
+			if err := write(runID, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refused := func(err error, what string) {
+			t.Helper()
+			var le *world.LimitError
+			if !errors.As(err, &le) || !errors.Is(err, world.ErrLimitExceeded) || le.Limit != "streams" || le.Max != 3 || le.Size != 4 || le.RunID != runID || le.Code() != world.CodeLimitExceeded {
+				t.Fatalf("%s: %v, want a *world.LimitError of streams, 4 of 3", what, err)
+			}
+		}
+		refused(write(runID, "d"), "a 4th stream")
+		refused(w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: "e"}), "closing a 4th stream")
+		if err := write(runID, "a"); err != nil {
+			t.Fatalf("a write to an existing stream at the bound: %v", err)
+		}
+		if err := w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: "b"}); err != nil {
+			t.Fatalf("closing an existing stream at the bound: %v", err)
+		}
+		names, err := w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
+		if err != nil || fmt.Sprint(names) != "[a b c]" {
+			t.Fatalf("ListStreams: %v, %v; want [a b c]", names, err)
+		}
+		if info, err := w.StreamInfo(ctx, &world.StreamInfoParams{RunID: runID, Name: "a"}); err != nil || info.TailIndex != 1 {
+			t.Fatalf("stream a: %+v, %v; want its 2 chunks", info, err)
+		}
+		if err := write(testIDs.New(world.PrefixRun), "d"); err != nil {
+			t.Fatalf("a stream of another run: %v", err)
+		}
+	})
+}
+
 // Concurrent writers each get their chunks contiguous.
 func TestStreamConcurrentWriters(t *testing.T) {
 	t.Parallel()

@@ -149,6 +149,22 @@ func TestOptions(t *testing.T) {
 	}
 }
 
+// The function's World builds its own Streamer, which registers every
+// stream in the table: there ListStreams finds them and Limits.MaxStreams
+// counts them (a Streamer of skeinlambda's own counted none).
+func TestWorldRegistersAndCountsStreams(t *testing.T) {
+	t.Parallel()
+	var world dynamoworld.Config
+	_, err := New(context.Background(), registry(t), offline(), WithGetenv(env("flow")),
+		WithWorldConfig(func(c *dynamoworld.Config) { world = *c }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if world.Streams != nil {
+		t.Fatalf("the World's Streamer is %T, given by skeinlambda: want none, so that the World builds its own, which counts streams", world.Streams)
+	}
+}
+
 // An endpoint in the environment means emulators, whose answers lack the
 // checksums AWS sends.
 func TestEmulatorEndpoints(t *testing.T) {

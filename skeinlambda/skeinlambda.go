@@ -21,7 +21,6 @@ import (
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
-	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -165,14 +164,11 @@ func newWorld(ctx context.Context, o *options, env envvars.Vars, cfg handler.Con
 	if usesSystemRoots(awsCfg, clients) {
 		_, _ = x509.SystemCertPool()
 	}
-	ss, err := streams.New(streams.Config{
-		S3: clients.S3, Bucket: r.Bucket, Prefix: dynamoworld.DefaultPrefix + "streams/", Logger: cfg.Logger,
-	})
-	if err != nil {
-		return nil, awsCfg, err
-	}
+	// Streams is left to the World: its Streamer registers each stream in
+	// the table, where ListStreams reads them and Limits.MaxStreams counts
+	// them (a Streamer built here counted none).
 	wc := dynamoworld.Config{
-		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3, Streams: ss,
+		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3,
 		Table: r.Table, QueueURL: r.QueueURL, Bucket: r.Bucket, ClaimCheckThreshold: r.ClaimCheckThreshold,
 		Retention: r.Retention,
 		// The stack created the resources; checking them would cost every

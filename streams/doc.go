@@ -98,7 +98,10 @@
 // alone. A stream written by a Streamer without the Registry can make that
 // report wrong; the conditional put then refuses index 0 and the writer
 // lists, as after any lost race. The Streamer's ListStreams lists S3
-// either way; dynamoworld answers its own from the table.
+// either way; dynamoworld answers its own from the table. The Registry is
+// also where a run's streams are counted (world.Limits.MaxStreams): a
+// stream it has no room for is refused with its *world.LimitError before
+// anything is put. A Streamer without one counts no streams.
 //
 // # Coalescing
 //

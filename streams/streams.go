@@ -54,7 +54,10 @@ const (
 type Registry interface {
 	// Register records the stream. created reports that no writer had
 	// registered it before: since every writer registers first, the stream
-	// has no object yet, and its tail is 0 without a listing.
+	// has no object yet, and its tail is 0 without a listing. It is where
+	// a run's streams are counted (world.Limits.MaxStreams): a stream its
+	// run has no room for is a *world.LimitError, which the write (or
+	// close) returns as is, having written nothing.
 	Register(ctx context.Context, runID, name string) (created bool, err error)
 }
 
@@ -71,7 +74,8 @@ type Config struct {
 	MaxChunksPerObject int
 	Logger             *slog.Logger
 	// Registry, when set, records every stream before its first write (see
-	// Registry). ListStreams still lists S3.
+	// Registry), and bounds the streams of a run: without one, nothing
+	// counts them. ListStreams still lists S3.
 	Registry Registry
 	// MaxStreamBytes bounds the data bytes (the chunks' lengths less their
 	// framing: WriteStreamParams.DataBytes) written to one stream, as world.Limits.MaxStreamBytes does and with its default
@@ -332,6 +336,9 @@ func (s *Streamer) register(ctx context.Context, st *stream) error {
 		return nil
 	}
 	created, err := s.reg.Register(ctx, st.runID, st.name)
+	if le := (*world.LimitError)(nil); errors.As(err, &le) {
+		return le
+	}
 	if err != nil {
 		return fmt.Errorf("streams: register stream %q of run %s: %w", st.name, st.runID, err)
 	}

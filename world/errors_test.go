@@ -103,3 +103,16 @@ func TestRefusalMessageSpacing(t *testing.T) {
 		}
 	}
 }
+
+// A run's streams have a default bound, and its refusal says which limit
+// the run reached, in the words of the events limit.
+func TestLimitErrorOfStreams(t *testing.T) {
+	if got := (world.Limits{}).WithDefaults().MaxStreams; got != 10_000 {
+		t.Fatalf("default MaxStreams = %d, want 10,000", got)
+	}
+	err := error(&world.LimitError{RunID: "wrun_1", Limit: "streams", Max: 1000, Size: 1001, What: `stream "s1000"`})
+	want := `world: limit exceeded: run wrun_1: the run has reached its limit of 1000 streams (stream "s1000")`
+	if err.Error() != want || !errors.Is(err, world.ErrLimitExceeded) || world.Status(err) != 413 {
+		t.Fatalf("%q (status %d), want %q, 413", err, world.Status(err), want)
+	}
+}

@@ -39,6 +39,18 @@ type Limits struct {
 	// without the writers' framing (WriteStreamParams.DataBytes; default
 	// 64 MiB): a write that would pass it is refused.
 	MaxStreamBytes int64
+	// MaxStreams bounds the streams one run has (default 10,000, as
+	// MaxHooks and MaxWaits), so that a run stores at most MaxStreams x
+	// MaxStreamBytes of stream output (lower either for less). It is judged
+	// when a write (or a close) would create a stream: a stream past it
+	// is refused with a *LimitError of "streams" and nothing of it is
+	// written; writes to the run's existing streams go on. Every World
+	// counts the streams themselves, so writers in any number of
+	// processes share the bound. Each request to a webhook answered by
+	// hand (the SDK's Request.Respond) opens a reply stream in its run,
+	// and a fan-out may give each step a stream of its own: a run that
+	// needs more than 10,000 needs it raised.
+	MaxStreams int
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
 	// metadata, errors, each as stored; default 128 MiB). An
@@ -62,6 +74,7 @@ const (
 	defaultMaxHooks       = 10_000
 	defaultMaxWaits       = 10_000
 	defaultMaxStreamBytes = 64 << 20
+	defaultMaxStreams     = 10_000
 	defaultMaxRunBytes    = 128 << 20
 )
 
@@ -82,6 +95,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxStreamBytes <= 0 {
 		l.MaxStreamBytes = defaultMaxStreamBytes
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = defaultMaxStreams
 	}
 	if l.MaxRunBytes <= 0 {
 		l.MaxRunBytes = defaultMaxRunBytes
@@ -108,7 +124,7 @@ var ErrLimitExceeded = errors.New("world: limit exceeded")
 
 // LimitError is the refusal of a write that would pass one of a run's
 // Limits: Limit names it ("events", "payload", "hooks", "waits",
-// "stream bytes"), Max is its value and Size what the write would make it.
+// "stream bytes", "streams", "run bytes"), Max is its value and Size what the write would make it.
 type LimitError struct {
 	RunID string
 	Limit string
@@ -131,6 +147,9 @@ func (e *LimitError) Error() string {
 	if e.Limit == limitEvents {
 		return fmt.Sprintf("%s: %sthe run has reached its limit of %d events%s", ErrLimitExceeded, run, e.Max, what)
 	}
+	if e.Limit == limitStreams {
+		return fmt.Sprintf("%s: %sthe run has reached its limit of %d streams%s", ErrLimitExceeded, run, e.Max, what)
+	}
 	return fmt.Sprintf("%s: %s%s of %d exceeds the limit of %d%s", ErrLimitExceeded, run, e.Limit, e.Size, e.Max, what)
 }
 
@@ -151,6 +170,7 @@ const (
 	limitEvents   = "events"
 	limitPayload  = "payload"
 	limitRunBytes = "run bytes"
+	limitStreams  = "streams" // judged by each World's Streamer (Limits.MaxStreams)
 )
 
 // checkLimits refuses ev, whose payloads measure sz, when it would grow

@@ -15,10 +15,12 @@ type Streamer interface {
 	// closed stream is an ErrConflict error. A write that would take the
 	// stream past the World's Limits.MaxStreamBytes, counted over all its
 	// writers (each write's DataBytes), is refused whole with a
-	// *LimitError.
+	// *LimitError, as is a write that would create a stream when its run
+	// has Limits.MaxStreams already (counted over all writers; Limit
+	// "streams").
 	WriteStream(ctx context.Context, p *WriteStreamParams) error
-	// CloseStream marks a stream done (creating it empty if need be). Closing
-	// twice is not an error.
+	// CloseStream marks a stream done (creating it empty if need be, within
+	// Limits.MaxStreams as a write would). Closing twice is not an error.
 	CloseStream(ctx context.Context, p *CloseStreamParams) error
 	// ReadStream returns up to Limit chunks from Start. A negative Start
 	// counts back from the end (-1 is the last chunk), resolved at the time of

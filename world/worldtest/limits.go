@@ -22,9 +22,10 @@ import (
 // payload as stored (compact JSON, encoding/json's escapes), the same on
 // every read path and in a fold of the log read back. The suite reaches the limits: New
 // must configure small ones (MaxEvents 1,000 to 2,000, MaxPayload and
-// MaxStreamBytes 64 KiB to 1 MiB, MaxRunBytes 16 MaxPayload to 8 MiB:
-// other cases append a few hundred events and payloads of 16 KiB, and
-// write streams of a few KiB).
+// MaxStreamBytes 64 KiB to 1 MiB, MaxRunBytes 16 MaxPayload to 8 MiB,
+// MaxStreams 4 to 64: other cases append a few hundred events and
+// payloads of 16 KiB, and write a few streams of a few KiB). The bound on
+// a run's streams is in limits_streams.go.
 func limitCases() []testCase {
 	return []testCase{
 		{"payload_refused_run_unchanged", testLimitPayload},
@@ -33,6 +34,8 @@ func limitCases() []testCase {
 		{"run_bytes_as_stored", testRunBytesAsStored},
 		{"stream_bytes_refused", testLimitStreamBytes},
 		{"stream_bytes_concurrent_writers", testLimitStreamBytesRace},
+		{"streams_refused", testLimitStreams},
+		{"streams_concurrent_writers", testLimitStreamsRace},
 	}
 }
 
@@ -53,8 +56,9 @@ func (f *fixture) limits() world.Limits {
 	}
 	l := lw.Limits()
 	if l.MaxEvents < 1000 || l.MaxEvents > maxSuiteEvents || l.MaxPayload < 64<<10 || l.MaxPayload > 1<<20 ||
-		l.MaxStreamBytes < 64<<10 || l.MaxStreamBytes > 1<<20 || l.MaxRunBytes < 16*int64(l.MaxPayload) || l.MaxRunBytes > maxSuiteRunBytes {
-		f.t.Fatalf("worldtest: configure the World under test with small limits (MaxEvents 1000..%d, MaxPayload and MaxStreamBytes 64 KiB..1 MiB, MaxRunBytes 16 MaxPayload..%d), not %+v",
+		l.MaxStreamBytes < 64<<10 || l.MaxStreamBytes > 1<<20 || l.MaxRunBytes < 16*int64(l.MaxPayload) || l.MaxRunBytes > maxSuiteRunBytes ||
+		l.MaxStreams < 4 || l.MaxStreams > 64 {
+		f.t.Fatalf("worldtest: configure the World under test with small limits (MaxEvents 1000..%d, MaxPayload and MaxStreamBytes 64 KiB..1 MiB, MaxRunBytes 16 MaxPayload..%d, MaxStreams 4..64), not %+v",
 			maxSuiteEvents, maxSuiteRunBytes, l)
 	}
 	return l

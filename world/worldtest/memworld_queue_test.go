@@ -164,6 +164,17 @@ func (w *memWorld) stream(run, name string, create bool) *memStream {
 	return s
 }
 
+// openStream returns a stream, creating it within Limits.MaxStreams.
+func (w *memWorld) openStream(run, name string) (*memStream, error) {
+	if s := w.stream(run, name, false); s != nil {
+		return s, nil
+	}
+	if limit := w.Limits().MaxStreams; len(w.streams[run]) >= limit && w.bug != "no-stream-count" {
+		return nil, &world.LimitError{RunID: run, Limit: "streams", Max: int64(limit), Size: int64(len(w.streams[run])) + 1, What: "stream " + name}
+	}
+	return w.stream(run, name, true), nil
+}
+
 func (w *memWorld) notify(run, name string) {
 	k := run + "\x00" + name
 	if ch := w.changed[k]; ch != nil {
@@ -204,7 +215,10 @@ func (w *memWorld) write(run, name string, chunks [][]byte) error {
 		return err
 	}
 	defer w.mu.Unlock()
-	s := w.stream(run, name, true)
+	s, err := w.openStream(run, name)
+	if err != nil {
+		return err
+	}
 	if s.closed && w.bug != "stream-write-after-close" {
 		return fmt.Errorf("%w: stream %s is closed", world.ErrConflict, name)
 	}
@@ -231,7 +245,11 @@ func (w *memWorld) CloseStream(ctx context.Context, p *world.CloseStreamParams) 
 		return err
 	}
 	defer w.mu.Unlock()
-	w.stream(p.RunID, p.Name, true).closed = true
+	s, err := w.openStream(p.RunID, p.Name)
+	if err != nil {
+		return err
+	}
+	s.closed = true
 	w.notify(p.RunID, p.Name)
 	return nil
 }

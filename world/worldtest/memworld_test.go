@@ -77,7 +77,7 @@ var _ world.World = (*memWorld)(nil)
 
 // Limits are small, for the suite to reach them.
 func (w *memWorld) Limits() world.Limits {
-	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10, MaxRunBytes: 4 << 20}.WithDefaults()
+	return world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10, MaxStreams: 16, MaxRunBytes: 4 << 20}.WithDefaults()
 }
 
 var _ world.Consumer = (*memWorld)(nil)
