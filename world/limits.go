@@ -41,17 +41,21 @@ type Limits struct {
 	MaxStreamBytes int64
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
-	// metadata, errors, each as stored; default 128 MiB). An
-	// event that would take the run past it is refused, except the ones
-	// that end or hold it and, once it has ended, what its rest records (as
-	// for MaxEvents). Without it a run's only bound is MaxEvents times
-	// MaxPayload (about 100 GB), and whoever holds a webhook's token could
-	// grow it until the worker replaying it runs out of memory: a worker
-	// holds a run's whole log to replay it (about four times its payload
-	// bytes in memory, measured on the local world), so 128 MiB keeps a run
-	// within a 1 GiB function. AWS durable functions publish no total per
-	// execution beyond 25,000 operations of at most 256 KB each; 128 MiB is
-	// 512 of their largest checkpoints, with each payload four times larger.
+	// metadata, errors, each as stored; default 128 MiB). An event that
+	// would take the run past it is refused, except the ones that end or
+	// hold it and, once it has ended, what its rest records (as for
+	// MaxEvents), of which a step's outcome only within LateOutcomeSlack: a
+	// run at rest holds at most MaxRunBytes, its end's error (at most
+	// MaxPayload), LateOutcomeSlack per step left running at its end, and
+	// its compensations' and cleanup's errors. Without it a run's only
+	// bound is MaxEvents times MaxPayload (about 100 GB), and whoever holds
+	// a webhook's token could grow it until the worker replaying it runs out
+	// of memory: a worker holds a run's whole log to replay it (about four
+	// times its payload bytes in memory, measured on the local world), so
+	// 128 MiB keeps a run within a 1 GiB function. AWS durable functions
+	// publish no total per execution beyond 25,000 operations of at most
+	// 256 KB each; 128 MiB is 512 of their largest checkpoints, with each
+	// payload four times larger.
 	MaxRunBytes int64
 }
 
