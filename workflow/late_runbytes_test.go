@@ -187,3 +187,61 @@ func TestFanResultsPastRunBytes(t *testing.T) {
 	}
 	e.wantLateBounded(run.ID(), n, int64(lateLimits.MaxPayload))
 }
+
+// late2 at MaxEvents: a background step's result refused because its run
+// has all the events it may hold fails the run with MAX_EVENTS_EXCEEDED,
+// not retried until its lease expires; the others are recorded as
+// failures by the limit after the end, and the run comes to rest.
+func TestBackgroundResultsPastMaxEventsFailRun(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	release, releaseInline := make(chan struct{}), make(chan struct{})
+	inline := lateBlob("events-inline", releaseInline)
+	slow := lateBlob("events-slow", release)
+	wf := workflow.New("events-late2", func(ctx workflow.Context, _ struct{}) (int, error) {
+		inline.Go(ctx, 0)
+		for i := range n {
+			slow.Go(ctx, i)
+		}
+		if err := workflow.Sleep(ctx, time.Hour); err != nil {
+			return 0, err
+		}
+		return 2, nil
+	})
+	// 2 for the run, 9 step_created, 9 step_started, a wait_created: 21
+	// events before the first result; a few results fit, no more.
+	lim := world.Limits{MaxEvents: 23}
+	e := newEnvWith(t, envOptions{limits: lim, concurrency: 32,
+		engine: workflow.EngineOptions{InlineConcurrency: 1, StepLeaseTTL: time.Hour}}, wf, inline, slow)
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, struct{}{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitEvent(run.ID(), world.EventWaitCreated)
+	waitFor(t, "the steps started", func() bool { return countEvents(e.events(run.ID()), world.EventStepStarted) == n+1 })
+	close(release)
+	e.waitEvent(run.ID(), world.EventRunFailed)
+	close(releaseInline)
+	info, err := run.WaitDeactivated(ctx)
+	if err != nil {
+		t.Fatalf("the run did not come to rest: %v", err)
+	}
+	if info.Status != workflow.StatusFailed || info.ErrorCode != world.CodeMaxEventsExceeded {
+		t.Fatalf("status %s code %q, want failed with %s", info.Status, info.ErrorCode, world.CodeMaxEventsExceeded)
+	}
+	refused := 0
+	for _, ev := range e.events(run.ID()) {
+		if d, ok := ev.Data.(*world.StepFailed); ok && d.Error != nil && d.Error.Code == world.CodeMaxEventsExceeded {
+			refused++
+		}
+	}
+	for _, st := range e.steps(run.ID()) {
+		if st.Status == world.StepStatusRunning {
+			t.Fatalf("step %s (%s) is running in a run at rest", st.StepID, st.StepName)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no step failed by the run's events limit: want the results past MaxEvents refused")
+	}
+}
