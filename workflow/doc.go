@@ -246,7 +246,11 @@
 // A run's outcome is recorded as soon as it is known, and Result returns
 // it then; no new step starts after it. A step the run had started and not
 // awaited keeps running when the run completes or fails, and records its
-// result after the end; once nothing of the run runs any more (its
+// result after the end (past the run's MaxRunBytes, a result or error
+// larger than world.LateOutcomeSlack, 1 KiB, is recorded as the step's
+// failure with LIMIT_EXCEEDED instead; a step's result that would take a
+// live run past it fails the run with LIMIT_EXCEEDED, awaited or not, run
+// inline or in the background); once nothing of the run runs any more (its
 // compensations included), run_deactivated marks it at rest (RunInfo.DeactivatedAt), which
 // Client.WaitDeactivated waits for. Workflow.WithCleanup gives a workflow a
 // hook that runs once per completed run (at least once across crashes,

@@ -53,17 +53,21 @@ type Limits struct {
 	MaxStreams int
 	// MaxRunBytes bounds the payload bytes one run's log holds in all
 	// (Run.PayloadBytes: inputs, results, outputs, hook payloads and
-	// metadata, errors, each as stored; default 128 MiB). An
-	// event that would take the run past it is refused, except the ones
-	// that end or hold it and, once it has ended, what its rest records (as
-	// for MaxEvents). Without it a run's only bound is MaxEvents times
-	// MaxPayload (about 100 GB), and whoever holds a webhook's token could
-	// grow it until the worker replaying it runs out of memory: a worker
-	// holds a run's whole log to replay it (about four times its payload
-	// bytes in memory, measured on the local world), so 128 MiB keeps a run
-	// within a 1 GiB function. AWS durable functions publish no total per
-	// execution beyond 25,000 operations of at most 256 KB each; 128 MiB is
-	// 512 of their largest checkpoints, with each payload four times larger.
+	// metadata, errors, each as stored; default 128 MiB). An event that
+	// would take the run past it is refused, except the ones that end or
+	// hold it and, once it has ended, what its rest records (as for
+	// MaxEvents), of which a step's outcome only within LateOutcomeSlack: a
+	// run at rest holds at most MaxRunBytes, its end's error (at most
+	// MaxPayload), LateOutcomeSlack per step left running at its end, and
+	// its compensations' and cleanup's errors. Without it a run's only
+	// bound is MaxEvents times MaxPayload (about 100 GB), and whoever holds
+	// a webhook's token could grow it until the worker replaying it runs out
+	// of memory: a worker holds a run's whole log to replay it (about four
+	// times its payload bytes in memory, measured on the local world), so
+	// 128 MiB keeps a run within a 1 GiB function. AWS durable functions
+	// publish no total per execution beyond 25,000 operations of at most
+	// 256 KB each; 128 MiB is 512 of their largest checkpoints, with each
+	// payload four times larger.
 	MaxRunBytes int64
 }
 
@@ -186,7 +190,7 @@ func checkLimits(s State, ev Event, sz payloadSizes) error {
 	if s.Run == nil {
 		return nil
 	}
-	if l.MaxRunBytes > 0 && !endsOrRests(s.Run, ev.Data) {
+	if l.MaxRunBytes > 0 && (!endsOrRests(s.Run, ev.Data) || lateOutcomeOver(s.Run, ev.Data, sz)) {
 		if n := sz.total; n > 0 && s.Run.PayloadBytes+n > l.MaxRunBytes {
 			return &LimitError{RunID: ev.RunID, Limit: limitRunBytes, Max: l.MaxRunBytes, Size: s.Run.PayloadBytes + n, What: string(ev.Type())}
 		}
@@ -198,6 +202,27 @@ func checkLimits(s State, ev Event, sz payloadSizes) error {
 		return nil
 	}
 	return &LimitError{RunID: ev.RunID, Limit: limitEvents, Max: l.MaxEvents, Size: s.Run.LastSeq + 1, What: string(ev.Type())}
+}
+
+// LateOutcomeSlack is the most payload bytes a step's outcome recorded
+// after its run's end may carry past the run's Limits.MaxRunBytes: a step
+// result or error larger than this that would take an ended run past the
+// bound is refused (the engine records the step's failure by the limit
+// instead, a few hundred bytes). The rest of a run at its bound so grows
+// it by at most this much per step still running at its end.
+const LateOutcomeSlack = 1 << 10
+
+// lateOutcomeOver reports whether d is the outcome of a step recorded
+// after run's end whose payload is larger than LateOutcomeSlack: exempt
+// from nothing, it counts against MaxRunBytes as before the end. Without
+// it the results of steps left running by a run's end (a workflow that
+// returns before its background steps) would grow the run without bound.
+func lateOutcomeOver(run *Run, d EventData, sz payloadSizes) bool {
+	switch d.(type) {
+	case *StepCompleted, *StepFailed, *StepRetrying:
+		return run.Status.Terminal() && sz.total > LateOutcomeSlack
+	}
+	return false
 }
 
 // endsOrRests reports whether d is exempt from a full run's limits: an

@@ -199,14 +199,31 @@ func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
 // run that has ended becomes the step's failure, since no attempt starts
 // after the end) and whether the run is known to have ended, which makes
 // the caller check whether it may be deactivated (rest.go).
+//
+// An outcome a limit of the run refuses (world.LimitError) is recorded as
+// the step's failure by the limit instead, a few hundred bytes (within
+// world.LateOutcomeSlack, which an ended run accepts past its bytes); when
+// the limit is the run's (its bytes or events, not one payload's) and the
+// run is live, it is failed first with the limit's code, as the README
+// promises (overLimitOutcome). Retrying the refused outcome could only fail
+// again, until its lease expired and the step read as lost.
 func (e *Engine) recordFinal(ctx context.Context, runID string, o outcome) (outcome, bool, error) {
 	var err error
-	for try := 0; try < 3; try++ {
+	ended := false
+	for try := 0; try < 4; try++ {
 		var res *world.AppendResult
 		res, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		le := limitRefusal(err)
 		switch {
 		case err == nil:
-			return o, res.Run != nil && res.Run.Status.Terminal(), nil
+			return o, ended || res.Run != nil && res.Run.Status.Terminal(), nil
+		case le != nil && !o.comp:
+			var failed bool
+			if o, failed, err = e.overLimitOutcome(ctx, runID, o, le); err != nil {
+				return o, ended, err
+			}
+			ended = ended || failed
+			continue
 		case errors.Is(err, world.ErrGone) && o.kind == outRetrying:
 			o.kind, o.retryAfter = outFailed, time.Time{}
 			continue

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/skeinflow/skein/world"
@@ -101,4 +102,54 @@ func limitRefusal(err error) *world.LimitError {
 		return le
 	}
 	return nil
+}
+
+// overLimitOutcome is what a step outcome that le refused records instead:
+// the step's failure by the limit (limitData, fatal, a few hundred bytes:
+// within world.LateOutcomeSlack, so an ended run accepts it past its
+// bytes). A refusal by the run's own bound (its bytes or events, not one
+// payload's) fails the run first with the limit's code, when it is live:
+// its outcome passes the run's bound, inline or in the background, awaited
+// or not (failRunOverLimit). failed reports that this call ended the run.
+func (e *Engine) overLimitOutcome(ctx context.Context, runID string, o outcome, le *world.LimitError) (_ outcome, failed bool, err error) {
+	if le.Limit != "payload" {
+		if failed, err = e.failRunOverLimit(ctx, runID, le); err != nil {
+			return o, false, err
+		}
+	}
+	e.log.Warn("engine: step outcome refused by a limit; its failure by the limit is recorded instead",
+		"run", runID, "step", o.stepID, "limit", le.Limit, "max", le.Max, "size", le.Size)
+	o.kind, o.result, o.retryAfter, o.failure = outFailed, nil, time.Time{}, limitData(le)
+	return o, failed, nil
+}
+
+// failRunOverLimit fails a live run, from outside its session, with the
+// code of le, the limit a step outcome would pass (a background step's, or
+// one recorded after the session that ran it ended), and wakes it for its
+// end's side effects and rest, as FailRun does. A run that has ended
+// already keeps its outcome (failed false).
+func (e *Engine) failRunOverLimit(ctx context.Context, runID string, le *world.LimitError) (failed bool, err error) {
+	comp := false
+	if r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
+		return false, err
+	} else if r.Status.Terminal() {
+		return false, nil
+	} else if wf, ok := e.reg.Workflow(r.WorkflowName); ok {
+		comp = wf.CompensateOnFailure
+	}
+	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{Data: &world.RunFailed{Error: limitData(le), ErrorCode: le.Code(), Compensate: comp}},
+	}})
+	switch {
+	case errors.Is(err, world.ErrGone), errors.Is(err, world.ErrConflict):
+		return false, nil // ended by another writer first
+	case err != nil:
+		return false, err
+	}
+	e.log.Warn("engine: run failed: a step outcome passes a limit", "run", runID, "limit", le.Limit, "max", le.Max, "err", le)
+	e.logs.drop(runID) // a workflow kept for the run goes on no more
+	if err := Wake(ctx, e.w, e.now, runID, keyFail(runID)); err != nil {
+		e.log.Warn("engine: wake a run failed by a limit", "run", runID, "err", err)
+	}
+	return true, nil
 }

@@ -18,7 +18,9 @@ import (
 // MaxStreamBytes, writing nothing of it, however many writers (processes)
 // share the stream; an event whose payloads would take the run's stored
 // payload bytes past MaxRunBytes is refused, leaving the run as it was,
-// except the ones that end or hold it; Run.PayloadBytes counts each
+// except the ones that end or hold it and, once the run has ended, what
+// its rest records (a step's outcome only within world.LateOutcomeSlack);
+// Run.PayloadBytes counts each
 // payload as stored (compact JSON, encoding/json's escapes), the same on
 // every read path and in a fold of the log read back. The suite reaches the limits: New
 // must configure small ones (MaxEvents 1,000 to 2,000, MaxPayload and
@@ -32,6 +34,7 @@ func limitCases() []testCase {
 		{"events_refused_end_accepted", testLimitEvents},
 		{"run_bytes_refused_end_accepted", testLimitRunBytes},
 		{"run_bytes_as_stored", testRunBytesAsStored},
+		{"run_bytes_late_outcome", testLimitRunBytesLate},
 		{"stream_bytes_refused", testLimitStreamBytes},
 		{"stream_bytes_concurrent_writers", testLimitStreamBytesRace},
 		{"streams_refused", testLimitStreams},

@@ -354,6 +354,9 @@ func (w *memWorld) Append(ctx context.Context, p *world.AppendParams) (*world.Ap
 		if w.bug != "no-limits" {
 			st.Limits = w.Limits()
 		}
+		if w.bug == "late-bytes-exempt" && st.Run != nil && st.Run.Status.Terminal() {
+			st.Limits.MaxRunBytes = 0 // a run's rest grows it without bound
+		}
 		eff, err := world.Apply(st, ev, now)
 		if err != nil {
 			if w.bug == "partial-commit" {

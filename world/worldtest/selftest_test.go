@@ -117,6 +117,7 @@ var mutants = []struct {
 	{"watch-no-types", "watch", []string{"run_types", "all_runs_types"}},
 	{"watch-no-end", "watch", []string{"run_types", "run_ends_after_terminal"}},
 	{"no-limits", "limits", []string{"payload_refused_run_unchanged", "events_refused_end_accepted"}},
+	{"late-bytes-exempt", "limits", []string{"run_bytes_late_outcome"}},
 	{"no-stream-limit", "limits", []string{"stream_bytes_refused", "stream_bytes_concurrent_writers"}},
 	{"no-stream-count", "limits", []string{"streams_refused", "streams_concurrent_writers"}},
 	{"comp-dropped", "compensation", []string{"declared_round_trip", "compensate_while_active", "after_failure_then_deactivate", "created_and_started_in_one_append"}},
