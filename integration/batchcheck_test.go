@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/skeinflow/skein/integration/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaemu"
 )
 
 // The flow function reports a record failed when its invocation's deadline
