@@ -8,6 +8,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestPatchOnDynamo: on DynamoDB, a run of v1 (charge, then a hook) waits
@@ -89,7 +90,7 @@ func TestPatchOnDynamo(t *testing.T) {
 		}
 		waitUntil(t, ctx, "the run to end", func() bool {
 			s, err := client.Status(ctx, tc.run.ID())
-			if s == workflow.StatusHeld {
+			if s == world.RunStatusHeld {
 				info, _ := client.GetRun(ctx, tc.run.ID())
 				t.Fatalf("run %s held: %v", tc.in, info.Hold.Err)
 			}

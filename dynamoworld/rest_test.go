@@ -61,11 +61,11 @@ func TestRestOnDynamo(t *testing.T) {
 		t.Fatalf("Result = %q, %v", got, err)
 	}
 	info, err := run.Info(ctx)
-	if err != nil || info.Status != workflow.StatusCompleted || !info.DeactivatedAt.IsZero() || info.Cleanup != workflow.CleanupDone || cleanups.Load() != 1 {
+	if err != nil || info.Status != world.RunStatusCompleted || !info.DeactivatedAt.IsZero() || info.Cleanup != world.CleanupDone || cleanups.Load() != 1 {
 		t.Fatalf("while the step runs: %+v, %v, %d cleanups; want completed, cleaned up once, not deactivated", info, err, cleanups.Load())
 	}
 	close(release)
-	if info, err = run.WaitDeactivated(ctx); err != nil || info.Status != workflow.StatusCompleted {
+	if info, err = run.WaitDeactivated(ctx); err != nil || info.Status != world.RunStatusCompleted {
 		t.Fatalf("WaitDeactivated: %+v, %v", info, err)
 	}
 	evs := listAll(t, w, run.ID())

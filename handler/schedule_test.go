@@ -10,6 +10,7 @@ import (
 
 	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestSQSScheduleMessages: a schedule message, as EventBridge Scheduler
@@ -60,7 +61,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 		t.Fatalf("runs %+v, want one keyed by the firing", page.Runs)
 	}
 	b.drive(t, page.Runs[0].ID, 20)
-	if st, err := b.client.Status(ctx, page.Runs[0].ID); err != nil || st != workflow.StatusCompleted {
+	if st, err := b.client.Status(ctx, page.Runs[0].ID); err != nil || st != world.RunStatusCompleted {
 		t.Errorf("scheduled run %s (%v), want completed", st, err)
 	}
 	page, err = b.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "not-deployed"})
@@ -68,7 +69,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 		t.Fatalf("runs of the unregistered workflow: %+v, %v", page, err)
 	}
 	b.drive(t, page.Runs[0].ID, 5)
-	if info, err := b.client.GetRun(ctx, page.Runs[0].ID); err != nil || info.Status != workflow.StatusFailed {
+	if info, err := b.client.GetRun(ctx, page.Runs[0].ID); err != nil || info.Status != world.RunStatusFailed {
 		t.Errorf("run of the unregistered workflow: %+v, %v; want failed", info, err)
 	}
 	var logged, placeholder bool

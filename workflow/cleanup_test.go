@@ -78,7 +78,7 @@ func TestCleanupHook(t *testing.T) {
 		t.Fatalf("hook got %+v (previous %q, %v)", c, prev, err)
 	}
 	info, err := run.WaitDeactivated(ctx)
-	if err != nil || info.Cleanup != workflow.CleanupDone {
+	if err != nil || info.Cleanup != world.CleanupDone {
 		t.Fatalf("after the hook: cleanup %q, %v; want done", info.Cleanup, err)
 	}
 	if err := e.client.CleanupErr(ctx, run.ID()); err != nil {
@@ -101,7 +101,7 @@ func TestCleanupHook(t *testing.T) {
 	go func() { _, err := slow.Result(ctx); got <- err }()
 	waitUntil(t, "the slow run to complete", func() bool {
 		st, _ := slow.Status(ctx)
-		return st == workflow.StatusCompleted
+		return st == world.RunStatusCompleted
 	})
 	select {
 	case err := <-got:
@@ -170,7 +170,7 @@ func TestCleanupHookFails(t *testing.T) {
 			t.Fatalf("%s: Result = %q, %v; want the run's result", tc.in, got, err)
 		}
 		info, err := run.WaitDeactivated(ctx)
-		if err != nil || info.Status != workflow.StatusCompleted || info.Cleanup != workflow.CleanupFailed {
+		if err != nil || info.Status != world.RunStatusCompleted || info.Cleanup != world.CleanupFailed {
 			t.Fatalf("%s: status %s cleanup %q, %v; want completed, failed", tc.in, info.Status, info.Cleanup, err)
 		}
 		d := cleanupEvent(t, e.events(run.ID()))

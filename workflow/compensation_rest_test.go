@@ -71,7 +71,7 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; info.Status != workflow.StatusFailed || !info.DeactivatedAt.IsZero() || c.Running != 1 || c.Owed != 1 || c.Status() != workflow.CompensationRunning {
+	if c := info.Compensations; info.Status != world.RunStatusFailed || !info.DeactivatedAt.IsZero() || c.Running != 1 || c.Owed != 1 || c.Status() != world.StepStatusCompensating {
 		t.Errorf("while compensating: status %s, deactivated %v, compensations %+v", info.Status, info.DeactivatedAt, c)
 	}
 	close(release)
@@ -79,7 +79,7 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; c.Succeeded != 2 || c.Running != 0 || c.Owed != 0 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; c.Succeeded != 2 || c.Running != 0 || c.Owed != 0 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("after: compensations %+v", c)
 	}
 	if got, want := j.lines(), []string{"undo b-done", "undo a-done"}; !slices.Equal(got, want) {
@@ -268,7 +268,7 @@ func TestCancelCompensating(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; !c.Requested || c.Succeeded != 2 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; !c.Requested || c.Succeeded != 2 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("compensations = %+v", c)
 	}
 	if got, want := j.lines(), []string{"do a", "do b", "undo b-done of x", "undo a-done of x"}; !slices.Equal(got, want) {

@@ -365,7 +365,7 @@ func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := info.Compensations
-	if c.Status() != workflow.CompensationFailed || c.Failed != 1 || c.Succeeded != 1 || c.Owed != 0 || c.Running != 0 || !c.Requested {
+	if c.Status() != world.StepStatusCompensationFailed || c.Failed != 1 || c.Succeeded != 1 || c.Owed != 0 || c.Running != 0 || !c.Requested {
 		t.Errorf("Compensations = %+v (status %q), want one failed, one succeeded", c, c.Status())
 	}
 	if len(c.Failures) != 1 || c.Failures[0].Step != "cofx-b" || !strings.Contains(c.Failures[0].Error(), "refund refused") {

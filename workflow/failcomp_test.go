@@ -11,6 +11,7 @@ import (
 
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // heldSaga is a saga defined WithCompensateOnFailure whose v2 diverges
@@ -85,7 +86,7 @@ func TestFailRunCompensates(t *testing.T) {
 			if _, err := plain.ResumeHook(ctx, h.v1.Name()+"-k", 7); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the run held", func() bool { s, err := plain.Status(ctx, run.ID()); return err == nil && s == workflow.StatusHeld })
+			waitFor(t, "the run held", func() bool { s, err := plain.Status(ctx, run.ID()); return err == nil && s == world.RunStatusHeld })
 			client := plain
 			if tc.withReg {
 				client, _ = workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})

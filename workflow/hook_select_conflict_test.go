@@ -53,7 +53,7 @@ func TestHookConflictInSelect(t *testing.T) {
 		t.Errorf("run 2: %v (code %s)", err, rf.Code)
 	}
 	rep, err := e.reg.CheckLog(e.events(run2.ID()))
-	if err != nil || rep.Divergence != nil || rep.Status != workflow.StatusFailed {
+	if err != nil || rep.Divergence != nil || rep.Status != world.RunStatusFailed {
 		t.Errorf("CheckLog = %+v, %v", rep, err)
 	}
 	if _, err := e.client.ResumeHook(ctx, token, hookPayload{Message: "ok"}); err != nil {

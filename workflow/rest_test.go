@@ -64,7 +64,7 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusCompleted || !info.DeactivatedAt.IsZero() {
+	if info.Status != world.RunStatusCompleted || !info.DeactivatedAt.IsZero() {
 		t.Fatalf("while the step runs: status %s deactivated at %v; want completed, not deactivated", info.Status, info.DeactivatedAt)
 	}
 	if st := e.steps(run.ID()); len(st) != 2 || st[0].Status != world.StepStatusRunning {
@@ -75,7 +75,7 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusCompleted || info.DeactivatedAt.Before(info.CompletedAt) {
+	if info.Status != world.RunStatusCompleted || info.DeactivatedAt.Before(info.CompletedAt) {
 		t.Fatalf("after the step: status %s completed %v deactivated %v", info.Status, info.CompletedAt, info.DeactivatedAt)
 	}
 	select {

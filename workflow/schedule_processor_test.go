@@ -8,6 +8,7 @@ import (
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // A schedule message, as EventBridge Scheduler sends it, starts one run per
@@ -65,7 +66,7 @@ func TestProcessorScheduleMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Runs) == 1 && page.Runs[0].Status == workflow.StatusFailed {
+		if len(page.Runs) == 1 && page.Runs[0].Status == world.RunStatusFailed {
 			if page.Runs[0].ErrorCode != "RUNTIME_ERROR" {
 				t.Errorf("error code %s", page.Runs[0].ErrorCode)
 			}
