@@ -156,7 +156,7 @@ type Config struct {
 
 	// Metrics, when set, receives the flow handler's measurements: the
 	// engine's (unless Engine.Metrics is set) and each message's queue lag
-	// (workflow.MetricQueueLag). One with a Flush(time.Time) error method,
+	// (QueueLag). One with a Flush(time.Time) error method,
 	// such as an *EMF, is flushed after each batch.
 	Metrics workflow.Metrics
 

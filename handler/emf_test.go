@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/internal/engine"
 )
 
 // emfDoc is one Embedded Metric Format line.
@@ -131,13 +131,13 @@ func TestSQSMetrics(t *testing.T) {
 			case "Milliseconds":
 				var v []float64
 				_ = json.Unmarshal(d.Values[m.Name], &v)
-				if m.Name == workflow.MetricQueueLag {
+				if m.Name == engine.MetricQueueLag {
 					lags += len(v)
 				}
 			}
 		}
 	}
-	if counts[workflow.MetricRunsStarted] != 1 || counts[workflow.MetricRunsCompleted] != 1 || counts[workflow.MetricStepAttempts] != 3 {
+	if counts[engine.MetricRunsStarted] != 1 || counts[engine.MetricRunsCompleted] != 1 || counts[engine.MetricStepAttempts] != 3 {
 		t.Errorf("counts = %v; want one run started and completed, three step attempts", counts)
 	}
 	if lags == 0 {

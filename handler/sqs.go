@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -150,7 +151,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 		r.log = r.log.With("runId", r.m.RunID)
 		if lag, ok := queueLag(msg, r.m, h.cfg.Now()); ok && h.cfg.Metrics != nil {
-			h.cfg.Metrics.Duration(workflow.MetricQueueLag, lag)
+			h.cfg.Metrics.Duration(engine.MetricQueueLag, lag)
 		}
 		if r.m.StepID != "" {
 			r.log = r.log.With("stepId", r.m.StepID)

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // TestTemplateAlarms: the flow function writes its metrics (EMF) to the
@@ -46,7 +46,7 @@ func TestTemplateAlarms(t *testing.T) {
 			}
 			want := map[string]struct{ namespace, metric, dimension, value string }{
 				"DeadLetterAlarm":    {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "DeadLetterQueue.QueueName"},
-				"FailedRunsAlarm":    {ns, workflow.MetricRunsFailed, "FunctionName", "FlowFunction"},
+				"FailedRunsAlarm":    {ns, engine.MetricRunsFailed, "FunctionName", "FlowFunction"},
 				"OldestMessageAlarm": {"AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", "WorkQueue.QueueName"},
 			}
 			for id, w := range want {
