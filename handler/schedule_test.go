@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -24,7 +24,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 	b := setup(t, setupOptions{})
 	ctx := context.Background()
 	body := func(workflowName, at string) string {
-		m, err := schedule.EncodeMessage(schedule.Message{
+		m, err := schedmsg.EncodeMessage(schedmsg.Message{
 			ScheduleARN:   "arn:aws:scheduler:us-east-1:000000000000:schedule/default/hourly",
 			ScheduledTime: at, Workflow: workflowName, Input: []byte(`2`),
 		})

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -31,7 +31,7 @@ func TestProcessorScheduleMessages(t *testing.T) {
 	defer stop()
 	ctx := context.Background()
 	msg := func(workflowName, at string) []byte {
-		b, err := schedule.EncodeMessage(schedule.Message{
+		b, err := schedmsg.EncodeMessage(schedmsg.Message{
 			ScheduleARN:   "arn:aws:scheduler:eu-west-1:123456789012:schedule/default/nightly",
 			ScheduledTime: at, Workflow: workflowName, Input: []byte(`{"n":5}`),
 		})

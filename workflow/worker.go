@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -223,7 +223,7 @@ func (p *Processor) Client() *Client { return p.client }
 // is delivered again, and a run whose messages keep failing ends with
 // MAX_DELIVERIES_EXCEEDED, with the process and its other runs unharmed.
 //
-// A schedule message (schedule.IsMessage: what an EventBridge Scheduler
+// A schedule message (see package schedule: what an EventBridge Scheduler
 // schedule sends) starts its firing's run, keyed by the schedule's name and
 // the scheduled time, so a message delivered twice starts one run; one
 // that does not decode is a permanent error. One naming a workflow the
@@ -243,7 +243,7 @@ func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err 
 			err = fmt.Errorf("workflow: panic while handling a message: %v", r)
 		}
 	}()
-	if schedule.IsMessage(body) {
+	if schedmsg.IsMessage(body) {
 		return p.processFiring(ctx, body)
 	}
 	if IsWebhookDelivery(body) {
