@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/lambdaio"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -90,7 +91,7 @@ func setup(t *testing.T, o setupOptions) *testBundle {
 		t.Fatal(err)
 	}
 	b.cfg = handler.Config{
-		World: b.world, Registry: reg, Logger: handler.NewJSONLogger(b.logs, slogDebug),
+		World: b.world, Registry: reg, Logger: lambdaio.NewJSONLogger(b.logs, slogDebug),
 		Engine: workflow.EngineOptions{InlineConcurrency: 4, EventPollInterval: 20 * time.Millisecond, RunPollInterval: 20 * time.Millisecond},
 	}
 	if o.config != nil {

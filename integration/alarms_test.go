@@ -10,6 +10,7 @@ import (
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/lambdaemu"
+	"github.com/skeinflow/skein/internal/lambdaio"
 )
 
 // TestTemplateAlarms: the flow function writes its metrics (EMF) to the
@@ -41,7 +42,7 @@ func TestTemplateAlarms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := cfg.Metrics.(*handler.EMF); !ok {
+			if _, ok := cfg.Metrics.(*lambdaio.EMF); !ok {
 				t.Fatalf("the flow function writes no metrics (%T)", cfg.Metrics)
 			}
 			want := map[string]struct{ namespace, metric, dimension, value string }{
