@@ -85,7 +85,7 @@ func TestHeldRunOnDynamo(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitUntil(t, ctx, "the run held", func() bool {
-			s, err := client.Status(ctx, id)
+			s, err := statusOfID(ctx, client, id)
 			if s.Terminal() {
 				t.Fatalf("run %s %s, want it held", id, s)
 			}

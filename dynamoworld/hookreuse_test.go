@@ -56,7 +56,7 @@ func TestHookReuseSameToken(t *testing.T) {
 				seen[h.ID] = true
 				break
 			}
-			if st, _ := run.Status(ctx); st.Terminal() {
+			if st, _ := statusOf(ctx, run); st.Terminal() {
 				_, err := run.Result(ctx)
 				t.Fatalf("round %d: the run ended: %v", i, err)
 			}

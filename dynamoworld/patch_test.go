@@ -89,7 +89,7 @@ func TestPatchOnDynamo(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitUntil(t, ctx, "the run to end", func() bool {
-			s, err := client.Status(ctx, tc.run.ID())
+			s, err := statusOfID(ctx, client, tc.run.ID())
 			if s == world.RunStatusHeld {
 				info, _ := client.GetRun(ctx, tc.run.ID())
 				t.Fatalf("run %s held: %v", tc.in, info.Hold.Err)

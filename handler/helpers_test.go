@@ -201,7 +201,7 @@ func (b *testBundle) drive(t *testing.T, runID string, max int) (invocations, me
 	t.Helper()
 	limit := time.Now().Add(2 * time.Minute) // a bound against a hang, not a timing judgement
 	for time.Now().Before(limit) {
-		st, err := b.client.Status(context.Background(), runID)
+		st, err := statusOfID(context.Background(), b.client, runID)
 		if err != nil {
 			t.Fatal(err)
 		}

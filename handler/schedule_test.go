@@ -61,7 +61,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 		t.Fatalf("runs %+v, want one keyed by the firing", page.Runs)
 	}
 	b.drive(t, page.Runs[0].ID, 20)
-	if st, err := b.client.Status(ctx, page.Runs[0].ID); err != nil || st != world.RunStatusCompleted {
+	if st, err := statusOfID(ctx, b.client, page.Runs[0].ID); err != nil || st != world.RunStatusCompleted {
 		t.Errorf("scheduled run %s (%v), want completed", st, err)
 	}
 	page, err = b.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "not-deployed"})

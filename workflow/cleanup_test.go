@@ -100,7 +100,7 @@ func TestCleanupHook(t *testing.T) {
 	got := make(chan error, 1)
 	go func() { _, err := slow.Result(ctx); got <- err }()
 	waitUntil(t, "the slow run to complete", func() bool {
-		st, _ := slow.Status(ctx)
+		st, _ := statusOf(ctx, slow)
 		return st == world.RunStatusCompleted
 	})
 	select {

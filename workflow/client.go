@@ -295,15 +295,6 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	return c.fullRunInfo(ctx, r)
 }
 
-// Status returns a run's status.
-func (c *Client) Status(ctx context.Context, runID string) (world.RunStatus, error) {
-	r, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil {
-		return "", err
-	}
-	return r.Status, nil
-}
-
 // Result waits for a run to end and decodes its output into out (which may
 // be nil). A failed run returns a *RunFailedError, a cancelled one
 // ErrRunCancelled. A held run (world.RunStatusHeld) has not ended: Result waits on
@@ -493,9 +484,6 @@ func (r *Run[O]) Existed() bool { return r.existed }
 
 // Info returns the run as stored.
 func (r *Run[O]) Info(ctx context.Context) (*RunInfo, error) { return r.c.GetRun(ctx, r.id) }
-
-// Status returns the run's status.
-func (r *Run[O]) Status(ctx context.Context) (world.RunStatus, error) { return r.c.Status(ctx, r.id) }
 
 // Result waits for the run to end and returns its output. A failed run
 // returns a *RunFailedError, a cancelled one ErrRunCancelled.

@@ -86,7 +86,7 @@ func TestFailRunCompensates(t *testing.T) {
 			if _, err := plain.ResumeHook(ctx, h.v1.Name()+"-k", 7); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the run held", func() bool { s, err := plain.Status(ctx, run.ID()); return err == nil && s == world.RunStatusHeld })
+			waitFor(t, "the run held", func() bool { s, err := statusOfID(ctx, plain, run.ID()); return err == nil && s == world.RunStatusHeld })
 			client := plain
 			if tc.withReg {
 				client, _ = workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})

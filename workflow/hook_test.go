@@ -153,7 +153,7 @@ type conflictResult struct {
 func TestHookConflict(t *testing.T) {
 	t.Parallel()
 	status := workflow.NewStep("run-status", func(ctx context.Context, runID string) (world.RunStatus, error) {
-		return workflow.ClientFrom(ctx).Status(ctx, runID)
+		return statusOfID(ctx, workflow.ClientFrom(ctx), runID)
 	})
 	echo := workflow.NewStep("echo-step", func(ctx context.Context, s string) (string, error) { return s, nil })
 	getConflict := workflow.New("hookGetConflict", func(ctx workflow.Context, in [2]string) (conflictResult, error) {
@@ -345,7 +345,7 @@ func TestHookDisposeFreesToken(t *testing.T) {
 			t.Errorf("run %d = %+v, %v", i+1, got, err)
 		}
 	}
-	if st, _ := run1.Status(ctx); st != world.RunStatusCompleted {
+	if st, _ := statusOf(ctx, run1); st != world.RunStatusCompleted {
 		t.Errorf("run 1 status %s", st)
 	}
 }

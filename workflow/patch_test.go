@@ -127,7 +127,10 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			defer stop()
 			if !patched {
 				clock.Set(base.Add(2 * time.Hour)) // the sleep is over: v2 replays the run
-				waitFor(t, "the run held", func() bool { st, err := client.Status(ctx, old.ID()); return err == nil && st == world.RunStatusHeld })
+				waitFor(t, "the run held", func() bool {
+					st, err := statusOfID(ctx, client, old.ID())
+					return err == nil && st == world.RunStatusHeld
+				})
 				return
 			}
 			fresh, err := v2.Start(ctx, client, "new")

@@ -141,7 +141,10 @@ func heldAfterBadDeploy(t *testing.T, ctx context.Context, lw *localworld.World,
 	if _, err := client.ResumeHook(ctx, token, 7); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the run held", func() bool { s, err := client.Status(ctx, run.ID()); return err == nil && s == world.RunStatusHeld })
+	waitFor(t, "the run held", func() bool {
+		s, err := statusOfID(ctx, client, run.ID())
+		return err == nil && s == world.RunStatusHeld
+	})
 	return run.ID(), stop
 }
 
