@@ -105,8 +105,3 @@ func (c *Client) WaitDeactivated(ctx context.Context, runID string) (*RunInfo, e
 	}
 	return c.fullRunInfo(ctx, r)
 }
-
-// WaitDeactivated is Client.WaitDeactivated for this run.
-func (r *Run[O]) WaitDeactivated(ctx context.Context) (*RunInfo, error) {
-	return r.c.WaitDeactivated(ctx, r.id)
-}

@@ -75,7 +75,7 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 		t.Errorf("while compensating: status %s, deactivated %v, compensations %+v", info.Status, info.DeactivatedAt, c)
 	}
 	close(release)
-	info, err = run.WaitDeactivated(ctx)
+	info, err = e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestCompensationRetries(t *testing.T) {
 			if auto != (err != nil) || !auto && out != "undone" {
 				t.Fatalf("Result = %q, %v", out, err)
 			}
-			info, err := run.WaitDeactivated(ctx)
+			info, err := e.client.WaitDeactivated(ctx, run.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func testCompensateFanOut(t *testing.T, prefix string, inline int) {
 	if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "branch 2 fails") {
 		t.Fatalf("Result = %v", err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestCancelCompensating(t *testing.T) {
 	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("Result = %v, want ErrRunCancelled", err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}

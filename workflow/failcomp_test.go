@@ -94,7 +94,7 @@ func TestFailRunCompensates(t *testing.T) {
 			if err := client.FailRun(ctx, run.ID(), "v1 is gone", tc.opts...); err != nil {
 				t.Fatal(err)
 			}
-			info, err := run.WaitDeactivated(ctx)
+			info, err := plain.WaitDeactivated(ctx, run.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestCompensationFailuresInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := run.WaitDeactivated(e.ctx())
+	info, err := e.client.WaitDeactivated(e.ctx(), run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestHookConflictInSelectCompensates(t *testing.T) {
 	}
 	_, err = run.Result(ctx)
 	mustAs[*workflow.HookConflictError](t, err)
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := j.lines(), []string{"refund ch_" + token}; !slices.Equal(got, want) {

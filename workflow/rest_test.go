@@ -71,7 +71,7 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 		t.Fatalf("steps while the run is completed: %+v; want one running", st)
 	}
 	close(release)
-	info, err = run.WaitDeactivated(ctx)
+	info, err = e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestCancelledRunCancelsSteps(t *testing.T) {
 	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("Result: %v; want ErrRunCancelled", err)
 	}
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	st := e.steps(run.ID())
