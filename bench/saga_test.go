@@ -91,7 +91,7 @@ func (sb *sagaBench) run(b *testing.B, wf *workflow.Workflow[int, int], n int) i
 	if _, err := run.Result(ctx); !errors.As(err, &failed) {
 		b.Fatalf("result: %v, want the run failed", err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := sb.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		b.Fatal(err)
 	}

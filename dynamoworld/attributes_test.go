@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/skeinflow/skein/dynamoworld/internal/itemsum"
+	"github.com/skeinflow/skein/internal/itemsum"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/skeinflow/skein/dynamoworld/internal/itemsum"
+	"github.com/skeinflow/skein/internal/itemsum"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -126,7 +126,7 @@ func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; c.Succeeded != 2 || c.Failed != 0 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; c.Succeeded != 2 || c.Failed != 0 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("compensations = %+v", c)
 	}
 	mu.Lock()

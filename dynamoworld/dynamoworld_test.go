@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
 )

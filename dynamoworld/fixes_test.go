@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -108,7 +108,7 @@ func TestCancelCascadesOnDynamo(t *testing.T) {
 	}
 	waitUntil(t, ctx, "the child cancelled", func() bool {
 		page, err := client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "child"})
-		return err == nil && len(page.Runs) == 1 && page.Runs[0].Status == workflow.StatusCancelled
+		return err == nil && len(page.Runs) == 1 && page.Runs[0].Status == world.RunStatusCancelled
 	})
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -85,14 +85,14 @@ func TestHeldRunOnDynamo(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitUntil(t, ctx, "the run held", func() bool {
-			s, err := client.Status(ctx, id)
+			s, err := statusOfID(ctx, client, id)
 			if s.Terminal() {
 				t.Fatalf("run %s %s, want it held", id, s)
 			}
-			return err == nil && s == workflow.StatusHeld
+			return err == nil && s == world.RunStatusHeld
 		})
 	}
-	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{Status: workflow.StatusHeld})
+	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{Status: world.RunStatusHeld})
 	if err != nil || len(page.Runs) != 2 {
 		t.Fatalf("held runs %+v, %v; want 2", page, err)
 	}
@@ -116,7 +116,7 @@ func TestHeldRunOnDynamo(t *testing.T) {
 		t.Fatal(err)
 	}
 	info, err := client.GetRun(ctx, ids[1])
-	if err != nil || info.Status != workflow.StatusFailed || info.ErrorCode != world.CodeReplayDivergence || info.Hold != nil {
+	if err != nil || info.Status != world.RunStatusFailed || info.ErrorCode != world.CodeReplayDivergence || info.Hold != nil {
 		t.Fatalf("failed held run: %+v, %v", info, err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -56,7 +56,7 @@ func TestHookReuseSameToken(t *testing.T) {
 				seen[h.ID] = true
 				break
 			}
-			if st, _ := run.Status(ctx); st.Terminal() {
+			if st, _ := statusOf(ctx, run); st.Terminal() {
 				_, err := run.Result(ctx)
 				t.Fatalf("round %d: the run ended: %v", i, err)
 			}

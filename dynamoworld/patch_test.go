@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestPatchOnDynamo: on DynamoDB, a run of v1 (charge, then a hook) waits
@@ -88,8 +89,8 @@ func TestPatchOnDynamo(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitUntil(t, ctx, "the run to end", func() bool {
-			s, err := client.Status(ctx, tc.run.ID())
-			if s == workflow.StatusHeld {
+			s, err := statusOfID(ctx, client, tc.run.ID())
+			if s == world.RunStatusHeld {
 				info, _ := client.GetRun(ctx, tc.run.ID())
 				t.Fatalf("run %s held: %v", tc.in, info.Hold.Err)
 			}

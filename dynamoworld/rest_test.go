@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -61,11 +61,11 @@ func TestRestOnDynamo(t *testing.T) {
 		t.Fatalf("Result = %q, %v", got, err)
 	}
 	info, err := run.Info(ctx)
-	if err != nil || info.Status != workflow.StatusCompleted || !info.DeactivatedAt.IsZero() || info.Cleanup != workflow.CleanupDone || cleanups.Load() != 1 {
+	if err != nil || info.Status != world.RunStatusCompleted || !info.DeactivatedAt.IsZero() || info.Cleanup != world.CleanupDone || cleanups.Load() != 1 {
 		t.Fatalf("while the step runs: %+v, %v, %d cleanups; want completed, cleaned up once, not deactivated", info, err, cleanups.Load())
 	}
 	close(release)
-	if info, err = run.WaitDeactivated(ctx); err != nil || info.Status != workflow.StatusCompleted {
+	if info, err = client.WaitDeactivated(ctx, run.ID()); err != nil || info.Status != world.RunStatusCompleted {
 		t.Fatalf("WaitDeactivated: %+v, %v", info, err)
 	}
 	evs := listAll(t, w, run.ID())
@@ -84,7 +84,7 @@ func TestRestOnDynamo(t *testing.T) {
 	if _, err := failed.Result(ctx); err == nil {
 		t.Fatal("the failing run succeeded")
 	}
-	if info, err := failed.WaitDeactivated(ctx); err != nil || info.Cleanup != "" {
+	if info, err := client.WaitDeactivated(ctx, failed.ID()); err != nil || info.Cleanup != "" {
 		t.Fatalf("failed run: %+v, %v", info, err)
 	}
 	if n := cleanups.Load(); n != 1 {
@@ -102,7 +102,7 @@ func TestRestOnDynamo(t *testing.T) {
 	if err := blocked.Cancel(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := blocked.WaitDeactivated(ctx); err != nil {
+	if _, err := client.WaitDeactivated(ctx, blocked.ID()); err != nil {
 		t.Fatal(err)
 	}
 	st, err := w.ListSteps(ctx, &world.ListStepsParams{RunID: blocked.ID(), Pagination: world.Pagination{Limit: 10}})

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/testflows"
 	"github.com/skeinflow/skein/workflow"
 )

@@ -11,12 +11,12 @@
 // Envelope encryption: each run gets a data key of its own (AES-256-GCM),
 // drawn when the run is created and stored wrapped by a key-encryption key
 // from a Keyring, with that key's ID, in the run's input; every payload of
-// the run is sealed with it. LocalKeys wraps with AES-256 keys from
+// the run is sealed with it. NewLocalKeys wraps with AES-256 keys from
 // configuration (for the local world and tests); the kmskeys package wraps
 // with AWS KMS. Keys rotate: a keyring names the key that wraps new runs'
 // data keys and keeps the old ones to unwrap older runs. A payload whose key
 // is not available, or that does not decrypt with it, is a *KeyError naming
-// the key ID, never garbage; with LocalKeys it wraps ErrNoSuchKey (no key
+// the key ID, never garbage; with NewLocalKeys' keyring it wraps ErrNoSuchKey (no key
 // with that ID) or ErrWrongKey (a key with that ID but other bytes). A tool
 // that shows what it can (Config.LeaveSealed) asks SealedReason why a key's
 // payloads stayed sealed, and Describe says it. A KeyError also matches

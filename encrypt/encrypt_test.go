@@ -18,7 +18,7 @@ import (
 
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, encrypt.DataKeySize) }
 
-func keyring(t testing.TB, current string, keys map[string][]byte) *encrypt.LocalKeys {
+func keyring(t testing.TB, current string, keys map[string][]byte) encrypt.Keyring {
 	t.Helper()
 	k, err := encrypt.NewLocalKeys(current, keys)
 	if err != nil {
@@ -59,7 +59,7 @@ func TestLocalKeys(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		ring *encrypt.LocalKeys
+		ring encrypt.Keyring
 		id   string
 	}{
 		{"unknown key", keyring(t, "k1", map[string][]byte{"k1": key(1)}), "k2"},
@@ -68,7 +68,7 @@ func TestLocalKeys(t *testing.T) {
 	} {
 		_, err := tc.ring.OpenDataKey(ctx, tc.id, wrapped)
 		var ke *encrypt.KeyError
-		if !errors.As(err, &ke) || ke.KeyID != tc.id || !errors.Is(err, encrypt.ErrKey) {
+		if !errors.As(err, &ke) || ke.KeyID != tc.id || !errors.Is(err, world.ErrKeyUnavailable) {
 			t.Errorf("%s: OpenDataKey = %v; want a *KeyError naming %q", tc.name, err, tc.id)
 		}
 	}
@@ -189,7 +189,7 @@ func TestListingToleratesUnreadableRuns(t *testing.T) {
 			t.Errorf("run %s listed with input %s", r.RunID, r.Input)
 		}
 	}
-	if _, err := cur.GetRun(ctx, &world.GetRunParams{RunID: r1}); !errors.Is(err, encrypt.ErrKey) {
+	if _, err := cur.GetRun(ctx, &world.GetRunParams{RunID: r1}); !errors.Is(err, world.ErrKeyUnavailable) {
 		t.Errorf("GetRun of the k1 run = %v; want a KeyError", err)
 	}
 }

@@ -91,7 +91,7 @@ func TestKeylessWorkerHoldsSealedRun(t *testing.T) {
 	if !strings.Contains(logs.String(), "keyId=k1") {
 		t.Errorf("the keyless worker's log names no key:\n%s", logs.String())
 	}
-	if info, err := client.GetRun(ctx, id); err != nil || info.Status != workflow.StatusPending {
+	if info, err := client.GetRun(ctx, id); err != nil || info.Status != world.RunStatusPending {
 		t.Fatalf("after the keyless worker: run %+v (%v), want it pending", info, err)
 	}
 	if n := chargeCalls.Load() - before; n != 0 {

@@ -18,10 +18,7 @@ import (
 // DataKeySize is the size of a run's data key: AES-256.
 const DataKeySize = 32
 
-// ErrKey matches a *KeyError.
-var ErrKey = errors.New("encrypt: key unavailable or wrong")
-
-// The causes a *KeyError of LocalKeys wraps: errors.Is tells a key ID the
+// The causes a *KeyError of a NewLocalKeys keyring wraps: errors.Is tells a key ID the
 // keyring does not have from a key that has the ID but other bytes than
 // the key that sealed the data.
 var (
@@ -57,11 +54,15 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // and the key of an error matching world.ErrKeyUnavailable.
 func (e *KeyError) KeyUnavailable() (runID, keyID string) { return e.RunID, e.KeyID }
 
-// Is makes a KeyError match ErrKey and world.ErrKeyUnavailable (what the
-// engine tests for: it leaves the run's message for an executor with the
-// key rather than count the delivery against the run).
-func (e *KeyError) Is(target error) bool {
-	return target == ErrKey || target == world.ErrKeyUnavailable
+// Is makes a KeyError match world.ErrKeyUnavailable (what the engine
+// tests for: it leaves the run's message for an executor with the key
+// rather than count the delivery against the run).
+func (e *KeyError) Is(target error) bool { return target == world.ErrKeyUnavailable }
+
+// isKeyError reports whether err is or wraps a *KeyError.
+func isKeyError(err error) bool {
+	var ke *KeyError
+	return errors.As(err, &ke)
 }
 
 // Keyring makes and opens the data keys of runs.
@@ -75,21 +76,24 @@ type Keyring interface {
 	OpenDataKey(ctx context.Context, keyID string, wrapped []byte) ([]byte, error)
 }
 
-// LocalKeys is a Keyring of AES-256 key-encryption keys held in memory: the
+// localKeys is a Keyring of AES-256 key-encryption keys held in memory: the
 // local world's. Current wraps new data keys; every key opens the data keys
 // it wrapped.
-type LocalKeys struct {
+type localKeys struct {
 	current string
 	keys    map[string]cipher.AEAD
 }
 
-// NewLocalKeys returns a keyring of keys (ID -> 32-byte key) whose current
-// key is current.
-func NewLocalKeys(current string, keys map[string][]byte) (*LocalKeys, error) {
+// NewLocalKeys returns a keyring of AES-256 key-encryption keys held in
+// memory (ID -> 32-byte key) whose current key is current: current wraps
+// new data keys, every key opens the data keys it wrapped. A key it lacks
+// is a *KeyError wrapping ErrNoSuchKey, one that does not open a data key
+// a *KeyError wrapping ErrWrongKey.
+func NewLocalKeys(current string, keys map[string][]byte) (Keyring, error) {
 	if _, ok := keys[current]; !ok {
 		return nil, fmt.Errorf("encrypt: the current key %q is not among the keys %q", current, slices.Sorted(maps.Keys(keys)))
 	}
-	k := &LocalKeys{current: current, keys: map[string]cipher.AEAD{}}
+	k := &localKeys{current: current, keys: map[string]cipher.AEAD{}}
 	for id, key := range keys {
 		if id == "" {
 			return nil, errors.New("encrypt: a key with an empty ID")
@@ -104,7 +108,7 @@ func NewLocalKeys(current string, keys map[string][]byte) (*LocalKeys, error) {
 }
 
 // NewDataKey draws a data key and wraps it with the current key.
-func (k *LocalKeys) NewDataKey(context.Context) (plain, wrapped []byte, keyID string, err error) {
+func (k *localKeys) NewDataKey(context.Context) (plain, wrapped []byte, keyID string, err error) {
 	plain = make([]byte, DataKeySize)
 	if _, err := rand.Read(plain); err != nil {
 		return nil, nil, "", fmt.Errorf("encrypt: draw a data key: %w", err)
@@ -117,7 +121,7 @@ func (k *LocalKeys) NewDataKey(context.Context) (plain, wrapped []byte, keyID st
 }
 
 // OpenDataKey unwraps a data key wrapped by key keyID.
-func (k *LocalKeys) OpenDataKey(_ context.Context, keyID string, wrapped []byte) ([]byte, error) {
+func (k *localKeys) OpenDataKey(_ context.Context, keyID string, wrapped []byte) ([]byte, error) {
 	aead, ok := k.keys[keyID]
 	if !ok {
 		return nil, &KeyError{KeyID: keyID, Err: ErrNoSuchKey}
@@ -162,7 +166,7 @@ func open(aead cipher.AEAD, sealed, aad []byte) ([]byte, error) {
 // comma-separated id=key pairs, each key 32 bytes in standard base64, the
 // first pair's key the current one ("k2=...,k1=..."). Errors name the pair,
 // never the key.
-func ParseLocalKeys(s string) (*LocalKeys, error) {
+func ParseLocalKeys(s string) (Keyring, error) {
 	keys := map[string][]byte{}
 	current := ""
 	for i, pair := range strings.Split(s, ",") {

@@ -51,7 +51,7 @@ func TestSealedReason(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if why := reader.SealedReason("k1"); !errors.Is(why, tc.reason) || !errors.Is(why, encrypt.ErrKey) {
+			if why := reader.SealedReason("k1"); !errors.Is(why, tc.reason) || !errors.Is(why, world.ErrKeyUnavailable) {
 				t.Errorf("SealedReason = %v, want %v", why, tc.reason)
 			}
 			if got := reader.Describe(r.Input); !strings.Contains(got, tc.says) || strings.Contains(got, "4242") {

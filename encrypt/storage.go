@@ -110,7 +110,7 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 	for i := range page.Items {
 		r, err := w.openRun(ctx, &page.Items[i])
 		switch {
-		case errors.Is(err, ErrKey) && !errors.Is(err, ErrTampered):
+		case isKeyError(err) && !errors.Is(err, ErrTampered):
 			w.log.LogAttrs(ctx, slog.LevelWarn, "encrypt: a listed run stays sealed", slog.String("run", page.Items[i].RunID), slog.Any("err", err))
 			r = &page.Items[i]
 		case err != nil:

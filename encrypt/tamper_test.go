@@ -96,7 +96,7 @@ type charge struct {
 // sealedRun creates, through a wrapper with key k1, a completed run with a
 // step and the output {"chargeId":"ch_1","cents":500}, and returns the
 // store underneath and the keys.
-func sealedRun(t *testing.T, runIDs ...string) (*tamperWorld, *encrypt.LocalKeys) {
+func sealedRun(t *testing.T, runIDs ...string) (*tamperWorld, encrypt.Keyring) {
 	t.Helper()
 	lw, err := localworld.Open(localworld.Config{})
 	if err != nil {

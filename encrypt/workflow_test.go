@@ -142,7 +142,7 @@ func TestNoPlaintextInTheStore(t *testing.T) {
 	// wrong k1, it is a KeyError naming k1.
 	for _, tc := range []struct {
 		name  string
-		keys  *encrypt.LocalKeys
+		keys  encrypt.Keyring
 		wantK string
 	}{
 		{"rotated", keyring(t, "k2", map[string][]byte{"k1": key(1), "k2": key(2)}), ""},

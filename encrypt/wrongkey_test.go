@@ -70,12 +70,12 @@ func TestWrongKeyWorkerNeverFailsTheRun(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		keys func(t *testing.T) *encrypt.LocalKeys
+		keys func(t *testing.T) encrypt.Keyring
 	}{
-		{"wrong bytes for the ID", func(t *testing.T) *encrypt.LocalKeys {
+		{"wrong bytes for the ID", func(t *testing.T) encrypt.Keyring {
 			return keyring(t, "k1", map[string][]byte{"k1": key(9)})
 		}},
-		{"ID missing", func(t *testing.T) *encrypt.LocalKeys {
+		{"ID missing", func(t *testing.T) encrypt.Keyring {
 			return keyring(t, "k2", map[string][]byte{"k2": key(2)})
 		}},
 	} {

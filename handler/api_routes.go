@@ -203,20 +203,20 @@ func (a *api) result(w http.ResponseWriter, r *http.Request, params map[string]s
 		return
 	}
 	switch info.Status {
-	case workflow.StatusCompleted:
+	case world.RunStatusCompleted:
 		out := info.Output
 		if len(out) == 0 {
 			out = json.RawMessage("null")
 		}
 		writeJSON(w, http.StatusOK, resultResponse{Output: out})
-	case workflow.StatusFailed:
+	case world.RunStatusFailed:
 		p := &problem{Type: problemType("run-failed"), Title: "Conflict", Status: http.StatusConflict, Code: "RUN_FAILED",
 			RunID: info.ID, ErrorCode: info.ErrorCode, Detail: fmt.Sprintf("run %s failed (%s)", info.ID, info.ErrorCode)}
 		if info.Err != nil {
 			p.Detail += ": " + info.Err.Error()
 		}
 		writeProblem(w, p)
-	case workflow.StatusCancelled:
+	case world.RunStatusCancelled:
 		writeProblem(w, &problem{Type: problemType("run-cancelled"), Title: "Conflict", Status: http.StatusConflict, Code: "RUN_CANCELLED",
 			RunID: info.ID, Detail: fmt.Sprintf("run %s was cancelled: %s", info.ID, info.CancelReason)})
 	default:
@@ -259,7 +259,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, params map[string]s
 // streams: GET /v1/runs/{id}/streams.
 func (a *api) streams(w http.ResponseWriter, r *http.Request, params map[string]string) {
 	id := params["id"]
-	if _, err := a.client.Status(r.Context(), id); err != nil {
+	if _, err := a.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -297,7 +297,7 @@ func (a *api) readStream(w http.ResponseWriter, r *http.Request, params map[stri
 		start = n
 	}
 	id := params["id"]
-	if _, err := a.client.Status(r.Context(), id); err != nil {
+	if _, err := a.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
 		a.fail(w, r, err)
 		return
 	}

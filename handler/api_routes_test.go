@@ -17,6 +17,7 @@ import (
 
 	apidoc "github.com/skeinflow/skein/docs/api"
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/lambdaio"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -343,7 +344,7 @@ func TestNewAPIFunctionURLEvent(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t, false, nil)
 	logs := &syncBuffer{}
-	fn, err := handler.NewAPI(handler.Config{World: b.w, Registry: b.reg, Logger: handler.NewJSONLogger(logs, slogDebug)})
+	fn, err := handler.NewAPI(handler.Config{World: b.w, Registry: b.reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // The JSON shapes of the API's requests and responses
@@ -93,7 +94,7 @@ func toAPICompensations(c workflow.CompensationInfo) *apiCompensations {
 	if c.Status() == "" && !c.Requested {
 		return nil
 	}
-	out := &apiCompensations{Status: c.Status(), Requested: c.Requested, Owed: c.Owed, Running: c.Running, Succeeded: c.Succeeded, Failed: c.Failed}
+	out := &apiCompensations{Status: string(c.Status()), Requested: c.Requested, Owed: c.Owed, Running: c.Running, Succeeded: c.Succeeded, Failed: c.Failed}
 	for _, f := range c.Failures {
 		out.Failures = append(out.Failures, apiCompFailure{Step: f.Step, StepID: f.StepID, Message: f.Err.Error()})
 	}
@@ -139,7 +140,7 @@ func toAPIRun(r *workflow.RunInfo, payloads bool) *apiRun {
 		out.Input = nonEmpty(r.Input)
 		out.Output = nonEmpty(r.Output)
 	}
-	if r.Status == workflow.StatusFailed {
+	if r.Status == world.RunStatusFailed {
 		out.Error = &apiRunError{Code: r.ErrorCode}
 		if r.Err != nil {
 			out.Error.Message = r.Err.Error()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/lambdaio"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -132,7 +133,7 @@ func setupAPIOn(t *testing.T, wc localworld.Config, worker bool, cfg func(*handl
 		done <- nil
 	}
 	logs := &syncBuffer{}
-	hc := handler.Config{World: w, Registry: reg, Logger: handler.NewJSONLogger(logs, slogDebug)}
+	hc := handler.Config{World: w, Registry: reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)}
 	if cfg != nil {
 		cfg(&hc)
 	}

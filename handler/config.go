@@ -115,7 +115,8 @@ type Config struct {
 	Engine workflow.EngineOptions
 	// Version is the code version recorded on the runs started here (child
 	// runs; see workflow.ProcessorConfig.Version). ConfigFromEnv sets it
-	// (see FunctionVersion); empty: workflow.DefaultVersion.
+	// (SKEIN_VERSION; else the VCS revision; else a published Lambda
+	// version, "name:7"); empty: workflow.DefaultVersion.
 	Version string
 	// Versions, when set, restricts the flow handler to the runs of these
 	// versions: a message of another run goes back to the queue for
@@ -156,8 +157,8 @@ type Config struct {
 
 	// Metrics, when set, receives the flow handler's measurements: the
 	// engine's (unless Engine.Metrics is set) and each message's queue lag
-	// (workflow.MetricQueueLag). One with a Flush(time.Time) error method,
-	// such as an *EMF, is flushed after each batch.
+	// (QueueLag). One with a Flush(time.Time) error method,
+	// such as the EMF writer ConfigFromEnv sets, is flushed after each batch.
 	Metrics workflow.Metrics
 
 	// TracerProvider, when set, makes the flow handler's spans (a

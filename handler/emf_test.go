@@ -1,15 +1,14 @@
 package handler_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/lambdaio"
 )
 
 // emfDoc is one Embedded Metric Format line.
@@ -57,55 +56,13 @@ func parseEMF(t *testing.T, out []byte) []emfDoc {
 	return docs
 }
 
-func TestEMFFlush(t *testing.T) {
-	t.Parallel()
-	var buf bytes.Buffer
-	m := handler.NewEMF(&buf, "Skein/test", map[string]string{"FunctionName": "flow"})
-	now := time.UnixMilli(1_800_000_000_000)
-	if err := m.Flush(now); err != nil || buf.Len() != 0 {
-		t.Fatalf("an empty flush wrote %q (%v)", buf.String(), err)
-	}
-	m.Count("RunsStarted", 2)
-	m.Count("RunsStarted", 1)
-	for i := range 130 {
-		m.Duration("StepLatency", time.Duration(i)*time.Millisecond)
-	}
-	if err := m.Flush(now); err != nil {
-		t.Fatal(err)
-	}
-	docs := parseEMF(t, buf.Bytes())
-	if len(docs) != 2 {
-		t.Fatalf("%d lines; want 2 (100 values per line at most):\n%s", len(docs), buf.String())
-	}
-	first, second := docs[0], docs[1]
-	dir := first.AWS.CloudWatchMetrics[0]
-	if first.AWS.Timestamp != now.UnixMilli() || dir.Namespace != "Skein/test" || len(dir.Dimensions) != 1 || dir.Dimensions[0][0] != "FunctionName" {
-		t.Errorf("directive = %+v", first.AWS)
-	}
-	var started int
-	var firstValues, secondValues []float64
-	_ = json.Unmarshal(first.Values["RunsStarted"], &started)
-	_ = json.Unmarshal(first.Values["StepLatency"], &firstValues)
-	_ = json.Unmarshal(second.Values["StepLatency"], &secondValues)
-	if started != 3 || len(firstValues) != 100 || len(secondValues) != 30 || secondValues[29] != 129 {
-		t.Errorf("RunsStarted %d, latencies %d + %d (last %v)", started, len(firstValues), len(secondValues), secondValues)
-	}
-	if _, ok := second.Values["RunsStarted"]; ok {
-		t.Error("the counter was written twice")
-	}
-	buf.Reset()
-	if err := m.Flush(now); err != nil || buf.Len() != 0 {
-		t.Errorf("a flush after a flush wrote %q", buf.String())
-	}
-}
-
 // TestSQSMetrics: the flow handler sends the engine's counts and each
 // message's queue lag to Config.Metrics and flushes them after the batch.
 func TestSQSMetrics(t *testing.T) {
 	t.Parallel()
 	var buf syncBuffer
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Metrics = handler.NewEMF(&buf, "Skein/test", map[string]string{"FunctionName": "flow"})
+		c.Metrics = lambdaio.NewEMF(&buf, "Skein/test", map[string]string{"FunctionName": "flow"})
 	}})
 	ctx := context.Background()
 	run, err := serial.Start(ctx, b.client, 3)
@@ -131,13 +88,13 @@ func TestSQSMetrics(t *testing.T) {
 			case "Milliseconds":
 				var v []float64
 				_ = json.Unmarshal(d.Values[m.Name], &v)
-				if m.Name == workflow.MetricQueueLag {
+				if m.Name == engine.MetricQueueLag {
 					lags += len(v)
 				}
 			}
 		}
 	}
-	if counts[workflow.MetricRunsStarted] != 1 || counts[workflow.MetricRunsCompleted] != 1 || counts[workflow.MetricStepAttempts] != 3 {
+	if counts[engine.MetricRunsStarted] != 1 || counts[engine.MetricRunsCompleted] != 1 || counts[engine.MetricStepAttempts] != 3 {
 		t.Errorf("counts = %v; want one run started and completed, three step attempts", counts)
 	}
 	if lags == 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/internal/envvars"
+	"github.com/skeinflow/skein/internal/lambdaio"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -154,7 +155,7 @@ func (p *envParser) telemetry(v envvars.Vars) (*slog.Logger, workflow.Metrics) {
 			p.errorf("%s=%q: want debug, info, warn or error", envvars.LogLevel, v.LogLevel)
 		}
 	}
-	logger := NewJSONLogger(os.Stdout, level)
+	logger := lambdaio.NewJSONLogger(os.Stdout, level)
 	ns := v.MetricsNamespace
 	if ns == "" {
 		return logger, nil
@@ -166,7 +167,7 @@ func (p *envParser) telemetry(v envvars.Vars) (*slog.Logger, workflow.Metrics) {
 	if fn := v.FunctionName; fn != "" {
 		dims = map[string]string{"FunctionName": fn}
 	}
-	return logger, NewEMF(os.Stdout, ns, dims)
+	return logger, lambdaio.NewEMF(os.Stdout, ns, dims)
 }
 
 // validNamespace reports whether ns is a CloudWatch namespace a user may
@@ -184,19 +185,14 @@ func validNamespace(ns string) bool {
 	return true
 }
 
-// FunctionVersion is the code version a function records on the runs it
-// starts, from its environment (getenv; os.Getenv when nil): SKEIN_VERSION
+// functionVersion is the code version a function records on the runs it
+// starts, from its environment: SKEIN_VERSION
 // when set (set it to the same value on every function and client of a
 // deploy, e.g. a release name or the commit: it is what pins runs to the
 // code that started them); else the VCS revision the binary was built from
 // (workflow.DefaultVersion); else, for a published Lambda version, the
 // function's name and version ("my-flow:7"). "$LATEST" is not a version of
 // anything (its code changes with every deploy): it gives "".
-func FunctionVersion(getenv func(string) string) string {
-	return functionVersion(envvars.Read(getenv))
-}
-
-// functionVersion is FunctionVersion on the environment's values.
 func functionVersion(v envvars.Vars) string {
 	if v.Version != "" {
 		return v.Version

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/lambdaio"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -90,7 +91,7 @@ func setup(t *testing.T, o setupOptions) *testBundle {
 		t.Fatal(err)
 	}
 	b.cfg = handler.Config{
-		World: b.world, Registry: reg, Logger: handler.NewJSONLogger(b.logs, slogDebug),
+		World: b.world, Registry: reg, Logger: lambdaio.NewJSONLogger(b.logs, slogDebug),
 		Engine: workflow.EngineOptions{InlineConcurrency: 4, EventPollInterval: 20 * time.Millisecond, RunPollInterval: 20 * time.Millisecond},
 	}
 	if o.config != nil {
@@ -200,7 +201,7 @@ func (b *testBundle) drive(t *testing.T, runID string, max int) (invocations, me
 	t.Helper()
 	limit := time.Now().Add(2 * time.Minute) // a bound against a hang, not a timing judgement
 	for time.Now().Before(limit) {
-		st, err := b.client.Status(context.Background(), runID)
+		st, err := statusOfID(context.Background(), b.client, runID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 	if got := failedIDs(resp); len(got) != 0 {
 		t.Fatalf("batchItemFailures %v, want none: a wrong key is not the message's failure", got)
 	}
-	if st, err := run.Status(ctx); err != nil || st.Terminal() {
+	if st, err := statusOf(ctx, run); err != nil || st.Terminal() {
 		t.Fatalf("run status %s (%v), want it still running", st, err)
 	}
 	var queued []world.Message
@@ -85,7 +85,7 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.drive(t, run.ID(), 10)
-	if st, _ := run.Status(ctx); st != workflow.StatusCompleted {
+	if st, _ := statusOf(ctx, run); st != world.RunStatusCompleted {
 		t.Fatalf("with the right key: run %s, want completed", st)
 	}
 }
@@ -126,7 +126,7 @@ func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
 	if got := failedIDs(resp); len(got) != 0 {
 		t.Fatalf("batchItemFailures %v, want none: a missing key is not the message's failure", got)
 	}
-	if st, err := run.Status(ctx); err != nil || st != workflow.StatusPending {
+	if st, err := statusOf(ctx, run); err != nil || st != world.RunStatusPending {
 		t.Fatalf("run status %s (%v), want it still pending: the keyless function must not run it", st, err)
 	}
 	var queued []world.Message
@@ -151,7 +151,7 @@ func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.drive(t, run.ID(), 10)
-	if st, _ := run.Status(ctx); st != workflow.StatusCompleted {
+	if st, _ := statusOf(ctx, run); st != world.RunStatusCompleted {
 		t.Fatalf("with the key: run %s, want completed", st)
 	}
 }

@@ -115,7 +115,7 @@ func TestSQSPanicWhileHandling(t *testing.T) {
 	if n, err := good.Result(ctx); err != nil || n != 3 {
 		t.Fatalf("the other run: %d, %v", n, err)
 	}
-	if st, _ := bad.Status(ctx); st.Terminal() {
+	if st, _ := statusOf(ctx, bad); st.Terminal() {
 		t.Errorf("the run whose message panicked is %s", st)
 	}
 	logged := false

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -41,7 +42,7 @@ func TestAPIHidesWebhookTokens(t *testing.T) {
 	b.waitStatus(t, id, "completed")
 	for _, path := range []string{"/v1/runs/" + id, "/v1/runs/" + id + "/result"} {
 		r := b.do(t, http.MethodGet, path, "")
-		if r.status != http.StatusOK || strings.Contains(r.raw, token) || !strings.Contains(r.raw, workflow.RedactToken(token)+"?a=1") {
+		if r.status != http.StatusOK || strings.Contains(r.raw, token) || !strings.Contains(r.raw, redact.Token(token)+"?a=1") {
 			t.Errorf("GET %s: %d %s; want the request with its token redacted", path, r.status, r.raw)
 		}
 	}

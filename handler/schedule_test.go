@@ -8,8 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestSQSScheduleMessages: a schedule message, as EventBridge Scheduler
@@ -23,7 +24,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 	b := setup(t, setupOptions{})
 	ctx := context.Background()
 	body := func(workflowName, at string) string {
-		m, err := schedule.EncodeMessage(schedule.Message{
+		m, err := schedmsg.EncodeMessage(schedmsg.Message{
 			ScheduleARN:   "arn:aws:scheduler:us-east-1:000000000000:schedule/default/hourly",
 			ScheduledTime: at, Workflow: workflowName, Input: []byte(`2`),
 		})
@@ -60,7 +61,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 		t.Fatalf("runs %+v, want one keyed by the firing", page.Runs)
 	}
 	b.drive(t, page.Runs[0].ID, 20)
-	if st, err := b.client.Status(ctx, page.Runs[0].ID); err != nil || st != workflow.StatusCompleted {
+	if st, err := statusOfID(ctx, b.client, page.Runs[0].ID); err != nil || st != world.RunStatusCompleted {
 		t.Errorf("scheduled run %s (%v), want completed", st, err)
 	}
 	page, err = b.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "not-deployed"})
@@ -68,7 +69,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 		t.Fatalf("runs of the unregistered workflow: %+v, %v", page, err)
 	}
 	b.drive(t, page.Runs[0].ID, 5)
-	if info, err := b.client.GetRun(ctx, page.Runs[0].ID); err != nil || info.Status != workflow.StatusFailed {
+	if info, err := b.client.GetRun(ctx, page.Runs[0].ID); err != nil || info.Status != world.RunStatusFailed {
 		t.Errorf("run of the unregistered workflow: %+v, %v; want failed", info, err)
 	}
 	var logged, placeholder bool

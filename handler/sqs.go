@@ -12,7 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -129,10 +130,10 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		recs[i] = r
 		r.log = h.log.With("messageId", msg.MessageId, "attempt", r.attempt)
 		body, err := recordBody(msg)
-		if err == nil && schedule.IsMessage(body) {
+		if err == nil && schedmsg.IsMessage(body) {
 			// A schedule's firing: a group of its own.
-			var f schedule.Firing
-			if f, err = schedule.DecodeMessage(body); err == nil {
+			var f schedmsg.Firing
+			if f, err = schedmsg.DecodeMessage(body); err == nil {
 				r.log = r.log.With("schedule", f.Name, "scheduledTime", f.Time)
 				groups = append(groups, group{r})
 				continue
@@ -150,7 +151,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 		r.log = r.log.With("runId", r.m.RunID)
 		if lag, ok := queueLag(msg, r.m, h.cfg.Now()); ok && h.cfg.Metrics != nil {
-			h.cfg.Metrics.Duration(workflow.MetricQueueLag, lag)
+			h.cfg.Metrics.Duration(engine.MetricQueueLag, lag)
 		}
 		if r.m.StepID != "" {
 			r.log = r.log.With("stepId", r.m.StepID)

@@ -130,7 +130,7 @@ func TestSQSBadMessages(t *testing.T) {
 	if want := []string{"bad-id", "not-json"}; !slices.Equal(got, want) {
 		t.Errorf("batchItemFailures %v, want %v", got, want)
 	}
-	if st, err := good.Status(ctx); err != nil || !st.Terminal() {
+	if st, err := statusOf(ctx, good); err != nil || !st.Terminal() {
 		t.Errorf("the good run (sent base64-encoded) is %s (%v), want completed", st, err)
 	}
 	reasons := map[string]string{}
@@ -204,7 +204,7 @@ func TestSQSRetryableFailure(t *testing.T) {
 	if got := failedIDs(resp); !slices.Equal(got, []string{"sick"}) {
 		t.Errorf("batchItemFailures %v, want [sick]", got)
 	}
-	if st, _ := well.Status(ctx); !st.Terminal() {
+	if st, _ := statusOf(ctx, well); !st.Terminal() {
 		t.Errorf("the healthy run is %s", st)
 	}
 	if got := q.releases(); len(got) != 1 || got["rh-sick"] != 6*time.Second {
@@ -238,7 +238,7 @@ func TestSQSTimeBudgetReenqueues(t *testing.T) {
 	if !returned.Before(deadline) {
 		t.Fatalf("returned %s after the deadline", returned.Sub(deadline))
 	}
-	if st, _ := run.Status(ctx); st.Terminal() {
+	if st, _ := statusOf(ctx, run); st.Terminal() {
 		t.Fatal("the run finished within the budget: make it longer")
 	}
 	done := len(countEvents(t, b.w, run.ID(), world.EventStepCompleted))
@@ -299,7 +299,7 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 	if got := q.releases(); got["rh-stuck"] != 7*time.Second {
 		t.Errorf("releases %v, want rh-stuck hidden for the step lease (7s)", got)
 	}
-	if st, _ := quick.Status(ctx); !st.Terminal() {
+	if st, _ := statusOf(ctx, quick); !st.Terminal() {
 		t.Errorf("the quick run is %s", st)
 	}
 	// The abandoned step runs on after the answer (in Lambda, into the

@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,8 +29,11 @@ func TestFunctionVersion(t *testing.T) {
 		{"a published version without a name", map[string]string{"AWS_LAMBDA_FUNCTION_VERSION": "7"}, "7"},
 		{"$LATEST is no version", map[string]string{"AWS_LAMBDA_FUNCTION_VERSION": "$LATEST", "AWS_LAMBDA_FUNCTION_NAME": "skein-flow"}, ""},
 	} {
-		if got := handler.FunctionVersion(envOf(c.env)); got != c.want {
-			t.Errorf("%s: FunctionVersion = %q, want %q", c.name, got, c.want)
+		env := templateEnv()
+		maps.Copy(env, c.env)
+		cfg, err := handler.ConfigFromEnv(envOf(env))
+		if err != nil || cfg.Version != c.want {
+			t.Errorf("%s: ConfigFromEnv's Version = %q, %v; want %q", c.name, cfg.Version, err, c.want)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -42,7 +43,7 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // request still waiting for a step's response ReturnMargin before the
 // function's deadline is answered 504. Each request is logged at INFO with
 // its method, status and duration; the token in its path is logged only as
-// workflow.RedactToken's digest ("sha256:" and 12 hex digits).
+// redact.Token's digest ("sha256:" and 12 hex digits).
 func NewWebhook(cfg Config) (WebhookHandler, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(false); err != nil {
@@ -88,7 +89,7 @@ func (h *webhookHandler) handle(ctx context.Context, req events.LambdaFunctionUR
 		path, token := redactPath(raw)
 		reason := err.Error()
 		if token != "" {
-			reason = strings.ReplaceAll(reason, token, workflow.RedactToken(token))
+			reason = strings.ReplaceAll(reason, token, redact.Token(token))
 		}
 		h.log.WarnContext(ctx, "handler: bad webhook request", "path", path, "reason", reason)
 		return events.LambdaFunctionURLResponse{StatusCode: http.StatusBadRequest}, nil
@@ -103,7 +104,7 @@ func (h *webhookHandler) handle(ctx context.Context, req events.LambdaFunctionUR
 }
 
 // redactPath returns a webhook path as logs show it, its last segment (the
-// token, which resumes the webhook) replaced by workflow.RedactToken's
+// token, which resumes the webhook) replaced by redact.Token's
 // digest, and that segment.
 func redactPath(path string) (redacted, token string) {
 	i := strings.LastIndexByte(path, '/')
@@ -111,7 +112,7 @@ func redactPath(path string) (redacted, token string) {
 	if token == "" {
 		return path, ""
 	}
-	return path[:i+1] + workflow.RedactToken(token), token
+	return path[:i+1] + redact.Token(token), token
 }
 
 // httpRequest builds the net/http request a Function URL (or HTTP API v2)

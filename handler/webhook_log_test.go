@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -76,8 +76,8 @@ func TestWebhookLogsNoToken(t *testing.T) {
 		if strings.Contains(all, tok) {
 			t.Errorf("the log holds token %q:\n%s", tok, all)
 		}
-		if !strings.Contains(all, workflow.RedactToken(tok)) {
-			t.Errorf("the log does not name token %q by its digest %s", tok, workflow.RedactToken(tok))
+		if !strings.Contains(all, redact.Token(tok)) {
+			t.Errorf("the log does not name token %q by its digest %s", tok, redact.Token(tok))
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/lambdaio"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -53,7 +54,7 @@ func setupWebhookWith(t *testing.T, wrap func(world.World) world.World) *webhook
 		hw = wrap(w)
 	}
 	logs := &syncBuffer{}
-	fn, err := handler.NewWebhook(handler.Config{World: hw, Registry: reg, Logger: handler.NewJSONLogger(logs, slogDebug)})
+	fn, err := handler.NewWebhook(handler.Config{World: hw, Registry: reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}

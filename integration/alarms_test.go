@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/internal/lambdaio"
 )
 
 // TestTemplateAlarms: the flow function writes its metrics (EMF) to the
@@ -41,12 +42,12 @@ func TestTemplateAlarms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := cfg.Metrics.(*handler.EMF); !ok {
+			if _, ok := cfg.Metrics.(*lambdaio.EMF); !ok {
 				t.Fatalf("the flow function writes no metrics (%T)", cfg.Metrics)
 			}
 			want := map[string]struct{ namespace, metric, dimension, value string }{
 				"DeadLetterAlarm":    {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "DeadLetterQueue.QueueName"},
-				"FailedRunsAlarm":    {ns, workflow.MetricRunsFailed, "FunctionName", "FlowFunction"},
+				"FailedRunsAlarm":    {ns, engine.MetricRunsFailed, "FunctionName", "FlowFunction"},
 				"OldestMessageAlarm": {"AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", "WorkQueue.QueueName"},
 			}
 			for id, w := range want {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/lambdaemu"
 	"github.com/skeinflow/skein/world"
 )

@@ -563,7 +563,7 @@ func TestCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for limit := time.Now().Add(time.Minute); ; {
-		st, err := run.Status(ctx)
+		st, err := statusOf(ctx, run)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,8 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/lambdaemu"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"

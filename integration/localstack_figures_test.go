@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
 	"github.com/skeinflow/skein/examples/lambda/demo"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/world"
 )
 

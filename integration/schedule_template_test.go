@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 )
 
 const (
@@ -66,7 +66,7 @@ func TestScheduleTemplate(t *testing.T) {
 		t.Errorf("Schedule target %v", target)
 	}
 	input, _ := target["Input"].(string)
-	f, err := schedule.DecodeMessage([]byte(fillScheduler(input, scheduleARN, "2026-11-24T07:00:00Z")))
+	f, err := schedmsg.DecodeMessage([]byte(fillScheduler(input, scheduleARN, "2026-11-24T07:00:00Z")))
 	if err != nil {
 		t.Fatalf("the schedule's message %s: %v", input, err)
 	}

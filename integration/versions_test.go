@@ -74,7 +74,7 @@ func TestPinnedFlowFunction(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if info, err := v1.GetRun(ctx, older.ID()); err != nil || info.Status != workflow.StatusPending || info.Version != "v1" {
+	if info, err := v1.GetRun(ctx, older.ID()); err != nil || info.Status != world.RunStatusPending || info.Version != "v1" {
 		t.Fatalf("the run of v1 under a function of v2: %+v, %v; want pending, of v1", info, err)
 	}
 	dlq, err := s.clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &s.queues.DeadLetterURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})

@@ -1,5 +1,5 @@
 // Package schedule parses schedule expressions and computes their firing
-// times, and defines the queue message that starts a scheduled run on AWS.
+// times.
 //
 // # Expressions
 //
@@ -35,14 +35,26 @@
 //
 // # Firings and idempotency
 //
-// Each firing starts one run, whose idempotency key (Key) is made of the
-// schedule's name and the scheduled time: a schedule fired twice for the
-// same time, by two workers or by a message delivered twice, starts one
-// run.
+// Each firing starts one run, whose idempotency key is made of the
+// schedule's name and the scheduled time, "schedule:<name>:<time>" with the
+// time in UTC as RFC 3339: a schedule fired twice for the same time, by two
+// workers or by a message delivered twice, starts one run.
 //
 // # Schedule messages
 //
-// On AWS, an EventBridge Scheduler schedule sends a Message (see
-// MessageField for its JSON) to the work queue; the flow function
-// recognises it (IsMessage) and starts the run with the firing's key.
+// On AWS, an EventBridge Scheduler schedule sends a schedule message to the
+// work queue, a JSON object with one top-level field:
+//
+//	{"skeinSchedule": {
+//	  "scheduleArn": "<aws.scheduler.schedule-arn>",
+//	  "scheduledTime": "<aws.scheduler.scheduled-time>",
+//	  "workflow": "report",
+//	  "input": {"day": "today"}
+//	}}
+//
+// EventBridge Scheduler fills in the two placeholders when it sends the
+// message; the schedule's name is "name" when set, otherwise the last part
+// of the ARN (group/name for a schedule outside the default group). The
+// flow function recognises such a message and starts the run with the
+// firing's key; one it cannot act on goes to the dead-letter queue.
 package schedule

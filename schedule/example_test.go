@@ -21,12 +21,12 @@ func ExampleParse() {
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, paris) // a Friday
 	for range 2 {
 		at = e.Next(at)
-		fmt.Println(at.Format(time.RFC3339), schedule.Key("standup", at))
+		fmt.Println(at.Format(time.RFC3339))
 	}
 	_, err = schedule.Parse("0 25 * * *", nil)
 	fmt.Println(err)
 	// Output:
-	// 2026-11-30T08:30:00+01:00 schedule:standup:2026-11-30T07:30:00Z
-	// 2026-12-01T08:30:00+01:00 schedule:standup:2026-12-01T07:30:00Z
+	// 2026-11-30T08:30:00+01:00
+	// 2026-12-01T08:30:00+01:00
 	// schedule: expression "0 25 * * *": hour field: 25 is out of range 0-23
 }

@@ -46,7 +46,7 @@
 // each with a one-line text/plain message.
 //
 // Webhook tokens are the capability to resume a webhook, so the stream
-// shows them redacted (workflow.RedactToken) unless EventsConfig.ShowTokens:
+// shows them redacted ("sha256:" and 12 hex digits of their SHA-256) unless EventsConfig.ShowTokens:
 // in webhook hook_created events and snapshot hooks, and in every
 // hook_received, hook_disposed and hook_conflict event (whose correlation
 // ID names the hook already).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -94,7 +95,7 @@ func TestEventsRedactsWebhookTokens(t *testing.T) {
 				t.Errorf("ShowTokens %v: %s", show, data)
 			}
 		}
-		if !show && (!strings.Contains(snap, workflow.RedactToken("secret-web")) || !strings.Contains(snap, "plain-tok")) {
+		if !show && (!strings.Contains(snap, redact.Token("secret-web")) || !strings.Contains(snap, "plain-tok")) {
 			t.Errorf("snapshot %s: want the webhook's token redacted, the plain hook's shown", snap)
 		}
 	}

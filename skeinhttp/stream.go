@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -57,7 +58,7 @@ func (s *stream) message(event, id string, data []byte) {
 // update writes a subscription's update.
 func (s *stream) update(u *workflow.Update) error {
 	if s.redact {
-		u = workflow.RedactUpdate(u)
+		u = redact.Update(u)
 	}
 	if u.Snapshot != nil {
 		b, err := json.Marshal(u.Snapshot)

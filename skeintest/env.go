@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/skeinflow/skein/localworld"
@@ -25,16 +26,6 @@ const workers = 4
 // farFuture is the longest delay one queue message carries in the
 // environment: a timer of any length is one message, not a chain of hops.
 const farFuture = 100 * 365 * 24 * time.Hour
-
-// TB is what New needs of a test: *testing.T, *testing.B and *testing.F
-// have it.
-type TB interface {
-	Helper()
-	Cleanup(func())
-	Errorf(format string, args ...any)
-	Fatalf(format string, args ...any)
-	Logf(format string, args ...any)
-}
 
 // Option configures New.
 type Option func(*config)
@@ -101,7 +92,7 @@ func StubWorkflow[I, O any](wf *workflow.Workflow[I, O], fn func(ctx workflow.Co
 // errors, so they must be called from the test's goroutine, except Now,
 // Client, World and Context.
 type Env struct {
-	t      TB
+	t      testing.TB
 	cfg    config
 	lw     *localworld.World
 	d      *driver
@@ -116,7 +107,7 @@ type Env struct {
 // for a run: whenever nothing is left to run at the current time, the clock
 // moves to the next timer (a sleep's end, a retry, a held run's next
 // replay), so a workflow sleeping for 30 days ends in milliseconds.
-func New(t TB, reg *workflow.Registry, opts ...Option) *Env {
+func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 	t.Helper()
 	if reg == nil {
 		t.Fatalf("skeintest: New: nil Registry")

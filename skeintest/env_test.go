@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var _ skeintest.TB = testing.TB(nil)
+var _ testing.TB = testing.TB(nil)
 
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 

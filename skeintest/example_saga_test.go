@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/skeinflow/skein/skeintest"
@@ -41,7 +42,7 @@ var trip = workflow.New("trip", func(ctx workflow.Context, to string) (string, e
 // Env.WaitDeactivated waits for the compensations (their backoff skipped)
 // and returns the run at rest.
 func ExampleEnv_WaitDeactivated() {
-	example(func(t skeintest.TB) {
+	example(func(t testing.TB) {
 		env := skeintest.New(t, workflow.NewRegistry().MustRegister(cancelFlight, bookFlight, bookHotel, trip),
 			skeintest.WithStartTime(jan1))
 		run, err := trip.Start(env.Context(), env.Client(), "Lisbon")

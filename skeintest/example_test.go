@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/skeinflow/skein/skeintest"
@@ -49,7 +50,7 @@ var jan1 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // A test starts a run, resumes its hook and reads its result; the retries'
 // backoff and the 30-day sleep take no time.
 func ExampleNew() {
-	example(func(t skeintest.TB) { // in a test: t is the *testing.T
+	example(func(t testing.TB) { // in a test: t is the *testing.T
 		env := skeintest.New(t, renewalRegistry(),
 			skeintest.WithStartTime(jan1),
 			skeintest.StubStep(renewCharge, flakyGateway))
@@ -74,7 +75,7 @@ func ExampleNew() {
 // In manual time the clock moves only on Advance, which stops at every
 // timer on its way.
 func ExampleWithManualTime() {
-	example(func(t skeintest.TB) {
+	example(func(t testing.TB) {
 		env := skeintest.New(t, renewalRegistry(),
 			skeintest.WithStartTime(jan1), skeintest.WithManualTime(),
 			skeintest.StubStep(renewCharge, func(context.Context, string) (string, error) { return "charged", nil }))
@@ -99,7 +100,7 @@ func ExampleWithManualTime() {
 
 // A step that fails for good fails the run; the log says what happened.
 func ExampleEnv_ExpectEvents() {
-	example(func(t skeintest.TB) {
+	example(func(t testing.TB) {
 		env := skeintest.New(t, renewalRegistry(), skeintest.WithStartTime(jan1))
 		run, err := renewal.Start(env.Context(), env.Client(), "cy")
 		if err != nil {
@@ -122,7 +123,11 @@ func ExampleEnv_ExpectEvents() {
 
 // exampleTB stands in for a *testing.T in the examples: it runs cleanups at
 // the end and turns failures into panics.
-type exampleTB struct{ cleanups []func() }
+// The embedded testing.TB is nil: New calls only the methods below.
+type exampleTB struct {
+	testing.TB
+	cleanups []func()
+}
 
 func (*exampleTB) Helper()                        {}
 func (e *exampleTB) Cleanup(f func())             { e.cleanups = append(e.cleanups, f) }
@@ -130,7 +135,7 @@ func (*exampleTB) Errorf(format string, a ...any) { panic(fmt.Sprintf(format, a.
 func (*exampleTB) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
 func (*exampleTB) Logf(string, ...any)            {}
 
-func example(body func(t skeintest.TB)) {
+func example(body func(t testing.TB)) {
 	t := &exampleTB{}
 	defer func() {
 		for i := len(t.cleanups) - 1; i >= 0; i-- {

@@ -33,7 +33,7 @@ func (f *fatalTB) Errorf(format string, args ...any) { f.Fatalf(format, args...)
 
 // failure runs body on its own goroutine and returns the failure it
 // reported ("" if none).
-func failure(t *testing.T, body func(tb skeintest.TB)) string {
+func failure(t *testing.T, body func(tb testing.TB)) string {
 	tb := &fatalTB{T: t}
 	done := make(chan struct{})
 	go func() {
@@ -80,22 +80,22 @@ func TestFailuresSayWhatIsWrong(t *testing.T) {
 	quick := skeintest.WithTimeout(2 * time.Second)
 	for _, c := range []struct {
 		name string
-		body func(tb skeintest.TB)
+		body func(tb testing.TB)
 		want []string
 	}{
-		{"a run waiting for a hook nobody resumes", func(tb skeintest.TB) {
+		{"a run waiting for a hook nobody resumes", func(tb testing.TB) {
 			env := skeintest.New(tb, workflow.NewRegistry().MustRegister(waiter), quick)
 			run, _ := waiter.Start(env.Context(), env.Client(), "nobody/1")
 			env.WaitSuspended(run.ID())
 			skeintest.Result(env, run)
 		}, []string{"did not end within 2s", `waiting for hook "nobody/1"`, "Env.ResumeHook"}},
-		{"a sleeping run in manual time", func(tb skeintest.TB) {
+		{"a sleeping run in manual time", func(tb testing.TB) {
 			env := skeintest.New(tb, twiceRegistry(t), quick, skeintest.WithManualTime(), skeintest.WithStartTime(start))
 			run, _ := twice.Start(env.Context(), env.Client(), struct{}{})
 			env.WaitSuspended(run.ID())
 			env.Wait(run.ID())
 		}, []string{"did not end", "sleep until 2030-01-01T01:00:00.000Z", "the clock is manual: call Env.Advance"}},
-		{"a held run", func(tb skeintest.TB) {
+		{"a held run", func(tb testing.TB) {
 			var calls atomic.Int32
 			wf := fickle(&calls)
 			// The environment replays at every wake-up: it diverges.
@@ -103,23 +103,23 @@ func TestFailuresSayWhatIsWrong(t *testing.T) {
 			run, _ := wf.Start(env.Context(), env.Client(), struct{}{})
 			env.Wait(run.ID())
 		}, []string{"is held", "REPLAY_DIVERGENCE"}},
-		{"a run that ends without suspending", func(tb skeintest.TB) {
+		{"a run that ends without suspending", func(tb testing.TB) {
 			napless := workflow.New("napless", func(workflow.Context, int) (int, error) { return 1, nil })
 			env := skeintest.New(tb, workflow.NewRegistry().MustRegister(napless))
 			run, _ := napless.Start(env.Context(), env.Client(), 0)
 			env.WaitSuspended(run.ID())
 		}, []string{"WaitSuspended", "ended (completed) without suspending"}},
-		{"a stub of a step the registry lacks", func(tb skeintest.TB) {
+		{"a stub of a step the registry lacks", func(tb testing.TB) {
 			ghost := workflow.NewStep("ghost", func(context.Context, int) (int, error) { return 0, nil })
 			skeintest.New(tb, twiceRegistry(t), skeintest.StubStep(ghost, func(context.Context, int) (int, error) { return 1, nil }))
 		}, []string{"stub", `step "ghost" is not registered`}},
-		{"a clock going back", func(tb skeintest.TB) {
+		{"a clock going back", func(tb testing.TB) {
 			skeintest.New(tb, twiceRegistry(t)).Advance(-time.Second)
 		}, []string{"Advance(-1s): the clock does not go back"}},
-		{"a hook nobody holds", func(tb skeintest.TB) {
+		{"a hook nobody holds", func(tb testing.TB) {
 			skeintest.New(tb, twiceRegistry(t)).ResumeHook("no/such", "x")
 		}, []string{`ResumeHook("no/such")`, "not found"}},
-		{"events out of order", func(tb skeintest.TB) {
+		{"events out of order", func(tb testing.TB) {
 			env := skeintest.New(tb, twiceRegistry(t))
 			run, _ := twice.Start(env.Context(), env.Client(), struct{}{})
 			env.Wait(run.ID())

@@ -80,7 +80,7 @@ func lacksSecrets(events []world.Event, seq int64) bool {
 	return false
 }
 
-// looksRedacted reports whether token is what workflow.RedactToken shows
+// looksRedacted reports whether token is what internal/redact.Token shows
 // instead of a token: "sha256:" and 12 hex digits.
 func looksRedacted(token string) bool {
 	hex, ok := strings.CutPrefix(token, "sha256:")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
 	"github.com/skeinflow/skein/workflow"
@@ -124,12 +125,12 @@ func untilHook(ctx context.Context, t *testing.T, w world.Storage, id string) []
 
 // history is events as a history file, redacted as skein runs events
 // prints them without -show-tokens.
-func history(t *testing.T, events []world.Event, redact bool) []byte {
+func history(t *testing.T, events []world.Event, redacted bool) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	for _, ev := range events {
-		if redact {
-			ev = workflow.RedactEvent(ev)
+		if redacted {
+			ev = redact.Event(ev)
 		}
 		if err := skeintest.WriteHistory(&b, []world.Event{ev}); err != nil {
 			t.Fatal(err)

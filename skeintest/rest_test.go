@@ -85,7 +85,7 @@ func TestWaitDeactivatedRetriedCompensation(t *testing.T) {
 func TestWaitDeactivatedFailures(t *testing.T) {
 	t.Parallel()
 	kit := newSagaKit("wdf-")
-	got := failure(t, func(tb skeintest.TB) {
+	got := failure(t, func(tb testing.TB) {
 		env := skeintest.New(tb, kit.reg, skeintest.WithManualTime(), skeintest.WithTimeout(3*time.Second))
 		run, err := kit.run.Start(env.Context(), env.Client(), "trip")
 		if err != nil {

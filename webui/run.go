@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/workflow"
@@ -303,7 +304,7 @@ func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView
 		case *world.HookCreated:
 			tok, child := d.Token, workflow.IsInternalToken(d.Token)
 			if d.IsWebhook || child {
-				tok = workflow.RedactToken(tok)
+				tok = redact.Token(tok)
 			}
 			hi[ev.CorrelationID] = len(hooks)
 			hooks = append(hooks, hookView{ID: ev.CorrelationID, Token: tok, Webhook: d.IsWebhook, Child: child, Active: true,
@@ -312,7 +313,7 @@ func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView
 			if i, ok := hi[ev.CorrelationID]; ok {
 				hooks[i].Status = "received"
 				// The request a webhook received shows its token redacted.
-				shown := workflow.RedactEvent(ev).Data.(*world.HookReceived)
+				shown := redact.Event(ev).Data.(*world.HookReceived)
 				hooks[i].Payloads = append(hooks[i].Payloads, pretty(shown.Payload))
 			}
 		case *world.HookDisposed:
@@ -346,11 +347,11 @@ func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView
 }
 
 // eventViews shows each event's data as indented JSON, webhook tokens and
-// the run's secret redacted (workflow.RedactEvent).
+// the run's secret redacted (redact.Event).
 func eventViews(events []world.Event, pretty func([]byte) string) []eventView {
 	out := make([]eventView, 0, len(events))
 	for _, ev := range events {
-		data := workflow.RedactEvent(ev).Data
+		data := redact.Event(ev).Data
 		b, err := json.Marshal(data)
 		text := pretty(b)
 		if err != nil {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/webui"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -101,7 +101,7 @@ func TestPages(t *testing.T) {
 	}
 	secret := hooks.Items[0].Token
 	page := mustGet(f, "/runs/"+f.webhook)
-	if strings.Contains(page, secret) || !strings.Contains(page, "webhook "+workflow.RedactToken(secret)) {
+	if strings.Contains(page, secret) || !strings.Contains(page, "webhook "+redact.Token(secret)) {
 		t.Errorf("the webhook's token is not redacted on its run page")
 	}
 	if strings.Contains(page, `name="payload"`) {

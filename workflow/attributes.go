@@ -26,9 +26,6 @@ import (
 // encryption, package encrypt, leaves them readable: a World lists runs by
 // them), so keep secrets out of them.
 
-// AttributeFilter selects the runs whose attribute Key has Value.
-type AttributeFilter = world.AttributeFilter
-
 // SetAttributes merges attrs into the run's attributes. It is deterministic
 // and returns at once: the attributes are recorded (an attribute_set event)
 // at the workflow's next suspension, or with the run's end when the

@@ -36,7 +36,7 @@ var tagged = workflow.New("tagged", func(ctx workflow.Context, tenant string) (i
 // listedBy returns the IDs of the runs ListRuns finds by the attribute.
 func listedBy(t *testing.T, c *workflow.Client, key, value string) []string {
 	t.Helper()
-	p, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{Attribute: &workflow.AttributeFilter{Key: key, Value: value}, Limit: 100})
+	p, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{Attribute: &world.AttributeFilter{Key: key, Value: value}, Limit: 100})
 	if err != nil {
 		t.Fatalf("ListRuns(%s=%s): %v", key, value, err)
 	}
@@ -220,7 +220,7 @@ func TestSetAttributesRefused(t *testing.T) {
 	if _, err := attrLimits.Start(ctx, e.client, 0, workflow.WithAttributes(map[string]string{"a b": "1"})); !errors.Is(err, world.ErrInvalid) {
 		t.Fatalf("Start with an invalid attribute key = %v, want ErrInvalid", err)
 	}
-	if _, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{Attribute: &workflow.AttributeFilter{Key: "a b", Value: "1"}}); !errors.Is(err, world.ErrInvalid) {
+	if _, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{Attribute: &world.AttributeFilter{Key: "a b", Value: "1"}}); !errors.Is(err, world.ErrInvalid) {
 		t.Fatalf("ListRuns by an invalid key = %v, want ErrInvalid", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 var add = workflow.NewStep("add", func(ctx context.Context, in [2]int) (int, error) { return in[0] + in[1], nil })
@@ -38,7 +39,7 @@ func TestAddTen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusCompleted || string(info.Input) != "123" || string(info.Output) != "133" || info.WorkflowName != "addTen" {
+	if info.Status != world.RunStatusCompleted || string(info.Input) != "123" || string(info.Output) != "133" || info.WorkflowName != "addTen" {
 		t.Errorf("run row = %+v", info)
 	}
 }

@@ -51,24 +51,24 @@ func TestCancelCascadesToChildren(t *testing.T) {
 	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("parent: %v", err)
 	}
-	status := func(name string) map[workflow.RunStatus]int {
+	status := func(name string) map[world.RunStatus]int {
 		page, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[workflow.RunStatus]int{}
+		out := map[world.RunStatus]int{}
 		for _, r := range page.Runs {
 			out[r.Status]++
-			if r.Status == workflow.StatusCancelled && !strings.Contains(r.CancelReason, "was cancelled") {
+			if r.Status == world.RunStatusCancelled && !strings.Contains(r.CancelReason, "was cancelled") {
 				t.Errorf("run %s cancelled with reason %q", r.ID, r.CancelReason)
 			}
 		}
 		return out
 	}
 	waitFor(t, "the children cancelled", func() bool {
-		return status("cascade-child")[workflow.StatusCancelled] == 1 && status("cascade-grandchild")[workflow.StatusCancelled] == 1
+		return status("cascade-child")[world.RunStatusCancelled] == 1 && status("cascade-grandchild")[world.RunStatusCancelled] == 1
 	})
-	if got := status("cascade-quick"); got[workflow.StatusCompleted] != 1 {
+	if got := status("cascade-quick"); got[world.RunStatusCompleted] != 1 {
 		t.Errorf("quick child: %v", got)
 	}
 	for _, tok := range []string{"cascade/1", "cascade/1/gc"} {

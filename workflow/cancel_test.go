@@ -29,7 +29,7 @@ func TestCancelSleepingRun(t *testing.T) {
 		t.Fatalf("result err = %v", err)
 	}
 	info, err := run.Info(ctx)
-	if err != nil || info.Status != workflow.StatusCancelled || info.CancelReason != "user cancelled" {
+	if err != nil || info.Status != world.RunStatusCancelled || info.CancelReason != "user cancelled" {
 		t.Errorf("info = %+v, %v", info, err)
 	}
 	// Cancelling twice is fine; exactly one terminal event.

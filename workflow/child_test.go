@@ -59,7 +59,7 @@ func TestChildFromStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if child.Status != workflow.StatusCompleted || child.ParentRunID != run.ID() || child.RootRunID != run.ID() {
+	if child.Status != world.RunStatusCompleted || child.ParentRunID != run.ID() || child.RootRunID != run.ID() {
 		t.Errorf("child row %+v", child)
 	}
 }
@@ -96,7 +96,7 @@ func TestChildFromWorkflow(t *testing.T) {
 	if err != nil || len(runs.Runs) != 1 {
 		t.Fatalf("child runs = %v, %v", runs, err)
 	}
-	if c := runs.Runs[0]; c.ParentRunID != run.ID() || c.RootRunID != run.ID() || c.Status != workflow.StatusCompleted {
+	if c := runs.Runs[0]; c.ParentRunID != run.ID() || c.RootRunID != run.ID() || c.Status != world.RunStatusCompleted {
 		t.Errorf("child %+v", c)
 	}
 	run2, err := parentOfFailing.Start(ctx, e.client, 0)

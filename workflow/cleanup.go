@@ -92,17 +92,6 @@ func (w *Workflow[I, O]) engineCleanup() func(context.Context, *engine.CleanupIn
 	}
 }
 
-// Cleanup states of a completed run (RunInfo.Cleanup).
-const (
-	// CleanupPending: the run's cleanup hook has not recorded its outcome.
-	CleanupPending = world.CleanupPending
-	// CleanupDone: the hook returned nil.
-	CleanupDone = world.CleanupDone
-	// CleanupFailed: the hook failed (an error, a panic, its timeout); the
-	// run stays completed.
-	CleanupFailed = world.CleanupFailed
-)
-
 // WaitDeactivated waits until the run has come to rest after its end
 // (run_deactivated): its outcome is recorded, its cleanup hook has run, and
 // no step of it runs any more. Result returns as soon as the outcome is
@@ -115,9 +104,4 @@ func (c *Client) WaitDeactivated(ctx context.Context, runID string) (*RunInfo, e
 		return nil, err
 	}
 	return c.fullRunInfo(ctx, r)
-}
-
-// WaitDeactivated is Client.WaitDeactivated for this run.
-func (r *Run[O]) WaitDeactivated(ctx context.Context) (*RunInfo, error) {
-	return r.c.WaitDeactivated(ctx, r.id)
 }

@@ -77,8 +77,8 @@ func TestCleanupHook(t *testing.T) {
 		c.RunID != run.ID() || c.WorkflowName != "cleanup-wf" || c.Attributes["tenant"] != "t1" || c.CompletedAt.IsZero() {
 		t.Fatalf("hook got %+v (previous %q, %v)", c, prev, err)
 	}
-	info, err := run.WaitDeactivated(ctx)
-	if err != nil || info.Cleanup != workflow.CleanupDone {
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
+	if err != nil || info.Cleanup != world.CleanupDone {
 		t.Fatalf("after the hook: cleanup %q, %v; want done", info.Cleanup, err)
 	}
 	if err := e.client.CleanupErr(ctx, run.ID()); err != nil {
@@ -100,8 +100,8 @@ func TestCleanupHook(t *testing.T) {
 	got := make(chan error, 1)
 	go func() { _, err := slow.Result(ctx); got <- err }()
 	waitUntil(t, "the slow run to complete", func() bool {
-		st, _ := slow.Status(ctx)
-		return st == workflow.StatusCompleted
+		st, _ := statusOf(ctx, slow)
+		return st == world.RunStatusCompleted
 	})
 	select {
 	case err := <-got:
@@ -123,7 +123,7 @@ func TestCleanupHook(t *testing.T) {
 	if _, err := failed.Result(ctx); err == nil {
 		t.Fatal("the failing run succeeded")
 	}
-	info, err = failed.WaitDeactivated(ctx)
+	info, err = e.client.WaitDeactivated(ctx, failed.ID())
 	if err != nil || info.Cleanup != "" {
 		t.Fatalf("failed run: cleanup %q, %v; want none", info.Cleanup, err)
 	}
@@ -169,8 +169,8 @@ func TestCleanupHookFails(t *testing.T) {
 		if got, err := run.Result(ctx); err != nil || got != "out:"+tc.in {
 			t.Fatalf("%s: Result = %q, %v; want the run's result", tc.in, got, err)
 		}
-		info, err := run.WaitDeactivated(ctx)
-		if err != nil || info.Status != workflow.StatusCompleted || info.Cleanup != workflow.CleanupFailed {
+		info, err := e.client.WaitDeactivated(ctx, run.ID())
+		if err != nil || info.Status != world.RunStatusCompleted || info.Cleanup != world.CleanupFailed {
 			t.Fatalf("%s: status %s cleanup %q, %v; want completed, failed", tc.in, info.Status, info.Cleanup, err)
 		}
 		d := cleanupEvent(t, e.events(run.ID()))
@@ -224,7 +224,7 @@ func TestCleanupHookAtLeastOnce(t *testing.T) {
 	if _, err := run.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if n := calls.Load(); n != 2 {

@@ -234,12 +234,12 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 type RunInfo struct {
 	ID           string
 	WorkflowName string
-	Status       RunStatus
+	Status       world.RunStatus
 	Input        json.RawMessage
 	Output       json.RawMessage
 	// Err is the run's error (typed again) when it failed.
 	Err error
-	// Hold says why a held run (StatusHeld) is held, nil otherwise; its
+	// Hold says why a held run (world.RunStatusHeld) is held, nil otherwise; its
 	// Code (REPLAY_DIVERGENCE) is the held run's error code.
 	Hold *HoldInfo
 	// ErrorCode is the error code of a failed run (USER_ERROR,
@@ -261,7 +261,7 @@ type RunInfo struct {
 	// WaitDeactivated), zero until then.
 	DeactivatedAt time.Time
 	// Cleanup is the state of a completed run's cleanup hook
-	// (CleanupPending, CleanupDone, CleanupFailed), empty without one.
+	// (world.CleanupPending, world.CleanupDone, world.CleanupFailed), empty without one.
 	Cleanup string
 	// Compensations says how the run's compensations went (see
 	// WithCompensation); zero when it has none.
@@ -295,18 +295,9 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 	return c.fullRunInfo(ctx, r)
 }
 
-// Status returns a run's status.
-func (c *Client) Status(ctx context.Context, runID string) (RunStatus, error) {
-	r, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	if err != nil {
-		return "", err
-	}
-	return r.Status, nil
-}
-
 // Result waits for a run to end and decodes its output into out (which may
 // be nil). A failed run returns a *RunFailedError, a cancelled one
-// ErrRunCancelled. A held run (StatusHeld) has not ended: Result waits on
+// ErrRunCancelled. A held run (world.RunStatusHeld) has not ended: Result waits on
 // until it is resumed and ends, or until ctx is done. Result returns as
 // soon as the outcome is recorded, while steps the run left running may
 // still be finishing (see WaitDeactivated), except that for a completed
@@ -393,10 +384,10 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string, opts ...Cance
 // ListRunsOptions filters and pages ListRuns.
 type ListRunsOptions struct {
 	WorkflowName string
-	Status       RunStatus
+	Status       world.RunStatus
 	// Attribute, when set, lists only the runs with that attribute; an
 	// invalid key or value is an error matching world.ErrInvalid.
-	Attribute *AttributeFilter
+	Attribute *world.AttributeFilter
 	Limit     int
 	Cursor    string
 }
@@ -493,9 +484,6 @@ func (r *Run[O]) Existed() bool { return r.existed }
 
 // Info returns the run as stored.
 func (r *Run[O]) Info(ctx context.Context) (*RunInfo, error) { return r.c.GetRun(ctx, r.id) }
-
-// Status returns the run's status.
-func (r *Run[O]) Status(ctx context.Context) (RunStatus, error) { return r.c.Status(ctx, r.id) }
 
 // Result waits for the run to end and returns its output. A failed run
 // returns a *RunFailedError, a cancelled one ErrRunCancelled.

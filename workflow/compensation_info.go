@@ -22,18 +22,6 @@ func CancelCompensating() CancelOption {
 	return func(o *cancelOptions) { o.compensate = true }
 }
 
-// Compensation states of a run (CompensationInfo.Status).
-const (
-	// CompensationRunning: a compensation runs, or the run's end asked for
-	// compensations that have not all started.
-	CompensationRunning = string(world.StepStatusCompensating)
-	// CompensationDone: every compensation that ran succeeded.
-	CompensationDone = string(world.StepStatusCompensated)
-	// CompensationFailed: at least one compensation failed for good
-	// (CompensationInfo.Failures), and none runs any more.
-	CompensationFailed = string(world.StepStatusCompensationFailed)
-)
-
 // CompensationInfo says how a run's compensations went.
 type CompensationInfo struct {
 	// Requested is set when the run's end asked for its completed steps
@@ -52,15 +40,19 @@ type CompensationInfo struct {
 }
 
 // Status is "" when the run has had no compensation, else
-// CompensationRunning, CompensationFailed or CompensationDone.
-func (c CompensationInfo) Status() string {
+// world.StepStatusCompensating (a compensation runs, or the run's end asked
+// for compensations that have not all started),
+// world.StepStatusCompensationFailed (at least one compensation failed for
+// good, see Failures, and none runs any more) or
+// world.StepStatusCompensated (every compensation that ran succeeded).
+func (c CompensationInfo) Status() world.StepStatus {
 	switch {
 	case c.Running > 0 || c.Requested && c.Owed > 0:
-		return CompensationRunning
+		return world.StepStatusCompensating
 	case c.Failed > 0:
-		return CompensationFailed
+		return world.StepStatusCompensationFailed
 	case c.Succeeded > 0:
-		return CompensationDone
+		return world.StepStatusCompensated
 	}
 	return ""
 }

@@ -94,7 +94,7 @@ func testSlowCompensation(t *testing.T, how string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; c.Succeeded != 1 || c.Failed != 0 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; c.Succeeded != 1 || c.Failed != 0 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("Compensations = %+v", c)
 	}
 	if n, m := calls.Load(), cancelled.Load(); n != 1 || m != 0 {

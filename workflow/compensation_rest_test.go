@@ -71,15 +71,15 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; info.Status != workflow.StatusFailed || !info.DeactivatedAt.IsZero() || c.Running != 1 || c.Owed != 1 || c.Status() != workflow.CompensationRunning {
+	if c := info.Compensations; info.Status != world.RunStatusFailed || !info.DeactivatedAt.IsZero() || c.Running != 1 || c.Owed != 1 || c.Status() != world.StepStatusCompensating {
 		t.Errorf("while compensating: status %s, deactivated %v, compensations %+v", info.Status, info.DeactivatedAt, c)
 	}
 	close(release)
-	info, err = run.WaitDeactivated(ctx)
+	info, err = e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; c.Succeeded != 2 || c.Running != 0 || c.Owed != 0 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; c.Succeeded != 2 || c.Running != 0 || c.Owed != 0 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("after: compensations %+v", c)
 	}
 	if got, want := j.lines(), []string{"undo b-done", "undo a-done"}; !slices.Equal(got, want) {
@@ -143,7 +143,7 @@ func TestCompensationRetries(t *testing.T) {
 			if auto != (err != nil) || !auto && out != "undone" {
 				t.Fatalf("Result = %q, %v", out, err)
 			}
-			info, err := run.WaitDeactivated(ctx)
+			info, err := e.client.WaitDeactivated(ctx, run.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +220,7 @@ func testCompensateFanOut(t *testing.T, prefix string, inline int) {
 	if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "branch 2 fails") {
 		t.Fatalf("Result = %v", err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +264,11 @@ func TestCancelCompensating(t *testing.T) {
 	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("Result = %v, want ErrRunCancelled", err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; !c.Requested || c.Succeeded != 2 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; !c.Requested || c.Succeeded != 2 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("compensations = %+v", c)
 	}
 	if got, want := j.lines(), []string{"do a", "do b", "undo b-done of x", "undo a-done of x"}; !slices.Equal(got, want) {

@@ -125,7 +125,7 @@ func testCompensationRestart(t *testing.T, auto bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := info.Compensations; c.Succeeded != 2 || c.Failed != 0 || c.Status() != workflow.CompensationDone {
+	if c := info.Compensations; c.Succeeded != 2 || c.Failed != 0 || c.Status() != world.StepStatusCompensated {
 		t.Errorf("Compensations = %+v", c)
 	}
 	if got, want := j.lines(), []string{"undo b-done", "undo a-done"}; !slices.Equal(got, want) {

@@ -326,7 +326,7 @@ func TestCompensateOnFailure(t *testing.T) {
 		if _, err := run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") {
 			t.Errorf("%s(%s): Result error = %v, want the step's failure", tc.wf.Name(), tc.in, err)
 		}
-		if _, err := run.WaitDeactivated(ctx); err != nil {
+		if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 			t.Fatal(err)
 		}
 		if got := j.lines(); !slices.Equal(got, tc.want) {
@@ -360,12 +360,12 @@ func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 	if _, err = run.Result(ctx); err == nil || !strings.Contains(err.Error(), "out of stock") || strings.Contains(err.Error(), "compensation") {
 		t.Errorf("Result error = %v, want the step's failure alone", err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := info.Compensations
-	if c.Status() != workflow.CompensationFailed || c.Failed != 1 || c.Succeeded != 1 || c.Owed != 0 || c.Running != 0 || !c.Requested {
+	if c.Status() != world.StepStatusCompensationFailed || c.Failed != 1 || c.Succeeded != 1 || c.Owed != 0 || c.Running != 0 || !c.Requested {
 		t.Errorf("Compensations = %+v (status %q), want one failed, one succeeded", c, c.Status())
 	}
 	if len(c.Failures) != 1 || c.Failures[0].Step != "cofx-b" || !strings.Contains(c.Failures[0].Error(), "refund refused") {
@@ -411,7 +411,7 @@ func TestCompensateOnFailureNotOnCancel(t *testing.T) {
 	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("Result error = %v, want ErrRunCancelled", err)
 	}
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := j.lines(), []string{"do a"}; !slices.Equal(got, want) {

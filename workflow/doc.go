@@ -50,7 +50,7 @@
 // and a step (a child run's start too) also by a digest of its encoded
 // arguments, so that ranging over a map, whose order changes from one
 // replay to the next, is caught rather than handing one call another's
-// result. A mismatch does not fail the run: it holds it (StatusHeld,
+// result. A mismatch does not fail the run: it holds it (world.RunStatusHeld,
 // REPLAY_DIVERGENCE, the divergence in RunInfo.Hold) and nothing more runs
 // for it; the worker replays it again with backoff, and at once on
 // Client.RetryRun, so that deploying code that fits its log resumes it.
@@ -97,7 +97,7 @@
 // or WorkerConfig.Version and ProcessorConfig.Version for the child runs a
 // worker starts, by default DefaultVersion (the VCS revision the program
 // was built from). A Worker or Processor given Versions (a Versions list or
-// a VersionFunc) executes only the runs whose version it accepts: the
+// any VersionFilter) executes only the runs whose version it accepts: the
 // messages of any other run go back to the queue for an executor that
 // does, without counting as failed deliveries, and a warning names the
 // version. Run the old deployment, pinned to its version, beside the new
@@ -297,7 +297,7 @@
 //
 //	err := workflow.SetAttributes(ctx, map[string]string{"customer": o.CustomerID})
 //	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{
-//		Attribute: &workflow.AttributeFilter{Key: "customer", Value: "c-42"},
+//		Attribute: &world.AttributeFilter{Key: "customer", Value: "c-42"},
 //	})
 //
 // SetAttributes is recorded (an attribute_set event) at the workflow's next

@@ -332,7 +332,7 @@ func TestUnregistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the hold", func() bool { st, _ := run.Status(ctx); return st == workflow.StatusHeld })
+	waitFor(t, "the hold", func() bool { st, _ := statusOf(ctx, run); return st == world.RunStatusHeld })
 	if n := len(e.steps(run.ID())); n != 0 {
 		t.Errorf("%d steps created", n)
 	}

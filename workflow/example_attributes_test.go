@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // tagOrder labels its run with the customer and its progress.
@@ -28,7 +29,7 @@ func ExampleSetAttributes() {
 	_, _ = run.Result(ctx)
 	_ = client.SetAttributes(ctx, run.ID(), map[string]string{"reviewed-by": "dana"})
 
-	page, _ := client.ListRuns(ctx, workflow.ListRunsOptions{Attribute: &workflow.AttributeFilter{Key: "customer", Value: "c-44"}})
+	page, _ := client.ListRuns(ctx, workflow.ListRunsOptions{Attribute: &world.AttributeFilter{Key: "customer", Value: "c-44"}})
 	for _, r := range page.Runs {
 		fmt.Println(r.WorkflowName, r.Attributes["stage"], r.Attributes["channel"], r.Attributes["reviewed-by"])
 	}

@@ -91,8 +91,8 @@ func ExampleWorkflow_WithCompensateOnFailure() {
 	defer stop()
 	ctx := context.Background()
 	run, _ := trip.Start(ctx, client, "fri")
-	_, err := run.Result(ctx)           // as soon as the failure is recorded
-	info, _ := run.WaitDeactivated(ctx) // once the compensations have ended
+	_, err := run.Result(ctx)                        // as soon as the failure is recorded
+	info, _ := client.WaitDeactivated(ctx, run.ID()) // once the compensations have ended
 	var failed *workflow.RunFailedError
 	fmt.Println(info.Status, errors.As(err, &failed))
 	c := info.Compensations

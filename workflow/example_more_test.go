@@ -150,7 +150,10 @@ func ExampleClient_RetryRun() {
 	// diverges, and the run is held: not failed, nothing more runs.
 	_, stop = serve(w, workflow.WorkerConfig{}, shipV2, weighParcel)
 	_, _ = client.ResumeHook(ctx, "carrier/45", "DHL")
-	waitFor(func() bool { s, _ := client.Status(ctx, run.ID()); return s == workflow.StatusHeld })
+	waitFor(func() bool {
+		info, err := client.GetRun(ctx, run.ID())
+		return err == nil && info.Status == world.RunStatusHeld
+	})
 	info, _ := client.GetRun(ctx, run.ID())
 	fmt.Printf("%s by %s (ErrorCode %q)\n", info.Status, info.Hold.Code, info.ErrorCode)
 	stop()

@@ -31,7 +31,7 @@ func ExampleClient_WaitDeactivated() {
 	run, _ := fireAndForget.Start(ctx, worker.Client(), 4)
 	out, err := run.Result(ctx)
 	fmt.Println("result", out, err)
-	info, err := run.WaitDeactivated(ctx)
+	info, err := worker.Client().WaitDeactivated(ctx, run.ID())
 	fmt.Println(info.Status, "at rest:", !info.DeactivatedAt.IsZero(), err)
 	// Output:
 	// result 5 <nil>

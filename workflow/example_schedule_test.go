@@ -9,6 +9,7 @@ import (
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // A Worker fires its schedules on its clock; here a clock the example moves
@@ -46,7 +47,7 @@ func ExampleSchedule() {
 		if err != nil {
 			panic(err)
 		}
-		if len(page.Runs) == 1 && page.Runs[0].Status == workflow.StatusCompleted {
+		if len(page.Runs) == 1 && page.Runs[0].Status == world.RunStatusCompleted {
 			var out string
 			if err := worker.Client().Result(ctx, page.Runs[0].ID, &out); err != nil {
 				panic(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // heldSaga is a saga defined WithCompensateOnFailure whose v2 diverges
@@ -85,7 +86,7 @@ func TestFailRunCompensates(t *testing.T) {
 			if _, err := plain.ResumeHook(ctx, h.v1.Name()+"-k", 7); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the run held", func() bool { s, err := plain.Status(ctx, run.ID()); return err == nil && s == workflow.StatusHeld })
+			waitFor(t, "the run held", func() bool { s, err := statusOfID(ctx, plain, run.ID()); return err == nil && s == world.RunStatusHeld })
 			client := plain
 			if tc.withReg {
 				client, _ = workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
@@ -93,7 +94,7 @@ func TestFailRunCompensates(t *testing.T) {
 			if err := client.FailRun(ctx, run.ID(), "v1 is gone", tc.opts...); err != nil {
 				t.Fatal(err)
 			}
-			info, err := run.WaitDeactivated(ctx)
+			info, err := plain.WaitDeactivated(ctx, run.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +141,7 @@ func TestCompensationFailuresInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := run.WaitDeactivated(e.ctx())
+	info, err := e.client.WaitDeactivated(e.ctx(), run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// HoldInfo says why a held run (StatusHeld) is held: its replay diverged
+// HoldInfo says why a held run (world.RunStatusHeld) is held: its replay diverged
 // from its log, because the code deployed asks for other steps, hooks or
 // timers than those the run recorded, or the code calls a step that the
 // deployment's Registry does not hold. Nothing runs for it until its code

@@ -61,7 +61,7 @@ func TestHookDisposeThenCreateSameToken(t *testing.T) {
 				waitFor(t, "a new hook on the token", func() bool {
 					h, err := e.client.GetHookByToken(ctx, token)
 					if err != nil || seen[h.ID] {
-						if st, _ := run.Status(ctx); st == world.RunStatusFailed {
+						if st, _ := statusOf(ctx, run); st == world.RunStatusFailed {
 							_, err := run.Result(ctx)
 							t.Fatalf("round %d: the run failed: %v", i, err)
 						}

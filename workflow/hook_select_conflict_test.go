@@ -53,7 +53,7 @@ func TestHookConflictInSelect(t *testing.T) {
 		t.Errorf("run 2: %v (code %s)", err, rf.Code)
 	}
 	rep, err := e.reg.CheckLog(e.events(run2.ID()))
-	if err != nil || rep.Divergence != nil || rep.Status != workflow.StatusFailed {
+	if err != nil || rep.Divergence != nil || rep.Status != world.RunStatusFailed {
 		t.Errorf("CheckLog = %+v, %v", rep, err)
 	}
 	if _, err := e.client.ResumeHook(ctx, token, hookPayload{Message: "ok"}); err != nil {
@@ -96,7 +96,7 @@ func TestHookConflictInSelectCompensates(t *testing.T) {
 	}
 	_, err = run.Result(ctx)
 	mustAs[*workflow.HookConflictError](t, err)
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := j.lines(), []string{"refund ch_" + token}; !slices.Equal(got, want) {

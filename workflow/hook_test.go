@@ -145,15 +145,15 @@ func TestHookConcurrentTokenConflict(t *testing.T) {
 
 type conflictResult struct {
 	ConflictRunID string
-	Status        workflow.RunStatus
+	Status        world.RunStatus
 	StepResult    string
 	Data          string
 }
 
 func TestHookConflict(t *testing.T) {
 	t.Parallel()
-	status := workflow.NewStep("run-status", func(ctx context.Context, runID string) (workflow.RunStatus, error) {
-		return workflow.ClientFrom(ctx).Status(ctx, runID)
+	status := workflow.NewStep("run-status", func(ctx context.Context, runID string) (world.RunStatus, error) {
+		return statusOfID(ctx, workflow.ClientFrom(ctx), runID)
 	})
 	echo := workflow.NewStep("echo-step", func(ctx context.Context, s string) (string, error) { return s, nil })
 	getConflict := workflow.New("hookGetConflict", func(ctx workflow.Context, in [2]string) (conflictResult, error) {
@@ -236,7 +236,7 @@ func TestHookConflict(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ConflictRunID != run1.ID() || got.Status != workflow.StatusRunning || got.Data != "hook_token_conflict_detected" {
+		if got.ConflictRunID != run1.ID() || got.Status != world.RunStatusRunning || got.Data != "hook_token_conflict_detected" {
 			t.Errorf("got %+v, want conflict with %s", got, run1.ID())
 		}
 		if _, err := e.client.ResumeHook(ctx, token, hookPayload{Done: true}); err != nil {
@@ -345,7 +345,7 @@ func TestHookDisposeFreesToken(t *testing.T) {
 			t.Errorf("run %d = %+v, %v", i+1, got, err)
 		}
 	}
-	if st, _ := run1.Status(ctx); st != workflow.StatusCompleted {
+	if st, _ := statusOf(ctx, run1); st != world.RunStatusCompleted {
 		t.Errorf("run 1 status %s", st)
 	}
 }

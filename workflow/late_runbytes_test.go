@@ -102,11 +102,11 @@ func TestLateResultsPastRunBytes(t *testing.T) {
 		t.Fatalf("Result = %d, %v; want 1", got, err)
 	}
 	close(release)
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatalf("the run did not come to rest: %v", err)
 	}
-	if info.Status != workflow.StatusCompleted {
+	if info.Status != world.RunStatusCompleted {
 		t.Fatalf("status %s, want the run completed as it returned", info.Status)
 	}
 	e.wantLateBounded(run.ID(), n, 0)
@@ -144,11 +144,11 @@ func TestBackgroundResultsPastRunBytesFailRun(t *testing.T) {
 	close(release)
 	e.waitEvent(run.ID(), world.EventRunFailed)
 	close(releaseInline)
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatalf("the run did not come to rest: %v", err)
 	}
-	if info.Status != workflow.StatusFailed || info.ErrorCode != world.CodeLimitExceeded {
+	if info.Status != world.RunStatusFailed || info.ErrorCode != world.CodeLimitExceeded {
 		t.Fatalf("status %s code %q, want failed with %s", info.Status, info.ErrorCode, world.CodeLimitExceeded)
 	}
 	e.wantLateBounded(run.ID(), n+1, int64(lateLimits.MaxPayload))
@@ -178,11 +178,11 @@ func TestFanResultsPastRunBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatalf("the run did not come to rest: %v", err)
 	}
-	if info.Status != workflow.StatusFailed || info.ErrorCode != world.CodeLimitExceeded {
+	if info.Status != world.RunStatusFailed || info.ErrorCode != world.CodeLimitExceeded {
 		t.Fatalf("status %s code %q, want failed with %s", info.Status, info.ErrorCode, world.CodeLimitExceeded)
 	}
 	e.wantLateBounded(run.ID(), n, int64(lateLimits.MaxPayload))
@@ -223,11 +223,11 @@ func TestBackgroundResultsPastMaxEventsFailRun(t *testing.T) {
 	close(release)
 	e.waitEvent(run.ID(), world.EventRunFailed)
 	close(releaseInline)
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatalf("the run did not come to rest: %v", err)
 	}
-	if info.Status != workflow.StatusFailed || info.ErrorCode != world.CodeMaxEventsExceeded {
+	if info.Status != world.RunStatusFailed || info.ErrorCode != world.CodeMaxEventsExceeded {
 		t.Fatalf("status %s code %q, want failed with %s", info.Status, info.ErrorCode, world.CodeMaxEventsExceeded)
 	}
 	refused := 0

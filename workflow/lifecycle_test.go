@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -138,15 +139,15 @@ func TestLifecycleLogsAndMetrics(t *testing.T) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	want := map[string]int{
-		workflow.MetricRunsStarted: 3, workflow.MetricRunsCompleted: 1, workflow.MetricRunsFailed: 1,
-		workflow.MetricStepAttempts: 4, workflow.MetricStepAttemptFailures: 3, workflow.MetricStepsFailed: 1,
+		engine.MetricRunsStarted: 3, engine.MetricRunsCompleted: 1, engine.MetricRunsFailed: 1,
+		engine.MetricStepAttempts: 4, engine.MetricStepAttemptFailures: 3, engine.MetricStepsFailed: 1,
 	}
 	for name, n := range want {
 		if m.counts[name] != n {
 			t.Errorf("metric %s = %d, want %d (all: %v)", name, m.counts[name], n, m.counts)
 		}
 	}
-	if m.durations[workflow.MetricStepLatency] != 1 || m.durations[workflow.MetricRunDuration] != 2 {
+	if m.durations[engine.MetricStepLatency] != 1 || m.durations[engine.MetricRunDuration] != 2 {
 		t.Errorf("durations = %v; want one step latency and two run durations", m.durations)
 	}
 }

@@ -127,7 +127,10 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			defer stop()
 			if !patched {
 				clock.Set(base.Add(2 * time.Hour)) // the sleep is over: v2 replays the run
-				waitFor(t, "the run held", func() bool { st, err := client.Status(ctx, old.ID()); return err == nil && st == workflow.StatusHeld })
+				waitFor(t, "the run held", func() bool {
+					st, err := statusOfID(ctx, client, old.ID())
+					return err == nil && st == world.RunStatusHeld
+				})
 				return
 			}
 			fresh, err := v2.Start(ctx, client, "new")
@@ -146,7 +149,7 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			clock.Set(base.Add(2 * time.Hour)) // both sleeps are over
 			waitFor(t, "the old run to end or be held", func() bool {
 				info, err := client.GetRun(ctx, old.ID())
-				if err == nil && info.Status == workflow.StatusHeld {
+				if err == nil && info.Status == world.RunStatusHeld {
 					t.Fatalf("the old run is held: %v", info.Hold.Err)
 				}
 				return err == nil && info.Status.Terminal()

@@ -56,9 +56,9 @@ func TestMapRangeFanOutAcrossReplay(t *testing.T) {
 		var info *workflow.RunInfo
 		waitFor(t, "the run to end or be held", func() bool {
 			info, err = e.client.GetRun(ctx, run.ID())
-			return err == nil && (info.Status.Terminal() || info.Status == workflow.StatusHeld)
+			return err == nil && (info.Status.Terminal() || info.Status == world.RunStatusHeld)
 		})
-		if info.Status == workflow.StatusHeld {
+		if info.Status == world.RunStatusHeld {
 			diverged++
 			if msg := info.Hold.Err.Error(); info.Hold.Code != world.CodeReplayDivergence ||
 				!strings.Contains(msg, "input digest") || !strings.Contains(msg, `step "echo"`) {
@@ -141,7 +141,10 @@ func heldAfterBadDeploy(t *testing.T, ctx context.Context, lw *localworld.World,
 	if _, err := client.ResumeHook(ctx, token, 7); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the run held", func() bool { s, err := client.Status(ctx, run.ID()); return err == nil && s == workflow.StatusHeld })
+	waitFor(t, "the run held", func() bool {
+		s, err := statusOfID(ctx, client, run.ID())
+		return err == nil && s == world.RunStatusHeld
+	})
 	return run.ID(), stop
 }
 
@@ -164,7 +167,7 @@ func TestReplayDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusHeld || info.Hold == nil || info.Hold.Code != world.CodeReplayDivergence || info.Err != nil || info.ErrorCode != "" {
+	if info.Status != world.RunStatusHeld || info.Hold == nil || info.Hold.Code != world.CodeReplayDivergence || info.Err != nil || info.ErrorCode != "" {
 		t.Fatalf("run %s hold %+v err %v, want held by REPLAY_DIVERGENCE", info.Status, info.Hold, info.Err)
 	}
 	for _, want := range []string{`"charge-card"`, `"send-email"`} {
@@ -172,7 +175,7 @@ func TestReplayDivergence(t *testing.T) {
 			t.Errorf("%q does not name %s", info.Hold.Err, want)
 		}
 	}
-	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{Status: workflow.StatusHeld})
+	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{Status: world.RunStatusHeld})
 	if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != id || page.Runs[0].Hold == nil {
 		t.Fatalf("held runs %+v, %v; want the run with its hold", page, err)
 	}

@@ -22,7 +22,7 @@ type ReplayReport struct {
 	Events int
 	// Status is the run's status where the log ends: a run still going
 	// (pending, running, held) or one that ended.
-	Status RunStatus
+	Status world.RunStatus
 	// Divergence is the first place where the code and the log part ways,
 	// as a held run would report it; nil if the code replays the whole log.
 	Divergence *Divergence

@@ -64,18 +64,18 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusCompleted || !info.DeactivatedAt.IsZero() {
+	if info.Status != world.RunStatusCompleted || !info.DeactivatedAt.IsZero() {
 		t.Fatalf("while the step runs: status %s deactivated at %v; want completed, not deactivated", info.Status, info.DeactivatedAt)
 	}
 	if st := e.steps(run.ID()); len(st) != 2 || st[0].Status != world.StepStatusRunning {
 		t.Fatalf("steps while the run is completed: %+v; want one running", st)
 	}
 	close(release)
-	info, err = run.WaitDeactivated(ctx)
+	info, err = e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != workflow.StatusCompleted || info.DeactivatedAt.Before(info.CompletedAt) {
+	if info.Status != world.RunStatusCompleted || info.DeactivatedAt.Before(info.CompletedAt) {
 		t.Fatalf("after the step: status %s completed %v deactivated %v", info.Status, info.CompletedAt, info.DeactivatedAt)
 	}
 	select {
@@ -145,7 +145,7 @@ func TestCancelledRunCancelsSteps(t *testing.T) {
 	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
 		t.Fatalf("Result: %v; want ErrRunCancelled", err)
 	}
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	st := e.steps(run.ID())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/schedule"
 )
 
@@ -17,7 +18,7 @@ import (
 // work queue instead (see package schedule and the README).
 //
 // Each firing starts one run whose idempotency key is
-// schedule.Key(Name, scheduled time), "schedule:<name>:<RFC 3339 UTC time>",
+// "schedule:<name>:<RFC 3339 UTC time>" (the schedule's Name and the scheduled time),
 // and whose attributes record the schedule (AttrSchedule) and the time
 // (AttrScheduledTime): two workers on one store, or a worker restarted,
 // start one run per firing.
@@ -135,7 +136,7 @@ func compileSchedule(s Schedule, reg *Registry) (*compiledSchedule, error) {
 // start of the same firing started (existed). A client given a Registry
 // that does not hold the workflow still starts the run, which then fails
 // as not registered: a schedule message names its workflow from outside.
-func (c *Client) startFiring(ctx context.Context, f schedule.Firing) (runID string, existed bool, err error) {
+func (c *Client) startFiring(ctx context.Context, f schedmsg.Firing) (runID string, existed bool, err error) {
 	o := c.startOptions(ctx, nil)
 	o.key = f.Key()
 	// The firing's run, even if another deploy's worker started it with
@@ -148,7 +149,7 @@ func (c *Client) startFiring(ctx context.Context, f schedule.Firing) (runID stri
 
 // processFiring handles a schedule message.
 func (p *Processor) processFiring(ctx context.Context, body []byte) error {
-	f, err := schedule.DecodeMessage(body)
+	f, err := schedmsg.DecodeMessage(body)
 	if err != nil {
 		return &engine.PermanentError{Reason: "malformed schedule message", Err: err}
 	}

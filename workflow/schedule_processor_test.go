@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // A schedule message, as EventBridge Scheduler sends it, starts one run per
@@ -30,7 +31,7 @@ func TestProcessorScheduleMessages(t *testing.T) {
 	defer stop()
 	ctx := context.Background()
 	msg := func(workflowName, at string) []byte {
-		b, err := schedule.EncodeMessage(schedule.Message{
+		b, err := schedmsg.EncodeMessage(schedmsg.Message{
 			ScheduleARN:   "arn:aws:scheduler:eu-west-1:123456789012:schedule/default/nightly",
 			ScheduledTime: at, Workflow: workflowName, Input: []byte(`{"n":5}`),
 		})
@@ -65,7 +66,7 @@ func TestProcessorScheduleMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Runs) == 1 && page.Runs[0].Status == workflow.StatusFailed {
+		if len(page.Runs) == 1 && page.Runs[0].Status == world.RunStatusFailed {
 			if page.Runs[0].ErrorCode != "RUNTIME_ERROR" {
 				t.Errorf("error code %s", page.Runs[0].ErrorCode)
 			}

@@ -112,7 +112,7 @@ func scheduledRuns(t *testing.T, c *workflow.Client, want int) []string {
 		done := 0
 		for _, r := range page.Runs {
 			keys = append(keys, r.IdempotencyKey)
-			if r.Status == workflow.StatusCompleted {
+			if r.Status == world.RunStatusCompleted {
 				done++
 			}
 		}

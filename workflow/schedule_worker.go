@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 )
 
 // scheduler fires a Worker's schedules: one goroutine, looking at the
@@ -72,7 +72,7 @@ func (s *scheduler) due(ctx context.Context) time.Duration {
 // fire starts the run of one firing and reports whether it did (or found
 // it started); an error is logged and the firing tried again.
 func (s *scheduler) fire(ctx context.Context, cs *compiledSchedule, t time.Time) bool {
-	f := schedule.Firing{Name: cs.Name, Time: t.UTC(), Workflow: cs.Workflow, Input: cs.input}
+	f := schedmsg.Firing{Name: cs.Name, Time: t.UTC(), Workflow: cs.Workflow, Input: cs.input}
 	runID, existed, err := s.w.p.client.startFiring(ctx, f)
 	log := s.w.cfg.Logger.With("schedule", cs.Name, "scheduledTime", f.Time, "workflow", cs.Workflow)
 	switch {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -269,7 +269,7 @@ func TestScheduleFiringIgnoresInputChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, in := range inputs {
-				b, err := schedule.EncodeMessage(schedule.Message{
+				b, err := schedmsg.EncodeMessage(schedmsg.Message{
 					ScheduleARN:   "arn:aws:scheduler:eu-west-1:123456789012:schedule/default/nightly",
 					ScheduledTime: "2026-11-24T10:00:00Z", Workflow: "scheduled", Input: []byte(in),
 				})

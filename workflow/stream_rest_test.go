@@ -42,7 +42,7 @@ func TestStreamsOfCompensationsCloseAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := run.WaitDeactivated(ctx)
+	info, err := e.client.WaitDeactivated(ctx, run.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestMissingStreamOfRunAtRestIsDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.WaitDeactivated(ctx); err != nil {
+	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
 	page, err := e.client.ReadStreamPage(ctx, run.ID(), workflow.StreamPageOptions{Namespace: "never"})

@@ -183,7 +183,7 @@ func TestCallAfterRunEnded(t *testing.T) {
 		}
 	}
 	info, err := e.client.GetRun(ctx, run.ID())
-	if err != nil || info.Status != workflow.StatusCompleted {
+	if err != nil || info.Status != world.RunStatusCompleted {
 		t.Fatalf("run %+v, %v", info, err)
 	}
 }

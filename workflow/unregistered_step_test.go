@@ -36,7 +36,7 @@ func TestUnregisteredStepHoldsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the hold", func() bool { st, _ := run.Status(ctx); return st == workflow.StatusHeld })
+	waitFor(t, "the hold", func() bool { st, _ := statusOf(ctx, run); return st == world.RunStatusHeld })
 	info, err := run.Info(ctx)
 	if err != nil {
 		t.Fatal(err)

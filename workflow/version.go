@@ -73,13 +73,6 @@ type Versions []string
 // Accepts reports whether version is in vs.
 func (vs Versions) Accepts(version string) bool { return slices.Contains(vs, version) }
 
-// VersionFunc is a VersionFilter from a function, e.g. one accepting a
-// prefix or a range of releases.
-type VersionFunc func(version string) bool
-
-// Accepts reports f(version).
-func (f VersionFunc) Accepts(version string) bool { return f(version) }
-
 // resolveVersion returns the version a Client or Processor records: v, or
 // DefaultVersion when v is empty; an error names field when v is invalid.
 func resolveVersion(field, v string) (string, error) {
@@ -105,10 +98,6 @@ func acceptFunc(field string, f VersionFilter) (func(string) bool, error) {
 			if err := world.CheckVersion(v); err != nil {
 				return nil, fmt.Errorf("workflow: %s: %w", field, err)
 			}
-		}
-	case VersionFunc:
-		if f == nil {
-			return nil, nil
 		}
 	}
 	return f.Accepts, nil

@@ -48,7 +48,7 @@ type webhookMeta struct {
 type Request struct {
 	Method string `json:"method"`
 	// URL is the request's URL with its last path segment, the webhook's
-	// token, shown as RedactToken shows it: the token is the capability to
+	// token, shown as a digest ("sha256:" and 12 hex digits of its SHA-256): the token is the capability to
 	// resume the webhook, and the request is recorded in the run's log,
 	// which is read more widely than the webhook's URL may be (Webhook.URL
 	// and Webhook.Token give the workflow its own URL).
@@ -154,7 +154,7 @@ func deliversWebhook(method string) bool {
 // MaxEvents), answers 413 with a problem+json body (code
 // LIMIT_EXCEEDED); one that does not arrive within WebhookBodyTimeout
 // answers 408. Neither delivers anything. What it logs never holds a
-// token, only RedactToken's digest of it.
+// token, only its digest ("sha256:" and 12 hex digits).
 func (c *Client) WebhookHandler() http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = h.commit
@@ -217,7 +217,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		rw.WriteHeader(http.StatusMethodNotAllowed)
 		return
 	}
-	token := webhookToken(req.URL.Path)
+	token := engine.WebhookToken(req.URL.Path)
 	if token == "" {
 		rw.WriteHeader(http.StatusBadRequest)
 		return
@@ -226,7 +226,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	hk, err := h.c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
 	if err != nil && !errors.Is(err, world.ErrNotFound) && !errors.Is(err, world.ErrInvalid) {
 		// A failed read is not an unknown token: the sender should retry.
-		h.c.log.Warn("workflow: webhook lookup", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
+		h.c.log.Warn("workflow: webhook lookup", "token", engine.RedactToken(token), "err", redactTokenIn(err.Error(), token))
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -253,7 +253,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		writeTooLarge(rw, fmt.Sprintf("the body is over the limit of %d bytes a webhook request's body may take (nothing delivered)", maxBody))
 		return
 	}
-	r := Request{Method: req.Method, URL: redactWebhookURL(req.URL), Header: req.Header.Clone(), Body: body}
+	r := Request{Method: req.Method, URL: engine.RedactWebhookURL(req.URL), Header: req.Header.Clone(), Body: body}
 	if meta.Manual {
 		var b [12]byte
 		_, _ = rand.Read(b[:])
@@ -270,7 +270,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			writeTooLarge(rw, webhookLimitDetail(le))
 			return
 		}
-		h.c.log.Warn("workflow: webhook resume", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
+		h.c.log.Warn("workflow: webhook resume", "token", engine.RedactToken(token), "err", redactTokenIn(err.Error(), token))
 		rw.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
@@ -278,7 +278,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	case meta.Manual:
 		resp, err := h.awaitReply(ctx, r.ReplyRun, r.ReplyTo)
 		if err != nil {
-			h.c.log.Warn("workflow: webhook manual response", "token", RedactToken(token), "err", redactTokenIn(err.Error(), token))
+			h.c.log.Warn("workflow: webhook manual response", "token", engine.RedactToken(token), "err", redactTokenIn(err.Error(), token))
 			rw.WriteHeader(http.StatusGatewayTimeout)
 			return
 		}

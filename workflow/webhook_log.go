@@ -6,10 +6,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/skeinflow/skein/internal/engine"
 )
 
 // logRequests wraps the Worker's webhook server: each request is logged at
-// Debug with its method, the token's RedactToken digest (never the token,
+// Debug with its method, the token's digest (sha256:…) (never the token,
 // nor the path that holds it), the status answered and how long it took.
 func logRequests(log *slog.Logger, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
@@ -21,7 +23,7 @@ func logRequests(log *slog.Logger, h http.Handler) http.Handler {
 			if t, err := url.PathUnescape(token); err == nil {
 				token = t
 			}
-			attrs = append(attrs, "token", RedactToken(token))
+			attrs = append(attrs, "token", engine.RedactToken(token))
 		}
 		log.Debug("workflow: webhook request", attrs...)
 	})

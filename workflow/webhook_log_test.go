@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -66,9 +67,9 @@ func TestWorkerLogsWebhookRequests(t *testing.T) {
 		}
 	}
 	want := []entry{
-		{Method: http.MethodPost, Token: workflow.RedactToken(token), Status: http.StatusAccepted},
-		{Method: http.MethodGet, Token: workflow.RedactToken(token), Status: http.StatusMethodNotAllowed},
-		{Method: http.MethodPost, Token: workflow.RedactToken(unknown), Status: http.StatusNotFound},
+		{Method: http.MethodPost, Token: redact.Token(token), Status: http.StatusAccepted},
+		{Method: http.MethodGet, Token: redact.Token(token), Status: http.StatusMethodNotAllowed},
+		{Method: http.MethodPost, Token: redact.Token(unknown), Status: http.StatusNotFound},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d request lines, want %d:\n%s", len(got), len(want), logs)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -145,8 +146,8 @@ func TestWebhookLogsNoToken(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("failed lookup: %d, want 503", rec.Code)
 	}
-	if logs.Len() == 0 || strings.Contains(logs.String(), token) || !strings.Contains(logs.String(), workflow.RedactToken(token)) {
-		t.Errorf("log %q: want the token's digest %s and never the token", logs.String(), workflow.RedactToken(token))
+	if logs.Len() == 0 || strings.Contains(logs.String(), token) || !strings.Contains(logs.String(), redact.Token(token)) {
+		t.Errorf("log %q: want the token's digest %s and never the token", logs.String(), redact.Token(token))
 	}
 }
 

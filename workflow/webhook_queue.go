@@ -157,7 +157,7 @@ func (p *Processor) processDelivery(ctx context.Context, body []byte) error {
 		// The body holds the token: keep it out of the error.
 		return &engine.PermanentError{Reason: "malformed webhook delivery", Err: errors.New(redactTokenIn(err.Error(), d.Token))}
 	}
-	log := p.log.With("delivery", d.ID, "token", RedactToken(d.Token))
+	log := p.log.With("delivery", d.ID, "token", engine.RedactToken(d.Token))
 	payload := func() (json.RawMessage, error) {
 		if len(d.Payload) > 0 {
 			return checkDelivery(d, d.Payload)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -90,7 +91,7 @@ func TestWebhooks(t *testing.T) {
 	for i, want := range []string{`{"message":"one"}`, `{"message":"two"}`, `{"message":"three"}`} {
 		// The recorded URL shows the token redacted: it is in the run's log.
 		token, _ := url.PathUnescape(strings.TrimPrefix(us[i], workflow.WebhookPath))
-		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != workflow.WebhookPath+workflow.RedactToken(token) {
+		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != workflow.WebhookPath+redact.Token(token) {
 			t.Errorf("request %d = %+v", i, got[i])
 		}
 	}

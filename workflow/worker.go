@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -110,37 +110,23 @@ type EngineOptions struct {
 
 // Metrics receives measurements of runs and steps, each once its event is
 // committed. Implementations must be safe for concurrent use and must not
-// block.
+// block. The names it receives: the counters RunsStarted (a run began, or
+// a held run resumed), RunsCompleted, RunsFailed, RunsHeld (a replay
+// divergence stopped a run), StepAttempts (an attempt began),
+// StepAttemptFailures (an attempt failed, retried or not), StepsFailed (a
+// step failed for good), MessagesRefused (messages an executor pinned to
+// versions sent back for another executor: steadily above zero, runs wait
+// for a version no one runs) and KeyUnavailable (messages sent back because
+// the executor's keys could not open their run's payloads); the
+// distributions StepLatency (a step's first start to its completion),
+// RunDuration (a run's creation to its end) and, from the Lambda handler,
+// QueueLag (a queue message's due time to its receipt).
 type Metrics interface {
 	// Count adds n to the counter name.
 	Count(name string, n int)
 	// Duration records one observation of the distribution name.
 	Duration(name string, d time.Duration)
 }
-
-// Metric names, as Metrics receives them.
-const (
-	// Counters.
-	MetricRunsStarted         = engine.MetricRunsStarted         // run_started: a run began (or a held run resumed)
-	MetricRunsCompleted       = engine.MetricRunsCompleted       // run_completed
-	MetricRunsFailed          = engine.MetricRunsFailed          // run_failed
-	MetricRunsHeld            = engine.MetricRunsHeld            // run_held: a replay divergence stopped a run
-	MetricStepAttempts        = engine.MetricStepAttempts        // step_started: an attempt began
-	MetricStepAttemptFailures = engine.MetricStepAttemptFailures // an attempt failed (retried or not)
-	MetricStepsFailed         = engine.MetricStepsFailed         // a step failed for good
-	// Distributions.
-	MetricStepLatency = engine.MetricStepLatency // a step's first start to its completion
-	MetricRunDuration = engine.MetricRunDuration // a run's creation to its end (completed or failed)
-	MetricQueueLag    = engine.MetricQueueLag    // a queue message's due time to its receipt (Lambda handler)
-	// MetricMessagesRefused counts the messages an executor pinned to
-	// versions (ProcessorConfig.Versions) sent back for another executor:
-	// steadily above zero, runs are waiting for a version no one runs.
-	MetricMessagesRefused = engine.MetricMessagesRefused
-	// MetricKeyUnavailable counts the messages an executor sent back
-	// because its keys could not open their run's payloads (a missing or
-	// wrong encryption key): above zero, runs wait for the key to be fixed.
-	MetricKeyUnavailable = engine.MetricKeyUnavailable
-)
 
 // ProcessorConfig configures a Processor.
 type ProcessorConfig struct {
@@ -237,7 +223,7 @@ func (p *Processor) Client() *Client { return p.client }
 // is delivered again, and a run whose messages keep failing ends with
 // MAX_DELIVERIES_EXCEEDED, with the process and its other runs unharmed.
 //
-// A schedule message (schedule.IsMessage: what an EventBridge Scheduler
+// A schedule message (see package schedule: what an EventBridge Scheduler
 // schedule sends) starts its firing's run, keyed by the schedule's name and
 // the scheduled time, so a message delivered twice starts one run; one
 // that does not decode is a permanent error. One naming a workflow the
@@ -257,7 +243,7 @@ func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err 
 			err = fmt.Errorf("workflow: panic while handling a message: %v", r)
 		}
 	}()
-	if schedule.IsMessage(body) {
+	if schedmsg.IsMessage(body) {
 		return p.processFiring(ctx, body)
 	}
 	if IsWebhookDelivery(body) {

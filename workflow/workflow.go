@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
-	"github.com/skeinflow/skein/world"
 )
 
 // Context is what a workflow function sees: deterministic time, randomness
@@ -277,17 +276,3 @@ func funcLocation(fn any) string {
 	file, line := f.FileLine(f.Entry())
 	return fmt.Sprintf("%s at %s:%d", f.Name(), file, line)
 }
-
-// RunStatus is a run's lifecycle state.
-type RunStatus = world.RunStatus
-
-// Run states.
-const (
-	StatusPending = world.RunStatusPending
-	StatusRunning = world.RunStatusRunning
-	// StatusHeld: the run's replay diverged from its log (see HoldInfo).
-	StatusHeld      = world.RunStatusHeld
-	StatusCompleted = world.RunStatusCompleted
-	StatusFailed    = world.RunStatusFailed
-	StatusCancelled = world.RunStatusCancelled
-)

@@ -63,7 +63,7 @@ func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *workf
 func waitStatus(ctx context.Context, t *testing.T, c *workflow.Client, id string, want world.RunStatus) {
 	t.Helper()
 	for {
-		if s, err := c.Status(ctx, id); err == nil && s == want {
+		if s, err := statusOfID(ctx, c, id); err == nil && s == want {
 			return
 		}
 		if ctx.Err() != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -61,7 +62,7 @@ Examples:
 				enc := json.NewEncoder(e.stdout)
 				for _, h := range hooks {
 					if h.IsWebhook && !*reveal {
-						h.Token = workflow.RedactToken(h.Token)
+						h.Token = redact.Token(h.Token)
 					}
 					if err := enc.Encode(h); err != nil {
 						return err

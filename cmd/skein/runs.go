@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -415,4 +416,4 @@ Examples:
 // redactEvent returns ev with its secrets redacted: a webhook's token (as
 // hooks list shows it) and the run's secret. Other events are returned as
 // they are.
-func redactEvent(ev world.Event) world.Event { return workflow.RedactEvent(ev) }
+func redactEvent(ev world.Event) world.Event { return redact.Event(ev) }

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/sealmark"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -76,11 +76,11 @@ func safeLines(s string) string {
 
 // shownToken is what tables show of a hook's token: a webhook's token is
 // the only credential its URL needs (logs show it only redacted), so it is
-// shown as workflow.RedactToken unless reveal (-show-tokens) is set; a plain
+// shown as redact.Token unless reveal (-show-tokens) is set; a plain
 // hook's token is what "skein hooks resume" takes, and is shown.
 func shownToken(token string, webhook, reveal bool) string {
 	if webhook && !reveal {
-		return workflow.RedactToken(token)
+		return redact.Token(token)
 	}
 	return safeName(token)
 }

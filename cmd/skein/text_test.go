@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -119,7 +120,7 @@ func TestWebhookTokensRedacted(t *testing.T) {
 	t.Parallel()
 	db, _, waitingID := hostileStore(t)
 	const token = "whsec-0123456789abcdefg"
-	redacted := workflow.RedactToken(token)
+	redacted := redact.Token(token)
 	for _, tc := range []struct {
 		name   string
 		args   []string

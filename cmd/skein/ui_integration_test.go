@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/workflow"
 )
 

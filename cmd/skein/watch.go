@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -163,7 +164,7 @@ func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
 			Snapshot *world.RunState `json:"snapshot,omitempty"`
 		}{u.Cursor, u.Event, u.Snapshot}
 		if !o.showTokens {
-			r := workflow.RedactUpdate(u)
+			r := redact.Update(u)
 			line.Event, line.Snapshot = r.Event, r.Snapshot
 		}
 		return json.NewEncoder(w).Encode(line)

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -177,9 +177,9 @@ func (r *Redriver) describe(ctx context.Context, m sqstypes.Message) Letter {
 		l.Does = "stays: " + err.Error()
 		return l
 	}
-	if schedule.IsMessage(b) {
+	if schedmsg.IsMessage(b) {
 		l.Skein, l.Does = true, "starts its schedule's firing"
-		if f, err := schedule.DecodeMessage(b); err == nil {
+		if f, err := schedmsg.DecodeMessage(b); err == nil {
 			l.Workflow = f.Name
 		}
 		return l

@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/url"
+	"strings"
 )
 
 // RedactToken returns what logs and messages show of a hook token instead
 // of the token: "sha256:" and the first 12 hex digits of its SHA-256 (see
-// workflow.RedactToken).
+// internal/redact).
 func RedactToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return "sha256:" + hex.EncodeToString(sum[:6])
@@ -22,4 +24,38 @@ func quotedToken(token string, webhook bool) string {
 		return RedactToken(token)
 	}
 	return fmt.Sprintf("%q", token)
+}
+
+// WebhookToken returns the token a webhook request's path names: its last
+// segment, unescaped.
+func WebhookToken(path string) string {
+	token := path[strings.LastIndexByte(path, '/')+1:]
+	if t, err := url.PathUnescape(token); err == nil {
+		token = t
+	}
+	return token
+}
+
+// RedactWebhookURL returns u as a webhook's Request records it: its last
+// path segment, the token, replaced by RedactToken's digest. A segment that
+// is already such a digest is left as it is.
+func RedactWebhookURL(u *url.URL) string {
+	token := WebhookToken(u.Path)
+	if token == "" || isRedacted(token) {
+		return u.String()
+	}
+	c := *u
+	c.Path = c.Path[:strings.LastIndexByte(c.Path, '/')+1] + RedactToken(token)
+	c.RawPath = ""
+	return c.String()
+}
+
+// isRedacted reports whether s is what RedactToken shows.
+func isRedacted(s string) bool {
+	hexPart, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(hexPart) != 12 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil
 }

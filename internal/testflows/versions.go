@@ -167,7 +167,7 @@ func patchScenario(t *testing.T, deploy Deploy, sleep time.Duration) {
 	for id, version := range map[string]string{hooked.ID(): "v1", asleep.ID(): "v1b"} {
 		waitUntil(t, ctx, "v2 without patches to hold "+id, func() bool {
 			info, err := client.GetRun(ctx, id)
-			return err == nil && info.Status == workflow.StatusHeld
+			return err == nil && info.Status == world.RunStatusHeld
 		})
 		info, err := client.GetRun(ctx, id)
 		if err != nil {
@@ -278,7 +278,7 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	if !strings.Contains(logs.String(), "compatible executor") {
 		t.Fatalf("no log line says why the run of v0 waits:\n%s", logs.String())
 	}
-	if info, err := c1.GetRun(ctx, orphan.ID()); err != nil || info.Status != workflow.StatusPending || info.Version != "v0" {
+	if info, err := c1.GetRun(ctx, orphan.ID()); err != nil || info.Status != world.RunStatusPending || info.Version != "v0" {
 		t.Fatalf("the run of v0 with no executor: %+v, %v; want pending, of version v0", info, err)
 	}
 	// Drained: no run of v1 is left unfinished, so v1 goes, and an
@@ -306,7 +306,7 @@ func wantEnd(t *testing.T, ctx context.Context, c *workflow.Client, r vrun, retr
 	}()
 	waitUntil(t, ctx, "run "+id+" to end", func() bool {
 		info, err := c.GetRun(ctx, id)
-		if err == nil && info.Status == workflow.StatusHeld && !retry {
+		if err == nil && info.Status == world.RunStatusHeld && !retry {
 			t.Fatalf("run %s held: %v", id, info.Hold.Err)
 		}
 		return err == nil && info.Status.Terminal()
@@ -329,7 +329,7 @@ func retryHeld(t *testing.T, ctx context.Context, c *workflow.Client, id string)
 		return
 	}
 	info, gerr := c.GetRun(ctx, id)
-	if gerr != nil || info.Status == workflow.StatusHeld || !errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrInvalid) {
+	if gerr != nil || info.Status == world.RunStatusHeld || !errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrInvalid) {
 		t.Fatalf("RetryRun(%s): %v (the run: %+v, %v)", id, err, info, gerr)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -160,7 +160,7 @@ func (r *Row) End(at time.Time) {
 // Options says how Build names things.
 type Options struct {
 	// ShowTokens shows webhook tokens in full; by default they are
-	// redacted (workflow.RedactToken), as logs show them.
+	// redacted (redact.Token), as logs show them.
 	ShowTokens bool
 	// Name and Text render user-controlled identifiers (step names,
 	// tokens) and free text (errors, inputs) for the medium; nil leaves
@@ -289,7 +289,7 @@ func (b *builder) event(ev world.Event) {
 func (b *builder) hookCreated(ev world.Event, d *world.HookCreated) {
 	token := b.o.Name(d.Token)
 	if d.IsWebhook && !b.o.ShowTokens {
-		token = workflow.RedactToken(d.Token)
+		token = redact.Token(d.Token)
 	}
 	r := &Row{Name: "hook " + token, Status: "waiting", First: ev.CreatedAt}
 	if d.IsWebhook {

@@ -1,8 +1,9 @@
-package workflow_test
+package redact_test
 
 import (
 	"testing"
 
+	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -12,18 +13,18 @@ import (
 func TestRedactEvent(t *testing.T) {
 	t.Parallel()
 	created := &world.RunCreated{WorkflowName: "wf", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	got := workflow.RedactEvent(world.Event{Data: created})
+	got := redact.Event(world.Event{Data: created})
 	if d := got.Data.(*world.RunCreated); len(d.Secret) != 0 || d.WorkflowName != "wf" {
 		t.Errorf("run_created redacted to %+v", d)
 	}
 	if len(created.Secret) == 0 {
-		t.Error("RedactEvent changed the event it was given")
+		t.Error("redact.Event changed the event it was given")
 	}
-	web := workflow.RedactEvent(world.Event{Data: &world.HookCreated{Token: "secret-token", IsWebhook: true}})
-	if d := web.Data.(*world.HookCreated); d.Token != workflow.RedactToken("secret-token") {
+	web := redact.Event(world.Event{Data: &world.HookCreated{Token: "secret-token", IsWebhook: true}})
+	if d := web.Data.(*world.HookCreated); d.Token != redact.Token("secret-token") {
 		t.Errorf("webhook token shown as %q", d.Token)
 	}
-	plain := workflow.RedactEvent(world.Event{Data: &world.HookCreated{Token: "approve/1"}})
+	plain := redact.Event(world.Event{Data: &world.HookCreated{Token: "approve/1"}})
 	if d := plain.Data.(*world.HookCreated); d.Token != "approve/1" {
 		t.Errorf("a chosen token shown as %q", d.Token)
 	}
@@ -36,11 +37,11 @@ func TestRedactEventWebhookRequest(t *testing.T) {
 	t.Parallel()
 	const tok = "tok-7Q2X9abc"
 	recv := func(payload string) string {
-		ev := workflow.RedactEvent(world.Event{Data: &world.HookReceived{Token: tok, Payload: []byte(payload)}})
+		ev := redact.Event(world.Event{Data: &world.HookReceived{Token: tok, Payload: []byte(payload)}})
 		return string(ev.Data.(*world.HookReceived).Payload)
 	}
 	legacy := `{"method":"POST","url":"https://h.example/p` + workflow.WebhookPath + tok + `?a=1","header":{"X-A":["b"]},"body":"e30="}`
-	want := `{"method":"POST","url":"https://h.example/p` + workflow.WebhookPath + workflow.RedactToken(tok) + `?a=1","header":{"X-A":["b"]},"body":"e30="}`
+	want := `{"method":"POST","url":"https://h.example/p` + workflow.WebhookPath + redact.Token(tok) + `?a=1","header":{"X-A":["b"]},"body":"e30="}`
 	if got := recv(legacy); got != want {
 		t.Errorf("recorded request shown as\n%s\nwant\n%s", got, want)
 	}

@@ -3,7 +3,7 @@ package dynamotest
 import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/skeinflow/skein/dynamoworld/internal/itemsum"
+	"github.com/skeinflow/skein/internal/itemsum"
 )
 
 // Reseal recomputes the checksums of an item of the World's table as the

@@ -1,4 +1,8 @@
-package schedule
+// Package schedmsg is the schedule message: the queue body with which an
+// EventBridge Scheduler schedule asks a flow function (or a Processor) to
+// start a scheduled run, and the idempotency key of a firing. Package
+// schedule's documentation describes the message for users.
+package schedmsg
 
 import (
 	"bytes"

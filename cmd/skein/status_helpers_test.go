@@ -1,0 +1,17 @@
+package main
+
+import (
+	"context"
+
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// statusOfID returns the status of run id (what Client.Status returned).
+func statusOfID(ctx context.Context, c *workflow.Client, id string) (world.RunStatus, error) {
+	info, err := c.GetRun(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return info.Status, nil
+}
