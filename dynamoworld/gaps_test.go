@@ -1,0 +1,161 @@
+package dynamoworld_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/world"
+)
+
+// gapsFixture is a table on the emulators and a way to open fresh Worlds
+// on it (no cache shared with the writer) and delete commit items behind
+// them, as tamper.py of the trial did.
+type gapsFixture struct {
+	c   dynamoworld.Clients
+	cfg dynamoworld.Config
+}
+
+func newGapsFixture(t *testing.T) *gapsFixture {
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	return &gapsFixture{c: c, cfg: dynamotest.Config(c, r, url)}
+}
+
+func (f *gapsFixture) open(t *testing.T) *dynamoworld.World {
+	t.Helper()
+	w, err := dynamoworld.New(context.Background(), f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// deleteCommit deletes the commit item keyed prev (events prev+1 on).
+func (f *gapsFixture) deleteCommit(t *testing.T, runID string, prev int64) {
+	t.Helper()
+	_, err := f.c.DynamoDB.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(f.cfg.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "r#" + runID},
+			"sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("e#%020d", prev)},
+		},
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	})
+	if err != nil {
+		t.Fatalf("delete commit %d of run %s: %v", prev, runID, err)
+	}
+}
+
+// completedRun appends a completed run in five commits, keyed 0, 2, 3, 4
+// and 5: run_created and run_started (events 1-2), a step's created (3),
+// started (4) and completed (5), and run_completed (6).
+func completedRun(t *testing.T, w world.World) string {
+	t.Helper()
+	run := ids.New(world.PrefixRun)
+	step := ids.New(world.PrefixStep)
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf", Input: []byte(`1`)}}, world.EventInput{Data: &world.RunStarted{}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: step, Data: &world.StepCreated{StepName: "s", Input: []byte(`1`)}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: step, Data: &world.StepStarted{}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: step, Data: &world.StepCompleted{Result: []byte(`2`)}})
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunCompleted{Output: []byte(`3`)}})
+	return run
+}
+
+// wantGap checks err is world.ErrCorrupt naming the table, the run and
+// the range.
+func wantGap(t *testing.T, what string, err error, table, run, rng string) {
+	t.Helper()
+	if !errors.Is(err, world.ErrCorrupt) {
+		t.Fatalf("%s: got %v, want world.ErrCorrupt", what, err)
+	}
+	for _, s := range []string{table, run, rng} {
+		if !strings.Contains(err.Error(), s) {
+			t.Fatalf("%s: %q does not name %q", what, err, s)
+		}
+	}
+}
+
+// listAll reads a run's log page by page (limit per page), ascending or
+// descending.
+func listPaged(ctx context.Context, w world.World, run string, limit int, desc bool) ([]world.Event, error) {
+	var out []world.Event
+	cursor := ""
+	for {
+		p, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: run, Pagination: world.Pagination{Limit: limit, Cursor: cursor, Descending: desc}})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p.Items...)
+		if !p.HasMore {
+			return out, nil
+		}
+		cursor = p.Cursor
+	}
+}
+
+// TestMissingMiddleCommit: a commit item deleted from the middle of a
+// completed run's log (the trial's del_commit) made ListEvents return the
+// log without its events, with no error. Every read of the log, from the
+// start or a cursor, either way, in one page or several, is now
+// world.ErrCorrupt naming the table, run and missing range.
+func TestMissingMiddleCommit(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	run := completedRun(t, f.open(t))
+	f.deleteCommit(t, run, 3) // the step's step_started: event 4
+	for _, limit := range []int{1, 2, 100} {
+		for _, desc := range []bool{false, true} {
+			evs, err := listPaged(ctx, f.open(t), run, limit, desc)
+			wantGap(t, fmt.Sprintf("ListEvents limit %d desc %v (read %d events)", limit, desc, len(evs)), err, f.cfg.Table, run, "events 4-4")
+		}
+	}
+	if _, err := world.AllEvents(ctx, f.open(t), run); !errors.Is(err, world.ErrCorrupt) {
+		t.Fatalf("AllEvents: %v, want world.ErrCorrupt", err)
+	}
+	// A read past the hole from a cursor after it has no hole to see.
+	w := f.open(t)
+	first, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: run, Pagination: world.Pagination{Limit: 1, Descending: true}})
+	if err != nil || len(first.Items) != 1 || first.Items[0].Seq != 6 {
+		t.Fatalf("the newest event: %v, %v", first, err)
+	}
+}
+
+// TestMissingLastCommit: the commit item holding run_completed deleted
+// (the trial's del_last_commit) made GetRun say running while the head
+// said completed, and the log read as complete and shorter. GetRun,
+// ListEvents and an Append are now world.ErrCorrupt, and nothing is
+// written at the missing sequence numbers.
+func TestMissingLastCommit(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	run := completedRun(t, f.open(t))
+	f.deleteCommit(t, run, 5) // run_completed: event 6
+	w := f.open(t)
+	_, err := w.GetRun(ctx, &world.GetRunParams{RunID: run})
+	wantGap(t, "GetRun", err, f.cfg.Table, run, "from 6 on")
+	for _, desc := range []bool{false, true} {
+		for _, limit := range []int{2, 100} {
+			_, err := listPaged(ctx, f.open(t), run, limit, desc)
+			wantGap(t, fmt.Sprintf("ListEvents limit %d desc %v", limit, desc), err, f.cfg.Table, run, "from 6 on")
+		}
+	}
+	_, err = f.open(t).Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunFailed{Error: &world.ErrorData{Message: "x"}}}}})
+	wantGap(t, "Append", err, f.cfg.Table, run, "from 6 on")
+	got, err := f.c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(f.cfg.Table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "r#" + run},
+		"sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("e#%020d", 5)},
+	}})
+	if err != nil || len(got.Item) != 0 {
+		t.Fatalf("a commit was written over the missing one: %v, %v", got.Item, err)
+	}
+}
