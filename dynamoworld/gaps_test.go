@@ -2,10 +2,14 @@ package dynamoworld_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -157,5 +162,60 @@ func TestMissingLastCommit(t *testing.T) {
 	}})
 	if err != nil || len(got.Item) != 0 {
 		t.Fatalf("a commit was written over the missing one: %v, %v", got.Item, err)
+	}
+}
+
+// TestTokenIndexNamesAnotherHook: the trial edited token A's index item
+// (t#<sha256(A)>) to name run B's hook, and ResumeHook(A) recorded the
+// payload in run B. The hook_received now carries the token it was found
+// by, the commit's load reads the hook it names (no extra request), and a
+// hook holding another token refuses it with world.ErrCorrupt: nothing is
+// recorded in either run.
+func TestTokenIndexNamesAnotherHook(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	w := f.open(t)
+	hooked := func(tok string) (run, hook string) {
+		run, hook = ids.New(world.PrefixRun), ids.New(world.PrefixHook)
+		mustAppend(t, w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf"}}, world.EventInput{Data: &world.RunStarted{}},
+			world.EventInput{CorrelationID: hook, Data: &world.HookCreated{Token: tok}})
+		return run, hook
+	}
+	tokA, tokB := "tok-a-"+ids.New(""), "tok-b-"+ids.New("")
+	runA, _ := hooked(tokA)
+	runB, hookB := hooked(tokB)
+	sum := sha256.Sum256([]byte(tokA))
+	_, err := f.c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(f.cfg.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "t#" + hex.EncodeToString(sum[:])},
+			"sk": &types.AttributeValueMemberS{Value: "tok"},
+		},
+		UpdateExpression:          aws.String("SET #r = :r, #h = :h"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeNames:  map[string]string{"#r": "run", "#h": "hid"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: runB}, ":h": &types.AttributeValueMemberS{Value: hookB}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cached := range []bool{true, false} {
+		rw := w // the writer: its cache holds both runs
+		if !cached {
+			rw = f.open(t)
+		}
+		_, err = engine.ResumeHook(ctx, rw, time.Now, tokA, json.RawMessage(`"attacker"`))
+		if !errors.Is(err, world.ErrCorrupt) {
+			t.Fatalf("ResumeHook(A) through an index naming B's hook (cached %v): %v, want world.ErrCorrupt", cached, err)
+		}
+	}
+	for _, run := range []string{runA, runB} {
+		evs, err := world.AllEvents(ctx, f.open(t), run)
+		if err != nil || len(evs) != 3 {
+			t.Fatalf("run %s: %d events (%v), want its 3: nothing recorded", run, len(evs), err)
+		}
+	}
+	if _, err := engine.ResumeHook(ctx, f.open(t), time.Now, tokB, json.RawMessage(`"ok"`)); err != nil {
+		t.Fatalf("ResumeHook(B), whose index is intact: %v", err)
 	}
 }

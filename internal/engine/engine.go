@@ -458,7 +458,7 @@ func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token 
 		return nil, err
 	}
 	res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, Events: []world.EventInput{
-		{CorrelationID: h.HookID, Data: &world.HookReceived{Payload: payload}},
+		{CorrelationID: h.HookID, Data: &world.HookReceived{Token: token, Payload: payload}},
 	}})
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrGone) || errors.Is(err, world.ErrConflict) {
