@@ -2,6 +2,7 @@ package dynamoworld
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/skeinflow/skein/world"
@@ -166,4 +167,18 @@ func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, 
 		return w.confirmEnd(ctx, runID)
 	}
 	return nil
+}
+
+// listEventsOnce is listEvents that reads again once when it finds a hole:
+// a Query is read committed, not a snapshot, so in theory two commits
+// landing between its reads of two items could show the second without
+// the first. The first is then committed, and a second read sees it; the
+// same hole twice is world.ErrCorrupt.
+func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
+	page, err := w.listEvents(ctx, runID, corr, pg)
+	var gap *gapError
+	if errors.As(err, &gap) {
+		return w.listEvents(ctx, runID, corr, pg)
+	}
+	return page, err
 }

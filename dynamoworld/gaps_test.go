@@ -219,3 +219,63 @@ func TestTokenIndexNamesAnotherHook(t *testing.T) {
 		t.Fatalf("ResumeHook(B), whose index is intact: %v", err)
 	}
 }
+
+// noRegistry knows no workflow: the delivery must stop before it asks.
+type noRegistry struct{}
+
+func (noRegistry) Workflow(string) (*engine.Workflow, bool) { return nil, false }
+func (noRegistry) Step(string) (*engine.Step, bool)         { return nil, false }
+
+// commitKeys lists the sort keys of a run's commit items.
+func (f *gapsFixture) commitKeys(t *testing.T, runID string) []string {
+	t.Helper()
+	out, err := f.c.DynamoDB.Query(context.Background(), &dynamodb.QueryInput{
+		TableName: aws.String(f.cfg.Table), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :e)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "r#" + runID}, ":e": &types.AttributeValueMemberS{Value: "e#"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range out.Items {
+		keys = append(keys, it["sk"].(*types.AttributeValueMemberS).Value)
+	}
+	return keys
+}
+
+// TestMissingCommitOfRunningRun: the trial deleted a commit item of a
+// running run and started a worker, which retried for 48 deliveries and
+// then failed the run with events written where the deleted ones had
+// been. The worker's delivery now reads the log, finds the hole
+// (world.ErrCorrupt naming it) and drops its message (a
+// *engine.PermanentError) without writing anything.
+func TestMissingCommitOfRunningRun(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	w := f.open(t)
+	run, s1, s2 := ids.New(world.PrefixRun), ids.New(world.PrefixStep), ids.New(world.PrefixStep)
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf", Input: []byte(`1`)}}, world.EventInput{Data: &world.RunStarted{}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: s1, Data: &world.StepCreated{StepName: "s", Input: []byte(`1`)}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: s1, Data: &world.StepStarted{}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: s1, Data: &world.StepCompleted{Result: []byte(`2`)}},
+		world.EventInput{CorrelationID: s2, Data: &world.StepCreated{StepName: "s", Input: []byte(`2`)}},
+		world.EventInput{CorrelationID: s2, Data: &world.StepStarted{}})
+	f.deleteCommit(t, run, 3) // step 1's step_started: event 4
+	before := f.commitKeys(t, run)
+
+	fresh := f.open(t)
+	eng, err := engine.New(engine.Config{World: fresh, Registry: noRegistry{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	err = eng.HandleDelivery(ctx, world.Message{RunID: run}, 1)
+	if !engine.IsPermanent(err) {
+		t.Fatalf("delivery: %v, want a *engine.PermanentError", err)
+	}
+	wantGap(t, "delivery", err, f.cfg.Table, run, "events 4-4")
+	if after := f.commitKeys(t, run); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the run's commits changed: %v, were %v", after, before)
+	}
+}

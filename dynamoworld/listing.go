@@ -368,7 +368,7 @@ func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*wor
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
-	return w.listEvents(ctx, p.RunID, "", p.Pagination)
+	return w.listEventsOnce(ctx, p.RunID, "", p.Pagination)
 }
 
 // ListEventsByCorrelation lists the events of one step, hook or wait of a
@@ -381,7 +381,7 @@ func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 	case p.RunID == "":
 		return nil, invalid("dynamoworld: ListEventsByCorrelation needs a RunID")
 	}
-	return w.listEvents(ctx, p.RunID, p.CorrelationID, p.Pagination)
+	return w.listEventsOnce(ctx, p.RunID, p.CorrelationID, p.Pagination)
 }
 
 // eventPos is an events cursor's position: the sequence number of the last
