@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -68,5 +69,26 @@ func TestCorruptLogDropsTheMessage(t *testing.T) {
 	}
 	if n := w.appends.Load(); n != 0 {
 		t.Fatalf("%d appends to a run whose log is damaged, want none", n)
+	}
+}
+
+// TestLateReasonNamesTheCause: a stalled executor that had lost its run's
+// lease logged "record step result after run end" though the run had not
+// ended. The line now names the cause.
+func TestLateReasonNamesTheCause(t *testing.T) {
+	lost := fmt.Errorf("append: %w", world.ErrLeaseLost)
+	for _, tc := range []struct {
+		err    error
+		status world.RunStatus
+		want   string
+	}{
+		{lost, world.RunStatusRunning, "lost the run's lease"},
+		{errors.New("x"), world.RunStatusCompleted, "the run has ended (completed)"},
+		{errors.New("x"), world.RunStatusHeld, "the run is held"},
+		{errors.New("x"), world.RunStatusRunning, "the World refused it"},
+	} {
+		if got := lateReason(tc.err, tc.status); !strings.Contains(got, tc.want) {
+			t.Errorf("lateReason(%v, %s) = %q, want %q in it", tc.err, tc.status, got, tc.want)
+		}
 	}
 }
