@@ -54,8 +54,10 @@
 // the run's head checks that the head and the newest commit agree on
 // whether the run has ended: a missing commit item is world.ErrCorrupt
 // naming the table, run and missing range, never a shorter log, and no
-// commit is written over it. The newest commit of a live run deleted is
-// not caught (nothing else counts its events): see RELIABILITY.md.
+// commit is written over it. The step, wait and hook-link items a commit
+// writes carry its last sequence number (wq), so that a commit judged on
+// a log whose newest commit was deleted is refused too when it touches an
+// entity that commit wrote. See RELIABILITY.md for what is not caught.
 //
 // # Commits
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -181,4 +182,78 @@ func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world
 		return w.listEvents(ctx, runID, corr, pg)
 	}
 	return page, err
+}
+
+// aWrittenAt, on a run's step, wait and hook-link items, is the last
+// sequence number of the commit that last wrote the item (items written
+// before it existed have none). The newest commit of a live run deleted
+// leaves a log that ends early and reads dense; its entities then say the
+// run went further. A load that reads an entity newer than the run it
+// read checks the run again (entityAhead), and every update of an entity
+// is conditioned on it not being newer than the commit's snapshot, so a
+// commit judged on a log that ends early is cancelled and judged again on
+// a fresh load.
+const aWrittenAt = "wq"
+
+// isEntity reports whether k is one of a run's step, wait or hook-link
+// items (the items a commit's events write in the run's partition).
+func isEntity(runID string, k itemKey) bool {
+	if k.pk != runPK(runID) {
+		return false
+	}
+	return strings.HasPrefix(k.sk, prefStep) || strings.HasPrefix(k.sk, prefWait) || strings.HasPrefix(k.sk, prefHook)
+}
+
+// markEntities sets aWrittenAt on the run's entity items a commit puts or
+// updates (encs: their final encodings), to the commit's last sequence
+// number.
+func markEntities(runID string, ls int64, encs []*encItem) {
+	for _, e := range encs {
+		if isEntity(runID, itemKey{getS(e.it, attrPK), getS(e.it, attrSK)}) {
+			setN(e.it, aWrittenAt, ls)
+		}
+	}
+}
+
+// notAhead conditions an entity's update on the item not having been
+// written by a commit after prev (the commit's snapshot), and adds cond.
+func notAhead(prev int64, cond func(e *expr) string) func(e *expr) string {
+	return func(e *expr) string {
+		c := "(attribute_not_exists(" + e.n(aWrittenAt) + ") OR " + e.n(aWrittenAt) + " <= " + e.v(num(prev)) + ")"
+		if cond != nil {
+			c = "(" + cond(e) + ") AND " + c
+		}
+		return c
+	}
+}
+
+// entityAhead returns the highest aWrittenAt of the entity items got that
+// is past lastSeq, 0 when none is.
+func entityAhead(got []item, lastSeq int64) int64 {
+	var ahead int64
+	for _, it := range got {
+		if it != nil {
+			if q := getN(it, aWrittenAt); q > lastSeq && q > ahead {
+				ahead = q
+			}
+		}
+	}
+	return ahead
+}
+
+// checkAhead decides on an entity item newer than the run a load read
+// (ahead > 0): the load's Query came before its TransactGetItems, so a
+// commit landing between them is legitimate, and a strongly consistent
+// read now sees it (its transaction was committed when its entity was
+// read). A newest commit still short of ahead means commit items are
+// missing: world.ErrCorrupt.
+func (w *World) checkAhead(ctx context.Context, runID string, ahead int64) error {
+	_, _, last, err := w.queryRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if ls := getN(last, aLastSeq); ls < ahead {
+		return &gapError{table: w.cfg.Table, runID: runID, from: ls + 1, to: ahead}
+	}
+	return nil
 }

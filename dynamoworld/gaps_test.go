@@ -279,3 +279,42 @@ func TestMissingCommitOfRunningRun(t *testing.T) {
 		t.Fatalf("the run's commits changed: %v, were %v", after, before)
 	}
 }
+
+// TestMissingNewestCommitOfLiveRun: the trial's running run lost its
+// newest commit (step 1's step_completed, step 2's created and started):
+// its log read dense and shorter, and the next commit was written at the
+// deleted numbers. The step items that commit wrote carry its last
+// sequence number: a commit judged on the shorter log, from a fresh read
+// or a snapshot primed by reading the log, is refused with world.ErrCorrupt
+// naming the missing range, and nothing is written.
+func TestMissingNewestCommitOfLiveRun(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	w := f.open(t)
+	run, s1, s2 := ids.New(world.PrefixRun), ids.New(world.PrefixStep), ids.New(world.PrefixStep)
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf", Input: []byte(`1`)}}, world.EventInput{Data: &world.RunStarted{}},
+		world.EventInput{CorrelationID: s1, Data: &world.StepCreated{StepName: "s", Input: []byte(`1`)}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: s1, Data: &world.StepStarted{}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: s1, Data: &world.StepCompleted{Result: []byte(`2`)}},
+		world.EventInput{CorrelationID: s2, Data: &world.StepCreated{StepName: "s", Input: []byte(`2`)}},
+		world.EventInput{CorrelationID: s2, Data: &world.StepStarted{}})
+	f.deleteCommit(t, run, 4) // events 5-7
+	before := f.commitKeys(t, run)
+	next := []world.EventInput{{CorrelationID: s1, Data: &world.StepCompleted{Result: []byte(`3`)}}}
+
+	_, err := f.open(t).Append(ctx, &world.AppendParams{RunID: run, Events: next})
+	wantGap(t, "Append on a fresh read", err, f.cfg.Table, run, "events 5-7")
+
+	primed := f.open(t)
+	evs, err := world.AllEvents(ctx, primed, run)
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("the log as it reads: %d events, %v", len(evs), err)
+	}
+	_, err = primed.Append(ctx, &world.AppendParams{RunID: run, Events: next})
+	wantGap(t, "Append on a primed snapshot", err, f.cfg.Table, run, "events 5-7")
+	_, err = primed.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: s1, Data: &world.StepStarted{}}}})
+	wantGap(t, "step_started again", err, f.cfg.Table, run, "events 5-7")
+	if after := f.commitKeys(t, run); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the run's commits changed: %v, were %v", after, before)
+	}
+}

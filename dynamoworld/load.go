@@ -169,6 +169,11 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
 		return nil, err
 	}
+	if ahead := entityAhead(got, run.LastSeq); ahead > 0 {
+		if err := w.checkAhead(ctx, runID, ahead); err != nil {
+			return nil, err
+		}
+	}
 	fetched, err := w.cc.fetch(ctx, got...)
 	if err != nil {
 		return nil, err
