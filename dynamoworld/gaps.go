@@ -257,3 +257,16 @@ func (w *World) checkAhead(ctx context.Context, runID string, ahead int64) error
 	}
 	return nil
 }
+
+// commitAt checks, strongly consistent, that the commit keyed prev exists,
+// after a watch's eventually consistent read found a later one (keyed
+// later) but not it: every commit was written after the one before it, so
+// once a later one is committed, a consistent read sees this one unless
+// it was deleted (world.ErrCorrupt naming the missing range).
+func (w *World) commitAt(ctx context.Context, runID string, prev, later int64) error {
+	it, err := w.getItem(ctx, commitKey(runID, prev))
+	if err != nil || it != nil {
+		return err
+	}
+	return &gapError{table: w.cfg.Table, runID: runID, from: prev + 1, to: later}
+}

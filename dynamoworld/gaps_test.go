@@ -318,3 +318,30 @@ func TestMissingNewestCommitOfLiveRun(t *testing.T) {
 		t.Fatalf("the run's commits changed: %v, were %v", after, before)
 	}
 }
+
+// TestWatchStopsAtAHole: a watch of a run whose log lost a commit item
+// waited at the hole for ever (each look found later commits that did not
+// chain, taken for a commit not yet visible). A strongly consistent read
+// of the missing key now tells the two apart: world.ErrCorrupt.
+func TestWatchStopsAtAHole(t *testing.T) {
+	f := newGapsFixture(t)
+	run := completedRun(t, f.open(t))
+	f.deleteCommit(t, run, 3) // event 4
+	// Generous: the watch answers at its first looks; the deadline only
+	// turns a hang into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var seqs []int64
+	var err error
+	for e, werr := range f.open(t).Watch(ctx, &world.WatchParams{RunID: run}) {
+		if werr != nil {
+			err = werr
+			break
+		}
+		seqs = append(seqs, e.Event.Seq)
+	}
+	if fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Errorf("delivered %v, want the events before the hole", seqs)
+	}
+	wantGap(t, "Watch", err, f.cfg.Table, run, "events 4-4")
+}
