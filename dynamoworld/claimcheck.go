@@ -1,6 +1,8 @@
 package dynamoworld
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -49,6 +51,9 @@ type claimCheck struct {
 	bucket    string
 	prefix    string
 	threshold int
+	// retention is Config.Retention: without it no run's items expire,
+	// so a missing object was deleted, not expired.
+	retention time.Duration
 
 	mu     sync.Mutex
 	stored map[string]struct{} // keys this process uploaded (bounded)
@@ -293,6 +298,11 @@ func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		switch errorCode(err) {
 		case "NoSuchKey":
+			if c.retention == 0 {
+				// Runs are kept forever: nothing may expire the object.
+				return nil, fmt.Errorf("%w: dynamoworld: run %s: claim-checked payload s3://%s/%s is missing (deleted: runs on this table are kept forever, Config.Retention is 0, so no lifecycle rule may expire it)",
+					world.ErrCorrupt, runOfKey(c.prefix, key), c.bucket, key)
+			}
 			// The bucket's lifecycle rule expired it (or someone deleted it).
 			return nil, &world.ExpiredError{RunID: runOfKey(c.prefix, key), What: "claim-checked payload s3://" + c.bucket + "/" + key}
 		case "AccessDenied":

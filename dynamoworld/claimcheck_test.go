@@ -1,6 +1,8 @@
 package dynamoworld
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -235,6 +237,36 @@ func TestClaimCheckVerifiesDigest(t *testing.T) {
 		_, err = fresh.ListEvents(context.Background(), &world.ListEventsParams{RunID: id})
 		if !errors.Is(err, world.ErrCorrupt) {
 			t.Errorf("%s: ListEvents: %v, want world.ErrCorrupt", tc.name, err)
+		}
+	}
+}
+
+// TestClaimCheckedObjectMissing: a claim-checked object deleted from S3 on
+// a table without Retention read as "ErrGone ... has expired", though
+// nothing there expires. It is now world.ErrCorrupt saying the object is
+// missing; with Retention, a lifecycle rule may have expired it: ErrGone.
+func TestClaimCheckedObjectMissing(t *testing.T) {
+	for _, retention := range []time.Duration{0, time.Hour} {
+		ddb := &fakeDDB{}
+		s3c := newFakeS3()
+		mod := func(c *Config) { c.Retention = retention }
+		w := newFakeWorld(t, ddb, s3c, mod)
+		id := testIDs.New(world.PrefixRun)
+		if _, err := appendEvents(w, id, ev("", &world.RunCreated{WorkflowName: "wf", Input: jsonOf(300 << 10)})); err != nil {
+			t.Fatal(err)
+		}
+		stored := map[itemKey]item{}
+		for _, ti := range ddb.writes[0].TransactItems {
+			stored[itemKey{getS(ti.Put.Item, attrPK), getS(ti.Put.Item, attrSK)}] = ti.Put.Item
+		}
+		serveItems(ddb, stored)
+		clear(s3c.objects)
+		_, err := newFakeWorld(t, ddb, s3c, mod).GetRun(context.Background(), &world.GetRunParams{RunID: id})
+		switch {
+		case retention == 0 && (!errors.Is(err, world.ErrCorrupt) || !strings.Contains(err.Error(), "is missing") || strings.Contains(err.Error(), "expired")):
+			t.Errorf("no retention: GetRun: %v, want world.ErrCorrupt saying the object is missing", err)
+		case retention > 0 && !errors.Is(err, world.ErrGone):
+			t.Errorf("retention %v: GetRun: %v, want world.ErrGone", retention, err)
 		}
 	}
 }

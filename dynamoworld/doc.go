@@ -49,6 +49,16 @@
 // someone who recomputes the CRC: sealed runs (package encrypt) are for
 // that. See RELIABILITY.md, Tampering and corruption.
 //
+// Every read of a run's events checks that its commits chain from where it
+// starts (event 1 or its cursor) to where it stops, and a read that sees
+// the run's head checks that the head and the newest commit agree on
+// whether the run has ended: a missing commit item is world.ErrCorrupt
+// naming the table, run and missing range, never a shorter log, and no
+// commit is written over it. The step, wait and hook-link items a commit
+// writes carry its last sequence number (wq), so that a commit judged on
+// a log whose newest commit was deleted is refused too when it touches an
+// entity that commit wrote. See RELIABILITY.md for what is not caught.
+//
 // # Commits
 //
 // Append judges its events with world.Apply, the state machine every World

@@ -368,7 +368,7 @@ func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*wor
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
-	return w.listEvents(ctx, p.RunID, "", p.Pagination)
+	return w.listEventsOnce(ctx, p.RunID, "", p.Pagination)
 }
 
 // ListEventsByCorrelation lists the events of one step, hook or wait of a
@@ -381,7 +381,7 @@ func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 	case p.RunID == "":
 		return nil, invalid("dynamoworld: ListEventsByCorrelation needs a RunID")
 	}
-	return w.listEvents(ctx, p.RunID, p.CorrelationID, p.Pagination)
+	return w.listEventsOnce(ctx, p.RunID, p.CorrelationID, p.Pagination)
 }
 
 // eventPos is an events cursor's position: the sequence number of the last
@@ -438,7 +438,8 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	case pg.Descending:
 		kc += " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitSK(pos.Commit)))
 	default:
-		kc += " BETWEEN " + e.v(str(commitSK(pos.Commit))) + " AND " + e.v(str(commitsEnd))
+		// Up to the head too: the last page checks the log's end against it.
+		kc += " BETWEEN " + e.v(str(commitSK(pos.Commit))) + " AND " + e.v(str(skRunHead))
 	}
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table), KeyConditionExpression: aws.String(kc),
@@ -449,6 +450,8 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 		evs     []world.Event
 		commits []int64 // the commit key of each event in evs
 		summed  bool    // the run's items carry checksums
+		chain   = newLogChain(w.cfg.Table, runID, pg.Descending, pos.Seq == 0, pos.Commit)
+		newest  item // the newest commit read (to check against the head)
 	)
 	for len(evs) <= limit {
 		in.Limit = aws.Int32(int32(limit + 1))
@@ -487,6 +490,12 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 			if err != nil {
 				return nil, err
 			}
+			if err := chain.add(it, len(batch)); err != nil {
+				return nil, err
+			}
+			if newest == nil || !pg.Descending {
+				newest = it
+			}
 			if prime {
 				all, allEvs = append(all, it), append(allEvs, batch)
 			}
@@ -513,6 +522,9 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 			break
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if err := w.checkLogEnd(ctx, runID, chain, reached, head, newest, pg.Descending); err != nil {
+		return nil, err
 	}
 	switch {
 	case prime && reached:

@@ -79,8 +79,24 @@ func (w *World) runStatus(ctx context.Context, runID string) (status world.RunSt
 }
 
 // queryRun reads a run's head, body and newest commit items in one
-// consistent Query; head is nil for a run that does not exist.
+// consistent Query; head is nil for a run that does not exist. A head that
+// says the run ended over a newest commit that says it is live is read
+// again once (a transaction may land during a Query), then is
+// world.ErrCorrupt: the commits that ended the run are missing (gaps.go).
 func (w *World) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
+	for try := 0; ; try++ {
+		head, body, last, err = w.queryRunOnce(ctx, runID)
+		switch {
+		case err != nil || !endsBeforeHead(head, last):
+			return head, body, last, err
+		case try > 0:
+			return nil, nil, nil, w.truncated(runID, last)
+		}
+	}
+}
+
+// queryRunOnce is one Query of queryRun.
+func (w *World) queryRunOnce(ctx context.Context, runID string) (head, body, last item, err error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
@@ -152,6 +168,11 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	}
 	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
 		return nil, err
+	}
+	if ahead := entityAhead(got, run.LastSeq); ahead > 0 {
+		if err := w.checkAhead(ctx, runID, ahead); err != nil {
+			return nil, err
+		}
 	}
 	fetched, err := w.cc.fetch(ctx, got...)
 	if err != nil {

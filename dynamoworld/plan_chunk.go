@@ -24,6 +24,7 @@ func chunk(pl *plan, ws *writes, cc *claimCheck) error {
 	for _, d := range ws.diffs {
 		encs = append(encs, d.final)
 	}
+	markEntities(pl.runID, pl.prev+int64(len(pl.events)), encs)
 	offload, err := cc.offloadPlan(encs, maxTransactionBytes)
 	if err != nil {
 		return err
@@ -44,7 +45,11 @@ func chunk(pl *plan, ws *writes, cc *claimCheck) error {
 		if u.empty() {
 			continue
 		}
-		all = append(all, &op{key: itemKey{getS(d.final.it, attrPK), getS(d.final.it, attrSK)}, kind: opUpdate, tag: d.tag, upd: u, cond: d.cond})
+		k, cond := itemKey{getS(d.final.it, attrPK), getS(d.final.it, attrSK)}, d.cond
+		if isEntity(pl.runID, k) {
+			cond = notAhead(pl.prev, cond)
+		}
+		all = append(all, &op{key: k, kind: opUpdate, tag: d.tag, upd: u, cond: cond})
 	}
 	all = append(all, ws.puts...)
 	all = mergeOps(append(all, ws.ops...))

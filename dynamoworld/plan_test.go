@@ -160,7 +160,7 @@ func TestPlanCommit(t *testing.T) {
 			},
 			events: []world.EventInput{stepDone("A"), stepCreated("B"), stepStarted("B")}, noLazy: true,
 			outcome: planWrite,
-			writes:  []string{"update s#A", "put commit@4 if attribute_not_exists(sk)", "put s#B if attribute_not_exists(pk)"},
+			writes:  []string{"update s#A if (attribute_not_exists(wq) OR wq <= 4)", "put commit@4 if attribute_not_exists(sk)", "put s#B if attribute_not_exists(pk)"},
 		},
 		{
 			name: "a serial step on a fresh read: the new step's absence is a condition",
@@ -169,7 +169,7 @@ func TestPlanCommit(t *testing.T) {
 			},
 			events:  []world.EventInput{stepDone("A"), stepCreated("C"), stepStarted("C")},
 			outcome: planWrite,
-			writes:  []string{"update s#A", "put commit@4 if attribute_not_exists(sk)", "put s#C if attribute_not_exists(pk)"},
+			writes:  []string{"update s#A if (attribute_not_exists(wq) OR wq <= 4)", "put commit@4 if attribute_not_exists(sk)", "put s#C if attribute_not_exists(pk)"},
 		},
 		{
 			name:    "at most four lazy steps",
@@ -196,7 +196,7 @@ func TestPlanCommit(t *testing.T) {
 			events:  []world.EventInput{stepStarted("A")},
 			now:     2 * time.Minute,
 			outcome: planWrite,
-			writes:  []string{fmt.Sprintf("update s#A if lx = %d", planT0.Add(time.Minute).UnixNano()), "put commit@4 if attribute_not_exists(sk)"},
+			writes:  []string{fmt.Sprintf("update s#A if (lx = %d) AND (attribute_not_exists(wq) OR wq <= 4)", planT0.Add(time.Minute).UnixNano()), "put commit@4 if attribute_not_exists(sk)"},
 		},
 		{
 			name:    "refused: step_started on a leased step",
@@ -297,7 +297,7 @@ func TestPlanCommit(t *testing.T) {
 			snap:    func(t *testing.T) *snapshot { return started(t, waitCreated("W")) },
 			events:  []world.EventInput{waitDone("W")},
 			outcome: planWrite,
-			writes:  []string{"update w#W", "put commit@3 if attribute_not_exists(sk)"},
+			writes:  []string{"update w#W if (attribute_not_exists(wq) OR wq <= 3)", "put commit@3 if attribute_not_exists(sk)"},
 		},
 		{
 			name:    "a hook created: three items on their absence",

@@ -178,6 +178,11 @@ func (w *World) watchLook(ctx context.Context, rw *runWatch) (found, more bool, 
 	for i, it := range items {
 		prev, ok := prevFromSK(getS(it, attrSK))
 		if !ok || prev != rw.next {
+			if ok && prev > rw.next {
+				// A later commit without the one at the position: not yet
+				// visible (this read is eventually consistent), or gone.
+				return found, false, w.commitAt(ctx, rw.p.RunID, rw.next, prev)
+			}
 			return found, false, nil
 		}
 		found = true

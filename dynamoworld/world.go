@@ -77,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	}
 	w := &World{
 		cfg: c, ddb: c.DynamoDB, sqs: c.SQS, ss: c.Streams,
-		cc:     &claimCheck{s3: c.S3, bucket: c.Bucket, prefix: c.Prefix, threshold: c.ClaimCheckThreshold, stored: map[string]struct{}{}},
+		cc:     &claimCheck{s3: c.S3, bucket: c.Bucket, prefix: c.Prefix, threshold: c.ClaimCheckThreshold, retention: c.Retention, stored: map[string]struct{}{}},
 		ids:    world.NewIDSource(c.Now, c.Entropy),
 		logger: c.Logger,
 		cache:  newRunCache(c.CacheRuns),

@@ -185,7 +185,10 @@ type (
 		ConflictingRunID string   `json:"conflictingRunId,omitempty"`
 		Patches          []string `json:"patches,omitempty"`
 	}
-	// HookReceived delivers one payload to an active hook.
+	// HookReceived delivers one payload to an active hook. Token, when the
+	// caller sets it, is the token it found the hook by: a hook holding
+	// another token refuses the event with ErrCorrupt (the token's index is
+	// damaged). The event recorded carries the hook's token.
 	HookReceived struct {
 		Token   string          `json:"token,omitempty"`
 		Payload json.RawMessage `json:"payload,omitempty"`

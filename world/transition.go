@@ -368,6 +368,11 @@ func applyHookReceived(s State, eff *Effect, d *HookReceived) error {
 	if s.Hook == nil {
 		return refuse(ErrNotFound, EventHookReceived, corr, "hook does not exist or was disposed")
 	}
+	if d.Token != "" && d.Token != s.Hook.Token {
+		// The caller found the hook by this token (a token index): an index
+		// that names a hook holding another token is damaged or edited.
+		return refuse(ErrCorrupt, EventHookReceived, corr, "hook %s of run %s does not hold the token it was found by: the token's index names the wrong hook", corr, s.Run.RunID)
+	}
 	if s.Run.Status.Terminal() {
 		return refuse(ErrGone, EventHookReceived, corr, "run %s is %s", s.Run.RunID, s.Run.Status)
 	}

@@ -440,6 +440,8 @@ func TestApplyHookAndWait(t *testing.T) {
 					t.Fatalf("hook_received: %+v", eff)
 				}
 			}},
+		{name: "hook_received by another token", state: hooked, corr: hookID, data: &world.HookReceived{Token: "other", Payload: json.RawMessage(`5`)}, want: world.ErrCorrupt},
+		{name: "hook_received by its token", state: hooked, corr: hookID, data: &world.HookReceived{Token: "tok", Payload: json.RawMessage(`5`)}},
 		{name: "hook_received missing", state: running, corr: hookID, data: &world.HookReceived{}, want: world.ErrNotFound},
 		{name: "hook_disposed", state: hooked, corr: hookID, data: &world.HookDisposed{},
 			check: func(t *testing.T, eff world.Effect, _ error) {

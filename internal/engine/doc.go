@@ -43,6 +43,11 @@
 // (continueRun). Whatever of these ends in world.ErrKeyUnavailable (the
 // World cannot open the run's payloads: a missing or wrong encryption key)
 // is sent back and acknowledged the same way (refuseKey, version.go).
+// Whatever ends in world.ErrCorrupt (the run's stored data is damaged: a
+// missing range of its log, a payload that does not verify) is a
+// *PermanentError (corruptRun): retrying cannot repair the store, and the
+// MaxDeliveries failure would append to a damaged log, so nothing is
+// written and the run stays as stored for an operator.
 //
 // A continuation takes the run lease (acquireRunLease). If it is held,
 // the message is enqueued again (bounce: a delay doubling per hop, never

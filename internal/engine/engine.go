@@ -94,7 +94,23 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 	if errors.Is(err, world.ErrKeyUnavailable) && msg.Validate() == nil {
 		return e.refuseKey(ctx, msg, err)
 	}
-	return err
+	return corruptRun(msg.RunID, err)
+}
+
+// corruptRun turns a delivery that failed on stored data the World found
+// corrupt (world.ErrCorrupt: a missing range of the run's log, a payload
+// that does not verify) into a *PermanentError: retrying cannot repair the
+// store, and the MaxDeliveries failure it would reach appends to a log
+// known to be damaged (the trial's run was failed with new events written
+// where deleted ones had been). The message is dropped, nothing is
+// written, and the run stays as stored, every read of it failing with the
+// World's error, until an operator restores what is missing and wakes it,
+// or fails it (see RELIABILITY.md, Tampering and corruption).
+func corruptRun(runID string, err error) error {
+	if !errors.Is(err, world.ErrCorrupt) || IsPermanent(err) {
+		return err
+	}
+	return &PermanentError{Reason: "run " + runID + ": its stored data is corrupt; nothing written", Err: err}
 }
 
 func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt int) error {
@@ -458,7 +474,7 @@ func ResumeHook(ctx context.Context, w world.World, now func() time.Time, token 
 		return nil, err
 	}
 	res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, Events: []world.EventInput{
-		{CorrelationID: h.HookID, Data: &world.HookReceived{Payload: payload}},
+		{CorrelationID: h.HookID, Data: &world.HookReceived{Token: token, Payload: payload}},
 	}})
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrGone) || errors.Is(err, world.ErrConflict) {

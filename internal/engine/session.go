@@ -284,7 +284,22 @@ func (s *session) stopInflight(keep bool) []outcome {
 func (s *session) recordLate(ctx context.Context, outs ...outcome) {
 	for _, o := range outs {
 		if err := s.e.recordAfterEnd(context.WithoutCancel(ctx), s.runID, o); err != nil {
-			s.e.log.Warn("engine: record step result after run end", "run", s.runID, "step", o.stepID, "err", err)
+			s.e.log.Warn("engine: step result not recorded: "+lateReason(err, s.runStatus), "run", s.runID, "step", o.stepID, "err", err)
 		}
 	}
+}
+
+// lateReason says why recordLate could not record a step's result, in the
+// run's terms: a session that lost the run's lease (another executor runs
+// it, the step runs again there) is not a run that ended.
+func lateReason(err error, status world.RunStatus) string {
+	switch {
+	case errors.Is(err, world.ErrLeaseLost):
+		return "this executor lost the run's lease (another executor has the run; the step runs again there)"
+	case status.Terminal():
+		return "the run has ended (" + string(status) + ")"
+	case status == world.RunStatusHeld:
+		return "the run is held"
+	}
+	return "the World refused it"
 }

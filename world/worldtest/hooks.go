@@ -20,6 +20,7 @@ func hookCases() []testCase {
 		{"client_hook_conflict_invalid", testHookConflictByClient},
 		{"received", testHookReceived},
 		{"received_missing_not_found", testHookReceivedMissing},
+		{"received_other_token_corrupt", testHookReceivedOtherToken},
 		{"disposed_frees_token", testHookDisposed},
 		{"dispose_then_create_same_token_one_commit", testHookDisposeThenCreate},
 		{"run_end_disposes_hooks", testHookRunEnd},
@@ -308,4 +309,25 @@ func (f *fixture) listHooks(run string) []world.Hook {
 	}
 	f.t.Fatalf("ListHooks(%q): too many pages", run)
 	return nil
+}
+
+// testHookReceivedOtherToken: a hook_received that names the token its
+// caller found the hook by (a token index) is refused with ErrCorrupt when
+// the hook holds another token, and nothing is recorded: the index named
+// the wrong hook (the trial edited a DynamoDB token item to point at
+// another run's hook, and the payload was recorded there).
+func testHookReceivedOtherToken(t *testing.T, f *fixture) {
+	run := f.startedRun()
+	tok, other := token(), token()
+	id := f.mustCreateHook(run, tok)
+	before := len(f.events(run))
+	_, err := f.append(run, ev(id, &world.HookReceived{Token: other, Payload: json.RawMessage(`1`)}))
+	wantErr(t, err, world.ErrCorrupt, "hook_received by another token")
+	if n := len(f.events(run)); n != before {
+		t.Fatalf("the refused hook_received changed the log: %d events, want %d", n, before)
+	}
+	r := f.mustAppendOne(run, ev(id, &world.HookReceived{Token: tok, Payload: json.RawMessage(`2`)}))
+	if d, _ := r.Event.Data.(*world.HookReceived); d == nil || d.Token != tok {
+		t.Fatalf("hook_received by its own token: %+v", r.Event.Data)
+	}
 }

@@ -1,0 +1,272 @@
+package dynamoworld
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// A run's log is its commit items, each keyed by the run's last sequence
+// number before it (prev) and holding the events prev+1 .. ls: the commits
+// chain (each one's prev is the ls of the one before, the first's is 0).
+// A commit item deleted behind the World (a tool, a mistaken TTL, a
+// restore that missed items) breaks the chain; a read that returned the
+// commits around the hole would hand its caller a shorter log, a fold of
+// it a different history, and a commit judged on it would write new events
+// at the missing numbers. So every read of a run's events checks the chain
+// from where it starts (event 1 or its cursor) to where it stops, and a
+// read that reaches the end of the log and sees the run's head checks that
+// they agree (logEnd): a hole is world.ErrCorrupt naming the table, the
+// run and the missing range, never a shorter log. See RELIABILITY.md,
+// Tampering and corruption.
+
+// logChain checks the commits one read returns, in the order it returns
+// them (ascending or descending), for holes.
+type logChain struct {
+	table, runID string
+	desc         bool
+	// want is the key (prev) the next commit must have when ascending,
+	// and its ls when descending; known is false until a commit fixes it
+	// (a read back from the end takes the newest commit as it is).
+	want  int64
+	known bool
+	// cursor: descending from a cursor, the key of the first commit to
+	// read (the cursor's own), -1 otherwise.
+	cursor int64
+}
+
+// newLogChain starts a chain check for a read from the start of the log
+// (cursor 0) or from the commit keyed at cursor (the one holding the
+// cursor's event, which the read returns first).
+func newLogChain(table, runID string, desc bool, fromStart bool, cursorCommit int64) *logChain {
+	c := &logChain{table: table, runID: runID, desc: desc, cursor: -1}
+	switch {
+	case !desc && fromStart:
+		c.want, c.known = 0, true
+	case !desc:
+		c.want, c.known = cursorCommit, true // the cursor's own commit first
+	case !fromStart:
+		c.cursor = cursorCommit
+	}
+	return c
+}
+
+// add checks the next commit read: its key, its ls and its count of
+// events (n, decoded from it) against the one before.
+func (c *logChain) add(it item, n int) error {
+	prev, ok := prevFromSK(getS(it, attrSK))
+	if !ok {
+		return corrupt(it, "commit key", fmt.Errorf("sort key %q", getS(it, attrSK)))
+	}
+	ls := getN(it, aLastSeq)
+	if ls != prev+int64(n) || n == 0 {
+		return fmt.Errorf("%w: dynamoworld: table %s, run %s: commit %s holds %d events, but its key and last sequence number say %d-%d",
+			world.ErrCorrupt, c.table, c.runID, keyOf(it), n, prev+1, ls)
+	}
+	first := !c.known
+	c.known = true
+	switch {
+	case c.desc && first && c.cursor >= 0 && prev != c.cursor:
+		// The cursor's own commit is gone since its page was read.
+		return c.missing(ls+1, max(ls+1, c.cursor+1))
+	case c.desc && first:
+	case c.desc && ls != c.want:
+		if ls > c.want {
+			return c.overlap(it, c.want)
+		}
+		return c.missing(ls+1, c.want)
+	case !c.desc && prev != c.want:
+		if prev < c.want {
+			return c.overlap(it, c.want)
+		}
+		return c.missing(c.want+1, prev)
+	}
+	if c.desc {
+		c.want = prev
+	} else {
+		c.want = ls
+	}
+	return nil
+}
+
+// done checks a read that reached the end of its range: descending, the
+// oldest commit read must be the run's first.
+func (c *logChain) done() error {
+	if c.desc && c.known && c.want != 0 {
+		return c.missing(1, c.want)
+	}
+	return nil
+}
+
+func (c *logChain) missing(from, to int64) error {
+	return &gapError{table: c.table, runID: c.runID, from: from, to: to}
+}
+
+func (c *logChain) overlap(it item, at int64) error {
+	return fmt.Errorf("%w: dynamoworld: table %s, run %s: commit %s overlaps the commit before it (event %d)",
+		world.ErrCorrupt, c.table, c.runID, keyOf(it), at)
+}
+
+// gapError is the world.ErrCorrupt of a run's log with events missing.
+type gapError struct {
+	table, runID string
+	from, to     int64 // the missing range, inclusive; to < from: from on
+}
+
+func (e *gapError) Error() string {
+	if e.to < e.from {
+		return fmt.Sprintf("%v: dynamoworld: table %s, run %s: the run's events from %d on are missing (its head says the run went further)", world.ErrCorrupt, e.table, e.runID, e.from)
+	}
+	return fmt.Sprintf("%v: dynamoworld: table %s, run %s: events %d-%d are missing (commit item %s absent)", world.ErrCorrupt, e.table, e.runID, e.from, e.to, commitSK(e.from-1))
+}
+
+func (e *gapError) Unwrap() error { return world.ErrCorrupt }
+
+// endsBeforeHead reports whether a run's newest commit (last) says the run
+// is live while its head says it has ended: the run's status changes only
+// with a commit that writes the head in the same transaction, and a run
+// never leaves a terminal status, so the commits that ended it are
+// missing. A Query is read committed (doc.go, Table): the two may disagree
+// for the moment a transaction lands during it, which a second read rules
+// out (confirmEnd).
+func endsBeforeHead(head, last item) bool {
+	if head == nil || last == nil {
+		return false
+	}
+	return world.RunStatus(getS(head, aStatus)).Terminal() && !world.RunStatus(getS(last, aRunStatus)).Terminal()
+}
+
+// truncated is the world.ErrCorrupt of a run whose head says it ended while
+// its newest commit (last) does not.
+func (w *World) truncated(runID string, last item) error {
+	return &gapError{table: w.cfg.Table, runID: runID, from: getN(last, aLastSeq) + 1, to: 0}
+}
+
+// confirmEnd reads a run's head and newest commit again after a read saw
+// its head ended and its newest commit live: the same
+// disagreement twice is world.ErrCorrupt (queryRun says so); a newer
+// commit means a transaction landed during the first read, and nil.
+func (w *World) confirmEnd(ctx context.Context, runID string) error {
+	_, _, _, err := w.queryRun(ctx, runID)
+	return err
+}
+
+// checkLogEnd ends a read's chain check (logChain.done, when the read
+// reached the end of its range) and checks the newest commit it read
+// against the run's head when it read both ends: ascending to the end, or
+// descending from the end (the head comes first).
+func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, reached bool, head, newest item, desc bool) error {
+	if reached {
+		if err := chain.done(); err != nil {
+			return err
+		}
+	}
+	if (reached || desc) && endsBeforeHead(head, newest) {
+		return w.confirmEnd(ctx, runID)
+	}
+	return nil
+}
+
+// listEventsOnce is listEvents that reads again once when it finds a hole:
+// a Query is read committed, not a snapshot, so in theory two commits
+// landing between its reads of two items could show the second without
+// the first. The first is then committed, and a second read sees it; the
+// same hole twice is world.ErrCorrupt.
+func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
+	page, err := w.listEvents(ctx, runID, corr, pg)
+	var gap *gapError
+	if errors.As(err, &gap) {
+		return w.listEvents(ctx, runID, corr, pg)
+	}
+	return page, err
+}
+
+// aWrittenAt, on a run's step, wait and hook-link items, is the last
+// sequence number of the commit that last wrote the item (items written
+// before it existed have none). The newest commit of a live run deleted
+// leaves a log that ends early and reads dense; its entities then say the
+// run went further. A load that reads an entity newer than the run it
+// read checks the run again (entityAhead), and every update of an entity
+// is conditioned on it not being newer than the commit's snapshot, so a
+// commit judged on a log that ends early is cancelled and judged again on
+// a fresh load.
+const aWrittenAt = "wq"
+
+// isEntity reports whether k is one of a run's step, wait or hook-link
+// items (the items a commit's events write in the run's partition).
+func isEntity(runID string, k itemKey) bool {
+	if k.pk != runPK(runID) {
+		return false
+	}
+	return strings.HasPrefix(k.sk, prefStep) || strings.HasPrefix(k.sk, prefWait) || strings.HasPrefix(k.sk, prefHook)
+}
+
+// markEntities sets aWrittenAt on the run's entity items a commit puts or
+// updates (encs: their final encodings), to the commit's last sequence
+// number.
+func markEntities(runID string, ls int64, encs []*encItem) {
+	for _, e := range encs {
+		if isEntity(runID, itemKey{getS(e.it, attrPK), getS(e.it, attrSK)}) {
+			setN(e.it, aWrittenAt, ls)
+		}
+	}
+}
+
+// notAhead conditions an entity's update on the item not having been
+// written by a commit after prev (the commit's snapshot), and adds cond.
+func notAhead(prev int64, cond func(e *expr) string) func(e *expr) string {
+	return func(e *expr) string {
+		c := "(attribute_not_exists(" + e.n(aWrittenAt) + ") OR " + e.n(aWrittenAt) + " <= " + e.v(num(prev)) + ")"
+		if cond != nil {
+			c = "(" + cond(e) + ") AND " + c
+		}
+		return c
+	}
+}
+
+// entityAhead returns the highest aWrittenAt of the entity items got that
+// is past lastSeq, 0 when none is.
+func entityAhead(got []item, lastSeq int64) int64 {
+	var ahead int64
+	for _, it := range got {
+		if it != nil {
+			if q := getN(it, aWrittenAt); q > lastSeq && q > ahead {
+				ahead = q
+			}
+		}
+	}
+	return ahead
+}
+
+// checkAhead decides on an entity item newer than the run a load read
+// (ahead > 0): the load's Query came before its TransactGetItems, so a
+// commit landing between them is legitimate, and a strongly consistent
+// read now sees it (its transaction was committed when its entity was
+// read). A newest commit still short of ahead means commit items are
+// missing: world.ErrCorrupt.
+func (w *World) checkAhead(ctx context.Context, runID string, ahead int64) error {
+	_, _, last, err := w.queryRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if ls := getN(last, aLastSeq); ls < ahead {
+		return &gapError{table: w.cfg.Table, runID: runID, from: ls + 1, to: ahead}
+	}
+	return nil
+}
+
+// commitAt checks, strongly consistent, that the commit keyed prev exists,
+// after a watch's eventually consistent read found a later one (keyed
+// later) but not it: every commit was written after the one before it, so
+// once a later one is committed, a consistent read sees this one unless
+// it was deleted (world.ErrCorrupt naming the missing range).
+func (w *World) commitAt(ctx context.Context, runID string, prev, later int64) error {
+	it, err := w.getItem(ctx, commitKey(runID, prev))
+	if err != nil || it != nil {
+		return err
+	}
+	return &gapError{table: w.cfg.Table, runID: runID, from: prev + 1, to: later}
+}
