@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/dynamoworld/dynamotest"
+	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
