@@ -270,3 +270,20 @@ func (w *World) commitAt(ctx context.Context, runID string, prev, later int64) e
 	}
 	return &gapError{table: w.cfg.Table, runID: runID, from: prev + 1, to: later}
 }
+
+// requireBody refuses a run created with checksums whose body item is
+// missing: the body is written with the head when the run is created and
+// never deleted apart from it, so its absence is damage (a run read without
+// it would show no input, output or error), not an empty run.
+func (w *World) requireBody(runID string, head, body item) error {
+	if body != nil || !runSummed(head) {
+		return nil
+	}
+	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+		// Past its retention: DynamoDB's TTL deletes a run's items one by
+		// one, the body possibly before the head.
+		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its body item is deleted)", world.ErrGone, w.cfg.Table, runID)
+	}
+	return fmt.Errorf("%w: DynamoDB table %s: run %s: its body item %s (input, output, error) is missing",
+		world.ErrCorrupt, w.cfg.Table, runID, skRunBody)
+}

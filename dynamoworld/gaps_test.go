@@ -345,3 +345,32 @@ func TestWatchStopsAtAHole(t *testing.T) {
 	}
 	wantGap(t, "Watch", err, f.cfg.Table, run, "events 4-4")
 }
+
+// TestMissingRunBody: the trial deleted a completed run's body item (e~b);
+// GetRun said completed with no input or output, Result returned nothing
+// without an error, and a rerun started with input null. A run created with
+// checksums always has its body, so its absence is world.ErrCorrupt, on
+// GetRun and on ListRuns.
+func TestMissingRunBody(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	run := completedRun(t, f.open(t))
+	_, err := f.c.DynamoDB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(f.cfg.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "r#" + run},
+			"sk": &types.AttributeValueMemberS{Value: "e~b"},
+		},
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.open(t)
+	if _, err := w.GetRun(ctx, &world.GetRunParams{RunID: run}); !errors.Is(err, world.ErrCorrupt) || !strings.Contains(err.Error(), "body") {
+		t.Fatalf("GetRun of a run without its body: %v, want world.ErrCorrupt naming the body", err)
+	}
+	if _, err := w.ListRuns(ctx, &world.ListRunsParams{}); !errors.Is(err, world.ErrCorrupt) {
+		t.Fatalf("ListRuns over a run without its body: %v, want world.ErrCorrupt", err)
+	}
+}

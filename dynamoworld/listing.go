@@ -156,6 +156,9 @@ func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error)
 		if head == nil || lasts[i] == nil {
 			continue
 		}
+		if err := w.requireBody(pk[2:], head, got[itemKey{pk, skRunBody}]); err != nil {
+			return nil, err
+		}
 		if runs[i], err = decodeRun(head, got[itemKey{pk, skRunBody}], lasts[i], fetched); err != nil {
 			return nil, err
 		}

@@ -131,6 +131,9 @@ func (w *World) queryRunOnce(ctx context.Context, runID string) (head, body, las
 	if last == nil {
 		return nil, nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
 	}
+	if err := w.requireBody(runID, head, body); err != nil {
+		return nil, nil, nil, err
+	}
 	// The head says whether the run's items carry checksums (checksum.go).
 	if err := w.requireSums(runSummed(head) || firstCommitSummed(out.Items), runID, head, body, last); err != nil {
 		return nil, nil, nil, err
