@@ -72,7 +72,10 @@
 // Config.Queue, once the step's lease has expired), and the step re-runs.
 // The releases that hide such messages (Config.Queue) run at once and end
 // by deadline-ReturnMargin/4, whether the queue has answered or not: an
-// answer after the deadline would fail the whole batch.
+// answer after the deadline would fail the whole batch. A record's fate is
+// decided once: a record given up at the deadline stays as the answer
+// reported it, and its step, should it return later, releases nothing
+// (its receipt may belong to another invocation's delivery by then).
 //
 // # Logs
 //

@@ -304,7 +304,8 @@ func (f *failingWorld) AcquireRunLease(ctx context.Context, p *world.RunLeasePar
 // fakeQueue records the releases the handler asks for.
 type fakeQueue struct {
 	mu       sync.Mutex
-	released map[string]time.Duration
+	released map[string]time.Duration // the last delay asked, by receipt
+	times    map[string]int           // how many releases, by receipt
 }
 
 func (q *fakeQueue) Receive(context.Context, *world.ReceiveParams) ([]world.Delivery, error) {
@@ -317,10 +318,18 @@ func (q *fakeQueue) Release(_ context.Context, p *world.ReleaseParams) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.released == nil {
-		q.released = map[string]time.Duration{}
+		q.released, q.times = map[string]time.Duration{}, map[string]int{}
 	}
 	q.released[p.Receipt] = p.Delay
+	q.times[p.Receipt]++
 	return nil
+}
+
+// count is how many times the handler released receipt.
+func (q *fakeQueue) count(receipt string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.times[receipt]
 }
 
 func (q *fakeQueue) releases() map[string]time.Duration {

@@ -103,14 +103,53 @@ type record struct {
 	m       world.Message
 	log     *slog.Logger
 
+	// Guarded by the batch's mutex. done says the record's fate is
+	// decided: by its own goroutine when the engine returns, or by the
+	// handler when it gives the record up at the deadline, whichever comes
+	// first; the other then leaves the record alone (see batch.settle).
 	started bool // handed to the engine
-	done    bool // handled (acknowledged or failed)
+	done    bool // handled (acknowledged or failed), or given up
 	failed  bool
+}
+
+// fate is what handling a record decided: whether it failed (it is
+// reported for retry), and whether its message is hidden (Config.Queue),
+// for how long.
+type fate struct {
+	failed  bool
+	release bool
+	hide    time.Duration
 }
 
 // group is a sequence of records handled one after the other: the
 // continuations of one run, or one message of background steps.
 type group []*record
+
+// batch is one invocation's handling of its records.
+type batch struct {
+	ctx context.Context // the invocation's
+	// work is the records' context: it ends ReturnMargin before the
+	// deadline, when the handler gives up what is left.
+	work context.Context
+	// releases bounds the releases of messages: they end by
+	// deadline-ReturnMargin/4, leaving the handler time to answer.
+	releases context.Context
+	cancel   func()
+
+	mu        sync.Mutex     // guards the records' started, done and failed
+	releasing sync.WaitGroup // releases the records' goroutines decided
+}
+
+func (h *sqsHandler) newBatch(ctx context.Context) *batch {
+	b := &batch{ctx: ctx, work: ctx, releases: ctx, cancel: func() {}}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancelWork, cancelReleases context.CancelFunc
+		b.work, cancelWork = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin))
+		b.releases, cancelReleases = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin/4))
+		b.cancel = func() { cancelWork(); cancelReleases() }
+	}
+	return b
+}
 
 func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	start := time.Now()
@@ -122,6 +161,32 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	ctx, span := h.startSpan(ctx, reqID, len(ev.Records))
 	defer h.endSpan(ctx, span)
 
+	b := h.newBatch(ctx)
+	defer b.cancel()
+	recs, groups := h.parse(b, ev)
+	h.run(b, groups)
+	resp, abandoned, unstarted := b.giveUp(recs)
+	for _, r := range abandoned {
+		r.log.WarnContext(ctx, "handler: message still in progress at the deadline; reported failed", "reason", "time budget exceeded")
+	}
+	for _, r := range unstarted {
+		r.log.WarnContext(ctx, "handler: no time left to start the message; reported failed", "reason", "time budget exceeded")
+	}
+	h.releaseLate(b.releases, abandoned, unstarted)
+	// The releases of the records handled before the deadline end by then
+	// too (b.releases).
+	b.releasing.Wait()
+	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
+		h.log.WarnContext(ctx, "handler: metrics", "err", err)
+	}
+	h.log.DebugContext(ctx, "handler: batch done", "records", len(ev.Records), "failed", len(resp.BatchItemFailures),
+		"abandoned", len(abandoned)+len(unstarted), "duration", time.Since(start))
+	return resp, nil
+}
+
+// parse decodes the records and sorts them into groups; a malformed one is
+// settled at once (Config.Malformed).
+func (h *sqsHandler) parse(b *batch, ev events.SQSEvent) ([]*record, []group) {
 	recs := make([]*record, len(ev.Records))
 	var groups []group
 	byRun := map[string]int{}
@@ -146,7 +211,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 			r.m, err = world.DecodeMessage(body)
 		}
 		if err != nil {
-			h.malformed(ctx, r, err)
+			h.settle(b, r, h.malformed(b.ctx, r, err))
 			continue
 		}
 		r.log = r.log.With("runId", r.m.RunID)
@@ -165,45 +230,24 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		byRun[r.m.RunID] = len(groups)
 		groups = append(groups, group{r})
 	}
+	return recs, groups
+}
 
-	workCtx, cancel := ctx, context.CancelFunc(func() {})
-	deadline, hasDeadline := ctx.Deadline()
-	if hasDeadline {
-		workCtx, cancel = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin))
-	}
-	defer cancel()
-
-	var mu sync.Mutex // guards the records' done and failed
+// run handles the groups concurrently (up to Config.Concurrency records at
+// once) until they are done or the records' context ends; then it gives
+// them ReturnMargin/2 to unwind after their cancellation, and returns
+// without them.
+func (h *sqsHandler) run(b *batch, groups []group) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, h.cfg.Concurrency)
 	for _, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, r := range g {
-				select {
-				case sem <- struct{}{}:
-				case <-workCtx.Done():
-					return
-				}
-				mu.Lock()
-				r.started = true
-				mu.Unlock()
-				failed := h.process(workCtx, r)
-				<-sem
-				mu.Lock()
-				r.done, r.failed = true, failed
-				mu.Unlock()
-			}
-		}()
+		wg.Go(func() { h.runGroup(b, g, sem) })
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-workCtx.Done():
-		// Out of time: give the records a moment to unwind after their
-		// cancellation, then answer without them.
+	case <-b.work.Done():
 		grace := time.NewTimer(h.cfg.ReturnMargin / 2)
 		select {
 		case <-finished:
@@ -211,42 +255,92 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 		grace.Stop()
 	}
-
-	var resp events.SQSEventResponse
-	var abandoned, unstarted []*record
-	mu.Lock()
-	for _, r := range recs {
-		switch {
-		case !r.done && r.started:
-			abandoned = append(abandoned, r)
-		case !r.done:
-			unstarted = append(unstarted, r)
-		case !r.failed:
-			continue
-		}
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
-	}
-	mu.Unlock()
-	for _, r := range abandoned {
-		r.log.WarnContext(ctx, "handler: message still in progress at the deadline; reported failed", "reason", "time budget exceeded")
-	}
-	for _, r := range unstarted {
-		r.log.WarnContext(ctx, "handler: no time left to start the message; reported failed", "reason", "time budget exceeded")
-	}
-	h.releaseLate(ctx, abandoned, unstarted)
-	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
-		h.log.WarnContext(ctx, "handler: metrics", "err", err)
-	}
-	h.log.DebugContext(ctx, "handler: batch done", "records", len(ev.Records), "failed", len(resp.BatchItemFailures),
-		"abandoned", len(abandoned)+len(unstarted), "duration", time.Since(start))
-	return resp, nil
 }
 
-// process handles one record and reports whether it failed (to be retried).
-func (h *sqsHandler) process(ctx context.Context, r *record) (failed bool) {
-	if ctx.Err() != nil {
-		return true
+// runGroup handles a group's records one after the other, each once a slot
+// of sem is free, and starts none once the records' context has ended.
+func (h *sqsHandler) runGroup(b *batch, g group, sem chan struct{}) {
+	for _, r := range g {
+		select {
+		case sem <- struct{}{}:
+		case <-b.work.Done():
+			return
+		}
+		ok := b.begin(r)
+		if ok {
+			h.settle(b, r, h.process(b.work, r))
+		}
+		<-sem
+		if !ok {
+			return
+		}
 	}
+}
+
+// begin marks r handed to the engine, unless the records' context has
+// ended (the handler gives r up then).
+func (b *batch) begin(r *record) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r.done || b.work.Err() != nil {
+		return false
+	}
+	r.started = true
+	return true
+}
+
+// handlerGivenUpMsg is logged when a record's handling ends after the
+// handler gave it up.
+const handlerGivenUpMsg = "handler: message ended after it was given up at the deadline; left as reported"
+
+// settle decides r's fate, f, unless the handler has given r up at the
+// deadline already: that decided it (reported failed, its message released
+// by releaseLate), and a second release, after the answer, could change the
+// visibility of a message another invocation holds by then. A release f
+// asks for ends by deadline-ReturnMargin/4; the handler waits for it
+// before it answers.
+func (h *sqsHandler) settle(b *batch, r *record, f fate) {
+	b.mu.Lock()
+	if r.done {
+		b.mu.Unlock()
+		r.log.DebugContext(b.ctx, handlerGivenUpMsg, "failed", f.failed)
+		return
+	}
+	r.done, r.failed = true, f.failed
+	release := f.release && h.cfg.Queue != nil && r.msg.ReceiptHandle != ""
+	if release {
+		b.releasing.Add(1)
+	}
+	b.mu.Unlock()
+	if release {
+		defer b.releasing.Done()
+		h.releaseWithin(b.releases, r, f.hide)
+	}
+}
+
+// giveUp reports the records that failed and gives up those still running
+// or never started, deciding their fate (failed) once and for all.
+func (b *batch) giveUp(recs []*record) (resp events.SQSEventResponse, abandoned, unstarted []*record) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range recs {
+		switch {
+		case r.done && !r.failed:
+			continue
+		case r.done:
+		case r.started:
+			abandoned = append(abandoned, r)
+		default:
+			unstarted = append(unstarted, r)
+		}
+		r.done, r.failed = true, true
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.msg.MessageId})
+	}
+	return resp, abandoned, unstarted
+}
+
+// process handles one record and returns its fate.
+func (h *sqsHandler) process(ctx context.Context, r *record) fate {
 	start := time.Now()
 	body, _ := recordBody(r.msg) // decoded before
 	err := h.p.Process(ctx, body, r.attempt)
@@ -254,60 +348,58 @@ func (h *sqsHandler) process(ctx context.Context, r *record) (failed bool) {
 	switch {
 	case err == nil:
 		r.log.DebugContext(ctx, "handler: message handled", "duration", took)
-		return false
+		return fate{}
 	case workflow.IsPermanent(err):
 		r.log.WarnContext(ctx, "handler: message acknowledged: it can never succeed", "reason", err.Error(), "duration", took)
-		return false
+		return fate{}
 	case ctx.Err() != nil:
 		r.log.WarnContext(ctx, "handler: message cut off at the deadline; reported failed", "reason", err.Error(), "duration", took)
-		h.release(ctx, r, h.stepLease)
-		return true
+		return fate{failed: true, release: true, hide: h.stepLease}
 	default:
 		r.log.WarnContext(ctx, "handler: message failed; reported for retry", "reason", err.Error(), "duration", took)
+		f := fate{failed: true}
 		if h.cfg.RetryDelay != nil {
 			// Counting the deliveries of the messages it replaces keeps a
 			// replaced message's backoff (world.Message.Delivered).
-			h.release(ctx, r, h.cfg.RetryDelay(r.attempt+max(r.m.Delivered, 0)))
+			f.release, f.hide = true, h.cfg.RetryDelay(r.attempt+max(r.m.Delivered, 0))
 		}
-		return true
+		return f
 	}
 }
 
 // malformed applies the Malformed policy to a record whose body is not a
 // queue message.
-func (h *sqsHandler) malformed(ctx context.Context, r *record, err error) {
-	r.done = true
+func (h *sqsHandler) malformed(ctx context.Context, r *record, err error) fate {
 	switch {
 	case h.cfg.Malformed == Acknowledge:
 		r.log.ErrorContext(ctx, "handler: malformed message acknowledged", "reason", err.Error(), "body", truncate(r.msg.Body, 256))
+		return fate{}
 	case r.attempt > h.cfg.MaxMalformedReceives:
 		r.log.ErrorContext(ctx, "handler: malformed message acknowledged after too many receives", "reason", err.Error(),
 			"maxReceives", h.cfg.MaxMalformedReceives, "body", truncate(r.msg.Body, 256))
+		return fate{}
 	default:
-		r.failed = true
 		r.log.ErrorContext(ctx, "handler: malformed message reported failed, for the dead-letter queue", "reason", err.Error(),
 			"body", truncate(r.msg.Body, 256))
+		f := fate{failed: true}
 		if h.cfg.RetryDelay != nil {
-			h.release(ctx, r, h.cfg.RetryDelay(r.attempt))
+			f.release, f.hide = true, h.cfg.RetryDelay(r.attempt)
 		}
+		return f
 	}
 }
 
 // releaseLate hides the messages of the records given up at the deadline:
 // an abandoned one until the lease of the step it runs expires (no sooner
 // can a new delivery take the step over), an unstarted one not at all. The
-// releases run at once and end by deadline-ReturnMargin/4, which leaves the
-// handler time to answer: an answer after the deadline would fail the whole
-// batch, records handled included, while a release that does not happen
-// only leaves its message to the queue's visibility timeout.
+// releases run at once and end with ctx (the batch's releases: by
+// deadline-ReturnMargin/4), which leaves the handler time to answer: an
+// answer after the deadline would fail the whole batch, records handled
+// included, while a release that does not happen only leaves its message
+// to the queue's visibility timeout.
 func (h *sqsHandler) releaseLate(ctx context.Context, abandoned, unstarted []*record) {
 	if h.cfg.Queue == nil || len(abandoned)+len(unstarted) == 0 {
 		return
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin/4))
-		defer cancel()
 	}
 	var wg sync.WaitGroup
 	for _, r := range abandoned {
@@ -319,14 +411,8 @@ func (h *sqsHandler) releaseLate(ctx context.Context, abandoned, unstarted []*re
 	wg.Wait()
 }
 
-// release hides a failed record's message for d, when Config.Queue is set,
-// spending at most a second on it even when ctx is done (the record's
-// context, cut off at the deadline).
-func (h *sqsHandler) release(ctx context.Context, r *record, d time.Duration) {
-	h.releaseWithin(context.WithoutCancel(ctx), r, d)
-}
-
-// releaseWithin is release within ctx's deadline (and a second).
+// releaseWithin hides a failed record's message for d, when Config.Queue
+// is set, within ctx's deadline and a second.
 func (h *sqsHandler) releaseWithin(ctx context.Context, r *record, d time.Duration) {
 	if h.cfg.Queue == nil || r.msg.ReceiptHandle == "" {
 		return

@@ -352,7 +352,7 @@ func TestSQSReleasesWithinDeadline(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("batchItemFailures %v, want [a b c]", got)
 	}
-	var released []string // before the answer (a record cut off releases itself again once its step returns)
+	var released []string // before the answer
 	for _, c := range q.calls() {
 		if c.at.After(answered) {
 			continue
@@ -366,8 +366,8 @@ func TestSQSReleasesWithinDeadline(t *testing.T) {
 	if !slices.Equal(released, []string{"rh-a", "rh-b", "rh-c"}) {
 		t.Errorf("released %v before answering, want [rh-a rh-b rh-c]", released)
 	}
-	// The stubborn steps end after the answer; the records' own releases
-	// then (process, for a record cut off) need not wait.
+	// The stubborn steps end after the answer, their records given up:
+	// nothing releases them again (TestSQSGivenUpRecordReleasedOnce).
 	close(q.stop)
 	for _, run := range runs {
 		waitLeaseFree(t, b.w, run, 30*time.Second)

@@ -1,0 +1,114 @@
+package handler_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// gate is a step the test holds: gated closes started when the step
+// begins, which then returns only once open is closed, whatever its context
+// says (a step that ignores cancellation).
+type gate struct {
+	started, open chan struct{}
+	once          sync.Once
+}
+
+var gates sync.Map // input key -> *gate
+
+var gateStep = workflow.NewStep("handler-gate", func(_ context.Context, key string) (string, error) {
+	v, _ := gates.Load(key)
+	g := v.(*gate)
+	g.once.Do(func() { close(g.started) })
+	<-g.open
+	return key, nil
+})
+
+var gated = workflow.New("handler-gated", func(ctx workflow.Context, key string) (string, error) {
+	return gateStep.Call(ctx, key)
+})
+
+// newGate registers a gate under the test's name.
+func newGate(t *testing.T) *gate {
+	g := &gate{started: make(chan struct{}), open: make(chan struct{})}
+	gates.Store(t.Name(), g)
+	t.Cleanup(func() { gates.Delete(t.Name()) })
+	return g
+}
+
+// TestSQSGivenUpRecordReleasedOnce: a record given up at the deadline is
+// released once, by the handler as it answers; its own goroutine, whose
+// step returns after the answer, leaves it alone. It released it again,
+// with a receipt the queue may have handed on by then (another invocation
+// holding the message would see its visibility changed).
+func TestSQSGivenUpRecordReleasedOnce(t *testing.T) {
+	t.Parallel()
+	q := &fakeQueue{}
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.Registry.MustRegister(gateStep, gated)
+		// The record has 4s to start its step (it starts at once): the
+		// deadline only has to come while the step is held, which it is
+		// until the handler has answered.
+		c.TimeBudgetMargin = 3 * time.Second
+		c.ReturnMargin = 2 * time.Second
+		c.Queue = q
+		c.Engine.StepLeaseTTL = 9 * time.Second
+	}})
+	g := newGate(t)
+	ctx := context.Background()
+	run, err := gated.Start(ctx, b.client, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := events.SQSEvent{Records: []events.SQSMessage{sqsRecord("held", messageBody(t, world.Message{RunID: run.ID()}), 1)}}
+	lctx, cancel := lambdaCtx(t, "req-held", 6*time.Second)
+	defer cancel()
+	answered := make(chan events.SQSEventResponse, 1)
+	go func() { answered <- invoke(t, lctx, b.fn, ev) }()
+	var resp events.SQSEventResponse
+	select {
+	case <-g.started:
+		resp = <-answered
+	case resp = <-answered:
+		close(g.open)
+		t.Fatalf("the handler answered %v before the step started", failedIDs(resp))
+	}
+	if got := failedIDs(resp); len(got) != 1 || got[0] != "held" {
+		t.Fatalf("batchItemFailures %v, want [held]", got)
+	}
+	if n := q.count("rh-held"); n != 1 {
+		t.Fatalf("released %d times as the handler answered, want 1", n)
+	}
+	// The step returns after the answer: the record's goroutine ends and
+	// logs that the record was given up, or (the defect) releases it again.
+	close(g.open)
+	for limit := time.Now().Add(time.Minute); q.count("rh-held") == 1 && !loggedGivenUp(t, b, "held"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(limit) {
+			t.Fatal("the record's goroutine neither ended nor released the message again")
+		}
+	}
+	if n := q.count("rh-held"); n != 1 {
+		t.Errorf("released %d times, want 1: the record's goroutine released it after it was given up", n)
+	}
+	waitLeaseFree(t, b.w, run.ID(), 30*time.Second)
+}
+
+// loggedGivenUp reports whether the handler logged that the record with
+// messageID ended after it was given up at the deadline.
+func loggedGivenUp(t *testing.T, b *testBundle, messageID string) bool {
+	for _, l := range b.logs.lines(t) {
+		if l["messageId"] == messageID && l["message"] == handlerGivenUpMsg {
+			return true
+		}
+	}
+	return false
+}
+
+const handlerGivenUpMsg = "handler: message ended after it was given up at the deadline; left as reported"
