@@ -125,7 +125,9 @@ type Config struct {
 
 	// TimeBudgetMargin is kept free before the invocation's deadline: no new
 	// inline step starts after deadline-TimeBudgetMargin, and the run is
-	// continued by a new message (default 10s). It must exceed ReturnMargin.
+	// continued by a new message; nor does a message of background steps
+	// (it is reported failed, for a later delivery) (default 10s). It must
+	// exceed ReturnMargin.
 	TimeBudgetMargin time.Duration
 	// ReturnMargin: at deadline-ReturnMargin the handler cancels what still
 	// runs (a step that outlived the budget), reports those messages as

@@ -66,7 +66,10 @@
 //
 // The invocation's deadline comes from its context. The engine starts no
 // inline step after deadline-TimeBudgetMargin and continues the run in a new
-// message instead; a step that is still running at deadline-ReturnMargin is
+// message instead; nor does the handler start a message of background steps
+// whose turn comes after it (on Config.Now): the message is reported failed
+// and released at once (Config.Queue), for an invocation with the time to
+// run them. A step that is still running at deadline-ReturnMargin is
 // cancelled, its message reported failed, and the handler answers in time.
 // That message comes back after the queue's visibility timeout (or, with
 // Config.Queue, once the step's lease has expired), and the step re-runs.
