@@ -78,7 +78,9 @@
 // answer after the deadline would fail the whole batch. A record's fate is
 // decided once: a record given up at the deadline stays as the answer
 // reported it, and its step, should it return later, releases nothing
-// (its receipt may belong to another invocation's delivery by then).
+// (its receipt may belong to another invocation's delivery by then). The
+// clients skeinlambda builds make no SDK retry that would end past their
+// request's deadline.
 //
 // # Logs
 //

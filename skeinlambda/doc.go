@@ -24,6 +24,14 @@
 // loaded, the clients are built, and, when a client will talk TLS against
 // the system's root certificates, those are parsed before the first request.
 //
+// The DynamoDB, SQS, S3 and KMS clients retry throttling, 5xx answers and
+// network errors with the SDK's backoff, but only while the request's
+// context leaves the time: a retry whose backoff would leave its attempt
+// less than 100 ms before the context's deadline is not made, and the
+// request fails at once with its last attempt's error (which it wraps),
+// instead of sleeping until the context ends. A handler near its deadline
+// thus learns what failed in time to answer.
+//
 // When the environment points the SDK at emulators (AWS_ENDPOINT_URL or
 // AWS_ENDPOINT_URL_DYNAMODB, as LocalStack and the offline test stack set
 // them), the clients accept the emulators' answers, which lack some of the

@@ -95,7 +95,9 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 	if id := cfg.Resources.KMSKeyID; id != "" {
 		// Payloads are sealed before they reach the table, the queue's
 		// claim checks or the bucket.
-		keys, err := kmskeys.New(kms.NewFromConfig(awsCfg), id)
+		keys, err := kmskeys.New(kms.NewFromConfig(awsCfg, func(o *kms.Options) {
+			o.APIOptions = append(o.APIOptions, deadlineRetries(o.Retryer, time.Now))
+		}), id)
 		if err != nil {
 			return nil, err
 		}
@@ -157,6 +159,10 @@ func newWorld(ctx context.Context, o *options, env envvars.Vars, cfg handler.Con
 		// Emulators' error answers lack the CRC32 header DynamoDB sends.
 		Emulator: env.EmulatorEndpoint(),
 	})
+	// A request retries only while its context leaves time for the retry
+	// (retry.go): one near the invocation's deadline gives up in time for
+	// the handler to answer.
+	clients = boundRetries(clients, time.Now)
 	// The first TLS handshake loads the system's root certificates: Go
 	// parses the whole CA bundle, 10 to 20 ms of CPU. Done here, that is part
 	// of the init phase, which runs at full CPU, instead of the first
