@@ -146,12 +146,15 @@ type batch struct {
 	releasing sync.WaitGroup // releases the records' goroutines decided
 }
 
+// newBatch starts the handling of an invocation's records, ctx its
+// context. The releases do not end with ctx (a cancelled invocation still
+// hides the messages it gave up), only by their deadline.
 func (h *sqsHandler) newBatch(ctx context.Context) *batch {
-	b := &batch{ctx: ctx, work: ctx, releases: ctx, cancel: func() {}}
+	b := &batch{ctx: ctx, work: ctx, releases: context.WithoutCancel(ctx), cancel: func() {}}
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancelWork, cancelReleases context.CancelFunc
 		b.work, cancelWork = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin))
-		b.releases, cancelReleases = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin/4))
+		b.releases, cancelReleases = context.WithDeadline(b.releases, deadline.Add(-h.cfg.ReturnMargin/4))
 		b.cancel = func() { cancelWork(); cancelReleases() }
 		b.budget = deadline.Add(-h.cfg.TimeBudgetMargin)
 	}

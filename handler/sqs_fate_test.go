@@ -102,6 +102,26 @@ func TestSQSGivenUpRecordReleasedOnce(t *testing.T) {
 	waitLeaseFree(t, b.w, run.ID(), 30*time.Second)
 }
 
+// waitGivenUp waits until the handling of n records given up at the
+// deadline has ended (they log handlerGivenUpMsg).
+func waitGivenUp(t *testing.T, b *testBundle, timeout time.Duration, n int) {
+	t.Helper()
+	for limit := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
+		ended := map[any]bool{}
+		for _, l := range b.logs.lines(t) {
+			if l["message"] == handlerGivenUpMsg {
+				ended[l["messageId"]] = true
+			}
+		}
+		if len(ended) >= n {
+			return
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("the handling of %d of %d records given up ended within %s", len(ended), n, timeout)
+		}
+	}
+}
+
 // loggedGivenUp reports whether the handler logged that the record with
 // messageID ended after it was given up at the deadline.
 func loggedGivenUp(t *testing.T, b *testBundle, messageID string) bool {
