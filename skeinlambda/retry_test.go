@@ -5,15 +5,19 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/skeinflow/skein/dynamoworld"
 )
@@ -31,7 +35,8 @@ func unavailable(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
-// TestRetriesEndBeforeTheDeadline: the clients New builds make no retry
+// TestRetriesEndBeforeTheDeadline: the clients as New builds them
+// (boundRetries over dynamoworld.NewClients) make no retry
 // whose backoff would leave its attempt less than minAttemptTime before
 // the request's deadline (judged on a clock the test sets): the request
 // fails at once with its last attempt's error. They retried with the
@@ -136,3 +141,33 @@ func (f fixedDelay) GetInitialToken() func(error) error                         
 func (f fixedDelay) GetAttemptToken(context.Context) (func(error) error, error)      { return nop, nil }
 
 func nop(error) error { return nil }
+
+// TestNewBoundsRetries: the clients New gives the World bound their
+// retries by the request's deadline (their retry middleware is
+// deadlineAttempt's).
+func TestNewBoundsRetries(t *testing.T) {
+	t.Parallel()
+	var wc dynamoworld.Config
+	if _, err := New(context.Background(), registry(t), offline(), WithGetenv(env("flow")),
+		WithWorldConfig(func(c *dynamoworld.Config) { wc = *c })); err != nil {
+		t.Fatal(err)
+	}
+	for name, opts := range map[string][]func(*middleware.Stack) error{
+		"dynamodb": wc.DynamoDB.(*dynamodb.Client).Options().APIOptions,
+		"sqs":      wc.SQS.(*sqs.Client).Options().APIOptions,
+		"s3":       wc.S3.(*s3.Client).Options().APIOptions,
+	} {
+		stack := middleware.NewStack(name, smithyhttp.NewStackRequest)
+		if err := stack.Finalize.Add(retry.NewAttemptMiddleware(retry.NewStandard(), smithyhttp.RequestCloner), middleware.After); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range opts {
+			if err := f(stack); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		if m, _ := stack.Finalize.Get("Retry"); reflect.TypeOf(m) != reflect.TypeFor[*deadlineAttempt]() {
+			t.Errorf("%s: the retry middleware is %T, want a *deadlineAttempt", name, m)
+		}
+	}
+}
