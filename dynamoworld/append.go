@@ -156,6 +156,9 @@ func (a *appendState) plan(ctx context.Context) (planned, error) {
 		if snap, err = a.w.load(ctx, runID, loadKeys(runID, a.p.Events)); err != nil {
 			return planned{}, err
 		}
+		if err = a.w.checkMissingHooks(ctx, runID, snap, a.p.Events); err != nil {
+			return planned{}, err
+		}
 		a.fresh, a.forceRead = true, false
 		if a.p.IfLastSeq > 0 && lastSeqOf(snap.run) != a.p.IfLastSeq {
 			return planned{}, fmt.Errorf("%w: run %s: last sequence is %d, not %d", world.ErrConflict, runID, lastSeqOf(snap.run), a.p.IfLastSeq)
@@ -345,6 +348,12 @@ func (w *World) judgeToken(ctx context.Context, tok *tokenInfo, token string, ol
 	holderID, holderRun := getS(old, aHookID), getS(old, aRun)
 	if holderID == "" {
 		return nil
+	}
+	if err := w.verified(old); err != nil {
+		return err
+	}
+	if err := w.checkTokenItem(old, token); err != nil {
+		return err
 	}
 	out, err := w.ddb.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
 		{Get: &types.Get{TableName: aws.String(w.cfg.Table), Key: hookKey(holderID).av()}},

@@ -24,8 +24,13 @@ import (
 // catches damage and edits by tools, not an attacker who recomputes it:
 // sealed runs (package encrypt) are for that.
 
-// seal sets the checksums of an item's covered values and its mark.
-func seal(it item) { itemsum.Seal(it) }
+// seal sets the checksums of an item's covered values and its mark, and
+// a hook item's binding of its run, hook ID and token to its key
+// (itemsum.HookSum).
+func seal(it item) {
+	itemsum.Seal(it)
+	itemsum.SealHook(it)
+}
 
 // verifyValue checks one covered value of an item before it is used.
 func verifyValue(it item, name string) error {
@@ -57,6 +62,9 @@ func (w *World) verified(items ...item) error {
 		if f := itemsum.Verify(it); f != nil {
 			return corruptValue(w.cfg.Table, it, f)
 		}
+		if f := itemsum.VerifyHook(it, false); f != nil {
+			return corruptValue(w.cfg.Table, it, f)
+		}
 	}
 	return nil
 }
@@ -79,6 +87,30 @@ func (w *World) requireSums(summed bool, runID string, items ...item) error {
 			continue
 		}
 		if f := itemsum.Unsummed(it); f != nil {
+			return corruptValue(w.cfg.Table, it, f)
+		}
+	}
+	return nil
+}
+
+// runHooksSummed reports whether a run head says its run was created with
+// hook checksums (itemsum.HookMark): every hook item of the run carries
+// itemsum.HookSum.
+func runHooksSummed(head item) bool { return head != nil && getN(head, itemsum.HookMark) == 1 }
+
+// requireHookSums checks, in a run created with hook checksums (summed:
+// its head says so), that each hook item of its partition among items
+// (nil: absent) carries its checksum (verified checks it): deleting it is
+// no way around the check.
+func (w *World) requireHookSums(summed bool, runID string, items ...item) error {
+	if !summed {
+		return nil
+	}
+	for _, it := range items {
+		if it == nil || getS(it, attrPK) != runPK(runID) {
+			continue
+		}
+		if f := itemsum.VerifyHook(it, true); f != nil {
 			return corruptValue(w.cfg.Table, it, f)
 		}
 	}

@@ -355,6 +355,8 @@ func payloadName(attr string) string {
 		return "hook metadata"
 	case aHoldError:
 		return "held run's error"
+	case aToken:
+		return "hook token"
 	}
 	return "event data"
 }

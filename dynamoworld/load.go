@@ -172,6 +172,9 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
 		return nil, err
 	}
+	if err := w.requireHookSums(runHooksSummed(head), runID, got...); err != nil {
+		return nil, err
+	}
 	if ahead := entityAhead(got, run.LastSeq); ahead > 0 {
 		if err := w.checkAhead(ctx, runID, ahead); err != nil {
 			return nil, err

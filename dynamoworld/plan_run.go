@@ -1,5 +1,7 @@
 package dynamoworld
 
+import "github.com/skeinflow/skein/internal/itemsum"
+
 // planRun writes the commit item and the run's own items. The commit holds
 // every event of the commit, keyed by the run's last sequence number before
 // it: attribute_not_exists on that key is the fence, since every commit
@@ -51,10 +53,12 @@ func fenceCond(e *expr) string { return "attribute_not_exists(" + e.n(attrSK) + 
 // planRunCreated writes a new run's head (with no stream yet: os = 0; like
 // every item it carries the checksum mark, which on the head says that the
 // run's items all carry checksums: checksum.go), its body and its
-// idempotency key, each on its absence.
+// idempotency key, each on its absence. The head also says that the run's
+// hook items carry their checksum (itemsum.HookMark).
 func planRunCreated(pl *plan, ws *writes) error {
 	head := encodeRunHead(pl.run, pl.ttl)
 	setN(head.it, aStreams, 0)
+	setN(head.it, itemsum.HookMark, 1) // its hook items all carry itemsum.HookSum
 	pl.streamsChecked = true
 	ws.puts = append(ws.puts, putOp(head, tagHead, "", notExists))
 	body, err := encodeRunBody(pl.run, pl.ttl)

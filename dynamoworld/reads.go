@@ -95,12 +95,21 @@ func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hoo
 }
 
 // GetHookByToken returns the active hook holding a token, or
-// world.ErrNotFound: one read of the token's item, which copies the hook.
+// world.ErrNotFound: one read of the token's item, which copies the hook;
+// an item that does not hold the token, or whose hook checksum does not
+// match, is world.ErrCorrupt (hooktoken.go).
 func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
 	if p == nil || p.Token == "" {
 		return nil, invalid("token required")
 	}
-	return w.readHook(ctx, tokenKey(p.Token), "no active hook holds the token")
+	h, err := w.readHook(ctx, tokenKey(p.Token), "no active hook holds the token")
+	if err != nil {
+		return nil, err
+	}
+	if h.Token != p.Token {
+		return nil, w.otherToken(tokenKey(p.Token), h.RunID, h.HookID)
+	}
+	return h, nil
 }
 
 func (w *World) readHook(ctx context.Context, k itemKey, what string) (*world.Hook, error) {
