@@ -372,7 +372,10 @@ func (c *Client) Cancel(ctx context.Context, runID, reason string, opts ...Cance
 	for _, opt := range opts {
 		opt(&o)
 	}
-	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason, Compensate: o.compensate}}}})
+	// Fenced on a checked read of the run's log (it races a live worker's
+	// commits, and is read again when one lands): a damaged run gets
+	// nothing written and an error matching world.ErrCorrupt.
+	res, err := engine.AppendFenced(ctx, c.w, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason, Compensate: o.compensate}}}})
 	if err != nil {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
 	}

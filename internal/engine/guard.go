@@ -92,7 +92,7 @@ func (r *replayer) retire() { r.guard.live.Store(false) }
 func (e *Engine) failForeign(runID string, data *world.ErrorData) {
 	ctx, cancel := context.WithTimeout(context.Background(), sideEffectTimeout)
 	defer cancel()
-	_, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeWorkflowAPIMisuse}},
 	}})
 	switch {

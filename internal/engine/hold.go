@@ -158,7 +158,9 @@ func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() ti
 	if code == "" {
 		code = world.CodeRuntimeError
 	}
-	res, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code, Compensate: comp}}}})
+	// Fenced on a checked read of the log: a damaged run gets nothing
+	// written and the World's error (world.ErrCorrupt).
+	res, err := AppendFenced(ctx, w, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code, Compensate: comp}}}})
 	if err == nil {
 		ObserveCommit(ctx, log, nil, res)
 	}

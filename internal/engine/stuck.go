@@ -226,7 +226,7 @@ func (e *Engine) abandon(ctx context.Context, runID string, w *sliceWatch, reaso
 // fence (refused if the run has ended meanwhile), then a continuation that
 // runs the side effects of the run's end.
 func (e *Engine) failStuck(ctx context.Context, runID string, data *world.ErrorData, code string) {
-	_, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: code}},
 	}})
 	if err != nil {
