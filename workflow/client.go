@@ -367,6 +367,11 @@ func (c *Client) poll(ctx context.Context, runID string, done func(*world.Run) b
 // With CancelCompensating, the run's completed steps are compensated after
 // the cancellation (see WithCompensation), as a failed run of a workflow
 // defined WithCompensateOnFailure is.
+//
+// Cancel reads the run's whole log first and appends fenced on it (read
+// again when a worker commits in between): a run whose stored log the
+// World finds damaged (items deleted behind it) is an error matching
+// world.ErrCorrupt, and nothing is written.
 func (c *Client) Cancel(ctx context.Context, runID, reason string, opts ...CancelOption) error {
 	var o cancelOptions
 	for _, opt := range opts {

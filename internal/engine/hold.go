@@ -138,7 +138,9 @@ func RetryHeldRun(ctx context.Context, w world.World, now func() time.Time, runI
 // matching world.ErrConflict. compensate, when set, says from the run's
 // workflow name whether run_failed asks for the run's completed steps to
 // be compensated (RunFailed.Compensate): the run's rest then compensates
-// them as for any failed run that asks (compensateRest).
+// them as for any failed run that asks (compensateRest). It appends
+// fenced on a checked read of the log (AppendFenced): a damaged log is
+// world.ErrCorrupt, nothing written.
 func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() time.Time, runID, code, reason string, compensate func(workflowName string) bool) error {
 	r, err := w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
