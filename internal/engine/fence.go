@@ -34,19 +34,7 @@ const maxAppendFences = 16
 // the events must also be numbered 1, 2, 3 and so on: a gap the World did
 // not report is world.ErrCorrupt too. A run with no event is
 // world.ErrNotFound.
-//
-// A World that wraps another (Unwrap, as encrypt's does) is read through
-// the World it wraps, which holds and checks the stored items: counting
-// events needs no payload opened, so a client without the run's key (the
-// CLI cancelling a sealed run) can still append, and no key is fetched.
 func CheckedLastSeq(ctx context.Context, s world.Storage, runID string) (int64, error) {
-	for {
-		u, ok := s.(interface{ Unwrap() world.World })
-		if !ok || u.Unwrap() == nil {
-			break
-		}
-		s = u.Unwrap()
-	}
 	var last int64
 	for cursor := ""; ; {
 		page, err := s.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
