@@ -367,12 +367,20 @@ func (c *Client) poll(ctx context.Context, runID string, done func(*world.Run) b
 // With CancelCompensating, the run's completed steps are compensated after
 // the cancellation (see WithCompensation), as a failed run of a workflow
 // defined WithCompensateOnFailure is.
+//
+// Cancel reads the run's whole log first and appends fenced on it (read
+// again when a worker commits in between): a run whose stored log the
+// World finds damaged (items deleted behind it) is an error matching
+// world.ErrCorrupt, and nothing is written.
 func (c *Client) Cancel(ctx context.Context, runID, reason string, opts ...CancelOption) error {
 	var o cancelOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	res, err := c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason, Compensate: o.compensate}}}})
+	// Fenced on a checked read of the run's log (it races a live worker's
+	// commits, and is read again when one lands): a damaged run gets
+	// nothing written and an error matching world.ErrCorrupt.
+	res, err := engine.AppendFenced(ctx, c.w, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCancelled{Reason: reason, Compensate: o.compensate}}}})
 	if err != nil {
 		return fmt.Errorf("workflow: cancel run %s: %w", runID, err)
 	}

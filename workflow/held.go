@@ -73,6 +73,10 @@ func (c *Client) RetryRun(ctx context.Context, runID string) error {
 // undone, and a failure by hand is no different for the steps it booked. A
 // client without the workflow in its Registry (the skein CLI, say) cannot
 // tell, and does not compensate unless asked.
+//
+// As Cancel, FailRun reads the run's log first and appends fenced on it: a
+// run whose stored log is damaged is an error matching world.ErrCorrupt,
+// and nothing is written.
 func (c *Client) FailRun(ctx context.Context, runID, reason string, opts ...FailOption) error {
 	var o failOptions
 	for _, opt := range opts {

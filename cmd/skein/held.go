@@ -19,13 +19,20 @@ import (
 var runsRetryCmd = &command{
 	group: "runs", name: "retry", usage: "<runId>", nargs: 1,
 	writes:  true,
-	summary: "replay a held run now, after deploying code that fits its log",
+	summary: "replay a held run now, after deploying code that fits its log; wake a pending or running one",
 	help: `
 Asks for a held run (status held: the code replaying it asks for other steps,
 hooks or sleeps than its log records) to be replayed now instead of at its
 next retry. Deploy code compatible with the run's log first: the run then goes
 on where it stopped. If it still diverges it is held again, with the new
 divergence. The retry happens when a worker next runs on the store.
+
+A pending or running run is woken instead: a continuation of it is queued,
+which picks up whatever the run is waiting for. That is how a run whose store
+was damaged (items of it deleted behind Skein) goes on once the items are
+restored: while damaged, its messages were dropped and nothing was written to
+it. The command reads the run's log first and refuses, writing nothing, while
+it is still damaged.
 
 Examples:
   skein runs list -status held
@@ -34,9 +41,13 @@ Examples:
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
-				return err
+				return damaged(args[0], "woken", err)
 			}
-			if r.Status != world.RunStatusHeld {
+			switch r.Status {
+			case world.RunStatusPending, world.RunStatusRunning:
+				return wakeRun(ctx, e, r)
+			case world.RunStatusHeld:
+			default:
 				return fmt.Errorf("run %s is %s, not held; there is nothing to retry", r.RunID, r.Status)
 			}
 			if err := e.client.RetryRun(ctx, r.RunID); err != nil {
@@ -77,7 +88,7 @@ Examples:
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
-				return err
+				return damaged(args[0], "failed", err)
 			}
 			if r.Status.Terminal() {
 				return fmt.Errorf("run %s has already %s; there is nothing to fail", r.RunID, r.Status)
@@ -90,7 +101,7 @@ Examples:
 				if errors.Is(err, world.ErrConflict) {
 					return fmt.Errorf("run %s has already finished: %w", r.RunID, err)
 				}
-				return err
+				return damaged(r.RunID, "failed", err)
 			}
 			if *compensate {
 				fmt.Fprintf(e.stdout, "failed run %s; its completed steps are compensated when a worker next runs on %s\n", r.RunID, e.where())

@@ -384,7 +384,7 @@ Examples:
 		return func(ctx context.Context, e *env, args []string) error {
 			r, err := e.getRun(ctx, args[0])
 			if err != nil {
-				return err
+				return damaged(args[0], "cancelled", err)
 			}
 			switch r.Status {
 			case world.RunStatusCancelled:
@@ -401,7 +401,7 @@ Examples:
 				if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {
 					return fmt.Errorf("run %s has already finished: %w", r.RunID, err)
 				}
-				return err
+				return damaged(r.RunID, "cancelled", err)
 			}
 			what := "its unfinished child runs cancelled, its streams closed"
 			if *compensate {

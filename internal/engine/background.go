@@ -190,8 +190,12 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 // one's lease expired, or the run ended): nothing to do. A retry refused
 // because the run has ended is recorded as the attempt's failure instead
 // (see recordFinal).
+//
+// It is used after the run's end (rest.go), outside any session's replay:
+// its append is fenced on a checked read of the log (appendFenced), so
+// that nothing is written to a damaged log.
 func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
-	_, _, err := e.recordFinal(ctx, runID, o)
+	_, _, err := e.recordOutcome(ctx, runID, o, e.appendFenced)
 	return err
 }
 
@@ -208,11 +212,18 @@ func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
 // promises (overLimitOutcome). Retrying the refused outcome could only fail
 // again, until its lease expired and the step read as lost.
 func (e *Engine) recordFinal(ctx context.Context, runID string, o outcome) (outcome, bool, error) {
+	return e.recordOutcome(ctx, runID, o, e.append)
+}
+
+// recordOutcome is recordFinal committing with add (Engine.append, or
+// Engine.appendFenced after the run's end). A damaged log
+// (world.ErrCorrupt) is returned at once: retrying cannot repair it.
+func (e *Engine) recordOutcome(ctx context.Context, runID string, o outcome, add func(context.Context, *world.AppendParams) (*world.AppendResult, error)) (outcome, bool, error) {
 	var err error
 	ended := false
 	for try := 0; try < 4; try++ {
 		var res *world.AppendResult
-		res, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
+		res, err = add(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.event()}})
 		le := limitRefusal(err)
 		switch {
 		case err == nil:
@@ -231,6 +242,8 @@ func (e *Engine) recordFinal(ctx context.Context, runID string, o outcome) (outc
 			return o, true, nil
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrNotFound):
 			return o, false, nil
+		case errors.Is(err, world.ErrCorrupt):
+			return o, false, err
 		case ctx.Err() != nil:
 			return o, false, ctx.Err()
 		}

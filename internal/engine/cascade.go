@@ -60,7 +60,7 @@ func (e *Engine) cancelChild(ctx context.Context, parent, child string) {
 	case run.Status.Terminal():
 		return // ended, or cancelled before (and woken then)
 	}
-	_, err = e.append(ctx, &world.AppendParams{RunID: child, Events: []world.EventInput{
+	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: child, Events: []world.EventInput{
 		{Data: &world.RunCancelled{Reason: fmt.Sprintf("parent run %s was cancelled", parent)}},
 	}})
 	if err != nil {

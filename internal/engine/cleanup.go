@@ -87,7 +87,7 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 	if failure != nil {
 		e.log.Error("engine: cleanup hook failed; the run stays completed", "run", runID, "workflow", run.WorkflowName, "type", failure.Type, "error", failure.Message)
 	}
-	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCleanedUp{Error: failure}}}})
+	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCleanedUp{Error: failure}}}})
 	if err != nil && !errors.Is(err, world.ErrConflict) {
 		return fmt.Errorf("engine: record the cleanup of run %s: %w", runID, err)
 	}

@@ -267,7 +267,7 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
 	defer cancel()
 	name := st.Compensation.Step
-	res, err := e.append(wctx, &world.AppendParams{RunID: run.RunID, Events: []world.EventInput{
+	res, err := e.appendFenced(wctx, &world.AppendParams{RunID: run.RunID, Events: []world.EventInput{
 		{CorrelationID: st.StepID, Data: &world.CompStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
 	}})
 	if err != nil {
@@ -279,6 +279,9 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 		case errors.As(err, &leased):
 			e.scheduleCompCheck(wctx, run.RunID, st.StepID, leased.LeaseExpiresAt.Add(restCheckSlack))
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone), errors.Is(err, world.ErrNotFound):
+		case errors.Is(err, world.ErrCorrupt):
+			// Nothing written; the run stays as stored for an operator.
+			e.log.Error("engine: a compensation not started: the run's stored data is corrupt", "run", run.RunID, "step", st.StepID, "err", err)
 		default:
 			e.log.Warn("engine: start a compensation", "run", run.RunID, "step", st.StepID, "err", err)
 			e.scheduleCompCheck(wctx, run.RunID, st.StepID, e.now().Add(restCheckSlack))
@@ -304,7 +307,7 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 func (e *Engine) recordComp(ctx context.Context, runID string, o outcome) bool {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
 	defer cancel()
-	_, err := e.append(wctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.compEvent()}})
+	_, err := e.appendFenced(wctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.compEvent()}})
 	if err != nil && !errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrGone) && !errors.Is(err, world.ErrNotFound) {
 		e.log.Warn("engine: record a compensation's outcome", "run", runID, "step", o.stepID, "err", err)
 	}

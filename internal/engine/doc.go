@@ -47,7 +47,17 @@
 // missing range of its log, a payload that does not verify) is a
 // *PermanentError (corruptRun): retrying cannot repair the store, and the
 // MaxDeliveries failure would append to a damaged log, so nothing is
-// written and the run stays as stored for an operator.
+// written and the run stays as stored for an operator, who restores what
+// is missing and wakes it (`skein runs retry`).
+//
+// Every writer outside a session's replay (a client's cancellation, a
+// failure on request, after MaxDeliveries, over a limit or from a blocked
+// workflow, a cancelled parent's children, and the rest after a run's end:
+// its cleanup, late step outcomes, compensations, run_deactivated) reads
+// the run's whole log first, which the World checks, and appends fenced on
+// its last sequence number (AppendFenced, fence.go), reading again when a
+// live writer moved on: on a damaged log it writes nothing and returns the
+// World's world.ErrCorrupt.
 //
 // A continuation takes the run lease (acquireRunLease). If it is held,
 // the message is enqueued again (bounce: a delay doubling per hop, never

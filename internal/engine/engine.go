@@ -282,7 +282,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 		Type:    TypeMaxDeliveries,
 		Message: fmt.Sprintf("message for run %s (step %q) was delivered %d times, more than %d", msg.RunID, msg.StepID, attempt, e.cfg.MaxDeliveries),
 	}
-	_, err := e.append(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
+	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: msg.RunID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeMaxDeliveriesExceeded}},
 	}})
 	switch {

@@ -29,8 +29,9 @@ const TypeAPIMisuse = "WorkflowAPIMisuseError"
 // A session that holds the replayer fails the run itself (failMisused, at
 // its next turn, woken by misused). Once no session will (the replayer is
 // retired: the session ended or rebuilt the workflow), the foreign goroutine
-// fails the run through report, as a cancellation does: an unfenced
-// run_failed, then a continuation for the side effects of the run's end.
+// fails the run through report, as a cancellation does: a run_failed
+// fenced on a checked read of the log (not on the session's), then a
+// continuation for the side effects of the run's end.
 // A session retires its replayer before it looks at misuse for the last
 // time, and a foreign goroutine sets misuse before it looks at live, so at
 // least one of the two fails the run (both may: the second is refused).
@@ -87,12 +88,13 @@ func (r *replayer) retire() { r.guard.live.Store(false) }
 
 // failForeign fails a run whose workflow misused the API, from a goroutine
 // that workflow started, once no session holds its replayer: run_failed
-// without a fence (refused if the run has ended meanwhile), then a
+// fenced on a checked read of the log (appendFenced: refused if the run
+// has ended meanwhile, nothing written if its log is damaged), then a
 // continuation that runs the side effects of the run's end.
 func (e *Engine) failForeign(runID string, data *world.ErrorData) {
 	ctx, cancel := context.WithTimeout(context.Background(), sideEffectTimeout)
 	defer cancel()
-	_, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: world.CodeWorkflowAPIMisuse}},
 	}})
 	switch {

@@ -138,7 +138,9 @@ func RetryHeldRun(ctx context.Context, w world.World, now func() time.Time, runI
 // matching world.ErrConflict. compensate, when set, says from the run's
 // workflow name whether run_failed asks for the run's completed steps to
 // be compensated (RunFailed.Compensate): the run's rest then compensates
-// them as for any failed run that asks (compensateRest).
+// them as for any failed run that asks (compensateRest). It appends
+// fenced on a checked read of the log (AppendFenced): a damaged log is
+// world.ErrCorrupt, nothing written.
 func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() time.Time, runID, code, reason string, compensate func(workflowName string) bool) error {
 	r, err := w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
@@ -158,7 +160,9 @@ func FailRun(ctx context.Context, w world.World, log *slog.Logger, now func() ti
 	if code == "" {
 		code = world.CodeRuntimeError
 	}
-	res, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code, Compensate: comp}}}})
+	// Fenced on a checked read of the log: a damaged run gets nothing
+	// written and the World's error (world.ErrCorrupt).
+	res, err := AppendFenced(ctx, w, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunFailed{Error: data, ErrorCode: code, Compensate: comp}}}})
 	if err == nil {
 		ObserveCommit(ctx, log, nil, res)
 	}

@@ -137,7 +137,7 @@ func (e *Engine) failRunOverLimit(ctx context.Context, runID string, le *world.L
 	} else if wf, ok := e.reg.Workflow(r.WorkflowName); ok {
 		comp = wf.CompensateOnFailure
 	}
-	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: limitData(le), ErrorCode: le.Code(), Compensate: comp}},
 	}})
 	switch {

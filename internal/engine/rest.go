@@ -89,7 +89,7 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 	// Nothing writes to the run's streams any more: those its compensations
 	// or left-running steps opened after its end close before it is at rest.
 	e.closeStreams(ctx, runID)
-	_, err = e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunDeactivated{}}}})
+	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunDeactivated{}}}})
 	if err != nil && !errors.Is(err, world.ErrConflict) {
 		e.log.Warn("engine: deactivate a finished run", "run", runID, "err", err)
 	}

@@ -222,11 +222,13 @@ func (e *Engine) abandon(ctx context.Context, runID string, w *sliceWatch, reaso
 	return nil
 }
 
-// failStuck fails a run whose session was abandoned: run_failed without a
-// fence (refused if the run has ended meanwhile), then a continuation that
-// runs the side effects of the run's end.
+// failStuck fails a run whose session was abandoned: run_failed fenced on
+// a checked read of the log, not on the abandoned session's (appendFenced:
+// refused if the run has ended meanwhile, nothing written if its log is
+// damaged), then a continuation that runs the side effects of the run's
+// end.
 func (e *Engine) failStuck(ctx context.Context, runID string, data *world.ErrorData, code string) {
-	_, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: code}},
 	}})
 	if err != nil {

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
+)
+
+// TestRetryWakesALiveRun: a run whose store was damaged had its messages
+// dropped (nothing written), and once restored nothing woke it. runs
+// retry of a pending or running run now sends it a continuation (it
+// refused: "not held; there is nothing to retry").
+func TestRetryWakesALiveRun(t *testing.T) {
+	t.Parallel()
+	db := t.TempDir() + "/skein.db"
+	v1 := evolve(pack)
+	var id string
+	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+		r, err := v1.Start(ctx, c, "wake/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = r.ID()
+		for {
+			if _, err := c.GetHookByToken(ctx, "wake/1"); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the hook never appeared")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	cli("-db", db, "runs", "retry", id).expect(t, 0, "run "+id+" (running) woken")
+	w, err := localworld.Open(localworld.Config{Path: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ds, err := w.Receive(context.Background(), &world.ReceiveParams{Max: 10, Visibility: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var woken bool
+	for _, d := range ds {
+		var m world.Message
+		woken = woken || json.Unmarshal(d.Body, &m) == nil && m.RunID == id && m.StepID == ""
+	}
+	if !woken {
+		t.Fatalf("no continuation of run %s queued: %d messages", id, len(ds))
+	}
+}
+
+// TestDamagedRunMessage: a write refused because the run is damaged says
+// so, that nothing was written, and how to recover; other errors are left
+// as they are.
+func TestDamagedRunMessage(t *testing.T) {
+	cause := fmt.Errorf("%w: dynamoworld: table t, run wrun_x: events 4-4 are missing", world.ErrCorrupt)
+	got := damaged("wrun_x", "cancelled", fmt.Errorf("workflow: cancel run wrun_x: %w", cause)).Error()
+	for _, want := range []string{"run wrun_x is damaged", "not cancelled and nothing was written", "events 4-4 are missing", "skein runs retry wrun_x"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q lacks %q", got, want)
+		}
+	}
+	other := fmt.Errorf("boom")
+	if damaged("wrun_x", "cancelled", other) != other {
+		t.Error("an error that is not world.ErrCorrupt was changed")
+	}
+}
