@@ -170,15 +170,17 @@ func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, 
 	return nil
 }
 
-// listEventsOnce is listEvents that reads again once when it finds a hole:
-// a Query is read committed, not a snapshot, so in theory two commits
-// landing between its reads of two items could show the second without
-// the first. The first is then committed, and a second read sees it; the
-// same hole twice is world.ErrCorrupt.
+// listEventsOnce is listEvents that reads again once when it finds a hole
+// or commits without a head: a Query is read committed, not a snapshot, so
+// in theory two commits landing between its reads of two items could show
+// the second without the first (a run's creation landing during a read
+// back from the head, its first commit without its head). The first is
+// then committed, and a second read sees it; the same hole twice is
+// world.ErrCorrupt.
 func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
 	page, err := w.listEvents(ctx, runID, corr, pg)
 	var gap *gapError
-	if errors.As(err, &gap) {
+	if errors.As(err, &gap) || missingHead(err) {
 		return w.listEvents(ctx, runID, corr, pg)
 	}
 	return page, err
@@ -286,4 +288,40 @@ func (w *World) requireBody(runID string, head, body item) error {
 	}
 	return fmt.Errorf("%w: DynamoDB table %s: run %s: its body item %s (input, output, error) is missing",
 		world.ErrCorrupt, w.cfg.Table, runID, skRunBody)
+}
+
+// headError is the world.ErrCorrupt of a run partition that holds commits
+// or a body but no head (e~): the head is written with the first commit and
+// the body, in one transaction, and deleted only with the run's other items
+// by its TTL, so a run read without it would be a run that does not exist
+// (ErrNotFound) over a log that does.
+type headError struct{ table, runID, found string }
+
+func (e *headError) Error() string {
+	return fmt.Sprintf("%v: dynamoworld: table %s, run %s: its head item %s is missing (the partition holds %s)",
+		world.ErrCorrupt, e.table, e.runID, skRunHead, e.found)
+}
+
+func (e *headError) Unwrap() error { return world.ErrCorrupt }
+
+// headless judges a read of a run partition that found no head but found
+// items (commits, the body): ErrGone when one of them is past its TTL
+// (DynamoDB deletes an expired run's items one by one, the head possibly
+// first), else a *headError naming the first item found. A Query is read
+// committed: one reading back from the body may miss the head of a run
+// being created and see its first commit; the callers read again once.
+func (w *World) headless(runID string, items []item) error {
+	now := w.now().Unix()
+	for _, it := range items {
+		if ttl := getN(it, attrTTL); ttl > 0 && ttl <= now {
+			return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its head item is deleted)", world.ErrGone, w.cfg.Table, runID)
+		}
+	}
+	return &headError{table: w.cfg.Table, runID: runID, found: getS(items[0], attrSK)}
+}
+
+// missingHead reports whether err is a *headError (read again once).
+func missingHead(err error) bool {
+	var h *headError
+	return errors.As(err, &h)
 }

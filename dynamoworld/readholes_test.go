@@ -1,0 +1,73 @@
+package dynamoworld_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// deleteItem deletes one item of a run's partition by its sort key.
+func (f *gapsFixture) deleteItem(t *testing.T, runID, sk string) {
+	t.Helper()
+	_, err := f.c.DynamoDB.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(f.cfg.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "r#" + runID},
+			"sk": &types.AttributeValueMemberS{Value: sk},
+		},
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	})
+	if err != nil {
+		t.Fatalf("delete %s of run %s: %v", sk, runID, err)
+	}
+}
+
+// TestMissingRunHead: the trial deleted a run's head item (e~) and GetRun
+// said world.ErrNotFound while AllEvents returned the run's events. A
+// partition with commits and no head is now world.ErrCorrupt naming the
+// head on every read of the run: GetRun, ListEvents either way (descending
+// on its first page, ascending on the page that reaches the head's key),
+// an Append (its load), and ListRuns through an index that names it.
+func TestMissingRunHead(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	w := f.open(t)
+	run := completedRun(t, w)
+	mustAppend(t, w, run, world.EventInput{Data: &world.AttributeSet{Attributes: map[string]string{"holes": run}}})
+	f.deleteItem(t, run, "e~")
+	wantHead := func(what string, err error) {
+		t.Helper()
+		wantGap(t, what, err, f.cfg.Table, run, "head item e~ is missing")
+	}
+	_, err := f.open(t).GetRun(ctx, &world.GetRunParams{RunID: run})
+	wantHead("GetRun", err)
+	_, err = world.AllEvents(ctx, f.open(t), run)
+	wantHead("AllEvents", err)
+	for _, limit := range []int{1, 3, 100} {
+		for _, desc := range []bool{false, true} {
+			evs, err := listPaged(ctx, f.open(t), run, limit, desc)
+			wantHead(fmt.Sprintf("ListEvents limit %d desc %v (read %d events)", limit, desc, len(evs)), err)
+			if desc && len(evs) > 0 {
+				t.Fatalf("descending, limit %d: %d events returned before the error", limit, len(evs))
+			}
+		}
+	}
+	_, err = f.open(t).Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunCancelled{}}}})
+	wantHead("Append", err)
+	_, err = f.open(t).ListRuns(ctx, &world.ListRunsParams{Attribute: &world.AttributeFilter{Key: "holes", Value: run}})
+	wantHead("ListRuns by attribute", err)
+	if keys := f.commitKeys(t, run); len(keys) != 6 {
+		t.Fatalf("commits %v, want the run's 6: nothing written", keys)
+	}
+	// A run that does not exist is still not found.
+	if _, err := f.open(t).GetRun(ctx, &world.GetRunParams{RunID: ids.New(world.PrefixRun)}); !errors.Is(err, world.ErrNotFound) {
+		t.Fatalf("GetRun of no run: %v, want world.ErrNotFound", err)
+	}
+}
