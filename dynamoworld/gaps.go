@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/skeinflow/skein/world"
 )
 
@@ -168,6 +172,50 @@ func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, 
 		return w.confirmEnd(ctx, runID)
 	}
 	return nil
+}
+
+// checkLogStart checks, on the first page of a read back from the end of
+// the log that stops before its start, that the log has its first commit
+// (e#0): the chain is otherwise checked only on the page that reaches it,
+// after pages of events returned as fine. One strongly consistent Query
+// of the partition's oldest commit key (limit 1, its key alone; DynamoDB
+// counts the item's whole size, ceil(size/4 KiB) read units: 1 for most
+// runs). An oldest commit other than e#0 is world.ErrCorrupt naming the
+// missing range; past the run's TTL (its head's), world.ErrGone. A hole
+// after the first commit is found on the page that reaches it: finding it
+// sooner would cost a read of the whole log.
+func (w *World) checkLogStart(ctx context.Context, runID string, chain *logChain, head item) error {
+	if !chain.known || chain.want == 0 {
+		return nil // no commit read, or the first one was
+	}
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))),
+		ProjectionExpression: aws.String(e.n(attrPK) + ", " + e.n(attrSK)),
+		ConsistentRead:       aws.Bool(true),
+		Limit:                aws.Int32(1),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	first := chain.want // the oldest commit read: none older is left
+	if len(out.Items) > 0 {
+		if first, _ = prevFromSK(getS(out.Items[0], attrSK)); first == 0 {
+			return nil
+		}
+	}
+	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its first commit item is deleted)", world.ErrGone, w.cfg.Table, runID)
+	}
+	return &gapError{table: w.cfg.Table, runID: runID, from: 1, to: first}
 }
 
 // listEventsOnce is listEvents that reads again once when it finds a hole

@@ -542,6 +542,11 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	if err := w.checkLogEnd(ctx, runID, chain, reached, head, newest, pg.Descending); err != nil {
 		return nil, err
 	}
+	if pg.Descending && pos.Seq == 0 && !reached {
+		if err := w.checkLogStart(ctx, runID, chain, head); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case prime && reached:
 		w.primeFromLog(runID, all, allEvs, head)
