@@ -373,3 +373,22 @@ func missingHead(err error) bool {
 	var h *headError
 	return errors.As(err, &h)
 }
+
+// allSteps checks a listing of a run's steps whole in one page (n steps)
+// against the count of steps of the run's newest commit, read before the
+// step items (a step created since adds to the items, never to the
+// count): fewer steps than counted means step items deleted behind the
+// World, world.ErrCorrupt (world.ErrGone past the run's TTL: DynamoDB
+// deletes an expired run's items one by one). Commits written before the
+// count carry none: no check.
+func (w *World) allSteps(runID string, newest item, n int) error {
+	want := decodeStepCount(newest)
+	if n >= want {
+		return nil
+	}
+	if ttl := getN(newest, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its step items are being deleted)", world.ErrGone, w.cfg.Table, runID)
+	}
+	return fmt.Errorf("%w: DynamoDB table %s: run %s: %d of its %d step items are missing (its newest commit counts %d steps)",
+		world.ErrCorrupt, w.cfg.Table, runID, want-n, want, want)
+}

@@ -295,6 +295,11 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 			steps, more = steps[:limit], true
 		}
 	}
+	if after == "" && !more {
+		if err := w.allSteps(p.RunID, newest, len(steps)); err != nil {
+			return nil, err
+		}
+	}
 	last := ""
 	if len(steps) > 0 {
 		last = steps[len(steps)-1].StepID

@@ -163,9 +163,11 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	}
 	snap := newSnapshot(run)
 	if run == nil {
+		snap.nSteps = 0
 		return snap, nil // nothing yet: run_created starts the counts at 0
 	}
 	snap.lazy = decodeLazy(last)
+	snap.nSteps = decodeStepCount(last)
 	if snap.nHooks, snap.nWaits, err = decodeCounts(last); err != nil {
 		return nil, err
 	}

@@ -103,3 +103,43 @@ func TestMissingFirstCommitDescending(t *testing.T) {
 	}
 	t.Logf("an intact run of 6 events read back by pages of 2: %.1f read units", w.Stats().ReadCapacity)
 }
+
+// TestMissingStepItem: the trial deleted a step item, and ListSteps
+// silently returned fewer steps. Every commit now carries the run's count
+// of steps (ns); a listing whole in one page, either way, with fewer
+// steps than the newest commit counts is world.ErrCorrupt.
+func TestMissingStepItem(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	w := f.open(t)
+	run, first, second := startedRun(t, w), ids.New(world.PrefixStep), ids.New(world.PrefixStep)
+	mustAppend(t, w, run, world.EventInput{CorrelationID: first, Data: &world.StepCreated{StepName: "a", Input: []byte(`1`)}})
+	// A fresh World's commit counts on from its load's newest commit.
+	mustAppend(t, f.open(t), run, world.EventInput{CorrelationID: second, Data: &world.StepCreated{StepName: "b", Input: []byte(`2`)}})
+	// A lazy step (created and started in one commit, no item) counts too.
+	lazy := ids.New(world.PrefixStep)
+	w = f.open(t)
+	if _, err := world.AllEvents(ctx, w, run); err != nil { // primes w's cache: it may make the step lazy
+		t.Fatal(err)
+	}
+	mustAppend(t, w, run, world.EventInput{CorrelationID: lazy, Data: &world.StepCreated{StepName: "c", Input: []byte(`3`)}},
+		world.EventInput{CorrelationID: lazy, Data: &world.StepStarted{}})
+	got, err := f.c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(f.cfg.Table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "r#" + run},
+		"sk": &types.AttributeValueMemberS{Value: "s#" + lazy},
+	}})
+	if err != nil || len(got.Item) != 0 {
+		t.Fatalf("the lazy step has an item (%v): the test needs one without", err)
+	}
+	for _, desc := range []bool{false, true} {
+		p, err := f.open(t).ListSteps(ctx, &world.ListStepsParams{RunID: run, Pagination: world.Pagination{Descending: desc}})
+		if err != nil || len(p.Items) != 3 {
+			t.Fatalf("ListSteps of the intact run (desc %v): %v, %v", desc, p, err)
+		}
+	}
+	f.deleteItem(t, run, "s#"+second)
+	for _, desc := range []bool{false, true} {
+		_, err := f.open(t).ListSteps(ctx, &world.ListStepsParams{RunID: run, Pagination: world.Pagination{Descending: desc}})
+		wantGap(t, fmt.Sprintf("ListSteps desc %v", desc), err, f.cfg.Table, run, "1 of its 3 step items are missing")
+	}
+}
