@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -141,5 +143,54 @@ func TestMissingStepItem(t *testing.T) {
 	for _, desc := range []bool{false, true} {
 		_, err := f.open(t).ListSteps(ctx, &world.ListStepsParams{RunID: run, Pagination: world.Pagination{Descending: desc}})
 		wantGap(t, fmt.Sprintf("ListSteps desc %v", desc), err, f.cfg.Table, run, "1 of its 3 step items are missing")
+	}
+}
+
+// TestExpiredRunItemsAreGone: DynamoDB's TTL deletes an expired run's
+// items one by one, so past the run's retention a missing head, first
+// commit or step item is world.ErrGone (the run has expired), not
+// world.ErrCorrupt; before it, the same absence is damage.
+func TestExpiredRunItemsAreGone(t *testing.T) {
+	f := newGapsFixture(t)
+	f.cfg.Retention = time.Hour
+	ctx := context.Background()
+	w := f.open(t)
+	run, step := startedRun(t, w), ids.New(world.PrefixStep)
+	mustAppend(t, w, run, world.EventInput{CorrelationID: step, Data: &world.StepCreated{StepName: "s", Input: []byte(`1`)}})
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunCompleted{Output: []byte(`2`)}})
+	f.deleteItem(t, run, "s#"+step)
+	f.deleteCommit(t, run, 0)
+	later := f.cfg
+	later.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	openLater := func() *dynamoworld.World {
+		lw, err := dynamoworld.New(ctx, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lw.Close() })
+		return lw
+	}
+	steps := func(w *dynamoworld.World) error {
+		_, err := w.ListSteps(ctx, &world.ListStepsParams{RunID: run})
+		return err
+	}
+	firstPage := func(w *dynamoworld.World) error {
+		_, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: run, Pagination: world.Pagination{Limit: 1, Descending: true}})
+		return err
+	}
+	for what, read := range map[string]func(*dynamoworld.World) error{"ListSteps": steps, "descending ListEvents": firstPage} {
+		if err := read(f.open(t)); !errors.Is(err, world.ErrCorrupt) {
+			t.Fatalf("%s within the retention: %v, want world.ErrCorrupt", what, err)
+		}
+		if err := read(openLater()); !errors.Is(err, world.ErrGone) {
+			t.Fatalf("%s past the retention: %v, want world.ErrGone", what, err)
+		}
+	}
+	f.deleteItem(t, run, "e~")
+	if _, err := f.open(t).GetRun(ctx, &world.GetRunParams{RunID: run}); !errors.Is(err, world.ErrCorrupt) {
+		t.Fatalf("GetRun without its head within the retention: %v, want world.ErrCorrupt", err)
+	}
+	if _, err := openLater().GetRun(ctx, &world.GetRunParams{RunID: run}); !errors.Is(err, world.ErrGone) {
+		t.Fatalf("GetRun without its head past the retention: %v, want world.ErrGone", err)
 	}
 }
