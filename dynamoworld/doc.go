@@ -57,7 +57,11 @@
 // commit is written over it. The step, wait and hook-link items a commit
 // writes carry its last sequence number (wq), so that a commit judged on
 // a log whose newest commit was deleted is refused too when it touches an
-// entity that commit wrote. See RELIABILITY.md for what is not caught.
+// entity that commit wrote. A run partition with commits and no head is
+// world.ErrCorrupt on every read of the run; a descending read of the log
+// checks on its first page that the first commit is there; and every
+// commit counts the run's steps (ns), against which a listing of the steps
+// whole in one page is checked. See RELIABILITY.md for what is not caught.
 //
 // # Commits
 //

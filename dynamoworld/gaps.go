@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/skeinflow/skein/world"
 )
 
@@ -170,15 +174,61 @@ func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, 
 	return nil
 }
 
-// listEventsOnce is listEvents that reads again once when it finds a hole:
-// a Query is read committed, not a snapshot, so in theory two commits
-// landing between its reads of two items could show the second without
-// the first. The first is then committed, and a second read sees it; the
-// same hole twice is world.ErrCorrupt.
+// checkLogStart checks, on the first page of a read back from the end of
+// the log that stops before its start, that the log has its first commit
+// (e#0): the chain is otherwise checked only on the page that reaches it,
+// after pages of events returned as fine. One strongly consistent Query
+// of the partition's oldest commit key (limit 1, its key alone; DynamoDB
+// counts the item's whole size, ceil(size/4 KiB) read units: 1 for most
+// runs). An oldest commit other than e#0 is world.ErrCorrupt naming the
+// missing range; past the run's TTL (its head's), world.ErrGone. A hole
+// after the first commit is found on the page that reaches it: finding it
+// sooner would cost a read of the whole log.
+func (w *World) checkLogStart(ctx context.Context, runID string, chain *logChain, head item) error {
+	if !chain.known || chain.want == 0 {
+		return nil // no commit read, or the first one was
+	}
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(commitsEnd))),
+		ProjectionExpression: aws.String(e.n(attrPK) + ", " + e.n(attrSK)),
+		ConsistentRead:       aws.Bool(true),
+		Limit:                aws.Int32(1),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	first := chain.want // the oldest commit read: none older is left
+	if len(out.Items) > 0 {
+		if first, _ = prevFromSK(getS(out.Items[0], attrSK)); first == 0 {
+			return nil
+		}
+	}
+	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its first commit item is deleted)", world.ErrGone, w.cfg.Table, runID)
+	}
+	return &gapError{table: w.cfg.Table, runID: runID, from: 1, to: first}
+}
+
+// listEventsOnce is listEvents that reads again once when it finds a hole
+// or commits without a head: a Query is read committed, not a snapshot, so
+// in theory two commits landing between its reads of two items could show
+// the second without the first (a run's creation landing during a read
+// back from the head, its first commit without its head). The first is
+// then committed, and a second read sees it; the same hole twice is
+// world.ErrCorrupt.
 func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
 	page, err := w.listEvents(ctx, runID, corr, pg)
 	var gap *gapError
-	if errors.As(err, &gap) {
+	if errors.As(err, &gap) || missingHead(err) {
 		return w.listEvents(ctx, runID, corr, pg)
 	}
 	return page, err
@@ -286,4 +336,59 @@ func (w *World) requireBody(runID string, head, body item) error {
 	}
 	return fmt.Errorf("%w: DynamoDB table %s: run %s: its body item %s (input, output, error) is missing",
 		world.ErrCorrupt, w.cfg.Table, runID, skRunBody)
+}
+
+// headError is the world.ErrCorrupt of a run partition that holds commits
+// or a body but no head (e~): the head is written with the first commit and
+// the body, in one transaction, and deleted only with the run's other items
+// by its TTL, so a run read without it would be a run that does not exist
+// (ErrNotFound) over a log that does.
+type headError struct{ table, runID, found string }
+
+func (e *headError) Error() string {
+	return fmt.Sprintf("%v: dynamoworld: table %s, run %s: its head item %s is missing (the partition holds %s)",
+		world.ErrCorrupt, e.table, e.runID, skRunHead, e.found)
+}
+
+func (e *headError) Unwrap() error { return world.ErrCorrupt }
+
+// headless judges a read of a run partition that found no head but found
+// items (commits, the body): ErrGone when one of them is past its TTL
+// (DynamoDB deletes an expired run's items one by one, the head possibly
+// first), else a *headError naming the first item found. A Query is read
+// committed: one reading back from the body may miss the head of a run
+// being created and see its first commit; the callers read again once.
+func (w *World) headless(runID string, items []item) error {
+	now := w.now().Unix()
+	for _, it := range items {
+		if ttl := getN(it, attrTTL); ttl > 0 && ttl <= now {
+			return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its head item is deleted)", world.ErrGone, w.cfg.Table, runID)
+		}
+	}
+	return &headError{table: w.cfg.Table, runID: runID, found: getS(items[0], attrSK)}
+}
+
+// missingHead reports whether err is a *headError (read again once).
+func missingHead(err error) bool {
+	var h *headError
+	return errors.As(err, &h)
+}
+
+// allSteps checks a listing of a run's steps whole in one page (n steps)
+// against the count of steps of the run's newest commit, read before the
+// step items (a step created since adds to the items, never to the
+// count): fewer steps than counted means step items deleted behind the
+// World, world.ErrCorrupt (world.ErrGone past the run's TTL: DynamoDB
+// deletes an expired run's items one by one). Commits written before the
+// count carry none: no check.
+func (w *World) allSteps(runID string, newest item, n int) error {
+	want := decodeStepCount(newest)
+	if n >= want {
+		return nil
+	}
+	if ttl := getN(newest, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its step items are being deleted)", world.ErrGone, w.cfg.Table, runID)
+	}
+	return fmt.Errorf("%w: DynamoDB table %s: run %s: %d of its %d step items are missing (its newest commit counts %d steps)",
+		world.ErrCorrupt, w.cfg.Table, runID, want-n, want, want)
 }

@@ -2,6 +2,7 @@ package dynamoworld
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,6 +154,13 @@ func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error)
 	for i, k := range keys {
 		pk := getS(k, attrPK)
 		head := got[itemKey{pk, skRunHead}]
+		if head == nil && lasts[i] != nil {
+			// The index named the run (its head, or an attribute item,
+			// written with the head), and its commits are there.
+			if err := w.headless(pk[2:], []item{lasts[i]}); !errors.Is(err, world.ErrGone) {
+				return nil, err
+			}
+		}
 		if head == nil || lasts[i] == nil {
 			continue
 		}
@@ -169,7 +177,7 @@ func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error)
 // newestCommit reads the newest commit item of a run partition (nil if
 // none); only its key, counters and run status, not its events.
 func (w *World) newestCommit(ctx context.Context, pk string) (item, error) {
-	return w.queryNewestCommit(ctx, pk, append([]string{attrPK, attrSK, aLastSeq, aCreated, aRunStatus}, restAttrs()...))
+	return w.queryNewestCommit(ctx, pk, append([]string{attrPK, attrSK, aLastSeq, aCreated, aRunStatus, attrTTL}, restAttrs()...))
 }
 
 // queryNewestCommit reads the newest commit item of the run partition pk,
@@ -285,6 +293,11 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 		})
 		if len(steps) > limit {
 			steps, more = steps[:limit], true
+		}
+	}
+	if after == "" && !more {
+		if err := w.allSteps(p.RunID, newest, len(steps)); err != nil {
+			return nil, err
 		}
 	}
 	last := ""
@@ -526,8 +539,18 @@ func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
 	}
+	// A read that covered the head's key (descending from the end, or
+	// ascending to it) and found commits but no head: the head is missing.
+	if head == nil && newest != nil && (reached && !pg.Descending || pos.Seq == 0 && pg.Descending) {
+		return nil, w.headless(runID, []item{newest})
+	}
 	if err := w.checkLogEnd(ctx, runID, chain, reached, head, newest, pg.Descending); err != nil {
 		return nil, err
+	}
+	if pg.Descending && pos.Seq == 0 && !reached {
+		if err := w.checkLogStart(ctx, runID, chain, head); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case prime && reached:

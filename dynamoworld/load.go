@@ -80,13 +80,15 @@ func (w *World) runStatus(ctx context.Context, runID string) (status world.RunSt
 
 // queryRun reads a run's head, body and newest commit items in one
 // consistent Query; head is nil for a run that does not exist. A head that
-// says the run ended over a newest commit that says it is live is read
-// again once (a transaction may land during a Query), then is
-// world.ErrCorrupt: the commits that ended the run are missing (gaps.go).
+// says the run ended over a newest commit that says it is live, or commits
+// without a head, are read again once (a transaction may land during a
+// Query), then are world.ErrCorrupt: the commits that ended the run, or
+// its head, are missing (gaps.go).
 func (w *World) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
 	for try := 0; ; try++ {
 		head, body, last, err = w.queryRunOnce(ctx, runID)
 		switch {
+		case try == 0 && missingHead(err):
 		case err != nil || !endsBeforeHead(head, last):
 			return head, body, last, err
 		case try > 0:
@@ -125,8 +127,14 @@ func (w *World) queryRunOnce(ctx context.Context, runID string) (head, body, las
 			last = it
 		}
 	}
-	if head == nil {
+	switch {
+	case head == nil && len(out.Items) == 0:
 		return nil, nil, nil, nil
+	case head == nil:
+		if err := w.verified(out.Items...); err != nil {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, w.headless(runID, out.Items)
 	}
 	if last == nil {
 		return nil, nil, nil, fmt.Errorf("dynamoworld: run %s has a head but no commit", runID)
@@ -155,9 +163,11 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	}
 	snap := newSnapshot(run)
 	if run == nil {
+		snap.nSteps = 0
 		return snap, nil // nothing yet: run_created starts the counts at 0
 	}
 	snap.lazy = decodeLazy(last)
+	snap.nSteps = decodeStepCount(last)
 	if snap.nHooks, snap.nWaits, err = decodeCounts(last); err != nil {
 		return nil, err
 	}

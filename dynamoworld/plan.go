@@ -178,8 +178,9 @@ type plan struct {
 	ttl  int64 // epoch seconds, on a run's end with Config.Retention
 	// lazy is the commit's list of lazy steps (see lazy.go).
 	lazy map[string]int64
-	// nHooks, nWaits: the run's active hooks and waits after the commit.
-	nHooks, nWaits int
+	// nHooks, nWaits: the run's active hooks and waits after the commit;
+	// nSteps its steps (-1: unknown).
+	nHooks, nWaits, nSteps int
 	// streamsChecked: the commit creates the run (its head says it has no
 	// stream), or ends it on the condition that the head still says so.
 	streamsChecked bool
@@ -265,7 +266,7 @@ func nextSnapshot(pl *plan) *snapshot {
 		snap.steps[id] = c.final
 	}
 	snap.lazy = pl.lazy
-	snap.nHooks, snap.nWaits = pl.nHooks, pl.nWaits
+	snap.nHooks, snap.nWaits, snap.nSteps = pl.nHooks, pl.nWaits, pl.nSteps
 	snap.endChecked = snap.endChecked || pl.endsRun && pl.streamsChecked
 	for id, c := range pl.waits {
 		snap.waits[id] = c.final

@@ -7,8 +7,9 @@ import "github.com/skeinflow/skein/internal/itemsum"
 // it: attribute_not_exists on that key is the fence, since every commit
 // after the snapshot was keyed by the snapshot's last sequence number. It
 // also carries the run's status (rs), its counts of active hooks and waits
-// (nh, nw) and its lazy steps (u) after the commit. The run head changes
-// with the status only, the body at creation and at the end.
+// (nh, nw), its count of steps (ns, when the snapshot knows it) and its
+// lazy steps (u) after the commit. The run head changes with the status
+// only, the body at creation and at the end.
 func planRun(pl *plan, ws *writes, cc *claimCheck) error {
 	commit, eventData, err := encodeCommit(cc, pl.runID, pl.prev, pl.events, pl.lazy, pl.ttl)
 	if err != nil {
@@ -20,6 +21,10 @@ func planRun(pl *plan, ws *writes, cc *claimCheck) error {
 		return err
 	}
 	setCounts(commit.it, pl.nHooks, pl.nWaits)
+	if pl.nSteps = -1; pl.snap.nSteps >= 0 {
+		pl.nSteps = pl.snap.nSteps + len(pl.newSteps())
+	}
+	setStepCount(commit.it, pl.nSteps)
 	ws.uploads = eventData
 	ws.puts = append(ws.puts, putOp(commit, tagFence, "", fenceCond))
 	if pl.created {

@@ -90,6 +90,7 @@ func (w *World) rollForward(runID string, commits []item, evs [][]world.Event) {
 		}
 	}
 	snap.nHooks, snap.nWaits = live(snap.hooks), live(snap.waits)
+	snap.nSteps = decodeStepCount(commits[0])
 	w.cache.putPrimed(runID, snap)
 }
 
@@ -133,7 +134,7 @@ func foldLog(runID string, commits []item, evs [][]world.Event) (*snapshot, erro
 		return nil, fmt.Errorf("no run_created")
 	}
 	snap.lazy = decodeLazy(commits[len(commits)-1])
-	snap.nHooks, snap.nWaits = live(snap.hooks), live(snap.waits)
+	snap.nHooks, snap.nWaits, snap.nSteps = live(snap.hooks), live(snap.waits), live(snap.steps)
 	for id := range snap.lazy {
 		if snap.steps[id] == nil {
 			return nil, fmt.Errorf("lazy step %s is not in the log", id)

@@ -40,6 +40,10 @@ import (
 //     (u: step ID -> the key of the commit whose events are their state),
 //     at most maxLazySteps. A listed step may have an item after all (a
 //     lease renewal writes it): the item wins.
+//   - S9, step count: nSteps is the number of steps the run has as of
+//     run.LastSeq, -1 when unknown (a commit written before the count).
+//     Commits carry it (ns) as they carry nh and nw; ListSteps checks a
+//     whole listing against it (a step item deleted behind the World).
 //   - S8, streams: what the run head's flag os said of the run's streams
 //     when read or written (a belief); endChecked: the run ended on the
 //     condition that the flag still said none, so it had no stream then
@@ -55,6 +59,7 @@ type snapshot struct {
 
 	blind          bool // S3
 	nHooks, nWaits int  // S4
+	nSteps         int  // S9
 	complete       bool // S5
 	stepIDs        *idSet
 	lazy           map[string]int64
@@ -67,6 +72,7 @@ type snapshot struct {
 func blindSnapshot() *snapshot {
 	s := newSnapshot(nil)
 	s.blind, s.complete, s.stepIDs = true, true, newIDSet()
+	s.nSteps = 0
 	s.streams = streamsNone // its head is created with os = 0
 	return s
 }
@@ -150,6 +156,26 @@ func setCounts(it item, hooks, waits int) {
 	setN(it, aWaits, int64(waits))
 }
 
+// aSteps, on a commit item, counts the run's steps after the commit (S9);
+// commits written before it have none.
+const aSteps = "ns"
+
+// setStepCount sets a commit item's count of steps, when known.
+func setStepCount(it item, n int) {
+	if n >= 0 {
+		setN(it, aSteps, int64(n))
+	}
+}
+
+// decodeStepCount reads a commit item's count of steps, -1 when it has
+// none.
+func decodeStepCount(it item) int {
+	if _, ok := it[aSteps]; !ok {
+		return -1
+	}
+	return int(getN(it, aSteps))
+}
+
 // decodeCounts reads a commit item's counts, which every commit has.
 func decodeCounts(it item) (hooks, waits int, err error) {
 	_, h := it[aActiveHooks]
@@ -164,6 +190,7 @@ func newSnapshot(run *world.Run) *snapshot {
 	return &snapshot{
 		run: run, steps: map[string]*world.Step{}, waits: map[string]*world.Wait{},
 		hooks: map[string]*world.Hook{}, global: map[string]*world.Hook{}, lazy: map[string]int64{},
+		nSteps: -1,
 	}
 }
 
