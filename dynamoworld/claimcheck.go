@@ -355,6 +355,8 @@ func payloadName(attr string) string {
 		return "hook metadata"
 	case aHoldError:
 		return "held run's error"
+	case aWrittenAt:
+		return "write mark"
 	}
 	return "event data"
 }
