@@ -2,6 +2,7 @@ package dynamoworld_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -56,17 +58,24 @@ func (f *gapsFixture) stepItem(t *testing.T, runID, stepID string) map[string]ty
 // as tamper2.py's setattr/delattr did.
 func (f *gapsFixture) editStep(t *testing.T, runID, stepID, update string, values map[string]types.AttributeValue) {
 	t.Helper()
+	f.editItem(t, runID, "s#"+stepID, update, values)
+}
+
+// editItem applies an update expression to the item keyed sk of a run's
+// partition behind the World.
+func (f *gapsFixture) editItem(t *testing.T, runID, sk, update string, values map[string]types.AttributeValue) {
+	t.Helper()
 	_, err := f.c.DynamoDB.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName: aws.String(f.cfg.Table),
 		Key: map[string]types.AttributeValue{
 			"pk": &types.AttributeValueMemberS{Value: "r#" + runID},
-			"sk": &types.AttributeValueMemberS{Value: "s#" + stepID},
+			"sk": &types.AttributeValueMemberS{Value: sk},
 		},
 		UpdateExpression: aws.String(update), ExpressionAttributeValues: values,
 		ConditionExpression: aws.String("attribute_exists(pk)"),
 	})
 	if err != nil {
-		t.Fatalf("edit step %s: %v", stepID, err)
+		t.Fatalf("edit item %s of run %s: %v", sk, runID, err)
 	}
 }
 
@@ -139,6 +148,29 @@ func TestWriteMarkUnderChecksum(t *testing.T) {
 				t.Fatalf("the run's commits changed: %v, were %v", after, before)
 			}
 		})
+	}
+}
+
+// TestHookLinkMarkUnderChecksum: the trial's hook variant of the lowered
+// mark: the commit holding hook_created deleted, the hook link's `wq`
+// lowered to fit the shorter log, and ResumeHook wrote hook_received at
+// the deleted number for a hook the log never created. The lowered mark
+// does not match its checksum: world.ErrCorrupt, nothing written.
+func TestHookLinkMarkUnderChecksum(t *testing.T) {
+	f := newGapsFixture(t)
+	ctx := context.Background()
+	w := f.open(t)
+	run, hook, tok := ids.New(world.PrefixRun), ids.New(world.PrefixHook), "tok-"+ids.New("")
+	mustAppend(t, w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf"}}, world.EventInput{Data: &world.RunStarted{}})
+	mustAppend(t, w, run, world.EventInput{CorrelationID: hook, Data: &world.HookCreated{Token: tok}})
+	f.deleteCommit(t, run, 2) // event 3: hook_created
+	f.editItem(t, run, "h#"+hook, "SET wq = :q", map[string]types.AttributeValue{":q": &types.AttributeValueMemberN{Value: "2"}})
+	before := f.commitKeys(t, run)
+
+	_, err := engine.ResumeHook(ctx, f.open(t), time.Now, tok, json.RawMessage(`"late"`))
+	wantGap(t, "ResumeHook", err, f.cfg.Table, run, "wq")
+	if after := f.commitKeys(t, run); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the run's commits changed: %v, were %v", after, before)
 	}
 }
 
