@@ -168,7 +168,7 @@ func (a *appendState) plan(ctx context.Context) (planned, error) {
 		}
 	}
 	if pd.outcome == planNeedEndItems {
-		ends, err := a.w.runEndItems(ctx, runID)
+		ends, err := a.w.runEndItems(ctx, runID, lastSeqOf(snap.run))
 		if err != nil {
 			return planned{}, err
 		}

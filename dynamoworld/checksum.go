@@ -65,8 +65,21 @@ func (w *World) verified(items ...item) error {
 		if f := itemsum.VerifyHook(it, false); f != nil {
 			return corruptValue(w.cfg.Table, it, f)
 		}
+		if f := missingWriteMark(it); f != nil {
+			return corruptValue(w.cfg.Table, it, f)
+		}
 	}
 	return nil
+}
+
+// missingWriteMark is the fault of a run's step, wait or hook-link item
+// written with its write mark under the checksum (aWrittenAt, gaps.go)
+// that has none: removed, with its checksum or not.
+func missingWriteMark(it item) *itemsum.Fault {
+	if pk := getS(it, attrPK); !strings.HasPrefix(pk, "r#") || !isEntity(pk[2:], itemKey{pk, getS(it, attrSK)}) {
+		return nil
+	}
+	return itemsum.MissingWriteMark(it)
 }
 
 // runSummed reports whether a run head says its run was created with

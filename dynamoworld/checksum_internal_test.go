@@ -75,6 +75,7 @@ func TestVerifyNamesTheValue(t *testing.T) {
 	e := newEncItem(stepKey("wrun_1", "step_1"))
 	e.payload(attrInput, []byte(`{"x":1}`))
 	e.payload(attrOutput, []byte(`{"y":2}`))
+	setN(e.it, aWrittenAt, 3)
 	seal(e.it)
 	w := &World{cfg: &Config{Table: "tab"}}
 	if err := w.verified(e.it); err != nil {
@@ -115,4 +116,54 @@ func show(it item) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestWriteMarkLevels: the write mark wq is under the checksum on an item
+// written so (mark cs = 2): lowered, or removed with or without its
+// checksum, it is world.ErrCorrupt naming it. An item written before it was
+// covered (cs = 1, wq without kwq) still reads, as does one of another
+// kind without wq (a commit).
+func TestWriteMarkLevels(t *testing.T) {
+	w := &World{cfg: &Config{Table: "tab"}}
+	step := func() item {
+		e := newEncItem(stepKey("wrun_1", "step_1"))
+		e.payload(attrInput, []byte(`{"x":1}`))
+		setN(e.it, aWrittenAt, 7)
+		seal(e.it)
+		return e.it
+	}
+	if err := w.verified(step()); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(it item){
+		"lowered":                   func(it item) { setN(it, aWrittenAt, 4) },
+		"removed":                   func(it item) { delete(it, aWrittenAt) },
+		"removed with its checksum": func(it item) { delete(it, aWrittenAt); delete(it, itemsum.Attr(aWrittenAt)) },
+		"checksum removed":          func(it item) { delete(it, itemsum.Attr(aWrittenAt)) },
+	} {
+		it := step()
+		edit(it)
+		err := w.verified(it)
+		if !errors.Is(err, world.ErrCorrupt) || !strings.Contains(err.Error(), "attribute wq (write mark)") {
+			t.Errorf("%s: %v, want world.ErrCorrupt naming wq", name, err)
+		}
+	}
+	old := step()
+	delete(old, itemsum.Attr(aWrittenAt))
+	setN(old, itemsum.Mark, 1)
+	if err := w.verified(old); err != nil {
+		t.Errorf("an item written before wq was covered: %v", err)
+	}
+	if err := w.requireSums(true, "wrun_1", old); err != nil {
+		t.Errorf("an item written before wq was covered, in a run with checksums: %v", err)
+	}
+	setN(old, aWrittenAt, 4)
+	if err := w.verified(old); err != nil {
+		t.Errorf("an item written before wq was covered, its wq edited (not caught): %v", err)
+	}
+	commit := newEncItem(commitKey("wrun_1", 0))
+	seal(commit.it)
+	if err := w.verified(commit.it); err != nil {
+		t.Errorf("a commit item (no wq): %v", err)
+	}
 }

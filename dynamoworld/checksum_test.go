@@ -345,7 +345,7 @@ func TestItemChecksumOldItems(t *testing.T) {
 // list, as its items show it).
 func isCovered(name string) bool {
 	switch name {
-	case "in", "out", "err", "cerr", "ctx", "attrs", "md", "d", "he":
+	case "in", "out", "err", "cerr", "ctx", "attrs", "md", "d", "he", "wq":
 		return true
 	}
 	return false

@@ -357,6 +357,8 @@ func payloadName(attr string) string {
 		return "held run's error"
 	case aToken:
 		return "hook token"
+	case aWrittenAt:
+		return "write mark"
 	}
 	return "event data"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/internal/itemsum"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -242,8 +243,12 @@ func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world
 // read checks the run again (entityAhead), and every update of an entity
 // is conditioned on it not being newer than the commit's snapshot, so a
 // commit judged on a log that ends early is cancelled and judged again on
-// a fresh load.
-const aWrittenAt = "wq"
+// a fresh load. A write outside a commit (a lease renewal that writes a
+// lazy step's item) sets the mark of the newest commit it read, and one
+// that updates an item leaves the mark alone: no write lowers it. The mark
+// is under the item's checksum (package itemsum, MarkWrite): an edit that
+// lowers or removes it is world.ErrCorrupt on every read of the item.
+const aWrittenAt = itemsum.MarkWrite
 
 // isEntity reports whether k is one of a run's step, wait or hook-link
 // items (the items a commit's events write in the run's partition).

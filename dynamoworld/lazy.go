@@ -150,17 +150,25 @@ func foldStep(runID, stepID string, evs []world.Event) (*world.Step, error) {
 // commit lists it in. found is false when the newest commit does not list
 // it.
 func (w *World) readLazyStep(ctx context.Context, runID, stepID string) (st *world.Step, found bool, err error) {
+	st, _, found, err = w.readLazyStepAt(ctx, runID, stepID)
+	return st, found, err
+}
+
+// readLazyStepAt is readLazyStep that also returns the last sequence
+// number of the newest commit it read (the mark of an item written from
+// it: aWrittenAt).
+func (w *World) readLazyStepAt(ctx context.Context, runID, stepID string) (st *world.Step, lastSeq int64, found bool, err error) {
 	newest, err := w.lastCommit(ctx, runID)
 	if err != nil || newest == nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
 	prev, ok := decodeLazy(newest)[stepID]
 	if !ok {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
 	steps, err := w.lazySteps(ctx, runID, newest, map[string]int64{stepID: prev}, false)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
-	return steps[stepID], true, nil
+	return steps[stepID], getN(newest, aLastSeq), true, nil
 }

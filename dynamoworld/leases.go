@@ -205,9 +205,12 @@ func derefCC(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 // renewLazyStep renews the lease of a step that has no item (lazy.go): it
 // writes the step's item with the new lease, on condition that it still has
 // none (a commit that changes the step writes it too). If it got one
-// meanwhile, the renewal is judged again on it.
+// meanwhile, the renewal is judged again on it. The item carries the write
+// mark of the newest commit it was read from (aWrittenAt): the commit that
+// holds the step's state is no newer, so a commit judged on a log that
+// lost it is refused (gaps.go).
 func (w *World) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams, now time.Time, ttl time.Duration) (*world.Step, error) {
-	st, found, err := w.readLazyStep(ctx, p.RunID, p.StepID)
+	st, lastSeq, found, err := w.readLazyStepAt(ctx, p.RunID, p.StepID)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +233,7 @@ func (w *World) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams
 	if err != nil {
 		return nil, err
 	}
+	setN(enc.it, aWrittenAt, lastSeq)
 	offload, err := w.cc.offloadPlan([]*encItem{enc}, maxTransactionBytes)
 	if err != nil {
 		return nil, err

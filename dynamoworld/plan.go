@@ -36,8 +36,7 @@ type planInput struct {
 	now      time.Time
 	tokens   *tokenInfo // what earlier attempts learned of hook tokens
 	// ends: the run's hooks and waits as a query found them, for a commit
-	// that ends the run when the snapshot does not know them all; nil: not
-	// read.
+	// that ends the run; nil: not read.
 	ends *runEndItems
 	opts planOptions
 }
@@ -58,7 +57,7 @@ const (
 	planRefused                     // world.Apply refused an event (refusal)
 	planNothing                     // every event was skipped: nothing to write
 	planNeedRead                    // an event names an entity the snapshot does not know
-	planNeedEndItems                // the commit ends the run; the snapshot does not know all its hooks and waits
+	planNeedEndItems                // the commit ends the run: its entities must be read (runEndItems)
 )
 
 // planned is the planner's answer.
@@ -85,7 +84,10 @@ func planCommit(in *planInput) (planned, error) {
 		return planned{outcome: planRefused, ref: ref}, nil
 	case len(pl.events) == 0:
 		return planned{outcome: planNothing, pl: pl}, nil
-	case pl.endsRun && in.ends == nil && !in.snap.knowsAllHooksAndWaits():
+	case pl.endsRun && in.ends == nil && !pl.created:
+		// Even when the snapshot knows every hook and wait: the read
+		// checks the entities' write marks (runEndItems). A run created
+		// and ended in one commit has none.
 		return planned{outcome: planNeedEndItems}, nil
 	}
 	pl.prev = lastSeqOf(pl.prevRun)

@@ -37,7 +37,8 @@ func TestPlanCommitIsPure(t *testing.T) {
 	evs := []world.EventInput{stepDone("A"), stepCreated("B"), stepStarted("B"), runDone}
 	var got [][]string
 	for range 2 {
-		pd, err := planCommit(&planInput{snap: snap, runID: planRunID, events: evs, eventIDs: []string{pid(world.PrefixEvent, "M1"), pid(world.PrefixEvent, "M2"), pid(world.PrefixEvent, "M3"), pid(world.PrefixEvent, "M4")}, now: planT0,
+		ends := &runEndItems{hooks: []*world.Hook{{HookID: hk("H"), Token: "tk"}}, waits: []string{wt("W")}}
+		pd, err := planCommit(&planInput{snap: snap, runID: planRunID, events: evs, ends: ends, eventIDs: []string{pid(world.PrefixEvent, "M1"), pid(world.PrefixEvent, "M2"), pid(world.PrefixEvent, "M3"), pid(world.PrefixEvent, "M4")}, now: planT0,
 			opts: planOptions{lazySteps: true, cc: &claimCheck{prefix: "p/", threshold: DefaultClaimCheckThreshold}}})
 		if err != nil || pd.outcome != planWrite {
 			t.Fatalf("planCommit: %v, %v", pd.outcome, err)

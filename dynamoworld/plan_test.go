@@ -350,6 +350,7 @@ func TestPlanCommit(t *testing.T) {
 			name:    "the run's end, its hooks and waits known: deleted after the core, the no-stream belief checked",
 			snap:    func(t *testing.T) *snapshot { return started(t, hookCreated("H", "tk"), waitCreated("W")) },
 			events:  []world.EventInput{runDone},
+			ends:    &runEndItems{hooks: []*world.Hook{{HookID: hk("H"), Token: "tk"}}, waits: []string{wt("W")}},
 			outcome: planWrite,
 			writes:  []string{"update e~ if os = 0", "update e~b", "put commit@4 if attribute_not_exists(sk)", "delete w#W", "delete hook:H", "delete h#H", "delete token:tk if attribute_not_exists(pk) OR hid = H"},
 			next: func(t *testing.T, s *snapshot) {
@@ -357,6 +358,12 @@ func TestPlanCommit(t *testing.T) {
 					t.Errorf("next: end checked %v, counts %d %d, %v %v", s.endChecked, s.nHooks, s.nWaits, s.hooks, s.waits)
 				}
 			},
+		},
+		{
+			name:    "the run's end, its hooks and waits known: needs the run's entities all the same (their marks)",
+			snap:    func(t *testing.T) *snapshot { return started(t, hookCreated("H", "tk"), waitCreated("W")) },
+			events:  []world.EventInput{runDone},
+			outcome: planNeedEndItems,
 		},
 		{
 			name:    "the run's end, a wait not known: needs the run's hooks and waits",
@@ -373,9 +380,10 @@ func TestPlanCommit(t *testing.T) {
 			writes:  []string{"update e~ if os = 0", "update e~b", "put commit@4 if attribute_not_exists(sk)", "delete hook:H", "delete h#H", "delete token:tk if attribute_not_exists(pk) OR hid = H", "delete w#W"},
 		},
 		{
-			name:    "the run's end with no hooks or waits left: no query",
+			name:    "the run's end with no hooks or waits left: nothing to delete",
 			snap:    func(t *testing.T) *snapshot { return read(started(t, hookCreated("H", "tk"), hookGone("H"))) },
 			events:  []world.EventInput{runDone},
+			ends:    &runEndItems{},
 			outcome: planWrite,
 			writes:  []string{"update e~ if os = 0", "update e~b", "put commit@4 if attribute_not_exists(sk)"},
 		},
@@ -387,6 +395,7 @@ func TestPlanCommit(t *testing.T) {
 				return s
 			},
 			events:  []world.EventInput{runDone},
+			ends:    &runEndItems{},
 			outcome: planWrite,
 			writes:  []string{"update e~", "update e~b", "put commit@2 if attribute_not_exists(sk)"},
 			next: func(t *testing.T, s *snapshot) {

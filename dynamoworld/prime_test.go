@@ -154,8 +154,9 @@ func TestPrimedSnapshot(t *testing.T) {
 			if got.Status.Terminal() {
 				return
 			}
-			// The end of the run: one request, deleting what a fresh read
-			// would find.
+			// The end of the run: the Query of the run's entities (their
+			// write marks checked) and the transaction, deleting what a
+			// fresh read would find.
 			hooks, err := a.ListHooks(ctx, &world.ListHooksParams{RunID: run})
 			if err != nil {
 				t.Fatal(err)
@@ -164,8 +165,8 @@ func TestPrimedSnapshot(t *testing.T) {
 			if _, err := b.Append(ctx, &world.AppendParams{RunID: run, IfLastSeq: got.LastSeq, Events: []world.EventInput{{Data: &world.RunFailed{Error: &world.ErrorData{Message: "stop"}}}}}); err != nil {
 				t.Fatal(err)
 			}
-			if n := m.Count("DynamoDB"); n != 1 {
-				t.Errorf("the run's end took %d DynamoDB requests (%s), want 1", n, m.Summary())
+			if n := m.Count("DynamoDB"); n != 2 {
+				t.Errorf("the run's end took %d DynamoDB requests (%s), want 2", n, m.Summary())
 			}
 			left, err := a.ListHooks(ctx, &world.ListHooksParams{RunID: run})
 			if err != nil || len(left.Items) != 0 {
@@ -245,10 +246,10 @@ func TestPrimedSnapshotRenewedLease(t *testing.T) {
 	}
 }
 
-// TestRunEndCounted: every commit counts the run's active hooks and waits,
-// so a World that never saw the run ends it without querying for them when
-// there are none left (a hook created and disposed), and with the queries,
-// deleting what they find, when some are.
+// TestRunEndCounted: a World that never saw the run ends it with one
+// Query of the run's entities (their write marks checked), whether hooks
+// and waits are left (a wait: deleted) or not (a hook created and
+// disposed): the two Queries it made for hooks and waits are one.
 func TestRunEndCounted(t *testing.T) {
 	dynamotest.Require(t)
 	ctx := context.Background()
@@ -281,10 +282,9 @@ func TestRunEndCounted(t *testing.T) {
 		}
 		mustAppend(t, b, run, world.EventInput{CorrelationID: st, Data: &world.StepCompleted{}}, world.EventInput{Data: &world.RunCompleted{}})
 		b.Close()
-		want := 3 // the run and its newest commit, the step, the transaction
-		if withWait {
-			want += 2 // hooks, waits
-		}
+		// The run and its newest commit, the step, the run's entities (their
+		// marks checked, its hooks and waits deleted), the transaction.
+		want := 4
 		if n := m.Count("DynamoDB"); n != want {
 			t.Errorf("with a wait %v: the run's end by a World that never saw the run took %d requests (%s), want %d", withWait, n, m.Summary(), want)
 		}
@@ -404,8 +404,8 @@ func TestRollForward(t *testing.T) {
 	mustAppend(t, a, run, world.EventInput{CorrelationID: s3, Data: &world.StepStarted{}})
 	mustAppend(t, a, run, world.EventInput{CorrelationID: s2, Data: &world.StepCompleted{}}, world.EventInput{CorrelationID: s3, Data: &world.StepCompleted{}},
 		world.EventInput{Data: &world.RunCompleted{}})
-	if n := m.Count("DynamoDB"); n != 2 {
-		t.Fatalf("two commits after the read took %d requests (%s), want 2", n, m.Summary())
+	if n := m.Count("DynamoDB"); n != 3 { // and the Query of the run's entities at its end
+		t.Fatalf("two commits after the read took %d requests (%s), want 3", n, m.Summary())
 	}
 	if _, err := b.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: "tok-" + run}); !errors.Is(err, world.ErrNotFound) {
 		t.Fatalf("the hook's token after the run's end: %v", err)

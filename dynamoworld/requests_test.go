@@ -48,25 +48,28 @@ func TestColdRunRequests(t *testing.T) {
 		ddb, s3List int
 		wru         float64
 	}{
+		// Each bound counts one Query at the run's end: it reads the run's
+		// entities to check their write marks against the log
+		// (RELIABILITY.md, Missing items).
 		{"one step", func() (string, error) {
 			run, err := testflows.Serial.Start(ctx, client, 1)
 			return idOf(run, err)
-		}, 5, 0, 16},
+		}, 6, 0, 16},
 		{"three steps", func() (string, error) {
 			run, err := testflows.Serial.Start(ctx, client, 3)
 			return idOf(run, err)
-		}, 7, 0, 24},
+		}, 8, 0, 24},
 		{"hundred steps", func() (string, error) {
 			run, err := testflows.Serial.Start(ctx, client, 100)
 			return idOf(run, err)
-		}, 104, 0, 450},
+		}, 105, 0, 450},
 		{"one step writing a stream", func() (string, error) {
 			run, err := testflows.Streamer.Start(ctx, client, testflows.Emission{Chunks: 3})
 			return idOf(run, err)
 			// The stream opens in one transaction (its marker and the
 			// run's count of streams, Limits.MaxStreams): the request the
 			// marker took before, a write unit more.
-		}, 8, 0, 19},
+		}, 9, 0, 19},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &dynamotest.Meter{}
@@ -135,8 +138,10 @@ func idOf[O any](run *workflow.Run[O], err error) (string, error) {
 // TestFanOutRequests counts the DynamoDB requests and write units of a
 // fan-out of 50 steps committed by the World that created the run, as the
 // engine commits it: the steps created and started in one Append, each
-// completion in its own, then the run's end. The counts are logged; the
-// bounds are what the World did when the test was written.
+// completion in its own, then the run's end (a Query of the run's entities
+// first, which checks their write marks). The counts are logged; the
+// bounds are what the World did when the test was written, and that
+// Query.
 func TestFanOutRequests(t *testing.T) {
 	dynamotest.Require(t)
 	ctx := context.Background()
@@ -176,7 +181,7 @@ func TestFanOutRequests(t *testing.T) {
 	ddb, summary := m.Count("DynamoDB"), m.Summary() // before the sizes are read
 	u := m.Units(dynamotest.StoredSizes(t, c, r.Table, runID))
 	t.Logf("fan-out of %d: %d DynamoDB requests, %.0f WRU, %.0f RRU; %s", n, ddb, u.WRU, u.RRU, summary)
-	if ddb > n+3 || u.WRU > 352 {
-		t.Errorf("fan-out of %d: %d DynamoDB requests and %.0f write units, want at most %d and 352", n, ddb, u.WRU, n+3)
+	if ddb > n+4 || u.WRU > 352 {
+		t.Errorf("fan-out of %d: %d DynamoDB requests and %.0f write units, want at most %d and 352", n, ddb, u.WRU, n+4)
 	}
 }

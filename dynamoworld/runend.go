@@ -3,10 +3,13 @@ package dynamoworld
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/skeinflow/skein/internal/itemsum"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -33,27 +36,47 @@ func (w *World) committed(ctx context.Context, pl *plan) {
 	}
 }
 
-// runEndItems reads the hooks and waits of a run with two strongly
-// consistent queries of its partition, for a commit that ends it when its
-// snapshot does not know them all.
-func (w *World) runEndItems(ctx context.Context, runID string) (*runEndItems, error) {
-	hooks, err := w.queryAll(ctx, runPK(runID), prefHook, false)
-	if err != nil {
-		return nil, err
-	}
-	waits, err := w.queryAll(ctx, runPK(runID), prefWait, true)
+// runEndItems reads, for a commit that ends a run planned on a snapshot
+// of it as of lastSeq, the run's hook links, steps and waits (and the
+// small items that sort between them: the lease, stream markers) with one
+// strongly consistent Query of its partition: the hooks and waits the end
+// deletes, whether or not the snapshot knows them all, and the write
+// marks of the run's entities (aWrittenAt). A mark past lastSeq means the
+// log the commit was judged on ends early: world.ErrCorrupt naming the
+// missing range, unless a commit landed meanwhile (checkAhead; the plan's
+// fence then fails). A run-ending commit touches no entity the lost
+// commits wrote, so no other condition would catch it.
+func (w *World) runEndItems(ctx context.Context, runID string, lastSeq int64) (*runEndItems, error) {
+	its, err := w.queryItems(ctx, runPK(runID), prefHook, entitiesEnd,
+		attrPK, attrSK, aHookID, aToken, aWrittenAt, itemsum.Attr(aWrittenAt), itemsum.Mark)
 	if err != nil {
 		return nil, err
 	}
 	ends := &runEndItems{}
-	for _, it := range hooks {
-		ends.hooks = append(ends.hooks, &world.Hook{HookID: getS(it, aHookID), Token: getS(it, aToken)})
+	var ahead int64
+	for _, it := range its {
+		sk := getS(it, attrSK)
+		switch {
+		case strings.HasPrefix(sk, prefHook):
+			ends.hooks = append(ends.hooks, &world.Hook{HookID: getS(it, aHookID), Token: getS(it, aToken)})
+		case strings.HasPrefix(sk, prefWait):
+			ends.waits = append(ends.waits, sk[len(prefWait):])
+		}
+		if q := getN(it, aWrittenAt); q > lastSeq && q > ahead {
+			ahead = q
+		}
 	}
-	for _, it := range waits {
-		ends.waits = append(ends.waits, getS(it, attrSK)[len(prefWait):])
+	if ahead > 0 {
+		if err := w.checkAhead(ctx, runID, ahead); err != nil {
+			return nil, err
+		}
 	}
 	return ends, nil
 }
+
+// entitiesEnd bounds the sort keys of a run's entities from above: the
+// hook links (h#), steps (s#) and waits (w#) sort between prefHook and it.
+const entitiesEnd = "w$" // '$' follows '#'
 
 // queryAll reads every item of a partition whose sort key starts with
 // prefix (keysOnly: just the keys), strongly consistent.
@@ -68,6 +91,29 @@ func (w *World) queryAll(ctx context.Context, pk, prefix string, keysOnly bool) 
 		in.ProjectionExpression = aws.String(e.n(attrPK) + ", " + e.n(attrSK))
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	return w.queryPages(ctx, in)
+}
+
+// queryItems reads the attributes attrs of every item of a partition whose
+// sort key is between from and to, strongly consistent.
+func (w *World) queryItems(ctx context.Context, pk, from, to string, attrs ...string) ([]item, error) {
+	e := newExpr()
+	names := make([]string, len(attrs))
+	for i, a := range attrs {
+		names[i] = e.n(a)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(pk)) + " AND " + e.n(attrSK) + " BETWEEN " + e.v(str(from)) + " AND " + e.v(str(to))),
+		ProjectionExpression:   aws.String(strings.Join(names, ", ")),
+		ConsistentRead:         aws.Bool(true),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	return w.queryPages(ctx, in)
+}
+
+// queryPages reads every page of a Query, verifying the items.
+func (w *World) queryPages(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {
 	var out []item
 	for {
 		if w.capacity {

@@ -30,8 +30,7 @@ import (
 //   - S5, complete: hooks and waits hold every active hook and wait of the
 //     run (this World created the run and made every commit since, or
 //     folded its whole log), so their live counts are nHooks and nWaits.
-//     knowsAllHooksAndWaits also holds without it when the known ones are
-//     as many as the counts: a run's end then needs no query.
+//     (A run's end reads its entities all the same: runEndItems.)
 //   - S6, stepIDs: when not nil, every step ID the run has (a superset: IDs
 //     are added once their commit lands). A step ID missing from it is a
 //     proof of absence that needs no condition on the step's item: only
@@ -122,15 +121,6 @@ func (s *idSet) add(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[id] = struct{}{}
-}
-
-// knowsAllHooksAndWaits reports whether the snapshot holds every active
-// hook and every wait of the run.
-func (s *snapshot) knowsAllHooksAndWaits() bool {
-	if s.complete {
-		return true
-	}
-	return s.nHooks == live(s.hooks) && s.nWaits == live(s.waits)
 }
 
 // live counts the entities of m known present.

@@ -9,9 +9,12 @@
 // name and X's value with its type. A write that sets X sets its sibling in
 // the same request, and one that removes X removes it: the pair is changed
 // atomically whatever else the item's other writers change, and nothing
-// computes a checksum over attributes it did not write. Mark ("cs" = 1) is
-// on every item written with checksums: a covered value without its
-// checksum on a marked item was not written so.
+// computes a checksum over attributes it did not write. Mark ("cs") is on
+// every item written with checksums: a covered value without its checksum
+// on a marked item was not written so. Its value says which attributes
+// were covered when the item was written: 1, the stored byte values; 2,
+// also the write mark "wq" (MarkWrite), which every item with it that
+// needs one (a run's step, wait and hook-link items) carries.
 package itemsum
 
 import (
@@ -25,21 +28,33 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Mark is the attribute (number 1) on every item written with checksums.
-// On a run head it also records that the run was created with them, so
-// that every item of the run must carry them.
+// Mark is the attribute (number 1 or 2) on every item written with
+// checksums. On a run head it also records that the run was created with
+// them, so that every item of the run must carry them.
 const Mark = "cs"
+
+// Mark levels: an item written with checksums on its byte values (1), and
+// on its write mark too (2): Seal writes 2.
+const (
+	levelValues = "1"
+	levelWrite  = "2"
+)
+
+// MarkWrite is the write mark of a run's step, wait and hook-link items
+// (the last sequence number of the commit that wrote the item), covered
+// since mark level 2: an item of level 1 may carry it without a checksum.
+const MarkWrite = "wq"
 
 // sumPrefix prefixes a covered attribute's name to name its checksum.
 const sumPrefix = "k"
 
 // Covered reports whether an attribute's value carries a checksum: the
-// payload attributes (in, out, err, cerr, ctx, attrs, md, d) and a held
-// run's error (he). To cover another attribute, add its name here: writers
-// and readers follow.
+// payload attributes (in, out, err, cerr, ctx, attrs, md, d), a held
+// run's error (he) and the write mark (wq, MarkWrite). To cover another
+// attribute, add its name here: writers and readers follow.
 func Covered(name string) bool {
 	switch name {
-	case "in", "out", "err", "cerr", "ctx", "attrs", "md", "d", "he":
+	case "in", "out", "err", "cerr", "ctx", "attrs", "md", "d", "he", MarkWrite:
 		return true
 	}
 	return false
@@ -98,13 +113,41 @@ func Seal(it map[string]types.AttributeValue) {
 	for _, name := range names {
 		it[Attr(name)] = &types.AttributeValueMemberB{Value: Sum(pk, sk, name, it[name])}
 	}
-	it[Mark] = &types.AttributeValueMemberN{Value: "1"}
+	it[Mark] = &types.AttributeValueMemberN{Value: levelWrite}
 }
 
 // Marked reports whether an item carries the mark.
 func Marked(it map[string]types.AttributeValue) bool {
 	n, ok := it[Mark].(*types.AttributeValueMemberN)
-	return ok && n.Value == "1"
+	return ok && (n.Value == levelValues || n.Value == levelWrite)
+}
+
+// WriteMarked reports whether an item carries the mark at level 2: its
+// write mark, if it needs one, is covered (and present: MissingWriteMark).
+func WriteMarked(it map[string]types.AttributeValue) bool {
+	n, ok := it[Mark].(*types.AttributeValueMemberN)
+	return ok && n.Value == levelWrite
+}
+
+// MissingWriteMark returns the fault of an item that needs a write mark
+// (a run's step, wait or hook-link item) and has none though it was
+// written with it (WriteMarked): it was removed with its checksum. Nil
+// otherwise.
+func MissingWriteMark(it map[string]types.AttributeValue) *Fault {
+	if _, ok := it[MarkWrite]; ok || !WriteMarked(it) {
+		return nil
+	}
+	return &Fault{MarkWrite, "is missing, though the item was written with it (mark " + Mark + " = " + levelWrite + "): it was removed"}
+}
+
+// requiredSum reports whether a covered value of an item must carry its
+// checksum: any of them on a marked item, but the write mark only on an
+// item written when it was covered (level 2).
+func requiredSum(it map[string]types.AttributeValue, name string) bool {
+	if name == MarkWrite {
+		return WriteMarked(it)
+	}
+	return Marked(it)
 }
 
 // Unsummed returns, in a run whose items all carry checksums, the first
@@ -114,7 +157,7 @@ func Marked(it map[string]types.AttributeValue) bool {
 func Unsummed(it map[string]types.AttributeValue) *Fault {
 	var missing []string
 	for name := range it {
-		if _, ok := it[Attr(name)]; Covered(name) && !ok {
+		if _, ok := it[Attr(name)]; Covered(name) && !ok && (name != MarkWrite || WriteMarked(it)) {
 			missing = append(missing, name)
 		}
 	}
@@ -154,9 +197,8 @@ func Verify(it map[string]types.AttributeValue) *Fault {
 		sorted = append(sorted, name)
 	}
 	slices.Sort(sorted)
-	required := Marked(it)
 	for _, name := range sorted {
-		if f := VerifyAttr(it, name, required); f != nil {
+		if f := VerifyAttr(it, name, false); f != nil {
 			return f
 		}
 	}
@@ -165,7 +207,7 @@ func Verify(it map[string]types.AttributeValue) *Fault {
 
 // VerifyAttr checks one covered attribute of an item (see Verify); a
 // value without its checksum is a fault when required or when the item
-// carries the mark.
+// carries the mark (for the write mark, at level 2).
 func VerifyAttr(it map[string]types.AttributeValue, name string, required bool) *Fault {
 	v, has := it[name]
 	s, hasSum := it[Attr(name)]
@@ -175,7 +217,7 @@ func VerifyAttr(it map[string]types.AttributeValue, name string, required bool) 
 	case !has:
 		return &Fault{name, "has a checksum (attribute " + Attr(name) + ") but no value: the value was removed"}
 	case !hasSum:
-		if required || Marked(it) {
+		if required || requiredSum(it, name) {
 			return &Fault{name, "has no checksum (attribute " + Attr(name) + "), though the item or its run was written with checksums: the checksum was removed, or the value written by code that predates them"}
 		}
 		return nil
