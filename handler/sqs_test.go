@@ -211,52 +211,6 @@ func TestSQSRetryableFailure(t *testing.T) {
 	}
 }
 
-// TestSQSTimeBudgetReenqueues: with the deadline near, the engine stops
-// starting steps at deadline-TimeBudgetMargin, enqueues a continuation and
-// the handler returns in time, reporting nothing failed; later invocations
-// finish the run.
-func TestSQSTimeBudgetReenqueues(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.TimeBudgetMargin = 700 * time.Millisecond
-		c.ReturnMargin = 100 * time.Millisecond
-	}})
-	ctx := context.Background()
-	run, err := napper.Start(ctx, b.client, Naps{Count: 12, Nap: Nap{D: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lctx, cancel := lambdaCtx(t, "req-budget", 1200*time.Millisecond)
-	defer cancel()
-	deadline, _ := lctx.Deadline()
-	resp, ds := b.batch(t, lctx, 10, time.Second)
-	returned := time.Now()
-	if len(ds) != 1 || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("%d messages, failures %v", len(ds), failedIDs(resp))
-	}
-	if !returned.Before(deadline) {
-		t.Fatalf("returned %s after the deadline", returned.Sub(deadline))
-	}
-	if st, _ := statusOf(ctx, run); st.Terminal() {
-		t.Fatal("the run finished within the budget: make it longer")
-	}
-	done := len(countEvents(t, b.w, run.ID(), world.EventStepCompleted))
-	if done == 0 || done >= 12 {
-		t.Errorf("%d naps done in the first invocation", done)
-	}
-	// The run goes on in a new message: a continuation, or the next step
-	// queued with its step ID (which queues a continuation once done).
-	if q := b.queued(t); len(q) != 1 || q[0].RunID != run.ID() {
-		t.Errorf("queued after the budget: %+v, want one message for the run", q)
-	}
-	invocations, _ := b.drive(t, run.ID(), 10)
-	if out, err := run.Result(ctx); err != nil || out != 12 {
-		t.Fatalf("result %d, %v", out, err)
-	}
-	t.Logf("%d naps in the first invocation (returned %s before the deadline), %d more invocations",
-		done, deadline.Sub(returned).Round(time.Millisecond), invocations)
-}
-
 // waitLeaseFree waits until no invocation holds run's lease.
 func waitLeaseFree(t *testing.T, w world.World, run string, timeout time.Duration) {
 	t.Helper()
