@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -227,31 +229,70 @@ func waitLeaseFree(t *testing.T, w world.World, run string, timeout time.Duratio
 	}
 }
 
+// meeting is where the steps of TestSQSRecordsRunConcurrently meet: each
+// waits until all have arrived, or a minute (a bound against a hang, not a
+// timing judgement).
+type meeting struct {
+	mu      sync.Mutex
+	want, n int
+	all     chan struct{}
+}
+
+var meetings sync.Map // the test's name -> *meeting
+
+// meet reports whether all the meeting's steps were running at once.
+var meet = workflow.NewStep("handler-meet", func(_ context.Context, key string) (bool, error) {
+	v, _ := meetings.Load(key)
+	m := v.(*meeting)
+	m.mu.Lock()
+	if m.n++; m.n == m.want {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.all:
+		return true, nil
+	case <-time.After(time.Minute):
+		return false, nil
+	}
+})
+
+var meeter = workflow.New("handler-meeter", func(ctx workflow.Context, key string) (bool, error) {
+	return meet.Call(ctx, key)
+})
+
 // TestSQSRecordsRunConcurrently: the records of different runs in one batch
-// run at once: four naps of 3s take less than 9s, where one after the
-// other they would take 12s (6s to spare on a busy machine).
+// run at once: the steps of four runs each wait until all four have
+// started, which one after the other they never would (each would give up
+// after a minute).
 func TestSQSRecordsRunConcurrently(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOptions{})
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.Registry.MustRegister(meet, meeter)
+	}})
+	meetings.Store(t.Name(), &meeting{want: 4, all: make(chan struct{})})
+	t.Cleanup(func() { meetings.Delete(t.Name()) })
 	ctx := context.Background()
 	var ev events.SQSEvent
+	var runs []*workflow.Run[bool]
 	for i := range 4 {
-		run, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 3 * time.Second}})
+		run, err := meeter.Start(ctx, b.client, t.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
+		runs = append(runs, run)
 		ev.Records = append(ev.Records, sqsRecord(string(rune('a'+i)), messageBody(t, world.Message{RunID: run.ID()}), 1))
 	}
-	lctx, cancel := lambdaCtx(t, "req-conc", time.Minute)
+	lctx, cancel := lambdaCtx(t, "req-conc", 3*time.Minute)
 	defer cancel()
-	start := time.Now()
 	resp := invoke(t, lctx, b.fn, ev)
-	took := time.Since(start)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Errorf("failures %v", failedIDs(resp))
 	}
-	if took > 9*time.Second {
-		t.Errorf("4 records of 3s took %s: not concurrent", took)
+	for _, run := range runs {
+		if met, err := run.Result(ctx); err != nil || !met {
+			t.Errorf("run %s: met %v, %v: the records did not run at once", run.ID(), met, err)
+		}
 	}
 }
 
