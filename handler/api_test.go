@@ -214,7 +214,7 @@ func (b *apiBundle) runs(t *testing.T) int {
 // waitStatus polls GET /v1/runs/{id} until the run has status.
 func (b *apiBundle) waitStatus(t *testing.T, id, status string) apiResponse {
 	t.Helper()
-	for limit := time.Now().Add(10 * time.Second); ; {
+	for limit := time.Now().Add(time.Minute); ; { // a bound against a hang, not a timing judgement
 		r := b.do(t, http.MethodGet, "/v1/runs/"+id, "")
 		if r.status != http.StatusOK {
 			t.Fatalf("GET run: %d %s", r.status, r.raw)
@@ -232,7 +232,7 @@ func (b *apiBundle) waitStatus(t *testing.T, id, status string) apiResponse {
 // waitHook waits until a hook holds token.
 func (b *apiBundle) waitHook(t *testing.T, runID string) *world.Hook {
 	t.Helper()
-	for limit := time.Now().Add(10 * time.Second); ; {
+	for limit := time.Now().Add(time.Minute); ; { // a bound against a hang, not a timing judgement
 		p, err := b.w.ListHooks(context.Background(), &world.ListHooksParams{RunID: runID})
 		if err != nil {
 			t.Fatal(err)

@@ -64,7 +64,7 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 		t.Fatalf("run status %s (%v), want it still running", st, err)
 	}
 	var queued []world.Message
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !refused(queued, run.ID()); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !refused(queued, run.ID()); {
 		time.Sleep(10 * time.Millisecond)
 		queued = b.queued(t)
 	}
@@ -130,7 +130,7 @@ func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
 		t.Fatalf("run status %s (%v), want it still pending: the keyless function must not run it", st, err)
 	}
 	var queued []world.Message
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !refused(queued, run.ID()); {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !refused(queued, run.ID()); {
 		time.Sleep(10 * time.Millisecond)
 		queued = b.queued(t)
 	}

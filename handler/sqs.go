@@ -141,6 +141,9 @@ type batch struct {
 	// deadline-TimeBudgetMargin (zero: no deadline), as the engine stops
 	// starting inline ones.
 	budget time.Time
+	// graceEnd is when the handler stops waiting for the records it
+	// cancelled, deadline-ReturnMargin/2 (zero: no deadline).
+	graceEnd time.Time
 
 	mu        sync.Mutex     // guards the records' started, done and failed
 	releasing sync.WaitGroup // releases the records' goroutines decided
@@ -157,6 +160,7 @@ func (h *sqsHandler) newBatch(ctx context.Context) *batch {
 		b.releases, cancelReleases = context.WithDeadline(b.releases, deadline.Add(-h.cfg.ReturnMargin/4))
 		b.cancel = func() { cancelWork(); cancelReleases() }
 		b.budget = deadline.Add(-h.cfg.TimeBudgetMargin)
+		b.graceEnd = deadline.Add(-h.cfg.ReturnMargin / 2)
 	}
 	return b
 }
@@ -184,8 +188,9 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	}
 	h.releaseLate(b.releases, abandoned, unstarted)
 	// The releases of the records handled before the deadline end by then
-	// too (b.releases).
-	b.releasing.Wait()
+	// too (b.releases): the handler waits for them no longer, whether or
+	// not the queue heeds the cancellation.
+	waitWithin(b.releases, &b.releasing)
 	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
 		h.log.WarnContext(ctx, "handler: metrics", "err", err)
 	}
@@ -245,8 +250,11 @@ func (h *sqsHandler) parse(b *batch, ev events.SQSEvent) ([]*record, []group) {
 
 // run handles the groups concurrently (up to Config.Concurrency records at
 // once) until they are done or the records' context ends; then it gives
-// them ReturnMargin/2 to unwind after their cancellation, and returns
-// without them.
+// them until deadline-ReturnMargin/2 (ReturnMargin/2 when the invocation
+// was cancelled early or has no deadline) to unwind after their
+// cancellation, and returns without them. The grace ends at a time set by
+// the deadline, not at a time counted from when the handler saw the
+// cancellation, which a busy machine can delay.
 func (h *sqsHandler) run(b *batch, groups []group) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, h.cfg.Concurrency)
@@ -258,7 +266,11 @@ func (h *sqsHandler) run(b *batch, groups []group) {
 	select {
 	case <-finished:
 	case <-b.work.Done():
-		grace := time.NewTimer(h.cfg.ReturnMargin / 2)
+		wait := h.cfg.ReturnMargin / 2
+		if !b.graceEnd.IsZero() {
+			wait = min(wait, time.Until(b.graceEnd))
+		}
+		grace := time.NewTimer(wait)
 		select {
 		case <-finished:
 		case <-grace.C:
@@ -434,7 +446,20 @@ func (h *sqsHandler) releaseLate(ctx context.Context, abandoned, unstarted []*re
 	for _, r := range unstarted {
 		wg.Go(func() { h.releaseWithin(ctx, r, 0) })
 	}
-	wg.Wait()
+	waitWithin(ctx, &wg)
+}
+
+// waitWithin waits for wg, or until ctx ends: a release that does not heed
+// its context's end (a queue client blocked in a call it does not cancel)
+// must not hold the answer past its bound. A release left running is
+// cancelled as the handler returns (batch.cancel).
+func waitWithin(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // releaseWithin hides a failed record's message for d, when Config.Queue

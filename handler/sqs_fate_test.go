@@ -55,9 +55,9 @@ func TestSQSGivenUpRecordReleasedOnce(t *testing.T) {
 	q := &fakeQueue{}
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
 		c.Registry.MustRegister(gateStep, gated)
-		// The record has 4s to start its step (it starts at once): the
-		// deadline only has to come while the step is held, which it is
-		// until the handler has answered.
+		// The invocation ends when the test cancels it, once the step has
+		// started (the step is held until the handler has answered), not
+		// at a deadline that a slow start could reach first.
 		c.TimeBudgetMargin = 3 * time.Second
 		c.ReturnMargin = 2 * time.Second
 		c.Queue = q
@@ -70,13 +70,14 @@ func TestSQSGivenUpRecordReleasedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := events.SQSEvent{Records: []events.SQSMessage{sqsRecord("held", messageBody(t, world.Message{RunID: run.ID()}), 1)}}
-	lctx, cancel := lambdaCtx(t, "req-held", 6*time.Second)
+	lctx, cancel := lambdaCtx(t, "req-held", time.Minute)
 	defer cancel()
 	answered := make(chan events.SQSEventResponse, 1)
 	go func() { answered <- invoke(t, lctx, b.fn, ev) }()
 	var resp events.SQSEventResponse
 	select {
 	case <-g.started:
+		cancel()
 		resp = <-answered
 	case resp = <-answered:
 		close(g.open)
@@ -211,6 +212,88 @@ func TestSQSNoBackgroundStepPastBudget(t *testing.T) {
 	clock.at.Store(nil)
 	b.drive(t, run.ID(), 10)
 	if out, err := run.Result(ctx); err != nil || out != 506 {
+		t.Fatalf("result %d, %v", out, err)
+	}
+}
+
+// Tick is a step of the ticker workflow: the one with I == Jump sets the
+// clock registered under Key past the budget (see jumps).
+type Tick struct {
+	Key     string
+	I, Jump int
+}
+
+var jumps sync.Map // Tick.Key -> func(): moves the test's clock
+
+var tick = workflow.NewStep("handler-tick", func(_ context.Context, in Tick) (int, error) {
+	if in.I == in.Jump {
+		if jump, ok := jumps.Load(in.Key); ok {
+			jump.(func())()
+		}
+	}
+	return in.I, nil
+})
+
+// Ticks is Count ticks one after the other, the one numbered Jump moving
+// the clock.
+type Ticks struct {
+	Key         string
+	Count, Jump int
+}
+
+var ticker = workflow.New("handler-ticker", func(ctx workflow.Context, in Ticks) (int, error) {
+	for i := range in.Count {
+		if _, err := tick.Call(ctx, Tick{Key: in.Key, I: i, Jump: in.Jump}); err != nil {
+			return i, err
+		}
+	}
+	return in.Count, nil
+})
+
+// TestSQSTimeBudgetReenqueues: the engine stops starting steps at
+// deadline-TimeBudgetMargin (on the handler's clock, which the test moves
+// past it as the fourth step runs), enqueues a continuation and the handler
+// answers, reporting nothing failed; later invocations finish the run.
+func TestSQSTimeBudgetReenqueues(t *testing.T) {
+	t.Parallel()
+	clock := &testClock{}
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.Registry.MustRegister(tick, ticker)
+		c.TimeBudgetMargin = 3 * time.Second
+		c.ReturnMargin = time.Second
+		c.Now = clock.Now
+	}})
+	ctx := context.Background()
+	// The deadline is far on the real clock: the budget runs out on the
+	// handler's only.
+	lctx, cancel := lambdaCtx(t, "req-budget", time.Minute)
+	defer cancel()
+	deadline, _ := lctx.Deadline()
+	late := deadline.Add(-3 * time.Second)
+	jumps.Store(t.Name(), func() { clock.at.Store(&late) })
+	t.Cleanup(func() { jumps.Delete(t.Name()) })
+	run, err := ticker.Start(ctx, b.client, Ticks{Key: t.Name(), Count: 12, Jump: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ds := b.batch(t, lctx, 10, time.Second)
+	if len(ds) != 1 || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%d messages, failures %v", len(ds), failedIDs(resp))
+	}
+	if st, _ := statusOf(ctx, run); st.Terminal() {
+		t.Fatal("the run finished past the budget")
+	}
+	if done := len(countEvents(t, b.w, run.ID(), world.EventStepCompleted)); done != 4 {
+		t.Errorf("%d steps done in the first invocation, want 4 (none started past the budget)", done)
+	}
+	// The run goes on in a new message: a continuation, or the next step
+	// queued with its step ID (which queues a continuation once done).
+	if q := b.queued(t); len(q) != 1 || q[0].RunID != run.ID() {
+		t.Errorf("queued after the budget: %+v, want one message for the run", q)
+	}
+	clock.at.Store(nil)
+	b.drive(t, run.ID(), 10)
+	if out, err := run.Result(ctx); err != nil || out != 12 {
 		t.Fatalf("result %d, %v", out, err)
 	}
 }

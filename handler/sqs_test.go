@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/skeinflow/skein/handler"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -212,199 +213,6 @@ func TestSQSRetryableFailure(t *testing.T) {
 	}
 }
 
-// TestSQSTimeBudgetReenqueues: with the deadline near, the engine stops
-// starting steps at deadline-TimeBudgetMargin, enqueues a continuation and
-// the handler returns in time, reporting nothing failed; later invocations
-// finish the run.
-func TestSQSTimeBudgetReenqueues(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.TimeBudgetMargin = 700 * time.Millisecond
-		c.ReturnMargin = 100 * time.Millisecond
-	}})
-	ctx := context.Background()
-	run, err := napper.Start(ctx, b.client, Naps{Count: 12, Nap: Nap{D: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lctx, cancel := lambdaCtx(t, "req-budget", 1200*time.Millisecond)
-	defer cancel()
-	deadline, _ := lctx.Deadline()
-	resp, ds := b.batch(t, lctx, 10, time.Second)
-	returned := time.Now()
-	if len(ds) != 1 || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("%d messages, failures %v", len(ds), failedIDs(resp))
-	}
-	if !returned.Before(deadline) {
-		t.Fatalf("returned %s after the deadline", returned.Sub(deadline))
-	}
-	if st, _ := statusOf(ctx, run); st.Terminal() {
-		t.Fatal("the run finished within the budget: make it longer")
-	}
-	done := len(countEvents(t, b.w, run.ID(), world.EventStepCompleted))
-	if done == 0 || done >= 12 {
-		t.Errorf("%d naps done in the first invocation", done)
-	}
-	// The run goes on in a new message: a continuation, or the next step
-	// queued with its step ID (which queues a continuation once done).
-	if q := b.queued(t); len(q) != 1 || q[0].RunID != run.ID() {
-		t.Errorf("queued after the budget: %+v, want one message for the run", q)
-	}
-	invocations, _ := b.drive(t, run.ID(), 10)
-	if out, err := run.Result(ctx); err != nil || out != 12 {
-		t.Fatalf("result %d, %v", out, err)
-	}
-	t.Logf("%d naps in the first invocation (returned %s before the deadline), %d more invocations",
-		done, deadline.Sub(returned).Round(time.Millisecond), invocations)
-}
-
-// TestSQSStepOutlivesDeadline: a step that ignores cancellation and outlives
-// the invocation does not keep the handler from answering before the
-// deadline: its message is reported failed (and, with Queue, hidden until
-// the step lease expires), the other message of the batch is not.
-func TestSQSStepOutlivesDeadline(t *testing.T) {
-	t.Parallel()
-	q := &fakeQueue{}
-	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		// Margins a busy machine keeps: the quick run has 2.5s for its two
-		// steps, the handler 1s to answer once it gives the stuck one up.
-		c.TimeBudgetMargin = 1500 * time.Millisecond
-		c.ReturnMargin = time.Second
-		c.Queue = q
-		c.Engine.StepLeaseTTL = 7 * time.Second
-	}})
-	ctx := context.Background()
-	stuck, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 6 * time.Second, Stubborn: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quick, err := serial.Start(ctx, b.client, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := events.SQSEvent{Records: []events.SQSMessage{
-		sqsRecord("stuck", messageBody(t, world.Message{RunID: stuck.ID()}), 1),
-		sqsRecord("quick", messageBody(t, world.Message{RunID: quick.ID()}), 1),
-	}}
-	lctx, cancel := lambdaCtx(t, "req-stuck", 4*time.Second)
-	defer cancel()
-	deadline, _ := lctx.Deadline()
-	resp := invoke(t, lctx, b.fn, ev)
-	if late := time.Since(deadline); late >= 0 {
-		t.Fatalf("answered %s after the deadline", late)
-	}
-	if got := failedIDs(resp); !slices.Equal(got, []string{"stuck"}) {
-		t.Errorf("batchItemFailures %v, want [stuck]", got)
-	}
-	if got := q.releases(); got["rh-stuck"] != 7*time.Second {
-		t.Errorf("releases %v, want rh-stuck hidden for the step lease (7s)", got)
-	}
-	if st, _ := statusOf(ctx, quick); !st.Terminal() {
-		t.Errorf("the quick run is %s", st)
-	}
-	// The abandoned step runs on after the answer (in Lambda, into the
-	// next thaw of the sandbox). Wait for its record's handling to end, so
-	// that it does not outlive the test (and its World): the run lease is
-	// free before the session has waited for its step.
-	waitGivenUp(t, b, time.Minute, 1)
-}
-
-// TestSQSReleasesWithinDeadline: the messages the handler gives up at the
-// deadline (two abandoned mid-step, one never started) are released at
-// once and within the invocation's deadline, however long the queue takes
-// to answer: the handler answers in time, which a release after the
-// deadline (one after the other, a second each) made it miss, failing the
-// whole batch in Lambda.
-func TestSQSReleasesWithinDeadline(t *testing.T) {
-	t.Parallel()
-	q := &stuckQueue{stop: make(chan struct{})}
-	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		// Two records at a time: the third is never started. The handler
-		// gives the first two up at deadline-2s and has 1s to answer after
-		// the grace it leaves them, half of it for the releases.
-		c.Concurrency = 2
-		c.TimeBudgetMargin = 3 * time.Second
-		c.ReturnMargin = 2 * time.Second
-		c.Queue = q
-		c.Engine.StepLeaseTTL = 9 * time.Second
-	}})
-	ctx := context.Background()
-	var ev events.SQSEvent
-	for _, id := range []string{"a", "b", "c"} {
-		run, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 7 * time.Second, Stubborn: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Records = append(ev.Records, sqsRecord(id, messageBody(t, world.Message{RunID: run.ID()}), 1))
-	}
-	lctx, cancel := lambdaCtx(t, "req-release", 5*time.Second)
-	defer cancel()
-	deadline, _ := lctx.Deadline()
-	resp := invoke(t, lctx, b.fn, ev)
-	answered := time.Now()
-	if late := answered.Sub(deadline); late >= 0 {
-		t.Errorf("answered %s after the deadline", late)
-	}
-	got := failedIDs(resp)
-	slices.Sort(got)
-	if !slices.Equal(got, []string{"a", "b", "c"}) {
-		t.Errorf("batchItemFailures %v, want [a b c]", got)
-	}
-	var released []string // before the answer
-	for _, c := range q.calls() {
-		if c.at.After(answered) {
-			continue
-		}
-		released = append(released, c.receipt)
-		if !c.bounded || c.deadline.After(deadline) {
-			t.Errorf("release of %s: deadline %v (set: %v), after the invocation's %v", c.receipt, c.deadline, c.bounded, deadline)
-		}
-	}
-	slices.Sort(released)
-	if !slices.Equal(released, []string{"rh-a", "rh-b", "rh-c"}) {
-		t.Errorf("released %v before answering, want [rh-a rh-b rh-c]", released)
-	}
-	// The stubborn steps end after the answer, their records given up:
-	// nothing releases them again (TestSQSGivenUpRecordReleasedOnce).
-	close(q.stop)
-	waitGivenUp(t, b, time.Minute, 2) // the third never started
-}
-
-// stuckQueue is a queue whose Release answers only when its context ends
-// (or stop is closed), recording the context's deadline.
-type stuckQueue struct {
-	fakeQueue
-	stop     chan struct{}
-	mu       sync.Mutex
-	released []stuckRelease
-}
-
-type stuckRelease struct {
-	at       time.Time
-	receipt  string
-	deadline time.Time
-	bounded  bool // the context had a deadline
-}
-
-func (q *stuckQueue) Release(ctx context.Context, p *world.ReleaseParams) error {
-	d, ok := ctx.Deadline()
-	q.mu.Lock()
-	q.released = append(q.released, stuckRelease{at: time.Now(), receipt: p.Receipt, deadline: d, bounded: ok})
-	q.mu.Unlock()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-q.stop:
-		return nil
-	}
-}
-
-func (q *stuckQueue) calls() []stuckRelease {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.released)
-}
-
 // waitLeaseFree waits until no invocation holds run's lease.
 func waitLeaseFree(t *testing.T, w world.World, run string, timeout time.Duration) {
 	t.Helper()
@@ -421,31 +229,70 @@ func waitLeaseFree(t *testing.T, w world.World, run string, timeout time.Duratio
 	}
 }
 
+// meeting is where the steps of TestSQSRecordsRunConcurrently meet: each
+// waits until all have arrived, or a minute (a bound against a hang, not a
+// timing judgement).
+type meeting struct {
+	mu      sync.Mutex
+	want, n int
+	all     chan struct{}
+}
+
+var meetings sync.Map // the test's name -> *meeting
+
+// meet reports whether all the meeting's steps were running at once.
+var meet = workflow.NewStep("handler-meet", func(_ context.Context, key string) (bool, error) {
+	v, _ := meetings.Load(key)
+	m := v.(*meeting)
+	m.mu.Lock()
+	if m.n++; m.n == m.want {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.all:
+		return true, nil
+	case <-time.After(time.Minute):
+		return false, nil
+	}
+})
+
+var meeter = workflow.New("handler-meeter", func(ctx workflow.Context, key string) (bool, error) {
+	return meet.Call(ctx, key)
+})
+
 // TestSQSRecordsRunConcurrently: the records of different runs in one batch
-// run at once: four naps of 3s take less than 9s, where one after the
-// other they would take 12s (6s to spare on a busy machine).
+// run at once: the steps of four runs each wait until all four have
+// started, which one after the other they never would (each would give up
+// after a minute).
 func TestSQSRecordsRunConcurrently(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOptions{})
+	b := setup(t, setupOptions{config: func(c *handler.Config) {
+		c.Registry.MustRegister(meet, meeter)
+	}})
+	meetings.Store(t.Name(), &meeting{want: 4, all: make(chan struct{})})
+	t.Cleanup(func() { meetings.Delete(t.Name()) })
 	ctx := context.Background()
 	var ev events.SQSEvent
+	var runs []*workflow.Run[bool]
 	for i := range 4 {
-		run, err := napper.Start(ctx, b.client, Naps{Count: 1, Nap: Nap{D: 3 * time.Second}})
+		run, err := meeter.Start(ctx, b.client, t.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
+		runs = append(runs, run)
 		ev.Records = append(ev.Records, sqsRecord(string(rune('a'+i)), messageBody(t, world.Message{RunID: run.ID()}), 1))
 	}
-	lctx, cancel := lambdaCtx(t, "req-conc", time.Minute)
+	lctx, cancel := lambdaCtx(t, "req-conc", 3*time.Minute)
 	defer cancel()
-	start := time.Now()
 	resp := invoke(t, lctx, b.fn, ev)
-	took := time.Since(start)
 	if len(resp.BatchItemFailures) != 0 {
 		t.Errorf("failures %v", failedIDs(resp))
 	}
-	if took > 9*time.Second {
-		t.Errorf("4 records of 3s took %s: not concurrent", took)
+	for _, run := range runs {
+		if met, err := run.Result(ctx); err != nil || !met {
+			t.Errorf("run %s: met %v, %v: the records did not run at once", run.ID(), met, err)
+		}
 	}
 }
 

@@ -64,7 +64,7 @@ func setupWebhookWith(t *testing.T, wrap func(world.World) world.World) *webhook
 // token waits for the run's webhook and returns its token.
 func (b *webhookBundle) token(t *testing.T, runID string) string {
 	t.Helper()
-	limit := time.Now().Add(10 * time.Second)
+	limit := time.Now().Add(time.Minute) // a bound against a hang, not a timing judgement
 	for time.Now().Before(limit) {
 		p, err := b.w.ListHooks(context.Background(), &world.ListHooksParams{RunID: runID})
 		if err != nil {
