@@ -3,6 +3,7 @@ package apisurface
 import (
 	"go/types"
 	"iter"
+	"slices"
 	"strings"
 )
 
@@ -26,40 +27,95 @@ func exported(p *types.Package) iter.Seq[types.Object] {
 	}
 }
 
-// CountExported counts p's exported identifiers.
+// CountExported counts p's exported identifiers. An alias counts once,
+// as a top-level name; an alias of a type declared under internal/ also
+// counts that type's exported methods and fields (see internalTarget),
+// which users meet only through it.
 func CountExported(p Package) Exported {
 	var e Exported
 	for obj := range exported(p.Types) {
 		e.TopLevel++
 		tn, ok := obj.(*types.TypeName)
-		if !ok || tn.IsAlias() {
-			continue
-		}
-		named, ok := tn.Type().(*types.Named)
 		if !ok {
 			continue
 		}
-		for m := range named.Methods() {
-			if m.Exported() {
-				e.Methods++
-			}
-		}
-		switch u := named.Underlying().(type) {
-		case *types.Struct:
-			for f := range u.Fields() {
-				if f.Exported() {
-					e.Fields++
-				}
-			}
-		case *types.Interface:
-			for i := range u.NumExplicitMethods() {
-				if u.ExplicitMethod(i).Exported() {
-					e.Methods++
-				}
-			}
+		if named := shownType(tn); named != nil {
+			methods, fields := members(named)
+			e.Methods += methods
+			e.Fields += fields
 		}
 	}
 	return e
+}
+
+// shownType returns the named type whose exported methods and fields
+// count, and are listed, under tn: the type tn declares, or, for an alias,
+// its internal target; nil if there is none (an alias of a public type
+// counts them where that type is declared).
+func shownType(tn *types.TypeName) *types.Named {
+	if tn.IsAlias() {
+		a, ok := tn.Type().(*types.Alias)
+		if !ok {
+			return nil
+		}
+		return internalTarget(a)
+	}
+	named, _ := tn.Type().(*types.Named)
+	return named
+}
+
+// internalTarget returns the type declared under internal/ that the alias
+// a stands for, following the aliases users cannot see (unexported ones,
+// or those declared under internal/), or nil if a stands for a public type,
+// an exported alias of another package or of its own (counted where it is
+// declared), or a type that is not named.
+func internalTarget(a *types.Alias) *types.Named {
+	for {
+		switch rhs := a.Rhs().(type) {
+		case *types.Alias:
+			if obj := rhs.Obj(); obj.Exported() && !internal(obj.Pkg()) {
+				return nil
+			}
+			a = rhs
+		case *types.Named:
+			if internal(rhs.Obj().Pkg()) {
+				return rhs
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+}
+
+// internal reports whether p's import path has an internal/ element.
+func internal(p *types.Package) bool {
+	return p != nil && slices.Contains(strings.Split(p.Path(), "/"), "internal")
+}
+
+// members counts named's exported methods (an interface's explicit ones
+// too) and, for a struct, its exported fields.
+func members(named *types.Named) (methods, fields int) {
+	for m := range named.Methods() {
+		if m.Exported() {
+			methods++
+		}
+	}
+	switch u := named.Underlying().(type) {
+	case *types.Struct:
+		for f := range u.Fields() {
+			if f.Exported() {
+				fields++
+			}
+		}
+	case *types.Interface:
+		for i := range u.NumExplicitMethods() {
+			if u.ExplicitMethod(i).Exported() {
+				methods++
+			}
+		}
+	}
+	return methods, fields
 }
 
 // ConfigStruct is an exported struct type whose name ends in Config or
@@ -69,17 +125,21 @@ type ConfigStruct struct {
 	Fields int
 }
 
-// ConfigStructs returns p's exported Config and Options structs.
+// ConfigStructs returns p's exported Config and Options structs, aliases
+// of structs declared under internal/ included (by the alias's name).
 func ConfigStructs(p Package) []ConfigStruct {
 	var out []ConfigStruct
 	for obj := range exported(p.Types) {
 		name := obj.Name()
 		tn, ok := obj.(*types.TypeName)
-		if !ok || tn.IsAlias() ||
-			!(strings.HasSuffix(name, "Config") || strings.HasSuffix(name, "Options") || strings.HasSuffix(name, "Option")) {
+		if !ok || !(strings.HasSuffix(name, "Config") || strings.HasSuffix(name, "Options") || strings.HasSuffix(name, "Option")) {
 			continue
 		}
-		st, ok := tn.Type().Underlying().(*types.Struct)
+		named := shownType(tn)
+		if named == nil {
+			continue
+		}
+		st, ok := named.Underlying().(*types.Struct)
 		if !ok {
 			continue
 		}

@@ -50,11 +50,18 @@ func Lines(p Package) []string {
 }
 
 // typeLines adds the lines of a type: its declaration, its fields or
-// interface methods, and its methods.
+// interface methods, and its methods. An alias of a type declared under
+// internal/ (see internalTarget) lists, after its declaration, its
+// target's fields and methods under its own name.
 func typeLines(obj *types.TypeName, q types.Qualifier, add func(string, ...any)) {
 	name := obj.Name()
 	if obj.IsAlias() {
 		add("type %s = %s", name, typeString(types.Unalias(obj.Type()), q))
+		if a, ok := obj.Type().(*types.Alias); ok {
+			if target := internalTarget(a); target != nil {
+				memberLines(name, a.TypeParams(), target, false, q, add)
+			}
+		}
 		return
 	}
 	named, ok := obj.Type().(*types.Named)
@@ -62,10 +69,20 @@ func typeLines(obj *types.TypeName, q types.Qualifier, add func(string, ...any))
 		add("type %s %s", name, typeString(obj.Type().Underlying(), q))
 		return
 	}
-	decl := name + typeParams(named.TypeParams(), q)
+	memberLines(name, named.TypeParams(), named, true, q, add)
+}
+
+// memberLines adds the lines of named's fields or interface methods, and
+// its methods, under the name and type parameters of the type declaring
+// them (named itself, or an alias of it); declare adds named's declaration.
+func memberLines(name string, tps *types.TypeParamList, named *types.Named, declare bool,
+	q types.Qualifier, add func(string, ...any)) {
+	decl := name + typeParams(tps, q)
 	switch u := named.Underlying().(type) {
 	case *types.Struct:
-		add("type %s struct", decl)
+		if declare {
+			add("type %s struct", decl)
+		}
 		for f := range u.Fields() {
 			switch {
 			case f.Embedded():
@@ -88,26 +105,31 @@ func typeLines(obj *types.TypeName, q types.Qualifier, add func(string, ...any))
 		if unexported {
 			names = append(names, "unexported methods")
 		}
-		if u.IsMethodSet() {
+		switch {
+		case !declare:
+		case u.IsMethodSet():
 			add("type %s interface { %s }", decl, strings.Join(names, ", "))
-		} else {
+		default:
 			add("type %s interface, constraint %s", decl, typeString(u, q))
 		}
 		return
 	default:
-		add("type %s %s", decl, typeString(u, q))
+		if declare {
+			add("type %s %s", decl, typeString(u, q))
+		}
 	}
-	methodLines(named, q, add)
+	methodLines(name, tps, named, q, add)
 }
 
 // methodLines adds the exported methods of named's method set (those of
-// *T for a type that is not a pointer or interface).
-func methodLines(named *types.Named, q types.Qualifier, add func(string, ...any)) {
-	recv := named.Obj().Name()
-	if tp := named.TypeParams(); tp.Len() > 0 {
-		args := make([]string, tp.Len())
+// *T for a type that is not a pointer or interface), with name and tps as
+// the receiver's.
+func methodLines(name string, tps *types.TypeParamList, named *types.Named, q types.Qualifier, add func(string, ...any)) {
+	recv := name
+	if tps.Len() > 0 {
+		args := make([]string, tps.Len())
 		for i := range args {
-			args[i] = tp.At(i).Obj().Name()
+			args[i] = tps.At(i).Obj().Name()
 		}
 		recv += "[" + strings.Join(args, ", ") + "]"
 	}
