@@ -23,8 +23,8 @@ func damaged(runID, what string, err error) error {
 		runID, what, err, runID)
 }
 
-// wakeRun sends a continuation of a live run (runs retry of a run that is
-// not held): after an operator restored the items a damaged run was
+// wakeRun sends a continuation of a live run, or of an ended run not yet
+// at rest (runs retry of a run that is not held): after an operator restored the items a damaged run was
 // missing, whose messages were dropped while it was damaged. It reads the
 // run's log first, which the World checks: a run still damaged is the
 // error damaged describes, and nothing is sent.
@@ -34,6 +34,10 @@ func wakeRun(ctx context.Context, e *env, r *world.Run) error {
 	}
 	if err := engine.Wake(ctx, e.w, time.Now, r.RunID, ""); err != nil {
 		return err
+	}
+	if r.Status.Terminal() {
+		fmt.Fprintf(e.stdout, "run %s (%s, not at rest) woken: the rest after its end finishes when a worker next runs on %s\n", r.RunID, r.Status, e.where())
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "run %s (%s) woken: it goes on when a worker next runs on %s\n", r.RunID, r.Status, e.where())
 	return nil
