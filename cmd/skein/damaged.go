@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -21,6 +22,17 @@ func damaged(runID, what string, err error) error {
 	return fmt.Errorf("run %s is damaged in the store, so it was not %s and nothing was written: %w\n"+
 		"restore the missing items (a point-in-time restore of the table), then wake the run: skein runs retry %s",
 		runID, what, err, runID)
+}
+
+// damagedHook is damaged for hooks resume, whose run may be unknown (the
+// hook's token could not be read): the advice then names no run.
+func damagedHook(token, runID string, err error) error {
+	if runID != "" || !errors.Is(err, world.ErrCorrupt) {
+		return damaged(runID, "resumed (hook "+strconv.Quote(token)+")", err)
+	}
+	return fmt.Errorf("the hook %q or its run is damaged in the store, so it was not resumed and nothing was written: %w\n"+
+		"restore the missing items (a point-in-time restore of the table), then wake its run: skein runs retry <runId>",
+		token, err)
 }
 
 // wakeRun sends a continuation of a live run, or of an ended run not yet

@@ -163,3 +163,27 @@ func openRun(t *testing.T, db, id string) *world.Run {
 	}
 	return r
 }
+
+// TestDamagedHookMessage: hooks resume refused because the hook's run is
+// damaged gave the World's error and no advice (runs cancel, fail and
+// retry did). It now says so, that nothing was written, and how to
+// recover, naming the run when the hook was read.
+func TestDamagedHookMessage(t *testing.T) {
+	cause := fmt.Errorf("%w: dynamoworld: table t, run wrun_x: events 4-4 are missing", world.ErrCorrupt)
+	got := damagedHook("approve/1", "wrun_x", fmt.Errorf("append: %w", cause)).Error()
+	for _, want := range []string{"run wrun_x is damaged", `not resumed (hook "approve/1") and nothing was written`, "events 4-4 are missing", "skein runs retry wrun_x"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q lacks %q", got, want)
+		}
+	}
+	got = damagedHook("approve/1", "", cause).Error()
+	for _, want := range []string{`hook "approve/1" or its run is damaged`, "nothing was written", "events 4-4 are missing", "skein runs retry <runId>"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q lacks %q", got, want)
+		}
+	}
+	other := fmt.Errorf("boom")
+	if damagedHook("approve/1", "", other) != other || damagedHook("approve/1", "wrun_x", other) != other {
+		t.Error("an error that is not world.ErrCorrupt was changed")
+	}
+}
