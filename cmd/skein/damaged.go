@@ -36,8 +36,9 @@ func damagedHook(token, runID string, err error) error {
 }
 
 // wakeRun sends a continuation of a live run, or of an ended run not yet
-// at rest (runs retry of a run that is not held): after an operator restored the items a damaged run was
-// missing, whose messages were dropped while it was damaged. It reads the
+// at rest (runs retry of a run that is not held): after an operator
+// restored the items a damaged run was missing, whose messages were
+// dropped while it was damaged. It reads the
 // run's log first, which the World checks: a run still damaged is the
 // error damaged describes, and nothing is sent.
 func wakeRun(ctx context.Context, e *env, r *world.Run) error {
