@@ -19,7 +19,7 @@ import (
 var runsRetryCmd = &command{
 	group: "runs", name: "retry", usage: "<runId>", nargs: 1,
 	writes:  true,
-	summary: "replay a held run now, after deploying code that fits its log; wake a pending or running one",
+	summary: "replay a held run now, after deploying code that fits its log; wake any other run not at rest",
 	help: `
 Asks for a held run (status held: the code replaying it asks for other steps,
 hooks or sleeps than its log records) to be replayed now instead of at its
@@ -31,8 +31,11 @@ A pending or running run is woken instead: a continuation of it is queued,
 which picks up whatever the run is waiting for. That is how a run whose store
 was damaged (items of it deleted behind Skein) goes on once the items are
 restored: while damaged, its messages were dropped and nothing was written to
-it. The command reads the run's log first and refuses, writing nothing, while
-it is still damaged.
+it. So is a run that has ended (cancelled, failed, completed) but is not at
+rest yet: a step of it still running, its compensations or cleanup owed; the
+worker finishes that rest and the run comes to rest (run_deactivated). The
+command reads the run's log first and refuses, writing nothing, while it is
+still damaged. A run at rest has nothing to retry.
 
 Examples:
   skein runs list -status held
@@ -48,7 +51,10 @@ Examples:
 				return wakeRun(ctx, e, r)
 			case world.RunStatusHeld:
 			default:
-				return fmt.Errorf("run %s is %s, not held; there is nothing to retry", r.RunID, r.Status)
+				if r.Status.Terminal() && !r.Deactivated() {
+					return wakeRun(ctx, e, r)
+				}
+				return fmt.Errorf("run %s is %s and at rest, not held; there is nothing to retry", r.RunID, r.Status)
 			}
 			if err := e.client.RetryRun(ctx, r.RunID); err != nil {
 				return err

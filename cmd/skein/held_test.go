@@ -127,6 +127,6 @@ func TestHeldRunCLI(t *testing.T) {
 		}
 	})
 	cli(append(args, "runs", "show", retried)...).expect(t, 0, "Status     completed")
-	cli(append(args, "runs", "retry", retried)...).expect(t, 1, "is completed, not held")
+	cli(append(args, "runs", "retry", retried)...).expect(t, 1, "is completed and at rest, not held")
 	cli(append(args, "runs", "fail", failed)...).expect(t, 1, "has already failed")
 }

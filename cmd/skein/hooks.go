@@ -116,7 +116,9 @@ Examples:
 			if err := e.open(ctx); err != nil {
 				return err
 			}
+			runID := ""
 			if hk, err := e.client.GetHookByToken(ctx, token); err == nil {
+				runID = hk.RunID
 				if r, err := e.getRun(ctx, hk.RunID); err == nil {
 					if err := e.stillSealed(r, "resume its hook (the payload would be stored in clear)"); err != nil {
 						return err
@@ -129,7 +131,7 @@ Examples:
 				return fmt.Errorf("no active hook holds the token %q: it is unknown, disposed, or its run has finished (see skein hooks list)", token)
 			}
 			if err != nil {
-				return err
+				return damagedHook(token, runID, err)
 			}
 			fmt.Fprintf(e.stdout, "resumed hook %q of run %s; the run goes on when a worker next runs on %s\n", token, h.RunID, e.where())
 			return nil

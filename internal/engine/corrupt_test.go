@@ -74,7 +74,8 @@ func TestCorruptLogDropsTheMessage(t *testing.T) {
 
 // TestLateReasonNamesTheCause: a stalled executor that had lost its run's
 // lease logged "record step result after run end" though the run had not
-// ended. The line now names the cause.
+// ended, and one that found the run damaged (world.ErrCorrupt) that the
+// run had ended. The line now names the cause.
 func TestLateReasonNamesTheCause(t *testing.T) {
 	lost := fmt.Errorf("append: %w", world.ErrLeaseLost)
 	for _, tc := range []struct {
@@ -86,6 +87,8 @@ func TestLateReasonNamesTheCause(t *testing.T) {
 		{errors.New("x"), world.RunStatusCompleted, "the run has ended (completed)"},
 		{errors.New("x"), world.RunStatusHeld, "the run is held"},
 		{errors.New("x"), world.RunStatusRunning, "the World refused it"},
+		// It logged "the run has ended (cancelled)" for a damaged run.
+		{fmt.Errorf("append: %w: events 4-4 are missing", world.ErrCorrupt), world.RunStatusCancelled, "the run's stored data is damaged, so nothing was written"},
 	} {
 		if got := lateReason(tc.err, tc.status); !strings.Contains(got, tc.want) {
 			t.Errorf("lateReason(%v, %s) = %q, want %q in it", tc.err, tc.status, got, tc.want)

@@ -291,11 +291,14 @@ func (s *session) recordLate(ctx context.Context, outs ...outcome) {
 
 // lateReason says why recordLate could not record a step's result, in the
 // run's terms: a session that lost the run's lease (another executor runs
-// it, the step runs again there) is not a run that ended.
+// it, the step runs again there) is not a run that ended, and a refusal
+// because the run's stored data is damaged (world.ErrCorrupt) says so.
 func lateReason(err error, status world.RunStatus) string {
 	switch {
 	case errors.Is(err, world.ErrLeaseLost):
 		return "this executor lost the run's lease (another executor has the run; the step runs again there)"
+	case errors.Is(err, world.ErrCorrupt):
+		return "the run's stored data is damaged, so nothing was written (restore the missing items, then wake the run)"
 	case status.Terminal():
 		return "the run has ended (" + string(status) + ")"
 	case status == world.RunStatusHeld:
