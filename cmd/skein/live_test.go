@@ -90,8 +90,11 @@ func TestCLIWhileWorkerRuns(t *testing.T) {
 		followed <- runWith(ctx, e, []string{"-db", db, "streams", "read", id, "-name", "ticks", "-follow"})
 	}()
 	waitOutput(ctx, t, &out, "tick 1\n")
-
 	dbArgs := []string{"-db", db}
+	// The stream's chunk is stored while step 1 still runs, before the
+	// commit that completes it and creates the hook: wait for the hook.
+	waitHook(ctx, t, c, "tick/hook")
+
 	cli(append(dbArgs, "runs", "list")...).expect(t, 0, id, "ticker", "running")
 	cli(append(dbArgs, "runs", "show", id)...).expect(t, 0, "Status     running", "hook tick/hook")
 	cli(append(dbArgs, "runs", "events", id)...).expect(t, 0, "run_created", "step_completed", "hook_created")
