@@ -130,24 +130,34 @@ func (e *gapError) Error() string {
 
 func (e *gapError) Unwrap() error { return world.ErrCorrupt }
 
-// endsBeforeHead reports whether a run's newest commit (last) says the run
-// is live while its head says it has ended: the run's status changes only
+// endsBeforeHead reports whether a run's newest commit (last) and its head
+// disagree on whether the run has ended: the run's status changes only
 // with a commit that writes the head in the same transaction, and a run
-// never leaves a terminal status, so the commits that ended it are
-// missing. A Query is read committed (doc.go, Table): the two may disagree
-// for the moment a transaction lands during it, which a second read rules
-// out (confirmEnd).
+// never leaves a terminal status, so a head that says the run ended over
+// a live newest commit means the commits that ended it are missing, and a
+// terminal commit over a live head (or two different terminal statuses)
+// means one of the two was edited. A Query is read committed (doc.go,
+// Table): the two may disagree for the moment a transaction lands during
+// it, which a second read rules out (confirmEnd).
 func endsBeforeHead(head, last item) bool {
 	if head == nil || last == nil {
 		return false
 	}
-	return world.RunStatus(getS(head, aStatus)).Terminal() && !world.RunStatus(getS(last, aRunStatus)).Terminal()
+	hs, ls := world.RunStatus(getS(head, aStatus)), world.RunStatus(getS(last, aRunStatus))
+	return hs.Terminal() != ls.Terminal() || hs.Terminal() && hs != ls
 }
 
-// truncated is the world.ErrCorrupt of a run whose head says it ended while
-// its newest commit (last) does not.
-func (w *World) truncated(runID string, last item) error {
-	return &gapError{table: w.cfg.Table, runID: runID, from: getN(last, aLastSeq) + 1, to: 0}
+// truncated is the world.ErrCorrupt of a run whose head and newest commit
+// (last) disagree on its end (endsBeforeHead), read twice: a head that
+// says it ended over a live commit is a log that ends early (a
+// *gapError); the other way, the status of one of the two was edited.
+func (w *World) truncated(runID string, head, last item) error {
+	hs, ls := world.RunStatus(getS(head, aStatus)), world.RunStatus(getS(last, aRunStatus))
+	if hs.Terminal() && !ls.Terminal() {
+		return &gapError{table: w.cfg.Table, runID: runID, from: getN(last, aLastSeq) + 1, to: 0}
+	}
+	return fmt.Errorf("%w: DynamoDB table %s: run %s: its newest commit %s says the run is %s, its head %s says %s (they are written together)",
+		world.ErrCorrupt, w.cfg.Table, runID, keyOf(last), ls, skRunHead, hs)
 }
 
 // confirmEnd reads a run's head and newest commit again after a read saw
