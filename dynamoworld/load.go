@@ -182,6 +182,9 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
 		return nil, err
 	}
+	if err := w.requireWriteMarks(head, runID, got...); err != nil {
+		return nil, err
+	}
 	if err := w.requireHookSums(runHooksSummed(head), runID, got...); err != nil {
 		return nil, err
 	}
