@@ -223,7 +223,7 @@ func (w *World) checkLogStart(ctx context.Context, runID string, chain *logChain
 			return nil
 		}
 	}
-	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+	if w.expired(head) {
 		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its first commit item is deleted)", world.ErrGone, w.cfg.Table, runID)
 	}
 	return &gapError{table: w.cfg.Table, runID: runID, from: 1, to: first}
@@ -344,7 +344,7 @@ func (w *World) requireBody(runID string, head, body item) error {
 	if body != nil || !runSummed(head) {
 		return nil
 	}
-	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+	if w.expired(head) {
 		// Past its retention: DynamoDB's TTL deletes a run's items one by
 		// one, the body possibly before the head.
 		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its body item is deleted)", world.ErrGone, w.cfg.Table, runID)
@@ -374,13 +374,25 @@ func (e *headError) Unwrap() error { return world.ErrCorrupt }
 // committed: one reading back from the body may miss the head of a run
 // being created and see its first commit; the callers read again once.
 func (w *World) headless(runID string, items []item) error {
-	now := w.now().Unix()
 	for _, it := range items {
-		if ttl := getN(it, attrTTL); ttl > 0 && ttl <= now {
+		if w.expired(it) {
 			return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its head item is deleted)", world.ErrGone, w.cfg.Table, runID)
 		}
 	}
 	return &headError{table: w.cfg.Table, runID: runID, found: getS(items[0], attrSK)}
+}
+
+// expired reports whether an item of a run is past its TTL, so that its
+// run's items may be missing because DynamoDB is deleting them: only on a
+// World with Config.Retention, the only one whose runs get a ttl (like the
+// claim-check rule): on a table without it, a ttl was set by hand, and the
+// missing items are world.ErrCorrupt, not world.ErrGone.
+func (w *World) expired(it item) bool {
+	if w.cfg.Retention <= 0 {
+		return false
+	}
+	ttl := getN(it, attrTTL)
+	return ttl > 0 && ttl <= w.now().Unix()
 }
 
 // missingHead reports whether err is a *headError (read again once).
@@ -401,7 +413,7 @@ func (w *World) allSteps(runID string, newest item, n int) error {
 	if n >= want {
 		return nil
 	}
-	if ttl := getN(newest, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+	if w.expired(newest) {
 		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its step items are being deleted)", world.ErrGone, w.cfg.Table, runID)
 	}
 	return fmt.Errorf("%w: DynamoDB table %s: run %s: %d of its %d step items are missing (its newest commit counts %d steps)",
