@@ -106,6 +106,26 @@ func (w *World) requireSums(summed bool, runID string, items ...item) error {
 	return nil
 }
 
+// requireWriteMarks checks, in a run whose head carries the mark at level
+// 2 (itemsum.WriteMarked: created with its write marks covered), that each
+// of its step, wait and hook-link items among items (nil: absent) carries
+// that level and its write mark under its checksum: an edit of cs (removed,
+// or any other value) is no way around the check of wq.
+func (w *World) requireWriteMarks(head item, runID string, items ...item) error {
+	if head == nil || !itemsum.WriteMarked(head) {
+		return nil
+	}
+	for _, it := range items {
+		if it == nil || !isEntity(runID, itemKey{getS(it, attrPK), getS(it, attrSK)}) {
+			continue
+		}
+		if f := itemsum.WriteUnmarked(it); f != nil {
+			return corruptValue(w.cfg.Table, it, f)
+		}
+	}
+	return nil
+}
+
 // runHooksSummed reports whether a run head says its run was created with
 // hook checksums (itemsum.HookMark): every hook item of the run carries
 // itemsum.HookSum.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -174,8 +175,11 @@ func corrupt(it item, what string, err error) error {
 // verified the items (queryRun); each value read is verified again.
 func decodeRun(head, body, last item, fetched map[string][]byte) (*world.Run, error) {
 	status := getS(last, aRunStatus)
-	if status == "" {
-		return nil, fmt.Errorf("dynamoworld: commit %s has no run status (an item of another format)", keyOf(last))
+	if !world.RunStatus(status).Valid() {
+		// Every commit carries the run's status after it: one without it,
+		// or with a status no World writes, was edited behind the World.
+		return nil, fmt.Errorf("%w: dynamoworld: run %s: commit %s has no valid run status (attribute %s = %q)",
+			world.ErrCorrupt, strings.TrimPrefix(getS(last, attrPK), "r#"), keyOf(last), aRunStatus, status)
 	}
 	r := &world.Run{
 		RunID:        getS(head, attrPK)[2:],

@@ -130,24 +130,34 @@ func (e *gapError) Error() string {
 
 func (e *gapError) Unwrap() error { return world.ErrCorrupt }
 
-// endsBeforeHead reports whether a run's newest commit (last) says the run
-// is live while its head says it has ended: the run's status changes only
+// endsBeforeHead reports whether a run's newest commit (last) and its head
+// disagree on whether the run has ended: the run's status changes only
 // with a commit that writes the head in the same transaction, and a run
-// never leaves a terminal status, so the commits that ended it are
-// missing. A Query is read committed (doc.go, Table): the two may disagree
-// for the moment a transaction lands during it, which a second read rules
-// out (confirmEnd).
+// never leaves a terminal status, so a head that says the run ended over
+// a live newest commit means the commits that ended it are missing, and a
+// terminal commit over a live head (or two different terminal statuses)
+// means one of the two was edited. A Query is read committed (doc.go,
+// Table): the two may disagree for the moment a transaction lands during
+// it, which a second read rules out (confirmEnd).
 func endsBeforeHead(head, last item) bool {
 	if head == nil || last == nil {
 		return false
 	}
-	return world.RunStatus(getS(head, aStatus)).Terminal() && !world.RunStatus(getS(last, aRunStatus)).Terminal()
+	hs, ls := world.RunStatus(getS(head, aStatus)), world.RunStatus(getS(last, aRunStatus))
+	return hs.Terminal() != ls.Terminal() || hs.Terminal() && hs != ls
 }
 
-// truncated is the world.ErrCorrupt of a run whose head says it ended while
-// its newest commit (last) does not.
-func (w *World) truncated(runID string, last item) error {
-	return &gapError{table: w.cfg.Table, runID: runID, from: getN(last, aLastSeq) + 1, to: 0}
+// truncated is the world.ErrCorrupt of a run whose head and newest commit
+// (last) disagree on its end (endsBeforeHead), read twice: a head that
+// says it ended over a live commit is a log that ends early (a
+// *gapError); the other way, the status of one of the two was edited.
+func (w *World) truncated(runID string, head, last item) error {
+	hs, ls := world.RunStatus(getS(head, aStatus)), world.RunStatus(getS(last, aRunStatus))
+	if hs.Terminal() && !ls.Terminal() {
+		return &gapError{table: w.cfg.Table, runID: runID, from: getN(last, aLastSeq) + 1, to: 0}
+	}
+	return fmt.Errorf("%w: DynamoDB table %s: run %s: its newest commit %s says the run is %s, its head %s says %s (they are written together)",
+		world.ErrCorrupt, w.cfg.Table, runID, keyOf(last), ls, skRunHead, hs)
 }
 
 // confirmEnd reads a run's head and newest commit again after a read saw
@@ -213,7 +223,7 @@ func (w *World) checkLogStart(ctx context.Context, runID string, chain *logChain
 			return nil
 		}
 	}
-	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+	if w.expired(head) {
 		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its first commit item is deleted)", world.ErrGone, w.cfg.Table, runID)
 	}
 	return &gapError{table: w.cfg.Table, runID: runID, from: 1, to: first}
@@ -334,7 +344,7 @@ func (w *World) requireBody(runID string, head, body item) error {
 	if body != nil || !runSummed(head) {
 		return nil
 	}
-	if ttl := getN(head, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+	if w.expired(head) {
 		// Past its retention: DynamoDB's TTL deletes a run's items one by
 		// one, the body possibly before the head.
 		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its body item is deleted)", world.ErrGone, w.cfg.Table, runID)
@@ -364,13 +374,25 @@ func (e *headError) Unwrap() error { return world.ErrCorrupt }
 // committed: one reading back from the body may miss the head of a run
 // being created and see its first commit; the callers read again once.
 func (w *World) headless(runID string, items []item) error {
-	now := w.now().Unix()
 	for _, it := range items {
-		if ttl := getN(it, attrTTL); ttl > 0 && ttl <= now {
+		if w.expired(it) {
 			return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its head item is deleted)", world.ErrGone, w.cfg.Table, runID)
 		}
 	}
 	return &headError{table: w.cfg.Table, runID: runID, found: getS(items[0], attrSK)}
+}
+
+// expired reports whether an item of a run is past its TTL, so that its
+// run's items may be missing because DynamoDB is deleting them: only on a
+// World with Config.Retention, the only one whose runs get a ttl (like the
+// claim-check rule): on a table without it, a ttl was set by hand, and the
+// missing items are world.ErrCorrupt, not world.ErrGone.
+func (w *World) expired(it item) bool {
+	if w.cfg.Retention <= 0 {
+		return false
+	}
+	ttl := getN(it, attrTTL)
+	return ttl > 0 && ttl <= w.now().Unix()
 }
 
 // missingHead reports whether err is a *headError (read again once).
@@ -391,7 +413,7 @@ func (w *World) allSteps(runID string, newest item, n int) error {
 	if n >= want {
 		return nil
 	}
-	if ttl := getN(newest, attrTTL); ttl > 0 && ttl <= w.now().Unix() {
+	if w.expired(newest) {
 		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its step items are being deleted)", world.ErrGone, w.cfg.Table, runID)
 	}
 	return fmt.Errorf("%w: DynamoDB table %s: run %s: %d of its %d step items are missing (its newest commit counts %d steps)",

@@ -79,11 +79,11 @@ func (w *World) runStatus(ctx context.Context, runID string) (status world.RunSt
 }
 
 // queryRun reads a run's head, body and newest commit items in one
-// consistent Query; head is nil for a run that does not exist. A head that
-// says the run ended over a newest commit that says it is live, or commits
+// consistent Query; head is nil for a run that does not exist. A head and
+// a newest commit that disagree on whether the run ended, or commits
 // without a head, are read again once (a transaction may land during a
 // Query), then are world.ErrCorrupt: the commits that ended the run, or
-// its head, are missing (gaps.go).
+// its head, are missing, or one's status was edited (gaps.go).
 func (w *World) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
 	for try := 0; ; try++ {
 		head, body, last, err = w.queryRunOnce(ctx, runID)
@@ -92,7 +92,7 @@ func (w *World) queryRun(ctx context.Context, runID string) (head, body, last it
 		case err != nil || !endsBeforeHead(head, last):
 			return head, body, last, err
 		case try > 0:
-			return nil, nil, nil, w.truncated(runID, last)
+			return nil, nil, nil, w.truncated(runID, head, last)
 		}
 	}
 }
@@ -180,6 +180,9 @@ func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return nil, err
 	}
 	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
+		return nil, err
+	}
+	if err := w.requireWriteMarks(head, runID, got...); err != nil {
 		return nil, err
 	}
 	if err := w.requireHookSums(runHooksSummed(head), runID, got...); err != nil {

@@ -140,6 +140,21 @@ func MissingWriteMark(it map[string]types.AttributeValue) *Fault {
 	return &Fault{MarkWrite, "is missing, though the item was written with it (mark " + Mark + " = " + levelWrite + "): it was removed"}
 }
 
+// WriteUnmarked returns, in a run whose head carries the mark at level 2
+// (its items were all written with the write mark covered), the fault of
+// an item that needs a write mark (a run's step, wait or hook-link item)
+// and is not marked at level 2 or has no write mark under its checksum:
+// the mark was removed or lowered to skip the check. Nil otherwise.
+func WriteUnmarked(it map[string]types.AttributeValue) *Fault {
+	if !WriteMarked(it) {
+		return &Fault{MarkWrite, "is not covered: the item's mark " + Mark + " is not " + levelWrite + ", though its run's head is: the mark was edited"}
+	}
+	if f := MissingWriteMark(it); f != nil {
+		return f
+	}
+	return VerifyAttr(it, MarkWrite, true)
+}
+
 // requiredSum reports whether a covered value of an item must carry its
 // checksum: any of them on a marked item, but the write mark only on an
 // item written when it was covered (level 2).
