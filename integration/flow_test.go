@@ -64,13 +64,21 @@ func TestQuickstart(t *testing.T) {
 // of the function and one SQS message.
 func TestSerial100OneInvocation(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{})
+	// The subject is that serial steps run inline in one invocation, not
+	// how fast: the function gets minutes, so that a loaded machine (100
+	// steps took 23 s at load 25, past the tests' usual 20 s timeout's
+	// budget, and the run went on in 5 invocations) cannot end the
+	// invocation's budget first.
+	s := newStack(t, stackOptions{Adjust: func(m *lambdaemu.Mapping) {
+		m.Function.Timeout = 5 * time.Minute
+		m.Queue.VisibilityTimeout = 6 * time.Minute
+	}})
 	ctx := context.Background()
 	run, err := demo.Serial.Start(ctx, s.client, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := s.wait(run.ID(), time.Minute)
+	info := s.wait(run.ID(), 5*time.Minute)
 	if out, err := run.Result(ctx); info.Status != world.RunStatusCompleted || err != nil || out != 100 {
 		t.Fatalf("%s: %d, %v", info.Status, out, err)
 	}
