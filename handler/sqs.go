@@ -52,9 +52,7 @@ const (
 //     the time budget) is cancelled and reported failed.
 //
 // The engine stops starting inline steps at deadline-TimeBudgetMargin and
-// enqueues a continuation of the run instead; a message of background steps
-// whose turn comes after that is reported failed (and released at once,
-// with Config.Queue) without starting them. Records of different runs run
+// enqueues a continuation of the run instead. Records of different runs run
 // concurrently (up to Config.Concurrency); ApproximateReceiveCount is the
 // delivery attempt.
 func NewSQS(cfg Config) (SQSHandler, error) {
@@ -137,10 +135,6 @@ type batch struct {
 	// deadline-ReturnMargin/4, leaving the handler time to answer.
 	releases context.Context
 	cancel   func()
-	// budget is when the handler stops starting background steps,
-	// deadline-TimeBudgetMargin (zero: no deadline), as the engine stops
-	// starting inline ones.
-	budget time.Time
 	// graceEnd is when the handler stops waiting for the records it
 	// cancelled, deadline-ReturnMargin/2 (zero: no deadline).
 	graceEnd time.Time
@@ -159,7 +153,6 @@ func (h *sqsHandler) newBatch(ctx context.Context) *batch {
 		b.work, cancelWork = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin))
 		b.releases, cancelReleases = context.WithDeadline(b.releases, deadline.Add(-h.cfg.ReturnMargin/4))
 		b.cancel = func() { cancelWork(); cancelReleases() }
-		b.budget = deadline.Add(-h.cfg.TimeBudgetMargin)
 		b.graceEnd = deadline.Add(-h.cfg.ReturnMargin / 2)
 	}
 	return b
@@ -288,16 +281,6 @@ func (h *sqsHandler) runGroup(b *batch, g group, sem chan struct{}) {
 		case <-b.work.Done():
 			return
 		}
-		if h.outOfBudget(b, r) {
-			// As the engine does with inline steps: none starts past the
-			// budget. The message goes back to the queue at once, for an
-			// invocation with time to run its steps.
-			r.log.InfoContext(b.ctx, "handler: no time left to start the message's steps; reported failed for a later delivery",
-				"reason", "time budget exceeded")
-			h.settle(b, r, fate{failed: true, release: true})
-			<-sem
-			continue
-		}
 		ok := b.begin(r)
 		if ok {
 			h.settle(b, r, h.process(b.work, r))
@@ -307,12 +290,6 @@ func (h *sqsHandler) runGroup(b *batch, g group, sem chan struct{}) {
 			return
 		}
 	}
-}
-
-// outOfBudget reports whether r is a message of background steps and the
-// time to start steps has run out (batch.budget, on Config.Now).
-func (h *sqsHandler) outOfBudget(b *batch, r *record) bool {
-	return !b.budget.IsZero() && len(r.m.Steps()) > 0 && !h.cfg.Now().Before(b.budget)
 }
 
 // begin marks r handed to the engine, unless the records' context has

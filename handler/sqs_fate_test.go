@@ -2,7 +2,6 @@ package handler_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -144,76 +143,6 @@ func (c *testClock) Now() time.Time {
 		return *t
 	}
 	return time.Now()
-}
-
-// TestSQSNoBackgroundStepPastBudget: a message of background steps that
-// reaches its turn after deadline-TimeBudgetMargin (on the handler's
-// clock) does not start them, as the engine starts no inline step then:
-// it is reported failed and released at once, for an invocation with time
-// to run them, and the run converges when it comes back. Its steps
-// started, to be cut off at deadline-ReturnMargin.
-func TestSQSNoBackgroundStepPastBudget(t *testing.T) {
-	t.Parallel()
-	q := &fakeQueue{}
-	clock := &testClock{}
-	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.TimeBudgetMargin = 3 * time.Second
-		c.ReturnMargin = time.Second
-		c.Queue = q
-		c.Now = clock.Now
-	}})
-	ctx := context.Background()
-	run, err := fanOut.Start(ctx, b.client, 12) // 4 inline, 8 in two messages of steps
-	if err != nil {
-		t.Fatal(err)
-	}
-	lctx, cancel := lambdaCtx(t, "req-first", time.Minute)
-	b.batch(t, lctx, 1, time.Second) // the run's first message
-	cancel()
-	var steps []world.Message
-	for _, m := range b.queued(t) {
-		if len(m.Steps()) > 0 {
-			steps = append(steps, m)
-		}
-	}
-	if len(steps) == 0 {
-		t.Fatal("no message of background steps queued")
-	}
-
-	// The steps' turn comes 1ms past the budget.
-	lctx, cancel = lambdaCtx(t, "req-late", time.Minute)
-	deadline, _ := lctx.Deadline()
-	late := deadline.Add(-3*time.Second + time.Millisecond)
-	clock.at.Store(&late)
-	resp, ds := b.batch(t, lctx, 10, time.Second)
-	cancel()
-	failed := failedIDs(resp)
-	for _, d := range ds {
-		if m, err := world.DecodeMessage(d.Body); err != nil || len(m.Steps()) == 0 {
-			continue // a continuation: the engine's to judge
-		}
-		if !slices.Contains(failed, d.MessageID) {
-			t.Errorf("message %s of steps not reported failed (%v)", d.MessageID, failed)
-		}
-		if got, ok := q.releases()[d.Receipt]; !ok || got != 0 {
-			t.Errorf("message %s: released %v (%v), want at once", d.MessageID, got, ok)
-		}
-	}
-	started := countEvents(t, b.w, run.ID(), world.EventStepStarted)
-	for _, m := range steps {
-		for _, id := range m.Steps() {
-			if started[id] != 0 {
-				t.Errorf("step %s started %d times past the budget", id, started[id])
-			}
-		}
-	}
-
-	// With time on the clock again, a later delivery runs them.
-	clock.at.Store(nil)
-	b.drive(t, run.ID(), 10)
-	if out, err := run.Result(ctx); err != nil || out != 506 {
-		t.Fatalf("result %d, %v", out, err)
-	}
 }
 
 // Tick is a step of the ticker workflow: the one with I == Jump sets the
