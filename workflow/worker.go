@@ -58,7 +58,9 @@ type EngineOptions struct {
 	// (default 48). A message received three times is sent again as a new
 	// message (acknowledging the old), so that a queue's receive limit
 	// (SQS's maxReceiveCount) never dead-letters a run whose executors
-	// died; MaxDeliveries counts the deliveries of both.
+	// died; MaxDeliveries counts the deliveries of both. Receives of a
+	// message that executors of other versions sent back (Versions) may be
+	// theirs: at the limit such a message is sent again counting one.
 	MaxDeliveries int
 	// MaxInterruptions bounds how often a step attempt may be interrupted by
 	// the loss of its executor (a worker killed or cut off mid-step). Such

@@ -142,7 +142,10 @@ type Config struct {
 	MaxQueueDelay time.Duration
 	// MaxDeliveries fails a run whose message was delivered more often
 	// (MAX_DELIVERIES_EXCEEDED; default 48), counting the deliveries of
-	// the messages it replaces (world.Message.Delivered).
+	// the messages it replaces (world.Message.Delivered). A message that
+	// was refused for its version (world.Message.Refused > 0) is sent
+	// again at the limit counting only its last delivery: its receives may
+	// be refusals, which never count.
 	MaxDeliveries int
 	// ReplaceAfter is the delivery count (the queue's receive count) at
 	// which a message is sent again as a new message, carrying its count

@@ -38,7 +38,9 @@
 // message and acknowledges it (refuseVersion, version.go). A little
 // early, it sleeps. A message delivered more than Config.MaxDeliveries
 // times fails its run, unless this engine cannot open the run (keyCheck:
-// it is refused instead, and its receives are not carried on). A message naming steps (StepID, StepIDs) is a
+// it is refused instead, and its receives are not carried on); a message
+// that was refused for its version is sent again counting one delivery
+// (recount: its receives may be refusals). A message naming steps (StepID, StepIDs) is a
 // background delivery (executeBackground); any other is a continuation
 // (continueRun). Whatever of these ends in world.ErrKeyUnavailable (the
 // World cannot open the run's payloads: a missing or wrong encryption key)

@@ -147,6 +147,9 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 			return err
 		}
 	}
+	if tooMany && msg.Refused > 0 {
+		return e.recount(ctx, msg, attempt)
+	}
 	if tooMany {
 		return e.failDeliveries(ctx, msg, total)
 	}
@@ -272,6 +275,33 @@ func (e *Engine) replace(ctx context.Context, msg world.Message, attempt int) er
 	}
 	e.log.Info("engine: message received too often (its executors lost); sent again as a new message",
 		"run", msg.RunID, "step", msg.StepID, "attempt", attempt, "delivered", next.Delivered)
+	return nil
+}
+
+// recount sends msg, a message that was refused for its run's version
+// (msg.Refused > 0) and is now at the delivery limit, again as a new
+// message that counts only this delivery (Delivered one higher) and no
+// refusal (Refused 0), and acknowledges it. A queue counts every receive,
+// and a refused message may be received again while an executor that
+// does not run its version is still sending it back (its visibility ran
+// out under load): the executor that sends it back cannot acknowledge a
+// receive it no longer holds, and the one that received it again finds
+// the send-back claimed and fails. Those receives are refusals, which
+// never count against a run; the receive count cannot tell them from
+// this executor's, so it counts none of the message's receives but this
+// one. The copy has Refused 0: at its own limit it fails the run, unless
+// it was refused again, so a message that keeps failing on executors of
+// its version still ends its run, after at most MaxDeliveries deliveries
+// more per refusal.
+func (e *Engine) recount(ctx context.Context, msg world.Message, attempt int) error {
+	next := msg
+	next.Refused = 0
+	next.Delivered = max(msg.Delivered, 0) + 1
+	if err := e.enqueue(ctx, next, ""); err != nil {
+		return err
+	}
+	e.log.Info("engine: refused message received too often (refusals count no delivery); sent again as a new message",
+		"run", msg.RunID, "step", msg.StepID, "attempt", attempt, "refused", msg.Refused, "delivered", next.Delivered)
 	return nil
 }
 
