@@ -48,7 +48,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 		switch pd.outcome {
 		case planRefused:
 			if a.fresh {
-				return nil, &world.CommitError{Index: pd.ref.index, Err: pd.ref.err}
+				return nil, refusedAt(pd.ref.index, pd.ref.err)
 			}
 			a.forceRead = true // refused on a cached snapshot: confirm on the current state
 			continue
@@ -80,7 +80,7 @@ func validAppend(p *world.AppendParams, now time.Time) error {
 	}
 	first := world.Event{RunID: p.RunID, CorrelationID: p.Events[0].CorrelationID, Data: p.Events[0].Data}
 	if _, err := world.Apply(world.State{}, first, now); errors.Is(err, world.ErrInvalid) {
-		return &world.CommitError{Index: 0, Err: err}
+		return err
 	}
 	return nil
 }
@@ -255,7 +255,7 @@ func (a *appendState) retry(ctx context.Context, pl *plan, ci *cancelInfo, v ver
 	case verdictInvalid:
 		return nil, true, ddbErr("TransactWriteItems", w.cfg.Table, fmt.Errorf("%s: %w", ci.validation, a.lastErr))
 	case verdictRunExists:
-		return nil, true, &world.CommitError{Index: 0, Err: &world.RunExistsError{RunID: runID}}
+		return nil, true, &world.RefusalError{Kind: world.ErrConflict, EventType: world.EventRunCreated, Entity: runID, Reason: "run already exists"}
 	case verdictIdemTaken:
 		holder, err := ci.idemRun, error(nil)
 		if holder == "" {
@@ -264,7 +264,8 @@ func (a *appendState) retry(ctx context.Context, pl *plan, ci *cancelInfo, v ver
 			}
 		}
 		if holder != "" {
-			return nil, true, &world.CommitError{Index: 0, Err: &world.RunExistsError{RunID: holder, IdempotencyKey: pl.idemKey}}
+			return nil, true, &world.RefusalError{Kind: world.ErrConflict, EventType: world.EventRunCreated, Entity: holder, Key: pl.idemKey,
+				Reason: fmt.Sprintf("idempotency key %q already started run %s", pl.idemKey, holder)}
 		}
 		a.contention++ // released meanwhile: try again
 	case verdictStale:
@@ -383,4 +384,13 @@ func (w *World) judgeToken(ctx context.Context, tok *tokenInfo, token string, ol
 	tok.holders[token] = h
 	delete(tok.stale, token)
 	return nil
+}
+
+// refusedAt sets the Index of err, the refusal of the commit's event i,
+// when it is a *world.RefusalError (a *world.LimitError has none).
+func refusedAt(i int, err error) error {
+	if re := (*world.RefusalError)(nil); errors.As(err, &re) {
+		re.Index = i
+	}
+	return err
 }

@@ -207,7 +207,7 @@ func (c *claimCheck) upload(ctx context.Context, uploads map[string][]byte) erro
 // keys to bytes, for payloadOf.
 func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byte, error) {
 	var keys []string
-	whats := map[string]string{} // key -> what it holds, for an ExpiredError
+	whats := map[string]string{} // key -> what it holds, for an expiry's refusal
 	for _, it := range items {
 		for name, v := range it {
 			s, ok := v.(*types.AttributeValueMemberS)
@@ -230,9 +230,8 @@ func (c *claimCheck) fetch(ctx context.Context, items ...item) (map[string][]byt
 	var mu sync.Mutex
 	err := parallel(ctx, len(keys), 16, func(ctx context.Context, i int) error {
 		b, err := c.get(ctx, keys[i])
-		var gone *world.ExpiredError
-		if errors.As(err, &gone) {
-			gone.What = whats[keys[i]] + " (" + gone.What + ")"
+		if errors.Is(err, world.ErrGone) {
+			err = c.expired(keys[i], whats[keys[i]]+" (claim-checked payload s3://"+c.bucket+"/"+keys[i]+")")
 		} else if errors.Is(err, world.ErrCorrupt) {
 			err = fmt.Errorf("%w (the %s)", err, whats[keys[i]])
 		}
@@ -275,9 +274,8 @@ func (c *claimCheck) fetchCommits(ctx context.Context, items []item) (map[string
 	var mu sync.Mutex
 	err = parallel(ctx, len(refs), 16, func(ctx context.Context, i int) error {
 		b, err := c.get(ctx, refs[i])
-		var gone *world.ExpiredError
-		if errors.As(err, &gone) {
-			gone.What = "event data (" + gone.What + ")"
+		if errors.Is(err, world.ErrGone) {
+			err = c.expired(refs[i], "event data (claim-checked payload s3://"+c.bucket+"/"+refs[i]+")")
 		}
 		if err != nil {
 			return err
@@ -288,6 +286,12 @@ func (c *claimCheck) fetchCommits(ctx context.Context, items []item) (map[string
 		return nil
 	})
 	return fetched, err
+}
+
+// expired is the refusal of a read of key, which the bucket's lifecycle
+// rule has expired: what names the part of the run it held.
+func (c *claimCheck) expired(key, what string) error {
+	return &world.RefusalError{Kind: world.ErrGone, Entity: runOfKey(c.prefix, key), Reason: what + " has expired"}
 }
 
 func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
@@ -304,7 +308,7 @@ func (c *claimCheck) get(ctx context.Context, key string) ([]byte, error) {
 					world.ErrCorrupt, runOfKey(c.prefix, key), c.bucket, key)
 			}
 			// The bucket's lifecycle rule expired it (or someone deleted it).
-			return nil, &world.ExpiredError{RunID: runOfKey(c.prefix, key), What: "claim-checked payload s3://" + c.bucket + "/" + key}
+			return nil, c.expired(key, "claim-checked payload s3://"+c.bucket+"/"+key)
 		case "AccessDenied":
 			// S3 cannot say NoSuchKey to a caller without s3:ListBucket on
 			// the bucket: it answers 403 for a missing object too.

@@ -76,10 +76,9 @@ func TestRunCreatedRunExistsFromCancellationReason(t *testing.T) {
 		return nil, cancel(len(in.TransactItems), map[int]string{indexOf(in, runHeadKey(id), "put"): "ConditionalCheckFailed"}, nil)
 	}
 	_, err := appendEvents(w, id, ev("", &world.RunCreated{WorkflowName: "wf", IdempotencyKey: "k"}))
-	var ce *world.CommitError
-	var re *world.RunExistsError
-	if !errors.As(err, &ce) || ce.Index != 0 || !errors.As(err, &re) || re.RunID != id || world.Status(err) != 409 {
-		t.Fatalf("run_created on an existing run: %v, want a CommitError at 0 wrapping RunExistsError{%s} (409)", err, id)
+	var re *world.RefusalError
+	if !errors.As(err, &re) || re.Index != 0 || re.Entity != id || re.EventType != world.EventRunCreated || world.Status(err) != 409 {
+		t.Fatalf("run_created on an existing run: %v, want a RefusalError at 0 naming run %s (409)", err, id)
 	}
 	if ddb.tget != nil {
 		t.Fatal("unexpected read")
@@ -98,9 +97,9 @@ func TestRunCreatedIdempotencyKeyTaken(t *testing.T) {
 		return nil, cancel(len(in.TransactItems), map[int]string{i: "ConditionalCheckFailed"}, map[int]item{i: {aRun: str(other)}})
 	}
 	_, err := appendEvents(w, id, ev("", &world.RunCreated{WorkflowName: "wf", IdempotencyKey: "key-1"}))
-	var re *world.RunExistsError
-	if !errors.As(err, &re) || re.RunID != other || re.IdempotencyKey != "key-1" {
-		t.Fatalf("taken idempotency key: %v, want RunExistsError naming %s and the key", err, other)
+	var re *world.RefusalError
+	if !errors.As(err, &re) || re.Entity != other || re.Key != "key-1" || !errors.Is(err, world.ErrConflict) {
+		t.Fatalf("taken idempotency key: %v, want a RefusalError naming %s and the key", err, other)
 	}
 }
 
@@ -128,9 +127,9 @@ func TestStaleFenceIsJudgedAgainOnAFreshRead(t *testing.T) {
 		return tget(in)
 	}
 	_, err := appendEvents(w, runID, ev(step, &world.StepCompleted{Result: json.RawMessage(`1`)}))
-	var ce *world.CommitError
+	var ce *world.RefusalError
 	if !errors.As(err, &ce) || !errors.Is(err, world.ErrConflict) || reads != 1 {
-		t.Fatalf("step_completed on a step completed elsewhere: %v after %d reads, want a 409 CommitError after one read", err, reads)
+		t.Fatalf("step_completed on a step completed elsewhere: %v after %d reads, want a 409 RefusalError after one read", err, reads)
 	}
 }
 
@@ -287,9 +286,9 @@ func TestStepStartedChecksTheLeaseItJudged(t *testing.T) {
 			return nil, cancel(len(in.TransactItems), map[int]string{i: "ConditionalCheckFailed"}, nil)
 		}
 		_, err := appendEvents(w, runID, ev(step, &world.StepStarted{}))
-		var le *world.StepLeasedError
-		if !errors.As(err, &le) || le.Attempt != 1 {
-			t.Fatalf("lazy %v: step_started against a renewed lease: %v, want StepLeasedError", lazy, err)
+		var le *world.RefusalError
+		if !errors.As(err, &le) || le.Kind != world.ErrConflict || le.Attempt != 1 {
+			t.Fatalf("lazy %v: step_started against a renewed lease: %v, want a refusal of attempt 1 leased", lazy, err)
 		}
 	}
 }
@@ -323,9 +322,9 @@ func TestAcquireRunLeaseNamesTheHolder(t *testing.T) {
 		return nil, &types.ConditionalCheckFailedException{Item: item{aLeaseOwner: str("a"), aLeaseExp: num(exp.UnixNano())}}
 	}
 	_, err := w.AcquireRunLease(context.Background(), &world.RunLeaseParams{RunID: "wrun_x", Owner: "b"})
-	var le *world.LeaseHeldError
-	if !errors.As(err, &le) || le.Owner != "a" || !le.ExpiresAt.Equal(exp) {
-		t.Fatalf("AcquireRunLease of a held lease: %v, want LeaseHeldError{a, %v}", err, exp)
+	var le *world.RefusalError
+	if !errors.As(err, &le) || le.Kind != world.ErrLeaseHeld || le.Holder != "a" || !le.Until.Equal(exp) {
+		t.Fatalf("AcquireRunLease of a held lease: %v, want a refusal naming holder a until %v", err, exp)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 // TestReadAfterObjectExpiry: a run older than the bucket's object expiry
 // (its claim-checked payloads gone, its items still there) reads as a typed
-// world.ExpiredError (ErrGone) naming the run and what expired, not as a raw
+// *world.RefusalError (ErrGone) naming the run and what expired, not as a raw
 // S3 NoSuchKey; its inline parts still read.
 func TestReadAfterObjectExpiry(t *testing.T) {
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
@@ -73,9 +73,9 @@ func TestReadAfterObjectExpiry(t *testing.T) {
 		}, "s3://" + r.Bucket + "/"},
 	} {
 		err := tc.read()
-		var gone *world.ExpiredError
-		if !errors.Is(err, world.ErrGone) || !errors.As(err, &gone) || gone.RunID != run || !strings.Contains(gone.What, tc.what) {
-			t.Errorf("%s: %v, want a world.ExpiredError for run %s naming %q", tc.name, err, run, tc.what)
+		var gone *world.RefusalError
+		if !errors.Is(err, world.ErrGone) || !errors.As(err, &gone) || gone.Entity != run || !strings.Contains(gone.Reason, tc.what) || !strings.HasSuffix(gone.Reason, " has expired") {
+			t.Errorf("%s: %v, want a refusal of ErrGone for run %s naming %q", tc.name, err, run, tc.what)
 			continue
 		}
 		if world.Status(err) != 410 || strings.Contains(err.Error(), "NoSuchKey") {

@@ -73,9 +73,9 @@ func TestLazyStep(t *testing.T) {
 		t.Fatalf("creating the lazy step again: %v, want a conflict", err)
 	}
 	_, err = w2.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: lazy, Data: &world.StepStarted{}}}})
-	var le *world.StepLeasedError
-	if !errors.As(err, &le) {
-		t.Fatalf("starting the lazy step again: %v, want StepLeasedError", err)
+	var le *world.RefusalError
+	if !errors.As(err, &le) || le.Kind != world.ErrConflict || le.Attempt < 1 {
+		t.Fatalf("starting the lazy step again: %v, want a refusal of the leased attempt", err)
 	}
 	if _, err := w2.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: run, StepID: lazy, Attempt: 2}); !errors.Is(err, world.ErrConflict) {
 		t.Fatalf("renewing another attempt: %v, want a conflict", err)

@@ -24,7 +24,7 @@ func (w *World) leaseTTL(p *world.RunLeaseParams) (time.Duration, error) {
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL, or fails
-// fast with a *world.LeaseHeldError naming the holder.
+// fast with a *world.RefusalError of world.ErrLeaseHeld naming the holder.
 func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	ttl, err := w.leaseTTL(p)
 	if err != nil {
@@ -40,7 +40,9 @@ func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*
 		return e.notExists() + " OR " + e.n(aLeaseOwner) + " = " + e.v(str(p.Owner)) + " OR " + e.n(aLeaseExp) + " <= " + e.v(num(now.UnixNano()))
 	})
 	if old, failed := conditionFailed(err); failed {
-		return nil, &world.LeaseHeldError{RunID: p.RunID, Owner: getS(old, aLeaseOwner), ExpiresAt: getT(old, aLeaseExp)}
+		owner, until := getS(old, aLeaseOwner), getT(old, aLeaseExp)
+		return nil, &world.RefusalError{Kind: world.ErrLeaseHeld, Entity: p.RunID, Holder: owner, Until: until,
+			Reason: fmt.Sprintf("leased by %s until %s", owner, until.UTC().Format(time.RFC3339Nano))}
 	}
 	if err != nil {
 		return nil, err

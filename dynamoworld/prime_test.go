@@ -233,8 +233,8 @@ func TestPrimedSnapshotRenewedLease(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the cached lease has expired
 	_, err := b.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: st, Data: &world.StepStarted{}}}})
-	var leased *world.StepLeasedError
-	if !errors.As(err, &leased) || leased.Attempt != 1 {
+	var leased *world.RefusalError
+	if !errors.As(err, &leased) || leased.Kind != world.ErrConflict || leased.Attempt != 1 {
 		t.Fatalf("a takeover of the renewed step: %v, want StepLeased at attempt 1", err)
 	}
 	res, err := b.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: st, Data: &world.StepCompleted{Result: json.RawMessage(`1`)}}}})
@@ -342,8 +342,8 @@ func TestPrimeMergesIncomplete(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	_, err = b.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: s1, Data: &world.StepStarted{}}}})
-	var leased *world.StepLeasedError
-	if !errors.As(err, &leased) {
+	var leased *world.RefusalError
+	if !errors.As(err, &leased) || leased.Kind != world.ErrConflict || leased.Attempt < 1 {
 		t.Fatalf("taking over the renewed step: %v, want StepLeased", err)
 	}
 }

@@ -403,7 +403,7 @@ func TestAPIServesItsDocument(t *testing.T) {
 type expiredWorld struct{ world.World }
 
 func (e expiredWorld) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
-	return nil, &world.ExpiredError{RunID: p.RunID, What: "output"}
+	return nil, &world.RefusalError{Kind: world.ErrGone, Entity: p.RunID, Reason: "output has expired"}
 }
 
 // A run whose parts have expired is 410 Gone.

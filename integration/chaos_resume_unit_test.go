@@ -37,7 +37,7 @@ func (f *flakyHooks) Append(ctx context.Context, p *world.AppendParams) (*world.
 // still waits on it with no payload; a run that ended is no violation.
 func TestChaosResumerRetriesAndReports(t *testing.T) {
 	t.Parallel()
-	refused := &world.CommitError{Index: 0, Err: fmt.Errorf("%w: hook does not exist", world.ErrNotFound)}
+	refused := &world.RefusalError{Kind: world.ErrNotFound, EventType: world.EventHookReceived, Entity: "hook_x", Reason: "hook does not exist"}
 	for _, tc := range []struct {
 		name      string
 		fails     int32

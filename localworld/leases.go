@@ -35,12 +35,12 @@ func (w *World) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL. It fails
-// fast with a *world.LeaseHeldError while another owner's lease is
-// unexpired; the holder acquiring again extends its lease.
+// fast with a *world.RefusalError of world.ErrLeaseHeld (Holder, Until)
+// while another owner's lease is unexpired; the holder acquiring again extends its lease.
 func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	return w.setRunLease(ctx, p, func(cur *runLease, now time.Time) error {
 		if cur != nil && cur.Owner != p.Owner && cur.ExpiresAt.After(now) {
-			return &world.LeaseHeldError{RunID: p.RunID, Owner: cur.Owner, ExpiresAt: cur.ExpiresAt}
+			return leaseHeld(p.RunID, cur.Owner, cur.ExpiresAt)
 		}
 		return nil
 	})
@@ -304,4 +304,11 @@ func compNotRenewable(p *world.RenewStepLeaseParams, st *world.Step) error {
 	}
 	return fmt.Errorf("%w: step %s is %s at compensation attempt %d (%s), not running compensation attempt %d",
 		world.ErrConflict, p.StepID, st.Status, attempt, state, p.Attempt)
+}
+
+// leaseHeld is AcquireRunLease's refusal of runID's lease, which owner
+// holds until until.
+func leaseHeld(runID, owner string, until time.Time) error {
+	return &world.RefusalError{Kind: world.ErrLeaseHeld, Entity: runID, Holder: owner, Until: until,
+		Reason: fmt.Sprintf("leased by %s until %s", owner, until.UTC().Format(time.RFC3339Nano))}
 }

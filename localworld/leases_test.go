@@ -31,8 +31,8 @@ func TestRunLease(t *testing.T) {
 			t.Fatalf("acquire: %+v, %v", l, err)
 		}
 		_, err = w.AcquireRunLease(ctx, b)
-		var held *world.LeaseHeldError
-		if !errors.As(err, &held) || held.Owner != "a" || world.Status(err) != 409 {
+		var held *world.RefusalError
+		if !errors.As(err, &held) || held.Kind != world.ErrLeaseHeld || held.Holder != "a" || world.Status(err) != 409 {
 			t.Fatalf("acquire held lease: %v", err)
 		}
 		if _, err := w.RenewRunLease(ctx, b); !errors.Is(err, world.ErrLeaseLost) {
@@ -130,8 +130,8 @@ func TestRenewStepLease(t *testing.T) {
 		// The renewed lease keeps a second start out.
 		clock.Advance(2 * time.Second)
 		_, err = w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev(stepID, &world.StepStarted{})}})
-		var leased *world.StepLeasedError
-		if !errors.As(err, &leased) {
+		var leased *world.RefusalError
+		if !errors.As(err, &leased) || leased.Kind != world.ErrConflict || leased.Attempt != 1 {
 			t.Fatalf("start during renewed lease: %v", err)
 		}
 		_, err = w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: runID, StepID: stepID, Attempt: 2})

@@ -2,6 +2,7 @@ package localworld
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // event it loads the state the state machine needs from the transaction (so
 // an event sees the effects of the ones before it), calls world.Apply and
 // writes the effect. The first refusal rolls the whole commit back and is
-// returned as a *world.CommitError.
+// returned: a *world.RefusalError names the refused event by its Index.
 func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
 	switch {
 	case p == nil:
@@ -57,7 +58,7 @@ func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		// Apply validates too; checking first keeps loadState from reading
 		// a malformed payload (a typed nil, say).
 		if err := world.ValidateEvent(ev); err != nil {
-			return nil, &world.CommitError{Index: i, Err: err}
+			return nil, refusedAt(i, err)
 		}
 		st, err := loadState(tx, run, ev)
 		if err != nil {
@@ -66,7 +67,7 @@ func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		st.Limits = w.cfg.Limits
 		eff, err := world.Apply(st, ev, now)
 		if err != nil {
-			return nil, &world.CommitError{Index: i, Err: err}
+			return nil, refusedAt(i, err)
 		}
 		if !eff.Skip {
 			if err := writeEffect(tx, st, eff); err != nil {
@@ -255,4 +256,13 @@ func encodeEvent(e *world.Event) ([]byte, error) {
 		RunID: e.RunID, EventID: e.EventID, Seq: e.Seq, EventType: e.Type(),
 		CorrelationID: e.CorrelationID, CreatedAt: e.CreatedAt, EventData: e.Data,
 	})
+}
+
+// refusedAt sets the Index of err, the refusal of p.Events[i], when it is
+// a *world.RefusalError (a *world.LimitError has none).
+func refusedAt(i int, err error) error {
+	if re := (*world.RefusalError)(nil); errors.As(err, &re) {
+		re.Index = i
+	}
+	return err
 }

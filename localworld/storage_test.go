@@ -24,9 +24,9 @@ func TestAppendCommitIsAtomic(t *testing.T) {
 			ev(stepID, &world.StepStarted{}),
 			ev(stepID, &world.StepCreated{StepName: "s"}), // duplicate: refused
 		}})
-		var ce *world.CommitError
+		var ce *world.RefusalError
 		if !errors.As(err, &ce) || ce.Index != 2 || !errors.Is(err, world.ErrConflict) {
-			t.Fatalf("Append: %v, want CommitError{Index: 2} matching ErrConflict", err)
+			t.Fatalf("Append: %v, want RefusalError{Index: 2} matching ErrConflict", err)
 		}
 		if _, err := w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID}); !errors.Is(err, world.ErrNotFound) {
 			t.Fatalf("GetStep after refused commit: %v, want ErrNotFound", err)
@@ -73,7 +73,7 @@ func TestAppendIfLastSeq(t *testing.T) {
 		wantErrIs(t, err, world.ErrInvalid, "nil data")
 		for _, d := range []world.EventData{(*world.RunCreated)(nil), (*world.HookCreated)(nil), (*world.StepCreated)(nil)} {
 			_, err = w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev(testIDs.New(world.PrefixHook), d)}})
-			var ce *world.CommitError
+			var ce *world.RefusalError
 			if !errors.As(err, &ce) || !errors.Is(err, world.ErrInvalid) {
 				t.Fatalf("typed nil %T: %v", d, err)
 			}
@@ -316,8 +316,8 @@ func TestRunIdempotencyKey(t *testing.T) {
 		_, err := w.Append(ctx, &world.AppendParams{RunID: testIDs.New(world.PrefixRun), Events: []world.EventInput{
 			ev("", &world.RunCreated{WorkflowName: "wf", IdempotencyKey: "order-1"}),
 		}})
-		var re *world.RunExistsError
-		if !errors.As(err, &re) || re.RunID != first {
+		var re *world.RefusalError
+		if !errors.As(err, &re) || re.Kind != world.ErrConflict || re.Entity != first || re.Key != "order-1" {
 			t.Fatalf("second run with the key: %v", err)
 		}
 	})

@@ -210,10 +210,10 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 	// resumes the run at once (a redundant wake is harmless: the run lease
 	// serializes continuations).
 	wakeKey := engine.StartKey(runID)
-	var exists *world.RunExistsError
+	var exists *world.RefusalError // a run exists: its ID is Entity
 	switch {
-	case errors.As(err, &exists) && o.key != "":
-		run, gerr := c.existingRun(ctx, exists.RunID, name, input, o)
+	case errors.As(err, &exists) && exists.Kind == world.ErrConflict && exists.EventType == world.EventRunCreated && o.key != "":
+		run, gerr := c.existingRun(ctx, exists.Entity, name, input, o)
 		if gerr != nil {
 			return "", false, gerr
 		}

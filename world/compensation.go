@@ -188,11 +188,11 @@ func applyCompStarted(s State, eff *Effect, d *CompStarted, now time.Time) error
 		c.StartedAt = now
 	case StepStatusCompensating:
 		if c.RetryAfter.After(now) {
-			return &TooEarlyError{StepID: corr, RetryAfter: c.RetryAfter}
+			return tooEarly(EventCompStarted, corr, c.RetryAfter)
 		}
 		if !c.LeaseExpiresAt.IsZero() {
 			if c.LeaseExpiresAt.After(now) {
-				return &StepLeasedError{StepID: corr, Attempt: c.Attempt, LeaseExpiresAt: c.LeaseExpiresAt}
+				return stepLeased(EventCompStarted, corr, c.Attempt, c.LeaseExpiresAt)
 			}
 			c.Interrupted++ // the attempt's executor was lost
 		}

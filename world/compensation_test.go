@@ -99,17 +99,17 @@ func TestApplyCompRefusals(t *testing.T) {
 		applyCase{name: "comp_started retry ahead", state: world.State{Run: live, Step: compensatingStep(time.Time{}, now.Add(time.Second))},
 			corr: stepID, data: &world.CompStarted{}, want: world.ErrTooEarly,
 			check: func(t *testing.T, _ world.Effect, err error) {
-				var e *world.TooEarlyError
-				if !errors.As(err, &e) || e.StepID != stepID || !e.RetryAfter.Equal(now.Add(time.Second)) {
-					t.Fatalf("got %v, want a *TooEarlyError until %v", err, now.Add(time.Second))
+				var e *world.RefusalError
+				if !errors.As(err, &e) || e.Kind != world.ErrTooEarly || e.Entity != stepID || !e.Until.Equal(now.Add(time.Second)) {
+					t.Fatalf("got %v, want a too-early refusal until %v", err, now.Add(time.Second))
 				}
 			}},
 		applyCase{name: "comp_started lease live", state: world.State{Run: live, Step: compensatingStep(now.Add(time.Second), time.Time{})},
 			corr: stepID, data: &world.CompStarted{}, want: world.ErrConflict,
 			check: func(t *testing.T, _ world.Effect, err error) {
-				var e *world.StepLeasedError
-				if !errors.As(err, &e) || e.StepID != stepID || e.Attempt != 1 || !e.LeaseExpiresAt.Equal(now.Add(time.Second)) {
-					t.Fatalf("got %v, want a *StepLeasedError of attempt 1 until %v", err, now.Add(time.Second))
+				var e *world.RefusalError
+				if !errors.As(err, &e) || e.Kind != world.ErrConflict || e.Entity != stepID || e.Attempt != 1 || !e.Until.Equal(now.Add(time.Second)) {
+					t.Fatalf("got %v, want a refusal of attempt 1 leased until %v", err, now.Add(time.Second))
 				}
 			}},
 	)

@@ -58,8 +58,8 @@
 // compensating -> compensated | compensation_failed. They are refused
 // like the step events (404 no step; 410 once the run is deactivated; 409
 // a step that declared none, is not completed or was compensated; 425
-// before a retry's time; a StepLeasedError while an attempt's lease
-// lives), so a compensation is recorded at most once. The run counts its
+// before a retry's time; 409 with the attempt and the lease's end while an
+// attempt's lease lives), so a compensation is recorded at most once. The run counts its
 // compensations (Run.Compensations); a run_failed or run_cancelled may ask
 // for its completed steps to be compensated (Run.Compensate), and
 // run_deactivated is refused while a compensation runs or, for a run that

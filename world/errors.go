@@ -16,16 +16,17 @@ var (
 	// would move an entity out of a terminal state.
 	ErrConflict = errors.New("world: conflict")
 	// ErrGone (410): the write targets a run that has already finished, or
-	// the read needs a part of a run that has expired (an *ExpiredError).
+	// the read needs a part of a run that has expired (a *RefusalError
+	// naming the run and the part).
 	ErrGone = errors.New("world: run gone")
 	// ErrTooEarly (425): a step was started before its retry time. The error
-	// is a *TooEarlyError carrying that time.
+	// is a *RefusalError carrying that time (Until).
 	ErrTooEarly = errors.New("world: too early")
 	// ErrInvalid (400): the request or event is malformed: unknown event type,
 	// missing or invalid payload fields, bad IDs, a foreign cursor.
 	ErrInvalid = errors.New("world: invalid request")
 	// ErrLeaseHeld: another owner holds the run lease. Acquisition fails fast;
-	// the error is a *LeaseHeldError naming the holder.
+	// the error is a *RefusalError naming the holder (Holder, Until).
 	ErrLeaseHeld = errors.New("world: lease held by another owner")
 	// ErrLeaseLost: a renewal was attempted on a lease the caller no longer holds.
 	ErrLeaseLost = errors.New("world: lease not held")
@@ -76,115 +77,78 @@ func Status(err error) int {
 	}
 }
 
-// RefusalError is a typed refusal produced by the state machine: the event was
-// not appended because of the current state. It matches its Kind sentinel with
-// errors.Is.
+// RefusalError is a typed refusal: a write the current state does not
+// allow, or a read of a part of a run that has expired. It matches its
+// Kind sentinel with errors.Is; the fields beyond Reason tell the cases
+// apart, each set only in its case:
+//
+//   - an event of an Append refused: EventType, Entity, and Index, the
+//     event's position in AppendParams.Events (nothing of the commit was
+//     applied);
+//   - a step (or compensation) started before its retry time: Kind
+//     ErrTooEarly, Until the retry time;
+//   - a step (or compensation) started while an attempt runs under a live
+//     lease: Kind ErrConflict, Attempt that attempt (at least 1), Until the
+//     lease's end;
+//   - run_created on a run ID that exists, or with an idempotency key
+//     another run took: Kind ErrConflict, Entity the existing run, Key the
+//     idempotency key (empty for a taken run ID);
+//   - AcquireRunLease of a lease another owner holds: Kind ErrLeaseHeld,
+//     Entity the run, Holder the owner, Until the lease's end (no
+//     EventType);
+//   - a read of a claim-checked part of a run the store has expired: Kind
+//     ErrGone, Entity the run, Reason what expired (no EventType).
 type RefusalError struct {
-	Kind      error     // one of ErrNotFound, ErrConflict, ErrGone, ErrTooEarly, ErrInvalid
-	EventType EventType // the refused event
+	Kind      error     // one of ErrNotFound, ErrConflict, ErrGone, ErrTooEarly, ErrInvalid, ErrLeaseHeld
+	EventType EventType // the refused event; empty for a refusal that is not of an event
 	Entity    string    // the entity ID concerned (run, step, hook or wait)
 	Reason    string    // a human-readable explanation
+	// Index is the position of the refused event in AppendParams.Events.
+	Index int
+	// Until is when the refusal may lift: the retry time (ErrTooEarly),
+	// the end of the step's or the run's lease.
+	Until time.Time
+	// Attempt is the attempt running under the step's lease.
+	Attempt int
+	// Holder is the owner of the run lease.
+	Holder string
+	// Key is the idempotency key the existing run (Entity) took.
+	Key string
 }
 
 func (e *RefusalError) Error() string {
-	if e.Entity == "" { // a run event validated before the run has an ID
-		return fmt.Sprintf("%s: %s refused: %s", e.Kind, e.EventType, e.Reason)
+	var msg string
+	switch {
+	case e.EventType == "" && e.Entity == "": // an event without data
+		msg = fmt.Sprintf("%s: %s", e.Kind, e.Reason)
+	case e.EventType == "": // not an event's refusal: a run lease, an expired read
+		msg = fmt.Sprintf("%s: run %s: %s", e.Kind, e.Entity, e.Reason)
+	case e.Entity == "": // a run event validated before the run has an ID
+		msg = fmt.Sprintf("%s: %s refused: %s", e.Kind, e.EventType, e.Reason)
+	default:
+		msg = fmt.Sprintf("%s: %s %s refused: %s", e.Kind, e.EventType, e.Entity, e.Reason)
 	}
-	return fmt.Sprintf("%s: %s %s refused: %s", e.Kind, e.EventType, e.Entity, e.Reason)
+	if e.Index > 0 {
+		msg += fmt.Sprintf(" (event %d of the commit)", e.Index)
+	}
+	return msg
 }
 
 // Unwrap lets errors.Is match the sentinel.
 func (e *RefusalError) Unwrap() error { return e.Kind }
 
-// TooEarlyError (425) is returned when a step is started before its retry time.
-type TooEarlyError struct {
-	StepID     string
-	RetryAfter time.Time
+// tooEarly refuses t of step corr before its retry time.
+func tooEarly(t EventType, corr string, until time.Time) error {
+	return &RefusalError{Kind: ErrTooEarly, EventType: t, Entity: corr, Until: until,
+		Reason: "may not start before " + until.UTC().Format(time.RFC3339Nano)}
 }
 
-func (e *TooEarlyError) Error() string {
-	return fmt.Sprintf("%s: step %s may not start before %s", ErrTooEarly, e.StepID, e.RetryAfter.UTC().Format(time.RFC3339Nano))
+// stepLeased refuses t of step corr while attempt runs under a lease
+// until until.
+func stepLeased(t EventType, corr string, attempt int, until time.Time) error {
+	return &RefusalError{Kind: ErrConflict, EventType: t, Entity: corr, Attempt: attempt, Until: until,
+		Reason: fmt.Sprintf("attempt %d is running under a lease until %s", attempt, until.UTC().Format(time.RFC3339Nano))}
 }
-
-// Unwrap lets errors.Is match ErrTooEarly.
-func (e *TooEarlyError) Unwrap() error { return ErrTooEarly }
-
-// StepLeasedError (409) is returned when step_started targets a running step
-// whose execution lease has not expired: another executor owns the attempt.
-type StepLeasedError struct {
-	StepID         string
-	Attempt        int
-	LeaseExpiresAt time.Time
-}
-
-func (e *StepLeasedError) Error() string {
-	return fmt.Sprintf("%s: step %s attempt %d is running under a lease until %s", ErrConflict, e.StepID, e.Attempt, e.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
-}
-
-// Unwrap lets errors.Is match ErrConflict.
-func (e *StepLeasedError) Unwrap() error { return ErrConflict }
-
-// RunExistsError (409) is returned when run_created names a run ID that exists,
-// or an idempotency key already used by another run. RunID is the existing run.
-type RunExistsError struct {
-	RunID          string
-	IdempotencyKey string
-}
-
-func (e *RunExistsError) Error() string {
-	if e.IdempotencyKey != "" {
-		return fmt.Sprintf("%s: idempotency key %q already started run %s", ErrConflict, e.IdempotencyKey, e.RunID)
-	}
-	return fmt.Sprintf("%s: run %s already exists", ErrConflict, e.RunID)
-}
-
-// Unwrap lets errors.Is match ErrConflict.
-func (e *RunExistsError) Unwrap() error { return ErrConflict }
-
-// ExpiredError (410) is returned by a read that needs a part of a run the
-// World stores apart from its entities (a claim-checked input, output,
-// payload or event data) after the store has expired it: the run is older
-// than the World keeps such parts. RunID names the run, What the part.
-type ExpiredError struct {
-	RunID string
-	What  string
-}
-
-func (e *ExpiredError) Error() string {
-	return fmt.Sprintf("%s: run %s: %s has expired", ErrGone, e.RunID, e.What)
-}
-
-// Unwrap lets errors.Is match ErrGone.
-func (e *ExpiredError) Unwrap() error { return ErrGone }
-
-// LeaseHeldError is returned when a run lease is held by another owner.
-type LeaseHeldError struct {
-	RunID     string
-	Owner     string
-	ExpiresAt time.Time
-}
-
-func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("%s: run %s is leased by %s until %s", ErrLeaseHeld, e.RunID, e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
-}
-
-// Unwrap lets errors.Is match ErrLeaseHeld.
-func (e *LeaseHeldError) Unwrap() error { return ErrLeaseHeld }
-
-// CommitError wraps the refusal of one event of a multi-event commit: Index is
-// the position of the refused event in AppendParams.Events. Nothing of the
-// commit was applied.
-type CommitError struct {
-	Index int
-	Err   error
-}
-
-func (e *CommitError) Error() string {
-	return fmt.Sprintf("event %d of commit: %v", e.Index, e.Err)
-}
-
-// Unwrap returns the refusal.
-func (e *CommitError) Unwrap() error { return e.Err }
 
 // invalidf builds an ErrInvalid refusal.
 func invalidf(t EventType, entity, format string, args ...any) error {

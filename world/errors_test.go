@@ -33,12 +33,9 @@ func TestStatus(t *testing.T) {
 		{"refusal 409", refusal(world.ErrConflict), 409},
 		{"refusal 410", refusal(world.ErrGone), 410},
 		{"refusal 400", refusal(world.ErrInvalid), 400},
-		{"TooEarlyError", &world.TooEarlyError{StepID: stepID, RetryAfter: now}, 425},
-		{"StepLeasedError", &world.StepLeasedError{StepID: stepID}, 409},
-		{"RunExistsError", &world.RunExistsError{RunID: runID}, 409},
-		{"LeaseHeldError", &world.LeaseHeldError{RunID: runID, Owner: "o"}, 409},
-		{"CommitError of a 410", &world.CommitError{Index: 2, Err: refusal(world.ErrGone)}, 410},
-		{"CommitError of a 425", &world.CommitError{Index: 1, Err: &world.TooEarlyError{}}, 425},
+		{"refusal 425", &world.RefusalError{Kind: world.ErrTooEarly, EventType: world.EventStepStarted, Entity: stepID, Until: now}, 425},
+		{"lease held", &world.RefusalError{Kind: world.ErrLeaseHeld, Entity: runID, Holder: "o"}, 409},
+		{"wrapped refusal of a 410", fmt.Errorf("commit: %w", &world.RefusalError{Kind: world.ErrGone, Index: 2}), 410},
 		{"other", errors.New("disk on fire"), 500},
 		{"context", context.DeadlineExceeded, 500},
 	} {
@@ -57,13 +54,12 @@ func TestTypedErrors(t *testing.T) {
 		mentions []string
 	}{
 		{&world.RefusalError{Kind: world.ErrGone, EventType: world.EventStepStarted, Entity: stepID, Reason: "run is over"}, world.ErrGone, []string{"step_started", stepID, "run is over"}},
-		{&world.TooEarlyError{StepID: stepID, RetryAfter: at}, world.ErrTooEarly, []string{stepID, "2026-01-02T03:04:05Z"}},
-		{&world.StepLeasedError{StepID: stepID, Attempt: 3, LeaseExpiresAt: at}, world.ErrConflict, []string{stepID, "attempt 3"}},
-		{&world.RunExistsError{RunID: runID}, world.ErrConflict, []string{runID}},
-		{&world.RunExistsError{RunID: runID, IdempotencyKey: "k1"}, world.ErrConflict, []string{runID, `"k1"`}},
-		{&world.LeaseHeldError{RunID: runID, Owner: "worker-7", ExpiresAt: at}, world.ErrLeaseHeld, []string{runID, "worker-7"}},
-		{&world.CommitError{Index: 1, Err: &world.StepLeasedError{StepID: stepID}}, world.ErrConflict, []string{"event 1", stepID}},
-		{&world.ExpiredError{RunID: runID, What: "input (s3://b/k)"}, world.ErrGone, []string{runID, "input (s3://b/k)", "expired"}},
+		{&world.RefusalError{Kind: world.ErrLeaseHeld, Entity: runID, Holder: "worker-7", Until: at, Reason: "leased by worker-7"},
+			world.ErrLeaseHeld, []string{"run " + runID + ": leased by worker-7"}},
+		{&world.RefusalError{Kind: world.ErrConflict, EventType: world.EventStepStarted, Entity: stepID, Index: 1, Reason: "r"},
+			world.ErrConflict, []string{stepID, "event 1 of the commit"}},
+		{&world.RefusalError{Kind: world.ErrGone, Entity: runID, Reason: "input (s3://b/k) has expired"},
+			world.ErrGone, []string{"run " + runID + ": input (s3://b/k) has expired"}},
 	} {
 		if !errors.Is(tc.err, tc.sentinel) {
 			t.Errorf("%T does not match %v", tc.err, tc.sentinel)
@@ -73,10 +69,6 @@ func TestTypedErrors(t *testing.T) {
 				t.Errorf("%T message %q does not mention %q", tc.err, tc.err.Error(), m)
 			}
 		}
-	}
-	var leased *world.StepLeasedError
-	if !errors.As(&world.CommitError{Err: &world.StepLeasedError{Attempt: 2}}, &leased) || leased.Attempt != 2 {
-		t.Error("errors.As does not reach a typed refusal inside a CommitError")
 	}
 	for _, s := range []error{world.ErrNotFound, world.ErrConflict, world.ErrGone, world.ErrTooEarly, world.ErrInvalid, world.ErrLeaseHeld, world.ErrLeaseLost, world.ErrClosed} {
 		for _, o := range []error{world.ErrNotFound, world.ErrConflict, world.ErrGone, world.ErrTooEarly, world.ErrInvalid, world.ErrLeaseHeld, world.ErrLeaseLost, world.ErrClosed} {
@@ -114,5 +106,35 @@ func TestLimitErrorOfStreams(t *testing.T) {
 	want := `world: limit exceeded: run wrun_1: the run has reached its limit of 1000 streams (stream "s1000")`
 	if err.Error() != want || !errors.Is(err, world.ErrLimitExceeded) || world.Status(err) != 413 {
 		t.Fatalf("%q (status %d), want %q, 413", err, world.Status(err), want)
+	}
+}
+
+// The refusals that replaced TooEarlyError, StepLeasedError and
+// RunExistsError say what those did: the retry time, the attempt and its
+// lease, the key and the run that took it.
+func TestRefusalMessagesOfApply(t *testing.T) {
+	t.Parallel()
+	live := mkRun(world.RunStatusRunning)
+	apply := func(s world.State, corr string, d world.EventData) error {
+		_, err := world.Apply(s, world.Event{RunID: runID, EventID: eventID, CorrelationID: corr, Data: d}, now)
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"too early", apply(world.State{Run: live, Step: withRetry(mkStep(world.StepStatusPending, 1), now.Add(time.Second))}, stepID, &world.StepStarted{}),
+			"world: too early: step_started " + stepID + " refused: may not start before 2026-03-04T05:06:08Z"},
+		{"leased", apply(world.State{Run: live, Step: withLease(mkStep(world.StepStatusRunning, 2), now.Add(time.Second))}, stepID, &world.StepStarted{}),
+			"world: conflict: step_started " + stepID + " refused: attempt 2 is running under a lease until 2026-03-04T05:06:08Z"},
+		{"run exists", apply(world.State{Run: live}, "", &world.RunCreated{WorkflowName: "wf"}),
+			"world: conflict: run_created " + runID + " refused: run already exists"},
+		{"key taken", apply(world.State{IdempotencyRunID: otherID}, "", &world.RunCreated{WorkflowName: "wf", IdempotencyKey: "k1"}),
+			"world: conflict: run_created " + otherID + ` refused: idempotency key "k1" already started run ` + otherID},
+	} {
+		if tc.err == nil || tc.err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, tc.err, tc.want)
+		}
 	}
 }

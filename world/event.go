@@ -73,7 +73,7 @@ type (
 		ExecutionContext json.RawMessage   `json:"executionContext,omitempty"`
 		Attributes       map[string]string `json:"attributes,omitempty"`
 		// IdempotencyKey, when set, is unique among runs: a second run_created
-		// with the same key is refused with a *RunExistsError naming the first.
+		// with the same key is refused with a *RefusalError naming the first (Entity, Key).
 		IdempotencyKey string `json:"idempotencyKey,omitempty"`
 		// Secret is random bytes drawn when the run is created (from a
 		// cryptographic source, never from the run ID or other public data).

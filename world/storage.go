@@ -23,9 +23,10 @@ type World interface {
 type Storage interface {
 	// Append applies Events, in order, to one run in a single atomic commit:
 	// either every event is appended (densely sequenced) with its effect, or
-	// none is and the error is a *CommitError naming the refused event. The
-	// refusal itself is typed (see Apply). A hook_created whose token is held
-	// by another active hook is appended as a hook_conflict instead.
+	// none is and the error is the refusal of one event (see Apply): a
+	// *RefusalError whose Index is the refused event's position in Events,
+	// or a *LimitError. A hook_created whose token is held by another
+	// active hook is appended as a hook_conflict instead.
 	Append(ctx context.Context, p *AppendParams) (*AppendResult, error)
 
 	GetRun(ctx context.Context, p *GetRunParams) (*Run, error)
@@ -52,8 +53,8 @@ type Storage interface {
 	ListHooks(ctx context.Context, p *ListHooksParams) (*Page[Hook], error)
 
 	// AcquireRunLease takes the per-run lease: it fails fast with a
-	// *LeaseHeldError when another owner holds an unexpired lease. The same
-	// owner re-acquiring extends its lease.
+	// *RefusalError of ErrLeaseHeld (Holder, Until) when another owner holds
+	// an unexpired lease. The same owner re-acquiring extends its lease.
 	AcquireRunLease(ctx context.Context, p *RunLeaseParams) (*RunLease, error)
 	// RenewRunLease extends a lease the owner holds, or fails with ErrLeaseLost.
 	RenewRunLease(ctx context.Context, p *RunLeaseParams) (*RunLease, error)
@@ -103,8 +104,8 @@ type AppendParams struct {
 	RunID  string
 	Events []EventInput
 	// IfLastSeq, when positive, makes the commit conditional: it is refused
-	// with ErrConflict (not wrapped in a CommitError) unless the run's newest
-	// event has this sequence number.
+	// with ErrConflict (not a *RefusalError) unless the run's newest event
+	// has this sequence number.
 	IfLastSeq int64
 }
 

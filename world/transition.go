@@ -1,6 +1,7 @@
 package world
 
 import (
+	"fmt"
 	"maps"
 	"time"
 )
@@ -52,10 +53,10 @@ type Effect struct {
 }
 
 // Apply judges ev against s at time now. It returns the effect, or a typed
-// refusal: *RefusalError (ErrNotFound, ErrConflict, ErrGone, ErrInvalid),
-// *TooEarlyError, *StepLeasedError, *RunExistsError or *LimitError (an
-// event that would pass s.Limits). Apply is pure: it never
-// modifies s or ev.
+// refusal: *RefusalError (ErrNotFound, ErrConflict, ErrGone, ErrTooEarly,
+// ErrInvalid; its fields tell a step not yet due, a step leased and a run
+// that exists apart) or *LimitError (an event that would pass s.Limits).
+// Apply is pure: it never modifies s or ev.
 //
 // The caller sets ev.RunID, ev.EventID, ev.CorrelationID and ev.Data; Apply
 // sets Seq and CreatedAt.
@@ -163,10 +164,11 @@ func Apply(s State, ev Event, now time.Time) (Effect, error) {
 func applyRunCreated(s State, ev Event, now time.Time, payloadBytes int64) (Effect, error) {
 	d := ev.Data.(*RunCreated)
 	if s.Run != nil {
-		return Effect{}, &RunExistsError{RunID: s.Run.RunID}
+		return Effect{}, &RefusalError{Kind: ErrConflict, EventType: EventRunCreated, Entity: s.Run.RunID, Reason: "run already exists"}
 	}
 	if d.IdempotencyKey != "" && s.IdempotencyRunID != "" {
-		return Effect{}, &RunExistsError{RunID: s.IdempotencyRunID, IdempotencyKey: d.IdempotencyKey}
+		return Effect{}, &RefusalError{Kind: ErrConflict, EventType: EventRunCreated, Entity: s.IdempotencyRunID, Key: d.IdempotencyKey,
+			Reason: fmt.Sprintf("idempotency key %q already started run %s", d.IdempotencyKey, s.IdempotencyRunID)}
 	}
 	ev.Seq = 1
 	ev.CreatedAt = now
@@ -277,10 +279,10 @@ func applyStepStarted(s State, eff *Effect, d *StepStarted, now time.Time) error
 		return refuse(ErrGone, EventStepStarted, corr, "run %s is %s", s.Run.RunID, s.Run.Status)
 	}
 	if st.RetryAfter.After(now) {
-		return &TooEarlyError{StepID: corr, RetryAfter: st.RetryAfter}
+		return tooEarly(EventStepStarted, corr, st.RetryAfter)
 	}
 	if st.Status == StepStatusRunning && st.LeaseExpiresAt.After(now) {
-		return &StepLeasedError{StepID: corr, Attempt: st.Attempt, LeaseExpiresAt: st.LeaseExpiresAt}
+		return stepLeased(EventStepStarted, corr, st.Attempt, st.LeaseExpiresAt)
 	}
 	ttl := d.LeaseTTL
 	if ttl == 0 {

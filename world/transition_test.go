@@ -233,16 +233,16 @@ func TestApplyRun(t *testing.T) {
 		{name: "run_created key-less ignores idempotency holder", state: world.State{IdempotencyRunID: otherID}, data: &world.RunCreated{WorkflowName: "wf"}},
 		{name: "run_created existing", state: world.State{Run: mkRun(world.RunStatusPending)}, data: &world.RunCreated{WorkflowName: "wf"}, want: world.ErrConflict,
 			check: func(t *testing.T, _ world.Effect, err error) {
-				var e *world.RunExistsError
-				if !errors.As(err, &e) || e.RunID != runID || e.IdempotencyKey != "" {
-					t.Fatalf("got %v, want RunExistsError for %s", err, runID)
+				var e *world.RefusalError
+				if !errors.As(err, &e) || e.Entity != runID || e.Key != "" {
+					t.Fatalf("got %v, want a refusal naming run %s", err, runID)
 				}
 			}},
 		{name: "run_created idempotency key taken", state: world.State{IdempotencyRunID: otherID}, data: &world.RunCreated{WorkflowName: "wf", IdempotencyKey: "k"}, want: world.ErrConflict,
 			check: func(t *testing.T, _ world.Effect, err error) {
-				var e *world.RunExistsError
-				if !errors.As(err, &e) || e.RunID != otherID || e.IdempotencyKey != "k" {
-					t.Fatalf("got %v, want RunExistsError naming %s and key k", err, otherID)
+				var e *world.RefusalError
+				if !errors.As(err, &e) || e.Entity != otherID || e.Key != "k" {
+					t.Fatalf("got %v, want a refusal naming %s and key k", err, otherID)
 				}
 			}},
 		{name: "run_created invalid", data: &world.RunCreated{}, want: world.ErrInvalid, check: wantRefusal(world.ErrInvalid)},
@@ -346,16 +346,16 @@ func TestApplyStep(t *testing.T) {
 		{name: "step_started lease expiring now", state: with(live, withLease(mkStep(world.StepStatusRunning, 1), now)), corr: stepID, data: &world.StepStarted{}},
 		{name: "step_started leased", state: with(live, withLease(mkStep(world.StepStatusRunning, 1), now.Add(time.Nanosecond))), corr: stepID, data: &world.StepStarted{}, want: world.ErrConflict,
 			check: func(t *testing.T, _ world.Effect, err error) {
-				var e *world.StepLeasedError
-				if !errors.As(err, &e) || e.StepID != stepID || e.Attempt != 1 || !e.LeaseExpiresAt.Equal(now.Add(time.Nanosecond)) {
-					t.Fatalf("got %v, want StepLeasedError", err)
+				var e *world.RefusalError
+				if !errors.As(err, &e) || e.Entity != stepID || e.Attempt != 1 || !e.Until.Equal(now.Add(time.Nanosecond)) {
+					t.Fatalf("got %v, want a refusal of attempt 1 leased", err)
 				}
 			}},
 		{name: "step_started too early", state: with(live, withRetry(mkStep(world.StepStatusPending, 1), now.Add(time.Second))), corr: stepID, data: &world.StepStarted{}, want: world.ErrTooEarly,
 			check: func(t *testing.T, _ world.Effect, err error) {
-				var e *world.TooEarlyError
-				if !errors.As(err, &e) || e.StepID != stepID || !e.RetryAfter.Equal(now.Add(time.Second)) {
-					t.Fatalf("got %v, want TooEarlyError", err)
+				var e *world.RefusalError
+				if !errors.As(err, &e) || e.Entity != stepID || !e.Until.Equal(now.Add(time.Second)) {
+					t.Fatalf("got %v, want a too-early refusal", err)
 				}
 			}},
 		{name: "step_started at retry time", state: with(live, withRetry(mkStep(world.StepStatusPending, 1), now)), corr: stepID, data: &world.StepStarted{},

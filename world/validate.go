@@ -4,22 +4,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"reflect"
 )
 
 // Validation of proposed events: what any state would refuse (ErrInvalid).
 
 // ValidateEvent checks an event proposed for appending: a known type, a
-// correlation ID of the right kind, and the payload's required fields.
+// correlation ID of the right kind, and the payload's required fields. Its
+// refusal is a *RefusalError of ErrInvalid.
 func ValidateEvent(e Event) error {
 	if e.Data == nil {
-		return fmt.Errorf("%w: event without data", ErrInvalid)
+		return &RefusalError{Kind: ErrInvalid, Reason: "event without data"}
 	}
 	// Every payload type is a pointer; a typed nil (say (*StepCreated)(nil))
 	// would panic in validate.
 	if v := reflect.ValueOf(e.Data); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("%w: %s event with a nil payload", ErrInvalid, e.Data.EventType())
+		return invalidf(e.Data.EventType(), e.CorrelationID, "nil payload")
 	}
 	return e.Data.validate(e.CorrelationID)
 }

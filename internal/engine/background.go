@@ -120,21 +120,20 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 // An attempt an invocation runs inline needs nothing from it. It reports
 // whether err was such a refusal.
 func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
-	var early *world.TooEarlyError
-	var leased *world.StepLeasedError
+	re := refusalOf(err)
 	switch {
-	case errors.As(err, &early):
-		m := world.Message{RunID: runID, StepID: stepID, NotBefore: early.RetryAfter}
-		return true, e.enqueue(ctx, m, keyStepEarly(stepID, early.RetryAfter))
-	case errors.As(err, &leased):
-		if !e.queuedAttempt(ctx, runID, stepID, leased.Attempt) {
+	case tooEarly(re):
+		m := world.Message{RunID: runID, StepID: stepID, NotBefore: re.Until}
+		return true, e.enqueue(ctx, m, keyStepEarly(stepID, re.Until))
+	case stepLeased(re):
+		if !e.queuedAttempt(ctx, runID, stepID, re.Attempt) {
 			// An invocation runs it inline: should it die, its run's
 			// next session takes the step on at the lease's expiry.
 			return true, nil
 		}
-		at := leased.LeaseExpiresAt.Add(expirySlack)
+		at := re.Until.Add(expirySlack)
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: at}
-		return true, e.enqueue(ctx, m, keyStepLeased(stepID, leased.Attempt, leased.LeaseExpiresAt))
+		return true, e.enqueue(ctx, m, keyStepLeased(stepID, re.Attempt, re.Until))
 	}
 	return false, nil
 }

@@ -152,9 +152,8 @@ func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, err
 		if err == nil {
 			return res, nil
 		}
-		var ce *world.CommitError
-		if errors.As(err, &ce) && ce.Index >= 0 && ce.Index < len(p.events) && s.droppable(p, ce) {
-			p.remove(ce.Index)
+		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < len(p.events) && s.droppable(p, re) {
+			p.remove(re.Index)
 			if len(p.events) == 0 {
 				return nil, nil
 			}
@@ -167,9 +166,9 @@ func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, err
 	}
 }
 
-func (s *session) droppable(p *plan, ce *world.CommitError) bool {
-	in := p.events[ce.Index]
-	m := p.meta[ce.Index]
+func (s *session) droppable(p *plan, re *world.RefusalError) bool {
+	in := p.events[re.Index]
+	m := p.meta[re.Index]
 	s.r.tainted = true // what the World refused is not in the log
 	switch in.Data.(type) {
 	case *world.StepStarted:
@@ -177,20 +176,18 @@ func (s *session) droppable(p *plan, ce *world.CommitError) bool {
 		if o == nil || !o.created {
 			return false
 		}
-		var early *world.TooEarlyError
-		var leased *world.StepLeasedError
 		switch {
-		case errors.As(ce.Err, &early):
-			o.status, o.retryAfter = world.StepStatusPending, early.RetryAfter
+		case tooEarly(re):
+			o.status, o.retryAfter = world.StepStatusPending, re.Until
 			return true
-		case errors.As(ce.Err, &leased):
-			o.status, o.attempt, o.leaseUntil = world.StepStatusRunning, leased.Attempt, leased.LeaseExpiresAt
+		case stepLeased(re):
+			o.status, o.attempt, o.leaseUntil = world.StepStatusRunning, re.Attempt, re.Until
 			return true
 		}
 	case *world.CompStarted:
-		return m.comp != nil && m.comp.comp != nil && refusedComp(m.comp.comp, ce.Err)
+		return m.comp != nil && m.comp.comp != nil && refusedComp(m.comp.comp, re)
 	case *world.HookDisposed:
-		if m.hook != nil && errors.Is(ce.Err, world.ErrNotFound) {
+		if m.hook != nil && re.Kind == world.ErrNotFound {
 			m.hook.disposeSent = true
 			return true
 		}
@@ -276,4 +273,35 @@ func (s *session) apply(ctx context.Context, p *plan) error {
 		return nil
 	}
 	return s.enqueueSteps(ctx, p.queue)
+}
+
+// tooEarly reports whether re refuses a step (or compensation) attempt
+// before its retry time (re.Until).
+func tooEarly(re *world.RefusalError) bool {
+	return re != nil && re.Kind == world.ErrTooEarly && !re.Until.IsZero()
+}
+
+// stepLeased reports whether re refuses a step (or compensation) attempt
+// while re.Attempt runs under a lease until re.Until.
+func stepLeased(re *world.RefusalError) bool {
+	return re != nil && re.Kind == world.ErrConflict && re.Attempt > 0
+}
+
+// refusalOf returns the *world.RefusalError err carries, nil when none.
+func refusalOf(err error) *world.RefusalError {
+	var re *world.RefusalError
+	if errors.As(err, &re) {
+		return re
+	}
+	return nil
+}
+
+// refusedEvent returns the refusal of one event of an Append that err
+// carries (re.Index names the event), nil when none: a refusal of no event
+// (an expired read on the way, say) is not one.
+func refusedEvent(err error) *world.RefusalError {
+	if re := refusalOf(err); re != nil && re.EventType != "" {
+		return re
+	}
+	return nil
 }

@@ -66,15 +66,13 @@ func (o outcome) compEvent() world.EventInput {
 // refusedComp takes in a comp_started the World refused for now: not yet
 // due (a retry's time) or leased by another attempt. It reports whether
 // the refusal was one of those.
-func refusedComp(c *compState, err error) bool {
-	var early *world.TooEarlyError
-	var leased *world.StepLeasedError
+func refusedComp(c *compState, re *world.RefusalError) bool {
 	switch {
-	case errors.As(err, &early):
-		c.running, c.retryAfter = false, early.RetryAfter
+	case tooEarly(re):
+		c.running, c.retryAfter = false, re.Until
 		return true
-	case errors.As(err, &leased):
-		c.running, c.attempt, c.leaseUntil = true, leased.Attempt, leased.LeaseExpiresAt
+	case stepLeased(re):
+		c.running, c.attempt, c.leaseUntil = true, re.Attempt, re.Until
 		return true
 	}
 	return false
@@ -271,13 +269,12 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 		{CorrelationID: st.StepID, Data: &world.CompStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
 	}})
 	if err != nil {
-		var early *world.TooEarlyError
-		var leased *world.StepLeasedError
+		re := refusalOf(err)
 		switch {
-		case errors.As(err, &early):
-			e.scheduleCompCheck(wctx, run.RunID, st.StepID, early.RetryAfter)
-		case errors.As(err, &leased):
-			e.scheduleCompCheck(wctx, run.RunID, st.StepID, leased.LeaseExpiresAt.Add(restCheckSlack))
+		case tooEarly(re):
+			e.scheduleCompCheck(wctx, run.RunID, st.StepID, re.Until)
+		case stepLeased(re):
+			e.scheduleCompCheck(wctx, run.RunID, st.StepID, re.Until.Add(restCheckSlack))
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone), errors.Is(err, world.ErrNotFound):
 		case errors.Is(err, world.ErrCorrupt):
 			// Nothing written; the run stays as stored for an operator.

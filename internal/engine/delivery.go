@@ -62,13 +62,12 @@ func DeliverHook(ctx context.Context, w world.World, now func() time.Time, token
 		res, err := w.Append(ctx, &world.AppendParams{RunID: h.RunID, IfLastSeq: run.LastSeq, Events: []world.EventInput{
 			{CorrelationID: h.HookID, Data: &world.HookReceived{Token: token, Payload: p}},
 		}})
-		var ce *world.CommitError
 		switch {
 		case err == nil:
 			return h, false, Wake(ctx, w, now, h.RunID, keyHook(res.Results[0].Event.EventID))
 		case errors.Is(err, world.ErrCorrupt):
 			return nil, false, err // the token's index is damaged: keep the payload (retried, then dead-lettered)
-		case errors.As(err, &ce) || errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrGone):
+		case refusedEvent(err) != nil || errors.Is(err, world.ErrLimitExceeded) || errors.Is(err, world.ErrNotFound) || errors.Is(err, world.ErrGone):
 			// The hook was disposed, or the run ended, since the reads.
 			return nil, false, &PermanentError{Reason: DeliveryDropped, Err: err}
 		case errors.Is(err, world.ErrConflict):

@@ -61,11 +61,11 @@ func CheckedLastSeq(ctx context.Context, s world.Storage, runID string) (int64, 
 // AppendFenced appends p's events to p.RunID's log after a checked read of
 // the whole log (CheckedLastSeq), fenced on the last sequence number that
 // read found (p.IfLastSeq is set here). A refused fence (another writer
-// appended meanwhile: world.ErrConflict not wrapped in a
-// *world.CommitError) reads the log again, at most maxAppendFences times.
-// A damaged log is the World's error (world.ErrCorrupt) and nothing is
-// written; an event the run's state refuses is the *world.CommitError, as
-// from Append. A run that keeps moving on past the bound is an untyped
+// appended meanwhile: world.ErrConflict, not a *world.RefusalError) reads
+// the log again, at most maxAppendFences times. A damaged log is the
+// World's error (world.ErrCorrupt) and nothing is written; an event the
+// run's state refuses is the *world.RefusalError (or *world.LimitError),
+// as from Append. A run that keeps moving on past the bound is an untyped
 // error (retry later).
 func AppendFenced(ctx context.Context, s world.Storage, p *world.AppendParams) (*world.AppendResult, error) {
 	q := *p
@@ -87,8 +87,7 @@ func AppendFenced(ctx context.Context, s world.Storage, p *world.AppendParams) (
 // fenceRefused reports whether err is Append's refusal of its IfLastSeq
 // (world.ErrConflict, not an event's refusal).
 func fenceRefused(err error) bool {
-	var ce *world.CommitError
-	return errors.Is(err, world.ErrConflict) && !errors.As(err, &ce)
+	return errors.Is(err, world.ErrConflict) && refusedEvent(err) == nil
 }
 
 // appendFenced is AppendFenced for the engine's writers outside a

@@ -153,9 +153,8 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 		}
 		n := world.AppendFits(e.w, evs)
 		res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
-		var ce *world.CommitError
-		if errors.As(err, &ce) && ce.Index >= 0 && ce.Index < n {
-			switch requeued, rerr := e.requeueRefusedStart(ctx, runID, todo[ce.Index].StepID, err); {
+		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < n {
+			switch requeued, rerr := e.requeueRefusedStart(ctx, runID, todo[re.Index].StepID, err); {
 			case requeued:
 				if rerr != nil {
 					return nil, rerr
@@ -165,7 +164,7 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 			default:
 				return nil, err
 			}
-			todo = append(todo[:ce.Index:ce.Index], todo[ce.Index+1:]...)
+			todo = append(todo[:re.Index:re.Index], todo[re.Index+1:]...)
 			continue
 		}
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"strings"
 
 	"github.com/skeinflow/skein/world"
@@ -62,7 +61,8 @@ func ownerTag(owner string) string {
 }
 
 // coverHolder is what delivery d does when it finds the run lease held
-// (held, a *world.LeaseHeldError) and is about to be acknowledged. When the
+// (held, a *world.RefusalError of world.ErrLeaseHeld) and is about to be
+// acknowledged. When the
 // holder took the lease under the same message, or d is late, it enqueues a
 // continuation for just after the lease's expiry (keyCover): if the holder
 // has died, that continuation takes the run on; if it lives, the
@@ -70,11 +70,11 @@ func ownerTag(owner string) string {
 // or goes on. Otherwise the holder has its own message to come back should
 // it die: nothing is sent, so the common case costs no message.
 func (e *Engine) coverHolder(ctx context.Context, runID string, d delivery, held error) error {
-	var lh *world.LeaseHeldError
-	if !errors.As(held, &lh) || !d.late && (d.tag == "" || ownerTag(lh.Owner) != d.tag) {
+	lh := refusalOf(held)
+	if lh == nil || lh.Kind != world.ErrLeaseHeld || !d.late && (d.tag == "" || ownerTag(lh.Holder) != d.tag) {
 		return nil
 	}
-	e.log.Debug("engine: run lease held by a holder this delivery may have lost its message; continuing at its expiry", "run", runID, "owner", lh.Owner, "expires", lh.ExpiresAt, "late", d.late)
-	m := world.Message{RunID: runID, NotBefore: lh.ExpiresAt.Add(expirySlack)}
-	return e.enqueue(ctx, m, keyCover(runID, lh.ExpiresAt))
+	e.log.Debug("engine: run lease held by a holder this delivery may have lost its message; continuing at its expiry", "run", runID, "owner", lh.Holder, "expires", lh.Until, "late", d.late)
+	m := world.Message{RunID: runID, NotBefore: lh.Until.Add(expirySlack)}
+	return e.enqueue(ctx, m, keyCover(runID, lh.Until))
 }

@@ -218,8 +218,8 @@ func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) erro
 	}
 	now := e.now()
 	var expires time.Time
-	if lh := (*world.LeaseHeldError)(nil); errors.As(held, &lh) {
-		expires = lh.ExpiresAt
+	if re := refusalOf(held); re != nil && re.Kind == world.ErrLeaseHeld {
+		expires = re.Until
 	}
 	delay, bucket := bounceDelay(now, e.cfg.LeaseRetryDelay, msg.Hop, expires)
 	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1, HoldAttempt: msg.HoldAttempt}

@@ -151,9 +151,9 @@ func testAttrInvalid(t *testing.T, f *fixture) {
 	}
 	// In a commit: nothing of it lands.
 	_, err := f.append(id, ev("", attrSet("ok", "1")), ev("", attrSet("bad key", "1")))
-	ce := wantAs[*world.CommitError](t, err, "a commit whose second attribute_set is invalid")
+	ce := wantAs[*world.RefusalError](t, err, "a commit whose second attribute_set is invalid")
 	if ce.Index != 1 || !errors.Is(err, world.ErrInvalid) {
-		t.Fatalf("CommitError index %d (%v), want index 1 and ErrInvalid", ce.Index, err)
+		t.Fatalf("RefusalError.Index %d (%v), want index 1 and ErrInvalid", ce.Index, err)
 	}
 	f.wantUnchanged(id, before, "a refused commit of two attribute_sets")
 	// run_created follows the same rules.

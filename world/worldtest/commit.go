@@ -16,7 +16,7 @@ func commitCases() []testCase {
 		{"events_see_earlier_events_of_the_commit", testCommitSeesEarlierEvents},
 		{"refused_second_event_appends_nothing", testCommitRefusedAppendsNothing},
 		{"refused_commit_does_not_end_run", testCommitRefusedKeepsRun},
-		{"refusals_are_commit_errors", testCommitErrorShape},
+		{"refusals_name_the_event", testCommitErrorShape},
 		{"if_last_seq_fence", testCommitIfLastSeq},
 	}
 	return append(cases, fitsCases()...)
@@ -164,9 +164,9 @@ func testCommitRefusedAppendsNothing(t *testing.T, f *fixture) {
 		ev(existing, &world.StepCreated{StepName: "dup"}),
 		ev(ids.New(world.PrefixWait), &world.WaitCreated{ResumeAt: time.Now()}),
 	)
-	ce := wantAs[*world.CommitError](t, err, "a commit whose second event is a duplicate step_created")
+	ce := wantAs[*world.RefusalError](t, err, "a commit whose second event is a duplicate step_created")
 	if ce.Index != 1 {
-		t.Fatalf("CommitError.Index = %d, want 1", ce.Index)
+		t.Fatalf("RefusalError.Index = %d, want 1", ce.Index)
 	}
 	wantErr(t, err, world.ErrConflict, "the refusal of the second event")
 	f.wantLogUnchanged(run, before, "a refused commit")
@@ -178,9 +178,9 @@ func testCommitRefusedAppendsNothing(t *testing.T, f *fixture) {
 		ev(fresh, &world.StepCreated{StepName: "fresh"}),
 		ev(ids.New(world.PrefixStep), &world.StepCreated{}),
 	)
-	ce = wantAs[*world.CommitError](t, err, "a commit whose second event is invalid")
+	ce = wantAs[*world.RefusalError](t, err, "a commit whose second event is invalid")
 	if ce.Index != 1 {
-		t.Fatalf("CommitError.Index = %d, want 1", ce.Index)
+		t.Fatalf("RefusalError.Index = %d, want 1", ce.Index)
 	}
 	wantErr(t, err, world.ErrInvalid, "the invalid second event")
 	f.wantLogUnchanged(run, before, "a commit refused as invalid")
@@ -204,9 +204,9 @@ func testCommitRefusedKeepsRun(t *testing.T, f *fixture) {
 		ev("", &world.RunCompleted{}),
 		ev(ids.New(world.PrefixStep), &world.StepCreated{StepName: "after-end"}),
 	)
-	ce := wantAs[*world.CommitError](t, err, "a commit ending the run then creating a step")
+	ce := wantAs[*world.RefusalError](t, err, "a commit ending the run then creating a step")
 	if ce.Index != 2 {
-		t.Fatalf("CommitError.Index = %d, want 2", ce.Index)
+		t.Fatalf("RefusalError.Index = %d, want 2", ce.Index)
 	}
 	wantErr(t, err, world.ErrConflict, "step_created after run_completed in one commit")
 	f.wantLogUnchanged(run, before, "a refused commit that would have ended the run")
@@ -227,9 +227,9 @@ func testCommitErrorShape(t *testing.T, f *fixture) {
 	run := f.startedRun()
 	step := f.createStep(run)
 	_, err := f.append(run, ev(step, &world.StepCreated{StepName: "dup"}))
-	ce := wantAs[*world.CommitError](t, err, "a refused single-event commit")
+	ce := wantAs[*world.RefusalError](t, err, "a refused single-event commit")
 	if ce.Index != 0 {
-		t.Fatalf("CommitError.Index = %d, want 0", ce.Index)
+		t.Fatalf("RefusalError.Index = %d, want 0", ce.Index)
 	}
 	wantErr(t, err, world.ErrConflict, "a refused single-event commit")
 	f.startStep(run, step, time.Minute)
@@ -237,11 +237,11 @@ func testCommitErrorShape(t *testing.T, f *fixture) {
 		ev(ids.New(world.PrefixWait), &world.WaitCreated{ResumeAt: time.Now()}),
 		ev(step, &world.StepStarted{}),
 	)
-	ce = wantAs[*world.CommitError](t, err, "a commit refused by a step lease")
+	ce = wantAs[*world.RefusalError](t, err, "a commit refused by a step lease")
 	if ce.Index != 1 {
-		t.Fatalf("CommitError.Index = %d, want 1", ce.Index)
+		t.Fatalf("RefusalError.Index = %d, want 1", ce.Index)
 	}
-	wantAs[*world.StepLeasedError](t, err, "the typed refusal inside a CommitError")
+	wantStepLeased(t, err, "a commit refused by a step lease")
 }
 
 func testCommitIfLastSeq(t *testing.T, f *fixture) {

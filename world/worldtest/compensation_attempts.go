@@ -54,9 +54,9 @@ func testCompTakeover(t *testing.T, f *fixture) {
 	lease := r.Step.Compensation.LeaseExpiresAt
 	before := f.events(run)
 	_, err := f.append(run, ev(step, &world.CompStarted{}))
-	e := wantAs[*world.StepLeasedError](t, err, "comp_started under a live lease")
-	if e.StepID != step || e.Attempt != 1 || !sameTime(e.LeaseExpiresAt, lease) || world.Status(err) != 409 {
-		t.Fatalf("StepLeasedError = %+v (status %d), want step %s attempt 1 until %v", e, world.Status(err), step, lease)
+	e := wantStepLeased(t, err, "comp_started under a live lease")
+	if e.Entity != step || e.Attempt != 1 || !sameTime(e.Until, lease) || world.Status(err) != 409 {
+		t.Fatalf("refusal = %+v (status %d), want step %s attempt 1 until %v", e, world.Status(err), step, lease)
 	}
 	f.wantLogUnchanged(run, before, "leased comp_started")
 	f.advancePast(lease)
@@ -84,9 +84,9 @@ func testCompTooEarly(t *testing.T, f *fixture) {
 	}
 	before := f.events(run)
 	_, err := f.append(run, ev(step, &world.CompStarted{}))
-	e := wantAs[*world.TooEarlyError](t, err, "comp_started before the retry time")
-	if e.StepID != step || !sameTime(e.RetryAfter, retryAt) || world.Status(err) != 425 {
-		t.Fatalf("TooEarlyError = %+v (status %d), want step %s retry after %v", e, world.Status(err), step, retryAt)
+	e := wantRefusal(t, err, world.ErrTooEarly, "comp_started before the retry time")
+	if e.Entity != step || !sameTime(e.Until, retryAt) || world.Status(err) != 425 {
+		t.Fatalf("refusal = %+v (status %d), want step %s retry after %v", e, world.Status(err), step, retryAt)
 	}
 	f.wantLogUnchanged(run, before, "early comp_started")
 	f.advancePast(retryAt)

@@ -38,9 +38,9 @@ func testCompLeaseRenew(t *testing.T, f *fixture) {
 	f.advancePast(granted)
 	logged := f.events(run)
 	_, err = f.append(run, ev(step, &world.CompStarted{}))
-	e := wantAs[*world.StepLeasedError](t, err, "comp_started after the granted lease, before the renewed one, expired")
-	if e.Attempt != 1 || !sameTime(e.LeaseExpiresAt, renewed) {
-		t.Fatalf("StepLeasedError = %+v, want attempt 1 until %v", e, renewed)
+	e := wantStepLeased(t, err, "comp_started after the granted lease, before the renewed one, expired")
+	if e.Attempt != 1 || !sameTime(e.Until, renewed) {
+		t.Fatalf("refusal = %+v, want attempt 1 until %v", e, renewed)
 	}
 	f.wantLogUnchanged(run, logged, "comp_started under a renewed lease")
 	f.wantComp(run, step, world.StepStatusCompensating, 1, "a refused takeover")

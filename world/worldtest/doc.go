@@ -26,13 +26,15 @@
 //
 // The state machine's rules (world.Apply) are checked through Storage.Append,
 // never by calling Apply: every transition and every refusal, with the typed
-// errors (*world.RunExistsError, *world.StepLeasedError, *world.TooEarlyError,
-// *world.CommitError, *world.LeaseHeldError) and the sentinels they match.
+// error (*world.RefusalError: its Kind, and the fields that tell a run that
+// exists, a step leased or not yet due and a held run lease apart) and the
+// sentinels they match.
 // Beyond Apply, a World must:
 //
 //   - commit every event of an Append atomically, each event seeing the effects
-//     of the earlier ones, and report a refusal as a *world.CommitError naming
-//     the refused event, a single-event commit included;
+//     of the earlier ones, and report a refusal as a *world.RefusalError
+//     naming the refused event by its Index (or a *world.LimitError), a
+//     single-event commit included;
 //   - stamp events with dense, 1-based sequence numbers and evnt_ IDs, even
 //     under concurrent appends to one run;
 //   - refuse hook_created as hook_conflict when another active hook, of any

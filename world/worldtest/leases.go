@@ -46,9 +46,9 @@ func (f *fixture) mustAcquire(run, owner string, ttl time.Duration) *world.RunLe
 func (f *fixture) wantHeld(run, owner, holder, what string) {
 	f.t.Helper()
 	_, err := f.acquire(run, owner, time.Minute)
-	e := wantAs[*world.LeaseHeldError](f.t, err, "%s: AcquireRunLease by %s", what, owner)
-	if e.Owner != holder || e.RunID != run {
-		f.t.Fatalf("%s: LeaseHeldError = %+v, want run %s held by %s", what, e, run, holder)
+	e := wantRefusal(f.t, err, world.ErrLeaseHeld, "%s: AcquireRunLease by %s", what, owner)
+	if e.Holder != holder || e.Entity != run {
+		f.t.Fatalf("%s: refusal = %+v, want run %s held by %s", what, e, run, holder)
 	}
 }
 
@@ -57,13 +57,13 @@ func testLeaseFailFast(t *testing.T, f *fixture) {
 	l := f.mustAcquire(run, "a", longTTL)
 	start := time.Now()
 	_, err := f.acquire(run, "b", time.Minute)
-	e := wantAs[*world.LeaseHeldError](t, err, "AcquireRunLease of a held lease")
+	e := wantRefusal(t, err, world.ErrLeaseHeld, "AcquireRunLease of a held lease")
 	// Real time is the subject: failing fast, not waiting out the hour.
 	if took := time.Since(start); took > f.d(30*time.Second) {
 		t.Fatalf("AcquireRunLease of a held lease took %v; it must fail fast, not wait", took)
 	}
-	if e.Owner != "a" || e.RunID != run || !sameTime(e.ExpiresAt, l.ExpiresAt) {
-		t.Fatalf("LeaseHeldError = %+v, want run %s held by a until %v", e, run, l.ExpiresAt)
+	if e.Holder != "a" || e.Entity != run || !sameTime(e.Until, l.ExpiresAt) {
+		t.Fatalf("refusal = %+v, want run %s held by a until %v", e, run, l.ExpiresAt)
 	}
 	if world.Status(err) != 409 {
 		t.Fatalf("held lease: status %d, want 409", world.Status(err))
@@ -203,7 +203,7 @@ func testStepLeaseRenew(t *testing.T, f *fixture) {
 	}
 	f.advancePast(s.LeaseExpiresAt)
 	_, err = f.append(run, ev(step, &world.StepStarted{}))
-	wantAs[*world.StepLeasedError](t, err, "step_started after the original lease, before the renewed one, expired")
+	wantStepLeased(t, err, "step_started after the original lease, before the renewed one, expired")
 	if got := f.getStep(run, step); got.Attempt != 1 {
 		t.Fatalf("attempt %d after a refused restart, want 1", got.Attempt)
 	}

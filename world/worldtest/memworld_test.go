@@ -7,6 +7,7 @@ package worldtest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -362,7 +363,10 @@ func (w *memWorld) Append(ctx context.Context, p *world.AppendParams) (*world.Ap
 			if w.bug == "partial-commit" {
 				tx.commit()
 			}
-			return nil, &world.CommitError{Index: i, Err: err}
+			if re := (*world.RefusalError)(nil); errors.As(err, &re) {
+				re.Index = i
+			}
+			return nil, err
 		}
 		res.Results[i] = tx.apply(eff, st, ev)
 	}
@@ -555,7 +559,7 @@ func (w *memWorld) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams)
 	defer w.mu.Unlock()
 	now := w.now()
 	if l, ok := w.leases[p.RunID]; ok && l.Owner != p.Owner && l.ExpiresAt.After(now) && w.bug != "lease-steal" {
-		return nil, &world.LeaseHeldError{RunID: p.RunID, Owner: l.Owner, ExpiresAt: l.ExpiresAt}
+		return nil, &world.RefusalError{Kind: world.ErrLeaseHeld, Entity: p.RunID, Holder: l.Owner, Until: l.ExpiresAt, Reason: "leased by " + l.Owner}
 	}
 	l := world.RunLease{RunID: p.RunID, Owner: p.Owner, ExpiresAt: now.Add(p.TTL)}
 	w.leases[p.RunID] = l

@@ -31,7 +31,7 @@ func testRaceCreateRun(t *testing.T, f *fixture) {
 		_, err := f.append(run, ev("", &world.RunCreated{WorkflowName: fmt.Sprintf("racer-%d", i)}))
 		return err
 	})
-	w := oneWinner(t, "concurrent run_created of one run ID", errs, isAs[*world.RunExistsError]())
+	w := oneWinner(t, "concurrent run_created of one run ID", errs, isRefusal(world.ErrConflict, nil))
 	if r := f.getRun(run); r.WorkflowName != fmt.Sprintf("racer-%d", w) {
 		t.Fatalf("the run holds workflow %q, want the winner's racer-%d", r.WorkflowName, w)
 	}
@@ -50,15 +50,15 @@ func testRaceIdempotencyKey(t *testing.T, f *fixture) {
 		_, err := f.append(runs[i], ev("", &world.RunCreated{WorkflowName: testWorkflow, IdempotencyKey: key}))
 		return err
 	})
-	w := oneWinner(t, "concurrent run_created with one idempotency key", errs, isAs[*world.RunExistsError]())
+	w := oneWinner(t, "concurrent run_created with one idempotency key", errs, isRefusal(world.ErrConflict, nil))
 	for i, err := range errs {
 		if i == w {
 			continue
 		}
-		var e *world.RunExistsError
+		var e *world.RefusalError
 		errors.As(err, &e)
-		if e.RunID != runs[w] {
-			t.Fatalf("loser %d: RunExistsError names run %s, want the winner %s", i, e.RunID, runs[w])
+		if e.Entity != runs[w] || e.Key == "" {
+			t.Fatalf("loser %d: refusal %+v names run %s, want the winner %s and the key", i, e, e.Entity, runs[w])
 		}
 		_, err := f.w.GetRun(f.ctx, &world.GetRunParams{RunID: runs[i]})
 		wantErr(t, err, world.ErrNotFound, "a losing run of the idempotency race")
@@ -88,7 +88,7 @@ func testRaceStartStep(t *testing.T, f *fixture) {
 		_, err := f.append(run, ev(step, &world.StepStarted{LeaseTTL: time.Minute}))
 		return err
 	})
-	oneWinner(t, "concurrent step_started of a pending step", errs, isAs[*world.StepLeasedError]())
+	oneWinner(t, "concurrent step_started of a pending step", errs, isRefusal(world.ErrConflict, func(e *world.RefusalError) bool { return e.Attempt > 0 }))
 	if s := f.getStep(run, step); s.Attempt != 1 || s.Status != world.StepStatusRunning {
 		t.Fatalf("after concurrent step_started the step is %q attempt %d, want running attempt 1", s.Status, s.Attempt)
 	}
@@ -176,11 +176,11 @@ func testRaceRunLease(t *testing.T, f *fixture) {
 		_, err := f.w.AcquireRunLease(f.ctx, &world.RunLeaseParams{RunID: run, Owner: fmt.Sprintf("owner-%d", i), TTL: time.Minute})
 		return err
 	})
-	w := oneWinner(t, "concurrent AcquireRunLease", errs, isAs[*world.LeaseHeldError]())
+	w := oneWinner(t, "concurrent AcquireRunLease", errs, isRefusal(world.ErrLeaseHeld, nil))
 	for i, err := range errs {
-		var e *world.LeaseHeldError
-		if i != w && errors.As(err, &e) && e.Owner != fmt.Sprintf("owner-%d", w) {
-			t.Fatalf("loser %d: LeaseHeldError names owner %q, want the winner owner-%d", i, e.Owner, w)
+		var e *world.RefusalError
+		if i != w && errors.As(err, &e) && e.Holder != fmt.Sprintf("owner-%d", w) {
+			t.Fatalf("loser %d: refusal names holder %q, want the winner owner-%d", i, e.Holder, w)
 		}
 	}
 }

@@ -76,9 +76,9 @@ func testRunCreate(t *testing.T, f *fixture) {
 func testRunCreateDuplicate(t *testing.T, f *fixture) {
 	id := f.createRun("first")
 	_, err := f.append(id, ev("", &world.RunCreated{WorkflowName: "second"}))
-	e := wantAs[*world.RunExistsError](t, err, "run_created with an existing run ID")
-	if e.RunID != id {
-		t.Fatalf("RunExistsError.RunID = %q, want %q", e.RunID, id)
+	e := wantRefusal(t, err, world.ErrConflict, "run_created with an existing run ID")
+	if e.Entity != id || e.EventType != world.EventRunCreated || e.Key != "" {
+		t.Fatalf("refusal = %+v, want run_created of %q", e, id)
 	}
 	if world.Status(err) != 409 {
 		t.Fatalf("duplicate run_created: status %d, want 409", world.Status(err))
@@ -97,9 +97,9 @@ func testRunCreateIdempotencyKey(t *testing.T, f *fixture) {
 	f.mustAppend(first, ev("", &world.RunCreated{WorkflowName: testWorkflow, IdempotencyKey: key}))
 	second := ids.New(world.PrefixRun)
 	_, err := f.append(second, ev("", &world.RunCreated{WorkflowName: testWorkflow, IdempotencyKey: key}))
-	e := wantAs[*world.RunExistsError](t, err, "run_created with a taken idempotency key")
-	if e.RunID != first || e.IdempotencyKey != key {
-		t.Fatalf("RunExistsError = {RunID %q, IdempotencyKey %q}, want {%q, %q}", e.RunID, e.IdempotencyKey, first, key)
+	e := wantRefusal(t, err, world.ErrConflict, "run_created with a taken idempotency key")
+	if e.Entity != first || e.Key != key {
+		t.Fatalf("refusal = {Entity %q, Key %q}, want {%q, %q}", e.Entity, e.Key, first, key)
 	}
 	if world.Status(err) != 409 {
 		t.Fatalf("taken idempotency key: status %d, want 409", world.Status(err))

@@ -172,9 +172,9 @@ func testStepStartLeased(t *testing.T, f *fixture) {
 	s := f.startStep(run, id, time.Minute)
 	before := f.events(run)
 	_, err := f.append(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
-	e := wantAs[*world.StepLeasedError](t, err, "step_started on a step running under a live lease")
-	if e.StepID != id || e.Attempt != 1 || !sameTime(e.LeaseExpiresAt, s.LeaseExpiresAt) {
-		t.Fatalf("StepLeasedError = %+v, want step %s attempt 1 until %v", e, id, s.LeaseExpiresAt)
+	e := wantStepLeased(t, err, "step_started on a step running under a live lease")
+	if e.Entity != id || e.Attempt != 1 || !sameTime(e.Until, s.LeaseExpiresAt) {
+		t.Fatalf("refusal = %+v, want step %s attempt 1 until %v", e, id, s.LeaseExpiresAt)
 	}
 	if world.Status(err) != 409 {
 		t.Fatalf("leased step_started: status %d, want 409", world.Status(err))
@@ -203,7 +203,7 @@ func testStepStartAfterExpiry(t *testing.T, f *fixture) {
 	}
 	// The new attempt holds a fresh lease.
 	_, err := f.append(run, ev(id, &world.StepStarted{}))
-	wantAs[*world.StepLeasedError](t, err, "step_started during the second attempt's lease")
+	wantStepLeased(t, err, "step_started during the second attempt's lease")
 	// An attempt that fails and retries was not interrupted: the count stays.
 	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("try again")}))
 	res = f.mustAppendOne(run, ev(id, &world.StepStarted{LeaseTTL: time.Minute}))
@@ -227,9 +227,9 @@ func testStepStartTooEarly(t *testing.T, f *fixture) {
 	f.mustAppend(run, ev(id, &world.StepRetrying{Error: stepError("later"), RetryAfter: retryAt}))
 	before := f.events(run)
 	_, err := f.append(run, ev(id, &world.StepStarted{}))
-	e := wantAs[*world.TooEarlyError](t, err, "step_started before the retry time")
-	if e.StepID != id || !sameTime(e.RetryAfter, retryAt) {
-		t.Fatalf("TooEarlyError = %+v, want step %s retry after %v", e, id, retryAt)
+	e := wantRefusal(t, err, world.ErrTooEarly, "step_started before the retry time")
+	if e.Entity != id || !sameTime(e.Until, retryAt) {
+		t.Fatalf("refusal = %+v, want step %s retry after %v", e, id, retryAt)
 	}
 	if world.Status(err) != 425 {
 		t.Fatalf("early step_started: status %d, want 425", world.Status(err))

@@ -540,6 +540,38 @@ func isErr(target error) func(error) bool {
 	return func(err error) bool { return errors.Is(err, target) }
 }
 
+// wantRefusal fails unless err is a *world.RefusalError of kind, and
+// returns it.
+func wantRefusal(t *testing.T, err, kind error, format string, args ...any) *world.RefusalError {
+	t.Helper()
+	e := wantAs[*world.RefusalError](t, err, format, args...)
+	if e.Kind != kind {
+		t.Fatalf("%s: got a refusal of %v (%v), want one of %v", fmt.Sprintf(format, args...), e.Kind, err, kind)
+	}
+	return e
+}
+
+// wantStepLeased fails unless err is the refusal of a step's (or a
+// compensation's) attempt while another runs under a live lease: a
+// *world.RefusalError of ErrConflict naming the attempt and the lease's end.
+func wantStepLeased(t *testing.T, err error, format string, args ...any) *world.RefusalError {
+	t.Helper()
+	e := wantRefusal(t, err, world.ErrConflict, format, args...)
+	if e.Attempt < 1 || e.Until.IsZero() {
+		t.Fatalf("%s: refusal %+v, want the leased attempt and the lease's end", fmt.Sprintf(format, args...), e)
+	}
+	return e
+}
+
+// isRefusal returns a loser test for oneWinner: a *world.RefusalError of
+// kind for which ok holds (any, when ok is nil).
+func isRefusal(kind error, ok func(*world.RefusalError) bool) func(error) bool {
+	return func(err error) bool {
+		var e *world.RefusalError
+		return errors.As(err, &e) && e.Kind == kind && (ok == nil || ok(e))
+	}
+}
+
 func isAs[E error]() func(error) bool {
 	return func(err error) bool {
 		var e E
