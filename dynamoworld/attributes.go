@@ -3,7 +3,6 @@ package dynamoworld
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/aws/smithy-go"
@@ -82,26 +81,14 @@ func attributeCost(attrs map[string]string) (items, bytes int) {
 	return items, bytes
 }
 
-// MissingIndexError is returned by ListRuns by attribute on a table without
-// the index gs4 (a table created before run attributes were indexed).
-// Everything else works on such a table.
-type MissingIndexError struct {
-	Table string
-	Index string
-}
-
-func (e *MissingIndexError) Error() string {
-	return fmt.Sprintf("dynamoworld: table %q has no index %q, which listing runs by attribute needs: add the GSI %s "+
-		"(partition key %s, sort key %s, both strings; keys only) by deploying the current template.yaml or with UpdateTable",
-		e.Table, e.Index, e.Index, attrG4, attrGSK)
-}
-
 // missingIndex turns DynamoDB's refusal of a Query on an index the table
-// lacks into a *MissingIndexError.
+// lacks into a *SchemaError naming it (Index). ListRuns by attribute meets
+// it on a table without the index gs4 (a table created before run
+// attributes were indexed); everything else works on such a table.
 func (w *World) missingIndex(err error, index string) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(ae.ErrorMessage()), "index") {
-		return &MissingIndexError{Table: w.cfg.Table, Index: index}
+		return &SchemaError{Table: w.cfg.Table, Index: index}
 	}
 	return err
 }

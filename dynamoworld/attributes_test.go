@@ -133,9 +133,9 @@ func TestListRunsByAttributeWithoutIndex(t *testing.T) {
 		t.Fatalf("ListRuns by workflow on a table without gs4: %+v, %v", p, err)
 	}
 	_, err = runsByAttribute(t, w, "tenant", "acme")
-	var mi *dynamoworld.MissingIndexError
+	var mi *dynamoworld.SchemaError
 	if !errors.As(err, &mi) || mi.Index != "gs4" || mi.Table != table || !strings.Contains(err.Error(), "template.yaml") {
-		t.Fatalf("ListRuns by attribute without gs4 = %v, want a *MissingIndexError naming gs4 and what to deploy", err)
+		t.Fatalf("ListRuns by attribute without gs4 = %v, want a *SchemaError naming gs4 and what to deploy", err)
 	}
 }
 

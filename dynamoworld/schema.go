@@ -21,16 +21,26 @@ const attrVersion = "v"
 
 func schemaKey() itemKey { return itemKey{"skein", "schema"} }
 
-// SchemaError is New's refusal of a table whose format is not this World's.
+// SchemaError is New's refusal of a table whose format is not this World's
+// (Found, Want), or a read's refusal of a table without an index it needs
+// (Index: ListRuns by attribute on a table without gs4).
 type SchemaError struct {
 	Table string
 	// Found is the table's version; 0 when the table has no schema item
 	// but holds runs (written by a World from before the version existed).
 	Found int
 	Want  int
+	// Index is the global secondary index the table lacks; when it is
+	// set, Found and Want are not.
+	Index string
 }
 
 func (e *SchemaError) Error() string {
+	if e.Index != "" {
+		return fmt.Sprintf("dynamoworld: table %q has no index %q, which listing runs by attribute needs: add the GSI %s "+
+			"(partition key %s, sort key %s, both strings; keys only) by deploying the current template.yaml or with UpdateTable",
+			e.Table, e.Index, e.Index, attrG4, attrGSK)
+	}
 	found := fmt.Sprintf("version %d", e.Found)
 	if e.Found == 0 {
 		found = "runs but no schema version (written by an earlier dynamoworld)"
