@@ -96,11 +96,13 @@ const CodeHookPayloadInvalid = "HOOK_PAYLOAD_INVALID"
 // attempt.
 const CodeStepTimeout = "STEP_TIMEOUT"
 
-// ErrorData is an error as recorded in the log. It keeps enough structure for
-// typed errors to survive a round trip: the SDK maps Type back to its error
-// types (FatalError, SerializationError, ...), Cause chains nest, and
-// Errors holds the members of an error that wraps several (errors.Join, a
-// fmt.Errorf with more than one %w), each recorded the same way.
+// ErrorData is an error as recorded in the log: data, not an error value
+// (the SDK decodes it into its error types, workflow.Error for a type it
+// does not know). It keeps enough structure for typed errors to survive a
+// round trip: the SDK maps Type back to its error types (FatalError,
+// SerializationError, ...), Cause chains nest, and Errors holds the
+// members of an error that wraps several (errors.Join, a fmt.Errorf with
+// more than one %w), each recorded the same way.
 type ErrorData struct {
 	Type    string          `json:"type,omitempty"`
 	Message string          `json:"message"`
@@ -111,9 +113,6 @@ type ErrorData struct {
 	Cause   *ErrorData      `json:"cause,omitempty"`
 	Errors  []*ErrorData    `json:"errors,omitempty"`
 }
-
-// Error makes ErrorData usable as an error value.
-func (e *ErrorData) Error() string { return e.Message }
 
 // Run is the materialized state of a workflow run.
 type Run struct {

@@ -261,9 +261,6 @@ func TestEventTypeAndStatus(t *testing.T) {
 			t.Errorf("StepStatus %q Terminal %v", s, s.Terminal())
 		}
 	}
-	if e := (&world.ErrorData{Message: "boom"}); e.Error() != "boom" {
-		t.Errorf("ErrorData.Error() = %q", e.Error())
-	}
 }
 
 func TestCheckVersion(t *testing.T) {

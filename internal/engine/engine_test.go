@@ -27,7 +27,7 @@ func addTen(c *Context, in json.RawMessage) (json.RawMessage, error) {
 		c.Await(f.Done)
 		res, fail := f.Result()
 		if fail != nil {
-			return nil, fail
+			return nil, &Failure{Data: fail}
 		}
 		_ = json.Unmarshal(res, &n)
 	}
@@ -74,7 +74,7 @@ func TestFanOut(t *testing.T) {
 		for _, f := range fs {
 			r, fail := f.Result()
 			if fail != nil {
-				return nil, fail
+				return nil, &Failure{Data: fail}
 			}
 			n, _ := strconv.Atoi(string(r))
 			sum += n

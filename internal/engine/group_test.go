@@ -45,7 +45,7 @@ func groupRun(t *testing.T, h *harness, n int) (string, []string) {
 		for _, f := range fs {
 			r, fail := f.Result()
 			if fail != nil {
-				return nil, fail
+				return nil, &Failure{Data: fail}
 			}
 			var v int
 			_ = json.Unmarshal(r, &v)

@@ -110,7 +110,7 @@ func TestSoloStepsMoveAndComplete(t *testing.T) {
 			c.Await(f.Done)
 			res, fail := f.Result()
 			if fail != nil {
-				return nil, fail
+				return nil, &Failure{Data: fail}
 			}
 			var v int
 			_ = json.Unmarshal(res, &v)
