@@ -32,7 +32,7 @@
 // version, or one holding runs without the item, with a *SchemaError:
 // formats are not migrated before 1.0. A table created before gs4 existed
 // works as before, except that listing runs by attribute returns a
-// *MissingIndexError: add the index (deploy the current template.yaml, or
+// *SchemaError naming the index (Index): add it (deploy the current template.yaml, or
 // UpdateTable with gs4 on g4 and gsk, keys only); attributes set meanwhile
 // are listed once the index is built.
 //
@@ -119,8 +119,8 @@
 // rule counts from each object's write, which may be long before the run's
 // end: it must expire objects no sooner than the longest run plus Retention
 // (plus the days DynamoDB takes to delete an expired item), or a reader
-// finds an item whose payload is gone: it gets a *world.ExpiredError
-// (world.ErrGone) naming the run and the payload. template.yaml derives both
+// finds an item whose payload is gone: it gets a *world.RefusalError of
+// world.ErrGone naming the run (Entity) and the payload (Reason). template.yaml derives both
 // from one parameter, RetentionDays.
 //
 // # Streams
