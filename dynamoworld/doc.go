@@ -32,9 +32,9 @@
 // version, or one holding runs without the item, with a *SchemaError:
 // formats are not migrated before 1.0. A table created before gs4 existed
 // works as before, except that listing runs by attribute returns a
-// *SchemaError naming the index (Index): add it (deploy the current template.yaml, or
-// UpdateTable with gs4 on g4 and gsk, keys only); attributes set meanwhile
-// are listed once the index is built.
+// *SchemaError naming the index (Index): add it (deploy the current
+// template.yaml, or UpdateTable with gs4 on g4 and gsk, keys only);
+// attributes set meanwhile are listed once the index is built.
 //
 // Every stored byte value of an item (a payload, inline or its claim-check
 // key, and a held run's error) carries its own CRC-32C in a sibling

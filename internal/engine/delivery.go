@@ -27,8 +27,9 @@ const DeliveryDropped = "delivery dropped"
 // hook payload, which must carry deliveryID in its top-level "delivery"
 // field (that is how a later call recognises it). The commit is fenced on
 // the run's last sequence number, so that two concurrent calls cannot both
-// append it. A delivery whose hook is unknown or disposed, or whose run has
-// ended, is a PermanentError with Reason DeliveryDropped. The run is woken
+// append it. A delivery whose hook is unknown or disposed, whose run has
+// ended, or that the run's limits refuse, is a PermanentError with Reason
+// DeliveryDropped. The run is woken
 // after the commit, and again when the delivery was already committed (the
 // first call may have died before its wake-up); dup reports that case.
 func DeliverHook(ctx context.Context, w world.World, now func() time.Time, token, deliveryID string, payload func() (json.RawMessage, error)) (h *world.Hook, dup bool, err error) {
