@@ -571,10 +571,3 @@ func isRefusal(kind error, ok func(*world.RefusalError) bool) func(error) bool {
 		return errors.As(err, &e) && e.Kind == kind && (ok == nil || ok(e))
 	}
 }
-
-func isAs[E error]() func(error) bool {
-	return func(err error) bool {
-		var e E
-		return errors.As(err, &e)
-	}
-}
