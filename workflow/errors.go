@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
@@ -117,17 +116,6 @@ func (e *PayloadError) Error() string {
 // Unwrap returns the decoding error.
 func (e *PayloadError) Unwrap() error { return e.Err }
 
-// HookNotFoundError is returned when resuming a token no active hook holds:
-// unknown, disposed, or its run has finished.
-type HookNotFoundError struct{ Token string }
-
-func (e *HookNotFoundError) Error() string {
-	return fmt.Sprintf("hook with token %q not found", e.Token)
-}
-
-// Is matches world.ErrNotFound.
-func (e *HookNotFoundError) Is(target error) bool { return target == world.ErrNotFound }
-
 // StepError is what a workflow gets from a step that failed for good: the
 // step, its last attempt, and the error it returned (typed again after its
 // round trip through the log).
@@ -144,47 +132,6 @@ func (e *StepError) Error() string {
 
 // Unwrap returns the step's error.
 func (e *StepError) Unwrap() error { return e.Err }
-
-// ErrUnknownWorkflow is matched (errors.Is) by an *UnknownWorkflowError.
-var ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
-
-// UnknownWorkflowError is returned by Client.Start for a workflow name the
-// client's Registry does not hold (no run was created), and by the replay
-// checks for a run of such a workflow (Registry.CheckLog: RunID set) or a
-// workflow named to check.
-type UnknownWorkflowError struct {
-	Name string
-	// RunID is the run whose log names the workflow (Registry.CheckLog);
-	// Registered, set by the checks, the names the Registry holds.
-	RunID      string
-	Registered []string
-}
-
-func (e *UnknownWorkflowError) Error() string {
-	switch {
-	case e.RunID != "":
-		return fmt.Sprintf("workflow: run %s is of workflow %q, which is not registered with the Registry (it holds %s)",
-			e.RunID, e.Name, quotedList(e.Registered))
-	case e.Registered != nil:
-		return fmt.Sprintf("workflow: workflow %q is not registered with the Registry (it holds %s)", e.Name, quotedList(e.Registered))
-	}
-	return fmt.Sprintf("workflow: Start: workflow %q is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", e.Name)
-}
-
-// quotedList is names quoted and joined, or "no workflow".
-func quotedList(names []string) string {
-	if len(names) == 0 {
-		return "no workflow"
-	}
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
-}
-
-// Is reports whether target is ErrUnknownWorkflow.
-func (e *UnknownWorkflowError) Is(target error) bool { return target == ErrUnknownWorkflow }
 
 // ErrRunCancelled is returned for a run that was cancelled.
 var ErrRunCancelled = errors.New("workflow: run cancelled")
@@ -331,9 +278,8 @@ func (c *codec) encode(err error) *world.ErrorData {
 	case *HookConflictError:
 		d.Type = typeHookConflict
 		d.Details = details(map[string]string{"token": e.Token, "conflictingRunId": e.ConflictingRunID})
-	case *HookNotFoundError:
-		d.Type = typeHookNotFound
-		d.Details = details(map[string]string{"token": e.Token})
+	case *RequestError:
+		c.encodeRequest(e, d)
 	case *PayloadError:
 		d.Type, d.Code, d.Cause = typeHookPayload, world.CodeHookPayloadInvalid, c.encode(e.Err)
 		d.Details = details(map[string]string{"token": e.Token, "hookId": e.HookID, "type": e.Type})
@@ -430,7 +376,7 @@ func (c *codec) decode(d *world.ErrorData) error {
 			Token string `json:"token"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &HookNotFoundError{Token: x.Token}
+		return &RequestError{Kind: world.ErrNotFound, Token: x.Token}
 	case typeHookPayload:
 		var x struct {
 			Token  string `json:"token"`

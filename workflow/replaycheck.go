@@ -135,15 +135,15 @@ func (o Operation) String() string {
 // does not hold, the recorded history ends: compatible so far.
 //
 // A log that is not one whole run's is an error matching world.ErrInvalid;
-// a run of a workflow the registry does not hold, an *UnknownWorkflowError
-// naming it.
+// a run of a workflow the registry does not hold, a *RequestError of
+// Kind ErrUnknownWorkflow naming it.
 func (r *Registry) CheckLog(events []world.Event) (*ReplayReport, error) {
 	c, err := engine.CheckLog(engineRegistry{r}, events)
 	var nr *engine.NotRegisteredError
 	if errors.As(err, &nr) {
 		names := r.Workflows()
 		slices.Sort(names)
-		return nil, &UnknownWorkflowError{Name: nr.Workflow, RunID: nr.RunID, Registered: names}
+		return nil, &RequestError{Kind: ErrUnknownWorkflow, Workflow: nr.Workflow, RunID: nr.RunID, Registered: names}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workflow: check log: %w", err)

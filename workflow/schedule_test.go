@@ -70,12 +70,12 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 		{"bad rate", with(func(s *workflow.Schedule) { s.Expr = "rate(5 weeks)" }), `expression "rate(5 weeks)": rate unit`, new(*schedule.ParseError)},
 		{"four fields", with(func(s *workflow.Schedule) { s.Expr = "0 0 * *" }), "want 5 fields", new(*schedule.ParseError)},
 		{"time zone", with(func(s *workflow.Schedule) { s.TimeZone = "Mars/Olympus" }), `time zone "Mars/Olympus"`, nil},
-		{"unknown workflow", with(func(s *workflow.Schedule) { s.Workflow = "nope" }), `"nope"`, new(*workflow.UnknownWorkflowError)},
+		{"unknown workflow", with(func(s *workflow.Schedule) { s.Workflow = "nope" }), `"nope"`, new(*workflow.RequestError)},
 		{"no name", with(func(s *workflow.Schedule) { s.Name = "" }), "no name", nil},
 		{"negative catch-up", with(func(s *workflow.Schedule) { s.CatchUp = -time.Second }), "negative CatchUp", nil},
 		{"input", with(func(s *workflow.Schedule) { s.Input = func() {} }), "schedule input", new(*workflow.SerializationError)},
-		{"input of the wrong type", with(func(s *workflow.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*workflow.InputError)},
-		{"input of the wrong field type", with(func(s *workflow.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*workflow.InputError)},
+		{"input of the wrong type", with(func(s *workflow.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*workflow.RequestError)},
+		{"input of the wrong field type", with(func(s *workflow.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*workflow.RequestError)},
 		{"same name twice", []workflow.Schedule{good, good}, "two schedules have this name", nil},
 	}
 	for _, c := range cases {

@@ -1,0 +1,159 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/skeinflow/skein/world"
+)
+
+// recordedError is one error of testdata/recorded_errors.json: the
+// ErrorData the codec recorded for it before the error types were merged
+// (commit 22f6da6), and the message its decoding had then.
+type recordedError struct {
+	Name    string           `json:"name"`
+	Data    *world.ErrorData `json:"data"`
+	Message string           `json:"message"`
+}
+
+// TestRecordedErrorsDecode decodes errors as logs written before the error
+// types were merged hold them, and checks that each comes back as its new
+// Go type with what errors.Is and errors.As found then, its message
+// unchanged, and that encoding it again records the same bytes.
+func TestRecordedErrorsDecode(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("testdata/recorded_errors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []recordedError
+	if err := json.Unmarshal(b, &recs); err != nil {
+		t.Fatal(err)
+	}
+	checks := recordedChecks()
+	c := newCodec()
+	for _, r := range recs {
+		t.Run(r.Name, func(t *testing.T) {
+			got := c.decode(r.Data)
+			if got.Error() != r.Message {
+				t.Errorf("message %q, want %q as before", got.Error(), r.Message)
+			}
+			again, _ := json.Marshal(c.encode(got))
+			want, _ := json.Marshal(r.Data)
+			if string(again) != string(want) {
+				t.Errorf("encoded again as %s, want the recorded %s", again, want)
+			}
+			check, ok := checks[r.Name]
+			if !ok {
+				t.Fatalf("no check for %q", r.Name)
+			}
+			check(t, got)
+		})
+	}
+	if len(recs) != len(checks) {
+		t.Errorf("%d recorded errors, %d checks", len(recs), len(checks))
+	}
+}
+
+// as returns err as a T (errors.As), failing t if it is none.
+func as[T error](t *testing.T, err error) T {
+	t.Helper()
+	var v T
+	if !errors.As(err, &v) {
+		t.Fatalf("%v (%T) is no %s", err, err, reflect.TypeFor[T]())
+	}
+	return v
+}
+
+// is fails t unless errors.Is(err, target) is want.
+func is(t *testing.T, err, target error, want bool) {
+	t.Helper()
+	if errors.Is(err, target) != want {
+		t.Errorf("errors.Is(%v, %v) = %v, want %v", err, target, !want, want)
+	}
+}
+
+// recordedChecks are the checks of each recorded error once decoded.
+func recordedChecks() map[string]func(*testing.T, error) {
+	return map[string]func(*testing.T, error){
+		"fatal":         func(t *testing.T, err error) {},
+		"retry-after":   func(t *testing.T, err error) {},
+		"retry-at":      func(t *testing.T, err error) {},
+		"serialization": func(t *testing.T, err error) {},
+		"hook-conflict": func(t *testing.T, err error) {},
+		"hook-not-found": func(t *testing.T, err error) {
+			re := as[*RequestError](t, err)
+			if re.Kind != world.ErrNotFound || re.Token != "approve-43" {
+				t.Errorf("%+v, want a hook not found, token approve-43", re)
+			}
+			is(t, err, world.ErrNotFound, true)
+		},
+		"hook-payload":     func(t *testing.T, err error) {},
+		"step-fatal":       func(t *testing.T, err error) {},
+		"step-timeout":     func(t *testing.T, err error) {},
+		"step-timeout-err": func(t *testing.T, err error) {},
+		"run-failed":       func(t *testing.T, err error) {},
+		"run-cancelled":    func(t *testing.T, err error) { is(t, err, ErrRunCancelled, true) },
+		"all-failed":       func(t *testing.T, err error) {},
+		"join": func(t *testing.T, err error) {
+			re := as[*RequestError](t, err)
+			if re.Kind != world.ErrNotFound || re.Token != "t3" {
+				t.Errorf("%+v, want a hook not found, token t3", re)
+			}
+		},
+		"compensation": func(t *testing.T, err error) {},
+		// A step's refused request was recorded under its Go type's name,
+		// which no type has now: it decodes, as it did, to an *Error
+		// keeping that name and the message (and no errors.Is).
+		"idempotency-conflict": func(t *testing.T, err error) {
+			e := as[*Error](t, err)
+			if c := as[*Error](t, e.Cause); c.Type != typeIdempotencyConflict {
+				t.Errorf("cause %+v, want type %s", c, typeIdempotencyConflict)
+			}
+			is(t, err, world.ErrConflict, false)
+		},
+		"input": func(t *testing.T, err error) {
+			if e := as[*Error](t, err); e.Type != typeInput {
+				t.Errorf("%+v, want type %s", e, typeInput)
+			}
+		},
+		"unknown-workflow": func(t *testing.T, err error) {
+			if e := as[*Error](t, err); e.Type != typeUnknownWorkflow {
+				t.Errorf("%+v, want type %s", e, typeUnknownWorkflow)
+			}
+		},
+		"canceled": func(t *testing.T, err error) { is(t, err, context.Canceled, true) },
+		"deadline": func(t *testing.T, err error) { is(t, err, context.DeadlineExceeded, true) },
+	}
+}
+
+// TestRequestErrorRecordedAsBefore checks that each kind of *RequestError
+// is recorded as the type it replaces was.
+func TestRequestErrorRecordedAsBefore(t *testing.T) {
+	t.Parallel()
+	c := newCodec()
+	for _, tc := range []struct {
+		err      *RequestError
+		typ      string
+		cause    bool
+		contains string
+	}{
+		{&RequestError{Kind: world.ErrNotFound, Token: "tok"}, typeHookNotFound, false, `hook with token "tok" not found`},
+		{&RequestError{Kind: world.ErrConflict, Key: "k", RunID: "r", Workflow: "w", Requested: "v"}, typeIdempotencyConflict, false, `already started run r of workflow "w", not "v"`},
+		{&RequestError{Kind: world.ErrInvalid, Workflow: "w", Err: errors.New("bad")}, typeInput, true, `input of workflow "w" does not decode into its input type: bad (no run created)`},
+		{&RequestError{Kind: ErrUnknownWorkflow, Workflow: "w"}, typeUnknownWorkflow, false, `workflow "w" is not registered`},
+	} {
+		d := c.encode(tc.err)
+		if d.Type != tc.typ || (d.Cause != nil) != tc.cause || len(d.Errors) != 0 || d.Message != tc.err.Error() {
+			t.Errorf("%v recorded as %+v, want type %s", tc.err, d, tc.typ)
+		}
+		if !errors.Is(tc.err, tc.err.Kind) || !strings.Contains(tc.err.Error(), tc.contains) {
+			t.Errorf("%v: want errors.Is its Kind and a message saying %q", tc.err, tc.contains)
+		}
+	}
+}
