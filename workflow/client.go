@@ -441,7 +441,8 @@ func hookInfo(h *world.Hook) *HookInfo {
 // token no active hook holds is a *RequestError of Kind
 // world.ErrNotFound. The client does not
 // know the type the hook expects: a payload that does not decode as it is
-// recorded all the same and reaches the workflow as a *PayloadError. A
+// recorded all the same and reaches the workflow as a *SerializationError
+// (Token and HookID set). A
 // hook of a sealed run (package encrypt) is refused, with an error that
 // matches world.ErrKeyUnavailable and nothing written, when the client's
 // World does not seal: the payload would be stored in clear.

@@ -221,9 +221,10 @@
 //
 // NewHook creates a hook that receives payloads sent to its token with
 // Client.ResumeHook, in order (a payload that does not decode as the hook's
-// type is a *PayloadError the workflow can handle; unhandled, the run fails
-// with HOOK_PAYLOAD_INVALID); NewWebhook one resumed by HTTP requests
-// (POST, PUT or PATCH) to Client.WebhookHandler. A hook or webhook receives
+// type is a *SerializationError, its HookID set, which the workflow can
+// handle; unhandled, the run fails with HOOK_PAYLOAD_INVALID); NewWebhook
+// one resumed by HTTP requests (POST, PUT or PATCH) to
+// Client.WebhookHandler. A hook or webhook receives
 // every payload sent while it is active, not only the first, until the
 // workflow disposes of it or the run ends. A generated token is derived
 // from a secret the run draws at creation, so knowing a run ID does not

@@ -63,22 +63,40 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 // SerializationError reports a value that could not be encoded or decoded as
 // JSON. It is never retried: a step whose arguments or result do not
 // serialize fails at once.
+//
+// A hook's payload that does not decode as the hook's type is one too, with
+// Token and HookID set: it is what the hook's Receive (or its future's Get)
+// returns. The sender (ResumeHook, the CLI's hooks resume) cannot know that
+// type, so the check is the workflow's. The payload is consumed, so the next
+// Receive gets the next one: a workflow may log it and wait again. A run
+// whose workflow returns it, or an error wrapping it, fails with
+// HOOK_PAYLOAD_INVALID.
 type SerializationError struct {
 	// What names the value: `arguments of step "charge"`, "workflow
-	// input", "hook payload", ...
+	// input", "hook metadata", ...; for a hook's payload, the Go type the
+	// hook expects, such as "main.Approval".
 	What string
 	// Decode is set when the value could not be decoded (JSON to Go), unset
 	// when it could not be encoded.
 	Decode bool
-	Err    error
+	// Token and HookID, set for a hook's payload, are the hook's token and
+	// ID.
+	Token, HookID string
+	Err           error
 }
 
 func (e *SerializationError) Error() string {
-	if e.Decode {
+	switch {
+	case e.hookPayload():
+		return fmt.Sprintf("hook %q received a payload that does not decode as %s: %v", e.Token, e.What, e.Err)
+	case e.Decode:
 		return fmt.Sprintf("failed to decode %s: %v", e.What, e.Err)
 	}
 	return fmt.Sprintf("failed to serialize %s: %v", e.What, e.Err)
 }
+
+// hookPayload reports whether e is a hook's payload that did not decode.
+func (e *SerializationError) hookPayload() bool { return e.Token != "" || e.HookID != "" }
 
 // Unwrap returns the underlying error.
 func (e *SerializationError) Unwrap() error { return e.Err }
@@ -93,28 +111,6 @@ type HookConflictError struct {
 func (e *HookConflictError) Error() string {
 	return fmt.Sprintf("hook token %q is already in use by another workflow (run %s)", e.Token, e.ConflictingRunID)
 }
-
-// PayloadError is what a hook's Receive (or its future's Get) returns for a
-// payload that does not decode as the hook's type: the sender (ResumeHook,
-// the CLI's hooks resume) cannot know that type, so the check is the
-// workflow's. The payload is consumed, so the next Receive gets the next
-// one: a workflow may log it and wait again. A run whose workflow returns
-// it, or an error wrapping it, fails with HOOK_PAYLOAD_INVALID.
-type PayloadError struct {
-	// Token is the hook's token; HookID its ID.
-	Token, HookID string
-	// Type is the Go type the hook expects, such as "main.Approval".
-	Type string
-	// Err is the decoding error.
-	Err error
-}
-
-func (e *PayloadError) Error() string {
-	return fmt.Sprintf("hook %q received a payload that does not decode as %s: %v", e.Token, e.Type, e.Err)
-}
-
-// Unwrap returns the decoding error.
-func (e *PayloadError) Unwrap() error { return e.Err }
 
 // StepError is what a workflow gets from a step that failed for good: the
 // step, its last attempt, and the error it returned (typed again after its
@@ -273,6 +269,11 @@ func (c *codec) encode(err error) *world.ErrorData {
 		d.Type, d.Cause = typeRetryable, c.encode(e.Err)
 		d.Details = details(map[string]any{"at": e.At, "after": e.After})
 	case *SerializationError:
+		if e.hookPayload() {
+			d.Type, d.Code, d.Cause = typeHookPayload, world.CodeHookPayloadInvalid, c.encode(e.Err)
+			d.Details = details(map[string]string{"token": e.Token, "hookId": e.HookID, "type": e.What})
+			break
+		}
 		d.Type, d.Fatal, d.Cause = typeSerialization, true, c.encode(e.Err)
 		d.Details = details(map[string]any{"what": e.What, "decode": e.Decode})
 	case *HookConflictError:
@@ -280,9 +281,6 @@ func (c *codec) encode(err error) *world.ErrorData {
 		d.Details = details(map[string]string{"token": e.Token, "conflictingRunId": e.ConflictingRunID})
 	case *RequestError:
 		c.encodeRequest(e, d)
-	case *PayloadError:
-		d.Type, d.Code, d.Cause = typeHookPayload, world.CodeHookPayloadInvalid, c.encode(e.Err)
-		d.Details = details(map[string]string{"token": e.Token, "hookId": e.HookID, "type": e.Type})
 	case *StepError:
 		d.Type, d.Cause = typeStep, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "stepId": e.StepID, "attempt": e.Attempt})
@@ -384,7 +382,7 @@ func (c *codec) decode(d *world.ErrorData) error {
 			Type   string `json:"type"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &PayloadError{Token: x.Token, HookID: x.HookID, Type: x.Type, Err: orMessage()}
+		return &SerializationError{What: x.Type, Decode: true, Token: x.Token, HookID: x.HookID, Err: orMessage()}
 	case typeStep:
 		var x struct {
 			Step    string `json:"step"`
@@ -438,7 +436,7 @@ func (c *codec) failure(err error, now time.Time) *engine.Failure {
 	var ser *SerializationError
 	var retry *RetryableError
 	switch {
-	case errors.As(err, &fatal), errors.As(err, &ser):
+	case errors.As(err, &fatal), errors.As(err, &ser) && !ser.hookPayload():
 		f.Fatal = true
 	case errors.As(err, &retry):
 		f.RetryAt = retry.At

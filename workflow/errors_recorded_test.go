@@ -93,13 +93,21 @@ func recordedChecks() map[string]func(*testing.T, error) {
 			}
 			is(t, err, world.ErrNotFound, true)
 		},
-		"hook-payload":     func(t *testing.T, err error) {},
+		"hook-payload": func(t *testing.T, err error) {
+			checkPayload(t, err, "approve-44", "hook_01", "main.Approval")
+		},
 		"step-fatal":       func(t *testing.T, err error) {},
 		"step-timeout":     func(t *testing.T, err error) {},
 		"step-timeout-err": func(t *testing.T, err error) {},
-		"run-failed":       func(t *testing.T, err error) {},
-		"run-cancelled":    func(t *testing.T, err error) { is(t, err, ErrRunCancelled, true) },
-		"all-failed":       func(t *testing.T, err error) {},
+		"run-failed": func(t *testing.T, err error) {
+			rf := as[*RunFailedError](t, err)
+			if rf.RunID != "wrun_02" || rf.Code != world.CodeHookPayloadInvalid {
+				t.Errorf("%+v, want run wrun_02 failed with %s", rf, world.CodeHookPayloadInvalid)
+			}
+			checkPayload(t, err, "t", "hook_02", "int")
+		},
+		"run-cancelled": func(t *testing.T, err error) { is(t, err, ErrRunCancelled, true) },
+		"all-failed":    func(t *testing.T, err error) {},
 		"join": func(t *testing.T, err error) {
 			re := as[*RequestError](t, err)
 			if re.Kind != world.ErrNotFound || re.Token != "t3" {
@@ -155,5 +163,15 @@ func TestRequestErrorRecordedAsBefore(t *testing.T) {
 		if !errors.Is(tc.err, tc.err.Kind) || !strings.Contains(tc.err.Error(), tc.contains) {
 			t.Errorf("%v: want errors.Is its Kind and a message saying %q", tc.err, tc.contains)
 		}
+	}
+}
+
+// checkPayload fails t unless err is, or wraps, a hook payload that did
+// not decode: a *SerializationError with token, hookID and the type.
+func checkPayload(t *testing.T, err error, token, hookID, typ string) {
+	t.Helper()
+	se := as[*SerializationError](t, err)
+	if se.Token != token || se.HookID != hookID || se.What != typ || !se.Decode || se.Err == nil {
+		t.Errorf("%+v, want hook %s (%s) payload of type %s", se, token, hookID, typ)
 	}
 }

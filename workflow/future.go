@@ -63,7 +63,7 @@ func (f Future[T]) result() (T, error) {
 	}
 	if err := unmarshal(raw, &v); err != nil {
 		if hp, ok := p.(*hookPromise); ok {
-			return v, &PayloadError{Token: hp.h.Token(), HookID: hp.h.ID(), Type: reflect.TypeFor[T]().String(), Err: err}
+			return v, &SerializationError{What: reflect.TypeFor[T]().String(), Decode: true, Token: hp.h.Token(), HookID: hp.h.ID(), Err: err}
 		}
 		what := "result"
 		if sp, ok := p.(*stepPromise); ok {
