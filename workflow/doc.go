@@ -178,7 +178,8 @@
 // WithCompensation declares a step's undo: a step that takes a
 // Compensation, the original step's input and result (a refund for a
 // charge). Register refuses a step whose compensation is not registered
-// with it (an *UnregisteredCompensationError). Every call of the step
+// with it (a *RegistrationError, Problem
+// RegistrationUnregisteredCompensation). Every call of the step
 // records the name of its compensation with it, so the log says what
 // undoes what. A compensation is not a step of the run: its attempts are
 // recorded on the step it undoes (comp_started, comp_retry_scheduled,

@@ -57,25 +57,14 @@ const (
 	AttrScheduledTime = "skein.scheduledTime" // the firing's time, RFC 3339 UTC
 )
 
-// ScheduleError reports a schedule that NewWorker refuses: an expression
-// that does not parse (Err is a *schedule.ParseError), an unknown time zone
-// or workflow, a missing or repeated name, an input that does not encode
-// or does not fit the workflow's input type (Err is a *RequestError).
-type ScheduleError struct {
-	Name string
-	Err  error
+// newScheduleError returns the *RegistrationError of a schedule NewWorker
+// refuses: an expression that does not parse (err is a
+// *schedule.ParseError), an unknown time zone or workflow, a missing or
+// repeated name, an input that does not encode or does not fit the
+// workflow's input type (err is a *RequestError).
+func newScheduleError(name string, err error) *RegistrationError {
+	return &RegistrationError{Kind: registrationSchedule, Name: name, Err: err}
 }
-
-// newScheduleError returns a *ScheduleError.
-func newScheduleError(name string, err error) *ScheduleError {
-	return &ScheduleError{Name: name, Err: err}
-}
-
-func (e *ScheduleError) Error() string {
-	return fmt.Sprintf("workflow: schedule %q: %v", e.Name, e.Err)
-}
-
-func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // compiledSchedule is a checked Schedule.
 type compiledSchedule struct {

@@ -87,9 +87,9 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 			}
 			defer lw.Close()
 			_, err = workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: scheduleRegistry(t), Schedules: c.schedules})
-			var se *workflow.ScheduleError
-			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("NewWorker = %v, want a *ScheduleError with %q", err, c.want)
+			var se *workflow.RegistrationError
+			if !errors.As(err, &se) || se.Kind != "schedule" || se.Name != c.schedules[len(c.schedules)-1].Name || !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("NewWorker = %v, want a *RegistrationError of a schedule with %q", err, c.want)
 			}
 			if c.target != nil && !errors.As(err, c.target) {
 				t.Errorf("NewWorker = %v, not a %T", err, c.target)
