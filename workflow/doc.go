@@ -146,7 +146,7 @@
 // times (default 10); past that the step fails with an error whose Code is
 // STEP_EXECUTOR_LOST. StepOptions.Timeout bounds each attempt: past it the
 // step's context is cancelled and the attempt fails with a
-// *StepTimeoutError (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
+// timeout error (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
 // retried like any failure, even if the function then returns a result (it
 // is discarded). A step that fails for good gives the workflow a
 // *StepError wrapping the step's error, typed again after its trip through the log

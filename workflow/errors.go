@@ -12,8 +12,9 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// FatalError is a step error that must not be retried. Build it with Fatal.
-type FatalError struct{ Err error }
+// fatalError is a step error that must not be retried, built by Fatal.
+// It is recorded as FatalError.
+type fatalError struct{ Err error }
 
 // Fatal marks err as fatal: the step fails at once, without retries. It is
 // for steps: a workflow's returned error fails its run whether or not it is
@@ -22,17 +23,18 @@ func Fatal(err error) error {
 	if err == nil {
 		err = errors.New("fatal error")
 	}
-	return &FatalError{Err: err}
+	return &fatalError{Err: err}
 }
 
-func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *fatalError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
-func (e *FatalError) Unwrap() error { return e.Err }
+func (e *fatalError) Unwrap() error { return e.Err }
 
-// RetryableError is a step error to retry at a given time, whatever the
-// step's backoff says. Build it with RetryAfter or RetryAt.
-type RetryableError struct {
+// retryableError is a step error to retry at a given time, whatever the
+// step's backoff says, built by RetryAfter or RetryAt. It is recorded as
+// RetryableError.
+type retryableError struct {
 	Err error
 	At  time.Time // zero: After from the failure
 	// After is the delay when At is zero.
@@ -44,7 +46,7 @@ func RetryAfter(err error, d time.Duration) error {
 	if err == nil {
 		err = errors.New("retry requested")
 	}
-	return &RetryableError{Err: err, After: d}
+	return &retryableError{Err: err, After: d}
 }
 
 // RetryAt asks for the step to be retried at t (if retries remain).
@@ -52,13 +54,13 @@ func RetryAt(err error, t time.Time) error {
 	if err == nil {
 		err = errors.New("retry requested")
 	}
-	return &RetryableError{Err: err, At: t}
+	return &retryableError{Err: err, At: t}
 }
 
-func (e *RetryableError) Error() string { return e.Err.Error() }
+func (e *retryableError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
-func (e *RetryableError) Unwrap() error { return e.Err }
+func (e *retryableError) Unwrap() error { return e.Err }
 
 // SerializationError reports a value that could not be encoded or decoded as
 // JSON. It is never retried: a step whose arguments or result do not
@@ -165,27 +167,27 @@ func (e *AllFailedError) Error() string {
 // Unwrap returns the errors.
 func (e *AllFailedError) Unwrap() []error { return e.Errors }
 
-// StepTimeoutError is the failure of a step attempt that ran past its
-// StepOptions.Timeout. Err is the error the step function returned after
-// its deadline, if it returned one within the grace period (a result
+// stepTimeoutError (recorded as StepTimeoutError) is the failure of a step
+// attempt that ran past its StepOptions.Timeout. Err is the error the step
+// function returned after its deadline, if it returned one within the grace period (a result
 // returned then is discarded: the attempt has timed out). It matches
 // context.DeadlineExceeded with errors.Is.
-type StepTimeoutError struct {
+type stepTimeoutError struct {
 	Step    string
 	Attempt int
 	Timeout time.Duration
 	Err     error
 }
 
-func (e *StepTimeoutError) Error() string {
+func (e *stepTimeoutError) Error() string {
 	return fmt.Sprintf("step %q attempt %d timed out after %s", e.Step, e.Attempt, e.Timeout)
 }
 
 // Unwrap returns what the step function returned, if anything.
-func (e *StepTimeoutError) Unwrap() error { return e.Err }
+func (e *stepTimeoutError) Unwrap() error { return e.Err }
 
 // Is makes a timeout match context.DeadlineExceeded.
-func (e *StepTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+func (e *stepTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Error is an error read back from the log whose Go type is not known here:
 // it keeps the recorded type name, message, stack (for panics) and cause.
@@ -263,9 +265,9 @@ func (c *codec) encode(err error) *world.ErrorData {
 	}
 	d := &world.ErrorData{Type: fmt.Sprintf("%T", err), Message: err.Error()}
 	switch e := err.(type) {
-	case *FatalError:
+	case *fatalError:
 		d.Type, d.Fatal, d.Cause = typeFatal, true, c.encode(e.Err)
-	case *RetryableError:
+	case *retryableError:
 		d.Type, d.Cause = typeRetryable, c.encode(e.Err)
 		d.Details = details(map[string]any{"at": e.At, "after": e.After})
 	case *SerializationError:
@@ -287,7 +289,7 @@ func (c *codec) encode(err error) *world.ErrorData {
 	case *RunFailedError:
 		d.Type, d.Code, d.Cause = typeRunFailed, e.Code, c.encode(e.Cause)
 		d.Details = details(map[string]string{"runId": e.RunID})
-	case *StepTimeoutError:
+	case *stepTimeoutError:
 		d.Type, d.Code, d.Cause = typeStepTimeout, world.CodeStepTimeout, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "attempt": e.Attempt, "timeout": e.Timeout})
 	case *AllFailedError:
@@ -347,14 +349,14 @@ func (c *codec) decode(d *world.ErrorData) error {
 	}
 	switch d.Type {
 	case typeFatal:
-		return &FatalError{Err: orMessage()}
+		return &fatalError{Err: orMessage()}
 	case typeRetryable:
 		var x struct {
 			At    time.Time     `json:"at"`
 			After time.Duration `json:"after"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &RetryableError{Err: orMessage(), At: x.At, After: x.After}
+		return &retryableError{Err: orMessage(), At: x.At, After: x.After}
 	case typeSerialization:
 		var x struct {
 			What   string `json:"what"`
@@ -413,7 +415,7 @@ func (c *codec) decode(d *world.ErrorData) error {
 			Timeout time.Duration `json:"timeout"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &StepTimeoutError{Step: x.Step, Attempt: x.Attempt, Timeout: x.Timeout, Err: cause}
+		return &stepTimeoutError{Step: x.Step, Attempt: x.Attempt, Timeout: x.Timeout, Err: cause}
 	}
 	if len(d.Errors) > 0 {
 		return c.decodeMulti(d, cause)
@@ -432,9 +434,9 @@ func (c *codec) decode(d *world.ErrorData) error {
 // failure turns a step function's error into what the engine records.
 func (c *codec) failure(err error, now time.Time) *engine.Failure {
 	f := &engine.Failure{Data: c.encode(err)}
-	var fatal *FatalError
+	var fatal *fatalError
 	var ser *SerializationError
-	var retry *RetryableError
+	var retry *retryableError
 	switch {
 	case errors.As(err, &fatal), errors.As(err, &ser) && !ser.hookPayload():
 		f.Fatal = true

@@ -52,10 +52,10 @@ func TestMultiErrorsRoundTrip(t *testing.T) {
 			if rf.Cause.Error() != tc.err.Error() {
 				t.Errorf("message %q, want %q", rf.Cause.Error(), tc.err.Error())
 			}
-			fe := mustAs[*workflow.FatalError](t, err)
+			fe, fatal := workflow.FatalCause(err)
 			ce := mustAs[*workflow.CompensationError](t, err)
 			il := mustAs[*InvoiceLockedError](t, err)
-			if fe.Err.Error() != "out of stock" || ce.Step != "charge" || ce.StepID != "st_7" || ce.Err.Error() != "refund refused" || *il != *locked {
+			if !fatal || fe.Error() != "out of stock" || ce.Step != "charge" || ce.StepID != "st_7" || ce.Err.Error() != "refund refused" || *il != *locked {
 				t.Errorf("members after the round trip: fatal %v, compensation %+v, invoice %+v", fe, ce, il)
 			}
 		})

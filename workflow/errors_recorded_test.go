@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -81,11 +83,40 @@ func is(t *testing.T, err, target error, want bool) {
 // recordedChecks are the checks of each recorded error once decoded.
 func recordedChecks() map[string]func(*testing.T, error) {
 	return map[string]func(*testing.T, error){
-		"fatal":         func(t *testing.T, err error) {},
-		"retry-after":   func(t *testing.T, err error) {},
-		"retry-at":      func(t *testing.T, err error) {},
-		"serialization": func(t *testing.T, err error) {},
-		"hook-conflict": func(t *testing.T, err error) {},
+		"fatal": func(t *testing.T, err error) {
+			if f := as[*fatalError](t, err); f.Err.Error() != "card declined" {
+				t.Errorf("fatal %v, want card declined", f.Err)
+			}
+			if f := failureOf(err, time.Time{}); !f.Fatal {
+				t.Errorf("a step failing with it again is not fatal: %+v", f)
+			}
+		},
+		"retry-after": func(t *testing.T, err error) {
+			now := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+			if r := as[*retryableError](t, err); r.After != 90*time.Second || !r.At.IsZero() {
+				t.Errorf("%+v, want a retry after 90s", r)
+			}
+			if f := failureOf(err, now); f.Fatal || !f.RetryAt.Equal(now.Add(90*time.Second)) {
+				t.Errorf("failure %+v, want a retry at %v", f, now.Add(90*time.Second))
+			}
+		},
+		"retry-at": func(t *testing.T, err error) {
+			at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+			if f := failureOf(err, time.Time{}); !f.RetryAt.Equal(at) {
+				t.Errorf("failure %+v, want a retry at %v", f, at)
+			}
+		},
+		"serialization": func(t *testing.T, err error) {
+			se := as[*SerializationError](t, err)
+			if se.What != `arguments of step "charge"` || !se.Decode || se.hookPayload() {
+				t.Errorf("%+v, want the step's arguments, decoding", se)
+			}
+		},
+		"hook-conflict": func(t *testing.T, err error) {
+			if hc := as[*HookConflictError](t, err); hc.Token != "approve-42" || hc.ConflictingRunID != "wrun_01" {
+				t.Errorf("%+v", hc)
+			}
+		},
 		"hook-not-found": func(t *testing.T, err error) {
 			re := as[*RequestError](t, err)
 			if re.Kind != world.ErrNotFound || re.Token != "approve-43" {
@@ -96,9 +127,27 @@ func recordedChecks() map[string]func(*testing.T, error) {
 		"hook-payload": func(t *testing.T, err error) {
 			checkPayload(t, err, "approve-44", "hook_01", "main.Approval")
 		},
-		"step-fatal":       func(t *testing.T, err error) {},
-		"step-timeout":     func(t *testing.T, err error) {},
-		"step-timeout-err": func(t *testing.T, err error) {},
+		"step-fatal": func(t *testing.T, err error) {
+			if se := as[*StepError](t, err); se.Step != "charge" || se.StepID != "step_01" || se.Attempt != 3 {
+				t.Errorf("%+v", se)
+			}
+			as[*fatalError](t, err)
+		},
+		"step-timeout": func(t *testing.T, err error) {
+			if se := as[*StepError](t, err); se.Step != "slow" || se.Attempt != 2 {
+				t.Errorf("%+v", se)
+			}
+			if te := as[*stepTimeoutError](t, err); te.Step != "slow" || te.Attempt != 2 || te.Timeout != 5*time.Second || te.Err != nil {
+				t.Errorf("%+v", te)
+			}
+			is(t, err, context.DeadlineExceeded, true)
+		},
+		"step-timeout-err": func(t *testing.T, err error) {
+			if te := as[*stepTimeoutError](t, err); te.Timeout != time.Second || te.Err == nil {
+				t.Errorf("%+v, want the step's error kept", te)
+			}
+			is(t, err, context.DeadlineExceeded, true)
+		},
 		"run-failed": func(t *testing.T, err error) {
 			rf := as[*RunFailedError](t, err)
 			if rf.RunID != "wrun_02" || rf.Code != world.CodeHookPayloadInvalid {
@@ -114,7 +163,14 @@ func recordedChecks() map[string]func(*testing.T, error) {
 				t.Errorf("%+v, want a hook not found, token t3", re)
 			}
 		},
-		"compensation": func(t *testing.T, err error) {},
+		"compensation": func(t *testing.T, err error) {
+			if ce := as[*CompensationError](t, err); ce.Step != "charge" || ce.StepID != "step_04" {
+				t.Errorf("%+v", ce)
+			}
+			if se := as[*StepError](t, err); se.Step != "refund" || se.Attempt != 2 {
+				t.Errorf("%+v", se)
+			}
+		},
 		// A step's refused request was recorded under its Go type's name,
 		// which no type has now: it decodes, as it did, to an *Error
 		// keeping that name and the message (and no errors.Is).
@@ -174,4 +230,10 @@ func checkPayload(t *testing.T, err error, token, hookID, typ string) {
 	if se.Token != token || se.HookID != hookID || se.What != typ || !se.Decode || se.Err == nil {
 		t.Errorf("%+v, want hook %s (%s) payload of type %s", se, token, hookID, typ)
 	}
+}
+
+// failureOf is what the codec records of a step that failed with err.
+func failureOf(err error, now time.Time) *engine.Failure {
+	c := newCodec()
+	return c.failure(err, now)
 }
