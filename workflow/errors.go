@@ -157,15 +157,17 @@ func (e *RunFailedError) Is(target error) bool {
 	return target == world.ErrLimitExceeded && (e.Code == world.CodeMaxEventsExceeded || e.Code == world.CodeLimitExceeded)
 }
 
-// AllFailedError is returned by Any when every future failed.
-type AllFailedError struct{ Errors []error }
+// allFailedError is what Any returns when every future failed: a join of
+// their errors (errors.As and errors.Is look into each) that says how many.
+// It is recorded as AllFailedError, with its members.
+type allFailedError struct{ Errors []error }
 
-func (e *AllFailedError) Error() string {
+func (e *allFailedError) Error() string {
 	return fmt.Sprintf("all %d futures failed: %v", len(e.Errors), errors.Join(e.Errors...))
 }
 
 // Unwrap returns the errors.
-func (e *AllFailedError) Unwrap() []error { return e.Errors }
+func (e *allFailedError) Unwrap() []error { return e.Errors }
 
 // stepTimeoutError (recorded as StepTimeoutError) is the failure of a step
 // attempt that ran past its StepOptions.Timeout. Err is the error the step
@@ -292,7 +294,7 @@ func (c *codec) encode(err error) *world.ErrorData {
 	case *stepTimeoutError:
 		d.Type, d.Code, d.Cause = typeStepTimeout, world.CodeStepTimeout, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "attempt": e.Attempt, "timeout": e.Timeout})
-	case *AllFailedError:
+	case *allFailedError:
 		d.Type, d.Errors = typeAllFailed, c.encodeAll(e.Errors)
 		if len(e.Errors) > 0 {
 			d.Cause = d.Errors[0] // what logs before Errors had

@@ -156,7 +156,18 @@ func recordedChecks() map[string]func(*testing.T, error) {
 			checkPayload(t, err, "t", "hook_02", "int")
 		},
 		"run-cancelled": func(t *testing.T, err error) { is(t, err, ErrRunCancelled, true) },
-		"all-failed":    func(t *testing.T, err error) {},
+		"all-failed": func(t *testing.T, err error) {
+			multi, ok := err.(interface{ Unwrap() []error })
+			if !ok || len(multi.Unwrap()) != 2 {
+				t.Fatalf("%v (%T), want a join of 2 errors", err, err)
+			}
+			members := multi.Unwrap()
+			if se := as[*StepError](t, members[0]); se.Step != "a" {
+				t.Errorf("%+v", se)
+			}
+			as[*fatalError](t, members[0])
+			checkPayload(t, members[1], "t2", "hook_03", "int")
+		},
 		"join": func(t *testing.T, err error) {
 			re := as[*RequestError](t, err)
 			if re.Kind != world.ErrNotFound || re.Token != "t3" {
