@@ -61,29 +61,16 @@ var sentinelProblems = []struct {
 // world.Status's codes), then the context's; anything else is a 500 whose
 // detail says nothing of the cause (which is logged).
 func problemFor(err error) *problem {
-	var unknown *workflow.UnknownWorkflowError
-	var input *workflow.InputError
-	var hook *workflow.HookNotFoundError
-	var idem *workflow.IdempotencyConflictError
+	var req *workflow.RequestError
 	var limit *world.LimitError
-	switch {
-	case errors.As(err, &limit):
+	if errors.As(err, &limit) {
 		return &problem{Type: problemType("limit-exceeded"), Title: "Content Too Large", Status: http.StatusRequestEntityTooLarge,
 			Code: limit.Code(), RunID: limit.RunID, Detail: limitDetail(limit)}
-	case errors.As(err, &idem):
-		// A conflict like the world's (CONFLICT), naming the key's run.
-		return &problem{Type: problemType("conflict"), Title: "Conflict", Status: http.StatusConflict, Code: "CONFLICT",
-			Workflow: idem.Workflow, RunID: idem.RunID, Detail: idemDetail(idem)}
-	case errors.As(err, &unknown):
-		return &problem{Type: problemType("unknown-workflow"), Title: "Not Found", Status: http.StatusNotFound, Code: "UNKNOWN_WORKFLOW",
-			Workflow: unknown.Name, Detail: fmt.Sprintf("workflow %q is not registered with this function's registry (no run created)", unknown.Name)}
-	case errors.As(err, &input):
-		return &problem{Type: problemType("invalid-input"), Title: "Bad Request", Status: http.StatusBadRequest, Code: "INVALID_INPUT",
-			Workflow: input.Workflow, Detail: fmt.Sprintf("the input does not decode into workflow %q's input type: %v (no run created)", input.Workflow, input.Err)}
-	case errors.As(err, &hook):
-		// The token is the caller's secret: not echoed.
-		return &problem{Type: problemType("hook-not-found"), Title: "Not Found", Status: http.StatusNotFound, Code: "HOOK_NOT_FOUND",
-			Detail: "no active hook holds this token (unknown, disposed, or its run has ended)"}
+	}
+	if errors.As(err, &req) {
+		if p := requestProblem(req); p != nil {
+			return p
+		}
 	}
 	for _, s := range sentinelProblems {
 		if errors.Is(err, s.err) {
@@ -110,9 +97,31 @@ func limitDetail(e *world.LimitError) string {
 	return fmt.Sprintf("the %s limit is %d bytes; this request's is %d (nothing recorded)", e.Limit, e.Max, e.Size)
 }
 
+// requestProblem maps a refused request to its problem, or nil for a kind
+// the sentinels below map.
+func requestProblem(req *workflow.RequestError) *problem {
+	switch req.Kind {
+	case world.ErrConflict:
+		// A conflict like the world's (CONFLICT), naming the key's run.
+		return &problem{Type: problemType("conflict"), Title: "Conflict", Status: http.StatusConflict, Code: "CONFLICT",
+			Workflow: req.Workflow, RunID: req.RunID, Detail: idemDetail(req)}
+	case workflow.ErrUnknownWorkflow:
+		return &problem{Type: problemType("unknown-workflow"), Title: "Not Found", Status: http.StatusNotFound, Code: "UNKNOWN_WORKFLOW",
+			Workflow: req.Workflow, Detail: fmt.Sprintf("workflow %q is not registered with this function's registry (no run created)", req.Workflow)}
+	case world.ErrInvalid:
+		return &problem{Type: problemType("invalid-input"), Title: "Bad Request", Status: http.StatusBadRequest, Code: "INVALID_INPUT",
+			Workflow: req.Workflow, Detail: fmt.Sprintf("the input does not decode into workflow %q's input type: %v (no run created)", req.Workflow, req.Err)}
+	case world.ErrNotFound:
+		// The token is the caller's secret: not echoed.
+		return &problem{Type: problemType("hook-not-found"), Title: "Not Found", Status: http.StatusNotFound, Code: "HOOK_NOT_FOUND",
+			Detail: "no active hook holds this token (unknown, disposed, or its run has ended)"}
+	}
+	return nil
+}
+
 // idemDetail says why a start's idempotency key was refused. The key is
 // the caller's own, echoed back.
-func idemDetail(e *workflow.IdempotencyConflictError) string {
+func idemDetail(e *workflow.RequestError) string {
 	if e.InputDiffers {
 		return fmt.Sprintf("idempotency key %q already started run %s of workflow %q with another input; "+
 			"a key names one start: use another key for another input (no run created)", e.Key, e.RunID, e.Workflow)

@@ -47,7 +47,7 @@ func resumeChaosHook(ctx context.Context, c *workflow.Client, runID, key string,
 
 // resumeChaosOnce sends one payload, by approver by, and retries it until
 // it lands, the hook has a payload or the run has ended, or ctx ends. A
-// *workflow.HookNotFoundError is final: expected once the hook has a
+// *workflow.RequestError (hook not found) is final: expected once the hook has a
 // payload or the run has ended, and otherwise a violation.
 func resumeChaosOnce(ctx context.Context, c *workflow.Client, runID, token, by string, logf, notef func(string, ...any)) error {
 	for attempt := 1; ; attempt++ {

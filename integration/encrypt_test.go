@@ -83,9 +83,9 @@ func TestEncryptedRunThroughLambda(t *testing.T) {
 	if again, err := demo.FulfilOrder.Start(ctx, client, order, idem); err != nil || again.ID() != run.ID() || !again.Existed() {
 		t.Fatalf("the same key and input: %v; want run %s again", err, run.ID())
 	}
-	var ce *workflow.IdempotencyConflictError
-	if _, err := demo.FulfilOrder.Start(ctx, client, demo.Order{ID: id, Items: []string{"pen"}, Total: 7}, idem); !errors.As(err, &ce) || ce.RunID != run.ID() || !ce.InputDiffers {
-		t.Fatalf("the same key, another input: %v; want an *IdempotencyConflictError naming run %s", err, run.ID())
+	var ce *workflow.RequestError
+	if _, err := demo.FulfilOrder.Start(ctx, client, demo.Order{ID: id, Items: []string{"pen"}, Total: 7}, idem); !errors.As(err, &ce) || ce.Kind != world.ErrConflict || ce.RunID != run.ID() || !ce.InputDiffers {
+		t.Fatalf("the same key, another input: %v; want a *RequestError (conflict) naming run %s", err, run.ID())
 	}
 	s.drain(time.Minute)
 	s.noFailures()

@@ -25,8 +25,9 @@ type NoTokensError struct {
 	WorkflowName string
 	// Seq is the hook_created event whose token could not be checked.
 	Seq int64
-	// Divergence is what the replay reported there.
-	Divergence *workflow.Divergence
+	// Divergence is what the replay reported there (the message of the
+	// ReplayReport's Divergence).
+	Divergence string
 }
 
 func (e *NoTokensError) Error() string {
@@ -38,8 +39,11 @@ func (e *NoTokensError) Error() string {
 // Is makes a NoTokensError match ErrNoTokens.
 func (e *NoTokensError) Is(target error) bool { return target == ErrNoTokens }
 
-func redactedWhat(d *workflow.Divergence) string {
-	if d != nil && strings.Contains(d.Logged, `"sha256:`) {
+// redactedWhat says what the history lacks, from the divergence's message:
+// a redacted webhook token is shown as "sha256:" and 12 hex digits where
+// the log's hook is described.
+func redactedWhat(divergence string) string {
+	if strings.Contains(divergence, `"sha256:`) {
 		return "its webhook tokens are redacted"
 	}
 	return "its run_created has no secret"
@@ -58,7 +62,7 @@ func noTokens(events []world.Event, rep *workflow.ReplayReport) error {
 	if !lacksSecrets(events, d.Seq) {
 		return nil
 	}
-	return &NoTokensError{RunID: rep.RunID, WorkflowName: rep.WorkflowName, Seq: d.Seq, Divergence: d}
+	return &NoTokensError{RunID: rep.RunID, WorkflowName: rep.WorkflowName, Seq: d.Seq, Divergence: d.Message}
 }
 
 // lacksSecrets reports whether a run's log was exported without its

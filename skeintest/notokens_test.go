@@ -94,7 +94,10 @@ func TestHistoryWithoutTokens(t *testing.T) {
 			if !errors.As(err, &nt) || !errors.Is(err, skeintest.ErrNoTokens) || nt.RunID != id || nt.WorkflowName != tc.workflow {
 				t.Fatalf("CheckHistory without tokens = %v, %v; want a *NoTokensError for run %s", rep, err, id)
 			}
-			for _, want := range []string{"exported without tokens", "cannot be checked", "skein runs export", "-show-tokens"} {
+			if rr, _ := reg.CheckLog(events[0].Events); rr == nil || rr.Divergence == nil || nt.Divergence != rr.Divergence.Message {
+				t.Errorf("NoTokensError.Divergence %q, want the replay's divergence", nt.Divergence)
+			}
+			for _, want := range []string{"exported without tokens", "its run_created has no secret", "cannot be checked", "skein runs export", "-show-tokens"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q lacks %q", err, want)
 				}

@@ -73,7 +73,7 @@ func (h *HistoryReport) String() string {
 // CheckHistory reads a history file's runs from r (see ReadHistories) and
 // replays each against reg's code (workflow.Registry.CheckLog). A malformed
 // file is a *HistoryFileError; so is a run of a workflow reg does not
-// hold, wrapping a *workflow.UnknownWorkflowError naming it, and a run
+// hold, wrapping a *workflow.RequestError (ErrUnknownWorkflow) naming it, and a run
 // exported without its secrets whose hook tokens the replay cannot check,
 // wrapping a *NoTokensError (errors.Is ErrNoTokens) instead of reporting
 // a divergence that is not the code's.
@@ -171,7 +171,7 @@ func CheckWorld(ctx context.Context, reg *workflow.Registry, w world.Storage, f 
 	slices.Sort(registered)
 	for _, n := range names {
 		if !slices.Contains(registered, n) {
-			return nil, &workflow.UnknownWorkflowError{Name: n, Registered: registered}
+			return nil, &workflow.RequestError{Kind: workflow.ErrUnknownWorkflow, Workflow: n, Registered: registered}
 		}
 	}
 	statuses := f.Statuses

@@ -165,8 +165,8 @@ func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (s
 		return "", "", &actionError{code: http.StatusBadRequest, msg: "The payload is not JSON: " + clipText(text, 200)}
 	}
 	if _, err := s.cfg.Client.ResumeHook(ctx, hook.Token, json.RawMessage(text)); err != nil {
-		var nf *workflow.HookNotFoundError
-		if errors.As(err, &nf) {
+		var nf *workflow.RequestError
+		if errors.As(err, &nf) && nf.Kind == world.ErrNotFound {
 			return "", "", refuse("The hook is gone: it was resumed and disposed, or the run ended.")
 		}
 		return "", "", err

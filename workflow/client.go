@@ -100,10 +100,10 @@ func ClientFrom(ctx context.Context) *Client {
 // as its parent.
 //
 // A client given a Registry checks the start before it creates the run: a
-// name the registry does not hold is an *UnknownWorkflowError (errors.Is
-// ErrUnknownWorkflow), and an input whose JSON does not decode into the
+// name the registry does not hold is a *RequestError of Kind
+// ErrUnknownWorkflow, and an input whose JSON does not decode into the
 // workflow's input type (42 for a workflow that takes a struct) is an
-// *InputError (errors.Is world.ErrInvalid); neither creates a run. The
+// *RequestError of Kind world.ErrInvalid; neither creates a run. The
 // StartUnregistered option, for a workflow that workers of another service
 // run, skips both checks, and a client without a Registry makes neither:
 // its input is checked only when the run decodes it, and one that does not
@@ -114,7 +114,7 @@ func ClientFrom(ctx context.Context) *Client {
 // workflow with the same input (compared as JSON values: spacing and the
 // order of object members do not matter) returns that run (ReportExisting
 // tells); the same key with another input or another workflow is an
-// *IdempotencyConflictError (errors.Is world.ErrConflict), and no run is
+// *RequestError of Kind world.ErrConflict, and no run is
 // created.
 func (c *Client) Start(ctx context.Context, workflowName string, input any, opts ...StartOption) (string, error) {
 	o := c.startOptions(ctx, opts)
@@ -134,7 +134,7 @@ func (c *Client) Start(ctx context.Context, workflowName string, input any, opts
 func (c *Client) checkKnown(name string, o startOptions) error {
 	if c.known && !o.unregistered && name != "" {
 		if _, ok := (engineRegistry{r: c.reg}).Workflow(name); !ok {
-			return &UnknownWorkflowError{Name: name}
+			return &RequestError{Kind: ErrUnknownWorkflow, Workflow: name}
 		}
 	}
 	return nil
@@ -438,9 +438,11 @@ func hookInfo(h *world.Hook) *HookInfo {
 }
 
 // ResumeHook sends payload to the hook holding token and wakes its run. A
-// token no active hook holds is a *HookNotFoundError. The client does not
+// token no active hook holds is a *RequestError of Kind
+// world.ErrNotFound. The client does not
 // know the type the hook expects: a payload that does not decode as it is
-// recorded all the same and reaches the workflow as a *PayloadError. A
+// recorded all the same and reaches the workflow as a *SerializationError
+// (Token and HookID set). A
 // hook of a sealed run (package encrypt) is refused, with an error that
 // matches world.ErrKeyUnavailable and nothing written, when the client's
 // World does not seal: the payload would be stored in clear.
@@ -455,7 +457,7 @@ func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*Ho
 	h, err := engine.ResumeHook(ctx, c.w, c.now, token, b)
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
-			return nil, &HookNotFoundError{Token: token}
+			return nil, &RequestError{Kind: world.ErrNotFound, Token: token}
 		}
 		return nil, err
 	}
@@ -463,12 +465,12 @@ func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*Ho
 }
 
 // GetHookByToken returns the active hook holding token, or a
-// *HookNotFoundError.
+// *RequestError of Kind world.ErrNotFound.
 func (c *Client) GetHookByToken(ctx context.Context, token string) (*HookInfo, error) {
 	h, err := c.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: token})
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
-			return nil, &HookNotFoundError{Token: token}
+			return nil, &RequestError{Kind: world.ErrNotFound, Token: token}
 		}
 		return nil, err
 	}

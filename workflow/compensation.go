@@ -18,7 +18,8 @@ type Compensation[I, O any] struct {
 // because Go cannot express a method of Step[I, O] that takes a
 // Step[Compensation[I, O], ...].) Call it where the step is defined, before the step is
 // registered: Register refuses s unless comp is registered in the same call
-// or an earlier one (an *UnregisteredCompensationError).
+// or an earlier one (a *RegistrationError, Problem
+// RegistrationUnregisteredCompensation).
 //
 // Every call of s records the name of its compensation with the step
 // (step_created), so the log says what undoes it. Once the step has
@@ -48,23 +49,6 @@ type compensable interface {
 	compensation() (Definition, bool)
 }
 
-// UnregisteredCompensationError is returned by Registry.Register (and
-// Replace) for a step whose compensation (WithCompensation) is nil or is
-// not registered in the same call or an earlier one. Nothing of the call is
-// registered then.
-type UnregisteredCompensationError struct {
-	Step         string
-	Compensation string // empty for a nil compensation
-}
-
-func (e *UnregisteredCompensationError) Error() string {
-	if e.Compensation == "" {
-		return fmt.Sprintf("workflow: Register: step %q declares a nil compensation", e.Step)
-	}
-	return fmt.Sprintf("workflow: Register: the compensation %q of step %q is not registered "+
-		"(register it with the step, in the same call or an earlier one)", e.Compensation, e.Step)
-}
-
 // checkCompensations refuses a step of defs whose compensation is neither
 // among defs nor registered already. The caller holds r.mu.
 func (r *Registry) checkCompensations(defs []Definition) error {
@@ -78,14 +62,14 @@ func (r *Registry) checkCompensations(defs []Definition) error {
 			continue
 		}
 		if comp == nil {
-			return &UnregisteredCompensationError{Step: d.Name()}
+			return &RegistrationError{Kind: "step", Name: d.Name(), Problem: RegistrationUnregisteredCompensation}
 		}
 		found := r.defs[defKey(comp)] == comp
 		for _, o := range defs {
 			found = found || o == comp
 		}
 		if !found {
-			return &UnregisteredCompensationError{Step: d.Name(), Compensation: comp.Name()}
+			return &RegistrationError{Kind: "step", Name: d.Name(), Problem: RegistrationUnregisteredCompensation, Compensation: comp.Name()}
 		}
 	}
 	return nil

@@ -197,7 +197,7 @@ func TestCompensateFanOut(t *testing.T) {
 
 // TestCompensationRegistration: a step whose compensation is not
 // registered (in the same call or an earlier one), or is nil, is refused by
-// Register and Replace with an *UnregisteredCompensationError, and nothing
+// Register and Replace with a *RegistrationError, and nothing
 // of the call is registered.
 func TestCompensationRegistration(t *testing.T) {
 	t.Parallel()
@@ -247,9 +247,9 @@ func TestCompensationRegistration(t *testing.T) {
 				}
 				return
 			}
-			var ue *workflow.UnregisteredCompensationError
-			if !errors.As(err, &ue) || ue.Step != "s1" || ue.Compensation != tc.wantComp {
-				t.Fatalf("err = %v, want an UnregisteredCompensationError of s1 naming %q", err, tc.wantComp)
+			var ue *workflow.RegistrationError
+			if !errors.As(err, &ue) || ue.Problem != workflow.RegistrationUnregisteredCompensation || ue.Kind != "step" || ue.Name != "s1" || ue.Compensation != tc.wantComp || !errors.Is(err, world.ErrInvalid) {
+				t.Fatalf("err = %v, want a RegistrationError of s1 whose compensation %q is not registered", err, tc.wantComp)
 			}
 			if tc.name != "replace" {
 				// Nothing of the call was registered: s1 can be registered anew.

@@ -146,7 +146,7 @@
 // times (default 10); past that the step fails with an error whose Code is
 // STEP_EXECUTOR_LOST. StepOptions.Timeout bounds each attempt: past it the
 // step's context is cancelled and the attempt fails with a
-// *StepTimeoutError (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
+// timeout error (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
 // retried like any failure, even if the function then returns a result (it
 // is discarded). A step that fails for good gives the workflow a
 // *StepError wrapping the step's error, typed again after its trip through the log
@@ -178,7 +178,8 @@
 // WithCompensation declares a step's undo: a step that takes a
 // Compensation, the original step's input and result (a refund for a
 // charge). Register refuses a step whose compensation is not registered
-// with it (an *UnregisteredCompensationError). Every call of the step
+// with it (a *RegistrationError, Problem
+// RegistrationUnregisteredCompensation). Every call of the step
 // records the name of its compensation with it, so the log says what
 // undoes what. A compensation is not a step of the run: its attempts are
 // recorded on the step it undoes (comp_started, comp_retry_scheduled,
@@ -221,9 +222,10 @@
 //
 // NewHook creates a hook that receives payloads sent to its token with
 // Client.ResumeHook, in order (a payload that does not decode as the hook's
-// type is a *PayloadError the workflow can handle; unhandled, the run fails
-// with HOOK_PAYLOAD_INVALID); NewWebhook one resumed by HTTP requests
-// (POST, PUT or PATCH) to Client.WebhookHandler. A hook or webhook receives
+// type is a *SerializationError, its HookID set, which the workflow can
+// handle; unhandled, the run fails with HOOK_PAYLOAD_INVALID); NewWebhook
+// one resumed by HTTP requests (POST, PUT or PATCH) to
+// Client.WebhookHandler. A hook or webhook receives
 // every payload sent while it is active, not only the first, until the
 // workflow disposes of it or the run ends. A generated token is derived
 // from a secret the run draws at creation, so knowing a run ID does not

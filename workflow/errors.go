@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/world"
 )
 
-// FatalError is a step error that must not be retried. Build it with Fatal.
-type FatalError struct{ Err error }
+// fatalError is a step error that must not be retried, built by Fatal.
+// It is recorded as FatalError.
+type fatalError struct{ Err error }
 
 // Fatal marks err as fatal: the step fails at once, without retries. It is
 // for steps: a workflow's returned error fails its run whether or not it is
@@ -23,17 +23,18 @@ func Fatal(err error) error {
 	if err == nil {
 		err = errors.New("fatal error")
 	}
-	return &FatalError{Err: err}
+	return &fatalError{Err: err}
 }
 
-func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *fatalError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
-func (e *FatalError) Unwrap() error { return e.Err }
+func (e *fatalError) Unwrap() error { return e.Err }
 
-// RetryableError is a step error to retry at a given time, whatever the
-// step's backoff says. Build it with RetryAfter or RetryAt.
-type RetryableError struct {
+// retryableError is a step error to retry at a given time, whatever the
+// step's backoff says, built by RetryAfter or RetryAt. It is recorded as
+// RetryableError.
+type retryableError struct {
 	Err error
 	At  time.Time // zero: After from the failure
 	// After is the delay when At is zero.
@@ -45,7 +46,7 @@ func RetryAfter(err error, d time.Duration) error {
 	if err == nil {
 		err = errors.New("retry requested")
 	}
-	return &RetryableError{Err: err, After: d}
+	return &retryableError{Err: err, After: d}
 }
 
 // RetryAt asks for the step to be retried at t (if retries remain).
@@ -53,33 +54,51 @@ func RetryAt(err error, t time.Time) error {
 	if err == nil {
 		err = errors.New("retry requested")
 	}
-	return &RetryableError{Err: err, At: t}
+	return &retryableError{Err: err, At: t}
 }
 
-func (e *RetryableError) Error() string { return e.Err.Error() }
+func (e *retryableError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
-func (e *RetryableError) Unwrap() error { return e.Err }
+func (e *retryableError) Unwrap() error { return e.Err }
 
 // SerializationError reports a value that could not be encoded or decoded as
 // JSON. It is never retried: a step whose arguments or result do not
 // serialize fails at once.
+//
+// A hook's payload that does not decode as the hook's type is one too, with
+// Token and HookID set: it is what the hook's Receive (or its future's Get)
+// returns. The sender (ResumeHook, the CLI's hooks resume) cannot know that
+// type, so the check is the workflow's. The payload is consumed, so the next
+// Receive gets the next one: a workflow may log it and wait again. A run
+// whose workflow returns it, or an error wrapping it, fails with
+// HOOK_PAYLOAD_INVALID.
 type SerializationError struct {
 	// What names the value: `arguments of step "charge"`, "workflow
-	// input", "hook payload", ...
+	// input", "hook metadata", ...; for a hook's payload, the Go type the
+	// hook expects, such as "main.Approval".
 	What string
 	// Decode is set when the value could not be decoded (JSON to Go), unset
 	// when it could not be encoded.
 	Decode bool
-	Err    error
+	// Token and HookID, set for a hook's payload, are the hook's token and
+	// ID.
+	Token, HookID string
+	Err           error
 }
 
 func (e *SerializationError) Error() string {
-	if e.Decode {
+	switch {
+	case e.hookPayload():
+		return fmt.Sprintf("hook %q received a payload that does not decode as %s: %v", e.Token, e.What, e.Err)
+	case e.Decode:
 		return fmt.Sprintf("failed to decode %s: %v", e.What, e.Err)
 	}
 	return fmt.Sprintf("failed to serialize %s: %v", e.What, e.Err)
 }
+
+// hookPayload reports whether e is a hook's payload that did not decode.
+func (e *SerializationError) hookPayload() bool { return e.Token != "" || e.HookID != "" }
 
 // Unwrap returns the underlying error.
 func (e *SerializationError) Unwrap() error { return e.Err }
@@ -94,39 +113,6 @@ type HookConflictError struct {
 func (e *HookConflictError) Error() string {
 	return fmt.Sprintf("hook token %q is already in use by another workflow (run %s)", e.Token, e.ConflictingRunID)
 }
-
-// PayloadError is what a hook's Receive (or its future's Get) returns for a
-// payload that does not decode as the hook's type: the sender (ResumeHook,
-// the CLI's hooks resume) cannot know that type, so the check is the
-// workflow's. The payload is consumed, so the next Receive gets the next
-// one: a workflow may log it and wait again. A run whose workflow returns
-// it, or an error wrapping it, fails with HOOK_PAYLOAD_INVALID.
-type PayloadError struct {
-	// Token is the hook's token; HookID its ID.
-	Token, HookID string
-	// Type is the Go type the hook expects, such as "main.Approval".
-	Type string
-	// Err is the decoding error.
-	Err error
-}
-
-func (e *PayloadError) Error() string {
-	return fmt.Sprintf("hook %q received a payload that does not decode as %s: %v", e.Token, e.Type, e.Err)
-}
-
-// Unwrap returns the decoding error.
-func (e *PayloadError) Unwrap() error { return e.Err }
-
-// HookNotFoundError is returned when resuming a token no active hook holds:
-// unknown, disposed, or its run has finished.
-type HookNotFoundError struct{ Token string }
-
-func (e *HookNotFoundError) Error() string {
-	return fmt.Sprintf("hook with token %q not found", e.Token)
-}
-
-// Is matches world.ErrNotFound.
-func (e *HookNotFoundError) Is(target error) bool { return target == world.ErrNotFound }
 
 // StepError is what a workflow gets from a step that failed for good: the
 // step, its last attempt, and the error it returned (typed again after its
@@ -144,47 +130,6 @@ func (e *StepError) Error() string {
 
 // Unwrap returns the step's error.
 func (e *StepError) Unwrap() error { return e.Err }
-
-// ErrUnknownWorkflow is matched (errors.Is) by an *UnknownWorkflowError.
-var ErrUnknownWorkflow = errors.New("workflow: unknown workflow")
-
-// UnknownWorkflowError is returned by Client.Start for a workflow name the
-// client's Registry does not hold (no run was created), and by the replay
-// checks for a run of such a workflow (Registry.CheckLog: RunID set) or a
-// workflow named to check.
-type UnknownWorkflowError struct {
-	Name string
-	// RunID is the run whose log names the workflow (Registry.CheckLog);
-	// Registered, set by the checks, the names the Registry holds.
-	RunID      string
-	Registered []string
-}
-
-func (e *UnknownWorkflowError) Error() string {
-	switch {
-	case e.RunID != "":
-		return fmt.Sprintf("workflow: run %s is of workflow %q, which is not registered with the Registry (it holds %s)",
-			e.RunID, e.Name, quotedList(e.Registered))
-	case e.Registered != nil:
-		return fmt.Sprintf("workflow: workflow %q is not registered with the Registry (it holds %s)", e.Name, quotedList(e.Registered))
-	}
-	return fmt.Sprintf("workflow: Start: workflow %q is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", e.Name)
-}
-
-// quotedList is names quoted and joined, or "no workflow".
-func quotedList(names []string) string {
-	if len(names) == 0 {
-		return "no workflow"
-	}
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
-}
-
-// Is reports whether target is ErrUnknownWorkflow.
-func (e *UnknownWorkflowError) Is(target error) bool { return target == ErrUnknownWorkflow }
 
 // ErrRunCancelled is returned for a run that was cancelled.
 var ErrRunCancelled = errors.New("workflow: run cancelled")
@@ -212,37 +157,39 @@ func (e *RunFailedError) Is(target error) bool {
 	return target == world.ErrLimitExceeded && (e.Code == world.CodeMaxEventsExceeded || e.Code == world.CodeLimitExceeded)
 }
 
-// AllFailedError is returned by Any when every future failed.
-type AllFailedError struct{ Errors []error }
+// allFailedError is what Any returns when every future failed: a join of
+// their errors (errors.As and errors.Is look into each) that says how many.
+// It is recorded as AllFailedError, with its members.
+type allFailedError struct{ Errors []error }
 
-func (e *AllFailedError) Error() string {
+func (e *allFailedError) Error() string {
 	return fmt.Sprintf("all %d futures failed: %v", len(e.Errors), errors.Join(e.Errors...))
 }
 
 // Unwrap returns the errors.
-func (e *AllFailedError) Unwrap() []error { return e.Errors }
+func (e *allFailedError) Unwrap() []error { return e.Errors }
 
-// StepTimeoutError is the failure of a step attempt that ran past its
-// StepOptions.Timeout. Err is the error the step function returned after
-// its deadline, if it returned one within the grace period (a result
+// stepTimeoutError (recorded as StepTimeoutError) is the failure of a step
+// attempt that ran past its StepOptions.Timeout. Err is the error the step
+// function returned after its deadline, if it returned one within the grace period (a result
 // returned then is discarded: the attempt has timed out). It matches
 // context.DeadlineExceeded with errors.Is.
-type StepTimeoutError struct {
+type stepTimeoutError struct {
 	Step    string
 	Attempt int
 	Timeout time.Duration
 	Err     error
 }
 
-func (e *StepTimeoutError) Error() string {
+func (e *stepTimeoutError) Error() string {
 	return fmt.Sprintf("step %q attempt %d timed out after %s", e.Step, e.Attempt, e.Timeout)
 }
 
 // Unwrap returns what the step function returned, if anything.
-func (e *StepTimeoutError) Unwrap() error { return e.Err }
+func (e *stepTimeoutError) Unwrap() error { return e.Err }
 
 // Is makes a timeout match context.DeadlineExceeded.
-func (e *StepTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+func (e *stepTimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Error is an error read back from the log whose Go type is not known here:
 // it keeps the recorded type name, message, stack (for panics) and cause.
@@ -320,33 +267,34 @@ func (c *codec) encode(err error) *world.ErrorData {
 	}
 	d := &world.ErrorData{Type: fmt.Sprintf("%T", err), Message: err.Error()}
 	switch e := err.(type) {
-	case *FatalError:
+	case *fatalError:
 		d.Type, d.Fatal, d.Cause = typeFatal, true, c.encode(e.Err)
-	case *RetryableError:
+	case *retryableError:
 		d.Type, d.Cause = typeRetryable, c.encode(e.Err)
 		d.Details = details(map[string]any{"at": e.At, "after": e.After})
 	case *SerializationError:
+		if e.hookPayload() {
+			d.Type, d.Code, d.Cause = typeHookPayload, world.CodeHookPayloadInvalid, c.encode(e.Err)
+			d.Details = details(map[string]string{"token": e.Token, "hookId": e.HookID, "type": e.What})
+			break
+		}
 		d.Type, d.Fatal, d.Cause = typeSerialization, true, c.encode(e.Err)
 		d.Details = details(map[string]any{"what": e.What, "decode": e.Decode})
 	case *HookConflictError:
 		d.Type = typeHookConflict
 		d.Details = details(map[string]string{"token": e.Token, "conflictingRunId": e.ConflictingRunID})
-	case *HookNotFoundError:
-		d.Type = typeHookNotFound
-		d.Details = details(map[string]string{"token": e.Token})
-	case *PayloadError:
-		d.Type, d.Code, d.Cause = typeHookPayload, world.CodeHookPayloadInvalid, c.encode(e.Err)
-		d.Details = details(map[string]string{"token": e.Token, "hookId": e.HookID, "type": e.Type})
+	case *RequestError:
+		c.encodeRequest(e, d)
 	case *StepError:
 		d.Type, d.Cause = typeStep, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "stepId": e.StepID, "attempt": e.Attempt})
 	case *RunFailedError:
 		d.Type, d.Code, d.Cause = typeRunFailed, e.Code, c.encode(e.Cause)
 		d.Details = details(map[string]string{"runId": e.RunID})
-	case *StepTimeoutError:
+	case *stepTimeoutError:
 		d.Type, d.Code, d.Cause = typeStepTimeout, world.CodeStepTimeout, c.encode(e.Err)
 		d.Details = details(map[string]any{"step": e.Step, "attempt": e.Attempt, "timeout": e.Timeout})
-	case *AllFailedError:
+	case *allFailedError:
 		d.Type, d.Errors = typeAllFailed, c.encodeAll(e.Errors)
 		if len(e.Errors) > 0 {
 			d.Cause = d.Errors[0] // what logs before Errors had
@@ -403,14 +351,14 @@ func (c *codec) decode(d *world.ErrorData) error {
 	}
 	switch d.Type {
 	case typeFatal:
-		return &FatalError{Err: orMessage()}
+		return &fatalError{Err: orMessage()}
 	case typeRetryable:
 		var x struct {
 			At    time.Time     `json:"at"`
 			After time.Duration `json:"after"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &RetryableError{Err: orMessage(), At: x.At, After: x.After}
+		return &retryableError{Err: orMessage(), At: x.At, After: x.After}
 	case typeSerialization:
 		var x struct {
 			What   string `json:"what"`
@@ -430,7 +378,7 @@ func (c *codec) decode(d *world.ErrorData) error {
 			Token string `json:"token"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &HookNotFoundError{Token: x.Token}
+		return &RequestError{Kind: world.ErrNotFound, Token: x.Token}
 	case typeHookPayload:
 		var x struct {
 			Token  string `json:"token"`
@@ -438,7 +386,7 @@ func (c *codec) decode(d *world.ErrorData) error {
 			Type   string `json:"type"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &PayloadError{Token: x.Token, HookID: x.HookID, Type: x.Type, Err: orMessage()}
+		return &SerializationError{What: x.Type, Decode: true, Token: x.Token, HookID: x.HookID, Err: orMessage()}
 	case typeStep:
 		var x struct {
 			Step    string `json:"step"`
@@ -469,7 +417,7 @@ func (c *codec) decode(d *world.ErrorData) error {
 			Timeout time.Duration `json:"timeout"`
 		}
 		_ = json.Unmarshal(d.Details, &x)
-		return &StepTimeoutError{Step: x.Step, Attempt: x.Attempt, Timeout: x.Timeout, Err: cause}
+		return &stepTimeoutError{Step: x.Step, Attempt: x.Attempt, Timeout: x.Timeout, Err: cause}
 	}
 	if len(d.Errors) > 0 {
 		return c.decodeMulti(d, cause)
@@ -488,11 +436,11 @@ func (c *codec) decode(d *world.ErrorData) error {
 // failure turns a step function's error into what the engine records.
 func (c *codec) failure(err error, now time.Time) *engine.Failure {
 	f := &engine.Failure{Data: c.encode(err)}
-	var fatal *FatalError
+	var fatal *fatalError
 	var ser *SerializationError
-	var retry *RetryableError
+	var retry *retryableError
 	switch {
-	case errors.As(err, &fatal), errors.As(err, &ser):
+	case errors.As(err, &fatal), errors.As(err, &ser) && !ser.hookPayload():
 		f.Fatal = true
 	case errors.As(err, &retry):
 		f.RetryAt = retry.At

@@ -37,7 +37,7 @@ func (c *codec) decodeAll(ds []*world.ErrorData) []error {
 
 // decodeMulti decodes an error recorded with members (ErrorData.Errors):
 // an errors.Join comes back as one, with its members typed again; an
-// AllFailedError as itself; any other (a fmt.Errorf with several %w, a
+// AllFailedError as Any's error; any other (a fmt.Errorf with several %w, a
 // multi-error of a type not registered) as an *Error keeping its type name
 // and message whose Cause joins the members, so errors.As finds them.
 func (c *codec) decodeMulti(d *world.ErrorData, cause error) error {
@@ -46,7 +46,7 @@ func (c *codec) decodeMulti(d *world.ErrorData, cause error) error {
 	case typeJoin:
 		return errors.Join(members...)
 	case typeAllFailed:
-		return &AllFailedError{Errors: members}
+		return &allFailedError{Errors: members}
 	}
 	if cause == nil {
 		cause = errors.Join(members...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,10 +53,10 @@ func TestMultiErrorsRoundTrip(t *testing.T) {
 			if rf.Cause.Error() != tc.err.Error() {
 				t.Errorf("message %q, want %q", rf.Cause.Error(), tc.err.Error())
 			}
-			fe := mustAs[*workflow.FatalError](t, err)
+			fe, fatal := workflow.FatalCause(err)
 			ce := mustAs[*workflow.CompensationError](t, err)
 			il := mustAs[*InvoiceLockedError](t, err)
-			if fe.Err.Error() != "out of stock" || ce.Step != "charge" || ce.StepID != "st_7" || ce.Err.Error() != "refund refused" || *il != *locked {
+			if !fatal || fe.Error() != "out of stock" || ce.Step != "charge" || ce.StepID != "st_7" || ce.Err.Error() != "refund refused" || *il != *locked {
 				t.Errorf("members after the round trip: fatal %v, compensation %+v, invoice %+v", fe, ce, il)
 			}
 		})
@@ -136,5 +137,62 @@ func TestOldMultiErrorLogsDecode(t *testing.T) {
 		if we := mustAs[*workflow.Error](t, err); we.Message != "first\nsecond" || we.Type != typ {
 			t.Errorf("%s: old log reads back as %+v", typ, we)
 		}
+	}
+}
+
+// TestAnyAllFailed: when every future of Any fails, the workflow gets
+// their errors joined, each typed (errors.As finds each step's
+// *StepError and a member's own type), with a message saying how many
+// failed; returned, it fails the run with that error, recorded as
+// AllFailedError with its members, and the client finds the same.
+func TestAnyAllFailed(t *testing.T) {
+	t.Parallel()
+	declined := workflow.NewStep("any-declined", func(context.Context, struct{}) (int, error) {
+		return 0, workflow.Fatal(&InvoiceLockedError{Code: "INVOICE_LOCKED", Invoice: "7"})
+	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
+	timedOut := workflow.NewStep("any-timed-out", func(context.Context, struct{}) (int, error) {
+		return 0, workflow.Fatal(context.DeadlineExceeded)
+	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
+	check := func(t *testing.T, err error) {
+		t.Helper()
+		il := mustAs[*InvoiceLockedError](t, err)
+		if il.Invoice != "7" || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%v: want both members typed", err)
+		}
+		multi, ok := errors.Unwrap(mustAs[*workflow.RunFailedError](t, err)).(interface{ Unwrap() []error })
+		if !ok || len(multi.Unwrap()) != 2 {
+			t.Fatalf("%v: want the two futures' errors", err)
+		}
+		for i, step := range []string{"any-declined", "any-timed-out"} {
+			if se := mustAs[*workflow.StepError](t, multi.Unwrap()[i]); se.Step != step {
+				t.Errorf("member %d is of step %q, want %q", i, se.Step, step)
+			}
+		}
+		if want := "all 2 futures failed: "; !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	var seen error
+	wf := workflow.New("any-all-failed", func(ctx workflow.Context, _ int) (int, error) {
+		_, err := workflow.Any(ctx, declined.Go(ctx, struct{}{}), timedOut.Go(ctx, struct{}{}))
+		seen = err
+		return 0, err
+	})
+	e := newEnv(t, wf, declined, timedOut)
+	if err := e.reg.RegisterError("InvoiceLocked", &InvoiceLockedError{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := e.ctx()
+	run, err := wf.Start(ctx, e.client, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Result(ctx)
+	check(t, err)
+	if r, gerr := e.lw.GetRun(ctx, &world.GetRunParams{RunID: run.ID()}); gerr != nil || r.Error == nil || r.Error.Type != "AllFailedError" || len(r.Error.Errors) != 2 {
+		t.Errorf("the run as stored: %+v, %v; want an AllFailedError with 2 members", r, gerr)
+	}
+	if seen == nil || seen.Error() != errors.Unwrap(err).Error() {
+		t.Errorf("the workflow saw %v, the client %v", seen, err)
 	}
 }

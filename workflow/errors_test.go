@@ -58,9 +58,9 @@ func TestRetries(t *testing.T) {
 			n, err := s.Call(ctx, struct{}{})
 			if err != nil {
 				var se *workflow.StepError
-				var fe *workflow.FatalError
 				errors.As(err, &se)
-				return result{Failed: true, Attempt: se.Attempt, IsFatal: errors.As(err, &fe), Message: err.Error()}, nil
+				_, fatal := workflow.FatalCause(err)
+				return result{Failed: true, Attempt: se.Attempt, IsFatal: fatal, Message: err.Error()}, nil
 			}
 			return result{Attempt: n, Elapsed: ctx.Now().Sub(start)}, nil
 		})
@@ -143,7 +143,9 @@ func TestRetries(t *testing.T) {
 		}
 		_, err = run.Result(ctx)
 		rf := mustAs[*workflow.RunFailedError](t, err)
-		mustAs[*workflow.FatalError](t, err)
+		if _, fatal := workflow.FatalCause(err); !fatal {
+			t.Errorf("%v: want the fatal error, typed again", err)
+		}
 		if rf.Code != world.CodeUserError {
 			t.Errorf("code %s", rf.Code)
 		}
@@ -174,15 +176,15 @@ func TestErrorRoundTrips(t *testing.T) {
 	}
 	stepRoundTrip := workflow.New("stepRoundTrip", func(ctx workflow.Context, _ struct{}) (result, error) {
 		_, err := throwFatal.Call(ctx, struct{}{})
-		var fe *workflow.FatalError
 		var se *workflow.StepError
 		var il *InvoiceLockedError
-		r := result{IsFatal: errors.As(err, &fe), IsStep: errors.As(err, &se)}
+		cause, fatal := workflow.FatalCause(err)
+		r := result{IsFatal: fatal, IsStep: errors.As(err, &se)}
 		if errors.As(err, &il) {
 			r.Code = il.Code
 		}
-		if fe != nil {
-			r.Cause = fe.Err.Error()
+		if fatal {
+			r.Cause = cause.Error()
 		}
 		return r, nil
 	})
@@ -216,8 +218,8 @@ func TestErrorRoundTrips(t *testing.T) {
 	}
 	_, err = run2.Result(ctx)
 	rf := mustAs[*workflow.RunFailedError](t, err)
-	fe := mustAs[*workflow.FatalError](t, err)
-	if rf.Code != world.CodeUserError || fe.Error() != "Nested workflow error" {
+	cause, fatal := workflow.FatalCause(err)
+	if rf.Code != world.CodeUserError || !fatal || cause.Error() != "Nested workflow error" {
 		t.Errorf("workflow error = %v", err)
 	}
 	info, _ := run2.Info(ctx)

@@ -20,7 +20,7 @@ var paybackFlow = workflow.New("payback", func(ctx workflow.Context, r paybackRe
 // A client given the Registry checks an input started by name before it
 // creates the run, and an idempotency key names one start: the same key
 // with the same input is the first run, with another input a conflict.
-func ExampleIdempotencyConflictError() {
+func ExampleRequestError() {
 	w, _ := localworld.Open(localworld.Config{})
 	defer w.Close()
 	client, _ := workflow.NewClient(workflow.ClientConfig{World: w, Registry: workflow.NewRegistry().MustRegister(paybackFlow)})
@@ -35,8 +35,8 @@ func ExampleIdempotencyConflictError() {
 	fmt.Println("same input, same run:", again.ID() == first.ID(), again.Existed())
 
 	_, err = paybackFlow.Start(ctx, client, paybackRequest{Order: "1001", Cents: 900}, key)
-	var conflict *workflow.IdempotencyConflictError
-	fmt.Println("another input:", errors.As(err, &conflict) && conflict.RunID == first.ID(), errors.Is(err, world.ErrConflict))
+	var conflict *workflow.RequestError
+	fmt.Println("another input:", errors.As(err, &conflict) && conflict.RunID == first.ID() && conflict.InputDiffers, errors.Is(err, world.ErrConflict))
 	// Output:
 	// a string for a struct: true
 	// same input, same run: true true

@@ -148,8 +148,12 @@ var retrying = workflow.New("retrying", func(ctx workflow.Context, _ struct{}) (
 		return "", err
 	}
 	_, err = refuses.Call(ctx, struct{}{})
-	var fatal *workflow.FatalError
-	return fmt.Sprintf("flaky succeeded on attempt %d; refuses: fatal=%v (%v)", n, errors.As(err, &fatal), err), nil
+	// A fatal error is not retried: the step fails on its first attempt.
+	var se *workflow.StepError
+	if !errors.As(err, &se) {
+		return "", err
+	}
+	return fmt.Sprintf("flaky succeeded on attempt %d; refuses: attempts=%d (%v)", n, se.Attempt, err), nil
 })
 
 func ExampleFatal() {
@@ -160,7 +164,7 @@ func ExampleFatal() {
 	run, _ := retrying.Start(ctx, client, struct{}{})
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
-	// Output: flaky succeeded on attempt 3; refuses: fatal=true (step "refuses" failed (attempt 1): card declined) <nil>
+	// Output: flaky succeeded on attempt 3; refuses: attempts=1 (step "refuses" failed (attempt 1): card declined) <nil>
 }
 
 var progress = workflow.NewStep("progress", func(ctx context.Context, n int) (struct{}, error) {

@@ -1,9 +1,36 @@
 package workflow
 
 import (
+	"errors"
 	"net/http"
 	"time"
 )
+
+// FatalCause returns the error err marks as fatal (Fatal), if it does.
+func FatalCause(err error) (error, bool) {
+	var f *fatalError
+	if !errors.As(err, &f) {
+		return nil, false
+	}
+	return f.Err, true
+}
+
+// StepTimeout is what a step timeout err is or wraps says.
+type StepTimeout struct {
+	Step    string
+	Attempt int
+	Timeout time.Duration
+	Err     error
+}
+
+// StepTimeoutOf returns the step timeout err is or wraps, if any.
+func StepTimeoutOf(err error) (StepTimeout, bool) {
+	var te *stepTimeoutError
+	if !errors.As(err, &te) {
+		return StepTimeout{}, false
+	}
+	return StepTimeout{Step: te.Step, Attempt: te.Attempt, Timeout: te.Timeout, Err: te.Err}, true
+}
 
 // VersionFromBuild exposes versionFromBuild to the external tests.
 var VersionFromBuild = versionFromBuild

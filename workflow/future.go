@@ -63,7 +63,7 @@ func (f Future[T]) result() (T, error) {
 	}
 	if err := unmarshal(raw, &v); err != nil {
 		if hp, ok := p.(*hookPromise); ok {
-			return v, &PayloadError{Token: hp.h.Token(), HookID: hp.h.ID(), Type: reflect.TypeFor[T]().String(), Err: err}
+			return v, &SerializationError{What: reflect.TypeFor[T]().String(), Decode: true, Token: hp.h.Token(), HookID: hp.h.ID(), Err: err}
 		}
 		what := "result"
 		if sp, ok := p.(*stepPromise); ok {
@@ -176,7 +176,10 @@ func Race[T any](ctx Context, fs ...Future[T]) (T, error) {
 }
 
 // Any waits for the first future to succeed (first in log order) and
-// returns its value. When all fail it returns an *AllFailedError.
+// returns its value. When all fail it returns their errors joined, as
+// errors.Join does (errors.Is and errors.As look into each; the members
+// are the futures' errors in the order of fs), with a message that says
+// how many failed.
 func Any[T any](ctx Context, fs ...Future[T]) (T, error) {
 	var zero T
 	ok := func(p promise) bool { return !p.failed() }
@@ -198,7 +201,7 @@ func Any[T any](ctx Context, fs ...Future[T]) (T, error) {
 	for i, f := range fs {
 		_, errs[i] = f.result()
 	}
-	return zero, &AllFailedError{Errors: errs}
+	return zero, &allFailedError{Errors: errs}
 }
 
 // Select waits until one of fs settles and returns the index of the first

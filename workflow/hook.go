@@ -26,7 +26,8 @@ type HookOptions struct {
 // waits, and released when it is disposed or the run ends.
 //
 // A sender cannot know T, so any JSON is accepted and recorded; a payload
-// that does not decode as T reaches the workflow as a *PayloadError from
+// that does not decode as T reaches the workflow as a *SerializationError
+// (Token and HookID set) from
 // Receive (or the future's Get), which the workflow may handle (log it and
 // receive again: the bad payload is consumed). Returned unhandled, it fails
 // the run with HOOK_PAYLOAD_INVALID.
@@ -75,7 +76,7 @@ func (h *Hook[T]) Token() string {
 // Next returns a future of the hook's next payload: the first call gets the
 // first payload, the second call the second, and so on. A hook whose token
 // another run holds fails with a *HookConflictError; a payload that does not
-// decode as T with a *PayloadError.
+// decode as T with a *SerializationError (Token and HookID set).
 func (h *Hook[T]) Next(ctx Context) Future[T] {
 	if h.err != nil {
 		return failed[T](h.err)

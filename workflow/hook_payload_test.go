@@ -34,9 +34,9 @@ var awaitApproval = workflow.New("await-approval", func(ctx workflow.Context, in
 	var out approvalOut
 	for {
 		a, err := h.Receive(ctx)
-		var pe *workflow.PayloadError
-		if in.Handle && errors.As(err, &pe) {
-			out.Rejected = append(out.Rejected, pe.Type+": "+pe.Err.Error())
+		var pe *workflow.SerializationError
+		if in.Handle && errors.As(err, &pe) && pe.HookID != "" {
+			out.Rejected = append(out.Rejected, pe.What+": "+pe.Err.Error())
 			continue
 		}
 		if err != nil {
@@ -49,7 +49,7 @@ var awaitApproval = workflow.New("await-approval", func(ctx workflow.Context, in
 
 // TestHookPayloadOfWrongType: a payload that does not decode as the hook's
 // type is accepted by ResumeHook and reaches the workflow as a
-// *PayloadError naming the token and the type: handled, the run goes on to
+// *SerializationError naming the token and the type: handled, the run goes on to
 // the next payload; returned, the run fails with HOOK_PAYLOAD_INVALID and
 // that error, typed again, never a "failed to serialize result". The
 // webhook handler does not deliver to a hook that is not a webhook.
@@ -96,8 +96,8 @@ func TestHookPayloadOfWrongType(t *testing.T) {
 			}
 			_, err = run.Result(ctx)
 			rf := mustAs[*workflow.RunFailedError](t, err)
-			pe := mustAs[*workflow.PayloadError](t, err)
-			if rf.Code != world.CodeHookPayloadInvalid || pe.Token != token || pe.Type != "workflow_test.approval" || pe.HookID == "" {
+			pe := mustAs[*workflow.SerializationError](t, err)
+			if rf.Code != world.CodeHookPayloadInvalid || pe.Token != token || pe.What != "workflow_test.approval" || !pe.Decode || pe.HookID == "" {
 				t.Fatalf("run failed with %s: %#v", rf.Code, pe)
 			}
 			msg := err.Error()

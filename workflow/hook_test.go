@@ -73,7 +73,7 @@ func TestHookPayloadsInOrder(t *testing.T) {
 	}
 	// The token is free again once the run ended.
 	_, err = e.client.ResumeHook(ctx, token, hookPayload{})
-	mustAs[*workflow.HookNotFoundError](t, err)
+	mustNotFound(t, err, token)
 }
 
 func TestHookInvalidToken(t *testing.T) {
@@ -81,12 +81,19 @@ func TestHookInvalidToken(t *testing.T) {
 	e := newEnv(t)
 	ctx := e.ctx()
 	_, err := e.client.GetHookByToken(ctx, "invalid")
-	nf := mustAs[*workflow.HookNotFoundError](t, err)
-	if nf.Token != "invalid" || !errors.Is(err, world.ErrNotFound) {
-		t.Errorf("err = %v", err)
-	}
+	mustNotFound(t, err, "invalid")
 	_, err = e.client.ResumeHook(ctx, "invalid", 1)
-	mustAs[*workflow.HookNotFoundError](t, err)
+	mustNotFound(t, err, "invalid")
+}
+
+// mustNotFound fails t unless err is a *RequestError saying no active hook
+// holds token.
+func mustNotFound(t *testing.T, err error, token string) {
+	t.Helper()
+	nf := mustAs[*workflow.RequestError](t, err)
+	if nf.Kind != world.ErrNotFound || nf.Token != token || !errors.Is(err, world.ErrNotFound) {
+		t.Errorf("err = %v (%+v); want a hook not found, token %q", err, nf, token)
+	}
 }
 
 func TestHookTokenReusableAfterRunEnds(t *testing.T) {
@@ -408,7 +415,7 @@ func TestResumeOrStart(t *testing.T) {
 	ctx := e.ctx()
 	token := "resume-or-start"
 	_, err := e.client.ResumeHook(ctx, token, hookPayload{Message: "delivered", Done: true})
-	mustAs[*workflow.HookNotFoundError](t, err)
+	mustNotFound(t, err, token)
 	run, err := hookWorkflow.Start(ctx, e.client, [2]string{token, "x"}, workflow.WithIdempotencyKey("owner"))
 	if err != nil {
 		t.Fatal(err)

@@ -23,24 +23,46 @@ const (
 	// RegistrationInvalidName: the name is empty, too long, or not text
 	// the log can record. Matches world.ErrInvalid.
 	RegistrationInvalidName = "invalid name"
+	// RegistrationUnregisteredCompensation: the step's compensation
+	// (WithCompensation) is nil (Compensation is empty) or is not
+	// registered in the same call or an earlier one. Matches
+	// world.ErrInvalid.
+	RegistrationUnregisteredCompensation = "unregistered compensation"
 )
 
-// RegistrationError is what Register returns for a definition it refuses;
-// nothing of the call is registered then. errors.Is matches it with
-// world.ErrConflict for a name another definition holds, world.ErrInvalid
-// for a reserved or malformed name.
+// RegistrationError is what Register (and Replace) return for a definition
+// they refuse, and NewWorker for a schedule it refuses; nothing of the call
+// is registered then. errors.Is matches it with world.ErrConflict for a
+// name another definition holds, world.ErrInvalid for any other refusal.
 type RegistrationError struct {
-	// Kind is "workflow" or "step"; Name the definition's name.
+	// Kind is "workflow", "step" or "schedule"; Name the definition's or
+	// the schedule's name.
 	Kind, Name string
-	// Problem is RegistrationTaken, RegistrationReserved or
-	// RegistrationInvalidName.
+	// Problem, for a workflow or a step, is RegistrationTaken,
+	// RegistrationReserved, RegistrationInvalidName or
+	// RegistrationUnregisteredCompensation. A schedule's is empty: Err
+	// says what is wrong (an expression that does not parse is a
+	// *schedule.ParseError, an unknown workflow or an input that does not
+	// fit the workflow's input type a *RequestError).
 	Problem string
-	// Err details an invalid name (nil otherwise).
+	// Compensation names the step's compensation that is not registered
+	// (RegistrationUnregisteredCompensation; empty for a nil one).
+	Compensation string
+	// Err details an invalid name or schedule (nil otherwise).
 	Err error
 }
 
 func (e *RegistrationError) Error() string {
+	if e.Kind == registrationSchedule {
+		return fmt.Sprintf("workflow: schedule %q: %v", e.Name, e.Err)
+	}
 	switch e.Problem {
+	case RegistrationUnregisteredCompensation:
+		if e.Compensation == "" {
+			return fmt.Sprintf("workflow: Register: step %q declares a nil compensation", e.Name)
+		}
+		return fmt.Sprintf("workflow: Register: the compensation %q of step %q is not registered "+
+			"(register it with the step, in the same call or an earlier one)", e.Compensation, e.Name)
 	case RegistrationTaken:
 		return fmt.Sprintf("workflow: Register: %s %q is already registered by another definition (names identify workflows and steps in the log: give each its own)", e.Kind, e.Name)
 	case RegistrationReserved:
@@ -49,7 +71,10 @@ func (e *RegistrationError) Error() string {
 	return fmt.Sprintf("workflow: Register: %s name %.64q: %v", e.Kind, e.Name, e.Err)
 }
 
-// Unwrap returns the detail of an invalid name.
+// registrationSchedule is the Kind of a schedule's RegistrationError.
+const registrationSchedule = "schedule"
+
+// Unwrap returns the detail of an invalid name or schedule.
 func (e *RegistrationError) Unwrap() error { return e.Err }
 
 // Is matches world.ErrConflict for a taken name, world.ErrInvalid for any

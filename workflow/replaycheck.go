@@ -25,7 +25,14 @@ type ReplayReport struct {
 	Status world.RunStatus
 	// Divergence is the first place where the code and the log part ways,
 	// as a held run would report it; nil if the code replays the whole log.
-	Divergence *Divergence
+	// Its fields: Seq, EventID, EventType and CorrelationID identify the
+	// creation event where they part; Logged is what the log records there
+	// (such as `step_created for step "reserve" (wstep_…) with input
+	// digest …`), Asked what the code does instead (such as `the workflow
+	// asks for step "fraud-check" (wstep_…)`), Code the error code a worker
+	// holds the run with (REPLAY_DIVERGENCE), Message the whole divergence,
+	// as `runs show` shows a held run's (and its Error()).
+	Divergence *engine.Divergence
 	// Returned reports that the code returned where the log ends: with
 	// Output, or with the error Err (a panic included). On a log that does
 	// not record the run's end, that is how the run ends next.
@@ -39,30 +46,6 @@ type ReplayReport struct {
 	// log does not hold: what the run creates when a worker next runs it.
 	Next []Operation
 }
-
-// Divergence is where a run's code and its log part ways: the creation
-// event at Seq records one operation, and the code asks for another, or
-// for nothing more.
-type Divergence struct {
-	// Seq, EventID, EventType and CorrelationID identify the event.
-	Seq           int64
-	EventID       string
-	EventType     string
-	CorrelationID string
-	// Logged is what the log records there, such as `step_created for step
-	// "reserve" (wstep_…) with input digest …`.
-	Logged string
-	// Asked is what the code does instead, such as `the workflow asks for
-	// step "fraud-check" (wstep_…)`.
-	Asked string
-	// Code is the error code a worker holds the run with:
-	// REPLAY_DIVERGENCE.
-	Code string
-	// Message is the whole divergence, as `runs show` shows a held run's.
-	Message string
-}
-
-func (d *Divergence) Error() string { return d.Message }
 
 // Operation is a step, hook or sleep the code asks for.
 type Operation struct {
@@ -78,8 +61,8 @@ type Operation struct {
 // point where it ended, and runs in flight at any point of it with it.
 func (r *ReplayReport) Compatible() bool { return r.Problem() == nil }
 
-// Problem returns why the code is not compatible with the run's log (a
-// *Divergence, or the panic), or nil.
+// Problem returns why the code is not compatible with the run's log (the
+// Divergence, or the panic), or nil.
 func (r *ReplayReport) Problem() error {
 	switch {
 	case r.Divergence != nil:
@@ -135,15 +118,15 @@ func (o Operation) String() string {
 // does not hold, the recorded history ends: compatible so far.
 //
 // A log that is not one whole run's is an error matching world.ErrInvalid;
-// a run of a workflow the registry does not hold, an *UnknownWorkflowError
-// naming it.
+// a run of a workflow the registry does not hold, a *RequestError of
+// Kind ErrUnknownWorkflow naming it.
 func (r *Registry) CheckLog(events []world.Event) (*ReplayReport, error) {
 	c, err := engine.CheckLog(engineRegistry{r}, events)
 	var nr *engine.NotRegisteredError
 	if errors.As(err, &nr) {
 		names := r.Workflows()
 		slices.Sort(names)
-		return nil, &UnknownWorkflowError{Name: nr.Workflow, RunID: nr.RunID, Registered: names}
+		return nil, &RequestError{Kind: ErrUnknownWorkflow, Workflow: nr.Workflow, RunID: nr.RunID, Registered: names}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("workflow: check log: %w", err)
@@ -152,10 +135,7 @@ func (r *Registry) CheckLog(events []world.Event) (*ReplayReport, error) {
 		RunID: c.RunID, WorkflowName: c.WorkflowName, Events: c.Events, Status: c.Status,
 		Returned: c.Returned, Output: c.Output, Panicked: c.Panicked(),
 	}
-	if d := c.Divergence; d != nil {
-		rep.Divergence = &Divergence{Seq: d.Seq, EventID: d.EventID, EventType: d.EventType,
-			CorrelationID: d.CorrelationID, Logged: d.Logged, Asked: d.Asked, Code: d.Code, Message: d.Message}
-	}
+	rep.Divergence = c.Divergence
 	if c.Failure != nil {
 		rep.Err = r.decode(c.Failure)
 	}

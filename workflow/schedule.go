@@ -10,6 +10,7 @@ import (
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/schedule"
+	"github.com/skeinflow/skein/world"
 )
 
 // Schedule starts runs of a workflow on a cron schedule or at a fixed rate.
@@ -56,25 +57,14 @@ const (
 	AttrScheduledTime = "skein.scheduledTime" // the firing's time, RFC 3339 UTC
 )
 
-// ScheduleError reports a schedule that NewWorker refuses: an expression
-// that does not parse (Err is a *schedule.ParseError), an unknown time zone
-// or workflow, a missing or repeated name, an input that does not encode
-// or does not fit the workflow's input type (Err is an *InputError).
-type ScheduleError struct {
-	Name string
-	Err  error
+// newScheduleError returns the *RegistrationError of a schedule NewWorker
+// refuses: an expression that does not parse (err is a
+// *schedule.ParseError), an unknown time zone or workflow, a missing or
+// repeated name, an input that does not encode or does not fit the
+// workflow's input type (err is a *RequestError).
+func newScheduleError(name string, err error) *RegistrationError {
+	return &RegistrationError{Kind: registrationSchedule, Name: name, Err: err}
 }
-
-// newScheduleError returns a *ScheduleError.
-func newScheduleError(name string, err error) *ScheduleError {
-	return &ScheduleError{Name: name, Err: err}
-}
-
-func (e *ScheduleError) Error() string {
-	return fmt.Sprintf("workflow: schedule %q: %v", e.Name, e.Err)
-}
-
-func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // compiledSchedule is a checked Schedule.
 type compiledSchedule struct {
@@ -120,14 +110,14 @@ func compileSchedule(s Schedule, reg *Registry) (*compiledSchedule, error) {
 		return nil, newScheduleError(s.Name, fmt.Errorf("negative CatchUp (%s)", s.CatchUp))
 	}
 	if _, ok := (engineRegistry{r: reg}).Workflow(s.Workflow); !ok {
-		return nil, newScheduleError(s.Name, &UnknownWorkflowError{Name: s.Workflow})
+		return nil, newScheduleError(s.Name, &RequestError{Kind: ErrUnknownWorkflow, Workflow: s.Workflow})
 	}
 	input, err := json.Marshal(s.Input)
 	if err != nil {
 		return nil, newScheduleError(s.Name, &SerializationError{What: "schedule input", Err: err})
 	}
 	if _, err := reg.checkInput(s.Workflow, input, false); err != nil {
-		return nil, newScheduleError(s.Name, &InputError{Workflow: s.Workflow, Err: err})
+		return nil, newScheduleError(s.Name, &RequestError{Kind: world.ErrInvalid, Workflow: s.Workflow, Err: err})
 	}
 	return &compiledSchedule{Schedule: s, expr: expr, input: input}, nil
 }

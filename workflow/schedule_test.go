@@ -70,12 +70,12 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 		{"bad rate", with(func(s *workflow.Schedule) { s.Expr = "rate(5 weeks)" }), `expression "rate(5 weeks)": rate unit`, new(*schedule.ParseError)},
 		{"four fields", with(func(s *workflow.Schedule) { s.Expr = "0 0 * *" }), "want 5 fields", new(*schedule.ParseError)},
 		{"time zone", with(func(s *workflow.Schedule) { s.TimeZone = "Mars/Olympus" }), `time zone "Mars/Olympus"`, nil},
-		{"unknown workflow", with(func(s *workflow.Schedule) { s.Workflow = "nope" }), `"nope"`, new(*workflow.UnknownWorkflowError)},
+		{"unknown workflow", with(func(s *workflow.Schedule) { s.Workflow = "nope" }), `"nope"`, new(*workflow.RequestError)},
 		{"no name", with(func(s *workflow.Schedule) { s.Name = "" }), "no name", nil},
 		{"negative catch-up", with(func(s *workflow.Schedule) { s.CatchUp = -time.Second }), "negative CatchUp", nil},
 		{"input", with(func(s *workflow.Schedule) { s.Input = func() {} }), "schedule input", new(*workflow.SerializationError)},
-		{"input of the wrong type", with(func(s *workflow.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*workflow.InputError)},
-		{"input of the wrong field type", with(func(s *workflow.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*workflow.InputError)},
+		{"input of the wrong type", with(func(s *workflow.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*workflow.RequestError)},
+		{"input of the wrong field type", with(func(s *workflow.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*workflow.RequestError)},
 		{"same name twice", []workflow.Schedule{good, good}, "two schedules have this name", nil},
 	}
 	for _, c := range cases {
@@ -87,9 +87,9 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 			}
 			defer lw.Close()
 			_, err = workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: scheduleRegistry(t), Schedules: c.schedules})
-			var se *workflow.ScheduleError
-			if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("NewWorker = %v, want a *ScheduleError with %q", err, c.want)
+			var se *workflow.RegistrationError
+			if !errors.As(err, &se) || se.Kind != "schedule" || se.Name != c.schedules[len(c.schedules)-1].Name || !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("NewWorker = %v, want a *RegistrationError of a schedule with %q", err, c.want)
 			}
 			if c.target != nil && !errors.As(err, c.target) {
 				t.Errorf("NewWorker = %v, not a %T", err, c.target)

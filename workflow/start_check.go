@@ -13,32 +13,6 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// IdempotencyConflictError is what a start returns when its idempotency
-// key already started a run that this start does not repeat: a run of
-// another workflow, or of the same workflow with another input. A key
-// names one start, so the start is refused rather than answered with a run
-// that ignores its input; no run is created. It matches world.ErrConflict.
-type IdempotencyConflictError struct {
-	// Key is the idempotency key; RunID the run it started, a run of
-	// Workflow.
-	Key, RunID, Workflow string
-	// Requested is the workflow this start asked for.
-	Requested string
-	// InputDiffers is set when the workflows agree and the inputs do not.
-	InputDiffers bool
-}
-
-func (e *IdempotencyConflictError) Error() string {
-	if e.InputDiffers {
-		return fmt.Sprintf("workflow: idempotency key %q already started run %s of workflow %q with another input "+
-			"(a key names one start: give another input its own key)", e.Key, e.RunID, e.Workflow)
-	}
-	return fmt.Sprintf("workflow: idempotency key %q already started run %s of workflow %q, not %q", e.Key, e.RunID, e.Workflow, e.Requested)
-}
-
-// Is matches world.ErrConflict.
-func (e *IdempotencyConflictError) Is(target error) bool { return target == world.ErrConflict }
-
 // existingRun returns the run that the start's idempotency key already
 // started, provided this start repeats it: the same workflow and, unless
 // o.anyInput, the same input.
@@ -47,7 +21,7 @@ func (c *Client) existingRun(ctx context.Context, runID, name string, input json
 	if err != nil {
 		return nil, err
 	}
-	conflict := &IdempotencyConflictError{Key: o.key, RunID: run.RunID, Workflow: run.WorkflowName, Requested: name}
+	conflict := &RequestError{Kind: world.ErrConflict, Key: o.key, RunID: run.RunID, Workflow: run.WorkflowName, Requested: name}
 	if run.WorkflowName != name {
 		return nil, conflict
 	}
@@ -121,10 +95,10 @@ func (c *Client) checkStart(name string, input json.RawMessage, o startOptions) 
 	}
 	ok, err := c.reg.checkInput(name, input, o.strict)
 	if !ok {
-		return &UnknownWorkflowError{Name: name}
+		return &RequestError{Kind: ErrUnknownWorkflow, Workflow: name}
 	}
 	if err != nil {
-		return &InputError{Workflow: name, Err: err}
+		return &RequestError{Kind: world.ErrInvalid, Workflow: name, Err: err}
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func countStartedRuns(t *testing.T, c *workflow.Client) int {
 }
 
 // Client.Start by name checks the input against the registered workflow's
-// input type, as StartJSON does, and refuses a misfit with an *InputError
+// input type, as StartJSON does, and refuses a misfit with a *RequestError
 // before creating a run; StartUnregistered and a client without a Registry
 // start it all the same.
 func TestClientStartChecksInput(t *testing.T) {
@@ -87,9 +87,9 @@ func TestClientStartChecksInput(t *testing.T) {
 				}
 				return
 			}
-			var ie *workflow.InputError
-			if !errors.As(err, &ie) || ie.Workflow != tc.workflow || !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), tc.refused) {
-				t.Fatalf("Start = %q, %v; want an *InputError matching world.ErrInvalid saying %q", id, err, tc.refused)
+			var ie *workflow.RequestError
+			if !errors.As(err, &ie) || ie.Kind != world.ErrInvalid || ie.Workflow != tc.workflow || !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), tc.refused) {
+				t.Fatalf("Start = %q, %v; want a *RequestError matching world.ErrInvalid saying %q", id, err, tc.refused)
 			}
 			if !strings.Contains(err.Error(), "no run created") || id != "" {
 				t.Errorf("Start = %q, %v; want no run ID and an error saying no run was created", id, err)
@@ -133,7 +133,7 @@ func TestRunInputDecodeFailureWording(t *testing.T) {
 
 // The same idempotency key returns the same run only for the same
 // workflow and input (as JSON values); another input or workflow is an
-// *IdempotencyConflictError naming the first run, and creates nothing.
+// *RequestError naming the first run, and creates nothing.
 func TestIdempotencyKeyInput(t *testing.T) {
 	t.Parallel()
 	type start func(ctx context.Context, c *workflow.Client, key string) (id string, existed bool, err error)
@@ -195,9 +195,9 @@ func TestIdempotencyKeyInput(t *testing.T) {
 				}
 				return
 			}
-			var ce *workflow.IdempotencyConflictError
-			if !errors.As(err, &ce) || !errors.Is(err, world.ErrConflict) {
-				t.Fatalf("second start = %q, %v; want an *IdempotencyConflictError matching world.ErrConflict", second, err)
+			var ce *workflow.RequestError
+			if !errors.As(err, &ce) || ce.Kind != world.ErrConflict || !errors.Is(err, world.ErrConflict) {
+				t.Fatalf("second start = %q, %v; want a *RequestError matching world.ErrConflict", second, err)
 			}
 			if ce.RunID != first || ce.Key != "k" || ce.InputDiffers != tc.inputDiffers || !strings.Contains(err.Error(), first) {
 				t.Errorf("conflict %+v (%v); want run %s, key k, InputDiffers %v", ce, err, first, tc.inputDiffers)

@@ -15,38 +15,18 @@ type Started struct {
 	Existed bool
 }
 
-// InputError is returned by Client.Start and StartJSON for an input that
-// does not decode into the workflow's input type (and wrapped in a
-// *ScheduleError by NewWorker for a Schedule's Input); no run was created.
-// It matches world.ErrInvalid.
-type InputError struct {
-	// Workflow is the workflow's name; Err the decoding error.
-	Workflow string
-	Err      error
-}
-
-func (e *InputError) Error() string {
-	return fmt.Sprintf("workflow: input of workflow %q does not decode into its input type: %v (no run created)", e.Workflow, e.Err)
-}
-
-// Unwrap returns the decoding error.
-func (e *InputError) Unwrap() error { return e.Err }
-
-// Is matches world.ErrInvalid.
-func (e *InputError) Is(target error) bool { return target == world.ErrInvalid }
-
 // StartJSON starts a run of the named workflow with input, already JSON
 // (empty means the input type's zero value), for callers that hold JSON
 // rather than a Go value, such as an HTTP API. Before it creates the run,
 // it decodes input into the workflow's input type as the run would: an
-// input that does not decode is an *InputError and a name the client's
-// Registry does not hold an *UnknownWorkflowError, and neither creates a
+// input that does not decode is a *RequestError of Kind world.ErrInvalid
+// and a name the client's Registry does not hold one of Kind
+// ErrUnknownWorkflow, and neither creates a
 // run (StartUnregistered skips both checks). With WithIdempotencyKey, a key
 // that already started a run of the workflow with the same input (the same
 // JSON value) returns that run with Existed set (an unfinished one is
 // woken); a key that started a run of another workflow, or of this one
-// with another input, is an *IdempotencyConflictError (errors.Is
-// world.ErrConflict).
+// with another input, is a *RequestError of Kind world.ErrConflict.
 func (c *Client) StartJSON(ctx context.Context, workflowName string, input json.RawMessage, opts ...StartOption) (*Started, error) {
 	o := c.startOptions(ctx, opts)
 	if err := c.checkStart(workflowName, input, o); err != nil {
@@ -55,7 +35,7 @@ func (c *Client) StartJSON(ctx context.Context, workflowName string, input json.
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	} else if !json.Valid(input) {
-		return nil, &InputError{Workflow: workflowName, Err: fmt.Errorf("not valid JSON")}
+		return nil, &RequestError{Kind: world.ErrInvalid, Workflow: workflowName, Err: fmt.Errorf("not valid JSON")}
 	}
 	id, existed, err := c.start(ctx, workflowName, input, o)
 	if err != nil {

@@ -60,12 +60,12 @@ func TestStartJSONRefusesWithoutCreatingARun(t *testing.T) {
 		check    func(error) bool
 	}{
 		"unknown workflow": {"nope", `{}`, func(err error) bool {
-			var u *workflow.UnknownWorkflowError
-			return errors.As(err, &u) && u.Name == "nope"
+			var u *workflow.RequestError
+			return errors.As(err, &u) && u.Kind == workflow.ErrUnknownWorkflow && u.Workflow == "nope"
 		}},
 		"wrong type": {"start-json", `{"id":"a","cents":"ten"}`, func(err error) bool {
-			var in *workflow.InputError
-			return errors.As(err, &in) && in.Workflow == "start-json" && errors.Is(err, world.ErrInvalid) &&
+			var in *workflow.RequestError
+			return errors.As(err, &in) && in.Kind == world.ErrInvalid && in.Workflow == "start-json" && errors.Is(err, world.ErrInvalid) &&
 				strings.Contains(err.Error(), "cents")
 		}},
 		"not an object": {"start-json", `[1,2]`, func(err error) bool { return errors.Is(err, world.ErrInvalid) }},

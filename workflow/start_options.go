@@ -24,7 +24,8 @@ type startOptions struct {
 // workflow's input type does not have (a misspelled field, at any depth)
 // is refused, and so is no input (empty or null) for a struct type with
 // fields, which the run would only see as its zero value ({} asks for
-// it). Both are an *InputError and create no run. The HTTP API starts
+// it). Both are a *RequestError of Kind world.ErrInvalid and create no
+// run. The HTTP API starts
 // runs this way; it takes effect with a client given a Registry.
 func StrictInput() StartOption { return func(o *startOptions) { o.strict = true } }
 
@@ -33,7 +34,7 @@ func StrictInput() StartOption { return func(o *startOptions) { o.strict = true 
 // (Run.Existed, or ReportExisting for Client.Start, tells), so a start can
 // be retried safely. The key names that one start: the same key with
 // another input (compared as JSON values) or another workflow is an
-// *IdempotencyConflictError matching world.ErrConflict, not the first run
+// *RequestError matching world.ErrConflict, not the first run
 // with the new input dropped. An empty key is refused: Start
 // returns an error matching world.ErrInvalid and creates no run (leave the
 // option out to start without a key).
@@ -49,7 +50,7 @@ func ReportExisting(existed *bool) StartOption { return func(o *startOptions) { 
 // StartUnregistered lets Client.Start by name start a workflow that the
 // client's Registry does not hold, for a workflow that workers of another
 // service run. Without it, a client given a Registry refuses such a name
-// with an *UnknownWorkflowError, and a client without one starts any name.
+// with a *RequestError matching ErrUnknownWorkflow, and a client without one starts any name.
 func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
 
 // WithVersion records version as the new run's code version in place of

@@ -76,7 +76,7 @@ func TestStartRefusals(t *testing.T) {
 				t.Fatalf("start: %v; want an error naming %q", err, tc.want)
 			}
 			if tc.want == "stranger" && !errors.Is(err, workflow.ErrUnknownWorkflow) {
-				t.Errorf("start: %v; want an *UnknownWorkflowError", err)
+				t.Errorf("start: %v; want a *RequestError matching ErrUnknownWorkflow", err)
 			}
 			if len(runs.Runs) != 0 {
 				t.Errorf("a refused start created %d runs", len(runs.Runs))

@@ -123,9 +123,9 @@ func TestStartUnknownWorkflow(t *testing.T) {
 				}
 				return
 			}
-			var unknown *workflow.UnknownWorkflowError
-			if !errors.Is(err, workflow.ErrUnknownWorkflow) || !errors.As(err, &unknown) || unknown.Name != tc.wf || id != "" {
-				t.Fatalf("Start: %q, %v; want an *UnknownWorkflowError naming %q", id, err, tc.wf)
+			var unknown *workflow.RequestError
+			if !errors.Is(err, workflow.ErrUnknownWorkflow) || !errors.As(err, &unknown) || unknown.Workflow != tc.wf || id != "" {
+				t.Fatalf("Start: %q, %v; want a *RequestError (ErrUnknownWorkflow) naming %q", id, err, tc.wf)
 			}
 			runs, err := e.lw.ListRuns(ctx, &world.ListRunsParams{WorkflowName: tc.wf})
 			if err != nil || len(runs.Items) != 0 {

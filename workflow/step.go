@@ -27,9 +27,10 @@ type StepOptions struct {
 	// step returning RetryAfter or RetryAt overrides it.
 	Backoff func(retry int) time.Duration
 	// Timeout, when positive, bounds each attempt: when it passes, the
-	// step's context is cancelled and the attempt fails with a
-	// *StepTimeoutError (code STEP_TIMEOUT), retried like any failure,
-	// whatever the function returns afterwards: a result returned after
+	// step's context is cancelled and the attempt fails with a timeout
+	// error (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded),
+	// retried like any failure, whatever the function returns
+	// afterwards: a result returned after
 	// the deadline is discarded (an error becomes the timeout's cause), and
 	// a function that does not return within a second of it is left running
 	// on its own, so steps should watch their context. Zero means no

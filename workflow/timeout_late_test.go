@@ -2,7 +2,6 @@ package workflow_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 // TestStepLateResultIsATimeout: an attempt whose function waits for its
 // context's cancellation and then returns a result within the grace
 // period has still run past its Timeout: it fails with a
-// *StepTimeoutError and its result is discarded. With a retry left the
+// step timeout and its result is discarded. With a retry left the
 // next attempt's result is the step's; without, the run fails with
 // STEP_TIMEOUT.
 func TestStepLateResultIsATimeout(t *testing.T) {
@@ -67,9 +66,8 @@ func TestStepLateResultIsATimeout(t *testing.T) {
 				}
 				return
 			}
-			var te *workflow.StepTimeoutError
-			if !errors.As(err, &te) || te.Attempt != 1 || got != "" {
-				t.Fatalf("result %q, %v; want the run failed with a *StepTimeoutError", got, err)
+			if te, ok := workflow.StepTimeoutOf(err); !ok || te.Attempt != 1 || got != "" {
+				t.Fatalf("result %q, %v; want the run failed with a step timeout", got, err)
 			}
 		})
 	}

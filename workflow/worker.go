@@ -305,7 +305,7 @@ type WorkerConfig struct {
 	// Schedules are fired by the Worker while it runs: each firing starts
 	// one run, keyed by the schedule's name and the scheduled time (see
 	// Schedule). NewWorker refuses a schedule that does not check out with
-	// a *ScheduleError.
+	// a *RegistrationError (Kind "schedule").
 	Schedules []Schedule
 	// ScheduleTick is the longest the Worker waits between two looks at
 	// the clock (Now) for due schedules (default 1s); a test whose clock

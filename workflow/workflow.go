@@ -158,9 +158,10 @@ func (w *Workflow[I, O]) isWorkflow() {}
 
 // Start starts a run of the workflow with input. With WithIdempotencyKey,
 // starting again with the same key and input returns the first run (the
-// same key with another input is an *IdempotencyConflictError). Like
+// same key with another input is a *RequestError of Kind
+// world.ErrConflict). Like
 // Client.Start, it refuses a workflow the client's Registry does not hold
-// with an *UnknownWorkflowError and creates no run (a client without a
+// with a *RequestError of Kind ErrUnknownWorkflow and creates no run (a client without a
 // Registry, or StartUnregistered, starts any workflow). Inside a step, a
 // nil client means the step's own, and the new run records the step's run
 // as its parent.

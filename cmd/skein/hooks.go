@@ -126,8 +126,8 @@ Examples:
 				}
 			}
 			h, err := e.client.ResumeHook(ctx, token, payload)
-			var nf *workflow.HookNotFoundError
-			if errors.As(err, &nf) {
+			var nf *workflow.RequestError
+			if errors.As(err, &nf) && nf.Kind == world.ErrNotFound {
 				return fmt.Errorf("no active hook holds the token %q: it is unknown, disposed, or its run has finished (see skein hooks list)", token)
 			}
 			if err != nil {

@@ -43,8 +43,8 @@ func TestHooksResumeWrongType(t *testing.T) {
 	withWorker(ctx, t, db, func(c *workflow.Client) {
 		_, err := demo.Get(c, runID).Result(ctx)
 		var rf *workflow.RunFailedError
-		var pe *workflow.PayloadError
-		if !errors.As(err, &rf) || !errors.As(err, &pe) || rf.Code != world.CodeHookPayloadInvalid || pe.Token != token || pe.Type != "int" {
+		var pe *workflow.SerializationError
+		if !errors.As(err, &rf) || !errors.As(err, &pe) || rf.Code != world.CodeHookPayloadInvalid || pe.Token != token || pe.What != "int" {
 			t.Fatalf("run: %v", err)
 		}
 	})

@@ -68,7 +68,7 @@ Examples:
 				input = r.Input
 			}
 			id, err := e.client.Start(ctx, r.WorkflowName, input, opts...)
-			if ce := (*workflow.IdempotencyConflictError)(nil); errors.As(err, &ce) && ce.InputDiffers {
+			if ce := (*workflow.RequestError)(nil); errors.As(err, &ce) && ce.Kind == world.ErrConflict && ce.InputDiffers {
 				return rerunExisted(ctx, e, r, *key, ce.RunID)
 			}
 			if err != nil {

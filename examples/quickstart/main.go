@@ -180,7 +180,7 @@ func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *optio
 	before := time.Now()
 	key := workflow.WithIdempotencyKey("quickstart-order-" + orderID)
 	run, err := fulfilOrder.Start(ctx, c, order, key)
-	if ce := (*workflow.IdempotencyConflictError)(nil); errors.As(err, &ce) && ce.InputDiffers {
+	if ce := (*workflow.RequestError)(nil); errors.As(err, &ce) && ce.Kind == world.ErrConflict && ce.InputDiffers {
 		// The order was placed with other settings (-sleep applies to new
 		// orders only): go on with it as it was placed.
 		run, err = startAsPlaced(ctx, c, ce.RunID, key)

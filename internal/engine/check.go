@@ -44,6 +44,10 @@ type Divergence struct {
 	Message string
 }
 
+// Error returns the Message: a divergence is why the code cannot go on
+// with the run (workflow.ReplayReport.Problem).
+func (d *Divergence) Error() string { return d.Message }
+
 // Operation is a step, hook or wait the code asked for.
 type Operation struct {
 	Kind string // "step", "hook" or "wait"
