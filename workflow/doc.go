@@ -168,8 +168,9 @@
 // step whose last attempt timed out), RUNTIME_ERROR (the workflow
 // is not registered), WORKFLOW_API_MISUSE (see Determinism),
 // REPLAY_DIVERGENCE or DEPLOYMENT_MISMATCH (a held run failed with
-// Client.FailRun) or
-// MAX_DELIVERIES_EXCEEDED. A panic in workflow or step code fails the run or
+// Client.FailRun), HOOK_PAYLOAD_INVALID (a hook payload that did not
+// decode, returned unhandled), LIMIT_EXCEEDED or MAX_EVENTS_EXCEEDED (the
+// run outgrew its Limits) or MAX_DELIVERIES_EXCEEDED. A panic in workflow or step code fails the run or
 // the attempt, never the process; a panic in a goroutine that code starts is
 // beyond any recovery, as in any Go program.
 //
