@@ -214,7 +214,9 @@ func (r *Registry) MustRegister(defs ...Definition) *Registry {
 // fmt.Errorf's types) is refused: every error of that type would be read
 // back empty. For a sentinel value (errors.New) use RegisterSentinel. The
 // errors match world.ErrInvalid for a refused prototype or name,
-// world.ErrConflict for a name already registered.
+// world.ErrConflict for a name already registered (registering the same
+// type under the same name again is nil, as Register is for the same
+// definition).
 func (r *Registry) RegisterError(name string, prototype error) error {
 	t := reflect.TypeOf(prototype)
 	if t == nil || t.Kind() != reflect.Pointer {
@@ -227,6 +229,9 @@ func (r *Registry) RegisterError(name string, prototype error) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.codec.byType[t] == name && r.codec.byName[name] == t {
+		return nil // registered already, as a shared setup does twice
+	}
 	if err := r.codec.checkErrorName("RegisterError", name); err != nil {
 		return err
 	}

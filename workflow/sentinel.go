@@ -19,7 +19,9 @@ import (
 // back as an *Error with the same message, which errors.Is does not match.
 // Register each sentinel a workflow tests with errors.Is, under a name of
 // its own, with the Registry of every worker and client (names identify
-// sentinels in the log, as they do types for RegisterError).
+// sentinels in the log, as they do types for RegisterError); the same
+// sentinel under the same name again is nil, as Register is for the same
+// definition.
 func (r *Registry) RegisterSentinel(name string, sentinel error) error {
 	if sentinel == nil {
 		return fmt.Errorf("workflow: RegisterSentinel(%q): %w: nil sentinel", name, world.ErrInvalid)
@@ -30,6 +32,9 @@ func (r *Registry) RegisterSentinel(name string, sentinel error) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if prev, ok := r.codec.sentinels[name]; ok && prev == sentinel {
+		return nil // registered already, as a shared setup does twice
+	}
 	if err := r.codec.checkErrorName("RegisterSentinel", name); err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ func TestRegisterErrorRefusesEmptyTypes(t *testing.T) {
 	if err := e.reg.RegisterError("InvoiceLocked", &InvoiceLockedError{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.reg.RegisterError("InvoiceLocked", &InvoiceLockedError{}); err != nil {
+		t.Errorf("the same type under the same name again (a shared setup run twice): %v, want nil", err)
+	}
 	if err := e.reg.RegisterError("InvoiceLocked2", &InvoiceLockedError{}); !errors.Is(err, world.ErrConflict) {
 		t.Errorf("the same type under a second name: %v, want ErrConflict", err)
 	}
@@ -94,6 +97,9 @@ func TestSentinelSurvivesTheLog(t *testing.T) {
 	e := newEnv(t, reserve, checks, fails)
 	if err := e.reg.RegisterSentinel("out-of-stock", errOutOfStock); err != nil {
 		t.Fatal(err)
+	}
+	if err := e.reg.RegisterSentinel("out-of-stock", errOutOfStock); err != nil {
+		t.Errorf("the same sentinel under the same name again (a shared setup run twice): %v, want nil", err)
 	}
 	if err := e.reg.RegisterSentinel("again", errOutOfStock); !errors.Is(err, world.ErrConflict) {
 		t.Errorf("a sentinel under a second name: %v, want ErrConflict", err)
