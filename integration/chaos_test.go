@@ -308,18 +308,28 @@ func queueBusy(ctx context.Context, s *stack) func() (bool, error) {
 }
 
 // deadLetters reads the DLQ. A message there is expected when SQS's rules
-// put it there because of the test's own doing: each of its receives was
-// SIGKILLed with its invocation, or handled successfully (acknowledged,
-// then back through an injected redelivery). A receive that the function
-// failed itself (reporting the message failed, or timing out) makes it a
-// violation. It returns the violations and the number expected. With
-// redrive, it sends each expected one back to the work queue and deletes it
-// from the DLQ, as an operator's redrive does.
+// put it there because of the test's own doing or the machine's: each of
+// its receives was SIGKILLed with its invocation, cut off by the
+// function's deadline (a starved machine's invocation runs out of time: a
+// Lambda timeout, which the engine treats as a lost executor, as it does a
+// kill), or handled successfully (acknowledged, then back through an
+// injected redelivery). A receive that the function failed itself
+// otherwise (reporting the message failed for another reason) makes it a
+// violation. Every run must still complete, from the message's
+// replacement or, redriven, from the message itself. It returns the
+// violations and the number expected. With redrive, it sends each
+// expected one back to the work queue and deletes it from the DLQ, as an
+// operator's redrive does.
 func deadLetters(ctx context.Context, t *testing.T, s *stack, redrive bool) ([]string, int) {
+	cutOff := deadlineReceives(s.flowLogs.records())
 	receives := map[string][]string{} // message ID -> how each receive ended
 	for _, r := range s.batches.all() {
 		for _, rec := range r.Event.Records {
-			receives[rec.MessageId] = append(receives[rec.MessageId], receiveOutcome(r, rec.MessageId))
+			outcome := receiveOutcome(r, rec.MessageId)
+			if outcome == "failed" && cutOff[rec.MessageId+"#"+rec.Attributes["ApproximateReceiveCount"]] {
+				outcome = "deadline"
+			}
+			receives[rec.MessageId] = append(receives[rec.MessageId], outcome)
 		}
 	}
 	var out []string
@@ -349,14 +359,36 @@ func deadLetters(ctx context.Context, t *testing.T, s *stack, redrive bool) ([]s
 	return out, expected
 }
 
+// deadlineReceives returns the receives ("<message ID>#<receive count>")
+// that the flow function reported failed because its invocation ran out of
+// time (handler/sqs.go: "time budget exceeded", or cut off at the
+// deadline), from its log records.
+func deadlineReceives(records []map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range records {
+		msg, _ := r["message"].(string)
+		id, _ := r["messageId"].(string)
+		attempt, _ := r["attempt"].(float64)
+		if id == "" || !strings.HasPrefix(msg, "handler: ") ||
+			!(strings.Contains(msg, "at the deadline") || strings.Contains(msg, "no time left")) {
+			continue
+		}
+		out[fmt.Sprintf("%s#%d", id, int(attempt))] = true
+	}
+	return out
+}
+
 // receiveOutcome says how one receive of a message ended: "killed" (its
-// invocation was SIGKILLed), "ok" (deleted as handled) or "failed".
+// invocation was SIGKILLed), "deadline" (the invocation timed out), "ok"
+// (deleted as handled) or "failed".
 func receiveOutcome(r lambdaemu.BatchReport, id string) string {
 	switch {
 	case r.InvokeErr != nil || r.Response == nil:
 		return "failed"
 	case r.Response.Err != nil && r.Response.Err.Type == "Runtime.ExitError":
 		return "killed"
+	case r.Response.Err != nil && r.Response.Err.Type == "Sandbox.Timedout":
+		return "deadline"
 	case r.Response.Err != nil || !slices.Contains(r.Settlement.Delete, id):
 		return "failed"
 	}

@@ -42,3 +42,27 @@ func TestWaitAllEndedJudgesTheQueue(t *testing.T) {
 		t.Fatalf("the run was called stuck after %d reads of the queue, while it still held a message (%d reads)", reads, busyReads)
 	}
 }
+
+// deadlineReceives finds the receives the flow function failed because it
+// ran out of time, and only those: a message failed for another reason
+// stays a violation in the DLQ.
+func TestDeadlineReceives(t *testing.T) {
+	t.Parallel()
+	recs := []map[string]any{
+		{"message": "handler: message still in progress at the deadline; reported failed", "messageId": "a", "attempt": 1.0},
+		{"message": "handler: no time left to start the message; reported failed", "messageId": "b", "attempt": 2.0},
+		{"message": "handler: message cut off at the deadline; reported failed", "messageId": "c", "attempt": 3.0},
+		{"message": "handler: message failed; reported for retry", "messageId": "d", "attempt": 1.0},
+		{"message": "run completed", "run": "wrun_x"},
+	}
+	got := deadlineReceives(recs)
+	want := map[string]bool{"a#1": true, "b#2": true, "c#3": true}
+	if len(got) != len(want) {
+		t.Fatalf("deadlineReceives = %v, want %v", got, want)
+	}
+	for k := range want {
+		if !got[k] {
+			t.Fatalf("deadlineReceives = %v, want %v", got, want)
+		}
+	}
+}
