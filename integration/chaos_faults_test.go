@@ -103,19 +103,23 @@ func (c *chaosSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInp
 func (c *chaosSQS) wait() { c.wg.Wait() }
 
 // chaosKiller SIGKILLs one busy flow process at a time, every min to max,
-// until stopped, and tells the sink when each died.
+// and no sooner than every fewest to most invocations (settled batches,
+// the killed ones included), so that a starved machine, which settles
+// fewer batches a second, is not killed more often per invocation than a
+// fast one; until stopped, and tells the sink when each died.
 type chaosKiller struct {
-	esm      *lambdaemu.ESM
-	sink     *chaosSink
-	min, max time.Duration
-	rng      *rand.Rand
-	kills    atomic.Int64
-	stop     chan struct{}
-	done     chan struct{}
+	esm          *lambdaemu.ESM
+	sink         *chaosSink
+	min, max     time.Duration
+	fewest, most int
+	rng          *rand.Rand
+	kills        atomic.Int64
+	stop         chan struct{}
+	done         chan struct{}
 }
 
-func startKiller(esm *lambdaemu.ESM, sink *chaosSink, seed uint64, lo, hi time.Duration) *chaosKiller {
-	k := &chaosKiller{esm: esm, sink: sink, min: lo, max: hi, rng: rand.New(rand.NewPCG(seed, seed^0x4b111)),
+func startKiller(esm *lambdaemu.ESM, sink *chaosSink, seed uint64, lo, hi time.Duration, fewest, most int) *chaosKiller {
+	k := &chaosKiller{esm: esm, sink: sink, min: lo, max: hi, fewest: fewest, most: most, rng: rand.New(rand.NewPCG(seed, seed^0x4b111)),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go k.loop()
 	return k
@@ -123,17 +127,24 @@ func startKiller(esm *lambdaemu.ESM, sink *chaosSink, seed uint64, lo, hi time.D
 
 func (k *chaosKiller) loop() {
 	defer close(k.done)
+	last := 0 // settled batches at the last kill
 	for {
-		t := time.NewTimer(k.min + time.Duration(k.rng.Int64N(int64(k.max-k.min))))
-		select {
-		case <-k.stop:
-			t.Stop()
-			return
-		case <-t.C:
+		wait := k.min + time.Duration(k.rng.Int64N(int64(k.max-k.min)))
+		need := k.fewest + k.rng.IntN(k.most-k.fewest+1)
+		for first := true; first || k.esm.Stats().Batches-last < need; first = false {
+			t := time.NewTimer(wait)
+			select {
+			case <-k.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = 100 * time.Millisecond // then look at the progress again
 		}
 		if pid := k.esm.KillOne(k.rng.IntN); pid != 0 {
 			k.sink.died(pid, time.Now())
 			k.kills.Add(1)
+			last = k.esm.Stats().Batches
 		}
 	}
 }

@@ -38,23 +38,35 @@ import (
 //
 // SKEIN_CHAOS_RUNS (default 12) runs are started over SKEIN_CHAOS_DURATION
 // (default 15s) or longer, at most 3 x MaximumConcurrency at a time. A run
-// is stuck when it has not ended and no run has changed for a minute (or 5
-// minutes after the last start).
+// is stuck when it has not ended, no run has changed for a minute, and the
+// work queue has held no message in that minute (or chaosEndLimit after
+// the last start). The kills are paced by the stack's progress (see
+// startKiller), and leases and the function's timeout are sized for a
+// starved machine: a slow machine takes longer, but sees the same faults
+// per invocation.
 // SKEIN_CHAOS_SEED repeats a run's random choices (not their timing).
 func TestChaosLambda(t *testing.T) {
 	t.Parallel()
 	seed := chaosSeed(t)
 	runs := envInt(t, chaosRunsEnv, 12)
 	duration := envDuration(t, chaosDurationEnv, 15*time.Second)
+	// Leases and the function's timeout are real time, the subject here
+	// (an expired lease is how a lost executor is found), sized for a
+	// starved machine: on a 2-core machine at a load of 25, with the
+	// emulators in JVMs beside it, a lease renewal took seconds, and leases
+	// of 3 s were taken over from live executors (STEP_EXECUTOR_LOST after
+	// 10 "interruptions" that were only delays), and invocations of 10 s
+	// were cut off before their first step. The faults per invocation stay
+	// as they were; only a slow machine's delays stop counting as faults.
 	s := newStack(t, stackOptions{
 		NoESM: true,
 		Env: map[string]string{
-			"SKEIN_INLINE_CONCURRENCY": "4", "SKEIN_STEP_LEASE_TTL": "3s", "SKEIN_RUN_LEASE_TTL": "3s",
-			"SKEIN_TIME_BUDGET_MARGIN": "2s", "SKEIN_CLAIM_CHECK_THRESHOLD": "1024",
+			"SKEIN_INLINE_CONCURRENCY": "4", "SKEIN_STEP_LEASE_TTL": "10s", "SKEIN_RUN_LEASE_TTL": "10s",
+			"SKEIN_TIME_BUDGET_MARGIN": "3s", "SKEIN_CLAIM_CHECK_THRESHOLD": "1024",
 		},
 		Adjust: func(m *lambdaemu.Mapping) {
-			m.Function.Timeout = 10 * time.Second
-			m.Queue.VisibilityTimeout = 12 * time.Second
+			m.Function.Timeout = 20 * time.Second
+			m.Queue.VisibilityTimeout = 24 * time.Second
 			m.MaximumConcurrency = 4
 		},
 	})
@@ -78,7 +90,7 @@ func TestChaosLambda(t *testing.T) {
 	if err := s.esm.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	kill := startKiller(s.esm, sink, seed, 300*time.Millisecond, 2500*time.Millisecond)
+	kill := startKiller(s.esm, sink, seed, 300*time.Millisecond, 2500*time.Millisecond, chaosKillsMin, chaosKillsMax)
 	stopKilling := sync.OnceValue(kill.halt)
 	defer stopKilling()
 
@@ -112,7 +124,7 @@ func TestChaosLambda(t *testing.T) {
 		plans[run.ID()] = p
 		wg.Go(func() { resumeWhenWaiting(rctx, t, resumes, s.client, run.ID(), p.Key, 1+i%2) })
 	}
-	stuck := waitAllEnded(ctx, t, s.world, time.Minute, 5*time.Minute)
+	stuck := waitAllEnded(ctx, t, s.world, queueBusy(ctx, s), time.Minute, chaosEndLimit)
 	var dead []string
 	deadExpected := 0
 	if len(stuck) > 0 {
@@ -124,7 +136,7 @@ func TestChaosLambda(t *testing.T) {
 		stopKilling()
 		dead, deadExpected = deadLetters(ctx, t, s, true)
 		t.Logf("%d runs stuck, %d dead letters redriven: %s", len(stuck), deadExpected, strings.Join(stuck, "; "))
-		stuck = waitAllEnded(ctx, t, s.world, time.Minute, 5*time.Minute)
+		stuck = waitAllEnded(ctx, t, s.world, queueBusy(ctx, s), time.Minute, chaosEndLimit)
 	}
 	endDepth, depthErr := lambdaemu.ReadQueueDepth(ctx, s.clients.SQS, s.queues.URL)
 	ended := time.Now()
@@ -180,6 +192,20 @@ func TestChaosLambda(t *testing.T) {
 		faultKinds(inj), deadExpected, resumes.errorCount(), len(violations), time.Since(began).Round(time.Second))
 }
 
+// chaosKillsMin and chaosKillsMax pace the SIGKILLs by progress: one per 3
+// to 7 invocations (about 1 in 5; unloaded, the timer alone made about 1 in
+// 6), whatever the machine's speed. Paced by the clock alone, a starved
+// machine saw one kill per two invocations, and steps ran out of attempts.
+const (
+	chaosKillsMin = 3
+	chaosKillsMax = 7
+)
+
+// chaosEndLimit bounds how long the runs of a chaos test may take to end
+// after the last start, stuck or not (see waitAllEnded), on the slowest
+// machine the suite runs on.
+const chaosEndLimit = 15 * time.Minute
+
 // chaosDrainBound bounds how long the work queue of a chaos test may take
 // to drain once its last run has ended (a few visibility timeouts of 12s).
 const chaosDrainBound = 2 * time.Minute
@@ -207,11 +233,19 @@ func waitFewerOpen(ctx context.Context, t *testing.T, s *stack, n int) {
 }
 
 // waitAllEnded waits until every run of w has ended, and returns a
-// violation for each run still going once no run at all has changed for
-// quiet (a run held up by a killed invocation comes back after the
-// visibility timeout and moves on; a stuck one never does), or at limit.
-func waitAllEnded(ctx context.Context, t *testing.T, w world.World, quiet, limit time.Duration) []string {
+// violation for each run still going once nothing could move it on: no
+// run at all has changed for quiet, and busy (the work queue's depth, nil
+// for none) found no message, visible, in flight or delayed, at the start
+// and at the end of that period. A run held up by a killed invocation
+// has its message in flight, and comes back after the visibility timeout;
+// a stuck one has nothing left that could move it. So a slow machine only
+// makes the wait longer, never a run stuck: progress, not wall-clock
+// time, is judged. limit bounds the whole wait (a livelock: runs that keep
+// changing and never end; MaxDeliveries and MaxInterruptions end each run
+// long before it on a working stack).
+func waitAllEnded(ctx context.Context, t *testing.T, w world.World, busy func() (bool, error), quiet, limit time.Duration) []string {
 	deadline := time.Now().Add(limit)
+	var calm time.Time // since when the queue has been seen empty, with no run changed since
 	for {
 		runs, err := allRuns(ctx, w)
 		if err != nil {
@@ -230,11 +264,25 @@ func waitAllEnded(ctx context.Context, t *testing.T, w world.World, quiet, limit
 		if len(open) == 0 {
 			return nil
 		}
-		if idle := time.Since(last); idle > quiet || time.Now().After(deadline) {
+		empty := true
+		if busy != nil {
+			b, err := busy()
+			if err != nil {
+				t.Fatal(err)
+			}
+			empty = !b
+		}
+		if !empty {
+			calm = time.Time{}
+		} else if calm.IsZero() || last.After(calm) {
+			calm = time.Now()
+		}
+		idle := time.Since(last)
+		if (!calm.IsZero() && time.Since(calm) > quiet && idle > quiet) || time.Now().After(deadline) {
 			var out []string
 			for _, r := range open {
-				out = append(out, fmt.Sprintf("run %s (%s) is stuck %s: last changed %s ago, and no run has changed for %s",
-					r.RunID, r.WorkflowName, r.Status, time.Since(r.UpdatedAt).Round(time.Second), idle.Round(time.Second)))
+				out = append(out, fmt.Sprintf("run %s (%s) is stuck %s: last changed %s ago, no run has changed for %s, and the queue has been empty for %s",
+					r.RunID, r.WorkflowName, r.Status, time.Since(r.UpdatedAt).Round(time.Second), idle.Round(time.Second), sinceOrNever(calm)))
 			}
 			return out
 		}
@@ -242,19 +290,46 @@ func waitAllEnded(ctx context.Context, t *testing.T, w world.World, quiet, limit
 	}
 }
 
+// sinceOrNever is how long ago t was, or "0s" for the zero time.
+func sinceOrNever(t time.Time) string {
+	if t.IsZero() {
+		return "0s"
+	}
+	return time.Since(t).Round(time.Second).String()
+}
+
+// queueBusy reports whether s's work queue holds a message: visible, in
+// flight or delayed.
+func queueBusy(ctx context.Context, s *stack) func() (bool, error) {
+	return func() (bool, error) {
+		d, err := lambdaemu.ReadQueueDepth(ctx, s.clients.SQS, s.queues.URL)
+		return !d.Empty(), err
+	}
+}
+
 // deadLetters reads the DLQ. A message there is expected when SQS's rules
-// put it there because of the test's own doing: each of its receives was
-// SIGKILLed with its invocation, or handled successfully (acknowledged,
-// then back through an injected redelivery). A receive that the function
-// failed itself (reporting the message failed, or timing out) makes it a
-// violation. It returns the violations and the number expected. With
-// redrive, it sends each expected one back to the work queue and deletes it
-// from the DLQ, as an operator's redrive does.
+// put it there because of the test's own doing or the machine's: each of
+// its receives was SIGKILLed with its invocation, cut off by the
+// function's deadline (a starved machine's invocation runs out of time: a
+// Lambda timeout, which the engine treats as a lost executor, as it does a
+// kill), or handled successfully (acknowledged, then back through an
+// injected redelivery). A receive that the function failed itself
+// otherwise (reporting the message failed for another reason) makes it a
+// violation. Every run must still complete, from the message's
+// replacement or, redriven, from the message itself. It returns the
+// violations and the number expected. With redrive, it sends each
+// expected one back to the work queue and deletes it from the DLQ, as an
+// operator's redrive does.
 func deadLetters(ctx context.Context, t *testing.T, s *stack, redrive bool) ([]string, int) {
+	cutOff := deadlineReceives(s.flowLogs.records())
 	receives := map[string][]string{} // message ID -> how each receive ended
 	for _, r := range s.batches.all() {
 		for _, rec := range r.Event.Records {
-			receives[rec.MessageId] = append(receives[rec.MessageId], receiveOutcome(r, rec.MessageId))
+			outcome := receiveOutcome(r, rec.MessageId)
+			if outcome == "failed" && cutOff[rec.MessageId+"#"+rec.Attributes["ApproximateReceiveCount"]] {
+				outcome = "deadline"
+			}
+			receives[rec.MessageId] = append(receives[rec.MessageId], outcome)
 		}
 	}
 	var out []string
@@ -284,14 +359,36 @@ func deadLetters(ctx context.Context, t *testing.T, s *stack, redrive bool) ([]s
 	return out, expected
 }
 
+// deadlineReceives returns the receives ("<message ID>#<receive count>")
+// that the flow function reported failed because its invocation ran out of
+// time (handler/sqs.go: "time budget exceeded", or cut off at the
+// deadline), from its log records.
+func deadlineReceives(records []map[string]any) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range records {
+		msg, _ := r["message"].(string)
+		id, _ := r["messageId"].(string)
+		attempt, _ := r["attempt"].(float64)
+		if id == "" || !strings.HasPrefix(msg, "handler: ") ||
+			!(strings.Contains(msg, "at the deadline") || strings.Contains(msg, "no time left")) {
+			continue
+		}
+		out[fmt.Sprintf("%s#%d", id, int(attempt))] = true
+	}
+	return out
+}
+
 // receiveOutcome says how one receive of a message ended: "killed" (its
-// invocation was SIGKILLed), "ok" (deleted as handled) or "failed".
+// invocation was SIGKILLed), "deadline" (the invocation timed out), "ok"
+// (deleted as handled) or "failed".
 func receiveOutcome(r lambdaemu.BatchReport, id string) string {
 	switch {
 	case r.InvokeErr != nil || r.Response == nil:
 		return "failed"
 	case r.Response.Err != nil && r.Response.Err.Type == "Runtime.ExitError":
 		return "killed"
+	case r.Response.Err != nil && r.Response.Err.Type == "Sandbox.Timedout":
+		return "deadline"
 	case r.Response.Err != nil || !slices.Contains(r.Settlement.Delete, id):
 		return "failed"
 	}

@@ -93,7 +93,7 @@ func lsChaos(t *testing.T) {
 		plans[run.ID()] = p
 		wg.Go(func() { resumeWhenWaiting(rctx, t, resumes, s.client, run.ID(), p.Key, 1+i%2) })
 	}
-	stuck := waitAllEnded(ctx, t, w, time.Minute, 5*time.Minute)
+	stuck := waitAllEnded(ctx, t, w, nil, time.Minute, 5*time.Minute)
 	stopResuming()
 	wg.Wait()
 	kills := stopKilling()

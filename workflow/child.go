@@ -47,8 +47,16 @@ func (r *Registry) startChildStep() *engine.Step {
 			if c == nil {
 				return nil, r.failure(Fatal(errors.New("workflow: starting a child run needs a step context")), timeNow(ctx))
 			}
+			// The child's ID is derived from the step's, so that every
+			// attempt creates the same run, and the parent's rest finds
+			// one created by an attempt that was lost before it woke it
+			// (engine.ChildRunID).
+			var runID string
+			if info, ok := engine.StepInfoFrom(ctx); ok {
+				runID = engine.ChildRunID(info.RunID, info.StepID)
+			}
 			id, _, err := c.start(ctx, in.Workflow, in.Input, startOptions{
-				key: in.NotifyToken,
+				runID: runID, key: in.NotifyToken,
 				lineage: &engine.ExecutionContext{
 					ParentRunID: in.ParentRunID, RootRunID: in.RootRunID, NotifyToken: in.NotifyToken,
 				},

@@ -200,7 +200,10 @@ func (c *Client) start(ctx context.Context, name string, input json.RawMessage, 
 		}
 		version = *o.version
 	}
-	runID := c.ids.New(world.PrefixRun)
+	runID := o.runID
+	if runID == "" {
+		runID = c.ids.New(world.PrefixRun)
+	}
 	_, err = c.w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCreated{
 		WorkflowName: name, Input: input, ExecutionContext: execCtx, Attributes: o.attributes, IdempotencyKey: o.key,
 		Secret: engine.NewRunSecret(), Version: version,

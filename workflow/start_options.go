@@ -15,7 +15,8 @@ type startOptions struct {
 	sdkAttrs     bool // attributes are the SDK's own (a schedule's firing), reserved keys allowed
 	lineage      *engine.ExecutionContext
 	version      *string
-	strict       bool // StrictInput
+	strict       bool   // StrictInput
+	runID        string // the run's ID when the starter derives it (a child's, engine.ChildRunID); else a fresh one
 }
 
 // StrictInput makes a start check its input more strictly than the run

@@ -76,8 +76,10 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		switch requeued, rerr := e.requeueRefusedStart(ctx, runID, stepID, err); {
 		case requeued:
 			return "", false, rerr
-		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
-			return "", false, nil // the step has ended, or the run has
+		case errors.Is(err, world.ErrConflict):
+			return e.endedMeanwhile(ctx, runID, stepID)
+		case errors.Is(err, world.ErrGone):
+			return "", false, nil // the run has ended
 		case errors.Is(err, world.ErrNotFound):
 			return "", false, &PermanentError{Reason: "step " + stepID + " not found", Err: err}
 		}
@@ -108,6 +110,23 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		return "", false, e.enqueue(ctx, m, keyStep(stepID, o.attempt))
 	}
 	return keyDone(stepID, o.attempt), false, nil
+}
+
+// endedMeanwhile is what a delivery whose step_started was refused as a
+// conflict does: the step ended between its read and its start (its
+// executor, another delivery of the same message on a slow machine,
+// recorded it meanwhile, and may have taken the run lease and died). It
+// wakes the run as for a step found ended at the read (executeStep): just
+// acknowledging the message could delete the run's only one.
+func (e *Engine) endedMeanwhile(ctx context.Context, runID, stepID string) (key string, late bool, err error) {
+	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+	switch {
+	case err != nil:
+		return "", false, err // the message comes back
+	case !st.Status.Terminal():
+		return "", false, nil
+	}
+	return keyDone(stepID, st.Attempt), e.queuedAttempt(ctx, runID, stepID, st.Attempt), nil
 }
 
 // requeueRefusedStart queues a background step again when its step_started

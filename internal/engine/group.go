@@ -55,12 +55,16 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 			todo = append(todo, st)
 		}
 	}
-	started, err := e.startGroup(ctx, runID, todo)
+	started, meanwhile, err := e.startGroup(ctx, runID, todo)
 	if err != nil {
 		if errors.Is(err, world.ErrGone) {
 			return nil // the run ended
 		}
 		return err
+	}
+	for _, st := range meanwhile { // as if found ended above (endedMeanwhile)
+		wake = keyDone(st.StepID, st.Attempt)
+		ended = append(ended, st)
 	}
 	meta := runMeta{runID: run.RunID, workflowName: run.WorkflowName, input: run.Input, execCtx: run.ExecutionContext, createdAt: run.CreatedAt}
 	for i := range started {
@@ -142,10 +146,11 @@ func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec,
 
 // startGroup starts the steps' attempts (queued, see world.StepStarted) in
 // as few Appends as the World takes. A step it may not start is left out:
-// one that has ended; one not yet due or running under a live lease is
-// queued again for that time (requeueRefusedStart).
-func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Step) ([]stepExec, error) {
-	var out []stepExec
+// one that has ended since it was read, which it returns (ended), for the
+// run to be woken as for one found ended (endedMeanwhile); one not yet due
+// or running under a live lease is queued again for that time
+// (requeueRefusedStart).
+func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Step) (out []stepExec, ended []*world.Step, err error) {
 	for len(todo) > 0 {
 		evs := make([]world.EventInput, len(todo))
 		for i, st := range todo {
@@ -157,25 +162,33 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 			switch requeued, rerr := e.requeueRefusedStart(ctx, runID, todo[re.Index].StepID, err); {
 			case requeued:
 				if rerr != nil {
-					return nil, rerr
+					return nil, nil, rerr
 				}
-			case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrNotFound):
-				// The step has ended, or is gone.
+			case errors.Is(err, world.ErrConflict):
+				st, gerr := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: todo[ce.Index].StepID})
+				if gerr != nil {
+					return nil, nil, gerr // the message comes back
+				}
+				if st.Status.Terminal() {
+					ended = append(ended, st)
+				}
+			case errors.Is(err, world.ErrNotFound):
+				// The step is gone.
 			default:
-				return nil, err
+				return nil, nil, err
 			}
 			todo = append(todo[:re.Index:re.Index], todo[re.Index+1:]...)
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for i, st := range todo[:n] {
 			out = append(out, execOf(runMeta{}, res.Results[i].Step, st.Input))
 		}
 		todo = todo[n:]
 	}
-	return out, nil
+	return out, ended, nil
 }
 
 // recordGroup records step outcomes in as few Appends as the World takes.

@@ -74,13 +74,20 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 	if err != nil || !run.Status.Terminal() || run.Deactivated() || run.Cleanup == world.CleanupPending {
 		return
 	}
-	live, err := e.runningSteps(ctx, runID)
+	live, starts, err := e.runningSteps(ctx, runID)
 	if err != nil {
 		e.log.Warn("engine: list the steps of a finished run", "run", runID, "err", err)
 		return
 	}
 	if !live.IsZero() {
 		e.scheduleRestCheck(ctx, runID, live)
+		return
+	}
+	if err := e.cancelOrphans(ctx, runID, starts); err != nil {
+		// Not at rest until every child its failed starts created is
+		// known to have started or been cancelled: check again soon.
+		e.log.Warn("engine: check the children of a finished run's failed starts", "run", runID, "err", err)
+		e.scheduleRestCheck(ctx, runID, e.now())
 		return
 	}
 	if compWork(run) && !e.compensateRest(callCtx, run) {
@@ -97,17 +104,20 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 
 // runningSteps records as lost the steps of a finished run that still run
 // under an expired lease, and returns the latest expiry of those that run
-// under a live one (zero when none does).
-func (e *Engine) runningSteps(ctx context.Context, runID string) (time.Time, error) {
+// under a live one (zero when none does), and the IDs of its failed
+// StartChildStep steps (starts, see cancelOrphans).
+func (e *Engine) runningSteps(ctx context.Context, runID string) (live time.Time, starts []string, err error) {
 	now := e.now()
-	var live time.Time
 	var cursor string
 	for {
 		p, err := e.w.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, nil, err
 		}
 		for _, st := range p.Items {
+			if st.StepName == StartChildStep && st.Status == world.StepStatusFailed {
+				starts = append(starts, st.StepID)
+			}
 			if st.Status != world.StepStatusRunning {
 				continue
 			}
@@ -118,11 +128,14 @@ func (e *Engine) runningSteps(ctx context.Context, runID string) (time.Time, err
 			lost := &world.ErrorData{Type: TypeExecutorLost, Code: world.CodeStepExecutorLost, Fatal: true,
 				Message: "the step's executor was lost after its run ended: its attempt recorded no outcome"}
 			if err := e.record(ctx, runID, outcome{stepID: st.StepID, stepName: st.StepName, kind: outFailed, failure: lost}); err != nil {
-				return time.Time{}, err
+				return time.Time{}, nil, err
+			}
+			if st.StepName == StartChildStep {
+				starts = append(starts, st.StepID)
 			}
 		}
 		if !p.HasMore {
-			return live, nil
+			return live, starts, nil
 		}
 		cursor = p.Cursor
 	}
@@ -203,7 +216,8 @@ func (s *session) hasCleanup() bool { return s.wf != nil && s.wf.Cleanup != nil 
 // event, which the session is about to commit: no cleanup to run, no step
 // in flight here, and none that the log shows running elsewhere (the
 // commit is fenced on that log). A completed run with a cleanup hook, or
-// with steps running, is deactivated later (rest).
+// with steps running, or a failed start of a child, is deactivated later
+// (rest).
 func (s *session) restful() bool {
 	if len(s.inflight) > 0 || s.solo != nil || (s.r.failure == nil && s.hasCleanup()) {
 		return false
@@ -214,6 +228,11 @@ func (s *session) restful() bool {
 	for _, o := range s.r.openSteps {
 		if o.status == world.StepStatusRunning {
 			return false
+		}
+	}
+	for _, o := range s.r.ops {
+		if o.kind == opStep && o.name == StartChildStep && o.status == world.StepStatusFailed {
+			return false // its child may wait for a message: deactivate cancels it (cancelOrphans)
 		}
 	}
 	return true
