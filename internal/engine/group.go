@@ -165,7 +165,7 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 					return nil, nil, rerr
 				}
 			case errors.Is(err, world.ErrConflict):
-				st, gerr := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: todo[ce.Index].StepID})
+				st, gerr := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: todo[re.Index].StepID})
 				if gerr != nil {
 					return nil, nil, gerr // the message comes back
 				}
