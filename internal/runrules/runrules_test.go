@@ -1,7 +1,9 @@
 package runrules
 
 import (
+	"context"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/skeinflow/skein/world"
@@ -53,5 +55,46 @@ func TestLimitsOf(t *testing.T) {
 	var plain struct{ world.World }
 	if got, want := LimitsOf(plain), (world.Limits{}).WithDefaults(); got != want {
 		t.Errorf("LimitsOf of a World without Limits = %+v, want the defaults", got)
+	}
+}
+
+// paged is a Storage (by embedding) whose ListEvents serves n events in
+// pages of at most two, whatever limit it is asked for.
+type paged struct {
+	world.Storage
+	n     int64
+	limit []int
+}
+
+func (s *paged) ListEvents(_ context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	s.limit = append(s.limit, p.Pagination.Limit)
+	from := int64(0)
+	if p.Pagination.Cursor != "" {
+		from, _ = strconv.ParseInt(p.Pagination.Cursor, 10, 64)
+	}
+	page := &world.Page[world.Event]{}
+	for seq := from + 1; seq <= min(from+2, s.n); seq++ {
+		page.Items = append(page.Items, world.Event{RunID: p.RunID, Seq: seq})
+	}
+	if from+2 < s.n {
+		page.HasMore, page.Cursor = true, strconv.FormatInt(from+2, 10)
+	}
+	return page, nil
+}
+
+func TestAllEventsFollowsPages(t *testing.T) {
+	t.Parallel()
+	s := &paged{n: 5}
+	evs, err := AllEvents(t.Context(), s, "wrun_x")
+	if err != nil || len(evs) != 5 {
+		t.Fatalf("AllEvents = %d events, %v; want 5", len(evs), err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+	if len(s.limit) != 3 || s.limit[0] != world.MaxPageLimit {
+		t.Fatalf("pages asked with limits %v, want 3 of %d", s.limit, world.MaxPageLimit)
 	}
 }
