@@ -2,6 +2,7 @@ package runrules
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -96,5 +97,22 @@ func TestAllEventsFollowsPages(t *testing.T) {
 	}
 	if len(s.limit) != 3 || s.limit[0] != world.MaxPageLimit {
 		t.Fatalf("pages asked with limits %v, want 3 of %d", s.limit, world.MaxPageLimit)
+	}
+}
+
+func TestMessageSteps(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		m    world.Message
+		want []string
+	}{
+		{world.Message{RunID: "wrun_01J00000000000000000000000"}, nil},
+		{world.Message{RunID: "wrun_01J00000000000000000000000", StepID: "step_01J00000000000000000000000"}, []string{"step_01J00000000000000000000000"}},
+		{world.Message{RunID: "wrun_01J00000000000000000000000", StepIDs: []string{"step_01J00000000000000000000000"}}, []string{"step_01J00000000000000000000000"}},
+		{world.Message{RunID: "wrun_01J00000000000000000000000", StepID: "step_01J00000000000000000000000", StepIDs: []string{"step_01J00000000000000000000000"}}, []string{"step_01J00000000000000000000000", "step_01J00000000000000000000000"}},
+	} {
+		if got := Steps(c.m); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Steps(%+v) = %v, want %v", c.m, got, c.want)
+		}
 	}
 }
