@@ -92,7 +92,7 @@ func inlineLen(it item, name string) int {
 }
 
 // offloadPlan decides which inline payloads of items go to S3: those over
-// the threshold, then the largest of any item still over MaxItemBytes, then
+// the threshold, then the largest of any item still over maxItemBytes, then
 // the largest overall while the items together exceed maxBytes (0: no
 // bound). It changes nothing; the result is indexed like items.
 func (c *claimCheck) offloadPlan(items []*encItem, maxBytes int) ([]map[string]bool, error) {
@@ -108,10 +108,10 @@ func (c *claimCheck) offloadPlan(items []*encItem, maxBytes int) ([]map[string]b
 				size -= n - 80
 			}
 		}
-		for size > MaxItemBytes {
+		for size > maxItemBytes {
 			name, n := largestInline(e, plan[i])
 			if n == 0 {
-				return nil, fmt.Errorf("%w: item %s is %d bytes without its payloads (over %d)", world.ErrInvalid, keyOf(e.it), size, MaxItemBytes)
+				return nil, fmt.Errorf("%w: item %s is %d bytes without its payloads (over %d)", world.ErrInvalid, keyOf(e.it), size, maxItemBytes)
 			}
 			plan[i][name] = true
 			size -= n - 80

@@ -33,19 +33,16 @@ const (
 
 // Limits.
 const (
-	// MaxItemBytes is the largest item the World writes: DynamoDB's limit is
-	// 400 KB; the margin covers the attribute-size estimate.
-	MaxItemBytes = 350 << 10
 	// MaxClaimCheckThreshold bounds Config.ClaimCheckThreshold (100 KiB;
 	// the least is 1 KiB).
 	MaxClaimCheckThreshold = awslimits.MaxClaimCheckThreshold
-	// MaxTransactionItems is DynamoDB's limit on one TransactWriteItems.
-	MaxTransactionItems = 100
+	// maxItemBytes, maxTransactionItems and maxQueueDelay are the AWS
+	// bounds the World respects (internal/awslimits).
+	maxItemBytes        = awslimits.MaxItemBytes
+	maxTransactionItems = awslimits.MaxTransactionItems
+	maxQueueDelay       = awslimits.MaxQueueDelay
 	// maxTransactionBytes keeps a transaction under DynamoDB's 4 MB.
 	maxTransactionBytes = 3500 << 10
-	// MaxQueueDelay is the longest delay SQS applies to one message (15
-	// minutes); longer delays travel as chained hops (see Enqueue).
-	MaxQueueDelay = awslimits.MaxQueueDelay
 )
 
 // Config configures a World. DynamoDB, SQS and S3 are required; the rest has
@@ -78,7 +75,7 @@ type Config struct {
 	// output, result, hook payload, metadata, error) is stored in S3 and
 	// referenced from the item (default 64 KiB, at most 100 KiB). Smaller
 	// payloads also move to S3 when an item would otherwise exceed
-	// MaxItemBytes.
+	// 350 KB (under DynamoDB's 400 KB item limit).
 	ClaimCheckThreshold int
 	// Retention is how long a run's items live after the run ends: its
 	// DynamoDB items get a TTL attribute ("ttl", epoch seconds) of end time +

@@ -228,7 +228,7 @@ func (w *World) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (
 	if err != nil {
 		return false, err
 	}
-	if err := w.send(ctx, body, min(left, MaxQueueDelay), d.MessageID, d.EnqueuedAt); err != nil {
+	if err := w.send(ctx, body, min(left, maxQueueDelay), d.MessageID, d.EnqueuedAt); err != nil {
 		return false, err
 	}
 	if _, err := w.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {

@@ -154,7 +154,7 @@
 // <prefix>blobs/<runID>/<sha256> (content-addressed: a retried commit
 // uploads nothing new) before the transaction, and the item holds the key.
 // A payload below the threshold also moves when its item would exceed
-// MaxItemBytes (350 KB, under DynamoDB's 400 KB) or the transaction 3.5 MB
+// 350 KB (under DynamoDB's 400 KB) or the transaction 3.5 MB
 // (under 4 MB), largest first. Reads fetch claim-checked payloads
 // transparently, and check each against its key: an object whose bytes do
 // not hash to the sha256 its key names (damaged, or replaced by other

@@ -10,7 +10,7 @@ var _ world.AppendLimiter = (*World)(nil)
 // in several fenced Appends instead of being refused. It reads nothing: the
 // count is an upper bound, from the events alone, of the items the
 // planner puts in the transaction's core (plan_chunk.go), which must not
-// exceed MaxTransactionItems:
+// exceed maxTransactionItems:
 //
 //   - the commit item, always;
 //   - the run head when an event is a run event (only run events change
@@ -164,7 +164,7 @@ func (c commitCost) with(in world.EventInput) (commitCost, bool) {
 			grown = key
 		}
 	}
-	if out.items > MaxTransactionItems || out.bytes > maxTransactionBytes {
+	if out.items > maxTransactionItems || out.bytes > maxTransactionBytes {
 		return out, false
 	}
 	if grown != "" {

@@ -195,8 +195,8 @@ func TestAppendFitsChunksCommit(t *testing.T) {
 				}
 				written := len(ddb.writes[len(ddb.writes)-1].TransactItems)
 				switch {
-				case written > MaxTransactionItems:
-					t.Fatalf("chunk %d: %d items, over %d", chunks, written, MaxTransactionItems)
+				case written > maxTransactionItems:
+					t.Fatalf("chunk %d: %d items, over %d", chunks, written, maxTransactionItems)
 				case written > counted && !(c.end && len(rest) == n):
 					t.Fatalf("chunk %d: %d items, AppendFits counted %d", chunks, written, counted)
 				case counted-written > maxLazySteps:

@@ -18,6 +18,7 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -124,7 +125,7 @@ func TestMissingMiddleCommit(t *testing.T) {
 			wantGap(t, fmt.Sprintf("ListEvents limit %d desc %v (read %d events)", limit, desc, len(evs)), err, f.cfg.Table, run, "events 4-4")
 		}
 	}
-	if _, err := world.AllEvents(ctx, f.open(t), run); !errors.Is(err, world.ErrCorrupt) {
+	if _, err := runrules.AllEvents(ctx, f.open(t), run); !errors.Is(err, world.ErrCorrupt) {
 		t.Fatalf("AllEvents: %v, want world.ErrCorrupt", err)
 	}
 	// A read past the hole from a cursor after it has no hole to see.
@@ -210,7 +211,7 @@ func TestTokenIndexNamesAnotherHook(t *testing.T) {
 		}
 	}
 	for _, run := range []string{runA, runB} {
-		evs, err := world.AllEvents(ctx, f.open(t), run)
+		evs, err := runrules.AllEvents(ctx, f.open(t), run)
 		if err != nil || len(evs) != 3 {
 			t.Fatalf("run %s: %d events (%v), want its 3: nothing recorded", run, len(evs), err)
 		}
@@ -306,7 +307,7 @@ func TestMissingNewestCommitOfLiveRun(t *testing.T) {
 	wantGap(t, "Append on a fresh read", err, f.cfg.Table, run, "events 5-7")
 
 	primed := f.open(t)
-	evs, err := world.AllEvents(ctx, primed, run)
+	evs, err := runrules.AllEvents(ctx, primed, run)
 	if err != nil || len(evs) != 4 {
 		t.Fatalf("the log as it reads: %d events, %v", len(evs), err)
 	}

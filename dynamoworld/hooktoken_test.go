@@ -17,6 +17,7 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -107,7 +108,7 @@ func hookedRun(t *testing.T, w world.World, token string) (run, hook string) {
 
 func wantEvents(t *testing.T, w world.World, run string, n int) {
 	t.Helper()
-	evs, err := world.AllEvents(context.Background(), w, run)
+	evs, err := runrules.AllEvents(context.Background(), w, run)
 	if err != nil || len(evs) != n {
 		t.Fatalf("run %s: %d events (%v), want %d: nothing recorded", run, len(evs), err, n)
 	}

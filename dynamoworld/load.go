@@ -268,8 +268,8 @@ func (s *snapshot) fill(runID string, keys []itemKey, got []item, fetched map[st
 // consistent; a missing item is nil.
 func (w *World) transactGet(ctx context.Context, keys []itemKey) ([]item, error) {
 	got := make([]item, len(keys))
-	for lo := 0; lo < len(keys); lo += MaxTransactionItems {
-		hi := min(len(keys), lo+MaxTransactionItems)
+	for lo := 0; lo < len(keys); lo += maxTransactionItems {
+		hi := min(len(keys), lo+maxTransactionItems)
 		in := &dynamodb.TransactGetItemsInput{TransactItems: make([]types.TransactGetItem, 0, hi-lo)}
 		if w.capacity {
 			in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal

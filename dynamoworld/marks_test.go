@@ -17,6 +17,7 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -98,7 +99,7 @@ func TestRunEndOnAShortLog(t *testing.T) {
 	wantGap(t, "cancel on a fresh read", err, f.cfg.Table, run, "events 5-7")
 
 	primed := f.open(t)
-	if evs, err := world.AllEvents(ctx, primed, run); err != nil || len(evs) != 4 {
+	if evs, err := runrules.AllEvents(ctx, primed, run); err != nil || len(evs) != 4 {
 		t.Fatalf("the log as it reads: %d events, %v", len(evs), err)
 	}
 	_, err = primed.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunFailed{Error: &world.ErrorData{Message: "ops"}}}}})

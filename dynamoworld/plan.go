@@ -186,7 +186,7 @@ type plan struct {
 	// streamsChecked: the commit creates the run (its head says it has no
 	// stream), or ends it on the condition that the head still says so.
 	streamsChecked bool
-	ops            []*op             // the transaction, at most MaxTransactionItems
+	ops            []*op             // the transaction, at most maxTransactionItems
 	overflow       []*op             // deletions of a run's end that follow it
 	uploads        map[string][]byte // claim-checked payloads, uploaded before the transaction
 	next           *snapshot         // the run once the transaction lands

@@ -10,7 +10,7 @@ import (
 // item or the transaction would be too large (the claim check: the items
 // then hold the keys, and plan.uploads the bytes), turns each changed
 // entity into an update of what changed, makes one write an item, and
-// keeps the transaction within MaxTransactionItems. Deletions of a run's
+// keeps the transaction within maxTransactionItems. Deletions of a run's
 // end that do not fit follow the transaction (plan.overflow); anything
 // else that does not fit refuses the commit (world.ErrInvalid: AppendFits
 // tells the engine how many events one Append takes).
@@ -61,10 +61,10 @@ func chunk(pl *plan, ws *writes, cc *claimCheck) error {
 			core = append(core, o)
 		}
 	}
-	if len(core) > MaxTransactionItems {
-		return fmt.Errorf("%w: a commit of %d events to run %s writes %d items; DynamoDB allows %d in one transaction", world.ErrInvalid, len(pl.events), pl.runID, len(core), MaxTransactionItems)
+	if len(core) > maxTransactionItems {
+		return fmt.Errorf("%w: a commit of %d events to run %s writes %d items; DynamoDB allows %d in one transaction", world.ErrInvalid, len(pl.events), pl.runID, len(core), maxTransactionItems)
 	}
-	room := MaxTransactionItems - len(core)
+	room := maxTransactionItems - len(core)
 	if len(cleanup) > room {
 		pl.overflow = cleanup[room:]
 		cleanup = cleanup[:room]

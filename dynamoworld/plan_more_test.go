@@ -18,7 +18,7 @@ import (
 func TestPlanCommitTooWide(t *testing.T) {
 	t.Parallel()
 	var evs []world.EventInput
-	for i := range MaxTransactionItems {
+	for i := range maxTransactionItems {
 		evs = append(evs, stepCreated(fmt.Sprintf("S%03d", i)))
 	}
 	in := &planInput{snap: started(t), runID: planRunID, events: evs, now: planT0, eventIDs: make([]string, len(evs)),

@@ -419,7 +419,7 @@ func TestPlanCommit(t *testing.T) {
 				}
 				return e
 			}(),
-			outcome: planWrite, overflow: 3*40 - (MaxTransactionItems - 3),
+			outcome: planWrite, overflow: 3*40 - (maxTransactionItems - 3),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -453,7 +453,7 @@ func TestPlanCommit(t *testing.T) {
 						t.Errorf("writes:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.writes, "\n  "))
 					}
 				}
-				if len(pl.overflow) != tc.overflow || len(pl.ops) > MaxTransactionItems {
+				if len(pl.overflow) != tc.overflow || len(pl.ops) > maxTransactionItems {
 					t.Errorf("%d writes and %d following, want %d following", len(pl.ops), len(pl.overflow), tc.overflow)
 				}
 				if err := pl.next.check(); err != nil {

@@ -82,7 +82,7 @@ func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.Enq
 	defer w.leave()
 	now := w.now()
 	body, delay := p.Body, p.Delay
-	if delay > MaxQueueDelay {
+	if delay > maxQueueDelay {
 		m, err := world.DecodeMessage(body)
 		if err != nil {
 			return nil, fmt.Errorf("%w: a delay of %s is over SQS's 15 minutes, and the body is not a world.Message that could hop: %v", world.ErrInvalid, delay, err)
@@ -91,7 +91,7 @@ func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.Enq
 		if body, err = world.EncodeMessage(m); err != nil {
 			return nil, err
 		}
-		delay = MaxQueueDelay
+		delay = maxQueueDelay
 	}
 	id := w.ids.New(world.PrefixMsg)
 	claim := id

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -50,7 +51,7 @@ func TestMissingRunHead(t *testing.T) {
 	}
 	_, err := f.open(t).GetRun(ctx, &world.GetRunParams{RunID: run})
 	wantHead("GetRun", err)
-	_, err = world.AllEvents(ctx, f.open(t), run)
+	_, err = runrules.AllEvents(ctx, f.open(t), run)
 	wantHead("AllEvents", err)
 	for _, limit := range []int{1, 3, 100} {
 		for _, desc := range []bool{false, true} {
@@ -121,7 +122,7 @@ func TestMissingStepItem(t *testing.T) {
 	// A lazy step (created and started in one commit, no item) counts too.
 	lazy := ids.New(world.PrefixStep)
 	w = f.open(t)
-	if _, err := world.AllEvents(ctx, w, run); err != nil { // primes w's cache: it may make the step lazy
+	if _, err := runrules.AllEvents(ctx, w, run); err != nil { // primes w's cache: it may make the step lazy
 		t.Fatal(err)
 	}
 	mustAppend(t, w, run, world.EventInput{CorrelationID: lazy, Data: &world.StepCreated{StepName: "c", Input: []byte(`3`)}},

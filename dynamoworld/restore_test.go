@@ -13,6 +13,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
@@ -114,7 +115,7 @@ func TestRestoredRunGoesOn(t *testing.T) {
 	if err := client.Result(ctx, runID, &out); err != nil || out != 14 {
 		t.Fatalf("result %d, %v; want 14 (3 doubled, plus 1, doubled)", out, err)
 	}
-	evs, err := world.AllEvents(ctx, w, runID)
+	evs, err := runrules.AllEvents(ctx, w, runID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -62,7 +63,7 @@ func TestCommitRunStatusAgreesWithHead(t *testing.T) {
 			check("GetRun", err)
 			if !strings.Contains(tc.want, "valid") {
 				// The log's events are whole; its end disagrees with the head.
-				_, err = world.AllEvents(ctx, f.open(t), run)
+				_, err = runrules.AllEvents(ctx, f.open(t), run)
 				check("the whole log", err)
 			}
 			before := f.commitKeys(t, run)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
@@ -100,14 +101,14 @@ func (w *World) openEventWith(ev *world.Event, k *runKey) (*world.Event, error) 
 }
 
 // plainDigest turns the keyed digest a sealed step_created records back
-// into the plain one the engine compares (world.DigestInput), once it has
+// into the plain one the engine compares (runrules.DigestInput), once it has
 // checked that the keyed one is the input's; one that is not is left as
 // it is, for replay to compare as it is.
 func plainDigest(k *runKey, input []byte, keyed string) string {
 	if k.digest(input, len(keyed)) != keyed {
 		return keyed
 	}
-	plain := world.DigestInput(input)
+	plain := runrules.DigestInput(input)
 	return plain[:min(len(keyed), len(plain))]
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
@@ -72,9 +73,9 @@ func Wrap(w world.World, cfg Config) (*World, error) {
 // Unwrap returns the wrapped World.
 func (w *World) Unwrap() world.World { return w.inner }
 
-// Limits returns the wrapped World's limits (world.LimitsOf), which it
+// Limits returns the wrapped World's limits (runrules.LimitsOf), which it
 // judges on the sealed payloads.
-func (w *World) Limits() world.Limits { return world.LimitsOf(w.inner) }
+func (w *World) Limits() world.Limits { return runrules.LimitsOf(w.inner) }
 
 func (w *World) cached(runID string) (*runKey, bool) {
 	w.mu.Lock()

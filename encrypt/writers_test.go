@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -26,7 +27,7 @@ func hookRun(t *testing.T, w world.World, run, token string) {
 
 func eventCount(t *testing.T, w world.World, run string) int {
 	t.Helper()
-	evs, err := world.AllEvents(context.Background(), w, run)
+	evs, err := runrules.AllEvents(context.Background(), w, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestEnvelopeShapedPayloadInClearRun(t *testing.T) {
 		t.Fatalf("ResumeHook of an envelope-shaped payload into a run in clear: %v", err)
 	}
 	for _, r := range []*encrypt.World{ew, reader(t, tw, keys)} {
-		evs, err := world.AllEvents(ctx, r, runB)
+		evs, err := runrules.AllEvents(ctx, r, runB)
 		if err != nil {
 			t.Fatalf("reading the run in clear: %v", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/redact"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
 	"github.com/skeinflow/skein/workflow"
@@ -110,7 +111,7 @@ func TestHistoryWithoutTokens(t *testing.T) {
 func untilHook(ctx context.Context, t *testing.T, w world.Storage, id string) []world.Event {
 	t.Helper()
 	for {
-		events, err := world.AllEvents(ctx, w, id)
+		events, err := runrules.AllEvents(ctx, w, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/redact"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/workflow"
@@ -175,7 +176,7 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 
 // allEvents reads a run's whole log.
 func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Event, error) {
-	return world.AllEvents(ctx, w, runID)
+	return runrules.AllEvents(ctx, w, runID)
 }
 
 // pretty is the package's pretty, except that a payload the dashboard's

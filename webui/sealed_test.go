@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 	"github.com/skeinflow/skein/workflow"
@@ -94,7 +95,7 @@ func counts(t *testing.T, w world.World, run string) [2]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := world.AllEvents(context.Background(), w, run)
+	evs, err := runrules.AllEvents(context.Background(), w, run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -369,7 +370,7 @@ func TestSetAttributesCarriesPatchMarker(t *testing.T) {
 	}
 	evs := e.events(run.ID())
 	i := slices.IndexFunc(evs, func(ev world.Event) bool { return ev.Type() == world.EventAttributeSet })
-	if i < 0 || !world.HasPatch(&evs[i], "tag-runs") {
+	if i < 0 || !runrules.HasPatch(&evs[i], "tag-runs") {
 		t.Fatalf("no attribute_set with the patch marker in %v", evs)
 	}
 	rep, err := e.reg.CheckLog(evs)

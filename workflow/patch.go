@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -132,7 +133,7 @@ func (c *Client) hasPatch(ctx context.Context, runID, id string) (bool, error) {
 			return false, err
 		}
 		for i := range page.Items {
-			if world.HasPatch(&page.Items[i], id) {
+			if runrules.HasPatch(&page.Items[i], id) {
 				return true, nil
 			}
 		}

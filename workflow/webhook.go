@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -238,7 +239,7 @@ func (h *webhookHandler) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	_ = json.Unmarshal(hk.Metadata, &meta)
 	// Read no more than the run's payload limit takes (the payload is the
 	// body and more): a larger body is refused before it is buffered.
-	maxBody := webhookBodyLimit(world.LimitsOf(h.c.w).MaxPayload)
+	maxBody := webhookBodyLimit(runrules.LimitsOf(h.c.w).MaxPayload)
 	body, err := h.readBody(rw, req, maxBody)
 	var ne net.Error
 	switch {

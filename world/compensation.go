@@ -96,9 +96,6 @@ type Compensations struct {
 	Failed    int `json:"failed,omitempty"`
 }
 
-// IsZero reports whether nothing was counted.
-func (c Compensations) IsZero() bool { return c == Compensations{} }
-
 // EventType implementations.
 func (*CompStarted) EventType() EventType        { return EventCompStarted }
 func (*CompRetryScheduled) EventType() EventType { return EventCompRetryScheduled }

@@ -32,7 +32,7 @@
 // running one whose lease has expired (crash recovery), so attempts are
 // counted once; a repeated run_cancelled appends nothing, so a run has exactly
 // one terminal event; run_created may carry an idempotency key; step_created
-// may carry a digest of its input (DigestInput) for replay to compare.
+// may carry a digest of its input for replay to compare.
 //
 // A run_held moves a pending, running or held run to held (RunHold says why
 // and when it is retried): not an end, so everything a running run accepts

@@ -126,7 +126,8 @@ type (
 		RetryAt   time.Time  `json:"retryAt,omitzero"`
 	}
 	// StepCreated creates a step in pending state. InputDigest, when set, is
-	// DigestInput of the input as the workflow encoded it: replay compares
+	// a digest of the input as the workflow encoded it (the first 8 bytes of
+	// its SHA-256 sum, in lowercase hex; at most 64 hex digits): replay compares
 	// it with what the code asks for now, so that a step called with other
 	// arguments at the same position (say, a map ranged in another order)
 	// is caught instead of receiving another call's result. Logs written

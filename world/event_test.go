@@ -29,7 +29,7 @@ func fullPayloads() []world.EventData {
 		&world.RunFailed{Error: errData, ErrorCode: world.CodeUserError},
 		&world.RunCancelled{Reason: "why"},
 		&world.RunHeld{Error: errData, ErrorCode: world.CodeReplayDivergence, Attempt: 2, RetryAt: at},
-		&world.StepCreated{StepName: "s", Input: json.RawMessage(`null`), InputDigest: world.DigestInput([]byte(`null`))},
+		&world.StepCreated{StepName: "s", Input: json.RawMessage(`null`), InputDigest: "74234e98afe7498f"},
 		&world.StepStarted{StepName: "s", Attempt: 3, LeaseTTL: 90 * time.Second, LeaseExpiresAt: at},
 		&world.StepCompleted{StepName: "s", Result: json.RawMessage(`12.5`)},
 		&world.StepFailed{StepName: "s", Error: errData},

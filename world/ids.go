@@ -74,16 +74,3 @@ func ValidateID(prefix, id string) error {
 	}
 	return nil
 }
-
-// IDTime returns the creation time encoded in a prefixed ULID.
-func IDTime(id string) (time.Time, error) {
-	i := strings.IndexByte(id, '_')
-	if i < 0 {
-		return time.Time{}, fmt.Errorf("%w: id %q has no prefix", ErrInvalid, id)
-	}
-	u, err := ulid.ParseStrict(id[i+1:])
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: id %q: %v", ErrInvalid, id, err)
-	}
-	return ulid.Time(u.Time()), nil
-}

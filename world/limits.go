@@ -9,7 +9,7 @@ import (
 // a step, a client, the holder of a hook token) can grow a run until the
 // process holding it dies. A World is configured with them (each World's
 // Config has a Limits field) and passes them to Apply in State.Limits;
-// the engine reads them from its World (LimitsOf) to check, before it
+// the engine reads them from its World (its Limits method) to check, before it
 // commits, what only it can count (hooks and waits) and to fail a run that
 // reaches one with a typed error. A zero field takes its default.
 //
@@ -107,15 +107,6 @@ func (l Limits) WithDefaults() Limits {
 		l.MaxRunBytes = defaultMaxRunBytes
 	}
 	return l
-}
-
-// LimitsOf returns the limits w enforces: its own when it says
-// (a Limits() Limits method), the defaults otherwise.
-func LimitsOf(w World) Limits {
-	if l, ok := w.(interface{ Limits() Limits }); ok {
-		return l.Limits().WithDefaults()
-	}
-	return Limits{}.WithDefaults()
 }
 
 // CodeLimitExceeded fails a run, a step or a call that would pass one of

@@ -1,7 +1,6 @@
 package world
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -78,20 +77,4 @@ func DecodeCursor(kind, cursor string, pos any) error {
 		return fmt.Errorf("%w: malformed cursor position", ErrInvalid)
 	}
 	return nil
-}
-
-// AllEvents reads a run's whole log, page by page, in sequence order.
-func AllEvents(ctx context.Context, s Storage, runID string) ([]Event, error) {
-	var out []Event
-	for cursor := ""; ; {
-		page, err := s.ListEvents(ctx, &ListEventsParams{RunID: runID, Pagination: Pagination{Limit: MaxPageLimit, Cursor: cursor}})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Items...)
-		if !page.HasMore {
-			return out, nil
-		}
-		cursor = page.Cursor
-	}
 }

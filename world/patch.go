@@ -13,34 +13,6 @@ package world
 // MaxPatches bounds the patch IDs one creation event carries.
 const MaxPatches = 64
 
-// HasPatch reports whether ev is a creation event that carries the patch
-// marker id.
-func HasPatch(ev *Event, id string) bool {
-	for _, p := range Patches(ev) {
-		if p == id {
-			return true
-		}
-	}
-	return false
-}
-
-// Patches returns the patch markers a creation event carries, or nil.
-func Patches(ev *Event) []string {
-	switch d := ev.Data.(type) {
-	case *StepCreated:
-		return d.Patches
-	case *HookCreated:
-		return d.Patches
-	case *HookConflict:
-		return d.Patches
-	case *WaitCreated:
-		return d.Patches
-	case *AttributeSet:
-		return d.Patches
-	}
-	return nil
-}
-
 // validPatches checks the patch IDs of a creation event: at most
 // MaxPatches, each a non-empty name of at most MaxNameLength bytes.
 func validPatches(t EventType, corr string, ids []string) error {

@@ -163,12 +163,3 @@ func (m Message) Validate() error {
 	}
 	return nil
 }
-
-// Steps returns the steps m asks to execute: StepID (when set) followed by
-// StepIDs. None for a plain continuation.
-func (m Message) Steps() []string {
-	if m.StepID == "" {
-		return m.StepIDs
-	}
-	return append([]string{m.StepID}, m.StepIDs...)
-}

@@ -44,20 +44,3 @@ func TestMessageInvalid(t *testing.T) {
 		}
 	}
 }
-
-func TestMessageSteps(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		m    world.Message
-		want []string
-	}{
-		{world.Message{RunID: runID}, nil},
-		{world.Message{RunID: runID, StepID: stepID}, []string{stepID}},
-		{world.Message{RunID: runID, StepIDs: []string{stepID}}, []string{stepID}},
-		{world.Message{RunID: runID, StepID: stepID, StepIDs: []string{stepID}}, []string{stepID, stepID}},
-	} {
-		if got := c.m.Steps(); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%+v.Steps() = %v, want %v", c.m, got, c.want)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package world
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"reflect"
 )
@@ -143,22 +142,8 @@ func (d *StepCreated) validate(corr string) error {
 	return validJSON(EventStepCreated, corr, "input", d.Input)
 }
 
-// digestBytes is how many bytes of the SHA-256 sum DigestInput keeps: 64
-// bits tell two different inputs apart with certainty for all practical
-// purposes, at 16 characters per step_created.
-const digestBytes = 8
-
 // maxDigestLength bounds a recorded digest (a whole SHA-256 sum in hex).
 const maxDigestLength = 2 * sha256.Size
-
-// DigestInput returns the digest of an operation's encoded input recorded in
-// StepCreated.InputDigest: the first 8 bytes of its SHA-256 sum, in
-// lowercase hex. The bytes are hashed as given, so the same value must be
-// encoded the same way each time (encoding/json sorts map keys).
-func DigestInput(input []byte) string {
-	sum := sha256.Sum256(input)
-	return hex.EncodeToString(sum[:digestBytes])
-}
 
 // validDigest accepts the empty digest (none recorded) and up to
 // maxDigestLength lowercase hex digits.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/redact"
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -231,7 +232,7 @@ Examples:
 
 // allEvents reads a run's whole log.
 func allEvents(ctx context.Context, w world.Storage, runID string) ([]world.Event, error) {
-	return world.AllEvents(ctx, w, runID)
+	return runrules.AllEvents(ctx, w, runID)
 }
 
 func printRunFields(w io.Writer, r *world.Run, st style, show func([]byte) string) {

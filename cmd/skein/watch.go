@@ -105,7 +105,7 @@ func watchRuns(ctx context.Context, e *env, o watchOptions) error {
 			return nil
 		case err != nil:
 			return err
-		case r.Compensations.IsZero():
+		case r.Compensations == (world.Compensations{}):
 			return nil
 		case r.Deactivated() || !compPending(r):
 			// Over: a last pass prints what ended them, committed

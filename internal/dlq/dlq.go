@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/world"
 )
@@ -202,7 +203,7 @@ func (r *Redriver) describe(ctx context.Context, m sqstypes.Message) Letter {
 		l.Workflow, l.Status = run.WorkflowName, string(run.Status)
 		l.Does = "resumes the run"
 		if msg.StepID != "" || len(msg.StepIDs) > 0 {
-			l.Does = "resumes the run (its step " + msg.Steps()[0] + ")"
+			l.Does = "resumes the run (its step " + runrules.Steps(msg)[0] + ")"
 		}
 	}
 	return l

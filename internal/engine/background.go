@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -21,7 +22,7 @@ import (
 // The run lease it takes is owned under msg's tag (msgTag), so that another
 // delivery of the same message can tell it holds the lease (coverHolder).
 func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
-	ids, tag := msg.Steps(), msgTag(msg)
+	ids, tag := runrules.Steps(msg), msgTag(msg)
 	if len(ids) > 1 {
 		return e.executeGroup(ctx, msg.RunID, ids, tag)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -114,7 +115,7 @@ func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 				t.Fatalf("run %s %+v, want completed", run.Status, run.Error)
 			}
 			got := mw.snapshot()
-			if len(got) != 1 || len(got[0].Steps()) != 0 || got[0].NotBefore.Before(expires) {
+			if len(got) != 1 || len(runrules.Steps(got[0])) != 0 || got[0].NotBefore.Before(expires) {
 				t.Fatalf("messages %+v, want one continuation after %s's lease expiry (%s)", got, lease, expires)
 			}
 		})
@@ -177,7 +178,7 @@ func TestSessionFindingLeaseTakenUnderItsMessageCoversIt(t *testing.T) {
 	if run := h.wait(runID); run.Status != world.RunStatusCompleted {
 		t.Fatalf("run %s %+v, want completed", run.Status, run.Error)
 	}
-	if got := tw.snapshot(); len(got) != 1 || len(got[0].Steps()) != 0 {
+	if got := tw.snapshot(); len(got) != 1 || len(runrules.Steps(got[0])) != 0 {
 		t.Fatalf("messages %+v, want one continuation at the lease's expiry", got)
 	}
 }

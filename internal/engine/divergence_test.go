@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -90,7 +91,7 @@ func TestReplayComparesStepInputs(t *testing.T) {
 			msg := run.Hold.Error.Message
 			for _, want := range []string{
 				"at event 3", "operation 1", `step "a"`,
-				"input digest " + world.DigestInput(mustJSON(1)), "input digest " + world.DigestInput(mustJSON(2)),
+				"input digest " + runrules.DigestInput(mustJSON(1)), "input digest " + runrules.DigestInput(mustJSON(2)),
 			} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("%q lacks %q", msg, want)

@@ -222,7 +222,7 @@
 // matches each recorded creation event (step_created, hook_created or
 // hook_conflict, wait_created), in log order, with the operations the code
 // asks for, comparing kind, name and ID, and for a step the digest of its
-// encoded input that step_created records (world.DigestInput; logs written
+// encoded input that step_created records (runrules.DigestInput; logs written
 // without one compare names only); a mismatch holds the run with
 // REPLAY_DIVERGENCE naming both sides (run_held, see hold.go): nothing more
 // runs for it, and it is replayed again with backoff or on request

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -48,7 +49,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
 	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:]),
-		lim: world.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
+		lim: runrules.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between

@@ -5,7 +5,9 @@ import (
 	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -56,7 +58,7 @@ func seed(runID, purpose string) [32]byte {
 }
 
 func newDetSource(runID string) *detSource {
-	t, err := world.IDTime(runID)
+	t, err := idTime(runID)
 	if err != nil {
 		t = time.Unix(0, 0)
 	}
@@ -148,3 +150,16 @@ func (d *detSource) token() string {
 // secrets existed. It is the same on replay and draws nothing from the
 // run's token sequence.
 func (c *Context) SecretTag(label string) string { return c.r.det.tag(label) }
+
+// idTime returns the creation time encoded in a prefixed ULID.
+func idTime(id string) (time.Time, error) {
+	i := strings.IndexByte(id, '_')
+	if i < 0 {
+		return time.Time{}, fmt.Errorf("%w: id %q has no prefix", world.ErrInvalid, id)
+	}
+	u, err := ulid.ParseStrict(id[i+1:])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: id %q: %v", world.ErrInvalid, id, err)
+	}
+	return ulid.Time(u.Time()), nil
+}

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"crypto/sha256"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -105,5 +107,22 @@ func TestLegacyTokens(t *testing.T) {
 	}
 	if tag := d.tag("x"); tag != "" {
 		t.Errorf("a run without a secret has tag %q", tag)
+	}
+}
+
+// idTime reads the time an IDSource encoded, and refuses an ID that is
+// not a prefixed ULID with ErrInvalid.
+func TestIDTime(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 5, 6, 7, 8, 9, 123_000_000, time.UTC)
+	id := world.NewIDSource(func() time.Time { return at }, nil).New(world.PrefixWait)
+	got, err := idTime(id)
+	if err != nil || !got.Equal(at) {
+		t.Fatalf("IDTime(%s) = %v, %v; want %v", id, got, err, at)
+	}
+	for _, bad := range []string{"noprefix", "wrun_nope", "wrun_" + strings.Repeat("Z", 26)} {
+		if _, err := idTime(bad); !errors.Is(err, world.ErrInvalid) {
+			t.Errorf("IDTime(%q): %v, want ErrInvalid", bad, err)
+		}
 	}
 }

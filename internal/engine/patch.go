@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -40,7 +41,7 @@ func (r *replayer) notePatches(ev *world.Event) {
 		return
 	}
 	r.creations++
-	for _, id := range world.Patches(ev) {
+	for _, id := range runrules.Patches(ev) {
 		if r.marked == nil {
 			r.marked = make(map[string]bool)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -102,7 +103,7 @@ func TestPatchedDecidesFromTheLog(t *testing.T) {
 			for _, ev := range evs {
 				if d, ok := ev.Data.(*world.StepCreated); ok {
 					created = append(created, d.StepName)
-					if want := len(created) == 1; world.HasPatch(&ev, "p") != want {
+					if want := len(created) == 1; runrules.HasPatch(&ev, "p") != want {
 						t.Errorf("step_created %q carries %v, want the marker on the first creation only", d.StepName, d.Patches)
 					}
 				}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -53,7 +54,7 @@ type op struct {
 
 	// Step state, as the log has it.
 	input      json.RawMessage
-	digest     string // world.DigestInput(input), computed once (inputDigest)
+	digest     string // runrules.DigestInput(input), computed once (inputDigest)
 	status     world.StepStatus
 	attempt    int
 	lost       int // attempts interrupted by the loss of their executor
@@ -418,7 +419,7 @@ func clipInput(in json.RawMessage) string {
 // step_created records it.
 func (o *op) inputDigest() string {
 	if o.digest == "" {
-		o.digest = world.DigestInput(o.input)
+		o.digest = runrules.DigestInput(o.input)
 	}
 	return o.digest
 }

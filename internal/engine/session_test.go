@@ -431,8 +431,8 @@ func TestDetSource(t *testing.T) {
 	if a.token() != b.token() || a.user.Int64() != b.user.Int64() {
 		t.Error("tokens or random values differ for one run")
 	}
-	rt, _ := world.IDTime(run1)
-	it, _ := world.IDTime(a.id(world.PrefixHook))
+	rt, _ := idTime(run1)
+	it, _ := idTime(a.id(world.PrefixHook))
 	if !rt.Equal(it) {
 		t.Errorf("ID time %s, run time %s", it, rt)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -115,7 +116,7 @@ func testUnregisteredQueued(t *testing.T, queued []string) {
 	h.handle(world.Message{RunID: h.id}) // runs a (and d) inline, queues the others
 	var stepMsg *world.Message
 	for _, m := range h.drain() {
-		if len(m.Steps()) == len(queued) {
+		if len(runrules.Steps(m)) == len(queued) {
 			stepMsg = &m
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -69,7 +70,7 @@ func TestBackgroundStepsShareMessages(t *testing.T) {
 	}
 	stepMsgs, stepIDs := 0, map[string]bool{}
 	for _, m := range mw.snapshot() {
-		if ids := m.Steps(); len(ids) > 0 {
+		if ids := runrules.Steps(m); len(ids) > 0 {
 			stepMsgs++
 			for _, s := range ids {
 				stepIDs[s] = true
@@ -224,7 +225,7 @@ func TestLeaseExpiryWakeOnlyForInlineAttempts(t *testing.T) {
 			if len(got) != tc.want {
 				t.Fatalf("messages %+v, want %d", got, tc.want)
 			}
-			if tc.want == 1 && (got[0].NotBefore.Before(began.Add(time.Minute-time.Second)) || len(got[0].Steps()) != 0) {
+			if tc.want == 1 && (got[0].NotBefore.Before(began.Add(time.Minute-time.Second)) || len(runrules.Steps(got[0])) != 0) {
 				t.Fatalf("wake-up %+v, want a run message at the lease's expiry or the retry", got[0])
 			}
 		})

@@ -11,7 +11,7 @@ import (
 )
 
 // Limits: a World reports the limits it enforces (a Limits() world.Limits
-// method, read with world.LimitsOf) and world.Apply refuses, with a
+// method, which the engine reads) and world.Apply refuses, with a
 // *world.LimitError, a payload larger than MaxPayload and any event but a
 // run's end (or hold) once the run has MaxEvents, leaving the run as it
 // was; WriteStream refuses a write that would take its stream past
