@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -73,7 +74,7 @@ func TestDeliveryFindingStepsEndedMeanwhileCoversHolder(t *testing.T) {
 				t.Fatalf("second delivery: %v", err)
 			}
 			got := sw.snapshot()
-			if len(got) != 1 || len(got[0].Steps()) != 0 || got[0].NotBefore.Before(expires) {
+			if len(got) != 1 || len(runrules.Steps(got[0])) != 0 || got[0].NotBefore.Before(expires) {
 				t.Fatalf("messages %+v, want one continuation after the dead holder's lease expiry (%s)", got, expires)
 			}
 			h.work(1, nil)

@@ -24,7 +24,7 @@ import (
 // fatal error), the child would wait, pending, for a message that never
 // comes.
 func ChildRunID(parent, stepID string) string {
-	t, err := world.IDTime(stepID)
+	t, err := idTime(stepID)
 	if err != nil {
 		return ""
 	}

@@ -24,8 +24,8 @@ func TestChildRunID(t *testing.T) {
 	if ChildRunID(parent, step2) == id || ChildRunID(other, step) == id {
 		t.Fatal("another step or parent gave the same child run ID")
 	}
-	at, _ := world.IDTime(id)
-	if want, _ := world.IDTime(step); !at.Equal(want) {
+	at, _ := idTime(id)
+	if want, _ := idTime(step); !at.Equal(want) {
 		t.Fatalf("child run ID time %s, want the step's %s", at, want)
 	}
 	if got := ChildRunID(parent, "nonsense"); got != "" {
