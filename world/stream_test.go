@@ -39,6 +39,7 @@ type fakeStreamer struct {
 	reads   int
 	readErr error
 	infoErr error
+	infos   int // StreamInfo calls
 	changed chan struct{}
 }
 
@@ -87,6 +88,7 @@ func (s *fakeStreamer) ReadStream(_ context.Context, p *world.ReadStreamParams) 
 func (s *fakeStreamer) StreamInfo(context.Context, *world.StreamInfoParams) (*world.StreamInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.infos++
 	if s.infoErr != nil {
 		return nil, s.infoErr
 	}
@@ -95,6 +97,24 @@ func (s *fakeStreamer) StreamInfo(context.Context, *world.StreamInfoParams) (*wo
 
 func (s *fakeStreamer) ListStreams(context.Context, *world.ListStreamsParams) ([]string, error) {
 	return []string{"s"}, nil
+}
+
+// resolved waits until Tail has resolved a negative start (its StreamInfo
+// call), so that writes made after it are past the start, however slow the
+// machine.
+func (s *fakeStreamer) resolved(t *testing.T) {
+	t.Helper()
+	for limit := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		n := s.infos
+		s.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		if time.Now().After(limit) {
+			t.Fatal("Tail did not resolve its start in a minute")
+		}
+	}
 }
 
 func (s *fakeStreamer) readCount() int {
@@ -235,7 +255,7 @@ func TestTailNegativeStart(t *testing.T) {
 			fs.write("a", "b", "c", "d")
 			s := notifyingStreamer{fs}
 			res := collect(t.Context(), s, world.TailParams{Start: tc.start})
-			time.Sleep(10 * time.Millisecond)
+			fs.resolved(t)
 			// Resolved once at the start: later writes do not move it.
 			fs.write("X", "Y")
 			_ = fs.CloseStream(t.Context(), nil)
@@ -245,7 +265,7 @@ func TestTailNegativeStart(t *testing.T) {
 	// On an empty stream, -1 starts at 0.
 	fs := &fakeStreamer{}
 	res := collect(t.Context(), notifyingStreamer{fs}, world.TailParams{Start: -1})
-	time.Sleep(10 * time.Millisecond)
+	fs.resolved(t)
 	fs.write("a")
 	_ = fs.CloseStream(t.Context(), nil)
 	wantIndices(t, wait(t, res), 0, "a")
