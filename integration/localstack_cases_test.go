@@ -446,37 +446,75 @@ func lsPoison(t *testing.T) {
 	lsDrain(t, s, time.Minute)
 	// LocalStack ships a function's log after its invocation, late on a
 	// busy machine: wait for the reasons (up to a minute), then settle.
-	reasons := func() (int, int) {
+	read := func() (lsPoisonLog, int) {
 		fl := lsFlowLogSince(t, s.started)
-		n := 0
-		for _, r := range fl.records {
-			if msg, _ := r["message"].(string); strings.Contains(msg, "malformed") && r["reason"] != nil {
-				n++
-			}
-		}
-		return n, fl.invocations
+		return poisonLog(fl.records), fl.invocations
 	}
-	logged, invocations := reasons()
-	for limit := time.Now().Add(time.Minute); logged < maxReceives && time.Now().Before(limit); {
+	got, invocations := read()
+	for limit := time.Now().Add(time.Minute); len(got.attempts) < maxReceives && time.Now().Before(limit); {
 		time.Sleep(time.Second)
-		logged, invocations = reasons()
+		got, invocations = read()
 	}
-	logged, invocations = lsSettle(reasons, logged, invocations)
-	if logged != maxReceives {
-		t.Errorf("%d logged reasons in %d invocations, want %d (one per receive)", logged, invocations, maxReceives)
+	for i := 0; i < 30; i++ {
+		time.Sleep(2 * time.Second)
+		again, inv := read()
+		if len(again.attempts) == len(got.attempts) && again.unexplained == got.unexplained && inv == invocations {
+			break
+		}
+		got, invocations = again, inv
+	}
+	// Each receive the function ran logs its reason, once: a record without
+	// one, a receive logged twice or past maxReceiveCount, or none at all
+	// fails. Fewer than maxReceiveCount is LocalStack's doing, not the
+	// handler's: on a starved machine its Lambda may spend a receive on an
+	// execution environment that never ran the function (seen: 2
+	// invocations, one reason, the message dead-lettered), which SQS counts
+	// and nothing can log. TestMalformedToDLQ pins one reason per receive on
+	// the project's Lambda emulator, which sees every batch it delivers.
+	switch {
+	case got.unexplained > 0:
+		t.Errorf("%d malformed-message records without a reason", got.unexplained)
+	case len(got.attempts) == 0:
+		t.Errorf("no logged reason in %d invocations, want one per receive", invocations)
+	case !got.distinctWithin(maxReceives):
+		t.Errorf("logged receives %v, want each of 1..%d at most once", got.attempts, maxReceives)
+	case len(got.attempts) < maxReceives:
+		t.Logf("the function logged receives %v of %d (%d invocations): LocalStack spent the others without running it", got.attempts, maxReceives, invocations)
 	}
 }
 
-// lsSettle rereads a log count until two reads two seconds apart agree (up
-// to 30 reads), so that a late record past the expected count shows.
-func lsSettle(read func() (int, int), n, invocations int) (int, int) {
-	for i := 0; i < 30; i++ {
-		time.Sleep(2 * time.Second)
-		m, inv := read()
-		if m == n && inv == invocations {
-			break
+// lsPoisonLog is what the flow function logged of a malformed message: the
+// receive count (attempt) of each record with a reason, and how many
+// records named it malformed without one.
+type lsPoisonLog struct {
+	attempts    []int
+	unexplained int
+}
+
+func poisonLog(records []map[string]any) lsPoisonLog {
+	var out lsPoisonLog
+	for _, r := range records {
+		if msg, _ := r["message"].(string); !strings.Contains(msg, "malformed") {
+			continue
 		}
-		n, invocations = m, inv
+		if r["reason"] == nil {
+			out.unexplained++
+			continue
+		}
+		n, _ := r["attempt"].(float64)
+		out.attempts = append(out.attempts, int(n))
 	}
-	return n, invocations
+	return out
+}
+
+// distinctWithin reports whether every attempt is in 1..max, each once.
+func (l lsPoisonLog) distinctWithin(max int) bool {
+	seen := map[int]bool{}
+	for _, a := range l.attempts {
+		if a < 1 || a > max || seen[a] {
+			return false
+		}
+		seen[a] = true
+	}
+	return true
 }
