@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/dynamotest"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/testflows"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // TestVersionsOnDynamo runs the deploy scenarios of the versioned order

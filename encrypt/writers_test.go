@@ -9,8 +9,8 @@ import (
 
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/runrules"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/encrypt"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/sealmark"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strconv"
 
 	apidoc "github.com/skeinflow/skein/docs/api"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/trace"
 )

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/workflow"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -12,7 +12,7 @@ import (
 	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/internal/lambdaio"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

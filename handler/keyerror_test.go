@@ -10,7 +10,7 @@ import (
 
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

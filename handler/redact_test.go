@@ -7,7 +7,7 @@ import (
 
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/redact"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // apiWebhookEcho returns the request its webhook received.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/schedmsg"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

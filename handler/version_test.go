@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 func TestFunctionVersion(t *testing.T) {

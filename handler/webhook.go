@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/skeinflow/skein/internal/redact"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // WebhookHandler is the webhook function's handler type, for lambda.Start.

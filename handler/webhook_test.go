@@ -14,8 +14,8 @@ import (
 
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/lambdaio"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

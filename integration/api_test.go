@@ -22,7 +22,7 @@ import (
 
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // apiCaller is the IAM identity the tests' Function URL lets in.

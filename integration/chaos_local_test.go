@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/examples/lambda/demo"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

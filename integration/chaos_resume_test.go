@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

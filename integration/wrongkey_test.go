@@ -15,7 +15,7 @@ import (
 
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // foreignKeys wraps data keys with a KMS key under an encryption context

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeinhttp"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

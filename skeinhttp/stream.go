@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/skeinflow/skein/internal/redact"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // stream writes Server-Sent Events. The first write error sticks (err)

@@ -5,8 +5,8 @@ import (
 	"log"
 	"strings"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeinlambda"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // Greet is a workflow with one step.

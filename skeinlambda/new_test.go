@@ -13,7 +13,7 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // env is a function's environment as template.yaml sets it, with changes.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeintest"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // twice sleeps for an hour twice and returns the times it woke.

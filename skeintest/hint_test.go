@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // logTB is a TB that keeps what is logged.

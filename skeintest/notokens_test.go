@@ -10,9 +10,9 @@ import (
 
 	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/runrules"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

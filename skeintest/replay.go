@@ -35,7 +35,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

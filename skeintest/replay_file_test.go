@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // A worker's program serves the dashboard over its own store, writable,

@@ -12,9 +12,9 @@ import (
 
 	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/runrules"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/internal/timeline"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

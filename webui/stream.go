@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strconv"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/sealmark"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // pageChunks is how many of a stream's last chunks the run page shows.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeintest"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // runs export on a deployed stack (the emulators): a run a worker runs on

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // TestRunsFailCompensate: runs fail -compensate undoes the failed run's

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/skeinflow/skein/internal/redact"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

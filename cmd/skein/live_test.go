@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // ticker writes a line to its "ticks" stream, waits on its hook, writes

@@ -9,7 +9,7 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/webui"
-	"github.com/skeinflow/skein/workflow"
 )
 
 // serveDashboard serves Skein's dashboard on addr over the worker's own

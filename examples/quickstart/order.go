@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // Order is what the shop hands to the workflow: the run's input, recorded

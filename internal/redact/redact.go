@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/skeinflow/skein/internal/engine"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

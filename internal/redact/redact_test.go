@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/internal/redact"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // Registry returns a registry with every workflow and step of the package.

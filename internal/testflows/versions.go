@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 

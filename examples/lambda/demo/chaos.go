@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // ChaosPlan is the shape of one Chaos run: Serial steps one after the other,

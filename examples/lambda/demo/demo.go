@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // Registry returns a registry with every workflow and step of the package.

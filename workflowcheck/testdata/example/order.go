@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // stamp is a step: it may read the clock.

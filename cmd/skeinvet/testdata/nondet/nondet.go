@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/cmd/skeinvet/testdata/nondet/clock"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // Stamp returns the machine's clock: not deterministic.

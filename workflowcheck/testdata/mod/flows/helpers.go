@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"example.com/pricing"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // deadline reads the clock: workflow code that calls it is not

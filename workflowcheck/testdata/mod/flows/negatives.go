@@ -16,7 +16,7 @@ import (
 
 	"example.com/config"
 	"github.com/google/uuid"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // ErrRejected is a sentinel error: workflows read it freely.

@@ -19,7 +19,7 @@ import (
 
 	"example.com/config"
 	"github.com/google/uuid"
-	"github.com/skeinflow/skein/workflow"
+	workflow "github.com/skeinflow/skein/internal/sdk"
 	"golang.org/x/sync/errgroup"
 )
 

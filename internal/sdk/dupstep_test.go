@@ -1,0 +1,72 @@
+package sdk_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	workflow "github.com/skeinflow/skein/internal/sdk"
+)
+
+// TestStepCallRefusals: a call of a step value that is not the one
+// registered under its name is refused at the call, naming the step, and
+// neither function runs; arguments that do not encode (NaN) name the step;
+// a result that does not decode as the caller's type (a step replaced by a
+// double of another result type) is reported as a decode of that step's
+// result.
+func TestStepCallRefusals(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	dupA := workflow.NewStep("dup", func(ctx context.Context, s string) (int, error) { ran.Add(1); return 1, nil })
+	dupB := workflow.NewStep("dup", func(ctx context.Context, s string) (string, error) { ran.Add(1); return s, nil })
+	callsB := workflow.New("calls-dup-b", func(ctx workflow.Context, _ int) (string, error) {
+		return dupB.Call(ctx, "x")
+	})
+	nanStep := workflow.NewStep("takes-float", func(ctx context.Context, f float64) (int, error) { return 1, nil })
+	sendsNaN := workflow.New("sends-nan", func(ctx workflow.Context, _ int) (string, error) {
+		_, err := nanStep.Call(ctx, math.NaN())
+		return "", err
+	})
+	asString := workflow.NewStep("int-result", func(ctx context.Context, s string) (string, error) { return s, nil })
+	asInt := workflow.NewStep("int-result", func(ctx context.Context, s string) (int, error) { return 7, nil })
+	misreads := workflow.New("misreads", func(ctx workflow.Context, _ int) (string, error) {
+		return asString.Call(ctx, "x")
+	})
+	e := newEnv(t, dupA, nanStep, asString, callsB, sendsNaN, misreads)
+	if err := e.reg.Replace(asInt); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		wf   *workflow.Workflow[int, string]
+		want []string
+	}{
+		{callsB, []string{`step "dup" called is not the step registered under that name`}},
+		{sendsNaN, []string{`failed to serialize arguments of step "takes-float"`, "NaN"}},
+		{misreads, []string{`failed to decode the result of step "int-result"`}},
+	} {
+		t.Run(tc.wf.Name(), func(t *testing.T) {
+			t.Parallel()
+			ctx := e.ctx()
+			r, err := tc.wf.Start(ctx, e.client, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Result(ctx)
+			for _, w := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v lacks %q", err, w)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "failed to serialize result") {
+				t.Errorf("a decode reported as a serialize: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if n := ran.Load(); n != 0 {
+			t.Errorf("a refused call ran a step function %d times", n)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+
+	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/localworld"
+)
+
+// tally stands for a step the workflow starts and never awaits (an audit
+// write, a notification): it may still run after the run has completed.
+var tally = workflow.NewStep("tally", func(ctx context.Context, n int) (int, error) { return n * 10, nil })
+
+var quick = workflow.NewStep("quick", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
+
+var fireAndForget = workflow.New("fire-and-forget", func(ctx workflow.Context, n int) (int, error) {
+	tally.Go(ctx, n) // started with quick, never awaited
+	return quick.Call(ctx, n)
+})
+
+// Result returns as soon as the run's outcome is recorded; WaitDeactivated
+// also waits for the steps the run left running to record their results.
+func ExampleClient_WaitDeactivated() {
+	w, _ := localworld.Open(localworld.Config{})
+	defer w.Close()
+	worker, stop := serve(w, workflow.WorkerConfig{}, fireAndForget, tally, quick)
+	defer stop()
+	ctx := context.Background()
+
+	run, _ := fireAndForget.Start(ctx, worker.Client(), 4)
+	out, err := run.Result(ctx)
+	fmt.Println("result", out, err)
+	info, err := worker.Client().WaitDeactivated(ctx, run.ID())
+	fmt.Println(info.Status, "at rest:", !info.DeactivatedAt.IsZero(), err)
+	// Output:
+	// result 5 <nil>
+	// completed at rest: true <nil>
+}
+
+var invoice = workflow.NewStep("invoice", func(ctx context.Context, order string) (string, error) {
+	return "inv-" + order, nil
+})
+
+// settle completes with the invoice's number; its cleanup hook then runs
+// with the run's input, its result and the last step's result.
+var settle = workflow.New("settle", func(ctx workflow.Context, order string) (string, error) {
+	inv, err := invoice.Call(ctx, order)
+	return "settled " + inv, err
+}).WithCleanup(func(ctx context.Context, c *workflow.Cleanup[string, string]) error {
+	var last string
+	if err := c.DecodePrevious(&last); err != nil {
+		return err
+	}
+	// Delete or archive what the run no longer needs; idempotently, since
+	// the hook may run again after a crash.
+	fmt.Printf("cleanup of order %s: result %q, last step %q\n", c.Input, c.Result, last)
+	return nil
+})
+
+// A cleanup hook runs once a run has completed, before Result returns.
+func ExampleWorkflow_WithCleanup() {
+	w, _ := localworld.Open(localworld.Config{})
+	defer w.Close()
+	worker, stop := serve(w, workflow.WorkerConfig{}, settle, invoice)
+	defer stop()
+	ctx := context.Background()
+
+	run, _ := settle.Start(ctx, worker.Client(), "A-7")
+	out, err := run.Result(ctx) // after the hook's outcome is recorded
+	fmt.Println(out, err)
+	info, _ := run.Info(ctx)
+	fmt.Println("cleanup", info.Cleanup)
+	// Output:
+	// cleanup of order A-7: result "settled inv-A-7", last step "inv-A-7"
+	// settled inv-A-7 <nil>
+	// cleanup done
+}
