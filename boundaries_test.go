@@ -38,7 +38,18 @@ var encryptWiring = []string{module + "/skeinlambda", module + "/cmd/skein"}
 // skeintestImports are the packages of the module that skeintest, the test
 // kit users import in their own tests, may import (its tests may import
 // more). It runs workflows on the local world, so it never needs AWS.
-var skeintestImports = []string{module + "/workflow", module + "/world", module + "/localworld", module + "/internal/engine"}
+var skeintestImports = []string{module + "/workflow", module + "/client", module + "/worker", module + "/internal/sdk", module + "/world", module + "/localworld", module + "/internal/engine"}
+
+// facadeImports are the packages of the module each of the SDK's public
+// facades may import (non-test code): internal/sdk, which implements
+// them, world, and the facades before it in the order workflow, client,
+// worker. internal/sdk imports none of them, so there is no cycle and each
+// type has one public home.
+var facadeImports = map[string][]string{
+	module + "/workflow": {module + "/internal/sdk", module + "/world"},
+	module + "/client":   {module + "/internal/sdk", module + "/world", module + "/workflow"},
+	module + "/worker":   {module + "/internal/sdk", module + "/world", module + "/workflow", module + "/client", module + "/internal/engine"},
+}
 
 // listedPackage is one entry of `go list -json -test`: a package, or a
 // test variant of one (ForTest names the package under test), or a test
@@ -119,8 +130,8 @@ func listModule(t *testing.T) []listedPackage {
 // TestImportBoundaries enforces the layering ARCHITECTURE.md describes,
 // tests included (the integration tag too):
 //
-//   - world/ (the seam and its conformance suite), workflow/ (the SDK) and
-//     skeinhttp/ (the live subscription over HTTP, which a UI mounts over
+//   - world/ (the seam and its conformance suite), internal/sdk/ (the SDK)
+//     and its facades workflow/, client/ and worker/, and skeinhttp/ (the live subscription over HTTP, which a UI mounts over
 //     any World) depend on no AWS or Lambda package (github.com/aws/...),
 //     directly or not, so that any World and the local worker build
 //     without them;
@@ -147,6 +158,8 @@ func listModule(t *testing.T) []listedPackage {
 //     that analyzing a user's code loads nothing of Skein's runtime;
 //   - only workflowcheck and cmd/skeinvet import golang.org/x/tools: the SDK,
 //     the worlds and the Lambda runtime do not carry the analysis framework;
+//   - the facades import only facadeImports of the module, and
+//     internal/sdk (its tests included) imports none of them;
 //   - encryption sits behind one seam: outside encrypt/, only the wiring
 //     (encryptWiring) imports a package of encrypt/, tests aside.
 func TestImportBoundaries(t *testing.T) {
@@ -163,10 +176,11 @@ func TestImportBoundaries(t *testing.T) {
 	for _, p := range pkgs {
 		owner := p.owner()
 		seen[owner] = true
-		if under(owner, "world") || under(owner, "workflow") || under(owner, "skeintest") || under(owner, "skeinhttp") || under(owner, "webui") {
+		if under(owner, "world") || under(owner, "workflow") || under(owner, "client") || under(owner, "worker") || under(owner, "internal/sdk") ||
+			under(owner, "skeintest") || under(owner, "skeinhttp") || under(owner, "webui") {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "github.com/aws/") {
-					report("%s (or its tests) depends on %s: world/, workflow/, skeintest/, skeinhttp/ and webui/ must not depend on AWS or Lambda packages", owner, d)
+					report("%s (or its tests) depends on %s: world/, internal/sdk/, workflow/, client/, worker/, skeintest/, skeinhttp/ and webui/ must not depend on AWS or Lambda packages", owner, d)
 				}
 			}
 		}
@@ -207,6 +221,10 @@ func TestImportBoundaries(t *testing.T) {
 			case under(owner, "skeintest") && !p.testOnly() && strings.HasPrefix(imp, module+"/") &&
 				!slices.Contains(skeintestImports, imp):
 				report("%s imports %s: skeintest imports only %v of the module", owner, imp, skeintestImports)
+			case facadeImports[owner] != nil && !p.testOnly() && strings.HasPrefix(imp, module+"/") && !slices.Contains(facadeImports[owner], imp):
+				report("%s imports %s: the facade imports only %v of the module", owner, imp, facadeImports[owner])
+			case under(owner, "internal/sdk") && facadeImports[imp] != nil:
+				report("%s imports %s: internal/sdk imports none of its facades", p.ImportPath, imp)
 			case strings.HasPrefix(imp, "golang.org/x/tools/") && !under(owner, "workflowcheck") && !under(owner, "cmd/skeinvet"):
 				report("%s imports %s: only workflowcheck and cmd/skeinvet use the analysis framework", owner, imp)
 			case under(imp, "encrypt") && !under(owner, "encrypt") && !p.testOnly() && !slices.Contains(encryptWiring, owner):
@@ -215,7 +233,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The listing must have covered the layers the rules are about.
-	for _, dir := range []string{"world", "world/worldtest", "workflow", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet", "webui", "encrypt", "skeinlambda", "cmd/skein", "handler"} {
+	for _, dir := range []string{"world", "world/worldtest", "workflow", "client", "worker", "internal/sdk", "schedule", "skeinhttp", "internal/engine", "internal/testflows", "examples/lambda", "integration", "skeintest", "workflowcheck", "cmd/skeinvet", "webui", "encrypt", "skeinlambda", "cmd/skein", "handler"} {
 		if !seen[module+"/"+dir] {
 			t.Errorf("go list did not list %s/%s", module, dir)
 		}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -43,7 +45,7 @@ func (c *appendCounter) commits() int {
 // engineBench is one World with a worker running the benchmark workflows.
 type engineBench struct {
 	w      *appendCounter
-	client *workflow.Client
+	client *client.Client
 	seq    *workflow.Workflow[int, int]
 	fan    *workflow.Workflow[int, int]
 	stamps []time.Time // written by the noop step: stamps[i] = when step i ran
@@ -92,11 +94,11 @@ func newEngineBench(b *testing.B, store string) *engineBench {
 	if err := reg.Register(eb.seq, eb.fan, noop); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: eb.w, Consumer: lw, Registry: reg, Concurrency: 8, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: eb.w, Consumer: lw, Registry: reg, Concurrency: 8, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
-	eb.client, err = workflow.NewClient(workflow.ClientConfig{World: eb.w, Registry: reg, PollInterval: time.Millisecond})
+	eb.client, err = client.New(client.Config{World: eb.w, Registry: reg, PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -50,11 +52,11 @@ func benchWebhookRunBytesFlood(b *testing.B) {
 	if err := reg.Register(flood); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: lw, Registry: reg, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: lw, Consumer: lw, Registry: reg, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
+	client, err := client.New(client.Config{World: lw, Registry: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func benchWebhookRunBytesFlood(b *testing.B) {
 		b.Fatal(err)
 	}
 	token := waitWebhook(b, lw, run.ID())
-	hooks := client.WebhookHandler()
+	hooks := worker.WebhookHandler(client)
 	body := bytes.Repeat([]byte("x"), 700_000)
 	delivered, refused, first := 0, 0, 0
 	for i := 1; i <= 200; i++ {

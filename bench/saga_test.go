@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Saga benchmark: a run of n serial steps, each with a compensation, that
@@ -26,7 +28,7 @@ var errSagaEnd = errors.New("the saga's last step fails")
 
 type sagaBench struct {
 	w      *appendCounter
-	client *workflow.Client
+	client *client.Client
 	saga   *workflow.Workflow[int, int]
 	plain  *workflow.Workflow[int, int]
 }
@@ -63,11 +65,11 @@ func newSagaBench(b *testing.B, store string) *sagaBench {
 	if err := reg.Register(sb.saga, sb.plain, do, undo, plain); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: sb.w, Consumer: lw, Registry: reg, Concurrency: 8, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: sb.w, Consumer: lw, Registry: reg, Concurrency: 8, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
-	sb.client, err = workflow.NewClient(workflow.ClientConfig{World: sb.w, Registry: reg, PollInterval: time.Millisecond})
+	sb.client, err = client.New(client.Config{World: sb.w, Registry: reg, PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

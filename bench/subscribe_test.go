@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	skclient "github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
 // BenchmarkSubscribeLatency measures how long after its commit an event
-// reaches a subscriber (workflow.Client.Subscribe) on the local world: from
+// reaches a subscriber (client.Client.Subscribe) on the local world: from
 // the moment Append returns (the commit is durable and acknowledged) to
 // the moment the subscriber's Next returns it, when a negative gap (the
 // subscriber woke before the writer's Append returned) counts as 0. One
@@ -88,11 +88,11 @@ func subBench(b *testing.B, w, sw world.World, all bool) {
 	}}); err != nil {
 		b.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: sw})
+	client, err := skclient.New(skclient.Config{World: sw})
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := workflow.SubscribeOptions{Types: []world.EventType{world.EventStepCompleted}}
+	o := skclient.SubscribeOptions{Types: []world.EventType{world.EventStepCompleted}}
 	if !all {
 		o.RunID, o.After = run, world.RunCursor(run, 2)
 	}

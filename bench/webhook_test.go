@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -75,11 +77,11 @@ func benchWebhookFlood(b *testing.B, k int) {
 	if err := reg.Register(flood, ack); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: lw, Registry: reg, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Consumer: lw, Registry: reg, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	client, err := client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func benchWebhookFlood(b *testing.B, k int) {
 	done := make(chan error, 1)
 	go func() { done <- wk.Run(ctx) }()
 	b.Cleanup(func() { cancel(); <-done; _ = lw.Close() })
-	hooks := client.WebhookHandler()
+	hooks := worker.WebhookHandler(client)
 	body := bytes.Repeat([]byte("x"), 1<<10)
 	var loaded int64
 	b.ResetTimer()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 )
@@ -29,7 +29,7 @@ func BenchmarkWebUIRunsList(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, err := client.New(client.Config{World: w})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -192,7 +193,7 @@ func TestWorkflowAttributesOnDynamoDB(t *testing.T) {
 		return p, workflow.SetAttributes(ctx, map[string]string{"stage": "done"})
 	})
 	reg := workflow.NewRegistry().MustRegister(wf)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -84,9 +86,9 @@ func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 		saga = saga.WithCompensateOnFailure()
 	}
 	reg.MustRegister(saga)
-	deploy := func() (*workflow.Client, func()) {
-		wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
-			Visibility: 2 * time.Second, Engine: workflow.EngineOptions{StepLeaseTTL: time.Second}})
+	deploy := func() (*client.Client, func()) {
+		wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
+			Visibility: 2 * time.Second, Engine: worker.EngineOptions{StepLeaseTTL: time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,10 +168,10 @@ func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 
 // subscribeAll follows a run from its first event until the subscription
 // ends, within 30 seconds, and returns the event types it got.
-func subscribeAll(ctx context.Context, t *testing.T, c *workflow.Client, runID string) []world.EventType {
+func subscribeAll(ctx context.Context, t *testing.T, c *client.Client, runID string) []world.EventType {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	sub, err := c.Subscribe(ctx, workflow.SubscribeOptions{RunID: runID})
+	sub, err := c.Subscribe(ctx, client.SubscribeOptions{RunID: runID})
 	if err != nil {
 		t.Error(err)
 		return nil

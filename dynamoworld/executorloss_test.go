@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -39,8 +40,8 @@ func TestExecutorLossKeepsRetriesAndRenewedLease(t *testing.T) {
 		return fragile.Call(ctx, struct{}{})
 	})
 	reg := workflow.NewRegistry().MustRegister(wf, fragile)
-	opts := workflow.EngineOptions{StepLeaseTTL: time.Second, RunPollInterval: 100 * time.Millisecond}
-	p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: w, Registry: reg, Engine: opts})
+	opts := worker.EngineOptions{StepLeaseTTL: time.Second, RunPollInterval: 100 * time.Millisecond}
+	p, err := worker.NewProcessor(worker.ProcessorConfig{World: w, Registry: reg, Engine: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestExecutorLossKeepsRetriesAndRenewedLease(t *testing.T) {
 	if err := w.Release(ctx, &world.ReleaseParams{Receipt: ds[0].Receipt}); err != nil {
 		t.Fatal(err)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, Engine: opts, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, Engine: opts, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

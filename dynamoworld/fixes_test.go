@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	skclient "github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -44,7 +46,7 @@ func TestBlockedWorkflowOnDynamo(t *testing.T) {
 	})
 	healthy := workflow.New("healthy", func(ctx workflow.Context, _ int) (string, error) { return echo.Call(ctx, "ok") })
 	reg := workflow.NewRegistry().MustRegister(echo, goroutineCh, blocked, healthy)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestCancelCascadesOnDynamo(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "the child cancelled", func() bool {
-		page, err := client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "child"})
+		page, err := client.ListRuns(ctx, skclient.ListRunsOptions{WorkflowName: "child"})
 		return err == nil && len(page.Runs) == 1 && page.Runs[0].Status == world.RunStatusCancelled
 	})
 }

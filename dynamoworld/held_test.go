@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	skclient "github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -28,9 +30,9 @@ func approveVersion(charge *workflow.Step[int, int], factor int) *workflow.Workf
 }
 
 // deployOn runs a worker of reg on w until the returned stop is called.
-func deployOn(t *testing.T, ctx context.Context, w *dynamoworld.World, reg *workflow.Registry) (*workflow.Client, func()) {
+func deployOn(t *testing.T, ctx context.Context, w *dynamoworld.World, reg *workflow.Registry) (*skclient.Client, func()) {
 	t.Helper()
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
 		// A stopped worker's long poll may still take a message: short
 		// visibility brings it back to the next deployment soon.
 		Visibility: 2 * time.Second})
@@ -92,7 +94,7 @@ func TestHeldRunOnDynamo(t *testing.T) {
 			return err == nil && s == world.RunStatusHeld
 		})
 	}
-	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{Status: world.RunStatusHeld})
+	page, err := client.ListRuns(ctx, skclient.ListRunsOptions{Status: world.RunStatusHeld})
 	if err != nil || len(page.Runs) != 2 {
 		t.Fatalf("held runs %+v, %v; want 2", page, err)
 	}

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -33,7 +34,7 @@ func TestHookReuseSameToken(t *testing.T) {
 		return got, nil
 	})
 	reg := workflow.NewRegistry().MustRegister(reuse)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

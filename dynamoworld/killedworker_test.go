@@ -12,7 +12,8 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -95,7 +96,7 @@ func TestKilledWorkerMessageComesBack(t *testing.T) {
 	wf := workflow.New("killed", func(ctx workflow.Context, n int) (int, error) { return hang.Call(ctx, n) })
 	reg := workflow.NewRegistry().MustRegister(wf, hang)
 	c := &killableConsumer{World: w}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: c, Registry: reg, Concurrency: 1, StopTimeout: time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Consumer: c, Registry: reg, Concurrency: 1, StopTimeout: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

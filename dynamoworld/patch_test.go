@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	skclient "github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -72,13 +73,13 @@ func TestPatchOnDynamo(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, ctx, "v2 waiting", func() bool { _, err := client.GetHookByToken(ctx, "patched-new"); return err == nil })
-	check := &workflow.CheckPatchParams{WorkflowName: "patched-order", PatchID: "add-audit"}
+	check := &skclient.CheckPatchParams{WorkflowName: "patched-order", PatchID: "add-audit"}
 	rep, err := client.CheckPatch(ctx, check)
 	if err != nil || rep.Retirable() || !slices.Equal(rep.Open, []string{old.ID()}) || !slices.Equal(rep.Marked, []string{fresh.ID()}) {
 		t.Fatalf("CheckPatch while both wait: %+v, %v; want the old run open, the new one marked", rep, err)
 	}
 	for _, tc := range []struct {
-		run  *workflow.Run[[]string]
+		run  *skclient.Run[[]string]
 		in   string
 		want []string
 	}{

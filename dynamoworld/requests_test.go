@@ -9,10 +9,11 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/testflows"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -37,7 +38,7 @@ func TestColdRunRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer starter.Close()
-	client, err := workflow.NewClient(workflow.ClientConfig{World: starter, Registry: reg})
+	client, err := client.New(client.Config{World: starter, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +85,8 @@ func TestColdRunRequests(t *testing.T) {
 			// The periodic polls (new events, the run's cancellation) read once a
 			// second whatever the run does: a minute keeps them out of a count
 			// that would otherwise depend on how fast the machine is.
-			eng := workflow.EngineOptions{Linger: -1, EventPollInterval: time.Minute, RunPollInterval: time.Minute}
-			p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: w, Registry: reg, Engine: eng})
+			eng := worker.EngineOptions{Linger: -1, EventPollInterval: time.Minute, RunPollInterval: time.Minute}
+			p, err := worker.NewProcessor(worker.ProcessorConfig{World: w, Registry: reg, Engine: eng})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +129,7 @@ func TestColdRunRequests(t *testing.T) {
 	}
 }
 
-func idOf[O any](run *workflow.Run[O], err error) (string, error) {
+func idOf[O any](run *client.Run[O], err error) (string, error) {
 	if err != nil {
 		return "", err
 	}

@@ -11,10 +11,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -50,12 +53,12 @@ func TestRestoredRunGoesOn(t *testing.T) {
 	ctx := context.Background()
 	w := f.open(t)
 	reg := workflow.NewRegistry().MustRegister(restoreDouble, restoreFlow)
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	client, err := client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := workflow.EngineOptions{Linger: -1, MaxDeliveries: 5}
-	p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: f.open(t), Registry: reg, Engine: eng})
+	eng := worker.EngineOptions{Linger: -1, MaxDeliveries: 5}
+	p, err := worker.NewProcessor(worker.ProcessorConfig{World: f.open(t), Registry: reg, Engine: eng})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +142,7 @@ func TestRestoredRunGoesOn(t *testing.T) {
 // drain processes the messages on w's queue until none is left, acking
 // each (a permanent error is logged and acked, as a consumer does), and
 // returns how many it processed.
-func drain(t *testing.T, w *dynamoworld.World, p *workflow.Processor) int {
+func drain(t *testing.T, w *dynamoworld.World, p *worker.Processor) int {
 	t.Helper()
 	ctx := context.Background()
 	n := 0
@@ -153,7 +156,7 @@ func drain(t *testing.T, w *dynamoworld.World, p *workflow.Processor) int {
 		}
 		for _, d := range ds {
 			n++
-			if err := p.Process(ctx, d.Body, d.Attempt); err != nil && !workflow.IsPermanent(err) {
+			if err := p.Process(ctx, d.Body, d.Attempt); err != nil && !sdk.IsPermanent(err) {
 				t.Fatalf("message %s: %v", d.Body, err)
 			} else if err != nil {
 				t.Logf("message %s dropped: %v", d.Body, err)

@@ -9,7 +9,8 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -46,7 +47,7 @@ func TestWorkerRestartStrandsNothing(t *testing.T) {
 func restartRound(t *testing.T, w *dynamoworld.World, reg *workflow.Registry, ping *workflow.Workflow[int, int], i int) error {
 	t.Helper()
 	defer w.Close()
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		return err
 	}

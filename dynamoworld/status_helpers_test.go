@@ -3,12 +3,12 @@ package dynamoworld_test
 import (
 	"context"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
 // statusOf returns a run's status (what Run.Status returned).
-func statusOf[O any](ctx context.Context, r *workflow.Run[O]) (world.RunStatus, error) {
+func statusOf[O any](ctx context.Context, r *client.Run[O]) (world.RunStatus, error) {
 	info, err := r.Info(ctx)
 	if err != nil {
 		return "", err
@@ -17,7 +17,7 @@ func statusOf[O any](ctx context.Context, r *workflow.Run[O]) (world.RunStatus, 
 }
 
 // statusOfID returns the status of run id (what Client.Status returned).
-func statusOfID(ctx context.Context, c *workflow.Client, id string) (world.RunStatus, error) {
+func statusOfID(ctx context.Context, c *client.Client, id string) (world.RunStatus, error) {
 	info, err := c.GetRun(ctx, id)
 	if err != nil {
 		return "", err

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -82,7 +82,7 @@ func TestClaimCheckedObjectReplaced(t *testing.T) {
 					}
 				}
 				fresh := open(t, sealed) // nothing cached
-				client, err := workflow.NewClient(workflow.ClientConfig{World: fresh})
+				client, err := client.New(client.Config{World: fresh})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/testflows"
+	"github.com/skeinflow/skein/worker"
 )
 
 // TestVersionsOnDynamo runs the deploy scenarios of the versioned order
@@ -24,7 +25,7 @@ func TestVersionsOnDynamo(t *testing.T) {
 	w := dynamotest.NewWorld(t, dynamotest.Options{})
 	defer w.Close()
 	deploys := 0
-	testflows.VersionScenarios(t, func(t *testing.T, d testflows.Deployment) (*workflow.Client, func()) {
+	testflows.VersionScenarios(t, func(t *testing.T, d testflows.Deployment) (*client.Client, func()) {
 		t.Helper()
 		deploys++
 		if d.Logger == nil {
@@ -36,7 +37,7 @@ func TestVersionsOnDynamo(t *testing.T) {
 				}
 			})
 		}
-		wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: d.Registry, Concurrency: 4, PollWait: 100 * time.Millisecond,
+		wk, err := worker.New(worker.Config{World: w, Registry: d.Registry, Concurrency: 4, PollWait: 100 * time.Millisecond,
 			// A stopped worker's long poll may still take a message: short
 			// visibility brings it back to the next deployment soon.
 			Visibility: 2 * time.Second,

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -34,7 +35,7 @@ func TestWideFanOut(t *testing.T) {
 		return sum, nil
 	})
 	reg := workflow.NewRegistry().MustRegister(wide, square)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

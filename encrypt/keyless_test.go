@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -34,10 +36,10 @@ func runWorker(t *testing.T, w world.World, log *slog.Logger) (stop func()) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{
+	wk, err := worker.New(worker.Config{
 		World: w, Consumer: w.(world.Consumer), Registry: reg, Logger: log, PollWait: 10 * time.Millisecond,
 		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
-		Engine: workflow.EngineOptions{MaxDeliveries: 3,
+		Engine: worker.EngineOptions{MaxDeliveries: 3,
 			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},
 	})
 	if err != nil {
@@ -69,7 +71,7 @@ func TestKeylessWorkerHoldsSealedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: keyed, Registry: workflow.NewRegistry().MustRegister(chargeFlow, chargeStep)})
+	client, err := client.New(client.Config{World: keyed, Registry: workflow.NewRegistry().MustRegister(chargeFlow, chargeStep)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -45,13 +47,13 @@ var (
 )
 
 // serve runs a worker on w until the test ends.
-func serve(t *testing.T, w world.World, consumer world.Consumer) *workflow.Worker {
+func serve(t *testing.T, w world.World, consumer world.Consumer) *worker.Worker {
 	t.Helper()
 	reg := workflow.NewRegistry()
 	if err := reg.Register(secretFlow, greet); err != nil {
 		t.Fatal(err)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: consumer, Registry: reg, PollWait: 20 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Consumer: consumer, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,7 @@ func TestNoPlaintextInTheStore(t *testing.T) {
 		t.Fatalf("result %q, %v; want %q", got, err, want)
 	}
 	var chunks []string
-	for c, err := range wk.Client().ReadStream(ctx, run.ID(), workflow.StreamOptions{Namespace: "log"}) {
+	for c, err := range wk.Client().ReadStream(ctx, run.ID(), client.StreamOptions{Namespace: "log"}) {
 		if err != nil {
 			t.Fatal(err)
 		}

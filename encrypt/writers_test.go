@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -48,7 +48,7 @@ func TestKeylessClientResumeHookRefused(t *testing.T) {
 	t.Cleanup(func() { _ = lw.Close() })
 	hookRun(t, reader(t, lw, keyring(t, "k1", map[string][]byte{"k1": key(1)})), runA, "tok-sealed")
 	before := eventCount(t, lw, runA)
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw})
+	c, err := client.New(client.Config{World: lw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestEnvelopeShapedPayloadInClearRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ew := reader(t, tw, keys)
-	c, err := workflow.NewClient(workflow.ClientConfig{World: ew})
+	c, err := client.New(client.Config{World: ew})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -42,11 +44,11 @@ func oneWorker(t *testing.T, w interface {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{
+	wk, err := worker.New(worker.Config{
 		World: w, Consumer: w, Registry: workflow.NewRegistry().MustRegister(waitFlow), Logger: log,
 		Concurrency: 1, PollWait: 10 * time.Millisecond,
 		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
-		Engine: workflow.EngineOptions{MaxDeliveries: 3,
+		Engine: worker.EngineOptions{MaxDeliveries: 3,
 			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},
 	})
 	if err != nil {
@@ -101,7 +103,7 @@ func TestWrongKeyStoppedDeliveriesNeverCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: good, Registry: workflow.NewRegistry().MustRegister(waitFlow)})
+	client, err := client.New(client.Config{World: good, Registry: workflow.NewRegistry().MustRegister(waitFlow)})
 	if err != nil {
 		t.Fatal(err)
 	}

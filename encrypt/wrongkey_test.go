@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -41,10 +43,10 @@ func (s *syncBuf) String() string {
 func keyWorker(t *testing.T, w *encrypt.World, log *slog.Logger) (stop func()) {
 	t.Helper()
 	reg := workflow.NewRegistry().MustRegister(waitFlow)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{
+	wk, err := worker.New(worker.Config{
 		World: w, Consumer: w, Registry: reg, Logger: log, PollWait: 10 * time.Millisecond,
 		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
-		Engine: workflow.EngineOptions{MaxDeliveries: 3,
+		Engine: worker.EngineOptions{MaxDeliveries: 3,
 			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},
 	})
 	if err != nil {
@@ -96,7 +98,7 @@ func TestWrongKeyWorkerNeverFailsTheRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			reg := workflow.NewRegistry().MustRegister(waitFlow)
-			client, err := workflow.NewClient(workflow.ClientConfig{World: good, Registry: reg})
+			client, err := client.New(client.Config{World: good, Registry: reg})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 )
 
 // APIHandler is the API function's handler type, for lambda.Start (the
@@ -77,7 +77,7 @@ func NewAPIServer(cfg Config) (http.Handler, error) {
 
 type api struct {
 	cfg    Config
-	client *workflow.Client
+	client *client.Client
 	log    *slog.Logger
 	routes []route
 }
@@ -86,7 +86,7 @@ func newAPI(cfg Config) (*api, error) {
 	if err := cfg.validate(true); err != nil {
 		return nil, err
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: cfg.Version})
+	c, err := client.New(client.Config{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: cfg.Version})
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}

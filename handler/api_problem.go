@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
@@ -61,7 +61,7 @@ var sentinelProblems = []struct {
 // world.Status's codes), then the context's; anything else is a 500 whose
 // detail says nothing of the cause (which is logged).
 func problemFor(err error) *problem {
-	var req *workflow.RequestError
+	var req *client.RequestError
 	var limit *world.LimitError
 	if errors.As(err, &limit) {
 		return &problem{Type: problemType("limit-exceeded"), Title: "Content Too Large", Status: http.StatusRequestEntityTooLarge,
@@ -99,13 +99,13 @@ func limitDetail(e *world.LimitError) string {
 
 // requestProblem maps a refused request to its problem, or nil for a kind
 // the sentinels below map.
-func requestProblem(req *workflow.RequestError) *problem {
+func requestProblem(req *client.RequestError) *problem {
 	switch req.Kind {
 	case world.ErrConflict:
 		// A conflict like the world's (CONFLICT), naming the key's run.
 		return &problem{Type: problemType("conflict"), Title: "Conflict", Status: http.StatusConflict, Code: "CONFLICT",
 			Workflow: req.Workflow, RunID: req.RunID, Detail: idemDetail(req)}
-	case workflow.ErrUnknownWorkflow:
+	case client.ErrUnknownWorkflow:
 		return &problem{Type: problemType("unknown-workflow"), Title: "Not Found", Status: http.StatusNotFound, Code: "UNKNOWN_WORKFLOW",
 			Workflow: req.Workflow, Detail: fmt.Sprintf("workflow %q is not registered with this function's registry (no run created)", req.Workflow)}
 	case world.ErrInvalid:
@@ -121,7 +121,7 @@ func requestProblem(req *workflow.RequestError) *problem {
 
 // idemDetail says why a start's idempotency key was refused. The key is
 // the caller's own, echoed back.
-func idemDetail(e *workflow.RequestError) string {
+func idemDetail(e *client.RequestError) string {
 	if e.InputDiffers {
 		return fmt.Sprintf("idempotency key %q already started run %s of workflow %q with another input; "+
 			"a key names one start: use another key for another input (no run created)", e.Key, e.RunID, e.Workflow)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
@@ -32,10 +32,10 @@ func TestProblemFor(t *testing.T) {
 		{&world.RefusalError{Kind: world.ErrGone, Entity: "r", Reason: "output has expired"}, 410, "GONE"},
 		{&world.RefusalError{Kind: world.ErrTooEarly, EventType: world.EventStepStarted, Entity: "s", Until: time.Unix(0, 0)}, 425, "TOO_EARLY"},
 		{&world.RefusalError{Kind: world.ErrInvalid, EventType: world.EventRunCreated, Reason: "bad"}, 400, "INVALID_REQUEST"},
-		{&workflow.RequestError{Kind: workflow.ErrUnknownWorkflow, Workflow: "w"}, 404, "UNKNOWN_WORKFLOW"},
-		{&workflow.RequestError{Kind: world.ErrInvalid, Workflow: "w", Err: errors.New("x")}, 400, "INVALID_INPUT"},
-		{&workflow.RequestError{Kind: world.ErrNotFound, Token: "t"}, 404, "HOOK_NOT_FOUND"},
-		{&workflow.RequestError{Kind: world.ErrConflict, Key: "k", RunID: "r", Workflow: "w", Requested: "w", InputDiffers: true}, 409, "CONFLICT"},
+		{&client.RequestError{Kind: client.ErrUnknownWorkflow, Workflow: "w"}, 404, "UNKNOWN_WORKFLOW"},
+		{&client.RequestError{Kind: world.ErrInvalid, Workflow: "w", Err: errors.New("x")}, 400, "INVALID_INPUT"},
+		{&client.RequestError{Kind: world.ErrNotFound, Token: "t"}, 404, "HOOK_NOT_FOUND"},
+		{&client.RequestError{Kind: world.ErrConflict, Key: "k", RunID: "r", Workflow: "w", Requested: "w", InputDiffers: true}, 409, "CONFLICT"},
 		{context.DeadlineExceeded, 504, "TIMEOUT"},
 		{fmt.Errorf("get run: %w", &encrypt.KeyError{KeyID: "k1", RunID: "wrun_x", Err: errors.New("no such key")}), 500, "KEY_UNAVAILABLE"},
 		{errors.New("dynamodb: secret internals"), 500, "INTERNAL"},

@@ -10,8 +10,9 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/skeinflow/skein/client"
 	apidoc "github.com/skeinflow/skein/docs/api"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -127,18 +128,18 @@ func (a *api) start(w http.ResponseWriter, r *http.Request, params map[string]st
 	case key == "":
 		key = req.IdempotencyKey
 	}
-	opts := []workflow.StartOption{workflow.StrictInput()}
+	opts := []client.StartOption{client.StrictInput()}
 	if key != "" {
-		opts = append(opts, workflow.WithIdempotencyKey(key))
+		opts = append(opts, client.WithIdempotencyKey(key))
 	}
 	if len(req.Attributes) > 0 {
-		opts = append(opts, workflow.WithAttributes(req.Attributes))
+		opts = append(opts, client.WithAttributes(req.Attributes))
 	}
 	input := req.Input
 	if bytes.Equal(bytes.TrimSpace(input), []byte("null")) {
 		input = nil
 	}
-	started, err := a.client.StartJSON(r.Context(), params["name"], input, opts...)
+	started, err := sdk.StartJSON(r.Context(), a.client, params["name"], input, opts...)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -168,7 +169,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request, _ map[string]string) 
 		writeProblem(w, badRequest("INVALID_QUERY", fmt.Sprintf("status %q: want pending, running, held, completed, failed or cancelled", status)))
 		return
 	}
-	page, err := a.client.ListRuns(r.Context(), workflow.ListRunsOptions{
+	page, err := a.client.ListRuns(r.Context(), client.ListRunsOptions{
 		WorkflowName: q.Get("workflow"), Status: status, Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
@@ -233,9 +234,9 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, params map[string]s
 		return
 	}
 	id := params["id"]
-	var opts []workflow.CancelOption
+	var opts []client.CancelOption
 	if req.Compensate {
-		opts = append(opts, workflow.CancelCompensating())
+		opts = append(opts, client.CancelCompensating())
 	}
 	if err := a.client.Cancel(r.Context(), id, req.Reason, opts...); err != nil {
 		if errors.Is(err, world.ErrConflict) {
@@ -301,7 +302,7 @@ func (a *api) readStream(w http.ResponseWriter, r *http.Request, params map[stri
 		a.fail(w, r, err)
 		return
 	}
-	page, err := a.client.ReadStreamPage(r.Context(), id, workflow.StreamPageOptions{Namespace: params["name"], Start: start, Limit: limit})
+	page, err := a.client.ReadStreamPage(r.Context(), id, client.StreamPageOptions{Namespace: params["name"], Start: start, Limit: limit})
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -24,7 +24,7 @@ type startRequest struct {
 type cancelRequest struct {
 	Reason string `json:"reason"`
 	// Compensate asks for the run's completed steps to be compensated
-	// after the cancellation (workflow.CancelCompensating).
+	// after the cancellation (client.CancelCompensating).
 	Compensate bool `json:"compensate"`
 }
 
@@ -67,7 +67,7 @@ type apiRun struct {
 	CancelReason string          `json:"cancelReason,omitempty"`
 	Hold         *apiHold        `json:"hold,omitempty"`
 	// Compensations is how the run's compensations went, when it has had
-	// any (workflow.CompensationInfo).
+	// any (client.CompensationInfo).
 	Compensations *apiCompensations `json:"compensations,omitempty"`
 }
 
@@ -90,7 +90,7 @@ type apiCompFailure struct {
 	Message string `json:"message"`
 }
 
-func toAPICompensations(c workflow.CompensationInfo) *apiCompensations {
+func toAPICompensations(c client.CompensationInfo) *apiCompensations {
 	if c.Status() == "" && !c.Requested {
 		return nil
 	}
@@ -116,7 +116,7 @@ type apiHold struct {
 	RetryAt time.Time `json:"retryAt"`
 }
 
-func toAPIRun(r *workflow.RunInfo, payloads bool) *apiRun {
+func toAPIRun(r *client.RunInfo, payloads bool) *apiRun {
 	out := &apiRun{
 		ID: r.ID, RunID: r.ID, Workflow: r.WorkflowName, Status: string(r.Status), IdempotencyKey: r.IdempotencyKey,
 		Attributes: r.Attributes, ParentRunID: r.ParentRunID, CreatedAt: r.CreatedAt.UTC(),
@@ -206,7 +206,7 @@ type apiChunk struct {
 	Base64 string          `json:"base64,omitempty"`
 }
 
-func toAPIChunk(c workflow.StreamChunk) apiChunk {
+func toAPIChunk(c client.StreamChunk) apiChunk {
 	out := apiChunk{Index: c.Index}
 	switch {
 	case c.JSON && json.Valid(c.Data):

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/lambdaio"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	skworker "github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -98,7 +100,7 @@ var apiWebhook = workflow.New("api-webhook", func(ctx workflow.Context, _ struct
 // (unless stopped).
 type apiBundle struct {
 	w      *localworld.World
-	client *workflow.Client
+	client *client.Client
 	reg    *workflow.Registry
 	srv    *httptest.Server
 	h      http.Handler
@@ -124,7 +126,7 @@ func setupAPIOn(t *testing.T, wc localworld.Config, worker bool, cfg func(*handl
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	if worker {
-		wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+		wk, err := skworker.New(skworker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +146,7 @@ func setupAPIOn(t *testing.T, wc localworld.Config, worker bool, cfg func(*handl
 	// Every response the tests get is checked against the OpenAPI document.
 	srv := httptest.NewServer(newConformance(t, h))
 	t.Cleanup(func() { srv.Close(); cancel(); <-done; _ = w.Close() })
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	client, err := client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func (r apiResponse) problem(t *testing.T, status int, code string) {
 
 func (b *apiBundle) runs(t *testing.T) int {
 	t.Helper()
-	p, err := b.client.ListRuns(context.Background(), workflow.ListRunsOptions{Limit: 100})
+	p, err := b.client.ListRuns(context.Background(), client.ListRunsOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -112,16 +113,16 @@ type Config struct {
 	// Engine tunes the engine (InlineConcurrency, StepLeaseTTL, ...). Leave
 	// its BudgetMargin zero: the handler sets it from TimeBudgetMargin (less
 	// ReturnMargin), and a Config that sets it is refused.
-	Engine workflow.EngineOptions
+	Engine worker.EngineOptions
 	// Version is the code version recorded on the runs started here (child
-	// runs; see workflow.ProcessorConfig.Version). ConfigFromEnv sets it
+	// runs; see worker.ProcessorConfig.Version). ConfigFromEnv sets it
 	// (SKEIN_VERSION; else the VCS revision; else a published Lambda
-	// version, "name:7"); empty: workflow.DefaultVersion.
+	// version, "name:7"); empty: sdk.DefaultVersion.
 	Version string
 	// Versions, when set, restricts the flow handler to the runs of these
 	// versions: a message of another run goes back to the queue for
-	// another function (see workflow.ProcessorConfig.Versions).
-	Versions workflow.VersionFilter
+	// another function (see worker.ProcessorConfig.Versions).
+	Versions worker.VersionFilter
 
 	// TimeBudgetMargin is kept free before the invocation's deadline: no new
 	// inline step starts after deadline-TimeBudgetMargin, and the run is
@@ -161,11 +162,11 @@ type Config struct {
 	// engine's (unless Engine.Metrics is set) and each message's queue lag
 	// (QueueLag). One with a Flush(time.Time) error method,
 	// such as the EMF writer ConfigFromEnv sets, is flushed after each batch.
-	Metrics workflow.Metrics
+	Metrics worker.Metrics
 
 	// TracerProvider, when set, makes the flow handler's spans (a
 	// skein.invocation span per batch, the engine's spans under it; see
-	// workflow.EngineOptions.TracerProvider) and is flushed before each
+	// worker.EngineOptions.TracerProvider) and is flushed before each
 	// invocation returns when it has a ForceFlush(context.Context) error
 	// method, as the OpenTelemetry SDK's provider does: Lambda may freeze
 	// the process as soon as the handler returns.
@@ -176,9 +177,9 @@ type Config struct {
 	WebhookTimeout time.Duration
 	// Inbox, when set, holds the webhook requests too large for a queue
 	// message between the webhook handler, which puts them there, and the
-	// flow handler, which commits them (workflow.Client.QueuedWebhookHandler);
+	// flow handler, which commits them (worker.QueuedWebhookHandler);
 	// give both the same one. A dynamoworld.World is one.
-	Inbox workflow.Inbox
+	Inbox worker.Inbox
 
 	// MaxRequestBody bounds the body of an API request, in bytes (default
 	// 1 MiB); a larger one is answered 413.

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -18,7 +19,7 @@ type stubWorld struct{ world.World }
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
 	c := Config{}.withDefaults()
-	var engineDefaults workflow.EngineOptions
+	var engineDefaults worker.EngineOptions
 	for _, d := range []struct {
 		name      string
 		got, want any

@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -101,8 +102,8 @@ func TestConfigValidation(t *testing.T) {
 		"margins":       {handler.Config{World: w, Registry: reg, TimeBudgetMargin: time.Second, ReturnMargin: 2 * time.Second}, "must exceed ReturnMargin"},
 		"concurrency":   {handler.Config{World: w, Registry: reg, Concurrency: -1}, "negative Concurrency"},
 		"policy":        {handler.Config{World: w, Registry: reg, Malformed: 7}, "unknown Malformed policy"},
-		"engine margin": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{BudgetMargin: time.Second}}, "set TimeBudgetMargin instead"},
-		"engine config": {handler.Config{World: w, Registry: reg, Engine: workflow.EngineOptions{InlineConcurrency: -2}}, "InlineConcurrency"},
+		"engine margin": {handler.Config{World: w, Registry: reg, Engine: worker.EngineOptions{BudgetMargin: time.Second}}, "set TimeBudgetMargin instead"},
+		"engine config": {handler.Config{World: w, Registry: reg, Engine: worker.EngineOptions{InlineConcurrency: -2}}, "InlineConcurrency"},
 	} {
 		if _, err := handler.NewSQS(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)

@@ -36,7 +36,7 @@
 // docs/api/openapi.yaml describes them (the function serves it at
 // GET /v1/openapi.yaml). Errors are problem details (RFC 9457) with the
 // status of the world's sentinel errors. It checks an input against the
-// workflow's input type before it creates a run (workflow.Client.StartJSON),
+// workflow's input type before it creates a run (sdk.StartJSON),
 // and an idempotency key makes a start safe to retry.
 //
 // # Who may call the functions

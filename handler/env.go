@@ -12,7 +12,8 @@ import (
 	"github.com/skeinflow/skein/internal/awslimits"
 	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/internal/lambdaio"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -148,7 +149,7 @@ func (p *envParser) resources(v envvars.Vars) Resources {
 
 // telemetry builds the JSON logger on stdout, at AWS_LAMBDA_LOG_LEVEL, and
 // the EMF metrics when SKEIN_METRICS_NAMESPACE names a namespace.
-func (p *envParser) telemetry(v envvars.Vars) (*slog.Logger, workflow.Metrics) {
+func (p *envParser) telemetry(v envvars.Vars) (*slog.Logger, worker.Metrics) {
 	level := slog.LevelInfo
 	if v.LogLevel != "" {
 		if err := level.UnmarshalText([]byte(v.LogLevel)); err != nil {
@@ -190,14 +191,14 @@ func validNamespace(ns string) bool {
 // when set (set it to the same value on every function and client of a
 // deploy, e.g. a release name or the commit: it is what pins runs to the
 // code that started them); else the VCS revision the binary was built from
-// (workflow.DefaultVersion); else, for a published Lambda version, the
+// (sdk.DefaultVersion); else, for a published Lambda version, the
 // function's name and version ("my-flow:7"). "$LATEST" is not a version of
 // anything (its code changes with every deploy): it gives "".
 func functionVersion(v envvars.Vars) string {
 	if v.Version != "" {
 		return v.Version
 	}
-	if dv := workflow.DefaultVersion(); dv != "" {
+	if dv := sdk.DefaultVersion(); dv != "" {
 		return dv
 	}
 	fv := v.FunctionVersion
@@ -212,8 +213,8 @@ func functionVersion(v envvars.Vars) string {
 
 // parseVersions reads SKEIN_VERSIONS: versions separated by commas, noVersion
 // for the runs that recorded none.
-func parseVersions(s string) (workflow.Versions, error) {
-	var vs workflow.Versions
+func parseVersions(s string) (worker.Versions, error) {
+	var vs worker.Versions
 	for _, v := range strings.Split(s, ",") {
 		v = strings.TrimSpace(v)
 		switch {

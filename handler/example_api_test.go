@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // The HTTP API over a local world: a start, the same start again (its

@@ -16,10 +16,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/lambdaio"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -60,7 +62,7 @@ type testBundle struct {
 	w      *localworld.World
 	world  world.World // what the handler sees (w, or a wrapper)
 	reg    *workflow.Registry
-	client *workflow.Client
+	client *client.Client
 	fn     handler.SQSHandler
 	logs   *syncBuffer
 	cfg    handler.Config
@@ -86,13 +88,13 @@ func setup(t *testing.T, o setupOptions) *testBundle {
 	if o.wrap != nil {
 		b.world = o.wrap(w)
 	}
-	b.client, err = workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	b.client, err = client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.cfg = handler.Config{
 		World: b.world, Registry: reg, Logger: lambdaio.NewJSONLogger(b.logs, slogDebug),
-		Engine: workflow.EngineOptions{InlineConcurrency: 4, EventPollInterval: 20 * time.Millisecond, RunPollInterval: 20 * time.Millisecond},
+		Engine: worker.EngineOptions{InlineConcurrency: 4, EventPollInterval: 20 * time.Millisecond, RunPollInterval: 20 * time.Millisecond},
 	}
 	if o.config != nil {
 		o.config(&b.cfg)

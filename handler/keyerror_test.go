@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -43,7 +43,7 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 		},
 	})
 	gw := good(b.w)
-	client, err := workflow.NewClient(workflow.ClientConfig{World: gw, Registry: b.reg})
+	client, err := client.New(client.Config{World: gw, Registry: b.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: gw, Registry: b.reg})
+	client, err := client.New(client.Config{World: gw, Registry: b.reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

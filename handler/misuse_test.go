@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -59,7 +60,7 @@ func TestSQSMisuseAndPanicFailOnlyTheirRuns(t *testing.T) {
 		t.Fatalf("the healthy run: %d, %v", n, err)
 	}
 	for _, tc := range []struct {
-		run  *workflow.Run[string]
+		run  *client.Run[string]
 		code string
 		want string
 	}{

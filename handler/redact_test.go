@@ -7,7 +7,7 @@ import (
 
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // apiWebhookEcho returns the request its webhook received.

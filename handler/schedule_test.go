@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/schedmsg"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -53,7 +53,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 	if len(resp.BatchItemFailures) != 0 {
 		t.Errorf("batchItemFailures %v", resp.BatchItemFailures)
 	}
-	page, err := b.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: serial.Name()})
+	page, err := b.client.ListRuns(ctx, client.ListRunsOptions{WorkflowName: serial.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestSQSScheduleMessages(t *testing.T) {
 	if st, err := statusOfID(ctx, b.client, page.Runs[0].ID); err != nil || st != world.RunStatusCompleted {
 		t.Errorf("scheduled run %s (%v), want completed", st, err)
 	}
-	page, err = b.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "not-deployed"})
+	page, err = b.client.ListRuns(ctx, client.ListRunsOptions{WorkflowName: "not-deployed"})
 	if err != nil || len(page.Runs) != 1 {
 		t.Fatalf("runs of the unregistered workflow: %+v, %v", page, err)
 	}

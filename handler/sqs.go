@@ -14,7 +14,8 @@ import (
 
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/schedmsg"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -34,7 +35,7 @@ const (
 // SQS batch (a world.Message: a run to continue, or background steps to
 // execute; a schedule message, from an EventBridge Scheduler schedule,
 // whose run it starts; or a webhook delivery from the webhook handler,
-// which it commits: see workflow.Processor.Process) through the engine, and
+// which it commits: see worker.Processor.Process) through the engine, and
 // reports the records to retry in
 // BatchItemFailures. It never returns an error, so one bad message never
 // fails its batch:
@@ -72,7 +73,7 @@ func NewSQS(cfg Config) (SQSHandler, error) {
 	if eng.TracerProvider == nil {
 		eng.TracerProvider = cfg.TracerProvider
 	}
-	p, err := workflow.NewProcessor(workflow.ProcessorConfig{
+	p, err := worker.NewProcessor(worker.ProcessorConfig{
 		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
 		Version: cfg.Version, Versions: cfg.Versions, Inbox: cfg.Inbox,
 	})
@@ -89,7 +90,7 @@ func NewSQS(cfg Config) (SQSHandler, error) {
 
 type sqsHandler struct {
 	cfg       Config
-	p         *workflow.Processor
+	p         *worker.Processor
 	log       *slog.Logger
 	inv       *invocation
 	stepLease time.Duration
@@ -211,7 +212,7 @@ func (h *sqsHandler) parse(b *batch, ev events.SQSEvent) ([]*record, []group) {
 				groups = append(groups, group{r})
 				continue
 			}
-		} else if err == nil && workflow.IsWebhookDelivery(body) {
+		} else if err == nil && sdk.IsWebhookDelivery(body) {
 			// A webhook request to commit: a group of its own.
 			groups = append(groups, group{r})
 			continue
@@ -364,7 +365,7 @@ func (h *sqsHandler) process(ctx context.Context, r *record) fate {
 	case err == nil:
 		r.log.DebugContext(ctx, "handler: message handled", "duration", took)
 		return fate{}
-	case workflow.IsPermanent(err):
+	case sdk.IsPermanent(err):
 		r.log.WarnContext(ctx, "handler: message acknowledged: it can never succeed", "reason", err.Error(), "duration", took)
 		return fate{}
 	case ctx.Err() != nil:

@@ -11,8 +11,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -274,7 +275,7 @@ func TestSQSRecordsRunConcurrently(t *testing.T) {
 	t.Cleanup(func() { meetings.Delete(t.Name()) })
 	ctx := context.Background()
 	var ev events.SQSEvent
-	var runs []*workflow.Run[bool]
+	var runs []*client.Run[bool]
 	for i := range 4 {
 		run, err := meeter.Start(ctx, b.client, t.Name())
 		if err != nil {

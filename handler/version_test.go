@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 )
 
 func TestFunctionVersion(t *testing.T) {
 	t.Parallel()
-	if workflow.DefaultVersion() != "" {
+	if sdk.DefaultVersion() != "" {
 		t.Skip("the test binary carries VCS data; the cases below assume none")
 	}
 	for _, c := range []struct {
@@ -52,7 +53,7 @@ func TestConfigFromEnvVersions(t *testing.T) {
 	if cfg.Version != "v2" || cfg.Engine.VersionRetryDelay != 2*time.Second || cfg.Engine.VersionRetryLimit != 30*time.Second {
 		t.Errorf("Version = %q, retry %s to %s; want v2, 2s to 30s", cfg.Version, cfg.Engine.VersionRetryDelay, cfg.Engine.VersionRetryLimit)
 	}
-	vs, ok := cfg.Versions.(workflow.Versions)
+	vs, ok := cfg.Versions.(worker.Versions)
 	if !ok || len(vs) != 3 || !vs.Accepts("v1") || !vs.Accepts("v2") || !vs.Accepts("") || vs.Accepts("v3") {
 		t.Errorf("Versions = %#v, want v1, v2 and none", cfg.Versions)
 	}

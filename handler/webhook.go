@@ -15,8 +15,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 )
 
 // WebhookHandler is the webhook function's handler type, for lambda.Start.
@@ -27,9 +28,9 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // same shape). It writes nothing to the run: it looks the hook up by the
 // token and enqueues the request on the World's queue (a large one through
 // Config.Inbox), and the flow handler commits it, once however often the
-// message is delivered (workflow.Client.QueuedWebhookHandler), so that the
+// message is delivered (worker.QueuedWebhookHandler), so that the
 // public function's role needs no write to the table. It answers as
-// workflow.Client.WebhookHandler does locally, except that a 202 says the
+// worker.WebhookHandler does locally, except that a 202 says the
 // request is queued (a request the flow handler then finds no active hook
 // for is dropped and logged there):
 // only POST, PUT and PATCH deliver a request (OPTIONS answers 204 and other
@@ -51,11 +52,11 @@ func NewWebhook(cfg Config) (WebhookHandler, error) {
 	}
 	inv := &invocation{}
 	logger := withRequestID(cfg.Logger, inv)
-	c, err := workflow.NewClient(workflow.ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Version: cfg.Version})
+	c, err := client.New(client.Config{World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Version: cfg.Version})
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}
-	h := &webhookHandler{cfg: cfg, http: c.QueuedWebhookHandler(cfg.Inbox), log: logger, inv: inv}
+	h := &webhookHandler{cfg: cfg, http: worker.QueuedWebhookHandler(c, cfg.Inbox), log: logger, inv: inv}
 	return h.handle, nil
 }
 

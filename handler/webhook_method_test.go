@@ -10,7 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -92,8 +93,8 @@ func TestWebhookMethodsLambda(t *testing.T) {
 				if resp.StatusCode != tc.status || resp.Body != "" {
 					t.Errorf("%d %q, want %d and no body", resp.StatusCode, resp.Body, tc.status)
 				}
-				if !tc.deliver && resp.Headers["Allow"] != workflow.WebhookAllow {
-					t.Errorf("Allow %q, want %q", resp.Headers["Allow"], workflow.WebhookAllow)
+				if !tc.deliver && resp.Headers["Allow"] != sdk.WebhookAllow {
+					t.Errorf("Allow %q, want %q", resp.Headers["Allow"], sdk.WebhookAllow)
 				}
 				want := tc.method + " "
 				if !tc.deliver {

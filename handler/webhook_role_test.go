@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -64,7 +64,7 @@ func (w *webhookRoleWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) 
 	switch {
 	case p.IdempotencyKey != "":
 		return nil, w.refuse("Enqueue with an idempotency key")
-	case !workflow.IsWebhookDelivery(p.Body):
+	case !sdk.IsWebhookDelivery(p.Body):
 		return nil, w.refuse("Enqueue of a message that is not a webhook delivery: " + string(p.Body))
 	}
 	w.mu.Lock()

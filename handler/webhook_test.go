@@ -12,10 +12,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/lambdaio"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -23,7 +25,7 @@ import (
 // with the handler under test.
 type webhookBundle struct {
 	w      *localworld.World
-	client *workflow.Client
+	client *client.Client
 	fn     handler.WebhookHandler
 	logs   *syncBuffer // the handler's log, JSON at debug level
 }
@@ -41,7 +43,7 @@ func setupWebhookWith(t *testing.T, wrap func(world.World) world.World) *webhook
 	if err := reg.Register(allDefs...); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 50 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

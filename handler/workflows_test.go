@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/testflows"
+	"github.com/skeinflow/skein/workflow"
 )
 
 const slogDebug = slog.LevelDebug

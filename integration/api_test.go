@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // apiCaller is the IAM identity the tests' Function URL lets in.
@@ -252,7 +252,7 @@ func (s *apiStack) badInputCreatesNoRun(t *testing.T) {
 		r.body["workflow"] != "no-such-flow" {
 		t.Errorf("unknown workflow: %d %s", r.status, r.raw)
 	}
-	if p, err := s.client.ListRuns(context.Background(), workflow.ListRunsOptions{Limit: 100}); err != nil || len(p.Runs) != 1 {
+	if p, err := s.client.ListRuns(context.Background(), client.ListRunsOptions{Limit: 100}); err != nil || len(p.Runs) != 1 {
 		t.Fatalf("%d runs after the refused starts, want 1 (%v)", len(p.Runs), err)
 	}
 }
@@ -349,7 +349,7 @@ func (s *apiStack) checkRole(t *testing.T) {
 	t.Logf("ApiFunction used: %s", strings.Join(list, ", "))
 }
 
-// TestAPIRole: the API function's role does what a workflow.Client does
+// TestAPIRole: the API function's role does what a client.Client does
 // and no more: no queue receiving or deleting (the flow function runs the
 // runs), no stream writes, nothing outside the stack's table, queue and
 // skein/ objects.

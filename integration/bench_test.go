@@ -38,9 +38,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -84,7 +84,7 @@ func (s *benchStack) drain() {
 }
 
 // completed checks that the run completed, and returns its info.
-func (s *benchStack) completed(runID string) *workflow.RunInfo {
+func (s *benchStack) completed(runID string) *client.RunInfo {
 	s.tb.Helper()
 	info, err := s.client.GetRun(context.Background(), runID)
 	if err != nil {

@@ -18,9 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -190,9 +192,9 @@ func runChaosWorker(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{
+	worker, err := worker.New(worker.Config{
 		World: w, Registry: reg, Concurrency: 8, Logger: logger, Visibility: 3 * time.Second,
-		Engine: workflow.EngineOptions{InlineConcurrency: 4, StepLeaseTTL: 2 * time.Second, RunLeaseTTL: 2 * time.Second},
+		Engine: worker.EngineOptions{InlineConcurrency: 4, StepLeaseTTL: 2 * time.Second, RunLeaseTTL: 2 * time.Second},
 	})
 	if err != nil {
 		return err
@@ -207,7 +209,7 @@ func runChaosWorker(logger *slog.Logger) error {
 	for k := range n {
 		p := plan
 		p.Key = strconv.Itoa(k)
-		if _, err := demo.Chaos.Start(ctx, c, p, workflow.WithIdempotencyKey(chaosLocalKey(k))); err != nil {
+		if _, err := demo.Chaos.Start(ctx, c, p, client.WithIdempotencyKey(chaosLocalKey(k))); err != nil {
 			return fmt.Errorf("start %d: %w", k, err)
 		}
 	}
@@ -229,7 +231,7 @@ func runChaosWorker(logger *slog.Logger) error {
 // process (run k's once when k is even, twice at once when odd: see
 // resumeChaosHook, whose errors it logs) and reports whether every run has
 // ended.
-func chaosPass(ctx context.Context, c *workflow.Client, n int, resumed map[int]bool, logf func(string, ...any)) (bool, error) {
+func chaosPass(ctx context.Context, c *client.Client, n int, resumed map[int]bool, logf func(string, ...any)) (bool, error) {
 	for k := range n {
 		if resumed[k] {
 			continue
@@ -246,7 +248,7 @@ func chaosPass(ctx context.Context, c *workflow.Client, n int, resumed map[int]b
 			return false, err
 		}
 	}
-	runs, err := allRuns(ctx, c.World())
+	runs, err := allRuns(ctx, sdk.ClientWorld(c))
 	if err != nil {
 		return false, err
 	}

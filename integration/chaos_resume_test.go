@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -33,7 +34,7 @@ const resumeAttempt = 30 * time.Second
 // (the chaos run with key, whose hook the caller found) and waits until
 // each has landed or is no longer needed (resumeChaosOnce). logf gets every
 // error, notef what each sender did. It returns the violations.
-func resumeChaosHook(ctx context.Context, c *workflow.Client, runID, key string, times int, logf, notef func(string, ...any)) error {
+func resumeChaosHook(ctx context.Context, c *client.Client, runID, key string, times int, logf, notef func(string, ...any)) error {
 	errs := make([]error, times)
 	var wg sync.WaitGroup
 	for i := range times {
@@ -47,9 +48,9 @@ func resumeChaosHook(ctx context.Context, c *workflow.Client, runID, key string,
 
 // resumeChaosOnce sends one payload, by approver by, and retries it until
 // it lands, the hook has a payload or the run has ended, or ctx ends. A
-// *workflow.RequestError (hook not found) is final: expected once the hook has a
+// *client.RequestError (hook not found) is final: expected once the hook has a
 // payload or the run has ended, and otherwise a violation.
-func resumeChaosOnce(ctx context.Context, c *workflow.Client, runID, token, by string, logf, notef func(string, ...any)) error {
+func resumeChaosOnce(ctx context.Context, c *client.Client, runID, token, by string, logf, notef func(string, ...any)) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, resumeAttempt)
 		_, err := c.ResumeHook(actx, token, demo.ChaosApproval{By: by})
@@ -83,10 +84,10 @@ func resumeChaosOnce(ctx context.Context, c *workflow.Client, runID, token, by s
 
 // hookSettled reads run runID's log and says why no payload is needed any
 // more ("the run ended", "the hook has a payload"), or "".
-func hookSettled(ctx context.Context, c *workflow.Client, runID string) (string, error) {
+func hookSettled(ctx context.Context, c *client.Client, runID string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, resumeAttempt)
 	defer cancel()
-	evs, err := runEvents(ctx, c.World(), runID)
+	evs, err := runEvents(ctx, sdk.ClientWorld(c), runID)
 	if err != nil {
 		return "", err
 	}
@@ -164,7 +165,7 @@ func (l *resumeLog) logRuns(t *testing.T, runIDs []string) {
 // key) and sends it times payloads at once (resumeChaosHook); it gives up
 // when the run ends first (the stuck run check reports a run that never
 // got there). Every error goes to the test's log, and everything to l.
-func resumeWhenWaiting(ctx context.Context, t *testing.T, l *resumeLog, c *workflow.Client, runID, key string, times int) {
+func resumeWhenWaiting(ctx context.Context, t *testing.T, l *resumeLog, c *client.Client, runID, key string, times int) {
 	logf := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		t.Log(line)

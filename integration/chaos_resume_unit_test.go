@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -62,7 +62,7 @@ func TestChaosResumerRetriesAndReports(t *testing.T) {
 			defer lw.Close()
 			w := &flakyHooks{World: lw, err: tc.err}
 			w.fails.Store(tc.fails)
-			c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+			c, err := client.New(client.Config{World: w})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	skclient "github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -58,14 +58,14 @@ func TestEncryptedRunThroughLambda(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: sealed, Registry: reg, PollInterval: 50 * time.Millisecond})
+	client, err := skclient.New(skclient.Config{World: sealed, Registry: reg, PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const marker = "PLAINTEXT-MARKER-93"
 	id := marker + strings.Repeat("x", 80_000) // over the claim-check threshold
 	order := demo.Order{ID: id, Items: []string{"book " + marker}, Total: 7}
-	idem := workflow.WithIdempotencyKey("encrypted-order")
+	idem := skclient.WithIdempotencyKey("encrypted-order")
 	run, err := demo.FulfilOrder.Start(ctx, client, order, idem)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestEncryptedRunThroughLambda(t *testing.T) {
 	if again, err := demo.FulfilOrder.Start(ctx, client, order, idem); err != nil || again.ID() != run.ID() || !again.Existed() {
 		t.Fatalf("the same key and input: %v; want run %s again", err, run.ID())
 	}
-	var ce *workflow.RequestError
+	var ce *skclient.RequestError
 	if _, err := demo.FulfilOrder.Start(ctx, client, demo.Order{ID: id, Items: []string{"pen"}, Total: 7}, idem); !errors.As(err, &ce) || ce.Kind != world.ErrConflict || ce.RunID != run.ID() || !ce.InputDiffers {
 		t.Fatalf("the same key, another input: %v; want a *RequestError (conflict) naming run %s", err, run.ID())
 	}

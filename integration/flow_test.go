@@ -16,9 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -501,7 +502,7 @@ func TestStreamReadWhileRunning(t *testing.T) {
 	defer cancel()
 	var got []string
 	var firstAt time.Time
-	for ch, err := range s.client.ReadStream(rctx, run.ID(), workflow.StreamOptions{}) {
+	for ch, err := range s.client.ReadStream(rctx, run.ID(), client.StreamOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,10 +24,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -163,7 +165,7 @@ type iamStack struct {
 	whMu          sync.Mutex // one invocation at a time
 	whLogs        *logBuffer // the webhook function's output
 	tokens        []string   // the live tokens sent to it (under whMu)
-	client        *workflow.Client
+	client        *client.Client
 }
 
 // newIAMStack starts a stack on bin (the flow function) and the real
@@ -201,7 +203,7 @@ func newIAMStack(t *testing.T, name, bin string, reg *workflow.Registry) *iamSta
 			t.Logf("%s: webhook function output:\n%s", name, logs.String())
 		}
 	})
-	if s.client, err = workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+	if s.client, err = client.New(client.Config{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -291,7 +293,7 @@ func (s *iamStack) waitFor(t *testing.T, runID string, want world.RunStatus) boo
 }
 
 // result waits for a run to complete and checks its result.
-func result[O any](t *testing.T, s *iamStack, run *workflow.Run[O], check func(O) bool) {
+func result[O any](t *testing.T, s *iamStack, run *client.Run[O], check func(O) bool) {
 	t.Helper()
 	if !s.waitFor(t, run.ID(), world.RunStatusCompleted) {
 		return
@@ -441,7 +443,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			if m == http.MethodOptions {
 				want = http.StatusNoContent
 			}
-			if resp := b.callWebhookMethod(t, m, token, ""); resp.StatusCode != want || resp.Headers["Allow"] != workflow.WebhookAllow {
+			if resp := b.callWebhookMethod(t, m, token, ""); resp.StatusCode != want || resp.Headers["Allow"] != sdk.WebhookAllow {
 				t.Errorf("webhook %s: %d (Allow %q), want %d", m, resp.StatusCode, resp.Headers["Allow"], want)
 			}
 		}

@@ -26,8 +26,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -376,7 +377,7 @@ func lsStream(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var got []string
-	for ch, err := range s.client.ReadStream(rctx, run.ID(), workflow.StreamOptions{}) {
+	for ch, err := range s.client.ReadStream(rctx, run.ID(), client.StreamOptions{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

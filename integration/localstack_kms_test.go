@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -56,7 +56,7 @@ func lsEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: sealed, Registry: reg, PollInterval: 50 * time.Millisecond})
+	client, err := client.New(client.Config{World: sealed, Registry: reg, PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

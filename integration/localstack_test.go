@@ -20,11 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -147,7 +147,7 @@ func newLSStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.client, err = workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+	if s.client, err = client.New(client.Config{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	s.started = time.Now()

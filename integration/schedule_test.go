@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -38,9 +39,9 @@ func TestScheduleMessagesStartOneRun(t *testing.T) {
 	want := map[string]bool{"schedule:nightly:2026-11-24T10:00:00Z": true, "schedule:nightly:2026-11-24T10:05:00Z": true}
 	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)
-	var runs []*workflow.RunInfo
+	var runs []*client.RunInfo
 	for {
-		page, err := s.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: demo.Serial.Name()})
+		page, err := s.client.ListRuns(ctx, client.ListRunsOptions{WorkflowName: demo.Serial.Name()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestScheduleMessagesStartOneRun(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	s.drain(time.Minute)
-	page, err := s.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: demo.Serial.Name()})
+	page, err := s.client.ListRuns(ctx, client.ListRunsOptions{WorkflowName: demo.Serial.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestScheduleMessagesStartOneRun(t *testing.T) {
 	}
 	for _, r := range runs {
 		var out int
-		if !want[r.IdempotencyKey] || r.Status != world.RunStatusCompleted || r.Attributes[workflow.AttrSchedule] != "nightly" {
+		if !want[r.IdempotencyKey] || r.Status != world.RunStatusCompleted || r.Attributes[worker.AttrSchedule] != "nightly" {
 			t.Errorf("run %s: key %s, %s, attributes %v", r.ID, r.IdempotencyKey, r.Status, r.Attributes)
 		} else if err := s.client.Result(ctx, r.ID, &out); err != nil || out != 3 {
 			t.Errorf("run %s: result %d, %v", r.ID, out, err)

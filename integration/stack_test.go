@@ -21,11 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/examples/lambda/demo"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/lambdaemu"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -180,7 +180,7 @@ type stack struct {
 	resolve  lambdaemu.ResolveOptions
 	mapping  *lambdaemu.Mapping
 	world    *dynamoworld.World
-	client   *workflow.Client
+	client   *client.Client
 	fc       lambdaemu.FunctionConfig // the flow function on the real bootstrap
 	esm      *lambdaemu.ESM           // nil with NoESM
 	batches  *batchLog
@@ -261,7 +261,7 @@ func newStack(tb testing.TB, o stackOptions) *stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if s.client, err = workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+	if s.client, err = client.New(client.Config{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
 		tb.Fatal(err)
 	}
 
@@ -320,7 +320,7 @@ func (s *stack) logFailure() {
 }
 
 // wait waits for a run to end and returns its info.
-func (s *stack) wait(runID string, timeout time.Duration) *workflow.RunInfo {
+func (s *stack) wait(runID string, timeout time.Duration) *client.RunInfo {
 	s.tb.Helper()
 	limit := time.Now().Add(timeout)
 	for {

@@ -5,12 +5,12 @@ package integration
 import (
 	"context"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
 // statusOf returns a run's status (what Run.Status returned).
-func statusOf[O any](ctx context.Context, r *workflow.Run[O]) (world.RunStatus, error) {
+func statusOf[O any](ctx context.Context, r *client.Run[O]) (world.RunStatus, error) {
 	info, err := r.Info(ctx)
 	if err != nil {
 		return "", err

@@ -11,8 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -38,8 +39,8 @@ func TestPinnedFlowFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := func(version string) *workflow.Client {
-		c, err := workflow.NewClient(workflow.ClientConfig{World: s.world, Registry: reg, Version: version, PollInterval: 50 * time.Millisecond})
+	client := func(version string) *client.Client {
+		c, err := client.New(client.Config{World: s.world, Registry: reg, Version: version, PollInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestPinnedFlowFunction(t *testing.T) {
 	s.noFailures()
 
 	// The old deployment, kept to drain its runs.
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: s.world, Registry: reg, Version: "v1", Versions: workflow.Versions{"v1"},
+	w, err := worker.New(worker.Config{World: s.world, Registry: reg, Version: "v1", Versions: worker.Versions{"v1"},
 		PollWait: 100 * time.Millisecond, Visibility: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

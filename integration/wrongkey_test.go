@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/examples/lambda/demo"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // foreignKeys wraps data keys with a KMS key under an encryption context
@@ -76,7 +76,7 @@ func TestWrongKeyThroughLambda(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: sealed, Registry: reg})
+	client, err := client.New(client.Config{World: sealed, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 	"sync"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -22,7 +23,7 @@ const DefaultHeartbeat = 15 * time.Second
 // EventsConfig configures the Server-Sent Events handler.
 type EventsConfig struct {
 	// Client is what the handler subscribes through (required).
-	Client *workflow.Client
+	Client *client.Client
 	// Heartbeat is how long the stream may stay silent before a comment
 	// line is sent (default 15s).
 	Heartbeat time.Duration
@@ -65,9 +66,9 @@ func NewEvents(cfg EventsConfig) (*Events, error) {
 }
 
 // options reads the subscription the request asks for.
-func options(r *http.Request) (workflow.SubscribeOptions, error) {
+func options(r *http.Request) (client.SubscribeOptions, error) {
 	q := r.URL.Query()
-	o := workflow.SubscribeOptions{RunID: q.Get("run"), After: q.Get("after")}
+	o := client.SubscribeOptions{RunID: q.Get("run"), After: q.Get("after")}
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		o.After = id
 	}
@@ -137,8 +138,8 @@ func (h *Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ended reports whether a resumed one-run stream is already past the run's
-// end and rest (Client.AtRest).
-func (h *Events) ended(ctx context.Context, o workflow.SubscribeOptions) (bool, error) {
+// end and rest (sdk.AtRest).
+func (h *Events) ended(ctx context.Context, o client.SubscribeOptions) (bool, error) {
 	if o.RunID == "" || o.After == "" {
 		return false, nil
 	}
@@ -146,21 +147,21 @@ func (h *Events) ended(ctx context.Context, o workflow.SubscribeOptions) (bool, 
 	if err != nil {
 		return false, err
 	}
-	run, err := h.cfg.Client.World().GetRun(ctx, &world.GetRunParams{RunID: o.RunID})
+	run, err := sdk.ClientWorld(h.cfg.Client).GetRun(ctx, &world.GetRunParams{RunID: o.RunID})
 	if err != nil || seq < run.LastSeq {
 		return false, err
 	}
-	return h.cfg.Client.AtRest(ctx, o.RunID)
+	return sdk.AtRest(ctx, h.cfg.Client, o.RunID)
 }
 
 type next struct {
-	u   *workflow.Update
+	u   *client.Update
 	err error
 }
 
 // pump writes the subscription's updates and the heartbeats until the
 // subscription ends or the client goes.
-func (h *Events) pump(ctx context.Context, s *stream, sub *workflow.Subscription, o workflow.SubscribeOptions) {
+func (h *Events) pump(ctx context.Context, s *stream, sub *client.Subscription, o client.SubscribeOptions) {
 	ch := make(chan next)
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/world"
@@ -36,7 +36,7 @@ func newFixture(t *testing.T, cfg skeinhttp.EventsConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, err := client.New(client.Config{World: w})
 	if err != nil {
 		t.Fatal(err)
 	}

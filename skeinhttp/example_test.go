@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/world"
@@ -18,7 +18,7 @@ import (
 func ExampleNewEvents() {
 	w, _ := localworld.Open(localworld.Config{}) // in memory
 	defer w.Close()
-	client, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	client, _ := client.New(client.Config{World: w})
 	h, _ := skeinhttp.NewEvents(skeinhttp.EventsConfig{Client: client})
 	mux := http.NewServeMux()
 	mux.Handle("GET /events", h)

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // stream writes Server-Sent Events. The first write error sticks (err)
@@ -56,7 +56,7 @@ func (s *stream) message(event, id string, data []byte) {
 }
 
 // update writes a subscription's update.
-func (s *stream) update(u *workflow.Update) error {
+func (s *stream) update(u *client.Update) error {
 	if s.redact {
 		u = redact.Update(u)
 	}

@@ -5,8 +5,9 @@ import (
 	"log"
 	"strings"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeinlambda"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Greet is a workflow with one step.
@@ -36,7 +37,7 @@ func ExampleStart_options() {
 		log.Fatal(err)
 	}
 	skeinlambda.Start(reg,
-		skeinlambda.WithEngineOptions(func(o *workflow.EngineOptions) {
+		skeinlambda.WithEngineOptions(func(o *worker.EngineOptions) {
 			o.MaxDeliveries = 100
 		}),
 	)

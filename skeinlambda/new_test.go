@@ -13,7 +13,8 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // env is a function's environment as template.yaml sets it, with changes.
@@ -122,10 +123,10 @@ func TestOptions(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	var world dynamoworld.Config
 	var hc handler.Config
-	var engine workflow.EngineOptions
+	var engine worker.EngineOptions
 	_, err := New(context.Background(), registry(t), offline(), WithLogger(logger),
 		WithGetenv(env("flow", envvars.InlineConcurrency, "3", envvars.ClaimCheckThreshold, "2048")),
-		WithEngineOptions(func(e *workflow.EngineOptions) { engine = *e; e.InlineConcurrency = 5 }),
+		WithEngineOptions(func(e *worker.EngineOptions) { engine = *e; e.InlineConcurrency = 5 }),
 		WithWorldConfig(func(c *dynamoworld.Config) { world = *c }),
 		WithHandlerConfig(func(c *handler.Config) { hc = *c }),
 	)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
 )
 
 // An Option overrides part of what Start and New build from the
@@ -19,7 +19,7 @@ type options struct {
 	logger  *slog.Logger
 	aws     *aws.Config
 	getenv  func(string) string
-	engine  []func(*workflow.EngineOptions)
+	engine  []func(*worker.EngineOptions)
 	handler []func(*handler.Config)
 	world   []func(*dynamoworld.Config)
 	tracer  trace.TracerProvider
@@ -52,7 +52,7 @@ func WithAWSConfig(cfg aws.Config) Option {
 // environment has set its own (InlineConcurrency, StepLeaseTTL,
 // RunLeaseTTL, MaxQueueDelay), for example the delays before a held run is
 // replayed again. BudgetMargin is ignored: SKEIN_TIME_BUDGET_MARGIN sets it.
-func WithEngineOptions(f func(*workflow.EngineOptions)) Option {
+func WithEngineOptions(f func(*worker.EngineOptions)) Option {
 	return func(o *options) { o.engine = append(o.engine, f) }
 }
 

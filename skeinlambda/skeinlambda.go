@@ -21,7 +21,7 @@ import (
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // initTimeout bounds what New does before the first invocation (loading the

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // twice sleeps for an hour twice and returns the times it woke.
@@ -125,7 +127,7 @@ func TestManyRunsInParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := skeintest.New(t, reg, skeintest.WithStartTime(start))
-	var runs []*workflow.Run[time.Time]
+	var runs []*client.Run[time.Time]
 	for i := range 20 {
 		run, err := napper.Start(context.Background(), env.Client(), time.Duration(20-i)*24*time.Hour)
 		if err != nil {
@@ -154,7 +156,7 @@ func TestLingerStaysOff(t *testing.T) {
 		return n, nil
 	})
 	env := skeintest.New(t, workflow.NewRegistry().MustRegister(blink), skeintest.WithStartTime(start),
-		skeintest.WithEngineOptions(workflow.EngineOptions{Linger: time.Second}), skeintest.WithTimeout(15*time.Second))
+		skeintest.WithEngineOptions(worker.EngineOptions{Linger: time.Second}), skeintest.WithTimeout(15*time.Second))
 	// Lingering would cost at least a second of real time per sleep: 20
 	// sleeps outlast the 15s bound, which a busy machine's 20 wake-ups
 	// without lingering keep well inside.

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -35,7 +38,7 @@ type config struct {
 	start   time.Time
 	timeout time.Duration
 	logger  *slog.Logger
-	engine  workflow.EngineOptions
+	engine  worker.EngineOptions
 	stubs   []workflow.Definition
 }
 
@@ -64,7 +67,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // (LogCacheBytes -1): every wake-up replays the workflow from its log, as a
 // new process would, so workflow code that does not replay the same way
 // fails the test at once.
-func WithEngineOptions(o workflow.EngineOptions) Option { return func(c *config) { c.engine = o } }
+func WithEngineOptions(o worker.EngineOptions) Option { return func(c *config) { c.engine = o } }
 
 // StubStep runs fn in place of step's function in this environment only:
 // the Registry given to New and the step itself are left as they are (the
@@ -73,7 +76,7 @@ func WithEngineOptions(o workflow.EngineOptions) Option { return func(c *config)
 // step's backoff, in virtual time.
 func StubStep[I, O any](step *workflow.Step[I, O], fn func(ctx context.Context, in I) (O, error)) Option {
 	return func(c *config) {
-		c.stubs = append(c.stubs, workflow.NewStep(step.Name(), fn, step.Options()))
+		c.stubs = append(c.stubs, workflow.NewStep(step.Name(), fn, sdk.OptionsOf(step)))
 	}
 }
 
@@ -96,7 +99,7 @@ type Env struct {
 	cfg    config
 	lw     *localworld.World
 	d      *driver
-	client *workflow.Client
+	client *client.Client
 	reg    *workflow.Registry
 	ctx    context.Context
 }
@@ -122,9 +125,9 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 	if cfg.timeout <= 0 {
 		t.Fatalf("skeintest: New: timeout %s is not positive", cfg.timeout)
 	}
-	run := reg.Clone()
+	run := sdk.CloneRegistry(reg)
 	if len(cfg.stubs) > 0 {
-		if err := run.Replace(cfg.stubs...); err != nil {
+		if err := sdk.Replace(run, cfg.stubs...); err != nil {
 			t.Fatalf("skeintest: a stub: %v", err)
 		}
 	}
@@ -149,7 +152,7 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 	if eo.LogCacheBytes == 0 {
 		eo.LogCacheBytes = -1
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{
+	worker, err := worker.New(worker.Config{
 		World: lw, Consumer: &consumer{lw: lw, d: e.d}, Registry: run, Concurrency: workers,
 		Logger: cfg.logger, Now: e.d.Now, Engine: eo,
 	})
@@ -157,7 +160,7 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 		_ = lw.Close()
 		t.Fatalf("skeintest: worker: %v", err)
 	}
-	e.client, err = workflow.NewClient(workflow.ClientConfig{
+	e.client, err = client.New(client.Config{
 		World: lw, Registry: run, Logger: cfg.logger, Now: e.d.Now, PollInterval: time.Millisecond,
 	})
 	if err != nil {
@@ -189,7 +192,7 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 // Client returns a client of the environment's world and Registry (with
 // the stubs). Its clock is the virtual one. Start runs with it, but wait
 // for them with Result or Env.Wait: Run.Result does not move the clock.
-func (e *Env) Client() *workflow.Client { return e.client }
+func (e *Env) Client() *client.Client { return e.client }
 
 // World returns the environment's world, to read what the client does not
 // show. Writing to it behind the engine's back is the test's business.
@@ -236,7 +239,7 @@ func (e *Env) Settle() {
 }
 
 // ResumeHook sends payload to the hook holding token (see
-// workflow.Client.ResumeHook) and fails the test if no active hook holds it.
+// client.Client.ResumeHook) and fails the test if no active hook holds it.
 func (e *Env) ResumeHook(token string, payload any) {
 	e.t.Helper()
 	if _, err := e.client.ResumeHook(e.ctx, token, payload); err != nil {

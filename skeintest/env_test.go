@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

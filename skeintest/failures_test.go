@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // fatalTB is a TB whose Fatalf records the failure and ends the goroutine,

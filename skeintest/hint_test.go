@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // logTB is a TB that keeps what is logged.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -54,7 +54,7 @@ func redactedWhat(divergence string) string {
 // webhook token redacted), and at a hook_created the code asks for the same
 // hook (its correlation ID) with another token. Any other divergence is the
 // code's.
-func noTokens(events []world.Event, rep *workflow.ReplayReport) error {
+func noTokens(events []world.Event, rep *sdk.ReplayReport) error {
 	d := rep.Divergence
 	if d == nil || d.EventType != string(world.EventHookCreated) || !strings.Contains(d.Asked, "("+d.CorrelationID+")") {
 		return nil

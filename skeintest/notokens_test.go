@@ -10,9 +10,11 @@ import (
 
 	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -47,7 +49,7 @@ func TestHistoryWithoutTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Close() })
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +90,14 @@ func TestHistoryWithoutTokens(t *testing.T) {
 			if err2 != nil {
 				t.Fatal(err2)
 			}
-			if rr, err2 := reg.CheckLog(events[0].Events); err2 != nil || rr.Divergence == nil || !strings.Contains(rr.Divergence.Message, "no run secret") {
-				t.Errorf("Registry.CheckLog of the history without tokens does not say it lacks the secret: %v, %+v", err2, rr)
+			if rr, err2 := sdk.CheckLog(reg, events[0].Events); err2 != nil || rr.Divergence == nil || !strings.Contains(rr.Divergence.Message, "no run secret") {
+				t.Errorf("CheckLog of the history without tokens does not say it lacks the secret: %v, %+v", err2, rr)
 			}
 			var nt *skeintest.NoTokensError
 			if !errors.As(err, &nt) || !errors.Is(err, skeintest.ErrNoTokens) || nt.RunID != id || nt.WorkflowName != tc.workflow {
 				t.Fatalf("CheckHistory without tokens = %v, %v; want a *NoTokensError for run %s", rep, err, id)
 			}
-			if rr, _ := reg.CheckLog(events[0].Events); rr == nil || rr.Divergence == nil || nt.Divergence != rr.Divergence.Message {
+			if rr, _ := sdk.CheckLog(reg, events[0].Events); rr == nil || rr.Divergence == nil || nt.Divergence != rr.Divergence.Message {
 				t.Errorf("NoTokensError.Divergence %q, want the replay's divergence", nt.Divergence)
 			}
 			for _, want := range []string{"exported without tokens", "its run_created has no secret", "cannot be checked", "skein runs export", "-show-tokens"} {

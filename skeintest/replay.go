@@ -35,14 +35,16 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
 // HistoryReport is what checking histories found: one report per run, in
 // the order read.
 type HistoryReport struct {
-	Runs []*workflow.ReplayReport
+	Runs []*sdk.ReplayReport
 }
 
 // Compatible reports whether the code goes on with every run.
@@ -50,8 +52,8 @@ func (h *HistoryReport) Compatible() bool { return len(h.Incompatible()) == 0 }
 
 // Incompatible returns the reports of the runs the code would hold (or that
 // it panics on).
-func (h *HistoryReport) Incompatible() []*workflow.ReplayReport {
-	var out []*workflow.ReplayReport
+func (h *HistoryReport) Incompatible() []*sdk.ReplayReport {
+	var out []*sdk.ReplayReport
 	for _, r := range h.Runs {
 		if !r.Compatible() {
 			out = append(out, r)
@@ -71,9 +73,9 @@ func (h *HistoryReport) String() string {
 }
 
 // CheckHistory reads a history file's runs from r (see ReadHistories) and
-// replays each against reg's code (workflow.Registry.CheckLog). A malformed
+// replays each against reg's code (the replay a worker does). A malformed
 // file is a *HistoryFileError; so is a run of a workflow reg does not
-// hold, wrapping a *workflow.RequestError (ErrUnknownWorkflow) naming it, and a run
+// hold, wrapping a *client.RequestError (ErrUnknownWorkflow) naming it, and a run
 // exported without its secrets whose hook tokens the replay cannot check,
 // wrapping a *NoTokensError (errors.Is ErrNoTokens) instead of reporting
 // a divergence that is not the code's.
@@ -98,7 +100,7 @@ func checkNamed(reg *workflow.Registry, r io.Reader, name string) (*HistoryRepor
 	}
 	rep := &HistoryReport{}
 	for _, h := range hs {
-		rr, err := reg.CheckLog(h.Events)
+		rr, err := sdk.CheckLog(reg, h.Events)
 		if err == nil {
 			err = noTokens(h.Events, rr)
 		}
@@ -164,14 +166,14 @@ type WorldFilter struct {
 func CheckWorld(ctx context.Context, reg *workflow.Registry, w world.Storage, f WorldFilter) (*HistoryReport, error) {
 	names := f.Workflows
 	if len(names) == 0 {
-		names = reg.Workflows()
+		names = sdk.Workflows(reg)
 		slices.Sort(names)
 	}
-	registered := reg.Workflows()
+	registered := sdk.Workflows(reg)
 	slices.Sort(registered)
 	for _, n := range names {
 		if !slices.Contains(registered, n) {
-			return nil, &workflow.RequestError{Kind: workflow.ErrUnknownWorkflow, Workflow: n, Registered: registered}
+			return nil, &client.RequestError{Kind: client.ErrUnknownWorkflow, Workflow: n, Registered: registered}
 		}
 	}
 	statuses := f.Statuses
@@ -217,7 +219,7 @@ func checkWorldRuns(ctx context.Context, reg *workflow.Registry, w world.Storage
 			if err != nil {
 				return err
 			}
-			rr, err := reg.CheckLog(events)
+			rr, err := sdk.CheckLog(reg, events)
 			if err != nil {
 				return fmt.Errorf("skeintest: run %s: %w", run.RunID, err)
 			}

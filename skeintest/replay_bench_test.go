@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -31,7 +33,7 @@ func BenchmarkCheckLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func BenchmarkCheckLog(b *testing.B) {
 	cancel()
 	<-done
 	for b.Loop() {
-		rep, err := reg.CheckLog(events)
+		rep, err := sdk.CheckLog(reg, events)
 		if err != nil || !rep.Compatible() {
 			b.Fatal(rep, err)
 		}

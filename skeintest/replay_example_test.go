@@ -6,8 +6,8 @@ import (
 	"os"
 	"strings"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Checking the next version of a workflow against histories exported from

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
 	"github.com/skeinflow/skein/world"
@@ -164,7 +164,7 @@ func TestHistoryFileErrors(t *testing.T) {
 			if fe.File != path || fe.Line != tc.line || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("error %q at line %d; want line %d, the file's name and %q", err, fe.Line, tc.line, tc.want)
 			}
-			if tc.name == "unknown workflow" && !errors.Is(err, workflow.ErrUnknownWorkflow) {
+			if tc.name == "unknown workflow" && !errors.Is(err, client.ErrUnknownWorkflow) {
 				t.Errorf("error %v does not match workflow.ErrUnknownWorkflow", err)
 			}
 		})
@@ -211,7 +211,7 @@ func TestCheckWorld(t *testing.T) {
 		t.Errorf("the logs changed: %v, then %v", before, after)
 	}
 	_, err = skeintest.CheckWorld(ctx, histVariant{}.registry(&histCalls{}), r.w, skeintest.WorldFilter{Workflows: []string{"ordr"}})
-	if !errors.Is(err, workflow.ErrUnknownWorkflow) || !strings.Contains(err.Error(), `"ordr"`) {
+	if !errors.Is(err, client.ErrUnknownWorkflow) || !strings.Contains(err.Error(), `"ordr"`) {
 		t.Errorf("unknown workflow: %v", err)
 	}
 }

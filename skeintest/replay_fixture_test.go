@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -113,7 +116,7 @@ func (v histVariant) registry(calls *histCalls) *workflow.Registry {
 type histRecorder struct {
 	t      *testing.T
 	w      *localworld.World
-	client *workflow.Client
+	client *client.Client
 	stop   func()
 }
 
@@ -133,7 +136,7 @@ func newHistRecorder(t *testing.T) *histRecorder {
 func (r *histRecorder) deploy(v histVariant) {
 	r.t.Helper()
 	r.stop()
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: r.w, Registry: v.registry(&histCalls{}),
+	worker, err := worker.New(worker.Config{World: r.w, Registry: v.registry(&histCalls{}),
 		PollWait: 20 * time.Millisecond})
 	if err != nil {
 		r.t.Fatal(err)
@@ -237,9 +240,9 @@ func describeLog(events []world.Event) string {
 	return s
 }
 
-func mustCheckLog(t *testing.T, reg *workflow.Registry, events []world.Event) *workflow.ReplayReport {
+func mustCheckLog(t *testing.T, reg *workflow.Registry, events []world.Event) *sdk.ReplayReport {
 	t.Helper()
-	rep, err := reg.CheckLog(events)
+	rep, err := sdk.CheckLog(reg, events)
 	if err != nil {
 		t.Fatalf("CheckLog: %v%s", err, describeLog(events))
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -103,13 +103,13 @@ func TestCheckLogWhereTheLogEnds(t *testing.T) {
 		name     string
 		events   []world.Event
 		status   world.RunStatus
-		next     []workflow.Operation
+		next     []sdk.Operation
 		returned string
 	}{
 		{"at the hook", h.atHook, world.RunStatusRunning, nil, ""},
 		{"completed", h.completed, world.RunStatusCompleted, nil, `"ship:3"`},
 		{"reserve done, hook not yet created", logPrefix(t, h.completed, world.EventStepCompleted), world.RunStatusRunning,
-			[]workflow.Operation{{Kind: "hook", Name: "approve/3"}}, ""},
+			[]sdk.Operation{{Kind: "hook", Name: "approve/3"}}, ""},
 		// The log up to the run's end, which it leaves out (run_deactivated
 		// follows it in a completed log).
 		{"ship done, run end not yet recorded", func() []world.Event {

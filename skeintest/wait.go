@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -23,11 +24,11 @@ type Suspension struct {
 
 // Token returns the token of the run's first active hook that a test may
 // resume ("" if none): not the engine's own hook on which a parent waits
-// for a child run (workflow.IsInternalToken), which only the child's end
+// for a child run (sdk.IsInternalToken), which only the child's end
 // resumes.
 func (s Suspension) Token() string {
 	for _, h := range s.Hooks {
-		if !workflow.IsInternalToken(h.Token) {
+		if !sdk.IsInternalToken(h.Token) {
 			return h.Token
 		}
 	}
@@ -46,7 +47,7 @@ func (s Suspension) Until() time.Time {
 func (s Suspension) String() string {
 	var parts []string
 	for _, h := range s.Hooks {
-		if workflow.IsInternalToken(h.Token) {
+		if sdk.IsInternalToken(h.Token) {
 			parts = append(parts, "a child run")
 			continue
 		}
@@ -111,7 +112,7 @@ func (e *Env) waitFor(op, runID string, done func(*world.Run) bool, goal string,
 // Result waits until the run ends (see Env.Wait) and returns its output,
 // or its error: a *workflow.RunFailedError for a failed run,
 // workflow.ErrRunCancelled for a cancelled one.
-func Result[O any](e *Env, run *workflow.Run[O]) (O, error) {
+func Result[O any](e *Env, run *client.Run[O]) (O, error) {
 	e.t.Helper()
 	e.Wait(run.ID())
 	return run.Result(e.ctx)

@@ -10,7 +10,8 @@ import (
 	"net/url"
 	"strings"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
@@ -89,9 +90,9 @@ func (s *server) cancel(ctx context.Context, r *http.Request, run *world.Run) (s
 	if reason == "" {
 		reason = "cancelled from the dashboard"
 	}
-	var opts []workflow.CancelOption
+	var opts []client.CancelOption
 	if r.PostFormValue("compensate") != "" {
-		opts = append(opts, workflow.CancelCompensating())
+		opts = append(opts, client.CancelCompensating())
 	}
 	return run.RunID, "cancel", s.cfg.Client.Cancel(ctx, run.RunID, reason, opts...)
 }
@@ -111,9 +112,9 @@ func (s *server) rerun(ctx context.Context, _ *http.Request, run *world.Run) (st
 	// deployment pinned to that version runs it (as skein runs rerun does).
 	// It is not a schedule's firing: the SDK's own attributes stay behind.
 	attrs := maps.Clone(run.Attributes)
-	maps.DeleteFunc(attrs, func(k, _ string) bool { return strings.HasPrefix(k, workflow.ReservedPrefix) })
-	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, workflow.WithAttributes(attrs),
-		workflow.WithVersion(run.Version), workflow.StartUnregistered())
+	maps.DeleteFunc(attrs, func(k, _ string) bool { return strings.HasPrefix(k, sdk.ReservedPrefix) })
+	id, err := s.cfg.Client.Start(ctx, run.WorkflowName, input, client.WithAttributes(attrs),
+		client.WithVersion(run.Version), client.StartUnregistered())
 	return id, "rerun", err
 }
 
@@ -134,9 +135,9 @@ func (s *server) fail(ctx context.Context, r *http.Request, run *world.Run) (str
 	}
 	// Unticked, the client's own default applies (it compensates a
 	// workflow its Registry defines WithCompensateOnFailure).
-	var opts []workflow.FailOption
+	var opts []client.FailOption
 	if r.PostFormValue("compensate") != "" {
-		opts = append(opts, workflow.FailCompensating())
+		opts = append(opts, client.FailCompensating())
 	}
 	return run.RunID, "fail", s.cfg.Client.FailRun(ctx, run.RunID, reason, opts...)
 }
@@ -151,7 +152,7 @@ func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (s
 	if err != nil {
 		return "", "", err
 	}
-	if hook.IsWebhook || workflow.IsInternalToken(hook.Token) {
+	if hook.IsWebhook || sdk.IsInternalToken(hook.Token) {
 		return "", "", &actionError{code: http.StatusBadRequest, msg: "This hook cannot be resumed from here: a webhook takes requests to its URL, and a child run's hook only the child's end resumes."}
 	}
 	if err := refuseSealed(run, "resume its hook", "the payload would be stored in clear in an encrypted run"); err != nil {
@@ -165,7 +166,7 @@ func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (s
 		return "", "", &actionError{code: http.StatusBadRequest, msg: "The payload is not JSON: " + clipText(text, 200)}
 	}
 	if _, err := s.cfg.Client.ResumeHook(ctx, hook.Token, json.RawMessage(text)); err != nil {
-		var nf *workflow.RequestError
+		var nf *client.RequestError
 		if errors.As(err, &nf) && nf.Kind == world.ErrNotFound {
 			return "", "", refuse("The hook is gone: it was resumed and disposed, or the run ended.")
 		}

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -76,7 +77,7 @@ func newCompRuns(t *testing.T) *compRuns {
 	done(r.kept, "charge", "refund")
 	add(r.kept, in("", &world.RunCompleted{Output: []byte(`1`)}))
 
-	c, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: workflow.NewRegistry()})
+	c, err := client.New(client.Config{World: w, Registry: workflow.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

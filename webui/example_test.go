@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 )
@@ -20,7 +20,7 @@ func Example() {
 		panic(err)
 	}
 	defer w.Close()
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	client, err := client.New(client.Config{World: w})
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +47,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, _ := client.New(client.Config{World: w})
 	for _, tc := range []struct {
 		name string
 		cfg  webui.Config

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 	"github.com/skeinflow/skein/world"
@@ -41,7 +41,7 @@ func TestFailHeldCompensating(t *testing.T) {
 		}
 		return id
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, err := client.New(client.Config{World: w})
 	if err != nil {
 		t.Fatal(err)
 	}

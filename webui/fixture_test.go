@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -33,7 +35,7 @@ type Approval struct {
 type fixture struct {
 	t      *testing.T
 	w      world.World
-	client *workflow.Client
+	client *client.Client
 	srv    *httptest.Server
 	// release lets the running run's blocked step finish; chunks makes
 	// it write one stream chunk per value received.
@@ -144,7 +146,7 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 	if err := reg.Register(flows.definitions()...); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4,
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4,
 		Logger: slog.New(slog.DiscardHandler), PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 	"github.com/skeinflow/skein/world"
@@ -34,7 +34,7 @@ func TestListPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, err := client.New(client.Config{World: w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +45,12 @@ func TestListPages(t *testing.T) {
 		if i%2 == 1 {
 			name = "beta"
 		}
-		var opts []workflow.StartOption
+		var opts []client.StartOption
 		if i%3 == 0 {
-			opts = append(opts, workflow.WithVersion("v2"))
+			opts = append(opts, client.WithVersion("v2"))
 		}
 		if i%4 == 0 {
-			opts = append(opts, workflow.WithAttributes(map[string]string{"team": "blue"}))
+			opts = append(opts, client.WithAttributes(map[string]string{"team": "blue"}))
 		}
 		id, err := c.Start(context.Background(), name, i, opts...)
 		if err != nil {
@@ -136,9 +136,9 @@ func TestRerunKeepsVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, _ := client.New(client.Config{World: w})
 	ctx := context.Background()
-	id, err := c.Start(ctx, "alpha", 1, workflow.WithVersion("v7"))
+	id, err := c.Start(ctx, "alpha", 1, client.WithVersion("v7"))
 	if err != nil {
 		t.Fatal(err)
 	}

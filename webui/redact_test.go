@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/webui"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -31,7 +32,7 @@ func TestWebhookTokenNotShown(t *testing.T) {
 		t.Fatalf("the webhook run's hooks: %v %v", hooks, err)
 	}
 	secret := hooks.Items[0].Token
-	wh := httptest.NewServer(f.client.WebhookHandler())
+	wh := httptest.NewServer(worker.WebhookHandler(f.client))
 	defer wh.Close()
 	resp, err := http.Post(wh.URL+workflow.WebhookPath+secret+"?order=7", "application/json", strings.NewReader(`{"ok":true}`))
 	if err != nil {
@@ -92,12 +93,12 @@ func appendEvents(t *testing.T, w world.World, run string, evs ...world.EventInp
 
 // TestRerunLeavesScheduleAttributes: a rerun of a schedule's run is not a
 // firing of the schedule: the new run has the run's attributes but the
-// SDK's own (workflow.AttrSchedule, AttrScheduledTime).
+// SDK's own (worker.AttrSchedule, AttrScheduledTime).
 func TestRerunLeavesScheduleAttributes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, webui.Config{})
 	run := world.NewIDSource(nil, nil).New(world.PrefixRun)
-	attrs := map[string]string{workflow.AttrSchedule: "nightly", workflow.AttrScheduledTime: "2026-01-01T00:00:00Z", "team": "ops"}
+	attrs := map[string]string{worker.AttrSchedule: "nightly", worker.AttrScheduledTime: "2026-01-01T00:00:00Z", "team": "ops"}
 	appendEvents(t, f.w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "greeting", Input: []byte(`"x"`), Attributes: attrs}},
 		world.EventInput{Data: &world.RunStarted{}}, world.EventInput{Data: &world.RunCompleted{Output: []byte(`"hello x"`)}})
 	code, loc, body := f.post("/runs/"+run+"/rerun", url.Values{"csrf": {token}}, token, f.srv.URL)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/world"
@@ -303,7 +303,7 @@ func hooksAndWaits(events []world.Event, pretty func([]byte) string) ([]hookView
 	for _, ev := range events {
 		switch d := ev.Data.(type) {
 		case *world.HookCreated:
-			tok, child := d.Token, workflow.IsInternalToken(d.Token)
+			tok, child := d.Token, sdk.IsInternalToken(d.Token)
 			if d.IsWebhook || child {
 				tok = redact.Token(tok)
 			}

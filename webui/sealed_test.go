@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 	"github.com/skeinflow/skein/world"
@@ -56,7 +56,7 @@ func TestSealedRunActionsRefused(t *testing.T) {
 	otherKeys, _ := encrypt.Wrap(lw, encrypt.Config{Keys: k9, LeaveSealed: true})
 	for name, w := range map[string]world.World{"no encryption": lw, "no key that opens it": otherKeys} {
 		t.Run(name, func(t *testing.T) {
-			c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+			c, err := client.New(client.Config{World: w})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestSealedRunPageSaysWhy(t *testing.T) {
 		"a wrong key":   {seal(2, true), wrongKey},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cl, err := workflow.NewClient(workflow.ClientConfig{World: c.w})
+			cl, err := client.New(client.Config{World: c.w})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/sealmark"
 )
 
@@ -51,7 +51,7 @@ func (s *server) readChunks(ctx context.Context, runID, ns string, from, to int6
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var b []byte
-	for ch, err := range s.cfg.Client.ReadStream(ctx, runID, workflow.StreamOptions{Namespace: ns, Start: from}) {
+	for ch, err := range s.cfg.Client.ReadStream(ctx, runID, client.StreamOptions{Namespace: ns, Start: from}) {
 		if _, kid, ok := sealmark.KeyOf(err); ok {
 			// Sealed, and no key given opened it: say so where the text
 			// would be, rather than fail the page.
@@ -87,7 +87,7 @@ func (s *server) sealedNote(keyID string) string {
 
 // chunkText is how a chunk shows: its bytes as text, a JSON chunk as its
 // JSON on a line of its own.
-func chunkText(ch workflow.StreamChunk) string {
+func chunkText(ch client.StreamChunk) string {
 	if ch.JSON {
 		return string(ch.Data) + "\n"
 	}
@@ -120,7 +120,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = fmt.Fprint(w, "retry: 2000\n\n")
 	_ = rc.Flush()
-	for ch, err := range s.cfg.Client.ReadStream(r.Context(), run.RunID, workflow.StreamOptions{Namespace: ns, Start: from}) {
+	for ch, err := range s.cfg.Client.ReadStream(r.Context(), run.RunID, client.StreamOptions{Namespace: ns, Start: from}) {
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.Warn("webui: stream", "run", run.RunID, "stream", ns, "err", err)

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/world"
 )
@@ -23,7 +24,7 @@ var files embed.FS
 // Config configures the dashboard.
 type Config struct {
 	// Client acts on runs (required).
-	Client *workflow.Client
+	Client *client.Client
 	// World is read for runs, events, steps, hooks and streams (default:
 	// the Client's World).
 	World world.World
@@ -59,7 +60,7 @@ func (c *Config) validate() error {
 		return errors.New("webui: Config.Client is required")
 	}
 	if c.World == nil {
-		c.World = c.Client.World()
+		c.World = sdk.ClientWorld(c.Client)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -10,8 +10,19 @@ import (
 )
 
 // workflowPackage is the import path of Skein's SDK, whose Context marks
-// workflow code.
-const workflowPackage = "github.com/skeinflow/skein/workflow"
+// workflow code (workflow.Context is an alias of it).
+const workflowPackage = "github.com/skeinflow/skein/internal/sdk"
+
+// sdkPackage reports whether path is the SDK or one of its facades: they
+// implement the deterministic API (the facades' wrappers take a
+// workflow.Context), so the analyzer does not check them.
+func sdkPackage(path string) bool {
+	switch path {
+	case workflowPackage, "github.com/skeinflow/skein/workflow", "github.com/skeinflow/skein/client", "github.com/skeinflow/skein/worker":
+		return true
+	}
+	return false
+}
 
 const doc = `report non-deterministic code in Skein workflow functions
 
@@ -80,7 +91,7 @@ func stdPackage(path string) bool {
 
 func run(pass *analysis.Pass, cfg Config) error {
 	std := pass.Module == nil && stdPackage(pass.Pkg.Path())
-	if !cfg.AllFunctions && (pass.Pkg.Path() == workflowPackage || std) {
+	if !cfg.AllFunctions && (sdkPackage(pass.Pkg.Path()) || std) {
 		return nil // the SDK implements the deterministic API; the rules name what matters in std
 	}
 	c := &checker{

@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -42,7 +44,7 @@ func (m SkeinMode) String() string {
 }
 
 // SkeinEngine is Skein's engine on the embedded local World in mode m, with
-// a workflow.Worker running in the process.
+// a worker.Worker running in the process.
 //
 // The worker is configured as a user gets it: only World and Registry are
 // set, so Concurrency (8), PollWait (1s: the longest a receive blocks; the
@@ -153,7 +155,7 @@ type skeinRunner struct {
 	mode   SkeinMode
 	lw     *localworld.World
 	w      *countingWorld
-	client *workflow.Client
+	client *client.Client
 	format string // the local World's file format, "memory" in memory
 	sync   string
 
@@ -232,12 +234,12 @@ func openSkein(_ context.Context, dir string, m SkeinMode) (Runner, error) {
 		_ = lw.Close()
 		return nil, err
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: r.w, Registry: reg})
+	wk, err := worker.New(worker.Config{World: r.w, Registry: reg})
 	if err != nil {
 		_ = lw.Close()
 		return nil, err
 	}
-	r.client, err = workflow.NewClient(workflow.ClientConfig{World: r.w, Registry: reg, PollInterval: time.Millisecond})
+	r.client, err = client.New(client.Config{World: r.w, Registry: reg, PollInterval: time.Millisecond})
 	if err != nil {
 		_ = lw.Close()
 		return nil, err

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -22,7 +23,7 @@ func TestRetryWakesALiveRun(t *testing.T) {
 	db := t.TempDir() + "/skein.db"
 	v1 := evolve(pack)
 	var id string
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		r, err := v1.Start(ctx, c, "wake/1")
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +86,7 @@ func TestRetryRestsAnEndedRun(t *testing.T) {
 	db := t.TempDir() + "/skein.db"
 	v1 := evolve(pack)
 	var id string
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		r, err := v1.Start(ctx, c, "rest/1")
 		if err != nil {
 			t.Fatal(err)
@@ -109,9 +110,9 @@ func TestRetryRestsAnEndedRun(t *testing.T) {
 		t.Fatalf("run %s is %s (deactivated %v), want cancelled and not at rest", id, r.Status, r.Deactivated())
 	}
 	cli("-db", db, "runs", "retry", id).expect(t, 0, "run "+id+" (cancelled, not at rest) woken")
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		for {
-			r, err := c.World().GetRun(ctx, &world.GetRunParams{RunID: id})
+			r, err := sdk.ClientWorld(c).GetRun(ctx, &world.GetRunParams{RunID: id})
 			if err == nil && r.Deactivated() {
 				return
 			}

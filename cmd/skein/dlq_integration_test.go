@@ -16,9 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -44,7 +46,7 @@ func TestCLIDeadLetterRedrive(t *testing.T) {
 
 	greet := workflow.New("greet", func(ctx workflow.Context, s string) (string, error) { return "hi " + s, nil })
 	reg := workflow.NewRegistry().MustRegister(greet)
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	client, err := client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestCLIDeadLetterRedrive(t *testing.T) {
 	on("dlq", "redrive").expect(t, 0, "moved 2 dead letters back to the work queue; 1 left in the dead-letter queue")
 	on("dlq", "redrive", "-dry-run").expect(t, 0, "stays: not a Skein message", "dry run: 1 dead letters listed")
 
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestUIDeadLetterRedrive(t *testing.T) {
 	dlqURL := deadLetterQueue(ctx, t, c.SQS, queueURL)
 	greet := workflow.New("greet", func(ctx workflow.Context, s string) (string, error) { return "hi " + s, nil })
 	reg := workflow.NewRegistry().MustRegister(greet)
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	client, err := client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +195,7 @@ func TestUIDeadLetterRedrive(t *testing.T) {
 	if resp := post(base); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dlq?done=redrive&moved=1&kept=0" {
 		t.Fatalf("redrive = %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // TestEncryptedStore: runs show shows a sealed store's payloads decrypted
@@ -42,7 +43,7 @@ func TestEncryptedStore(t *testing.T) {
 	if err := reg.Register(echo); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Consumer: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestWrongKey(t *testing.T) {
 	if err := reg.Register(sayFlow, sayStep); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Consumer: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // runs export on a deployed stack (the emulators): a run a worker runs on
@@ -30,7 +31,7 @@ func TestRunsExportOnDeployedStack(t *testing.T) {
 	}
 	defer w.Close()
 	reg := workflow.NewRegistry().MustRegister(ticker, tick)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

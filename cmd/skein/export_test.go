@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeintest"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -24,7 +25,7 @@ func TestRunsExportCLI(t *testing.T) {
 	db := t.TempDir() + "/skein.db"
 	v1 := evolve(pack)
 	var open, done string
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		r, err := v1.Start(ctx, c, "export/done")
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +85,7 @@ func TestRunsExportCLI(t *testing.T) {
 	}
 }
 
-func waitHook(ctx context.Context, t *testing.T, c *workflow.Client, token string) {
+func waitHook(ctx context.Context, t *testing.T, c *client.Client, token string) {
 	t.Helper()
 	for {
 		if _, err := c.GetHookByToken(ctx, token); err == nil {
@@ -116,7 +117,7 @@ func TestExportListsARunOnce(t *testing.T) {
 	t.Parallel()
 	db := t.TempDir() + "/skein.db"
 	v1 := evolve(pack)
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		if _, err := v1.Start(ctx, c, "once/1"); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // TestRunsFailCompensate: runs fail -compensate undoes the failed run's
@@ -20,8 +21,8 @@ func TestRunsFailCompensate(t *testing.T) {
 	book := workflow.WithCompensation(workflow.NewStep("book", func(context.Context, string) (string, error) { return "booked", nil }), unbook)
 	saga := evolve(book)
 	var ids []string
-	reg := func(fn func(ctx context.Context, c *workflow.Client)) { deployedDefs(t, db, fn, unbook, book, saga) }
-	reg(func(ctx context.Context, c *workflow.Client) {
+	reg := func(fn func(ctx context.Context, c *client.Client)) { deployedDefs(t, db, fn, unbook, book, saga) }
+	reg(func(ctx context.Context, c *client.Client) {
 		for _, tok := range []string{"trip/1", "trip/2"} {
 			r, err := saga.Start(ctx, c, tok)
 			if err != nil {
@@ -45,7 +46,7 @@ func TestRunsFailCompensate(t *testing.T) {
 	// Without -compensate the steps are kept, and the CLI says so.
 	cli(append(args, "runs", "fail", ids[1])...).expect(t, 0, "failed run "+ids[1],
 		"warning: run "+ids[1]+" has 1 completed step that declared a compensation, not undone")
-	reg(func(ctx context.Context, c *workflow.Client) {
+	reg(func(ctx context.Context, c *client.Client) {
 		for i, want := range []int{1, 0} {
 			info, err := c.WaitDeactivated(ctx, ids[i])
 			if err != nil {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -99,9 +99,9 @@ Examples:
 			if r.Status.Terminal() {
 				return fmt.Errorf("run %s has already %s; there is nothing to fail", r.RunID, r.Status)
 			}
-			opt := workflow.FailWithoutCompensating()
+			opt := client.FailWithoutCompensating()
 			if *compensate {
-				opt = workflow.FailCompensating()
+				opt = client.FailCompensating()
 			}
 			if err := e.client.FailRun(ctx, r.RunID, *reason, opt); err != nil {
 				if errors.Is(err, world.ErrConflict) {

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -30,20 +32,20 @@ func evolve(step *workflow.Step[string, string]) *workflow.Workflow[string, stri
 
 // deployed opens the store at db, runs a worker of the given workflow
 // and step on it while fn runs, then closes it.
-func deployed(t *testing.T, db string, wf *workflow.Workflow[string, string], step *workflow.Step[string, string], fn func(ctx context.Context, c *workflow.Client)) {
+func deployed(t *testing.T, db string, wf *workflow.Workflow[string, string], step *workflow.Step[string, string], fn func(ctx context.Context, c *client.Client)) {
 	t.Helper()
 	deployedDefs(t, db, fn, step, wf)
 }
 
 // deployedDefs is deployed with the definitions given.
-func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *workflow.Client), defs ...workflow.Definition) {
+func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *client.Client), defs ...workflow.Definition) {
 	t.Helper()
 	w, err := localworld.Open(localworld.Config{Path: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := workflow.NewRegistry().MustRegister(defs...)
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *workf
 	}
 }
 
-func waitStatus(ctx context.Context, t *testing.T, c *workflow.Client, id string, want world.RunStatus) {
+func waitStatus(ctx context.Context, t *testing.T, c *client.Client, id string, want world.RunStatus) {
 	t.Helper()
 	for {
 		if s, err := statusOfID(ctx, c, id); err == nil && s == want {
@@ -81,7 +83,7 @@ func TestHeldRunCLI(t *testing.T) {
 	db := t.TempDir() + "/skein.db"
 	v1, v2 := evolve(pack), evolve(label)
 	var ids []string
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		for _, tok := range []string{"ship/1", "ship/2"} {
 			r, err := v1.Start(ctx, c, tok)
 			if err != nil {
@@ -100,7 +102,7 @@ func TestHeldRunCLI(t *testing.T) {
 		}
 	})
 	// The bad deploy: the payloads wake the runs, whose replay diverges.
-	deployed(t, db, v2, label, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v2, label, func(ctx context.Context, c *client.Client) {
 		for i, tok := range []string{"ship/1", "ship/2"} {
 			if _, err := c.ResumeHook(ctx, tok, "ok"); err != nil {
 				t.Fatal(err)
@@ -120,7 +122,7 @@ func TestHeldRunCLI(t *testing.T) {
 	cli(append(args, "runs", "fail", failed, "-reason", "v1 is gone")...).expect(t, 0, "failed run "+failed)
 	cli(append(args, "runs", "show", failed)...).expect(t, 0, "Status     failed", "REPLAY_DIVERGENCE: failed on request: v1 is gone")
 	// The fix: v1 again. The retry queued above resumes the held run.
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		var out string
 		if err := c.Result(ctx, retried, &out); err != nil || out != "packed ok" {
 			t.Fatalf("result %q, %v; want the run resumed", out, err)

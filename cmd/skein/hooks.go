@@ -11,8 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -126,7 +126,7 @@ Examples:
 				}
 			}
 			h, err := e.client.ResumeHook(ctx, token, payload)
-			var nf *workflow.RequestError
+			var nf *client.RequestError
 			if errors.As(err, &nf) && nf.Kind == world.ErrNotFound {
 				return fmt.Errorf("no active hook holds the token %q: it is unknown, disposed, or its run has finished (see skein hooks list)", token)
 			}

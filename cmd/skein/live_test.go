@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // ticker writes a line to its "ticks" stream, waits on its hook, writes
@@ -65,7 +66,7 @@ func TestCLIWhileWorkerRuns(t *testing.T) {
 	if err := reg.Register(ticker, tick); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

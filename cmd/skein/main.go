@@ -15,8 +15,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/envvars"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -47,7 +47,7 @@ type env struct {
 	stacks func(aws.Config) stackDescriber
 
 	w      world.World
-	client *workflow.Client
+	client *client.Client
 	// sqs is the deployed stack's SQS client (openRemote), for skein dlq.
 	sqs dlqQueue
 	// writes: the command changes the store, so open takes its lock.

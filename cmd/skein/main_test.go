@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -79,7 +81,7 @@ func prepare(t *testing.T) *fixture {
 	if err := reg.Register(demo, flaky, square); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4, Version: "v1.0"})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, Version: "v1.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func prepare(t *testing.T) *fixture {
 		t.Fatalf("demo result: %d, %v", got, err)
 	}
 	// The second run records no version (a client that knows none).
-	unversioned, err := workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg})
+	unversioned, err := client.New(client.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func prepare(t *testing.T) *fixture {
 	return f
 }
 
-func resume(ctx context.Context, t *testing.T, c *workflow.Client, token string, v int) {
+func resume(ctx context.Context, t *testing.T, c *client.Client, token string, v int) {
 	t.Helper()
 	for {
 		if _, err := c.ResumeHook(ctx, token, v); err == nil {

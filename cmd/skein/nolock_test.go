@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -78,7 +78,7 @@ func TestReadersLeaveTheStoreFree(t *testing.T) {
 				t.Fatalf("the worker cannot open the store while skein %s runs: %v\n%s", tc.name, err, errb.String())
 			}
 			defer w.Close()
-			c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+			c, _ := client.New(client.Config{World: w})
 			newID, err := c.Start(ctx, "greeting", "again")
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +112,7 @@ func seedStore(t *testing.T, db string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, _ := client.New(client.Config{World: w})
 	ctx := context.Background()
 	id, err := c.Start(ctx, "greeting", "hi")
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -30,7 +30,7 @@ Examples:
 			if err := e.open(ctx); err != nil {
 				return err
 			}
-			rep, err := e.client.CheckPatch(ctx, &workflow.CheckPatchParams{WorkflowName: args[0], PatchID: args[1]})
+			rep, err := e.client.CheckPatch(ctx, &client.CheckPatchParams{WorkflowName: args[0], PatchID: args[1]})
 			if err != nil {
 				return err
 			}

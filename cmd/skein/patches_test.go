@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -34,7 +36,7 @@ func TestPatchesCheckCLI(t *testing.T) {
 	})
 	tok := "patch/1"
 	var id string
-	deployed(t, db, v1, pack, func(ctx context.Context, c *workflow.Client) {
+	deployed(t, db, v1, pack, func(ctx context.Context, c *client.Client) {
 		r, err := v1.Start(ctx, c, tok)
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +67,7 @@ func TestPatchesCheckCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := workflow.NewRegistry().MustRegister(v2, pack, label)
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

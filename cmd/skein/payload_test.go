@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -23,7 +25,7 @@ func TestHooksResumeWrongType(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var runID string
-	withWorker(ctx, t, db, func(c *workflow.Client) {
+	withWorker(ctx, t, db, func(c *client.Client) {
 		run, err := demo.Start(ctx, c, demoInput{N: 1, Token: token})
 		if err != nil {
 			t.Fatal(err)
@@ -40,7 +42,7 @@ func TestHooksResumeWrongType(t *testing.T) {
 		}
 	})
 	cli("-db", db, "hooks", "resume", token, `"seven"`).expect(t, 0, "resumed hook", runID)
-	withWorker(ctx, t, db, func(c *workflow.Client) {
+	withWorker(ctx, t, db, func(c *client.Client) {
 		_, err := demo.Get(c, runID).Result(ctx)
 		var rf *workflow.RunFailedError
 		var pe *workflow.SerializationError
@@ -52,14 +54,14 @@ func TestHooksResumeWrongType(t *testing.T) {
 }
 
 // withWorker runs fn with a worker running on the store at db.
-func withWorker(ctx context.Context, t *testing.T, db string, fn func(c *workflow.Client)) {
+func withWorker(ctx context.Context, t *testing.T, db string, fn func(c *client.Client)) {
 	t.Helper()
 	w, err := localworld.Open(localworld.Config{Path: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := workflow.NewRegistry().MustRegister(demo, flaky, square)
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 4})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

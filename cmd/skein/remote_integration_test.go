@@ -15,7 +15,8 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // fakeStacks answers DescribeStacks with one stack's outputs.
@@ -49,7 +50,7 @@ func TestCLIOnDeployedStack(t *testing.T) {
 	}
 	defer w.Close()
 	reg := workflow.NewRegistry().MustRegister(ticker, tick)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

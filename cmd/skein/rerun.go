@@ -9,7 +9,8 @@ import (
 	"maps"
 	"strings"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -56,19 +57,19 @@ Examples:
 			}
 			var existed bool
 			// The new run is not a schedule's firing: the SDK's own
-			// attributes (workflow.ReservedPrefix) stay behind.
+			// attributes (sdk.ReservedPrefix) stay behind.
 			attrs := maps.Clone(r.Attributes)
-			maps.DeleteFunc(attrs, func(k, _ string) bool { return strings.HasPrefix(k, workflow.ReservedPrefix) })
-			opts := []workflow.StartOption{workflow.WithAttributes(attrs), workflow.WithVersion(v), workflow.ReportExisting(&existed)}
+			maps.DeleteFunc(attrs, func(k, _ string) bool { return strings.HasPrefix(k, sdk.ReservedPrefix) })
+			opts := []client.StartOption{client.WithAttributes(attrs), client.WithVersion(v), client.ReportExisting(&existed)}
 			if *key != "" {
-				opts = append(opts, workflow.WithIdempotencyKey(*key))
+				opts = append(opts, client.WithIdempotencyKey(*key))
 			}
 			var input any
 			if len(r.Input) > 0 {
 				input = r.Input
 			}
 			id, err := e.client.Start(ctx, r.WorkflowName, input, opts...)
-			if ce := (*workflow.RequestError)(nil); errors.As(err, &ce) && ce.Kind == world.ErrConflict && ce.InputDiffers {
+			if ce := (*client.RequestError)(nil); errors.As(err, &ce) && ce.Kind == world.ErrConflict && ce.InputDiffers {
 				return rerunExisted(ctx, e, r, *key, ce.RunID)
 			}
 			if err != nil {

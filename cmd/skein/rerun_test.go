@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -51,11 +52,11 @@ func TestRunsRerun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := workflow.NewClient(workflow.ClientConfig{World: w})
+		c, err := client.New(client.Config{World: w})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, err := c.Start(context.Background(), "demo", "another input", workflow.WithIdempotencyKey("order-G"))
+		g, err := c.Start(context.Background(), "demo", "another input", client.WithIdempotencyKey("order-G"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestRunsRerun(t *testing.T) {
 
 // TestRunsRerunScheduled: a rerun of a schedule's run is not a firing of
 // the schedule: it keeps the run's attributes but the SDK's own
-// (workflow.AttrSchedule, AttrScheduledTime), which callers may not set.
+// (worker.AttrSchedule, AttrScheduledTime), which callers may not set.
 func TestRunsRerunScheduled(t *testing.T) {
 	t.Parallel()
 	f := prepare(t)
@@ -104,7 +105,7 @@ func TestRunsRerunScheduled(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := world.NewIDSource(nil, nil).New(world.PrefixRun)
-	attrs := map[string]string{workflow.AttrSchedule: "nightly", workflow.AttrScheduledTime: "2026-01-01T00:00:00Z", "team": "ops"}
+	attrs := map[string]string{worker.AttrSchedule: "nightly", worker.AttrScheduledTime: "2026-01-01T00:00:00Z", "team": "ops"}
 	for _, ev := range []world.EventData{&world.RunCreated{WorkflowName: "demo", Input: []byte(`"x"`), Attributes: attrs}, &world.RunStarted{}, &world.RunCompleted{Output: []byte(`1`)}} {
 		if _, err := w.Append(context.Background(), &world.AppendParams{RunID: id, Events: []world.EventInput{{Data: ev}}}); err != nil {
 			t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/timeline"
 	"github.com/skeinflow/skein/world"
 )
@@ -394,9 +394,9 @@ Examples:
 			case world.RunStatusCompleted, world.RunStatusFailed:
 				return fmt.Errorf("run %s has already %s; there is nothing to cancel", r.RunID, r.Status)
 			}
-			var opts []workflow.CancelOption
+			var opts []client.CancelOption
 			if *compensate {
-				opts = append(opts, workflow.CancelCompensating())
+				opts = append(opts, client.CancelCompensating())
 			}
 			if err := e.client.Cancel(ctx, r.RunID, *reason, opts...); err != nil {
 				if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) {

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
 // statusOfID returns the status of run id (what Client.Status returned).
-func statusOfID(ctx context.Context, c *workflow.Client, id string) (world.RunStatus, error) {
+func statusOfID(ctx context.Context, c *client.Client, id string) (world.RunStatus, error) {
 	info, err := c.GetRun(ctx, id)
 	if err != nil {
 		return "", err

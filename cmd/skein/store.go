@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -103,7 +103,7 @@ func (e *env) serve(base io.Closer, ww world.World, keys encrypt.Keyring) error 
 			return err
 		}
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: ww})
+	client, err := client.New(client.Config{World: ww})
 	if err != nil {
 		_ = base.Close()
 		return err

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -124,7 +124,7 @@ Examples:
 					}
 				}()
 			}
-			for chunk, err := range e.client.ReadStream(rctx, r.RunID, workflow.StreamOptions{Namespace: *name, Start: from}) {
+			for chunk, err := range e.client.ReadStream(rctx, r.RunID, client.StreamOptions{Namespace: *name, Start: from}) {
 				if err != nil {
 					if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 						return nil // the run ended

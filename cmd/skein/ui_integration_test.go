@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 )
 
 // skein ui on a deployed stack (the emulators), by resource flags: the run
@@ -28,7 +28,7 @@ func TestUIOnDeployedStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	client, err := client.New(client.Config{World: w})
 	if err != nil {
 		t.Fatal(err)
 	}

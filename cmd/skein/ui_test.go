@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -118,7 +118,7 @@ func TestUIServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, _ := client.New(client.Config{World: w})
 	id, err := c.Start(context.Background(), "greeting", "hi")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestUIWritable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, _ := client.New(client.Config{World: w})
 	id, err := c.Start(context.Background(), "greeting", "hi")
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestUIActsOnEncryptedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := workflow.NewClient(workflow.ClientConfig{World: w})
+	c, _ := client.New(client.Config{World: w})
 	id, err := c.Start(context.Background(), "greeting", "hi")
 	if err != nil {
 		t.Fatal(err)

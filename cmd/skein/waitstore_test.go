@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // TestWaitForStore: skein ui and runs watch started before the store
@@ -46,7 +47,7 @@ func TestWaitForStore(t *testing.T) {
 	if code := <-uiDone; code != 0 {
 		t.Fatalf("skein ui: exit %d, %q", code, uiErr.String())
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: workflow.NewRegistry().MustRegister(ticker, tick)})
+	worker, err := worker.New(worker.Config{World: w, Registry: workflow.NewRegistry().MustRegister(ticker, tick)})
 	if err != nil {
 		t.Fatal(err)
 	}

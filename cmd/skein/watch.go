@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -65,8 +65,8 @@ type watchOptions struct {
 	snapshot, json, showTokens bool
 }
 
-func (o watchOptions) subscribe() (workflow.SubscribeOptions, error) {
-	s := workflow.SubscribeOptions{RunID: o.runID, Snapshot: o.snapshot, After: o.after}
+func (o watchOptions) subscribe() (client.SubscribeOptions, error) {
+	s := client.SubscribeOptions{RunID: o.runID, Snapshot: o.snapshot, After: o.after}
 	for t := range strings.SplitSeq(o.types, ",") {
 		if t = strings.TrimSpace(t); t == "" {
 			continue
@@ -130,7 +130,7 @@ const compPoll = 200 * time.Millisecond
 // watchOnce prints updates until the subscription ends. ended is true when
 // a watched run's subscription ended with the run (so.After is where it
 // stopped), false when interrupted.
-func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o watchOptions) (ended bool, err error) {
+func watchOnce(ctx context.Context, e *env, so *client.SubscribeOptions, o watchOptions) (ended bool, err error) {
 	sub, err := e.client.Subscribe(ctx, *so)
 	if errors.Is(err, world.ErrInvalid) && o.after != "" {
 		return false, usagef("-after %q is not a cursor of this watch: %v", o.after, err)
@@ -156,7 +156,7 @@ func watchOnce(ctx context.Context, e *env, so *workflow.SubscribeOptions, o wat
 }
 
 // printUpdate prints one update as a line.
-func printUpdate(w io.Writer, u *workflow.Update, o watchOptions) error {
+func printUpdate(w io.Writer, u *client.Update, o watchOptions) error {
 	if o.json {
 		line := struct {
 			Cursor   string          `json:"cursor"`

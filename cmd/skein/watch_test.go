@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -70,7 +71,7 @@ func TestRunsWatchWhileWorkerRuns(t *testing.T) {
 	if err := reg.Register(ticker, tick); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestWatchWorkerProcess(t *testing.T) {
 	if err := reg.Register(sleeper, tick); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/webui"
+	"github.com/skeinflow/skein/worker"
 )
 
 // serveDashboard serves Skein's dashboard on addr over the worker's own
@@ -15,8 +15,8 @@ import (
 // dashboard's actions (cancel, resume a hook, rerun) work while the worker
 // runs; `skein ui` on the same store reads it, but its actions are refused
 // while the worker holds the store. It returns the dashboard's URL.
-func serveDashboard(ctx context.Context, worker *workflow.Worker, addr string) (string, error) {
-	cfg := webui.Config{Client: worker.Client()}
+func serveDashboard(ctx context.Context, wk *worker.Worker, addr string) (string, error) {
+	cfg := webui.Config{Client: wk.Client()}
 	if host, _, err := net.SplitHostPort(addr); err == nil && isLoopback(host) {
 		cfg.Hosts = webui.LoopbackHosts() // refuse pages of other sites resolving to 127.0.0.1
 	}

@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -109,14 +111,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
 		return 1
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{
+	wk, err := worker.New(worker.Config{
 		World: w, Registry: reg, Concurrency: 4,
 		Logger: slog.New(timelineShown{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}),
 		// A message in hand when the process is killed is redelivered after
 		// Visibility, and a step cut off mid-attempt runs again when its lease
 		// expires: keep both short, so a restart resumes promptly.
 		Visibility: 10 * time.Second,
-		Engine:     workflow.EngineOptions{StepLeaseTTL: 5 * time.Second},
+		Engine:     worker.EngineOptions{StepLeaseTTL: 5 * time.Second},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
@@ -126,20 +128,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		_ = worker.Run(wctx)
+		_ = wk.Run(wctx)
 	}()
 	defer func() { stopWorker(); <-stopped }()
 
 	dashboard := ""
 	if o.ui != "" {
-		if dashboard, err = serveDashboard(wctx, worker, o.ui); err != nil {
+		if dashboard, err = serveDashboard(wctx, wk, o.ui); err != nil {
 			fmt.Fprintf(stderr, "quickstart: the dashboard: %v\n", err)
 			return 1
 		}
 		p.plain("dashboard: %s (served by this worker, so its actions work)", dashboard)
 	}
 
-	code, err := placeOrder(ctx, w, worker.Client(), o, p)
+	code, err := placeOrder(ctx, w, wk.Client(), o, p)
 	if err != nil {
 		fmt.Fprintf(stderr, "quickstart: %v\n", err)
 	}
@@ -152,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // startAsPlaced starts the order of run runID again with the input it was
 // placed with: its idempotency key returns that run.
-func startAsPlaced(ctx context.Context, c *workflow.Client, runID string, key workflow.StartOption) (*workflow.Run[Result], error) {
+func startAsPlaced(ctx context.Context, c *client.Client, runID string, key client.StartOption) (*client.Run[Result], error) {
 	info, err := c.GetRun(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -166,7 +168,7 @@ func startAsPlaced(ctx context.Context, c *workflow.Client, runID string, key wo
 
 // placeOrder starts the order's run, or finds it, follows it to its end and
 // prints the result.
-func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *options, p *printer) (int, error) {
+func placeOrder(ctx context.Context, w world.World, c *client.Client, o *options, p *printer) (int, error) {
 	orderID := o.order
 	if o.fresh {
 		orderID += "-" + strconv.FormatInt(time.Now().UnixMilli(), 36)
@@ -178,9 +180,9 @@ func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *optio
 	// The same order has the same key, so a second start returns the run the
 	// first one started, finished or not.
 	before := time.Now()
-	key := workflow.WithIdempotencyKey("quickstart-order-" + orderID)
+	key := client.WithIdempotencyKey("quickstart-order-" + orderID)
 	run, err := fulfilOrder.Start(ctx, c, order, key)
-	if ce := (*workflow.RequestError)(nil); errors.As(err, &ce) && ce.Kind == world.ErrConflict && ce.InputDiffers {
+	if ce := (*client.RequestError)(nil); errors.As(err, &ce) && ce.Kind == world.ErrConflict && ce.InputDiffers {
 		// The order was placed with other settings (-sleep applies to new
 		// orders only): go on with it as it was placed.
 		run, err = startAsPlaced(ctx, c, ce.RunID, key)
@@ -254,7 +256,7 @@ func placeOrder(ctx context.Context, w world.World, c *workflow.Client, o *optio
 }
 
 // report prints a finished run's outcome.
-func report(ctx context.Context, run *workflow.Run[Result], p *printer) (int, error) {
+func report(ctx context.Context, run *client.Run[Result], p *printer) (int, error) {
 	info, err := run.Info(ctx)
 	if err != nil {
 		return 1, err
@@ -318,7 +320,7 @@ func reportCutOff(ctx context.Context, w world.World, wa *watcher, p *printer) e
 
 // approve plays the outside world: a person who sees the order waiting for
 // approval and, after a moment, approves it with the hook's token.
-func approve(ctx context.Context, c *workflow.Client, token string, after time.Duration, p *printer) {
+func approve(ctx context.Context, c *client.Client, token string, after time.Duration, p *printer) {
 	for {
 		if _, err := c.GetHookByToken(ctx, token); err == nil {
 			break

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Order is what the shop hands to the workflow: the run's input, recorded

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -246,8 +246,8 @@ func stepLabel(d *world.StepCreated) string {
 
 // printStream prints the run's default stream live, from index start, until
 // the stream is closed (when the run ends) or ctx is done.
-func printStream(ctx context.Context, c *workflow.Client, runID string, start int64, p *printer) {
-	for chunk, err := range c.ReadStream(ctx, runID, workflow.StreamOptions{Start: start}) {
+func printStream(ctx context.Context, c *client.Client, runID string, start int64, p *printer) {
+	for chunk, err := range c.ReadStream(ctx, runID, client.StreamOptions{Start: start}) {
 		if err != nil {
 			return
 		}

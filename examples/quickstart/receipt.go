@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Receipt is what the order's cleanup hook archives once its run has

@@ -10,8 +10,9 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/internal/engine"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -29,7 +30,7 @@ func Token(token string) string { return engine.RedactToken(token) }
 // every token of hook_received, hook_disposed and hook_conflict events,
 // which do not say whether the hook is a webhook (their correlation ID
 // names the hook). Plain hooks' tokens stay. u itself is not changed.
-func Update(u *workflow.Update) *workflow.Update {
+func Update(u *client.Update) *client.Update {
 	out := *u
 	if u.Snapshot != nil {
 		st := *u.Snapshot

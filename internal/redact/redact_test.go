@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -12,32 +12,32 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/runrules"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
 // tagged sets attributes mid-run, waits on a hook, and sets one again
 // before it returns.
-var tagged = workflow.New("tagged", func(ctx workflow.Context, tenant string) (int, error) {
-	if err := workflow.SetAttributes(ctx, map[string]string{"tenant": tenant, "stage": "charged"}); err != nil {
+var tagged = sdk.New("tagged", func(ctx sdk.Context, tenant string) (int, error) {
+	if err := sdk.SetAttributes(ctx, map[string]string{"tenant": tenant, "stage": "charged"}); err != nil {
 		return 0, err
 	}
 	n, err := add.Call(ctx, [2]int{1, 2})
 	if err != nil {
 		return 0, err
 	}
-	h := workflow.NewHook[hookPayload](ctx, workflow.HookOptions{Token: "tagged-" + tenant})
+	h := sdk.NewHook[hookPayload](ctx, sdk.HookOptions{Token: "tagged-" + tenant})
 	if _, err := h.Receive(ctx); err != nil {
 		return 0, err
 	}
-	return n, workflow.SetAttributes(ctx, map[string]string{"stage": "done"})
+	return n, sdk.SetAttributes(ctx, map[string]string{"stage": "done"})
 })
 
 // listedBy returns the IDs of the runs ListRuns finds by the attribute.
-func listedBy(t *testing.T, c *workflow.Client, key, value string) []string {
+func listedBy(t *testing.T, c *sdk.Client, key, value string) []string {
 	t.Helper()
-	p, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{Attribute: &world.AttributeFilter{Key: key, Value: value}, Limit: 100})
+	p, err := c.ListRuns(context.Background(), sdk.ListRunsOptions{Attribute: &world.AttributeFilter{Key: key, Value: value}, Limit: 100})
 	if err != nil {
 		t.Fatalf("ListRuns(%s=%s): %v", key, value, err)
 	}
@@ -54,13 +54,13 @@ func listedBy(t *testing.T, c *workflow.Client, key, value string) []string {
 func TestSetAttributesAcrossRestart(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "skein.db")
-	start := func() (*localworld.World, *workflow.Client, func()) {
+	start := func() (*localworld.World, *sdk.Client, func()) {
 		lw, err := localworld.Open(localworld.Config{Path: path})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := workflow.NewRegistry().MustRegister(tagged, add)
-		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+		reg := sdk.NewRegistry().MustRegister(tagged, add)
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestSetAttributesAcrossRestart(t *testing.T) {
 	defer cancel()
 
 	_, client, stop := start()
-	run, err := tagged.Start(ctx, client, "acme", workflow.WithAttributes(map[string]string{"origin": "test"}))
+	run, err := tagged.Start(ctx, client, "acme", sdk.WithAttributes(map[string]string{"origin": "test"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +145,10 @@ func TestSetAttributesAcrossRestart(t *testing.T) {
 }
 
 // attrLimits tries what SetAttributes refuses, and reports what it got.
-var attrLimits = workflow.New("attrLimits", func(ctx workflow.Context, _ int) ([]string, error) {
+var attrLimits = sdk.New("attrLimits", func(ctx sdk.Context, _ int) ([]string, error) {
 	var out []string
 	try := func(attrs map[string]string) {
-		err := workflow.SetAttributes(ctx, attrs)
+		err := sdk.SetAttributes(ctx, attrs)
 		var re *world.RefusalError
 		switch {
 		case err == nil:
@@ -178,7 +178,7 @@ func TestSetAttributesRefused(t *testing.T) {
 	for i := range world.MaxAttributes - 1 {
 		start[fmt.Sprintf("k%02d", i)] = "v"
 	}
-	run, err := attrLimits.Start(ctx, e.client, 0, workflow.WithAttributes(start))
+	run, err := attrLimits.Start(ctx, e.client, 0, sdk.WithAttributes(start))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,19 +218,19 @@ func TestSetAttributesRefused(t *testing.T) {
 	if after := e.events(run.ID()); len(after) != len(evs) {
 		t.Fatalf("refused client calls appended %d events", len(after)-len(evs))
 	}
-	if _, err := attrLimits.Start(ctx, e.client, 0, workflow.WithAttributes(map[string]string{"a b": "1"})); !errors.Is(err, world.ErrInvalid) {
+	if _, err := attrLimits.Start(ctx, e.client, 0, sdk.WithAttributes(map[string]string{"a b": "1"})); !errors.Is(err, world.ErrInvalid) {
 		t.Fatalf("Start with an invalid attribute key = %v, want ErrInvalid", err)
 	}
-	if _, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{Attribute: &world.AttributeFilter{Key: "a b", Value: "1"}}); !errors.Is(err, world.ErrInvalid) {
+	if _, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{Attribute: &world.AttributeFilter{Key: "a b", Value: "1"}}); !errors.Is(err, world.ErrInvalid) {
 		t.Fatalf("ListRuns by an invalid key = %v, want ErrInvalid", err)
 	}
 }
 
 // A workflow that sets attributes and returns at once: they are recorded
 // before the run's end, and its log replays.
-var attrsThenReturn = workflow.New("attrsThenReturn", func(ctx workflow.Context, keys []string) (int, error) {
+var attrsThenReturn = sdk.New("attrsThenReturn", func(ctx sdk.Context, keys []string) (int, error) {
 	for _, k := range keys {
-		if err := workflow.SetAttributes(ctx, map[string]string{k: "set"}); err != nil {
+		if err := sdk.SetAttributes(ctx, map[string]string{k: "set"}); err != nil {
 			return 0, err
 		}
 	}
@@ -259,33 +259,33 @@ func TestSetAttributesReplay(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		code       func(workflow.Context, []string) (int, error)
+		code       func(sdk.Context, []string) (int, error)
 		compatible bool
 	}{
-		{"same code", func(ctx workflow.Context, keys []string) (int, error) {
+		{"same code", func(ctx sdk.Context, keys []string) (int, error) {
 			for _, k := range keys {
-				_ = workflow.SetAttributes(ctx, map[string]string{k: "set"})
+				_ = sdk.SetAttributes(ctx, map[string]string{k: "set"})
 			}
 			return len(keys), nil
 		}, true},
-		{"other values, same keys", func(ctx workflow.Context, keys []string) (int, error) {
+		{"other values, same keys", func(ctx sdk.Context, keys []string) (int, error) {
 			for _, k := range keys {
-				_ = workflow.SetAttributes(ctx, map[string]string{k: "changed"})
+				_ = sdk.SetAttributes(ctx, map[string]string{k: "changed"})
 			}
 			return len(keys), nil
 		}, true},
-		{"other keys", func(ctx workflow.Context, keys []string) (int, error) {
+		{"other keys", func(ctx sdk.Context, keys []string) (int, error) {
 			for _, k := range keys {
-				_ = workflow.SetAttributes(ctx, map[string]string{"x" + k: "set"})
+				_ = sdk.SetAttributes(ctx, map[string]string{"x" + k: "set"})
 			}
 			return len(keys), nil
 		}, false},
-		{"no attributes", func(ctx workflow.Context, keys []string) (int, error) { return len(keys), nil }, false},
+		{"no attributes", func(ctx sdk.Context, keys []string) (int, error) { return len(keys), nil }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			reg := workflow.NewRegistry().MustRegister(workflow.New("attrsThenReturn", tc.code))
-			rep, err := reg.CheckLog(evs)
+			reg := sdk.NewRegistry().MustRegister(sdk.New("attrsThenReturn", tc.code))
+			rep, err := sdk.CheckLog(reg, evs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,10 +298,10 @@ func TestSetAttributesReplay(t *testing.T) {
 
 // attrsThenStep sets attributes and then waits on a step: its
 // attribute_set is matched by position, as the step's creation is.
-func attrsThenStep(key string) func(workflow.Context, int) (int, error) {
-	return func(ctx workflow.Context, n int) (int, error) {
+func attrsThenStep(key string) func(sdk.Context, int) (int, error) {
+	return func(ctx sdk.Context, n int) (int, error) {
 		if key != "" {
-			if err := workflow.SetAttributes(ctx, map[string]string{key: "v"}); err != nil {
+			if err := sdk.SetAttributes(ctx, map[string]string{key: "v"}); err != nil {
 				return 0, err
 			}
 		}
@@ -311,7 +311,7 @@ func attrsThenStep(key string) func(workflow.Context, int) (int, error) {
 
 func TestSetAttributesReplayMidRun(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("attrsThenStep", attrsThenStep("a"))
+	wf := sdk.New("attrsThenStep", attrsThenStep("a"))
 	e := newEnv(t, wf, add)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, 1)
@@ -335,8 +335,8 @@ func TestSetAttributesReplayMidRun(t *testing.T) {
 	}{{"a", true}, {"b", false}, {"", false}} {
 		t.Run("key "+tc.key, func(t *testing.T) {
 			t.Parallel()
-			reg := workflow.NewRegistry().MustRegister(workflow.New("attrsThenStep", attrsThenStep(tc.key)), add)
-			rep, err := reg.CheckLog(evs)
+			reg := sdk.NewRegistry().MustRegister(sdk.New("attrsThenStep", attrsThenStep(tc.key)), add)
+			rep, err := sdk.CheckLog(reg, evs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,9 +351,9 @@ func TestSetAttributesReplayMidRun(t *testing.T) {
 // step's creation, and replay finds it there.
 func TestSetAttributesCarriesPatchMarker(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("patchedAttrs", func(ctx workflow.Context, n int) (int, error) {
-		if workflow.Patched(ctx, "tag-runs") {
-			if err := workflow.SetAttributes(ctx, map[string]string{"tagged": "yes"}); err != nil {
+	wf := sdk.New("patchedAttrs", func(ctx sdk.Context, n int) (int, error) {
+		if sdk.Patched(ctx, "tag-runs") {
+			if err := sdk.SetAttributes(ctx, map[string]string{"tagged": "yes"}); err != nil {
 				return 0, err
 			}
 		}
@@ -373,7 +373,7 @@ func TestSetAttributesCarriesPatchMarker(t *testing.T) {
 	if i < 0 || !runrules.HasPatch(&evs[i], "tag-runs") {
 		t.Fatalf("no attribute_set with the patch marker in %v", evs)
 	}
-	rep, err := e.reg.CheckLog(evs)
+	rep, err := sdk.CheckLog(e.reg, evs)
 	if err != nil || !rep.Compatible() {
 		t.Fatalf("the run's own code does not replay its log: %v, %v", rep, err)
 	}
@@ -391,10 +391,10 @@ func TestClientSetAttributesBadRunID(t *testing.T) {
 }
 
 // attrsReserved tries to set a schedule's attributes from workflow code.
-var attrsReserved = workflow.New("attrsReserved", func(ctx workflow.Context, _ int) (string, error) {
-	err := workflow.SetAttributes(ctx, map[string]string{workflow.AttrSchedule: "nightly"})
+var attrsReserved = sdk.New("attrsReserved", func(ctx sdk.Context, _ int) (string, error) {
+	err := sdk.SetAttributes(ctx, map[string]string{sdk.AttrSchedule: "nightly"})
 	if !errors.Is(err, world.ErrInvalid) {
-		return "", fmt.Errorf("SetAttributes(%s) = %v, want ErrInvalid", workflow.AttrSchedule, err)
+		return "", fmt.Errorf("SetAttributes(%s) = %v, want ErrInvalid", sdk.AttrSchedule, err)
 	}
 	return err.Error(), nil
 })
@@ -407,13 +407,13 @@ func TestReservedAttributesRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, attrsReserved, attrLimits, add)
 	ctx := e.ctx()
-	for _, k := range []string{workflow.AttrSchedule, workflow.AttrScheduledTime, "skein.other"} {
-		_, err := attrsReserved.Start(ctx, e.client, 0, workflow.WithAttributes(map[string]string{k: "2026-01-01T00:00:00Z"}))
+	for _, k := range []string{sdk.AttrSchedule, sdk.AttrScheduledTime, "skein.other"} {
+		_, err := attrsReserved.Start(ctx, e.client, 0, sdk.WithAttributes(map[string]string{k: "2026-01-01T00:00:00Z"}))
 		if !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), "reserved") {
 			t.Errorf("Start with attribute %s = %v, want ErrInvalid saying it is reserved", k, err)
 		}
 	}
-	if p, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{}); err != nil || len(p.Runs) != 0 {
+	if p, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{}); err != nil || len(p.Runs) != 0 {
 		t.Fatalf("refused starts created runs: %v, %v", p, err)
 	}
 	run, err := attrsReserved.Start(ctx, e.client, 0)
@@ -424,8 +424,8 @@ func TestReservedAttributesRefused(t *testing.T) {
 	if err != nil || !strings.Contains(got, "reserved") {
 		t.Fatalf("the workflow's SetAttributes: %q, %v", got, err)
 	}
-	if err := e.client.SetAttributes(ctx, run.ID(), map[string]string{workflow.AttrScheduledTime: "x"}); !errors.Is(err, world.ErrInvalid) {
-		t.Fatalf("Client.SetAttributes(%s) = %v, want ErrInvalid", workflow.AttrScheduledTime, err)
+	if err := e.client.SetAttributes(ctx, run.ID(), map[string]string{sdk.AttrScheduledTime: "x"}); !errors.Is(err, world.ErrInvalid) {
+		t.Fatalf("Client.SetAttributes(%s) = %v, want ErrInvalid", sdk.AttrScheduledTime, err)
 	}
 	if n := countEvents(e.events(run.ID()), world.EventAttributeSet); n != 0 {
 		t.Fatalf("%d attribute_set events, want none", n)

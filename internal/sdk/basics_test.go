@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
-var add = workflow.NewStep("add", func(ctx context.Context, in [2]int) (int, error) { return in[0] + in[1], nil })
+var add = sdk.NewStep("add", func(ctx context.Context, in [2]int) (int, error) { return in[0] + in[1], nil })
 
-var addTen = workflow.New("addTen", func(ctx workflow.Context, n int) (int, error) {
+var addTen = sdk.New("addTen", func(ctx sdk.Context, n int) (int, error) {
 	for _, k := range []int{2, 3, 5} {
 		var err error
 		if n, err = add.Call(ctx, [2]int{n, k}); err != nil {
@@ -44,8 +44,8 @@ func TestAddTen(t *testing.T) {
 	}
 }
 
-func delayed(name string) *workflow.Step[time.Duration, string] {
-	return workflow.NewStep(name, func(ctx context.Context, d time.Duration) (string, error) {
+func delayed(name string) *sdk.Step[time.Duration, string] {
+	return sdk.NewStep(name, func(ctx context.Context, d time.Duration) (string, error) {
 		if err := sleepCtx(ctx, d); err != nil {
 			return "", err
 		}
@@ -56,12 +56,12 @@ func delayed(name string) *workflow.Step[time.Duration, string] {
 func TestPromiseCombinators(t *testing.T) {
 	t.Parallel()
 	a, b, c := delayed("A"), delayed("B"), delayed("C")
-	fatalStep := workflow.NewStep("fatal", func(ctx context.Context, _ struct{}) (string, error) {
-		return "", workflow.Fatal(errors.New("nope"))
+	fatalStep := sdk.NewStep("fatal", func(ctx context.Context, _ struct{}) (string, error) {
+		return "", sdk.Fatal(errors.New("nope"))
 	})
-	all := workflow.New("all", func(ctx workflow.Context, _ struct{}) (string, error) {
+	all := sdk.New("all", func(ctx sdk.Context, _ struct{}) (string, error) {
 		r := ctx.Rand()
-		vs, err := workflow.All(ctx,
+		vs, err := sdk.All(ctx,
 			a.Go(ctx, time.Duration(r.IntN(30))*time.Millisecond),
 			b.Go(ctx, time.Duration(r.IntN(30))*time.Millisecond),
 			c.Go(ctx, time.Duration(r.IntN(30))*time.Millisecond))
@@ -70,18 +70,18 @@ func TestPromiseCombinators(t *testing.T) {
 		}
 		return vs[0] + vs[1] + vs[2], nil
 	})
-	race := workflow.New("race", func(ctx workflow.Context, _ struct{}) (string, error) {
-		return workflow.Race(ctx, a.Go(ctx, time.Hour), b.Go(ctx, 20*time.Millisecond), c.Go(ctx, time.Hour))
+	race := sdk.New("race", func(ctx sdk.Context, _ struct{}) (string, error) {
+		return sdk.Race(ctx, a.Go(ctx, time.Hour), b.Go(ctx, 20*time.Millisecond), c.Go(ctx, time.Hour))
 	})
-	anyWf := workflow.New("any", func(ctx workflow.Context, _ struct{}) (string, error) {
-		return workflow.Any(ctx, fatalStep.Go(ctx, struct{}{}), b.Go(ctx, 20*time.Millisecond), c.Go(ctx, time.Hour))
+	anyWf := sdk.New("any", func(ctx sdk.Context, _ struct{}) (string, error) {
+		return sdk.Any(ctx, fatalStep.Go(ctx, struct{}{}), b.Go(ctx, 20*time.Millisecond), c.Go(ctx, time.Hour))
 	})
 	e := newEnv(t, all, race, anyWf, a, b, c, fatalStep)
 	// Race and Any settle with the first (successful) step; the others take
 	// an hour, so a combinator that waited for them would blow the bound,
 	// which is wide enough for a machine many times slower than ours.
 	for _, tc := range []struct {
-		wf   *workflow.Workflow[struct{}, string]
+		wf   *sdk.Workflow[struct{}, string]
 		want string
 		max  time.Duration
 	}{
@@ -110,8 +110,8 @@ func TestPromiseCombinators(t *testing.T) {
 
 func TestNullByte(t *testing.T) {
 	t.Parallel()
-	echo := workflow.NewStep("echo", func(ctx context.Context, s string) (string, error) { return s, nil })
-	wf := workflow.New("nullByte", func(ctx workflow.Context, _ struct{}) (string, error) {
+	echo := sdk.NewStep("echo", func(ctx context.Context, s string) (string, error) { return s, nil })
+	wf := sdk.New("nullByte", func(ctx sdk.Context, _ struct{}) (string, error) {
 		return echo.Call(ctx, "null byte \x00")
 	})
 	e := newEnv(t, wf, echo)
@@ -126,25 +126,25 @@ func TestNullByte(t *testing.T) {
 }
 
 type metaResult struct {
-	Outer workflow.WorkflowMetadata
-	Inner workflow.WorkflowMetadata
-	Step  workflow.StepMetadata
+	Outer sdk.WorkflowMetadata
+	Inner sdk.WorkflowMetadata
+	Step  sdk.StepMetadata
 	InOK  bool
 }
 
 func TestMetadata(t *testing.T) {
 	t.Parallel()
 	type stepOut struct {
-		W  workflow.WorkflowMetadata
-		S  workflow.StepMetadata
+		W  sdk.WorkflowMetadata
+		S  sdk.StepMetadata
 		OK bool
 	}
-	inStep := workflow.NewStep("meta-step", func(ctx context.Context, _ struct{}) (stepOut, error) {
-		w, ok1 := workflow.WorkflowMetadataFrom(ctx)
-		s, ok2 := workflow.StepMetadataFrom(ctx)
+	inStep := sdk.NewStep("meta-step", func(ctx context.Context, _ struct{}) (stepOut, error) {
+		w, ok1 := sdk.WorkflowMetadataFrom(ctx)
+		s, ok2 := sdk.StepMetadataFrom(ctx)
 		return stepOut{W: w, S: s, OK: ok1 && ok2}, nil
 	})
-	wf := workflow.New("metadata", func(ctx workflow.Context, _ struct{}) (metaResult, error) {
+	wf := sdk.New("metadata", func(ctx sdk.Context, _ struct{}) (metaResult, error) {
 		out, err := inStep.Call(ctx, struct{}{})
 		return metaResult{Outer: ctx.Workflow(), Inner: out.W, Step: out.S, InOK: out.OK}, err
 	})
@@ -171,7 +171,7 @@ func TestMetadata(t *testing.T) {
 	if s.StepName != "meta-step" || s.Attempt < 1 || s.StartedAt.IsZero() || len(s.StepID) < 6 || s.StepID[:5] != "step_" {
 		t.Errorf("step metadata = %+v", s)
 	}
-	if _, ok := workflow.StepMetadataFrom(context.Background()); ok {
+	if _, ok := sdk.StepMetadataFrom(context.Background()); ok {
 		t.Error("step metadata outside a step")
 	}
 	b, _ := json.Marshal(got)

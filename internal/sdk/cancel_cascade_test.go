@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -16,20 +16,20 @@ import (
 // nothing.
 func TestCancelCascadesToChildren(t *testing.T) {
 	t.Parallel()
-	grandchild := workflow.New("cascade-grandchild", func(ctx workflow.Context, token string) (string, error) {
-		return workflow.NewHook[string](ctx, workflow.HookOptions{Token: token + "/gc"}).Receive(ctx)
+	grandchild := sdk.New("cascade-grandchild", func(ctx sdk.Context, token string) (string, error) {
+		return sdk.NewHook[string](ctx, sdk.HookOptions{Token: token + "/gc"}).Receive(ctx)
 	})
-	child := workflow.New("cascade-child", func(ctx workflow.Context, token string) (string, error) {
+	child := sdk.New("cascade-child", func(ctx sdk.Context, token string) (string, error) {
 		f := grandchild.Go(ctx, token)
-		s, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: token}).Receive(ctx)
+		s, err := sdk.NewHook[string](ctx, sdk.HookOptions{Token: token}).Receive(ctx)
 		if err != nil {
 			return "", err
 		}
 		_, err = f.Get(ctx)
 		return s, err
 	})
-	quick := workflow.New("cascade-quick", func(ctx workflow.Context, n int) (int, error) { return n, nil })
-	parent := workflow.New("cascade-parent", func(ctx workflow.Context, token string) (string, error) {
+	quick := sdk.New("cascade-quick", func(ctx sdk.Context, n int) (int, error) { return n, nil })
+	parent := sdk.New("cascade-parent", func(ctx sdk.Context, token string) (string, error) {
 		if _, err := quick.Call(ctx, 1); err != nil {
 			return "", err
 		}
@@ -48,11 +48,11 @@ func TestCancelCascadesToChildren(t *testing.T) {
 	if err := run.Cancel(ctx, "user cancelled"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatalf("parent: %v", err)
 	}
 	status := func(name string) map[world.RunStatus]int {
-		page, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: name})
+		page, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestCancelCascadesToChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	page, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "cascade-child"})
+	page, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: "cascade-child"})
 	if err != nil || len(page.Runs) != 1 {
 		t.Fatalf("children: %v, %v", page, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -48,7 +48,7 @@ func TestCancelDamagedRunWritesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = lw.Close() })
 	w := &damagedLog{World: lw}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: w})
+	client, err := sdk.NewClient(sdk.ClientConfig{World: w})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
 func TestCancelSleepingRun(t *testing.T) {
 	t.Parallel()
-	sleeping := workflow.New("sleepingLong", func(ctx workflow.Context, d time.Duration) (int, error) {
-		return 1, workflow.Sleep(ctx, d)
+	sleeping := sdk.New("sleepingLong", func(ctx sdk.Context, d time.Duration) (int, error) {
+		return 1, sdk.Sleep(ctx, d)
 	})
 	e := newEnv(t, sleeping)
 	ctx := e.ctx()
@@ -25,7 +25,7 @@ func TestCancelSleepingRun(t *testing.T) {
 	if err := run.Cancel(ctx, "user cancelled"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatalf("result err = %v", err)
 	}
 	info, err := run.Info(ctx)
@@ -45,8 +45,8 @@ func TestCancelRunningStep(t *testing.T) {
 	t.Parallel()
 	started := make(chan string, 1)
 	sawCancel := make(chan error, 1)
-	long := workflow.NewStep("long", func(ctx context.Context, _ struct{}) (int, error) {
-		m, _ := workflow.StepMetadataFrom(ctx)
+	long := sdk.NewStep("long", func(ctx context.Context, _ struct{}) (int, error) {
+		m, _ := sdk.StepMetadataFrom(ctx)
 		started <- m.StepID
 		select {
 		case <-ctx.Done():
@@ -56,10 +56,10 @@ func TestCancelRunningStep(t *testing.T) {
 			return 1, nil
 		}
 	})
-	never := workflow.NewStep("never", func(ctx context.Context, _ struct{}) (int, error) {
+	never := sdk.NewStep("never", func(ctx context.Context, _ struct{}) (int, error) {
 		return 0, errors.New("a pending step of a cancelled run ran")
 	})
-	wf := workflow.New("cancelMidStep", func(ctx workflow.Context, _ struct{}) (int, error) {
+	wf := sdk.New("cancelMidStep", func(ctx sdk.Context, _ struct{}) (int, error) {
 		if _, err := long.Call(ctx, struct{}{}); err != nil {
 			return 0, err
 		}
@@ -85,7 +85,7 @@ func TestCancelRunningStep(t *testing.T) {
 		t.Fatal("the running step's context was not cancelled")
 	}
 	t.Logf("step cancelled %s after the run", time.Since(began))
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatalf("result = %v", err)
 	}
 	for _, s := range e.steps(run.ID()) {
@@ -99,22 +99,22 @@ func TestCancelRefusesPendingSteps(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
 	ran := make(chan struct{}, 100)
-	blocker := workflow.NewStep("blocker", func(ctx context.Context, i int) (int, error) {
+	blocker := sdk.NewStep("blocker", func(ctx context.Context, i int) (int, error) {
 		if i == 0 {
 			<-gate
 		}
 		ran <- struct{}{}
 		return i, nil
 	})
-	wf := workflow.New("manyPending", func(ctx workflow.Context, _ struct{}) ([]int, error) {
-		var fs []workflow.Future[int]
+	wf := sdk.New("manyPending", func(ctx sdk.Context, _ struct{}) ([]int, error) {
+		var fs []sdk.Future[int]
 		for i := range 6 {
 			fs = append(fs, blocker.Go(ctx, i))
 		}
-		return workflow.All(ctx, fs...)
+		return sdk.All(ctx, fs...)
 	})
 	// One worker slot and one inline step: the other five wait in the queue.
-	e := newEnvWith(t, envOptions{concurrency: 1, engine: workflow.EngineOptions{InlineConcurrency: 1}}, wf, blocker)
+	e := newEnvWith(t, envOptions{concurrency: 1, engine: sdk.EngineOptions{InlineConcurrency: 1}}, wf, blocker)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, struct{}{})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestCancelRefusesPendingSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(gate)
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)

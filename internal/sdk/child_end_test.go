@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -46,8 +46,8 @@ func (w *hookWakeDropper) Enqueue(ctx context.Context, p *world.EnqueueParams) (
 // second time), so that the parent completes.
 func TestChildEndWakesParentAgain(t *testing.T) {
 	t.Parallel()
-	leaf := workflow.New("wakeLeaf", func(ctx workflow.Context, n int) (int, error) { return n + 1, nil })
-	parent := workflow.New("wakeParent", func(ctx workflow.Context, n int) (int, error) {
+	leaf := sdk.New("wakeLeaf", func(ctx sdk.Context, n int) (int, error) { return n + 1, nil })
+	parent := sdk.New("wakeParent", func(ctx sdk.Context, n int) (int, error) {
 		return leaf.Call(ctx, n)
 	})
 	dropper := &hookWakeDropper{}
@@ -159,10 +159,10 @@ func TestParentEndWaitsForChildStart(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			leaf := workflow.New("orderLeaf", func(ctx workflow.Context, n int) (int, error) { return n * 10, nil })
-			first := workflow.NewStep("orderFirst", func(ctx context.Context, n int) (int, error) { return n, nil })
-			after := workflow.NewStep("orderAfter", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
-			parent := workflow.New("orderParent", func(ctx workflow.Context, n int) (int, error) {
+			leaf := sdk.New("orderLeaf", func(ctx sdk.Context, n int) (int, error) { return n * 10, nil })
+			first := sdk.NewStep("orderFirst", func(ctx context.Context, n int) (int, error) { return n, nil })
+			after := sdk.NewStep("orderAfter", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
+			parent := sdk.New("orderParent", func(ctx sdk.Context, n int) (int, error) {
 				f := first.Go(ctx, n) // takes the one inline slot: the start step is queued
 				c := leaf.Go(ctx, n)
 				v, err := c.Get(ctx)
@@ -184,7 +184,7 @@ func TestParentEndWaitsForChildStart(t *testing.T) {
 				// The start step goes to the queue at once, as on Lambda. A
 				// lost start record is retried once the step's lease has
 				// expired: 3s, which a live executor renews every second.
-				engine: workflow.EngineOptions{InlineConcurrency: 1, BackgroundDelay: -1, StepLeaseTTL: 3 * time.Second},
+				engine: sdk.EngineOptions{InlineConcurrency: 1, BackgroundDelay: -1, StepLeaseTTL: 3 * time.Second},
 			}, parent, leaf, first, after)
 			ctx := e.ctx()
 			run, err := parent.Start(ctx, e.client, 4)
@@ -194,7 +194,7 @@ func TestParentEndWaitsForChildStart(t *testing.T) {
 			if got, err := run.Result(ctx); err != nil || got != 45 {
 				t.Fatalf("parent result %d, %v", got, err)
 			}
-			children, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "orderLeaf"})
+			children, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: "orderLeaf"})
 			if err != nil || len(children.Runs) != 1 {
 				t.Fatalf("child runs %+v, %v: want the one the first attempt started", children, err)
 			}

@@ -7,24 +7,24 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
 var (
-	halver       = workflow.New("halver", func(ctx workflow.Context, n int) (int, error) { return n / 2, nil })
-	thenApproved = workflow.New("child-then-approve", func(ctx workflow.Context, n int) (string, error) {
+	halver       = sdk.New("halver", func(ctx sdk.Context, n int) (int, error) { return n / 2, nil })
+	thenApproved = sdk.New("child-then-approve", func(ctx sdk.Context, n int) (string, error) {
 		half, err := halver.Call(ctx, n)
 		if err != nil {
 			return "", err
 		}
-		note, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
+		note, err := sdk.NewHook[string](ctx, sdk.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
 		if err != nil {
 			return "", err
 		}
 		// A suspension before the end: a run recorded without the child
 		// hook's disposal commits it here.
-		return fmt.Sprintf("%d %s", half, note), workflow.Sleep(ctx, time.Millisecond)
+		return fmt.Sprintf("%d %s", half, note), sdk.Sleep(ctx, time.Millisecond)
 	})
 )
 
@@ -78,7 +78,7 @@ func TestChildHookDisposedOnOutcome(t *testing.T) {
 	for _, ev := range log {
 		switch d := ev.Data.(type) {
 		case *world.HookCreated:
-			if workflow.IsInternalToken(d.Token) {
+			if sdk.IsInternalToken(d.Token) {
 				childHook = ev.CorrelationID
 			}
 		case *world.HookReceived:
@@ -99,7 +99,7 @@ func TestChildHookDisposedOnOutcome(t *testing.T) {
 			old = append(old, ev)
 		}
 	}
-	rep, err := e.reg.CheckLog(old)
+	rep, err := sdk.CheckLog(e.reg, old)
 	if err != nil || rep.Divergence != nil {
 		t.Fatalf("CheckLog of the log without hook_disposed: %+v, %v; want no divergence", rep, err)
 	}
@@ -136,22 +136,22 @@ func count(evs []world.Event, typ world.EventType) int {
 // longer calls the child) and on the code's (the code now calls one).
 func TestDivergenceNamesChildWorkflow(t *testing.T) {
 	t.Parallel()
-	approveOnly := func(name string) *workflow.Workflow[int, string] {
-		return workflow.New(name, func(ctx workflow.Context, n int) (string, error) {
-			return workflow.NewHook[string](ctx, workflow.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
+	approveOnly := func(name string) *sdk.Workflow[int, string] {
+		return sdk.New(name, func(ctx sdk.Context, n int) (string, error) {
+			return sdk.NewHook[string](ctx, sdk.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
 		})
 	}
-	withChild := func(name string) *workflow.Workflow[int, string] {
-		return workflow.New(name, func(ctx workflow.Context, n int) (string, error) {
+	withChild := func(name string) *sdk.Workflow[int, string] {
+		return sdk.New(name, func(ctx sdk.Context, n int) (string, error) {
 			if _, err := halver.Call(ctx, n); err != nil {
 				return "", err
 			}
-			return workflow.NewHook[string](ctx, workflow.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
+			return sdk.NewHook[string](ctx, sdk.HookOptions{Token: fmt.Sprintf("approve/%d", n)}).Receive(ctx)
 		})
 	}
 	for _, tc := range []struct {
 		name           string
-		recorded, code func(string) *workflow.Workflow[int, string]
+		recorded, code func(string) *sdk.Workflow[int, string]
 		logged, asked  string
 	}{
 		{"child call removed", withChild, approveOnly, `a child run of workflow "halver"`, `hook with token "approve/3"`},
@@ -168,8 +168,8 @@ func TestDivergenceNamesChildWorkflow(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitActive(t, e.lw, run.ID(), "approve/3")
-			now := workflow.NewRegistry().MustRegister(tc.code(name), halver)
-			rep, err := now.CheckLog(e.events(run.ID()))
+			now := sdk.NewRegistry().MustRegister(tc.code(name), halver)
+			rep, err := sdk.CheckLog(now, e.events(run.ID()))
 			if err != nil || rep.Divergence == nil {
 				t.Fatalf("CheckLog: %+v, %v; want a divergence", rep, err)
 			}

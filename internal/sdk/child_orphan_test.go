@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -24,7 +24,7 @@ type childWakeLoser struct {
 func (w *childWakeLoser) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
 	if m, err := world.DecodeMessage(p.Body); err == nil && strings.HasPrefix(p.IdempotencyKey, "start:") {
 		if run, err := w.GetRun(ctx, &world.GetRunParams{RunID: m.RunID}); err == nil && run.WorkflowName == w.workflow {
-			return nil, workflow.Fatal(errors.New("test: the executor was lost before the child's first message was sent"))
+			return nil, sdk.Fatal(errors.New("test: the executor was lost before the child's first message was sent"))
 		}
 	}
 	return w.World.Enqueue(ctx, p)
@@ -37,8 +37,8 @@ func (w *childWakeLoser) Enqueue(ctx context.Context, p *world.EnqueueParams) (*
 // its rest cancels it before the parent is at rest.
 func TestChildOfFailedStartCancelled(t *testing.T) {
 	t.Parallel()
-	leaf := workflow.New("orphanLeaf", func(ctx workflow.Context, n int) (int, error) { return n, nil })
-	parent := workflow.New("orphanParent", func(ctx workflow.Context, n int) (int, error) {
+	leaf := sdk.New("orphanLeaf", func(ctx sdk.Context, n int) (int, error) { return n, nil })
+	parent := sdk.New("orphanParent", func(ctx sdk.Context, n int) (int, error) {
 		return leaf.Call(ctx, n)
 	})
 	e := newEnvWith(t, envOptions{world: func(lw *localworld.World) world.World {
@@ -53,7 +53,7 @@ func TestChildOfFailedStartCancelled(t *testing.T) {
 		t.Fatal("the parent completed: the child's first message was not lost")
 	}
 	e.waitEvent(run.ID(), world.EventRunDeactivated)
-	page, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: leaf.Name(), Limit: 10})
+	page, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: leaf.Name(), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -16,7 +16,7 @@ type childOut struct {
 	OriginalValue int
 }
 
-var doubler = workflow.New("doubler", func(ctx workflow.Context, n int) (childOut, error) {
+var doubler = sdk.New("doubler", func(ctx sdk.Context, n int) (childOut, error) {
 	return childOut{ChildResult: n * 2, OriginalValue: n}, nil
 })
 
@@ -26,7 +26,7 @@ func TestChildFromStep(t *testing.T) {
 		ChildRunID  string
 		ChildResult childOut
 	}
-	spawn := workflow.NewStep("spawn", func(ctx context.Context, n int) (spawned, error) {
+	spawn := sdk.NewStep("spawn", func(ctx context.Context, n int) (spawned, error) {
 		run, err := doubler.Start(ctx, nil, n)
 		if err != nil {
 			return spawned{}, err
@@ -38,7 +38,7 @@ func TestChildFromStep(t *testing.T) {
 		ParentInput int
 		spawned
 	}
-	parent := workflow.New("spawnFromStep", func(ctx workflow.Context, n int) (result, error) {
+	parent := sdk.New("spawnFromStep", func(ctx sdk.Context, n int) (result, error) {
 		s, err := spawn.Call(ctx, n)
 		return result{ParentInput: n, spawned: s}, err
 	})
@@ -66,18 +66,18 @@ func TestChildFromStep(t *testing.T) {
 
 func TestChildFromWorkflow(t *testing.T) {
 	t.Parallel()
-	triple := workflow.New("triple", func(ctx workflow.Context, n int) (int, error) { return n * 3, nil })
+	triple := sdk.New("triple", func(ctx sdk.Context, n int) (int, error) { return n * 3, nil })
 	type result struct{ Processed int }
-	parent := workflow.New("startFromWorkflow", func(ctx workflow.Context, n int) (result, error) {
+	parent := sdk.New("startFromWorkflow", func(ctx sdk.Context, n int) (result, error) {
 		p, err := triple.Call(ctx, n)
 		return result{Processed: p}, err
 	})
-	failing := workflow.New("failingChild", func(ctx workflow.Context, _ int) (int, error) {
-		return 0, workflow.Fatal(errFailingChild)
+	failing := sdk.New("failingChild", func(ctx sdk.Context, _ int) (int, error) {
+		return 0, sdk.Fatal(errFailingChild)
 	})
-	parentOfFailing := workflow.New("parentOfFailing", func(ctx workflow.Context, _ int) (string, error) {
+	parentOfFailing := sdk.New("parentOfFailing", func(ctx sdk.Context, _ int) (string, error) {
 		_, err := failing.Call(ctx, 0)
-		var rf *workflow.RunFailedError
+		var rf *sdk.RunFailedError
 		if !asErr(err, &rf) {
 			return "no run error: " + errString(err), nil
 		}
@@ -92,7 +92,7 @@ func TestChildFromWorkflow(t *testing.T) {
 	if got, err := run.Result(ctx); err != nil || got.Processed != 126 {
 		t.Fatalf("got %+v, %v", got, err)
 	}
-	runs, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "triple"})
+	runs, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: "triple"})
 	if err != nil || len(runs.Runs) != 1 {
 		t.Fatalf("child runs = %v, %v", runs, err)
 	}
@@ -110,12 +110,12 @@ func TestChildFromWorkflow(t *testing.T) {
 
 func TestFibonacci(t *testing.T) {
 	t.Parallel()
-	var fib *workflow.Workflow[int, int]
-	fib = workflow.New("fibonacci", func(ctx workflow.Context, n int) (int, error) {
+	var fib *sdk.Workflow[int, int]
+	fib = sdk.New("fibonacci", func(ctx sdk.Context, n int) (int, error) {
 		if n < 2 {
 			return n, nil
 		}
-		vs, err := workflow.All(ctx, fib.Go(ctx, n-1), fib.Go(ctx, n-2))
+		vs, err := sdk.All(ctx, fib.Go(ctx, n-1), fib.Go(ctx, n-2))
 		if err != nil {
 			return 0, err
 		}
@@ -131,7 +131,7 @@ func TestFibonacci(t *testing.T) {
 		t.Fatalf("fibonacci(5) = %d, %v", got, err)
 	}
 	// A three-level chain keeps the root.
-	all, err := e.client.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "fibonacci", Limit: 100})
+	all, err := e.client.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: "fibonacci", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +156,12 @@ func TestFibonacci(t *testing.T) {
 func TestChildHookCannotBeForged(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	slow := workflow.NewStep("slow-child-step", func(ctx context.Context, n int) (int, error) {
+	slow := sdk.NewStep("slow-child-step", func(ctx context.Context, n int) (int, error) {
 		<-release
 		return n * 2, nil
 	})
-	child := workflow.New("forge-child", func(ctx workflow.Context, n int) (int, error) { return slow.Call(ctx, n) })
-	parent := workflow.New("forge-parent", func(ctx workflow.Context, n int) (int, error) { return child.Call(ctx, n) })
+	child := sdk.New("forge-child", func(ctx sdk.Context, n int) (int, error) { return slow.Call(ctx, n) })
+	parent := sdk.New("forge-parent", func(ctx sdk.Context, n int) (int, error) { return child.Call(ctx, n) })
 	e := newEnv(t, parent, child, slow)
 	ctx := e.ctx()
 	run, err := parent.Start(ctx, e.client, 21)
@@ -179,7 +179,7 @@ func TestChildHookCannotBeForged(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if !workflow.IsInternalToken(token) {
+	if !sdk.IsInternalToken(token) {
 		t.Fatalf("the parent's hook %q is not recognised as the engine's own", token)
 	}
 	forged := map[string]any{"runId": "wrun_forged", "status": "completed", "output": 999}

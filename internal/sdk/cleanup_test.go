@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -33,11 +33,11 @@ func TestCleanupHook(t *testing.T) {
 	t.Parallel()
 	var (
 		mu    sync.Mutex
-		calls []workflow.Cleanup[string, string]
+		calls []sdk.Cleanup[string, string]
 	)
 	release := make(chan struct{})
-	double := workflow.NewStep("cleanup-double", func(ctx context.Context, in string) (string, error) { return in + in, nil })
-	wf := workflow.New("cleanup-wf", func(ctx workflow.Context, in string) (string, error) {
+	double := sdk.NewStep("cleanup-double", func(ctx context.Context, in string) (string, error) { return in + in, nil })
+	wf := sdk.New("cleanup-wf", func(ctx sdk.Context, in string) (string, error) {
 		if in == "fail" {
 			return "", errors.New("no")
 		}
@@ -47,7 +47,7 @@ func TestCleanupHook(t *testing.T) {
 		}
 		last, err := double.Call(ctx, first)
 		return last + "!", err
-	}).WithCleanup(func(ctx context.Context, c *workflow.Cleanup[string, string]) error {
+	}).WithCleanup(func(ctx context.Context, c *sdk.Cleanup[string, string]) error {
 		if c.Input == "slow" {
 			<-release
 		}
@@ -59,7 +59,7 @@ func TestCleanupHook(t *testing.T) {
 	e := newEnv(t, wf, double)
 	ctx := e.ctx()
 
-	run, err := wf.Start(ctx, e.client, "ab", workflow.WithAttributes(map[string]string{"tenant": "t1"}))
+	run, err := wf.Start(ctx, e.client, "ab", sdk.WithAttributes(map[string]string{"tenant": "t1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestCleanupHook(t *testing.T) {
 		t.Fatalf("Result returned (%v) before the cleanup hook did", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if err := e.client.CleanupErr(ctx, slow.ID()); !errors.Is(err, workflow.ErrCleanupPending) {
+	if err := e.client.CleanupErr(ctx, slow.ID()); !errors.Is(err, sdk.ErrCleanupPending) {
 		t.Fatalf("CleanupErr while the hook runs: %v; want ErrCleanupPending", err)
 	}
 	close(release)
@@ -144,8 +144,8 @@ func TestCleanupHookFails(t *testing.T) {
 	t.Parallel()
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	wf := workflow.New("cleanup-bad", func(ctx workflow.Context, in string) (string, error) { return "out:" + in, nil }).
-		WithCleanup(func(ctx context.Context, c *workflow.Cleanup[string, string]) error {
+	wf := sdk.New("cleanup-bad", func(ctx sdk.Context, in string) (string, error) { return "out:" + in, nil }).
+		WithCleanup(func(ctx context.Context, c *sdk.Cleanup[string, string]) error {
 			switch c.Input {
 			case "panic":
 				panic("hook exploded")
@@ -154,13 +154,13 @@ func TestCleanupHookFails(t *testing.T) {
 				<-stop // ignores its context: left behind
 			}
 			return errors.New("bucket unavailable")
-		}, workflow.CleanupOptions{Timeout: 50 * time.Millisecond})
+		}, sdk.CleanupOptions{Timeout: 50 * time.Millisecond})
 	e := newEnv(t, wf)
 	ctx := e.ctx()
 	for _, tc := range []struct{ in, typ, msg, kind string }{
-		{"error", "", "bucket unavailable", workflow.CleanupReturnedError},
-		{"panic", "CleanupPanicError", "hook exploded", workflow.CleanupPanicked},
-		{"slow", "CleanupTimeoutError", "timeout", workflow.CleanupTimedOut},
+		{"error", "", "bucket unavailable", sdk.CleanupReturnedError},
+		{"panic", "CleanupPanicError", "hook exploded", sdk.CleanupPanicked},
+		{"slow", "CleanupTimeoutError", "timeout", sdk.CleanupTimedOut},
 	} {
 		run, err := wf.Start(ctx, e.client, tc.in)
 		if err != nil {
@@ -177,11 +177,11 @@ func TestCleanupHookFails(t *testing.T) {
 		if d.Error == nil || (tc.typ != "" && d.Error.Type != tc.typ) || !strings.Contains(d.Error.Message, tc.msg) {
 			t.Fatalf("%s: recorded %+v; want type %q with %q", tc.in, d.Error, tc.typ, tc.msg)
 		}
-		var ce *workflow.CleanupError
+		var ce *sdk.CleanupError
 		if err := e.client.CleanupErr(ctx, run.ID()); !errors.As(err, &ce) || ce.Kind != tc.kind || ce.RunID != run.ID() || !strings.Contains(ce.Message, tc.msg) {
 			t.Fatalf("%s: CleanupErr = %v (%+v); want a *CleanupError of kind %q", tc.in, err, ce, tc.kind)
 		}
-		if tc.kind == workflow.CleanupReturnedError && (ce.Cause == nil || ce.Cause.Error() != "bucket unavailable") {
+		if tc.kind == sdk.CleanupReturnedError && (ce.Cause == nil || ce.Cause.Error() != "bucket unavailable") {
 			t.Fatalf("%s: CleanupErr cause %v; want the hook's error", tc.in, ce.Cause)
 		}
 	}
@@ -210,8 +210,8 @@ func (f *failCleanupOnce) Append(ctx context.Context, p *world.AppendParams) (*w
 func TestCleanupHookAtLeastOnce(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
-	wf := workflow.New("cleanup-again", func(ctx workflow.Context, in string) (string, error) { return in, nil }).
-		WithCleanup(func(ctx context.Context, c *workflow.Cleanup[string, string]) error {
+	wf := sdk.New("cleanup-again", func(ctx sdk.Context, in string) (string, error) { return in, nil }).
+		WithCleanup(func(ctx context.Context, c *sdk.Cleanup[string, string]) error {
 			calls.Add(1)
 			return nil
 		})
@@ -246,14 +246,14 @@ func TestCleanupHookAtLeastOnce(t *testing.T) {
 func TestCleanupBeforeParentWakes(t *testing.T) {
 	t.Parallel()
 	var cleaned atomic.Bool
-	child := workflow.New("cleanup-child", func(ctx workflow.Context, in int) (int, error) { return in * 2, nil }).
-		WithCleanup(func(ctx context.Context, c *workflow.Cleanup[int, int]) error {
+	child := sdk.New("cleanup-child", func(ctx sdk.Context, in int) (int, error) { return in * 2, nil }).
+		WithCleanup(func(ctx context.Context, c *sdk.Cleanup[int, int]) error {
 			time.Sleep(100 * time.Millisecond) // a slow cleanup: the parent must wait for it
 			cleaned.Store(true)
 			return nil
 		})
-	seen := workflow.NewStep("cleanup-seen", func(ctx context.Context, n int) (bool, error) { return cleaned.Load(), nil })
-	parent := workflow.New("cleanup-parent", func(ctx workflow.Context, in int) (bool, error) {
+	seen := sdk.NewStep("cleanup-seen", func(ctx context.Context, n int) (bool, error) { return cleaned.Load(), nil })
+	parent := sdk.New("cleanup-parent", func(ctx sdk.Context, in int) (bool, error) {
 		n, err := child.Call(ctx, in)
 		if err != nil {
 			return false, err

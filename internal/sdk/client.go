@@ -75,8 +75,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: cfg.Now, ids: world.NewIDSource(cfg.Now, nil), cfg: cfg, known: known}, nil
 }
 
-// World returns the client's World.
-func (c *Client) World() world.World { return c.w }
+// ClientWorld returns the World c reads and writes (for Skein's own
+// packages: the public Client does not hand its World out).
+func ClientWorld(c *Client) world.World { return c.w }
 
 type clientKey struct{}
 

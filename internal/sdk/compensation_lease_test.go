@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -35,7 +35,7 @@ func testSlowCompensation(t *testing.T, how string) {
 	const lease, body = 300 * time.Millisecond, 1500 * time.Millisecond
 	prefix := "sl-" + strings.ReplaceAll(how, " ", "-") + "-"
 	var calls, cancelled atomic.Int32
-	undo := workflow.NewStep(prefix+"refund", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	undo := sdk.NewStep(prefix+"refund", func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 		calls.Add(1)
 		select {
 		case <-time.After(body):
@@ -45,31 +45,31 @@ func testSlowCompensation(t *testing.T, how string) {
 			return struct{}{}, ctx.Err()
 		}
 	})
-	charge := workflow.WithCompensation(workflow.NewStep(prefix+"charge", func(ctx context.Context, in string) (string, error) {
+	charge := sdk.WithCompensation(sdk.NewStep(prefix+"charge", func(ctx context.Context, in string) (string, error) {
 		return "charged " + in, nil
 	}), undo)
-	ship := workflow.NewStep(prefix+"ship", func(ctx context.Context, in string) (string, error) {
-		return "", workflow.Fatal(errors.New("out of stock"))
+	ship := sdk.NewStep(prefix+"ship", func(ctx context.Context, in string) (string, error) {
+		return "", sdk.Fatal(errors.New("out of stock"))
 	})
-	saga := workflow.New(prefix+"saga", func(ctx workflow.Context, in string) (string, error) {
+	saga := sdk.New(prefix+"saga", func(ctx sdk.Context, in string) (string, error) {
 		if _, err := charge.Call(ctx, in); err != nil {
 			return "", err
 		}
 		if how == "cancelled" {
-			return "", workflow.Sleep(ctx, time.Hour)
+			return "", sdk.Sleep(ctx, time.Hour)
 		}
 		if _, err := ship.Call(ctx, in); err != nil {
 			if how == "on failure" {
 				return "", err
 			}
-			return "rolled back", workflow.Compensate(ctx)
+			return "rolled back", sdk.Compensate(ctx)
 		}
 		return "done", nil
 	})
 	if how == "on failure" {
 		saga = saga.WithCompensateOnFailure()
 	}
-	e := newEnvWith(t, envOptions{workers: 2, engine: workflow.EngineOptions{StepLeaseTTL: lease}}, undo, charge, ship, saga)
+	e := newEnvWith(t, envOptions{workers: 2, engine: sdk.EngineOptions{StepLeaseTTL: lease}}, undo, charge, ship, saga)
 	ctx := e.ctx()
 	run, err := saga.Start(ctx, e.client, "order")
 	if err != nil {
@@ -77,7 +77,7 @@ func testSlowCompensation(t *testing.T, how string) {
 	}
 	if how == "cancelled" {
 		e.waitEvent(run.ID(), world.EventWaitCreated)
-		if err := run.Cancel(ctx, "changed my mind", workflow.CancelCompensating()); err != nil {
+		if err := run.Cancel(ctx, "changed my mind", sdk.CancelCompensating()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func testSlowCompensation(t *testing.T, how string) {
 	switch {
 	case how == "on failure" && (err == nil || !strings.Contains(err.Error(), "out of stock")):
 		t.Fatalf("saga = %q, %v, want the failure of ship", out, err)
-	case how == "cancelled" && !errors.Is(err, workflow.ErrRunCancelled):
+	case how == "cancelled" && !errors.Is(err, sdk.ErrRunCancelled):
 		t.Fatalf("saga = %q, %v, want ErrRunCancelled", out, err)
 	case how == "explicit" && (err != nil || out != "rolled back"):
 		t.Fatalf("saga = %q, %v", out, err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -18,53 +18,53 @@ import (
 // flight from such code is held, never compensated twice.
 func TestCompensationReplay(t *testing.T) {
 	t.Parallel()
-	mk := func(name string) *workflow.Step[string, string] {
-		return workflow.NewStep(name, func(ctx context.Context, in string) (string, error) {
+	mk := func(name string) *sdk.Step[string, string] {
+		return sdk.NewStep(name, func(ctx context.Context, in string) (string, error) {
 			if name == "rp-c" {
-				return "", workflow.Fatal(errors.New("out of stock"))
+				return "", sdk.Fatal(errors.New("out of stock"))
 			}
 			return name + "-done", nil
 		})
 	}
-	undo := func(name string) *workflow.Step[workflow.Compensation[string, string], struct{}] {
-		return workflow.NewStep(name, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	undo := func(name string) *sdk.Step[sdk.Compensation[string, string], struct{}] {
+		return sdk.NewStep(name, func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 			return struct{}{}, nil
 		})
 	}
 	// The old code: undo steps called as ordinary steps.
 	undoA, undoB := undo("rp-undo-a"), undo("rp-undo-b")
 	oldA, oldB, oldC := mk("rp-a"), mk("rp-b"), mk("rp-c")
-	old := workflow.New("rp-saga", func(ctx workflow.Context, in string) (string, error) {
+	old := sdk.New("rp-saga", func(ctx sdk.Context, in string) (string, error) {
 		ra, _ := oldA.Call(ctx, in)
 		rb, _ := oldB.Call(ctx, in)
 		if _, err := oldC.Call(ctx, in); err != nil {
-			_, _ = undoB.Call(ctx, workflow.Compensation[string, string]{Input: in, Result: rb})
-			_, _ = undoA.Call(ctx, workflow.Compensation[string, string]{Input: in, Result: ra})
+			_, _ = undoB.Call(ctx, sdk.Compensation[string, string]{Input: in, Result: rb})
+			_, _ = undoA.Call(ctx, sdk.Compensation[string, string]{Input: in, Result: ra})
 			return "rolled back", nil
 		}
 		return "done", nil
 	})
 	// The new code: the same steps declaring their compensations.
 	newUndoA, newUndoB := undo("rp-undo-a"), undo("rp-undo-b")
-	newA, newB := workflow.WithCompensation(mk("rp-a"), newUndoA), workflow.WithCompensation(mk("rp-b"), newUndoB)
+	newA, newB := sdk.WithCompensation(mk("rp-a"), newUndoA), sdk.WithCompensation(mk("rp-b"), newUndoB)
 	newC := mk("rp-c")
-	saga := workflow.New("rp-saga", func(ctx workflow.Context, in string) (string, error) {
-		for _, s := range []*workflow.Step[string, string]{newA, newB, newC} {
+	saga := sdk.New("rp-saga", func(ctx sdk.Context, in string) (string, error) {
+		for _, s := range []*sdk.Step[string, string]{newA, newB, newC} {
 			if _, err := s.Call(ctx, in); err != nil {
-				return "rolled back", workflow.Compensate(ctx)
+				return "rolled back", sdk.Compensate(ctx)
 			}
 		}
 		return "done", nil
 	})
-	newReg := workflow.NewRegistry().MustRegister(newUndoA, newUndoB, newA, newB, newC, saga)
+	newReg := sdk.NewRegistry().MustRegister(newUndoA, newUndoB, newA, newB, newC, saga)
 
 	for _, tc := range []struct {
 		name string
-		defs []workflow.Definition
-		wf   *workflow.Workflow[string, string]
+		defs []sdk.Definition
+		wf   *sdk.Workflow[string, string]
 	}{
-		{"old log", []workflow.Definition{undoA, undoB, oldA, oldB, oldC, old}, old},
-		{"new log", []workflow.Definition{newUndoA, newUndoB, newA, newB, newC, saga}, saga},
+		{"old log", []sdk.Definition{undoA, undoB, oldA, oldB, oldC, old}, old},
+		{"new log", []sdk.Definition{newUndoA, newUndoB, newA, newB, newC, saga}, saga},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -87,7 +87,7 @@ func TestCompensationReplay(t *testing.T) {
 					}
 				}
 			}
-			rep, err := newReg.CheckLog(evs)
+			rep, err := sdk.CheckLog(newReg, evs)
 			if err != nil {
 				t.Fatal(err)
 			}

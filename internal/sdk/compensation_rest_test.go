@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -25,10 +25,10 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 	j := &journal{}
 	release := make(chan struct{})
 	running := make(chan struct{}, 1)
-	var steps []*workflow.Step[string, string]
-	var defs []workflow.Definition
+	var steps []*sdk.Step[string, string]
+	var defs []sdk.Definition
 	for _, x := range []string{"a", "b", "c"} {
-		undo := workflow.NewStep("ob-undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+		undo := sdk.NewStep("ob-undo-"+x, func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 			if x == "b" {
 				running <- struct{}{}
 				<-release // a slow refund
@@ -36,16 +36,16 @@ func TestSagaOutcomeBeforeCompensations(t *testing.T) {
 			j.add("undo " + c.Result)
 			return struct{}{}, nil
 		})
-		step := workflow.NewStep("ob-"+x, func(ctx context.Context, in string) (string, error) {
+		step := sdk.NewStep("ob-"+x, func(ctx context.Context, in string) (string, error) {
 			if x == "c" {
-				return "", workflow.Fatal(errors.New("out of stock"))
+				return "", sdk.Fatal(errors.New("out of stock"))
 			}
 			return x + "-done", nil
 		})
-		steps = append(steps, workflow.WithCompensation(step, undo))
+		steps = append(steps, sdk.WithCompensation(step, undo))
 		defs = append(defs, undo, step)
 	}
-	saga := workflow.New("ob-saga", func(ctx workflow.Context, in string) (string, error) {
+	saga := sdk.New("ob-saga", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
 				return "", err
@@ -111,24 +111,24 @@ func TestCompensationRetries(t *testing.T) {
 			t.Parallel()
 			prefix := fmt.Sprintf("rt%v-", auto)
 			var calls atomic.Int32
-			var meta atomic.Pointer[workflow.StepMetadata]
-			undo := workflow.NewStep(prefix+"undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
-				md, _ := workflow.StepMetadataFrom(ctx)
+			var meta atomic.Pointer[sdk.StepMetadata]
+			undo := sdk.NewStep(prefix+"undo", func(ctx context.Context, c sdk.Compensation[int, int]) (struct{}, error) {
+				md, _ := sdk.StepMetadataFrom(ctx)
 				meta.Store(&md)
 				if calls.Add(1) < 3 {
 					return struct{}{}, errors.New("refund service down")
 				}
 				return struct{}{}, nil
-			}, workflow.StepOptions{MaxRetries: 3, Backoff: func(int) time.Duration { return 30 * time.Millisecond }})
-			charge := workflow.WithCompensation(workflow.NewStep(prefix+"charge", func(ctx context.Context, n int) (int, error) { return n, nil }), undo)
-			wf := workflow.New(prefix+"wf", func(ctx workflow.Context, n int) (string, error) {
+			}, sdk.StepOptions{MaxRetries: 3, Backoff: func(int) time.Duration { return 30 * time.Millisecond }})
+			charge := sdk.WithCompensation(sdk.NewStep(prefix+"charge", func(ctx context.Context, n int) (int, error) { return n, nil }), undo)
+			wf := sdk.New(prefix+"wf", func(ctx sdk.Context, n int) (string, error) {
 				if _, err := charge.Call(ctx, n); err != nil {
 					return "", err
 				}
 				if auto {
 					return "", errors.New("give up")
 				}
-				return "undone", workflow.Compensate(ctx)
+				return "undone", sdk.Compensate(ctx)
 			})
 			if auto {
 				wf = wf.WithCompensateOnFailure()
@@ -187,23 +187,23 @@ func testCompensateFanOut(t *testing.T, prefix string, inline int) {
 	j := &journal{}
 	late, started3 := make(chan struct{}), make(chan struct{})
 	var once, once3 sync.Once
-	undo := workflow.NewStep(prefix+"undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
+	undo := sdk.NewStep(prefix+"undo", func(ctx context.Context, c sdk.Compensation[int, int]) (struct{}, error) {
 		j.add(fmt.Sprint("undo ", c.Input))
 		return struct{}{}, nil
 	})
-	branch := workflow.WithCompensation(workflow.NewStep(prefix+"branch", func(ctx context.Context, n int) (int, error) {
+	branch := sdk.WithCompensation(sdk.NewStep(prefix+"branch", func(ctx context.Context, n int) (int, error) {
 		switch n {
 		case 2:
 			<-started3 // branch 3 runs when the run fails
-			return 0, workflow.Fatal(errors.New("branch 2 fails"))
+			return 0, sdk.Fatal(errors.New("branch 2 fails"))
 		case 3:
 			once3.Do(func() { close(started3) })
 			<-late
 		}
 		return n * 10, nil
 	}), undo)
-	fan := workflow.New(prefix+"wf", func(ctx workflow.Context, _ int) (string, error) {
-		fs := []workflow.Future[int]{branch.Go(ctx, 1), branch.Go(ctx, 2), branch.Go(ctx, 3)}
+	fan := sdk.New(prefix+"wf", func(ctx sdk.Context, _ int) (string, error) {
+		fs := []sdk.Future[int]{branch.Go(ctx, 1), branch.Go(ctx, 2), branch.Go(ctx, 3)}
 		if _, err := fs[0].Get(ctx); err != nil {
 			return "", err
 		}
@@ -211,7 +211,7 @@ func testCompensateFanOut(t *testing.T, prefix string, inline int) {
 		once.Do(func() { close(late) }) // branch 3 completes after the end
 		return "", err
 	}).WithCompensateOnFailure()
-	e := newEnvWith(t, envOptions{engine: workflow.EngineOptions{InlineConcurrency: inline}}, undo, branch, fan)
+	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{InlineConcurrency: inline}}, undo, branch, fan)
 	ctx := e.ctx()
 	run, err := fan.Start(ctx, e.client, 0)
 	if err != nil {
@@ -243,13 +243,13 @@ func TestCancelCompensating(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
 	steps, defs := sagaSteps("cc-", "", j)
-	wf := workflow.New("cc", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("cc", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps[:2] {
 			if _, err := s.Call(ctx, in); err != nil {
 				return "", err
 			}
 		}
-		return "", workflow.Sleep(ctx, time.Hour)
+		return "", sdk.Sleep(ctx, time.Hour)
 	})
 	e := newEnv(t, append(defs, wf)...)
 	ctx := e.ctx()
@@ -258,10 +258,10 @@ func TestCancelCompensating(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitEvent(run.ID(), world.EventWaitCreated)
-	if err := run.Cancel(ctx, "customer changed their mind", workflow.CancelCompensating()); err != nil {
+	if err := run.Cancel(ctx, "customer changed their mind", sdk.CancelCompensating()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatalf("Result = %v, want ErrRunCancelled", err)
 	}
 	info, err := e.client.WaitDeactivated(ctx, run.ID())

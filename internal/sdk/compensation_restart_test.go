@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -40,11 +40,11 @@ func testCompensationRestart(t *testing.T, auto bool) {
 	var first atomic.Bool // the first process's attempt of undo-b hangs
 	first.Store(true)
 	started := make(chan struct{}, 1)
-	opts := workflow.StepOptions{MaxRetries: 5, Backoff: func(int) time.Duration { return 20 * time.Millisecond }}
-	var steps []*workflow.Step[string, string]
-	var defs []workflow.Definition
+	opts := sdk.StepOptions{MaxRetries: 5, Backoff: func(int) time.Duration { return 20 * time.Millisecond }}
+	var steps []*sdk.Step[string, string]
+	var defs []sdk.Definition
 	for _, x := range []string{"a", "b", "c"} {
-		undo := workflow.NewStep("rs-undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+		undo := sdk.NewStep("rs-undo-"+x, func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 			if x == "b" && first.Load() {
 				started <- struct{}{}
 				<-ctx.Done() // killed mid-compensation
@@ -53,22 +53,22 @@ func testCompensationRestart(t *testing.T, auto bool) {
 			j.add("undo " + c.Result)
 			return struct{}{}, nil
 		}, opts)
-		step := workflow.NewStep("rs-"+x, func(ctx context.Context, in string) (string, error) {
+		step := sdk.NewStep("rs-"+x, func(ctx context.Context, in string) (string, error) {
 			if x == "c" {
-				return "", workflow.Fatal(errors.New("out of stock"))
+				return "", sdk.Fatal(errors.New("out of stock"))
 			}
 			return x + "-done", nil
 		})
-		steps = append(steps, workflow.WithCompensation(step, undo))
+		steps = append(steps, sdk.WithCompensation(step, undo))
 		defs = append(defs, undo, step)
 	}
-	saga := workflow.New("rs-saga", func(ctx workflow.Context, in string) (string, error) {
+	saga := sdk.New("rs-saga", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
 				if auto {
 					return "", err
 				}
-				return "rolled back", workflow.Compensate(ctx)
+				return "rolled back", sdk.Compensate(ctx)
 			}
 		}
 		return "done", nil
@@ -77,17 +77,17 @@ func testCompensationRestart(t *testing.T, auto bool) {
 		saga = saga.WithCompensateOnFailure()
 	}
 	defs = append(defs, saga)
-	start := func() (*localworld.World, *workflow.Client, func()) {
+	start := func() (*localworld.World, *sdk.Client, func()) {
 		lw, err := localworld.Open(localworld.Config{Path: path})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := workflow.NewRegistry().MustRegister(defs...)
+		reg := sdk.NewRegistry().MustRegister(defs...)
 		// The new process takes the compensation over once the dead one's
 		// step lease has expired; a live one renews it every second, so a
 		// 3s lease lapses under it only if the machine stalls for 2s.
-		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond,
-			Engine: workflow.EngineOptions{StepLeaseTTL: 3 * time.Second, RunPollInterval: 20 * time.Millisecond}})
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond,
+			Engine: sdk.EngineOptions{StepLeaseTTL: 3 * time.Second, RunPollInterval: 20 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -35,23 +35,23 @@ func (j *journal) lines() []string {
 // sagaSteps defines, under prefix, steps "a", "b", "c" that record "do x"
 // and each declare the compensation "undo x"; c fails for good when its
 // input is "fail", and "undo <failUndo>" fails for good.
-func sagaSteps(prefix, failUndo string, j *journal) (steps []*workflow.Step[string, string], defs []workflow.Definition) {
+func sagaSteps(prefix, failUndo string, j *journal) (steps []*sdk.Step[string, string], defs []sdk.Definition) {
 	for _, x := range []string{"a", "b", "c"} {
-		undo := workflow.NewStep(prefix+"undo-"+x, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+		undo := sdk.NewStep(prefix+"undo-"+x, func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 			if x == failUndo {
-				return struct{}{}, workflow.Fatal(errors.New("refund refused"))
+				return struct{}{}, sdk.Fatal(errors.New("refund refused"))
 			}
 			j.add("undo " + c.Result + " of " + c.Input)
 			return struct{}{}, nil
-		}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
-		step := workflow.NewStep(prefix+x, func(ctx context.Context, in string) (string, error) {
+		}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
+		step := sdk.NewStep(prefix+x, func(ctx context.Context, in string) (string, error) {
 			if x == "c" && in == "fail" {
-				return "", workflow.Fatal(errors.New("out of stock"))
+				return "", sdk.Fatal(errors.New("out of stock"))
 			}
 			j.add("do " + x)
 			return x + "-done", nil
 		})
-		steps = append(steps, workflow.WithCompensation(step, undo))
+		steps = append(steps, sdk.WithCompensation(step, undo))
 		defs = append(defs, undo, step)
 	}
 	return steps, defs
@@ -65,13 +65,13 @@ func TestSagaCompensatesInReverse(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
 	steps, defs := sagaSteps("saga-", "", j)
-	saga := workflow.New("saga", func(ctx workflow.Context, in string) (string, error) {
+	saga := sdk.New("saga", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
-				if cerr := workflow.Compensate(ctx); cerr != nil {
+				if cerr := sdk.Compensate(ctx); cerr != nil {
 					return "", cerr
 				}
-				if cerr := workflow.Compensate(ctx); cerr != nil { // nothing left
+				if cerr := sdk.Compensate(ctx); cerr != nil { // nothing left
 					return "", cerr
 				}
 				return "rolled back", nil
@@ -118,12 +118,12 @@ func TestCompensationFailsForGood(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
 	steps, defs := sagaSteps("cfail-", "b", j)
-	saga := workflow.New("cfail", func(ctx workflow.Context, in string) (string, error) {
+	saga := sdk.New("cfail", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
-				err := workflow.Compensate(ctx)
-				var ce *workflow.CompensationError
-				var se *workflow.StepError
+				err := sdk.Compensate(ctx)
+				var ce *sdk.CompensationError
+				var se *sdk.StepError
 				if !errors.As(err, &ce) || ce.StepID == "" || !errors.As(ce.Err, &se) {
 					return "", fmt.Errorf("not a CompensationError wrapping a StepError: %v", err)
 				}
@@ -156,29 +156,29 @@ func TestCompensateFanOut(t *testing.T) {
 	j := &journal{}
 	release := make(chan struct{})
 	var once sync.Once
-	undo := workflow.NewStep("fan-undo", func(ctx context.Context, c workflow.Compensation[int, int]) (struct{}, error) {
+	undo := sdk.NewStep("fan-undo", func(ctx context.Context, c sdk.Compensation[int, int]) (struct{}, error) {
 		j.add(fmt.Sprint("undo ", c.Input, "=", c.Result))
 		once.Do(func() { close(release) }) // branch 3 completes after the first Compensate
 		return struct{}{}, nil
 	})
-	branch := workflow.WithCompensation(workflow.NewStep("fan-branch", func(ctx context.Context, n int) (int, error) {
+	branch := sdk.WithCompensation(sdk.NewStep("fan-branch", func(ctx context.Context, n int) (int, error) {
 		switch n {
 		case 2:
-			return 0, workflow.Fatal(errors.New("branch 2 fails"))
+			return 0, sdk.Fatal(errors.New("branch 2 fails"))
 		case 3:
 			<-release
 		}
 		return n * 10, nil
 	}), undo)
-	fan := workflow.New("fan", func(ctx workflow.Context, _ int) (string, error) {
-		fs := []workflow.Future[int]{branch.Go(ctx, 1), branch.Go(ctx, 2), branch.Go(ctx, 3)}
+	fan := sdk.New("fan", func(ctx sdk.Context, _ int) (string, error) {
+		fs := []sdk.Future[int]{branch.Go(ctx, 1), branch.Go(ctx, 2), branch.Go(ctx, 3)}
 		_, _ = fs[0].Get(ctx)
 		_, _ = fs[1].Get(ctx)
-		if err := workflow.Compensate(ctx); err != nil { // branch 1 only
+		if err := sdk.Compensate(ctx); err != nil { // branch 1 only
 			return "", err
 		}
 		_, _ = fs[2].Get(ctx)
-		return "ok", workflow.Compensate(ctx) // branch 3 only
+		return "ok", sdk.Compensate(ctx) // branch 3 only
 	})
 	e := newEnv(t, undo, branch, fan)
 	ctx := e.ctx()
@@ -201,42 +201,42 @@ func TestCompensateFanOut(t *testing.T) {
 // of the call is registered.
 func TestCompensationRegistration(t *testing.T) {
 	t.Parallel()
-	mk := func(name string) *workflow.Step[string, string] {
-		return workflow.NewStep(name, func(ctx context.Context, s string) (string, error) { return s, nil })
+	mk := func(name string) *sdk.Step[string, string] {
+		return sdk.NewStep(name, func(ctx context.Context, s string) (string, error) { return s, nil })
 	}
-	undo := func(name string) *workflow.Step[workflow.Compensation[string, string], struct{}] {
-		return workflow.NewStep(name, func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	undo := func(name string) *sdk.Step[sdk.Compensation[string, string], struct{}] {
+		return sdk.NewStep(name, func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 			return struct{}{}, nil
 		})
 	}
 	u := undo("reg-undo")
 	for _, tc := range []struct {
 		name     string
-		setup    []workflow.Definition
-		register func(r *workflow.Registry) error
+		setup    []sdk.Definition
+		register func(r *sdk.Registry) error
 		wantComp string // "" for no error
 		wantErr  bool
 	}{
-		{name: "same call", register: func(r *workflow.Registry) error {
-			return r.Register(workflow.WithCompensation(mk("s1"), u), u)
+		{name: "same call", register: func(r *sdk.Registry) error {
+			return r.Register(sdk.WithCompensation(mk("s1"), u), u)
 		}},
-		{name: "earlier call", setup: []workflow.Definition{u}, register: func(r *workflow.Registry) error {
-			return r.Register(workflow.WithCompensation(mk("s1"), u))
+		{name: "earlier call", setup: []sdk.Definition{u}, register: func(r *sdk.Registry) error {
+			return r.Register(sdk.WithCompensation(mk("s1"), u))
 		}},
-		{name: "unregistered", wantErr: true, wantComp: "reg-undo", register: func(r *workflow.Registry) error {
-			return r.Register(workflow.WithCompensation(mk("s1"), u))
+		{name: "unregistered", wantErr: true, wantComp: "reg-undo", register: func(r *sdk.Registry) error {
+			return r.Register(sdk.WithCompensation(mk("s1"), u))
 		}},
-		{name: "another step of that name", setup: []workflow.Definition{undo("reg-undo")}, wantErr: true, wantComp: "reg-undo",
-			register: func(r *workflow.Registry) error { return r.Register(workflow.WithCompensation(mk("s1"), u)) }},
-		{name: "nil", wantErr: true, register: func(r *workflow.Registry) error {
-			return r.Register(workflow.WithCompensation(mk("s1"), nil))
+		{name: "another step of that name", setup: []sdk.Definition{undo("reg-undo")}, wantErr: true, wantComp: "reg-undo",
+			register: func(r *sdk.Registry) error { return r.Register(sdk.WithCompensation(mk("s1"), u)) }},
+		{name: "nil", wantErr: true, register: func(r *sdk.Registry) error {
+			return r.Register(sdk.WithCompensation(mk("s1"), nil))
 		}},
-		{name: "replace", setup: []workflow.Definition{mk("s1")}, wantErr: true, wantComp: "reg-undo",
-			register: func(r *workflow.Registry) error { return r.Replace(workflow.WithCompensation(mk("s1"), u)) }},
+		{name: "replace", setup: []sdk.Definition{mk("s1")}, wantErr: true, wantComp: "reg-undo",
+			register: func(r *sdk.Registry) error { return sdk.Replace(r, sdk.WithCompensation(mk("s1"), u)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := workflow.NewRegistry()
+			r := sdk.NewRegistry()
 			if err := r.Register(tc.setup...); err != nil {
 				t.Fatal(err)
 			}
@@ -247,8 +247,8 @@ func TestCompensationRegistration(t *testing.T) {
 				}
 				return
 			}
-			var ue *workflow.RegistrationError
-			if !errors.As(err, &ue) || ue.Problem != workflow.RegistrationUnregisteredCompensation || ue.Kind != "step" || ue.Name != "s1" || ue.Compensation != tc.wantComp || !errors.Is(err, world.ErrInvalid) {
+			var ue *sdk.RegistrationError
+			if !errors.As(err, &ue) || ue.Problem != sdk.RegistrationUnregisteredCompensation || ue.Kind != "step" || ue.Name != "s1" || ue.Compensation != tc.wantComp || !errors.Is(err, world.ErrInvalid) {
 				t.Fatalf("err = %v, want a RegistrationError of s1 whose compensation %q is not registered", err, tc.wantComp)
 			}
 			if tc.name != "replace" {
@@ -273,20 +273,20 @@ func TestCompensateOnFailure(t *testing.T) {
 	steps, defs := sagaSteps("cof-", "", j)
 	late := make(chan struct{})
 	var lateOnce sync.Once
-	undoSlow := workflow.NewStep("cof-undo-slow", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	undoSlow := sdk.NewStep("cof-undo-slow", func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 		j.add("undo " + c.Result)
 		return struct{}{}, nil
 	})
-	slow := workflow.WithCompensation(workflow.NewStep("cof-slow", func(ctx context.Context, in string) (string, error) {
+	slow := sdk.WithCompensation(sdk.NewStep("cof-slow", func(ctx context.Context, in string) (string, error) {
 		<-late
 		return "slow-done", nil
 	}), undoSlow)
-	body := func(ctx workflow.Context, in string) (string, error) {
+	body := func(ctx sdk.Context, in string) (string, error) {
 		if in == "self" {
 			if _, err := steps[0].Call(ctx, in); err != nil {
 				return "", err
 			}
-			if err := workflow.Compensate(ctx); err != nil { // a undone here, not again
+			if err := sdk.Compensate(ctx); err != nil { // a undone here, not again
 				return "", err
 			}
 		}
@@ -303,11 +303,11 @@ func TestCompensateOnFailure(t *testing.T) {
 		}
 		return "done", nil
 	}
-	auto := workflow.New("cof", body).WithCompensateOnFailure()
-	plain := workflow.New("cof-plain", body)
+	auto := sdk.New("cof", body).WithCompensateOnFailure()
+	plain := sdk.New("cof-plain", body)
 	e := newEnv(t, append(defs, undoSlow, slow, auto, plain)...)
 	for _, tc := range []struct {
-		wf   *workflow.Workflow[string, string]
+		wf   *sdk.Workflow[string, string]
 		in   string
 		want []string
 	}{
@@ -343,7 +343,7 @@ func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
 	steps, defs := sagaSteps("cofx-", "b", j)
-	wf := workflow.New("cofx", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("cofx", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
 				return "", err
@@ -370,7 +370,7 @@ func TestCompensateOnFailureReportsFailedCompensation(t *testing.T) {
 	}
 	if len(c.Failures) != 1 || c.Failures[0].Step != "cofx-b" || !strings.Contains(c.Failures[0].Error(), "refund refused") {
 		t.Errorf("Failures = %v, want the compensation of cofx-b", c.Failures)
-	} else if se := mustAs[*workflow.StepError](t, c.Failures[0].Err); se.Step != "cofx-undo-b" {
+	} else if se := mustAs[*sdk.StepError](t, c.Failures[0].Err); se.Step != "cofx-undo-b" {
 		t.Errorf("failed compensation step = %q", se.Step)
 	}
 	if got, want := j.lines(), []string{"do a", "do b", "undo a-done of fail"}; !slices.Equal(got, want) {
@@ -392,11 +392,11 @@ func TestCompensateOnFailureNotOnCancel(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
 	steps, defs := sagaSteps("cofc-", "", j)
-	wf := workflow.New("cofc", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("cofc", func(ctx sdk.Context, in string) (string, error) {
 		if _, err := steps[0].Call(ctx, in); err != nil {
 			return "", err
 		}
-		return "", workflow.Sleep(ctx, time.Minute)
+		return "", sdk.Sleep(ctx, time.Minute)
 	}).WithCompensateOnFailure()
 	e := newEnv(t, append(defs, wf)...)
 	ctx := e.ctx()
@@ -408,7 +408,7 @@ func TestCompensateOnFailureNotOnCancel(t *testing.T) {
 	if err := run.Cancel(ctx, "stop"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatalf("Result error = %v, want ErrRunCancelled", err)
 	}
 	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
 // TestStepCallRefusals: a call of a step value that is not the one
@@ -19,27 +19,27 @@ import (
 func TestStepCallRefusals(t *testing.T) {
 	t.Parallel()
 	var ran atomic.Int32
-	dupA := workflow.NewStep("dup", func(ctx context.Context, s string) (int, error) { ran.Add(1); return 1, nil })
-	dupB := workflow.NewStep("dup", func(ctx context.Context, s string) (string, error) { ran.Add(1); return s, nil })
-	callsB := workflow.New("calls-dup-b", func(ctx workflow.Context, _ int) (string, error) {
+	dupA := sdk.NewStep("dup", func(ctx context.Context, s string) (int, error) { ran.Add(1); return 1, nil })
+	dupB := sdk.NewStep("dup", func(ctx context.Context, s string) (string, error) { ran.Add(1); return s, nil })
+	callsB := sdk.New("calls-dup-b", func(ctx sdk.Context, _ int) (string, error) {
 		return dupB.Call(ctx, "x")
 	})
-	nanStep := workflow.NewStep("takes-float", func(ctx context.Context, f float64) (int, error) { return 1, nil })
-	sendsNaN := workflow.New("sends-nan", func(ctx workflow.Context, _ int) (string, error) {
+	nanStep := sdk.NewStep("takes-float", func(ctx context.Context, f float64) (int, error) { return 1, nil })
+	sendsNaN := sdk.New("sends-nan", func(ctx sdk.Context, _ int) (string, error) {
 		_, err := nanStep.Call(ctx, math.NaN())
 		return "", err
 	})
-	asString := workflow.NewStep("int-result", func(ctx context.Context, s string) (string, error) { return s, nil })
-	asInt := workflow.NewStep("int-result", func(ctx context.Context, s string) (int, error) { return 7, nil })
-	misreads := workflow.New("misreads", func(ctx workflow.Context, _ int) (string, error) {
+	asString := sdk.NewStep("int-result", func(ctx context.Context, s string) (string, error) { return s, nil })
+	asInt := sdk.NewStep("int-result", func(ctx context.Context, s string) (int, error) { return 7, nil })
+	misreads := sdk.New("misreads", func(ctx sdk.Context, _ int) (string, error) {
 		return asString.Call(ctx, "x")
 	})
 	e := newEnv(t, dupA, nanStep, asString, callsB, sendsNaN, misreads)
-	if err := e.reg.Replace(asInt); err != nil {
+	if err := sdk.Replace(e.reg, asInt); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		wf   *workflow.Workflow[int, string]
+		wf   *sdk.Workflow[int, string]
 		want []string
 	}{
 		{callsB, []string{`step "dup" called is not the step registered under that name`}},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -18,23 +18,23 @@ import (
 func TestDurableStoreSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "skein.db")
-	napper := workflow.New("napper", func(ctx workflow.Context, n int) (int, error) {
+	napper := sdk.New("napper", func(ctx sdk.Context, n int) (int, error) {
 		m, err := add.Call(ctx, [2]int{n, 1})
 		if err != nil {
 			return 0, err
 		}
-		if err := workflow.Sleep(ctx, 300*time.Millisecond); err != nil {
+		if err := sdk.Sleep(ctx, 300*time.Millisecond); err != nil {
 			return 0, err
 		}
 		return add.Call(ctx, [2]int{m, 1})
 	})
-	start := func() (*localworld.World, *workflow.Client, func()) {
+	start := func() (*localworld.World, *sdk.Client, func()) {
 		lw, err := localworld.Open(localworld.Config{Path: path})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := workflow.NewRegistry().MustRegister(addTen, add, napper, hookWorkflow)
-		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+		reg := sdk.NewRegistry().MustRegister(addTen, add, napper, hookWorkflow)
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,8 +122,8 @@ func TestWorkerDropsMalformedMessages(t *testing.T) {
 	}
 	defer lw.Close()
 	rec := &ackRecorder{World: lw, bodies: map[string][]byte{}}
-	reg := workflow.NewRegistry().MustRegister(addTen, add)
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: rec, Registry: reg, PollWait: 20 * time.Millisecond})
+	reg := sdk.NewRegistry().MustRegister(addTen, add)
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: rec, Registry: reg, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +134,12 @@ func TestWorkerDropsMalformedMessages(t *testing.T) {
 	// handling the same unknown run at the same time may hold its lease,
 	// and a delivery that finds the lease held drops a message of an
 	// unknown run without an error (the same end: it is acknowledged).
-	p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg})
+	p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, body := range bad {
-		if err := p.Process(ctx, []byte(body), 1); !workflow.IsPermanent(err) {
+		if err := p.Process(ctx, []byte(body), 1); !sdk.IsPermanent(err) {
 			t.Errorf("Process(%s) = %v, want a permanent error", body, err)
 		}
 	}

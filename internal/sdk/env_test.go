@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -18,9 +18,9 @@ import (
 type env struct {
 	t      *testing.T
 	lw     *localworld.World
-	reg    *workflow.Registry
-	client *workflow.Client
-	worker *workflow.Worker
+	reg    *sdk.Registry
+	client *sdk.Client
+	worker *sdk.Worker
 	// stop stops the workers and waits for them: every message in hand
 	// has been handled when it returns. The test's cleanup calls it too.
 	stop func()
@@ -29,7 +29,7 @@ type env struct {
 type envOptions struct {
 	workers     int
 	concurrency int
-	engine      workflow.EngineOptions
+	engine      sdk.EngineOptions
 	webhooks    bool
 	world       func(*localworld.World) world.World
 	logger      *slog.Logger     // the workers' logger
@@ -37,11 +37,11 @@ type envOptions struct {
 	now         func() time.Time // the clock of the world, workers and client (default time.Now)
 }
 
-func newEnv(t *testing.T, defs ...workflow.Definition) *env {
+func newEnv(t *testing.T, defs ...sdk.Definition) *env {
 	return newEnvWith(t, envOptions{}, defs...)
 }
 
-func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
+func newEnvWith(t *testing.T, o envOptions, defs ...sdk.Definition) *env {
 	t.Helper()
 	lw, err := localworld.Open(localworld.Config{Limits: o.limits, Now: o.now})
 	if err != nil {
@@ -51,7 +51,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	if o.world != nil {
 		w = o.world(lw)
 	}
-	reg := workflow.NewRegistry()
+	reg := sdk.NewRegistry()
 	if err := reg.Register(defs...); err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +68,12 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range o.workers {
-		cfg := workflow.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, PollWait: 50 * time.Millisecond,
+		cfg := sdk.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, PollWait: 50 * time.Millisecond,
 			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger, Now: o.now}
 		if o.webhooks && i == 0 {
 			cfg.WebhookAddr = "127.0.0.1:0"
 		}
-		wk, err := workflow.NewWorker(cfg)
+		wk, err := sdk.NewWorker(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...workflow.Definition) *env {
 			}
 		}()
 	}
-	e.client, err = workflow.NewClient(workflow.ClientConfig{World: w, Registry: reg, Now: o.now})
+	e.client, err = sdk.NewClient(sdk.ClientConfig{World: w, Registry: reg, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -18,21 +18,21 @@ import (
 // the message is the one the workflow returned.
 func TestMultiErrorsRoundTrip(t *testing.T) {
 	t.Parallel()
-	comp := &workflow.CompensationError{Step: "charge", StepID: "st_7", Err: errors.New("refund refused")}
+	comp := &sdk.CompensationError{Step: "charge", StepID: "st_7", Err: errors.New("refund refused")}
 	locked := &InvoiceLockedError{Code: "INVOICE_LOCKED", Invoice: "42"}
 	cases := []struct {
 		name string
 		err  error
 	}{
-		{"join", errors.Join(workflow.Fatal(errors.New("out of stock")), comp, locked)},
-		{"wrapped join", fmt.Errorf("saga undone: %w", errors.Join(workflow.Fatal(errors.New("out of stock")), comp, locked))},
-		{"two %w", fmt.Errorf("%w; then %w (%w)", workflow.Fatal(errors.New("out of stock")), comp, locked)},
-		{"join in a join", errors.Join(workflow.Fatal(errors.New("out of stock")), errors.Join(comp, locked))},
+		{"join", errors.Join(sdk.Fatal(errors.New("out of stock")), comp, locked)},
+		{"wrapped join", fmt.Errorf("saga undone: %w", errors.Join(sdk.Fatal(errors.New("out of stock")), comp, locked))},
+		{"two %w", fmt.Errorf("%w; then %w (%w)", sdk.Fatal(errors.New("out of stock")), comp, locked)},
+		{"join in a join", errors.Join(sdk.Fatal(errors.New("out of stock")), errors.Join(comp, locked))},
 	}
-	var defs []workflow.Definition
-	wfs := map[string]*workflow.Workflow[int, int]{}
+	var defs []sdk.Definition
+	wfs := map[string]*sdk.Workflow[int, int]{}
 	for _, tc := range cases {
-		wf := workflow.New("multi-"+tc.name, func(ctx workflow.Context, _ int) (int, error) { return 0, tc.err })
+		wf := sdk.New("multi-"+tc.name, func(ctx sdk.Context, _ int) (int, error) { return 0, tc.err })
 		wfs[tc.name] = wf
 		defs = append(defs, wf)
 	}
@@ -49,12 +49,12 @@ func TestMultiErrorsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = run.Result(ctx)
-			rf := mustAs[*workflow.RunFailedError](t, err)
+			rf := mustAs[*sdk.RunFailedError](t, err)
 			if rf.Cause.Error() != tc.err.Error() {
 				t.Errorf("message %q, want %q", rf.Cause.Error(), tc.err.Error())
 			}
-			fe, fatal := workflow.FatalCause(err)
-			ce := mustAs[*workflow.CompensationError](t, err)
+			fe, fatal := sdk.FatalCause(err)
+			ce := mustAs[*sdk.CompensationError](t, err)
 			il := mustAs[*InvoiceLockedError](t, err)
 			if !fatal || fe.Error() != "out of stock" || ce.Step != "charge" || ce.StepID != "st_7" || ce.Err.Error() != "refund refused" || *il != *locked {
 				t.Errorf("members after the round trip: fatal %v, compensation %+v, invoice %+v", fe, ce, il)
@@ -72,7 +72,7 @@ func TestCompensateErrorIsTyped(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
 	steps, defs := sagaSteps("cotyped-", "a", j)
-	saga := func(ctx workflow.Context, in string) error {
+	saga := func(ctx sdk.Context, in string) error {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
 				return err
@@ -80,15 +80,15 @@ func TestCompensateErrorIsTyped(t *testing.T) {
 		}
 		return nil
 	}
-	explicit := workflow.New("cotyped-explicit", func(ctx workflow.Context, in string) (string, error) {
+	explicit := sdk.New("cotyped-explicit", func(ctx sdk.Context, in string) (string, error) {
 		if err := saga(ctx, in); err != nil {
-			return "", fmt.Errorf("order undone: %w", workflow.Compensate(ctx))
+			return "", fmt.Errorf("order undone: %w", sdk.Compensate(ctx))
 		}
 		return "done", nil
 	})
 	e := newEnv(t, append(defs, explicit)...)
 	for _, tc := range []struct {
-		wf       *workflow.Workflow[string, string]
+		wf       *sdk.Workflow[string, string]
 		compStep string
 	}{
 		{explicit, "cotyped-a"},
@@ -101,11 +101,11 @@ func TestCompensateErrorIsTyped(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = run.Result(ctx)
-			ce := mustAs[*workflow.CompensationError](t, err)
+			ce := mustAs[*sdk.CompensationError](t, err)
 			if ce.Step != tc.compStep || ce.StepID == "" {
 				t.Errorf("CompensationError %+v, want step %q with its step ID", ce, tc.compStep)
 			}
-			if se := mustAs[*workflow.StepError](t, ce.Err); se.Step != "cotyped-undo-a" {
+			if se := mustAs[*sdk.StepError](t, ce.Err); se.Step != "cotyped-undo-a" {
 				t.Errorf("the compensation's error %+v, want the StepError of cotyped-undo-a", se)
 			}
 		})
@@ -134,7 +134,7 @@ func TestOldMultiErrorLogsDecode(t *testing.T) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := e.client.Result(rctx, id, nil)
 		cancel()
-		if we := mustAs[*workflow.Error](t, err); we.Message != "first\nsecond" || we.Type != typ {
+		if we := mustAs[*sdk.Error](t, err); we.Message != "first\nsecond" || we.Type != typ {
 			t.Errorf("%s: old log reads back as %+v", typ, we)
 		}
 	}
@@ -147,24 +147,24 @@ func TestOldMultiErrorLogsDecode(t *testing.T) {
 // AllFailedError with its members, and the client finds the same.
 func TestAnyAllFailed(t *testing.T) {
 	t.Parallel()
-	declined := workflow.NewStep("any-declined", func(context.Context, struct{}) (int, error) {
-		return 0, workflow.Fatal(&InvoiceLockedError{Code: "INVOICE_LOCKED", Invoice: "7"})
-	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
-	timedOut := workflow.NewStep("any-timed-out", func(context.Context, struct{}) (int, error) {
-		return 0, workflow.Fatal(context.DeadlineExceeded)
-	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
+	declined := sdk.NewStep("any-declined", func(context.Context, struct{}) (int, error) {
+		return 0, sdk.Fatal(&InvoiceLockedError{Code: "INVOICE_LOCKED", Invoice: "7"})
+	}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
+	timedOut := sdk.NewStep("any-timed-out", func(context.Context, struct{}) (int, error) {
+		return 0, sdk.Fatal(context.DeadlineExceeded)
+	}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
 	check := func(t *testing.T, err error) {
 		t.Helper()
 		il := mustAs[*InvoiceLockedError](t, err)
 		if il.Invoice != "7" || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%v: want both members typed", err)
 		}
-		multi, ok := errors.Unwrap(mustAs[*workflow.RunFailedError](t, err)).(interface{ Unwrap() []error })
+		multi, ok := errors.Unwrap(mustAs[*sdk.RunFailedError](t, err)).(interface{ Unwrap() []error })
 		if !ok || len(multi.Unwrap()) != 2 {
 			t.Fatalf("%v: want the two futures' errors", err)
 		}
 		for i, step := range []string{"any-declined", "any-timed-out"} {
-			if se := mustAs[*workflow.StepError](t, multi.Unwrap()[i]); se.Step != step {
+			if se := mustAs[*sdk.StepError](t, multi.Unwrap()[i]); se.Step != step {
 				t.Errorf("member %d is of step %q, want %q", i, se.Step, step)
 			}
 		}
@@ -173,8 +173,8 @@ func TestAnyAllFailed(t *testing.T) {
 		}
 	}
 	var seen error
-	wf := workflow.New("any-all-failed", func(ctx workflow.Context, _ int) (int, error) {
-		_, err := workflow.Any(ctx, declined.Go(ctx, struct{}{}), timedOut.Go(ctx, struct{}{}))
+	wf := sdk.New("any-all-failed", func(ctx sdk.Context, _ int) (int, error) {
+		_, err := sdk.Any(ctx, declined.Go(ctx, struct{}{}), timedOut.Go(ctx, struct{}{}))
 		seen = err
 		return 0, err
 	})

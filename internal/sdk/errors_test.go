@@ -7,39 +7,39 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
-var fastRetries = workflow.StepOptions{Backoff: func(int) time.Duration { return 5 * time.Millisecond }}
+var fastRetries = sdk.StepOptions{Backoff: func(int) time.Duration { return 5 * time.Millisecond }}
 
 func TestRetries(t *testing.T) {
 	t.Parallel()
-	untilThree := workflow.NewStep("untilThree", func(ctx context.Context, _ struct{}) (int, error) {
-		m, _ := workflow.StepMetadataFrom(ctx)
+	untilThree := sdk.NewStep("untilThree", func(ctx context.Context, _ struct{}) (int, error) {
+		m, _ := sdk.StepMetadataFrom(ctx)
 		if m.Attempt < 3 {
 			return 0, errors.New("not yet")
 		}
 		return m.Attempt, nil
 	}, fastRetries)
-	alwaysFatal := workflow.NewStep("alwaysFatal", func(ctx context.Context, _ struct{}) (int, error) {
-		return 0, workflow.Fatal(errors.New("fatal: give up"))
+	alwaysFatal := sdk.NewStep("alwaysFatal", func(ctx context.Context, _ struct{}) (int, error) {
+		return 0, sdk.Fatal(errors.New("fatal: give up"))
 	}, fastRetries)
-	retryAfter := workflow.NewStep("retryAfter", func(ctx context.Context, _ struct{}) (int, error) {
-		m, _ := workflow.StepMetadataFrom(ctx)
+	retryAfter := sdk.NewStep("retryAfter", func(ctx context.Context, _ struct{}) (int, error) {
+		m, _ := sdk.StepMetadataFrom(ctx)
 		if m.Attempt == 1 {
-			return 0, workflow.RetryAfter(errors.New("later"), 300*time.Millisecond)
+			return 0, sdk.RetryAfter(errors.New("later"), 300*time.Millisecond)
 		}
 		return m.Attempt, nil
 	})
-	noRetries := workflow.NewStep("noRetries", func(ctx context.Context, _ struct{}) (int, error) {
+	noRetries := sdk.NewStep("noRetries", func(ctx context.Context, _ struct{}) (int, error) {
 		return 0, errors.New("once")
-	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
-	exhausts := workflow.NewStep("exhausts", func(ctx context.Context, _ struct{}) (int, error) {
+	}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
+	exhausts := sdk.NewStep("exhausts", func(ctx context.Context, _ struct{}) (int, error) {
 		return 0, errors.New("always")
 	}, fastRetries)
-	panics := workflow.NewStep("panics", func(ctx context.Context, _ struct{}) (int, error) {
-		m, _ := workflow.StepMetadataFrom(ctx)
+	panics := sdk.NewStep("panics", func(ctx context.Context, _ struct{}) (int, error) {
+		m, _ := sdk.StepMetadataFrom(ctx)
 		if m.Attempt < 2 {
 			panic("step exploded")
 		}
@@ -52,25 +52,25 @@ func TestRetries(t *testing.T) {
 		Message string
 		Elapsed time.Duration
 	}
-	caller := func(s *workflow.Step[struct{}, int]) *workflow.Workflow[struct{}, result] {
-		return workflow.New("call-"+s.Name(), func(ctx workflow.Context, _ struct{}) (result, error) {
+	caller := func(s *sdk.Step[struct{}, int]) *sdk.Workflow[struct{}, result] {
+		return sdk.New("call-"+s.Name(), func(ctx sdk.Context, _ struct{}) (result, error) {
 			start := ctx.Now()
 			n, err := s.Call(ctx, struct{}{})
 			if err != nil {
-				var se *workflow.StepError
+				var se *sdk.StepError
 				errors.As(err, &se)
-				_, fatal := workflow.FatalCause(err)
+				_, fatal := sdk.FatalCause(err)
 				return result{Failed: true, Attempt: se.Attempt, IsFatal: fatal, Message: err.Error()}, nil
 			}
 			return result{Attempt: n, Elapsed: ctx.Now().Sub(start)}, nil
 		})
 	}
-	uncaught := workflow.New("uncaughtFatal", func(ctx workflow.Context, _ struct{}) (int, error) {
+	uncaught := sdk.New("uncaughtFatal", func(ctx sdk.Context, _ struct{}) (int, error) {
 		return alwaysFatal.Call(ctx, struct{}{})
 	})
-	steps := []*workflow.Step[struct{}, int]{untilThree, alwaysFatal, retryAfter, noRetries, exhausts, panics}
-	defs := []workflow.Definition{uncaught}
-	wfs := map[string]*workflow.Workflow[struct{}, result]{}
+	steps := []*sdk.Step[struct{}, int]{untilThree, alwaysFatal, retryAfter, noRetries, exhausts, panics}
+	defs := []sdk.Definition{uncaught}
+	wfs := map[string]*sdk.Workflow[struct{}, result]{}
 	for _, s := range steps {
 		wf := caller(s)
 		wfs[s.Name()] = wf
@@ -142,8 +142,8 @@ func TestRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = run.Result(ctx)
-		rf := mustAs[*workflow.RunFailedError](t, err)
-		if _, fatal := workflow.FatalCause(err); !fatal {
+		rf := mustAs[*sdk.RunFailedError](t, err)
+		if _, fatal := sdk.FatalCause(err); !fatal {
 			t.Errorf("%v: want the fatal error, typed again", err)
 		}
 		if rf.Code != world.CodeUserError {
@@ -165,8 +165,8 @@ func (e *InvoiceLockedError) Error() string { return "invoice " + e.Invoice + " 
 
 func TestErrorRoundTrips(t *testing.T) {
 	t.Parallel()
-	throwFatal := workflow.NewStep("throwFatal", func(ctx context.Context, _ struct{}) (int, error) {
-		return 0, workflow.Fatal(&InvoiceLockedError{Code: "INVOICE_LOCKED", Invoice: "42"})
+	throwFatal := sdk.NewStep("throwFatal", func(ctx context.Context, _ struct{}) (int, error) {
+		return 0, sdk.Fatal(&InvoiceLockedError{Code: "INVOICE_LOCKED", Invoice: "42"})
 	})
 	type result struct {
 		IsFatal bool
@@ -174,11 +174,11 @@ func TestErrorRoundTrips(t *testing.T) {
 		Code    string
 		Cause   string
 	}
-	stepRoundTrip := workflow.New("stepRoundTrip", func(ctx workflow.Context, _ struct{}) (result, error) {
+	stepRoundTrip := sdk.New("stepRoundTrip", func(ctx sdk.Context, _ struct{}) (result, error) {
 		_, err := throwFatal.Call(ctx, struct{}{})
-		var se *workflow.StepError
+		var se *sdk.StepError
 		var il *InvoiceLockedError
-		cause, fatal := workflow.FatalCause(err)
+		cause, fatal := sdk.FatalCause(err)
 		r := result{IsFatal: fatal, IsStep: errors.As(err, &se)}
 		if errors.As(err, &il) {
 			r.Code = il.Code
@@ -188,10 +188,10 @@ func TestErrorRoundTrips(t *testing.T) {
 		}
 		return r, nil
 	})
-	workflowThrows := workflow.New("workflowThrows", func(ctx workflow.Context, _ struct{}) (int, error) {
-		return 0, workflow.Fatal(errors.New("Nested workflow error"))
+	workflowThrows := sdk.New("workflowThrows", func(ctx sdk.Context, _ struct{}) (int, error) {
+		return 0, sdk.Fatal(errors.New("Nested workflow error"))
 	})
-	workflowPanics := workflow.New("workflowPanics", func(ctx workflow.Context, _ struct{}) (int, error) {
+	workflowPanics := sdk.New("workflowPanics", func(ctx sdk.Context, _ struct{}) (int, error) {
 		panic("workflow exploded")
 	})
 	e := newEnv(t, throwFatal, stepRoundTrip, workflowThrows, workflowPanics)
@@ -217,8 +217,8 @@ func TestErrorRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run2.Result(ctx)
-	rf := mustAs[*workflow.RunFailedError](t, err)
-	cause, fatal := workflow.FatalCause(err)
+	rf := mustAs[*sdk.RunFailedError](t, err)
+	cause, fatal := sdk.FatalCause(err)
 	if rf.Code != world.CodeUserError || !fatal || cause.Error() != "Nested workflow error" {
 		t.Errorf("workflow error = %v", err)
 	}
@@ -232,8 +232,8 @@ func TestErrorRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run3.Result(ctx)
-	rf = mustAs[*workflow.RunFailedError](t, err)
-	pe := mustAs[*workflow.Error](t, err)
+	rf = mustAs[*sdk.RunFailedError](t, err)
+	pe := mustAs[*sdk.Error](t, err)
 	if rf.Code != world.CodeUserError || !strings.Contains(pe.Message, "workflow exploded") || !strings.Contains(pe.Stack, "TestErrorRoundTrips") {
 		t.Errorf("panic error = %v, stack %q", err, pe.Stack)
 	}
@@ -243,12 +243,12 @@ type unserializable struct{ C chan int }
 
 func TestSerializationErrors(t *testing.T) {
 	t.Parallel()
-	takes := workflow.NewStep("takesChan", func(ctx context.Context, in unserializable) (int, error) { return 1, nil })
-	returns := workflow.NewStep("returnsChan", func(ctx context.Context, _ struct{}) (unserializable, error) {
+	takes := sdk.NewStep("takesChan", func(ctx context.Context, in unserializable) (int, error) { return 1, nil })
+	returns := sdk.NewStep("returnsChan", func(ctx context.Context, _ struct{}) (unserializable, error) {
 		return unserializable{C: make(chan int)}, nil
 	})
-	mk := func(name string, caught bool, call func(workflow.Context) error) *workflow.Workflow[struct{}, string] {
-		return workflow.New(name, func(ctx workflow.Context, _ struct{}) (string, error) {
+	mk := func(name string, caught bool, call func(sdk.Context) error) *sdk.Workflow[struct{}, string] {
+		return sdk.New(name, func(ctx sdk.Context, _ struct{}) (string, error) {
 			err := call(ctx)
 			if err == nil {
 				return "no error", nil
@@ -256,19 +256,19 @@ func TestSerializationErrors(t *testing.T) {
 			if !caught {
 				return "", err
 			}
-			var se *workflow.SerializationError
+			var se *sdk.SerializationError
 			if !errors.As(err, &se) {
 				return "wrong error: " + err.Error(), nil
 			}
 			return se.Error(), nil
 		})
 	}
-	args := func(ctx workflow.Context) error {
+	args := func(ctx sdk.Context) error {
 		_, err := takes.Call(ctx, unserializable{C: make(chan int)})
 		return err
 	}
-	ret := func(ctx workflow.Context) error { _, err := returns.Call(ctx, struct{}{}); return err }
-	wfs := []*workflow.Workflow[struct{}, string]{
+	ret := func(ctx sdk.Context) error { _, err := returns.Call(ctx, struct{}{}); return err }
+	wfs := []*sdk.Workflow[struct{}, string]{
 		mk("argsCaught", true, args), mk("argsUncaught", false, args),
 		mk("returnCaught", true, ret), mk("returnUncaught", false, ret),
 	}
@@ -291,8 +291,8 @@ func TestSerializationErrors(t *testing.T) {
 					t.Errorf("got %q, %v; want %q", got, err, want)
 				}
 			} else {
-				rf := mustAs[*workflow.RunFailedError](t, err)
-				mustAs[*workflow.SerializationError](t, err)
+				rf := mustAs[*sdk.RunFailedError](t, err)
+				mustAs[*sdk.SerializationError](t, err)
 				if rf.Code != world.CodeUserError || !strings.Contains(err.Error(), want) {
 					t.Errorf("err = %v", err)
 				}
@@ -311,19 +311,19 @@ func TestSerializationErrors(t *testing.T) {
 
 func TestUnregistered(t *testing.T) {
 	t.Parallel()
-	ghost := workflow.NewStep("ghostStep", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil })
-	calls := workflow.New("callsUnregistered", func(ctx workflow.Context, _ struct{}) (int, error) {
+	ghost := sdk.NewStep("ghostStep", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil })
+	calls := sdk.New("callsUnregistered", func(ctx sdk.Context, _ struct{}) (int, error) {
 		return ghost.Call(ctx, struct{}{})
 	})
 	e := newEnv(t, calls) // ghostStep is not registered
 	ctx := e.ctx()
 
-	runID, err := e.client.Start(ctx, "noSuchWorkflow", 1, workflow.StartUnregistered())
+	runID, err := e.client.Start(ctx, "noSuchWorkflow", 1, sdk.StartUnregistered())
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = e.client.Result(ctx, runID, nil)
-	rf := mustAs[*workflow.RunFailedError](t, err)
+	rf := mustAs[*sdk.RunFailedError](t, err)
 	if rf.Code != world.CodeRuntimeError || !strings.Contains(err.Error(), "is not registered") {
 		t.Errorf("unregistered workflow: %v", err)
 	}

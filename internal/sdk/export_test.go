@@ -35,7 +35,7 @@ func StepTimeoutOf(err error) (StepTimeout, bool) {
 // VersionFromBuild exposes versionFromBuild to the external tests.
 var VersionFromBuild = versionFromBuild
 
-// WebhookHandlerWithBodyTimeout is Client.WebhookHandler with another body
+// WebhookHandlerWithBodyTimeout is WebhookHandler with another body
 // timeout, for tests that stall a request.
 func (c *Client) WebhookHandlerWithBodyTimeout(d time.Duration) http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: d}

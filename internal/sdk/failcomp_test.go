@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -18,27 +18,27 @@ import (
 // from the log v1 wrote: v1 books (undone by unbook) and waits on a hook,
 // v2 calls another step first.
 type heldSaga struct {
-	v1, v2   *workflow.Workflow[string, int]
-	book     *workflow.Step[string, string]
-	other    *workflow.Step[string, string]
-	unbook   *workflow.Step[workflow.Compensation[string, string], struct{}]
+	v1, v2   *sdk.Workflow[string, int]
+	book     *sdk.Step[string, string]
+	other    *sdk.Step[string, string]
+	unbook   *sdk.Step[sdk.Compensation[string, string], struct{}]
 	unbooked *atomic.Int32
 }
 
 func newHeldSaga(name string) *heldSaga {
 	h := &heldSaga{unbooked: &atomic.Int32{}}
-	h.unbook = workflow.NewStep(name+"-unbook", func(context.Context, workflow.Compensation[string, string]) (struct{}, error) {
+	h.unbook = sdk.NewStep(name+"-unbook", func(context.Context, sdk.Compensation[string, string]) (struct{}, error) {
 		h.unbooked.Add(1)
 		return struct{}{}, nil
 	})
-	h.book = workflow.WithCompensation(workflow.NewStep(name+"-book", func(_ context.Context, in string) (string, error) { return "booked " + in, nil }), h.unbook)
-	h.other = workflow.NewStep(name+"-other", func(_ context.Context, in string) (string, error) { return in, nil })
-	version := func(first *workflow.Step[string, string]) *workflow.Workflow[string, int] {
-		return workflow.New(name, func(ctx workflow.Context, key string) (int, error) {
+	h.book = sdk.WithCompensation(sdk.NewStep(name+"-book", func(_ context.Context, in string) (string, error) { return "booked " + in, nil }), h.unbook)
+	h.other = sdk.NewStep(name+"-other", func(_ context.Context, in string) (string, error) { return in, nil })
+	version := func(first *sdk.Step[string, string]) *sdk.Workflow[string, int] {
+		return sdk.New(name, func(ctx sdk.Context, key string) (int, error) {
 			if _, err := first.Call(ctx, key); err != nil {
 				return 0, err
 			}
-			return workflow.NewHook[int](ctx, workflow.HookOptions{Token: name + "-" + key}).Receive(ctx)
+			return sdk.NewHook[int](ctx, sdk.HookOptions{Token: name + "-" + key}).Receive(ctx)
 		}).WithCompensateOnFailure()
 	}
 	h.v1, h.v2 = version(h.book), version(h.other)
@@ -54,13 +54,13 @@ func TestFailRunCompensates(t *testing.T) {
 	cases := []struct {
 		name        string
 		withReg     bool
-		opts        []workflow.FailOption
+		opts        []sdk.FailOption
 		compensated bool
 	}{
 		{"registry default", true, nil, true},
 		{"no registry", false, nil, false},
-		{"no registry, asked", false, []workflow.FailOption{workflow.FailCompensating()}, true},
-		{"registry, declined", true, []workflow.FailOption{workflow.FailWithoutCompensating()}, false},
+		{"no registry, asked", false, []sdk.FailOption{sdk.FailCompensating()}, true},
+		{"registry, declined", true, []sdk.FailOption{sdk.FailWithoutCompensating()}, false},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,15 +73,15 @@ func TestFailRunCompensates(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			h := newHeldSaga(fmt.Sprintf("fail-saga-%d", i))
-			stop := deploy(t, ctx, lw, workflow.NewRegistry().MustRegister(h.v1, h.unbook, h.book))
-			plain, _ := workflow.NewClient(workflow.ClientConfig{World: lw})
+			stop := deploy(t, ctx, lw, sdk.NewRegistry().MustRegister(h.v1, h.unbook, h.book))
+			plain, _ := sdk.NewClient(sdk.ClientConfig{World: lw})
 			run, err := h.v1.Start(ctx, plain, "k")
 			if err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "v1 waiting on its hook", func() bool { _, err := plain.GetHookByToken(ctx, h.v1.Name()+"-k"); return err == nil })
 			stop()
-			reg := workflow.NewRegistry().MustRegister(h.v2, h.unbook, h.book, h.other)
+			reg := sdk.NewRegistry().MustRegister(h.v2, h.unbook, h.book, h.other)
 			defer deploy(t, ctx, lw, reg)()
 			if _, err := plain.ResumeHook(ctx, h.v1.Name()+"-k", 7); err != nil {
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestFailRunCompensates(t *testing.T) {
 			waitFor(t, "the run held", func() bool { s, err := statusOfID(ctx, plain, run.ID()); return err == nil && s == world.RunStatusHeld })
 			client := plain
 			if tc.withReg {
-				client, _ = workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
+				client, _ = sdk.NewClient(sdk.ClientConfig{World: lw, Registry: reg})
 			}
 			if err := client.FailRun(ctx, run.ID(), "v1 is gone", tc.opts...); err != nil {
 				t.Fatal(err)
@@ -118,23 +118,23 @@ func TestFailRunCompensates(t *testing.T) {
 // order the steps were created.
 func TestCompensationFailuresInOrder(t *testing.T) {
 	t.Parallel()
-	var steps []*workflow.Step[string, string]
-	var defs []workflow.Definition
+	var steps []*sdk.Step[string, string]
+	var defs []sdk.Definition
 	for _, x := range []string{"a", "b", "c"} {
-		undo := workflow.NewStep("cfo-undo-"+x, func(context.Context, workflow.Compensation[string, string]) (struct{}, error) {
-			return struct{}{}, workflow.Fatal(errors.New("cannot undo " + x))
-		}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
-		step := workflow.WithCompensation(workflow.NewStep("cfo-"+x, func(_ context.Context, in string) (string, error) { return x, nil }), undo)
+		undo := sdk.NewStep("cfo-undo-"+x, func(context.Context, sdk.Compensation[string, string]) (struct{}, error) {
+			return struct{}{}, sdk.Fatal(errors.New("cannot undo " + x))
+		}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
+		step := sdk.WithCompensation(sdk.NewStep("cfo-"+x, func(_ context.Context, in string) (string, error) { return x, nil }), undo)
 		steps = append(steps, step)
 		defs = append(defs, undo, step)
 	}
-	wf := workflow.New("cfo", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("cfo", func(ctx sdk.Context, in string) (string, error) {
 		for _, s := range steps {
 			if _, err := s.Call(ctx, in); err != nil {
 				return "", err
 			}
 		}
-		return "", workflow.Fatal(errors.New("rejected"))
+		return "", sdk.Fatal(errors.New("rejected"))
 	}).WithCompensateOnFailure()
 	e := newEnv(t, append(defs, wf)...)
 	run, err := wf.Start(e.ctx(), e.client, "x")

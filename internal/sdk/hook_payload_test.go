@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -29,12 +29,12 @@ type approvalOut struct {
 	Rejected []string // the payload errors it handled
 }
 
-var awaitApproval = workflow.New("await-approval", func(ctx workflow.Context, in approvalIn) (approvalOut, error) {
-	h := workflow.NewHook[approval](ctx, workflow.HookOptions{Token: in.Token})
+var awaitApproval = sdk.New("await-approval", func(ctx sdk.Context, in approvalIn) (approvalOut, error) {
+	h := sdk.NewHook[approval](ctx, sdk.HookOptions{Token: in.Token})
 	var out approvalOut
 	for {
 		a, err := h.Receive(ctx)
-		var pe *workflow.SerializationError
+		var pe *sdk.SerializationError
 		if in.Handle && errors.As(err, &pe) && pe.HookID != "" {
 			out.Rejected = append(out.Rejected, pe.What+": "+pe.Err.Error())
 			continue
@@ -56,7 +56,7 @@ var awaitApproval = workflow.New("await-approval", func(ctx workflow.Context, in
 func TestHookPayloadOfWrongType(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, awaitApproval)
-	srv := httptest.NewServer(e.client.WebhookHandler())
+	srv := httptest.NewServer(sdk.WebhookHandler(e.client))
 	t.Cleanup(srv.Close)
 	for _, handle := range []bool{true, false} {
 		name := map[bool]string{true: "handled", false: "unhandled"}[handle]
@@ -70,7 +70,7 @@ func TestHookPayloadOfWrongType(t *testing.T) {
 			}
 			waitFor(t, "the hook", func() bool { _, err := e.client.GetHookByToken(ctx, token); return err == nil })
 			// Through the webhook handler: not a webhook, so 404, and the run is unharmed.
-			resp, err := http.Post(srv.URL+workflow.WebhookPath+token, "application/json", strings.NewReader(`"yes"`))
+			resp, err := http.Post(srv.URL+sdk.WebhookPath+token, "application/json", strings.NewReader(`"yes"`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,19 +89,19 @@ func TestHookPayloadOfWrongType(t *testing.T) {
 				if err != nil || !out.Approval.Approved || len(out.Rejected) != 1 {
 					t.Fatalf("run: %+v, %v", out, err)
 				}
-				if want := "workflow_test.approval: json: cannot unmarshal string"; !strings.Contains(out.Rejected[0], want) {
+				if want := "sdk_test.approval: json: cannot unmarshal string"; !strings.Contains(out.Rejected[0], want) {
 					t.Errorf("the handled error %q lacks %q", out.Rejected[0], want)
 				}
 				return
 			}
 			_, err = run.Result(ctx)
-			rf := mustAs[*workflow.RunFailedError](t, err)
-			pe := mustAs[*workflow.SerializationError](t, err)
-			if rf.Code != world.CodeHookPayloadInvalid || pe.Token != token || pe.What != "workflow_test.approval" || !pe.Decode || pe.HookID == "" {
+			rf := mustAs[*sdk.RunFailedError](t, err)
+			pe := mustAs[*sdk.SerializationError](t, err)
+			if rf.Code != world.CodeHookPayloadInvalid || pe.Token != token || pe.What != "sdk_test.approval" || !pe.Decode || pe.HookID == "" {
 				t.Fatalf("run failed with %s: %#v", rf.Code, pe)
 			}
 			msg := err.Error()
-			if strings.Contains(msg, "failed to serialize") || !strings.Contains(msg, `hook "approve/unhandled" received a payload that does not decode as workflow_test.approval`) {
+			if strings.Contains(msg, "failed to serialize") || !strings.Contains(msg, `hook "approve/unhandled" received a payload that does not decode as sdk_test.approval`) {
 				t.Errorf("error: %s", msg)
 			}
 			r, err := e.lw.GetRun(ctx, &world.GetRunParams{RunID: run.ID()})

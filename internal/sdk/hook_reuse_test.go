@@ -3,7 +3,7 @@ package sdk_test
 import (
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -19,13 +19,13 @@ type reuseIn struct {
 
 // hookReuse creates a hook, receives one payload, disposes of it and
 // creates the next on the same token.
-var hookReuse = workflow.New("hookReuse", func(ctx workflow.Context, in reuseIn) ([]string, error) {
+var hookReuse = sdk.New("hookReuse", func(ctx sdk.Context, in reuseIn) ([]string, error) {
 	var got []string
 	for range in.Rounds {
 		if in.Early {
-			workflow.NewHook[string](ctx, workflow.HookOptions{Token: in.Token}).Dispose(ctx)
+			sdk.NewHook[string](ctx, sdk.HookOptions{Token: in.Token}).Dispose(ctx)
 		}
-		h := workflow.NewHook[string](ctx, workflow.HookOptions{Token: in.Token})
+		h := sdk.NewHook[string](ctx, sdk.HookOptions{Token: in.Token})
 		p, err := h.Receive(ctx)
 		if err != nil {
 			return got, err

@@ -6,17 +6,17 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
 // approvalWithTimeout is the natural "approval with a timeout" code: the
 // hook's next payload raced against a timer.
-func approvalWithTimeout(ctx workflow.Context, token string) (string, error) {
-	h := workflow.NewHook[hookPayload](ctx, workflow.HookOptions{Token: token})
+func approvalWithTimeout(ctx sdk.Context, token string) (string, error) {
+	h := sdk.NewHook[hookPayload](ctx, sdk.HookOptions{Token: token})
 	f := h.Next(ctx)
-	timer := workflow.NewTimer(ctx, time.Hour)
-	if workflow.Select(ctx, f, timer) == 1 {
+	timer := sdk.NewTimer(ctx, time.Hour)
+	if sdk.Select(ctx, f, timer) == 1 {
 		return "timeout", nil
 	}
 	p, err := f.Get(ctx)
@@ -26,7 +26,7 @@ func approvalWithTimeout(ctx workflow.Context, token string) (string, error) {
 	return p.Message, nil
 }
 
-var approvalSelect = workflow.New("approvalSelect", approvalWithTimeout)
+var approvalSelect = sdk.New("approvalSelect", approvalWithTimeout)
 
 // TestHookConflictInSelect: a second run racing a hook whose token the
 // first holds against a timer fails with *HookConflictError, not a replay
@@ -47,12 +47,12 @@ func TestHookConflictInSelect(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run2.Result(ctx)
-	rf := mustAs[*workflow.RunFailedError](t, err)
-	hc := mustAs[*workflow.HookConflictError](t, err)
+	rf := mustAs[*sdk.RunFailedError](t, err)
+	hc := mustAs[*sdk.HookConflictError](t, err)
 	if rf.Code != world.CodeUserError || hc.ConflictingRunID != run1.ID() || hc.Token != token {
 		t.Errorf("run 2: %v (code %s)", err, rf.Code)
 	}
-	rep, err := e.reg.CheckLog(e.events(run2.ID()))
+	rep, err := sdk.CheckLog(e.reg, e.events(run2.ID()))
 	if err != nil || rep.Divergence != nil || rep.Status != world.RunStatusFailed {
 		t.Errorf("CheckLog = %+v, %v", rep, err)
 	}
@@ -69,14 +69,14 @@ func TestHookConflictInSelect(t *testing.T) {
 func TestHookConflictInSelectCompensates(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
-	refund := workflow.NewStep("hcs-refund", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	refund := sdk.NewStep("hcs-refund", func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 		j.add("refund " + c.Result)
 		return struct{}{}, nil
 	})
-	charge := workflow.WithCompensation(workflow.NewStep("hcs-charge", func(ctx context.Context, in string) (string, error) {
+	charge := sdk.WithCompensation(sdk.NewStep("hcs-charge", func(ctx context.Context, in string) (string, error) {
 		return "ch_" + in, nil
 	}), refund)
-	saga := workflow.New("hcs-saga", func(ctx workflow.Context, token string) (string, error) {
+	saga := sdk.New("hcs-saga", func(ctx sdk.Context, token string) (string, error) {
 		if _, err := charge.Call(ctx, token); err != nil {
 			return "", err
 		}
@@ -95,7 +95,7 @@ func TestHookConflictInSelectCompensates(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run.Result(ctx)
-	mustAs[*workflow.HookConflictError](t, err)
+	mustAs[*sdk.HookConflictError](t, err)
 	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}

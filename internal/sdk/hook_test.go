@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -26,8 +26,8 @@ type received struct {
 }
 
 // hookWorkflow receives payloads until one says done.
-var hookWorkflow = workflow.New("hookWorkflow", func(ctx workflow.Context, in [2]string) ([]received, error) {
-	h := workflow.NewHook[hookPayload](ctx, workflow.HookOptions{Token: in[0], Metadata: hookMeta{CustomData: in[1]}})
+var hookWorkflow = sdk.New("hookWorkflow", func(ctx sdk.Context, in [2]string) ([]received, error) {
+	h := sdk.NewHook[hookPayload](ctx, sdk.HookOptions{Token: in[0], Metadata: hookMeta{CustomData: in[1]}})
 	var out []received
 	for {
 		p, err := h.Receive(ctx)
@@ -90,7 +90,7 @@ func TestHookInvalidToken(t *testing.T) {
 // holds token.
 func mustNotFound(t *testing.T, err error, token string) {
 	t.Helper()
-	nf := mustAs[*workflow.RequestError](t, err)
+	nf := mustAs[*sdk.RequestError](t, err)
 	if nf.Kind != world.ErrNotFound || nf.Token != token || !errors.Is(err, world.ErrNotFound) {
 		t.Errorf("err = %v (%+v); want a hook not found, token %q", err, nf, token)
 	}
@@ -134,8 +134,8 @@ func TestHookConcurrentTokenConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run2.Result(ctx)
-	rf := mustAs[*workflow.RunFailedError](t, err)
-	hc := mustAs[*workflow.HookConflictError](t, err)
+	rf := mustAs[*sdk.RunFailedError](t, err)
+	hc := mustAs[*sdk.HookConflictError](t, err)
 	if rf.Code != world.CodeUserError || hc.ConflictingRunID != run1.ID() || hc.Token != token {
 		t.Errorf("run 2: %v (code %s, conflicting %s)", err, rf.Code, hc.ConflictingRunID)
 	}
@@ -159,15 +159,15 @@ type conflictResult struct {
 
 func TestHookConflict(t *testing.T) {
 	t.Parallel()
-	status := workflow.NewStep("run-status", func(ctx context.Context, runID string) (world.RunStatus, error) {
-		return statusOfID(ctx, workflow.ClientFrom(ctx), runID)
+	status := sdk.NewStep("run-status", func(ctx context.Context, runID string) (world.RunStatus, error) {
+		return statusOfID(ctx, sdk.ClientFrom(ctx), runID)
 	})
-	echo := workflow.NewStep("echo-step", func(ctx context.Context, s string) (string, error) { return s, nil })
-	getConflict := workflow.New("hookGetConflict", func(ctx workflow.Context, in [2]string) (conflictResult, error) {
+	echo := sdk.NewStep("echo-step", func(ctx context.Context, s string) (string, error) { return s, nil })
+	getConflict := sdk.New("hookGetConflict", func(ctx sdk.Context, in [2]string) (conflictResult, error) {
 		token, mode := in[0], in[1]
-		h := workflow.NewHook[hookPayload](ctx, workflow.HookOptions{Token: token})
+		h := sdk.NewHook[hookPayload](ctx, sdk.HookOptions{Token: token})
 		var out conflictResult
-		var stepF workflow.Future[string]
+		var stepF sdk.Future[string]
 		switch mode {
 		case "prior":
 			s, err := echo.Call(ctx, "step_completed")
@@ -262,7 +262,7 @@ func TestHookConflictThenStepInParallel(t *testing.T) {
 	// waits for A. No race between durations decides the outcome.
 	bStarted := make(chan struct{})
 	var once sync.Once
-	stamp := workflow.NewStep("stamped", func(ctx context.Context, waitForB bool) ([2]time.Time, error) {
+	stamp := sdk.NewStep("stamped", func(ctx context.Context, waitForB bool) ([2]time.Time, error) {
 		start := time.Now()
 		if waitForB {
 			select {
@@ -276,9 +276,9 @@ func TestHookConflictThenStepInParallel(t *testing.T) {
 		}
 		return [2]time.Time{start, time.Now()}, nil
 	})
-	wf := workflow.New("conflictThenStep", func(ctx workflow.Context, token string) ([2][2]time.Time, error) {
+	wf := sdk.New("conflictThenStep", func(ctx sdk.Context, token string) ([2][2]time.Time, error) {
 		a := stamp.Go(ctx, true)
-		h := workflow.NewHook[hookPayload](ctx, workflow.HookOptions{Token: token})
+		h := sdk.NewHook[hookPayload](ctx, sdk.HookOptions{Token: token})
 		if _, err := h.Conflict(ctx); err != nil {
 			return [2][2]time.Time{}, err
 		}
@@ -313,17 +313,17 @@ func TestHookDisposeFreesToken(t *testing.T) {
 		Conflict string
 		Data     string
 	}
-	wf := workflow.New("hookDispose", func(ctx workflow.Context, in struct {
+	wf := sdk.New("hookDispose", func(ctx sdk.Context, in struct {
 		Token string
 		Sleep time.Duration
 	}) (result, error) {
-		h := workflow.NewHook[hookPayload](ctx, workflow.HookOptions{Token: in.Token})
+		h := sdk.NewHook[hookPayload](ctx, sdk.HookOptions{Token: in.Token})
 		id, err := h.Conflict(ctx)
 		if err != nil {
 			return result{}, err
 		}
 		h.Dispose(ctx)
-		if err := workflow.Sleep(ctx, in.Sleep); err != nil {
+		if err := sdk.Sleep(ctx, in.Sleep); err != nil {
 			return result{}, err
 		}
 		return result{Disposed: true, Conflict: id, Data: "workflow_completed"}, nil
@@ -346,7 +346,7 @@ func TestHookDisposeFreesToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, run := range []*workflow.Run[result]{run1, run2} {
+	for i, run := range []*sdk.Run[result]{run1, run2} {
 		got, err := run.Result(ctx)
 		if err != nil || !got.Disposed || got.Conflict != "" || got.Data != "workflow_completed" {
 			t.Errorf("run %d = %+v, %v", i+1, got, err)
@@ -368,12 +368,12 @@ func TestHookWithSleep(t *testing.T) {
 		Type      string
 		ID        int
 	}
-	process := workflow.NewStep("process", func(ctx context.Context, ev event) (processed, error) {
+	process := sdk.NewStep("process", func(ctx context.Context, ev event) (processed, error) {
 		return processed{true, ev.Type, ev.ID}, nil
 	})
-	wf := workflow.New("hookWithSleep", func(ctx workflow.Context, token string) ([]processed, error) {
-		h := workflow.NewHook[event](ctx, workflow.HookOptions{Token: token})
-		_ = workflow.NewTimer(ctx, 24*time.Hour) // never awaited
+	wf := sdk.New("hookWithSleep", func(ctx sdk.Context, token string) ([]processed, error) {
+		h := sdk.NewHook[event](ctx, sdk.HookOptions{Token: token})
+		_ = sdk.NewTimer(ctx, 24*time.Hour) // never awaited
 		var out []processed
 		for {
 			ev, err := h.Receive(ctx)
@@ -416,11 +416,11 @@ func TestResumeOrStart(t *testing.T) {
 	token := "resume-or-start"
 	_, err := e.client.ResumeHook(ctx, token, hookPayload{Message: "delivered", Done: true})
 	mustNotFound(t, err, token)
-	run, err := hookWorkflow.Start(ctx, e.client, [2]string{token, "x"}, workflow.WithIdempotencyKey("owner"))
+	run, err := hookWorkflow.Start(ctx, e.client, [2]string{token, "x"}, sdk.WithIdempotencyKey("owner"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h *workflow.HookInfo
+	var h *sdk.HookInfo
 	waitFor(t, "resume", func() bool {
 		h, err = e.client.ResumeHook(ctx, token, hookPayload{Message: "delivered", Done: true})
 		return err == nil

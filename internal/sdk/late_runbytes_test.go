@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -27,15 +27,15 @@ const lateResultSize = 1900
 // newLateEnv is an env whose step leases outlast the test: no lease
 // expires, no durable sleep of an hour ends, so nothing but the limits can
 // end a run, and nothing but the steps' own outcomes can bring it to rest.
-func newLateEnv(t *testing.T, inline int, defs ...workflow.Definition) *env {
+func newLateEnv(t *testing.T, inline int, defs ...sdk.Definition) *env {
 	return newEnvWith(t, envOptions{limits: lateLimits, concurrency: 32,
-		engine: workflow.EngineOptions{InlineConcurrency: inline, StepLeaseTTL: time.Hour}}, defs...)
+		engine: sdk.EngineOptions{InlineConcurrency: inline, StepLeaseTTL: time.Hour}}, defs...)
 }
 
 // lateBlob returns a result of lateResultSize bytes once release is
 // closed, whatever its context says (as the trial's steps did).
-func lateBlob(name string, release <-chan struct{}) *workflow.Step[int, string] {
-	return workflow.NewStep(name, func(_ context.Context, i int) (string, error) {
+func lateBlob(name string, release <-chan struct{}) *sdk.Step[int, string] {
+	return sdk.NewStep(name, func(_ context.Context, i int) (string, error) {
 		<-release
 		return strings.Repeat("x", lateResultSize-2), nil
 	})
@@ -85,8 +85,8 @@ func TestLateResultsPastRunBytes(t *testing.T) {
 	const n = 16
 	release := make(chan struct{})
 	slow := lateBlob("late-slow", release)
-	quick := workflow.NewStep("late-quick", func(context.Context, int) (int, error) { return 1, nil })
-	wf := workflow.New("late-bytes", func(ctx workflow.Context, _ struct{}) (int, error) {
+	quick := sdk.NewStep("late-quick", func(context.Context, int) (int, error) { return 1, nil })
+	wf := sdk.New("late-bytes", func(ctx sdk.Context, _ struct{}) (int, error) {
 		for i := range n {
 			slow.Go(ctx, i)
 		}
@@ -124,12 +124,12 @@ func TestBackgroundResultsPastRunBytesFailRun(t *testing.T) {
 	release, releaseInline := make(chan struct{}), make(chan struct{})
 	inline := lateBlob("late2-inline", releaseInline)
 	slow := lateBlob("late2-slow", release)
-	wf := workflow.New("late2-bytes", func(ctx workflow.Context, _ struct{}) (int, error) {
+	wf := sdk.New("late2-bytes", func(ctx sdk.Context, _ struct{}) (int, error) {
 		inline.Go(ctx, 0) // the one inline slot: the others are queued
 		for i := range n {
 			slow.Go(ctx, i)
 		}
-		if err := workflow.Sleep(ctx, time.Hour); err != nil {
+		if err := sdk.Sleep(ctx, time.Hour); err != nil {
 			return 0, err
 		}
 		return 2, nil
@@ -164,12 +164,12 @@ func TestFanResultsPastRunBytes(t *testing.T) {
 	release := make(chan struct{})
 	close(release)
 	blob := lateBlob("fan-blob", release)
-	wf := workflow.New("fan-bytes", func(ctx workflow.Context, _ struct{}) (int, error) {
-		var fs []workflow.Future[string]
+	wf := sdk.New("fan-bytes", func(ctx sdk.Context, _ struct{}) (int, error) {
+		var fs []sdk.Future[string]
 		for i := range n {
 			fs = append(fs, blob.Go(ctx, i))
 		}
-		rs, err := workflow.All(ctx, fs...)
+		rs, err := sdk.All(ctx, fs...)
 		return len(rs), err
 	})
 	e := newLateEnv(t, 4, wf, blob)
@@ -198,12 +198,12 @@ func TestBackgroundResultsPastMaxEventsFailRun(t *testing.T) {
 	release, releaseInline := make(chan struct{}), make(chan struct{})
 	inline := lateBlob("events-inline", releaseInline)
 	slow := lateBlob("events-slow", release)
-	wf := workflow.New("events-late2", func(ctx workflow.Context, _ struct{}) (int, error) {
+	wf := sdk.New("events-late2", func(ctx sdk.Context, _ struct{}) (int, error) {
 		inline.Go(ctx, 0)
 		for i := range n {
 			slow.Go(ctx, i)
 		}
-		if err := workflow.Sleep(ctx, time.Hour); err != nil {
+		if err := sdk.Sleep(ctx, time.Hour); err != nil {
 			return 0, err
 		}
 		return 2, nil
@@ -212,7 +212,7 @@ func TestBackgroundResultsPastMaxEventsFailRun(t *testing.T) {
 	// events before the first result; a few results fit, no more.
 	lim := world.Limits{MaxEvents: 23}
 	e := newEnvWith(t, envOptions{limits: lim, concurrency: 32,
-		engine: workflow.EngineOptions{InlineConcurrency: 1, StepLeaseTTL: time.Hour}}, wf, inline, slow)
+		engine: sdk.EngineOptions{InlineConcurrency: 1, StepLeaseTTL: time.Hour}}, wf, inline, slow)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, struct{}{})
 	if err != nil {

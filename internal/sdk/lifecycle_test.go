@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -36,19 +36,19 @@ func (m *countingMetrics) Duration(name string, d time.Duration) {
 	}
 }
 
-var flakyOnce = workflow.NewStep("flaky-once", func(ctx context.Context, in string) (string, error) {
-	if m, _ := workflow.StepMetadataFrom(ctx); m.Attempt == 1 {
+var flakyOnce = sdk.NewStep("flaky-once", func(ctx context.Context, in string) (string, error) {
+	if m, _ := sdk.StepMetadataFrom(ctx); m.Attempt == 1 {
 		return "", errors.New("gateway said 503")
 	}
 	if in == "fail" {
-		return "", workflow.Fatal(errors.New("card declined"))
+		return "", sdk.Fatal(errors.New("card declined"))
 	}
 	return "ok", nil
-}, workflow.StepOptions{Backoff: func(int) time.Duration { return 5 * time.Millisecond }})
+}, sdk.StepOptions{Backoff: func(int) time.Duration { return 5 * time.Millisecond }})
 
-var lifecycleWf = workflow.New("lifecycle", func(ctx workflow.Context, in string) (string, error) {
+var lifecycleWf = sdk.New("lifecycle", func(ctx sdk.Context, in string) (string, error) {
 	if in == "wait" {
-		if err := workflow.Sleep(ctx, time.Hour); err != nil {
+		if err := sdk.Sleep(ctx, time.Hour); err != nil {
 			return "", err
 		}
 	}
@@ -64,7 +64,7 @@ func TestLifecycleLogsAndMetrics(t *testing.T) {
 	m := &countingMetrics{counts: map[string]int{}, durations: map[string]int{}}
 	e := newEnvWith(t, envOptions{
 		logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		engine: workflow.EngineOptions{Metrics: m},
+		engine: sdk.EngineOptions{Metrics: m},
 	}, lifecycleWf, flakyOnce)
 	ctx := e.ctx()
 	ok, err := lifecycleWf.Start(ctx, e.client, "go")

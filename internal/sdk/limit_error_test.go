@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -24,7 +24,7 @@ func TestRunFailedOverALimitIsLimitExceeded(t *testing.T) {
 		{world.CodeLimitExceeded, true},
 		{world.CodeUserError, false},
 	} {
-		err := error(&workflow.RunFailedError{RunID: "wrun_x", Code: c.code, Cause: errors.New("boom")})
+		err := error(&sdk.RunFailedError{RunID: "wrun_x", Code: c.code, Cause: errors.New("boom")})
 		if got := errors.Is(err, world.ErrLimitExceeded); got != c.want {
 			t.Errorf("code %s: errors.Is(err, world.ErrLimitExceeded) = %v, want %v", c.code, got, c.want)
 		}
@@ -37,33 +37,33 @@ func TestRunFailedOverALimitIsLimitExceeded(t *testing.T) {
 // as for a run output over the limit; a plain step error stays USER_ERROR.
 func TestStepLimitRefusalFailsRunAsLimitExceeded(t *testing.T) {
 	t.Parallel()
-	big := workflow.NewStep("big-result", func(context.Context, int) (string, error) {
+	big := sdk.NewStep("big-result", func(context.Context, int) (string, error) {
 		return strings.Repeat("r", 4<<10), nil
-	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
-	streamer := workflow.NewStep("streamer", func(ctx context.Context, _ int) (int, error) {
-		w := workflow.Writer(ctx, "out")
+	}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
+	streamer := sdk.NewStep("streamer", func(ctx context.Context, _ int) (int, error) {
+		w := sdk.Writer(ctx, "out")
 		chunk := []byte(strings.Repeat("s", 1<<10))
 		for i := range 16 {
 			if _, err := w.Write(chunk); err != nil {
-				return i, workflow.Fatal(err)
+				return i, sdk.Fatal(err)
 			}
 		}
 		return 16, w.Close()
-	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
-	plain := workflow.NewStep("plain", func(context.Context, int) (int, error) {
-		return 0, workflow.Fatal(errors.New("boom"))
+	}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
+	plain := sdk.NewStep("plain", func(context.Context, int) (int, error) {
+		return 0, sdk.Fatal(errors.New("boom"))
 	})
-	wfOf := func(name string, s *workflow.Step[int, string]) *workflow.Workflow[int, string] {
-		return workflow.New(name, func(ctx workflow.Context, n int) (string, error) { return s.Call(ctx, n) })
+	wfOf := func(name string, s *sdk.Step[int, string]) *sdk.Workflow[int, string] {
+		return sdk.New(name, func(ctx sdk.Context, n int) (string, error) { return s.Call(ctx, n) })
 	}
 	bigWF := wfOf("big", big)
-	streamWF := workflow.New("stream", func(ctx workflow.Context, n int) (int, error) { return streamer.Call(ctx, n) })
-	plainWF := workflow.New("plain", func(ctx workflow.Context, n int) (int, error) { return plain.Call(ctx, n) })
+	streamWF := sdk.New("stream", func(ctx sdk.Context, n int) (int, error) { return streamer.Call(ctx, n) })
+	plainWF := sdk.New("plain", func(ctx sdk.Context, n int) (int, error) { return plain.Call(ctx, n) })
 	e := newEnvWith(t, envOptions{limits: world.Limits{MaxPayload: 2 << 10, MaxStreamBytes: 4 << 10}}, bigWF, streamWF, plainWF, big, streamer, plain)
 	ctx := e.ctx()
 	check := func(name string, err error, code string) {
 		t.Helper()
-		var rf *workflow.RunFailedError
+		var rf *sdk.RunFailedError
 		if !errors.As(err, &rf) || rf.Code != code {
 			t.Fatalf("%s: got %v, want a *RunFailedError of code %s", name, err, code)
 		}
@@ -96,7 +96,7 @@ func TestStepLimitRefusalFailsRunAsLimitExceeded(t *testing.T) {
 // world.ErrLimitExceeded, and creates no run.
 func TestStartInputOverLimitSaysSo(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("hookwait", func(_ workflow.Context, s string) (int, error) { return len(s), nil })
+	wf := sdk.New("hookwait", func(_ sdk.Context, s string) (int, error) { return len(s), nil })
 	e := newEnvWith(t, envOptions{limits: world.Limits{MaxPayload: 2 << 10}}, wf)
 	ctx := e.ctx()
 	in := strings.Repeat("i", 4<<10) // 4,098 bytes of JSON

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
@@ -30,29 +30,29 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var logStep = workflow.NewStep("log-step", func(ctx context.Context, n int) (int, error) { return n, nil })
+var logStep = sdk.NewStep("log-step", func(ctx context.Context, n int) (int, error) { return n, nil })
 
-var logSteps = workflow.New("log-steps", func(ctx workflow.Context, _ struct{}) (int, error) {
+var logSteps = sdk.New("log-steps", func(ctx sdk.Context, _ struct{}) (int, error) {
 	ctx.Logger().Info("L:start")
 	if _, err := logStep.Call(ctx, 1); err != nil {
 		return 0, err
 	}
 	ctx.Logger().Info("L:after-step")
-	if err := workflow.Sleep(ctx, 50*time.Millisecond); err != nil {
+	if err := sdk.Sleep(ctx, 50*time.Millisecond); err != nil {
 		return 0, err
 	}
 	ctx.Logger().Info("L:after-sleep")
 	return 0, nil
 })
 
-var logOnly = workflow.New("log-only", func(ctx workflow.Context, _ struct{}) (int, error) {
+var logOnly = sdk.New("log-only", func(ctx sdk.Context, _ struct{}) (int, error) {
 	ctx.Logger().Info("L:only")
 	return 0, nil
 })
 
-var logHook = workflow.New("log-hook", func(ctx workflow.Context, token string) (int, error) {
+var logHook = sdk.New("log-hook", func(ctx sdk.Context, token string) (int, error) {
 	ctx.Logger().Info("L:before-hook")
-	h := workflow.NewHook[int](ctx, workflow.HookOptions{Token: token})
+	h := sdk.NewHook[int](ctx, sdk.HookOptions{Token: token})
 	n, err := h.Receive(ctx)
 	if err != nil {
 		return 0, err

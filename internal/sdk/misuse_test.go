@@ -7,24 +7,24 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
-var misuseEcho = workflow.NewStep("misuse-echo", func(ctx context.Context, s string) (string, error) { return s, nil })
+var misuseEcho = sdk.NewStep("misuse-echo", func(ctx context.Context, s string) (string, error) { return s, nil })
 
 // Workflows that misuse the API from a goroutine they start, one that
 // panics, and a healthy one, for TestMisuseFailsOnlyItsRun.
 var (
 	// stepFromGoroutine calls a step from a goroutine while it waits for a
 	// hook nobody resumes: only failing the run ends it.
-	stepFromGoroutine = workflow.New("step-from-goroutine", func(ctx workflow.Context, _ int) (string, error) {
+	stepFromGoroutine = sdk.New("step-from-goroutine", func(ctx sdk.Context, _ int) (string, error) {
 		go func() { _, _ = misuseEcho.Call(ctx, "from a goroutine") }()
-		return workflow.NewHook[string](ctx, workflow.HookOptions{}).Receive(ctx)
+		return sdk.NewHook[string](ctx, sdk.HookOptions{}).Receive(ctx)
 	})
 	// waitsForGoroutine blocks in sync.WaitGroup.Wait while its goroutine
 	// calls a step: the workflow's own goroutine is running meanwhile.
-	waitsForGoroutine = workflow.New("waits-for-goroutine", func(ctx workflow.Context, _ int) (string, error) {
+	waitsForGoroutine = sdk.New("waits-for-goroutine", func(ctx sdk.Context, _ int) (string, error) {
 		var wg sync.WaitGroup
 		var out string
 		wg.Add(1)
@@ -36,36 +36,36 @@ var (
 		return misuseEcho.Call(ctx, out)
 	})
 	// sleepsInGoroutine sleeps from a goroutine after its first step.
-	sleepsInGoroutine = workflow.New("sleeps-in-goroutine", func(ctx workflow.Context, _ int) (string, error) {
+	sleepsInGoroutine = sdk.New("sleeps-in-goroutine", func(ctx sdk.Context, _ int) (string, error) {
 		if _, err := misuseEcho.Call(ctx, "first"); err != nil {
 			return "", err
 		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = workflow.Sleep(ctx, 0)
+			_ = sdk.Sleep(ctx, 0)
 		}()
 		<-done
 		return misuseEcho.Call(ctx, "second")
 	})
 	// lateGoroutine's goroutine calls a step after the session that ran the
 	// workflow has ended (it waits for a hook nobody resumes).
-	lateGoroutine = workflow.New("late-goroutine", func(ctx workflow.Context, _ int) (string, error) {
+	lateGoroutine = sdk.New("late-goroutine", func(ctx sdk.Context, _ int) (string, error) {
 		go func() {
 			time.Sleep(300 * time.Millisecond)
 			_, _ = misuseEcho.Call(ctx, "late")
 		}()
-		return workflow.NewHook[string](ctx, workflow.HookOptions{}).Receive(ctx)
+		return sdk.NewHook[string](ctx, sdk.HookOptions{}).Receive(ctx)
 	})
 	// panicsAfterStep panics after a step.
-	panicsAfterStep = workflow.New("panics-after-step", func(ctx workflow.Context, _ int) (string, error) {
+	panicsAfterStep = sdk.New("panics-after-step", func(ctx sdk.Context, _ int) (string, error) {
 		if _, err := misuseEcho.Call(ctx, "first"); err != nil {
 			return "", err
 		}
 		panic("the order book is empty")
 	})
 	// healthy runs three steps.
-	healthy = workflow.New("healthy", func(ctx workflow.Context, n int) (string, error) {
+	healthy = sdk.New("healthy", func(ctx sdk.Context, n int) (string, error) {
 		out := ""
 		for i := range n {
 			s, err := misuseEcho.Call(ctx, string(rune('a'+i)))
@@ -86,7 +86,7 @@ func TestMisuseFailsOnlyItsRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, misuseEcho, stepFromGoroutine, waitsForGoroutine, sleepsInGoroutine, lateGoroutine, panicsAfterStep, healthy)
 	for _, tc := range []struct {
-		wf   *workflow.Workflow[int, string]
+		wf   *sdk.Workflow[int, string]
 		code string
 		want []string
 	}{
@@ -111,7 +111,7 @@ func TestMisuseFailsOnlyItsRun(t *testing.T) {
 				}
 				return
 			}
-			rf := mustAs[*workflow.RunFailedError](t, err)
+			rf := mustAs[*sdk.RunFailedError](t, err)
 			if rf.Code != tc.code {
 				t.Fatalf("run failed with %s, want %s: %v", rf.Code, tc.code, err)
 			}

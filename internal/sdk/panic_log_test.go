@@ -8,23 +8,23 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
-var panicky = workflow.NewStep("panicky", func(ctx context.Context, _ struct{}) (int, error) {
-	if m, _ := workflow.StepMetadataFrom(ctx); m.Attempt < 2 {
+var panicky = sdk.NewStep("panicky", func(ctx context.Context, _ struct{}) (int, error) {
+	if m, _ := sdk.StepMetadataFrom(ctx); m.Attempt < 2 {
 		panic("step exploded")
 	}
 	return 1, nil
-}, workflow.StepOptions{Backoff: func(int) time.Duration { return time.Millisecond }})
+}, sdk.StepOptions{Backoff: func(int) time.Duration { return time.Millisecond }})
 
 // panicsLate panics after a step and a sleep, so that the engine replays it
 // before the panic.
-var panicsLate = workflow.New("panics-late", func(ctx workflow.Context, _ struct{}) (int, error) {
+var panicsLate = sdk.New("panics-late", func(ctx sdk.Context, _ struct{}) (int, error) {
 	if _, err := panicky.Call(ctx, struct{}{}); err != nil {
 		return 0, err
 	}
-	if err := workflow.Sleep(ctx, 20*time.Millisecond); err != nil {
+	if err := sdk.Sleep(ctx, 20*time.Millisecond); err != nil {
 		return 0, err
 	}
 	panic("workflow exploded")
@@ -60,8 +60,8 @@ func TestPanicsLogged(t *testing.T) {
 	for _, tc := range []struct {
 		msg, step, panic, frame string
 	}{
-		{"engine: step panicked", "panicky", "step panicked: step exploded", "workflow_test.init"},
-		{"engine: workflow panicked", "", "workflow panicked: workflow exploded", "workflow_test.init"},
+		{"engine: step panicked", "panicky", "step panicked: step exploded", "sdk_test.init"},
+		{"engine: workflow panicked", "", "workflow panicked: workflow exploded", "sdk_test.init"},
 	} {
 		es := got[tc.msg]
 		if len(es) != 1 {

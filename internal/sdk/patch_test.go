@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -15,14 +15,14 @@ import (
 // parcel is a workflow deployed in versions: v1 reserves, sleeps and
 // ships. A version's change is applied with or without patches.
 type parcel struct {
-	steps map[string]*workflow.Step[string, string]
+	steps map[string]*sdk.Step[string, string]
 	sleep time.Duration
 }
 
 func newParcel(sleep time.Duration) *parcel {
-	s := &parcel{steps: map[string]*workflow.Step[string, string]{}, sleep: sleep}
+	s := &parcel{steps: map[string]*sdk.Step[string, string]{}, sleep: sleep}
 	for _, name := range []string{"fraud-check", "reserve", "gift-wrap", "ship"} {
-		s.steps[name] = workflow.NewStep(name, func(_ context.Context, in string) (string, error) { return name + ":" + in, nil })
+		s.steps[name] = sdk.NewStep(name, func(_ context.Context, in string) (string, error) { return name + ":" + in, nil })
 	}
 	return s
 }
@@ -30,8 +30,8 @@ func newParcel(sleep time.Duration) *parcel {
 // version builds the workflow from a plan: the names of the steps to call
 // before and after the sleep, each possibly guarded by a patch (see
 // planned).
-func (s *parcel) version(before, after []string, patched bool) *workflow.Workflow[string, []string] {
-	return workflow.New("shipping", func(ctx workflow.Context, in string) ([]string, error) {
+func (s *parcel) version(before, after []string, patched bool) *sdk.Workflow[string, []string] {
+	return sdk.New("shipping", func(ctx sdk.Context, in string) ([]string, error) {
 		var trail []string
 		do := func(name string) error {
 			out, err := s.steps[strings.TrimLeft(name, "+-")].Call(ctx, in)
@@ -45,7 +45,7 @@ func (s *parcel) version(before, after []string, patched bool) *workflow.Workflo
 				}
 			}
 		}
-		if err := workflow.Sleep(ctx, s.sleep); err != nil {
+		if err := sdk.Sleep(ctx, s.sleep); err != nil {
 			return nil, err
 		}
 		for _, name := range after {
@@ -63,18 +63,18 @@ func (s *parcel) version(before, after []string, patched bool) *workflow.Workflo
 // "-x" one it removes, any other name a step both versions call. With
 // patched, additions and removals go through workflow.Patched; without,
 // v2 simply calls what it calls.
-func planned(ctx workflow.Context, name string, patched bool) bool {
+func planned(ctx sdk.Context, name string, patched bool) bool {
 	switch {
 	case strings.HasPrefix(name, "+"):
-		return !patched || workflow.Patched(ctx, "add-"+name[1:])
+		return !patched || sdk.Patched(ctx, "add-"+name[1:])
 	case strings.HasPrefix(name, "-"):
-		return patched && !workflow.Patched(ctx, "remove-"+name[1:])
+		return patched && !sdk.Patched(ctx, "remove-"+name[1:])
 	}
 	return true
 }
 
-func (s *parcel) registry(wf *workflow.Workflow[string, []string]) *workflow.Registry {
-	reg := workflow.NewRegistry().MustRegister(wf)
+func (s *parcel) registry(wf *sdk.Workflow[string, []string]) *sdk.Registry {
+	reg := sdk.NewRegistry().MustRegister(wf)
 	for _, st := range s.steps {
 		reg.MustRegister(st)
 	}
@@ -110,10 +110,10 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			v1 := s.version([]string{"reserve"}, []string{"ship"}, false)
 			v2Before, v2After := []string{"+fraud-check", "reserve"}, []string{"-ship", "+gift-wrap"}
 			v2 := s.version(v2Before, v2After, patched)
-			client, _ := workflow.NewClient(workflow.ClientConfig{World: lw, Now: clock.Now})
+			client, _ := sdk.NewClient(sdk.ClientConfig{World: lw, Now: clock.Now})
 			e := &env{t: t, lw: lw}
-			deploy := func(t *testing.T, ctx context.Context, lw *localworld.World, reg *workflow.Registry) (stop func()) {
-				return deployOn(t, ctx, workflow.WorkerConfig{World: lw, Registry: reg, Now: clock.Now, PollWait: 20 * time.Millisecond})
+			deploy := func(t *testing.T, ctx context.Context, lw *localworld.World, reg *sdk.Registry) (stop func()) {
+				return deployOn(t, ctx, sdk.WorkerConfig{World: lw, Registry: reg, Now: clock.Now, PollWait: 20 * time.Millisecond})
 			}
 
 			stop := deploy(t, ctx, lw, s.registry(v1))
@@ -138,7 +138,7 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "v2 asleep", func() bool { return countEvents(e.events(fresh.ID()), world.EventWaitCreated) == 1 })
-			rep, err := client.CheckPatch(ctx, &workflow.CheckPatchParams{WorkflowName: "shipping", PatchID: "add-fraud-check"})
+			rep, err := client.CheckPatch(ctx, &sdk.CheckPatchParams{WorkflowName: "shipping", PatchID: "add-fraud-check"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 					t.Errorf("run %s was held %d times", id, n)
 				}
 			}
-			rep, err = client.CheckPatch(ctx, &workflow.CheckPatchParams{WorkflowName: "shipping", PatchID: "add-fraud-check"})
+			rep, err = client.CheckPatch(ctx, &sdk.CheckPatchParams{WorkflowName: "shipping", PatchID: "add-fraud-check"})
 			if err != nil || !rep.Retirable() {
 				t.Fatalf("after both ended: %+v, %v; want retirable", rep, err)
 			}
@@ -188,25 +188,25 @@ func TestPatchIDMisuse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		fn   func(ctx workflow.Context) bool
+		fn   func(ctx sdk.Context) bool
 		want string // "" for success
 	}{
-		{"two places", func(ctx workflow.Context) bool {
-			a := workflow.Patched(ctx, "p")
-			return a && workflow.Patched(ctx, "p")
+		{"two places", func(ctx sdk.Context) bool {
+			a := sdk.Patched(ctx, "p")
+			return a && sdk.Patched(ctx, "p")
 		}, `patch ID "p" is used at`},
-		{"empty", func(ctx workflow.Context) bool { return workflow.Patched(ctx, "") }, "empty patch ID"},
-		{"loop", func(ctx workflow.Context) bool {
+		{"empty", func(ctx sdk.Context) bool { return sdk.Patched(ctx, "") }, "empty patch ID"},
+		{"loop", func(ctx sdk.Context) bool {
 			ok := true
 			for range 3 {
-				ok = ok && workflow.Patched(ctx, "p")
+				ok = ok && sdk.Patched(ctx, "p")
 			}
 			return ok
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			wf := workflow.New("patch-misuse", func(ctx workflow.Context, _ struct{}) (bool, error) { return tc.fn(ctx), nil })
+			wf := sdk.New("patch-misuse", func(ctx sdk.Context, _ struct{}) (bool, error) { return tc.fn(ctx), nil })
 			e := newEnv(t, wf)
 			ctx := e.ctx()
 			run, err := wf.Start(ctx, e.client, struct{}{})

@@ -27,7 +27,7 @@ type Registry struct {
 	defs      map[string]Definition // by kind and name: what Register was given
 	firsts    map[string]Definition // by kind and name: what Register was first given (Replace keeps it)
 	// inputs decode a workflow's input into its input type, by workflow
-	// name: Client.StartJSON checks an input before it creates a run.
+	// name: StartJSON checks an input before it creates a run.
 	inputs map[string]func(json.RawMessage, bool) error
 	codec  codec
 }
@@ -109,16 +109,18 @@ func checkNil(fn string, i int, d Definition) error {
 		return fmt.Errorf("workflow: %s: %w: definition %d is nil", fn, world.ErrInvalid, i+1)
 	}
 	if v := reflect.ValueOf(d); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("workflow: %s: %w: definition %d is a nil %T (used before it was assigned?)", fn, world.ErrInvalid, i+1, d)
+		// %T names this package; users know the type by its facade's name
+		typ := strings.Replace(fmt.Sprintf("%T", d), "sdk.", "workflow.", 1)
+		return fmt.Errorf("workflow: %s: %w: definition %d is a nil %s (used before it was assigned?)", fn, world.ErrInvalid, i+1, typ)
 	}
 	return nil
 }
 
-// Clone returns a registry of its own holding what r holds: the same
+// CloneRegistry returns a registry of its own holding what r holds: the same
 // workflows, steps, error types and sentinels. Registering or replacing in one leaves
 // the other as it is, so a test can swap a step's implementation in a clone
 // (see Replace) without touching the registry other tests share.
-func (r *Registry) Clone() *Registry {
+func CloneRegistry(r *Registry) *Registry {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	c := NewRegistry()
@@ -149,7 +151,7 @@ func (r *Registry) Clone() *Registry {
 // StubStep does it in a Clone). The name stays what the log records, so runs
 // replay against the replacement. A name not registered for that kind is an
 // error, and nothing of the call is replaced then.
-func (r *Registry) Replace(defs ...Definition) error {
+func Replace(r *Registry, defs ...Definition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	keys := make([]string, len(defs))
@@ -288,8 +290,8 @@ func (r *Registry) addStep(s *engine.Step) error {
 	return nil
 }
 
-// Workflows returns the registered workflow names.
-func (r *Registry) Workflows() []string {
+// Workflows returns the workflow names r holds.
+func Workflows(r *Registry) []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]string, 0, len(r.workflows))

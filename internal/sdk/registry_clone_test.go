@@ -21,10 +21,10 @@ func TestRegistryCloneReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clone := reg.Clone()
+	clone := CloneRegistry(reg)
 	stub := NewStep(greet.Name(), func(_ context.Context, name string) (string, error) { return "stub " + name, nil },
-		greet.Options())
-	if err := clone.Replace(stub); err != nil {
+		OptionsOf(greet))
+	if err := Replace(clone, stub); err != nil {
 		t.Fatalf("Replace: %v", err)
 	}
 	call := func(r *Registry) string {
@@ -77,7 +77,7 @@ func TestRegistryReplaceUnknown(t *testing.T) {
 	known := NewStep("known", func(context.Context, int) (int, error) { return 1, nil })
 	reg.MustRegister(known)
 	unknown := NewStep("unknown", func(context.Context, int) (int, error) { return 2, nil })
-	err := reg.Replace(NewStep("known", func(context.Context, int) (int, error) { return 3, nil }), unknown)
+	err := Replace(reg, NewStep("known", func(context.Context, int) (int, error) { return 3, nil }), unknown)
 	if err == nil || !strings.Contains(err.Error(), `step "unknown" is not registered`) {
 		t.Fatalf("err %v, want one naming the unknown step", err)
 	}
@@ -85,7 +85,7 @@ func TestRegistryReplaceUnknown(t *testing.T) {
 	if out, _ := s.Fn(context.Background(), []byte("0")); string(out) != "1" {
 		t.Errorf("a failed Replace replaced the known step: it returns %s", out)
 	}
-	if err := reg.Replace(New("known", func(Context, int) (int, error) { return 0, nil })); err == nil {
+	if err := Replace(reg, New("known", func(Context, int) (int, error) { return 0, nil })); err == nil {
 		t.Error("Replace of a step by a workflow of its name succeeded")
 	}
 }

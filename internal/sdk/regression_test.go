@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -24,16 +24,16 @@ import (
 func TestFanOutConvergence(t *testing.T) {
 	t.Parallel()
 	const n = 40
-	work := workflow.NewStep("work", func(ctx context.Context, i int) (int, error) {
+	work := sdk.NewStep("work", func(ctx context.Context, i int) (int, error) {
 		time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 		return i * i, nil
 	})
-	fan := workflow.New("fanOut", func(ctx workflow.Context, n int) (int, error) {
-		fs := make([]workflow.Future[int], n)
+	fan := sdk.New("fanOut", func(ctx sdk.Context, n int) (int, error) {
+		fs := make([]sdk.Future[int], n)
 		for i := range fs {
 			fs[i] = work.Go(ctx, i)
 		}
-		vs, err := workflow.All(ctx, fs...)
+		vs, err := sdk.All(ctx, fs...)
 		if err != nil {
 			return 0, err
 		}
@@ -43,11 +43,11 @@ func TestFanOutConvergence(t *testing.T) {
 		}
 		// A second batch after the first: the steps of the second batch are
 		// created by the continuation that takes the first batch's results in.
-		more := make([]workflow.Future[int], 5)
+		more := make([]sdk.Future[int], 5)
 		for i := range more {
 			more[i] = work.Go(ctx, i)
 		}
-		vs, err = workflow.All(ctx, more...)
+		vs, err = sdk.All(ctx, more...)
 		for _, v := range vs {
 			sum += v
 		}
@@ -63,7 +63,7 @@ func TestFanOutConvergence(t *testing.T) {
 	}{{"queued", -1}, {"mixed", 5 * time.Millisecond}} {
 		t.Run(cfg.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnvWith(t, envOptions{workers: 3, concurrency: 4, engine: workflow.EngineOptions{InlineConcurrency: 4, BackgroundDelay: cfg.delay}}, fan, work)
+			e := newEnvWith(t, envOptions{workers: 3, concurrency: 4, engine: sdk.EngineOptions{InlineConcurrency: 4, BackgroundDelay: cfg.delay}}, fan, work)
 			background := fanOutRounds(t, e, fan, n)
 			if cfg.delay < 0 && background == 0 {
 				t.Error("no step ran in the background")
@@ -76,7 +76,7 @@ func TestFanOutConvergence(t *testing.T) {
 // fanOutRounds runs the fan-out three times concurrently and checks each
 // log; it returns how many steps were started apart from their creation
 // (by a background executor or a later commit).
-func fanOutRounds(t *testing.T, e *env, fan *workflow.Workflow[int, int], n int) int {
+func fanOutRounds(t *testing.T, e *env, fan *sdk.Workflow[int, int], n int) int {
 	var background atomic.Int32
 	var wg sync.WaitGroup
 	for range 3 {
@@ -166,8 +166,8 @@ func (c *countingWorld) count(runID string) int {
 
 func TestOneCommitPerSerialStep(t *testing.T) {
 	t.Parallel()
-	inc := workflow.NewStep("inc", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
-	serial := workflow.New("serial", func(ctx workflow.Context, steps int) (int, error) {
+	inc := sdk.NewStep("inc", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
+	serial := sdk.New("serial", func(ctx sdk.Context, steps int) (int, error) {
 		n := 0
 		for range steps {
 			var err error
@@ -216,8 +216,8 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 	}
 	started := make(chan start, 4)
 	var calls atomic.Int32
-	fragile := workflow.NewStep("fragile", func(ctx context.Context, _ struct{}) (int, error) {
-		m, _ := workflow.StepMetadataFrom(ctx)
+	fragile := sdk.NewStep("fragile", func(ctx context.Context, _ struct{}) (int, error) {
+		m, _ := sdk.StepMetadataFrom(ctx)
 		started <- start{m.Attempt, time.Now()}
 		if calls.Add(1) == 1 {
 			<-ctx.Done() // the process dies here
@@ -225,12 +225,12 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 		}
 		return m.Attempt, nil
 	})
-	wf := workflow.New("killed", func(ctx workflow.Context, _ struct{}) (int, error) {
+	wf := sdk.New("killed", func(ctx sdk.Context, _ struct{}) (int, error) {
 		return fragile.Call(ctx, struct{}{})
 	})
-	reg := workflow.NewRegistry().MustRegister(wf, fragile)
-	opts := workflow.EngineOptions{StepLeaseTTL: 300 * time.Millisecond, RunPollInterval: 50 * time.Millisecond}
-	p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg, Engine: opts})
+	reg := sdk.NewRegistry().MustRegister(wf, fragile)
+	opts := sdk.EngineOptions{StepLeaseTTL: 300 * time.Millisecond, RunPollInterval: 50 * time.Millisecond}
+	p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Engine: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 	// A healthy worker picks the message up again; the step re-runs once
 	// its lease expires, as attempt 1 again: the first was interrupted by
 	// the loss of its worker, not failed, and uses none of the retries.
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Concurrency: 2, Engine: opts, PollWait: 50 * time.Millisecond})
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 2, Engine: opts, PollWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,17 +313,17 @@ func TestHookPayloadDuringExecutionIsNotLost(t *testing.T) {
 	// Each step resumes the run's own hook while it runs, so the payload is
 	// appended while the invocation holds uncommitted results: its commit
 	// is refused and the workflow is rebuilt with the payload.
-	poke := workflow.NewStep("poke", func(ctx context.Context, in struct {
+	poke := sdk.NewStep("poke", func(ctx context.Context, in struct {
 		Token string
 		I     int
 	}) (int, error) {
-		if _, err := workflow.ClientFrom(ctx).ResumeHook(ctx, in.Token, in.I); err != nil {
+		if _, err := sdk.ClientFrom(ctx).ResumeHook(ctx, in.Token, in.I); err != nil {
 			return 0, err
 		}
 		return in.I, nil
 	})
-	wf := workflow.New("pokeSelf", func(ctx workflow.Context, token string) ([]int, error) {
-		h := workflow.NewHook[int](ctx, workflow.HookOptions{Token: token})
+	wf := sdk.New("pokeSelf", func(ctx sdk.Context, token string) ([]int, error) {
+		h := sdk.NewHook[int](ctx, sdk.HookOptions{Token: token})
 		if _, err := h.Conflict(ctx); err != nil {
 			return nil, err
 		}
@@ -363,12 +363,12 @@ func TestHookPayloadDuringExecutionIsNotLost(t *testing.T) {
 func TestExternalHookPayloadsUnderLoad(t *testing.T) {
 	t.Parallel()
 	const payloads = 30
-	tick := workflow.NewStep("tick", func(ctx context.Context, i int) (int, error) {
+	tick := sdk.NewStep("tick", func(ctx context.Context, i int) (int, error) {
 		time.Sleep(time.Millisecond)
 		return i, nil
 	})
-	wf := workflow.New("collect", func(ctx workflow.Context, token string) ([]int, error) {
-		h := workflow.NewHook[int](ctx, workflow.HookOptions{Token: token})
+	wf := sdk.New("collect", func(ctx sdk.Context, token string) ([]int, error) {
+		h := sdk.NewHook[int](ctx, sdk.HookOptions{Token: token})
 		var got []int
 		i := 0
 		for len(got) < payloads {
@@ -421,21 +421,21 @@ func TestDeterministicAcrossReplays(t *testing.T) {
 		Token string
 		Now   time.Time
 	}
-	record := workflow.NewStep("record", func(ctx context.Context, v values) (values, error) { return v, nil })
-	wf := workflow.New("deterministic", func(ctx workflow.Context, _ struct{}) ([2]values, error) {
-		h := workflow.NewHook[int](ctx, workflow.HookOptions{})
+	record := sdk.NewStep("record", func(ctx context.Context, v values) (values, error) { return v, nil })
+	wf := sdk.New("deterministic", func(ctx sdk.Context, _ struct{}) ([2]values, error) {
+		h := sdk.NewHook[int](ctx, sdk.HookOptions{})
 		v := values{Rand: ctx.Rand().Int64(), ID: ctx.NewID(), Token: h.Token(), Now: ctx.Now()}
 		rec, err := record.Call(ctx, v)
 		if err != nil {
 			return [2]values{}, err
 		}
 		// Forces a new invocation, which replays everything above.
-		if err := workflow.Sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := sdk.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return [2]values{}, err
 		}
 		return [2]values{v, rec}, nil
 	})
-	e := newEnvWith(t, envOptions{engine: workflow.EngineOptions{Linger: -1}}, wf, record)
+	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{Linger: -1}}, wf, record)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, struct{}{})
 	if err != nil {
@@ -464,7 +464,7 @@ func TestIdempotentStart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run, err := addTen.Start(ctx, e.client, 1, workflow.WithIdempotencyKey("order-42"))
+			run, err := addTen.Start(ctx, e.client, 1, sdk.WithIdempotencyKey("order-42"))
 			if err != nil {
 				failures.Add(1)
 				return
@@ -478,7 +478,7 @@ func TestIdempotentStart(t *testing.T) {
 	if n != 1 || failures.Load() != 0 {
 		t.Fatalf("%d runs, %d failures; want one run", n, failures.Load())
 	}
-	other, err := addTen.Start(ctx, e.client, 1, workflow.WithIdempotencyKey("order-43"))
+	other, err := addTen.Start(ctx, e.client, 1, sdk.WithIdempotencyKey("order-43"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,8 +499,8 @@ func TestWorkerShutdownLeaksNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer lw.Close()
-		reg := workflow.NewRegistry().MustRegister(addTen, add)
-		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Concurrency: 4, WebhookAddr: "127.0.0.1:0", PollWait: 20 * time.Millisecond})
+		reg := sdk.NewRegistry().MustRegister(addTen, add)
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 4, WebhookAddr: "127.0.0.1:0", PollWait: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +515,7 @@ func TestWorkerShutdownLeaksNothing(t *testing.T) {
 			t.Fatalf("result %d, %v", got, err)
 		}
 		// Leave a run sleeping, so work is in flight at shutdown.
-		sleeper := workflow.New("sleeper", func(ctx workflow.Context, _ struct{}) (int, error) { return 0, workflow.Sleep(ctx, time.Hour) })
+		sleeper := sdk.New("sleeper", func(ctx sdk.Context, _ struct{}) (int, error) { return 0, sdk.Sleep(ctx, time.Hour) })
 		_ = reg.Register(sleeper)
 		if _, err := sleeper.Start(ctx, w.Client(), struct{}{}); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -20,17 +20,17 @@ import (
 // result.
 func TestMapRangeFanOutAcrossReplay(t *testing.T) {
 	t.Parallel()
-	echo := workflow.NewStep("echo", func(_ context.Context, k string) (string, error) { return "result of " + k, nil })
-	fan := workflow.New("mapFanOut", func(ctx workflow.Context, keys []string) (map[string]string, error) {
+	echo := sdk.NewStep("echo", func(_ context.Context, k string) (string, error) { return "result of " + k, nil })
+	fan := sdk.New("mapFanOut", func(ctx sdk.Context, keys []string) (map[string]string, error) {
 		m := map[string]bool{}
 		for _, k := range keys {
 			m[k] = true
 		}
-		fs := map[string]workflow.Future[string]{}
+		fs := map[string]sdk.Future[string]{}
 		for k := range m {
 			fs[k] = echo.Go(ctx, k)
 		}
-		if err := workflow.Sleep(ctx, 30*time.Millisecond); err != nil {
+		if err := sdk.Sleep(ctx, 30*time.Millisecond); err != nil {
 			return nil, err
 		}
 		out := map[string]string{}
@@ -44,7 +44,7 @@ func TestMapRangeFanOutAcrossReplay(t *testing.T) {
 		return out, nil
 	})
 	// No lingering: the sleep ends the invocation, and the next one replays.
-	e := newEnvWith(t, envOptions{engine: workflow.EngineOptions{Linger: -1}}, fan, echo)
+	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{Linger: -1}}, fan, echo)
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
 	ctx := e.ctx()
 	diverged := 0
@@ -53,7 +53,7 @@ func TestMapRangeFanOutAcrossReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var info *workflow.RunInfo
+		var info *sdk.RunInfo
 		waitFor(t, "the run to end or be held", func() bool {
 			info, err = e.client.GetRun(ctx, run.ID())
 			return err == nil && (info.Status.Terminal() || info.Status == world.RunStatusHeld)
@@ -83,21 +83,21 @@ func TestMapRangeFanOutAcrossReplay(t *testing.T) {
 // v2 send-email at the same place; both then wait on the hook "evolving-"
 // plus the run's input.
 type evolving struct {
-	stepA, stepB *workflow.Step[struct{}, int]
-	v1, v2       *workflow.Workflow[string, int]
+	stepA, stepB *sdk.Step[struct{}, int]
+	v1, v2       *sdk.Workflow[string, int]
 }
 
 func newEvolving() *evolving {
 	e := &evolving{
-		stepA: workflow.NewStep("charge-card", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil }),
-		stepB: workflow.NewStep("send-email", func(ctx context.Context, _ struct{}) (int, error) { return 2, nil }),
+		stepA: sdk.NewStep("charge-card", func(ctx context.Context, _ struct{}) (int, error) { return 1, nil }),
+		stepB: sdk.NewStep("send-email", func(ctx context.Context, _ struct{}) (int, error) { return 2, nil }),
 	}
-	version := func(step *workflow.Step[struct{}, int]) *workflow.Workflow[string, int] {
-		return workflow.New("evolving", func(ctx workflow.Context, key string) (int, error) {
+	version := func(step *sdk.Step[struct{}, int]) *sdk.Workflow[string, int] {
+		return sdk.New("evolving", func(ctx sdk.Context, key string) (int, error) {
 			if _, err := step.Call(ctx, struct{}{}); err != nil {
 				return 0, err
 			}
-			return workflow.NewHook[int](ctx, workflow.HookOptions{Token: "evolving-" + key}).Receive(ctx)
+			return sdk.NewHook[int](ctx, sdk.HookOptions{Token: "evolving-" + key}).Receive(ctx)
 		})
 	}
 	e.v1, e.v2 = version(e.stepA), version(e.stepB)
@@ -105,15 +105,15 @@ func newEvolving() *evolving {
 }
 
 // deploy runs a worker with reg on lw until the returned stop is called.
-func deploy(t *testing.T, ctx context.Context, lw *localworld.World, reg *workflow.Registry) (stop func()) {
+func deploy(t *testing.T, ctx context.Context, lw *localworld.World, reg *sdk.Registry) (stop func()) {
 	t.Helper()
-	return deployOn(t, ctx, workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond})
+	return deployOn(t, ctx, sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond})
 }
 
 // deployOn runs a Worker of cfg until stop is called.
-func deployOn(t *testing.T, ctx context.Context, cfg workflow.WorkerConfig) (stop func()) {
+func deployOn(t *testing.T, ctx context.Context, cfg sdk.WorkerConfig) (stop func()) {
 	t.Helper()
-	w, err := workflow.NewWorker(cfg)
+	w, err := sdk.NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func deployOn(t *testing.T, ctx context.Context, cfg workflow.WorkerConfig) (sto
 // returns the run's ID and the v2 deployment's stop.
 func heldAfterBadDeploy(t *testing.T, ctx context.Context, lw *localworld.World, ev *evolving, key string) (string, func()) {
 	t.Helper()
-	stop := deploy(t, ctx, lw, workflow.NewRegistry().MustRegister(ev.v1, ev.stepA))
-	client, _ := workflow.NewClient(workflow.ClientConfig{World: lw})
+	stop := deploy(t, ctx, lw, sdk.NewRegistry().MustRegister(ev.v1, ev.stepA))
+	client, _ := sdk.NewClient(sdk.ClientConfig{World: lw})
 	run, err := ev.v1.Start(ctx, client, key)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func heldAfterBadDeploy(t *testing.T, ctx context.Context, lw *localworld.World,
 	token := "evolving-" + key
 	waitFor(t, "v1 waiting on its hook", func() bool { _, err := client.GetHookByToken(ctx, token); return err == nil })
 	stop()
-	stop = deploy(t, ctx, lw, workflow.NewRegistry().MustRegister(ev.v2, ev.stepB))
+	stop = deploy(t, ctx, lw, sdk.NewRegistry().MustRegister(ev.v2, ev.stepB))
 	if _, err := client.ResumeHook(ctx, token, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestReplayDivergence(t *testing.T) {
 	defer cancel()
 	ev := newEvolving()
 	id, stop := heldAfterBadDeploy(t, ctx, lw, ev, "resume")
-	client, _ := workflow.NewClient(workflow.ClientConfig{World: lw})
+	client, _ := sdk.NewClient(sdk.ClientConfig{World: lw})
 	info, err := client.GetRun(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestReplayDivergence(t *testing.T) {
 			t.Errorf("%q does not name %s", info.Hold.Err, want)
 		}
 	}
-	page, err := client.ListRuns(ctx, workflow.ListRunsOptions{Status: world.RunStatusHeld})
+	page, err := client.ListRuns(ctx, sdk.ListRunsOptions{Status: world.RunStatusHeld})
 	if err != nil || len(page.Runs) != 1 || page.Runs[0].ID != id || page.Runs[0].Hold == nil {
 		t.Fatalf("held runs %+v, %v; want the run with its hold", page, err)
 	}
@@ -184,7 +184,7 @@ func TestReplayDivergence(t *testing.T) {
 	}
 	// The fix: the old code again, and a retry now.
 	stop()
-	stop = deploy(t, ctx, lw, workflow.NewRegistry().MustRegister(ev.v1, ev.stepA))
+	stop = deploy(t, ctx, lw, sdk.NewRegistry().MustRegister(ev.v1, ev.stepA))
 	defer stop()
 	if err := client.RetryRun(ctx, id); err != nil {
 		t.Fatal(err)
@@ -213,12 +213,12 @@ func TestHeldRunFailOrCancel(t *testing.T) {
 			defer cancel()
 			id, stop := heldAfterBadDeploy(t, ctx, lw, newEvolving(), how)
 			defer stop()
-			client, _ := workflow.NewClient(workflow.ClientConfig{World: lw})
+			client, _ := sdk.NewClient(sdk.ClientConfig{World: lw})
 			if how == "cancel" {
 				if err := client.Cancel(ctx, id, "bad deploy"); err != nil {
 					t.Fatal(err)
 				}
-				if err := client.Result(ctx, id, nil); !errors.Is(err, workflow.ErrRunCancelled) {
+				if err := client.Result(ctx, id, nil); !errors.Is(err, sdk.ErrRunCancelled) {
 					t.Fatalf("result %v, want cancelled", err)
 				}
 				return
@@ -227,7 +227,7 @@ func TestHeldRunFailOrCancel(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = client.Result(ctx, id, nil)
-			rf := mustAs[*workflow.RunFailedError](t, err)
+			rf := mustAs[*sdk.RunFailedError](t, err)
 			if rf.Code != world.CodeReplayDivergence || !strings.Contains(err.Error(), "bad deploy") {
 				t.Fatalf("result %v, want REPLAY_DIVERGENCE failed on request", err)
 			}

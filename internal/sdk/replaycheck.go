@@ -12,7 +12,7 @@ import (
 )
 
 // ReplayReport is what replaying one run's recorded log against the code
-// of a Registry found (Registry.CheckLog): whether a worker running this
+// of a Registry found (CheckLog): whether a worker running this
 // code would go on with the run, or hold it because the code and the log
 // part ways.
 type ReplayReport struct {
@@ -120,11 +120,11 @@ func (o Operation) String() string {
 // A log that is not one whole run's is an error matching world.ErrInvalid;
 // a run of a workflow the registry does not hold, a *RequestError of
 // Kind ErrUnknownWorkflow naming it.
-func (r *Registry) CheckLog(events []world.Event) (*ReplayReport, error) {
+func CheckLog(r *Registry, events []world.Event) (*ReplayReport, error) {
 	c, err := engine.CheckLog(engineRegistry{r}, events)
 	var nr *engine.NotRegisteredError
 	if errors.As(err, &nr) {
-		names := r.Workflows()
+		names := Workflows(r)
 		slices.Sort(names)
 		return nil, &RequestError{Kind: ErrUnknownWorkflow, Workflow: nr.Workflow, RunID: nr.RunID, Registered: names}
 	}

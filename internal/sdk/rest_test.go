@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -37,7 +37,7 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	cancelled := make(chan error, 1)
-	slow := workflow.NewStep("rest-slow", func(ctx context.Context, in string) (string, error) {
+	slow := sdk.NewStep("rest-slow", func(ctx context.Context, in string) (string, error) {
 		select {
 		case <-release:
 			return "slow:" + in, nil
@@ -46,8 +46,8 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 			return "", ctx.Err()
 		}
 	})
-	fast := workflow.NewStep("rest-fast", func(ctx context.Context, in string) (string, error) { return in, nil })
-	wf := workflow.New("rest-forget", func(ctx workflow.Context, in string) (string, error) {
+	fast := sdk.NewStep("rest-fast", func(ctx context.Context, in string) (string, error) { return in, nil })
+	wf := sdk.New("rest-forget", func(ctx sdk.Context, in string) (string, error) {
 		slow.Go(ctx, in) // fire and forget: started with the next step
 		return fast.Call(ctx, "done")
 	})
@@ -98,7 +98,7 @@ func TestOutcomeBeforeDeactivation(t *testing.T) {
 // in the commit of its end, for the price of no extra Append.
 func TestDeactivatedWithEnd(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("rest-plain", func(ctx workflow.Context, in string) (string, error) { return in, nil })
+	wf := sdk.New("rest-plain", func(ctx sdk.Context, in string) (string, error) { return in, nil })
 	e := newEnv(t, wf)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, "x")
@@ -124,12 +124,12 @@ func TestDeactivatedWithEnd(t *testing.T) {
 func TestCancelledRunCancelsSteps(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
-	block := workflow.NewStep("rest-block", func(ctx context.Context, in string) (string, error) {
+	block := sdk.NewStep("rest-block", func(ctx context.Context, in string) (string, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		return "", ctx.Err()
 	})
-	wf := workflow.New("rest-cancel", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("rest-cancel", func(ctx sdk.Context, in string) (string, error) {
 		return block.Call(ctx, in)
 	})
 	e := newEnv(t, wf, block)
@@ -142,7 +142,7 @@ func TestCancelledRunCancelsSteps(t *testing.T) {
 	if err := run.Cancel(ctx, "enough"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := run.Result(ctx); !errors.Is(err, workflow.ErrRunCancelled) {
+	if _, err := run.Result(ctx); !errors.Is(err, sdk.ErrRunCancelled) {
 		t.Fatalf("Result: %v; want ErrRunCancelled", err)
 	}
 	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/schedmsg"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -23,11 +23,11 @@ func TestProcessorScheduleMessages(t *testing.T) {
 	}
 	defer lw.Close()
 	reg := scheduleRegistry(t)
-	p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg})
+	p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := startWorkers(t, 1, workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
+	stop := startWorkers(t, 1, sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
 	defer stop()
 	ctx := context.Background()
 	msg := func(workflowName, at string) []byte {
@@ -53,7 +53,7 @@ func TestProcessorScheduleMessages(t *testing.T) {
 		t.Fatalf("runs %v", keys)
 	}
 
-	if err := p.Process(ctx, msg("scheduled", "<aws.scheduler.scheduled-time>"), 1); !workflow.IsPermanent(err) {
+	if err := p.Process(ctx, msg("scheduled", "<aws.scheduler.scheduled-time>"), 1); !sdk.IsPermanent(err) {
 		t.Errorf("unfilled placeholder: %v, want a permanent error", err)
 	}
 
@@ -62,7 +62,7 @@ func TestProcessorScheduleMessages(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		page, err := p.Client().ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "not-deployed"})
+		page, err := p.Client().ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: "not-deployed"})
 		if err != nil {
 			t.Fatal(err)
 		}

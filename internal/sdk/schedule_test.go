@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/schedule"
 	"github.com/skeinflow/skein/world"
@@ -37,15 +37,15 @@ type tick struct {
 	N int `json:"n"`
 }
 
-var scheduled = workflow.New("scheduled", func(ctx workflow.Context, in tick) (int, error) {
+var scheduled = sdk.New("scheduled", func(ctx sdk.Context, in tick) (int, error) {
 	return double.Call(ctx, in.N)
 })
 
-var double = workflow.NewStep("double", func(_ context.Context, n int) (int, error) { return 2 * n, nil })
+var double = sdk.NewStep("double", func(_ context.Context, n int) (int, error) { return 2 * n, nil })
 
-func scheduleRegistry(t *testing.T) *workflow.Registry {
+func scheduleRegistry(t *testing.T) *sdk.Registry {
 	t.Helper()
-	reg := workflow.NewRegistry()
+	reg := sdk.NewRegistry()
 	if err := reg.Register(scheduled, double); err != nil {
 		t.Fatal(err)
 	}
@@ -54,29 +54,29 @@ func scheduleRegistry(t *testing.T) *workflow.Registry {
 
 func TestWorkerRefusesBadSchedules(t *testing.T) {
 	t.Parallel()
-	good := workflow.Schedule{Name: "s", Expr: "@hourly", Workflow: "scheduled"}
-	with := func(f func(*workflow.Schedule)) []workflow.Schedule {
+	good := sdk.Schedule{Name: "s", Expr: "@hourly", Workflow: "scheduled"}
+	with := func(f func(*sdk.Schedule)) []sdk.Schedule {
 		s := good
 		f(&s)
-		return []workflow.Schedule{s}
+		return []sdk.Schedule{s}
 	}
 	cases := []struct {
 		name      string
-		schedules []workflow.Schedule
+		schedules []sdk.Schedule
 		want      string
 		target    any
 	}{
-		{"bad cron", with(func(s *workflow.Schedule) { s.Expr = "0 25 * * *" }), `schedule "s": schedule: expression "0 25 * * *": hour field: 25 is out of range 0-23`, new(*schedule.ParseError)},
-		{"bad rate", with(func(s *workflow.Schedule) { s.Expr = "rate(5 weeks)" }), `expression "rate(5 weeks)": rate unit`, new(*schedule.ParseError)},
-		{"four fields", with(func(s *workflow.Schedule) { s.Expr = "0 0 * *" }), "want 5 fields", new(*schedule.ParseError)},
-		{"time zone", with(func(s *workflow.Schedule) { s.TimeZone = "Mars/Olympus" }), `time zone "Mars/Olympus"`, nil},
-		{"unknown workflow", with(func(s *workflow.Schedule) { s.Workflow = "nope" }), `"nope"`, new(*workflow.RequestError)},
-		{"no name", with(func(s *workflow.Schedule) { s.Name = "" }), "no name", nil},
-		{"negative catch-up", with(func(s *workflow.Schedule) { s.CatchUp = -time.Second }), "negative CatchUp", nil},
-		{"input", with(func(s *workflow.Schedule) { s.Input = func() {} }), "schedule input", new(*workflow.SerializationError)},
-		{"input of the wrong type", with(func(s *workflow.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*workflow.RequestError)},
-		{"input of the wrong field type", with(func(s *workflow.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*workflow.RequestError)},
-		{"same name twice", []workflow.Schedule{good, good}, "two schedules have this name", nil},
+		{"bad cron", with(func(s *sdk.Schedule) { s.Expr = "0 25 * * *" }), `schedule "s": schedule: expression "0 25 * * *": hour field: 25 is out of range 0-23`, new(*schedule.ParseError)},
+		{"bad rate", with(func(s *sdk.Schedule) { s.Expr = "rate(5 weeks)" }), `expression "rate(5 weeks)": rate unit`, new(*schedule.ParseError)},
+		{"four fields", with(func(s *sdk.Schedule) { s.Expr = "0 0 * *" }), "want 5 fields", new(*schedule.ParseError)},
+		{"time zone", with(func(s *sdk.Schedule) { s.TimeZone = "Mars/Olympus" }), `time zone "Mars/Olympus"`, nil},
+		{"unknown workflow", with(func(s *sdk.Schedule) { s.Workflow = "nope" }), `"nope"`, new(*sdk.RequestError)},
+		{"no name", with(func(s *sdk.Schedule) { s.Name = "" }), "no name", nil},
+		{"negative catch-up", with(func(s *sdk.Schedule) { s.CatchUp = -time.Second }), "negative CatchUp", nil},
+		{"input", with(func(s *sdk.Schedule) { s.Input = func() {} }), "schedule input", new(*sdk.SerializationError)},
+		{"input of the wrong type", with(func(s *sdk.Schedule) { s.Input = "seven" }), `input of workflow "scheduled" does not decode`, new(*sdk.RequestError)},
+		{"input of the wrong field type", with(func(s *sdk.Schedule) { s.Input = map[string]any{"n": "seven"} }), "tick.n", new(*sdk.RequestError)},
+		{"same name twice", []sdk.Schedule{good, good}, "two schedules have this name", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,8 +86,8 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lw.Close()
-			_, err = workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: scheduleRegistry(t), Schedules: c.schedules})
-			var se *workflow.RegistrationError
+			_, err = sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: scheduleRegistry(t), Schedules: c.schedules})
+			var se *sdk.RegistrationError
 			if !errors.As(err, &se) || se.Kind != "schedule" || se.Name != c.schedules[len(c.schedules)-1].Name || !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("NewWorker = %v, want a *RegistrationError of a schedule with %q", err, c.want)
 			}
@@ -100,11 +100,11 @@ func TestWorkerRefusesBadSchedules(t *testing.T) {
 
 // scheduledRuns returns the idempotency keys of the runs of the workflow
 // "scheduled", sorted, once every one has completed.
-func scheduledRuns(t *testing.T, c *workflow.Client, want int) []string {
+func scheduledRuns(t *testing.T, c *sdk.Client, want int) []string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		page, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{WorkflowName: "scheduled", Limit: 100})
+		page, err := c.ListRuns(context.Background(), sdk.ListRunsOptions{WorkflowName: "scheduled", Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,12 +124,12 @@ func scheduledRuns(t *testing.T, c *workflow.Client, want int) []string {
 	}
 }
 
-func startWorkers(t *testing.T, n int, cfg workflow.WorkerConfig) (stop func()) {
+func startWorkers(t *testing.T, n int, cfg sdk.WorkerConfig) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range n {
-		w, err := workflow.NewWorker(cfg)
+		w, err := sdk.NewWorker(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,12 +158,12 @@ func TestWorkerFiresSchedules(t *testing.T) {
 			defer lw.Close()
 			base := time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)
 			clock := &testClock{t: base}
-			stop := startWorkers(t, workers, workflow.WorkerConfig{
+			stop := startWorkers(t, workers, sdk.WorkerConfig{
 				World: lw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 2 * time.Millisecond, PollWait: 10 * time.Millisecond,
-				Schedules: []workflow.Schedule{{Name: "every-minute", Expr: "* * * * *", Workflow: "scheduled", Input: tick{N: 21}}},
+				Schedules: []sdk.Schedule{{Name: "every-minute", Expr: "* * * * *", Workflow: "scheduled", Input: tick{N: 21}}},
 			})
 			defer stop()
-			c, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: scheduleRegistry(t)})
+			c, err := sdk.NewClient(sdk.ClientConfig{World: lw, Registry: scheduleRegistry(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestWorkerFiresSchedules(t *testing.T) {
 			if strings.Join(keys, " ") != strings.Join(want, " ") {
 				t.Fatalf("runs %v, want %v", keys, want)
 			}
-			page, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{WorkflowName: "scheduled"})
+			page, err := c.ListRuns(context.Background(), sdk.ListRunsOptions{WorkflowName: "scheduled"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestWorkerFiresSchedules(t *testing.T) {
 				if err := c.Result(context.Background(), r.ID, &out); err != nil || out != 42 {
 					t.Errorf("run %s: result %d, %v", r.ID, out, err)
 				}
-				if r.Attributes[workflow.AttrSchedule] != "every-minute" || !strings.HasSuffix(r.IdempotencyKey, r.Attributes[workflow.AttrScheduledTime]) {
+				if r.Attributes[sdk.AttrSchedule] != "every-minute" || !strings.HasSuffix(r.IdempotencyKey, r.Attributes[sdk.AttrScheduledTime]) {
 					t.Errorf("run %s: attributes %v, key %s", r.ID, r.Attributes, r.IdempotencyKey)
 				}
 			}
@@ -220,12 +220,12 @@ func TestWorkerScheduleCatchUp(t *testing.T) {
 			}
 			defer lw.Close()
 			clock := &testClock{t: time.Date(2026, 11, 24, 10, 7, 30, 0, time.UTC)}
-			stop := startWorkers(t, 1, workflow.WorkerConfig{
+			stop := startWorkers(t, 1, sdk.WorkerConfig{
 				World: lw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 2 * time.Millisecond, PollWait: 10 * time.Millisecond,
-				Schedules: []workflow.Schedule{{Name: "five", Expr: "@every 5m", Workflow: "scheduled", CatchUp: c.catchUp}},
+				Schedules: []sdk.Schedule{{Name: "five", Expr: "@every 5m", Workflow: "scheduled", CatchUp: c.catchUp}},
 			})
 			defer stop()
-			client, err := workflow.NewClient(workflow.ClientConfig{World: lw})
+			client, err := sdk.NewClient(sdk.ClientConfig{World: lw})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -272,15 +272,15 @@ func TestWorkerRetriesAFailedFiring(t *testing.T) {
 	defer lw.Close()
 	fw := &flakyStarts{World: lw, fail: 3}
 	clock := &testClock{t: time.Date(2026, 11, 24, 10, 0, 59, 0, time.UTC)}
-	stop := startWorkers(t, 1, workflow.WorkerConfig{
+	stop := startWorkers(t, 1, sdk.WorkerConfig{
 		World: fw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 20 * time.Millisecond, PollWait: 10 * time.Millisecond,
-		Schedules: []workflow.Schedule{{Name: "m", Expr: "* * * * *", Workflow: "scheduled"}},
+		Schedules: []sdk.Schedule{{Name: "m", Expr: "* * * * *", Workflow: "scheduled"}},
 	})
 	defer stop()
 	time.Sleep(30 * time.Millisecond) // the worker has read the clock
 	started := time.Now()
 	clock.Set(time.Date(2026, 11, 24, 10, 1, 0, 0, time.UTC))
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw})
+	c, err := sdk.NewClient(sdk.ClientConfig{World: lw})
 	if err != nil {
 		t.Fatal(err)
 	}

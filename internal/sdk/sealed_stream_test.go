@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/encrypt"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -45,7 +45,7 @@ func TestSealedStreamKeyUnavailable(t *testing.T) {
 	if err := sealed.WriteStream(ctx, &world.WriteStreamParams{RunID: run, Name: "user", Chunks: [][]byte{[]byte("bcard 4242")}, Framing: 1}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw})
+	c, err := sdk.NewClient(sdk.ClientConfig{World: lw})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestSealedStreamKeyUnavailable(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var got error
-	for ch, err := range c.ReadStream(rctx, run, workflow.StreamOptions{}) {
+	for ch, err := range c.ReadStream(rctx, run, sdk.StreamOptions{}) {
 		if err == nil {
 			t.Fatalf("ReadStream yielded chunk %q, want an error", ch.Data)
 		}
@@ -70,6 +70,6 @@ func TestSealedStreamKeyUnavailable(t *testing.T) {
 		break
 	}
 	check("ReadStream", got)
-	_, err = c.ReadStreamPage(ctx, run, workflow.StreamPageOptions{})
+	_, err = c.ReadStreamPage(ctx, run, sdk.StreamPageOptions{})
 	check("ReadStreamPage", err)
 }

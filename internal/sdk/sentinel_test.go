@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -18,13 +18,13 @@ var errOutOfStock = errors.New("out of stock")
 // RegisterSentinel, and plain errors keep their messages afterwards.
 func TestRegisterErrorRefusesEmptyTypes(t *testing.T) {
 	t.Parallel()
-	fail := workflow.NewStep("ret-fail", func(ctx context.Context, in string) (string, error) {
-		return "", workflow.Fatal(errors.New("card declined"))
+	fail := sdk.NewStep("ret-fail", func(ctx context.Context, in string) (string, error) {
+		return "", sdk.Fatal(errors.New("card declined"))
 	})
-	wrapped := workflow.NewStep("ret-wrapped", func(ctx context.Context, in string) (string, error) {
-		return "", workflow.Fatal(fmt.Errorf("charge %s: %w", in, errors.New("card declined")))
+	wrapped := sdk.NewStep("ret-wrapped", func(ctx context.Context, in string) (string, error) {
+		return "", sdk.Fatal(fmt.Errorf("charge %s: %w", in, errors.New("card declined")))
 	})
-	wf := workflow.New("ret-wf", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("ret-wf", func(ctx sdk.Context, in string) (string, error) {
 		_, err1 := fail.Call(ctx, in)
 		_, err2 := wrapped.Call(ctx, in)
 		return errString(err1) + " | " + errString(err2), nil
@@ -74,24 +74,24 @@ func (e *cloneLikeError) Error() string { return e.Code }
 func TestSentinelSurvivesTheLog(t *testing.T) {
 	t.Parallel()
 	errUnregistered := errors.New("not registered")
-	reserve := workflow.NewStep("sen-reserve", func(ctx context.Context, in string) (string, error) {
+	reserve := sdk.NewStep("sen-reserve", func(ctx context.Context, in string) (string, error) {
 		switch in {
 		case "wrapped":
-			return "", workflow.Fatal(fmt.Errorf("%w", errOutOfStock))
+			return "", sdk.Fatal(fmt.Errorf("%w", errOutOfStock))
 		case "plain":
-			return "", workflow.Fatal(errOutOfStock)
+			return "", sdk.Fatal(errOutOfStock)
 		case "retried":
 			return "", fmt.Errorf("reserve %s: %w", in, errOutOfStock)
 		}
-		return "", workflow.Fatal(fmt.Errorf("reserve: %w", errUnregistered))
-	}, workflow.StepOptions{MaxRetries: workflow.NoRetries})
+		return "", sdk.Fatal(fmt.Errorf("reserve: %w", errUnregistered))
+	}, sdk.StepOptions{MaxRetries: sdk.NoRetries})
 	// checks reports what errors.Is finds in the workflow; fails returns
 	// the error, for the client.
-	checks := workflow.New("sen-checks", func(ctx workflow.Context, in string) (string, error) {
+	checks := sdk.New("sen-checks", func(ctx sdk.Context, in string) (string, error) {
 		_, err := reserve.Call(ctx, in)
 		return fmt.Sprintf("is=%t unregistered=%t", errors.Is(err, errOutOfStock), errors.Is(err, errUnregistered)), nil
 	})
-	fails := workflow.New("sen-fails", func(ctx workflow.Context, in string) (string, error) {
+	fails := sdk.New("sen-fails", func(ctx sdk.Context, in string) (string, error) {
 		return reserve.Call(ctx, in)
 	})
 	e := newEnv(t, reserve, checks, fails)
@@ -121,7 +121,7 @@ func TestSentinelSurvivesTheLog(t *testing.T) {
 		if want := fmt.Sprintf("is=%t unregistered=false", wantIs); err != nil || got != want {
 			t.Errorf("%s: workflow saw %q, %v; want %q", in, got, err, want)
 		}
-		rep, cerr := e.reg.CheckLog(e.events(run.ID()))
+		rep, cerr := sdk.CheckLog(e.reg, e.events(run.ID()))
 		if cerr != nil || rep.Divergence != nil || string(rep.Output) != fmt.Sprintf("%q", got) {
 			t.Errorf("%s: replayed: %+v, %v; want output %q", in, rep, cerr, got)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -53,9 +53,9 @@ func TestWorkerGivesBackLateDeliveries(t *testing.T) {
 	defer lw.Close()
 	c := &lateReceiver{World: lw, released: make(chan world.ReleaseParams, 10), entered: make(chan struct{})}
 	var calls atomic.Int32
-	wf := workflow.New("late", func(ctx workflow.Context, n int) (int, error) { calls.Add(1); return n, nil })
-	reg := workflow.NewRegistry().MustRegister(wf)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: c, Registry: reg, Concurrency: 1})
+	wf := sdk.New("late", func(ctx sdk.Context, n int) (int, error) { calls.Add(1); return n, nil })
+	reg := sdk.NewRegistry().MustRegister(wf)
+	wk, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: c, Registry: reg, Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestWorkerDefaultVisibilityIsShort(t *testing.T) {
 	}
 	defer lw.Close()
 	c := &visibilityRecorder{World: lw, receives: make(chan time.Duration, 1)}
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: c, Registry: workflow.NewRegistry(), Concurrency: 1})
+	wk, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: c, Registry: sdk.NewRegistry(), Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +160,14 @@ func TestWorkerStopIsBounded(t *testing.T) {
 	defer lw.Close()
 	started, release := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	deaf := workflow.NewStep("deaf", func(context.Context, int) (int, error) {
+	deaf := sdk.NewStep("deaf", func(context.Context, int) (int, error) {
 		close(started)
 		<-release // ignores its context
 		return 1, nil
 	})
-	wf := workflow.New("deaf-flow", func(ctx workflow.Context, n int) (int, error) { return deaf.Call(ctx, n) })
-	reg := workflow.NewRegistry().MustRegister(wf, deaf)
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Concurrency: 1, StopTimeout: 100 * time.Millisecond})
+	wf := sdk.New("deaf-flow", func(ctx sdk.Context, n int) (int, error) { return deaf.Call(ctx, n) })
+	reg := sdk.NewRegistry().MustRegister(wf, deaf)
+	wk, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 1, StopTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

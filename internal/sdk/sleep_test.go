@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
 // The catalogue's sleeps, scaled down: 10 s -> 300 ms, 1 s -> 100 ms.
@@ -13,19 +13,19 @@ import (
 func TestSleep(t *testing.T) {
 	t.Parallel()
 	type span struct{ Start, End time.Time }
-	sleeping := workflow.New("sleeping", func(ctx workflow.Context, d time.Duration) (span, error) {
+	sleeping := sdk.New("sleeping", func(ctx sdk.Context, d time.Duration) (span, error) {
 		start := ctx.Now()
-		if err := workflow.Sleep(ctx, d); err != nil {
+		if err := sdk.Sleep(ctx, d); err != nil {
 			return span{}, err
 		}
 		return span{start, ctx.Now()}, nil
 	})
-	parallel := workflow.New("parallelSleep", func(ctx workflow.Context, d time.Duration) (int, error) {
-		var fs []workflow.Future[struct{}]
+	parallel := sdk.New("parallelSleep", func(ctx sdk.Context, d time.Duration) (int, error) {
+		var fs []sdk.Future[struct{}]
 		for range 10 {
-			fs = append(fs, workflow.NewTimer(ctx, d))
+			fs = append(fs, sdk.NewTimer(ctx, d))
 		}
-		_, err := workflow.All(ctx, fs...)
+		_, err := sdk.All(ctx, fs...)
 		return len(fs), err
 	})
 	e := newEnv(t, sleeping, parallel)
@@ -70,13 +70,13 @@ func TestSleep(t *testing.T) {
 
 func TestSleepVersusStep(t *testing.T) {
 	t.Parallel()
-	slow := workflow.NewStep("slow", func(ctx context.Context, d time.Duration) (string, error) {
+	slow := sdk.NewStep("slow", func(ctx context.Context, d time.Duration) (string, error) {
 		return "step", sleepCtx(ctx, d)
 	})
-	race := workflow.New("sleepRace", func(ctx workflow.Context, d [2]time.Duration) (string, error) {
+	race := sdk.New("sleepRace", func(ctx sdk.Context, d [2]time.Duration) (string, error) {
 		step := slow.Go(ctx, d[0])
-		timer := workflow.NewTimer(ctx, d[1])
-		if workflow.Select(ctx, step, timer) == 1 {
+		timer := sdk.NewTimer(ctx, d[1])
+		if sdk.Select(ctx, step, timer) == 1 {
 			return "sleep", nil
 		}
 		return step.Get(ctx)
@@ -113,8 +113,8 @@ func TestSleepVersusStep(t *testing.T) {
 
 func TestSleepInLoop(t *testing.T) {
 	t.Parallel()
-	stamp := workflow.NewStep("stamp", func(ctx context.Context, _ int) (time.Time, error) { return time.Now(), nil })
-	loop := workflow.New("sleepInLoop", func(ctx workflow.Context, d time.Duration) ([]time.Time, error) {
+	stamp := sdk.NewStep("stamp", func(ctx context.Context, _ int) (time.Time, error) { return time.Now(), nil })
+	loop := sdk.New("sleepInLoop", func(ctx sdk.Context, d time.Duration) ([]time.Time, error) {
 		var out []time.Time
 		for i := range 3 {
 			ts, err := stamp.Call(ctx, i)
@@ -123,7 +123,7 @@ func TestSleepInLoop(t *testing.T) {
 			}
 			out = append(out, ts)
 			if i < 2 {
-				if err := workflow.Sleep(ctx, d); err != nil {
+				if err := sdk.Sleep(ctx, d); err != nil {
 					return nil, err
 				}
 			}
@@ -152,17 +152,17 @@ func TestSleepInLoop(t *testing.T) {
 
 func TestSleepWakesOnTime(t *testing.T) {
 	t.Parallel()
-	stamp := workflow.NewStep("now", func(ctx context.Context, _ struct{}) (time.Time, error) { return time.Now(), nil })
-	wf2 := workflow.New("wake2", func(ctx workflow.Context, d time.Duration) ([2]time.Time, error) {
+	stamp := sdk.NewStep("now", func(ctx context.Context, _ struct{}) (time.Time, error) { return time.Now(), nil })
+	wf2 := sdk.New("wake2", func(ctx sdk.Context, d time.Duration) ([2]time.Time, error) {
 		due := ctx.Now().Add(d)
-		if err := workflow.Sleep(ctx, d); err != nil {
+		if err := sdk.Sleep(ctx, d); err != nil {
 			return [2]time.Time{}, err
 		}
 		woke, err := stamp.Call(ctx, struct{}{})
 		return [2]time.Time{due, woke}, err
 	})
 	// Linger disabled: the wake-up goes through a delayed continuation.
-	e := newEnvWith(t, envOptions{engine: workflow.EngineOptions{Linger: -1}}, wf2, stamp)
+	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{Linger: -1}}, wf2, stamp)
 	ctx := e.ctx()
 	run, err := wf2.Start(ctx, e.client, time.Second)
 	if err != nil {

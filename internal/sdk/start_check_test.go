@@ -11,7 +11,7 @@ import (
 
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/schedmsg"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -21,33 +21,33 @@ type checkedOrder struct {
 	Items int    `json:"items"`
 }
 
-var takesCheckedOrder = workflow.New("takes-order", func(ctx workflow.Context, in checkedOrder) (int, error) { return in.Items, nil })
+var takesCheckedOrder = sdk.New("takes-order", func(ctx sdk.Context, in checkedOrder) (int, error) { return in.Items, nil })
 
-var takesCheckedInt = workflow.New("takes-int", func(ctx workflow.Context, n int) (int, error) { return n, nil })
+var takesCheckedInt = sdk.New("takes-int", func(ctx sdk.Context, n int) (int, error) { return n, nil })
 
 // startCheckClient returns a client over a fresh local World, given a
 // Registry holding takesCheckedOrder and takesCheckedInt when registry is set.
-func startCheckClient(t *testing.T, registry bool) *workflow.Client {
+func startCheckClient(t *testing.T, registry bool) *sdk.Client {
 	t.Helper()
 	lw, err := localworld.Open(localworld.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lw.Close() })
-	cfg := workflow.ClientConfig{World: lw}
+	cfg := sdk.ClientConfig{World: lw}
 	if registry {
-		cfg.Registry = workflow.NewRegistry().MustRegister(takesCheckedOrder, takesCheckedInt)
+		cfg.Registry = sdk.NewRegistry().MustRegister(takesCheckedOrder, takesCheckedInt)
 	}
-	c, err := workflow.NewClient(cfg)
+	c, err := sdk.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func countStartedRuns(t *testing.T, c *workflow.Client) int {
+func countStartedRuns(t *testing.T, c *sdk.Client) int {
 	t.Helper()
-	page, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{Limit: 100})
+	page, err := c.ListRuns(context.Background(), sdk.ListRunsOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestClientStartChecksInput(t *testing.T) {
 		registry bool
 		workflow string
 		input    any
-		opts     []workflow.StartOption
+		opts     []sdk.StartOption
 		refused  string // "" when the start creates a run
 	}{
 		{"a number for a struct", true, "takes-order", 42, nil, "cannot unmarshal number"},
@@ -74,7 +74,7 @@ func TestClientStartChecksInput(t *testing.T) {
 		{"a struct that fits", true, "takes-order", checkedOrder{ID: "o1", Items: 2}, nil, ""},
 		{"a map that fits", true, "takes-order", map[string]any{"id": "o1", "items": 2}, nil, ""},
 		{"nil is the zero value", true, "takes-order", nil, nil, ""},
-		{"StartUnregistered skips the check", true, "takes-order", 42, []workflow.StartOption{workflow.StartUnregistered()}, ""},
+		{"StartUnregistered skips the check", true, "takes-order", 42, []sdk.StartOption{sdk.StartUnregistered()}, ""},
 		{"no registry, no check", false, "takes-order", 42, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestClientStartChecksInput(t *testing.T) {
 				}
 				return
 			}
-			var ie *workflow.RequestError
+			var ie *sdk.RequestError
 			if !errors.As(err, &ie) || ie.Kind != world.ErrInvalid || ie.Workflow != tc.workflow || !errors.Is(err, world.ErrInvalid) || !strings.Contains(err.Error(), tc.refused) {
 				t.Fatalf("Start = %q, %v; want a *RequestError matching world.ErrInvalid saying %q", id, err, tc.refused)
 			}
@@ -111,10 +111,10 @@ func TestRunInputDecodeFailureWording(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lw.Close()
-	reg := workflow.NewRegistry().MustRegister(takesCheckedOrder)
-	stop := startWorkers(t, 1, workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
+	reg := sdk.NewRegistry().MustRegister(takesCheckedOrder)
+	stop := startWorkers(t, 1, sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
 	defer stop()
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw}) // no Registry: no check
+	c, err := sdk.NewClient(sdk.ClientConfig{World: lw}) // no Registry: no check
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRunInputDecodeFailureWording(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.Result(ctx, id, nil)
-	var se *workflow.SerializationError
+	var se *sdk.SerializationError
 	if !errors.As(err, &se) || !se.Decode || !strings.Contains(err.Error(), "failed to decode workflow input") {
 		t.Fatalf("Result = %v; want a *SerializationError saying the workflow input failed to decode", err)
 	}
@@ -136,17 +136,17 @@ func TestRunInputDecodeFailureWording(t *testing.T) {
 // *RequestError naming the first run, and creates nothing.
 func TestIdempotencyKeyInput(t *testing.T) {
 	t.Parallel()
-	type start func(ctx context.Context, c *workflow.Client, key string) (id string, existed bool, err error)
+	type start func(ctx context.Context, c *sdk.Client, key string) (id string, existed bool, err error)
 	byName := func(name string, in any) start {
-		return func(ctx context.Context, c *workflow.Client, key string) (string, bool, error) {
+		return func(ctx context.Context, c *sdk.Client, key string) (string, bool, error) {
 			var existed bool
-			id, err := c.Start(ctx, name, in, workflow.WithIdempotencyKey(key), workflow.ReportExisting(&existed))
+			id, err := c.Start(ctx, name, in, sdk.WithIdempotencyKey(key), sdk.ReportExisting(&existed))
 			return id, existed, err
 		}
 	}
 	byJSON := func(name, in string) start {
-		return func(ctx context.Context, c *workflow.Client, key string) (string, bool, error) {
-			s, err := c.StartJSON(ctx, name, json.RawMessage(in), workflow.WithIdempotencyKey(key))
+		return func(ctx context.Context, c *sdk.Client, key string) (string, bool, error) {
+			s, err := sdk.StartJSON(ctx, c, name, json.RawMessage(in), sdk.WithIdempotencyKey(key))
 			if err != nil {
 				return "", false, err
 			}
@@ -154,8 +154,8 @@ func TestIdempotencyKeyInput(t *testing.T) {
 		}
 	}
 	typed := func(in checkedOrder) start {
-		return func(ctx context.Context, c *workflow.Client, key string) (string, bool, error) {
-			r, err := takesCheckedOrder.Start(ctx, c, in, workflow.WithIdempotencyKey(key))
+		return func(ctx context.Context, c *sdk.Client, key string) (string, bool, error) {
+			r, err := takesCheckedOrder.Start(ctx, c, in, sdk.WithIdempotencyKey(key))
 			if err != nil {
 				return "", false, err
 			}
@@ -195,7 +195,7 @@ func TestIdempotencyKeyInput(t *testing.T) {
 				}
 				return
 			}
-			var ce *workflow.RequestError
+			var ce *sdk.RequestError
 			if !errors.As(err, &ce) || ce.Kind != world.ErrConflict || !errors.Is(err, world.ErrConflict) {
 				t.Fatalf("second start = %q, %v; want a *RequestError matching world.ErrConflict", second, err)
 			}
@@ -218,21 +218,21 @@ func TestStartRefusalsMatchErrInvalid(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		start func(context.Context, *workflow.Client) error
+		start func(context.Context, *sdk.Client) error
 	}{
-		{"Client.Start empty key", func(ctx context.Context, c *workflow.Client) error {
-			_, err := c.Start(ctx, "takes-int", 1, workflow.WithIdempotencyKey(""))
+		{"Client.Start empty key", func(ctx context.Context, c *sdk.Client) error {
+			_, err := c.Start(ctx, "takes-int", 1, sdk.WithIdempotencyKey(""))
 			return err
 		}},
-		{"Workflow.Start empty key", func(ctx context.Context, c *workflow.Client) error {
-			_, err := takesCheckedInt.Start(ctx, c, 1, workflow.WithIdempotencyKey(""))
+		{"Workflow.Start empty key", func(ctx context.Context, c *sdk.Client) error {
+			_, err := takesCheckedInt.Start(ctx, c, 1, sdk.WithIdempotencyKey(""))
 			return err
 		}},
-		{"StartJSON empty key", func(ctx context.Context, c *workflow.Client) error {
-			_, err := c.StartJSON(ctx, "takes-int", json.RawMessage(`1`), workflow.WithIdempotencyKey(""))
+		{"StartJSON empty key", func(ctx context.Context, c *sdk.Client) error {
+			_, err := sdk.StartJSON(ctx, c, "takes-int", json.RawMessage(`1`), sdk.WithIdempotencyKey(""))
 			return err
 		}},
-		{"empty workflow name", func(ctx context.Context, c *workflow.Client) error {
+		{"empty workflow name", func(ctx context.Context, c *sdk.Client) error {
 			_, err := c.Start(ctx, "", 1)
 			return err
 		}},
@@ -264,7 +264,7 @@ func TestScheduleFiringIgnoresInputChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lw.Close()
-			p, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: scheduleRegistry(t)})
+			p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: scheduleRegistry(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,23 +305,23 @@ func TestIdempotencyKeyInputEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := workflow.NewRegistry().MustRegister(takesCheckedOrder)
-	sealed, err := workflow.NewClient(workflow.ClientConfig{World: ew, Registry: reg})
+	reg := sdk.NewRegistry().MustRegister(takesCheckedOrder)
+	sealed, err := sdk.NewClient(sdk.ClientConfig{World: ew, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
+	plain, err := sdk.NewClient(sdk.ClientConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first, err := takesCheckedOrder.Start(ctx, sealed, checkedOrder{ID: "o1", Items: 2}, workflow.WithIdempotencyKey("k"))
+	first, err := takesCheckedOrder.Start(ctx, sealed, checkedOrder{ID: "o1", Items: 2}, sdk.WithIdempotencyKey("k"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name     string
-		c        *workflow.Client
+		c        *sdk.Client
 		in       checkedOrder
 		want     error // nil: the first run again
 		keyError bool
@@ -332,7 +332,7 @@ func TestIdempotencyKeyInputEncrypted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := takesCheckedOrder.Start(ctx, tc.c, tc.in, workflow.WithIdempotencyKey("k"))
+			r, err := takesCheckedOrder.Start(ctx, tc.c, tc.in, sdk.WithIdempotencyKey("k"))
 			var ke interface{ KeyUnavailable() (runID, keyID string) }
 			switch {
 			case tc.keyError:

@@ -27,7 +27,7 @@ type Started struct {
 // JSON value) returns that run with Existed set (an unfinished one is
 // woken); a key that started a run of another workflow, or of this one
 // with another input, is a *RequestError of Kind world.ErrConflict.
-func (c *Client) StartJSON(ctx context.Context, workflowName string, input json.RawMessage, opts ...StartOption) (*Started, error) {
+func StartJSON(ctx context.Context, c *Client, workflowName string, input json.RawMessage, opts ...StartOption) (*Started, error) {
 	o := c.startOptions(ctx, opts)
 	if err := c.checkStart(workflowName, input, o); err != nil {
 		return nil, err

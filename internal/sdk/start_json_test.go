@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -17,33 +17,33 @@ type jsonOrder struct {
 	Cents int    `json:"cents"`
 }
 
-var jsonStartWorkflow = workflow.New("start-json", func(ctx workflow.Context, o jsonOrder) (int, error) {
+var jsonStartWorkflow = sdk.New("start-json", func(ctx sdk.Context, o jsonOrder) (int, error) {
 	return o.Cents, nil
 })
 
-var otherJSONWorkflow = workflow.New("start-json-other", func(ctx workflow.Context, n int) (int, error) { return n, nil })
+var otherJSONWorkflow = sdk.New("start-json-other", func(ctx sdk.Context, n int) (int, error) { return n, nil })
 
-func jsonClient(t *testing.T) (*workflow.Client, *localworld.World) {
+func jsonClient(t *testing.T) (*sdk.Client, *localworld.World) {
 	t.Helper()
 	lw, err := localworld.Open(localworld.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lw.Close() })
-	reg := workflow.NewRegistry()
+	reg := sdk.NewRegistry()
 	if err := reg.Register(jsonStartWorkflow, otherJSONWorkflow); err != nil {
 		t.Fatal(err)
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
+	c, err := sdk.NewClient(sdk.ClientConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, lw
 }
 
-func runCount(t *testing.T, c *workflow.Client) int {
+func runCount(t *testing.T, c *sdk.Client) int {
 	t.Helper()
-	p, err := c.ListRuns(context.Background(), workflow.ListRunsOptions{Limit: 100})
+	p, err := c.ListRuns(context.Background(), sdk.ListRunsOptions{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +60,11 @@ func TestStartJSONRefusesWithoutCreatingARun(t *testing.T) {
 		check    func(error) bool
 	}{
 		"unknown workflow": {"nope", `{}`, func(err error) bool {
-			var u *workflow.RequestError
-			return errors.As(err, &u) && u.Kind == workflow.ErrUnknownWorkflow && u.Workflow == "nope"
+			var u *sdk.RequestError
+			return errors.As(err, &u) && u.Kind == sdk.ErrUnknownWorkflow && u.Workflow == "nope"
 		}},
 		"wrong type": {"start-json", `{"id":"a","cents":"ten"}`, func(err error) bool {
-			var in *workflow.RequestError
+			var in *sdk.RequestError
 			return errors.As(err, &in) && in.Kind == world.ErrInvalid && in.Workflow == "start-json" && errors.Is(err, world.ErrInvalid) &&
 				strings.Contains(err.Error(), "cents")
 		}},
@@ -74,7 +74,7 @@ func TestStartJSONRefusesWithoutCreatingARun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c, _ := jsonClient(t)
-			s, err := c.StartJSON(context.Background(), tc.workflow, json.RawMessage(tc.input))
+			s, err := sdk.StartJSON(context.Background(), c, tc.workflow, json.RawMessage(tc.input))
 			if err == nil || !tc.check(err) {
 				t.Fatalf("StartJSON = %+v, %v", s, err)
 			}
@@ -92,15 +92,15 @@ func TestStartJSONIdempotencyKey(t *testing.T) {
 	c, _ := jsonClient(t)
 	ctx := context.Background()
 	in := json.RawMessage(`{"id":"o1","cents":250}`)
-	first, err := c.StartJSON(ctx, "start-json", in, workflow.WithIdempotencyKey("k1"))
+	first, err := sdk.StartJSON(ctx, c, "start-json", in, sdk.WithIdempotencyKey("k1"))
 	if err != nil || first.Existed {
 		t.Fatalf("first: %+v, %v", first, err)
 	}
-	again, err := c.StartJSON(ctx, "start-json", in, workflow.WithIdempotencyKey("k1"))
+	again, err := sdk.StartJSON(ctx, c, "start-json", in, sdk.WithIdempotencyKey("k1"))
 	if err != nil || !again.Existed || again.ID != first.ID {
 		t.Fatalf("again: %+v, %v; want run %s, existed", again, err, first.ID)
 	}
-	if _, err := c.StartJSON(ctx, "start-json-other", json.RawMessage(`3`), workflow.WithIdempotencyKey("k1")); !errors.Is(err, world.ErrConflict) {
+	if _, err := sdk.StartJSON(ctx, c, "start-json-other", json.RawMessage(`3`), sdk.WithIdempotencyKey("k1")); !errors.Is(err, world.ErrConflict) {
 		t.Fatalf("other workflow, same key: %v, want ErrConflict", err)
 	}
 	if n := runCount(t, c); n != 1 {
@@ -117,11 +117,11 @@ func TestReadStreamPage(t *testing.T) {
 	t.Parallel()
 	c, lw := jsonClient(t)
 	ctx := context.Background()
-	s, err := c.StartJSON(ctx, "start-json", nil)
+	s, err := sdk.StartJSON(ctx, c, "start-json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.ReadStreamPage(ctx, s.ID, workflow.StreamPageOptions{})
+	p, err := c.ReadStreamPage(ctx, s.ID, sdk.StreamPageOptions{})
 	if err != nil || len(p.Chunks) != 0 || p.Done {
 		t.Fatalf("empty stream: %+v, %v", p, err)
 	}
@@ -130,14 +130,14 @@ func TestReadStreamPage(t *testing.T) {
 	if err := lw.WriteStream(ctx, &world.WriteStreamParams{RunID: s.ID, Name: "user", Chunks: chunks}); err != nil {
 		t.Fatal(err)
 	}
-	p, err = c.ReadStreamPage(ctx, s.ID, workflow.StreamPageOptions{Start: 1, Limit: 1})
+	p, err = c.ReadStreamPage(ctx, s.ID, sdk.StreamPageOptions{Start: 1, Limit: 1})
 	if err != nil || len(p.Chunks) != 1 || !p.Chunks[0].JSON || string(p.Chunks[0].Data) != `{"n":1}` || p.Next != 2 || p.Done {
 		t.Fatalf("page: %+v, %v", p, err)
 	}
 	if err := lw.CloseStream(ctx, &world.CloseStreamParams{RunID: s.ID, Name: "user"}); err != nil {
 		t.Fatal(err)
 	}
-	p, err = c.ReadStreamPage(ctx, s.ID, workflow.StreamPageOptions{Start: -1})
+	p, err = c.ReadStreamPage(ctx, s.ID, sdk.StreamPageOptions{Start: -1})
 	if err != nil || len(p.Chunks) != 1 || string(p.Chunks[0].Data) != "bye" || p.Chunks[0].Index != 2 || !p.Done {
 		t.Fatalf("last: %+v, %v", p, err)
 	}

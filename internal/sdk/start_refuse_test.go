@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 )
 
@@ -16,32 +16,32 @@ import (
 // starts any workflow.
 func TestStartRefusals(t *testing.T) {
 	t.Parallel()
-	known := workflow.New("known", func(ctx workflow.Context, n int) (int, error) { return n, nil })
-	stranger := workflow.New("stranger", func(ctx workflow.Context, n int) (int, error) { return n, nil })
+	known := sdk.New("known", func(ctx sdk.Context, n int) (int, error) { return n, nil })
+	stranger := sdk.New("stranger", func(ctx sdk.Context, n int) (int, error) { return n, nil })
 	for _, tc := range []struct {
 		name     string
 		registry bool
-		start    func(context.Context, *workflow.Client) error
+		start    func(context.Context, *sdk.Client) error
 		want     string // "" means the start succeeds
 	}{
-		{"Workflow.Start unregistered", true, func(ctx context.Context, c *workflow.Client) error {
+		{"Workflow.Start unregistered", true, func(ctx context.Context, c *sdk.Client) error {
 			_, err := stranger.Start(ctx, c, 1)
 			return err
 		}, "stranger"},
-		{"Workflow.Start without a registry", false, func(ctx context.Context, c *workflow.Client) error {
+		{"Workflow.Start without a registry", false, func(ctx context.Context, c *sdk.Client) error {
 			_, err := stranger.Start(ctx, c, 1)
 			return err
 		}, ""},
-		{"Workflow.Start StartUnregistered", true, func(ctx context.Context, c *workflow.Client) error {
-			_, err := stranger.Start(ctx, c, 1, workflow.StartUnregistered())
+		{"Workflow.Start StartUnregistered", true, func(ctx context.Context, c *sdk.Client) error {
+			_, err := stranger.Start(ctx, c, 1, sdk.StartUnregistered())
 			return err
 		}, ""},
-		{"Workflow.Start empty key", true, func(ctx context.Context, c *workflow.Client) error {
-			_, err := known.Start(ctx, c, 1, workflow.WithIdempotencyKey(""))
+		{"Workflow.Start empty key", true, func(ctx context.Context, c *sdk.Client) error {
+			_, err := known.Start(ctx, c, 1, sdk.WithIdempotencyKey(""))
 			return err
 		}, "empty idempotency key"},
-		{"Client.Start empty key", false, func(ctx context.Context, c *workflow.Client) error {
-			_, err := c.Start(ctx, "known", 1, workflow.WithIdempotencyKey(""))
+		{"Client.Start empty key", false, func(ctx context.Context, c *sdk.Client) error {
+			_, err := c.Start(ctx, "known", 1, sdk.WithIdempotencyKey(""))
 			return err
 		}, "empty idempotency key"},
 	} {
@@ -52,17 +52,17 @@ func TestStartRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lw.Close()
-			cfg := workflow.ClientConfig{World: lw}
+			cfg := sdk.ClientConfig{World: lw}
 			if tc.registry {
-				cfg.Registry = workflow.NewRegistry().MustRegister(known)
+				cfg.Registry = sdk.NewRegistry().MustRegister(known)
 			}
-			c, err := workflow.NewClient(cfg)
+			c, err := sdk.NewClient(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 			err = tc.start(ctx, c)
-			runs, lerr := c.ListRuns(ctx, workflow.ListRunsOptions{})
+			runs, lerr := c.ListRuns(ctx, sdk.ListRunsOptions{})
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
@@ -75,7 +75,7 @@ func TestStartRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("start: %v; want an error naming %q", err, tc.want)
 			}
-			if tc.want == "stranger" && !errors.Is(err, workflow.ErrUnknownWorkflow) {
+			if tc.want == "stranger" && !errors.Is(err, sdk.ErrUnknownWorkflow) {
 				t.Errorf("start: %v; want a *RequestError matching ErrUnknownWorkflow", err)
 			}
 			if len(runs.Runs) != 0 {

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
-var startDouble = workflow.NewStep("start-double", func(ctx context.Context, n int) (int, error) { return 2 * n, nil })
+var startDouble = sdk.NewStep("start-double", func(ctx context.Context, n int) (int, error) { return 2 * n, nil })
 
-var startWorkflow = workflow.New("start-idempotent", func(ctx workflow.Context, n int) (int, error) {
+var startWorkflow = sdk.New("start-idempotent", func(ctx sdk.Context, n int) (int, error) {
 	return startDouble.Call(ctx, n)
 })
 
@@ -30,15 +30,15 @@ func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lw.Close()
-	reg := workflow.NewRegistry()
+	reg := sdk.NewRegistry()
 	if err := reg.Register(startWorkflow, startDouble); err != nil {
 		t.Fatal(err)
 	}
-	client, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg})
+	client, err := sdk.NewClient(sdk.ClientConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := startWorkflow.Start(ctx, client, 21, workflow.WithIdempotencyKey("order-7"))
+	first, err := startWorkflow.Start(ctx, client, 21, sdk.WithIdempotencyKey("order-7"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +54,14 @@ func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again, err := startWorkflow.Start(ctx, client, 21, workflow.WithIdempotencyKey("order-7"))
+	again, err := startWorkflow.Start(ctx, client, 21, sdk.WithIdempotencyKey("order-7"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !again.Existed() || again.ID() != first.ID() {
 		t.Fatalf("second start: existed=%v id=%s, want the first run %s", again.Existed(), again.ID(), first.ID())
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+	worker, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: lw, Registry: reg, PollWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
 	}
 
 	// Finished: a third start returns the run and enqueues nothing.
-	third, err := startWorkflow.Start(ctx, client, 21, workflow.WithIdempotencyKey("order-7"))
+	third, err := startWorkflow.Start(ctx, client, 21, sdk.WithIdempotencyKey("order-7"))
 	if err != nil || !third.Existed() || third.ID() != first.ID() {
 		t.Fatalf("third start: existed=%v id=%s err=%v", third.Existed(), third.ID(), err)
 	}
@@ -94,23 +94,23 @@ func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
 // starts any name.
 func TestStartUnknownWorkflow(t *testing.T) {
 	t.Parallel()
-	known := workflow.New("known-flow", func(workflow.Context, int) (int, error) { return 1, nil })
+	known := sdk.New("known-flow", func(sdk.Context, int) (int, error) { return 1, nil })
 	e := newEnv(t, known)
-	bare, err := workflow.NewClient(workflow.ClientConfig{World: e.lw})
+	bare, err := sdk.NewClient(sdk.ClientConfig{World: e.lw})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name    string
-		client  *workflow.Client
+		client  *sdk.Client
 		wf      string
-		opts    []workflow.StartOption
+		opts    []sdk.StartOption
 		refused bool
 	}{
 		{"unknown name", e.client, "no-such-flow", nil, true},
 		{"unknown name from the worker's client", e.worker.Client(), "no-such-flow", nil, true},
 		{"known name", e.client, "known-flow", nil, false},
-		{"unknown name, started elsewhere", e.client, "remote-flow", []workflow.StartOption{workflow.StartUnregistered()}, false},
+		{"unknown name, started elsewhere", e.client, "remote-flow", []sdk.StartOption{sdk.StartUnregistered()}, false},
 		{"client without a registry", bare, "remote-flow", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,8 +123,8 @@ func TestStartUnknownWorkflow(t *testing.T) {
 				}
 				return
 			}
-			var unknown *workflow.RequestError
-			if !errors.Is(err, workflow.ErrUnknownWorkflow) || !errors.As(err, &unknown) || unknown.Workflow != tc.wf || id != "" {
+			var unknown *sdk.RequestError
+			if !errors.Is(err, sdk.ErrUnknownWorkflow) || !errors.As(err, &unknown) || unknown.Workflow != tc.wf || id != "" {
 				t.Fatalf("Start: %q, %v; want a *RequestError (ErrUnknownWorkflow) naming %q", id, err, tc.wf)
 			}
 			runs, err := e.lw.ListRuns(ctx, &world.ListRunsParams{WorkflowName: tc.wf})

@@ -68,8 +68,8 @@ func NewStep[I, O any](name string, fn func(ctx context.Context, in I) (O, error
 // Name returns the step's name.
 func (s *Step[I, O]) Name() string { return s.name }
 
-// Options returns the options the step was defined with.
-func (s *Step[I, O]) Options() StepOptions { return s.opts }
+// OptionsOf returns the options s was defined with.
+func OptionsOf[I, O any](s *Step[I, O]) StepOptions { return s.opts }
 
 // Go starts the step and returns its future. The step is created when the
 // workflow next waits; arguments that do not serialize give a future that

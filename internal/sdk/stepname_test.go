@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -22,8 +22,8 @@ func TestInvalidStepNameFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			bad := workflow.NewStep(tc.step, func(ctx context.Context, in string) (string, error) { return in, nil })
-			wf := workflow.New("invalid-step-name", func(ctx workflow.Context, in string) (string, error) {
+			bad := sdk.NewStep(tc.step, func(ctx context.Context, in string) (string, error) { return in, nil })
+			wf := sdk.New("invalid-step-name", func(ctx sdk.Context, in string) (string, error) {
 				return bad.Call(ctx, in)
 			})
 			e := newEnv(t, wf)
@@ -36,7 +36,7 @@ func TestInvalidStepNameFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = run.Result(ctx)
-			rf := mustAs[*workflow.RunFailedError](t, err)
+			rf := mustAs[*sdk.RunFailedError](t, err)
 			if rf.Code != world.CodeUserError || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "cannot be called") {
 				t.Errorf("run failed with %v (code %s), want USER_ERROR naming %q", err, rf.Code, tc.want)
 			}

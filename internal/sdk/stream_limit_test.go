@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -26,8 +26,8 @@ type streamWrites struct {
 // it ("out"), not as it is stored.
 func TestStreamBytesCountWhatCodeWrote(t *testing.T) {
 	t.Parallel()
-	write := workflow.NewStep("write", func(ctx context.Context, sizes []int) (streamWrites, error) {
-		w := workflow.Writer(ctx, "out")
+	write := sdk.NewStep("write", func(ctx context.Context, sizes []int) (streamWrites, error) {
+		w := sdk.Writer(ctx, "out")
 		var got streamWrites
 		for _, n := range sizes {
 			_, err := w.Write(make([]byte, n))
@@ -44,7 +44,7 @@ func TestStreamBytesCountWhatCodeWrote(t *testing.T) {
 		}
 		return got, nil
 	})
-	wf := workflow.New("stream-bytes", func(ctx workflow.Context, sizes []int) (streamWrites, error) {
+	wf := sdk.New("stream-bytes", func(ctx sdk.Context, sizes []int) (streamWrites, error) {
 		return write.Call(ctx, sizes)
 	})
 	e := newEnvWith(t, envOptions{limits: world.Limits{MaxStreamBytes: 5000}}, wf, write)
@@ -63,7 +63,7 @@ func TestStreamBytesCountWhatCodeWrote(t *testing.T) {
 	if strings.Contains(got.Err, "user.") {
 		t.Errorf("error %q shows the stored stream name", got.Err)
 	}
-	if n := len(readAll(t, e.client, run.ID(), workflow.StreamOptions{Namespace: "out"})); n != 5 {
+	if n := len(readAll(t, e.client, run.ID(), sdk.StreamOptions{Namespace: "out"})); n != 5 {
 		t.Errorf("the stream holds %d chunks, want the 5 accepted", n)
 	}
 }

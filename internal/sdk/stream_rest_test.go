@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -16,21 +16,21 @@ import (
 // either end after the compensation's chunk instead of waiting forever.
 func TestStreamsOfCompensationsCloseAtRest(t *testing.T) {
 	t.Parallel()
-	undo := workflow.NewStep("sr-undo", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
-		if _, err := workflow.Writer(ctx, "").Write([]byte("refund " + c.Result)); err != nil {
+	undo := sdk.NewStep("sr-undo", func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
+		if _, err := sdk.Writer(ctx, "").Write([]byte("refund " + c.Result)); err != nil {
 			return struct{}{}, err
 		}
-		_, err := workflow.Writer(ctx, "undo").Write([]byte("undone"))
+		_, err := sdk.Writer(ctx, "undo").Write([]byte("undone"))
 		return struct{}{}, err
 	})
-	charge := workflow.WithCompensation(workflow.NewStep("sr-charge", func(ctx context.Context, in string) (string, error) {
-		_, err := workflow.Writer(ctx, "").Write([]byte("charged"))
+	charge := sdk.WithCompensation(sdk.NewStep("sr-charge", func(ctx context.Context, in string) (string, error) {
+		_, err := sdk.Writer(ctx, "").Write([]byte("charged"))
 		return "ch_1", err
 	}), undo)
-	ship := workflow.NewStep("sr-ship", func(ctx context.Context, in string) (string, error) {
-		return "", workflow.Fatal(errors.New("no courier"))
+	ship := sdk.NewStep("sr-ship", func(ctx context.Context, in string) (string, error) {
+		return "", sdk.Fatal(errors.New("no courier"))
 	})
-	saga := workflow.New("sr-saga", func(ctx workflow.Context, in string) (string, error) {
+	saga := sdk.New("sr-saga", func(ctx sdk.Context, in string) (string, error) {
 		if _, err := charge.Call(ctx, in); err != nil {
 			return "", err
 		}
@@ -50,14 +50,14 @@ func TestStreamsOfCompensationsCloseAtRest(t *testing.T) {
 		t.Fatalf("compensations %+v, want one succeeded (the undo writes to the default stream)", c)
 	}
 	for ns, want := range map[string][]string{"": {"bytes:charged", "bytes:refund ch_1"}, "undo": {"bytes:undone"}} {
-		st, err := e.lw.StreamInfo(ctx, &world.StreamInfoParams{RunID: run.ID(), Name: workflow.StreamNameOf(ns)})
+		st, err := e.lw.StreamInfo(ctx, &world.StreamInfoParams{RunID: run.ID(), Name: sdk.StreamNameOf(ns)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !st.Done {
 			t.Errorf("stream %q of a run at rest is not closed in the World", ns)
 		}
-		if got := readAll(t, e.client, run.ID(), workflow.StreamOptions{Namespace: ns}); !equal(got, want) {
+		if got := readAll(t, e.client, run.ID(), sdk.StreamOptions{Namespace: ns}); !equal(got, want) {
 			t.Errorf("stream %q = %q, want %q", ns, got, want)
 		}
 	}
@@ -68,7 +68,7 @@ func TestStreamsOfCompensationsCloseAtRest(t *testing.T) {
 // open stream nothing will ever close.
 func TestMissingStreamOfRunAtRestIsDone(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("sr-quiet", func(ctx workflow.Context, in string) (string, error) { return in, nil })
+	wf := sdk.New("sr-quiet", func(ctx sdk.Context, in string) (string, error) { return in, nil })
 	e := newEnv(t, wf)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, "x")
@@ -78,7 +78,7 @@ func TestMissingStreamOfRunAtRestIsDone(t *testing.T) {
 	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.client.ReadStreamPage(ctx, run.ID(), workflow.StreamPageOptions{Namespace: "never"})
+	page, err := e.client.ReadStreamPage(ctx, run.ID(), sdk.StreamPageOptions{Namespace: "never"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestMissingStreamOfRunAtRestIsDone(t *testing.T) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for _, err := range e.client.ReadStream(rctx, run.ID(), workflow.StreamOptions{Namespace: "never"}) {
+	for _, err := range e.client.ReadStream(rctx, run.ID(), sdk.StreamOptions{Namespace: "never"}) {
 		t.Fatalf("ReadStream of a stream never written: %v, want it to end with no chunk", err)
 	}
 	if rctx.Err() != nil {

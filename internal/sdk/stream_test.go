@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -17,7 +17,7 @@ type foo struct {
 }
 
 // chunkText renders chunks for comparison: bytes as text, JSON as JSON.
-func chunkText(cs []workflow.StreamChunk) []string {
+func chunkText(cs []sdk.StreamChunk) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		if c.JSON {
@@ -29,11 +29,11 @@ func chunkText(cs []workflow.StreamChunk) []string {
 	return out
 }
 
-func readAll(t *testing.T, c *workflow.Client, runID string, opts workflow.StreamOptions) []string {
+func readAll(t *testing.T, c *sdk.Client, runID string, opts sdk.StreamOptions) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var got []workflow.StreamChunk
+	var got []sdk.StreamChunk
 	for ch, err := range c.ReadStream(ctx, runID, opts) {
 		if err != nil {
 			t.Fatalf("read %+v: %v", opts, err)
@@ -57,13 +57,13 @@ func equal(a, b []string) bool {
 
 func TestOutputStream(t *testing.T) {
 	t.Parallel()
-	write := workflow.NewStep("write", func(ctx context.Context, in struct {
+	write := sdk.NewStep("write", func(ctx context.Context, in struct {
 		NS    string
 		Bytes string
 		JSON  *foo
 		Close bool
 	}) (struct{}, error) {
-		w := workflow.Writer(ctx, in.NS)
+		w := sdk.Writer(ctx, in.NS)
 		if in.JSON != nil {
 			if err := w.WriteJSON(in.JSON); err != nil {
 				return struct{}{}, err
@@ -82,7 +82,7 @@ func TestOutputStream(t *testing.T) {
 		JSON  *foo
 		Close bool
 	}
-	wf := workflow.New("outputStream", func(ctx workflow.Context, _ struct{}) (string, error) {
+	wf := sdk.New("outputStream", func(ctx sdk.Context, _ struct{}) (string, error) {
 		for _, in := range []w{
 			{Bytes: "Hello, world!"}, {NS: "test", Bytes: "Hello, named stream!"},
 		} {
@@ -90,7 +90,7 @@ func TestOutputStream(t *testing.T) {
 				return "", err
 			}
 		}
-		if err := workflow.Sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := sdk.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return "", err
 		}
 		for _, in := range []w{
@@ -109,7 +109,7 @@ func TestOutputStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Read live, from before the first chunk exists.
-	live := readAll(t, e.client, run.ID(), workflow.StreamOptions{})
+	live := readAll(t, e.client, run.ID(), sdk.StreamOptions{})
 	if got, err := run.Result(ctx); err != nil || got != "done" {
 		t.Fatalf("result %q, %v", got, err)
 	}
@@ -125,7 +125,7 @@ func TestOutputStream(t *testing.T) {
 		{"", -1, []string{`json:{"foo":"test"}`}},
 		{"test", -1, []string{`json:{"foo":"bar"}`}},
 	} {
-		if got := readAll(t, e.client, run.ID(), workflow.StreamOptions{Namespace: tc.ns, Start: tc.start}); !equal(got, tc.want) {
+		if got := readAll(t, e.client, run.ID(), sdk.StreamOptions{Namespace: tc.ns, Start: tc.start}); !equal(got, tc.want) {
 			t.Errorf("ns %q start %d: %q, want %q", tc.ns, tc.start, got, tc.want)
 		}
 	}
@@ -143,7 +143,7 @@ func TestOutputStream(t *testing.T) {
 		t.Errorf("streams %q, %v", nss, err)
 	}
 	var v foo
-	for ch, err := range e.client.ReadStream(ctx, run.ID(), workflow.StreamOptions{Start: 1}) {
+	for ch, err := range e.client.ReadStream(ctx, run.ID(), sdk.StreamOptions{Start: 1}) {
 		if err != nil || ch.Decode(&v) != nil || v.Foo != "test" {
 			t.Errorf("decode %+v %v", ch, err)
 		}
@@ -152,14 +152,14 @@ func TestOutputStream(t *testing.T) {
 
 func TestStreamInsideSteps(t *testing.T) {
 	t.Parallel()
-	writer := workflow.NewStep("writer", func(ctx context.Context, _ struct{}) (struct{}, error) {
-		d := workflow.Writer(ctx, "")
+	writer := sdk.NewStep("writer", func(ctx context.Context, _ struct{}) (struct{}, error) {
+		d := sdk.Writer(ctx, "")
 		for _, s := range []string{"Hello from step!", "Second message"} {
 			if _, err := d.Write([]byte(s)); err != nil {
 				return struct{}{}, err
 			}
 		}
-		n := workflow.Writer(ctx, "step-ns")
+		n := sdk.Writer(ctx, "step-ns")
 		if err := n.WriteJSON(map[string]string{"message": "Hello from named stream in step!"}); err != nil {
 			return struct{}{}, err
 		}
@@ -168,7 +168,7 @@ func TestStreamInsideSteps(t *testing.T) {
 		}
 		return struct{}{}, nil // the run's end closes the streams
 	})
-	wf := workflow.New("streamInStep", func(ctx workflow.Context, _ struct{}) (string, error) {
+	wf := sdk.New("streamInStep", func(ctx sdk.Context, _ struct{}) (string, error) {
 		_, err := writer.Call(ctx, struct{}{})
 		return "ok", err
 	})
@@ -181,14 +181,14 @@ func TestStreamInsideSteps(t *testing.T) {
 	if _, err := run.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := readAll(t, e.client, run.ID(), workflow.StreamOptions{}); !equal(got, []string{"bytes:Hello from step!", "bytes:Second message"}) {
+	if got := readAll(t, e.client, run.ID(), sdk.StreamOptions{}); !equal(got, []string{"bytes:Hello from step!", "bytes:Second message"}) {
 		t.Errorf("default stream %q", got)
 	}
-	got := readAll(t, e.client, run.ID(), workflow.StreamOptions{Namespace: "step-ns"})
+	got := readAll(t, e.client, run.ID(), sdk.StreamOptions{Namespace: "step-ns"})
 	if !equal(got, []string{`json:{"message":"Hello from named stream in step!"}`, `json:{"counter":42}`}) {
 		t.Errorf("named stream %q", got)
 	}
-	if _, err := workflow.Writer(context.Background(), "").Write([]byte("x")); err == nil {
+	if _, err := sdk.Writer(context.Background(), "").Write([]byte("x")); err == nil {
 		t.Error("a writer outside a step wrote")
 	}
 }
@@ -198,24 +198,24 @@ func TestStreamInsideSteps(t *testing.T) {
 // name) and matching world.ErrConflict.
 func TestStreamClosedNamesNamespace(t *testing.T) {
 	t.Parallel()
-	closes := workflow.NewStep("log-and-close", func(ctx context.Context, _ int) (int, error) {
-		w := workflow.Writer(ctx, "log")
+	closes := sdk.NewStep("log-and-close", func(ctx context.Context, _ int) (int, error) {
+		w := sdk.Writer(ctx, "log")
 		if _, err := w.Write([]byte("first")); err != nil {
 			return 0, err
 		}
 		return 0, w.Close()
 	})
-	writesAgain := workflow.NewStep("log-again", func(ctx context.Context, _ int) (string, error) {
-		_, err := workflow.Writer(ctx, "log").Write([]byte("second"))
+	writesAgain := sdk.NewStep("log-again", func(ctx context.Context, _ int) (string, error) {
+		_, err := sdk.Writer(ctx, "log").Write([]byte("second"))
 		if err == nil {
 			return "", nil
 		}
 		if !errors.Is(err, world.ErrConflict) {
-			return "", workflow.Fatal(fmt.Errorf("not a conflict: %w", err))
+			return "", sdk.Fatal(fmt.Errorf("not a conflict: %w", err))
 		}
 		return err.Error(), nil
 	})
-	wf := workflow.New("closed-stream", func(ctx workflow.Context, _ int) (string, error) {
+	wf := sdk.New("closed-stream", func(ctx sdk.Context, _ int) (string, error) {
 		if _, err := closes.Call(ctx, 0); err != nil {
 			return "", err
 		}

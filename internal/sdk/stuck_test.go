@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -18,8 +18,8 @@ import (
 // the test is over, so that no goroutine outlives the package's tests;
 // chanForever sends its input on blocking (when there is room) as it
 // starts to block.
-func blockedWorkflows(release <-chan struct{}, blocking chan<- int) (goroutineCh, chanForever, healthyRun *workflow.Workflow[int, string]) {
-	goroutineCh = workflow.New("goroutine-ch", func(ctx workflow.Context, _ int) (string, error) {
+func blockedWorkflows(release <-chan struct{}, blocking chan<- int) (goroutineCh, chanForever, healthyRun *sdk.Workflow[int, string]) {
+	goroutineCh = sdk.New("goroutine-ch", func(ctx sdk.Context, _ int) (string, error) {
 		ch := make(chan string)
 		go func() {
 			s, _ := misuseEcho.Call(ctx, "x")
@@ -32,7 +32,7 @@ func blockedWorkflows(release <-chan struct{}, blocking chan<- int) (goroutineCh
 			return "released", nil
 		}
 	})
-	chanForever = workflow.New("chan-forever", func(ctx workflow.Context, n int) (string, error) {
+	chanForever = sdk.New("chan-forever", func(ctx sdk.Context, n int) (string, error) {
 		select {
 		case blocking <- n:
 		default:
@@ -40,7 +40,7 @@ func blockedWorkflows(release <-chan struct{}, blocking chan<- int) (goroutineCh
 		<-release
 		return "released", nil
 	})
-	healthyRun = workflow.New("healthy-beside", func(ctx workflow.Context, n int) (string, error) {
+	healthyRun = sdk.New("healthy-beside", func(ctx sdk.Context, n int) (string, error) {
 		return misuseEcho.Call(ctx, "ok")
 	})
 	return goroutineCh, chanForever, healthyRun
@@ -56,7 +56,7 @@ func TestBlockedWorkflowCode(t *testing.T) {
 	t.Parallel()
 	release, blocking := make(chan struct{}), make(chan int, 8)
 	goroutineCh, chanForever, healthyRun := blockedWorkflows(release, blocking)
-	reg := workflow.NewRegistry().MustRegister(misuseEcho, goroutineCh, chanForever, healthyRun)
+	reg := sdk.NewRegistry().MustRegister(misuseEcho, goroutineCh, chanForever, healthyRun)
 	lw, err := localworld.Open(localworld.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +68,8 @@ func TestBlockedWorkflowCode(t *testing.T) {
 	// MaxSlice is real time (a slice blocked on the wall clock): 3s, well
 	// past what a healthy slice takes on a busy machine. StopTimeout is
 	// long, so that a Worker.Run waiting for the blocked code would show.
-	wk, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: lw, Registry: reg, Concurrency: 4,
-		PollWait: 20 * time.Millisecond, StopTimeout: time.Minute, Engine: workflow.EngineOptions{MaxSlice: 3 * time.Second}})
+	wk, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: lw, Registry: reg, Concurrency: 4,
+		PollWait: 20 * time.Millisecond, StopTimeout: time.Minute, Engine: sdk.EngineOptions{MaxSlice: 3 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestBlockedWorkflowCode(t *testing.T) {
 		t.Fatalf("healthy run: %q, %v", out, err)
 	}
 	for _, c := range []struct {
-		run  *workflow.Run[string]
+		run  *sdk.Run[string]
 		code string
 		want string
 	}{
@@ -105,7 +105,7 @@ func TestBlockedWorkflowCode(t *testing.T) {
 		{blocked, world.CodeReplayTimeout, "blocks outside the workflow API"},
 	} {
 		_, err := c.run.Result(rctx)
-		rf := mustAs[*workflow.RunFailedError](t, err)
+		rf := mustAs[*sdk.RunFailedError](t, err)
 		if rf.Code != c.code || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("run %s failed with %s: %v; want %s, %q", c.run.ID(), rf.Code, err, c.code, c.want)
 		}
@@ -142,7 +142,7 @@ func TestCallAfterRunEnded(t *testing.T) {
 	// while: on a busy machine a while can be too short.
 	ended, called := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	fireAndForget := workflow.New("fire-and-forget", func(ctx workflow.Context, _ int) (string, error) {
+	fireAndForget := sdk.New("fire-and-forget", func(ctx sdk.Context, _ int) (string, error) {
 		go once.Do(func() {
 			defer close(called)
 			<-ended

@@ -234,7 +234,7 @@ const restGrace = time.Second
 // any more: it is deactivated, or it is finished and has no cleanup
 // pending, no compensation running or owed and no step running (a log
 // that never gets run_deactivated, such as one written by hand).
-func (c *Client) AtRest(ctx context.Context, runID string) (bool, error) {
+func AtRest(ctx context.Context, c *Client, runID string) (bool, error) {
 	run, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
 		return false, err
@@ -281,7 +281,7 @@ func (c *Client) underWay(ctx context.Context, run *world.Run) (bool, error) {
 // holds it already.
 func (c *Client) snapshots(ctx context.Context, p *world.WatchParams) ([]*Update, string, error) {
 	if p.RunID != "" {
-		st, err := c.RunState(ctx, p.RunID)
+		st, err := RunState(ctx, c, p.RunID)
 		if err != nil {
 			return nil, "", err
 		}
@@ -301,7 +301,7 @@ func (c *Client) snapshots(ctx context.Context, p *world.WatchParams) ([]*Update
 				return nil, "", err
 			}
 			for _, r := range pg.Items {
-				st, err := c.RunState(ctx, r.RunID)
+				st, err := RunState(ctx, c, r.RunID)
 				if err != nil {
 					return nil, "", err
 				}
@@ -319,7 +319,7 @@ func (c *Client) snapshots(ctx context.Context, p *world.WatchParams) ([]*Update
 // RunState returns a run as it stands: the run, every step, its active
 // hooks and its waits, folded from its log (world.FoldEvents), so that
 // all of it is as of one event, Run.LastSeq.
-func (c *Client) RunState(ctx context.Context, runID string) (*world.RunState, error) {
+func RunState(ctx context.Context, c *Client, runID string) (*world.RunState, error) {
 	if _, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
 		return nil, err
 	}

@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
-var subStep = workflow.NewStep("sub-step", func(ctx context.Context, n int) (int, error) { return n * 2, nil })
+var subStep = sdk.NewStep("sub-step", func(ctx context.Context, n int) (int, error) { return n * 2, nil })
 
 // subWorkflow runs a step, then waits for a hook, then runs a step.
-var subWorkflow = workflow.New("sub-workflow", func(ctx workflow.Context, token string) (int, error) {
+var subWorkflow = sdk.New("sub-workflow", func(ctx sdk.Context, token string) (int, error) {
 	a, err := subStep.Call(ctx, 1)
 	if err != nil {
 		return 0, err
 	}
-	h := workflow.NewHook[int](ctx, workflow.HookOptions{Token: token})
+	h := sdk.NewHook[int](ctx, sdk.HookOptions{Token: token})
 	n, err := h.Receive(ctx)
 	if err != nil {
 		return 0, err
@@ -48,9 +48,9 @@ func startWaiting(t *testing.T, e *env, ctx context.Context, token string) strin
 }
 
 // drain reads updates until the subscription ends (io.EOF).
-func drain(t *testing.T, sub *workflow.Subscription) []*workflow.Update {
+func drain(t *testing.T, sub *sdk.Subscription) []*sdk.Update {
 	t.Helper()
-	var out []*workflow.Update
+	var out []*sdk.Update
 	for {
 		u, err := sub.Next()
 		if errors.Is(err, io.EOF) {
@@ -78,7 +78,7 @@ func TestSubscribeRunSnapshotThenEvents(t *testing.T) {
 			ctx := e.ctx()
 			token := "sub-" + t.Name()
 			run := startWaiting(t, e, ctx, token)
-			sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{RunID: run, Snapshot: true})
+			sub, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{RunID: run, Snapshot: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestSubscribeResumeAndTypes(t *testing.T) {
 	ctx := e.ctx()
 	token := "sub-resume-" + t.Name()
 	run := startWaiting(t, e, ctx, token)
-	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{RunID: run, Types: []world.EventType{world.EventStepCompleted, world.EventRunCompleted}})
+	sub, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{RunID: run, Types: []world.EventType{world.EventStepCompleted, world.EventRunCompleted}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestSubscribeResumeAndTypes(t *testing.T) {
 	if _, err := e.client.ResumeHook(ctx, token, 5); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{RunID: run, After: u.Cursor, Types: []world.EventType{world.EventStepCompleted, world.EventRunCompleted}})
+	again, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{RunID: run, After: u.Cursor, Types: []world.EventType{world.EventStepCompleted, world.EventRunCompleted}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestSubscribeAllRuns(t *testing.T) {
 	e := newEnv(t, subWorkflow, subStep)
 	ctx := e.ctx()
 	waiting := startWaiting(t, e, ctx, "sub-all-a-"+t.Name())
-	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{Snapshot: true, Types: []world.EventType{world.EventRunCreated, world.EventRunCompleted}})
+	sub, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{Snapshot: true, Types: []world.EventType{world.EventRunCreated, world.EventRunCompleted}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +192,12 @@ func TestSubscribeErrors(t *testing.T) {
 	run := startWaiting(t, e, ctx, "sub-err-"+t.Name())
 	for _, tc := range []struct {
 		name string
-		o    workflow.SubscribeOptions
+		o    sdk.SubscribeOptions
 		want error
 	}{
-		{"unknown run", workflow.SubscribeOptions{RunID: "wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, world.ErrNotFound},
-		{"bad cursor", workflow.SubscribeOptions{RunID: run, After: "x"}, world.ErrInvalid},
-		{"bad type", workflow.SubscribeOptions{Types: []world.EventType{"nope"}}, world.ErrInvalid},
+		{"unknown run", sdk.SubscribeOptions{RunID: "wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV"}, world.ErrNotFound},
+		{"bad cursor", sdk.SubscribeOptions{RunID: run, After: "x"}, world.ErrInvalid},
+		{"bad type", sdk.SubscribeOptions{Types: []world.EventType{"nope"}}, world.ErrInvalid},
 	} {
 		if _, err := e.client.Subscribe(ctx, tc.o); !errors.Is(err, tc.want) {
 			t.Errorf("%s: Subscribe = %v, want %v", tc.name, err, tc.want)
@@ -211,7 +211,7 @@ func TestSubscribeCloseWhileWaiting(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, subWorkflow, subStep)
 	ctx := e.ctx()
-	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{})
+	sub, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestSubscribeAllRunsFromSubscribe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, subWorkflow, subStep)
 	ctx := e.ctx()
-	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{Types: []world.EventType{world.EventRunCreated}})
+	sub, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{Types: []world.EventType{world.EventRunCreated}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestSubscribeAllRunsFromSubscribe(t *testing.T) {
 // subSlowGate lets subSlow return (one test uses it).
 var subSlowGate = make(chan struct{})
 
-var subSlow = workflow.NewStep("sub-slow", func(ctx context.Context, _ string) (string, error) {
+var subSlow = sdk.NewStep("sub-slow", func(ctx context.Context, _ string) (string, error) {
 	select {
 	case <-subSlowGate:
 		return "late", nil
@@ -265,7 +265,7 @@ var subSlow = workflow.NewStep("sub-slow", func(ctx context.Context, _ string) (
 
 // subOutlived starts subSlow without awaiting it and completes at once:
 // the slow step records its result after the run's end.
-var subOutlived = workflow.New("sub-outlived", func(ctx workflow.Context, _ string) (int, error) {
+var subOutlived = sdk.New("sub-outlived", func(ctx sdk.Context, _ string) (int, error) {
 	subSlow.Go(ctx, "x")
 	return subStep.Call(ctx, 2)
 })
@@ -281,7 +281,7 @@ func TestSubscribeFollowsTheRestUntilDeactivated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := e.client.Subscribe(ctx, workflow.SubscribeOptions{RunID: run.ID()})
+	sub, err := e.client.Subscribe(ctx, sdk.SubscribeOptions{RunID: run.ID()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -29,19 +29,19 @@ func TestStepLateResultIsATimeout(t *testing.T) {
 		// "retried" still has retries to spare and takes any later
 		// attempt's result.
 		{"retried", 5, "attempt "},
-		{"last attempt", workflow.NoRetries, ""},
+		{"last attempt", sdk.NoRetries, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			late := workflow.NewStep("late-"+tc.name, func(ctx context.Context, _ int) (string, error) {
-				if m, _ := workflow.StepMetadataFrom(ctx); m.Attempt > 1 {
+			late := sdk.NewStep("late-"+tc.name, func(ctx context.Context, _ int) (string, error) {
+				if m, _ := sdk.StepMetadataFrom(ctx); m.Attempt > 1 {
 					return "attempt " + itoa(m.Attempt), nil
 				}
 				<-ctx.Done()
 				time.Sleep(100 * time.Millisecond) // within the grace period
 				return "late", nil
-			}, workflow.StepOptions{Timeout: time.Second, MaxRetries: tc.retries, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
-			wf := workflow.New("late-wf-"+tc.name, func(ctx workflow.Context, n int) (string, error) {
+			}, sdk.StepOptions{Timeout: time.Second, MaxRetries: tc.retries, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+			wf := sdk.New("late-wf-"+tc.name, func(ctx sdk.Context, n int) (string, error) {
 				return late.Call(ctx, n)
 			})
 			e := newEnv(t, wf, late)
@@ -66,7 +66,7 @@ func TestStepLateResultIsATimeout(t *testing.T) {
 				}
 				return
 			}
-			if te, ok := workflow.StepTimeoutOf(err); !ok || te.Attempt != 1 || got != "" {
+			if te, ok := sdk.StepTimeoutOf(err); !ok || te.Attempt != 1 || got != "" {
 				t.Fatalf("result %q, %v; want the run failed with a step timeout", got, err)
 			}
 		})

@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
 // slowFirst is a step whose first attempt outlasts its timeout: cooperative
 // ones return when their context ends, the other ignores it until release
 // is closed.
-func slowFirst(name string, cooperative bool, release <-chan struct{}) *workflow.Step[string, string] {
-	return workflow.NewStep(name, func(ctx context.Context, in string) (string, error) {
-		m, _ := workflow.StepMetadataFrom(ctx)
+func slowFirst(name string, cooperative bool, release <-chan struct{}) *sdk.Step[string, string] {
+	return sdk.NewStep(name, func(ctx context.Context, in string) (string, error) {
+		m, _ := sdk.StepMetadataFrom(ctx)
 		if m.Attempt > 1 {
 			return in + " on attempt " + itoa(m.Attempt), nil
 		}
@@ -27,7 +27,7 @@ func slowFirst(name string, cooperative bool, release <-chan struct{}) *workflow
 		}
 		<-release
 		return "too late", nil
-	}, workflow.StepOptions{Timeout: 50 * time.Millisecond, MaxRetries: 5, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
+	}, sdk.StepOptions{Timeout: 50 * time.Millisecond, MaxRetries: 5, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -46,7 +46,7 @@ func TestStepTimeoutIsRetried(t *testing.T) {
 			release := make(chan struct{})
 			t.Cleanup(func() { close(release) })
 			step := slowFirst("slow-"+strings.ReplaceAll(tc.name, " ", "-"), tc.cooperative, release)
-			wf := workflow.New("timeout-"+step.Name(), func(ctx workflow.Context, in string) (string, error) {
+			wf := sdk.New("timeout-"+step.Name(), func(ctx sdk.Context, in string) (string, error) {
 				return step.Call(ctx, in)
 			})
 			e := newEnv(t, wf, step)
@@ -87,12 +87,12 @@ func TestStepTimeoutIsRetried(t *testing.T) {
 
 func TestStepTimeoutOnLastAttemptFailsRun(t *testing.T) {
 	t.Parallel()
-	hang := workflow.NewStep("hang", func(ctx context.Context, _ string) (string, error) {
+	hang := sdk.NewStep("hang", func(ctx context.Context, _ string) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
-	}, workflow.StepOptions{Timeout: 30 * time.Millisecond, MaxRetries: workflow.NoRetries})
+	}, sdk.StepOptions{Timeout: 30 * time.Millisecond, MaxRetries: sdk.NoRetries})
 	var seen error
-	wf := workflow.New("hang-once", func(ctx workflow.Context, in string) (string, error) {
+	wf := sdk.New("hang-once", func(ctx sdk.Context, in string) (string, error) {
 		_, err := hang.Call(ctx, in)
 		seen = err
 		return "", err
@@ -104,26 +104,26 @@ func TestStepTimeoutOnLastAttemptFailsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = run.Result(ctx)
-	var failed *workflow.RunFailedError
+	var failed *sdk.RunFailedError
 	if !errors.As(err, &failed) || failed.Code != world.CodeStepTimeout {
 		t.Fatalf("result error = %v; want a run failed with %s", err, world.CodeStepTimeout)
 	}
-	if te, ok := workflow.StepTimeoutOf(err); !ok || te.Step != "hang" || te.Attempt != 1 || te.Timeout != 30*time.Millisecond {
+	if te, ok := sdk.StepTimeoutOf(err); !ok || te.Step != "hang" || te.Attempt != 1 || te.Timeout != 30*time.Millisecond {
 		t.Fatalf("result error = %#v; want a step timeout naming the step, attempt and timeout", err)
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a step timeout should match context.DeadlineExceeded: %v", err)
 	}
-	if _, ok := workflow.StepTimeoutOf(seen); !ok {
+	if _, ok := sdk.StepTimeoutOf(seen); !ok {
 		t.Errorf("the workflow saw %v; want a step timeout", seen)
 	}
 }
 
 func TestNegativeStepTimeoutRefused(t *testing.T) {
 	t.Parallel()
-	s := workflow.NewStep("negative", func(ctx context.Context, _ int) (int, error) { return 0, nil },
-		workflow.StepOptions{Timeout: -time.Second})
-	err := workflow.NewRegistry().Register(s)
+	s := sdk.NewStep("negative", func(ctx context.Context, _ int) (int, error) { return 0, nil },
+		sdk.StepOptions{Timeout: -time.Second})
+	err := sdk.NewRegistry().Register(s)
 	if err == nil || !strings.Contains(err.Error(), "negative StepOptions.Timeout") {
 		t.Fatalf("Register = %v; want the negative timeout refused", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -35,9 +35,9 @@ func forgeTokens(runID string, n, size int) []string {
 // tokenWorkflow creates a webhook, a hook with a generated token and a
 // child run (whose parent waits on a notification hook), and returns the
 // generated tokens.
-var tokenWorkflow = workflow.New("tokens", func(ctx workflow.Context, _ struct{}) ([]string, error) {
-	wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
-	h := workflow.NewHook[int](ctx, workflow.HookOptions{})
+var tokenWorkflow = sdk.New("tokens", func(ctx sdk.Context, _ struct{}) ([]string, error) {
+	wh := sdk.NewWebhook(ctx, sdk.WebhookOptions{})
+	h := sdk.NewHook[int](ctx, sdk.HookOptions{})
 	if _, err := doubler.Call(ctx, 1); err != nil {
 		return nil, err
 	}

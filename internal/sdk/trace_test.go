@@ -10,13 +10,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
-var traceStep = workflow.NewStep("traced-step", func(ctx context.Context, n int) (int, error) {
+var traceStep = sdk.NewStep("traced-step", func(ctx context.Context, n int) (int, error) {
 	// The step's context holds its attempt's span: the user's spans nest.
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return 0, workflow.Fatal(errNoSpan)
+		return 0, sdk.Fatal(errNoSpan)
 	}
 	return n + 1, nil
 })
@@ -27,17 +27,17 @@ type workflowError string
 
 func (e workflowError) Error() string { return string(e) }
 
-var tracedWf = workflow.New("traced", func(ctx workflow.Context, n int) (int, error) {
+var tracedWf = sdk.New("traced", func(ctx sdk.Context, n int) (int, error) {
 	n, err := traceStep.Call(ctx, n)
 	if err != nil {
 		return 0, err
 	}
-	if err := workflow.Sleep(ctx, 30*time.Millisecond); err != nil {
+	if err := sdk.Sleep(ctx, 30*time.Millisecond); err != nil {
 		return 0, err
 	}
 	// A fan-out wider than the inline concurrency: some steps run from
 	// queue messages, outside the session.
-	futures := make([]workflow.Future[int], 4)
+	futures := make([]sdk.Future[int], 4)
 	for i := range futures {
 		futures[i] = traceStep.Go(ctx, n+i)
 	}
@@ -67,7 +67,7 @@ func TestTracesFollowTheRun(t *testing.T) {
 	// inside the session that starts it, however slow that session is.
 	clock := &testClock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
 	e := newEnvWith(t, envOptions{concurrency: 4, now: clock.Now,
-		engine: workflow.EngineOptions{TracerProvider: tp, InlineConcurrency: 2, Linger: -1, BackgroundDelay: -1}}, tracedWf, traceStep)
+		engine: sdk.EngineOptions{TracerProvider: tp, InlineConcurrency: 2, Linger: -1, BackgroundDelay: -1}}, tracedWf, traceStep)
 	ctx := e.ctx()
 
 	reqCtx, req := tp.Tracer("test").Start(ctx, "POST /orders")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -16,15 +16,15 @@ import (
 func TestUnregisteredStepHoldsTheRun(t *testing.T) {
 	t.Parallel()
 	j := &journal{}
-	refund := workflow.NewStep("usr-refund", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	refund := sdk.NewStep("usr-refund", func(ctx context.Context, c sdk.Compensation[string, string]) (struct{}, error) {
 		j.add("refund")
 		return struct{}{}, nil
 	})
-	charge := workflow.WithCompensation(workflow.NewStep("usr-charge", func(ctx context.Context, in string) (string, error) {
+	charge := sdk.WithCompensation(sdk.NewStep("usr-charge", func(ctx context.Context, in string) (string, error) {
 		return "ch", nil
 	}), refund)
-	ship := workflow.NewStep("usr-ship", func(ctx context.Context, in string) (string, error) { return "shipped", nil })
-	saga := workflow.New("usr-saga", func(ctx workflow.Context, in string) (string, error) {
+	ship := sdk.NewStep("usr-ship", func(ctx context.Context, in string) (string, error) { return "shipped", nil })
+	saga := sdk.New("usr-saga", func(ctx sdk.Context, in string) (string, error) {
 		if _, err := charge.Call(ctx, in); err != nil {
 			return "", err
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/internal/testflows"
 	"github.com/skeinflow/skein/localworld"
 )
@@ -26,9 +26,9 @@ func TestVersionsDeploy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lw.Close()
-	testflows.VersionScenarios(t, func(t *testing.T, d testflows.Deployment) (*workflow.Client, func()) {
+	testflows.VersionScenarios(t, func(t *testing.T, d testflows.Deployment) (*sdk.Client, func()) {
 		t.Helper()
-		w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: d.Registry, PollWait: 20 * time.Millisecond,
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: d.Registry, PollWait: 20 * time.Millisecond,
 			Version: d.Version, Versions: d.Versions, Logger: d.Logger, Engine: d.Engine})
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestDefaultVersionFromBuildInfo(t *testing.T) {
 		{"a development build", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, ""},
 		{"a short revision", &debug.BuildInfo{Settings: vcs("vcs.revision", "abc")}, "abc"},
 	} {
-		if got := workflow.VersionFromBuild(c.info); got != c.want {
+		if got := sdk.VersionFromBuild(c.info); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -78,28 +78,28 @@ func TestVersionConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lw.Close()
-	reg := workflow.NewRegistry()
+	reg := sdk.NewRegistry()
 	for _, c := range []struct {
 		name string
 		err  error
 		want string
 	}{
 		{"client", func() error {
-			_, err := workflow.NewClient(workflow.ClientConfig{World: lw, Version: "v1\n"})
+			_, err := sdk.NewClient(sdk.ClientConfig{World: lw, Version: "v1\n"})
 			return err
 		}(), "ClientConfig.Version"},
 		{"worker", func() error {
-			_, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Version: strings.Repeat("v", 200)})
+			_, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Version: strings.Repeat("v", 200)})
 			return err
 		}(), "ProcessorConfig.Version"},
 		{"versions", func() error {
-			_, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg, Versions: workflow.Versions{"v1", "v\x1b"}})
+			_, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Versions: sdk.Versions{"v1", "v\x1b"}})
 			return err
 		}(), "ProcessorConfig.Versions"},
 		// Pinned to versions that leave out its own: the runs it starts
 		// (schedules, children) would wait forever.
 		{"own version refused", func() error {
-			_, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, Version: "v2", Versions: workflow.Versions{"v1"}})
+			_, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Version: "v2", Versions: sdk.Versions{"v1"}})
 			return err
 		}(), `own version "v2"`},
 	} {
@@ -107,13 +107,13 @@ func TestVersionConfig(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", c.name, c.err, c.want)
 		}
 	}
-	if _, err := workflow.NewProcessor(workflow.ProcessorConfig{World: lw, Registry: reg, Versions: workflow.Versions{}}); err != nil {
+	if _, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Versions: sdk.Versions{}}); err != nil {
 		t.Errorf("an empty Versions: %v", err)
 	}
-	if !(workflow.Versions{"v1", ""}).Accepts("") || (workflow.Versions{"v1"}).Accepts("v2") {
+	if !(sdk.Versions{"v1", ""}).Accepts("") || (sdk.Versions{"v1"}).Accepts("v2") {
 		t.Error("Versions accepts the wrong versions")
 	}
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw, Version: "release-7"})
+	c, err := sdk.NewClient(sdk.ClientConfig{World: lw, Version: "release-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestVersionConfig(t *testing.T) {
 		t.Fatalf("run started by a client of release-7: %+v, %v", info, err)
 	}
 	for _, v := range []string{"release-6", ""} {
-		id, err = c.Start(context.Background(), "anything", 1, workflow.WithVersion(v))
+		id, err = c.Start(context.Background(), "anything", 1, sdk.WithVersion(v))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestVersionConfig(t *testing.T) {
 			t.Fatalf("run started WithVersion(%q): %+v, %v", v, info, err)
 		}
 	}
-	if _, err := c.Start(context.Background(), "anything", 1, workflow.WithVersion("v\x00")); err == nil || !strings.Contains(err.Error(), "WithVersion") {
+	if _, err := c.Start(context.Background(), "anything", 1, sdk.WithVersion("v\x00")); err == nil || !strings.Contains(err.Error(), "WithVersion") {
 		t.Fatalf("WithVersion of a control character: %v, want an error naming WithVersion", err)
 	}
 }
@@ -148,10 +148,10 @@ func TestChildRunVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lw.Close()
-	child := workflow.New("version-child", func(ctx workflow.Context, n int) (int, error) { return n + 1, nil })
-	parent := workflow.New("version-parent", func(ctx workflow.Context, n int) (int, error) { return child.Call(ctx, n) })
-	reg := workflow.NewRegistry().MustRegister(parent, child)
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond, Version: "worker-2"})
+	child := sdk.New("version-child", func(ctx sdk.Context, n int) (int, error) { return n + 1, nil })
+	parent := sdk.New("version-parent", func(ctx sdk.Context, n int) (int, error) { return child.Call(ctx, n) })
+	reg := sdk.NewRegistry().MustRegister(parent, child)
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond, Version: "worker-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestChildRunVersion(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	c, err := workflow.NewClient(workflow.ClientConfig{World: lw, Registry: reg, Version: "client-1"})
+	c, err := sdk.NewClient(sdk.ClientConfig{World: lw, Registry: reg, Version: "client-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestChildRunVersion(t *testing.T) {
 	if got, err := run.Result(ctx); err != nil || got != 2 {
 		t.Fatalf("parent: %d, %v", got, err)
 	}
-	page, err := c.ListRuns(ctx, workflow.ListRunsOptions{WorkflowName: "version-child"})
+	page, err := c.ListRuns(ctx, sdk.ListRunsOptions{WorkflowName: "version-child"})
 	if err != nil || len(page.Runs) != 1 {
 		t.Fatalf("child runs: %+v, %v", page, err)
 	}

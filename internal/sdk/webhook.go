@@ -18,7 +18,7 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// WebhookPath is where Client.WebhookHandler expects to be mounted: a
+// WebhookPath is where WebhookHandler expects to be mounted: a
 // webhook's URL is WebhookPath followed by its token.
 const WebhookPath = "/.well-known/workflow/v1/webhook/"
 
@@ -156,7 +156,7 @@ func deliversWebhook(method string) bool {
 // LIMIT_EXCEEDED); one that does not arrive within WebhookBodyTimeout
 // answers 408. Neither delivers anything. What it logs never holds a
 // token, only its digest ("sha256:" and 12 hex digits).
-func (c *Client) WebhookHandler() http.Handler {
+func WebhookHandler(c *Client) http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = h.commit
 	return h

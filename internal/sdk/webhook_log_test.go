@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
 // TestWorkerLogsWebhookRequests: the Worker's webhook server logs each
@@ -34,7 +34,7 @@ func TestWorkerLogsWebhookRequests(t *testing.T) {
 		{http.MethodGet, token, http.StatusMethodNotAllowed},
 		{http.MethodPost, unknown, http.StatusNotFound},
 	} {
-		req, err := http.NewRequestWithContext(ctx, tc.method, e.worker.WebhookURL()+workflow.WebhookPath+tc.token, strings.NewReader("x"))
+		req, err := http.NewRequestWithContext(ctx, tc.method, e.worker.WebhookURL()+sdk.WebhookPath+tc.token, strings.NewReader("x"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
 // oneRequest waits for one request on a webhook and returns its method and
 // body.
-var oneRequest = workflow.New("one-request", func(ctx workflow.Context, _ struct{}) (string, error) {
-	req, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
+var oneRequest = sdk.New("one-request", func(ctx sdk.Context, _ struct{}) (string, error) {
+	req, err := sdk.NewWebhook(ctx, sdk.WebhookOptions{}).Receive(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -72,7 +72,7 @@ func TestWebhookMethods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			url := e.worker.WebhookURL() + workflow.WebhookPath + e.webhookToken(ctx, run.ID())
+			url := e.worker.WebhookURL() + sdk.WebhookPath + e.webhookToken(ctx, run.ID())
 			req, err := http.NewRequestWithContext(ctx, tc.method, url, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -85,8 +85,8 @@ func TestWebhookMethods(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Errorf("%s: %d, want %d", tc.method, resp.StatusCode, tc.status)
 			}
-			if !tc.deliver && resp.Header.Get("Allow") != workflow.WebhookAllow {
-				t.Errorf("%s: Allow %q, want %q", tc.method, resp.Header.Get("Allow"), workflow.WebhookAllow)
+			if !tc.deliver && resp.Header.Get("Allow") != sdk.WebhookAllow {
+				t.Errorf("%s: Allow %q, want %q", tc.method, resp.Header.Get("Allow"), sdk.WebhookAllow)
 			}
 			if got := countEvents(e.events(run.ID()), world.EventHookReceived); got != btoi(tc.deliver) {
 				t.Fatalf("%s: %d hook_received, want %d", tc.method, got, btoi(tc.deliver))
@@ -135,14 +135,14 @@ func TestWebhookLogsNoToken(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = lw.Close() })
 	var logs bytes.Buffer
-	c, err := workflow.NewClient(workflow.ClientConfig{World: echoingWorld{lw}, Registry: workflow.NewRegistry(),
+	c, err := sdk.NewClient(sdk.ClientConfig{World: echoingWorld{lw}, Registry: sdk.NewRegistry(),
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const token = "fail-0123456789abcdefghij"
 	rec := httptest.NewRecorder()
-	c.WebhookHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, workflow.WebhookPath+token, strings.NewReader("x")))
+	sdk.WebhookHandler(c).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, sdk.WebhookPath+token, strings.NewReader("x")))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("failed lookup: %d, want 503", rec.Code)
 	}
@@ -152,8 +152,8 @@ func TestWebhookLogsNoToken(t *testing.T) {
 }
 
 // threeRequests receives three requests on one webhook, then disposes of it.
-var threeRequests = workflow.New("three-requests", func(ctx workflow.Context, _ struct{}) ([]string, error) {
-	wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
+var threeRequests = sdk.New("three-requests", func(ctx sdk.Context, _ struct{}) ([]string, error) {
+	wh := sdk.NewWebhook(ctx, sdk.WebhookOptions{})
 	var got []string
 	for range 3 {
 		req, err := wh.Receive(ctx)
@@ -163,7 +163,7 @@ var threeRequests = workflow.New("three-requests", func(ctx workflow.Context, _ 
 		got = append(got, string(req.Body))
 	}
 	wh.Dispose(ctx)
-	return got, workflow.Sleep(ctx, time.Hour)
+	return got, sdk.Sleep(ctx, time.Hour)
 })
 
 // TestWebhookTakesManyRequests: a webhook is not single-use. It takes every
@@ -176,7 +176,7 @@ func TestWebhookTakesManyRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := e.worker.WebhookURL() + workflow.WebhookPath + e.webhookToken(ctx, run.ID())
+	url := e.worker.WebhookURL() + sdk.WebhookPath + e.webhookToken(ctx, run.ID())
 	post := func(body string) int {
 		resp, err := http.Post(url, "text/plain", strings.NewReader(body))
 		if err != nil {

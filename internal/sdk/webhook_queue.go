@@ -89,7 +89,7 @@ func IsWebhookDelivery(body []byte) bool {
 // whose message would exceed 192 KiB goes to inbox (nil: the message is
 // sent as it is), which the Processor must be given too
 // (ProcessorConfig.Inbox).
-func (c *Client) QueuedWebhookHandler(inbox Inbox) http.Handler {
+func QueuedWebhookHandler(c *Client, inbox Inbox) http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = func(ctx context.Context, token string, hk *world.Hook, r *Request) error {
 		return h.enqueue(ctx, inbox, token, hk, r)

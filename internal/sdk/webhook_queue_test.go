@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
 
 // queuedWebhook receives n requests on a webhook, disposes of it and
 // returns their bodies.
-var queuedWebhook = workflow.New("queued-webhook", func(ctx workflow.Context, n int) (string, error) {
-	wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
+var queuedWebhook = sdk.New("queued-webhook", func(ctx sdk.Context, n int) (string, error) {
+	wh := sdk.NewWebhook(ctx, sdk.WebhookOptions{})
 	var bodies []string
 	for range n {
 		r, err := wh.Receive(ctx)
@@ -74,8 +74,8 @@ func (m *memInbox) DeleteDelivery(_ context.Context, id string) error {
 type queueEnv struct {
 	t      *testing.T
 	lw     *localworld.World
-	p      *workflow.Processor
-	client *workflow.Client
+	p      *sdk.Processor
+	client *sdk.Client
 	hook   http.Handler
 	inbox  *memInbox
 	logs   *syncBuf
@@ -108,7 +108,7 @@ func newQueueEnvWith(t *testing.T, wrap func(world.World) world.World) *queueEnv
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lw.Close() })
-	reg := workflow.NewRegistry()
+	reg := sdk.NewRegistry()
 	if err := reg.Register(queuedWebhook); err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +118,12 @@ func newQueueEnvWith(t *testing.T, wrap func(world.World) world.World) *queueEnv
 	if wrap != nil {
 		pw = wrap(lw)
 	}
-	if e.p, err = workflow.NewProcessor(workflow.ProcessorConfig{World: pw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
+	if e.p, err = sdk.NewProcessor(sdk.ProcessorConfig{World: pw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.p.Close)
 	e.client = e.p.Client()
-	e.hook = e.client.QueuedWebhookHandler(e.inbox)
+	e.hook = sdk.QueuedWebhookHandler(e.client, e.inbox)
 	return e
 }
 
@@ -141,9 +141,9 @@ func (e *queueEnv) pump(done func() bool, onDelivery func(body []byte)) {
 			e.t.Fatal(err)
 		}
 		for _, d := range ds {
-			if onDelivery != nil && workflow.IsWebhookDelivery(d.Body) {
+			if onDelivery != nil && sdk.IsWebhookDelivery(d.Body) {
 				onDelivery(d.Body)
-			} else if err := e.p.Process(ctx, d.Body, d.Attempt); err != nil && !workflow.IsPermanent(err) {
+			} else if err := e.p.Process(ctx, d.Body, d.Attempt); err != nil && !sdk.IsPermanent(err) {
 				_ = e.lw.Release(ctx, &world.ReleaseParams{Receipt: d.Receipt})
 				continue
 			}
@@ -155,7 +155,7 @@ func (e *queueEnv) pump(done func() bool, onDelivery func(body []byte)) {
 }
 
 // start starts a run of queuedWebhook and returns it and its token.
-func (e *queueEnv) start(n int) (*workflow.Run[string], string) {
+func (e *queueEnv) start(n int) (*sdk.Run[string], string) {
 	e.t.Helper()
 	run, err := queuedWebhook.Start(context.Background(), e.client, n)
 	if err != nil {
@@ -178,7 +178,7 @@ func (e *queueEnv) start(n int) (*workflow.Run[string], string) {
 // post sends a request to the handler and returns its status.
 func (e *queueEnv) post(token, body string) int {
 	rec := httptest.NewRecorder()
-	e.hook.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, workflow.WebhookPath+token, strings.NewReader(body)))
+	e.hook.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, sdk.WebhookPath+token, strings.NewReader(body)))
 	return rec.Code
 }
 
@@ -192,7 +192,7 @@ func (e *queueEnv) deliveries(n int) [][]byte {
 
 // finish processes the queue until the run has ended, and returns its
 // result.
-func (e *queueEnv) finish(run *workflow.Run[string]) (string, error) {
+func (e *queueEnv) finish(run *sdk.Run[string]) (string, error) {
 	e.t.Helper()
 	e.pump(func() bool {
 		info, err := e.client.GetRun(context.Background(), run.ID())
@@ -344,7 +344,7 @@ func TestQueuedWebhookInbox(t *testing.T) {
 		}
 		e.inbox.mu.Unlock()
 		err := e.p.Process(context.Background(), d, 1)
-		if !workflow.IsPermanent(err) {
+		if !sdk.IsPermanent(err) {
 			t.Fatalf("tampered inbox object: %v, want a permanent error", err)
 		}
 		if n := e.received(run.ID()); n != 0 {
@@ -377,7 +377,7 @@ func TestQueuedWebhookToDisposedHook(t *testing.T) {
 	}
 	err := e.p.Process(context.Background(), ds[1], 1)
 	var pe interface{ Unwrap() error }
-	if !workflow.IsPermanent(err) || !errors.As(err, &pe) {
+	if !sdk.IsPermanent(err) || !errors.As(err, &pe) {
 		t.Fatalf("delivery to a disposed hook: %v, want a permanent error", err)
 	}
 	if n := e.received(run.ID()); n != 1 {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -17,8 +17,8 @@ import (
 // in the log; a body over the webhook's body limit gets the same problem.
 func TestWebhookFloodStopsAtRunBytes(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("webhook-flood", func(ctx workflow.Context, _ struct{}) (int, error) {
-		wh := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
+	wf := sdk.New("webhook-flood", func(ctx sdk.Context, _ struct{}) (int, error) {
+		wh := sdk.NewWebhook(ctx, sdk.WebhookOptions{})
 		n := 0
 		for {
 			if _, err := wh.Receive(ctx); err != nil {
@@ -38,7 +38,7 @@ func TestWebhookFloodStopsAtRunBytes(t *testing.T) {
 	if err != nil || len(hooks.Items) != 1 {
 		t.Fatalf("hooks = %v, %v", hooks, err)
 	}
-	url := e.worker.WebhookURL() + workflow.WebhookPath + hooks.Items[0].Token
+	url := e.worker.WebhookURL() + sdk.WebhookPath + hooks.Items[0].Token
 	post := func(n int) (int, map[string]any, string) {
 		t.Helper()
 		resp, err := http.Post(url, "text/plain", strings.NewReader(strings.Repeat("b", n)))

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/internal/redact"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -22,23 +22,23 @@ type seenRequest struct {
 
 func TestWebhooks(t *testing.T) {
 	t.Parallel()
-	respond := workflow.NewStep("respond", func(ctx context.Context, req *workflow.Request) (struct{}, error) {
-		return struct{}{}, req.Respond(ctx, workflow.Response{Status: 200, Body: []byte("Hello from webhook!")})
+	respond := sdk.NewStep("respond", func(ctx context.Context, req *sdk.Request) (struct{}, error) {
+		return struct{}{}, req.Respond(ctx, sdk.Response{Status: 200, Body: []byte("Hello from webhook!")})
 	})
 	urls := make(chan []string, 1)
-	publish := workflow.NewStep("publish-urls", func(ctx context.Context, u []string) (struct{}, error) {
+	publish := sdk.NewStep("publish-urls", func(ctx context.Context, u []string) (struct{}, error) {
 		urls <- u
 		return struct{}{}, nil
 	})
-	wf := workflow.New("webhookWorkflow", func(ctx workflow.Context, _ struct{}) ([]seenRequest, error) {
-		plain := workflow.NewWebhook(ctx, workflow.WebhookOptions{})
-		static := workflow.NewWebhook(ctx, workflow.WebhookOptions{Response: &workflow.Response{Status: 402, Body: []byte("Hello from static response!")}})
-		manual := workflow.NewWebhook(ctx, workflow.WebhookOptions{Manual: true})
+	wf := sdk.New("webhookWorkflow", func(ctx sdk.Context, _ struct{}) ([]seenRequest, error) {
+		plain := sdk.NewWebhook(ctx, sdk.WebhookOptions{})
+		static := sdk.NewWebhook(ctx, sdk.WebhookOptions{Response: &sdk.Response{Status: 402, Body: []byte("Hello from static response!")}})
+		manual := sdk.NewWebhook(ctx, sdk.WebhookOptions{Manual: true})
 		if _, err := publish.Call(ctx, []string{plain.URL(), static.URL(), manual.URL()}); err != nil {
 			return nil, err
 		}
 		var out []seenRequest
-		for i, wh := range []*workflow.Webhook{plain, static, manual} {
+		for i, wh := range []*sdk.Webhook{plain, static, manual} {
 			req, err := wh.Receive(ctx)
 			if err != nil {
 				return nil, err
@@ -90,8 +90,8 @@ func TestWebhooks(t *testing.T) {
 	}
 	for i, want := range []string{`{"message":"one"}`, `{"message":"two"}`, `{"message":"three"}`} {
 		// The recorded URL shows the token redacted: it is in the run's log.
-		token, _ := url.PathUnescape(strings.TrimPrefix(us[i], workflow.WebhookPath))
-		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != workflow.WebhookPath+redact.Token(token) {
+		token, _ := url.PathUnescape(strings.TrimPrefix(us[i], sdk.WebhookPath))
+		if got[i].Method != "POST" || got[i].Body != want || got[i].URL != sdk.WebhookPath+redact.Token(token) {
 			t.Errorf("request %d = %+v", i, got[i])
 		}
 	}
@@ -132,10 +132,10 @@ func TestWebhookNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "hook", func() bool { _, err := e.client.GetHookByToken(ctx, "plain-hook"); return err == nil })
-	h := e.client.WebhookHandler()
+	h := sdk.WebhookHandler(e.client)
 	for _, token := range []string{"invalid", "plain-hook"} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", workflow.WebhookPath+token, strings.NewReader("{}")))
+		h.ServeHTTP(rec, httptest.NewRequest("POST", sdk.WebhookPath+token, strings.NewReader("{}")))
 		if rec.Code != 404 || rec.Body.Len() != 0 {
 			t.Errorf("token %q: %d %q, want 404 and an empty body", token, rec.Code, rec.Body.String())
 		}
@@ -156,8 +156,8 @@ func TestWebhookNotFound(t *testing.T) {
 // and the run takes the next request.
 func TestWebhookOverPayloadLimit(t *testing.T) {
 	t.Parallel()
-	wf := workflow.New("webhook-limit", func(ctx workflow.Context, _ struct{}) (string, error) {
-		req, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
+	wf := sdk.New("webhook-limit", func(ctx sdk.Context, _ struct{}) (string, error) {
+		req, err := sdk.NewWebhook(ctx, sdk.WebhookOptions{}).Receive(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -174,7 +174,7 @@ func TestWebhookOverPayloadLimit(t *testing.T) {
 	if err != nil || len(hooks.Items) != 1 {
 		t.Fatalf("hooks = %v, %v", hooks, err)
 	}
-	url := e.worker.WebhookURL() + workflow.WebhookPath + hooks.Items[0].Token
+	url := e.worker.WebhookURL() + sdk.WebhookPath + hooks.Items[0].Token
 	for _, n := range []int{1500, 3 << 10} {
 		resp, err := http.Post(url, "text/plain", strings.NewReader(strings.Repeat("b", n)))
 		if err != nil {

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
-var stalledHook = workflow.New("stalledHook", func(ctx workflow.Context, _ struct{}) (string, error) {
-	req, err := workflow.NewWebhook(ctx, workflow.WebhookOptions{}).Receive(ctx)
+var stalledHook = sdk.New("stalledHook", func(ctx sdk.Context, _ struct{}) (string, error) {
+	req, err := sdk.NewWebhook(ctx, sdk.WebhookOptions{}).Receive(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +37,7 @@ func TestWebhookBodyTimeout(t *testing.T) {
 	if err != nil || len(hooks.Items) != 1 {
 		t.Fatalf("hooks %v, %v", hooks, err)
 	}
-	path := workflow.WebhookPath + hooks.Items[0].Token
+	path := sdk.WebhookPath + hooks.Items[0].Token
 	srv := httptest.NewServer(e.client.WebhookHandlerWithBodyTimeout(100 * time.Millisecond))
 	defer srv.Close()
 

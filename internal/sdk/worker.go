@@ -443,7 +443,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if w.ln != nil {
 		mux := http.NewServeMux()
-		mux.Handle(WebhookPath, w.p.client.WebhookHandler())
+		mux.Handle(WebhookPath, WebhookHandler(w.p.client))
 		srv := &http.Server{Handler: logRequests(w.cfg.Logger, mux), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 		wg.Add(2)
 		go func() {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -66,7 +66,7 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	defer lw.Close()
 	dc := &deliveryCounter{World: lw, n: map[string]int{}}
 	var runs atomic.Int32
-	long := workflow.NewStep("long", func(ctx context.Context, d time.Duration) (int, error) {
+	long := sdk.NewStep("long", func(ctx context.Context, d time.Duration) (int, error) {
 		runs.Add(1)
 		bound := time.After(d)
 		for dc.extends.Load() < 4 {
@@ -80,11 +80,11 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 		}
 		return 1, nil
 	})
-	wf := workflow.New("patient", func(ctx workflow.Context, d time.Duration) (int, error) {
+	wf := sdk.New("patient", func(ctx sdk.Context, d time.Duration) (int, error) {
 		return long.Call(ctx, d)
 	})
-	reg := workflow.NewRegistry().MustRegister(wf, long)
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: lw, Consumer: dc, Registry: reg, Concurrency: 4,
+	reg := sdk.NewRegistry().MustRegister(wf, long)
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: dc, Registry: reg, Concurrency: 4,
 		Visibility: 1500 * time.Millisecond, PollWait: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestWorkerRetryDelayCountsReplacedDeliveries(t *testing.T) {
 	}
 	defer lw.Close()
 	attempts := make(chan int, 16)
-	w, err := workflow.NewWorker(workflow.WorkerConfig{World: leaseFaultWorld{lw}, Consumer: lw, Registry: workflow.NewRegistry(), Concurrency: 1,
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: leaseFaultWorld{lw}, Consumer: lw, Registry: sdk.NewRegistry(), Concurrency: 1,
 		PollWait: 20 * time.Millisecond, RetryDelay: func(attempt int) time.Duration {
 			select {
 			case attempts <- attempt:

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Registry returns a registry with every workflow and step of the package.

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	skclient "github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -89,14 +92,14 @@ func vorder(s vorderSteps, version int, patched bool, sleep time.Duration) *work
 type Deployment struct {
 	Registry *workflow.Registry
 	Version  string
-	Versions workflow.VersionFilter
+	Versions worker.VersionFilter
 	Logger   *slog.Logger
-	Engine   workflow.EngineOptions
+	Engine   worker.EngineOptions
 }
 
 // Deploy starts executors of d on the World under test and returns a client
 // that starts runs as d.Version, and a stop that waits for them to end.
-type Deploy func(t *testing.T, d Deployment) (client *workflow.Client, stop func())
+type Deploy func(t *testing.T, d Deployment) (client *skclient.Client, stop func())
 
 // VersionScenarios runs the deploy scenarios of the versioned order on the
 // World deploy serves; sleep is how long the sleeping orders sleep (long
@@ -108,7 +111,7 @@ func VersionScenarios(t *testing.T, deploy Deploy, sleep time.Duration) {
 
 // vrun is a run of the scenario and the trail it must end with.
 type vrun struct {
-	run  *workflow.Run[[]string]
+	run  *skclient.Run[[]string]
 	want []string
 }
 
@@ -146,7 +149,7 @@ func patchScenario(t *testing.T, deploy Deploy, sleep time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1b, err := workflow.NewClient(workflow.ClientConfig{World: client.World(), Registry: reg(v1), Version: "v1b"})
+	v1b, err := skclient.New(skclient.Config{World: sdk.ClientWorld(client), Registry: reg(v1), Version: "v1b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +188,13 @@ func patchScenario(t *testing.T, deploy Deploy, sleep time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.World().Enqueue(ctx, &world.EnqueueParams{Body: body}); err != nil {
+	if _, err := sdk.ClientWorld(client).Enqueue(ctx, &world.EnqueueParams{Body: body}); err != nil {
 		t.Fatal(err)
 	}
 
 	// Back to v1, for the sleeping run only: it resumes where it stopped,
 	// by the continuation left for it.
-	client, stop = deploy(t, Deployment{Registry: reg(v1), Version: "v1b", Versions: workflow.Versions{"v1b"}})
+	client, stop = deploy(t, Deployment{Registry: reg(v1), Version: "v1b", Versions: worker.Versions{"v1b"}})
 	waitUntil(t, ctx, "the continuation left for "+asleep.ID()+" to resume it", func() bool {
 		info, err := client.GetRun(ctx, asleep.ID())
 		return err == nil && info.Status.Terminal()
@@ -232,7 +235,7 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	logs := &logBuffer{}
 	// Refusals come back fast, and a run whose messages were delivered
 	// more than twice would fail were refusals counted.
-	eng := workflow.EngineOptions{MaxDeliveries: 2, VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 100 * time.Millisecond}
+	eng := worker.EngineOptions{MaxDeliveries: 2, VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 100 * time.Millisecond}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	// A run that does not end leaves its executors' logs behind: which
 	// refused it last, and when, tells a lost message from a slow one.
@@ -241,17 +244,17 @@ func pinScenario(t *testing.T, deploy Deploy) {
 			t.Logf("the executors' logs:\n%s", logs.String())
 		}
 	}()
-	c1, stop1 := deploy(t, Deployment{Registry: reg(v1), Version: "v1", Versions: workflow.Versions{"v1"}, Logger: logger, Engine: eng})
-	c2, stop2 := deploy(t, Deployment{Registry: reg(v2bad), Version: "v2", Versions: workflow.Versions{"v2"}, Logger: logger, Engine: eng})
+	c1, stop1 := deploy(t, Deployment{Registry: reg(v1), Version: "v1", Versions: worker.Versions{"v1"}, Logger: logger, Engine: eng})
+	c2, stop2 := deploy(t, Deployment{Registry: reg(v2bad), Version: "v2", Versions: worker.Versions{"v2"}, Logger: logger, Engine: eng})
 	defer stop2()
 	// A client of a version no executor runs (yet).
-	c0, err := workflow.NewClient(workflow.ClientConfig{World: c1.World(), Registry: reg(v1), Version: "v0"})
+	c0, err := skclient.New(skclient.Config{World: sdk.ClientWorld(c1), Registry: reg(v1), Version: "v0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var runs []vrun
-	start := func(c *workflow.Client, o VOrder, want ...string) *workflow.Run[[]string] {
+	start := func(c *skclient.Client, o VOrder, want ...string) *skclient.Run[[]string] {
 		r, err := v1.Start(ctx, c, o) // by name: the registry of c's deployment decides
 		if err != nil {
 			t.Fatal(err)
@@ -284,7 +287,7 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	// Drained: no run of v1 is left unfinished, so v1 goes, and an
 	// executor of v0 takes the orphan on.
 	stop1()
-	_, stop0 := deploy(t, Deployment{Registry: reg(v1), Version: "v0", Versions: workflow.Versions{"v0"}, Logger: logger, Engine: eng})
+	_, stop0 := deploy(t, Deployment{Registry: reg(v1), Version: "v0", Versions: worker.Versions{"v0"}, Logger: logger, Engine: eng})
 	defer stop0()
 	wantEnd(t, ctx, c2, runs[3], false)
 }
@@ -293,7 +296,7 @@ func pinScenario(t *testing.T, deploy Deploy) {
 // and checks its trail; a run held without retry fails the test. A run to
 // retry that has already ended (a message of its own reached the code that
 // fits it first) is no failure: its trail tells which code ran it.
-func wantEnd(t *testing.T, ctx context.Context, c *workflow.Client, r vrun, retry bool) {
+func wantEnd(t *testing.T, ctx context.Context, c *skclient.Client, r vrun, retry bool) {
 	t.Helper()
 	id := r.run.ID()
 	if retry {
@@ -322,7 +325,7 @@ func wantEnd(t *testing.T, ctx context.Context, c *workflow.Client, r vrun, retr
 // patchScenario): RetryRun then refuses, the run being live (ErrInvalid)
 // or finished (ErrConflict), not held, which is fine; a refusal of a run
 // still held, or any other error, fails the test.
-func retryHeld(t *testing.T, ctx context.Context, c *workflow.Client, id string) {
+func retryHeld(t *testing.T, ctx context.Context, c *skclient.Client, id string) {
 	t.Helper()
 	err := c.RetryRun(ctx, id)
 	if err == nil {
@@ -336,14 +339,14 @@ func retryHeld(t *testing.T, ctx context.Context, c *workflow.Client, id string)
 
 // describeRun tells where a run stands (its status, version and last
 // events), for a test that timed out waiting for it.
-func describeRun(c *workflow.Client, runID string) string {
+func describeRun(c *skclient.Client, runID string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	info, err := c.GetRun(ctx, runID)
 	if err != nil {
 		return err.Error()
 	}
-	p, err := c.World().ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: 100}})
+	p, err := sdk.ClientWorld(c).ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: 100}})
 	if err != nil {
 		return err.Error()
 	}
@@ -354,8 +357,8 @@ func describeRun(c *workflow.Client, runID string) string {
 	return fmt.Sprintf("%s, version %q, events ... %s", info.Status, info.Version, strings.Join(last, " "))
 }
 
-func hasEvent(ctx context.Context, c *workflow.Client, runID string, typ world.EventType) bool {
-	p, err := c.World().ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: 100}})
+func hasEvent(ctx context.Context, c *skclient.Client, runID string, typ world.EventType) bool {
+	p, err := sdk.ClientWorld(c).ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: 100}})
 	if err != nil {
 		return false
 	}

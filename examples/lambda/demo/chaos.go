@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // ChaosPlan is the shape of one Chaos run: Serial steps one after the other,

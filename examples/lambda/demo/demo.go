@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Registry returns a registry with every workflow and step of the package.

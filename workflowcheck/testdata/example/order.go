@@ -5,7 +5,7 @@ import (
 	"context"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // stamp is a step: it may read the clock.

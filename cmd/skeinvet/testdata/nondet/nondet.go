@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/cmd/skeinvet/testdata/nondet/clock"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Stamp returns the machine's clock: not deterministic.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"example.com/pricing"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // deadline reads the clock: workflow code that calls it is not

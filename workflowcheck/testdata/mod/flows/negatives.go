@@ -16,7 +16,7 @@ import (
 
 	"example.com/config"
 	"github.com/google/uuid"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // ErrRejected is a sentinel error: workflows read it freely.

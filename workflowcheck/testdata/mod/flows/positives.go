@@ -19,7 +19,7 @@ import (
 
 	"example.com/config"
 	"github.com/google/uuid"
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 	"golang.org/x/sync/errgroup"
 )
 

@@ -1,75 +1,53 @@
-// Package workflow is a stub of Skein's SDK for the analyzer's fixtures: the
-// declarations workflow code uses, with the real signatures, and no engine.
+// Package workflow is a stub of Skein's workflow facade for the analyzer's
+// fixtures: aliases and wrappers of internal/sdk's stub, as the real one.
 package workflow
 
 import (
 	"context"
-	"log/slog"
-	"math/rand/v2"
 	"time"
+
+	"github.com/skeinflow/skein/internal/sdk"
 )
 
 // Context is what a workflow function sees.
-type Context interface {
-	Now() time.Time
-	Rand() *rand.Rand
-	NewID() string
-	Logger() *slog.Logger
-}
+type Context = sdk.Context
 
 // Workflow is a workflow.
-type Workflow[I, O any] struct{ fn func(Context, I) (O, error) }
+type Workflow[I, O any] = sdk.Workflow[I, O]
 
 // New defines a workflow.
 func New[I, O any](name string, fn func(ctx Context, in I) (O, error)) *Workflow[I, O] {
-	return &Workflow[I, O]{fn: fn}
+	return sdk.New[I, O](name, fn)
 }
-
-// Call runs the workflow as a child run.
-func (w *Workflow[I, O]) Call(ctx Context, in I) (O, error) { return w.fn(ctx, in) }
 
 // StepOptions tunes a step.
-type StepOptions struct{ MaxRetries int }
+type StepOptions = sdk.StepOptions
 
 // Step is a step.
-type Step[I, O any] struct {
-	fn func(context.Context, I) (O, error)
-}
+type Step[I, O any] = sdk.Step[I, O]
 
 // NewStep defines a step.
 func NewStep[I, O any](name string, fn func(ctx context.Context, in I) (O, error), opts ...StepOptions) *Step[I, O] {
-	return &Step[I, O]{fn: fn}
+	return sdk.NewStep[I, O](name, fn, opts...)
 }
 
-// Go starts the step.
-func (s *Step[I, O]) Go(ctx Context, in I) Future[O] { return Future[O]{} }
-
-// Call runs the step and waits for its result.
-func (s *Step[I, O]) Call(ctx Context, in I) (O, error) { return s.Go(ctx, in).Get(ctx) }
-
 // Future is a result to come.
-type Future[T any] struct{ v T }
-
-// Get waits for the result.
-func (f Future[T]) Get(ctx Context) (T, error) { return f.v, nil }
+type Future[T any] = sdk.Future[T]
 
 // All waits for every future.
-func All[T any](ctx Context, fs ...Future[T]) ([]T, error) { return nil, nil }
+func All[T any](ctx Context, fs ...Future[T]) ([]T, error) { return sdk.All[T](ctx, fs...) }
 
 // Sleep suspends the workflow for d.
-func Sleep(ctx Context, d time.Duration) error { return nil }
+func Sleep(ctx Context, d time.Duration) error { return sdk.Sleep(ctx, d) }
 
 // NewTimer returns a future that settles after d.
-func NewTimer(ctx Context, d time.Duration) Future[struct{}] { return Future[struct{}]{} }
+func NewTimer(ctx Context, d time.Duration) Future[struct{}] { return sdk.NewTimer(ctx, d) }
 
 // HookOptions tunes a hook.
-type HookOptions struct{ Token string }
+type HookOptions = sdk.HookOptions
 
 // Hook receives payloads.
-type Hook[T any] struct{}
+type Hook[T any] = sdk.Hook[T]
 
 // NewHook creates a hook.
-func NewHook[T any](ctx Context, opts HookOptions) *Hook[T] { return &Hook[T]{} }
-
-// Receive waits for the next payload.
-func (h *Hook[T]) Receive(ctx Context) (T, error) { var v T; return v, nil }
+func NewHook[T any](ctx Context, opts HookOptions) *Hook[T] { return sdk.NewHook[T](ctx, opts) }

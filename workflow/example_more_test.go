@@ -1,4 +1,4 @@
-package sdk_test
+package workflow_test
 
 import (
 	"context"
@@ -9,24 +9,46 @@ import (
 	"strings"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
 // serve runs a worker for defs on w until the returned function is called:
 // a deploy of that code. cfg tunes the worker.
-func serve(w world.World, cfg workflow.WorkerConfig, defs ...workflow.Definition) (*workflow.Worker, func()) {
+func serve(w world.World, cfg worker.Config, defs ...workflow.Definition) (*worker.Worker, func()) {
 	cfg.World, cfg.Registry = w, workflow.NewRegistry().MustRegister(defs...)
-	worker, err := workflow.NewWorker(cfg)
+	wk, err := worker.New(cfg)
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx) }()
-	return worker, func() { cancel(); <-done }
+	go func() { done <- wk.Run(ctx) }()
+	return wk, func() { cancel(); <-done }
 }
+
+var packParcel = workflow.NewStep("pack", func(ctx context.Context, id string) (string, error) { return "packed " + id, nil })
+var weighParcel = workflow.NewStep("weigh", func(ctx context.Context, id string) (string, error) { return "weighed " + id, nil })
+
+// shipping returns version v of a workflow that calls step, then waits for
+// the carrier on a hook.
+func shipping(step *workflow.Step[string, string]) *workflow.Workflow[string, string] {
+	return workflow.New("ship", func(ctx workflow.Context, id string) (string, error) {
+		done, err := step.Call(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		carrier, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: "carrier/" + id}).Receive(ctx)
+		return done + ", shipped with " + carrier, err
+	})
+}
+
+var shipV1, shipV2 = shipping(packParcel), shipping(weighParcel)
+
+var chargeStep = workflow.NewStep("charge", func(ctx context.Context, cents int) (int, error) { return cents, nil })
 
 // sendLink stands for a step that mails a webhook's URL to whoever will
 // call it; here it writes the URL to the run's default stream.
@@ -51,23 +73,23 @@ var awaitDelivery = workflow.New("await-delivery", func(ctx workflow.Context, _ 
 func ExampleNewWebhook() {
 	w, _ := localworld.Open(localworld.Config{})
 	defer w.Close()
-	// The worker serves webhooks; in production, mount Client.WebhookHandler.
-	worker, stop := serve(w, workflow.WorkerConfig{WebhookAddr: "127.0.0.1:0"}, awaitDelivery, sendLink)
+	// The worker serves webhooks; in production, mount worker.WebhookHandler.
+	wk, stop := serve(w, worker.Config{WebhookAddr: "127.0.0.1:0"}, awaitDelivery, sendLink)
 	defer stop()
 	ctx := context.Background()
-	client := worker.Client()
+	c := wk.Client()
 
-	run, _ := awaitDelivery.Start(ctx, client, struct{}{})
+	run, _ := awaitDelivery.Start(ctx, c, struct{}{})
 	// The link the workflow sent: its path holds the webhook's token.
 	var path string
-	for chunk, err := range client.ReadStream(ctx, run.ID(), workflow.StreamOptions{}) {
+	for chunk, err := range c.ReadStream(ctx, run.ID(), client.StreamOptions{}) {
 		if err != nil {
 			panic(err)
 		}
 		path = string(chunk.Data)
 		break
 	}
-	resp, err := http.Post(worker.WebhookURL()+path, "text/plain", strings.NewReader("parcel 7 delivered"))
+	resp, err := http.Post(wk.WebhookURL()+path, "text/plain", strings.NewReader("parcel 7 delivered"))
 	if err != nil {
 		panic(err)
 	}
@@ -91,14 +113,14 @@ var squared = workflow.New("squared", func(ctx workflow.Context, n int) (int, er
 })
 
 func ExampleWriter() {
-	client, stop := runLocal(squared, progressNote)
+	c, stop := runLocal(squared, progressNote)
 	defer stop()
 	ctx := context.Background()
 
-	run, _ := squared.Start(ctx, client, 12)
+	run, _ := squared.Start(ctx, c, 12)
 	out, _ := run.Result(ctx)
 	// StreamOptions{} reads the default stream.
-	for chunk, err := range client.ReadStream(ctx, run.ID(), workflow.StreamOptions{}) {
+	for chunk, err := range c.ReadStream(ctx, run.ID(), client.StreamOptions{}) {
 		if err != nil {
 			panic(err)
 		}
@@ -109,70 +131,6 @@ func ExampleWriter() {
 	// squaring 12
 	// 144
 }
-
-var packParcel = workflow.NewStep("pack", func(ctx context.Context, id string) (string, error) { return "packed " + id, nil })
-var weighParcel = workflow.NewStep("weigh", func(ctx context.Context, id string) (string, error) { return "weighed " + id, nil })
-
-// shipping returns version v of a workflow that calls step, then waits for
-// the carrier on a hook.
-func shipping(step *workflow.Step[string, string]) *workflow.Workflow[string, string] {
-	return workflow.New("ship", func(ctx workflow.Context, id string) (string, error) {
-		done, err := step.Call(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		carrier, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: "carrier/" + id}).Receive(ctx)
-		return done + ", shipped with " + carrier, err
-	})
-}
-
-var shipV1, shipV2 = shipping(packParcel), shipping(weighParcel)
-
-func ExampleClient_RetryRun() {
-	w, _ := localworld.Open(localworld.Config{})
-	defer w.Close()
-	ctx := context.Background()
-	client, _ := workflow.NewClient(workflow.ClientConfig{World: w})
-	waitFor := func(cond func() bool) {
-		for !cond() {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-
-	// v1 packs the parcel, then waits for the carrier.
-	_, stop := serve(w, workflow.WorkerConfig{}, shipV1, packParcel)
-	run, _ := shipV1.Start(ctx, client, "45")
-	waitFor(func() bool { _, err := client.GetHookByToken(ctx, "carrier/45"); return err == nil })
-	stop()
-
-	// A bad deploy: v2 weighs instead of packing, which the run's log does
-	// not record. When the carrier's payload wakes the run, its replay
-	// diverges, and the run is held: not failed, nothing more runs.
-	_, stop = serve(w, workflow.WorkerConfig{}, shipV2, weighParcel)
-	_, _ = client.ResumeHook(ctx, "carrier/45", "DHL")
-	waitFor(func() bool {
-		info, err := client.GetRun(ctx, run.ID())
-		return err == nil && info.Status == world.RunStatusHeld
-	})
-	info, _ := client.GetRun(ctx, run.ID())
-	fmt.Printf("%s by %s (ErrorCode %q)\n", info.Status, info.Hold.Code, info.ErrorCode)
-	stop()
-
-	// Deploy code that fits the log again and retry now instead of at the
-	// next scheduled replay: the run goes on where it stopped.
-	_, stop = serve(w, workflow.WorkerConfig{}, shipV1, packParcel)
-	defer stop()
-	if err := client.RetryRun(ctx, run.ID()); err != nil {
-		panic(err)
-	}
-	out, err := run.Result(ctx)
-	fmt.Println(out, err)
-	// Output:
-	// held by REPLAY_DIVERGENCE (ErrorCode "")
-	// packed 45, shipped with DHL <nil>
-}
-
-var chargeStep = workflow.NewStep("charge", func(ctx context.Context, cents int) (int, error) { return cents, nil })
 
 var loggingFlow = workflow.New("logging", func(ctx workflow.Context, cents int) (int, error) {
 	log := ctx.Logger() // carries the run ID and the workflow's name
@@ -203,11 +161,11 @@ func ExampleContext_Logger() {
 	}))
 	w, _ := localworld.Open(localworld.Config{})
 	defer w.Close()
-	worker, stop := serve(w, workflow.WorkerConfig{Logger: logger}, loggingFlow, chargeStep)
+	wk, stop := serve(w, worker.Config{Logger: logger}, loggingFlow, chargeStep)
 	defer stop()
 	ctx := context.Background()
 
-	run, _ := loggingFlow.Start(ctx, worker.Client(), 1250)
+	run, _ := loggingFlow.Start(ctx, wk.Client(), 1250)
 	_, _ = run.Result(ctx)
 	// The worker's logger also gets the run's lifecycle, as it commits.
 	// Output:

@@ -1,4 +1,4 @@
-package sdk_test
+package workflow_test
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"strings"
 	"time"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
-// runLocal runs defs on an in-memory local world and returns a client and a
+// runLocal runs defs on an in-memory local world and returns a c and a
 // function that stops everything.
-func runLocal(defs ...workflow.Definition) (*workflow.Client, func()) {
+func runLocal(defs ...workflow.Definition) (*client.Client, func()) {
 	w, err := localworld.Open(localworld.Config{}) // "" path: in memory
 	if err != nil {
 		panic(err)
@@ -22,14 +24,14 @@ func runLocal(defs ...workflow.Definition) (*workflow.Client, func()) {
 	if err := reg.Register(defs...); err != nil {
 		panic(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx) }()
-	return worker.Client(), func() { cancel(); <-done; _ = w.Close() }
+	go func() { done <- wk.Run(ctx) }()
+	return wk.Client(), func() { cancel(); <-done; _ = w.Close() }
 }
 
 type Order struct {
@@ -39,6 +41,17 @@ type Order struct {
 }
 
 type Receipt struct{ Charged int }
+
+type Approval struct {
+	OK bool
+	By string
+}
+
+// job is the input of withTimeout: how long the work takes and how long
+// the workflow waits for it.
+type job struct {
+	Work, Timeout time.Duration
+}
 
 var chargeCard = workflow.NewStep("charge-card", func(ctx context.Context, o Order) (Receipt, error) {
 	return Receipt{Charged: o.Total}, nil
@@ -68,34 +81,17 @@ var fulfilOrder = workflow.New("fulfil-order", func(ctx workflow.Context, o Orde
 })
 
 func Example() {
-	client, stop := runLocal(fulfilOrder, chargeCard, printLabel)
+	c, stop := runLocal(fulfilOrder, chargeCard, printLabel)
 	defer stop()
 	ctx := context.Background()
 
-	run, err := fulfilOrder.Start(ctx, client, Order{ID: "42", Items: []string{"book", "pen"}, Total: 30})
+	run, err := fulfilOrder.Start(ctx, c, Order{ID: "42", Items: []string{"book", "pen"}, Total: 30})
 	if err != nil {
 		panic(err)
 	}
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
 	// Output: order 42: charged 30, label:book label:pen <nil>
-}
-
-func ExampleWithIdempotencyKey() {
-	client, stop := runLocal(fulfilOrder, chargeCard, printLabel)
-	defer stop()
-	ctx := context.Background()
-
-	order := Order{ID: "43", Items: []string{"mug"}, Total: 12}
-	first, _ := fulfilOrder.Start(ctx, client, order, workflow.WithIdempotencyKey("order-43"))
-	again, _ := fulfilOrder.Start(ctx, client, order, workflow.WithIdempotencyKey("order-43"))
-	fmt.Println("same run:", first.ID() == again.ID())
-	// Output: same run: true
-}
-
-type Approval struct {
-	OK bool
-	By string
 }
 
 var approveOrder = workflow.New("approve-order", func(ctx workflow.Context, id string) (string, error) {
@@ -113,14 +109,14 @@ var approveOrder = workflow.New("approve-order", func(ctx workflow.Context, id s
 })
 
 func ExampleNewHook() {
-	client, stop := runLocal(approveOrder)
+	c, stop := runLocal(approveOrder)
 	defer stop()
 	ctx := context.Background()
 
-	run, _ := approveOrder.Start(ctx, client, "44")
+	run, _ := approveOrder.Start(ctx, c, "44")
 	// Resume the hook once the run has registered it.
 	for {
-		if _, err := client.ResumeHook(ctx, "approve/44", Approval{OK: true, By: "ada"}); err == nil {
+		if _, err := c.ResumeHook(ctx, "approve/44", Approval{OK: true, By: "ada"}); err == nil {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -157,55 +153,14 @@ var retrying = workflow.New("retrying", func(ctx workflow.Context, _ struct{}) (
 })
 
 func ExampleFatal() {
-	client, stop := runLocal(retrying, flaky, refuses)
+	c, stop := runLocal(retrying, flaky, refuses)
 	defer stop()
 	ctx := context.Background()
 
-	run, _ := retrying.Start(ctx, client, struct{}{})
+	run, _ := retrying.Start(ctx, c, struct{}{})
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
 	// Output: flaky succeeded on attempt 3; refuses: attempts=1 (step "refuses" failed (attempt 1): card declined) <nil>
-}
-
-var progress = workflow.NewStep("progress", func(ctx context.Context, n int) (struct{}, error) {
-	w := workflow.Writer(ctx, "progress")
-	for i := 1; i <= n; i++ {
-		if err := w.WriteJSON(map[string]int{"done": i, "of": n}); err != nil {
-			return struct{}{}, err
-		}
-	}
-	_, err := w.Write([]byte("finished"))
-	return struct{}{}, err
-})
-
-var reporting = workflow.New("reporting", func(ctx workflow.Context, n int) (int, error) {
-	_, err := progress.Call(ctx, n)
-	return n, err
-})
-
-func ExampleClient_ReadStream() {
-	client, stop := runLocal(reporting, progress)
-	defer stop()
-	ctx := context.Background()
-
-	run, _ := reporting.Start(ctx, client, 2)
-	// Reads live; ends when the stream closes (at the latest, with the run).
-	for chunk, err := range client.ReadStream(ctx, run.ID(), workflow.StreamOptions{Namespace: "progress"}) {
-		if err != nil {
-			panic(err)
-		}
-		fmt.Printf("%d json=%v %s\n", chunk.Index, chunk.JSON, chunk.Data)
-	}
-	// Output:
-	// 0 json=true {"done":1,"of":2}
-	// 1 json=true {"done":2,"of":2}
-	// 2 json=false finished
-}
-
-// job is the input of withTimeout: how long the work takes and how long
-// the workflow waits for it.
-type job struct {
-	Work, Timeout time.Duration
 }
 
 var slowPath = workflow.NewStep("slow-path", func(ctx context.Context, d time.Duration) (string, error) {
@@ -227,14 +182,14 @@ var withTimeout = workflow.New("with-timeout", func(ctx workflow.Context, o job)
 })
 
 func ExampleSelect() {
-	client, stop := runLocal(withTimeout, slowPath)
+	c, stop := runLocal(withTimeout, slowPath)
 	defer stop()
 	ctx := context.Background()
 
 	// Work that ends long before its timeout, then a timeout that ends long
 	// before the work: each outcome holds however slow the machine is.
 	for _, o := range []job{{Work: 0, Timeout: time.Hour}, {Work: time.Hour, Timeout: 50 * time.Millisecond}} {
-		run, _ := withTimeout.Start(ctx, client, o)
+		run, _ := withTimeout.Start(ctx, c, o)
 		out, _ := run.Result(ctx)
 		fmt.Println(out)
 	}

@@ -1,15 +1,17 @@
-package sdk_test
+package worker_test
 
 import (
 	"context"
 	"fmt"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // Two deployments share one World, each pinned to its version: a run
-// started by v1's client runs on v1's code, a run started by v2's on v2's,
+// started by v1's c runs on v1's code, a run started by v2's on v2's,
 // whatever worker receives their messages first.
 func ExampleVersions() {
 	w, err := localworld.Open(localworld.Config{})
@@ -28,23 +30,23 @@ func ExampleVersions() {
 			<-done
 		}
 	}()
-	deploy := func(version, text string) *workflow.Client {
-		worker, err := workflow.NewWorker(workflow.WorkerConfig{
+	deploy := func(version, text string) *client.Client {
+		wk, err := worker.New(worker.Config{
 			World: w, Registry: workflow.NewRegistry().MustRegister(greeting(text)),
-			Version:  version,                    // recorded on the runs its client starts
-			Versions: workflow.Versions{version}, // the runs it executes
+			Version:  version,                  // recorded on the runs its c starts
+			Versions: worker.Versions{version}, // the runs it executes
 		})
 		if err != nil {
 			panic(err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- worker.Run(ctx) }()
+		go func() { done <- wk.Run(ctx) }()
 		running = append(running, done)
-		return worker.Client()
+		return wk.Client()
 	}
 	v1, v2 := deploy("v1", "Hello"), deploy("v2", "Welcome")
 
-	for _, c := range []*workflow.Client{v1, v2, v1} {
+	for _, c := range []*client.Client{v1, v2, v1} {
 		id, err := c.Start(ctx, "greet", "Ada")
 		if err != nil {
 			panic(err)

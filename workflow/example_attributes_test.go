@@ -1,10 +1,11 @@
-package sdk_test
+package workflow_test
 
 import (
 	"context"
 	"fmt"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -21,19 +22,19 @@ var tagOrder = workflow.New("tag-order", func(ctx workflow.Context, o Order) (Re
 })
 
 func ExampleSetAttributes() {
-	client, stop := runLocal(tagOrder, chargeCard)
+	c, stop := runLocal(tagOrder, chargeCard)
 	defer stop()
 	ctx := context.Background()
 
-	run, _ := tagOrder.Start(ctx, client, Order{ID: "44", Total: 9}, workflow.WithAttributes(map[string]string{"channel": "web"}))
+	run, _ := tagOrder.Start(ctx, c, Order{ID: "44", Total: 9}, client.WithAttributes(map[string]string{"channel": "web"}))
 	_, _ = run.Result(ctx)
-	_ = client.SetAttributes(ctx, run.ID(), map[string]string{"reviewed-by": "dana"})
+	_ = c.SetAttributes(ctx, run.ID(), map[string]string{"reviewed-by": "dana"})
 
-	page, _ := client.ListRuns(ctx, workflow.ListRunsOptions{Attribute: &world.AttributeFilter{Key: "customer", Value: "c-44"}})
+	page, _ := c.ListRuns(ctx, client.ListRunsOptions{Attribute: &world.AttributeFilter{Key: "customer", Value: "c-44"}})
 	for _, r := range page.Runs {
 		fmt.Println(r.WorkflowName, r.Attributes["stage"], r.Attributes["channel"], r.Attributes["reviewed-by"])
 	}
-	err := client.SetAttributes(ctx, run.ID(), map[string]string{"bad key": "x"})
+	err := c.SetAttributes(ctx, run.ID(), map[string]string{"bad key": "x"})
 	fmt.Println(err != nil)
 	// Output:
 	// tag-order charged web dana

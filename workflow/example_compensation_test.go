@@ -1,11 +1,11 @@
-package sdk_test
+package workflow_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/workflow"
 )
 
 var refund = workflow.NewStep("refund", func(ctx context.Context, c workflow.Compensation[int, string]) (struct{}, error) {
@@ -24,6 +24,20 @@ var (
 	reserve = workflow.WithCompensation(workflow.NewStep("reserve", func(ctx context.Context, sku string) (string, error) { return "hold-" + sku, nil }), release)
 	ship    = workflow.NewStep("ship", func(ctx context.Context, sku string) (string, error) {
 		return "", workflow.Fatal(errors.New("no courier"))
+	})
+)
+
+var unbook = workflow.NewStep("unbook-room", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
+	fmt.Println("cancel booking", c.Result)
+	return struct{}{}, nil
+})
+
+var (
+	book = workflow.WithCompensation(workflow.NewStep("book-room", func(ctx context.Context, night string) (string, error) {
+		return "room-" + night, nil
+	}), unbook)
+	pay = workflow.NewStep("pay", func(ctx context.Context, room string) (string, error) {
+		return "", workflow.Fatal(errors.New("card declined"))
 	})
 )
 
@@ -47,10 +61,10 @@ var checkout = workflow.New("checkout", func(ctx workflow.Context, sku string) (
 // A saga: when shipping fails, the workflow compensates the steps that
 // completed (the reservation, then the charge) and returns a result.
 func ExampleWithCompensation() {
-	client, stop := runLocal(refund, release, charge, reserve, ship, checkout)
+	c, stop := runLocal(refund, release, charge, reserve, ship, checkout)
 	defer stop()
 	ctx := context.Background()
-	run, _ := checkout.Start(ctx, client, "sku-9")
+	run, _ := checkout.Start(ctx, c, "sku-9")
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
 	// Output:
@@ -58,20 +72,6 @@ func ExampleWithCompensation() {
 	// refund payment-1 (1250)
 	// cancelled: step "ship" failed (attempt 1): no courier <nil>
 }
-
-var unbook = workflow.NewStep("unbook-room", func(ctx context.Context, c workflow.Compensation[string, string]) (struct{}, error) {
-	fmt.Println("cancel booking", c.Result)
-	return struct{}{}, nil
-})
-
-var (
-	book = workflow.WithCompensation(workflow.NewStep("book-room", func(ctx context.Context, night string) (string, error) {
-		return "room-" + night, nil
-	}), unbook)
-	pay = workflow.NewStep("pay", func(ctx context.Context, room string) (string, error) {
-		return "", workflow.Fatal(errors.New("card declined"))
-	})
-)
 
 // trip fails when the payment does: the booking is compensated after the
 // run's end.
@@ -87,16 +87,16 @@ var trip = workflow.New("trip", func(ctx workflow.Context, night string) (string
 // returns the failure), then its completed steps are compensated, most
 // recent first, before the run comes to rest.
 func ExampleWorkflow_WithCompensateOnFailure() {
-	client, stop := runLocal(unbook, book, pay, trip)
+	c, stop := runLocal(unbook, book, pay, trip)
 	defer stop()
 	ctx := context.Background()
-	run, _ := trip.Start(ctx, client, "fri")
-	_, err := run.Result(ctx)                        // as soon as the failure is recorded
-	info, _ := client.WaitDeactivated(ctx, run.ID()) // once the compensations have ended
+	run, _ := trip.Start(ctx, c, "fri")
+	_, err := run.Result(ctx)                   // as soon as the failure is recorded
+	info, _ := c.WaitDeactivated(ctx, run.ID()) // once the compensations have ended
 	var failed *workflow.RunFailedError
 	fmt.Println(info.Status, errors.As(err, &failed))
-	c := info.Compensations
-	fmt.Println(c.Status(), c.Succeeded, c.Failed)
+	comp := info.Compensations
+	fmt.Println(comp.Status(), comp.Succeeded, comp.Failed)
 	// Output:
 	// cancel booking room-fri
 	// failed true

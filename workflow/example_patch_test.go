@@ -1,10 +1,11 @@
-package sdk_test
+package workflow_test
 
 import (
 	"context"
 	"fmt"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/workflow"
 )
 
 var fraudCheck = workflow.NewStep("fraud-check", func(ctx context.Context, o Order) (bool, error) {
@@ -26,18 +27,18 @@ var chargeOrder = workflow.New("charge-order", func(ctx workflow.Context, o Orde
 })
 
 func ExamplePatched() {
-	client, stop := runLocal(chargeOrder, chargeCard, fraudCheck)
+	c, stop := runLocal(chargeOrder, chargeCard, fraudCheck)
 	defer stop()
 	ctx := context.Background()
 
-	run, err := chargeOrder.Start(ctx, client, Order{ID: "43", Total: 5000})
+	run, err := chargeOrder.Start(ctx, c, Order{ID: "43", Total: 5000})
 	if err != nil {
 		panic(err)
 	}
 	out, err := run.Result(ctx)
 	fmt.Println(out, err)
 	// Once no unfinished run lacks the patch's marker, the old path can go.
-	rep, err := client.CheckPatch(ctx, &workflow.CheckPatchParams{WorkflowName: "charge-order", PatchID: "add-fraud-check"})
+	rep, err := c.CheckPatch(ctx, &client.CheckPatchParams{WorkflowName: "charge-order", PatchID: "add-fraud-check"})
 	fmt.Println(rep.Retirable(), err)
 	// Output:
 	// refused <nil>

@@ -1,25 +1,25 @@
-package sdk_test
+package client_test
 
 import (
 	"context"
 	"fmt"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
+	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/world"
 )
 
 // Following a run as it commits: its log from the first event, then the
 // events as they happen, until the run ends.
 func ExampleClient_Subscribe() {
-	client, stop := runLocal(fulfilOrder, chargeCard, printLabel)
+	c, stop := runLocal(fulfilOrder, chargeCard, printLabel)
 	defer stop()
 	ctx := context.Background()
 
-	run, err := fulfilOrder.Start(ctx, client, Order{ID: "7", Items: []string{"mug", "cap"}, Total: 12})
+	run, err := fulfilOrder.Start(ctx, c, Order{ID: "7", Items: []string{"mug", "cap"}, Total: 12})
 	if err != nil {
 		panic(err)
 	}
-	sub, err := client.Subscribe(ctx, workflow.SubscribeOptions{
+	sub, err := c.Subscribe(ctx, client.SubscribeOptions{
 		RunID: run.ID(),
 		Types: []world.EventType{world.EventStepCompleted, world.EventWaitCompleted, world.EventRunCompleted},
 	})

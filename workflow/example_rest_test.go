@@ -1,11 +1,12 @@
-package sdk_test
+package workflow_test
 
 import (
 	"context"
 	"fmt"
 
-	workflow "github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
+	"github.com/skeinflow/skein/worker"
+	"github.com/skeinflow/skein/workflow"
 )
 
 // tally stands for a step the workflow starts and never awaits (an audit
@@ -13,30 +14,6 @@ import (
 var tally = workflow.NewStep("tally", func(ctx context.Context, n int) (int, error) { return n * 10, nil })
 
 var quick = workflow.NewStep("quick", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
-
-var fireAndForget = workflow.New("fire-and-forget", func(ctx workflow.Context, n int) (int, error) {
-	tally.Go(ctx, n) // started with quick, never awaited
-	return quick.Call(ctx, n)
-})
-
-// Result returns as soon as the run's outcome is recorded; WaitDeactivated
-// also waits for the steps the run left running to record their results.
-func ExampleClient_WaitDeactivated() {
-	w, _ := localworld.Open(localworld.Config{})
-	defer w.Close()
-	worker, stop := serve(w, workflow.WorkerConfig{}, fireAndForget, tally, quick)
-	defer stop()
-	ctx := context.Background()
-
-	run, _ := fireAndForget.Start(ctx, worker.Client(), 4)
-	out, err := run.Result(ctx)
-	fmt.Println("result", out, err)
-	info, err := worker.Client().WaitDeactivated(ctx, run.ID())
-	fmt.Println(info.Status, "at rest:", !info.DeactivatedAt.IsZero(), err)
-	// Output:
-	// result 5 <nil>
-	// completed at rest: true <nil>
-}
 
 var invoice = workflow.NewStep("invoice", func(ctx context.Context, order string) (string, error) {
 	return "inv-" + order, nil
@@ -62,11 +39,11 @@ var settle = workflow.New("settle", func(ctx workflow.Context, order string) (st
 func ExampleWorkflow_WithCleanup() {
 	w, _ := localworld.Open(localworld.Config{})
 	defer w.Close()
-	worker, stop := serve(w, workflow.WorkerConfig{}, settle, invoice)
+	wk, stop := serve(w, worker.Config{}, settle, invoice)
 	defer stop()
 	ctx := context.Background()
 
-	run, _ := settle.Start(ctx, worker.Client(), "A-7")
+	run, _ := settle.Start(ctx, wk.Client(), "A-7")
 	out, err := run.Result(ctx) // after the hook's outcome is recorded
 	fmt.Println(out, err)
 	info, _ := run.Info(ctx)

@@ -1,0 +1,276 @@
+package client
+
+import (
+	"context"
+
+	"github.com/skeinflow/skein/internal/sdk"
+)
+
+// CleanupPanicked: the hook panicked.
+const CleanupPanicked = sdk.CleanupPanicked
+
+// CleanupReturnedError: the hook returned an error (CleanupError.Cause).
+const CleanupReturnedError = sdk.CleanupReturnedError
+
+// CleanupTimedOut: the hook ran past its workflow.CleanupOptions.Timeout.
+const CleanupTimedOut = sdk.CleanupTimedOut
+
+// ErrCleanupPending is CleanupErr's answer for a completed run whose
+// cleanup hook has not recorded its outcome yet.
+var ErrCleanupPending = sdk.ErrCleanupPending
+
+// ErrUnknownWorkflow is the Kind of a *RequestError for a workflow name the
+// workflow.Registry does not hold; errors.Is matches it.
+var ErrUnknownWorkflow = sdk.ErrUnknownWorkflow
+
+// CancelOption tunes Client.Cancel.
+type CancelOption = sdk.CancelOption
+
+// CheckPatchParams names a patch of a workflow.
+type CheckPatchParams = sdk.CheckPatchParams
+
+// CleanupError is the recorded failure of a run's cleanup hook. The run
+// itself stays completed with its result.
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Error returns the error's text.
+//   - Unwrap returns what the error wraps.
+type CleanupError = sdk.CleanupError
+
+// Client starts runs and talks to them: status, result, cancellation,
+// streams, hooks. It is safe for concurrent use.
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Cancel cancels a pending, running or held run.
+//   - CheckPatch reports which runs of a workflow not ended may still need the old path of a patch.
+//   - CleanupErr reports how a run's cleanup hook ended.
+//   - FailRun ends a pending, running or held run as failed.
+//   - GetHookByToken returns the active hook holding token, or a *RequestError of Kind world.ErrNotFound.
+//   - GetRun returns a run.
+//   - ListRuns lists runs, newest first.
+//   - ListStreams returns the namespaces of a run's streams ("" for the default one), sorted.
+//   - ReadStream reads a run's stream live: every chunk from opts.Start as it is written.
+//   - ReadStreamPage reads the chunks of a run's stream written so far from opts.Start.
+//   - Result waits for a run to end and decodes its output into out (which may be nil).
+//   - ResumeHook sends payload to the hook holding token and wakes its run.
+//   - RetryRun replays a held run now instead of at its next retry.
+//   - SetAttributes merges attrs into the run's attributes.
+//   - Start starts a run of the named workflow with input (encoded as JSON) and returns its ID.
+//   - StreamInfo returns the state of a run's stream.
+//   - Subscribe follows runs as they commit: the events of one run.
+//   - WaitDeactivated waits until the run has come to rest after its end (run_deactivated).
+type Client = sdk.Client
+
+// Config configures a Client.
+type Config = sdk.ClientConfig
+
+// CompensationInfo says how a run's compensations went.
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Status is "" when the run has had no compensation.
+type CompensationInfo = sdk.CompensationInfo
+
+// FailOption tunes Client.FailRun.
+type FailOption = sdk.FailOption
+
+// HoldInfo says why a held run (world.RunStatusHeld) is held: its replay diverged
+// from its log, because the code deployed asks for other steps, hooks or
+// timers than those the run recorded, or the code calls a step that the
+// deployment's workflow.Registry does not hold. Nothing runs for it until its code
+// fits again: the worker retries it at workflow.RetryAt (1 minute after
+// the first hold, doubling up to an hour) and at once on Client.RetryRun,
+// so deploying compatible code resumes it. Client.Cancel and
+// Client.FailRun end it.
+type HoldInfo = sdk.HoldInfo
+
+// HookInfo is an active hook.
+type HookInfo = sdk.HookInfo
+
+// ListRunsOptions filters and pages ListRuns.
+type ListRunsOptions = sdk.ListRunsOptions
+
+// PatchReport tells whether a patch can be retired. Open lists the runs of
+// the workflow not ended whose logs do not carry the patch's marker: runs
+// that went past the patch with the old code (they need the old path until
+// they end), and runs that have not reached it yet (they will take the new
+// path, but the report cannot tell them apart without the code). Marked
+// lists the runs not ended that took the new path. Runs counts the
+// workflow's runs in the World, ended or not: none at all usually means a
+// misspelled name (workflow names are case-sensitive).
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Retirable reports whether no run not ended may need the patch's old path.
+type PatchReport = sdk.PatchReport
+
+// RequestError is what a Client (and the replay checks) return for a
+// request they refuse; nothing is created or changed then. Kind tells the
+// case, and errors.Is matches it (Unwrap returns Kind and Err):
+//
+//   - world.ErrNotFound: no active hook holds Token (ResumeHook,
+//     GetHookByToken): unknown, disposed, or its run has finished.
+//   - world.ErrConflict: the start's idempotency key Key already started
+//     run RunID of workflow workflow.Workflow, which this start (of Requested) does
+//     not repeat: another workflow, or the same one with another input
+//     (InputDiffers).
+//   - world.ErrInvalid: the input of workflow workflow.Workflow does not decode into
+//     its input type (Err says why); no run was created.
+//   - ErrUnknownWorkflow: the workflow.Registry does not hold workflow workflow.Workflow (no
+//     run was created). The replay checks set RunID (the run whose log
+//     names it) and Registered (the names the workflow.Registry holds).
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Error returns the error's text.
+//   - Unwrap returns Kind and the cause, so that errors.Is matches the kind and errors.As finds the cause's types.
+type RequestError = sdk.RequestError
+
+// Run is a handle on a run whose output has type O.
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Cancel cancels the run (see Client.Cancel).
+//   - Existed reports whether Start found the run its idempotency key had already started instead of creating one (an unfinished run found this way was woken.
+//   - ID returns the run's ID.
+//   - Info returns the run as stored.
+//   - Result waits for the run to end and returns its output.
+type Run[O any] = sdk.Run[O]
+
+// RunInfo is a run as stored.
+type RunInfo = sdk.RunInfo
+
+// RunPage is a page of runs, newest first.
+type RunPage = sdk.RunPage
+
+// StartOption tunes Start.
+type StartOption = sdk.StartOption
+
+// StreamChunk is one chunk of a stream.
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - Decode decodes a JSON chunk into v.
+type StreamChunk = sdk.StreamChunk
+
+// StreamInfo describes a stream: the index of its last chunk (-1 when empty
+// or unknown) and whether it is closed.
+type StreamInfo = sdk.StreamInfo
+
+// StreamOptions selects what ReadStream reads.
+type StreamOptions = sdk.StreamOptions
+
+// StreamPage is one page of a stream: its chunks, the index to read from
+// next, and whether the stream is closed and this page reaches its end.
+type StreamPage = sdk.StreamPage
+
+// StreamPageOptions selects one page of a stream for ReadStreamPage.
+type StreamPageOptions = sdk.StreamPageOptions
+
+// SubscribeOptions selects what a subscription delivers.
+type SubscribeOptions = sdk.SubscribeOptions
+
+// Subscription is a live feed of updates (Client.Subscribe). Next and workflow.All
+// are for one goroutine; Close may be called from any.
+//
+// Its methods (internal/sdk documents each in full):
+//
+//   - All yields the updates until the subscription ends.
+//   - Close ends the subscription; a Next waiting returns.
+//   - Next returns the next update, waiting for it.
+type Subscription = sdk.Subscription
+
+// Update is one message of a subscription: a snapshot or an event, with
+// the cursor to resume after it.
+type Update = sdk.Update
+
+// CancelCompensating makes a cancellation compensate the run's completed
+// steps that declared a compensation (workflow.WithCompensation), after the run's
+// end, the most recently completed first: the run ends cancelled at once,
+// and is deactivated once the compensations have ended
+// (RunInfo.Compensations says how they went).
+func CancelCompensating() CancelOption {
+	return sdk.CancelCompensating()
+}
+
+// FromContext returns the client available in a step's context: the worker's
+// client, or one over the step's World. Nil outside a step.
+func FromContext(ctx context.Context) *Client {
+	return sdk.ClientFrom(ctx)
+}
+
+// FailCompensating makes FailRun compensate the run's completed steps that
+// declared a compensation, whatever its workflow's definition says.
+func FailCompensating() FailOption {
+	return sdk.FailCompensating()
+}
+
+// FailWithoutCompensating makes FailRun leave the run's completed steps as
+// they are, even when its workflow is defined WithCompensateOnFailure.
+func FailWithoutCompensating() FailOption {
+	return sdk.FailWithoutCompensating()
+}
+
+// workflow.New returns a client for cfg.World.
+func New(cfg Config) (*Client, error) {
+	return sdk.NewClient(cfg)
+}
+
+// ReportExisting makes Start set *existed: true when its idempotency key
+// named a run started before, whose ID Start returns instead of starting
+// one, false when Start created the run.
+func ReportExisting(existed *bool) StartOption {
+	return sdk.ReportExisting(existed)
+}
+
+// StartUnregistered lets Client.Start by name start a workflow that the
+// client's workflow.Registry does not hold, for a workflow that workers of another
+// service run. Without it, a client given a workflow.Registry refuses such a name
+// with a *RequestError matching ErrUnknownWorkflow, and a client without one starts any name.
+func StartUnregistered() StartOption {
+	return sdk.StartUnregistered()
+}
+
+// StrictInput makes a start check its input more strictly than the run
+// decodes it (the run ignores what its type does not have, so that runs
+// started before a change of the type still decode): a member the
+// workflow's input type does not have (a misspelled field, at any depth)
+// is refused, and so is no input (empty or null) for a struct type with
+// fields, which the run would only see as its zero value ({} asks for
+// it). Both are a *RequestError of Kind world.ErrInvalid and create no
+// run. The HTTP API starts
+// runs this way; it takes effect with a client given a workflow.Registry.
+func StrictInput() StartOption {
+	return sdk.StrictInput()
+}
+
+// WithAttributes records string attributes with the run (within the
+// bounds workflow.SetAttributes gives, keys starting with ReservedPrefix excluded;
+// Start refuses others with an error matching world.ErrInvalid and creates
+// no run).
+func WithAttributes(attrs map[string]string) StartOption {
+	return sdk.WithAttributes(attrs)
+}
+
+// WithIdempotencyKey makes Start idempotent: starting again with the same
+// key, workflow and input returns the run the first call started
+// (Run.Existed, or ReportExisting for Client.Start, tells), so a start can
+// be retried safely. The key names that one start: the same key with
+// another input (compared as JSON values) or another workflow is an
+// *RequestError matching world.ErrConflict, not the first run
+// with the new input dropped. An empty key is refused: Start
+// returns an error matching world.ErrInvalid and creates no run (leave the
+// option out to start without a key).
+func WithIdempotencyKey(key string) StartOption {
+	return sdk.WithIdempotencyKey(key)
+}
+
+// WithVersion records version as the new run's code version in place of
+// the client's (Config.Version): for a tool that starts runs on
+// behalf of other code, such as one rerunning a run of an older version.
+// "" records none.
+func WithVersion(version string) StartOption {
+	return sdk.WithVersion(version)
+}
