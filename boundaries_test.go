@@ -154,7 +154,7 @@ func listModule(t *testing.T) []listedPackage {
 //     included): it serves any World through workflow.Client, and a
 //     worker on the local world embeds it without pulling AWS in;
 //   - workflowcheck (the determinism analyzer) depends on no other package
-//     of this module: it knows the workflow package by its import path, so
+//     of this module: it knows workflow.Context by its target's import path, so
 //     that analyzing a user's code loads nothing of Skein's runtime;
 //   - only workflowcheck and cmd/skeinvet import golang.org/x/tools: the SDK,
 //     the worlds and the Lambda runtime do not carry the analysis framework;
