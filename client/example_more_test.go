@@ -44,8 +44,6 @@ func shipping(step *workflow.Step[string, string]) *workflow.Workflow[string, st
 
 var shipV1, shipV2 = shipping(packParcel), shipping(weighParcel)
 
-var chargeStep = workflow.NewStep("charge", func(ctx context.Context, cents int) (int, error) { return cents, nil })
-
 func ExampleClient_RetryRun() {
 	w, _ := localworld.Open(localworld.Config{})
 	defer w.Close()

@@ -46,12 +46,6 @@ type Approval struct {
 	By string
 }
 
-// job is the input of withTimeout: how long the work takes and how long
-// the workflow waits for it.
-type job struct {
-	Work, Timeout time.Duration
-}
-
 func ExampleWithIdempotencyKey() {
 	c, stop := runLocal(fulfilOrder, chargeCard, printLabel)
 	defer stop()

@@ -30,24 +30,6 @@ func serve(w world.World, cfg worker.Config, defs ...workflow.Definition) (*work
 	return wk, func() { cancel(); <-done }
 }
 
-var packParcel = workflow.NewStep("pack", func(ctx context.Context, id string) (string, error) { return "packed " + id, nil })
-var weighParcel = workflow.NewStep("weigh", func(ctx context.Context, id string) (string, error) { return "weighed " + id, nil })
-
-// shipping returns version v of a workflow that calls step, then waits for
-// the carrier on a hook.
-func shipping(step *workflow.Step[string, string]) *workflow.Workflow[string, string] {
-	return workflow.New("ship", func(ctx workflow.Context, id string) (string, error) {
-		done, err := step.Call(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		carrier, err := workflow.NewHook[string](ctx, workflow.HookOptions{Token: "carrier/" + id}).Receive(ctx)
-		return done + ", shipped with " + carrier, err
-	})
-}
-
-var shipV1, shipV2 = shipping(packParcel), shipping(weighParcel)
-
 var chargeStep = workflow.NewStep("charge", func(ctx context.Context, cents int) (int, error) { return cents, nil })
 
 // sendLink stands for a step that mails a webhook's URL to whoever will

@@ -9,12 +9,6 @@ import (
 	"github.com/skeinflow/skein/workflow"
 )
 
-// tally stands for a step the workflow starts and never awaits (an audit
-// write, a notification): it may still run after the run has completed.
-var tally = workflow.NewStep("tally", func(ctx context.Context, n int) (int, error) { return n * 10, nil })
-
-var quick = workflow.NewStep("quick", func(ctx context.Context, n int) (int, error) { return n + 1, nil })
-
 var invoice = workflow.NewStep("invoice", func(ctx context.Context, order string) (string, error) {
 	return "inv-" + order, nil
 })

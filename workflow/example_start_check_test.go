@@ -9,13 +9,6 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-type paybackRequest struct {
-	Order string `json:"order"`
-	Cents int    `json:"cents"`
-}
-
-var paybackFlow = workflow.New("payback", func(ctx workflow.Context, r paybackRequest) (int, error) { return r.Cents, nil })
-
 // Register refuses a name another definition holds, or one the SDK keeps
 // for itself, with a *RegistrationError.
 func ExampleRegistrationError() {
