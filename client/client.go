@@ -20,7 +20,7 @@ const CleanupTimedOut = sdk.CleanupTimedOut
 var ErrCleanupPending = sdk.ErrCleanupPending
 
 // ErrUnknownWorkflow is the Kind of a *RequestError for a workflow name the
-// workflow.Registry does not hold; errors.Is matches it.
+// Registry does not hold; errors.Is matches it.
 var ErrUnknownWorkflow = sdk.ErrUnknownWorkflow
 
 // CancelOption tunes Client.Cancel.
@@ -79,7 +79,7 @@ type FailOption = sdk.FailOption
 // HoldInfo says why a held run (world.RunStatusHeld) is held: its replay diverged
 // from its log, because the code deployed asks for other steps, hooks or
 // timers than those the run recorded, or the code calls a step that the
-// deployment's workflow.Registry does not hold. Nothing runs for it until its code
+// deployment's Registry does not hold. Nothing runs for it until its code
 // fits again: the worker retries it at workflow.RetryAt (1 minute after
 // the first hold, doubling up to an hour) and at once on Client.RetryRun,
 // so deploying compatible code resumes it. Client.Cancel and
@@ -113,14 +113,14 @@ type PatchReport = sdk.PatchReport
 //   - world.ErrNotFound: no active hook holds Token (ResumeHook,
 //     GetHookByToken): unknown, disposed, or its run has finished.
 //   - world.ErrConflict: the start's idempotency key Key already started
-//     run RunID of workflow workflow.Workflow, which this start (of Requested) does
+//     run RunID of workflow Workflow, which this start (of Requested) does
 //     not repeat: another workflow, or the same one with another input
 //     (InputDiffers).
-//   - world.ErrInvalid: the input of workflow workflow.Workflow does not decode into
+//   - world.ErrInvalid: the input of workflow Workflow does not decode into
 //     its input type (Err says why); no run was created.
-//   - ErrUnknownWorkflow: the workflow.Registry does not hold workflow workflow.Workflow (no
+//   - ErrUnknownWorkflow: the Registry does not hold workflow Workflow (no
 //     run was created). The replay checks set RunID (the run whose log
-//     names it) and Registered (the names the workflow.Registry holds).
+//     names it) and Registered (the names the Registry holds).
 //
 // Its methods (internal/sdk documents each in full):
 //
@@ -172,7 +172,7 @@ type StreamPageOptions = sdk.StreamPageOptions
 // SubscribeOptions selects what a subscription delivers.
 type SubscribeOptions = sdk.SubscribeOptions
 
-// Subscription is a live feed of updates (Client.Subscribe). Next and workflow.All
+// Subscription is a live feed of updates (Client.Subscribe). Next and All
 // are for one goroutine; Close may be called from any.
 //
 // Its methods (internal/sdk documents each in full):
@@ -213,7 +213,7 @@ func FailWithoutCompensating() FailOption {
 	return sdk.FailWithoutCompensating()
 }
 
-// workflow.New returns a client for cfg.World.
+// New returns a client for cfg.World.
 func New(cfg Config) (*Client, error) {
 	return sdk.NewClient(cfg)
 }
@@ -226,8 +226,8 @@ func ReportExisting(existed *bool) StartOption {
 }
 
 // StartUnregistered lets Client.Start by name start a workflow that the
-// client's workflow.Registry does not hold, for a workflow that workers of another
-// service run. Without it, a client given a workflow.Registry refuses such a name
+// client's Registry does not hold, for a workflow that workers of another
+// service run. Without it, a client given a Registry refuses such a name
 // with a *RequestError matching ErrUnknownWorkflow, and a client without one starts any name.
 func StartUnregistered() StartOption {
 	return sdk.StartUnregistered()
@@ -241,7 +241,7 @@ func StartUnregistered() StartOption {
 // fields, which the run would only see as its zero value ({} asks for
 // it). Both are a *RequestError of Kind world.ErrInvalid and create no
 // run. The HTTP API starts
-// runs this way; it takes effect with a client given a workflow.Registry.
+// runs this way; it takes effect with a client given a Registry.
 func StrictInput() StartOption {
 	return sdk.StrictInput()
 }

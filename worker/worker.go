@@ -109,8 +109,8 @@ func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	return sdk.NewProcessor(cfg)
 }
 
-// workflow.New returns a Worker for cfg. With WebhookAddr set it starts
-// listening at once (so WebhookURL is known); client.Run serves.
+// New returns a Worker for cfg. With WebhookAddr set it starts
+// listening at once (so WebhookURL is known); Run serves.
 func New(cfg Config) (*Worker, error) {
 	return sdk.NewWorker(cfg)
 }
@@ -135,7 +135,7 @@ func QueuedWebhookHandler(c *client.Client, inbox Inbox) http.Handler {
 // WebhookHandler returns the HTTP handler resuming webhooks: a POST, PUT
 // or PATCH request to workflow.WebhookPath+token is delivered to the webhook holding
 // token. OPTIONS answers 204 and any other method 405, both with an Allow
-// header (WebhookAllow), before the token is looked up and without
+// header (POST, PUT, PATCH, OPTIONS), before the token is looked up and without
 // delivering anything. An unknown, disposed or non-webhook token, or one
 // whose run has ended, answers 404 with an empty body. A body over
 // three quarters of the World's MaxPayload (768 KiB by default: the body
@@ -144,7 +144,7 @@ func QueuedWebhookHandler(c *client.Client, inbox Inbox) http.Handler {
 // included, over MaxPayload, so a body of 768 KiB less a few hundred
 // bytes at most; the run's bytes over MaxRunBytes; its events at
 // MaxEvents), answers 413 with a problem+json body (code
-// LIMIT_EXCEEDED); one that does not arrive within WebhookBodyTimeout
+// LIMIT_EXCEEDED); one that does not arrive within 10 seconds
 // answers 408. Neither delivers anything. What it logs never holds a
 // token, only its digest ("sha256:" and 12 hex digits).
 func WebhookHandler(c *client.Client) http.Handler {
