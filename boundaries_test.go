@@ -151,7 +151,7 @@ func listModule(t *testing.T) []listedPackage {
 //   - skeintest, which users import in their tests, depends on no AWS or
 //     Lambda package and imports only skeintestImports of the module;
 //   - webui, the dashboard, depends on no AWS or Lambda package (its tests
-//     included): it serves any World through workflow.Client, and a
+//     included): it serves any World through client.Client, and a
 //     worker on the local world embeds it without pulling AWS in;
 //   - workflowcheck (the determinism analyzer) depends on no other package
 //     of this module: it knows workflow.Context by its target's import path, so

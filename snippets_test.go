@@ -75,7 +75,7 @@ const contextMarker = "SNIPPET"
 // block, invisible on the rendered page:
 //
 //	<!-- go context
-//	var client *workflow.Client
+//	var client *client.Client
 //	func _(ctx context.Context) error {
 //		SNIPPET
 //		return nil

@@ -181,7 +181,7 @@
 // or the World closes: it lets the call end (within its wait), makes
 // visible again at once what the call brought, and then returns the
 // context's error (world.ErrClosed when closing). A program that stops a
-// workflow.Worker and waits for Run to return thus leaves nothing hidden;
+// worker.Worker and waits for Run to return thus leaves nothing hidden;
 // one that exits while receives are in flight, or an SQS client of its own
 // whose receive is cancelled, can strand messages for their visibility.
 //

@@ -14,7 +14,7 @@ import (
 
 // The inbox holds the webhook requests too large for a queue message, from
 // the webhook function that accepts them to the flow function that commits
-// them (workflow.Inbox): one object per delivery, under Prefix+"inbox/",
+// them (worker.Inbox): one object per delivery, under Prefix+"inbox/",
 // deleted once committed. The delivery's queue message carries the
 // object's digest, which the flow function checks. The webhook function's
 // role may put objects there and nowhere else in the bucket.
@@ -47,7 +47,7 @@ func (w *World) inboxKey(id string) (string, error) {
 }
 
 // PutDelivery stores a queued webhook request under its delivery ID
-// (workflow.Inbox), at Prefix+"inbox/"+id in the bucket.
+// (worker.Inbox), at Prefix+"inbox/"+id in the bucket.
 func (w *World) PutDelivery(ctx context.Context, id string, data []byte) error {
 	key, err := w.inboxKey(id)
 	if err != nil {

@@ -158,7 +158,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if len(b) > maxResponseBody {
 		writeProblem(w, &problem{Type: problemType("response-too-large"), Title: "Content Too Large", Status: http.StatusRequestEntityTooLarge,
 			Code: "RESPONSE_TOO_LARGE", Detail: fmt.Sprintf("the answer would be %d bytes, more than the %d this API returns "+
-				"(a Lambda Function URL returns at most 6 MB): read the run's input and output with the Go client (workflow.Client.GetRun) "+
+				"(a Lambda Function URL returns at most 6 MB): read the run's input and output with the Go client (client.Client.GetRun) "+
 				"or the CLI (skein runs show), which read them from the World", len(b), maxResponseBody)})
 		return
 	}

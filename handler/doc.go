@@ -13,7 +13,7 @@
 // # The flow handler
 //
 // NewSQS handles each record of an SQS batch, a world.Message, through the
-// engine (workflow.Processor). A continuation takes the run lease, replays
+// engine (worker.Processor). A continuation takes the run lease, replays
 // the run and runs its ready steps inline, up to InlineConcurrency at once,
 // queuing the excess as messages of up to InlineConcurrency steps each
 // (stepId and stepIds). A message with steps executes them (together, as

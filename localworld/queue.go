@@ -436,7 +436,7 @@ func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
 // expireStaleLeases and for the same reason: the store's lock proves that
 // the process that held it before is gone, so the messages it had received
 // and not yet acknowledged will never be; waiting out their visibility
-// timeout (5 minutes for a workflow.Worker) would only delay the restart's
+// timeout (5 minutes for a worker.Worker) would only delay the restart's
 // recovery. It makes them visible now, each delivery still counted, in one
 // transaction, and logs how many. Messages hidden by a delay stay hidden.
 func (w *World) releaseAbandoned() error {

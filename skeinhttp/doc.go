@@ -6,7 +6,7 @@
 //	mux.Handle("GET /events", h)
 //
 // NewEvents returns an http.Handler that any server mounts (the skein CLI's
-// UI does): it depends on a workflow.Client only, so it serves every World.
+// UI does): it depends on a client.Client only, so it serves every World.
 //
 // # The stream
 //
@@ -14,7 +14,7 @@
 //
 //	run=wrun_…          one run (default: every run)
 //	types=a,b           only these event types (repeatable; default: all)
-//	snapshot=1          the current state first (see workflow.SubscribeOptions)
+//	snapshot=1          the current state first (see client.SubscribeOptions)
 //	after=<cursor>      resume after a cursor (the Last-Event-ID header wins)
 //
 // answers 200 with Content-Type text/event-stream and then, as they

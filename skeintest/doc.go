@@ -23,7 +23,7 @@
 //
 // # The environment
 //
-// New opens an in-memory localworld.World and runs a workflow.Worker on it
+// New opens an in-memory localworld.World and runs a worker.Worker on it
 // with the Registry given (a clone of it, with the stubs in place), until
 // the test's cleanup stops both; every goroutine it started has ended when
 // the cleanup returns. Workflows run exactly as they do on a developer's
@@ -77,7 +77,7 @@
 //
 // A run that fails (or is cancelled) and asks for its completed steps to
 // be compensated (workflow.Workflow.WithCompensateOnFailure,
-// workflow.CancelCompensating) ends first and compensates after: Result
+// client.CancelCompensating) ends first and compensates after: Result
 // returns the failure while the compensations run. Env.WaitDeactivated
 // waits, moving the clock as Result does, until the run is at rest (its
 // compensations have all ended, retries and their backoff included) and

@@ -165,7 +165,7 @@ func TestHistoryFileErrors(t *testing.T) {
 				t.Errorf("error %q at line %d; want line %d, the file's name and %q", err, fe.Line, tc.line, tc.want)
 			}
 			if tc.name == "unknown workflow" && !errors.Is(err, client.ErrUnknownWorkflow) {
-				t.Errorf("error %v does not match workflow.ErrUnknownWorkflow", err)
+				t.Errorf("error %v does not match client.ErrUnknownWorkflow", err)
 			}
 		})
 	}

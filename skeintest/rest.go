@@ -13,7 +13,7 @@ import (
 // (run_deactivated): its cleanup hook has run, no step of it runs any more
 // and its compensations have all ended (a saga: a failed run of a workflow
 // defined WithCompensateOnFailure, a run cancelled with
-// workflow.CancelCompensating). It returns the run as stored; its
+// client.CancelCompensating). It returns the run as stored; its
 // Compensations say how they went. Skein's Run.WaitDeactivated does not
 // move the virtual clock; this does, as Env.Wait does, so a compensation
 // retried with a backoff ends without the test advancing the clock. It

@@ -3,7 +3,7 @@ package world
 import "time"
 
 // The leases and the visibility every layer defaults to: the Worlds (when a
-// request names none), the engine (engine.Config, workflow.EngineOptions,
+// request names none), the engine (engine.Config, worker.EngineOptions,
 // handler.Config.Engine) and the local Worker take these, so that each has
 // one default, written here.
 const (
@@ -22,6 +22,6 @@ const (
 	DefaultRunLease = 30 * time.Second
 	// DefaultVisibility hides a received message from other receivers:
 	// what Receive applies when ReceiveParams names no Visibility, and the
-	// local Worker's (workflow.WorkerConfig.Visibility).
+	// local Worker's (worker.Config.Visibility).
 	DefaultVisibility = 30 * time.Second
 )

@@ -183,7 +183,7 @@ func (e *env) lockedError() error {
 	}
 	return &lockedError{msg: fmt.Sprintf("the store %s is in use by another process%s: a worker, the quickstart, or a program "+
 		"serving the dashboard from its worker; %s changes it, which only the process holding the store may do "+
-		"(reading it is fine): stop that process, or make the change through it (its dashboard, its workflow.Client), "+
+		"(reading it is fine): stop that process, or make the change through it (its dashboard, its client.Client), "+
 		"and run this command again (gave up waiting after %s)", e.db, who, what, e.lockTimeout)}
 }
 

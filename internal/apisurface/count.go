@@ -121,7 +121,7 @@ func members(named *types.Named) (methods, fields int) {
 // ConfigStruct is an exported struct type whose name ends in Config or
 // Options (or Option), and its number of exported fields.
 type ConfigStruct struct {
-	Name   string // package-relative path and type name: "workflow.ClientConfig"
+	Name   string // package-relative path and type name: "client.Config"
 	Fields int
 }
 

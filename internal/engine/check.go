@@ -45,7 +45,7 @@ type Divergence struct {
 }
 
 // Error returns the Message: a divergence is why the code cannot go on
-// with the run (workflow.ReplayReport.Problem).
+// with the run (sdk.ReplayReport.Problem).
 func (d *Divergence) Error() string { return d.Message }
 
 // Operation is a step, hook or wait the code asked for.

@@ -60,7 +60,7 @@ type Registry interface {
 	Step(name string) (*Step, bool)
 }
 
-// Defaults: each setting's one default (workflow.EngineOptions and
+// Defaults: each setting's one default (worker.EngineOptions and
 // handler.Config take them from here; the leases are the World's, see
 // world.DefaultStepLease).
 const (

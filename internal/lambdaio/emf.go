@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// EMF is a workflow.Metrics that writes CloudWatch Embedded Metric Format:
+// EMF is a worker.Metrics that writes CloudWatch Embedded Metric Format:
 // it aggregates what it is told and, on Flush (the flow handler flushes
 // after each batch), writes JSON lines that CloudWatch Logs turns into
 // metrics in Namespace with Dimensions, with no API call and no latency

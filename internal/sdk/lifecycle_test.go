@@ -15,7 +15,7 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// countingMetrics is a workflow.Metrics that remembers what it was told.
+// countingMetrics is a worker.Metrics that remembers what it was told.
 type countingMetrics struct {
 	mu        sync.Mutex
 	counts    map[string]int

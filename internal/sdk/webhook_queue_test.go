@@ -33,7 +33,7 @@ var queuedWebhook = sdk.New("queued-webhook", func(ctx sdk.Context, n int) (stri
 	return strings.Join(bodies, "|"), nil
 })
 
-// memInbox is an in-memory workflow.Inbox.
+// memInbox is an in-memory worker.Inbox.
 type memInbox struct {
 	mu   sync.Mutex
 	objs map[string][]byte
