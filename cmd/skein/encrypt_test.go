@@ -42,7 +42,7 @@ func TestEncryptedStore(t *testing.T) {
 	if err := reg.Register(echo); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: w, Registry: reg})
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestWrongKey(t *testing.T) {
 	if err := reg.Register(sayFlow, sayStep); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Consumer: w, Registry: reg})
+	worker, err := workflow.NewWorker(workflow.WorkerConfig{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
