@@ -28,7 +28,7 @@ import (
 // done; anything else means the snapshot was stale, and the commit is
 // judged again on a fresh read, so refusals are always those of
 // world.Apply on the current state.
-func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+func (w *store) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
 	if err := validAppend(p, w.now()); err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func validAppend(p *world.AppendParams, now time.Time) error {
 
 // appendState is what one Append carries from attempt to attempt.
 type appendState struct {
-	w        *World
+	w        *store
 	p        *world.AppendParams
 	eventIDs []string // minted once: a retried commit appends the same events
 	tokens   *tokenInfo
@@ -102,7 +102,7 @@ type appendState struct {
 	lastErr          error
 }
 
-func (w *World) newAppendState(p *world.AppendParams) *appendState {
+func (w *store) newAppendState(p *world.AppendParams) *appendState {
 	a := &appendState{
 		w: w, p: p, eventIDs: make([]string, len(p.Events)), sent: map[int64]*plan{},
 		tokens: &tokenInfo{holders: map[string]*world.Hook{}, stale: map[string]string{}},
@@ -299,7 +299,7 @@ func (a *appendState) retry(ctx context.Context, pl *plan, ci *cancelInfo, v ver
 // ours reports which of this Append's commits the commit item found at the
 // fence is, if it is one of them: it then carries the Append's first event
 // ID, and its time tells the attempt.
-func (w *World) ours(ctx context.Context, found item, firstEventID string, sent map[int64]*plan) (*plan, error) {
+func (w *store) ours(ctx context.Context, found item, firstEventID string, sent map[int64]*plan) (*plan, error) {
 	if err := w.verified(found); err != nil {
 		return nil, err
 	}
@@ -332,7 +332,7 @@ func backoff(ctx context.Context, attempt int) error {
 }
 
 // idemHolder reads the run a run idempotency key belongs to ("" if none).
-func (w *World) idemHolder(ctx context.Context, key string) (string, error) {
+func (w *store) idemHolder(ctx context.Context, key string) (string, error) {
 	out, err := w.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.cfg.Table), Key: idemKey(key).av(), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return "", ddbErr("GetItem", w.cfg.Table, err)
@@ -345,7 +345,7 @@ func (w *World) idemHolder(ctx context.Context, key string) (string, error) {
 // holder whose hook is gone or whose run has ended left a stale token item
 // (a run's end whose clean-up did not finish), which the next attempt takes
 // over.
-func (w *World) judgeToken(ctx context.Context, tok *tokenInfo, token string, old item) error {
+func (w *store) judgeToken(ctx context.Context, tok *tokenInfo, token string, old item) error {
 	holderID, holderRun := getS(old, aHookID), getS(old, aRun)
 	if holderID == "" {
 		return nil

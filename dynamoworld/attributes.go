@@ -85,7 +85,7 @@ func attributeCost(attrs map[string]string) (items, bytes int) {
 // lacks into a *SchemaError naming it (Index). ListRuns by attribute meets
 // it on a table without the index gs4 (a table created before run
 // attributes were indexed); everything else works on such a table.
-func (w *World) missingIndex(err error, index string) error {
+func (w *store) missingIndex(err error, index string) error {
 	var ae smithy.APIError
 	if errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(ae.ErrorMessage()), "index") {
 		return &SchemaError{Table: w.cfg.Table, Index: index}
@@ -97,7 +97,7 @@ func (w *World) missingIndex(err error, index string) error {
 // newest first, applying the workflow and status filters to the runs read:
 // it reads on until the page is full or the index has no more, so that
 // HasMore says whether a next page has runs.
-func (w *World) listRunsByAttribute(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+func (w *store) listRunsByAttribute(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	f := p.Attribute
 	if err := f.Check(); err != nil {
 		return nil, err

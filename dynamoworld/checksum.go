@@ -54,7 +54,7 @@ func corruptValue(table string, it item, f *itemsum.Fault) error {
 }
 
 // verified checks every item a read returned (nil items skipped).
-func (w *World) verified(items ...item) error {
+func (w *store) verified(items ...item) error {
 	for _, it := range items {
 		if it == nil {
 			continue
@@ -91,7 +91,7 @@ func runSummed(head item) bool { return head != nil && itemsum.Marked(head) }
 // covered value must carry its checksum, whether or not the item still
 // carries the mark (verified checks the checksums). Items of other runs
 // and global items are judged on their own mark.
-func (w *World) requireSums(summed bool, runID string, items ...item) error {
+func (w *store) requireSums(summed bool, runID string, items ...item) error {
 	if !summed {
 		return nil
 	}
@@ -111,7 +111,7 @@ func (w *World) requireSums(summed bool, runID string, items ...item) error {
 // of its step, wait and hook-link items among items (nil: absent) carries
 // that level and its write mark under its checksum: an edit of cs (removed,
 // or any other value) is no way around the check of wq.
-func (w *World) requireWriteMarks(head item, runID string, items ...item) error {
+func (w *store) requireWriteMarks(head item, runID string, items ...item) error {
 	if head == nil || !itemsum.WriteMarked(head) {
 		return nil
 	}
@@ -135,7 +135,7 @@ func runHooksSummed(head item) bool { return head != nil && getN(head, itemsum.H
 // its head says so), that each hook item of its partition among items
 // (nil: absent) carries its checksum (verified checks it): deleting it is
 // no way around the check.
-func (w *World) requireHookSums(summed bool, runID string, items ...item) error {
+func (w *store) requireHookSums(summed bool, runID string, items ...item) error {
 	if !summed {
 		return nil
 	}

@@ -77,7 +77,7 @@ func TestVerifyNamesTheValue(t *testing.T) {
 	e.payload(attrOutput, []byte(`{"y":2}`))
 	setN(e.it, aWrittenAt, 3)
 	seal(e.it)
-	w := &World{cfg: &Config{Table: "tab"}}
+	w := &store{cfg: &Config{Table: "tab"}}
 	if err := w.verified(e.it); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func show(it item) string {
 // covered (cs = 1, wq without kwq) still reads, as does one of another
 // kind without wq (a commit).
 func TestWriteMarkLevels(t *testing.T) {
-	w := &World{cfg: &Config{Table: "tab"}}
+	w := &store{cfg: &Config{Table: "tab"}}
 	step := func() item {
 		e := newEncItem(stepKey("wrun_1", "step_1"))
 		e.payload(attrInput, []byte(`{"x":1}`))

@@ -23,7 +23,7 @@ import (
 // (stepDiff), so a renewal it did not see sends it back to judge again.
 
 // renewCompLease is RenewStepLease of a compensation attempt.
-func (w *World) renewCompLease(ctx context.Context, p *world.RenewStepLeaseParams, ttl time.Duration) (*world.Step, error) {
+func (w *store) renewCompLease(ctx context.Context, p *world.RenewStepLeaseParams, ttl time.Duration) (*world.Step, error) {
 	now := w.now()
 	u := &updateBuilder{e: newExpr()}
 	u.set(aCompLeaseExp, num(now.Add(ttl).UnixNano()))
@@ -62,7 +62,7 @@ func (w *World) renewCompLease(ctx context.Context, p *world.RenewStepLeaseParam
 // compLeaseNoItem is the refusal of a compensation lease renewal of a step
 // without an item: a lazy step (running, not compensating) conflicts; no
 // step at all is not found.
-func (w *World) compLeaseNoItem(ctx context.Context, p *world.RenewStepLeaseParams) error {
+func (w *store) compLeaseNoItem(ctx context.Context, p *world.RenewStepLeaseParams) error {
 	st, found, err := w.readLazyStep(ctx, p.RunID, p.StepID)
 	if err != nil {
 		return err

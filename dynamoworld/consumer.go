@@ -42,7 +42,7 @@ const (
 // for the time left (at most 15 minutes more; Hop+1) and deletes it, unless
 // its run has finished or does not exist: then it only deletes it (one
 // Query of the run per hop).
-func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
+func (w *store) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
 	switch {
 	case p == nil:
 		return nil, invalid("nil ReceiveParams")
@@ -107,7 +107,7 @@ const receiveGrace = 5 * time.Second
 
 // receiveStopped returns why a receive must stop: world.ErrClosed once the
 // World is closing, ctx's error once it is done, else nil.
-func (w *World) receiveStopped(ctx context.Context) error {
+func (w *store) receiveStopped(ctx context.Context) error {
 	if w.closed.Load() {
 		return world.ErrClosed
 	}
@@ -117,7 +117,7 @@ func (w *World) receiveStopped(ctx context.Context) error {
 // receiveMessage makes one ReceiveMessage call, waiting up to wait. The call
 // is detached from ctx and from Close (see Receive): only when it runs
 // receiveGrace past its wait after either ended is it cancelled.
-func (w *World) receiveMessage(ctx context.Context, n int, wait, vis time.Duration) (*sqs.ReceiveMessageOutput, error) {
+func (w *store) receiveMessage(ctx context.Context, n int, wait, vis time.Duration) (*sqs.ReceiveMessageOutput, error) {
 	wait = max(wait, 0)
 	end := time.Now().Add(time.Duration(ceilSeconds(wait))*time.Second + receiveGrace)
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -156,7 +156,7 @@ func (w *World) receiveMessage(ctx context.Context, n int, wait, vis time.Durati
 // again at once (ChangeMessageVisibility to 0, one call each: SQSAPI has no
 // batch call). One it fails to give back comes back after its visibility,
 // as if its receiver had died.
-func (w *World) giveBack(ms []sqstypes.Message) {
+func (w *store) giveBack(ms []sqstypes.Message) {
 	ctx, cancel := context.WithTimeout(context.Background(), receiveGrace)
 	defer cancel()
 	for _, m := range ms {
@@ -208,7 +208,7 @@ func decodeDelivery(m sqstypes.Message) (world.Delivery, error) {
 // hop re-enqueues a world.Message received before its NotBefore for the
 // time left, then deletes it; the wake-up of a finished or unknown run is
 // deleted without a hop. Other bodies are left alone.
-func (w *World) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (bool, error) {
+func (w *store) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (bool, error) {
 	msg, err := world.DecodeMessage(d.Body)
 	if err != nil || msg.NotBefore.IsZero() {
 		return false, nil
@@ -243,7 +243,7 @@ func (w *World) hop(ctx context.Context, d world.Delivery, m sqstypes.Message) (
 // exist (never created, or expired): its wake-up is dropped instead of
 // hopping again. It costs one Query per hop; a failed read keeps the
 // message.
-func (w *World) wakesNobody(ctx context.Context, msg world.Message) bool {
+func (w *store) wakesNobody(ctx context.Context, msg world.Message) bool {
 	status, found, err := w.runStatus(ctx, msg.RunID)
 	switch {
 	case err != nil:
@@ -257,7 +257,7 @@ func (w *World) wakesNobody(ctx context.Context, msg world.Message) bool {
 }
 
 // Ack deletes a delivered message.
-func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
+func (w *store) Ack(ctx context.Context, p *world.AckParams) error {
 	if p == nil || p.Receipt == "" {
 		return invalid("receipt required")
 	}
@@ -274,7 +274,7 @@ func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
 
 // Release makes a delivered message visible again after p.Delay (rounded up
 // to whole seconds): ChangeMessageVisibility.
-func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
+func (w *store) Release(ctx context.Context, p *world.ReleaseParams) error {
 	if p == nil {
 		return invalid("receipt required")
 	}
@@ -284,7 +284,7 @@ func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
 // Extend hides a delivered message for p.Visibility from now (rounded up to
 // whole seconds): ChangeMessageVisibility, which keeps the receipt handle
 // valid.
-func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
+func (w *store) Extend(ctx context.Context, p *world.ExtendParams) error {
 	if p == nil {
 		return invalid("receipt required")
 	}
@@ -292,7 +292,7 @@ func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
 }
 
 // changeVisibility hides the delivery receipt names for d from now.
-func (w *World) changeVisibility(ctx context.Context, what, receipt string, d time.Duration) error {
+func (w *store) changeVisibility(ctx context.Context, what, receipt string, d time.Duration) error {
 	switch {
 	case receipt == "":
 		return invalid("receipt required")

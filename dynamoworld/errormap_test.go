@@ -239,7 +239,7 @@ func TestUnknownOutcomeDropsTheSnapshot(t *testing.T) {
 	if err == nil || !errors.As(err, &ae) || !strings.Contains(err.Error(), `table "skein-test"`) {
 		t.Fatalf("a failed transaction: %v, want the SDK error naming the table", err)
 	}
-	if w.cache.get(runID) != nil {
+	if w.s.cache.get(runID) != nil {
 		t.Fatal("the snapshot survived a commit of unknown outcome")
 	}
 }

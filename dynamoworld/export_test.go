@@ -19,7 +19,7 @@ type CachedSnapshot struct {
 
 // Cached returns what w's cache holds of runID.
 func Cached(w *World, runID string) CachedSnapshot {
-	s := w.cache.get(runID)
+	s := w.s.cache.get(runID)
 	if s == nil || s.run == nil {
 		return CachedSnapshot{}
 	}
@@ -51,7 +51,7 @@ func Cached(w *World, runID string) CachedSnapshot {
 // steps a renewal changes) are compared only when withLeases: a renewal
 // changes them without an event.
 func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (string, error) {
-	snap := w.cache.get(runID)
+	snap := w.s.cache.get(runID)
 	if snap == nil || snap.run == nil {
 		return "", nil
 	}
@@ -86,16 +86,16 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 		}
 	}
 	// Counted before the read, which tells whether the run moved on since.
-	hooks, err := w.queryAll(ctx, runPK(runID), prefHook, true)
+	hooks, err := w.s.queryAll(ctx, runPK(runID), prefHook, true)
 	if err != nil {
 		return "", err
 	}
-	waits, err := w.queryAll(ctx, runPK(runID), prefWait, true)
+	waits, err := w.s.queryAll(ctx, runPK(runID), prefWait, true)
 	if err != nil {
 		return "", err
 	}
 	nh, nw := len(hooks), len(waits)
-	fresh, err := w.load(ctx, runID, keys)
+	fresh, err := w.s.load(ctx, runID, keys)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +170,7 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 // sender killed between the two).
 func AbandonClaim(w *World) func(ctx context.Context, key string) error {
 	return func(ctx context.Context, key string) error {
-		dup, _, err := w.claimKey(ctx, key, w.ids.New(world.PrefixMsg), w.now())
+		dup, _, err := w.s.claimKey(ctx, key, w.s.ids.New(world.PrefixMsg), w.s.now())
 		if err == nil && dup != "" {
 			return fmt.Errorf("key %q already stands for message %s", key, dup)
 		}
@@ -181,10 +181,10 @@ func AbandonClaim(w *World) func(ctx context.Context, key string) error {
 // WaitStored reports whether w's table holds an item for the wait waitID of
 // runID (a run's end deletes its waits' items), read strongly consistent.
 func WaitStored(ctx context.Context, w *World, runID, waitID string) (bool, error) {
-	if err := w.enter(ctx); err != nil {
+	if err := w.s.enter(ctx); err != nil {
 		return false, err
 	}
-	defer w.leave()
-	it, err := w.getItem(ctx, waitKey(runID, waitID))
+	defer w.s.leave()
+	it, err := w.s.getItem(ctx, waitKey(runID, waitID))
 	return it != nil, err
 }

@@ -2,8 +2,6 @@ package dynamoworld
 
 import "github.com/skeinflow/skein/world"
 
-var _ world.AppendLimiter = (*World)(nil)
-
 // AppendFits implements world.AppendLimiter: it returns how many of events,
 // from the first, one Append writes in one TransactWriteItems, so that a
 // writer with more (a workflow fanning out hundreds of steps) commits them
@@ -39,7 +37,7 @@ var _ world.AppendLimiter = (*World)(nil)
 // cancel reasons). Names the events do not carry (a step created by an
 // earlier commit, named by a step_completed without StepName) are assumed
 // to fit the budget's slack: 100 items use about 100 KiB of the 3.5 MB.
-func (w *World) AppendFits(events []world.EventInput) int {
+func (w *store) AppendFits(events []world.EventInput) int {
 	n, _, _ := appendFits(events)
 	return n
 }

@@ -129,7 +129,7 @@ func TestAppendFitsCounts(t *testing.T) {
 		{"too_big_alone", []world.EventInput{ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: strings.Repeat("n", 4<<20)})}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := &World{}
+			w := newWorld(&store{})
 			if got := w.AppendFits(c.events); got != c.want {
 				t.Fatalf("AppendFits of %d events = %d, want %d", len(c.events), got, c.want)
 			}

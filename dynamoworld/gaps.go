@@ -151,7 +151,7 @@ func endsBeforeHead(head, last item) bool {
 // (last) disagree on its end (endsBeforeHead), read twice: a head that
 // says it ended over a live commit is a log that ends early (a
 // *gapError); the other way, the status of one of the two was edited.
-func (w *World) truncated(runID string, head, last item) error {
+func (w *store) truncated(runID string, head, last item) error {
 	hs, ls := world.RunStatus(getS(head, aStatus)), world.RunStatus(getS(last, aRunStatus))
 	if hs.Terminal() && !ls.Terminal() {
 		return &gapError{table: w.cfg.Table, runID: runID, from: getN(last, aLastSeq) + 1, to: 0}
@@ -164,7 +164,7 @@ func (w *World) truncated(runID string, head, last item) error {
 // its head ended and its newest commit live: the same
 // disagreement twice is world.ErrCorrupt (queryRun says so); a newer
 // commit means a transaction landed during the first read, and nil.
-func (w *World) confirmEnd(ctx context.Context, runID string) error {
+func (w *store) confirmEnd(ctx context.Context, runID string) error {
 	_, _, _, err := w.queryRun(ctx, runID)
 	return err
 }
@@ -173,7 +173,7 @@ func (w *World) confirmEnd(ctx context.Context, runID string) error {
 // reached the end of its range) and checks the newest commit it read
 // against the run's head when it read both ends: ascending to the end, or
 // descending from the end (the head comes first).
-func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, reached bool, head, newest item, desc bool) error {
+func (w *store) checkLogEnd(ctx context.Context, runID string, chain *logChain, reached bool, head, newest item, desc bool) error {
 	if reached {
 		if err := chain.done(); err != nil {
 			return err
@@ -195,7 +195,7 @@ func (w *World) checkLogEnd(ctx context.Context, runID string, chain *logChain, 
 // missing range; past the run's TTL (its head's), world.ErrGone. A hole
 // after the first commit is found on the page that reaches it: finding it
 // sooner would cost a read of the whole log.
-func (w *World) checkLogStart(ctx context.Context, runID string, chain *logChain, head item) error {
+func (w *store) checkLogStart(ctx context.Context, runID string, chain *logChain, head item) error {
 	if !chain.known || chain.want == 0 {
 		return nil // no commit read, or the first one was
 	}
@@ -236,7 +236,7 @@ func (w *World) checkLogStart(ctx context.Context, runID string, chain *logChain
 // back from the head, its first commit without its head). The first is
 // then committed, and a second read sees it; the same hole twice is
 // world.ErrCorrupt.
-func (w *World) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
+func (w *store) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
 	page, err := w.listEvents(ctx, runID, corr, pg)
 	var gap *gapError
 	if errors.As(err, &gap) || missingHead(err) {
@@ -312,7 +312,7 @@ func entityAhead(got []item, lastSeq int64) int64 {
 // read now sees it (its transaction was committed when its entity was
 // read). A newest commit still short of ahead means commit items are
 // missing: world.ErrCorrupt.
-func (w *World) checkAhead(ctx context.Context, runID string, ahead int64) error {
+func (w *store) checkAhead(ctx context.Context, runID string, ahead int64) error {
 	_, _, last, err := w.queryRun(ctx, runID)
 	if err != nil {
 		return err
@@ -328,7 +328,7 @@ func (w *World) checkAhead(ctx context.Context, runID string, ahead int64) error
 // later) but not it: every commit was written after the one before it, so
 // once a later one is committed, a consistent read sees this one unless
 // it was deleted (world.ErrCorrupt naming the missing range).
-func (w *World) commitAt(ctx context.Context, runID string, prev, later int64) error {
+func (w *store) commitAt(ctx context.Context, runID string, prev, later int64) error {
 	it, err := w.getItem(ctx, commitKey(runID, prev))
 	if err != nil || it != nil {
 		return err
@@ -340,7 +340,7 @@ func (w *World) commitAt(ctx context.Context, runID string, prev, later int64) e
 // missing: the body is written with the head when the run is created and
 // never deleted apart from it, so its absence is damage (a run read without
 // it would show no input, output or error), not an empty run.
-func (w *World) requireBody(runID string, head, body item) error {
+func (w *store) requireBody(runID string, head, body item) error {
 	if body != nil || !runSummed(head) {
 		return nil
 	}
@@ -373,7 +373,7 @@ func (e *headError) Unwrap() error { return world.ErrCorrupt }
 // first), else a *headError naming the first item found. A Query is read
 // committed: one reading back from the body may miss the head of a run
 // being created and see its first commit; the callers read again once.
-func (w *World) headless(runID string, items []item) error {
+func (w *store) headless(runID string, items []item) error {
 	for _, it := range items {
 		if w.expired(it) {
 			return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its head item is deleted)", world.ErrGone, w.cfg.Table, runID)
@@ -387,7 +387,7 @@ func (w *World) headless(runID string, items []item) error {
 // World with Config.Retention, the only one whose runs get a ttl (like the
 // claim-check rule): on a table without it, a ttl was set by hand, and the
 // missing items are world.ErrCorrupt, not world.ErrGone.
-func (w *World) expired(it item) bool {
+func (w *store) expired(it item) bool {
 	if w.cfg.Retention <= 0 {
 		return false
 	}
@@ -408,7 +408,7 @@ func missingHead(err error) bool {
 // World, world.ErrCorrupt (world.ErrGone past the run's TTL: DynamoDB
 // deletes an expired run's items one by one). Commits written before the
 // count carry none: no check.
-func (w *World) allSteps(runID string, newest item, n int) error {
+func (w *store) allSteps(runID string, newest item, n int) error {
 	want := decodeStepCount(newest)
 	if n >= want {
 		return nil

@@ -19,7 +19,7 @@ import (
 
 // checkTokenItem checks that a token's index item (read, verified) holds
 // the token it was read by.
-func (w *World) checkTokenItem(it item, token string) error {
+func (w *store) checkTokenItem(it item, token string) error {
 	if getS(it, aToken) != token {
 		return w.otherToken(tokenKey(token), getS(it, aRun), getS(it, aHookID))
 	}
@@ -28,7 +28,7 @@ func (w *World) checkTokenItem(it item, token string) error {
 
 // otherToken is the world.ErrCorrupt of a token's index item (k) that
 // holds another token, naming hook hid of run.
-func (w *World) otherToken(k itemKey, run, hid string) error {
+func (w *store) otherToken(k itemKey, run, hid string) error {
 	return fmt.Errorf("%w: DynamoDB table %s: item %s, the index of a token, holds another token (naming run %s, hook %s): the item was edited or copied from another token's",
 		world.ErrCorrupt, w.cfg.Table, k, run, hid)
 }
@@ -40,7 +40,7 @@ func (w *World) otherToken(k itemKey, run, hid string) error {
 // is world.ErrCorrupt naming the table, run and hook; otherwise the hook
 // is gone and world.Apply answers as before. It costs one read per such
 // event, only when the hook's item is missing.
-func (w *World) checkMissingHooks(ctx context.Context, runID string, snap *snapshot, events []world.EventInput) error {
+func (w *store) checkMissingHooks(ctx context.Context, runID string, snap *snapshot, events []world.EventInput) error {
 	if snap.run == nil || snap.run.Status.Terminal() {
 		return nil // a finished run's hooks are legitimately gone
 	}

@@ -39,16 +39,15 @@ func deliveryIDOK(id string) bool {
 	return true
 }
 
-func (w *World) inboxKey(id string) (string, error) {
+func (w *store) inboxKey(id string) (string, error) {
 	if !deliveryIDOK(id) {
 		return "", invalid("inbox: delivery ID %q", id)
 	}
 	return w.cfg.Prefix + "inbox/" + id, nil
 }
 
-// PutDelivery stores a queued webhook request under its delivery ID
-// (worker.Inbox), at Prefix+"inbox/"+id in the bucket.
-func (w *World) PutDelivery(ctx context.Context, id string, data []byte) error {
+// PutDelivery is World.PutDelivery.
+func (w *store) PutDelivery(ctx context.Context, id string, data []byte) error {
 	key, err := w.inboxKey(id)
 	if err != nil {
 		return err
@@ -63,9 +62,8 @@ func (w *World) PutDelivery(ctx context.Context, id string, data []byte) error {
 	return nil
 }
 
-// GetDelivery returns the request PutDelivery stored under id, or an
-// error wrapping world.ErrNotFound.
-func (w *World) GetDelivery(ctx context.Context, id string) ([]byte, error) {
+// GetDelivery is World.GetDelivery.
+func (w *store) GetDelivery(ctx context.Context, id string) ([]byte, error) {
 	key, err := w.inboxKey(id)
 	if err != nil {
 		return nil, err
@@ -94,10 +92,8 @@ type objectDeleter interface {
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
-// DeleteDelivery removes the request stored under id; a missing one is not
-// an error. With an S3 client that cannot delete objects, it leaves it to
-// the bucket's lifecycle rule.
-func (w *World) DeleteDelivery(ctx context.Context, id string) error {
+// DeleteDelivery is World.DeleteDelivery.
+func (w *store) DeleteDelivery(ctx context.Context, id string) error {
 	key, err := w.inboxKey(id)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func decodeLazy(it item) map[string]int64 {
 
 // lastCommit reads a run's newest commit item whole (its events and lazy
 // steps), strongly consistent; nil when the run has none.
-func (w *World) lastCommit(ctx context.Context, runID string) (item, error) {
+func (w *store) lastCommit(ctx context.Context, runID string) (item, error) {
 	return w.queryNewestCommit(ctx, runPK(runID), nil)
 }
 
@@ -67,7 +67,7 @@ func (w *World) lastCommit(ctx context.Context, runID string) (item, error) {
 // their commits; newest is the run's newest commit, already read. Every
 // step must be found. summed: the run's head says its items carry
 // checksums (requireSums), when the caller read it.
-func (w *World) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64, summed bool) (map[string]*world.Step, error) {
+func (w *store) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64, summed bool) (map[string]*world.Step, error) {
 	newestPrev, _ := prevFromSK(getS(newest, attrSK))
 	commits := map[int64]item{}
 	var keys []itemKey
@@ -149,7 +149,7 @@ func foldStep(runID, stepID string, evs []world.Event) (*world.Step, error) {
 // readLazyStep reads a step that has no item: from the commit the newest
 // commit lists it in. found is false when the newest commit does not list
 // it.
-func (w *World) readLazyStep(ctx context.Context, runID, stepID string) (st *world.Step, found bool, err error) {
+func (w *store) readLazyStep(ctx context.Context, runID, stepID string) (st *world.Step, found bool, err error) {
 	st, _, found, err = w.readLazyStepAt(ctx, runID, stepID)
 	return st, found, err
 }
@@ -157,7 +157,7 @@ func (w *World) readLazyStep(ctx context.Context, runID, stepID string) (st *wor
 // readLazyStepAt is readLazyStep that also returns the last sequence
 // number of the newest commit it read (the mark of an item written from
 // it: aWrittenAt).
-func (w *World) readLazyStepAt(ctx context.Context, runID, stepID string) (st *world.Step, lastSeq int64, found bool, err error) {
+func (w *store) readLazyStepAt(ctx context.Context, runID, stepID string) (st *world.Step, lastSeq int64, found bool, err error) {
 	newest, err := w.lastCommit(ctx, runID)
 	if err != nil || newest == nil {
 		return nil, 0, false, err

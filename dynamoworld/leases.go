@@ -19,13 +19,13 @@ import (
 // the lease has expired or the owner holds it; renew when the owner holds it
 // unexpired; release deletes it when the owner holds it.
 
-func (w *World) leaseTTL(p *world.RunLeaseParams) (time.Duration, error) {
+func (w *store) leaseTTL(p *world.RunLeaseParams) (time.Duration, error) {
 	return p.LeaseTTL(w.cfg.DefaultRunLeaseTTL)
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL, or fails
 // fast with a *world.RefusalError of world.ErrLeaseHeld naming the holder.
-func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+func (w *store) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	ttl, err := w.leaseTTL(p)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*
 
 // RenewRunLease extends a lease p.Owner holds unexpired, or fails with
 // world.ErrLeaseLost.
-func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+func (w *store) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	ttl, err := w.leaseTTL(p)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*wo
 
 // ReleaseRunLease deletes the lease if p.Owner holds it; anything else
 // (expired, taken over, never taken) is not an error.
-func (w *World) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+func (w *store) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
 	if _, err := w.leaseTTL(p); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (w *World) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) er
 	return nil
 }
 
-func (w *World) putLease(ctx context.Context, runID, owner string, exp time.Time, cond func(e *expr) string) error {
+func (w *store) putLease(ctx context.Context, runID, owner string, exp time.Time, cond func(e *expr) string) error {
 	e := newExpr()
 	it := leaseKey(runID).av()
 	it[aLeaseOwner] = str(owner)
@@ -127,7 +127,7 @@ func (w *World) putLease(ctx context.Context, runID, owner string, exp time.Time
 // (comp_lease.go).
 // No event is written; a commit that relies on the old lease is caught by
 // its lease condition.
-func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
+func (w *store) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
 	switch {
 	case p == nil || p.RunID == "" || p.StepID == "":
 		return nil, invalid("run and step IDs required")
@@ -148,7 +148,7 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 	return w.renewStepLease(ctx, p, ttl)
 }
 
-func (w *World) renewStepLease(ctx context.Context, p *world.RenewStepLeaseParams, ttl time.Duration) (*world.Step, error) {
+func (w *store) renewStepLease(ctx context.Context, p *world.RenewStepLeaseParams, ttl time.Duration) (*world.Step, error) {
 	now := w.now()
 	u := &updateBuilder{e: newExpr()}
 	u.set(aLeaseExp, num(now.Add(ttl).UnixNano()))
@@ -180,7 +180,7 @@ func (w *World) renewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 
 // renewed counts a lease renewal's write and returns the step as the
 // update left it (its claim-checked payloads fetched), cached.
-func (w *World) renewed(ctx context.Context, out *dynamodb.UpdateItemOutput) (*world.Step, error) {
+func (w *store) renewed(ctx context.Context, out *dynamodb.UpdateItemOutput) (*world.Step, error) {
 	w.countWrite(derefCC(out.ConsumedCapacity)...)
 	if err := w.verified(out.Attributes); err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func derefCC(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 // mark of the newest commit it was read from (aWrittenAt): the commit that
 // holds the step's state is no newer, so a commit judged on a log that
 // lost it is refused (gaps.go).
-func (w *World) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams, now time.Time, ttl time.Duration) (*world.Step, error) {
+func (w *store) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams, now time.Time, ttl time.Duration) (*world.Step, error) {
 	st, lastSeq, found, err := w.readLazyStepAt(ctx, p.RunID, p.StepID)
 	if err != nil {
 		return nil, err

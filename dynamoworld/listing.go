@@ -57,7 +57,7 @@ func finishPage[T any](items []T, more bool, kind string, pos any) *world.Page[T
 // status projected for the combined filter), g1 (all). The indexes hold
 // keys only; the runs are then read by key, strongly consistent, and
 // checked against the filter again (a GSI lags its table on AWS).
-func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+func (w *store) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	if p == nil {
 		p = &world.ListRunsParams{}
 	}
@@ -120,7 +120,7 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 // strongly consistent: heads and bodies by BatchGetItem, the newest
 // commits by a Query each. A run not found (deleted since the index said
 // so) is nil in its place.
-func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error) {
+func (w *store) readRuns(ctx context.Context, keys []item) ([]*world.Run, error) {
 	want := make([]itemKey, 0, 2*len(keys))
 	for _, k := range keys {
 		pk := getS(k, attrPK)
@@ -176,14 +176,14 @@ func (w *World) readRuns(ctx context.Context, keys []item) ([]*world.Run, error)
 
 // newestCommit reads the newest commit item of a run partition (nil if
 // none); only its key, counters and run status, not its events.
-func (w *World) newestCommit(ctx context.Context, pk string) (item, error) {
+func (w *store) newestCommit(ctx context.Context, pk string) (item, error) {
 	return w.queryNewestCommit(ctx, pk, append([]string{attrPK, attrSK, aLastSeq, aCreated, aRunStatus, attrTTL}, restAttrs()...))
 }
 
 // queryNewestCommit reads the newest commit item of the run partition pk,
 // strongly consistent, with only the attributes named (all when none); nil
 // when the run has no commit.
-func (w *World) queryNewestCommit(ctx context.Context, pk string, attrs []string) (item, error) {
+func (w *store) queryNewestCommit(ctx context.Context, pk string, attrs []string) (item, error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
@@ -220,7 +220,7 @@ func (w *World) queryNewestCommit(ctx context.Context, pk string, attrs []string
 
 // ListSteps lists a run's steps in step ID order, which is creation order
 // for IDs from one monotonic world.IDSource (see doc.go).
-func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
+func (w *store) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -310,7 +310,7 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 // ListHooks lists active hooks in creation order: a run's from its
 // partition (by hook ID), all of them through the g1 index (by creation
 // time).
-func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
+func (w *store) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
 	if p == nil {
 		p = &world.ListHooksParams{}
 	}
@@ -380,7 +380,7 @@ func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world
 
 // ListEvents lists a run's events in sequence order (or reverse); the
 // cursor is the last sequence number returned.
-func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+func (w *store) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -390,7 +390,7 @@ func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*wor
 // ListEventsByCorrelation lists the events of one step, hook or wait of a
 // run, in sequence order. It reads the run's log with a filter (no index
 // is kept for it: that would cost a write per event); RunID is required.
-func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
+func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
 	switch {
 	case p == nil || p.CorrelationID == "":
 		return nil, invalid("correlation ID required")
@@ -414,7 +414,7 @@ type eventPos struct {
 // commitsEnd bounds the commit keys from above ("e#" and 20 digits < "e#:").
 const commitsEnd = prefCommit + ":"
 
-func (w *World) listEvents(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
+func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}

@@ -44,14 +44,14 @@ func loadKeys(runID string, events []world.EventInput) []itemKey {
 // readRun reads a run: its body, its head and its newest commit, in one
 // strongly consistent Query (they sort together at the end of the commits).
 // It returns a nil run when the run does not exist.
-func (w *World) readRun(ctx context.Context, runID string) (*world.Run, error) {
+func (w *store) readRun(ctx context.Context, runID string) (*world.Run, error) {
 	r, _, _, err := w.readRunAndCommit(ctx, runID)
 	return r, err
 }
 
 // readRunAndCommit is readRun that also returns the newest commit item and
 // the head.
-func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, item, error) {
+func (w *store) readRunAndCommit(ctx context.Context, runID string) (*world.Run, item, item, error) {
 	head, body, last, err := w.queryRun(ctx, runID)
 	if err != nil || head == nil {
 		return nil, nil, nil, err
@@ -66,7 +66,7 @@ func (w *World) readRunAndCommit(ctx context.Context, runID string) (*world.Run,
 
 // runStatus reads a run's status (one Query, no claim-checked payload);
 // found is false for a run that does not exist.
-func (w *World) runStatus(ctx context.Context, runID string) (status world.RunStatus, found bool, err error) {
+func (w *store) runStatus(ctx context.Context, runID string) (status world.RunStatus, found bool, err error) {
 	head, _, last, err := w.queryRun(ctx, runID)
 	if err != nil || head == nil {
 		return "", false, err
@@ -84,7 +84,7 @@ func (w *World) runStatus(ctx context.Context, runID string) (status world.RunSt
 // without a head, are read again once (a transaction may land during a
 // Query), then are world.ErrCorrupt: the commits that ended the run, or
 // its head, are missing, or one's status was edited (gaps.go).
-func (w *World) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
+func (w *store) queryRun(ctx context.Context, runID string) (head, body, last item, err error) {
 	for try := 0; ; try++ {
 		head, body, last, err = w.queryRunOnce(ctx, runID)
 		switch {
@@ -98,7 +98,7 @@ func (w *World) queryRun(ctx context.Context, runID string) (head, body, last it
 }
 
 // queryRunOnce is one Query of queryRun.
-func (w *World) queryRunOnce(ctx context.Context, runID string) (head, body, last item, err error) {
+func (w *store) queryRunOnce(ctx context.Context, runID string) (head, body, last item, err error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table),
@@ -156,7 +156,7 @@ func (w *World) queryRunOnce(ctx context.Context, runID string) (head, body, las
 // with TransactGetItems. The order makes it safe: the entities are at least
 // as new as the run's last sequence number, and any commit after that
 // number makes the commit judged on them fail its fence.
-func (w *World) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
+func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
 	run, last, head, err := w.readRunAndCommit(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -266,7 +266,7 @@ func (s *snapshot) fill(runID string, keys []itemKey, got []item, fetched map[st
 
 // transactGet reads items with TransactGetItems (100 at a time), strongly
 // consistent; a missing item is nil.
-func (w *World) transactGet(ctx context.Context, keys []itemKey) ([]item, error) {
+func (w *store) transactGet(ctx context.Context, keys []itemKey) ([]item, error) {
 	got := make([]item, len(keys))
 	for lo := 0; lo < len(keys); lo += maxTransactionItems {
 		hi := min(len(keys), lo+maxTransactionItems)

@@ -15,7 +15,7 @@ import (
 
 // primeFromLog caches a snapshot of runID built from commits (all of the
 // run's, ascending), their events evs, and the head read after them.
-func (w *World) primeFromLog(runID string, commits []item, evs [][]world.Event, head item) {
+func (w *store) primeFromLog(runID string, commits []item, evs [][]world.Event, head item) {
 	if w.cache.max <= 0 || head == nil || len(commits) == 0 || len(commits) != len(evs) {
 		return
 	}
@@ -43,7 +43,7 @@ func (w *World) primeFromLog(runID string, commits []item, evs [][]world.Event, 
 // snapshot was the run's state as of its LastSeq, and the commits since
 // are immutable and must chain from it to the newest read, so the result
 // is the state as of the newest, as complete as the snapshot was.
-func (w *World) rollForward(runID string, commits []item, evs [][]world.Event) {
+func (w *store) rollForward(runID string, commits []item, evs [][]world.Event) {
 	old := w.cache.get(runID)
 	if old == nil || old.run == nil || !old.complete || old.stepIDs == nil || len(commits) == 0 || len(commits) != len(evs) {
 		return

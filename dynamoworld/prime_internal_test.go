@@ -84,7 +84,7 @@ func TestPrimeNeedsTheWholeChain(t *testing.T) {
 			if _, err := b.ListEvents(ctx, &world.ListEventsParams{RunID: run}); err != nil && tc.want {
 				t.Fatal(err)
 			}
-			s := b.cache.get(run)
+			s := b.s.cache.get(run)
 			if got := s != nil && s.complete; got != tc.want {
 				t.Fatalf("cached a complete snapshot: %v, want %v", got, tc.want)
 			}

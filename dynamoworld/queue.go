@@ -69,7 +69,7 @@ const (
 // sender confirms it, and the answer is then Duplicate); after it,
 // the next Enqueue takes the claim over and sends: at least once, never
 // lost.
-func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
+func (w *store) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
 	switch {
 	case p == nil:
 		return nil, invalid("nil EnqueueParams")
@@ -126,7 +126,7 @@ func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.Enq
 
 // send sends one message; attributes carry the World's ID and first enqueue
 // time, and the encoding of a body that SQS would not accept as text.
-func (w *World) send(ctx context.Context, body []byte, delay time.Duration, id string, enqueued time.Time) error {
+func (w *store) send(ctx context.Context, body []byte, delay time.Duration, id string, enqueued time.Time) error {
 	text, enc := string(body), ""
 	switch {
 	case len(body) == 0:
@@ -183,7 +183,7 @@ func ceilSeconds(d time.Duration) int64 {
 // world.ErrKeyPending: its message is not known sent, and answering
 // Duplicate would let a caller that acknowledges its own input on that
 // answer lose the work if the claim's sender died before sending.
-func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (dupID, sendID string, err error) {
+func (w *store) claimKey(ctx context.Context, key, id string, now time.Time) (dupID, sendID string, err error) {
 	k := dedupeKey(key)
 	exp := now.Add(w.cfg.DedupeWindow)
 	it := k.av()
@@ -242,7 +242,7 @@ func (w *World) claimKey(ctx context.Context, key, id string, now time.Time) (du
 // the claim is confirmed. It gives up at once on a claim older than
 // pendingFresh, one that changed hands or went away, or a failed read:
 // the caller then reports the key pending, which is never wrong.
-func (w *World) awaitSent(ctx context.Context, k itemKey, old item, now time.Time) (string, bool) {
+func (w *store) awaitSent(ctx context.Context, k itemKey, old item, now time.Time) (string, bool) {
 	if now.Sub(getT(old, aCreated)) > pendingFresh {
 		return "", false
 	}
@@ -282,7 +282,7 @@ func keyPending(key string, old item, grace time.Duration) error {
 // caller's context ended (a Worker stopping) must still give its claim up,
 // or for PendingGrace every Enqueue under the key would fail with
 // world.ErrKeyPending, each caller retrying until the grace ends.
-func (w *World) settleKey(ctx context.Context, key, claim string, sent bool) {
+func (w *store) settleKey(ctx context.Context, key, claim string, sent bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	e := newExpr()

@@ -12,7 +12,7 @@ import (
 )
 
 // getItem reads one item, strongly consistent; nil when absent.
-func (w *World) getItem(ctx context.Context, k itemKey) (item, error) {
+func (w *store) getItem(ctx context.Context, k itemKey) (item, error) {
 	in := &dynamodb.GetItemInput{TableName: aws.String(w.cfg.Table), Key: k.av(), ConsistentRead: aws.Bool(true)}
 	if w.capacity {
 		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
@@ -33,7 +33,7 @@ func (w *World) getItem(ctx context.Context, k itemKey) (item, error) {
 
 // GetRun returns a run, or world.ErrNotFound: one Query reads its body,
 // head and newest commit.
-func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
+func (w *store) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -52,7 +52,7 @@ func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, 
 }
 
 // GetStep returns a step of a run, or world.ErrNotFound.
-func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
+func (w *store) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
 	if p == nil || p.RunID == "" || p.StepID == "" {
 		return nil, invalid("run and step IDs required")
 	}
@@ -87,7 +87,7 @@ func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 }
 
 // GetHook returns an active hook, or world.ErrNotFound.
-func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
+func (w *store) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
 	if p == nil || p.HookID == "" {
 		return nil, invalid("hook ID required")
 	}
@@ -98,7 +98,7 @@ func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hoo
 // world.ErrNotFound: one read of the token's item, which copies the hook;
 // an item that does not hold the token, or whose hook checksum does not
 // match, is world.ErrCorrupt (hooktoken.go).
-func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
+func (w *store) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
 	if p == nil || p.Token == "" {
 		return nil, invalid("token required")
 	}
@@ -112,7 +112,7 @@ func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParam
 	return h, nil
 }
 
-func (w *World) readHook(ctx context.Context, k itemKey, what string) (*world.Hook, error) {
+func (w *store) readHook(ctx context.Context, k itemKey, what string) (*world.Hook, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (w *World) readHook(ctx context.Context, k itemKey, what string) (*world.Ho
 
 // batchGet reads items by key (BatchGetItem, strongly consistent, retrying
 // unprocessed keys); absent items are missing from the result map.
-func (w *World) batchGet(ctx context.Context, keys []itemKey) (map[itemKey]item, error) {
+func (w *store) batchGet(ctx context.Context, keys []itemKey) (map[itemKey]item, error) {
 	out := make(map[itemKey]item, len(keys))
 	for lo := 0; lo < len(keys); lo += 100 {
 		req := make([]map[string]types.AttributeValue, 0, 100)
@@ -185,7 +185,7 @@ type pageQuery struct {
 }
 
 // query reads up to q.limit items, and reports whether there are more.
-func (w *World) query(ctx context.Context, q pageQuery) ([]item, bool, error) {
+func (w *store) query(ctx context.Context, q pageQuery) ([]item, bool, error) {
 	e := newExpr()
 	kc := e.n(q.pkAttr) + " = " + e.v(str(q.pk))
 	switch {

@@ -16,7 +16,7 @@ import (
 // committed caches the snapshot a landed commit planned, with its new steps
 // in the run's step IDs, then finishes a run's end: the deletions that did
 // not fit the transaction, and the retention sweep.
-func (w *World) committed(ctx context.Context, pl *plan) {
+func (w *store) committed(ctx context.Context, pl *plan) {
 	if ids := pl.next.stepIDs; ids != nil {
 		for _, id := range pl.newSteps() {
 			ids.add(id)
@@ -46,7 +46,7 @@ func (w *World) committed(ctx context.Context, pl *plan) {
 // missing range, unless a commit landed meanwhile (checkAhead; the plan's
 // fence then fails). A run-ending commit touches no entity the lost
 // commits wrote, so no other condition would catch it.
-func (w *World) runEndItems(ctx context.Context, runID string, lastSeq int64) (*runEndItems, error) {
+func (w *store) runEndItems(ctx context.Context, runID string, lastSeq int64) (*runEndItems, error) {
 	its, err := w.queryItems(ctx, runPK(runID), prefHook, entitiesEnd,
 		attrPK, attrSK, aHookID, aToken, aWrittenAt, itemsum.Attr(aWrittenAt), itemsum.Mark)
 	if err != nil {
@@ -80,7 +80,7 @@ const entitiesEnd = "w$" // '$' follows '#'
 
 // queryAll reads every item of a partition whose sort key starts with
 // prefix (keysOnly: just the keys), strongly consistent.
-func (w *World) queryAll(ctx context.Context, pk, prefix string, keysOnly bool) ([]item, error) {
+func (w *store) queryAll(ctx context.Context, pk, prefix string, keysOnly bool) ([]item, error) {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(w.cfg.Table),
@@ -96,7 +96,7 @@ func (w *World) queryAll(ctx context.Context, pk, prefix string, keysOnly bool) 
 
 // queryItems reads the attributes attrs of every item of a partition whose
 // sort key is between from and to, strongly consistent.
-func (w *World) queryItems(ctx context.Context, pk, from, to string, attrs ...string) ([]item, error) {
+func (w *store) queryItems(ctx context.Context, pk, from, to string, attrs ...string) ([]item, error) {
 	e := newExpr()
 	names := make([]string, len(attrs))
 	for i, a := range attrs {
@@ -113,7 +113,7 @@ func (w *World) queryItems(ctx context.Context, pk, from, to string, attrs ...st
 }
 
 // queryPages reads every page of a Query, verifying the items.
-func (w *World) queryPages(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {
+func (w *store) queryPages(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {
 	var out []item
 	for {
 		if w.capacity {
@@ -138,7 +138,7 @@ func (w *World) queryPages(ctx context.Context, in *dynamodb.QueryInput) ([]item
 // writeEach performs writes one by one (follow-up deletions after a run's
 // end, when they did not fit its transaction). A failed condition (a token
 // now held by another hook) is not an error.
-func (w *World) writeEach(ctx context.Context, ops []*op) error {
+func (w *store) writeEach(ctx context.Context, ops []*op) error {
 	return parallel(ctx, len(ops), 8, func(ctx context.Context, i int) error {
 		o, e := ops[i], newExpr()
 		var cond *string
@@ -159,7 +159,7 @@ func (w *World) writeEach(ctx context.Context, ops []*op) error {
 // expireRun sets the TTL attribute on every item of an ended run that does
 // not have it yet (the head, the body and the items of the final commit got
 // it in that commit).
-func (w *World) expireRun(ctx context.Context, runID string, ttl int64) error {
+func (w *store) expireRun(ctx context.Context, runID string, ttl int64) error {
 	e := newExpr()
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(w.cfg.Table),

@@ -50,13 +50,8 @@ func (e *SchemaError) Error() string {
 		e.Table, found, e.Want)
 }
 
-// CheckSchema verifies that the table is of this World's SchemaVersion:
-// one consistent GetItem when the table records its version. A table
-// without the record is claimed (the item put on its absence) when it
-// holds no run, and refused otherwise. Check (so New, unless
-// Config.SkipCheck) calls it; a process that skips the other checks (a
-// Lambda function, whose stack made the resources) may call it alone.
-func (w *World) CheckSchema(ctx context.Context) error {
+// CheckSchema is World.CheckSchema.
+func (w *store) CheckSchema(ctx context.Context) error {
 	v, found, err := w.schemaVersion(ctx)
 	if err != nil {
 		return err
@@ -75,7 +70,7 @@ func (w *World) CheckSchema(ctx context.Context) error {
 	return nil
 }
 
-func (w *World) schemaVersion(ctx context.Context) (v int, found bool, err error) {
+func (w *store) schemaVersion(ctx context.Context) (v int, found bool, err error) {
 	out, err := w.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.cfg.Table), Key: schemaKey().av(), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return 0, false, ddbErr("GetItem", w.cfg.Table, err)
@@ -88,7 +83,7 @@ func (w *World) schemaVersion(ctx context.Context) (v int, found bool, err error
 
 // claimSchema writes the schema item into a table that holds no run (one
 // Query of the index of all runs); a table with runs is left as it is.
-func (w *World) claimSchema(ctx context.Context) error {
+func (w *store) claimSchema(ctx context.Context) error {
 	e := newExpr()
 	q := &dynamodb.QueryInput{
 		TableName: aws.String(w.cfg.Table), IndexName: aws.String(indexAll), Limit: aws.Int32(1),

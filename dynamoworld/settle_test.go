@@ -183,7 +183,7 @@ func TestEnqueueStrandedClaimNotDuplicate(t *testing.T) {
 	})
 	const key = "refused:k"
 	// The dead sender's claim, as its Enqueue left it before SendMessage.
-	if dup, _, err := w.claimKey(context.Background(), key, "msg_dead", now); err != nil || dup != "" {
+	if dup, _, err := w.s.claimKey(context.Background(), key, "msg_dead", now); err != nil || dup != "" {
 		t.Fatalf("claim: %q, %v", dup, err)
 	}
 	p := &world.EnqueueParams{Body: []byte("x"), IdempotencyKey: key}
@@ -214,7 +214,7 @@ func TestEnqueuePendingConfirmedMeanwhile(t *testing.T) {
 		c.DynamoDB, c.SQS, c.Now = ddb, q, func() time.Time { return now }
 	})
 	const key = "hook:k"
-	if dup, _, err := w.claimKey(context.Background(), key, "msg_live", now); err != nil || dup != "" {
+	if dup, _, err := w.s.claimKey(context.Background(), key, "msg_live", now); err != nil || dup != "" {
 		t.Fatalf("claim: %q, %v", dup, err)
 	}
 	reads := 0

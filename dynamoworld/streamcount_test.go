@@ -47,7 +47,7 @@ func TestOpenStreamCountsInOneTransaction(t *testing.T) {
 				}
 				return &dynamodb.TransactWriteItemsOutput{}, nil
 			}
-			created, err := w.openStream(context.Background(), run, "out")
+			created, err := w.s.openStream(context.Background(), run, "out")
 			var le *world.LimitError
 			switch {
 			case tc.limit && (!errors.As(err, &le) || le.Limit != "streams" || le.Max != 5 || le.Size != 6 || le.RunID != run):

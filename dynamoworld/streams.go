@@ -19,10 +19,8 @@ import (
 // stream in the table (see doc.go, Streams), and ListStreams answers from
 // there.
 
-var _ world.StreamNotifier = (*World)(nil)
-
 // WriteStream appends chunks to a stream (see streams.Streamer).
-func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
+func (w *store) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
 	if err := w.enter(ctx); err != nil {
 		return err
 	}
@@ -31,7 +29,7 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 }
 
 // CloseStream closes a stream.
-func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
+func (w *store) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
 	if err := w.enter(ctx); err != nil {
 		return err
 	}
@@ -40,7 +38,7 @@ func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) err
 }
 
 // ReadStream reads chunks of a stream.
-func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+func (w *store) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -49,7 +47,7 @@ func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*wor
 }
 
 // StreamInfo describes a stream.
-func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
+func (w *store) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -62,7 +60,7 @@ func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*wor
 // no stream (this World's cache knows), else the run head's flag (one
 // GetItem, unless known) and, when the run has streams, their markers (one
 // Query). A run ID without a run (no head) is listed from S3.
-func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
+func (w *store) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -105,7 +103,7 @@ func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]
 // StreamChanged is closed at the next write to or close of the stream made
 // through this World (other writers are seen by polling: world.Tail), when
 // the Streamer is a world.StreamNotifier; otherwise it is never closed.
-func (w *World) StreamChanged(runID, name string) <-chan struct{} {
+func (w *store) StreamChanged(runID, name string) <-chan struct{} {
 	if n, ok := w.ss.(world.StreamNotifier); ok {
 		return n.StreamChanged(runID, name)
 	}
@@ -133,7 +131,7 @@ func headStreams(head item) streamState {
 
 // streamRegistry is the default Streamer's streams.Registry: it records a
 // stream in the run's partition before the stream's first object.
-type streamRegistry struct{ w *World }
+type streamRegistry struct{ w *store }
 
 var _ streams.Registry = streamRegistry{}
 
@@ -159,7 +157,7 @@ func (r streamRegistry) Register(ctx context.Context, runID, name string) (creat
 // flagStreams sets the run head's flag os to 1: the run has streams, with
 // markers. A run that does not exist (no head, so no flag) is left as it
 // is.
-func (w *World) flagStreams(ctx context.Context, runID string) error {
+func (w *store) flagStreams(ctx context.Context, runID string) error {
 	e := newExpr()
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(w.cfg.Table), Key: runHeadKey(runID).av(),
@@ -196,7 +194,7 @@ const maxOpenAttempts = 50
 // is exact across processes (DynamoDB judges both conditions
 // atomically), a new stream costs this one request (the marker's own
 // write before), and a stream already open costs it too but counts once.
-func (w *World) openStream(ctx context.Context, runID, name string) (created bool, err error) {
+func (w *store) openStream(ctx context.Context, runID, name string) (created bool, err error) {
 	limit := w.cfg.Limits.MaxStreams
 	for attempt := 0; ; attempt++ {
 		in := w.openStreamInput(runID, name, limit)
@@ -226,7 +224,7 @@ func (w *World) openStream(ctx context.Context, runID, name string) (created boo
 
 // openStreamInput is openStream's transaction: the marker, on its
 // absence, then the count, below limit.
-func (w *World) openStreamInput(runID, name string, limit int) *dynamodb.TransactWriteItemsInput {
+func (w *store) openStreamInput(runID, name string, limit int) *dynamodb.TransactWriteItemsInput {
 	me := newExpr()
 	marker := streamKey(runID, name).av()
 	setT(marker, aCreated, w.now())

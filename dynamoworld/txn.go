@@ -207,7 +207,7 @@ func cancelled(err error, ops []*op) (ci *cancelInfo, ok bool) {
 }
 
 // write runs a transaction.
-func (w *World) write(ctx context.Context, ops []*op) error {
+func (w *store) write(ctx context.Context, ops []*op) error {
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: make([]types.TransactWriteItem, len(ops))}
 	for i, o := range ops {
 		in.TransactItems[i] = o.transactItem(w.cfg.Table)

@@ -13,8 +13,6 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-var _ world.Watcher = (*World)(nil)
-
 // watchBatch is the most commit items one look reads.
 const watchBatch = 25
 
@@ -23,7 +21,7 @@ const watchBatch = 25
 const allRunsPoll = time.Second
 
 // WatchCursor implements world.Watcher.
-func (w *World) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
+func (w *store) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
@@ -40,7 +38,7 @@ func (w *World) WatchCursor(ctx context.Context, p *world.WatchParams) (string, 
 // Watch implements world.Watcher: one run by reading its partition after
 // the last commit seen, every run by listing them with keys-only index
 // queries and reading each one's partition so (doc.go, Watching).
-func (w *World) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
+func (w *store) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
 	return func(yield func(world.WatchEvent, error) bool) {
 		if err := p.Validate(); err != nil {
 			yield(world.WatchEvent{}, err)
@@ -88,7 +86,7 @@ func (rw *runWatch) deliver(evs []world.Event, ls int64) error {
 	return nil
 }
 
-func (w *World) watchRun(ctx context.Context, p *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
+func (w *store) watchRun(ctx context.Context, p *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
 	seq, err := world.ParseRunCursor(p.RunID, p.After)
 	if err != nil {
 		return err
@@ -132,7 +130,7 @@ func (w *World) watchRun(ctx context.Context, p *world.WatchParams, yield func(w
 // watchStart places a one-run watch: it reads the commit holding the
 // cursor's event (the newest keyed at or before it, strongly consistent),
 // delivers what of it follows the cursor, and sets the next commit's key.
-func (w *World) watchStart(ctx context.Context, rw *runWatch) error {
+func (w *store) watchStart(ctx context.Context, rw *runWatch) error {
 	items, _, err := w.watchQuery(ctx, rw.p.RunID, commitSK(rw.seq), true)
 	if err != nil {
 		return err
@@ -166,7 +164,7 @@ func (w *World) watchStart(ctx context.Context, rw *runWatch) error {
 // and delivers them while they chain from it (a commit visible before the
 // one it follows is read again next time). more: the look stopped at its
 // batch and there is more to read now.
-func (w *World) watchLook(ctx context.Context, rw *runWatch) (found, more bool, err error) {
+func (w *store) watchLook(ctx context.Context, rw *runWatch) (found, more bool, err error) {
 	items, more, err := w.watchQuery(ctx, rw.p.RunID, commitSK(rw.next), false)
 	if err != nil {
 		return false, false, err
@@ -195,7 +193,7 @@ func (w *World) watchLook(ctx context.Context, rw *runWatch) (found, more bool, 
 
 // watchQuery reads a run's commit items: the newest keyed at or before sk
 // (back, strongly consistent, one item), or up to watchBatch from sk on.
-func (w *World) watchQuery(ctx context.Context, runID, sk string, back bool) ([]item, bool, error) {
+func (w *store) watchQuery(ctx context.Context, runID, sk string, back bool) ([]item, bool, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, false, err
 	}
@@ -230,7 +228,7 @@ func (w *World) watchQuery(ctx context.Context, runID, sk string, back bool) ([]
 
 // watchDecode decodes commit items into their events, claim-checked
 // payloads fetched.
-func (w *World) watchDecode(ctx context.Context, items []item) ([][]world.Event, error) {
+func (w *store) watchDecode(ctx context.Context, items []item) ([][]world.Event, error) {
 	fetched, err := w.cc.fetchCommits(ctx, items)
 	if err != nil {
 		return nil, err

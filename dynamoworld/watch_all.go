@@ -48,7 +48,7 @@ type runRef struct {
 
 // indexRuns lists the runs of one index partition, newest first, down to
 // the creation time since (Unix nanoseconds; 0: all).
-func (w *World) indexRuns(ctx context.Context, index, pkAttr, pk string, since int64) ([]runRef, error) {
+func (w *store) indexRuns(ctx context.Context, index, pkAttr, pk string, since int64) ([]runRef, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (w *World) indexRuns(ctx context.Context, index, pkAttr, pk string, since i
 }
 
 // activeRuns lists the runs pending, running or held.
-func (w *World) activeRuns(ctx context.Context) ([]runRef, error) {
+func (w *store) activeRuns(ctx context.Context) ([]runRef, error) {
 	var out []runRef
 	for _, st := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld} {
 		refs, err := w.indexRuns(ctx, indexStatus, attrG3, "st#"+string(st), 0)
@@ -91,7 +91,7 @@ func (w *World) activeRuns(ctx context.Context) ([]runRef, error) {
 // watchAllCursor is WatchCursor for every run: each run the first look
 // could list (the active ones, and the recent ones, which may have ended)
 // at its newest commit.
-func (w *World) watchAllCursor(ctx context.Context) (string, error) {
+func (w *store) watchAllCursor(ctx context.Context) (string, error) {
 	pos := allPos{T: w.now().UnixNano(), R: map[string]allRun{}}
 	refs, err := w.activeRuns(ctx)
 	if err != nil {
@@ -119,7 +119,7 @@ func (w *World) watchAllCursor(ctx context.Context) (string, error) {
 	return world.EncodeCursor(allKind, pos), nil
 }
 
-func (w *World) watchAll(ctx context.Context, p *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
+func (w *store) watchAll(ctx context.Context, p *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
 	after := p.After
 	if after == "" {
 		var err error
@@ -166,7 +166,7 @@ func (w *World) watchAll(ctx context.Context, p *world.WatchParams, yield func(w
 // allCandidates returns the runs one look reads, in creation order: the
 // active ones, those created since the last look minus watchOverlap, and
 // the tracked ones whose end is not behind.
-func (w *World) allCandidates(ctx context.Context, pos *allPos) ([]runRef, error) {
+func (w *store) allCandidates(ctx context.Context, pos *allPos) ([]runRef, error) {
 	byID := map[string]int64{}
 	active, err := w.activeRuns(ctx)
 	if err != nil {
@@ -197,7 +197,7 @@ func (w *World) allCandidates(ctx context.Context, pos *allPos) ([]runRef, error
 }
 
 // lookAll is one look of an every-run watch.
-func (w *World) lookAll(ctx context.Context, p *world.WatchParams, pos *allPos, yield func(world.WatchEvent, error) bool) (found bool, err error) {
+func (w *store) lookAll(ctx context.Context, p *world.WatchParams, pos *allPos, yield func(world.WatchEvent, error) bool) (found bool, err error) {
 	start := w.now()
 	refs, err := w.allCandidates(ctx, pos)
 	if err != nil {
@@ -224,7 +224,7 @@ func (w *World) lookAll(ctx context.Context, p *world.WatchParams, pos *allPos, 
 
 // lookRun reads one run's commits from its position and delivers their
 // events while they chain.
-func (w *World) lookRun(ctx context.Context, p *world.WatchParams, pos *allPos, id string, yield func(world.WatchEvent, error) bool) (found bool, err error) {
+func (w *store) lookRun(ctx context.Context, p *world.WatchParams, pos *allPos, id string, yield func(world.WatchEvent, error) bool) (found bool, err error) {
 	for {
 		t := pos.R[id]
 		items, more, err := w.watchQuery(ctx, id, commitSK(t.K), false)

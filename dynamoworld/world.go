@@ -21,16 +21,8 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-var (
-	_ world.World    = (*World)(nil)
-	_ world.Consumer = (*World)(nil)
-)
-
-// World is Skein's World on AWS: storage in one DynamoDB table, the queue on
-// SQS, payloads over the claim-check threshold and output streams on S3. It
-// is safe for concurrent use; many Worlds (processes, Lambda instances) may
-// share the same table, queue and bucket.
-type World struct {
+// store is the World's implementation.
+type store struct {
 	cfg    *Config
 	ddb    DynamoDBAPI
 	sqs    SQSAPI
@@ -60,7 +52,7 @@ type World struct {
 	closeFn  context.CancelFunc
 }
 
-func (w *World) runLock(runID string) *sync.Mutex {
+func (w *store) runLock(runID string) *sync.Mutex {
 	h := fnv.New32a()
 	h.Write([]byte(runID))
 	return &w.locks[h.Sum32()%uint32(len(w.locks))]
@@ -71,11 +63,20 @@ func (w *World) runLock(runID string) *sync.Mutex {
 // one does not, and that the table is of this World's SchemaVersion (a
 // *SchemaError when not).
 func New(ctx context.Context, cfg Config) (*World, error) {
+	s, err := newStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newWorld(s), nil
+}
+
+// newStore is New's store.
+func newStore(ctx context.Context, cfg Config) (*store, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	w := &World{
+	w := &store{
 		cfg: c, ddb: c.DynamoDB, sqs: c.SQS, ss: c.Streams,
 		cc:     &claimCheck{s3: c.S3, bucket: c.Bucket, prefix: c.Prefix, threshold: c.ClaimCheckThreshold, retention: c.Retention, stored: map[string]struct{}{}},
 		ids:    world.NewIDSource(c.Now, c.Entropy),
@@ -105,10 +106,8 @@ func New(ctx context.Context, cfg Config) (*World, error) {
 	return w, nil
 }
 
-// Check verifies that the table (with its indexes and of this World's
-// SchemaVersion), the queue and the bucket exist and can be reached. Its
-// errors name the service and the resource.
-func (w *World) Check(ctx context.Context) error {
+// Check is World.Check.
+func (w *store) Check(ctx context.Context) error {
 	var errs []error
 	t, err := w.ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(w.cfg.Table)})
 	switch {
@@ -147,17 +146,16 @@ func (w *World) Check(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Config returns the World's configuration, defaults applied.
-func (w *World) Config() Config { return *w.cfg }
+// Config is World.Config.
+func (w *store) Config() Config { return *w.cfg }
 
-// Limits returns the limits the World enforces on every run (Config.Limits
-// with defaults).
-func (w *World) Limits() world.Limits { return w.cfg.Limits }
+// Limits is World.Limits.
+func (w *store) Limits() world.Limits { return w.cfg.Limits }
 
 // Close stops the World from accepting calls and waits for those in flight,
 // a Receive's long poll included (up to its wait: see Receive). It deletes
 // nothing. Closing twice is not an error.
-func (w *World) Close() error {
+func (w *store) Close() error {
 	if !w.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -170,7 +168,7 @@ func (w *World) Close() error {
 	return nil
 }
 
-func (w *World) enter(ctx context.Context) error {
+func (w *store) enter(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -182,11 +180,11 @@ func (w *World) enter(ctx context.Context) error {
 	return nil
 }
 
-func (w *World) leave() { w.gate.RUnlock() }
+func (w *store) leave() { w.gate.RUnlock() }
 
 // now reads the clock as the World records time: UTC, no monotonic reading,
 // so that what it returns equals what it later reads back.
-func (w *World) now() time.Time { return w.cfg.Now().UTC().Round(0) }
+func (w *store) now() time.Time { return w.cfg.Now().UTC().Round(0) }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", world.ErrInvalid, fmt.Sprintf(format, args...))
@@ -204,28 +202,27 @@ type statCounters struct {
 	read, written float64
 }
 
-// ReportCapacity makes every DynamoDB request ask for its consumed capacity
-// (ReturnConsumedCapacity TOTAL), added up in Stats. For benchmarks.
-func (w *World) ReportCapacity() { w.capacity = true }
+// ReportCapacity is World.ReportCapacity.
+func (w *store) ReportCapacity() { w.capacity = true }
 
-// Stats returns the capacity consumed so far (see ReportCapacity).
-func (w *World) Stats() Stats {
+// Stats is World.Stats.
+func (w *store) Stats() Stats {
 	w.stats.mu.Lock()
 	defer w.stats.mu.Unlock()
 	return Stats{ReadCapacity: w.stats.read, WriteCapacity: w.stats.written}
 }
 
-func (w *World) countRead(cc ...*types.ConsumedCapacity) {
+func (w *store) countRead(cc ...*types.ConsumedCapacity) {
 	w.count(false, cc)
 }
 
-func (w *World) countReads(cc []types.ConsumedCapacity) {
+func (w *store) countReads(cc []types.ConsumedCapacity) {
 	for i := range cc {
 		w.count(false, []*types.ConsumedCapacity{&cc[i]})
 	}
 }
 
-func (w *World) countWrite(cc ...types.ConsumedCapacity) {
+func (w *store) countWrite(cc ...types.ConsumedCapacity) {
 	ptrs := make([]*types.ConsumedCapacity, len(cc))
 	for i := range cc {
 		ptrs[i] = &cc[i]
@@ -233,7 +230,7 @@ func (w *World) countWrite(cc ...types.ConsumedCapacity) {
 	w.count(true, ptrs)
 }
 
-func (w *World) count(write bool, cc []*types.ConsumedCapacity) {
+func (w *store) count(write bool, cc []*types.ConsumedCapacity) {
 	var sum float64
 	for _, c := range cc {
 		if c == nil {

@@ -41,7 +41,7 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return worldtest.Subject{World: w, Consumer: w, Clock: clock}
+		return worldtest.Subject{World: w, Consumer: w.(world.Consumer), Clock: clock}
 	}, Sealed: true})
 }
 
@@ -146,7 +146,7 @@ func TestWatchOpensEvents(t *testing.T) {
 	if _, err := w.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunCreated{WorkflowName: "wf", Input: json.RawMessage(`"card 4242"`)}}}}); err != nil {
 		t.Fatal(err)
 	}
-	for we, err := range w.Watch(ctx, &world.WatchParams{RunID: run}) {
+	for we, err := range w.(world.Watcher).Watch(ctx, &world.WatchParams{RunID: run}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestListingToleratesUnreadableRuns(t *testing.T) {
 	cur, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, "k2", map[string][]byte{"k2": key(2)})})
 	const r1, r2 = "wrun_01JABCDEFGHJKMNPQRSTVWXYZ2", "wrun_01JABCDEFGHJKMNPQRSTVWXYZ3"
 	for _, c := range []struct {
-		w  *encrypt.World
+		w  world.World
 		id string
 	}{{old, r1}, {cur, r2}} {
 		if _, err := c.w.Append(ctx, &world.AppendParams{RunID: c.id, Events: []world.EventInput{{Data: &world.RunCreated{WorkflowName: "wf", Input: json.RawMessage(`"x"`)}}}}); err != nil {

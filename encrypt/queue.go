@@ -10,13 +10,13 @@ import (
 
 // Queue messages name runs and steps only: they pass through.
 
-func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
+func (w *sealedWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
 	return w.inner.Enqueue(ctx, p)
 }
 
 var errNotConsumer = errors.New("encrypt: the wrapped World is not a queue consumer")
 
-func (w *World) consumer() (world.Consumer, error) {
+func (w *sealedWorld) consumer() (world.Consumer, error) {
 	c, ok := w.inner.(world.Consumer)
 	if !ok {
 		return nil, fmt.Errorf("%w (%T)", errNotConsumer, w.inner)
@@ -24,7 +24,7 @@ func (w *World) consumer() (world.Consumer, error) {
 	return c, nil
 }
 
-func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
+func (w *sealedWorld) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
 	c, err := w.consumer()
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 	return c.Receive(ctx, p)
 }
 
-func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
+func (w *sealedWorld) Ack(ctx context.Context, p *world.AckParams) error {
 	c, err := w.consumer()
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
 	return c.Ack(ctx, p)
 }
 
-func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
+func (w *sealedWorld) Release(ctx context.Context, p *world.ReleaseParams) error {
 	c, err := w.consumer()
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
 	return c.Release(ctx, p)
 }
 
-func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
+func (w *sealedWorld) Extend(ctx context.Context, p *world.ExtendParams) error {
 	c, err := w.consumer()
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
 
 // Streams: each chunk sealed on its own with the run's data key.
 
-func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
+func (w *sealedWorld) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
 	k, err := w.runKey(ctx, p.RunID)
 	if err != nil && !errors.Is(err, world.ErrNotFound) {
 		return err
@@ -76,7 +76,7 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 	return w.inner.WriteStream(ctx, &q)
 }
 
-func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+func (w *sealedWorld) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
 	page, err := w.inner.ReadStream(ctx, p)
 	if err != nil {
 		return nil, err
@@ -100,14 +100,14 @@ func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*wor
 	return &out, nil
 }
 
-func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
+func (w *sealedWorld) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
 	return w.inner.CloseStream(ctx, p)
 }
 
-func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
+func (w *sealedWorld) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
 	return w.inner.StreamInfo(ctx, p)
 }
 
-func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
+func (w *sealedWorld) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
 	return w.inner.ListStreams(ctx, p)
 }

@@ -8,7 +8,7 @@ import (
 
 // noteSealed records why a payload sealed with keyID stays sealed
 // (Config.LeaveSealed).
-func (w *World) noteSealed(keyID string, err error) {
+func (w *sealedWorld) noteSealed(keyID string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.sealedWhy == nil {
@@ -21,7 +21,7 @@ func (w *World) noteSealed(keyID string, err error) {
 // sealed (Config.LeaveSealed): the latest such *KeyError, which matches
 // ErrNoSuchKey when the keyring has no key keyID and ErrWrongKey when it
 // has one that does not open the data; nil when no read left one sealed.
-func (w *World) SealedReason(keyID string) error {
+func (w *sealedWorld) SealedReason(keyID string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sealedWhy[keyID]
@@ -31,7 +31,7 @@ func (w *World) SealedReason(keyID string) error {
 // sealed (Config.LeaveSealed): like the package's Describe, with the
 // reason this World's keys did not open it: no key with its ID, or a key
 // with that ID that does not open it.
-func (w *World) Describe(payload []byte) string {
+func (w *sealedWorld) Describe(payload []byte) string {
 	id, ok := SealedKeyID(payload)
 	if !ok {
 		return string(payload)
@@ -41,7 +41,7 @@ func (w *World) Describe(payload []byte) string {
 
 // DescribeKey is Describe for data sealed with key keyID (a stream whose
 // chunks stayed sealed, say): "[encrypted with key "k1"; why]".
-func (w *World) DescribeKey(keyID string) string {
+func (w *sealedWorld) DescribeKey(keyID string) string {
 	return sealmark.Note(keyID, sealedCause(w.SealedReason(keyID)))
 }
 

@@ -43,7 +43,8 @@ func TestSealedReason(t *testing.T) {
 			for id := range tc.keys {
 				current = id
 			}
-			reader, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, current, tc.keys), LeaveSealed: true})
+			rw, _ := encrypt.Wrap(lw, encrypt.Config{Keys: keyring(t, current, tc.keys), LeaveSealed: true})
+			reader := rw.(sealReader) // what Wrap documents for tools
 			if err := reader.SealedReason("k1"); err != nil {
 				t.Fatalf("SealedReason before any read = %v", err)
 			}
@@ -62,4 +63,13 @@ func TestSealedReason(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sealReader is what Wrap documents of its World for tools that show
+// payloads left sealed.
+type sealReader interface {
+	world.World
+	SealedReason(keyID string) error
+	Describe(payload []byte) string
+	DescribeKey(keyID string) string
 }

@@ -12,7 +12,7 @@ import (
 // with its payloads opened again. A run_created draws the run's data key.
 // What the World committed is opened with the key it was sealed with, so
 // that a commit is never reported as an error after the fact.
-func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+func (w *sealedWorld) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
 	k, created, err := w.appendKey(ctx, p)
 	if err != nil {
 		return nil, err
@@ -35,7 +35,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 
 // appendKey is the data key p's events are sealed with: a new one when they
 // create the run, else the run's own (nil for a run in clear).
-func (w *World) appendKey(ctx context.Context, p *world.AppendParams) (k *runKey, created bool, err error) {
+func (w *sealedWorld) appendKey(ctx context.Context, p *world.AppendParams) (k *runKey, created bool, err error) {
 	for _, ev := range p.Events {
 		if _, ok := ev.Data.(*world.RunCreated); ok {
 			k, err = w.newRunKey(ctx)
@@ -51,7 +51,7 @@ func (w *World) appendKey(ctx context.Context, p *world.AppendParams) (k *runKey
 
 // openResult opens what a commit of events sealed with k (nil: in clear)
 // returned.
-func (w *World) openResult(res *world.AppendResult, k *runKey) (*world.AppendResult, error) {
+func (w *sealedWorld) openResult(res *world.AppendResult, k *runKey) (*world.AppendResult, error) {
 	out := *res
 	var err error
 	if res.Run != nil {
@@ -78,7 +78,7 @@ func (w *World) openResult(res *world.AppendResult, k *runKey) (*world.AppendRes
 
 // AppendFits is the wrapped World's limit for the events as they will be
 // stored, sealed (sized with a stand-in key: no data key is drawn).
-func (w *World) AppendFits(events []world.EventInput) int {
+func (w *sealedWorld) AppendFits(events []world.EventInput) int {
 	if _, ok := w.inner.(world.AppendLimiter); !ok {
 		return len(events)
 	}
@@ -86,7 +86,7 @@ func (w *World) AppendFits(events []world.EventInput) int {
 }
 
 // GetRun returns the run with its input and output opened.
-func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
+func (w *sealedWorld) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
 	r, err := w.inner.GetRun(ctx, p)
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, 
 // hide the others (GetRun of it is the *KeyError). A run whose payloads
 // are damaged (ErrTampered) fails the listing: nothing is listed as data
 // that the run's key did not seal.
-func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+func (w *sealedWorld) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	page, err := w.inner.ListRuns(ctx, p)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 }
 
 // GetStep returns the step with its input and output opened.
-func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
+func (w *sealedWorld) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
 	s, err := w.inner.GetStep(ctx, p)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 }
 
 // ListSteps lists steps with their inputs and outputs opened.
-func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
+func (w *sealedWorld) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
 	page, err := w.inner.ListSteps(ctx, p)
 	if err != nil {
 		return nil, err
@@ -149,17 +149,17 @@ func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 }
 
 // ListEvents lists events with their payloads opened.
-func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+func (w *sealedWorld) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
 	return w.openPage(ctx, func() (*world.Page[world.Event], error) { return w.inner.ListEvents(ctx, p) })
 }
 
 // ListEventsByCorrelation lists one step's, hook's or wait's events with
 // their payloads opened.
-func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
+func (w *sealedWorld) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
 	return w.openPage(ctx, func() (*world.Page[world.Event], error) { return w.inner.ListEventsByCorrelation(ctx, p) })
 }
 
-func (w *World) openPage(ctx context.Context, list func() (*world.Page[world.Event], error)) (*world.Page[world.Event], error) {
+func (w *sealedWorld) openPage(ctx context.Context, list func() (*world.Page[world.Event], error)) (*world.Page[world.Event], error) {
 	page, err := list()
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (w *World) openPage(ctx context.Context, list func() (*world.Page[world.Eve
 }
 
 // RenewStepLease renews a step's lease; the step comes back opened.
-func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
+func (w *sealedWorld) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
 	s, err := w.inner.RenewStepLease(ctx, p)
 	if err != nil {
 		return nil, err
@@ -184,29 +184,29 @@ func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParam
 
 // Hooks, waits and leases carry no payload: the wrapped World's own.
 
-func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
+func (w *sealedWorld) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
 	return w.inner.GetHook(ctx, p)
 }
 
-func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
+func (w *sealedWorld) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
 	return w.inner.GetHookByToken(ctx, p)
 }
 
-func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
+func (w *sealedWorld) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
 	return w.inner.ListHooks(ctx, p)
 }
 
-func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+func (w *sealedWorld) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	return w.inner.AcquireRunLease(ctx, p)
 }
 
-func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+func (w *sealedWorld) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	return w.inner.RenewRunLease(ctx, p)
 }
 
-func (w *World) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+func (w *sealedWorld) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
 	return w.inner.ReleaseRunLease(ctx, p)
 }
 
 // Close closes the wrapped World.
-func (w *World) Close() error { return w.inner.Close() }
+func (w *sealedWorld) Close() error { return w.inner.Close() }

@@ -139,7 +139,7 @@ func appendAll(t *testing.T, w world.World, run string, evs ...world.EventInput)
 	}
 }
 
-func reader(t *testing.T, inner world.World, keys encrypt.Keyring) *encrypt.World {
+func reader(t *testing.T, inner world.World, keys encrypt.Keyring) world.World {
 	t.Helper()
 	w, err := encrypt.Wrap(inner, encrypt.Config{Keys: keys})
 	if err != nil {

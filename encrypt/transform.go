@@ -41,7 +41,7 @@ func sealEvents(runID string, k *runKey, events []world.EventInput) ([]world.Eve
 }
 
 // raw opens a payload into a json.RawMessage; an empty plaintext is none.
-func (w *World) raw(runID string, k *runKey, at place, b json.RawMessage, required bool) (json.RawMessage, error) {
+func (w *sealedWorld) raw(runID string, k *runKey, at place, b json.RawMessage, required bool) (json.RawMessage, error) {
 	p, err := w.open(runID, k, at, b, required)
 	if err != nil || len(p) == 0 {
 		return nil, err
@@ -51,7 +51,7 @@ func (w *World) raw(runID string, k *runKey, at place, b json.RawMessage, requir
 
 // eventKey is the data key of ev's run: from ev itself when it is the
 // run's run_created (its key record), else the run's.
-func (w *World) eventKey(ctx context.Context, ev *world.Event) (*runKey, error) {
+func (w *sealedWorld) eventKey(ctx context.Context, ev *world.Event) (*runKey, error) {
 	if d, ok := ev.Data.(*world.RunCreated); ok {
 		return w.keyOf(ctx, ev.RunID, d.Input, d.ExecutionContext)
 	}
@@ -60,7 +60,7 @@ func (w *World) eventKey(ctx context.Context, ev *world.Event) (*runKey, error) 
 
 // openEvent returns ev with its payload opened (a copy when it was
 // sealed). Every payload event of a sealed run carries a sealed payload.
-func (w *World) openEvent(ctx context.Context, ev *world.Event) (*world.Event, error) {
+func (w *sealedWorld) openEvent(ctx context.Context, ev *world.Event) (*world.Event, error) {
 	if ev == nil {
 		return nil, nil
 	}
@@ -78,7 +78,7 @@ func (w *World) openEvent(ctx context.Context, ev *world.Event) (*world.Event, e
 }
 
 // openEventWith is openEvent with the run's key k known.
-func (w *World) openEventWith(ev *world.Event, k *runKey) (*world.Event, error) {
+func (w *sealedWorld) openEventWith(ev *world.Event, k *runKey) (*world.Event, error) {
 	at, p, ok := payloadOf(ev.CorrelationID, ev.Data)
 	if !ok || k == nil {
 		return ev, nil
@@ -112,7 +112,7 @@ func plainDigest(k *runKey, input []byte, keyed string) string {
 	return plain[:min(len(keyed), len(plain))]
 }
 
-func (w *World) openEvents(ctx context.Context, evs []world.Event) ([]world.Event, error) {
+func (w *sealedWorld) openEvents(ctx context.Context, evs []world.Event) ([]world.Event, error) {
 	var out []world.Event
 	for i := range evs {
 		ev, err := w.openEvent(ctx, &evs[i])
@@ -135,7 +135,7 @@ func (w *World) openEvents(ctx context.Context, evs []world.Event) ([]world.Even
 
 // openRun returns r with its input and output opened, and without the
 // marker its execution context carries (the run's key record is r's own).
-func (w *World) openRun(ctx context.Context, r *world.Run) (*world.Run, error) {
+func (w *sealedWorld) openRun(ctx context.Context, r *world.Run) (*world.Run, error) {
 	if r == nil {
 		return nil, nil
 	}
@@ -150,7 +150,7 @@ func (w *World) openRun(ctx context.Context, r *world.Run) (*world.Run, error) {
 }
 
 // openRunWith is openRun with the run's key k known.
-func (w *World) openRunWith(r *world.Run, k *runKey) (*world.Run, error) {
+func (w *sealedWorld) openRunWith(r *world.Run, k *runKey) (*world.Run, error) {
 	if k == nil {
 		return r, nil
 	}
@@ -167,7 +167,7 @@ func (w *World) openRunWith(r *world.Run, k *runKey) (*world.Run, error) {
 }
 
 // openStep returns s with its input and output opened.
-func (w *World) openStep(ctx context.Context, s *world.Step) (*world.Step, error) {
+func (w *sealedWorld) openStep(ctx context.Context, s *world.Step) (*world.Step, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -182,7 +182,7 @@ func (w *World) openStep(ctx context.Context, s *world.Step) (*world.Step, error
 }
 
 // openStepWith is openStep with the run's key k known.
-func (w *World) openStepWith(s *world.Step, k *runKey) (*world.Step, error) {
+func (w *sealedWorld) openStepWith(s *world.Step, k *runKey) (*world.Step, error) {
 	if k == nil {
 		return s, nil
 	}

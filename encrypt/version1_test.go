@@ -46,7 +46,7 @@ func TestVersion1RunsStillOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Wrap(lw, Config{Keys: keys})
+	w, err := wrapSealed(lw, Config{Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +106,13 @@ func TestVersion1RunsStillOpen(t *testing.T) {
 	if !errors.Is(err, ErrTampered) {
 		t.Fatalf("a version-1 payload in a version-2 run: %v, want ErrTampered", err)
 	}
+}
+
+// wrapSealed is Wrap, for tests of the wrapper's own methods.
+func wrapSealed(w world.World, cfg Config) (*sealedWorld, error) {
+	ww, err := Wrap(w, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return ww.(*sealedWorld), nil
 }

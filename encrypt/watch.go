@@ -10,11 +10,11 @@ import (
 // The wrapper is a world.Watcher: the wrapped World's own watcher (pushed
 // on the local world) when it has one, else polling through the wrapper's
 // reads; either way the events come out opened.
-var _ world.Watcher = (*World)(nil)
+var _ world.Watcher = (*sealedWorld)(nil)
 
 // Watch yields the wrapped World's events as they commit, their payloads
 // opened.
-func (w *World) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
+func (w *sealedWorld) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
 	inner, ok := w.inner.(world.Watcher)
 	if !ok {
 		return (&world.Poller{Storage: w}).Watch(ctx, p)
@@ -36,7 +36,7 @@ func (w *World) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world
 
 // WatchCursor is the wrapped World's (or the poller's) cursor of the
 // present.
-func (w *World) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
+func (w *sealedWorld) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
 	if inner, ok := w.inner.(world.Watcher); ok {
 		return inner.WatchCursor(ctx, p)
 	}

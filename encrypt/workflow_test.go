@@ -81,7 +81,7 @@ func TestNoPlaintextInTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wk := serve(t, w, w)
+	wk := serve(t, w, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	run, err := secretFlow.Start(ctx, wk.Client(), marker)

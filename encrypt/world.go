@@ -28,10 +28,10 @@ type Config struct {
 	LeaveSealed bool
 }
 
-// World is a world.World whose payloads are sealed in the World it wraps.
-// Each method of world.World and world.Consumer is the wrapped World's, with
-// the payloads it writes sealed and those it reads opened.
-type World struct {
+// sealedWorld is a world.World whose payloads are sealed in the World it
+// wraps. Each method of world.World and world.Consumer is the wrapped
+// World's, with the payloads it writes sealed and those it reads opened.
+type sealedWorld struct {
 	inner       world.World
 	keys        Keyring
 	log         *slog.Logger
@@ -48,13 +48,25 @@ type World struct {
 }
 
 var (
-	_ world.World         = (*World)(nil)
-	_ world.Consumer      = (*World)(nil)
-	_ world.AppendLimiter = (*World)(nil)
+	_ world.World         = (*sealedWorld)(nil)
+	_ world.Consumer      = (*sealedWorld)(nil)
+	_ world.AppendLimiter = (*sealedWorld)(nil)
 )
 
-// Wrap returns w with its payloads sealed by cfg.Keys.
-func Wrap(w world.World, cfg Config) (*World, error) {
+// Wrap returns w with its payloads sealed by cfg.Keys: a world.World whose
+// methods are w's, with the payloads they write sealed and those they read
+// opened. It is also a world.Consumer (the wrapped World's queue; a
+// Receive fails when w is none) and a world.Watcher (w's watch, or a
+// poller), so a Worker takes it as its World and Consumer alike.
+//
+// For tools that show runs whose payloads a read left sealed
+// (Config.LeaveSealed), the World also has these methods, reached by a
+// type assertion to an interface that names them:
+//
+//	Describe(payload []byte) string  // a payload left sealed, and why
+//	DescribeKey(keyID string) string // the same for a key ID
+//	SealedReason(keyID string) error // why keyID's payloads stayed sealed (nil: none did)
+func Wrap(w world.World, cfg Config) (world.World, error) {
 	if w == nil {
 		return nil, errors.New("encrypt: no World to wrap")
 	}
@@ -67,24 +79,24 @@ func Wrap(w world.World, cfg Config) (*World, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &World{inner: w, keys: cfg.Keys, log: cfg.Logger, leaveSealed: cfg.LeaveSealed, cache: map[string]*runKey{}, size: cfg.CacheSize}, nil
+	return &sealedWorld{inner: w, keys: cfg.Keys, log: cfg.Logger, leaveSealed: cfg.LeaveSealed, cache: map[string]*runKey{}, size: cfg.CacheSize}, nil
 }
 
 // Unwrap returns the wrapped World.
-func (w *World) Unwrap() world.World { return w.inner }
+func (w *sealedWorld) Unwrap() world.World { return w.inner }
 
 // Limits returns the wrapped World's limits (runrules.LimitsOf), which it
 // judges on the sealed payloads.
-func (w *World) Limits() world.Limits { return runrules.LimitsOf(w.inner) }
+func (w *sealedWorld) Limits() world.Limits { return runrules.LimitsOf(w.inner) }
 
-func (w *World) cached(runID string) (*runKey, bool) {
+func (w *sealedWorld) cached(runID string) (*runKey, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k, ok := w.cache[runID]
 	return k, ok
 }
 
-func (w *World) remember(runID string, k *runKey) {
+func (w *sealedWorld) remember(runID string, k *runKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.cache[runID]; !ok {
@@ -104,7 +116,7 @@ func (w *World) remember(runID string, k *runKey) {
 // of the payload being read. The key is the one the input's envelope
 // wraps, and only once the input opens under it at its place: a record
 // carrying another run's key, or damaged, is an error that caches nothing.
-func (w *World) keyOf(ctx context.Context, runID string, input, ec json.RawMessage) (*runKey, error) {
+func (w *sealedWorld) keyOf(ctx context.Context, runID string, input, ec json.RawMessage) (*runKey, error) {
 	if k, ok := w.cached(runID); ok {
 		return k, nil
 	}
@@ -148,7 +160,7 @@ func (w *World) keyOf(ctx context.Context, runID string, input, ec json.RawMessa
 
 // runKey returns the run's data key (keyOf), reading the run from the
 // wrapped World when the key is not cached.
-func (w *World) runKey(ctx context.Context, runID string) (*runKey, error) {
+func (w *sealedWorld) runKey(ctx context.Context, runID string) (*runKey, error) {
 	if k, ok := w.cached(runID); ok {
 		return k, nil
 	}
@@ -160,7 +172,7 @@ func (w *World) runKey(ctx context.Context, runID string) (*runKey, error) {
 }
 
 // newRunKey draws the data key of a run being created.
-func (w *World) newRunKey(ctx context.Context) (*runKey, error) {
+func (w *sealedWorld) newRunKey(ctx context.Context) (*runKey, error) {
 	raw, wrapped, id, err := w.keys.NewDataKey(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt: new data key: %w", err)
@@ -175,7 +187,7 @@ func (w *World) newRunKey(ctx context.Context) (*runKey, error) {
 // open opens b, the payload of runID at p, with the run's key k (nil: a
 // run in clear, whose payloads are returned as stored, whatever their
 // shape). required: see openPayload.
-func (w *World) open(runID string, k *runKey, p place, b []byte, required bool) ([]byte, error) {
+func (w *sealedWorld) open(runID string, k *runKey, p place, b []byte, required bool) ([]byte, error) {
 	if k == nil {
 		return b, nil
 	}
@@ -185,7 +197,7 @@ func (w *World) open(runID string, k *runKey, p place, b []byte, required bool) 
 // leave decides what a read that met err returns: with LeaveSealed, a key
 // this World does not have (or has other bytes for) leaves the payloads
 // as stored (true); damage never does.
-func (w *World) leave(err error) bool {
+func (w *sealedWorld) leave(err error) bool {
 	var ke *KeyError
 	if !w.leaveSealed || !errors.As(err, &ke) || errors.Is(err, ErrTampered) {
 		return false

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/client"
-	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
@@ -83,7 +82,7 @@ func TestEnvelopeShapedPayloadInClearRun(t *testing.T) {
 	if _, err := c.ResumeHook(ctx, "tok-clear", a.Output); err != nil {
 		t.Fatalf("ResumeHook of an envelope-shaped payload into a run in clear: %v", err)
 	}
-	for _, r := range []*encrypt.World{ew, reader(t, tw, keys)} {
+	for _, r := range []world.World{ew, reader(t, tw, keys)} {
 		evs, err := runrules.AllEvents(ctx, r, runB)
 		if err != nil {
 			t.Fatalf("reading the run in clear: %v", err)

@@ -21,7 +21,7 @@ import (
 // for its context to end: the executor's Worker is stopped at that point,
 // mid-delivery, and releases the message.
 type stallWorld struct {
-	*encrypt.World
+	queueWorld
 	reached chan struct{}
 }
 
@@ -36,11 +36,16 @@ func (s stallWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world
 
 // oneWorker runs a one-goroutine worker on w (its World and Consumer) with
 // MaxDeliveries 3 until stop is called (which waits for it to return).
-func oneWorker(t *testing.T, w interface {
+// queueWorld is a World with its queue's consumer, as encrypt.Wrap's of a
+// localworld.World is.
+type queueWorld interface {
 	world.World
 	world.Consumer
-}, log *slog.Logger) (stop func()) {
+}
+
+func oneWorker(t *testing.T, ww world.World, log *slog.Logger) (stop func()) {
 	t.Helper()
+	w := ww.(queueWorld)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -121,7 +126,7 @@ func TestWrongKeyStoppedDeliveriesNeverCount(t *testing.T) {
 
 	// Two wrong-key executors, each stopped while it sends the message back.
 	for range 2 {
-		sw := stallWorld{World: bad, reached: make(chan struct{}, 1)}
+		sw := stallWorld{queueWorld: bad.(queueWorld), reached: make(chan struct{}, 1)}
 		stopBad := oneWorker(t, sw, nil)
 		select {
 		case <-sw.reached:

@@ -40,11 +40,11 @@ func (s *syncBuf) String() string {
 
 // keyWorker runs a worker on w with a tiny MaxDeliveries and fast retries
 // until stop is called (which waits for it to return).
-func keyWorker(t *testing.T, w *encrypt.World, log *slog.Logger) (stop func()) {
+func keyWorker(t *testing.T, w world.World, log *slog.Logger) (stop func()) {
 	t.Helper()
 	reg := workflow.NewRegistry().MustRegister(waitFlow)
 	wk, err := worker.New(worker.Config{
-		World: w, Consumer: w, Registry: reg, Logger: log, PollWait: 10 * time.Millisecond,
+		World: w, Registry: reg, Logger: log, PollWait: 10 * time.Millisecond,
 		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
 		Engine: worker.EngineOptions{MaxDeliveries: 3,
 			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},

@@ -22,8 +22,8 @@ import (
 // the key at ERROR, and a function with the right key then ends the run.
 func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 	t.Parallel()
-	seal := func(b byte) func(world.World) *encrypt.World {
-		return func(w world.World) *encrypt.World {
+	seal := func(b byte) func(world.World) world.World {
+		return func(w world.World) world.World {
 			keys, err := encrypt.NewLocalKeys("k1", map[string][]byte{"k1": bytes.Repeat([]byte{b}, encrypt.DataKeySize)})
 			if err != nil {
 				t.Fatal(err)

@@ -266,7 +266,7 @@ func TestSIGKILLDurability(t *testing.T) {
 			if left := compactLeftovers(path); len(left) > 0 {
 				t.Fatalf("Open left %v", left)
 			}
-			if got := fmt.Sprintf("%T", w.kv); got != "*localworld.logStore" {
+			if got := fmt.Sprintf("%T", w.s.kv); got != "*localworld.logStore" {
 				t.Fatalf("reopened as %s", got)
 			}
 			for runID, want := range maxSeq {

@@ -8,7 +8,7 @@ import (
 )
 
 // GetStep returns a step of a run, or world.ErrNotFound.
-func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
+func (w *store) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
 	if p == nil || p.RunID == "" || p.StepID == "" {
 		return nil, invalid("run and step IDs required")
 	}
@@ -29,7 +29,7 @@ func (w *World) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 
 // ListSteps lists a run's steps in creation order (the order of their
 // step_created events).
-func (w *World) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
+func (w *store) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world.Page[world.Step], error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -95,7 +95,7 @@ type storedHook struct {
 }
 
 // GetHook returns an active hook, or world.ErrNotFound.
-func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
+func (w *store) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hook, error) {
 	if p == nil || p.HookID == "" {
 		return nil, invalid("hook ID required")
 	}
@@ -116,7 +116,7 @@ func (w *World) GetHook(ctx context.Context, p *world.GetHookParams) (*world.Hoo
 
 // GetHookByToken returns the active hook holding a token, or
 // world.ErrNotFound.
-func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
+func (w *store) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParams) (*world.Hook, error) {
 	if p == nil || p.Token == "" {
 		return nil, invalid("token required")
 	}
@@ -137,7 +137,7 @@ func (w *World) GetHookByToken(ctx context.Context, p *world.GetHookByTokenParam
 
 // ListHooks lists active hooks in creation order: all of them by creation
 // time, or one run's by the sequence number of their hook_created events.
-func (w *World) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
+func (w *store) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world.Page[world.Hook], error) {
 	if p == nil {
 		p = &world.ListHooksParams{}
 	}

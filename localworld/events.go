@@ -10,7 +10,7 @@ import (
 // ListEvents lists a run's events in sequence order (reverse with
 // Descending). The cursor of the last page resumes exactly after its last
 // event, so a reader polling with it gets every event appended since.
-func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+func (w *store) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -33,7 +33,7 @@ func (w *World) ListEvents(ctx context.Context, p *world.ListEventsParams) (*wor
 // ListEventsByCorrelation lists the events of one step, hook or wait in
 // sequence order. Without a RunID it lists the correlation ID's events in
 // every run (run by run).
-func (w *World) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
+func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEventsByCorrelationParams) (*world.Page[world.Event], error) {
 	if p == nil || p.CorrelationID == "" {
 		return nil, invalid("correlation ID required")
 	}

@@ -21,7 +21,7 @@ func TestLogCompaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "world.db")
 	cfg := Config{Path: path, Sync: SyncBatch, compactMin: 64 << 10}
 	w := mustOpen(t, cfg)
-	s := w.kv.(*logStore)
+	s := w.s.kv.(*logStore)
 	ctx := context.Background()
 
 	// Four writers: events that stay (live data grows) and leases renewed
@@ -63,7 +63,7 @@ func TestLogCompaction(t *testing.T) {
 		t.Fatalf("log of %d bytes for %d live bytes after compacting", end, live)
 	}
 	checkRuns(t, w, counts)
-	want := dumpKV(t, w.kv)
+	want := dumpKV(t, w.s.kv)
 
 	_ = w.Close()
 	if left := compactLeftovers(path); len(left) > 0 {
@@ -73,7 +73,7 @@ func TestLogCompaction(t *testing.T) {
 		t.Fatalf("the file has no snapshot: header %+v, %d commit records", h, len(recs))
 	}
 	w = mustOpen(t, cfg)
-	got := dumpKV(t, w.kv)
+	got := dumpKV(t, w.s.kv)
 	// Open expires the leases (the previous owner is gone): same keys,
 	// new values.
 	for k := range want {
@@ -98,7 +98,7 @@ func TestLogCloseDuringCompaction(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "world.db")
 	cfg := Config{Path: path, compactMin: 1 << 20}
 	w := mustOpen(t, cfg)
-	s := w.kv.(*logStore)
+	s := w.s.kv.(*logStore)
 	ctx := context.Background()
 	id := newRun(t, w, "wf")
 	// Live data worth a few snapshot records, so a snapshot takes a while.
@@ -172,7 +172,7 @@ func TestLogCompactionKeepsSymlink(t *testing.T) {
 	}
 	cfg := Config{Path: link, Sync: SyncNone, compactMin: 16 << 10}
 	w := mustOpen(t, cfg)
-	s := w.kv.(*logStore)
+	s := w.s.kv.(*logStore)
 	ctx := context.Background()
 	id := testIDs.New(world.PrefixRun)
 	if _, err := w.Append(ctx, &world.AppendParams{RunID: id, Events: []world.EventInput{ev("", &world.RunCreated{WorkflowName: "wf"})}}); err != nil {

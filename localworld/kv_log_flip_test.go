@@ -142,7 +142,7 @@ func readAll(t *testing.T, path string, b []byte, cfg Config) (res readResult) {
 	}
 	defer w.Close()
 	data := map[string]string{}
-	err = w.kv.view(func(tx kvTx) error {
+	err = w.s.kv.view(func(tx kvTx) error {
 		for b := range numBuckets {
 			if err := tx.scan(b, nil, nil, false, func(k, v []byte) bool {
 				data[fmt.Sprintf("%s/%x", b, k)] = string(v)

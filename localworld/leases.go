@@ -30,14 +30,14 @@ func getLease(tx kvTx, runID string) (*runLease, error) {
 	return &l, nil
 }
 
-func (w *World) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {
+func (w *store) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {
 	return p.LeaseTTL(w.cfg.DefaultRunLeaseTTL)
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL. It fails
 // fast with a *world.RefusalError of world.ErrLeaseHeld (Holder, Until)
 // while another owner's lease is unexpired; the holder acquiring again extends its lease.
-func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+func (w *store) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	return w.setRunLease(ctx, p, func(cur *runLease, now time.Time) error {
 		if cur != nil && cur.Owner != p.Owner && cur.ExpiresAt.After(now) {
 			return leaseHeld(p.RunID, cur.Owner, cur.ExpiresAt)
@@ -48,7 +48,7 @@ func (w *World) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*
 
 // RenewRunLease extends a lease p.Owner holds and that has not expired;
 // otherwise it fails with world.ErrLeaseLost.
-func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
+func (w *store) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*world.RunLease, error) {
 	return w.setRunLease(ctx, p, func(cur *runLease, now time.Time) error {
 		if cur == nil || cur.Owner != p.Owner || !cur.ExpiresAt.After(now) {
 			return fmt.Errorf("%w: run %s, owner %s", world.ErrLeaseLost, p.RunID, p.Owner)
@@ -59,7 +59,7 @@ func (w *World) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*wo
 
 // setRunLease writes p.Owner's lease on the run until now+TTL, in one
 // update, when check accepts the lease it finds (nil: none) at that time.
-func (w *World) setRunLease(ctx context.Context, p *world.RunLeaseParams, check func(cur *runLease, now time.Time) error) (*world.RunLease, error) {
+func (w *store) setRunLease(ctx context.Context, p *world.RunLeaseParams, check func(cur *runLease, now time.Time) error) (*world.RunLease, error) {
 	ttl, err := w.leaseParams(p)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (w *World) setRunLease(ctx context.Context, p *world.RunLeaseParams, check 
 
 // ReleaseRunLease deletes the lease if p.Owner holds it. Releasing a lease
 // that expired, was taken over or never existed is not an error.
-func (w *World) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
+func (w *store) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
 	if _, err := w.leaseParams(p); err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func putLease(tx kvTx, runID, owner string, expires time.Time) (*world.RunLease,
 // world.ErrNotFound for a missing step and world.ErrConflict when the step is
 // not running p.Attempt. No event is appended: the lease bounds an attempt
 // the log already records.
-func (w *World) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
+func (w *store) RenewStepLease(ctx context.Context, p *world.RenewStepLeaseParams) (*world.Step, error) {
 	switch {
 	case p == nil || p.RunID == "" || p.StepID == "":
 		return nil, invalid("run and step IDs required")
@@ -186,7 +186,7 @@ func staleLease(st *world.Step, now time.Time) bool {
 // or of a failed or cancelled one still compensating) to expire now, in
 // one transaction, and logs what it did. A store with nothing to expire is
 // not written to.
-func (w *World) expireStaleLeases() error {
+func (w *store) expireStaleLeases() error {
 	var runs []string
 	var steps []*world.Step
 	find := func(tx kvTx) error {

@@ -33,7 +33,7 @@ func oldBoltStore(t *testing.T) (string, map[string]string) {
 			mustAppend(t, w, runID, ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: strings.Repeat("x", 200)}))
 		}
 	}
-	want := dumpKV(t, w.kv)
+	want := dumpKV(t, w.s.kv)
 	path := filepath.Join(dir, "old.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -45,7 +45,7 @@ func oldBoltStore(t *testing.T) (string, map[string]string) {
 				return err
 			}
 		}
-		return w.kv.view(func(tx kvTx) error {
+		return w.s.kv.view(func(tx kvTx) error {
 			for b := range numBuckets {
 				bk := btx.Bucket([]byte(bucketNames[b]))
 				var perr error
@@ -98,7 +98,7 @@ func TestMigrateBolt(t *testing.T) {
 		t.Fatal("MigrateBolt changed the bbolt file")
 	}
 	w := mustOpen(t, Config{Path: to})
-	if got := dumpKV(t, w.kv); !maps.Equal(got, want) {
+	if got := dumpKV(t, w.s.kv); !maps.Equal(got, want) {
 		t.Fatalf("the migrated store holds %d entries, want the %d of the original, equal", len(got), len(want))
 	}
 	if left, _ := filepath.Glob(to + ".migrating-*"); len(left) > 0 {
@@ -163,7 +163,7 @@ func TestMigrateBoltDamaged(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: the migrated store does not open: %v", i, err)
 		}
-		got := dumpKV(t, w.kv)
+		got := dumpKV(t, w.s.kv)
 		_ = w.Close()
 		switch {
 		case maps.Equal(got, want):

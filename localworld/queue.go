@@ -52,7 +52,7 @@ func idemExpiryKey(k string, exp time.Time) []byte { return newKey().time(exp).r
 // Enqueue stores a message, visible after p.Delay. With an idempotency key
 // seen within the dedupe window it stores nothing and returns the first
 // message's ID with Duplicate set.
-func (w *World) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
+func (w *store) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.EnqueueResult, error) {
 	switch {
 	case p == nil:
 		return nil, invalid("nil EnqueueParams")
@@ -189,7 +189,7 @@ func putMsg(tx kvTx, m *queueMsg, oldVis []byte) error {
 // and counted as one more attempt. With nothing visible it waits up to p.Wait
 // for an enqueue, a release or a delay to elapse; it returns an empty slice
 // when the wait ends, and world.ErrClosed if the World closes meanwhile.
-func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
+func (w *store) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
 	if p == nil {
 		p = &world.ReceiveParams{}
 	}
@@ -251,6 +251,11 @@ func (w *World) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 // queue waits for and skip the time to it, where Receive would wait on a
 // real timer.
 func (w *World) NextVisible(ctx context.Context) (next time.Time, changed <-chan struct{}, err error) {
+	return w.s.nextVisible(ctx)
+}
+
+// nextVisible is World.NextVisible.
+func (w *store) nextVisible(ctx context.Context) (next time.Time, changed <-chan struct{}, err error) {
 	changed = w.queueChanged()
 	err = w.view(ctx, func(tx kvTx) error {
 		return tx.scan(bQueueVisible, nil, nil, false, func(k, _ []byte) bool {
@@ -269,7 +274,7 @@ func (w *World) NextVisible(ctx context.Context) (next time.Time, changed <-chan
 // receiveOnce delivers the visible messages, or reports the time the next
 // one becomes visible (zero when the queue is empty). A read transaction
 // looks first, so that an idle poll writes nothing.
-func (w *World) receiveOnce(ctx context.Context, n int, vis time.Duration) ([]world.Delivery, time.Time, error) {
+func (w *store) receiveOnce(ctx context.Context, n int, vis time.Duration) ([]world.Delivery, time.Time, error) {
 	for {
 		var next time.Time
 		err := w.view(ctx, func(tx kvTx) error {
@@ -296,7 +301,7 @@ func (w *World) receiveOnce(ctx context.Context, n int, vis time.Duration) ([]wo
 }
 
 // deliver hides up to n visible messages for vis and appends them to out.
-func (w *World) deliver(tx kvTx, n int, vis time.Duration, out *[]world.Delivery) error {
+func (w *store) deliver(tx kvTx, n int, vis time.Duration, out *[]world.Delivery) error {
 	now := w.now()
 	var keys [][]byte
 	err := tx.scan(bQueueVisible, nil, newKey().time(now.Add(time.Nanosecond)), false, func(k, _ []byte) bool {
@@ -371,7 +376,7 @@ func delivered(tx kvTx, r string) (*queueMsg, error) {
 // Ack deletes a delivered message. The receipt must be the message's latest
 // delivery (world.ErrConflict otherwise); an unknown or already acknowledged
 // message is world.ErrNotFound.
-func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
+func (w *store) Ack(ctx context.Context, p *world.AckParams) error {
 	if p == nil {
 		return invalid("nil AckParams")
 	}
@@ -389,7 +394,7 @@ func (w *World) Ack(ctx context.Context, p *world.AckParams) error {
 
 // Release makes a delivered message visible again after p.Delay; its next
 // delivery counts one more attempt.
-func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
+func (w *store) Release(ctx context.Context, p *world.ReleaseParams) error {
 	switch {
 	case p == nil:
 		return invalid("nil ReleaseParams")
@@ -414,7 +419,7 @@ func (w *World) Release(ctx context.Context, p *world.ReleaseParams) error {
 
 // Extend hides a delivered message for p.Visibility from now; the delivery
 // (its receipt and attempt) stays the same.
-func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
+func (w *store) Extend(ctx context.Context, p *world.ExtendParams) error {
 	switch {
 	case p == nil:
 		return invalid("nil ExtendParams")
@@ -439,7 +444,7 @@ func (w *World) Extend(ctx context.Context, p *world.ExtendParams) error {
 // timeout (5 minutes for a worker.Worker) would only delay the restart's
 // recovery. It makes them visible now, each delivery still counted, in one
 // transaction, and logs how many. Messages hidden by a delay stay hidden.
-func (w *World) releaseAbandoned() error {
+func (w *store) releaseAbandoned() error {
 	var held []*queueMsg
 	find := func(tx kvTx) error {
 		held = nil

@@ -126,7 +126,7 @@ func TestQueueDedupe(t *testing.T) {
 			t.Fatalf("after window: %+v", again)
 		}
 		var keys int
-		_ = w.kv.view(func(tx kvTx) error {
+		_ = w.s.kv.view(func(tx kvTx) error {
 			return tx.scan(bQueueIdemExpiry, nil, nil, false, func(_, _ []byte) bool { keys++; return true })
 		})
 		if keys != 2 {

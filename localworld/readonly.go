@@ -209,7 +209,7 @@ func (s *roLogStore) close() error {
 
 // openReadOnly opens the World w over the existing log store at c.Path
 // without its lock (Config.ReadOnly).
-func openReadOnly(w *World, c *Config) (*World, error) {
+func openReadOnly(w *store, c *Config) (*store, error) {
 	fi, err := os.Stat(c.Path)
 	switch {
 	case err != nil:
@@ -239,7 +239,10 @@ func openReadOnly(w *World, c *Config) (*World, error) {
 // process holding the store, a read-only Open fails with the record
 // instead (where flock exists), as Open with the lock does. A World that
 // holds the lock returns nil.
-func (w *World) TornTail() error {
+func (w *World) TornTail() error { return w.s.tornTail() }
+
+// tornTail is World.TornTail.
+func (w *store) tornTail() error {
 	s, ok := w.kv.(*roLogStore)
 	if !ok {
 		return nil

@@ -40,7 +40,7 @@ func TestReadOnlyFollowsWriter(t *testing.T) {
 
 	// Renew a lease until the writer has compacted the log (a new file
 	// renamed over the path) a few times; the reader keeps up.
-	s := w.kv.(*logStore)
+	s := w.s.kv.(*logStore)
 	owner := strings.Repeat("o", 500)
 	for i := 0; s.compactions.Load() < 2; i++ {
 		if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: first, Owner: owner, TTL: time.Hour}); err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // GetRun returns a run, or world.ErrNotFound.
-func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
+func (w *store) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -32,7 +32,7 @@ func (w *World) GetRun(ctx context.Context, p *world.GetRunParams) (*world.Run, 
 // listed newest first; Pagination.Descending does not reverse that. The
 // attribute filter has no index of its own: the runs of the chosen index
 // are read and those without the attribute skipped.
-func (w *World) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
+func (w *store) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.Page[world.Run], error) {
 	if p == nil {
 		p = &world.ListRunsParams{}
 	}

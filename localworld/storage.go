@@ -14,7 +14,7 @@ import (
 // an event sees the effects of the ones before it), calls world.Apply and
 // writes the effect. The first refusal rolls the whole commit back and is
 // returned: a *world.RefusalError names the refused event by its Index.
-func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+func (w *store) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
 	switch {
 	case p == nil:
 		return nil, invalid("nil AppendParams")
@@ -36,7 +36,7 @@ func (w *World) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 	return res, nil
 }
 
-func (w *World) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, error) {
+func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, error) {
 	now := w.now()
 	run, err := getRun(tx, p.RunID)
 	if err != nil {

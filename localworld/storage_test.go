@@ -120,7 +120,7 @@ func TestHooksTokensAndRunEnd(t *testing.T) {
 		if _, err := w.GetHook(ctx, &world.GetHookParams{HookID: h1}); !errors.Is(err, world.ErrNotFound) {
 			t.Fatalf("hook after run end: %v", err)
 		}
-		if err := w.view(ctx, func(tx kvTx) error {
+		if err := w.s.view(ctx, func(tx kvTx) error {
 			wt, err := getWait(tx, a, waitID)
 			if err == nil && wt != nil {
 				err = fmt.Errorf("stored: %+v", wt)
@@ -287,7 +287,7 @@ func TestCorruptRecordIsReported(t *testing.T) {
 		runID := newRun(t, w, "wf")
 		// An event of a type this version does not know, and a run record
 		// that is not JSON.
-		err := w.kv.update(func(tx kvTx) error {
+		err := w.s.kv.update(func(tx kvTx) error {
 			if err := tx.put(bEvents, eventKey(runID, 3), []byte(`{"runId":"x","seq":3,"eventType":"run_exploded"}`)); err != nil {
 				return err
 			}

@@ -67,7 +67,7 @@ func checkStoreFixture(t *testing.T, w *World) {
 	if !slices.Equal(types, fixtureEvents) {
 		t.Fatalf("events %v, want %v", types, fixtureEvents)
 	}
-	if w.cfg.ReadOnly {
+	if w.s.cfg.ReadOnly {
 		return
 	}
 	msgs, err := w.Receive(ctx, &world.ReceiveParams{Max: 10})

@@ -63,7 +63,7 @@ func checkStream(runID, name string) error {
 // WriteStream appends p.Chunks to a stream at contiguous indexes, in one
 // transaction, creating the stream on first write (within
 // Limits.MaxStreams). Writing to a closed stream is world.ErrConflict.
-func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
+func (w *store) WriteStream(ctx context.Context, p *world.WriteStreamParams) error {
 	if p == nil {
 		return invalid("nil WriteStreamParams")
 	}
@@ -112,7 +112,7 @@ func (w *World) WriteStream(ctx context.Context, p *world.WriteStreamParams) err
 // streams in the transaction that would create this one (stopping at the
 // bound), so writers can never pass it together; a run's existing streams
 // cost nothing more.
-func (w *World) admitStream(tx kvTx, runID, name string) error {
+func (w *store) admitStream(tx kvTx, runID, name string) error {
 	limit := w.cfg.Limits.MaxStreams
 	n := 0
 	prefix := newKey().str(runID)
@@ -132,7 +132,7 @@ func (w *World) admitStream(tx kvTx, runID, name string) error {
 // CloseStream marks a stream done, creating it empty if need be (within
 // Limits.MaxStreams, as a write would). Closing a closed stream is not an
 // error.
-func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
+func (w *store) CloseStream(ctx context.Context, p *world.CloseStreamParams) error {
 	if p == nil {
 		return invalid("nil CloseStreamParams")
 	}
@@ -165,7 +165,7 @@ func (w *World) CloseStream(ctx context.Context, p *world.CloseStreamParams) err
 // ReadStream returns up to p.Limit chunks (default 100, at most 1000) from
 // p.Start; a negative Start counts back from the end as the stream is now.
 // A stream that does not exist reads as an empty page that is not done.
-func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
+func (w *store) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
 	if p == nil {
 		return nil, invalid("nil ReadStreamParams")
 	}
@@ -218,7 +218,7 @@ func (w *World) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*wor
 
 // StreamInfo returns the index of a stream's last chunk (-1 when it is empty
 // or does not exist) and whether it is closed.
-func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
+func (w *store) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*world.StreamInfo, error) {
 	if p == nil {
 		return nil, invalid("nil StreamInfoParams")
 	}
@@ -241,7 +241,7 @@ func (w *World) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*wor
 }
 
 // ListStreams returns the names of a run's streams, sorted.
-func (w *World) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
+func (w *store) ListStreams(ctx context.Context, p *world.ListStreamsParams) ([]string, error) {
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
@@ -272,7 +272,7 @@ const maxStreamWatches = 4096
 // beyond that, and on a ReadOnly World (which learns of writes only by
 // reading the file), the channel is closed after Config.WatchPollMax
 // (100ms), so that its reader looks again.
-func (w *World) StreamChanged(runID, name string) <-chan struct{} {
+func (w *store) StreamChanged(runID, name string) <-chan struct{} {
 	if w.streamDone(runID, name) {
 		return w.doneCh
 	}
@@ -296,7 +296,7 @@ func (w *World) StreamChanged(runID, name string) <-chan struct{} {
 
 // streamDone reports whether the stream is closed (false when it cannot
 // tell).
-func (w *World) streamDone(runID, name string) bool {
+func (w *store) streamDone(runID, name string) bool {
 	var done bool
 	_ = w.view(context.Background(), func(tx kvTx) error {
 		m, err := getStream(tx, runID, name)
@@ -307,7 +307,7 @@ func (w *World) streamDone(runID, name string) bool {
 }
 
 // streamChanged wakes the stream's watchers, after the change committed.
-func (w *World) streamChanged(runID, name string) {
+func (w *store) streamChanged(runID, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := runID + "\x00" + name

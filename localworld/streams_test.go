@@ -299,9 +299,9 @@ func TestStreamWatchesBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	watched := func(w *World) int {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return len(w.streamChs)
+		w.s.mu.Lock()
+		defer w.s.mu.Unlock()
+		return len(w.s.streamChs)
 	}
 	path := filepath.Join(t.TempDir(), "world.skein")
 	w := mustOpen(t, Config{Path: path, Sync: SyncNone, WatchPollMax: time.Millisecond})

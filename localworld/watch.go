@@ -65,14 +65,14 @@ func decodeCommit(k, v []byte) (commitRec, error) {
 }
 
 // commitChanged returns the channel closed at the next commit.
-func (w *World) commitChanged() <-chan struct{} {
+func (w *store) commitChanged() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.commitCh
 }
 
 // signalCommit wakes every watcher.
-func (w *World) signalCommit() {
+func (w *store) signalCommit() {
 	w.mu.Lock()
 	close(w.commitCh)
 	w.commitCh = make(chan struct{})
@@ -81,7 +81,7 @@ func (w *World) signalCommit() {
 
 // WatchCursor implements world.Watcher: RunCursor of the run's LastSeq for
 // one run, the newest commit for every run.
-func (w *World) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
+func (w *store) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
@@ -110,7 +110,7 @@ func (w *World) WatchCursor(ctx context.Context, p *world.WatchParams) (string, 
 
 // Watch implements world.Watcher. Events of one Append reach the watchers
 // together, after the Append's transaction is durable.
-func (w *World) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
+func (w *store) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
 	return func(yield func(world.WatchEvent, error) bool) {
 		if err := p.Validate(); err != nil {
 			yield(world.WatchEvent{}, err)
@@ -154,7 +154,7 @@ func (w *World) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world
 
 // watchWaiter returns how a watch waits for the next commit: on commitCh,
 // or, read-only, on a timer with backoff.
-func (w *World) watchWaiter(p *world.WatchParams) func(ctx context.Context, changed <-chan struct{}, found bool) error {
+func (w *store) watchWaiter(p *world.WatchParams) func(ctx context.Context, changed <-chan struct{}, found bool) error {
 	lo, hi := p.PollMin, p.PollMax
 	if lo <= 0 {
 		lo = w.cfg.WatchPollMin

@@ -18,7 +18,7 @@ const watchBatch = 256
 type look func() (evs []world.WatchEvent, moved, done bool, err error)
 
 // watchLook returns the look of a watch.
-func (w *World) watchLook(ctx context.Context, p *world.WatchParams) (look, error) {
+func (w *store) watchLook(ctx context.Context, p *world.WatchParams) (look, error) {
 	if p.RunID != "" {
 		seq, err := world.ParseRunCursor(p.RunID, p.After)
 		if err != nil {

@@ -21,9 +21,31 @@ var (
 )
 
 // World is the embedded World: storage, queue and streams in one store, a
-// log file or memory. It is safe for concurrent use. A file
-// store is used by one process at a time (Open takes a lock on it).
+// log file or memory. It is safe for concurrent use. A file store is used
+// by one process at a time (Open takes a lock on it).
+//
+// Its methods are those of the interfaces it embeds, documented there: a
+// world.World, the consumer of its own queue (world.Consumer), a
+// world.Watcher whose events are pushed as they commit, and a
+// world.StreamNotifier; and the few below. Close stops waiting receivers
+// (they return world.ErrClosed), waits for operations in flight and closes
+// the store; later calls return world.ErrClosed, and closing twice is not
+// an error.
 type World struct {
+	world.World
+	world.Consumer
+	world.Watcher
+	world.StreamNotifier
+	s *store
+}
+
+// newWorld is the World of s.
+func newWorld(s *store) *World {
+	return &World{World: s, Consumer: s, Watcher: s, StreamNotifier: s, s: s}
+}
+
+// store is the World's implementation.
+type store struct {
 	cfg    *Config
 	kv     kvStore
 	ids    *world.IDSource
@@ -52,11 +74,20 @@ type World struct {
 // visible again the messages it had received and not acknowledged
 // (releaseAbandoned).
 func Open(cfg Config) (*World, error) {
+	s, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newWorld(s), nil
+}
+
+// open is Open's store.
+func open(cfg Config) (*store, error) {
 	c := cfg.WithDefaults()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	w := &World{
+	w := &store{
 		cfg:       c,
 		ids:       world.NewIDSource(c.Now, c.Entropy),
 		now:       c.Now,
@@ -102,16 +133,19 @@ func Open(cfg Config) (*World, error) {
 }
 
 // Path returns the store file, or "" in memory.
-func (w *World) Path() string { return w.cfg.Path }
+func (w *World) Path() string { return w.s.cfg.Path }
 
 // Limits returns the limits the World enforces on every run (Config.Limits
 // with defaults).
-func (w *World) Limits() world.Limits { return w.cfg.Limits }
+func (w *World) Limits() world.Limits { return w.s.cfg.Limits }
+
+// Limits is World.Limits.
+func (w *store) Limits() world.Limits { return w.cfg.Limits }
 
 // Close stops waiting receivers (they return world.ErrClosed), waits for
 // operations in flight and closes the store. Later calls return
 // world.ErrClosed. Closing twice is not an error.
-func (w *World) Close() error {
+func (w *store) Close() error {
 	if !w.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -133,7 +167,7 @@ func (w *World) Close() error {
 
 // enter admits an operation, or reports that the World is closed. Every
 // successful enter is paired with leave.
-func (w *World) enter(ctx context.Context) error {
+func (w *store) enter(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -145,10 +179,10 @@ func (w *World) enter(ctx context.Context) error {
 	return nil
 }
 
-func (w *World) leave() { w.gate.RUnlock() }
+func (w *store) leave() { w.gate.RUnlock() }
 
 // view and update run a transaction inside the gate, mapping store errors.
-func (w *World) view(ctx context.Context, fn func(kvTx) error) error {
+func (w *store) view(ctx context.Context, fn func(kvTx) error) error {
 	if err := w.enter(ctx); err != nil {
 		return err
 	}
@@ -156,7 +190,7 @@ func (w *World) view(ctx context.Context, fn func(kvTx) error) error {
 	return w.storeErr(w.kv.view(fn))
 }
 
-func (w *World) update(ctx context.Context, fn func(kvTx) error) error {
+func (w *store) update(ctx context.Context, fn func(kvTx) error) error {
 	if err := w.enter(ctx); err != nil {
 		return err
 	}
@@ -164,7 +198,7 @@ func (w *World) update(ctx context.Context, fn func(kvTx) error) error {
 	return w.storeErr(w.kv.update(fn))
 }
 
-func (w *World) storeErr(err error) error {
+func (w *store) storeErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -177,14 +211,14 @@ func (w *World) storeErr(err error) error {
 }
 
 // queueChanged returns the channel closed at the next queue change.
-func (w *World) queueChanged() <-chan struct{} {
+func (w *store) queueChanged() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.queueCh
 }
 
 // signalQueue wakes every waiting receiver.
-func (w *World) signalQueue() {
+func (w *store) signalQueue() {
 	w.mu.Lock()
 	close(w.queueCh)
 	w.queueCh = make(chan struct{})

@@ -115,7 +115,7 @@ func TestSealedRunPageSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lw.Close() })
-	seal := func(b byte, leave bool) *encrypt.World {
+	seal := func(b byte, leave bool) world.World {
 		keys, err := encrypt.NewLocalKeys("k1", map[string][]byte{"k1": bytes.Repeat([]byte{b}, encrypt.DataKeySize)})
 		if err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func TestEncryptedStore(t *testing.T) {
 	if err := reg.Register(echo); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := worker.New(worker.Config{World: w, Consumer: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestWrongKey(t *testing.T) {
 	if err := reg.Register(sayFlow, sayStep); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := worker.New(worker.Config{World: w, Consumer: w, Registry: reg})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,10 +107,20 @@ func (e *env) shownPayload(b []byte) string {
 	return ew.Describe(b)
 }
 
+// sealReader is what the commands ask of the encrypting World they read
+// through (encrypt.Wrap's, with -keys or -kms-key).
+type sealReader interface {
+	// Describe says what a payload left sealed is.
+	Describe(payload []byte) string
+	// SealedReason is why the payloads of a key ID were left sealed (nil:
+	// none were).
+	SealedReason(keyID string) error
+}
+
 // sealer is the encrypting World the command reads through (-keys,
 // -kms-key), or nil.
-func (e *env) sealer() *encrypt.World {
-	ew, _ := e.w.(*encrypt.World)
+func (e *env) sealer() sealReader {
+	ew, _ := e.w.(sealReader)
 	return ew
 }
 

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -156,4 +158,19 @@ func keyRest(runID string, at time.Time) string {
 // attempt's lease (scheduleCompCheck).
 func keyComp(runID, stepID string, at time.Time) string {
 	return fmt.Sprintf("comp:%s:%s:%d", runID, stepID, at.UnixMilli())
+}
+
+// keyResend sends again, as a new message, a message received too often
+// (why: "replace" or "recount", Engine.replace and Engine.recount): one
+// message per message received, named by its body's digest (two messages
+// of one body are the same message), so that the old message received
+// again once its replacement is sent is not sent a second time. A
+// message that cannot be encoded has no key.
+func keyResend(why string, msg world.Message) string {
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(body)
+	return fmt.Sprintf("%s:%s:%x", why, msg.RunID, sum[:16])
 }

@@ -44,6 +44,8 @@ func TestKeysGolden(t *testing.T) {
 		{"unregistered", keyUnregistered(step, 2), "unregistered:step_01K:2"},
 		{"comp", keyComp(run, step, at), "comp:wrun_01J:step_01K:1700000000123"},
 		{"comp next", keyComp(run, "", at), "comp:wrun_01J::1700000000123"},
+		{"replace", keyResend("replace", msg), "replace:wrun_01J:5f823bce53a242ccd951add9090cd6ae"},
+		{"recount", keyResend("recount", msg), "recount:wrun_01J:5f823bce53a242ccd951add9090cd6ae"},
 		{"refused", keyRefused([]byte(`{"runId":"wrun_01J","refused":1}`)), "refused:3c9ba257a26b58e481fe41a2ec25034b"},
 	}
 	seen := make(map[string]string, len(tests))

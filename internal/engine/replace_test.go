@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,10 +183,10 @@ func TestMaxDeliveriesCountsReplacedDeliveries(t *testing.T) {
 }
 
 // claimWorld plays dynamoworld's idempotency claims across a killed
-// sender: the first Enqueue under a key claims it and dies before the
-// send (an error, nothing sent); a later Enqueue under the claimed key is
-// answered as a duplicate of that message, which was never sent, as
-// dynamoworld answers within its PendingGrace.
+// sender: the first Enqueue of a replacement under a key claims it and
+// dies before the send (an error, nothing sent); a later Enqueue under the
+// claimed key is refused with world.ErrKeyPending, as dynamoworld refuses
+// it within its PendingGrace (a claim is no proof of a send).
 type claimWorld struct {
 	*msgWorld
 	mu      sync.Mutex
@@ -197,7 +198,7 @@ func (c *claimWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*worl
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.claimed[p.IdempotencyKey] {
-			return &world.EnqueueResult{MessageID: "never-sent", Duplicate: true}, nil
+			return nil, fmt.Errorf("key %s: %w", p.IdempotencyKey, world.ErrKeyPending)
 		}
 		c.claimed[p.IdempotencyKey] = true
 		return nil, errors.New("the sender was killed after claiming the key")
@@ -206,10 +207,10 @@ func (c *claimWorld) Enqueue(ctx context.Context, p *world.EnqueueParams) (*worl
 }
 
 // An executor killed while replacing a message (after claiming the send's
-// idempotency key, before sending) must not make the next delivery, which
-// is acknowledged, believe the replacement sent: the run would be left with
-// no message (seen in TestChaosLambda: runs stuck with an empty queue).
-// The replacement is sent under no key, so the next delivery sends it.
+// idempotency key, before sending) must not leave the run with no message
+// (seen in TestChaosLambda: runs stuck with an empty queue): the next
+// delivery, finding the key claimed but not known sent, sends the
+// replacement under no key, and is acknowledged.
 func TestKilledReplacerLosesNoRun(t *testing.T) {
 	t.Parallel()
 	c := &claimWorld{claimed: map[string]bool{}}
@@ -218,14 +219,64 @@ func TestKilledReplacerLosesNoRun(t *testing.T) {
 	id := h.start("w", nil)
 	sent := len(c.snapshot())
 	msg := world.Message{RunID: id, RequestedAt: time.Now()}
-	// The third delivery's executor is killed mid-replacement (with a key,
-	// it fails here), the fourth is acknowledged (nil).
-	_ = h.eng.HandleDelivery(context.Background(), msg, 3)
+	// The third delivery's executor is killed mid-replacement (it fails
+	// here), the fourth is acknowledged (nil).
+	if err := h.eng.HandleDelivery(context.Background(), msg, 3); err == nil {
+		t.Fatal("delivery 3: nil, want the killed send's error")
+	}
 	if err := h.eng.HandleDelivery(context.Background(), msg, 4); err != nil {
 		t.Fatalf("delivery 4: %v", err)
 	}
 	got := c.snapshot()[sent:]
-	if len(got) == 0 || got[len(got)-1].RunID != id || got[len(got)-1].Delivered == 0 {
-		t.Fatalf("sent %+v after the acknowledged delivery, want its replacement", got)
+	if len(got) != 1 || got[0].RunID != id || got[0].Delivered != 4 {
+		t.Fatalf("sent %+v after the acknowledged delivery, want its one replacement (Delivered 4)", got)
+	}
+}
+
+// A message received again after its replacement was sent (its executor
+// killed between the send and the acknowledgement) is acknowledged as
+// replaced, not sent a second time: each such kill used to fork the run's
+// messages, and under a high kill rate the forks multiplied
+// (TestChaosLambda: one parent's messages delivered 1,121 times). The
+// same for a refused message recounted at MaxDeliveries.
+func TestReplacedMessageReceivedAgainForksNothing(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		msg      world.Message
+		attempts []int
+		want     world.Message // the one message sent
+	}{
+		{"replace", Config{}, world.Message{Delivered: 2}, []int{3, 4, 5}, world.Message{Delivered: 5}},
+		{"recount", Config{MaxDeliveries: 2, ReplaceAfter: -1}, world.Message{Refused: 2}, []int{3, 4}, world.Message{Delivered: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mw *msgWorld
+			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, tc.cfg)
+			h.reg.wf("w", func(*Context, json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
+			id := h.start("w", nil)
+			sent := len(mw.snapshot())
+			msg := tc.msg
+			msg.RunID, msg.RequestedAt = id, time.Now()
+			for _, a := range tc.attempts {
+				if err := h.eng.HandleDelivery(context.Background(), msg, a); err != nil {
+					t.Fatalf("delivery %d: %v", a, err)
+				}
+			}
+			got := mw.snapshot()[sent:]
+			if len(got) != 1 || got[0].RunID != id || got[0].Delivered != tc.want.Delivered || got[0].Refused != 0 {
+				t.Fatalf("sent %+v for %d receives of one message, want one (Delivered %d, Refused 0)", got, len(tc.attempts), tc.want.Delivered)
+			}
+			other := msg
+			other.RequestedAt = msg.RequestedAt.Add(time.Millisecond) // another message of the same run
+			if err := h.eng.HandleDelivery(context.Background(), other, tc.attempts[0]); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(mw.snapshot()[sent:]); n != 2 {
+				t.Errorf("another message of the run sent %d in all, want its own replacement too (2)", n)
+			}
+		})
 	}
 }
