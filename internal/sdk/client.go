@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -239,8 +240,12 @@ type RunInfo struct {
 	ID           string
 	WorkflowName string
 	Status       world.RunStatus
-	Input        json.RawMessage
-	Output       json.RawMessage
+	// Input and Output are the run's payloads as the Client's World
+	// returned them: for an encrypted run read through a World without its
+	// key (see encrypt.Wrap), their sealed envelopes, not JSON of the
+	// workflow's types (Result refuses to decode those).
+	Input  json.RawMessage
+	Output json.RawMessage
 	// Err is the run's error (typed again) when it failed.
 	Err error
 	// Hold says why a held run (world.RunStatusHeld) is held, nil otherwise; its
@@ -306,7 +311,9 @@ func (c *Client) GetRun(ctx context.Context, runID string) (*RunInfo, error) {
 // soon as the outcome is recorded, while steps the run left running may
 // still be finishing (see WaitDeactivated), except that for a completed
 // run whose workflow has a cleanup hook (WithCleanup) it also waits for
-// the hook's outcome.
+// the hook's outcome. The output of an encrypted run read through a World
+// without its key (see encrypt.Wrap) is not decoded: Result returns an
+// error matching world.ErrKeyUnavailable that names the run and the key.
 func (c *Client) Result(ctx context.Context, runID string, out any) error {
 	r, err := c.await(ctx, runID)
 	if err != nil {
@@ -321,10 +328,30 @@ func (c *Client) Result(ctx context.Context, runID string, out any) error {
 	if out == nil || len(r.Output) == 0 {
 		return nil
 	}
+	if err := sealedOutput(r); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(r.Output, out); err != nil {
 		return &SerializationError{What: "run output", Err: err}
 	}
 	return nil
+}
+
+// sealedOutput returns an error matching world.ErrKeyUnavailable, naming
+// the run and the key, when r (as the client's World returned it) is a
+// sealed run whose output its World could not open: decoded, the envelope
+// would be taken for the output (a struct with none of its fields, no
+// error).
+func sealedOutput(r *world.Run) error {
+	kid, sealed := sealmark.Sealed(r.Input, r.ExecutionContext)
+	if !sealed {
+		return nil
+	}
+	if k, ok := sealmark.KeyID(r.Output); ok {
+		kid = k
+	}
+	return &sealmark.KeylessError{KeyID: kid, RunID: r.RunID,
+		Read: "the run's output is encrypted, and this client's World has no key to open it (see encrypt.Wrap; skein -keys)"}
 }
 
 // await polls a run until it ends: its outcome is recorded and, for a
