@@ -133,7 +133,7 @@ type RequestError = sdk.RequestError
 // Its methods (internal/sdk documents each in full):
 //
 //   - Cancel cancels the run (see Client.Cancel).
-//   - Existed reports whether Start found the run its idempotency key had already started instead of creating one (an unfinished run found this way was woken.
+//   - Existed reports whether Start found the run its idempotency key had already started instead of creating one (an unfinished run found this way was woken).
 //   - ID returns the run's ID.
 //   - Info returns the run as stored.
 //   - Result waits for the run to end and returns its output.

@@ -101,8 +101,7 @@
 // The other way is to pin runs to the code that started them. Every run
 // records the version of that code (client.RunInfo.Version): client.Config.Version,
 // or worker.Config.Version and worker.ProcessorConfig.Version for the child runs a
-// worker starts, by default DefaultVersion (the VCS revision the program
-// was built from). A Worker or Processor given Versions (a Versions list or
+// worker starts, by default the VCS revision the program was built from. A Worker or Processor given Versions (a Versions list or
 // any worker.VersionFilter) executes only the runs whose version it accepts: the
 // messages of any other run go back to the queue for an executor that
 // does, without counting as failed deliveries, and a warning names the
@@ -242,8 +241,8 @@
 // # Child runs and cancellation
 //
 // Workflow.Call and Workflow.Go start a child run from a workflow and wait
-// for it (the parent waits on a hook the child resumes when it ends, whose
-// token IsInternalToken recognises; once the outcome is recorded the parent
+// for it (the parent waits on a hook the child resumes when it ends, under
+// a token of the engine's own; once the outcome is recorded the parent
 // disposes of it, so it no longer counts among the run's active hooks, and
 // a replay divergence on it names the child's workflow);
 // Workflow.Start does from a step. client.Client.Cancel ends a run: its pending
@@ -276,7 +275,7 @@
 // with a cursor to resume from after a disconnect, with nothing missed and
 // nothing twice:
 //
-//	sub, err := client.Subscribe(ctx, client.SubscribeOptions{RunID: id, Snapshot: true})
+//	sub, err := c.Subscribe(ctx, client.SubscribeOptions{RunID: id, Snapshot: true})
 //	defer sub.Close()
 //	for u, err := range sub.All() { // ends once the run is at rest (run_deactivated)
 //		...
@@ -305,7 +304,7 @@
 // (client.ListRunsOptions.Attribute), with the workflow and status filters:
 //
 //	err := workflow.SetAttributes(ctx, map[string]string{"customer": o.CustomerID})
-//	page, err := client.ListRuns(ctx, client.ListRunsOptions{
+//	page, err := c.ListRuns(ctx, client.ListRunsOptions{
 //		Attribute: &world.AttributeFilter{Key: "customer", Value: "c-42"},
 //	})
 //

@@ -30,7 +30,9 @@ type ClientConfig struct {
 	PollInterval time.Duration
 	// Version is recorded as the code version of the runs Start starts
 	// (RunInfo.Version): at most 128 bytes of text without control
-	// characters, e.g. a release name or a commit. Default: DefaultVersion.
+	// characters, e.g. a release name or a commit. Default: the VCS
+	// revision the program was built from (12 characters, "+dirty" for
+	// uncommitted changes), else its module version, else none.
 	Version string
 }
 
@@ -50,10 +52,10 @@ type Client struct {
 // NewClient returns a client for cfg.World.
 func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.World == nil {
-		return nil, errors.New("workflow: ClientConfig.World is required")
+		return nil, errors.New("client: Config.World is required")
 	}
 	if cfg.PollInterval < 0 {
-		return nil, fmt.Errorf("workflow: ClientConfig.PollInterval is negative (%s)", cfg.PollInterval)
+		return nil, fmt.Errorf("client: Config.PollInterval is negative (%s)", cfg.PollInterval)
 	}
 	known := cfg.Registry != nil
 	if !known {
@@ -68,7 +70,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
-	v, err := resolveVersion("ClientConfig.Version", cfg.Version)
+	v, err := resolveVersion("client: Config.Version", cfg.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +260,7 @@ type RunInfo struct {
 	CancelReason   string
 	IdempotencyKey string
 	// Version is the version of the code that started the run (the
-	// starting Client's ClientConfig.Version), "" when none was recorded.
+	// starting Client's client.Config.Version), "" when none was recorded.
 	Version     string
 	Attributes  map[string]string
 	ParentRunID string

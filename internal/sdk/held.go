@@ -68,7 +68,7 @@ func (c *Client) RetryRun(ctx context.Context, runID string) error {
 // most recently completed first, and the run comes to rest once they have
 // all ended. It is compensated when FailCompensating is given, not when
 // FailWithoutCompensating is, and otherwise when the client's Registry
-// (ClientConfig.Registry) holds the run's workflow defined
+// (client.Config.Registry) holds the run's workflow defined
 // WithCompensateOnFailure: that workflow asked for its failures to be
 // undone, and a failure by hand is no different for the steps it booked. A
 // client without the workflow in its Registry (the skein CLI, say) cannot

@@ -31,7 +31,7 @@ const (
 )
 
 // RegistrationError is what Register (and Replace) return for a definition
-// they refuse, and NewWorker for a schedule it refuses; nothing of the call
+// they refuse, and worker.New for a schedule it refuses; nothing of the call
 // is registered then. errors.Is matches it with world.ErrConflict for a
 // name another definition holds, world.ErrInvalid for any other refusal.
 type RegistrationError struct {

@@ -14,7 +14,7 @@ import (
 )
 
 // Schedule starts runs of a workflow on a cron schedule or at a fixed rate.
-// A Worker given schedules (WorkerConfig.Schedules) fires them itself; on
+// A Worker given schedules (worker.Config.Schedules) fires them itself; on
 // AWS an EventBridge Scheduler schedule sends a schedule message to the
 // work queue instead (see package schedule and the README).
 //
@@ -38,7 +38,7 @@ type Schedule struct {
 	// Workflow is the name of the workflow to start; the Worker's Registry
 	// must hold it.
 	Workflow string
-	// Input is the workflow's input, encoded as JSON once, by NewWorker,
+	// Input is the workflow's input, encoded as JSON once, by worker.New,
 	// which refuses one that does not decode into the workflow's input
 	// type.
 	Input any
@@ -57,7 +57,7 @@ const (
 	AttrScheduledTime = "skein.scheduledTime" // the firing's time, RFC 3339 UTC
 )
 
-// newScheduleError returns the *RegistrationError of a schedule NewWorker
+// newScheduleError returns the *RegistrationError of a schedule worker.New
 // refuses: an expression that does not parse (err is a
 // *schedule.ParseError), an unknown time zone or workflow, a missing or
 // repeated name, an input that does not encode or does not fit the

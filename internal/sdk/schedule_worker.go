@@ -8,7 +8,7 @@ import (
 )
 
 // scheduler fires a Worker's schedules: one goroutine, looking at the
-// clock (WorkerConfig.Now) at least every tick, so that a test clock that
+// clock (worker.Config.Now) at least every tick, so that a test clock that
 // jumps or runs fast is followed within a tick.
 type scheduler struct {
 	w    *Worker

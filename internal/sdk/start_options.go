@@ -55,7 +55,7 @@ func ReportExisting(existed *bool) StartOption { return func(o *startOptions) { 
 func StartUnregistered() StartOption { return func(o *startOptions) { o.unregistered = true } }
 
 // WithVersion records version as the new run's code version in place of
-// the client's (ClientConfig.Version): for a tool that starts runs on
+// the client's (client.Config.Version): for a tool that starts runs on
 // behalf of other code, such as one rerunning a run of an older version.
 // "" records none.
 func WithVersion(version string) StartOption {

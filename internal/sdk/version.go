@@ -9,9 +9,10 @@ import (
 )
 
 // Versions. Every run records the version of the code that started it
-// (RunInfo.Version): ClientConfig.Version for the runs a Client starts,
-// ProcessorConfig.Version (or WorkerConfig.Version) for the child runs
-// its workflows start. Left empty, it is DefaultVersion. A Worker or
+// (RunInfo.Version): client.Config.Version for the runs a Client starts,
+// worker.ProcessorConfig.Version (or worker.Config.Version) for the child runs
+// its workflows start. Left empty, it is DefaultVersion (the build's VCS
+// revision). A Worker or
 // Processor given a VersionFilter executes only the runs whose version it
 // accepts, and leaves the others, queued, for an executor that does (see
 // the "Changing workflows" guide: pin and drain).
@@ -80,7 +81,7 @@ func resolveVersion(field, v string) (string, error) {
 		return DefaultVersion(), nil
 	}
 	if err := world.CheckVersion(v); err != nil {
-		return "", fmt.Errorf("workflow: %s: %w", field, err)
+		return "", fmt.Errorf("%s: %w", field, err)
 	}
 	return v, nil
 }
@@ -96,7 +97,7 @@ func acceptFunc(field string, f VersionFilter) (func(string) bool, error) {
 		}
 		for _, v := range f {
 			if err := world.CheckVersion(v); err != nil {
-				return nil, fmt.Errorf("workflow: %s: %w", field, err)
+				return nil, fmt.Errorf("%s: %w", field, err)
 			}
 		}
 	}

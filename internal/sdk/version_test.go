@@ -87,15 +87,15 @@ func TestVersionConfig(t *testing.T) {
 		{"client", func() error {
 			_, err := sdk.NewClient(sdk.ClientConfig{World: lw, Version: "v1\n"})
 			return err
-		}(), "ClientConfig.Version"},
+		}(), "client: Config.Version"},
 		{"worker", func() error {
 			_, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Version: strings.Repeat("v", 200)})
 			return err
-		}(), "ProcessorConfig.Version"},
+		}(), "worker: Version"},
 		{"versions", func() error {
 			_, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Versions: sdk.Versions{"v1", "v\x1b"}})
 			return err
-		}(), "ProcessorConfig.Versions"},
+		}(), "worker: Versions"},
 		// Pinned to versions that leave out its own: the runs it starts
 		// (schedules, children) would wait forever.
 		{"own version refused", func() error {

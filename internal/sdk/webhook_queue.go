@@ -88,7 +88,7 @@ func IsWebhookDelivery(body []byte) bool {
 // ended) is dropped, with a warning in the Processor's log. A request
 // whose message would exceed 192 KiB goes to inbox (nil: the message is
 // sent as it is), which the Processor must be given too
-// (ProcessorConfig.Inbox).
+// (worker.ProcessorConfig.Inbox).
 func QueuedWebhookHandler(c *Client, inbox Inbox) http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = func(ctx context.Context, token string, hk *world.Hook, r *Request) error {

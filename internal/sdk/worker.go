@@ -95,7 +95,7 @@ type EngineOptions struct {
 	// Embedded Metric Format.
 	Metrics Metrics
 	// VersionRetryDelay is how long a message of a run whose version the
-	// executor does not accept (see ProcessorConfig.Versions) waits in the
+	// executor does not accept (see worker.ProcessorConfig.Versions) waits in the
 	// queue for another executor (default 1s), doubling each time it is
 	// left again up to VersionRetryLimit (default 1m).
 	VersionRetryDelay, VersionRetryLimit time.Duration
@@ -134,11 +134,12 @@ type Metrics interface {
 type ProcessorConfig struct {
 	World    world.World
 	Registry *Registry
-	Logger   *slog.Logger
-	Now      func() time.Time
-	Engine   EngineOptions
+	// Logger receives the processor's logs (default: discarded).
+	Logger *slog.Logger
+	Now    func() time.Time
+	Engine EngineOptions
 	// Version is the code version of this executor, recorded on the child
-	// runs its workflows start (default: DefaultVersion).
+	// runs its workflows start (default: as client.Config.Version).
 	Version string
 	// Versions, when set, says which runs' versions this executor runs: a
 	// message of a run of another version goes back to the queue, for an
@@ -164,16 +165,16 @@ type Processor struct {
 // NewProcessor returns a Processor for cfg.
 func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
 	if cfg.Registry == nil {
-		return nil, errors.New("workflow: ProcessorConfig.Registry is required")
+		return nil, errors.New("worker: Registry is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	version, err := resolveVersion("ProcessorConfig.Version", cfg.Version)
+	version, err := resolveVersion("worker: Version", cfg.Version)
 	if err != nil {
 		return nil, err
 	}
-	accept, err := acceptFunc("ProcessorConfig.Versions", cfg.Versions)
+	accept, err := acceptFunc("worker: Versions", cfg.Versions)
 	if err != nil {
 		return nil, err
 	}
@@ -271,8 +272,11 @@ type WorkerConfig struct {
 	Registry *Registry
 	// Concurrency is the number of messages handled at once (default 8).
 	Concurrency int
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// Logger receives the worker's logs (default: discarded). Set it: a
+	// run this worker cannot execute (its code or its key missing, its
+	// version not accepted) is logged at WARN or ERROR, and nowhere else.
+	Logger *slog.Logger
+	Now    func() time.Time
 	// WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook
 	// handler there under WebhookPath.
 	WebhookAddr string
@@ -296,15 +300,15 @@ type WorkerConfig struct {
 	Engine     EngineOptions
 	// Version is the code version of this worker: recorded on the runs its
 	// Client starts and on the child runs its workflows start (default:
-	// DefaultVersion).
+	// as client.Config.Version).
 	Version string
 	// Versions, when set, restricts the worker to the runs of the versions
 	// it accepts; a message of another run stays queued for another worker
-	// (see ProcessorConfig.Versions). Nil runs every run.
+	// (see worker.ProcessorConfig.Versions). Nil runs every run.
 	Versions VersionFilter
 	// Schedules are fired by the Worker while it runs: each firing starts
 	// one run, keyed by the schedule's name and the scheduled time (see
-	// Schedule). NewWorker refuses a schedule that does not check out with
+	// Schedule). worker.New refuses a schedule that does not check out with
 	// a *RegistrationError (Kind "schedule").
 	Schedules []Schedule
 	// ScheduleTick is the longest the Worker waits between two looks at
@@ -329,18 +333,18 @@ type Worker struct {
 // listening at once (so WebhookURL is known); Run serves.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.World == nil {
-		return nil, errors.New("workflow: WorkerConfig.World is required")
+		return nil, errors.New("worker: Config.World is required")
 	}
 	if cfg.Consumer == nil {
 		c, ok := cfg.World.(world.Consumer)
 		if !ok {
-			return nil, errors.New("workflow: WorkerConfig.Consumer is required: the World is not a world.Consumer")
+			return nil, errors.New("worker: Config.Consumer is required: the World is not a world.Consumer")
 		}
 		cfg.Consumer = c
 	}
 	switch {
 	case cfg.Concurrency < 0:
-		return nil, fmt.Errorf("workflow: WorkerConfig.Concurrency is negative (%d)", cfg.Concurrency)
+		return nil, fmt.Errorf("worker: Config.Concurrency is negative (%d)", cfg.Concurrency)
 	case cfg.Concurrency == 0:
 		cfg.Concurrency = 8
 	}
@@ -435,7 +439,7 @@ func (w *Worker) WebhookURL() string {
 // grace its goroutine is abandoned (see Determinism in the package doc).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
-		return errors.New("workflow: Worker.Run called twice")
+		return errors.New("worker: Worker.Run called twice")
 	}
 	// The workflows kept alive between their runs' messages stop with it
 	// (see EngineOptions.LogCacheBytes).
