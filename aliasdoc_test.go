@@ -41,7 +41,7 @@ func TestAliasDocs(t *testing.T) {
 			}
 			checked++
 			if len(missing) > 0 {
-				t.Errorf("%s.%s is an alias of an internal type; its comment does not list its methods %v (one line each: \"//   - Name does what\")",
+				t.Errorf("%s.%s is an alias of an internal type; its comment does not list its methods and fields %v (one line each: \"//   - Name does what\")",
 					p.Rel, name, missing)
 			}
 		}
@@ -83,8 +83,9 @@ func aliasDocs(t *testing.T, files []string) map[string]string {
 	return docs
 }
 
-// undocumentedMethods returns the exported methods of the internal type
-// the alias tn stands for that doc does not list, sorted; nil if tn does not
+// undocumentedMethods returns the exported methods (and, of a struct, the
+// exported fields) of the internal type the alias tn stands for that doc
+// does not list, sorted; nil if tn does not
 // stand for a type declared under internal/.
 func undocumentedMethods(tn *types.TypeName, doc string) []string {
 	named, ok := types.Unalias(tn.Type()).(*types.Named)
@@ -95,9 +96,17 @@ func undocumentedMethods(tn *types.TypeName, doc string) []string {
 	if types.IsInterface(named) {
 		ms = types.NewMethodSet(named)
 	}
-	missing := []string{}
+	names := []string{}
 	for i := range ms.Len() {
-		name := ms.At(i).Obj().Name()
+		names = append(names, ms.At(i).Obj().Name())
+	}
+	if st, ok := named.Underlying().(*types.Struct); ok {
+		for f := range st.Fields() {
+			names = append(names, f.Name())
+		}
+	}
+	missing := []string{}
+	for _, name := range names {
 		if token.IsExported(name) && !regexp.MustCompile(`(?m)^\s*- `+name+`\b`).MatchString(doc) {
 			missing = append(missing, name)
 		}

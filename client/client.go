@@ -27,6 +27,10 @@ var ErrUnknownWorkflow = sdk.ErrUnknownWorkflow
 type CancelOption = sdk.CancelOption
 
 // CheckPatchParams names a patch of a workflow.
+//
+// Its fields:
+//   - WorkflowName.
+//   - PatchID.
 type CheckPatchParams = sdk.CheckPatchParams
 
 // CleanupError is the recorded failure of a run's cleanup hook. The run
@@ -36,6 +40,12 @@ type CheckPatchParams = sdk.CheckPatchParams
 //
 //   - Error returns the error's text.
 //   - Unwrap returns what the error wraps.
+//
+// Its fields:
+//   - RunID.
+//   - Kind is CleanupReturnedError, CleanupPanicked or CleanupTimedOut.
+//   - Message.
+//   - Cause is the hook's error, typed again through the Registry, for CleanupReturnedError.
 type CleanupError = sdk.CleanupError
 
 // Client starts runs and talks to them: status, result, cancellation,
@@ -64,6 +74,14 @@ type CleanupError = sdk.CleanupError
 type Client = sdk.Client
 
 // Config configures a Client.
+//
+// Its fields:
+//   - World is where runs live (required).
+//   - Registry, when set, reads back the error types registered with it, and Start by name refuses a workflow it does not hold (see StartUnregistered).
+//   - Logger receives operational messages (default: discarded).
+//   - Now is the clock (default time.Now).
+//   - PollInterval bounds the wait between two looks at a run awaited by Result (default 100ms; the first looks are quicker).
+//   - Version is recorded as the code version of the runs Start starts (RunInfo.Version): at most 128 bytes of text without control characters, e.g. a release name or a commit.
 type Config = sdk.ClientConfig
 
 // CompensationInfo says how a run's compensations went.
@@ -71,6 +89,14 @@ type Config = sdk.ClientConfig
 // Its methods (internal/sdk documents each in full):
 //
 //   - Status is "" when the run has had no compensation.
+//
+// Its fields:
+//   - Requested is set when the run's end asked for its completed steps to be compensated (WithCompensateOnFailure, CancelCompensating).
+//   - Owed counts the completed steps that declared a compensation which has not started.
+//   - Running: Owed counts the completed steps that declared a compensation which has not started.
+//   - Succeeded: Owed counts the completed steps that declared a compensation which has not started.
+//   - Failed: Owed counts the completed steps that declared a compensation which has not started.
+//   - Failures are the compensations that failed for good, each a *CompensationError naming the step it was to undo, in the order the compensations ran (the most recently completed step first), as Compensate joins them (Client.GetRun, Run.Info and WaitDeactivated fill it in; ListRuns does not).
 type CompensationInfo = sdk.CompensationInfo
 
 // FailOption tunes Client.FailRun.
@@ -84,12 +110,34 @@ type FailOption = sdk.FailOption
 // the first hold, doubling up to an hour) and at once on Client.RetryRun,
 // so deploying compatible code resumes it. Client.Cancel and
 // Client.FailRun end it.
+//
+// Its fields:
+//   - Code is the hold's error code: REPLAY_DIVERGENCE, or DEPLOYMENT_MISMATCH for a step not registered.
+//   - Err is the divergence, naming what the log has and what the code asks for, or names the step that is not registered.
+//   - Attempt counts the holds in a row.
+//   - Since.
+//   - RetryAt is when the run is replayed again.
 type HoldInfo = sdk.HoldInfo
 
 // HookInfo is an active hook.
+//
+// Its fields:
+//   - ID.
+//   - RunID.
+//   - Token.
+//   - Metadata.
+//   - IsWebhook.
+//   - CreatedAt.
 type HookInfo = sdk.HookInfo
 
 // ListRunsOptions filters and pages ListRuns.
+//
+// Its fields:
+//   - WorkflowName.
+//   - Status.
+//   - Attribute, when set, lists only the runs with that attribute.
+//   - Limit.
+//   - Cursor.
 type ListRunsOptions = sdk.ListRunsOptions
 
 // PatchReport tells whether a patch can be retired. Open lists the runs of
@@ -104,6 +152,11 @@ type ListRunsOptions = sdk.ListRunsOptions
 // Its methods (internal/sdk documents each in full):
 //
 //   - Retirable reports whether no run not ended may need the patch's old path.
+//
+// Its fields:
+//   - Open.
+//   - Marked.
+//   - Runs.
 type PatchReport = sdk.PatchReport
 
 // RequestError is what a Client (and the replay checks) return for a
@@ -126,6 +179,17 @@ type PatchReport = sdk.PatchReport
 //
 //   - Error returns the error's text.
 //   - Unwrap returns Kind and the cause, so that errors.Is matches the kind and errors.As finds the cause's types.
+//
+// Its fields:
+//   - Kind is world.ErrNotFound, world.ErrConflict, world.ErrInvalid or ErrUnknownWorkflow.
+//   - Token is the hook token (world.ErrNotFound).
+//   - Key is the idempotency key (world.ErrConflict).
+//   - RunID: Key is the idempotency key (world.ErrConflict).
+//   - Workflow: Key is the idempotency key (world.ErrConflict).
+//   - Requested is the workflow a conflicting start asked for.
+//   - InputDiffers is set on a conflict when the workflows agree and the inputs do not.
+//   - Registered, set by the replay checks for an unknown workflow, holds the names the Registry holds.
+//   - Err is the cause: the decoding error of an invalid input.
 type RequestError = sdk.RequestError
 
 // Run is a handle on a run whose output has type O.
@@ -140,9 +204,36 @@ type RequestError = sdk.RequestError
 type Run[O any] = sdk.Run[O]
 
 // RunInfo is a run as stored.
+//
+// Its fields:
+//   - ID.
+//   - WorkflowName.
+//   - Status.
+//   - Input and Output are the run's payloads as the Client's World returned them: for an encrypted run read through a World without its key (see encrypt.Wrap), their sealed envelopes, not JSON of the workflow's types (Result refuses to decode those).
+//   - Output.
+//   - Err is the run's error (typed again) when it failed.
+//   - Hold says why a held run (world.RunStatusHeld) is held, nil otherwise.
+//   - ErrorCode is the error code of a failed run (USER_ERROR, RUNTIME_ERROR, REPLAY_DIVERGENCE after FailRun on a held run, ...): empty for any other run, a held one included, which has not failed.
+//   - CancelReason.
+//   - IdempotencyKey.
+//   - Version is the version of the code that started the run (the starting Client's client.Config.Version), "" when none was recorded.
+//   - Attributes.
+//   - ParentRunID.
+//   - RootRunID.
+//   - CreatedAt.
+//   - StartedAt.
+//   - CompletedAt.
+//   - DeactivatedAt is when the finished run came to rest (see WaitDeactivated), zero until then.
+//   - Cleanup is the state of a completed run's cleanup hook (world.CleanupPending, world.CleanupDone, world.CleanupFailed), empty without one.
+//   - Compensations says how the run's compensations went (see WithCompensation).
 type RunInfo = sdk.RunInfo
 
 // RunPage is a page of runs, newest first.
+//
+// Its fields:
+//   - Runs.
+//   - Cursor.
+//   - HasMore.
 type RunPage = sdk.RunPage
 
 // StartOption tunes Start.
@@ -153,23 +244,52 @@ type StartOption = sdk.StartOption
 // Its methods (internal/sdk documents each in full):
 //
 //   - Decode decodes a JSON chunk into v.
+//
+// Its fields:
+//   - Index.
+//   - Data.
+//   - JSON reports a chunk written with WriteJSON.
 type StreamChunk = sdk.StreamChunk
 
 // StreamInfo describes a stream: the index of its last chunk (-1 when empty
 // or unknown) and whether it is closed.
+//
+// Its fields:
+//   - TailIndex.
+//   - Done.
 type StreamInfo = sdk.StreamInfo
 
 // StreamOptions selects what ReadStream reads.
+//
+// Its fields:
+//   - Namespace names the stream ("" is the default stream).
+//   - Start is the first chunk's index.
 type StreamOptions = sdk.StreamOptions
 
 // StreamPage is one page of a stream: its chunks, the index to read from
 // next, and whether the stream is closed and this page reaches its end.
+//
+// Its fields:
+//   - Chunks.
+//   - Next.
+//   - Done.
 type StreamPage = sdk.StreamPage
 
 // StreamPageOptions selects one page of a stream for ReadStreamPage.
+//
+// Its fields:
+//   - Namespace names the stream ("" is the default stream).
+//   - Start is the first chunk's index.
+//   - Limit bounds the chunks returned (0: the World's default).
 type StreamPageOptions = sdk.StreamPageOptions
 
 // SubscribeOptions selects what a subscription delivers.
+//
+// Its fields:
+//   - RunID is the run to follow.
+//   - Types keeps only events of these types (empty: every event).
+//   - Snapshot starts the subscription with the current state: for one run, one Update with the run, its steps, active hooks and waits as they stand, then the events committed after it.
+//   - After resumes from the Cursor of an earlier Update: the events committed after it, none twice and none missed.
 type SubscribeOptions = sdk.SubscribeOptions
 
 // Subscription is a live feed of updates (Client.Subscribe). Next and All
@@ -184,6 +304,11 @@ type Subscription = sdk.Subscription
 
 // Update is one message of a subscription: a snapshot or an event, with
 // the cursor to resume after it.
+//
+// Its fields:
+//   - Cursor resumes the subscription right after this update (SubscribeOptions.After).
+//   - Event is the committed event.
+//   - Snapshot is a run's state as of its sequence number Snapshot.Run.LastSeq (events up to it are in it).
 type Update = sdk.Update
 
 // CancelCompensating makes a cancellation compensate the run's completed

@@ -14,6 +14,28 @@ const AttrSchedule = sdk.AttrSchedule
 const AttrScheduledTime = sdk.AttrScheduledTime
 
 // EngineOptions tunes the engine; zero fields take the engine's defaults.
+//
+// Its fields:
+//   - InlineConcurrency bounds the steps one invocation runs as goroutines.
+//   - RunLeaseTTL is the per-run lease a continuation holds while it runs the workflow, renewed every third of it as it goes.
+//   - StepLeaseTTL is a step attempt's exclusive lease (a compensation attempt's too), renewed while it runs.
+//   - RunPollInterval is how often a running step checks whether its run has ended, to cancel its context (default 1s).
+//   - EventPollInterval is how often an invocation waiting on long steps looks for hook payloads and other events (default 1s).
+//   - MaxInvocation bounds one invocation without a context deadline (default 10m).
+//   - BudgetMargin: MaxInvocation bounds one invocation without a context deadline (default 10m).
+//   - MaxSlice bounds how long workflow code may run between two calls of the workflow API (default 30s): code that blocks on anything else (a channel, a mutex, time.Sleep, a long loop) for longer fails its run with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned (see Determinism in the package doc).
+//   - Linger is how long an invocation waits in process for a close timer (default 250ms; negative: never).
+//   - MaxDeliveries fails a run whose message was delivered more often (default 48).
+//   - MaxInterruptions bounds how often a step attempt may be interrupted by the loss of its executor (a worker killed or cut off mid-step).
+//   - MaxQueueDelay is the longest delay one queue message carries.
+//   - BackgroundDelay delays the queue messages of the steps beyond InlineConcurrency.
+//   - HoldRetryDelay is how long a run held by a replay divergence waits before it is replayed again (default 1m), doubling with each hold in a row up to HoldRetryLimit (default 1h).
+//   - HoldRetryLimit: HoldRetryDelay is how long a run held by a replay divergence waits before it is replayed again (default 1m), doubling with each hold in a row up to HoldRetryLimit (default 1h).
+//   - TracerProvider makes OpenTelemetry spans: skein.message per queue message, skein.run per run session and skein.step per step attempt, with the run, workflow, step and attempt as attributes.
+//   - Metrics, when set, counts runs and steps as their events commit: the Metric names say what.
+//   - VersionRetryDelay is how long a message of a run whose version the executor does not accept (see worker.ProcessorConfig.Versions) waits in the queue for another executor (default 1s), doubling each time it is left again up to VersionRetryLimit (default 1m).
+//   - VersionRetryLimit: VersionRetryDelay is how long a message of a run whose version the executor does not accept (see worker.ProcessorConfig.Versions) waits in the queue for another executor (default 1s), doubling each time it is left again up to VersionRetryLimit (default 1m).
+//   - LogCacheBytes bounds the run logs kept in memory between a run's invocations in this process, so that the next one (a hook payload's wake-up, say) loads only what was appended since instead of the whole log (default 32 MiB of payloads; negative keeps none).
 type EngineOptions = sdk.EngineOptions
 
 // Inbox keeps the queued webhook requests too large for a queue message,
@@ -60,6 +82,16 @@ type Metrics = sdk.Metrics
 type Processor = sdk.Processor
 
 // ProcessorConfig configures a Processor.
+//
+// Its fields:
+//   - World.
+//   - Registry.
+//   - Logger receives the processor's logs (default: discarded).
+//   - Now.
+//   - Engine.
+//   - Version is the code version of this executor, recorded on the child runs its workflows start (default: as client.Config.Version).
+//   - Versions, when set, says which runs' versions this executor runs: a message of a run of another version goes back to the queue, for an executor that accepts it, without counting as a failed delivery, and a warning names the version.
+//   - Inbox holds the webhook requests too large for a queue message that a QueuedWebhookHandler put there.
 type ProcessorConfig = sdk.ProcessorConfig
 
 // Schedule starts runs of a workflow on a cron schedule or at a fixed rate.
@@ -72,6 +104,14 @@ type ProcessorConfig = sdk.ProcessorConfig
 // and whose attributes record the schedule (AttrSchedule) and the time
 // (AttrScheduledTime): two workers on one store, or a worker restarted,
 // start one run per firing.
+//
+// Its fields:
+//   - Name identifies the schedule in its runs' idempotency keys: unique among the schedules of a World, and kept across deploys.
+//   - Expr is a cron expression or a fixed rate ("0 8 * * MON-FRI", "@daily", "@every 5m", "rate(1 hour)").
+//   - TimeZone is the IANA name of the zone a cron expression's times are in (default UTC).
+//   - Workflow is the name of the workflow to start.
+//   - Input is the workflow's input, encoded as JSON once, by worker.New, which refuses one that does not decode into the workflow's input type.
+//   - CatchUp is how far back a starting Worker looks for a firing missed while no worker ran: the latest firing in (now-CatchUp, now] starts its run (a no-op if another worker started it); older missed firings are skipped. Zero (the default) catches up on none.
 type Schedule = sdk.Schedule
 
 // VersionFilter says which runs' code versions an executor runs.
@@ -102,6 +142,24 @@ type Versions = sdk.Versions
 type Worker = sdk.Worker
 
 // Config configures a Worker.
+//
+// Its fields:
+//   - World.
+//   - Consumer receives the World's queue (default: the World itself, when it implements world.Consumer, as localworld does).
+//   - Registry.
+//   - Concurrency is the number of messages handled at once (default 8).
+//   - Logger receives the worker's logs (default: discarded).
+//   - Now.
+//   - WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook handler there under WebhookPath.
+//   - Visibility hides a received message from other receivers.
+//   - StopTimeout bounds how long Run waits, once its context has ended, for the messages in flight (default 10s): past it, Run returns an error matching context.DeadlineExceeded, leaving the steps that ignore their context to run on in their goroutines (see Run).
+//   - PollWait is how long a receive waits for a message (default 1s).
+//   - RetryDelay is the delay before a failed message is delivered again, given its attempt (default exponential from 100ms to 30s).
+//   - Engine.
+//   - Version is the code version of this worker: recorded on the runs its Client starts and on the child runs its workflows start (default: as client.Config.Version).
+//   - Versions, when set, restricts the worker to the runs of the versions it accepts.
+//   - Schedules are fired by the Worker while it runs: each firing starts one run, keyed by the schedule's name and the scheduled time (see Schedule).
+//   - ScheduleTick is the longest the Worker waits between two looks at the clock (Now) for due schedules (default 1s).
 type Config = sdk.WorkerConfig
 
 // NewProcessor returns a Processor for cfg.

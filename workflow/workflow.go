@@ -51,13 +51,32 @@ type Awaitable = sdk.Awaitable
 // Its methods (internal/sdk documents each in full):
 //
 //   - DecodePrevious decodes Previous into v.
+//
+// Its fields:
+//   - RunID.
+//   - WorkflowName.
+//   - Input is the run's input, Result its final result (as recorded).
+//   - Result.
+//   - Previous is the state before the run's last step, as recorded: the result of the last step that completed before the run did, or the run's input when no step did.
+//   - Attributes.
+//   - ParentRunID.
+//   - RootRunID.
+//   - CreatedAt.
+//   - CompletedAt.
 type Cleanup[I any, O any] = sdk.Cleanup[I, O]
 
 // CleanupOptions tunes a cleanup hook.
+//
+// Its fields:
+//   - Timeout bounds one call of the hook (default one minute): its context is cancelled then, and the call is recorded as failed with a CleanupTimeoutError once it returns or a short grace has passed.
 type CleanupOptions = sdk.CleanupOptions
 
 // Compensation is the input of a compensation step: the input the step it
 // undoes was called with and the result that step returned.
+//
+// Its fields:
+//   - Input.
+//   - Result.
 type Compensation[I any, O any] = sdk.Compensation[I, O]
 
 // CompensationError is what Compensate returns for a compensation that
@@ -68,6 +87,11 @@ type Compensation[I any, O any] = sdk.Compensation[I, O]
 //
 //   - Error returns the error's text.
 //   - Unwrap returns the compensation's error.
+//
+// Its fields:
+//   - Step: the step compensated.
+//   - StepID.
+//   - Err.
 type CompensationError = sdk.CompensationError
 
 // Context is what a workflow function sees: deterministic time, randomness
@@ -100,6 +124,14 @@ type Definition = sdk.Definition
 //   - Error returns the error's text.
 //   - Is keeps context errors recognisable after a round trip.
 //   - Unwrap returns the cause.
+//
+// Its fields:
+//   - Type.
+//   - Message.
+//   - Stack.
+//   - Code.
+//   - Details.
+//   - Cause.
 type Error = sdk.Error
 
 // Future is the eventual result of a step, a timer, a hook payload or a
@@ -137,9 +169,17 @@ type Hook[T any] = sdk.Hook[T]
 // Its methods (internal/sdk documents each in full):
 //
 //   - Error returns the error's text.
+//
+// Its fields:
+//   - Token.
+//   - ConflictingRunID.
 type HookConflictError = sdk.HookConflictError
 
 // HookOptions configures a hook.
+//
+// Its fields:
+//   - Token is what a sender resumes the hook with.
+//   - Metadata is stored with the hook (JSON).
 type HookOptions = sdk.HookOptions
 
 // RegistrationError is what Register (and Replace) return for a definition
@@ -152,6 +192,13 @@ type HookOptions = sdk.HookOptions
 //   - Error returns the error's text.
 //   - Is matches world.ErrConflict for a taken name, world.ErrInvalid for any other refusal.
 //   - Unwrap returns the detail of an invalid name or schedule.
+//
+// Its fields:
+//   - Kind is "workflow", "step" or "schedule".
+//   - Name: Kind is "workflow", "step" or "schedule".
+//   - Problem, for a workflow or a step, is RegistrationTaken, RegistrationReserved, RegistrationInvalidName or RegistrationUnregisteredCompensation.
+//   - Compensation names the step's compensation that is not registered (RegistrationUnregisteredCompensation; empty for a nil one).
+//   - Err details an invalid name or schedule (nil otherwise).
 type RegistrationError = sdk.RegistrationError
 
 // Registry holds the workflows, steps and error types a worker can run,
@@ -170,9 +217,22 @@ type Registry = sdk.Registry
 // Its methods (internal/sdk documents each in full):
 //
 //   - Respond sends the response of a manual webhook's request.
+//
+// Its fields:
+//   - Method.
+//   - URL is the request's URL with its last path segment, the webhook's token, shown as a digest ("sha256:" and 12 hex digits of its SHA-256): the token is the capability to resume the webhook, and the request is recorded in the run's log, which is read more widely than the webhook's URL may be (Webhook.URL and Webhook.Token give the workflow its own URL).
+//   - Header.
+//   - Body.
+//   - ReplyRun and ReplyTo name the stream the handler waits on for a manual response.
+//   - ReplyTo.
 type Request = sdk.Request
 
 // Response is an HTTP response a webhook answers with.
+//
+// Its fields:
+//   - Status.
+//   - Header.
+//   - Body.
 type Response = sdk.Response
 
 // RunFailedError is returned for a run that failed: Code is the run's error
@@ -183,6 +243,11 @@ type Response = sdk.Response
 //   - Error returns the error's text.
 //   - Is reports whether target is world.ErrLimitExceeded and the run failed for passing one of its limits (codes MAX_EVENTS_EXCEEDED and LIMIT_EXCEEDED).
 //   - Unwrap returns the cause.
+//
+// Its fields:
+//   - RunID.
+//   - Code.
+//   - Cause.
 type RunFailedError = sdk.RunFailedError
 
 // SerializationError reports a value that could not be encoded or decoded as
@@ -201,6 +266,13 @@ type RunFailedError = sdk.RunFailedError
 //
 //   - Error returns the error's text.
 //   - Unwrap returns the underlying error.
+//
+// Its fields:
+//   - What names the value: `arguments of step "charge"`, "workflow input", "hook metadata", ....
+//   - Decode is set when the value could not be decoded (JSON to Go), unset when it could not be encoded.
+//   - Token and HookID, set for a hook's payload, are the hook's token and ID.
+//   - HookID: Token and HookID, set for a hook's payload, are the hook's token and ID.
+//   - Err.
 type SerializationError = sdk.SerializationError
 
 // Step is a step: an ordinary function that runs once per attempt, whose
@@ -221,14 +293,32 @@ type Step[I any, O any] = sdk.Step[I, O]
 //
 //   - Error returns the error's text.
 //   - Unwrap returns the step's error.
+//
+// Its fields:
+//   - Step.
+//   - StepID.
+//   - Attempt.
+//   - Err.
 type StepError = sdk.StepError
 
 // StepMetadata describes the step attempt running. In a compensation
 // (WithCompensation), StepName names the compensation step, StepID the
 // step it undoes, and Compensating is set.
+//
+// Its fields:
+//   - StepName.
+//   - StepID.
+//   - Compensating.
+//   - Attempt is 1-based: 1 for the first attempt, 2 for the first retry.
+//   - StartedAt is when the step's first attempt started.
 type StepMetadata = sdk.StepMetadata
 
 // StepOptions tunes a step's retries.
+//
+// Its fields:
+//   - MaxRetries is the number of retries after the first attempt (default DefaultMaxRetries; NoRetries for none).
+//   - Backoff returns the delay before retry n (1-based).
+//   - Timeout, when positive, bounds each attempt: when it passes, the step's context is cancelled and the attempt fails with a timeout error (code STEP_TIMEOUT; errors.Is context.DeadlineExceeded), retried like any failure, whatever the function returns afterwards: a result returned after the deadline is discarded (an error becomes the timeout's cause), and a function that does not return within a second of it is left running on its own, so steps should watch their context.
 type StepOptions = sdk.StepOptions
 
 // StreamWriter writes to one of a run's streams from inside a step. Each
@@ -265,6 +355,10 @@ type Webhook = sdk.Webhook
 // WebhookOptions says how a webhook answers the requests it receives: by
 // default 202 Accepted with an empty body; with Response, that response;
 // with Manual, the response a step sends with Request.Respond.
+//
+// Its fields:
+//   - Response.
+//   - Manual.
 type WebhookOptions = sdk.WebhookOptions
 
 // Workflow is a workflow: deterministic Go that calls steps, sleeps and
@@ -283,6 +377,11 @@ type Workflow[I any, O any] = sdk.Workflow[I, O]
 
 // WorkflowMetadata describes a run: in a workflow from Context.Workflow, in
 // a step from WorkflowMetadataFrom. Both give the same values.
+//
+// Its fields:
+//   - WorkflowName.
+//   - RunID.
+//   - StartedAt is when the run was created.
 type WorkflowMetadata = sdk.WorkflowMetadata
 
 // All waits for every future and returns their values in order. It returns
