@@ -397,7 +397,12 @@ func lsStream(t *testing.T) {
 // receive and LocalStack's SQS moves it to the DLQ after the template's
 // maxReceiveCount (2 in this deploy), with a logged reason each time. The
 // queue's visibility timeout (210s from the template for a 30s function)
-// is shortened to 5s for the case, and restored.
+// is shortened to 60s for the case, and restored: far longer than
+// LocalStack takes to start the function and run a batch, so that a receive
+// is not spent (the message visible again) while the function is still
+// being started for it. With 5s, on a loaded machine (the arm64 function
+// runs under qemu) both receives were spent before the function ran for
+// either: the message was dead-lettered with no reason logged.
 func lsPoison(t *testing.T) {
 	s := newLSStack(t)
 	ctx := context.Background()
@@ -421,12 +426,12 @@ func lsPoison(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	setVisibility("5")
+	setVisibility("60")
 	defer setVisibility(attrs.Attributes["VisibilityTimeout"])
 	const poison = "this is not a skein message"
 	s.sendRaw(poison)
 	var dead []string
-	for limit := time.Now().Add(2 * time.Minute); len(dead) == 0; {
+	for limit := time.Now().Add(5 * time.Minute); len(dead) == 0; {
 		out, err := s.clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.queues.DeadLetterURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -438,7 +443,7 @@ func lsPoison(t *testing.T) {
 			}
 		}
 		if time.Now().After(limit) {
-			t.Fatal("the poisoned message did not reach the DLQ in 2 minutes")
+			t.Fatal("the poisoned message did not reach the DLQ in 5 minutes")
 		}
 	}
 	if !slices.Equal(dead, []string{poison}) {
