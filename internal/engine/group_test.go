@@ -206,15 +206,42 @@ func TestGroupRetryQueuesTheStepAgain(t *testing.T) {
 // A background message whose step is running under a live lease (its
 // executor died, or a duplicate delivery's executor still runs it) is not
 // dropped: it comes back at the lease's expiry and then runs the step,
-// which completes the run.
+// which completes the run. The lease is short so that the test ends soon;
+// a delivery judged after the lease had already expired (a machine that
+// stalled longer than the lease between the step's start and the
+// delivery's end) proves nothing either way, and the case is run again
+// with a lease four times longer.
 func TestLeasedStepMessageComesBackAtExpiry(t *testing.T) {
 	t.Parallel()
+	for ttl := 200 * time.Millisecond; ; ttl *= 4 {
+		if leasedStepComesBack(t, ttl) {
+			return
+		}
+		if ttl > time.Minute {
+			t.Fatalf("every lease up to %s expired before its delivery was handled", ttl)
+		}
+		t.Logf("the %s lease expired before the delivery was handled: again with a longer one", ttl)
+	}
+}
+
+// leasedStepComesBack runs TestLeasedStepMessageComesBackAtExpiry's case
+// with a lease of ttl, and reports false when the lease expired before the
+// delivery was handled (nothing was judged).
+func leasedStepComesBack(t *testing.T, ttl time.Duration) bool {
+	t.Helper()
 	var mw *msgWorld
 	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{})
-	runID, stepID := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: 200 * time.Millisecond, Queued: true})
+	runID, stepID := oneStepRun(t, h, &world.StepStarted{StepName: "add", LeaseTTL: ttl, Queued: true})
 	ctx := context.Background()
+	st, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: stepID}); err != nil {
 		t.Fatal(err)
+	}
+	if !time.Now().Before(st.LeaseExpiresAt) {
+		return false
 	}
 	msgs := mw.snapshot()
 	if len(msgs) != 1 || msgs[0].StepID != stepID || msgs[0].NotBefore.IsZero() {
@@ -225,10 +252,11 @@ func TestLeasedStepMessageComesBackAtExpiry(t *testing.T) {
 	if run.Status != world.RunStatusCompleted || string(run.Output) != "3" {
 		t.Fatalf("run %s %s, want completed with 3", run.Status, run.Output)
 	}
-	st, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+	st, err = h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
 	if err != nil || st.Attempt != 2 {
 		t.Fatalf("step %+v %v, want completed in attempt 2", st, err)
 	}
+	return true
 }
 
 // A background message whose step an invocation runs inline (a session
