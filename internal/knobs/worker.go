@@ -1,0 +1,5 @@
+package knobs
+
+// Worker holds the knobs of the engine, the Worker, the Lambda handler and
+// the client.
+type Worker struct{}
