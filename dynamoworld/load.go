@@ -28,7 +28,7 @@ func loadKeys(runID string, events []world.EventInput) []itemKey {
 		case *world.HookReceived, *world.HookDisposed, *world.HookConflict:
 			k = hookLinkKey(runID, in.CorrelationID)
 		default:
-			if !world.IsStepEvent(in.Data.EventType()) {
+			if !world.IsStepEvent(in.Type()) {
 				continue
 			}
 			k = stepKey(runID, in.CorrelationID)

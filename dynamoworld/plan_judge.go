@@ -44,7 +44,7 @@ func judge(input *planInput) (pl *plan, ref *refusal, needRead bool) {
 				st.Hook, ok = pl.hook(corr)
 			}
 		default:
-			if in.Data != nil && world.IsStepEvent(in.Data.EventType()) {
+			if in.Data != nil && world.IsStepEvent(in.Type()) {
 				st.Step, ok = pl.step(corr, false)
 			}
 		}

@@ -26,7 +26,7 @@ func TestFormatEventsCompensation(t *testing.T) {
 		{&world.CompSucceeded{}, "comp_succeeded   charge"},
 		{&world.CompFailed{Error: bad}, "comp_failed      charge: bank down"},
 	} {
-		t.Run(string(tc.data.EventType()), func(t *testing.T) {
+		t.Run(string(typeOf(tc.data)), func(t *testing.T) {
 			t.Parallel()
 			events := []world.Event{
 				{Seq: 1, CorrelationID: "step_1", CreatedAt: at, Data: &world.StepCreated{StepName: "charge"}},

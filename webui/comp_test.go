@@ -40,7 +40,7 @@ func newCompRuns(t *testing.T) *compRuns {
 		t.Helper()
 		for _, ev := range evs {
 			if _, err := w.Append(context.Background(), &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
-				t.Fatalf("append %s: %v", ev.Data.EventType(), err)
+				t.Fatalf("append %s: %v", ev.Type(), err)
 			}
 		}
 	}

@@ -36,7 +36,7 @@ func TestFailHeldCompensating(t *testing.T) {
 			{Data: &world.RunHeld{ErrorCode: world.CodeReplayDivergence, Error: &world.ErrorData{Message: "diverged"}, Attempt: 1}},
 		} {
 			if _, err := w.Append(context.Background(), &world.AppendParams{RunID: id, Events: []world.EventInput{ev}}); err != nil {
-				t.Fatalf("append %s: %v", ev.Data.EventType(), err)
+				t.Fatalf("append %s: %v", ev.Type(), err)
 			}
 		}
 		return id

@@ -40,7 +40,7 @@ type AttributeSet struct {
 }
 
 // EventType returns EventAttributeSet.
-func (*AttributeSet) EventType() EventType { return EventAttributeSet }
+func (*AttributeSet) eventType() EventType { return EventAttributeSet }
 
 func (d *AttributeSet) validate(corr string) error {
 	if corr != "" {

@@ -97,10 +97,10 @@ type Compensations struct {
 }
 
 // EventType implementations.
-func (*CompStarted) EventType() EventType        { return EventCompStarted }
-func (*CompRetryScheduled) EventType() EventType { return EventCompRetryScheduled }
-func (*CompSucceeded) EventType() EventType      { return EventCompSucceeded }
-func (*CompFailed) EventType() EventType         { return EventCompFailed }
+func (*CompStarted) eventType() EventType        { return EventCompStarted }
+func (*CompRetryScheduled) eventType() EventType { return EventCompRetryScheduled }
+func (*CompSucceeded) eventType() EventType      { return EventCompSucceeded }
+func (*CompFailed) eventType() EventType         { return EventCompFailed }
 
 func (d *CompStarted) validate(corr string) error {
 	if err := correlation(EventCompStarted, PrefixStep, corr); err != nil {

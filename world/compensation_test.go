@@ -69,7 +69,7 @@ func TestApplyCompRefusals(t *testing.T) {
 	live := mkRun(world.RunStatusRunning)
 	var cases []applyCase
 	for _, d := range compEvents() {
-		name := string(d.EventType())
+		name := string(typeOf(d))
 		cases = append(cases,
 			applyCase{name: name + " no step", state: world.State{Run: live}, corr: stepID, data: d, want: world.ErrNotFound, check: wantRefusal(world.ErrNotFound)},
 			applyCase{name: name + " no run", corr: stepID, data: d, want: world.ErrNotFound},
@@ -84,7 +84,7 @@ func TestApplyCompRefusals(t *testing.T) {
 			cases = append(cases, applyCase{name: name + " on " + string(st), state: world.State{Run: live, Step: compensable(st, nil)},
 				corr: stepID, data: d, want: world.ErrConflict, check: wantRefusal(world.ErrConflict)})
 		}
-		if d.EventType() != world.EventCompStarted {
+		if typeOf(d) != world.EventCompStarted {
 			cases = append(cases, applyCase{name: name + " on completed", state: world.State{Run: live, Step: compensable(world.StepStatusCompleted, nil)},
 				corr: stepID, data: d, want: world.ErrConflict, check: wantRefusal(world.ErrConflict)})
 		}
@@ -117,7 +117,7 @@ func TestApplyCompRefusals(t *testing.T) {
 	// own outcome is recorded, nothing of the step itself applies again.
 	for _, st := range []world.StepStatus{world.StepStatusCompensating, world.StepStatusCompensated, world.StepStatusCompensationFailed} {
 		for _, d := range []world.EventData{&world.StepStarted{}, &world.StepCompleted{}, &world.StepFailed{Error: compErr}, &world.StepRetrying{Error: compErr}} {
-			cases = append(cases, applyCase{name: string(d.EventType()) + " on " + string(st), state: world.State{Run: live, Step: compensable(st, &world.StepCompensation{Attempt: 1})},
+			cases = append(cases, applyCase{name: string(typeOf(d)) + " on " + string(st), state: world.State{Run: live, Step: compensable(st, &world.StepCompensation{Attempt: 1})},
 				corr: stepID, data: d, want: world.ErrConflict})
 		}
 	}
@@ -279,7 +279,7 @@ func TestFoldCompensation(t *testing.T) {
 		ev := world.Event{RunID: runID, EventID: eventID, CorrelationID: corr, Data: d}
 		e, err := world.Apply(s, ev, at)
 		if err != nil {
-			t.Fatalf("%s: %v", d.EventType(), err)
+			t.Fatalf("%s: %v", typeOf(d), err)
 		}
 		s.Run = e.Run
 		if e.Step != nil {
@@ -348,17 +348,17 @@ func TestCompEventsRoundTrip(t *testing.T) {
 		in := world.Event{RunID: runID, EventID: eventID, CorrelationID: stepID, Seq: 3, CreatedAt: at, Data: d}
 		b, err := json.Marshal(in)
 		if err != nil {
-			t.Fatalf("%s: Marshal: %v", d.EventType(), err)
+			t.Fatalf("%s: Marshal: %v", typeOf(d), err)
 		}
 		var out world.Event
 		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatalf("%s: Unmarshal: %v", d.EventType(), err)
+			t.Fatalf("%s: Unmarshal: %v", typeOf(d), err)
 		}
 		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("%s: round trip\n got %#v\nwant %#v", d.EventType(), out.Data, in.Data)
+			t.Fatalf("%s: round trip\n got %#v\nwant %#v", typeOf(d), out.Data, in.Data)
 		}
-		if got, err := world.NewEventData(d.EventType()); err != nil || got.EventType() != d.EventType() {
-			t.Fatalf("NewEventData(%s) = %v, %v", d.EventType(), got, err)
+		if got, err := world.NewEventData(typeOf(d)); err != nil || typeOf(got) != typeOf(d) {
+			t.Fatalf("NewEventData(%s) = %v, %v", typeOf(d), got, err)
 		}
 	}
 }

@@ -51,8 +51,8 @@ type (
 )
 
 // EventType implementations.
-func (*RunDeactivated) EventType() EventType { return EventRunDeactivated }
-func (*RunCleanedUp) EventType() EventType   { return EventRunCleanedUp }
+func (*RunDeactivated) eventType() EventType { return EventRunDeactivated }
+func (*RunCleanedUp) eventType() EventType   { return EventRunCleanedUp }
 
 func (d *RunDeactivated) validate(corr string) error { return noCorrelation(EventRunDeactivated, corr) }
 func (d *RunCleanedUp) validate(corr string) error   { return noCorrelation(EventRunCleanedUp, corr) }

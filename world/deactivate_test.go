@@ -69,9 +69,9 @@ func TestApplyRest(t *testing.T) {
 func TestRestEventsRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, d := range []world.EventData{&world.RunDeactivated{}, &world.RunCleanedUp{Error: &world.ErrorData{Message: "m"}}, &world.RunCompleted{Cleanup: true}} {
-		got, err := world.NewEventData(d.EventType())
-		if err != nil || got.EventType() != d.EventType() {
-			t.Fatalf("NewEventData(%s) = %v, %v", d.EventType(), got, err)
+		got, err := world.NewEventData(typeOf(d))
+		if err != nil || typeOf(got) != typeOf(d) {
+			t.Fatalf("NewEventData(%s) = %v, %v", typeOf(d), got, err)
 		}
 	}
 }

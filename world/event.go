@@ -53,12 +53,23 @@ func (e Event) Type() EventType {
 	if e.Data == nil {
 		return ""
 	}
-	return e.Data.EventType()
+	return e.Data.eventType()
 }
 
-// EventData is an event payload: one concrete type per EventType.
+// Type returns the proposed event's type, taken from its payload (empty
+// when Data is nil).
+func (in EventInput) Type() EventType {
+	if in.Data == nil {
+		return ""
+	}
+	return in.Data.eventType()
+}
+
+// EventData is an event payload: one concrete type per EventType. Its
+// types are this package's (NewEventData makes an empty one by type);
+// Event.Type and EventInput.Type name it.
 type EventData interface {
-	EventType() EventType
+	eventType() EventType
 	validate(correlationID string) error
 }
 
@@ -210,23 +221,23 @@ type (
 )
 
 // EventType implementations.
-func (*RunCreated) EventType() EventType    { return EventRunCreated }
-func (*RunStarted) EventType() EventType    { return EventRunStarted }
-func (*RunCompleted) EventType() EventType  { return EventRunCompleted }
-func (*RunFailed) EventType() EventType     { return EventRunFailed }
-func (*RunCancelled) EventType() EventType  { return EventRunCancelled }
-func (*RunHeld) EventType() EventType       { return EventRunHeld }
-func (*StepCreated) EventType() EventType   { return EventStepCreated }
-func (*StepStarted) EventType() EventType   { return EventStepStarted }
-func (*StepCompleted) EventType() EventType { return EventStepCompleted }
-func (*StepFailed) EventType() EventType    { return EventStepFailed }
-func (*StepRetrying) EventType() EventType  { return EventStepRetrying }
-func (*HookCreated) EventType() EventType   { return EventHookCreated }
-func (*HookConflict) EventType() EventType  { return EventHookConflict }
-func (*HookReceived) EventType() EventType  { return EventHookReceived }
-func (*HookDisposed) EventType() EventType  { return EventHookDisposed }
-func (*WaitCreated) EventType() EventType   { return EventWaitCreated }
-func (*WaitCompleted) EventType() EventType { return EventWaitCompleted }
+func (*RunCreated) eventType() EventType    { return EventRunCreated }
+func (*RunStarted) eventType() EventType    { return EventRunStarted }
+func (*RunCompleted) eventType() EventType  { return EventRunCompleted }
+func (*RunFailed) eventType() EventType     { return EventRunFailed }
+func (*RunCancelled) eventType() EventType  { return EventRunCancelled }
+func (*RunHeld) eventType() EventType       { return EventRunHeld }
+func (*StepCreated) eventType() EventType   { return EventStepCreated }
+func (*StepStarted) eventType() EventType   { return EventStepStarted }
+func (*StepCompleted) eventType() EventType { return EventStepCompleted }
+func (*StepFailed) eventType() EventType    { return EventStepFailed }
+func (*StepRetrying) eventType() EventType  { return EventStepRetrying }
+func (*HookCreated) eventType() EventType   { return EventHookCreated }
+func (*HookConflict) eventType() EventType  { return EventHookConflict }
+func (*HookReceived) eventType() EventType  { return EventHookReceived }
+func (*HookDisposed) eventType() EventType  { return EventHookDisposed }
+func (*WaitCreated) eventType() EventType   { return EventWaitCreated }
+func (*WaitCompleted) eventType() EventType { return EventWaitCompleted }
 
 // NewEventData returns an empty payload for t, or an ErrInvalid error for an
 // unknown type.
@@ -305,7 +316,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(eventJSON{
-		RunID: e.RunID, EventID: e.EventID, Seq: e.Seq, EventType: e.Data.EventType(),
+		RunID: e.RunID, EventID: e.EventID, Seq: e.Seq, EventType: e.Data.eventType(),
 		CorrelationID: e.CorrelationID, CreatedAt: e.CreatedAt, EventData: data,
 	})
 }

@@ -93,7 +93,7 @@ func (m *propModel) judge(o propOp, now time.Time) outcome {
 	if o.invalid {
 		return refused(world.ErrInvalid)
 	}
-	rl := modelRules()[o.data.EventType()]
+	rl := modelRules()[typeOf(o.data)]
 	r, exists := m.runs[o.run]
 	if !rl.noRun && !exists {
 		return refused(world.ErrNotFound)

@@ -261,7 +261,7 @@ func (p *propMachine) commit(t *rapid.T, run string, ops []propOp, ifLastSeq int
 func describe(ops []propOp) string {
 	s := ""
 	for _, o := range ops {
-		s += fmt.Sprintf("[%s %s %s]", o.run[len(o.run)-1:], o.data.EventType(), o.corr)
+		s += fmt.Sprintf("[%s %s %s]", o.run[len(o.run)-1:], typeOf(o.data), o.corr)
 	}
 	return s
 }

@@ -200,10 +200,10 @@ func heldRunCases() []applyCase {
 		{name: "run_held invalid", state: world.State{Run: mkRun(world.RunStatusRunning)}, data: &world.RunHeld{ErrorCode: "C"}, want: world.ErrInvalid},
 	}
 	for _, d := range []world.EventData{&world.RunCompleted{}, &world.RunFailed{Error: &world.ErrorData{Message: "m"}, ErrorCode: "C"}, &world.RunCancelled{}} {
-		cases = append(cases, applyCase{name: string(d.EventType()) + " held", state: world.State{Run: heldRun()}, data: d,
+		cases = append(cases, applyCase{name: string(typeOf(d)) + " held", state: world.State{Run: heldRun()}, data: d,
 			check: func(t *testing.T, eff world.Effect, _ error) {
 				if !eff.EndsRun || !eff.Run.Status.Terminal() || eff.Run.Hold != nil {
-					t.Fatalf("%s on a held run: %+v", d.EventType(), eff.Run)
+					t.Fatalf("%s on a held run: %+v", typeOf(d), eff.Run)
 				}
 			}})
 	}
@@ -297,7 +297,7 @@ func TestApplyRun(t *testing.T) {
 		}
 	}
 	for _, d := range []world.EventData{&world.RunCompleted{}, &world.RunFailed{Error: &world.ErrorData{}}, &world.RunCancelled{}} {
-		cases = append(cases, applyCase{name: string(d.EventType()) + " missing", data: d, want: world.ErrNotFound})
+		cases = append(cases, applyCase{name: string(typeOf(d)) + " missing", data: d, want: world.ErrNotFound})
 	}
 	runApplyCases(t, cases)
 }
@@ -392,7 +392,7 @@ func TestApplyStep(t *testing.T) {
 	}
 	for _, done := range []world.StepStatus{world.StepStatusCompleted, world.StepStatusFailed} {
 		for _, d := range []world.EventData{&world.StepStarted{}, &world.StepCompleted{}, &world.StepFailed{Error: &world.ErrorData{}}, &world.StepRetrying{Error: &world.ErrorData{}}} {
-			cases = append(cases, applyCase{name: string(d.EventType()) + " on " + string(done), state: with(live, mkStep(done, 1)), corr: stepID, data: d, want: world.ErrConflict, check: wantRefusal(world.ErrConflict)})
+			cases = append(cases, applyCase{name: string(typeOf(d)) + " on " + string(done), state: with(live, mkStep(done, 1)), corr: stepID, data: d, want: world.ErrConflict, check: wantRefusal(world.ErrConflict)})
 		}
 	}
 	for _, st := range terminalRuns {

@@ -18,7 +18,7 @@ func ValidateEvent(e Event) error {
 	// Every payload type is a pointer; a typed nil (say (*StepCreated)(nil))
 	// would panic in validate.
 	if v := reflect.ValueOf(e.Data); v.Kind() == reflect.Pointer && v.IsNil() {
-		return invalidf(e.Data.EventType(), e.CorrelationID, "nil payload")
+		return invalidf(e.Data.eventType(), e.CorrelationID, "nil payload")
 	}
 	return e.Data.validate(e.CorrelationID)
 }

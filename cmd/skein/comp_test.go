@@ -37,7 +37,7 @@ func newCompStore(t *testing.T) *compStore {
 		t.Helper()
 		for _, ev := range evs {
 			if _, err := w.Append(context.Background(), &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
-				t.Fatalf("append %s: %v", ev.Data.EventType(), err)
+				t.Fatalf("append %s: %v", ev.Type(), err)
 			}
 		}
 	}
@@ -192,7 +192,7 @@ func TestCompDetail(t *testing.T) {
 		{&world.CompFailed{Error: bad}, `bank\x1b[31m down`},
 		{&world.StepCreated{StepName: "charge", Compensation: "refund"}, "charge (undo: refund)"},
 	} {
-		t.Run(string(tc.data.EventType()), func(t *testing.T) {
+		t.Run(string(typeOf(tc.data)), func(t *testing.T) {
 			t.Parallel()
 			if got := eventDetail(&world.Event{CreatedAt: retry.Add(-time.Second), Data: tc.data}, false); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)

@@ -61,7 +61,7 @@ func hostileStore(t *testing.T) (db, failedID, waitingID string) {
 		t.Helper()
 		for _, ev := range evs {
 			if _, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
-				t.Fatalf("append %s: %v", ev.Data.EventType(), err)
+				t.Fatalf("append %s: %v", ev.Type(), err)
 			}
 		}
 	}

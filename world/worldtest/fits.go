@@ -84,8 +84,8 @@ func (f *fixture) appendInFits(l world.AppendLimiter, run string, last int64, ev
 	}
 	for i, in := range evs {
 		e := log[start+int64(i)]
-		if e.Type() != in.Data.EventType() || e.CorrelationID != in.CorrelationID {
-			f.t.Fatalf("log event %d: %s(%s), want %s(%s): the chunks were not appended in order", e.Seq, e.Type(), e.CorrelationID, in.Data.EventType(), in.CorrelationID)
+		if e.Type() != in.Type() || e.CorrelationID != in.CorrelationID {
+			f.t.Fatalf("log event %d: %s(%s), want %s(%s): the chunks were not appended in order", e.Seq, e.Type(), e.CorrelationID, in.Type(), in.CorrelationID)
 		}
 	}
 	f.t.Logf("%d events in %d chunks", len(evs), chunks)

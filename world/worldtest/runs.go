@@ -324,9 +324,9 @@ func testUnknownRun(t *testing.T, f *fixture) {
 	} {
 		runID := ids.New(world.PrefixRun)
 		_, err := f.append(runID, in)
-		wantErr(t, err, world.ErrNotFound, "%s on an unknown run", in.Data.EventType())
+		wantErr(t, err, world.ErrNotFound, "%s on an unknown run", in.Type())
 		_, err = f.w.GetRun(f.ctx, &world.GetRunParams{RunID: runID})
-		wantErr(t, err, world.ErrNotFound, "GetRun after %s on an unknown run", in.Data.EventType())
+		wantErr(t, err, world.ErrNotFound, "GetRun after %s on an unknown run", in.Type())
 	}
 }
 

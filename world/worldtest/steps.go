@@ -263,10 +263,10 @@ func testStepStartFinishedStep(t *testing.T, f *fixture) {
 		f.mustAppend(run, ev(id, end))
 		before := f.events(run)
 		_, err := f.append(run, ev(id, &world.StepStarted{}))
-		wantErr(t, err, world.ErrConflict, "step_started after %s", end.EventType())
+		wantErr(t, err, world.ErrConflict, "step_started after %s", typeOf(end))
 		f.wantLogUnchanged(run, before, "step_started on a finished step")
 		_, err = f.append(run, ev(id, &world.StepRetrying{Error: stepError("x")}))
-		wantErr(t, err, world.ErrConflict, "step_retrying after %s", end.EventType())
+		wantErr(t, err, world.ErrConflict, "step_retrying after %s", typeOf(end))
 	}
 }
 
@@ -371,14 +371,14 @@ func testStepEndDuplicate(t *testing.T, f *fixture) {
 			f.mustAppend(run, ev(id, first))
 			before := f.events(run)
 			_, err := f.append(run, ev(id, second))
-			wantErr(t, err, world.ErrConflict, "%s after %s", second.EventType(), first.EventType())
+			wantErr(t, err, world.ErrConflict, "%s after %s", typeOf(second), typeOf(first))
 			f.wantLogUnchanged(run, before, "second terminal step event")
 			want := world.StepStatusCompleted
-			if first.EventType() == world.EventStepFailed {
+			if typeOf(first) == world.EventStepFailed {
 				want = world.StepStatusFailed
 			}
 			if s := f.getStep(run, id); s.Status != want {
-				t.Fatalf("%s after %s changed the status to %q", second.EventType(), first.EventType(), s.Status)
+				t.Fatalf("%s after %s changed the status to %q", typeOf(second), typeOf(first), s.Status)
 			}
 		}
 	}
@@ -413,7 +413,7 @@ func testStepEndPendingOfFinishedRun(t *testing.T, f *fixture) {
 		f.endRun(run, world.EventRunCancelled)
 		before := f.events(run)
 		_, err := f.append(run, ev(id, end))
-		wantErr(t, err, world.ErrGone, "%s on a pending step of a cancelled run", end.EventType())
+		wantErr(t, err, world.ErrGone, "%s on a pending step of a cancelled run", typeOf(end))
 		f.wantLogUnchanged(run, before, "ending a pending step of a finished run")
 	}
 }

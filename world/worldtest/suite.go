@@ -241,7 +241,7 @@ func describe(evs []world.EventInput) string {
 		if e.Data == nil {
 			b.WriteString("<nil>")
 		} else {
-			b.WriteString(string(e.Data.EventType()))
+			b.WriteString(string(e.Type()))
 		}
 		if e.CorrelationID != "" {
 			b.WriteString("(" + e.CorrelationID + ")")
