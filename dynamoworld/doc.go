@@ -87,8 +87,11 @@
 //
 // # Watching
 //
-// World is a world.Watcher. A watch of one run polls the run's partition
-// with one eventually consistent Query per look, delivering each commit
+// World is a world.Watcher: a world.Poller (the one polling mechanism of
+// every World that cannot push) reading through the World's own
+// world.PollSource (watch.go). A watch of one run polls the run's
+// partition with one eventually consistent Query per look (after one
+// strongly consistent Query that places its cursor), delivering each commit
 // once, in order and without gaps. The wait between looks starts at
 // Config.WatchPollMin (50ms) after a look that found something and doubles
 // while the run is idle up to Config.WatchPollMax (2s); the watch ends
@@ -98,7 +101,8 @@
 //
 // A watch of every run keeps a position per run and follows each until
 // its run_deactivated. Each look lists the runs pending, running and held
-// and those created in the last 30 seconds (4 index Queries), then reads
+// and those created in the last 30 seconds (4 keys-only index Queries:
+// no run item is read), then reads
 // each one's partition; it looks at most once a second, backing off to
 // 5s. Its guarantee is per run (every event after the cursor, in order,
 // once); across runs there is no order. Its cost grows with the runs in

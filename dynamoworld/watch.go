@@ -2,8 +2,9 @@ package dynamoworld
 
 import (
 	"context"
-	"errors"
 	"iter"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,182 +14,218 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// watchBatch is the most commit items one look reads.
-const watchBatch = 25
+// Watching (doc.go): a world.Poller over the World's own reads
+// (pollSource): keys-only index queries to list the runs, and eventually
+// consistent Queries of a run's partition to read its new commits.
 
-// allRunsPoll is the shortest wait between two looks of an every-run
-// watch, whose look lists runs (doc.go, Watching).
-const allRunsPoll = time.Second
+var _ world.Watcher = (*store)(nil)
+
+const (
+	// watchBatch is the most commit items one read of a run's partition
+	// returns.
+	watchBatch = 25
+	// allRunsPoll is the shortest wait between two looks of an every-run
+	// watch, whose look lists runs (doc.go, Watching).
+	allRunsPoll = time.Second
+	// watchOverlap is how far back before the last look each look lists
+	// new runs (the runs index lags, and other processes' clocks differ).
+	watchOverlap = 30 * time.Second
+)
+
+// poller returns the Poller of a watch of p: one run looks from
+// Config.WatchPollMin to WatchPollMax, every run at most once a second,
+// backing off to 5s.
+func (w *store) poller(p *world.WatchParams) *world.Poller {
+	lo, hi := w.cfg.WatchPollMin, w.cfg.WatchPollMax
+	if p == nil || p.RunID == "" {
+		lo, hi = max(lo, allRunsPoll), max(hi, 5*allRunsPoll)
+	}
+	return &world.Poller{Storage: w, Source: pollSource{w}, Now: w.now, PollMin: lo, PollMax: hi, Overlap: watchOverlap}
+}
 
 // WatchCursor implements world.Watcher.
 func (w *store) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
-	if err := p.Validate(); err != nil {
-		return "", err
-	}
-	if p.RunID != "" {
-		r, err := w.GetRun(ctx, &world.GetRunParams{RunID: p.RunID})
-		if err != nil {
-			return "", err
-		}
-		return world.RunCursor(r.RunID, r.LastSeq), nil
-	}
-	return w.watchAllCursor(ctx)
+	return w.poller(p).WatchCursor(ctx, p)
 }
 
-// Watch implements world.Watcher: one run by reading its partition after
-// the last commit seen, every run by listing them with keys-only index
-// queries and reading each one's partition so (doc.go, Watching).
+// Watch implements world.Watcher (doc.go, Watching).
 func (w *store) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
-	return func(yield func(world.WatchEvent, error) bool) {
-		if err := p.Validate(); err != nil {
-			yield(world.WatchEvent{}, err)
-			return
-		}
-		var err error
-		if p.RunID != "" {
-			err = w.watchRun(ctx, p, yield)
-		} else {
-			err = w.watchAll(ctx, p, yield)
-		}
-		if err != nil && !errors.Is(err, errWatchStopped) {
-			yield(world.WatchEvent{}, err)
-		}
-	}
+	return w.poller(p).Watch(ctx, p)
 }
 
-// errWatchStopped: the consumer stopped.
-var errWatchStopped = errors.New("dynamoworld: watch stopped")
+// pollSource is the World's world.PollSource.
+type pollSource struct{ w *store }
 
-// runWatch is the position of a one-run watch: the sequence number
-// delivered up to, and the key (the previous sequence number) of the next
-// commit to read.
-type runWatch struct {
-	p     *world.WatchParams
-	seq   int64
-	next  int64
-	ended bool
-	yield func(world.WatchEvent, error) bool
-}
-
-// deliver yields the events of one commit after the position.
-func (rw *runWatch) deliver(evs []world.Event, ls int64) error {
-	for _, e := range evs {
-		rw.ended = rw.ended || e.Type().Terminal() // a cursor after the end ends the watch too
-		if e.Seq <= rw.seq {
-			continue
-		}
-		rw.seq = e.Seq
-		if rw.p.Wants(e.Type()) && !rw.yield(world.WatchEvent{Event: e, Cursor: world.RunCursor(rw.p.RunID, e.Seq)}, nil) {
-			return errWatchStopped
-		}
-	}
-	rw.next = ls
-	return nil
-}
-
-func (w *store) watchRun(ctx context.Context, p *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
-	seq, err := world.ParseRunCursor(p.RunID, p.After)
+// PollRuns lists the runs pending, running or held, and those created
+// since, with keys-only index queries.
+func (s pollSource) PollRuns(ctx context.Context, since time.Time) ([]world.Run, error) {
+	refs, err := s.w.activeRuns(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rw := &runWatch{p: p, seq: seq, yield: yield}
-	if err := w.watchStart(ctx, rw); err != nil || rw.ended {
-		return err
+	recent, err := s.w.indexRuns(ctx, indexAll, attrG1, g1Run, since.UnixNano())
+	if err != nil {
+		return nil, err
 	}
-	lo, hi := p.PollMin, p.PollMax
-	if lo <= 0 {
-		lo = w.cfg.WatchPollMin
+	out := make([]world.Run, 0, len(refs)+len(recent))
+	for _, r := range append(refs, recent...) {
+		out = append(out, world.Run{RunID: r.id, CreatedAt: time.Unix(0, r.created).UTC()})
 	}
-	if hi <= 0 {
-		hi = w.cfg.WatchPollMax
-	}
-	delay := lo
-	for {
-		found, more, err := w.watchLook(ctx, rw)
-		if err != nil || rw.ended {
-			return err
-		}
-		if more {
-			continue
-		}
-		if found {
-			delay = lo
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		if !found {
-			delay = min(2*delay, max(hi, lo))
-		}
-	}
+	return out, nil
 }
 
-// watchStart places a one-run watch: it reads the commit holding the
-// cursor's event (the newest keyed at or before it, strongly consistent),
-// delivers what of it follows the cursor, and sets the next commit's key.
-func (w *store) watchStart(ctx context.Context, rw *runWatch) error {
-	items, _, err := w.watchQuery(ctx, rw.p.RunID, commitSK(rw.seq), true)
+// PollRun reads a run's commits: the newest (at.Seq < 0), the one holding
+// at.Seq (at.Key < 0), or those after the commit keyed at.Key.
+func (s pollSource) PollRun(ctx context.Context, runID string, at world.PollPos) (*world.PollRead, error) {
+	switch {
+	case at.Seq < 0:
+		return s.w.pollHead(ctx, runID)
+	case at.Key < 0:
+		return s.w.pollPlace(ctx, runID, at.Seq)
+	}
+	return s.w.pollAfter(ctx, runID, at)
+}
+
+// pollHead places a watch at the run's newest commit (strongly
+// consistent).
+func (w *store) pollHead(ctx context.Context, runID string) (*world.PollRead, error) {
+	items, _, err := w.watchQuery(ctx, runID, commitsEnd, true)
+	if err != nil || len(items) == 0 {
+		return &world.PollRead{}, err
+	}
+	ls := getN(items[0], aLastSeq)
+	return &world.PollRead{At: world.PollPos{Seq: ls, Key: ls}, Rest: !getT(items[0], aDeactivated).IsZero()}, nil
+}
+
+// pollPlace places a one-run watch: it reads the commit holding the
+// cursor's event (the newest keyed at or before it, strongly consistent)
+// and returns what of it follows the cursor.
+func (w *store) pollPlace(ctx context.Context, runID string, seq int64) (*world.PollRead, error) {
+	items, _, err := w.watchQuery(ctx, runID, commitSK(seq), true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(items) == 0 {
-		if _, err := w.GetRun(ctx, &world.GetRunParams{RunID: rw.p.RunID}); err != nil {
-			return err
+		if _, err := w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
+			return nil, err
 		}
-		if rw.seq > 0 {
-			return invalid("cursor after event %d of run %s, which has none", rw.seq, rw.p.RunID)
+		if seq > 0 {
+			return nil, invalid("cursor after event %d of run %s, which has none", seq, runID)
 		}
-		return nil
+		return &world.PollRead{}, nil
 	}
 	it := items[0]
 	ls := getN(it, aLastSeq)
-	if ls < rw.seq {
-		return invalid("cursor after event %d of run %s, which has %d", rw.seq, rw.p.RunID, ls)
+	if ls < seq {
+		return nil, invalid("cursor after event %d of run %s, which has %d", seq, runID, ls)
 	}
 	evs, err := w.watchDecode(ctx, items)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if rw.seq == 0 {
-		rw.next = 0 // read the first commit in the first look
-		return nil
+	if seq == 0 {
+		return &world.PollRead{}, nil // the first look reads the first commit
 	}
-	return rw.deliver(evs[0], ls)
+	key, _ := prevFromSK(getS(it, attrSK))
+	rd := &world.PollRead{At: world.PollPos{Seq: seq, Key: key}}
+	addCommit(rd, evs[0], key, ls)
+	return rd, nil
 }
 
-// watchLook reads the commits after the position, eventually consistent,
-// and delivers them while they chain from it (a commit visible before the
-// one it follows is read again next time). more: the look stopped at its
-// batch and there is more to read now.
-func (w *store) watchLook(ctx context.Context, rw *runWatch) (found, more bool, err error) {
-	items, more, err := w.watchQuery(ctx, rw.p.RunID, commitSK(rw.next), false)
+// pollAfter reads the commits after the one keyed at.Key, eventually
+// consistent, and returns their events while they chain from it (a commit
+// visible before the one it follows is read again next time).
+func (w *store) pollAfter(ctx context.Context, runID string, at world.PollPos) (*world.PollRead, error) {
+	items, more, err := w.watchQuery(ctx, runID, commitSK(at.Key), false)
 	if err != nil {
-		return false, false, err
+		return nil, err
 	}
 	evs, err := w.watchDecode(ctx, items)
 	if err != nil {
-		return false, false, err
+		return nil, err
 	}
+	rd := &world.PollRead{At: at}
 	for i, it := range items {
 		prev, ok := prevFromSK(getS(it, attrSK))
-		if !ok || prev != rw.next {
-			if ok && prev > rw.next {
+		if !ok || prev != rd.At.Key {
+			if ok && prev > rd.At.Key {
 				// A later commit without the one at the position: not yet
 				// visible (this read is eventually consistent), or gone.
-				return found, false, w.commitAt(ctx, rw.p.RunID, rw.next, prev)
+				return rd, w.commitAt(ctx, runID, rd.At.Key, prev)
 			}
-			return found, false, nil
+			return rd, nil // not chained yet: next look
 		}
-		found = true
-		if err := rw.deliver(evs[i], getN(it, aLastSeq)); err != nil || rw.ended {
-			return found, false, err
+		addCommit(rd, evs[i], prev, getN(it, aLastSeq))
+	}
+	rd.More = more
+	return rd, nil
+}
+
+// addCommit adds to rd the events of the commit keyed key, whose last
+// event is ls, that follow rd.At, and moves rd.At after the commit.
+func addCommit(rd *world.PollRead, evs []world.Event, key, ls int64) {
+	for _, e := range evs {
+		if e.Seq <= rd.At.Seq {
+			rd.Ended = rd.Ended || e.Type().Terminal()
+			rd.Rest = rd.Rest || e.Type() == world.EventRunDeactivated
+			continue
+		}
+		after := world.PollPos{Seq: e.Seq, Key: key}
+		if e.Seq == ls {
+			after.Key = ls
+		}
+		rd.Events = append(rd.Events, e)
+		rd.After = append(rd.After, after)
+	}
+	rd.At = world.PollPos{Seq: max(rd.At.Seq, ls), Key: ls}
+}
+
+// runRef is a run as an index lists it.
+type runRef struct {
+	id      string
+	created int64
+}
+
+// indexRuns lists the runs of one index partition, newest first, down to
+// the creation time since (Unix nanoseconds; 0: all).
+func (w *store) indexRuns(ctx context.Context, index, pkAttr, pk string, since int64) ([]runRef, error) {
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
+	var out []runRef
+	q := pageQuery{index: index, pkAttr: pkAttr, pk: pk, skAttr: attrGSK, desc: true, limit: world.MaxPageLimit}
+	for {
+		keys, more, err := w.query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			g := getS(k, attrGSK)
+			created, _ := strconv.ParseInt(g[:min(20, len(g))], 10, 64)
+			if created < since {
+				return out, nil
+			}
+			out = append(out, runRef{id: strings.TrimPrefix(getS(k, attrPK), "r#"), created: created})
+			q.after = g
+		}
+		if !more || len(keys) == 0 {
+			return out, nil
 		}
 	}
-	return found, more, nil
+}
+
+// activeRuns lists the runs pending, running or held.
+func (w *store) activeRuns(ctx context.Context) ([]runRef, error) {
+	var out []runRef
+	for _, st := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld} {
+		refs, err := w.indexRuns(ctx, indexStatus, attrG3, "st#"+string(st), 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, refs...)
+	}
+	return out, nil
 }
 
 // watchQuery reads a run's commit items: the newest keyed at or before sk

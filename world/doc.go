@@ -95,7 +95,9 @@
 // run, as they commit, each with a cursor that resumes right after it (one
 // run: RunCursor, the same on every World; every run: the World's own).
 // Watch and WatchCursor use a World's Watcher when it has one and a Poller
-// over its read API otherwise, so watching works on any World. FoldEvents
+// over its read API otherwise, so watching works on any World. There is
+// one polling mechanism, the Poller: a World that cannot push but reads
+// more cheaply than through its read API gives it a PollSource. FoldEvents
 // rebuilds a run's state from its log, as of one event: what a
 // subscription's snapshot is.
 //

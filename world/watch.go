@@ -10,10 +10,9 @@ import (
 
 // Watcher is an optional Storage capability: the events of one run, or of
 // every run, delivered as they commit. A World that has it pushes (the
-// local world wakes its watchers at every commit) or polls in its own
-// cheap way (dynamoworld reads the run's partition); Watch and
-// WatchCursor below fall back to polling through the read API for a World
-// without it.
+// local world wakes its watchers at every commit) or runs a Poller over
+// its own cheaper reads (dynamoworld: a PollSource); Watch and WatchCursor
+// below fall back to a Poller over the read API for a World without it.
 //
 // The guarantees, for every Watcher:
 //
@@ -152,11 +151,12 @@ func newBackoff(lo, hi, defLo, defHi time.Duration) backoff {
 	return backoff{cur: lo, lo: lo, hi: hi}
 }
 
-// next returns the wait after a look that found something (found) or not.
+// next returns the wait after a look that found something (found: the
+// shortest wait) or not (the current wait, which then doubles).
 func (b *backoff) next(found bool) time.Duration {
 	if found {
 		b.cur = b.lo
-		return 0
+		return b.lo
 	}
 	d := b.cur
 	b.cur = min(b.cur*2, b.hi)

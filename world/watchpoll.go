@@ -5,31 +5,41 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"slices"
 	"time"
 )
 
-// Poller watches any Storage by polling its read API: it implements
-// Watcher for a World that has no cheaper way.
+// Poller watches a World by polling: it implements Watcher for a World
+// that cannot push. It reads through Source when set (a World with a
+// cheaper way to list runs and read a run's new events), otherwise
+// through Storage's read API.
 //
-// One run: each look reads the run's log back from its end (ListEvents,
-// newest first) down to the cursor, so an idle look is one small read.
+// One run: each look reads the run's events after the cursor (through the
+// read API: its log back from its end, ListEvents newest first, down to
+// the cursor, so an idle look is one small read).
 //
 // Every run: the cursor is a position per run (the runs the watch tracks:
-// those not finished, and those created within Overlap before the last
-// look, finished or not) plus the time of the last look. Each look lists
-// the runs pending, running or held (ListRuns by status), the runs created
-// since the last look minus Overlap (ListRuns, newest first), and the
-// tracked runs neither listing returned (GetRun: a run that ended between
-// two looks), and reads the log of each run whose LastSeq moved past its
-// position. Runs are read in creation order. A run is found as long as it
-// is listed within Overlap of the creation time it records: Overlap covers
+// those not at rest, and those created within Overlap before the last
+// look, at rest or not) plus the time of the last look. Each look lists
+// the runs pending, running or held and those created since the last look
+// minus Overlap (Source.PollRuns; through the read API, ListRuns by status
+// and newest first), and reads, in creation order, the new events of each
+// of them and of each tracked run not at rest (through the read API, only
+// of a run whose LastSeq moved past its position; a tracked run neither
+// listing returned is read with GetRun). A run is found as long as it is
+// listed within Overlap of the creation time it records: Overlap covers
 // the skew between the clocks of the processes that create runs and this
 // one, and the lag of an eventually consistent index; a run found later
 // than that is delivered from its first event, never skipped. The cursor
 // grows with the runs tracked (about 40 bytes each).
+//
+// The wait between two looks is PollMin after a look that found events
+// (none after a look that stopped at a bound of its read: there is more),
+// doubling while idle up to PollMax.
 type Poller struct {
 	Storage Storage
+	// Source, when set, is what the Poller reads in place of Storage's
+	// read API (Storage.GetRun still answers WatchCursor of one run).
+	Source PollSource
 	// Now is the clock of the looks (default time.Now).
 	Now func() time.Time
 	// PollMin and PollMax are the default bounds of the wait between two
@@ -38,6 +48,49 @@ type Poller struct {
 	// Overlap (default 30s) is how far back each look of an every-run watch
 	// lists new runs.
 	Overlap time.Duration
+}
+
+// PollSource is what a Poller reads: a World with reads cheaper than its
+// read API for what a watch looks at sets one as Poller.Source.
+type PollSource interface {
+	// PollRuns returns the runs a look of an every-run watch reads: every
+	// run pending, running or held, and every run created at or after
+	// since, whatever its status. Only RunID and CreatedAt are read; a run
+	// may be returned twice.
+	PollRuns(ctx context.Context, since time.Time) ([]Run, error)
+	// PollRun reads the events of run runID after at.Seq, in sequence
+	// order and without gaps; it may return fewer than there are (a read
+	// that lags, or stops at a bound: then More). at.Key is where the read
+	// starts, a PollPos an earlier read returned; at.Key < 0 places the
+	// read at at.Seq (a one-run cursor: ErrNotFound for a run that does
+	// not exist), and at.Seq < 0 at the run's last event (no events are
+	// returned, only the position).
+	PollRun(ctx context.Context, runID string, at PollPos) (*PollRead, error)
+}
+
+// PollPos is a position in a run's log: Seq is the sequence number of the
+// last event delivered, Key where a PollSource reads on from (its own
+// value; 0 with Seq 0 is the run's start).
+type PollPos struct {
+	Seq, Key int64
+}
+
+// PollRead is what one PollSource.PollRun read.
+type PollRead struct {
+	// Events are the run's events after the position read from, in order.
+	Events []Event
+	// After[i] is the position right after Events[i].
+	After []PollPos
+	// At is the position after the read: after its last event, or where
+	// it was placed.
+	At PollPos
+	// Ended and Rest report that the run's terminal event, and its
+	// run_deactivated, are at or before At.Seq (the Poller also sees them
+	// among Events).
+	Ended, Rest bool
+	// More reports that the read stopped at a bound: there is more to
+	// read now.
+	More bool
 }
 
 func (p *Poller) now() time.Time {
@@ -58,6 +111,14 @@ func (p *Poller) backoff(wp *WatchParams) backoff {
 	return newBackoff(wp.PollMin, wp.PollMax, cmp.Or(p.PollMin, 10*time.Millisecond), cmp.Or(p.PollMax, time.Second))
 }
 
+// source returns what one watch reads.
+func (p *Poller) source() PollSource {
+	if p.Source != nil {
+		return p.Source
+	}
+	return &apiSource{s: p.Storage}
+}
+
 // WatchCursor implements Watcher.
 func (p *Poller) WatchCursor(ctx context.Context, wp *WatchParams) (string, error) {
 	if err := wp.Validate(); err != nil {
@@ -70,28 +131,7 @@ func (p *Poller) WatchCursor(ctx context.Context, wp *WatchParams) (string, erro
 		}
 		return RunCursor(r.RunID, r.LastSeq), nil
 	}
-	// Every run the first look could list is placed at its newest event:
-	// the active ones, and the recent ones, which may have ended.
-	now := p.now()
-	pos := pollPos{T: now.UnixNano(), R: map[string]pollRun{}}
-	runs, err := p.activeRuns(ctx)
-	if err != nil {
-		return "", err
-	}
-	err = listRuns(ctx, p.Storage, &ListRunsParams{}, func(r Run) bool {
-		if r.CreatedAt.Before(now.Add(-p.overlap())) {
-			return false
-		}
-		runs = append(runs, r)
-		return true
-	})
-	if err != nil {
-		return "", err
-	}
-	for _, r := range runs {
-		pos.R[r.RunID] = pollRun{S: r.LastSeq, C: r.CreatedAt.UnixNano(), E: r.Deactivated()}
-	}
-	return EncodeCursor(pollKind, pos), nil
+	return p.allCursor(ctx, p.source())
 }
 
 // Watch implements Watcher.
@@ -121,63 +161,31 @@ func (p *Poller) watchRun(ctx context.Context, wp *WatchParams, yield func(Watch
 	if err != nil {
 		return err
 	}
-	r, err := p.Storage.GetRun(ctx, &GetRunParams{RunID: wp.RunID})
-	if err != nil {
-		return err
-	}
-	if r.Status.Terminal() && seq >= r.LastSeq {
-		return nil
-	}
+	src := p.source()
+	rd, err := src.PollRun(ctx, wp.RunID, PollPos{Seq: seq, Key: -1})
 	b := p.backoff(wp)
-	for {
-		evs, err := EventsAfter(ctx, p.Storage, wp.RunID, seq)
+	for placed := true; ; placed = false {
 		if err != nil {
 			return err
 		}
-		ended := false
-		for _, e := range evs {
-			seq = e.Seq
-			if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: RunCursor(wp.RunID, seq)}, nil) {
+		// What was read with the terminal event (a run_deactivated
+		// committed with it) is delivered too, as the Worlds' own watches
+		// deliver the end's whole commit.
+		ended := rd.Ended
+		for _, e := range rd.Events {
+			if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: RunCursor(wp.RunID, e.Seq)}, nil) {
 				return errStopped
 			}
-			// What was read with the terminal event (a run_deactivated
-			// committed with it) is delivered too, as the Worlds' own
-			// watches deliver the end's whole commit.
 			ended = ended || e.Type().Terminal()
 		}
 		if ended {
 			return nil
 		}
-		if err := sleep(ctx, b.next(len(evs) > 0), nil); err != nil {
-			return err
-		}
-	}
-}
-
-// EventsAfter reads the events of a run after sequence number seq, in
-// order, through ListEvents newest first (so that a look at a run with
-// nothing new is one small read).
-func EventsAfter(ctx context.Context, s Storage, runID string, seq int64) ([]Event, error) {
-	var out []Event
-	page := Pagination{Limit: 16, Descending: true}
-	for {
-		pg, err := s.ListEvents(ctx, &ListEventsParams{RunID: runID, Pagination: page})
-		if err != nil {
-			return nil, err
-		}
-		done := !pg.HasMore || len(pg.Items) == 0
-		for _, e := range pg.Items {
-			if e.Seq <= seq {
-				done = true
-				break
+		if !rd.More && !placed { // the first look follows the placing at once
+			if err := sleep(ctx, b.next(len(rd.Events) > 0), nil); err != nil {
+				return err
 			}
-			out = append(out, e)
 		}
-		if done {
-			break
-		}
-		page.Cursor, page.Limit = pg.Cursor, MaxPageLimit
+		rd, err = src.PollRun(ctx, wp.RunID, rd.At)
 	}
-	slices.Reverse(out)
-	return out, nil
 }

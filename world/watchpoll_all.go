@@ -1,9 +1,9 @@
 package world
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -14,9 +14,10 @@ const pollKind = "watch-poll"
 
 // pollPos is a Poller's every-run position: the time of the last look (T,
 // Unix nanoseconds) and, per tracked run, the sequence number delivered up
-// to (S), its creation time (C) and whether it is at rest (E: its
-// run_deactivated is behind; a run that has ended may still record its
-// rest, its compensations included, until then).
+// to (S), where its source reads on from (K), its creation time (C) and
+// whether it is at rest (E: its run_deactivated is behind; a run that has
+// ended may still record its rest, its compensations included, until
+// then).
 type pollPos struct {
 	T int64              `json:"t"`
 	R map[string]pollRun `json:"r"`
@@ -24,55 +25,42 @@ type pollPos struct {
 
 type pollRun struct {
 	S int64 `json:"s"`
+	K int64 `json:"k,omitempty"`
 	C int64 `json:"c"`
 	E bool  `json:"e,omitempty"`
 }
 
 func (pos pollPos) encode() string { return EncodeCursor(pollKind, pos) }
 
-// activeStatuses are the statuses of a run that may still append events.
-var activeStatuses = []RunStatus{RunStatusPending, RunStatusRunning, RunStatusHeld}
-
-// activeRuns lists the runs pending, running or held.
-func (p *Poller) activeRuns(ctx context.Context) ([]Run, error) {
-	var out []Run
-	for _, st := range activeStatuses {
-		err := listRuns(ctx, p.Storage, &ListRunsParams{Status: st}, func(r Run) bool {
-			out = append(out, r)
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
+// allCursor is WatchCursor for every run: each run the first look could
+// list (the active ones, and the recent ones, which may have ended) at its
+// newest event.
+func (p *Poller) allCursor(ctx context.Context, src PollSource) (string, error) {
+	now := p.now()
+	pos := pollPos{T: now.UnixNano(), R: map[string]pollRun{}}
+	runs, err := src.PollRuns(ctx, now.Add(-p.overlap()))
+	if err != nil {
+		return "", err
 	}
-	return out, nil
-}
-
-// listRuns pages through a listing while fn returns true.
-func listRuns(ctx context.Context, s Storage, lp *ListRunsParams, fn func(Run) bool) error {
-	lp.Limit = MaxPageLimit
-	for {
-		pg, err := s.ListRuns(ctx, lp)
+	for _, r := range runs {
+		if _, ok := pos.R[r.RunID]; ok {
+			continue
+		}
+		rd, err := src.PollRun(ctx, r.RunID, PollPos{Seq: -1})
 		if err != nil {
-			return err
+			return "", err
 		}
-		for _, r := range pg.Items {
-			if !fn(r) {
-				return nil
-			}
-		}
-		if !pg.HasMore || len(pg.Items) == 0 {
-			return nil
-		}
-		lp.Cursor = pg.Cursor
+		pos.R[r.RunID] = pollRun{S: rd.At.Seq, K: rd.At.Key, C: r.CreatedAt.UnixNano(), E: rd.Rest}
 	}
+	return pos.encode(), nil
 }
 
 func (p *Poller) watchAll(ctx context.Context, wp *WatchParams, yield func(WatchEvent, error) bool) error {
+	src := p.source()
 	after := wp.After
 	if after == "" {
 		var err error
-		if after, err = p.WatchCursor(ctx, wp); err != nil {
+		if after, err = p.allCursor(ctx, src); err != nil {
 			return err
 		}
 	}
@@ -85,7 +73,7 @@ func (p *Poller) watchAll(ctx context.Context, wp *WatchParams, yield func(Watch
 	}
 	b := p.backoff(wp)
 	for {
-		found, err := p.lookAll(ctx, wp, &pos, yield)
+		found, err := p.lookAll(ctx, src, wp, &pos, yield)
 		if err != nil {
 			return err
 		}
@@ -95,83 +83,59 @@ func (p *Poller) watchAll(ctx context.Context, wp *WatchParams, yield func(Watch
 	}
 }
 
-// candidates returns the runs one look reads: the active ones, those
-// created since cutoff and the tracked ones not yet at rest, in creation
-// order.
-func (p *Poller) candidates(ctx context.Context, pos *pollPos, cutoff time.Time) ([]Run, error) {
-	byID := map[string]Run{}
-	active, err := p.activeRuns(ctx)
+// pollRef is a run one look reads.
+type pollRef struct {
+	id      string
+	created int64
+}
+
+// candidates returns the runs one look reads, in creation order: those
+// listed (active, or created since cutoff) and the tracked ones not at
+// rest.
+func (p *Poller) candidates(ctx context.Context, src PollSource, pos *pollPos, cutoff time.Time) ([]pollRef, error) {
+	listed, err := src.PollRuns(ctx, cutoff)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range active {
-		byID[r.RunID] = r
-	}
-	err = listRuns(ctx, p.Storage, &ListRunsParams{}, func(r Run) bool {
-		if r.CreatedAt.Before(cutoff) {
-			return false
-		}
-		byID[r.RunID] = r
-		return true
-	})
-	if err != nil {
-		return nil, err
+	byID := map[string]int64{}
+	for _, r := range listed {
+		byID[r.RunID] = r.CreatedAt.UnixNano()
 	}
 	for id, t := range pos.R {
-		if _, ok := byID[id]; ok || t.E {
-			continue
+		if !t.E {
+			byID[id] = t.C
 		}
-		r, err := p.Storage.GetRun(ctx, &GetRunParams{RunID: id})
-		if errors.Is(err, ErrNotFound) {
-			t.E = true // expired (retention) or never there: nothing more comes
-			pos.R[id] = t
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		byID[id] = *r
 	}
-	runs := slices.Collect(maps.Values(byID))
-	slices.SortFunc(runs, func(a, b Run) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
+	out := make([]pollRef, 0, len(byID))
+	for id, c := range byID {
+		if t, ok := pos.R[id]; !ok || !t.E {
+			out = append(out, pollRef{id: id, created: c})
 		}
-		return strings.Compare(a.RunID, b.RunID)
+	}
+	slices.SortFunc(out, func(a, b pollRef) int {
+		return cmp.Or(cmp.Compare(a.created, b.created), strings.Compare(a.id, b.id))
 	})
-	return runs, nil
+	return out, nil
 }
 
 // lookAll is one look of an every-run watch: it yields what the runs
 // appended since pos and moves pos on. found reports whether any run had
 // something new.
-func (p *Poller) lookAll(ctx context.Context, wp *WatchParams, pos *pollPos, yield func(WatchEvent, error) bool) (found bool, err error) {
+func (p *Poller) lookAll(ctx context.Context, src PollSource, wp *WatchParams, pos *pollPos, yield func(WatchEvent, error) bool) (found bool, err error) {
 	start := p.now()
-	cutoff := time.Unix(0, pos.T).Add(-p.overlap())
-	runs, err := p.candidates(ctx, pos, cutoff)
+	refs, err := p.candidates(ctx, src, pos, time.Unix(0, pos.T).Add(-p.overlap()))
 	if err != nil {
 		return false, err
 	}
-	for _, r := range runs {
-		t, ok := pos.R[r.RunID]
-		if !ok {
-			t = pollRun{C: r.CreatedAt.UnixNano()}
+	for _, r := range refs {
+		if _, ok := pos.R[r.id]; !ok {
+			pos.R[r.id] = pollRun{C: r.created} // new: from its first event
 		}
-		if r.LastSeq > t.S {
-			evs, err := EventsAfter(ctx, p.Storage, r.RunID, t.S)
-			if err != nil {
-				return false, err
-			}
-			for _, e := range evs {
-				found = true
-				t.S, t.E = e.Seq, t.E || e.Type() == EventRunDeactivated
-				pos.R[r.RunID] = t
-				if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: pos.encode()}, nil) {
-					return found, errStopped
-				}
-			}
+		f, err := p.lookRun(ctx, src, wp, pos, r.id, yield)
+		found = found || f
+		if err != nil {
+			return found, err
 		}
-		t.E = t.E || r.Deactivated() && t.S >= r.LastSeq
-		pos.R[r.RunID] = t
 	}
 	// Move the look's time on and forget the runs at rest no listing of new
 	// runs can return again.
@@ -183,4 +147,33 @@ func (p *Poller) lookAll(ctx context.Context, wp *WatchParams, pos *pollPos, yie
 		}
 	}
 	return found, nil
+}
+
+// lookRun reads one run's events after its position and delivers them.
+func (p *Poller) lookRun(ctx context.Context, src PollSource, wp *WatchParams, pos *pollPos, id string, yield func(WatchEvent, error) bool) (found bool, err error) {
+	for {
+		t := pos.R[id]
+		rd, err := src.PollRun(ctx, id, PollPos{Seq: t.S, Key: t.K})
+		if errors.Is(err, ErrNotFound) {
+			t.E = true // expired (retention) or never there: nothing more comes
+			pos.R[id] = t
+			return found, nil
+		} else if err != nil {
+			return found, err
+		}
+		for i, e := range rd.Events {
+			found = true
+			t.S, t.K = rd.After[i].Seq, rd.After[i].Key
+			t.E = t.E || e.Type() == EventRunDeactivated
+			pos.R[id] = t
+			if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: pos.encode()}, nil) {
+				return found, errStopped
+			}
+		}
+		t.S, t.K, t.E = rd.At.Seq, rd.At.Key, t.E || rd.Rest
+		pos.R[id] = t
+		if !rd.More || t.E {
+			return found, nil
+		}
+	}
 }
