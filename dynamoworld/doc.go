@@ -87,9 +87,9 @@
 //
 // # Watching
 //
-// World is a world.Watcher: a world.Poller (the one polling mechanism of
-// every World that cannot push) reading through the World's own
-// world.PollSource (watch.go). A watch of one run polls the run's
+// World is a world.Watcher: Skein's one polling watch (the one it runs over
+// any World that cannot push) reading through the World's own cheaper
+// reads (watch.go). A watch of one run polls the run's
 // partition with one eventually consistent Query per look (after one
 // strongly consistent Query that places its cursor), delivering each commit
 // once, in order and without gaps. The wait between looks starts at

@@ -12,9 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
-// Watching (doc.go): a world.Poller over the World's own reads
+// Watching (doc.go): a watch.Poller over the World's own reads
 // (pollSource): keys-only index queries to list the runs, and eventually
 // consistent Queries of a run's partition to read its new commits.
 
@@ -35,12 +37,12 @@ const (
 // poller returns the Poller of a watch of p: one run looks from
 // Config.WatchPollMin to WatchPollMax, every run at most once a second,
 // backing off to 5s.
-func (w *store) poller(p *world.WatchParams) *world.Poller {
+func (w *store) poller(p *world.WatchParams) *watch.Poller {
 	lo, hi := w.cfg.WatchPollMin, w.cfg.WatchPollMax
 	if p == nil || p.RunID == "" {
 		lo, hi = max(lo, allRunsPoll), max(hi, 5*allRunsPoll)
 	}
-	return &world.Poller{Storage: w, Source: pollSource{w}, Now: w.now, PollMin: lo, PollMax: hi, Overlap: watchOverlap}
+	return &watch.Poller{Storage: w, Source: pollSource{w}, Now: w.now, PollMin: lo, PollMax: hi, Overlap: watchOverlap}
 }
 
 // WatchCursor implements world.Watcher.
@@ -53,7 +55,7 @@ func (w *store) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world
 	return w.poller(p).Watch(ctx, p)
 }
 
-// pollSource is the World's world.PollSource.
+// pollSource is the World's watch.PollSource.
 type pollSource struct{ w *store }
 
 // PollRuns lists the runs pending, running or held, and those created
@@ -76,7 +78,7 @@ func (s pollSource) PollRuns(ctx context.Context, since time.Time) ([]world.Run,
 
 // PollRun reads a run's commits: the newest (at.Seq < 0), the one holding
 // at.Seq (at.Key < 0), or those after the commit keyed at.Key.
-func (s pollSource) PollRun(ctx context.Context, runID string, at world.PollPos) (*world.PollRead, error) {
+func (s pollSource) PollRun(ctx context.Context, runID string, at watch.PollPos) (*watch.PollRead, error) {
 	switch {
 	case at.Seq < 0:
 		return s.w.pollHead(ctx, runID)
@@ -88,19 +90,19 @@ func (s pollSource) PollRun(ctx context.Context, runID string, at world.PollPos)
 
 // pollHead places a watch at the run's newest commit (strongly
 // consistent).
-func (w *store) pollHead(ctx context.Context, runID string) (*world.PollRead, error) {
+func (w *store) pollHead(ctx context.Context, runID string) (*watch.PollRead, error) {
 	items, _, err := w.watchQuery(ctx, runID, commitsEnd, true)
 	if err != nil || len(items) == 0 {
-		return &world.PollRead{}, err
+		return &watch.PollRead{}, err
 	}
 	ls := getN(items[0], aLastSeq)
-	return &world.PollRead{At: world.PollPos{Seq: ls, Key: ls}, Rest: !getT(items[0], aDeactivated).IsZero()}, nil
+	return &watch.PollRead{At: watch.PollPos{Seq: ls, Key: ls}, Rest: !getT(items[0], aDeactivated).IsZero()}, nil
 }
 
 // pollPlace places a one-run watch: it reads the commit holding the
 // cursor's event (the newest keyed at or before it, strongly consistent)
 // and returns what of it follows the cursor.
-func (w *store) pollPlace(ctx context.Context, runID string, seq int64) (*world.PollRead, error) {
+func (w *store) pollPlace(ctx context.Context, runID string, seq int64) (*watch.PollRead, error) {
 	items, _, err := w.watchQuery(ctx, runID, commitSK(seq), true)
 	if err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func (w *store) pollPlace(ctx context.Context, runID string, seq int64) (*world.
 		if seq > 0 {
 			return nil, invalid("cursor after event %d of run %s, which has none", seq, runID)
 		}
-		return &world.PollRead{}, nil
+		return &watch.PollRead{}, nil
 	}
 	it := items[0]
 	ls := getN(it, aLastSeq)
@@ -124,10 +126,10 @@ func (w *store) pollPlace(ctx context.Context, runID string, seq int64) (*world.
 		return nil, err
 	}
 	if seq == 0 {
-		return &world.PollRead{}, nil // the first look reads the first commit
+		return &watch.PollRead{}, nil // the first look reads the first commit
 	}
 	key, _ := prevFromSK(getS(it, attrSK))
-	rd := &world.PollRead{At: world.PollPos{Seq: seq, Key: key}}
+	rd := &watch.PollRead{At: watch.PollPos{Seq: seq, Key: key}}
 	addCommit(rd, evs[0], key, ls)
 	return rd, nil
 }
@@ -135,7 +137,7 @@ func (w *store) pollPlace(ctx context.Context, runID string, seq int64) (*world.
 // pollAfter reads the commits after the one keyed at.Key, eventually
 // consistent, and returns their events while they chain from it (a commit
 // visible before the one it follows is read again next time).
-func (w *store) pollAfter(ctx context.Context, runID string, at world.PollPos) (*world.PollRead, error) {
+func (w *store) pollAfter(ctx context.Context, runID string, at watch.PollPos) (*watch.PollRead, error) {
 	items, more, err := w.watchQuery(ctx, runID, commitSK(at.Key), false)
 	if err != nil {
 		return nil, err
@@ -144,7 +146,7 @@ func (w *store) pollAfter(ctx context.Context, runID string, at world.PollPos) (
 	if err != nil {
 		return nil, err
 	}
-	rd := &world.PollRead{At: at}
+	rd := &watch.PollRead{At: at}
 	for i, it := range items {
 		prev, ok := prevFromSK(getS(it, attrSK))
 		if !ok || prev != rd.At.Key {
@@ -163,21 +165,21 @@ func (w *store) pollAfter(ctx context.Context, runID string, at world.PollPos) (
 
 // addCommit adds to rd the events of the commit keyed key, whose last
 // event is ls, that follow rd.At, and moves rd.At after the commit.
-func addCommit(rd *world.PollRead, evs []world.Event, key, ls int64) {
+func addCommit(rd *watch.PollRead, evs []world.Event, key, ls int64) {
 	for _, e := range evs {
 		if e.Seq <= rd.At.Seq {
 			rd.Ended = rd.Ended || e.Type().Terminal()
 			rd.Rest = rd.Rest || e.Type() == world.EventRunDeactivated
 			continue
 		}
-		after := world.PollPos{Seq: e.Seq, Key: key}
+		after := watch.PollPos{Seq: e.Seq, Key: key}
 		if e.Seq == ls {
 			after.Key = ls
 		}
 		rd.Events = append(rd.Events, e)
 		rd.After = append(rd.After, after)
 	}
-	rd.At = world.PollPos{Seq: max(rd.At.Seq, ls), Key: ls}
+	rd.At = watch.PollPos{Seq: max(rd.At.Seq, ls), Key: ls}
 }
 
 // runRef is a run as an index lists it.

@@ -5,6 +5,8 @@ import (
 	"iter"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // The wrapper is a world.Watcher: the wrapped World's own watcher (pushed
@@ -17,7 +19,7 @@ var _ world.Watcher = (*sealedWorld)(nil)
 func (w *sealedWorld) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
 	inner, ok := w.inner.(world.Watcher)
 	if !ok {
-		return (&world.Poller{Storage: w}).Watch(ctx, p)
+		return (&watch.Poller{Storage: w}).Watch(ctx, p)
 	}
 	return func(yield func(world.WatchEvent, error) bool) {
 		for we, err := range inner.Watch(ctx, p) {
@@ -40,5 +42,5 @@ func (w *sealedWorld) WatchCursor(ctx context.Context, p *world.WatchParams) (st
 	if inner, ok := w.inner.(world.Watcher); ok {
 		return inner.WatchCursor(ctx, p)
 	}
-	return (&world.Poller{Storage: w}).WatchCursor(ctx, p)
+	return (&watch.Poller{Storage: w}).WatchCursor(ctx, p)
 }

@@ -94,10 +94,9 @@
 // A World may be a Watcher: it delivers the events of one run, or of every
 // run, as they commit, each with a cursor that resumes right after it (one
 // run: RunCursor, the same on every World; every run: the World's own).
-// Watch and WatchCursor use a World's Watcher when it has one and a Poller
-// over its read API otherwise, so watching works on any World. There is
-// one polling mechanism, the Poller: a World that cannot push but reads
-// more cheaply than through its read API gives it a PollSource. FoldEvents
+// Skein uses a World's Watcher when it has one and polls the World's read
+// API otherwise, so watching works on any World (a World needs no Watcher
+// of its own to pass the conformance suite's watch group). FoldEvents
 // rebuilds a run's state from its log, as of one event: what a
 // subscription's snapshot is.
 //

@@ -10,9 +10,9 @@ import (
 
 // Watcher is an optional Storage capability: the events of one run, or of
 // every run, delivered as they commit. A World that has it pushes (the
-// local world wakes its watchers at every commit) or runs a Poller over
-// its own cheaper reads (dynamoworld: a PollSource); Watch and WatchCursor
-// below fall back to a Poller over the read API for a World without it.
+// local world wakes its watchers at every commit) or polls its own cheaper
+// reads (dynamoworld); Skein polls a World without it through its read
+// API, with the same guarantees.
 //
 // The guarantees, for every Watcher:
 //
@@ -25,7 +25,8 @@ import (
 //     once, in sequence order within each run. Across runs the order, and
 //     what the cursor is, belong to the World (the local world's is its
 //     global commit order; a polling World's is a position per run, see
-//     Poller). A cursor of another World, or another run, is ErrInvalid.
+//     a position per run and the time of its last look). A cursor of
+//     another World, or another run, is ErrInvalid.
 //     What a run records after its end (late step results, its cleanup,
 //     its compensations, run_deactivated) is delivered too: a polling
 //     World follows a run it knows of until its run_deactivated, not just
@@ -117,65 +118,4 @@ func ParseRunCursor(runID, cursor string) (int64, error) {
 		return 0, fmt.Errorf("%w: malformed cursor position", ErrInvalid)
 	}
 	return seq, nil
-}
-
-// Watch watches s: with its own Watcher when it has one, otherwise with a
-// Poller over its read API (default intervals).
-func Watch(ctx context.Context, s Storage, p *WatchParams) iter.Seq2[WatchEvent, error] {
-	if w, ok := s.(Watcher); ok {
-		return w.Watch(ctx, p)
-	}
-	return (&Poller{Storage: s}).Watch(ctx, p)
-}
-
-// WatchCursor returns the cursor of the present for a watch of s (see
-// Watcher.WatchCursor).
-func WatchCursor(ctx context.Context, s Storage, p *WatchParams) (string, error) {
-	if w, ok := s.(Watcher); ok {
-		return w.WatchCursor(ctx, p)
-	}
-	return (&Poller{Storage: s}).WatchCursor(ctx, p)
-}
-
-// backoff is the wait between two looks of a polling watch.
-type backoff struct{ cur, lo, hi time.Duration }
-
-func newBackoff(lo, hi, defLo, defHi time.Duration) backoff {
-	if lo <= 0 {
-		lo = defLo
-	}
-	if hi <= 0 {
-		hi = defHi
-	}
-	hi = max(hi, lo)
-	return backoff{cur: lo, lo: lo, hi: hi}
-}
-
-// next returns the wait after a look that found something (found: the
-// shortest wait) or not (the current wait, which then doubles).
-func (b *backoff) next(found bool) time.Duration {
-	if found {
-		b.cur = b.lo
-		return b.lo
-	}
-	d := b.cur
-	b.cur = min(b.cur*2, b.hi)
-	return d
-}
-
-// sleep waits d, or less when ctx ends or wake is closed; it returns the
-// context's error.
-func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-wake:
-	case <-t.C:
-	}
-	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // SubscribeOptions selects what a subscription delivers.
@@ -86,7 +88,7 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions) (*Subscripti
 	}
 	if o.RunID == "" && o.After == "" && !o.Snapshot {
 		// Every run "from now": now is this call, not the first Next.
-		cur, err := world.WatchCursor(ctx, c.w, p)
+		cur, err := watch.Cursor(ctx, c.w, p)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +140,7 @@ func (c *Client) updates(ctx context.Context, p *world.WatchParams, snapshot boo
 // watch ended by itself (a one-run watch, at the run's end) rather than
 // by an error or the consumer.
 func (c *Client) watch(ctx context.Context, p *world.WatchParams, seen map[string]int64, yield func(*Update, error) bool) bool {
-	for e, err := range world.Watch(ctx, c.w, p) {
+	for e, err := range watch.Watch(ctx, c.w, p) {
 		if err != nil {
 			yield(nil, err)
 			return false
@@ -173,7 +175,7 @@ func (c *Client) followRest(ctx context.Context, p *world.WatchParams, seen map[
 			yield(nil, err)
 			return
 		}
-		evs, err := world.EventsAfter(ctx, c.w, p.RunID, seq)
+		evs, err := watch.EventsAfter(ctx, c.w, p.RunID, seq)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -288,7 +290,7 @@ func (c *Client) snapshots(ctx context.Context, p *world.WatchParams) ([]*Update
 		cur := world.RunCursor(p.RunID, st.Run.LastSeq)
 		return []*Update{{Cursor: cur, Snapshot: st}}, cur, nil
 	}
-	cur, err := world.WatchCursor(ctx, c.w, p)
+	cur, err := watch.Cursor(ctx, c.w, p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -323,7 +325,7 @@ func RunState(ctx context.Context, c *Client, runID string) (*world.RunState, er
 	if _, err := c.w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
 		return nil, err
 	}
-	evs, err := world.EventsAfter(ctx, c.w, runID, 0)
+	evs, err := watch.EventsAfter(ctx, c.w, runID, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // The compensation cases about attempts: concurrent outcomes and starts,
@@ -145,7 +147,7 @@ func testCompCreatedAndStarted(t *testing.T, f *fixture) {
 // its end (its compensations, run_deactivated), committed after the watch
 // saw the end.
 func testCompWatchAll(t *testing.T, f *fixture) {
-	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	c, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{})
 	if err != nil {
 		t.Fatalf("WatchCursor: %v", err)
 	}

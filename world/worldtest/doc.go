@@ -63,7 +63,7 @@
 //     to reach them, New configures small ones: MaxEvents 1,000 to 2,000,
 //     MaxPayload 64 KiB to 1 MiB;
 //   - validate stream names (world.ValidateStreamName) on write;
-//   - deliver watches (world.Watch: its own world.Watcher, or the polling
+//   - deliver watches (its own world.Watcher, or Skein's polling
 //     fallback over its reads): one run's events after a cursor in order,
 //     each once, resumable from any delivered event's cursor (a cursor in
 //     the middle of a commit included), filtered by type, ending after the

@@ -6,11 +6,13 @@ import (
 	"strings"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // brokenWatcher is a memWorld with a world.Watcher that has one bug: the
 // watch group's mutants. (memWorld itself has no Watcher: the suite checks
-// world.Poller on it.)
+// watch.Poller on it.)
 type brokenWatcher struct {
 	*memWorld
 	bug string
@@ -18,7 +20,7 @@ type brokenWatcher struct {
 
 func isWatchBug(bug string) bool { return strings.HasPrefix(bug, "watch-") }
 
-func (b brokenWatcher) poller() *world.Poller { return &world.Poller{Storage: b.memWorld} }
+func (b brokenWatcher) poller() *watch.Poller { return &watch.Poller{Storage: b.memWorld} }
 
 func (b brokenWatcher) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
 	return b.poller().WatchCursor(ctx, p)

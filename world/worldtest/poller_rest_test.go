@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // TestPollerFollowsRunUntilDeactivated: an every-run watch of a
-// world.Poller delivers what a run records after its end (its
+// watch.Poller delivers what a run records after its end (its
 // compensations, run_deactivated) even once the run is too old for a
 // look's listing of new runs: it follows the run until run_deactivated.
 func TestPollerFollowsRunUntilDeactivated(t *testing.T) {
@@ -18,7 +20,7 @@ func TestPollerFollowsRunUntilDeactivated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w := newMemWorld("")
-	p := &world.Poller{Storage: w, Overlap: 20 * time.Millisecond}
+	p := &watch.Poller{Storage: w, Overlap: 20 * time.Millisecond}
 	src := world.NewIDSource(nil, nil)
 	run, step := src.New(world.PrefixRun), src.New(world.PrefixStep)
 	app := func(evs ...world.EventInput) {

@@ -10,9 +10,11 @@ import (
 
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
-// laggingSource is a world.PollSource over a memWorld that plays an
+// laggingSource is a watch.PollSource over a memWorld that plays an
 // eventually consistent store read in small batches, as dynamoworld's is:
 // every third read of a run finds nothing new yet, the others return at
 // most two events (More when there were more). Its runs carry only RunID
@@ -56,7 +58,7 @@ func (s *laggingSource) PollRuns(ctx context.Context, since time.Time) ([]world.
 	return out, err
 }
 
-func (s *laggingSource) PollRun(ctx context.Context, runID string, at world.PollPos) (*world.PollRead, error) {
+func (s *laggingSource) PollRun(ctx context.Context, runID string, at watch.PollPos) (*watch.PollRead, error) {
 	if at.Seq < 0 || at.Key < 0 {
 		r, err := s.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 		if err != nil {
@@ -66,16 +68,16 @@ func (s *laggingSource) PollRun(ctx context.Context, runID string, at world.Poll
 			at.Seq = r.LastSeq
 		}
 		end := at.Seq >= r.LastSeq
-		return &world.PollRead{At: world.PollPos{Seq: at.Seq, Key: key(at.Seq)}, Ended: end && r.Status.Terminal(), Rest: end && r.Deactivated()}, nil
+		return &watch.PollRead{At: watch.PollPos{Seq: at.Seq, Key: key(at.Seq)}, Ended: end && r.Status.Terminal(), Rest: end && r.Deactivated()}, nil
 	}
-	if at.Key != key(at.Seq) && at != (world.PollPos{}) {
+	if at.Key != key(at.Seq) && at != (watch.PollPos{}) {
 		return nil, fmt.Errorf("the Poller read from %+v, a position the source never returned", at)
 	}
-	rd := &world.PollRead{At: world.PollPos{Seq: at.Seq, Key: key(at.Seq)}}
+	rd := &watch.PollRead{At: watch.PollPos{Seq: at.Seq, Key: key(at.Seq)}}
 	if s.reads.Add(1)%3 == 0 {
 		return rd, nil // not visible yet
 	}
-	evs, err := world.EventsAfter(ctx, s.w, runID, at.Seq)
+	evs, err := watch.EventsAfter(ctx, s.w, runID, at.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -84,21 +86,21 @@ func (s *laggingSource) PollRun(ctx context.Context, runID string, at world.Poll
 	}
 	for _, e := range evs {
 		rd.Events = append(rd.Events, e)
-		rd.At = world.PollPos{Seq: e.Seq, Key: key(e.Seq)}
+		rd.At = watch.PollPos{Seq: e.Seq, Key: key(e.Seq)}
 		rd.After = append(rd.After, rd.At)
 	}
 	return rd, nil
 }
 
-// laggingWorld is a memWorld watched by a world.Poller through a
+// laggingWorld is a memWorld watched by a watch.Poller through a
 // laggingSource.
 type laggingWorld struct {
 	*memWorld
 	src *laggingSource
 }
 
-func (w laggingWorld) poller() *world.Poller {
-	return &world.Poller{Storage: w.memWorld, Source: w.src}
+func (w laggingWorld) poller() *watch.Poller {
+	return &watch.Poller{Storage: w.memWorld, Source: w.src}
 }
 
 func (w laggingWorld) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // A machine under load stalls a test between two calls. slowWorld plays
@@ -76,11 +78,11 @@ func (w slowWorld) StreamInfo(ctx context.Context, p *world.StreamInfoParams) (*
 }
 
 func (w slowWorld) WatchCursor(ctx context.Context, p *world.WatchParams) (string, error) {
-	return (&world.Poller{Storage: w.memWorld}).WatchCursor(ctx, p)
+	return (&watch.Poller{Storage: w.memWorld}).WatchCursor(ctx, p)
 }
 
 func (w slowWorld) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
-	inner := (&world.Poller{Storage: w.memWorld}).Watch(ctx, p)
+	inner := (&watch.Poller{Storage: w.memWorld}).Watch(ctx, p)
 	return func(yield func(world.WatchEvent, error) bool) {
 		if p.RunID == "" && p.After == "" {
 			time.Sleep(stallStart) // the present is taken late

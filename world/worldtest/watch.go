@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
-// The watch group checks world.Watch and world.WatchCursor on the World:
+// The watch group checks watching the World (watch.Watch, watch.Cursor):
 // its own world.Watcher when it has one, else the polling fallback.
 
 func watchCases() []testCase {
@@ -54,7 +56,7 @@ func (f *fixture) watch(p world.WatchParams) *watching {
 	w := &watching{t: f.t, ch: make(chan world.WatchEvent), end: make(chan error, 1), cancel: cancel, timeout: f.d(watchTimeout)}
 	go func() {
 		var last error
-		for e, err := range world.Watch(ctx, f.w, &p) {
+		for e, err := range watch.Watch(ctx, f.w, &p) {
 			if err != nil {
 				last = err
 				break
@@ -244,7 +246,7 @@ func testWatchRunEnds(t *testing.T, f *fixture) {
 	if err := after.wait(); err != nil {
 		t.Fatalf("a watch after the terminal event ended with %v, want nil", err)
 	}
-	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{RunID: run})
+	c, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{RunID: run})
 	if err != nil || c != world.RunCursor(run, 3) {
 		t.Fatalf("WatchCursor of a run with 3 events = %q, %v; want RunCursor(run, 3)", c, err)
 	}
@@ -268,6 +270,6 @@ func testWatchRunErrors(t *testing.T, f *fixture) {
 		w := f.watch(tc.p)
 		wantErr(t, w.wait(), tc.want, "Watch of %s", tc.name)
 	}
-	_, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{RunID: ids.New(world.PrefixRun)})
+	_, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{RunID: ids.New(world.PrefixRun)})
 	wantErr(t, err, world.ErrNotFound, "WatchCursor of an unknown run")
 }

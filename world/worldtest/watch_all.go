@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
+
+	"github.com/skeinflow/skein/internal/watch"
 )
 
 // byRun groups delivered events by run, checking that each run's come in
@@ -41,7 +43,7 @@ func wantRunEvents(t *testing.T, what string, got []world.Event, want []world.Ev
 
 func testWatchAllRuns(t *testing.T, f *fixture) {
 	before := f.startedRun() // its first two events precede the watch
-	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	c, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{})
 	if err != nil {
 		t.Fatalf("WatchCursor: %v", err)
 	}
@@ -62,7 +64,7 @@ func testWatchAllFromNow(t *testing.T, f *fixture) {
 	ended := f.startedRun()
 	f.endRun(ended, world.EventRunCompleted)
 	w := f.watch(world.WatchParams{}) // from the present
-	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	c, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{})
 	if err != nil {
 		t.Fatalf("WatchCursor: %v", err)
 	}
@@ -93,7 +95,7 @@ func testWatchAllFromNow(t *testing.T, f *fixture) {
 }
 
 func testWatchAllResume(t *testing.T, f *fixture) {
-	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	c, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{})
 	if err != nil {
 		t.Fatalf("WatchCursor: %v", err)
 	}
@@ -118,7 +120,7 @@ func testWatchAllTypes(t *testing.T, f *fixture) {
 	// From a cursor of the present, not from an empty one: the position a
 	// watch from the present takes is its own, at a moment the test cannot
 	// see (testWatchAllFromNow).
-	c, err := world.WatchCursor(f.ctx, f.w, &world.WatchParams{})
+	c, err := watch.Cursor(f.ctx, f.w, &world.WatchParams{})
 	if err != nil {
 		t.Fatalf("WatchCursor: %v", err)
 	}

@@ -1,9 +1,11 @@
-package world
+package watch
 
 import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // apiSource is the PollSource of a Poller without one: Storage's read
@@ -12,21 +14,21 @@ import (
 // no listing returned is read with GetRun. A position's Key is its Seq.
 // One watch uses one apiSource.
 type apiSource struct {
-	s Storage
+	s world.Storage
 	// listed holds the runs the last PollRuns returned, and those read
 	// since with GetRun; nil while the watch (of one run) never listed.
-	listed map[string]*Run
+	listed map[string]*world.Run
 }
 
 // activeStatuses are the statuses of a run that may still append events.
-var activeStatuses = []RunStatus{RunStatusPending, RunStatusRunning, RunStatusHeld}
+var activeStatuses = []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld}
 
 // PollRuns implements PollSource: ListRuns by status, then newest first
 // down to since.
-func (a *apiSource) PollRuns(ctx context.Context, since time.Time) ([]Run, error) {
-	var out []Run
+func (a *apiSource) PollRuns(ctx context.Context, since time.Time) ([]world.Run, error) {
+	var out []world.Run
 	for _, st := range activeStatuses {
-		err := listRuns(ctx, a.s, &ListRunsParams{Status: st}, func(r Run) bool {
+		err := listRuns(ctx, a.s, &world.ListRunsParams{Status: st}, func(r world.Run) bool {
 			out = append(out, r)
 			return true
 		})
@@ -34,7 +36,7 @@ func (a *apiSource) PollRuns(ctx context.Context, since time.Time) ([]Run, error
 			return nil, err
 		}
 	}
-	err := listRuns(ctx, a.s, &ListRunsParams{}, func(r Run) bool {
+	err := listRuns(ctx, a.s, &world.ListRunsParams{}, func(r world.Run) bool {
 		if r.CreatedAt.Before(since) {
 			return false
 		}
@@ -44,7 +46,7 @@ func (a *apiSource) PollRuns(ctx context.Context, since time.Time) ([]Run, error
 	if err != nil {
 		return nil, err
 	}
-	a.listed = make(map[string]*Run, len(out))
+	a.listed = make(map[string]*world.Run, len(out))
 	for i := range out {
 		a.listed[out[i].RunID] = &out[i]
 	}
@@ -56,7 +58,7 @@ func (a *apiSource) PollRun(ctx context.Context, runID string, at PollPos) (*Pol
 	r := a.listed[runID]
 	if r == nil && (a.listed != nil || at.Key < 0 || at.Seq < 0) {
 		var err error
-		if r, err = a.s.GetRun(ctx, &GetRunParams{RunID: runID}); err != nil {
+		if r, err = a.s.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
 			return nil, err
 		}
 		if a.listed != nil {
@@ -87,8 +89,8 @@ func (a *apiSource) PollRun(ctx context.Context, runID string, at PollPos) (*Pol
 }
 
 // listRuns pages through a listing while fn returns true.
-func listRuns(ctx context.Context, s Storage, lp *ListRunsParams, fn func(Run) bool) error {
-	lp.Limit = MaxPageLimit
+func listRuns(ctx context.Context, s world.Storage, lp *world.ListRunsParams, fn func(world.Run) bool) error {
+	lp.Limit = world.MaxPageLimit
 	for {
 		pg, err := s.ListRuns(ctx, lp)
 		if err != nil {
@@ -109,11 +111,11 @@ func listRuns(ctx context.Context, s Storage, lp *ListRunsParams, fn func(Run) b
 // EventsAfter reads the events of a run after sequence number seq, in
 // order, through ListEvents newest first (so that a look at a run with
 // nothing new is one small read).
-func EventsAfter(ctx context.Context, s Storage, runID string, seq int64) ([]Event, error) {
-	var out []Event
-	page := Pagination{Limit: 16, Descending: true}
+func EventsAfter(ctx context.Context, s world.Storage, runID string, seq int64) ([]world.Event, error) {
+	var out []world.Event
+	page := world.Pagination{Limit: 16, Descending: true}
 	for {
-		pg, err := s.ListEvents(ctx, &ListEventsParams{RunID: runID, Pagination: page})
+		pg, err := s.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: page})
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +130,7 @@ func EventsAfter(ctx context.Context, s Storage, runID string, seq int64) ([]Eve
 		if done {
 			break
 		}
-		page.Cursor, page.Limit = pg.Cursor, MaxPageLimit
+		page.Cursor, page.Limit = pg.Cursor, world.MaxPageLimit
 	}
 	slices.Reverse(out)
 	return out, nil

@@ -1,4 +1,4 @@
-package world
+package watch
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // pollKind is the cursor kind of a Poller's every-run watch.
@@ -30,7 +32,7 @@ type pollRun struct {
 	E bool  `json:"e,omitempty"`
 }
 
-func (pos pollPos) encode() string { return EncodeCursor(pollKind, pos) }
+func (pos pollPos) encode() string { return world.EncodeCursor(pollKind, pos) }
 
 // allCursor is WatchCursor for every run: each run the first look could
 // list (the active ones, and the recent ones, which may have ended) at its
@@ -55,7 +57,7 @@ func (p *Poller) allCursor(ctx context.Context, src PollSource) (string, error) 
 	return pos.encode(), nil
 }
 
-func (p *Poller) watchAll(ctx context.Context, wp *WatchParams, yield func(WatchEvent, error) bool) error {
+func (p *Poller) watchAll(ctx context.Context, wp *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
 	src := p.source()
 	after := wp.After
 	if after == "" {
@@ -65,7 +67,7 @@ func (p *Poller) watchAll(ctx context.Context, wp *WatchParams, yield func(Watch
 		}
 	}
 	var pos pollPos
-	if err := DecodeCursor(pollKind, after, &pos); err != nil {
+	if err := world.DecodeCursor(pollKind, after, &pos); err != nil {
 		return err
 	}
 	if pos.R == nil {
@@ -121,7 +123,7 @@ func (p *Poller) candidates(ctx context.Context, src PollSource, pos *pollPos, c
 // lookAll is one look of an every-run watch: it yields what the runs
 // appended since pos and moves pos on. found reports whether any run had
 // something new.
-func (p *Poller) lookAll(ctx context.Context, src PollSource, wp *WatchParams, pos *pollPos, yield func(WatchEvent, error) bool) (found bool, err error) {
+func (p *Poller) lookAll(ctx context.Context, src PollSource, wp *world.WatchParams, pos *pollPos, yield func(world.WatchEvent, error) bool) (found bool, err error) {
 	start := p.now()
 	refs, err := p.candidates(ctx, src, pos, time.Unix(0, pos.T).Add(-p.overlap()))
 	if err != nil {
@@ -150,11 +152,11 @@ func (p *Poller) lookAll(ctx context.Context, src PollSource, wp *WatchParams, p
 }
 
 // lookRun reads one run's events after its position and delivers them.
-func (p *Poller) lookRun(ctx context.Context, src PollSource, wp *WatchParams, pos *pollPos, id string, yield func(WatchEvent, error) bool) (found bool, err error) {
+func (p *Poller) lookRun(ctx context.Context, src PollSource, wp *world.WatchParams, pos *pollPos, id string, yield func(world.WatchEvent, error) bool) (found bool, err error) {
 	for {
 		t := pos.R[id]
 		rd, err := src.PollRun(ctx, id, PollPos{Seq: t.S, Key: t.K})
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, world.ErrNotFound) {
 			t.E = true // expired (retention) or never there: nothing more comes
 			pos.R[id] = t
 			return found, nil
@@ -164,9 +166,9 @@ func (p *Poller) lookRun(ctx context.Context, src PollSource, wp *WatchParams, p
 		for i, e := range rd.Events {
 			found = true
 			t.S, t.K = rd.After[i].Seq, rd.After[i].Key
-			t.E = t.E || e.Type() == EventRunDeactivated
+			t.E = t.E || e.Type() == world.EventRunDeactivated
 			pos.R[id] = t
-			if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: pos.encode()}, nil) {
+			if wp.Wants(e.Type()) && !yield(world.WatchEvent{Event: e, Cursor: pos.encode()}, nil) {
 				return found, errStopped
 			}
 		}

@@ -1,4 +1,4 @@
-package world
+package watch
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"iter"
 	"time"
+
+	"github.com/skeinflow/skein/world"
 )
 
 // Poller watches a World by polling: it implements Watcher for a World
@@ -36,7 +38,7 @@ import (
 // (none after a look that stopped at a bound of its read: there is more),
 // doubling while idle up to PollMax.
 type Poller struct {
-	Storage Storage
+	Storage world.Storage
 	// Source, when set, is what the Poller reads in place of Storage's
 	// read API (Storage.GetRun still answers WatchCursor of one run).
 	Source PollSource
@@ -57,7 +59,7 @@ type PollSource interface {
 	// run pending, running or held, and every run created at or after
 	// since, whatever its status. Only RunID and CreatedAt are read; a run
 	// may be returned twice.
-	PollRuns(ctx context.Context, since time.Time) ([]Run, error)
+	PollRuns(ctx context.Context, since time.Time) ([]world.Run, error)
 	// PollRun reads the events of run runID after at.Seq, in sequence
 	// order and without gaps; it may return fewer than there are (a read
 	// that lags, or stops at a bound: then More). at.Key is where the read
@@ -78,7 +80,7 @@ type PollPos struct {
 // PollRead is what one PollSource.PollRun read.
 type PollRead struct {
 	// Events are the run's events after the position read from, in order.
-	Events []Event
+	Events []world.Event
 	// After[i] is the position right after Events[i].
 	After []PollPos
 	// At is the position after the read: after its last event, or where
@@ -107,7 +109,7 @@ func (p *Poller) overlap() time.Duration {
 	return 30 * time.Second
 }
 
-func (p *Poller) backoff(wp *WatchParams) backoff {
+func (p *Poller) backoff(wp *world.WatchParams) backoff {
 	return newBackoff(wp.PollMin, wp.PollMax, cmp.Or(p.PollMin, 10*time.Millisecond), cmp.Or(p.PollMax, time.Second))
 }
 
@@ -120,25 +122,25 @@ func (p *Poller) source() PollSource {
 }
 
 // WatchCursor implements Watcher.
-func (p *Poller) WatchCursor(ctx context.Context, wp *WatchParams) (string, error) {
+func (p *Poller) WatchCursor(ctx context.Context, wp *world.WatchParams) (string, error) {
 	if err := wp.Validate(); err != nil {
 		return "", err
 	}
 	if wp.RunID != "" {
-		r, err := p.Storage.GetRun(ctx, &GetRunParams{RunID: wp.RunID})
+		r, err := p.Storage.GetRun(ctx, &world.GetRunParams{RunID: wp.RunID})
 		if err != nil {
 			return "", err
 		}
-		return RunCursor(r.RunID, r.LastSeq), nil
+		return world.RunCursor(r.RunID, r.LastSeq), nil
 	}
 	return p.allCursor(ctx, p.source())
 }
 
 // Watch implements Watcher.
-func (p *Poller) Watch(ctx context.Context, wp *WatchParams) iter.Seq2[WatchEvent, error] {
-	return func(yield func(WatchEvent, error) bool) {
+func (p *Poller) Watch(ctx context.Context, wp *world.WatchParams) iter.Seq2[world.WatchEvent, error] {
+	return func(yield func(world.WatchEvent, error) bool) {
 		if err := wp.Validate(); err != nil {
-			yield(WatchEvent{}, err)
+			yield(world.WatchEvent{}, err)
 			return
 		}
 		var err error
@@ -148,7 +150,7 @@ func (p *Poller) Watch(ctx context.Context, wp *WatchParams) iter.Seq2[WatchEven
 			err = p.watchAll(ctx, wp, yield)
 		}
 		if err != nil && !errors.Is(err, errStopped) {
-			yield(WatchEvent{}, err)
+			yield(world.WatchEvent{}, err)
 		}
 	}
 }
@@ -156,8 +158,8 @@ func (p *Poller) Watch(ctx context.Context, wp *WatchParams) iter.Seq2[WatchEven
 // errStopped: the consumer stopped the iteration.
 var errStopped = errors.New("watch stopped")
 
-func (p *Poller) watchRun(ctx context.Context, wp *WatchParams, yield func(WatchEvent, error) bool) error {
-	seq, err := ParseRunCursor(wp.RunID, wp.After)
+func (p *Poller) watchRun(ctx context.Context, wp *world.WatchParams, yield func(world.WatchEvent, error) bool) error {
+	seq, err := world.ParseRunCursor(wp.RunID, wp.After)
 	if err != nil {
 		return err
 	}
@@ -173,7 +175,7 @@ func (p *Poller) watchRun(ctx context.Context, wp *WatchParams, yield func(Watch
 		// deliver the end's whole commit.
 		ended := rd.Ended
 		for _, e := range rd.Events {
-			if wp.Wants(e.Type()) && !yield(WatchEvent{Event: e, Cursor: RunCursor(wp.RunID, e.Seq)}, nil) {
+			if wp.Wants(e.Type()) && !yield(world.WatchEvent{Event: e, Cursor: world.RunCursor(wp.RunID, e.Seq)}, nil) {
 				return errStopped
 			}
 			ended = ended || e.Type().Terminal()
