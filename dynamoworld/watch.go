@@ -150,9 +150,11 @@ func (w *store) pollAfter(ctx context.Context, runID string, at watch.PollPos) (
 	for i, it := range items {
 		prev, ok := prevFromSK(getS(it, attrSK))
 		if !ok || prev != rd.At.Key {
-			if ok && prev > rd.At.Key {
+			if ok && prev > rd.At.Key && i == 0 {
 				// A later commit without the one at the position: not yet
 				// visible (this read is eventually consistent), or gone.
+				// (After commits read here, the next look, from the
+				// position, tells: what was read is delivered first.)
 				return rd, w.commitAt(ctx, runID, rd.At.Key, prev)
 			}
 			return rd, nil // not chained yet: next look
