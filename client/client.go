@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sdk"
 )
 
@@ -79,8 +80,6 @@ type Client = sdk.Client
 //   - World is where runs live (required).
 //   - Registry, when set, reads back the error types registered with it, and Start by name refuses a workflow it does not hold (see StartUnregistered).
 //   - Logger receives operational messages (default: discarded).
-//   - Now is the clock (default time.Now).
-//   - PollInterval bounds the wait between two looks at a run awaited by Result (default 100ms; the first looks are quicker).
 //   - Version is recorded as the code version of the runs Start starts (RunInfo.Version): at most 128 bytes of text without control characters, e.g. a release name or a commit.
 type Config = sdk.ClientConfig
 
@@ -338,9 +337,10 @@ func FailWithoutCompensating() FailOption {
 	return sdk.FailWithoutCompensating()
 }
 
-// New returns a client for cfg.World.
-func New(cfg Config) (*Client, error) {
-	return sdk.NewClient(cfg)
+// New returns a client for cfg.World. The options are Skein's own (its
+// wiring and tests); callers pass none.
+func New(cfg Config, opts ...knobs.Option) (*Client, error) {
+	return sdk.NewClient(cfg, opts...)
 }
 
 // ReportExisting makes Start set *existed: true when its idempotency key

@@ -260,7 +260,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, params map[string]s
 // streams: GET /v1/runs/{id}/streams.
 func (a *api) streams(w http.ResponseWriter, r *http.Request, params map[string]string) {
 	id := params["id"]
-	if _, err := a.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
+	if _, err := a.cfg.Worker.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -298,7 +298,7 @@ func (a *api) readStream(w http.ResponseWriter, r *http.Request, params map[stri
 		start = n
 	}
 	id := params["id"]
-	if _, err := a.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
+	if _, err := a.cfg.Worker.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
 		a.fail(w, r, err)
 		return
 	}
