@@ -258,11 +258,12 @@ type StreamChunk = sdk.StreamChunk
 //   - Done.
 type StreamInfo = sdk.StreamInfo
 
-// StreamOptions selects what ReadStream reads.
+// StreamOptions selects what ReadStream and ReadStreamPage read.
 //
 // Its fields:
 //   - Namespace names the stream ("" is the default stream).
-//   - Start is the first chunk's index.
+//   - Start is the first chunk's index; negative counts back from the end (-1 is the last chunk).
+//   - Limit, when positive, bounds the chunks read: ReadStream ends after Limit chunks, ReadStreamPage returns at most Limit (0: the World's page size).
 type StreamOptions = sdk.StreamOptions
 
 // StreamPage is one page of a stream: its chunks, the index to read from
@@ -273,14 +274,6 @@ type StreamOptions = sdk.StreamOptions
 //   - Next.
 //   - Done.
 type StreamPage = sdk.StreamPage
-
-// StreamPageOptions selects one page of a stream for ReadStreamPage.
-//
-// Its fields:
-//   - Namespace names the stream ("" is the default stream).
-//   - Start is the first chunk's index.
-//   - Limit bounds the chunks returned (0: the World's default).
-type StreamPageOptions = sdk.StreamPageOptions
 
 // SubscribeOptions selects what a subscription delivers.
 //

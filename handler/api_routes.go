@@ -302,7 +302,7 @@ func (a *api) readStream(w http.ResponseWriter, r *http.Request, params map[stri
 		a.fail(w, r, err)
 		return
 	}
-	page, err := a.client.ReadStreamPage(r.Context(), id, client.StreamPageOptions{Namespace: params["name"], Start: start, Limit: limit})
+	page, err := a.client.ReadStreamPage(r.Context(), id, client.StreamOptions{Namespace: params["name"], Start: start, Limit: limit})
 	if err != nil {
 		a.fail(w, r, err)
 		return
