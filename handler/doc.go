@@ -74,7 +74,7 @@
 // That message comes back after the queue's visibility timeout (or, with
 // Config.Queue, once the step's lease has expired), and the step re-runs.
 // The releases that hide such messages (Config.Queue) run at once and end
-// by deadline-ReturnMargin/4, whether the queue has answered or not (the
+// by deadline-DefaultReturnMargin/4, whether the queue has answered or not (the
 // handler waits for them no longer): an answer after the deadline would
 // fail the whole batch. A record's fate is
 // decided once: a record given up at the deadline stays as the answer
