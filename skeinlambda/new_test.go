@@ -196,3 +196,22 @@ func TestEmulatorEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// Start reports an init failure to the logger a WithHandlerConfig option
+// chose, even when the environment is what failed; without one, to its
+// own JSON lines on stderr (build returns no logger).
+func TestInitFailureLogger(t *testing.T) {
+	t.Parallel()
+	logger := slog.New(slog.DiscardHandler)
+	bad := env("flow", envvars.InlineConcurrency, "lots")
+	_, got, err := build(context.Background(), registry(t), []Option{offline(), WithGetenv(bad),
+		WithHandlerConfig(func(c *handler.Config) { c.Worker.Logger = logger })})
+	if err == nil || got != logger {
+		t.Errorf("build = %v, logger %p; want an error and the option's logger %p", err, got, logger)
+	}
+	_, got, err = build(context.Background(), registry(t), []Option{offline(), WithGetenv(bad),
+		WithHandlerConfig(func(c *handler.Config) { c.Worker.Engine.MaxDeliveries = 9 })})
+	if err == nil || got != nil {
+		t.Errorf("build = %v, logger %v; want an error and no logger (the option chose none)", err, got)
+	}
+}
