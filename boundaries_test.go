@@ -38,17 +38,18 @@ var encryptWiring = []string{module + "/skeinlambda", module + "/cmd/skein"}
 // skeintestImports are the packages of the module that skeintest, the test
 // kit users import in their own tests, may import (its tests may import
 // more). It runs workflows on the local world, so it never needs AWS.
-var skeintestImports = []string{module + "/workflow", module + "/client", module + "/worker", module + "/internal/sdk", module + "/world", module + "/localworld", module + "/internal/engine"}
+var skeintestImports = []string{module + "/workflow", module + "/client", module + "/worker", module + "/internal/sdk", module + "/world", module + "/localworld", module + "/internal/engine", module + "/internal/knobs"}
 
 // facadeImports are the packages of the module each of the SDK's public
 // facades may import (non-test code): internal/sdk, which implements
 // them, world, and the facades before it in the order workflow, client,
-// worker. internal/sdk imports none of them, so there is no cycle and each
+// worker; and internal/knobs, the type of their constructors' trailing
+// options. internal/sdk imports none of them, so there is no cycle and each
 // type has one public home.
 var facadeImports = map[string][]string{
 	module + "/workflow": {module + "/internal/sdk", module + "/world"},
-	module + "/client":   {module + "/internal/sdk", module + "/world", module + "/workflow"},
-	module + "/worker":   {module + "/internal/sdk", module + "/world", module + "/workflow", module + "/client", module + "/internal/engine"},
+	module + "/client":   {module + "/internal/sdk", module + "/world", module + "/workflow", module + "/internal/knobs"},
+	module + "/worker":   {module + "/internal/sdk", module + "/world", module + "/workflow", module + "/client", module + "/internal/engine", module + "/internal/knobs"},
 }
 
 // listedPackage is one entry of `go list -json -test`: a package, or a

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -94,11 +95,11 @@ func newEngineBench(b *testing.B, store string) *engineBench {
 	if err := reg.Register(eb.seq, eb.fan, noop); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := worker.New(worker.Config{World: eb.w, Consumer: lw, Registry: reg, Concurrency: 8, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: eb.w, Consumer: lw, Registry: reg, Concurrency: 8}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}
-	eb.client, err = client.New(client.Config{World: eb.w, Registry: reg, PollInterval: time.Millisecond})
+	eb.client, err = client.New(client.Config{World: eb.w, Registry: reg}, knobs.WithResultPoll(time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,7 +53,7 @@ func benchWebhookRunBytesFlood(b *testing.B) {
 	if err := reg.Register(flood); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := worker.New(worker.Config{World: lw, Consumer: lw, Registry: reg, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: lw, Consumer: lw, Registry: reg}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -65,11 +66,11 @@ func newSagaBench(b *testing.B, store string) *sagaBench {
 	if err := reg.Register(sb.saga, sb.plain, do, undo, plain); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := worker.New(worker.Config{World: sb.w, Consumer: lw, Registry: reg, Concurrency: 8, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: sb.w, Consumer: lw, Registry: reg, Concurrency: 8}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}
-	sb.client, err = client.New(client.Config{World: sb.w, Registry: reg, PollInterval: time.Millisecond})
+	sb.client, err = client.New(client.Config{World: sb.w, Registry: reg}, knobs.WithResultPoll(time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

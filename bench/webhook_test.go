@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -77,7 +78,7 @@ func benchWebhookFlood(b *testing.B, k int) {
 	if err := reg.Register(flood, ack); err != nil {
 		b.Fatal(err)
 	}
-	wk, err := worker.New(worker.Config{World: w, Consumer: lw, Registry: reg, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Consumer: lw, Registry: reg}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sdk"
 )
 
@@ -79,8 +80,6 @@ type Client = sdk.Client
 //   - World is where runs live (required).
 //   - Registry, when set, reads back the error types registered with it, and Start by name refuses a workflow it does not hold (see StartUnregistered).
 //   - Logger receives operational messages (default: discarded).
-//   - Now is the clock (default time.Now).
-//   - PollInterval bounds the wait between two looks at a run awaited by Result (default 100ms; the first looks are quicker).
 //   - Version is recorded as the code version of the runs Start starts (RunInfo.Version): at most 128 bytes of text without control characters, e.g. a release name or a commit.
 type Config = sdk.ClientConfig
 
@@ -259,11 +258,12 @@ type StreamChunk = sdk.StreamChunk
 //   - Done.
 type StreamInfo = sdk.StreamInfo
 
-// StreamOptions selects what ReadStream reads.
+// StreamOptions selects what ReadStream and ReadStreamPage read.
 //
 // Its fields:
 //   - Namespace names the stream ("" is the default stream).
-//   - Start is the first chunk's index.
+//   - Start is the first chunk's index; negative counts back from the end (-1 is the last chunk).
+//   - Limit, when positive, bounds the chunks read: ReadStream ends after Limit chunks, ReadStreamPage returns at most Limit (0: the World's page size).
 type StreamOptions = sdk.StreamOptions
 
 // StreamPage is one page of a stream: its chunks, the index to read from
@@ -274,14 +274,6 @@ type StreamOptions = sdk.StreamOptions
 //   - Next.
 //   - Done.
 type StreamPage = sdk.StreamPage
-
-// StreamPageOptions selects one page of a stream for ReadStreamPage.
-//
-// Its fields:
-//   - Namespace names the stream ("" is the default stream).
-//   - Start is the first chunk's index.
-//   - Limit bounds the chunks returned (0: the World's default).
-type StreamPageOptions = sdk.StreamPageOptions
 
 // SubscribeOptions selects what a subscription delivers.
 //
@@ -338,9 +330,10 @@ func FailWithoutCompensating() FailOption {
 	return sdk.FailWithoutCompensating()
 }
 
-// New returns a client for cfg.World.
-func New(cfg Config) (*Client, error) {
-	return sdk.NewClient(cfg)
+// New returns a client for cfg.World. The options are Skein's own (its
+// wiring and tests); callers pass none.
+func New(cfg Config, opts ...knobs.Option) (*Client, error) {
+	return sdk.NewClient(cfg, opts...)
 }
 
 // ReportExisting makes Start set *existed: true when its idempotency key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"slices"
 	"strings"
 	"testing"
@@ -193,7 +194,7 @@ func TestWorkflowAttributesOnDynamoDB(t *testing.T) {
 		return p, workflow.SetAttributes(ctx, map[string]string{"stage": "done"})
 	})
 	reg := workflow.NewRegistry().MustRegister(wf)
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

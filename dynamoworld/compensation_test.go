@@ -3,6 +3,7 @@ package dynamoworld_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"slices"
 	"strings"
 	"sync"
@@ -87,8 +88,8 @@ func testSagaOnDynamo(t *testing.T, w world.World, auto bool) {
 	}
 	reg.MustRegister(saga)
 	deploy := func() (*client.Client, func()) {
-		wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
-			Visibility: 2 * time.Second, Engine: worker.EngineOptions{StepLeaseTTL: time.Second}})
+		wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4,
+			Visibility: 2 * time.Second, Engine: worker.EngineOptions{StepLeaseTTL: time.Second}}, knobs.WithPollWait(100*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package dynamoworld_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,8 +41,8 @@ func TestExecutorLossKeepsRetriesAndRenewedLease(t *testing.T) {
 		return fragile.Call(ctx, struct{}{})
 	})
 	reg := workflow.NewRegistry().MustRegister(wf, fragile)
-	opts := worker.EngineOptions{StepLeaseTTL: time.Second, RunPollInterval: 100 * time.Millisecond}
-	p, err := worker.NewProcessor(worker.ProcessorConfig{World: w, Registry: reg, Engine: opts})
+	opts := worker.EngineOptions{StepLeaseTTL: time.Second}
+	p, err := worker.NewProcessor(worker.Config{World: w, Registry: reg, Engine: opts}, knobs.WithRunPollInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestExecutorLossKeepsRetriesAndRenewedLease(t *testing.T) {
 	if err := w.Release(ctx, &world.ReleaseParams{Receipt: ds[0].Receipt}); err != nil {
 		t.Fatal(err)
 	}
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, Engine: opts, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, Engine: opts}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

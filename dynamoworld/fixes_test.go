@@ -3,6 +3,7 @@ package dynamoworld_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestBlockedWorkflowOnDynamo(t *testing.T) {
 	})
 	healthy := workflow.New("healthy", func(ctx workflow.Context, _ int) (string, error) { return echo.Call(ctx, "ok") })
 	reg := workflow.NewRegistry().MustRegister(echo, goroutineCh, blocked, healthy)
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package dynamoworld_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -32,10 +33,10 @@ func approveVersion(charge *workflow.Step[int, int], factor int) *workflow.Workf
 // deployOn runs a worker of reg on w until the returned stop is called.
 func deployOn(t *testing.T, ctx context.Context, w *dynamoworld.World, reg *workflow.Registry) (*skclient.Client, func()) {
 	t.Helper()
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond,
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4,
 		// A stopped worker's long poll may still take a message: short
 		// visibility brings it back to the next deployment soon.
-		Visibility: 2 * time.Second})
+		Visibility: 2 * time.Second}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package dynamoworld_test
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestHookReuseSameToken(t *testing.T) {
 		return got, nil
 	})
 	reg := workflow.NewRegistry().MustRegister(reuse)
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

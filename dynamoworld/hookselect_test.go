@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestHookConflictInSelect(t *testing.T) {
 		return f.Get(ctx)
 	})
 	reg := workflow.NewRegistry().MustRegister(approval)
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

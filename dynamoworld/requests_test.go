@@ -3,6 +3,7 @@ package dynamoworld_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,8 @@ func TestColdRunRequests(t *testing.T) {
 			// The periodic polls (new events, the run's cancellation) read once a
 			// second whatever the run does: a minute keeps them out of a count
 			// that would otherwise depend on how fast the machine is.
-			eng := worker.EngineOptions{Linger: -1, EventPollInterval: time.Minute, RunPollInterval: time.Minute}
-			p, err := worker.NewProcessor(worker.ProcessorConfig{World: w, Registry: reg, Engine: eng})
+			p, err := worker.NewProcessor(worker.Config{World: w, Registry: reg},
+				knobs.WithLinger(-1), knobs.WithEventPollInterval(time.Minute), knobs.WithRunPollInterval(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}

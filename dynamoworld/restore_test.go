@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -57,8 +58,8 @@ func TestRestoredRunGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := worker.EngineOptions{Linger: -1, MaxDeliveries: 5}
-	p, err := worker.NewProcessor(worker.ProcessorConfig{World: f.open(t), Registry: reg, Engine: eng})
+	eng := worker.EngineOptions{MaxDeliveries: 5}
+	p, err := worker.NewProcessor(worker.Config{World: f.open(t), Registry: reg, Engine: eng}, knobs.WithLinger(-1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package dynamoworld_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -37,11 +38,11 @@ func TestVersionsOnDynamo(t *testing.T) {
 				}
 			})
 		}
-		wk, err := worker.New(worker.Config{World: w, Registry: d.Registry, Concurrency: 4, PollWait: 100 * time.Millisecond,
+		wk, err := worker.New(worker.Config{World: w, Registry: d.Registry, Concurrency: 4,
 			// A stopped worker's long poll may still take a message: short
 			// visibility brings it back to the next deployment soon.
 			Visibility: 2 * time.Second,
-			Version:    d.Version, Versions: d.Versions, Logger: d.Logger, Engine: d.Engine})
+			Version:    d.Version, Versions: d.Versions, Logger: d.Logger, Engine: d.Engine}, append(d.Knobs, knobs.WithPollWait(100*time.Millisecond))...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package dynamoworld_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestWideFanOut(t *testing.T) {
 		return sum, nil
 	})
 	reg := workflow.NewRegistry().MustRegister(wide, square)
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

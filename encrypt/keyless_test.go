@@ -3,6 +3,7 @@ package encrypt_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -37,11 +38,10 @@ func runWorker(t *testing.T, w world.World, log *slog.Logger) (stop func()) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	wk, err := worker.New(worker.Config{
-		World: w, Consumer: w.(world.Consumer), Registry: reg, Logger: log, PollWait: 10 * time.Millisecond,
-		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
-		Engine: worker.EngineOptions{MaxDeliveries: 3,
-			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},
-	})
+		World: w, Consumer: w.(world.Consumer), Registry: reg, Logger: log,
+		Engine: worker.EngineOptions{MaxDeliveries: 3},
+	}, knobs.WithPollWait(10*time.Millisecond), knobs.WithRetryDelay(func(int) time.Duration { return 5 * time.Millisecond }),
+		knobs.WithVersionRetry(10*time.Millisecond, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func serve(t *testing.T, w world.World, consumer world.Consumer) *worker.Worker 
 	if err := reg.Register(secretFlow, greet); err != nil {
 		t.Fatal(err)
 	}
-	wk, err := worker.New(worker.Config{World: w, Consumer: consumer, Registry: reg, PollWait: 20 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Consumer: consumer, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package encrypt_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -51,11 +52,10 @@ func oneWorker(t *testing.T, ww world.World, log *slog.Logger) (stop func()) {
 	}
 	wk, err := worker.New(worker.Config{
 		World: w, Consumer: w, Registry: workflow.NewRegistry().MustRegister(waitFlow), Logger: log,
-		Concurrency: 1, PollWait: 10 * time.Millisecond,
-		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
-		Engine: worker.EngineOptions{MaxDeliveries: 3,
-			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},
-	})
+		Concurrency: 1,
+		Engine:      worker.EngineOptions{MaxDeliveries: 3},
+	}, knobs.WithPollWait(10*time.Millisecond), knobs.WithRetryDelay(func(int) time.Duration { return 5 * time.Millisecond }),
+		knobs.WithVersionRetry(10*time.Millisecond, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package encrypt_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -44,11 +45,10 @@ func keyWorker(t *testing.T, w world.World, log *slog.Logger) (stop func()) {
 	t.Helper()
 	reg := workflow.NewRegistry().MustRegister(waitFlow)
 	wk, err := worker.New(worker.Config{
-		World: w, Registry: reg, Logger: log, PollWait: 10 * time.Millisecond,
-		RetryDelay: func(int) time.Duration { return 5 * time.Millisecond },
-		Engine: worker.EngineOptions{MaxDeliveries: 3,
-			VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 20 * time.Millisecond},
-	})
+		World: w, Registry: reg, Logger: log,
+		Engine: worker.EngineOptions{MaxDeliveries: 3},
+	}, knobs.WithPollWait(10*time.Millisecond), knobs.WithRetryDelay(func(int) time.Duration { return 5 * time.Millisecond }),
+		knobs.WithVersionRetry(10*time.Millisecond, 20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -31,11 +32,11 @@ const APIPrefix = "/v1"
 // AWS_IAM, so Lambda refuses a request without a valid SigV4 signature of
 // a principal allowed to call lambda:InvokeFunctionUrl before the handler
 // sees it; the handler logs the caller's ARN from the event. A request
-// still running ReturnMargin before the function's deadline is cancelled.
-func NewAPI(cfg Config) (APIHandler, error) {
+// still running DefaultReturnMargin before the function's deadline is cancelled.
+func NewAPI(c Config, opts ...knobs.Option) (APIHandler, error) {
 	inv := &invocation{}
-	cfg = cfg.withDefaults()
-	cfg.Logger = withRequestID(cfg.Logger, inv)
+	cfg := c.settle(opts)
+	cfg.Worker.Logger = withRequestID(cfg.Worker.Logger, inv)
 	a, err := newAPI(cfg)
 	if err != nil {
 		return nil, err
@@ -45,7 +46,7 @@ func NewAPI(cfg Config) (APIHandler, error) {
 	}, nil
 }
 
-// NewAPIServer returns the HTTP API as a net/http handler over cfg.World,
+// NewAPIServer returns the HTTP API as a net/http handler over cfg.Worker.World,
 // for a server of one's own or a test on the local world (it checks no
 // credentials: put it behind whatever authenticates callers). The routes,
 // under APIPrefix, are documented in docs/api/openapi.yaml:
@@ -65,10 +66,10 @@ func NewAPI(cfg Config) (APIHandler, error) {
 // status is that of the world's sentinel error (world.Status): 404 not
 // found, 409 conflict, 410 gone, 425 too early, 400 invalid; an unknown
 // workflow is 404 and an input that does not decode into the workflow's
-// input type 400, and neither creates a run. cfg.Registry is required:
+// input type 400, and neither creates a run. cfg.Worker.Registry is required:
 // it names the workflows that can be started and their input types.
-func NewAPIServer(cfg Config) (http.Handler, error) {
-	a, err := newAPI(cfg.withDefaults())
+func NewAPIServer(cfg Config, opts ...knobs.Option) (http.Handler, error) {
+	a, err := newAPI(cfg.settle(opts))
 	if err != nil {
 		return nil, err
 	}
@@ -76,21 +77,22 @@ func NewAPIServer(cfg Config) (http.Handler, error) {
 }
 
 type api struct {
-	cfg    Config
+	cfg    settings
 	client *client.Client
 	log    *slog.Logger
 	routes []route
 }
 
-func newAPI(cfg Config) (*api, error) {
+func newAPI(cfg settings) (*api, error) {
 	if err := cfg.validate(true); err != nil {
 		return nil, err
 	}
-	c, err := client.New(client.Config{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: cfg.Version})
+	w := cfg.Worker
+	c, err := client.New(client.Config{World: w.World, Registry: w.Registry, Logger: w.Logger, Version: w.Version}, cfg.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}
-	a := &api{cfg: cfg, client: c, log: cfg.Logger}
+	a := &api{cfg: cfg, client: c, log: w.Logger}
 	a.routes = a.table()
 	return a, nil
 }
@@ -104,7 +106,7 @@ func (a *api) lambda(ctx context.Context, inv *invocation, req events.LambdaFunc
 	}
 	if d, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-a.cfg.ReturnMargin))
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-a.cfg.returnMargin))
 		defer cancel()
 	}
 	rec := newRecorder()

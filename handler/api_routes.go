@@ -260,7 +260,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request, params map[string]s
 // streams: GET /v1/runs/{id}/streams.
 func (a *api) streams(w http.ResponseWriter, r *http.Request, params map[string]string) {
 	id := params["id"]
-	if _, err := a.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
+	if _, err := a.cfg.Worker.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -298,11 +298,11 @@ func (a *api) readStream(w http.ResponseWriter, r *http.Request, params map[stri
 		start = n
 	}
 	id := params["id"]
-	if _, err := a.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
+	if _, err := a.cfg.Worker.World.GetRun(r.Context(), &world.GetRunParams{RunID: id}); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	page, err := a.client.ReadStreamPage(r.Context(), id, client.StreamPageOptions{Namespace: params["name"], Start: start, Limit: limit})
+	page, err := a.client.ReadStreamPage(r.Context(), id, client.StreamOptions{Namespace: params["name"], Start: start, Limit: limit})
 	if err != nil {
 		a.fail(w, r, err)
 		return

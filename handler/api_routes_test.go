@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/skeinflow/skein/worker"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -329,10 +330,10 @@ func TestAPILogs(t *testing.T) {
 func TestNewAPIRefuses(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t, false, nil)
-	if _, err := handler.NewAPIServer(handler.Config{World: b.w}); err == nil || !strings.Contains(err.Error(), "Registry") {
+	if _, err := handler.NewAPIServer(handler.Config{Worker: worker.Config{World: b.w}}); err == nil || !strings.Contains(err.Error(), "Registry") {
 		t.Errorf("no registry: %v", err)
 	}
-	if _, err := handler.NewAPI(handler.Config{World: b.w, Registry: nil}); err == nil {
+	if _, err := handler.NewAPI(handler.Config{Worker: worker.Config{World: b.w, Registry: nil}}); err == nil {
 		t.Error("NewAPI without a registry")
 	}
 }
@@ -344,7 +345,7 @@ func TestNewAPIFunctionURLEvent(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t, false, nil)
 	logs := &syncBuffer{}
-	fn, err := handler.NewAPI(handler.Config{World: b.w, Registry: b.reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)})
+	fn, err := handler.NewAPI(handler.Config{Worker: worker.Config{World: b.w, Registry: b.reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func (e expiredWorld) GetRun(ctx context.Context, p *world.GetRunParams) (*world
 // A run whose parts have expired is 410 Gone.
 func TestAPIGone(t *testing.T) {
 	t.Parallel()
-	b := setupAPI(t, false, func(c *handler.Config) { c.World = expiredWorld{c.World} })
+	b := setupAPI(t, false, func(c *handler.Config) { c.Worker.World = expiredWorld{c.Worker.World} })
 	for _, path := range []string{"/v1/runs/wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV", "/v1/runs/wrun_01ARZ3NDEKTSV4RRFFQ69G5FAV/result"} {
 		r := b.do(t, http.MethodGet, path, "")
 		r.problem(t, http.StatusGone, "GONE")

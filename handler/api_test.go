@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -126,7 +127,7 @@ func setupAPIOn(t *testing.T, wc localworld.Config, worker bool, cfg func(*handl
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	if worker {
-		wk, err := skworker.New(skworker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+		wk, err := skworker.New(skworker.Config{World: w, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func setupAPIOn(t *testing.T, wc localworld.Config, worker bool, cfg func(*handl
 		done <- nil
 	}
 	logs := &syncBuffer{}
-	hc := handler.Config{World: w, Registry: reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)}
+	hc := handler.Config{Worker: skworker.Config{World: w, Registry: reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)}}
 	if cfg != nil {
 		cfg(&hc)
 	}

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/worker"
-	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Kind selects the handler a function serves (SKEIN_HANDLER).
@@ -35,7 +34,7 @@ type MalformedPolicy int
 const (
 	// DeadLetter reports the message as failed, so that the queue's redrive
 	// policy moves it to the dead-letter queue after maxReceiveCount receives,
-	// where it can be inspected. Past Config.MaxMalformedReceives receives it
+	// where it can be inspected. Past DefaultMaxMalformedReceives receives it
 	// is acknowledged instead (a queue without a redrive policy never retries
 	// it forever).
 	DeadLetter MalformedPolicy = iota
@@ -43,18 +42,32 @@ const (
 	Acknowledge
 )
 
-// Defaults.
+// Defaults, one per setting. ReturnMargin, MaxMalformedReceives and
+// WebhookTimeout are not settings: the handlers use these values (Skein's
+// tests alone change them).
 const (
+	// DefaultConcurrency is Config.Worker.Concurrency's default: the records
+	// of one batch handled at once (10, the largest SQS batch).
 	DefaultConcurrency = 10
 	// DefaultTimeBudgetMargin is counted from the invocation's deadline;
-	// the engine's BudgetMargin, counted from the records' context (which
-	// ends ReturnMargin earlier), is set from it: TimeBudgetMargin less
-	// ReturnMargin (see NewSQS).
-	DefaultTimeBudgetMargin     = 10 * time.Second
-	DefaultReturnMargin         = 500 * time.Millisecond
+	// the engine's margin, counted from the records' context (which ends
+	// DefaultReturnMargin earlier), is set from it: TimeBudgetMargin less
+	// DefaultReturnMargin (see NewSQS).
+	DefaultTimeBudgetMargin = 10 * time.Second
+	// DefaultReturnMargin: at the deadline less it the flow handler cancels
+	// what still runs (a step that outlived the budget), reports those
+	// messages as failed and returns, so that the batch is settled message
+	// by message rather than failed whole by a timeout; the API cancels a
+	// request still running then, and the webhook handler answers 504.
+	DefaultReturnMargin = 500 * time.Millisecond
+	// DefaultMaxMalformedReceives bounds the receives of a malformed
+	// message under DeadLetter: past it the message is acknowledged.
 	DefaultMaxMalformedReceives = 10
-	DefaultWebhookTimeout       = 30 * time.Second
-	DefaultMaxRequestBody       = 1 << 20
+	// DefaultWebhookTimeout bounds a webhook request (and in any case the
+	// function's deadline less DefaultReturnMargin).
+	DefaultWebhookTimeout = 30 * time.Second
+	// DefaultMaxRequestBody is Config.MaxRequestBody's default.
+	DefaultMaxRequestBody = 1 << 20
 )
 
 // Resources names what a World on AWS needs, as the environment gives them.
@@ -86,8 +99,9 @@ type Releaser interface {
 	Release(ctx context.Context, p *world.ReleaseParams) error
 }
 
-// Config configures the handlers. World is required; the flow handler and
-// the API also need Registry. Zero fields take their defaults.
+// Config configures the handlers. Worker.World is required; the flow
+// handler and the API also need Worker.Registry. Zero fields take their
+// defaults.
 type Config struct {
 	// Kind is the handler the environment asks for (ConfigFromEnv); the
 	// constructors ignore it.
@@ -95,158 +109,145 @@ type Config struct {
 	// Resources are the AWS resources from the environment (ConfigFromEnv).
 	Resources Resources
 
-	// World is where runs live (required).
-	World world.World
-	// Registry holds the workflows and steps (required by NewSQS, and by
-	// NewAPI, which starts only its workflows and checks inputs against
-	// their types; NewWebhook uses it, when set, to read back registered
-	// error types).
-	Registry *workflow.Registry
+	// Worker holds what the handlers share with a Worker: World (required),
+	// Registry (required by NewSQS, and by NewAPI, which starts only its
+	// workflows and checks inputs against their types; NewWebhook uses it,
+	// when set, to read back registered error types), Logger, Engine,
+	// Version, Versions, Inbox and Concurrency. Its other fields (Consumer,
+	// WebhookAddr, Visibility, StopTimeout, Schedules) are a Worker's and
+	// are ignored here.
+	//
 	// Logger receives the handlers' and the engine's logs (default:
 	// discarded). The handlers add the Lambda request ID ("requestId") to
 	// every record, so give them a plain handler, such as a JSON handler
 	// with lambdacontext.ReplaceAttr, not lambdacontext.NewLogHandler (which
 	// would add it twice).
-	Logger *slog.Logger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// Engine tunes the engine (InlineConcurrency, StepLeaseTTL, ...). Leave
-	// its BudgetMargin zero: the handler sets it from TimeBudgetMargin (less
-	// ReturnMargin), and a Config that sets it is refused.
-	Engine worker.EngineOptions
-	// Version is the code version recorded on the runs started here (child
-	// runs; see worker.ProcessorConfig.Version). ConfigFromEnv sets it
-	// (SKEIN_VERSION; else the VCS revision; else a published Lambda
-	// version, "name:7"); empty: sdk.DefaultVersion.
-	Version string
-	// Versions, when set, restricts the flow handler to the runs of these
-	// versions: a message of another run goes back to the queue for
-	// another function (see worker.ProcessorConfig.Versions).
-	Versions worker.VersionFilter
+	//
+	// Engine tunes the engine. Its Metrics receive the engine's
+	// measurements and each message's queue lag (QueueLag); one with a
+	// Flush(time.Time) error method, such as the EMF writer ConfigFromEnv
+	// sets, is flushed after each batch. Its TracerProvider makes the flow
+	// handler's spans too (a skein.invocation span per batch, the engine's
+	// under it), and is flushed before each invocation returns when it has
+	// a ForceFlush(context.Context) error method, as the OpenTelemetry SDK's
+	// provider does: Lambda may freeze the process as soon as the handler
+	// returns.
+	//
+	// Version is the code version recorded on the runs started here
+	// (ConfigFromEnv sets it: SKEIN_VERSION; else the VCS revision; else a
+	// published Lambda version, "name:7"). Versions, when set, restricts
+	// the flow handler to the runs of these versions: a message of another
+	// run goes back to the queue for another function.
+	//
+	// Inbox, when set, holds the webhook requests too large for a queue
+	// message between the webhook handler, which puts them there, and the
+	// flow handler, which commits them (worker.QueuedWebhookHandler); give
+	// both the same one. A dynamoworld.World is one.
+	//
+	// Concurrency bounds the records of one batch handled at once (default
+	// DefaultConcurrency). Continuations of one run are handled one after
+	// the other; background steps of one run run concurrently.
+	Worker worker.Config
 
 	// TimeBudgetMargin is kept free before the invocation's deadline: no new
 	// inline step starts after deadline-TimeBudgetMargin, and the run is
 	// continued by a new message; nor does a message of background steps
 	// (it is reported failed, for a later delivery) (default 10s). It must
-	// exceed ReturnMargin.
+	// exceed DefaultReturnMargin.
 	TimeBudgetMargin time.Duration
-	// ReturnMargin: at deadline-ReturnMargin the handler cancels what still
-	// runs (a step that outlived the budget), reports those messages as
-	// failed and returns, so that the batch is settled message by message
-	// rather than failed whole by a timeout (default 500ms).
-	ReturnMargin time.Duration
-	// Concurrency bounds the records of one batch handled at once (default
-	// 10, the largest SQS batch). Continuations of one run are handled one
-	// after the other; background steps of one run run concurrently.
-	Concurrency int
 
 	// Malformed is the policy for undecodable bodies (default DeadLetter).
 	Malformed MalformedPolicy
-	// MaxMalformedReceives bounds the receives of a malformed message under
-	// DeadLetter: past it the message is acknowledged (default 10).
-	MaxMalformedReceives int
 
 	// Queue, when set, receives ChangeMessageVisibility-style releases of the
 	// messages the flow handler reports as failed (receipt handle = the
 	// record's receiptHandle): one abandoned at the deadline comes back once
-	// the step lease it holds has expired, one that failed comes back after
-	// RetryDelay. Unset, a failed message comes back after the queue's
-	// VisibilityTimeout. A dynamoworld.World on the function's queue is one.
+	// the step lease it holds has expired. Unset, a failed message comes
+	// back after the queue's VisibilityTimeout. A dynamoworld.World on the
+	// function's queue is one.
 	Queue Releaser
-	// RetryDelay, with Queue, is how long a failed message stays hidden
-	// given its receive count (default: leave the queue's visibility
-	// timeout).
-	RetryDelay func(attempt int) time.Duration
-
-	// Metrics, when set, receives the flow handler's measurements: the
-	// engine's (unless Engine.Metrics is set) and each message's queue lag
-	// (QueueLag). One with a Flush(time.Time) error method,
-	// such as the EMF writer ConfigFromEnv sets, is flushed after each batch.
-	Metrics worker.Metrics
-
-	// TracerProvider, when set, makes the flow handler's spans (a
-	// skein.invocation span per batch, the engine's spans under it; see
-	// worker.EngineOptions.TracerProvider) and is flushed before each
-	// invocation returns when it has a ForceFlush(context.Context) error
-	// method, as the OpenTelemetry SDK's provider does: Lambda may freeze
-	// the process as soon as the handler returns.
-	TracerProvider trace.TracerProvider
-
-	// WebhookTimeout bounds a webhook request (default 30s, and in any case
-	// the function's deadline less ReturnMargin).
-	WebhookTimeout time.Duration
-	// Inbox, when set, holds the webhook requests too large for a queue
-	// message between the webhook handler, which puts them there, and the
-	// flow handler, which commits them (worker.QueuedWebhookHandler);
-	// give both the same one. A dynamoworld.World is one.
-	Inbox worker.Inbox
 
 	// MaxRequestBody bounds the body of an API request, in bytes (default
 	// 1 MiB); a larger one is answered 413.
 	MaxRequestBody int64
 }
 
-// withDefaults returns a copy of c with defaults applied.
-func (c Config) withDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.TimeBudgetMargin == 0 {
-		c.TimeBudgetMargin = DefaultTimeBudgetMargin
-	}
-	if c.ReturnMargin == 0 {
-		c.ReturnMargin = DefaultReturnMargin
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.MaxMalformedReceives == 0 {
-		c.MaxMalformedReceives = DefaultMaxMalformedReceives
-	}
-	if c.WebhookTimeout == 0 {
-		c.WebhookTimeout = DefaultWebhookTimeout
-	}
-	if c.MaxRequestBody == 0 {
-		c.MaxRequestBody = DefaultMaxRequestBody
-	}
-	return c
+// settings is a Config with its defaults applied, and the knobs the
+// constructor was given (Skein's tests' and wiring's).
+type settings struct {
+	Config
+	now                  func() time.Time
+	returnMargin         time.Duration
+	webhookTimeout       time.Duration
+	maxMalformedReceives int
+	// retryDelay, with Queue, is how long a failed message stays hidden
+	// given its receive count (nil: leave the queue's visibility timeout).
+	retryDelay func(attempt int) time.Duration
+	// opts are passed on to the Processor and the clients.
+	opts []knobs.Option
 }
 
-// validate checks a Config after withDefaults.
-func (c Config) validate(needRegistry bool) error {
+// settle applies c's defaults and the knobs opts.
+func (c Config) settle(opts []knobs.Option) settings {
+	k := knobs.Apply(opts)
+	s := settings{Config: c, now: k.Now, returnMargin: k.ReturnMargin, webhookTimeout: k.WebhookTimeout,
+		maxMalformedReceives: k.MaxMalformedReceives, retryDelay: k.RetryDelay, opts: opts}
+	if s.Worker.Logger == nil {
+		s.Worker.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.TimeBudgetMargin == 0 {
+		s.TimeBudgetMargin = DefaultTimeBudgetMargin
+	}
+	if s.returnMargin == 0 {
+		s.returnMargin = DefaultReturnMargin
+	}
+	if s.Worker.Concurrency == 0 {
+		s.Worker.Concurrency = DefaultConcurrency
+	}
+	if s.maxMalformedReceives == 0 {
+		s.maxMalformedReceives = DefaultMaxMalformedReceives
+	}
+	if s.webhookTimeout == 0 {
+		s.webhookTimeout = DefaultWebhookTimeout
+	}
+	if s.MaxRequestBody == 0 {
+		s.MaxRequestBody = DefaultMaxRequestBody
+	}
+	return s
+}
+
+// validate checks settings, each error naming the Config's field.
+func (s settings) validate(needRegistry bool) error {
 	var errs []error
-	if c.World == nil {
-		errs = append(errs, errors.New("no World: one is required"))
+	if s.Worker.World == nil {
+		errs = append(errs, errors.New("no Worker.World: one is required"))
 	}
-	if needRegistry && c.Registry == nil {
-		errs = append(errs, errors.New("no Registry: one is required"))
+	if needRegistry && s.Worker.Registry == nil {
+		errs = append(errs, errors.New("no Worker.Registry: one is required"))
 	}
-	if c.ReturnMargin < 0 {
-		errs = append(errs, fmt.Errorf("ReturnMargin is negative (%s)", c.ReturnMargin))
+	if s.returnMargin < 0 {
+		errs = append(errs, fmt.Errorf("the return margin is negative (%s)", s.returnMargin))
 	}
-	if c.TimeBudgetMargin <= c.ReturnMargin {
-		errs = append(errs, fmt.Errorf("TimeBudgetMargin (%s) must exceed ReturnMargin (%s)", c.TimeBudgetMargin, c.ReturnMargin))
+	if s.TimeBudgetMargin <= s.returnMargin {
+		errs = append(errs, fmt.Errorf("TimeBudgetMargin (%s) must exceed the return margin (%s)", s.TimeBudgetMargin, s.returnMargin))
 	}
-	if c.Engine.BudgetMargin != 0 {
-		errs = append(errs, fmt.Errorf("Engine.BudgetMargin is set (%s): set TimeBudgetMargin instead (the handler derives the engine's margin from it)", c.Engine.BudgetMargin))
+	if s.Worker.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("negative Worker.Concurrency (%d)", s.Worker.Concurrency))
 	}
-	if c.Concurrency < 0 {
-		errs = append(errs, fmt.Errorf("negative Concurrency (%d)", c.Concurrency))
+	if s.Malformed != DeadLetter && s.Malformed != Acknowledge {
+		errs = append(errs, fmt.Errorf("unknown Malformed policy %d", s.Malformed))
 	}
-	if c.Malformed != DeadLetter && c.Malformed != Acknowledge {
-		errs = append(errs, fmt.Errorf("unknown Malformed policy %d", c.Malformed))
+	if s.maxMalformedReceives < 0 {
+		errs = append(errs, fmt.Errorf("the malformed receives' bound is negative (%d)", s.maxMalformedReceives))
 	}
-	if c.MaxMalformedReceives < 0 {
-		errs = append(errs, fmt.Errorf("MaxMalformedReceives is negative (%d)", c.MaxMalformedReceives))
+	if s.webhookTimeout < 0 {
+		errs = append(errs, fmt.Errorf("the webhook timeout is negative (%s)", s.webhookTimeout))
 	}
-	if c.WebhookTimeout < 0 {
-		errs = append(errs, fmt.Errorf("WebhookTimeout is negative (%s)", c.WebhookTimeout))
-	}
-	if c.MaxRequestBody < 0 {
-		errs = append(errs, fmt.Errorf("MaxRequestBody is negative (%d)", c.MaxRequestBody))
+	if s.MaxRequestBody < 0 {
+		errs = append(errs, fmt.Errorf("MaxRequestBody is negative (%d)", s.MaxRequestBody))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("handler: invalid config: %w", err)

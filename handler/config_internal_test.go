@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/workflow"
 	"github.com/skeinflow/skein/world"
@@ -18,28 +19,37 @@ type stubWorld struct{ world.World }
 // to the engine (internal/engine's TestConfigDefaults).
 func TestConfigDefaults(t *testing.T) {
 	t.Parallel()
-	c := Config{}.withDefaults()
+	c := Config{}.settle(nil)
 	var engineDefaults worker.EngineOptions
 	for _, d := range []struct {
 		name      string
 		got, want any
 	}{
 		{"TimeBudgetMargin", c.TimeBudgetMargin, 10 * time.Second},
-		{"ReturnMargin", c.ReturnMargin, 500 * time.Millisecond},
-		{"Concurrency", c.Concurrency, 10},
-		{"MaxMalformedReceives", c.MaxMalformedReceives, 10},
-		{"WebhookTimeout", c.WebhookTimeout, 30 * time.Second},
+		{"the return margin", c.returnMargin, 500 * time.Millisecond},
+		{"Concurrency", c.Worker.Concurrency, 10},
+		{"the malformed receives' bound", c.maxMalformedReceives, 10},
+		{"the webhook timeout", c.webhookTimeout, 30 * time.Second},
 		{"MaxRequestBody", c.MaxRequestBody, int64(1 << 20)},
 		{"Malformed", c.Malformed, DeadLetter},
 		// The engine's settings are left zero: the engine applies its own.
-		{"Engine", c.Engine, engineDefaults},
+		{"Engine", c.Worker.Engine, engineDefaults},
 	} {
 		if d.got != d.want {
 			t.Errorf("%s defaults to %v, want %v", d.name, d.got, d.want)
 		}
 	}
-	if c.Logger == nil || c.Now == nil {
-		t.Errorf("Logger or Now has no default")
+	if c.Worker.Logger == nil || c.now == nil || c.retryDelay != nil {
+		t.Errorf("Logger or the clock has no default, or a retry delay is set")
+	}
+	// The knobs set what is no field of Config.
+	at := time.Unix(7, 0)
+	k := Config{}.settle([]knobs.Option{knobs.WithReturnMargin(time.Second), knobs.WithMaxMalformedReceives(3),
+		knobs.WithWebhookTimeout(time.Minute), knobs.WithNow(func() time.Time { return at }),
+		knobs.WithRetryDelay(func(int) time.Duration { return time.Hour })})
+	if k.returnMargin != time.Second || k.maxMalformedReceives != 3 || k.webhookTimeout != time.Minute ||
+		!k.now().Equal(at) || k.retryDelay == nil || k.retryDelay(1) != time.Hour {
+		t.Errorf("knobs not applied: %+v", k)
 	}
 }
 
@@ -48,30 +58,29 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
-	base := Config{World: stubWorld{}, Registry: reg, Logger: slog.New(slog.DiscardHandler)}
+	base := Config{Worker: worker.Config{World: stubWorld{}, Registry: reg, Logger: slog.New(slog.DiscardHandler)}}
 	for _, c := range []struct {
 		name         string
-		set          func(*Config)
+		set          func(*settings)
 		needRegistry bool
 		want         string // "" for valid
 	}{
-		{"defaults", func(*Config) {}, true, ""},
-		{"no World", func(c *Config) { c.World = nil }, false, "no World"},
-		{"no Registry where needed", func(c *Config) { c.Registry = nil }, true, "no Registry"},
-		{"no Registry where not", func(c *Config) { c.Registry = nil }, false, ""},
-		{"negative ReturnMargin", func(c *Config) { c.ReturnMargin = -time.Second }, false, "ReturnMargin is negative"},
-		{"margin under return", func(c *Config) { c.TimeBudgetMargin, c.ReturnMargin = time.Second, 2*time.Second }, false, "TimeBudgetMargin (1s) must exceed ReturnMargin (2s)"},
-		{"Engine.BudgetMargin set", func(c *Config) { c.Engine.BudgetMargin = 3 * time.Second }, false, "Engine.BudgetMargin is set (3s): set TimeBudgetMargin instead"},
-		{"negative Concurrency", func(c *Config) { c.Concurrency = -1 }, false, "negative Concurrency"},
-		{"unknown Malformed", func(c *Config) { c.Malformed = 7 }, false, "unknown Malformed policy 7"},
-		{"negative MaxMalformedReceives", func(c *Config) { c.MaxMalformedReceives = -1 }, false, "MaxMalformedReceives is negative"},
-		{"negative WebhookTimeout", func(c *Config) { c.WebhookTimeout = -time.Second }, false, "WebhookTimeout is negative"},
-		{"negative MaxRequestBody", func(c *Config) { c.MaxRequestBody = -1 }, false, "MaxRequestBody is negative"},
+		{"defaults", func(*settings) {}, true, ""},
+		{"no World", func(c *settings) { c.Worker.World = nil }, false, "no Worker.World"},
+		{"no Registry where needed", func(c *settings) { c.Worker.Registry = nil }, true, "no Worker.Registry"},
+		{"no Registry where not", func(c *settings) { c.Worker.Registry = nil }, false, ""},
+		{"negative return margin", func(c *settings) { c.returnMargin = -time.Second }, false, "the return margin is negative"},
+		{"margin under return", func(c *settings) { c.TimeBudgetMargin, c.returnMargin = time.Second, 2*time.Second }, false, "TimeBudgetMargin (1s) must exceed the return margin (2s)"},
+		{"negative Concurrency", func(c *settings) { c.Worker.Concurrency = -1 }, false, "negative Worker.Concurrency"},
+		{"unknown Malformed", func(c *settings) { c.Malformed = 7 }, false, "unknown Malformed policy 7"},
+		{"negative malformed receives", func(c *settings) { c.maxMalformedReceives = -1 }, false, "the malformed receives' bound is negative"},
+		{"negative webhook timeout", func(c *settings) { c.webhookTimeout = -time.Second }, false, "the webhook timeout is negative"},
+		{"negative MaxRequestBody", func(c *settings) { c.MaxRequestBody = -1 }, false, "MaxRequestBody is negative"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := base
+			cfg := base.settle(nil)
 			c.set(&cfg)
-			err := cfg.withDefaults().validate(c.needRegistry)
+			err := cfg.validate(c.needRegistry)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("validate: %v", err)

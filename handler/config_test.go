@@ -27,7 +27,6 @@ func TestConfigFromEnv(t *testing.T) {
 	env := templateEnv()
 	env["SKEIN_STEP_LEASE_TTL"] = "3s"
 	env["SKEIN_RUN_LEASE_TTL"] = "4s"
-	env["SKEIN_MAX_QUEUE_DELAY"] = "2s"
 	env["SKEIN_MALFORMED"] = "acknowledge"
 	env["SKEIN_S3_PATH_STYLE"] = "1"
 	env["SKEIN_MAX_INTERRUPTIONS"] = "7"
@@ -40,11 +39,12 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	want := handler.Resources{Table: "skein-EventTable-1", QueueURL: "https://sqs.us-east-1.amazonaws.com/1/q", Bucket: "skein-bucket",
 		ClaimCheckThreshold: 65536, S3PathStyle: true, Retention: 30 * 24 * time.Hour}
-	if cfg.Kind != handler.KindFlow || cfg.Resources != want || cfg.Engine.InlineConcurrency != 16 ||
-		cfg.TimeBudgetMargin != 10*time.Second || cfg.Engine.StepLeaseTTL != 3*time.Second ||
-		cfg.Engine.RunLeaseTTL != 4*time.Second || cfg.Engine.MaxQueueDelay != 2*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Logger == nil ||
-		cfg.Engine.MaxInterruptions != 7 || cfg.Engine.HoldRetryDelay != 30*time.Second || cfg.Engine.HoldRetryLimit != 2*time.Hour ||
-		cfg.Metrics == nil {
+	eng := cfg.Worker.Engine
+	if cfg.Kind != handler.KindFlow || cfg.Resources != want || eng.InlineConcurrency != 16 ||
+		cfg.TimeBudgetMargin != 10*time.Second || eng.StepLeaseTTL != 3*time.Second ||
+		eng.RunLeaseTTL != 4*time.Second || cfg.Malformed != handler.Acknowledge || cfg.Worker.Logger == nil ||
+		eng.MaxInterruptions != 7 || eng.HoldRetryDelay != 30*time.Second || eng.HoldRetryLimit != 2*time.Hour ||
+		eng.Metrics == nil {
 		t.Errorf("config %+v", cfg)
 	}
 
@@ -56,8 +56,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg, err = handler.ConfigFromEnv(envOf(env)); err != nil || cfg.Kind != handler.KindWebhook {
 		t.Errorf("webhook: %v %v", cfg.Kind, err)
 	}
-	if cfg.Metrics != nil {
-		t.Errorf("metrics without SKEIN_METRICS_NAMESPACE: %T", cfg.Metrics)
+	if cfg.Worker.Engine.Metrics != nil {
+		t.Errorf("metrics without SKEIN_METRICS_NAMESPACE: %T", cfg.Worker.Engine.Metrics)
 	}
 	env["SKEIN_HANDLER"] = "api"
 	if cfg, err = handler.ConfigFromEnv(envOf(env)); err != nil || cfg.Kind != handler.KindAPI {
@@ -69,7 +69,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 	t.Parallel()
 	_, err := handler.ConfigFromEnv(envOf(map[string]string{
 		"SKEIN_HANDLER": "both", "SKEIN_INLINE_CONCURRENCY": "many", "SKEIN_TIME_BUDGET_MARGIN": "10",
-		"SKEIN_CLAIM_CHECK_THRESHOLD": "12", "SKEIN_MALFORMED": "shrug", "SKEIN_MAX_QUEUE_DELAY": "1h", "AWS_LAMBDA_LOG_LEVEL": "loud",
+		"SKEIN_CLAIM_CHECK_THRESHOLD": "12", "SKEIN_MALFORMED": "shrug", "AWS_LAMBDA_LOG_LEVEL": "loud",
 		"SKEIN_RETENTION_DAYS": "-1", "SKEIN_MAX_INTERRUPTIONS": "0", "SKEIN_HOLD_RETRY_DELAY": "soon",
 		"SKEIN_METRICS_NAMESPACE": "AWS/Lambda",
 	}))
@@ -77,7 +77,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{"SKEIN_HANDLER", "SKEIN_TABLE", "SKEIN_QUEUE_URL", "SKEIN_BUCKET", "SKEIN_INLINE_CONCURRENCY",
-		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "SKEIN_MAX_QUEUE_DELAY", "AWS_LAMBDA_LOG_LEVEL", "SKEIN_RETENTION_DAYS",
+		"SKEIN_TIME_BUDGET_MARGIN", "SKEIN_CLAIM_CHECK_THRESHOLD", "SKEIN_MALFORMED", "AWS_LAMBDA_LOG_LEVEL", "SKEIN_RETENTION_DAYS",
 		"SKEIN_MAX_INTERRUPTIONS", "SKEIN_HOLD_RETRY_DELAY", "SKEIN_METRICS_NAMESPACE"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not name %s: %v", want, err)
@@ -97,22 +97,21 @@ func TestConfigValidation(t *testing.T) {
 		cfg  handler.Config
 		want string
 	}{
-		"no world":      {handler.Config{Registry: reg}, "no World"},
-		"no registry":   {handler.Config{World: w}, "no Registry"},
-		"margins":       {handler.Config{World: w, Registry: reg, TimeBudgetMargin: time.Second, ReturnMargin: 2 * time.Second}, "must exceed ReturnMargin"},
-		"concurrency":   {handler.Config{World: w, Registry: reg, Concurrency: -1}, "negative Concurrency"},
-		"policy":        {handler.Config{World: w, Registry: reg, Malformed: 7}, "unknown Malformed policy"},
-		"engine margin": {handler.Config{World: w, Registry: reg, Engine: worker.EngineOptions{BudgetMargin: time.Second}}, "set TimeBudgetMargin instead"},
-		"engine config": {handler.Config{World: w, Registry: reg, Engine: worker.EngineOptions{InlineConcurrency: -2}}, "InlineConcurrency"},
+		"no world":      {handler.Config{Worker: worker.Config{Registry: reg}}, "no Worker.World"},
+		"no registry":   {handler.Config{Worker: worker.Config{World: w}}, "no Worker.Registry"},
+		"margins":       {handler.Config{TimeBudgetMargin: 400 * time.Millisecond, Worker: worker.Config{World: w, Registry: reg}}, "TimeBudgetMargin (400ms) must exceed the return margin (500ms)"},
+		"concurrency":   {handler.Config{Worker: worker.Config{World: w, Registry: reg, Concurrency: -1}}, "negative Worker.Concurrency"},
+		"policy":        {handler.Config{Malformed: 7, Worker: worker.Config{World: w, Registry: reg}}, "unknown Malformed policy"},
+		"engine config": {handler.Config{Worker: worker.Config{World: w, Registry: reg, Engine: worker.EngineOptions{InlineConcurrency: -2}}}, "Engine.InlineConcurrency is negative"},
 	} {
 		if _, err := handler.NewSQS(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
 		}
 	}
-	if _, err := handler.NewWebhook(handler.Config{World: w}); err != nil {
+	if _, err := handler.NewWebhook(handler.Config{Worker: worker.Config{World: w}}); err != nil {
 		t.Errorf("webhook without a registry: %v", err)
 	}
-	if _, err := handler.NewSQS(handler.Config{World: w, Registry: reg}); err != nil {
+	if _, err := handler.NewSQS(handler.Config{Worker: worker.Config{World: w, Registry: reg}}); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
 }
@@ -124,7 +123,6 @@ func TestConfigFromEnvBounds(t *testing.T) {
 	for _, c := range []struct {
 		name, ok, over, bound string
 	}{
-		{"SKEIN_MAX_QUEUE_DELAY", "15m", "15m1s", "15m0s"},
 		// dynamoworld's bounds (1 KiB to 100 KiB), not a wider one the
 		// World refuses later in an error that does not name the variable.
 		{"SKEIN_CLAIM_CHECK_THRESHOLD", "102400", "102401", "want 1024 to 102400"},

@@ -20,7 +20,7 @@
 // one group) and then carries the run on itself when its lease is free; if
 // another invocation holds it, that one takes the results in when it lets
 // go, so a fan-out needs no continuation messages. Records of different
-// runs, and step messages, run concurrently (up to Config.Concurrency);
+// runs, and step messages, run concurrently (up to Config.Worker.Concurrency);
 // continuations of one run in a batch, one after the other.
 //
 // Failures are reported per message in BatchItemFailures (the event source
@@ -67,14 +67,14 @@
 // The invocation's deadline comes from its context. The engine starts no
 // inline step after deadline-TimeBudgetMargin and continues the run in a new
 // message instead; nor does the handler start a message of background steps
-// whose turn comes after it (on Config.Now): the message is reported failed
+// whose turn comes after it: the message is reported failed
 // and released at once (Config.Queue), for an invocation with the time to
-// run them. A step that is still running at deadline-ReturnMargin is
+// run them. A step that is still running at deadline-DefaultReturnMargin is
 // cancelled, its message reported failed, and the handler answers in time.
 // That message comes back after the queue's visibility timeout (or, with
 // Config.Queue, once the step's lease has expired), and the step re-runs.
 // The releases that hide such messages (Config.Queue) run at once and end
-// by deadline-ReturnMargin/4, whether the queue has answered or not (the
+// by deadline-DefaultReturnMargin/4, whether the queue has answered or not (the
 // handler waits for them no longer): an answer after the deadline would
 // fail the whole batch. A record's fate is
 // decided once: a record given up at the deadline stays as the answer

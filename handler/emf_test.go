@@ -62,7 +62,7 @@ func TestSQSMetrics(t *testing.T) {
 	t.Parallel()
 	var buf syncBuffer
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Metrics = lambdaio.NewEMF(&buf, "Skein/test", map[string]string{"FunctionName": "flow"})
+		c.Worker.Engine.Metrics = lambdaio.NewEMF(&buf, "Skein/test", map[string]string{"FunctionName": "flow"})
 	}})
 	ctx := context.Background()
 	run, err := serial.Start(ctx, b.client, 3)

@@ -26,11 +26,14 @@ const noVersion = "-"
 // ConfigFromEnv reads the configuration template.yaml gives a function (the
 // SKEIN_* variables the README lists, and Lambda's AWS_LAMBDA_LOG_LEVEL,
 // AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION); getenv is
-// os.Getenv when nil. It fills Kind,
-// Resources, Engine (InlineConcurrency, StepLeaseTTL, RunLeaseTTL,
-// MaxQueueDelay), TimeBudgetMargin, Concurrency, Malformed and a JSON Logger
-// on stdout (at AWS_LAMBDA_LOG_LEVEL, default info); the caller adds the
-// World and the Registry. Every malformed variable is reported, by name.
+// os.Getenv when nil. It fills Kind, Resources, TimeBudgetMargin,
+// Malformed and Worker's Engine (InlineConcurrency, StepLeaseTTL,
+// RunLeaseTTL, MaxInterruptions, HoldRetryDelay, HoldRetryLimit, Metrics),
+// Concurrency, Version, Versions and a JSON Logger on stdout (at
+// AWS_LAMBDA_LOG_LEVEL, default info); the caller adds the World and the
+// Registry. Every malformed variable is reported, by name. The variables
+// of the engine's own settings (SKEIN_MAX_QUEUE_DELAY,
+// SKEIN_VERSION_RETRY_*) are skeinlambda's to read, not a Config's.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	v := envvars.Read(getenv)
 	var cfg Config
@@ -44,20 +47,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		p.errorf("%s=%q: want %q, %q or %q", envvars.Handler, k, KindFlow, KindWebhook, KindAPI)
 	}
 	cfg.Resources = p.resources(v)
-	p.atoi(v.InlineConcurrency, envvars.InlineConcurrency, &cfg.Engine.InlineConcurrency, 1, 1<<16)
-	p.atoi(v.RecordConcurrency, envvars.RecordConcurrency, &cfg.Concurrency, 1, 1<<10)
+	eng := &cfg.Worker.Engine
+	p.atoi(v.InlineConcurrency, envvars.InlineConcurrency, &eng.InlineConcurrency, 1, 1<<16)
+	p.atoi(v.RecordConcurrency, envvars.RecordConcurrency, &cfg.Worker.Concurrency, 1, 1<<10)
 	p.duration(v.TimeBudgetMargin, envvars.TimeBudgetMargin, &cfg.TimeBudgetMargin)
-	p.duration(v.StepLeaseTTL, envvars.StepLeaseTTL, &cfg.Engine.StepLeaseTTL)
-	p.duration(v.RunLeaseTTL, envvars.RunLeaseTTL, &cfg.Engine.RunLeaseTTL)
-	p.duration(v.MaxQueueDelay, envvars.MaxQueueDelay, &cfg.Engine.MaxQueueDelay)
-	p.atoi(v.MaxInterruptions, envvars.MaxInterruptions, &cfg.Engine.MaxInterruptions, 1, 1<<16)
-	p.duration(v.HoldRetryDelay, envvars.HoldRetryDelay, &cfg.Engine.HoldRetryDelay)
-	p.duration(v.HoldRetryLimit, envvars.HoldRetryLimit, &cfg.Engine.HoldRetryLimit)
-	p.duration(v.VersionRetryDelay, envvars.VersionRetryDelay, &cfg.Engine.VersionRetryDelay)
-	p.duration(v.VersionRetryLimit, envvars.VersionRetryLimit, &cfg.Engine.VersionRetryLimit)
-	if cfg.Engine.MaxQueueDelay > awslimits.MaxQueueDelay {
-		p.errorf("%s=%s: SQS delays a message by at most %s", envvars.MaxQueueDelay, cfg.Engine.MaxQueueDelay, awslimits.MaxQueueDelay)
-	}
+	p.duration(v.StepLeaseTTL, envvars.StepLeaseTTL, &eng.StepLeaseTTL)
+	p.duration(v.RunLeaseTTL, envvars.RunLeaseTTL, &eng.RunLeaseTTL)
+	p.atoi(v.MaxInterruptions, envvars.MaxInterruptions, &eng.MaxInterruptions, 1, 1<<16)
+	p.duration(v.HoldRetryDelay, envvars.HoldRetryDelay, &eng.HoldRetryDelay)
+	p.duration(v.HoldRetryLimit, envvars.HoldRetryLimit, &eng.HoldRetryLimit)
 	switch m := strings.ToLower(v.Malformed); m {
 	case "", "dead-letter", "deadletter", "dlq":
 		cfg.Malformed = DeadLetter
@@ -66,18 +64,18 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		p.errorf("%s=%q: want dead-letter or acknowledge", envvars.Malformed, m)
 	}
-	cfg.Version = functionVersion(v)
-	if err := world.CheckVersion(cfg.Version); err != nil {
-		p.errorf("%s=%q: %w", envvars.Version, cfg.Version, err)
+	cfg.Worker.Version = functionVersion(v)
+	if err := world.CheckVersion(cfg.Worker.Version); err != nil {
+		p.errorf("%s=%q: %w", envvars.Version, cfg.Worker.Version, err)
 	}
 	if v.Versions != "" {
 		vs, err := parseVersions(v.Versions)
 		if err != nil {
 			p.errorf("%s=%q: %w", envvars.Versions, v.Versions, err)
 		}
-		cfg.Versions = vs
+		cfg.Worker.Versions = vs
 	}
-	cfg.Logger, cfg.Metrics = p.telemetry(v)
+	cfg.Worker.Logger, eng.Metrics = p.telemetry(v)
 	if err := errors.Join(p.errs...); err != nil {
 		return cfg, fmt.Errorf("handler: environment: %w", err)
 	}
@@ -111,16 +109,11 @@ func (p *envParser) atoi(v, name string, dst *int, lo, hi int) {
 // duration parses v, the positive Go duration of the variable name, into *dst,
 // unless v is empty.
 func (p *envParser) duration(v, name string, dst *time.Duration) {
-	if v == "" {
-		return
-	}
-	d, err := time.ParseDuration(v)
+	d, err := envvars.ParseDuration(name, v)
 	switch {
 	case err != nil:
-		p.errorf("%s=%q: not a Go duration (such as 10s or 1m30s)", name, v)
-	case d <= 0:
-		p.errorf("%s=%q: must be positive", name, v)
-	default:
+		p.errs = append(p.errs, err)
+	case d != 0:
 		*dst = d
 	}
 }

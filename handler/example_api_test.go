@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"fmt"
+	"github.com/skeinflow/skein/worker"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,7 @@ func ExampleNewAPIServer() {
 	defer w.Close()
 	greet := workflow.New("greet", func(ctx workflow.Context, name string) (string, error) { return "hello, " + name, nil })
 	reg := workflow.NewRegistry().MustRegister(greet)
-	api, err := handler.NewAPIServer(handler.Config{World: w, Registry: reg})
+	api, err := handler.NewAPIServer(handler.Config{Worker: worker.Config{World: w, Registry: reg}})
 	if err != nil {
 		panic(err)
 	}

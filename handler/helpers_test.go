@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,11 +67,13 @@ type testBundle struct {
 	fn     handler.SQSHandler
 	logs   *syncBuffer
 	cfg    handler.Config
+	opts   []knobs.Option // cfg's knobs
 }
 
 type setupOptions struct {
 	wrap   func(world.World) world.World
 	config func(*handler.Config)
+	knobs  []knobs.Option // after setup's own
 }
 
 func setup(t *testing.T, o setupOptions) *testBundle {
@@ -92,14 +95,16 @@ func setup(t *testing.T, o setupOptions) *testBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.cfg = handler.Config{
+	b.cfg = handler.Config{Worker: worker.Config{
 		World: b.world, Registry: reg, Logger: lambdaio.NewJSONLogger(b.logs, slogDebug),
-		Engine: worker.EngineOptions{InlineConcurrency: 4, EventPollInterval: 20 * time.Millisecond, RunPollInterval: 20 * time.Millisecond},
-	}
+		Engine: worker.EngineOptions{InlineConcurrency: 4},
+	}}
 	if o.config != nil {
 		o.config(&b.cfg)
 	}
-	b.fn, err = handler.NewSQS(b.cfg)
+	opts := append([]knobs.Option{knobs.WithEventPollInterval(20 * time.Millisecond), knobs.WithRunPollInterval(20 * time.Millisecond)}, o.knobs...)
+	b.opts = opts
+	b.fn, err = handler.NewSQS(b.cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package handler_test
 import (
 	"bytes"
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -37,10 +38,8 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 	}
 	good, bad := seal(1), seal(2)
 	b := setup(t, setupOptions{
-		wrap: func(w world.World) world.World { return bad(w) },
-		config: func(c *handler.Config) {
-			c.Engine.VersionRetryDelay, c.Engine.VersionRetryLimit = 10*time.Millisecond, 20*time.Millisecond
-		},
+		wrap:  func(w world.World) world.World { return bad(w) },
+		knobs: []knobs.Option{knobs.WithVersionRetry(10*time.Millisecond, 20*time.Millisecond)},
 	})
 	gw := good(b.w)
 	client, err := client.New(client.Config{World: gw, Registry: b.reg})
@@ -80,8 +79,8 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 	}
 
 	cfg := b.cfg
-	cfg.World = gw
-	if b.fn, err = handler.NewSQS(cfg); err != nil {
+	cfg.Worker.World = gw
+	if b.fn, err = handler.NewSQS(cfg, b.opts...); err != nil {
 		t.Fatal(err)
 	}
 	b.drive(t, run.ID(), 10)
@@ -98,9 +97,7 @@ func TestSQSWrongKeyIsNotAFailure(t *testing.T) {
 // and a function with the key then completes it.
 func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Engine.VersionRetryDelay, c.Engine.VersionRetryLimit = 10*time.Millisecond, 20*time.Millisecond
-	}})
+	b := setup(t, setupOptions{knobs: []knobs.Option{knobs.WithVersionRetry(10*time.Millisecond, 20*time.Millisecond)}})
 	keys, err := encrypt.NewLocalKeys("k1", map[string][]byte{"k1": bytes.Repeat([]byte{1}, encrypt.DataKeySize)})
 	if err != nil {
 		t.Fatal(err)
@@ -146,8 +143,8 @@ func TestSQSKeylessFunctionHoldsSealedRun(t *testing.T) {
 	}
 
 	cfg := b.cfg
-	cfg.World = gw
-	if b.fn, err = handler.NewSQS(cfg); err != nil {
+	cfg.Worker.World = gw
+	if b.fn, err = handler.NewSQS(cfg, b.opts...); err != nil {
 		t.Fatal(err)
 	}
 	b.drive(t, run.ID(), 10)

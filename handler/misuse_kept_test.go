@@ -54,7 +54,7 @@ var lateMisuse = workflow.New("handler-late-misuse", func(ctx workflow.Context, 
 // ended: a goroutine per such run.
 func TestForeignMisuseStopsTheKeptWorkflow(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOptions{config: func(c *handler.Config) { c.Registry.MustRegister(misuseStep, lateMisuse) }})
+	b := setup(t, setupOptions{config: func(c *handler.Config) { c.Worker.Registry.MustRegister(misuseStep, lateMisuse) }})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p := &lateProbe{release: make(chan struct{}), unwound: make(chan struct{})}

@@ -38,7 +38,7 @@ var (
 func TestSQSMisuseAndPanicFailOnlyTheirRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(misuseStep, stepFromGoroutine, panicky)
+		c.Worker.Registry.MustRegister(misuseStep, stepFromGoroutine, panicky)
 	}})
 	ctx := context.Background()
 	bad, err := stepFromGoroutine.Start(ctx, b.client, 0)

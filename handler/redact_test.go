@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"github.com/skeinflow/skein/worker"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ var apiWebhookEcho = workflow.New("api-webhook-echo", func(ctx workflow.Context,
 func TestAPIHidesWebhookTokens(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t, true, func(c *handler.Config) {
-		if err := c.Registry.Register(apiWebhookEcho); err != nil {
+		if err := c.Worker.Registry.Register(apiWebhookEcho); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -31,7 +32,7 @@ func TestAPIHidesWebhookTokens(t *testing.T) {
 	}
 	id, _ := r.body["runId"].(string)
 	token := b.waitHook(t, id).Token
-	fn, err := handler.NewWebhook(handler.Config{World: b.w, Registry: b.reg})
+	fn, err := handler.NewWebhook(handler.Config{Worker: worker.Config{World: b.w, Registry: b.reg}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/worker"
@@ -48,48 +49,39 @@ const (
 //     failed, so that the queue's redrive policy dead-letters it);
 //   - a record that failed for a reason that may pass (a throttled write, an
 //     unreachable service) is reported failed and comes back after the
-//     queue's visibility timeout (or Config.RetryDelay);
-//   - a record still running at deadline-ReturnMargin (a step that outlived
+//     queue's visibility timeout;
+//   - a record still running at deadline-DefaultReturnMargin (a step that outlived
 //     the time budget) is cancelled and reported failed.
 //
 // The engine stops starting inline steps at deadline-TimeBudgetMargin and
 // enqueues a continuation of the run instead. Records of different runs run
-// concurrently (up to Config.Concurrency); ApproximateReceiveCount is the
+// concurrently (up to Config.Worker.Concurrency); ApproximateReceiveCount is the
 // delivery attempt.
-func NewSQS(cfg Config) (SQSHandler, error) {
-	cfg = cfg.withDefaults()
+func NewSQS(c Config, opts ...knobs.Option) (SQSHandler, error) {
+	cfg := c.settle(opts)
 	if err := cfg.validate(true); err != nil {
 		return nil, err
 	}
 	inv := &invocation{}
-	logger := withRequestID(cfg.Logger, inv)
-	eng := cfg.Engine
-	// The records' context ends ReturnMargin before the deadline; the engine
-	// counts its margin from there.
-	eng.BudgetMargin = cfg.TimeBudgetMargin - cfg.ReturnMargin
-	if eng.Metrics == nil {
-		eng.Metrics = cfg.Metrics
-	}
-	if eng.TracerProvider == nil {
-		eng.TracerProvider = cfg.TracerProvider
-	}
-	p, err := worker.NewProcessor(worker.ProcessorConfig{
-		World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Engine: eng,
-		Version: cfg.Version, Versions: cfg.Versions, Inbox: cfg.Inbox,
-	})
+	logger := withRequestID(cfg.Worker.Logger, inv)
+	wc := cfg.Worker
+	wc.Logger = logger
+	// The records' context ends the return margin before the deadline; the
+	// engine counts its margin from there.
+	p, err := worker.NewProcessor(wc, append(cfg.opts, knobs.WithBudgetMargin(cfg.TimeBudgetMargin-cfg.returnMargin))...)
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}
-	stepLease := cfg.Engine.StepLeaseTTL
+	stepLease := cfg.Worker.Engine.StepLeaseTTL
 	if stepLease <= 0 {
-		stepLease = time.Minute
+		stepLease = engine.DefaultStepLeaseTTL
 	}
 	h := &sqsHandler{cfg: cfg, p: p, log: logger, inv: inv, stepLease: stepLease}
 	return h.handle, nil
 }
 
 type sqsHandler struct {
-	cfg       Config
+	cfg       settings
 	p         *worker.Processor
 	log       *slog.Logger
 	inv       *invocation
@@ -151,10 +143,10 @@ func (h *sqsHandler) newBatch(ctx context.Context) *batch {
 	b := &batch{ctx: ctx, work: ctx, releases: context.WithoutCancel(ctx), cancel: func() {}}
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancelWork, cancelReleases context.CancelFunc
-		b.work, cancelWork = context.WithDeadline(ctx, deadline.Add(-h.cfg.ReturnMargin))
-		b.releases, cancelReleases = context.WithDeadline(b.releases, deadline.Add(-h.cfg.ReturnMargin/4))
+		b.work, cancelWork = context.WithDeadline(ctx, deadline.Add(-h.cfg.returnMargin))
+		b.releases, cancelReleases = context.WithDeadline(b.releases, deadline.Add(-h.cfg.returnMargin/4))
 		b.cancel = func() { cancelWork(); cancelReleases() }
-		b.graceEnd = deadline.Add(-h.cfg.ReturnMargin / 2)
+		b.graceEnd = deadline.Add(-h.cfg.returnMargin / 2)
 	}
 	return b
 }
@@ -185,7 +177,7 @@ func (h *sqsHandler) handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 	// too (b.releases): the handler waits for them no longer, whether or
 	// not the queue heeds the cancellation.
 	waitWithin(b.releases, &b.releasing)
-	if err := flushMetrics(h.cfg.Metrics, h.cfg.Now(), reqID); err != nil {
+	if err := flushMetrics(h.cfg.Worker.Engine.Metrics, h.cfg.now(), reqID); err != nil {
 		h.log.WarnContext(ctx, "handler: metrics", "err", err)
 	}
 	h.log.DebugContext(ctx, "handler: batch done", "records", len(ev.Records), "failed", len(resp.BatchItemFailures),
@@ -224,8 +216,8 @@ func (h *sqsHandler) parse(b *batch, ev events.SQSEvent) ([]*record, []group) {
 			continue
 		}
 		r.log = r.log.With("runId", r.m.RunID)
-		if lag, ok := queueLag(msg, r.m, h.cfg.Now()); ok && h.cfg.Metrics != nil {
-			h.cfg.Metrics.Duration(engine.MetricQueueLag, lag)
+		if lag, ok := queueLag(msg, r.m, h.cfg.now()); ok && h.cfg.Worker.Engine.Metrics != nil {
+			h.cfg.Worker.Engine.Metrics.Duration(engine.MetricQueueLag, lag)
 		}
 		if r.m.StepID != "" {
 			r.log = r.log.With("stepId", r.m.StepID)
@@ -242,7 +234,7 @@ func (h *sqsHandler) parse(b *batch, ev events.SQSEvent) ([]*record, []group) {
 	return recs, groups
 }
 
-// run handles the groups concurrently (up to Config.Concurrency records at
+// run handles the groups concurrently (up to Config.Worker.Concurrency records at
 // once) until they are done or the records' context ends; then it gives
 // them until deadline-ReturnMargin/2 (ReturnMargin/2 when the invocation
 // was cancelled early or has no deadline) to unwind after their
@@ -251,7 +243,7 @@ func (h *sqsHandler) parse(b *batch, ev events.SQSEvent) ([]*record, []group) {
 // cancellation, which a busy machine can delay.
 func (h *sqsHandler) run(b *batch, groups []group) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, h.cfg.Concurrency)
+	sem := make(chan struct{}, h.cfg.Worker.Concurrency)
 	for _, g := range groups {
 		wg.Go(func() { h.runGroup(b, g, sem) })
 	}
@@ -260,7 +252,7 @@ func (h *sqsHandler) run(b *batch, groups []group) {
 	select {
 	case <-finished:
 	case <-b.work.Done():
-		wait := h.cfg.ReturnMargin / 2
+		wait := h.cfg.returnMargin / 2
 		if !b.graceEnd.IsZero() {
 			wait = min(wait, time.Until(b.graceEnd))
 		}
@@ -374,10 +366,10 @@ func (h *sqsHandler) process(ctx context.Context, r *record) fate {
 	default:
 		r.log.WarnContext(ctx, "handler: message failed; reported for retry", "reason", err.Error(), "duration", took)
 		f := fate{failed: true}
-		if h.cfg.RetryDelay != nil {
+		if h.cfg.retryDelay != nil {
 			// Counting the deliveries of the messages it replaces keeps a
 			// replaced message's backoff (world.Message.Delivered).
-			f.release, f.hide = true, h.cfg.RetryDelay(r.attempt+max(r.m.Delivered, 0))
+			f.release, f.hide = true, h.cfg.retryDelay(r.attempt+max(r.m.Delivered, 0))
 		}
 		return f
 	}
@@ -390,16 +382,16 @@ func (h *sqsHandler) malformed(ctx context.Context, r *record, err error) fate {
 	case h.cfg.Malformed == Acknowledge:
 		r.log.ErrorContext(ctx, "handler: malformed message acknowledged", "reason", err.Error(), "body", truncate(r.msg.Body, 256))
 		return fate{}
-	case r.attempt > h.cfg.MaxMalformedReceives:
+	case r.attempt > h.cfg.maxMalformedReceives:
 		r.log.ErrorContext(ctx, "handler: malformed message acknowledged after too many receives", "reason", err.Error(),
-			"maxReceives", h.cfg.MaxMalformedReceives, "body", truncate(r.msg.Body, 256))
+			"maxReceives", h.cfg.maxMalformedReceives, "body", truncate(r.msg.Body, 256))
 		return fate{}
 	default:
 		r.log.ErrorContext(ctx, "handler: malformed message reported failed, for the dead-letter queue", "reason", err.Error(),
 			"body", truncate(r.msg.Body, 256))
 		f := fate{failed: true}
-		if h.cfg.RetryDelay != nil {
-			f.release, f.hide = true, h.cfg.RetryDelay(r.attempt)
+		if h.cfg.retryDelay != nil {
+			f.release, f.hide = true, h.cfg.retryDelay(r.attempt)
 		}
 		return f
 	}

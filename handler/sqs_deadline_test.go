@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"slices"
 	"sync"
 	"testing"
@@ -31,15 +32,14 @@ func TestSQSStepOutlivesDeadline(t *testing.T) {
 	t.Parallel()
 	q := &fakeQueue{}
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(gateStep, gated)
+		c.Worker.Registry.MustRegister(gateStep, gated)
 		// The quick run has 11s to start its two steps (deadline-9s), 12s
 		// to end them; the handler gives the stuck one up at deadline-8s
 		// and answers at deadline-4s: 4s of slack for a busy machine.
 		c.TimeBudgetMargin = 9 * time.Second
-		c.ReturnMargin = 8 * time.Second
 		c.Queue = q
-		c.Engine.StepLeaseTTL = 7 * time.Second
-	}})
+		c.Worker.Engine.StepLeaseTTL = 7 * time.Second
+	}, knobs: []knobs.Option{knobs.WithReturnMargin(8 * time.Second)}})
 	g := newGate(t)
 	ctx := context.Background()
 	stuck, err := gated.Start(ctx, b.client, t.Name())
@@ -88,17 +88,16 @@ func TestSQSReleasesWithinDeadline(t *testing.T) {
 	t.Parallel()
 	q := &stuckQueue{stop: make(chan struct{})}
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(gateStep, gated)
+		c.Worker.Registry.MustRegister(gateStep, gated)
 		// Two records at a time: the third is never started. The handler
 		// gives the first two up at deadline-12s, stops waiting for them
 		// at deadline-6s, and for the releases at deadline-3s: 3s of
 		// slack for a busy machine.
-		c.Concurrency = 2
+		c.Worker.Concurrency = 2
 		c.TimeBudgetMargin = 13 * time.Second
-		c.ReturnMargin = 12 * time.Second
 		c.Queue = q
-		c.Engine.StepLeaseTTL = 9 * time.Second
-	}})
+		c.Worker.Engine.StepLeaseTTL = 9 * time.Second
+	}, knobs: []knobs.Option{knobs.WithReturnMargin(12 * time.Second)}})
 	g := newGate(t)
 	ctx := context.Background()
 	var ev events.SQSEvent
@@ -153,14 +152,13 @@ func TestSQSReleasesDeafQueue(t *testing.T) {
 	q := &deafQueue{stop: make(chan struct{})}
 	defer close(q.stop)
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(gateStep, gated)
+		c.Worker.Registry.MustRegister(gateStep, gated)
 		// The handler gives the record up at deadline-8s, stops waiting
 		// for it at deadline-4s, and for its release at deadline-2s: 2s of
 		// slack for a busy machine.
 		c.TimeBudgetMargin = 9 * time.Second
-		c.ReturnMargin = 8 * time.Second
 		c.Queue = q
-	}})
+	}, knobs: []knobs.Option{knobs.WithReturnMargin(8 * time.Second)}})
 	g := newGate(t)
 	ctx := context.Background()
 	run, err := gated.Start(ctx, b.client, t.Name())

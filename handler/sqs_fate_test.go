@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -53,15 +54,14 @@ func TestSQSGivenUpRecordReleasedOnce(t *testing.T) {
 	t.Parallel()
 	q := &fakeQueue{}
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(gateStep, gated)
+		c.Worker.Registry.MustRegister(gateStep, gated)
 		// The invocation ends when the test cancels it, once the step has
 		// started (the step is held until the handler has answered), not
 		// at a deadline that a slow start could reach first.
 		c.TimeBudgetMargin = 3 * time.Second
-		c.ReturnMargin = 2 * time.Second
 		c.Queue = q
-		c.Engine.StepLeaseTTL = 9 * time.Second
-	}})
+		c.Worker.Engine.StepLeaseTTL = 9 * time.Second
+	}, knobs: []knobs.Option{knobs.WithReturnMargin(2 * time.Second)}})
 	g := newGate(t)
 	ctx := context.Background()
 	run, err := gated.Start(ctx, b.client, t.Name())
@@ -187,11 +187,9 @@ func TestSQSTimeBudgetReenqueues(t *testing.T) {
 	t.Parallel()
 	clock := &testClock{}
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(tick, ticker)
+		c.Worker.Registry.MustRegister(tick, ticker)
 		c.TimeBudgetMargin = 3 * time.Second
-		c.ReturnMargin = time.Second
-		c.Now = clock.Now
-	}})
+	}, knobs: []knobs.Option{knobs.WithReturnMargin(time.Second), knobs.WithNow(clock.Now)}})
 	ctx := context.Background()
 	// The deadline is far on the real clock: the budget runs out on the
 	// handler's only.

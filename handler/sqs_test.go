@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"slices"
 	"sync"
 	"testing"
@@ -100,7 +101,7 @@ func TestSQSFanOutConverges(t *testing.T) {
 // finished run are acknowledged; none stalls the good message beside them.
 func TestSQSBadMessages(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOptions{config: func(c *handler.Config) { c.MaxMalformedReceives = 3 }})
+	b := setup(t, setupOptions{knobs: []knobs.Option{knobs.WithMaxMalformedReceives(3)}})
 	ctx := context.Background()
 	finished, err := serial.Start(ctx, b.client, 1)
 	if err != nil {
@@ -177,11 +178,9 @@ func TestSQSRetryableFailure(t *testing.T) {
 	fw := &failingWorld{fail: map[string]bool{}}
 	q := &fakeQueue{}
 	b := setup(t, setupOptions{
-		wrap: func(w world.World) world.World { fw.World = w; return fw },
-		config: func(c *handler.Config) {
-			c.Queue = q
-			c.RetryDelay = func(attempt int) time.Duration { return time.Duration(attempt) * time.Second }
-		},
+		wrap:   func(w world.World) world.World { fw.World = w; return fw },
+		config: func(c *handler.Config) { c.Queue = q },
+		knobs:  []knobs.Option{knobs.WithRetryDelay(func(attempt int) time.Duration { return time.Duration(attempt) * time.Second })},
 	})
 	ctx := context.Background()
 	sick, err := serial.Start(ctx, b.client, 2)
@@ -269,7 +268,7 @@ var meeter = workflow.New("handler-meeter", func(ctx workflow.Context, key strin
 func TestSQSRecordsRunConcurrently(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOptions{config: func(c *handler.Config) {
-		c.Registry.MustRegister(meet, meeter)
+		c.Worker.Registry.MustRegister(meet, meeter)
 	}})
 	meetings.Store(t.Name(), &meeting{want: 4, all: make(chan struct{})})
 	t.Cleanup(func() { meetings.Delete(t.Name()) })

@@ -18,7 +18,7 @@ const (
 
 // startSpan starts the span of one invocation of the flow handler.
 func (h *sqsHandler) startSpan(ctx context.Context, requestID string, records int) (context.Context, trace.Span) {
-	tp := h.cfg.TracerProvider
+	tp := h.cfg.Worker.Engine.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
@@ -36,7 +36,7 @@ func (h *sqsHandler) startSpan(ctx context.Context, requestID string, records in
 // be flushed, before the invocation returns.
 func (h *sqsHandler) endSpan(ctx context.Context, span trace.Span) {
 	span.End()
-	f, ok := h.cfg.TracerProvider.(interface{ ForceFlush(context.Context) error })
+	f, ok := h.cfg.Worker.Engine.TracerProvider.(interface{ ForceFlush(context.Context) error })
 	if !ok {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/sdk"
@@ -33,8 +32,8 @@ func TestFunctionVersion(t *testing.T) {
 		env := templateEnv()
 		maps.Copy(env, c.env)
 		cfg, err := handler.ConfigFromEnv(envOf(env))
-		if err != nil || cfg.Version != c.want {
-			t.Errorf("%s: ConfigFromEnv's Version = %q, %v; want %q", c.name, cfg.Version, err, c.want)
+		if err != nil || cfg.Worker.Version != c.want {
+			t.Errorf("%s: ConfigFromEnv's Version = %q, %v; want %q", c.name, cfg.Worker.Version, err, c.want)
 		}
 	}
 }
@@ -44,18 +43,16 @@ func TestConfigFromEnvVersions(t *testing.T) {
 	env := templateEnv()
 	env["SKEIN_VERSION"] = "v2"
 	env["SKEIN_VERSIONS"] = "v1, v2,-"
-	env["SKEIN_VERSION_RETRY_DELAY"] = "2s"
-	env["SKEIN_VERSION_RETRY_LIMIT"] = "30s"
 	cfg, err := handler.ConfigFromEnv(envOf(env))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Version != "v2" || cfg.Engine.VersionRetryDelay != 2*time.Second || cfg.Engine.VersionRetryLimit != 30*time.Second {
-		t.Errorf("Version = %q, retry %s to %s; want v2, 2s to 30s", cfg.Version, cfg.Engine.VersionRetryDelay, cfg.Engine.VersionRetryLimit)
+	if cfg.Worker.Version != "v2" {
+		t.Errorf("Version = %q, want v2", cfg.Worker.Version)
 	}
-	vs, ok := cfg.Versions.(worker.Versions)
+	vs, ok := cfg.Worker.Versions.(worker.Versions)
 	if !ok || len(vs) != 3 || !vs.Accepts("v1") || !vs.Accepts("v2") || !vs.Accepts("") || vs.Accepts("v3") {
-		t.Errorf("Versions = %#v, want v1, v2 and none", cfg.Versions)
+		t.Errorf("Versions = %#v, want v1, v2 and none", cfg.Worker.Versions)
 	}
 	for _, bad := range []map[string]string{
 		{"SKEIN_VERSION": "v2\x1b[31m"},
@@ -79,7 +76,7 @@ func TestConfigFromEnvVersions(t *testing.T) {
 // function's version (Config.Version, SKEIN_VERSION).
 func TestAPIStartRecordsVersion(t *testing.T) {
 	t.Parallel()
-	b := setupAPI(t, false, func(c *handler.Config) { c.Version = "api-7" })
+	b := setupAPI(t, false, func(c *handler.Config) { c.Worker.Version = "api-7" })
 	r := b.do(t, http.MethodPost, "/v1/workflows/api-greet/runs", `{"input":{"name":"ada"}}`)
 	id, _ := r.body["id"].(string)
 	if r.status != http.StatusCreated || id == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -27,7 +28,7 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // Function URL or an API Gateway HTTP API (payload format 2.0, which has the
 // same shape). It writes nothing to the run: it looks the hook up by the
 // token and enqueues the request on the World's queue (a large one through
-// Config.Inbox), and the flow handler commits it, once however often the
+// Config.Worker.Inbox), and the flow handler commits it, once however often the
 // message is delivered (worker.QueuedWebhookHandler), so that the
 // public function's role needs no write to the table. It answers as
 // worker.WebhookHandler does locally, except that a 202 says the
@@ -41,27 +42,27 @@ type WebhookHandler = func(context.Context, events.LambdaFunctionURLRequest) (ev
 // Request.Respond; 404 with an empty body for an unknown, disposed or
 // non-webhook token, or one whose run has ended. Base64 request bodies are
 // decoded; response bodies that are not UTF-8 are sent base64-encoded. A
-// request still waiting for a step's response ReturnMargin before the
+// request still waiting for a step's response DefaultReturnMargin before the
 // function's deadline is answered 504. Each request is logged at INFO with
 // its method, status and duration; the token in its path is logged only as
 // redact.Token's digest ("sha256:" and 12 hex digits).
-func NewWebhook(cfg Config) (WebhookHandler, error) {
-	cfg = cfg.withDefaults()
+func NewWebhook(c Config, opts ...knobs.Option) (WebhookHandler, error) {
+	cfg := c.settle(opts)
 	if err := cfg.validate(false); err != nil {
 		return nil, err
 	}
 	inv := &invocation{}
-	logger := withRequestID(cfg.Logger, inv)
-	c, err := client.New(client.Config{World: cfg.World, Registry: cfg.Registry, Logger: logger, Now: cfg.Now, Version: cfg.Version})
+	logger := withRequestID(cfg.Worker.Logger, inv)
+	cl, err := client.New(client.Config{World: cfg.Worker.World, Registry: cfg.Worker.Registry, Logger: logger, Version: cfg.Worker.Version}, cfg.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
 	}
-	h := &webhookHandler{cfg: cfg, http: worker.QueuedWebhookHandler(c, cfg.Inbox), log: logger, inv: inv}
+	h := &webhookHandler{cfg: cfg, http: worker.QueuedWebhookHandler(cl, cfg.Worker.Inbox), log: logger, inv: inv}
 	return h.handle, nil
 }
 
 type webhookHandler struct {
-	cfg  Config
+	cfg  settings
 	http http.Handler
 	log  *slog.Logger
 	inv  *invocation
@@ -74,9 +75,9 @@ func (h *webhookHandler) handle(ctx context.Context, req events.LambdaFunctionUR
 	} else {
 		h.inv.set("")
 	}
-	timeout := h.cfg.WebhookTimeout
+	timeout := h.cfg.webhookTimeout
 	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d)-h.cfg.ReturnMargin)
+		timeout = min(timeout, time.Until(d)-h.cfg.returnMargin)
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, 0))
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/skeinflow/skein/internal/knobs"
 	"net/http"
 	"net/url"
 	"testing"
@@ -43,24 +44,24 @@ func setupWebhookWith(t *testing.T, wrap func(world.World) world.World) *webhook
 	if err := reg.Register(allDefs...); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 50 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg}, knobs.WithPollWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx) }()
+	go func() { done <- wk.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = w.Close() })
 	var hw world.World = w
 	if wrap != nil {
 		hw = wrap(w)
 	}
 	logs := &syncBuffer{}
-	fn, err := handler.NewWebhook(handler.Config{World: hw, Registry: reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)})
+	fn, err := handler.NewWebhook(handler.Config{Worker: worker.Config{World: hw, Registry: reg, Logger: lambdaio.NewJSONLogger(logs, slogDebug)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &webhookBundle{w: w, client: worker.Client(), fn: fn, logs: logs}
+	return &webhookBundle{w: w, client: wk.Client(), fn: fn, logs: logs}
 }
 
 // token waits for the run's webhook and returns its token.

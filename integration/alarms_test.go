@@ -42,8 +42,8 @@ func TestTemplateAlarms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := cfg.Metrics.(*lambdaio.EMF); !ok {
-				t.Fatalf("the flow function writes no metrics (%T)", cfg.Metrics)
+			if _, ok := cfg.Worker.Engine.Metrics.(*lambdaio.EMF); !ok {
+				t.Fatalf("the flow function writes no metrics (%T)", cfg.Worker.Engine.Metrics)
 			}
 			want := map[string]struct{ namespace, metric, dimension, value string }{
 				"DeadLetterAlarm":    {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "DeadLetterQueue.QueueName"},

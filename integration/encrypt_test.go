@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"io"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestEncryptedRunThroughLambda(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := skclient.New(skclient.Config{World: sealed, Registry: reg, PollInterval: 50 * time.Millisecond})
+	client, err := skclient.New(skclient.Config{World: sealed, Registry: reg}, knobs.WithResultPoll(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -203,7 +204,7 @@ func newIAMStack(t *testing.T, name, bin string, reg *workflow.Registry) *iamSta
 			t.Logf("%s: webhook function output:\n%s", name, logs.String())
 		}
 	})
-	if s.client, err = client.New(client.Config{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+	if s.client, err = client.New(client.Config{World: s.world, Registry: reg}, knobs.WithResultPoll(50*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"io"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func lsEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := client.New(client.Config{World: sealed, Registry: reg, PollInterval: 50 * time.Millisecond})
+	client, err := client.New(client.Config{World: sealed, Registry: reg}, knobs.WithResultPoll(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

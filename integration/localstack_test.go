@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,7 +148,7 @@ func newLSStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.client, err = client.New(client.Config{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+	if s.client, err = client.New(client.Config{World: s.world, Registry: reg}, knobs.WithResultPoll(50*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	s.started = time.Now()

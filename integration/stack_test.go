@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,7 +262,7 @@ func newStack(tb testing.TB, o stackOptions) *stack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if s.client, err = client.New(client.Config{World: s.world, Registry: reg, PollInterval: 50 * time.Millisecond}); err != nil {
+	if s.client, err = client.New(client.Config{World: s.world, Registry: reg}, knobs.WithResultPoll(50*time.Millisecond)); err != nil {
 		tb.Fatal(err)
 	}
 

@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestPinnedFlowFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := func(version string) *client.Client {
-		c, err := client.New(client.Config{World: s.world, Registry: reg, Version: version, PollInterval: 50 * time.Millisecond})
+		c, err := client.New(client.Config{World: s.world, Registry: reg, Version: version}, knobs.WithResultPoll(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestPinnedFlowFunction(t *testing.T) {
 
 	// The old deployment, kept to drain its runs.
 	w, err := worker.New(worker.Config{World: s.world, Registry: reg, Version: "v1", Versions: worker.Versions{"v1"},
-		PollWait: 100 * time.Millisecond, Visibility: 5 * time.Second})
+		Visibility: 5 * time.Second}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

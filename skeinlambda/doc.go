@@ -38,10 +38,11 @@
 // checksums AWS sends; SKEIN_S3_PATH_STYLE=1 addresses the bucket in the
 // path, as S3 emulators need.
 //
-// Options override what the environment does not say: the logger
-// (WithLogger), the AWS configuration (WithAWSConfig), the engine's options
-// (WithEngineOptions) and, for anything else, the handler and World
-// configurations before they are used (WithHandlerConfig, WithWorldConfig).
+// Options override what the environment does not say: the AWS
+// configuration (WithAWSConfig), and the handler's and the World's
+// configurations before they are used (WithHandlerConfig, whose
+// handler.Config holds the logger, the engine's options and the tracer
+// provider; WithWorldConfig).
 // New builds the handler without serving it, for tests and for a main that
 // wraps the handler itself.
 //

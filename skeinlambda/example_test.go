@@ -5,8 +5,8 @@ import (
 	"log"
 	"strings"
 
+	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/skeinlambda"
-	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -37,8 +37,8 @@ func ExampleStart_options() {
 		log.Fatal(err)
 	}
 	skeinlambda.Start(reg,
-		skeinlambda.WithEngineOptions(func(o *worker.EngineOptions) {
-			o.MaxDeliveries = 100
+		skeinlambda.WithHandlerConfig(func(cfg *handler.Config) {
+			cfg.Worker.Engine.MaxDeliveries = 100
 		}),
 	)
 }

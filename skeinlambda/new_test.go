@@ -13,7 +13,6 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
-	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -95,8 +94,10 @@ func TestNewRefuses(t *testing.T) {
 		{"no registry", false, env("flow"), []string{"no Registry"}},
 		{"no handler", true, env(""), []string{"SKEIN_HANDLER is not set"}},
 		{"unknown handler", true, env("graphql"), []string{`SKEIN_HANDLER="graphql"`}},
-		{"every bad variable, by name", true, env("flow", envvars.Table, "", envvars.InlineConcurrency, "lots"),
-			[]string{"SKEIN_TABLE is not set", "SKEIN_INLINE_CONCURRENCY"}},
+		{"every bad variable, by name", true, env("flow", envvars.Table, "", envvars.InlineConcurrency, "lots",
+			envvars.MaxQueueDelay, "16m", envvars.VersionRetryDelay, "soon"),
+			[]string{"SKEIN_TABLE is not set", "SKEIN_INLINE_CONCURRENCY", "SKEIN_MAX_QUEUE_DELAY=16m0s: SQS delays a message by at most 15m0s",
+				"SKEIN_VERSION_RETRY_DELAY"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -117,33 +118,34 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// The options see what the environment set and override it, in order.
+// The options see what the environment set and override it, in order;
+// the logger WithHandlerConfig leaves is the handler's and the World's.
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	logger := slog.New(slog.DiscardHandler)
 	var world dynamoworld.Config
-	var hc handler.Config
-	var engine worker.EngineOptions
-	_, err := New(context.Background(), registry(t), offline(), WithLogger(logger),
+	var seen, hc handler.Config
+	reg := registry(t)
+	_, err := New(context.Background(), reg, offline(),
 		WithGetenv(env("flow", envvars.InlineConcurrency, "3", envvars.ClaimCheckThreshold, "2048")),
-		WithEngineOptions(func(e *worker.EngineOptions) { engine = *e; e.InlineConcurrency = 5 }),
+		WithHandlerConfig(func(c *handler.Config) { seen = *c; c.Worker.Engine.InlineConcurrency = 5; c.Worker.Logger = logger }),
 		WithWorldConfig(func(c *dynamoworld.Config) { world = *c }),
 		WithHandlerConfig(func(c *handler.Config) { hc = *c }),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if engine.InlineConcurrency != 3 {
-		t.Errorf("WithEngineOptions saw InlineConcurrency %d, want the environment's 3", engine.InlineConcurrency)
+	if seen.Worker.Engine.InlineConcurrency != 3 {
+		t.Errorf("WithHandlerConfig saw InlineConcurrency %d, want the environment's 3", seen.Worker.Engine.InlineConcurrency)
 	}
-	if hc.Engine.InlineConcurrency != 5 {
-		t.Errorf("handler InlineConcurrency = %d, want WithEngineOptions's 5", hc.Engine.InlineConcurrency)
+	if hc.Worker.Engine.InlineConcurrency != 5 {
+		t.Errorf("handler InlineConcurrency = %d, want the first option's 5", hc.Worker.Engine.InlineConcurrency)
 	}
-	if hc.Logger != logger || world.Logger != logger {
-		t.Error("WithLogger's logger is not the handler's and the World's")
+	if hc.Worker.Logger != logger || world.Logger != logger {
+		t.Error("WithHandlerConfig's logger is not the handler's and the World's")
 	}
-	if hc.World == nil || hc.Registry == nil {
-		t.Error("WithHandlerConfig ran before the World and the Registry were set")
+	if seen.Worker.Registry != reg || seen.Worker.World != nil {
+		t.Error("WithHandlerConfig did not see New's Registry, or saw a World")
 	}
 	if world.Table != "events" || world.Bucket != "data" || world.ClaimCheckThreshold != 2048 || !world.SkipCheck {
 		t.Errorf("World config %+v: not the environment's resources", world)
@@ -192,5 +194,24 @@ func TestEmulatorEndpoints(t *testing.T) {
 				t.Errorf("DisableValidateResponseChecksum = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// Start reports an init failure to the logger a WithHandlerConfig option
+// chose, even when the environment is what failed; without one, to its
+// own JSON lines on stderr (build returns no logger).
+func TestInitFailureLogger(t *testing.T) {
+	t.Parallel()
+	logger := slog.New(slog.DiscardHandler)
+	bad := env("flow", envvars.InlineConcurrency, "lots")
+	_, got, err := build(context.Background(), registry(t), []Option{offline(), WithGetenv(bad),
+		WithHandlerConfig(func(c *handler.Config) { c.Worker.Logger = logger })})
+	if err == nil || got != logger {
+		t.Errorf("build = %v, logger %p; want an error and the option's logger %p", err, got, logger)
+	}
+	_, got, err = build(context.Background(), registry(t), []Option{offline(), WithGetenv(bad),
+		WithHandlerConfig(func(c *handler.Config) { c.Worker.Engine.MaxDeliveries = 9 })})
+	if err == nil || got != nil {
+		t.Errorf("build = %v, logger %v; want an error and no logger (the option chose none)", err, got)
 	}
 }

@@ -1,14 +1,10 @@
 package skeinlambda
 
 import (
-	"log/slog"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/handler"
-	"github.com/skeinflow/skein/worker"
 )
 
 // An Option overrides part of what Start and New build from the
@@ -16,29 +12,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	logger  *slog.Logger
 	aws     *aws.Config
 	getenv  func(string) string
-	engine  []func(*worker.EngineOptions)
 	handler []func(*handler.Config)
 	world   []func(*dynamoworld.Config)
-	tracer  trace.TracerProvider
-}
-
-// WithTracerProvider makes the flow handler's OpenTelemetry spans with tp
-// instead of the provider the OTEL_* environment describes (see New). One
-// with a ForceFlush(context.Context) error method is flushed before each
-// invocation returns.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracer = tp }
-}
-
-// WithLogger sends the handlers', the engine's and the World's logs to l
-// instead of JSON lines on stdout at AWS_LAMBDA_LOG_LEVEL. The handlers add
-// the Lambda request ID to every record, so give a plain handler (see
-// handler.Config.Logger).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
 }
 
 // WithAWSConfig uses cfg for the DynamoDB, SQS and S3 clients instead of
@@ -48,18 +25,20 @@ func WithAWSConfig(cfg aws.Config) Option {
 	return func(o *options) { o.aws = &cfg }
 }
 
-// WithEngineOptions lets f change the engine's options after the
-// environment has set its own (InlineConcurrency, StepLeaseTTL,
-// RunLeaseTTL, MaxQueueDelay), for example the delays before a held run is
-// replayed again. BudgetMargin is ignored: SKEIN_TIME_BUDGET_MARGIN sets it.
-func WithEngineOptions(f func(*worker.EngineOptions)) Option {
-	return func(o *options) { o.engine = append(o.engine, f) }
-}
-
-// WithHandlerConfig lets f change the handler's configuration last, once
-// the World and the Registry are in it (margins, concurrency, the policy for
-// malformed messages, RetryDelay, ...).
-func WithHandlerConfig(f func(*handler.Config)) Option {
+// WithHandlerConfig lets f change the handler's configuration once the
+// environment has been read and before the World is built. The Logger it
+// leaves in cfg.Worker receives the handlers', the engine's and the
+// World's logs (and, from Start, why the handler could not be built;
+// give a plain handler, see handler.Config.Worker). cfg.Worker.Engine
+// tunes the engine: its TracerProvider, when set, replaces the one the
+// OTEL_* environment describes (see New); the rest, for example the delays
+// before a held run is replayed again, after the environment's. The other
+// fields tune the handler (margins, concurrency, the policy for malformed
+// messages, ...). cfg.Worker.Registry is New's reg; cfg.Worker.World is
+// nil until the World is built (WithWorldConfig changes the World's
+// configuration): New sets it after f, and Worker.Inbox and Queue unless f
+// set them.
+func WithHandlerConfig(f func(cfg *handler.Config)) Option {
 	return func(o *options) { o.handler = append(o.handler, f) }
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -31,17 +32,12 @@ const initTimeout = 5 * time.Second
 
 // Start builds the handler the environment asks for (New) and serves it
 // with lambda.Start; it does not return. If the handler cannot be built, it
-// logs why (to WithLogger's logger, else as a JSON line on stderr) and exits
+// logs why (to the Logger a WithHandlerConfig option set, else as a JSON line on stderr) and exits
 // with status 1: Lambda reports an init error, and the next invocation tries
 // a fresh cold start.
 func Start(reg *workflow.Registry, opts ...Option) {
-	h, err := New(context.Background(), reg, opts...)
+	h, logger, err := build(context.Background(), reg, opts)
 	if err != nil {
-		var o options
-		for _, opt := range opts {
-			opt(&o)
-		}
-		logger := o.logger
 		if logger == nil {
 			logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 		}
@@ -58,11 +54,18 @@ func Start(reg *workflow.Registry, opts ...Option) {
 // functions run. Tracing follows the standard OpenTelemetry environment:
 // with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp) the flow
 // function sends its spans over OTLP/HTTP, flushed before each invocation
-// returns; without, it traces nothing (WithTracerProvider gives a provider
-// of your own).
+// returns; without, it traces nothing (WithHandlerConfig may set a
+// provider of your own, as Worker.Engine.TracerProvider).
 func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, error) {
+	h, _, err := build(ctx, reg, opts)
+	return h, err
+}
+
+// build is New; it also returns the logger the options chose (nil when
+// they chose none, or before they were applied), for Start's report.
+func build(ctx context.Context, reg *workflow.Registry, opts []Option) (any, *slog.Logger, error) {
 	if reg == nil {
-		return nil, errors.New("skeinlambda: no Registry: one is required")
+		return nil, nil, errors.New("skeinlambda: no Registry: one is required")
 	}
 	var o options
 	for _, opt := range opts {
@@ -73,25 +76,47 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 		getenv = os.Getenv
 	}
 	// The environment is read here, once: handler.ConfigFromEnv parses the
-	// functions' settings, the rest (endpoints, OTEL_*) is New's.
+	// functions' settings, env.Knobs the engine's own (SKEIN_MAX_QUEUE_DELAY,
+	// SKEIN_VERSION_RETRY_*), the rest (endpoints, OTEL_*) is New's.
 	env := envvars.Read(getenv)
 	cfg, err := handler.ConfigFromEnv(getenv)
-	if err != nil {
-		return nil, err
+	kn, kerr := env.Knobs()
+	if kerr != nil {
+		kerr = fmt.Errorf("skeinlambda: environment: %w", kerr)
 	}
-	if o.logger != nil {
-		cfg.Logger = o.logger
+	// The options run even on a malformed environment: the logger they
+	// choose reports it (Start).
+	cfg.Worker.Registry = reg
+	envLogger := cfg.Worker.Logger
+	for _, f := range o.handler {
+		f(&cfg)
 	}
+	var chosen *slog.Logger
+	if cfg.Worker.Logger != envLogger {
+		chosen = cfg.Worker.Logger
+	}
+	if err := errors.Join(err, kerr); err != nil {
+		return nil, chosen, err
+	}
+	h, err := wire(ctx, &o, env, cfg, kn)
+	return h, chosen, err
+}
+
+// wire builds the World, seals it when SKEIN_KMS_KEY_ID names a key, and
+// the handler.
+func wire(ctx context.Context, o *options, env envvars.Vars, cfg handler.Config, kn []knobs.Option) (any, error) {
 	ctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
-	w, awsCfg, err := newWorld(ctx, &o, env, cfg)
+	w, awsCfg, err := newWorld(ctx, o, env, cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg.World, cfg.Registry = w, reg
-	// The webhook function puts large requests in the bucket's inbox, the
-	// flow function commits them (handler.NewWebhook).
-	cfg.Inbox = w
+	cfg.Worker.World = w
+	if cfg.Worker.Inbox == nil {
+		// The webhook function puts large requests in the bucket's inbox,
+		// the flow function commits them (handler.NewWebhook).
+		cfg.Worker.Inbox = w
+	}
 	if id := cfg.Resources.KMSKeyID; id != "" {
 		// Payloads are sealed before they reach the table, the queue's
 		// claim checks or the bucket.
@@ -101,28 +126,21 @@ func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, erro
 		if err != nil {
 			return nil, err
 		}
-		if cfg.World, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, Logger: cfg.Logger}); err != nil {
+		if cfg.Worker.World, err = encrypt.Wrap(w, encrypt.Config{Keys: keys, Logger: cfg.Worker.Logger}); err != nil {
 			return nil, err
 		}
 	}
-	cfg.TracerProvider = o.tracer
-	if cfg.TracerProvider == nil {
-		if cfg.TracerProvider, err = tracerProviderFromEnv(ctx, env); err != nil {
+	if cfg.Worker.Engine.TracerProvider == nil {
+		if cfg.Worker.Engine.TracerProvider, err = tracerProviderFromEnv(ctx, env); err != nil {
 			return nil, err
 		}
 	}
-	for _, f := range o.engine {
-		f(&cfg.Engine)
-	}
-	for _, f := range o.handler {
-		f(&cfg)
-	}
-	return handlerFor(cfg, w)
+	return handlerFor(cfg, w, kn)
 }
 
 // handlerFor builds the handler cfg.Kind names. A new kind of function is a
 // new case here (and a new Kind in handler).
-func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
+func handlerFor(cfg handler.Config, w *dynamoworld.World, kn []knobs.Option) (any, error) {
 	switch cfg.Kind {
 	case handler.KindFlow:
 		if cfg.Queue == nil {
@@ -130,11 +148,11 @@ func handlerFor(cfg handler.Config, w *dynamoworld.World) (any, error) {
 			// rather than after the queue's whole visibility timeout.
 			cfg.Queue = w
 		}
-		return handler.NewSQS(cfg)
+		return handler.NewSQS(cfg, kn...)
 	case handler.KindWebhook:
-		return handler.NewWebhook(cfg)
+		return handler.NewWebhook(cfg, kn...)
 	case handler.KindAPI:
-		return handler.NewAPI(cfg)
+		return handler.NewAPI(cfg, kn...)
 	default:
 		return nil, fmt.Errorf("skeinlambda: %s=%q: no such handler", envvars.Handler, cfg.Kind)
 	}
@@ -180,7 +198,7 @@ func newWorld(ctx context.Context, o *options, env envvars.Vars, cfg handler.Con
 		// The stack created the resources; checking them would cost every
 		// cold start three requests (and permissions the roles lack).
 		SkipCheck: true,
-		Logger:    cfg.Logger,
+		Logger:    cfg.Worker.Logger,
 	}
 	for _, f := range o.world {
 		f(&wc)

@@ -15,7 +15,7 @@ import (
 // is not visible before its time. The engine's own real timers (a step's
 // lease renewal, the poll for events while steps run) only pace work that is
 // in flight, and the kit turns off the one that waits for a timer in
-// process (EngineOptions.Linger).
+// process (the engine's linger).
 //
 // So the environment is *settled* when every receiver of the Worker is
 // waiting in Receive (no message is being handled, hence no workflow or step

@@ -7,7 +7,6 @@ import (
 
 	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/skeintest"
-	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/workflow"
 )
 
@@ -143,8 +142,8 @@ func TestManyRunsInParallel(t *testing.T) {
 	}
 }
 
-// TestLingerStaysOff: an engine option asking to linger for close timers
-// (a real wait, while the virtual clock stands still) is overridden.
+// TestLingerStaysOff: the environment does not linger for close timers (a
+// real wait, 250ms by default, while the virtual clock stands still).
 func TestLingerStaysOff(t *testing.T) {
 	t.Parallel()
 	blink := workflow.New("blink", func(ctx workflow.Context, n int) (int, error) {
@@ -156,18 +155,18 @@ func TestLingerStaysOff(t *testing.T) {
 		return n, nil
 	})
 	env := skeintest.New(t, workflow.NewRegistry().MustRegister(blink), skeintest.WithStartTime(start),
-		skeintest.WithEngineOptions(worker.EngineOptions{Linger: time.Second}), skeintest.WithTimeout(15*time.Second))
-	// Lingering would cost at least a second of real time per sleep: 20
-	// sleeps outlast the 15s bound, which a busy machine's 20 wake-ups
-	// without lingering keep well inside.
-	run, err := blink.Start(env.Context(), env.Client(), 20)
+		skeintest.WithTimeout(15*time.Second))
+	// Lingering would cost 250ms of real time per sleep: 80 sleeps outlast
+	// the 15s bound, which a busy machine's 80 wake-ups without lingering
+	// keep well inside.
+	run, err := blink.Start(env.Context(), env.Client(), 80)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := skeintest.Result(env, run); err != nil || n != 20 {
+	if n, err := skeintest.Result(env, run); err != nil || n != 80 {
 		t.Fatalf("result %d, %v", n, err)
 	}
-	if got := env.Now().Sub(start); got != 2*time.Second {
-		t.Errorf("the clock moved %s, want 20 × 100ms", got)
+	if got := env.Now().Sub(start); got != 8*time.Second {
+		t.Errorf("the clock moved %s, want 80 × 100ms", got)
 	}
 }

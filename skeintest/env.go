@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"sync"
 	"testing"
@@ -58,15 +59,14 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // WithLogger gives the Worker a logger (default: discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithEngineOptions tunes the engine. Whatever they say, the environment
-// turns lingering off (Linger: an invocation would wait for a close timer on
-// a real timer, and the virtual clock does not move while it waits); unless
-// they set it, one message carries a timer of any length (MaxQueueDelay)
-// and steps beyond the inline capacity are queued at once
-// (BackgroundDelay), and the engine keeps no run between wake-ups
-// (LogCacheBytes -1): every wake-up replays the workflow from its log, as a
-// new process would, so workflow code that does not replay the same way
-// fails the test at once.
+// WithEngineOptions tunes the engine. The environment turns lingering off
+// (an invocation would wait for a close timer on a real timer, and the
+// virtual clock does not move while it waits), one message carries a timer
+// of any length and steps beyond the inline capacity are queued at once;
+// unless the options set LogCacheBytes, the engine keeps no run between
+// wake-ups (LogCacheBytes -1): every wake-up replays the workflow from its
+// log, as a new process would, so workflow code that does not replay the
+// same way fails the test at once.
 func WithEngineOptions(o worker.EngineOptions) Option { return func(c *config) { c.engine = o } }
 
 // StubStep runs fn in place of step's function in this environment only:
@@ -142,27 +142,20 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 			"in skeintest.Result, Env.Wait, Env.WaitSuspended or Env.WaitDeactivated (Run.Result and Run.WaitDeactivated do not move it)", fmtTime(e.Now()), fmtTime(next))
 	}
 	eo := cfg.engine
-	eo.Linger = -1
-	if eo.MaxQueueDelay == 0 {
-		eo.MaxQueueDelay = farFuture
-	}
-	if eo.BackgroundDelay == 0 {
-		eo.BackgroundDelay = -1
-	}
 	if eo.LogCacheBytes == 0 {
 		eo.LogCacheBytes = -1
 	}
 	worker, err := worker.New(worker.Config{
 		World: lw, Consumer: &consumer{lw: lw, d: e.d}, Registry: run, Concurrency: workers,
-		Logger: cfg.logger, Now: e.d.Now, Engine: eo,
-	})
+		Logger: cfg.logger, Engine: eo,
+	}, knobs.WithNow(e.d.Now), knobs.WithLinger(-1), knobs.WithMaxQueueDelay(farFuture), knobs.WithBackgroundDelay(-1))
 	if err != nil {
 		_ = lw.Close()
 		t.Fatalf("skeintest: worker: %v", err)
 	}
 	e.client, err = client.New(client.Config{
-		World: lw, Registry: run, Logger: cfg.logger, Now: e.d.Now, PollInterval: time.Millisecond,
-	})
+		World: lw, Registry: run, Logger: cfg.logger,
+	}, knobs.WithNow(e.d.Now), knobs.WithResultPoll(time.Millisecond))
 	if err != nil {
 		_ = lw.Close()
 		t.Fatalf("skeintest: client: %v", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestHistoryWithoutTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Close() })
-	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

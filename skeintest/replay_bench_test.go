@@ -2,6 +2,7 @@ package skeintest_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func BenchmarkCheckLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

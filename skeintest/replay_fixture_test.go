@@ -3,6 +3,7 @@ package skeintest_test
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,8 +137,7 @@ func newHistRecorder(t *testing.T) *histRecorder {
 func (r *histRecorder) deploy(v histVariant) {
 	r.t.Helper()
 	r.stop()
-	worker, err := worker.New(worker.Config{World: r.w, Registry: v.registry(&histCalls{}),
-		PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: r.w, Registry: v.registry(&histCalls{})}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		r.t.Fatal(err)
 	}

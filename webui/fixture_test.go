@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"io"
 	"log/slog"
 	"net/http"
@@ -147,7 +148,7 @@ func newFixture(t *testing.T, cfg webui.Config) *fixture {
 		t.Fatal(err)
 	}
 	worker, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 4,
-		Logger: slog.New(slog.DiscardHandler), PollWait: 20 * time.Millisecond})
+		Logger: slog.New(slog.DiscardHandler)}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

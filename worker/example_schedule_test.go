@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sync"
 	"time"
 
@@ -32,9 +33,9 @@ func ExampleSchedule() {
 	}
 	clock := &testClock{t: time.Date(2026, 11, 24, 2, 29, 0, 0, time.UTC)}
 	wk, err := skworker.New(skworker.Config{
-		World: w, Registry: reg, Now: clock.Now, ScheduleTick: 5 * time.Millisecond,
+		World: w, Registry: reg,
 		Schedules: []skworker.Schedule{{Name: "nightly", Expr: "30 2 * * *", Workflow: "report", Input: 1}},
-	})
+	}, knobs.WithNow(clock.Now), knobs.WithScheduleTick(5*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sdk"
 )
 
@@ -14,29 +16,21 @@ const AttrSchedule = sdk.AttrSchedule
 const AttrScheduledTime = sdk.AttrScheduledTime
 
 // EngineOptions tunes the engine; zero fields take the engine's defaults.
+// It is Config.Engine (and the Lambda handler's Config.Worker.Engine).
 //
 // Its fields:
-//   - InlineConcurrency bounds the steps one invocation runs as goroutines.
-//   - RunLeaseTTL is the per-run lease a continuation holds while it runs the workflow, renewed every third of it as it goes.
-//   - StepLeaseTTL is a step attempt's exclusive lease (a compensation attempt's too), renewed while it runs.
-//   - RunPollInterval is how often a running step checks whether its run has ended, to cancel its context (default 1s).
-//   - EventPollInterval is how often an invocation waiting on long steps looks for hook payloads and other events (default 1s).
-//   - MaxInvocation bounds one invocation without a context deadline (default 10m).
-//   - BudgetMargin: MaxInvocation bounds one invocation without a context deadline (default 10m).
-//   - MaxSlice bounds how long workflow code may run between two calls of the workflow API (default 30s): code that blocks on anything else (a channel, a mutex, time.Sleep, a long loop) for longer fails its run with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned (see Determinism in the package doc).
-//   - Linger is how long an invocation waits in process for a close timer (default 250ms; negative: never).
-//   - MaxDeliveries fails a run whose message was delivered more often (default 48).
-//   - MaxInterruptions bounds how often a step attempt may be interrupted by the loss of its executor (a worker killed or cut off mid-step).
-//   - MaxQueueDelay is the longest delay one queue message carries.
-//   - BackgroundDelay delays the queue messages of the steps beyond InlineConcurrency.
+//   - InlineConcurrency bounds the steps one invocation runs as goroutines; the excess is queued for other workers (default 16).
+//   - RunLeaseTTL is the per-run lease a continuation holds while it runs the workflow, renewed every third of it as it goes (default 30s).
+//   - StepLeaseTTL is a step attempt's exclusive lease (a compensation attempt's too), renewed every third of it while it runs (default 1m).
+//   - MaxSlice bounds how long workflow code may run between two calls of the workflow API (default 30s): code that blocks on anything else (a channel, a mutex, time.Sleep, a long loop) for longer fails its run with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned (see Determinism in the workflow package doc).
+//   - MaxDeliveries fails a run whose message was delivered more often (MAX_DELIVERIES_EXCEEDED; default 48).
+//   - MaxInterruptions bounds how often a step attempt may be interrupted by the loss of its executor (a worker killed or cut off mid-step) before the step fails with STEP_EXECUTOR_LOST (default 10).
 //   - HoldRetryDelay is how long a run held by a replay divergence waits before it is replayed again (default 1m), doubling with each hold in a row up to HoldRetryLimit (default 1h).
-//   - HoldRetryLimit: HoldRetryDelay is how long a run held by a replay divergence waits before it is replayed again (default 1m), doubling with each hold in a row up to HoldRetryLimit (default 1h).
-//   - TracerProvider makes OpenTelemetry spans: skein.message per queue message, skein.run per run session and skein.step per step attempt, with the run, workflow, step and attempt as attributes.
-//   - Metrics, when set, counts runs and steps as their events commit: the Metric names say what.
-//   - VersionRetryDelay is how long a message of a run whose version the executor does not accept (see worker.ProcessorConfig.Versions) waits in the queue for another executor (default 1s), doubling each time it is left again up to VersionRetryLimit (default 1m).
-//   - VersionRetryLimit: VersionRetryDelay is how long a message of a run whose version the executor does not accept (see worker.ProcessorConfig.Versions) waits in the queue for another executor (default 1s), doubling each time it is left again up to VersionRetryLimit (default 1m).
-//   - LogCacheBytes bounds the run logs kept in memory between a run's invocations in this process, so that the next one (a hook payload's wake-up, say) loads only what was appended since instead of the whole log (default 32 MiB of payloads; negative keeps none).
-type EngineOptions = sdk.EngineOptions
+//   - HoldRetryLimit: see HoldRetryDelay.
+//   - LogCacheBytes bounds the run logs kept in memory between a run's invocations in this process, so that the next one loads only what was appended since (default 32 MiB of payloads; negative keeps none).
+//   - TracerProvider makes OpenTelemetry spans: skein.message per queue message, skein.run per run session and skein.step per step attempt (default: OpenTelemetry's global provider).
+//   - Metrics, when set, counts runs and steps as their events commit (see Metrics).
+type EngineOptions = engine.Options
 
 // Inbox keeps the queued webhook requests too large for a queue message,
 // from the QueuedWebhookHandler that accepts them to the Processor that
@@ -80,19 +74,6 @@ type Metrics = sdk.Metrics
 //   - Close stops the workflows the processor keeps alive.
 //   - Process handles one queue message body, delivered for the attempt-th time (0 when unknown).
 type Processor = sdk.Processor
-
-// ProcessorConfig configures a Processor.
-//
-// Its fields:
-//   - World.
-//   - Registry.
-//   - Logger receives the processor's logs (default: discarded).
-//   - Now.
-//   - Engine.
-//   - Version is the code version of this executor, recorded on the child runs its workflows start (default: as client.Config.Version).
-//   - Versions, when set, says which runs' versions this executor runs: a message of a run of another version goes back to the queue, for an executor that accepts it, without counting as a failed delivery, and a warning names the version.
-//   - Inbox holds the webhook requests too large for a queue message that a QueuedWebhookHandler put there.
-type ProcessorConfig = sdk.ProcessorConfig
 
 // Schedule starts runs of a workflow on a cron schedule or at a fixed rate.
 // A Worker given schedules (Config.Schedules) fires them itself; on
@@ -141,7 +122,8 @@ type Versions = sdk.Versions
 //   - WebhookURL returns the base URL webhooks are served at ("" without WebhookAddr).
 type Worker = sdk.Worker
 
-// Config configures a Worker.
+// Config configures a Worker, and a Processor (NewProcessor reads World,
+// Registry, Logger, Engine, Version, Versions and Inbox).
 //
 // Its fields:
 //   - World.
@@ -149,28 +131,28 @@ type Worker = sdk.Worker
 //   - Registry.
 //   - Concurrency is the number of messages handled at once (default 8).
 //   - Logger receives the worker's logs (default: discarded).
-//   - Now.
 //   - WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook handler there under WebhookPath.
-//   - Visibility hides a received message from other receivers.
+//   - Visibility hides a received message from other receivers, extended every third of it while the message is handled (default 30s).
 //   - StopTimeout bounds how long Run waits, once its context has ended, for the messages in flight (default 10s): past it, Run returns an error matching context.DeadlineExceeded, leaving the steps that ignore their context to run on in their goroutines (see Run).
-//   - PollWait is how long a receive waits for a message (default 1s).
-//   - RetryDelay is the delay before a failed message is delivered again, given its attempt (default exponential from 100ms to 30s).
-//   - Engine.
+//   - Engine tunes the engine (see EngineOptions).
 //   - Version is the code version of this worker: recorded on the runs its Client starts and on the child runs its workflows start (default: as client.Config.Version).
-//   - Versions, when set, restricts the worker to the runs of the versions it accepts.
+//   - Versions, when set, says which runs' versions this executor runs: a message of a run of another version goes back to the queue, for an executor that accepts it, without counting as a failed delivery, and a warning names the version.
 //   - Schedules are fired by the Worker while it runs: each firing starts one run, keyed by the schedule's name and the scheduled time (see Schedule).
-//   - ScheduleTick is the longest the Worker waits between two looks at the clock (Now) for due schedules (default 1s).
+//   - Inbox holds the webhook requests too large for a queue message that a QueuedWebhookHandler put there (nil: such a delivery is dropped, and logged).
 type Config = sdk.WorkerConfig
 
-// NewProcessor returns a Processor for cfg.
-func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
-	return sdk.NewProcessor(cfg)
+// NewProcessor returns a Processor for cfg's World, Registry, Logger,
+// Engine, Version, Versions and Inbox. The options are Skein's own (its
+// wiring and tests); callers pass none.
+func NewProcessor(cfg Config, opts ...knobs.Option) (*Processor, error) {
+	return sdk.NewProcessor(cfg, opts...)
 }
 
 // New returns a Worker for cfg. With WebhookAddr set it starts
-// listening at once (so WebhookURL is known); Run serves.
-func New(cfg Config) (*Worker, error) {
-	return sdk.NewWorker(cfg)
+// listening at once (so WebhookURL is known); Run serves. The options are
+// Skein's own (its wiring and tests); callers pass none.
+func New(cfg Config, opts ...knobs.Option) (*Worker, error) {
+	return sdk.NewWorker(cfg, opts...)
 }
 
 // QueuedWebhookHandler returns WebhookHandler for a process that only reads
@@ -185,7 +167,7 @@ func New(cfg Config) (*Worker, error) {
 // ended) is dropped, with a warning in the Processor's log. A request
 // whose message would exceed 192 KiB goes to inbox (nil: the message is
 // sent as it is), which the Processor must be given too
-// (ProcessorConfig.Inbox).
+// (Config.Inbox).
 func QueuedWebhookHandler(c *client.Client, inbox Inbox) http.Handler {
 	return sdk.QueuedWebhookHandler(c, inbox)
 }

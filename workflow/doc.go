@@ -100,7 +100,7 @@
 //
 // The other way is to pin runs to the code that started them. Every run
 // records the version of that code (client.RunInfo.Version): client.Config.Version,
-// or worker.Config.Version and worker.ProcessorConfig.Version for the child runs a
+// or worker.Config.Version for the child runs a
 // worker starts, by default the VCS revision the program was built from. A Worker or Processor given Versions (a Versions list or
 // any worker.VersionFilter) executes only the runs whose version it accepts: the
 // messages of any other run go back to the queue for an executor that

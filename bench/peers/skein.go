@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,10 +52,10 @@ func (m SkeinMode) String() string {
 // local queue wakes receivers at every enqueue and when a delayed message
 // comes due, so it adds no latency), BackgroundDelay (50ms), Linger (250ms)
 // and InlineConcurrency (16) are the defaults. The one setting that is not a
-// default is the client's PollInterval: run.Result polls the run, doubling
-// from 1ms up to PollInterval (default 100ms), which would measure the
-// polling granularity rather than the run; DBOS's GetResult is notified in
-// process, so the client here polls every millisecond.
+// default is the client's result poll (knobs.WithResultPoll): run.Result
+// polls the run, doubling from 1ms up to it (default 100ms), which would
+// measure the polling granularity rather than the run; DBOS's GetResult is
+// notified in process, so the client here polls every millisecond.
 func SkeinEngine(m SkeinMode) Engine {
 	return Engine{
 		Name: m.String(),
@@ -239,7 +240,7 @@ func openSkein(_ context.Context, dir string, m SkeinMode) (Runner, error) {
 		_ = lw.Close()
 		return nil, err
 	}
-	r.client, err = client.New(client.Config{World: r.w, Registry: reg, PollInterval: time.Millisecond})
+	r.client, err = client.New(client.Config{World: r.w, Registry: reg}, knobs.WithResultPoll(time.Millisecond))
 	if err != nil {
 		_ = lw.Close()
 		return nil, err

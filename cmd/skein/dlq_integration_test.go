@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"io"
 	"net/http"
 	"net/url"
@@ -79,7 +80,7 @@ func TestCLIDeadLetterRedrive(t *testing.T) {
 	on("dlq", "redrive").expect(t, 0, "moved 2 dead letters back to the work queue; 1 left in the dead-letter queue")
 	on("dlq", "redrive", "-dry-run").expect(t, 0, "stays: not a Skein message", "dry run: 1 dead letters listed")
 
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestUIDeadLetterRedrive(t *testing.T) {
 	if resp := post(base); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/dlq?done=redrive&moved=1&kept=0" {
 		t.Fatalf("redrive = %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

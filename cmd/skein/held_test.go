@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func deployedDefs(t *testing.T, db string, fn func(ctx context.Context, c *clien
 		t.Fatal(err)
 	}
 	reg := workflow.NewRegistry().MustRegister(defs...)
-	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestPatchesCheckCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := workflow.NewRegistry().MustRegister(v2, pack, label)
-	worker, err := worker.New(worker.Config{World: w, Registry: reg, PollWait: 20 * time.Millisecond})
+	worker, err := worker.New(worker.Config{World: w, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

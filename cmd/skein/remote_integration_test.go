@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestCLIOnDeployedStack(t *testing.T) {
 	}
 	defer w.Close()
 	reg := workflow.NewRegistry().MustRegister(ticker, tick)
-	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2, PollWait: 100 * time.Millisecond})
+	wk, err := worker.New(worker.Config{World: w, Registry: reg, Concurrency: 2}, knobs.WithPollWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

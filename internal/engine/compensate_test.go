@@ -19,7 +19,7 @@ import (
 // completed step first, and the run is deactivated once both have ended.
 func TestCompensateRestRacing(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil, Config{StepLeaseTTL: 500 * time.Millisecond})
+	h := newHarness(t, nil, Config{Options: Options{StepLeaseTTL: 500 * time.Millisecond}})
 	h.reg.wf("saga", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	var mu sync.Mutex
 	var order []string

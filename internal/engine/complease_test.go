@@ -23,7 +23,7 @@ import (
 func TestCompensationRenewsItsLease(t *testing.T) {
 	t.Parallel()
 	const lease, body = 300 * time.Millisecond, 1500 * time.Millisecond
-	cfg := Config{StepLeaseTTL: lease, RunPollInterval: 20 * time.Millisecond}
+	cfg := Config{RunPollInterval: 20 * time.Millisecond, Options: Options{StepLeaseTTL: lease}}
 	h := newHarness(t, nil, cfg)
 	h.reg.wf("saga", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	var calls, cancelled atomic.Int32
@@ -109,7 +109,7 @@ func TestCompensationLeaseLostCancelsItsBody(t *testing.T) {
 	h := newHarness(t, func(lw *localworld.World) world.World {
 		rw = &refusingCompRenewals{World: lw}
 		return rw
-	}, Config{StepLeaseTTL: 300 * time.Millisecond, RunPollInterval: 20 * time.Millisecond})
+	}, Config{RunPollInterval: 20 * time.Millisecond, Options: Options{StepLeaseTTL: 300 * time.Millisecond}})
 	h.reg.wf("saga", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	cause := make(chan error, 1)
 	h.reg.step("refund", 0, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {

@@ -81,7 +81,7 @@ func TestCompensationInput(t *testing.T) {
 func TestRefuseVersionOfCompensatingRun(t *testing.T) {
 	t.Parallel()
 	refusals := &countMetrics{}
-	h := newHarness(t, nil, Config{Metrics: refusals, AcceptVersion: func(v string) bool { return v == "v2" }})
+	h := newHarness(t, nil, Config{AcceptVersion: func(v string) bool { return v == "v2" }, Options: Options{Metrics: refusals}})
 	h.reg.wf("saga", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	ctx := context.Background()
 	for _, compensate := range []bool{true, false} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/awslimits"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -60,8 +61,7 @@ type Registry interface {
 	Step(name string) (*Step, bool)
 }
 
-// Defaults: each setting's one default (worker.EngineOptions and
-// handler.Config take them from here; the leases are the World's, see
+// Defaults: each setting's one default (the leases are the World's, see
 // world.DefaultStepLease).
 const (
 	DefaultInlineConcurrency = 16
@@ -88,7 +88,86 @@ const (
 	DefaultLogCacheBytes     = 32 << 20
 )
 
-// Config configures an Engine. Zero fields take their defaults.
+// Options are the engine's settings a user tunes: worker.EngineOptions is
+// this type, set as worker.Config.Engine (and the Lambda handler's
+// Config.Worker.Engine). Zero fields take their defaults. The engine's
+// other settings are Skein's own (Config, and the knobs its wiring and
+// tests pass).
+type Options struct {
+	// InlineConcurrency bounds the steps one invocation runs as goroutines;
+	// the excess is queued for other workers (default 16).
+	InlineConcurrency int
+	// RunLeaseTTL is the per-run lease a continuation holds while it runs
+	// the workflow, renewed every third of it as it goes; a continuation
+	// whose process died blocks the run until it expires (default 30s). A
+	// continuation that loses its lease (a renewal refused, or failing for
+	// two thirds of it) stops at once: its steps in flight see their context
+	// cancelled and it commits nothing more.
+	RunLeaseTTL time.Duration
+	// StepLeaseTTL is a step attempt's exclusive lease (a compensation
+	// attempt's too), renewed every third of it while it runs; a step whose
+	// worker died re-runs once it expires (default 1m), or at once when the
+	// World expires it earlier (a local store reopened after its process
+	// died).
+	StepLeaseTTL time.Duration
+	// MaxSlice bounds how long workflow code may run between two calls of
+	// the workflow API (default 30s): code that blocks on anything else (a
+	// channel, a mutex, time.Sleep, a long loop) for longer fails its run
+	// with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned, not
+	// waited for (see Determinism in the workflow package doc).
+	MaxSlice time.Duration
+	// MaxDeliveries fails a run whose message was delivered more often
+	// (MAX_DELIVERIES_EXCEEDED; default 48). A message received three times
+	// is sent again as a new message (acknowledging the old), so that a
+	// queue's receive limit (SQS's maxReceiveCount) never dead-letters a
+	// run whose executors died; MaxDeliveries counts the deliveries of
+	// both. Receives of a message that executors of other versions sent
+	// back (worker.Config.Versions) may be theirs: at the limit such a
+	// message is sent again counting one.
+	MaxDeliveries int
+	// MaxInterruptions bounds how often a step attempt may be interrupted by
+	// the loss of its executor (a worker killed or cut off mid-step, before
+	// it recorded an outcome). Such an attempt runs again as the same
+	// attempt, without using the step's retries; a step interrupted more
+	// often fails with STEP_EXECUTOR_LOST (default 10).
+	MaxInterruptions int
+	// HoldRetryDelay is how long a run held by a replay divergence waits
+	// before it is replayed again (default 1m), doubling with each hold in
+	// a row up to HoldRetryLimit (default 1h, and at least HoldRetryDelay).
+	// Deploying code that replays the log again resumes the run at its
+	// next retry, or at once on request (Client.RetryRun).
+	HoldRetryDelay, HoldRetryLimit time.Duration
+	// LogCacheBytes bounds the run logs kept in memory between a run's
+	// invocations in this process, so that the next one (a hook payload's
+	// wake-up, say) loads only what was appended since instead of the whole
+	// log (default 32 MiB of payloads; negative keeps none). With its log,
+	// a run's workflow is kept alive where it waits (up to 64 runs, a
+	// goroutine each, counted as 64 KiB each, least recently used stopped
+	// first), so that the next invocation hands it what is new instead of
+	// replaying it from its start; a Worker stops them when Run returns.
+	LogCacheBytes int
+	// TracerProvider makes OpenTelemetry spans: skein.message per queue
+	// message, skein.run per run session and skein.step per step attempt,
+	// with the run, workflow, step and attempt as attributes. A run started
+	// under a span (Client.Start's context) records its trace context, and
+	// every session and step of the run, in whatever process or invocation,
+	// joins that trace; the message span, in the handling process's trace,
+	// is linked. The Lambda handler adds a skein.invocation span per batch
+	// and flushes a provider with a ForceFlush(context.Context) error
+	// method before each invocation returns. Default: OpenTelemetry's
+	// global provider (a no-op unless the program sets one).
+	TracerProvider trace.TracerProvider
+	// Metrics, when set, counts runs and steps as their events commit: the
+	// Metric names say what. The Lambda handler adds each message's queue
+	// lag (QueueLag), and flushes one with a Flush(time.Time) error method
+	// (such as the EMF writer it builds from SKEIN_METRICS_NAMESPACE) after
+	// each batch.
+	Metrics Metrics
+}
+
+// Config configures an Engine: the user's Options and the settings Skein's
+// own code sets (the host's, and the knobs of its wiring and tests). Zero
+// fields take their defaults.
 type Config struct {
 	World    world.World
 	Registry Registry
@@ -97,24 +176,10 @@ type Config struct {
 	// and failed at Warn, step started and completed at Debug (default:
 	// discarded).
 	Logger *slog.Logger
-	// Metrics, when set, counts runs and steps as their events commit
-	// (see the Metric names).
-	Metrics Metrics
-	// Now is the clock (default time.Now).
+	Options
+	// Now is the clock (default time.Now; knobs.WithNow).
 	Now func() time.Time
 
-	// InlineConcurrency bounds the steps one invocation runs as goroutines;
-	// the excess is queued with its step ID (default 16).
-	InlineConcurrency int
-	// RunLeaseTTL is the run lease's duration; it is renewed every third of
-	// it (default 30s).
-	RunLeaseTTL time.Duration
-	// StepLeaseTTL is a step attempt's execution lease, and a compensation
-	// attempt's; it is renewed every third of it while the attempt runs
-	// (default 1m). A step whose executor
-	// dies re-runs once the lease expires, or at once when the World expires
-	// it earlier (a local store reopened after its process died).
-	StepLeaseTTL time.Duration
 	// RunPollInterval is how often a running step checks whether its run has
 	// ended, to cancel its context (default 1s).
 	RunPollInterval time.Duration
@@ -123,30 +188,19 @@ type Config struct {
 	EventPollInterval time.Duration
 	// BudgetMargin is kept free before the context deadline: no new inline
 	// step starts after deadline-margin, and the run is continued by a new
-	// message (default 5s).
+	// message (default 5s; the Lambda handler sets it from its
+	// TimeBudgetMargin).
 	BudgetMargin time.Duration
 	// MaxInvocation bounds one invocation when the context has no deadline
 	// (default 10m).
 	MaxInvocation time.Duration
-	// MaxSlice bounds how long workflow code may run between two calls of
-	// the workflow API (default 30s). Workflow code that blocks on anything
-	// else (a channel, a mutex, time.Sleep, a long loop) for longer fails
-	// its run with world.CodeReplayTimeout; the goroutine it blocks is
-	// abandoned, not waited for (see sliceWatch).
-	MaxSlice time.Duration
 	// LeaseRetryDelay is the delay of a continuation re-enqueued because the
 	// run lease was held (default 100ms).
 	LeaseRetryDelay time.Duration
 	// MaxQueueDelay is the longest delay the queue accepts; longer waits
-	// chain hops (default 15m, the SQS limit).
+	// chain hops (default 15m, the SQS limit; skeinlambda sets it from
+	// SKEIN_MAX_QUEUE_DELAY).
 	MaxQueueDelay time.Duration
-	// MaxDeliveries fails a run whose message was delivered more often
-	// (MAX_DELIVERIES_EXCEEDED; default 48), counting the deliveries of
-	// the messages it replaces (world.Message.Delivered). A message that
-	// was refused for its version (world.Message.Refused > 0) is sent
-	// again at the limit counting only its last delivery: its receives may
-	// be refusals, which never count.
-	MaxDeliveries int
 	// ReplaceAfter is the delivery count (the queue's receive count) at
 	// which a message is sent again as a new message, carrying its count
 	// on in world.Message.Delivered, and acknowledged, so that a run whose
@@ -154,31 +208,18 @@ type Config struct {
 	// queue's receive limit (SQS's maxReceiveCount must be above it).
 	// Default 3; negative: never.
 	ReplaceAfter int
-	// MaxInterruptions bounds how often a step's attempt may be interrupted
-	// by the loss of its executor (the process running it died, or was cut
-	// off, before it recorded an outcome; see world.Step.Interrupted). Such
-	// attempts do not count against the step's MaxRetries: its next start
-	// repeats the same attempt. A step interrupted more often fails with
-	// world.CodeStepExecutorLost, whatever retries it has left (default 10).
-	MaxInterruptions int
 	// BackgroundDelay holds back the steps beyond the inline capacity: for
 	// that long the invocation may start them inline as its slots free up,
 	// and only those still waiting are then queued with their step ID (all
 	// of them at once if the invocation ends first). Zero (the default)
 	// queues them at once, as on Lambda, where other invocations bring more
-	// CPUs; a local worker saves the queue round trips of short steps.
+	// CPUs; a local worker (50ms) saves the queue round trips of short steps.
 	BackgroundDelay time.Duration
 	// Linger is how long an invocation with nothing to run waits in process
 	// for a timer rather than scheduling a continuation (default 250ms).
 	// Negative disables lingering. A timer's continuation is sent up to
 	// Linger (at most 20ms) before the timer is due, to linger for it.
 	Linger time.Duration
-	// HoldRetryDelay is how long a run held by a replay divergence waits
-	// before it is replayed again (default 1m); the wait doubles with each
-	// hold in a row up to HoldRetryLimit (default 1h). Deploying code that
-	// replays the log again resumes the run at its next retry, or at once
-	// with a retry on request (RetryHeldRun).
-	HoldRetryDelay, HoldRetryLimit time.Duration
 	// AcceptVersion, when set, says which runs' code versions
 	// (world.Run.Version) this engine executes; a message of a run of any
 	// other version is sent back to the queue for a compatible executor
@@ -186,7 +227,8 @@ type Config struct {
 	AcceptVersion func(version string) bool
 	// VersionRetryDelay is the delay of a message sent back for another
 	// executor (default 1s), doubling with each refusal of it up to
-	// VersionRetryLimit (default 1m).
+	// VersionRetryLimit (default 1m; skeinlambda sets both from
+	// SKEIN_VERSION_RETRY_DELAY and SKEIN_VERSION_RETRY_LIMIT).
 	VersionRetryDelay, VersionRetryLimit time.Duration
 	// EncodeError records an error that is not a *Failure (default: its
 	// message and Go type).
@@ -194,21 +236,37 @@ type Config struct {
 	// StepContext, when set, decorates the context of every step execution
 	// (the SDK adds its client).
 	StepContext func(ctx context.Context) context.Context
-	// LogCacheBytes bounds the logs the engine keeps in memory between a
-	// run's continuations, so that the next one loads only what was
-	// appended since (default 32 MiB of payloads; negative keeps none).
-	// With a run's log the engine keeps its workflow alive, suspended where
-	// the last session left it, so that the next one feeds it the new
-	// events instead of replaying it from its start: at most 64 runs' (a
-	// goroutine each), each counted as 64 KiB more, least recently used
-	// stopped first; Engine.Close stops them all.
-	LogCacheBytes int
-	// Entropy feeds owner IDs (default crypto/rand).
+	// Entropy feeds owner IDs (default crypto/rand; knobs.WithEntropy).
 	Entropy io.Reader
-	// TracerProvider makes the spans of messages, run sessions and step
-	// attempts (default: OpenTelemetry's global provider, a no-op unless
-	// the program sets one).
-	TracerProvider trace.TracerProvider
+}
+
+// withKnobs returns c with the knobs opts set (a knob left zero leaves its
+// setting as c has it).
+func (c Config) withKnobs(opts ...knobs.Option) Config {
+	k := knobs.Apply(opts)
+	if k.Now != nil {
+		c.Now = k.Now
+	}
+	if k.Entropy != nil {
+		c.Entropy = k.Entropy
+	}
+	for _, d := range []struct {
+		dst *time.Duration
+		v   time.Duration
+	}{
+		{&c.RunPollInterval, k.RunPollInterval}, {&c.EventPollInterval, k.EventPollInterval},
+		{&c.Linger, k.Linger}, {&c.MaxQueueDelay, k.MaxQueueDelay}, {&c.MaxInvocation, k.MaxInvocation},
+		{&c.BudgetMargin, k.BudgetMargin}, {&c.VersionRetryDelay, k.VersionRetryDelay},
+		{&c.VersionRetryLimit, k.VersionRetryLimit},
+	} {
+		if d.v != 0 {
+			*d.dst = d.v
+		}
+	}
+	if k.BackgroundDelay != 0 {
+		c.BackgroundDelay = max(k.BackgroundDelay, 0) // negative: none
+	}
+	return c
 }
 
 func (c Config) withDefaults() Config {
@@ -289,39 +347,55 @@ func (c Config) validate() error {
 	if c.Registry == nil {
 		errs = append(errs, errors.New("no Registry"))
 	}
+	errs = append(errs, c.Options.check()...)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{
-		{"RunLeaseTTL", c.RunLeaseTTL}, {"StepLeaseTTL", c.StepLeaseTTL}, {"RunPollInterval", c.RunPollInterval},
-		{"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin}, {"MaxInvocation", c.MaxInvocation}, {"MaxSlice", c.MaxSlice},
-		{"LeaseRetryDelay", c.LeaseRetryDelay}, {"MaxQueueDelay", c.MaxQueueDelay}, {"BackgroundDelay", c.BackgroundDelay},
-		{"HoldRetryDelay", c.HoldRetryDelay}, {"HoldRetryLimit", c.HoldRetryLimit},
-		{"VersionRetryDelay", c.VersionRetryDelay}, {"VersionRetryLimit", c.VersionRetryLimit},
+		{"RunPollInterval", c.RunPollInterval}, {"EventPollInterval", c.EventPollInterval}, {"BudgetMargin", c.BudgetMargin},
+		{"MaxInvocation", c.MaxInvocation}, {"LeaseRetryDelay", c.LeaseRetryDelay}, {"MaxQueueDelay", c.MaxQueueDelay},
+		{"BackgroundDelay", c.BackgroundDelay}, {"VersionRetryDelay", c.VersionRetryDelay}, {"VersionRetryLimit", c.VersionRetryLimit},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is negative (%s)", d.name, d.v))
 		}
 	}
-	if c.InlineConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("InlineConcurrency is negative (%d)", c.InlineConcurrency))
-	}
-	if c.HoldRetryLimit < c.HoldRetryDelay {
-		errs = append(errs, fmt.Errorf("HoldRetryLimit (%s) is less than HoldRetryDelay (%s)", c.HoldRetryLimit, c.HoldRetryDelay))
-	}
 	if c.VersionRetryLimit < c.VersionRetryDelay {
 		errs = append(errs, fmt.Errorf("VersionRetryLimit (%s) is less than VersionRetryDelay (%s)", c.VersionRetryLimit, c.VersionRetryDelay))
-	}
-	if c.MaxDeliveries < 0 {
-		errs = append(errs, fmt.Errorf("MaxDeliveries is negative (%d)", c.MaxDeliveries))
-	}
-	if c.MaxInterruptions < 0 {
-		errs = append(errs, fmt.Errorf("MaxInterruptions is negative (%d)", c.MaxInterruptions))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("engine: invalid config: %w", err)
 	}
 	return nil
+}
+
+// check returns what is wrong with o (after its defaults), each error
+// naming the public field (worker.Config.Engine's).
+func (o Options) check() []error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Engine.RunLeaseTTL", o.RunLeaseTTL}, {"Engine.StepLeaseTTL", o.StepLeaseTTL}, {"Engine.MaxSlice", o.MaxSlice},
+		{"Engine.HoldRetryDelay", o.HoldRetryDelay}, {"Engine.HoldRetryLimit", o.HoldRetryLimit},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative (%s)", d.name, d.v))
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Engine.InlineConcurrency", o.InlineConcurrency}, {"Engine.MaxDeliveries", o.MaxDeliveries}, {"Engine.MaxInterruptions", o.MaxInterruptions}} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("%s is negative (%d)", n.name, n.v))
+		}
+	}
+	if o.HoldRetryLimit < o.HoldRetryDelay {
+		errs = append(errs, fmt.Errorf("%s (%s) is less than %s (%s)", "Engine.HoldRetryLimit", o.HoldRetryLimit, "Engine.HoldRetryDelay", o.HoldRetryDelay))
+	}
+	return errs
 }
 
 // DefaultBackoff is exponential: 1s before the first retry, doubling up to

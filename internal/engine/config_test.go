@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -50,7 +51,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("Logger, Now or EncodeError has no default")
 	}
 	// A limit given below its delay's default is raised to it.
-	if c := (Config{HoldRetryDelay: 2 * time.Hour}).withDefaults(); c.HoldRetryLimit != 2*time.Hour {
+	if c := (Config{Options: Options{HoldRetryDelay: 2 * time.Hour}}).withDefaults(); c.HoldRetryLimit != 2*time.Hour {
 		t.Errorf("HoldRetryLimit = %s with HoldRetryDelay 2h, want 2h", c.HoldRetryLimit)
 	}
 }
@@ -68,14 +69,14 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", func(*Config) {}, ""},
 		{"no World", func(c *Config) { c.World = nil }, "no World"},
 		{"no Registry", func(c *Config) { c.Registry = nil }, "no Registry"},
-		{"negative RunLeaseTTL", func(c *Config) { c.RunLeaseTTL = -time.Second }, "RunLeaseTTL is negative"},
+		{"negative RunLeaseTTL", func(c *Config) { c.RunLeaseTTL = -time.Second }, "Engine.RunLeaseTTL is negative"},
 		{"negative StepLeaseTTL", func(c *Config) { c.StepLeaseTTL = -time.Second }, "StepLeaseTTL is negative"},
 		{"negative BudgetMargin", func(c *Config) { c.BudgetMargin = -time.Second }, "BudgetMargin is negative"},
 		{"negative BackgroundDelay", func(c *Config) { c.BackgroundDelay = -time.Second }, "BackgroundDelay is negative"},
 		{"negative InlineConcurrency", func(c *Config) { c.InlineConcurrency = -1 }, "InlineConcurrency is negative"},
 		{"negative MaxDeliveries", func(c *Config) { c.MaxDeliveries = -1 }, "MaxDeliveries is negative"},
 		{"negative MaxInterruptions", func(c *Config) { c.MaxInterruptions = -1 }, "MaxInterruptions is negative"},
-		{"hold limit under delay", func(c *Config) { c.HoldRetryDelay, c.HoldRetryLimit = time.Hour, time.Minute }, "HoldRetryLimit (1m0s) is less than HoldRetryDelay (1h0m0s)"},
+		{"hold limit under delay", func(c *Config) { c.HoldRetryDelay, c.HoldRetryLimit = time.Hour, time.Minute }, "Engine.HoldRetryLimit (1m0s) is less than Engine.HoldRetryDelay (1h0m0s)"},
 		{"version limit under delay", func(c *Config) { c.VersionRetryDelay, c.VersionRetryLimit = time.Minute, time.Second }, "VersionRetryLimit (1s) is less than VersionRetryDelay (1m0s)"},
 		{"negative MaxSlice", func(c *Config) { c.MaxSlice = -time.Second }, "MaxSlice is negative"},
 	} {
@@ -90,5 +91,42 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("validate = %v, want an engine: invalid config error naming %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestConfigKnobs checks that the knobs Skein's wiring and tests pass to New
+// set the engine's internal settings, that a knob left zero leaves the
+// setting as the Config has it, and that a negative BackgroundDelay means
+// none.
+func TestConfigKnobs(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(42, 0)
+	c := Config{Linger: time.Second, MaxQueueDelay: time.Minute}.withKnobs(
+		knobs.WithLinger(-1), knobs.WithRunPollInterval(3*time.Millisecond), knobs.WithEventPollInterval(4*time.Millisecond),
+		knobs.WithBackgroundDelay(-1), knobs.WithBudgetMargin(7*time.Second), knobs.WithMaxInvocation(time.Hour),
+		knobs.WithVersionRetry(2*time.Second, 0), knobs.WithNow(func() time.Time { return at }))
+	for _, d := range []struct {
+		name      string
+		got, want any
+	}{
+		{"Linger", c.Linger, time.Duration(-1)},
+		{"MaxQueueDelay", c.MaxQueueDelay, time.Minute},
+		{"RunPollInterval", c.RunPollInterval, 3 * time.Millisecond},
+		{"EventPollInterval", c.EventPollInterval, 4 * time.Millisecond},
+		{"BackgroundDelay", c.BackgroundDelay, time.Duration(0)},
+		{"BudgetMargin", c.BudgetMargin, 7 * time.Second},
+		{"MaxInvocation", c.MaxInvocation, time.Hour},
+		{"VersionRetryDelay", c.VersionRetryDelay, 2 * time.Second},
+		{"VersionRetryLimit", c.VersionRetryLimit, time.Duration(0)},
+	} {
+		if d.got != d.want {
+			t.Errorf("%s = %v with knobs, want %v", d.name, d.got, d.want)
+		}
+	}
+	if c.Now == nil || !c.Now().Equal(at) {
+		t.Error("WithNow did not set the clock")
+	}
+	if c := (Config{}).withKnobs(knobs.WithBackgroundDelay(50 * time.Millisecond)); c.BackgroundDelay != 50*time.Millisecond {
+		t.Errorf("BackgroundDelay = %s with a 50ms knob", c.BackgroundDelay)
 	}
 }

@@ -50,7 +50,7 @@ func TestCorruptLogDropsTheMessage(t *testing.T) {
 	w := &holedWorld{World: lw}
 	reg := newRegistry()
 	reg.wf("holed", func(c *Context, _ json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
-	eng, err := New(Config{World: w, Registry: reg, MaxDeliveries: 3})
+	eng, err := New(Config{World: w, Registry: reg, Options: Options{MaxDeliveries: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestDeliveryFindingStepsEndedMeanwhileCoversHolder(t *testing.T) {
 			if group {
 				msg = world.Message{RunID: runID, StepIDs: steps, RequestedAt: time.Now()}
 			}
-			dead, err := New(Config{World: h.w, Registry: h.reg, RunLeaseTTL: ttl})
+			dead, err := New(Config{World: h.w, Registry: h.reg, Options: Options{RunLeaseTTL: ttl}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,7 +86,7 @@ func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 			}
 			// The first delivery's executor took the run lease for msg,
 			// then died: its lease runs out after ttl.
-			dead, err := New(Config{World: h.w, Registry: h.reg, RunLeaseTTL: ttl})
+			dead, err := New(Config{World: h.w, Registry: h.reg, Options: Options{RunLeaseTTL: ttl}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 	"go.opentelemetry.io/otel/codes"
@@ -35,8 +36,8 @@ type Engine struct {
 }
 
 // New returns an Engine for cfg.
-func New(cfg Config) (*Engine, error) {
-	cfg = cfg.withDefaults()
+func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
+	cfg = cfg.withKnobs(opts...).withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestSerialSteps(t *testing.T) {
 
 func TestFanOut(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil, Config{InlineConcurrency: 4})
+	h := newHarness(t, nil, Config{Options: Options{InlineConcurrency: 4}})
 	h.reg.step("add", 3, addStep)
 	h.reg.wf("fan", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
 		var fs []*Future

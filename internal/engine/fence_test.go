@@ -113,7 +113,7 @@ func TestWritersOutsideReplayWriteNothingOnAHole(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFenceFixture(t, Config{MaxDeliveries: 3})
+			f := newFenceFixture(t, Config{Options: Options{MaxDeliveries: 3}})
 			write := tc.setup(f)
 			f.w.holed.Store(true)
 			err := write()

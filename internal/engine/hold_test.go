@@ -32,7 +32,7 @@ func sleeperCalling(step string) func(*Context, json.RawMessage) (json.RawMessag
 
 func newHoldHarness(t *testing.T) *holdHarness {
 	t.Helper()
-	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, HoldRetryDelay: 40 * time.Millisecond, HoldRetryLimit: 60 * time.Millisecond})}
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, Options: Options{HoldRetryDelay: 40 * time.Millisecond, HoldRetryLimit: 60 * time.Millisecond}})}
 	h.reg.step("a", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
 	h.reg.step("b", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		h.ranB.Add(1)
@@ -227,7 +227,7 @@ func TestHeldRunEnds(t *testing.T) {
 // at the same attempt and retry time: the backoff starts at attempt 1.
 func TestReholdBeforeRetryKeepsAttempt(t *testing.T) {
 	t.Parallel()
-	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour})}
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, Options: Options{HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour}})}
 	for _, name := range []string{"a", "b", "c", "d"} {
 		h.reg.step(name, 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
 	}

@@ -83,7 +83,7 @@ func TestExecutorLossIsNotARetry(t *testing.T) {
 const lossLease = 100 * time.Millisecond
 
 func (tc lossCase) run(t *testing.T) {
-	cfg := Config{StepLeaseTTL: lossLease, MaxInterruptions: tc.maxLost}
+	cfg := Config{Options: Options{StepLeaseTTL: lossLease, MaxInterruptions: tc.maxLost}}
 	if tc.background {
 		cfg.InlineConcurrency = 1 // the workflow's second step is queued
 	}

@@ -36,7 +36,7 @@ func TestKeylessExecutorCountsNoDelivery(t *testing.T) {
 			t.Parallel()
 			var mw *msgWorld
 			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return keylessWorld{mw} },
-				Config{MaxDeliveries: 3, ReplaceAfter: 3})
+				Config{ReplaceAfter: 3, Options: Options{MaxDeliveries: 3}})
 			h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
 			id := h.start("w", nil)
 			ctx := context.Background()

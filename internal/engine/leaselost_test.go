@@ -113,7 +113,7 @@ func testLeaseLost(t *testing.T, lose func(*testing.T, *lapseWorld, *manualClock
 	t.Cleanup(func() { _ = lw.Close() })
 	w := &lapseWorld{World: lw}
 	reg := newRegistry()
-	eng, err := New(Config{World: w, Registry: reg, Now: clock.Now, RunLeaseTTL: lapseLease, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))})
+	eng, err := New(Config{World: w, Registry: reg, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)), Options: Options{RunLeaseTTL: lapseLease}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,19 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// Metrics receives measurements of runs and steps as their events commit.
-// Implementations must be safe for concurrent use and must not block.
+// Metrics receives measurements of runs and steps, each once its event is
+// committed (worker.Metrics is this type). Implementations must be safe for
+// concurrent use and must not block. The names it receives: the counters
+// RunsStarted (a run began, or a held run resumed), RunsCompleted,
+// RunsFailed, RunsHeld (a replay divergence stopped a run), StepAttempts
+// (an attempt began), StepAttemptFailures (an attempt failed, retried or
+// not), StepsFailed (a step failed for good), MessagesRefused (messages an
+// executor pinned to versions sent back for another executor: steadily
+// above zero, runs wait for a version no one runs) and KeyUnavailable
+// (messages sent back because the executor's keys could not open their
+// run's payloads); the distributions StepLatency (a step's first start to
+// its completion), RunDuration (a run's creation to its end) and, from the
+// Lambda handler, QueueLag (a queue message's due time to its receipt).
 type Metrics interface {
 	// Count adds n to the counter name.
 	Count(name string, n int)

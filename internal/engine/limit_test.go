@@ -54,7 +54,7 @@ func TestCommitSplitsForTheWorldsLimit(t *testing.T) {
 			t.Parallel()
 			var lw *limitWorld
 			h := newHarness(t, func(w *localworld.World) world.World { lw = &limitWorld{World: w, max: tc.limit}; return lw },
-				Config{InlineConcurrency: tc.inline})
+				Config{Options: Options{InlineConcurrency: tc.inline}})
 			h.reg.step("add", 0, addStep)
 			h.reg.wf("wide", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
 				var fs []*Future

@@ -37,7 +37,7 @@ func TestRefusedReceivesCountNoDelivery(t *testing.T) {
 			t.Parallel()
 			var mw *msgWorld
 			h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw },
-				Config{MaxDeliveries: 2, ReplaceAfter: -1})
+				Config{ReplaceAfter: -1, Options: Options{MaxDeliveries: 2}})
 			h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
 			id := h.start("w", nil)
 			ctx := context.Background()

@@ -38,7 +38,7 @@ func TestDyingExecutorsDoNotDeadLetterTheRun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const deaths = 7 // more than maxReceiveCount, fewer than MaxInterruptions
-			cfg := Config{StepLeaseTTL: 50 * time.Millisecond}
+			cfg := Config{Options: Options{StepLeaseTTL: 50 * time.Millisecond}}
 			if background {
 				cfg.InlineConcurrency = 1 // the workflow's second step is queued
 			}
@@ -169,7 +169,7 @@ func waitLeasesExpired(t *testing.T, h *harness, runID string) {
 // replacing a message that keeps failing does not let it fail forever.
 func TestMaxDeliveriesCountsReplacedDeliveries(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil, Config{MaxDeliveries: 10})
+	h := newHarness(t, nil, Config{Options: Options{MaxDeliveries: 10}})
 	h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
 	id := h.start("w", nil)
 	ctx := context.Background()
@@ -249,7 +249,7 @@ func TestReplacedMessageReceivedAgainForksNothing(t *testing.T) {
 		want     world.Message // the one message sent
 	}{
 		{"replace", Config{}, world.Message{Delivered: 2}, []int{3, 4, 5}, world.Message{Delivered: 5}},
-		{"recount", Config{MaxDeliveries: 2, ReplaceAfter: -1}, world.Message{Refused: 2}, []int{3, 4}, world.Message{Delivered: 1}},
+		{"recount", Config{ReplaceAfter: -1, Options: Options{MaxDeliveries: 2}}, world.Message{Refused: 2}, []int{3, 4}, world.Message{Delivered: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

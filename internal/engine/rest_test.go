@@ -38,7 +38,7 @@ func (h *harness) waitRun(id, what string, cond func(*world.Run) bool) *world.Ru
 func TestRestRaceOneDeactivation(t *testing.T) {
 	t.Parallel()
 	const n = 4
-	h := newHarness(t, nil, Config{InlineConcurrency: 1})
+	h := newHarness(t, nil, Config{Options: Options{InlineConcurrency: 1}})
 	var started sync.WaitGroup
 	release := make(chan struct{})
 	h.reg.step("gate", 0, func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
@@ -96,7 +96,7 @@ func describeTypes(evs []world.Event) string {
 // attempt as lost, and deactivates the run.
 func TestRestSafetyNet(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, func(lw *localworld.World) world.World { return lw }, Config{StepLeaseTTL: 300 * time.Millisecond})
+	h := newHarness(t, func(lw *localworld.World) world.World { return lw }, Config{Options: Options{StepLeaseTTL: 300 * time.Millisecond}})
 	h.reg.step("fast", 0, addStep)
 	h.reg.step("stuck", 0, func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 		<-ctx.Done()

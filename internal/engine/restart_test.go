@@ -32,7 +32,7 @@ func openRestartStore(t *testing.T, path string) *harness {
 	h := &harness{t: t, lw: lw, w: lw, reg: newRegistry(), ids: world.NewIDSource(nil, nil)}
 	// The default step lease (a minute): the restart must not wait it out.
 	// One step runs inline, the other is queued.
-	h.eng, err = New(Config{World: lw, Registry: h.reg, InlineConcurrency: 1})
+	h.eng, err = New(Config{World: lw, Registry: h.reg, Options: Options{InlineConcurrency: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

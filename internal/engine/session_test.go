@@ -285,7 +285,7 @@ func TestNotBeforeHops(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, nil, Config{MaxDeliveries: 3})
+	h := newHarness(t, nil, Config{Options: Options{MaxDeliveries: 3}})
 	h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return mustJSON("ok"), nil })
 	ctx := context.Background()
 	missing := h.ids.New(world.PrefixRun)
@@ -443,7 +443,7 @@ func TestLongStepRenewsItsLease(t *testing.T) {
 	// The step outlives its lease TTL several times over while other
 	// continuations arrive (a hook payload per 50ms): the lease is renewed,
 	// so nobody starts the step again.
-	h := newHarness(t, nil, Config{StepLeaseTTL: 90 * time.Millisecond, RunPollInterval: 20 * time.Millisecond, EventPollInterval: 20 * time.Millisecond})
+	h := newHarness(t, nil, Config{RunPollInterval: 20 * time.Millisecond, EventPollInterval: 20 * time.Millisecond, Options: Options{StepLeaseTTL: 90 * time.Millisecond}})
 	var runs atomic.Int32
 	h.reg.step("long", 0, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		runs.Add(1)

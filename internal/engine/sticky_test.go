@@ -162,7 +162,7 @@ func TestStickySameHistoryAsReplay(t *testing.T) {
 		return h.events(runID), entries.Load()
 	}
 	kept, keptCalls := play(Config{Linger: -1})
-	fresh, freshCalls := play(Config{Linger: -1, LogCacheBytes: -1})
+	fresh, freshCalls := play(Config{Linger: -1, Options: Options{LogCacheBytes: -1}})
 	if keptCalls >= freshCalls || freshCalls < n {
 		t.Fatalf("workflow calls: %d kept, %d replayed: the kept workflow was not kept", keptCalls, freshCalls)
 	}
@@ -416,7 +416,7 @@ func TestStickyTakesInBackgroundSteps(t *testing.T) {
 	t.Parallel()
 	const n = 4
 	var entries atomic.Int64
-	h := newHarness(t, nil, Config{Linger: -1, InlineConcurrency: 1})
+	h := newHarness(t, nil, Config{Linger: -1, Options: Options{InlineConcurrency: 1}})
 	h.reg.step("add", 0, addStep)
 	fan := func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
 		entries.Add(1)

@@ -40,7 +40,7 @@ func heldForStep(t *testing.T, h *harness, id, name string) *world.Run {
 // step is created; it runs on once a deploy registers the step.
 func TestUnregisteredStepHoldsTheRun(t *testing.T) {
 	t.Parallel()
-	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour})}
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, Options: Options{HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour}})}
 	h.reg.step("a", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
 	h.reg.wf("w", func(c *Context, _ json.RawMessage) (json.RawMessage, error) {
 		for _, name := range []string{"a", "b"} {
@@ -91,7 +91,7 @@ func TestUnregisteredQueuedStepHoldsTheRun(t *testing.T) {
 
 func testUnregisteredQueued(t *testing.T, queued []string) {
 	// As many steps run inline as are queued, in one message.
-	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, InlineConcurrency: len(queued), HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour})}
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, Options: Options{InlineConcurrency: len(queued), HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour}})}
 	var ranB atomic.Int32
 	stepB := func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		ranB.Add(1)
@@ -179,8 +179,8 @@ func TestReleasedRunStartsOnce(t *testing.T) {
 	t.Parallel()
 	l := &logMessages{}
 	m := &countMetrics{}
-	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1, HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour,
-		Logger: slog.New(l), Metrics: m})}
+	h := &holdHarness{harness: newHarness(t, nil, Config{Linger: -1,
+		Logger: slog.New(l), Options: Options{HoldRetryDelay: time.Minute, HoldRetryLimit: time.Hour, Metrics: m}})}
 	h.reg.step("a", 0, func(context.Context, json.RawMessage) (json.RawMessage, error) { return mustJSON(1), nil })
 	h.reg.wf("w", sleeperCalling("a"))
 	h.id = h.start("w", nil)

@@ -42,12 +42,11 @@ func TestRefuseVersion(t *testing.T) {
 	var logs syncBuffer
 	refusals := &countMetrics{}
 	h := newHarness(t, nil, Config{
-		Metrics:       refusals,
 		AcceptVersion: func(v string) bool { return v == "v2" },
 		// Delays a loaded machine does not outrun between the refusal and
 		// the look at the queue.
 		VersionRetryDelay: 2 * time.Second, VersionRetryLimit: 3 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Options: Options{Metrics: refusals},
 	})
 	h.reg.wf("greet", func(c *Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
 	ctx := context.Background()

@@ -43,7 +43,7 @@ func (m *msgWorld) snapshot() []world.Message {
 func TestBackgroundStepsShareMessages(t *testing.T) {
 	t.Parallel()
 	var mw *msgWorld
-	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{InlineConcurrency: 4})
+	h := newHarness(t, func(lw *localworld.World) world.World { mw = &msgWorld{World: lw}; return mw }, Config{Options: Options{InlineConcurrency: 4}})
 	h.reg.step("add", 3, addStep)
 	h.reg.wf("fan", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
 		var fs []*Future

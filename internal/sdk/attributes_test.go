@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -60,7 +61,7 @@ func TestSetAttributesAcrossRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := sdk.NewRegistry().MustRegister(tagged, add)
-		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg}, knobs.WithPollWait(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

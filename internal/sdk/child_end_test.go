@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -184,7 +185,7 @@ func TestParentEndWaitsForChildStart(t *testing.T) {
 				// The start step goes to the queue at once, as on Lambda. A
 				// lost start record is retried once the step's lease has
 				// expired: 3s, which a live executor renews every second.
-				engine: sdk.EngineOptions{InlineConcurrency: 1, BackgroundDelay: -1, StepLeaseTTL: 3 * time.Second},
+				engine: sdk.EngineOptions{InlineConcurrency: 1, StepLeaseTTL: 3 * time.Second}, knobs: []knobs.Option{knobs.WithBackgroundDelay(-1)},
 			}, parent, leaf, first, after)
 			ctx := e.ctx()
 			run, err := parent.Start(ctx, e.client, 4)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sealmark"
 	"github.com/skeinflow/skein/world"
 )
@@ -23,11 +24,6 @@ type ClientConfig struct {
 	Registry *Registry
 	// Logger receives operational messages (default: discarded).
 	Logger *slog.Logger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// PollInterval bounds the wait between two looks at a run awaited by
-	// Result (default 100ms; the first looks are quicker).
-	PollInterval time.Duration
 	// Version is recorded as the code version of the runs Start starts
 	// (RunInfo.Version): at most 128 bytes of text without control
 	// characters, e.g. a release name or a commit. Default: the VCS
@@ -45,17 +41,29 @@ type Client struct {
 	now func() time.Time
 	ids *world.IDSource
 	cfg ClientConfig
+	// pollEvery bounds the wait between two looks at a run (Result, a polling
+	// Subscribe).
+	pollEvery time.Duration
 	// known: the Registry was given, so Start by name checks names in it.
 	known bool
 }
 
+// defaultResultPoll bounds the wait between two looks at a run awaited by
+// Result (the first looks are quicker), and between two looks of a
+// Subscribe that polls.
+const defaultResultPoll = 100 * time.Millisecond
+
 // NewClient returns a client for cfg.World.
-func NewClient(cfg ClientConfig) (*Client, error) {
+func NewClient(cfg ClientConfig, opts ...knobs.Option) (*Client, error) {
 	if cfg.World == nil {
 		return nil, errors.New("client: Config.World is required")
 	}
-	if cfg.PollInterval < 0 {
-		return nil, fmt.Errorf("client: Config.PollInterval is negative (%s)", cfg.PollInterval)
+	k := knobs.Apply(opts)
+	if k.Now == nil {
+		k.Now = time.Now
+	}
+	if k.ResultPoll <= 0 {
+		k.ResultPoll = defaultResultPoll
 	}
 	known := cfg.Registry != nil
 	if !known {
@@ -64,18 +72,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 100 * time.Millisecond
-	}
 	v, err := resolveVersion("client: Config.Version", cfg.Version)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Version = v
-	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: cfg.Now, ids: world.NewIDSource(cfg.Now, nil), cfg: cfg, known: known}, nil
+	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: k.Now, ids: world.NewIDSource(k.Now, k.Entropy), cfg: cfg,
+		pollEvery: k.ResultPoll, known: known}, nil
 }
 
 // ClientWorld returns the World c reads and writes (for Skein's own
@@ -91,7 +94,7 @@ func ClientFrom(ctx context.Context) *Client {
 		return c
 	}
 	if info, ok := engine.StepInfoFrom(ctx); ok {
-		c, err := NewClient(ClientConfig{World: info.World, Now: info.Now})
+		c, err := NewClient(ClientConfig{World: info.World}, knobs.WithNow(info.Now))
 		if err == nil {
 			return c
 		}
@@ -382,7 +385,7 @@ func (c *Client) poll(ctx context.Context, runID string, done func(*world.Run) b
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		delay = min(delay*2, c.cfg.PollInterval)
+		delay = min(delay*2, c.pollEvery)
 	}
 }
 

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,8 +87,8 @@ func testCompensationRestart(t *testing.T, auto bool) {
 		// The new process takes the compensation over once the dead one's
 		// step lease has expired; a live one renews it every second, so a
 		// 3s lease lapses under it only if the machine stalls for 2s.
-		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond,
-			Engine: sdk.EngineOptions{StepLeaseTTL: 3 * time.Second, RunPollInterval: 20 * time.Millisecond}})
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg,
+			Engine: sdk.EngineOptions{StepLeaseTTL: 3 * time.Second}}, knobs.WithPollWait(50*time.Millisecond), knobs.WithRunPollInterval(20*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func TestDurableStoreSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := sdk.NewRegistry().MustRegister(addTen, add, napper, hookWorkflow)
-		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg}, knobs.WithPollWait(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func TestWorkerDropsMalformedMessages(t *testing.T) {
 	defer lw.Close()
 	rec := &ackRecorder{World: lw, bodies: map[string][]byte{}}
 	reg := sdk.NewRegistry().MustRegister(addTen, add)
-	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: rec, Registry: reg, PollWait: 20 * time.Millisecond})
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: rec, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestWorkerDropsMalformedMessages(t *testing.T) {
 	// handling the same unknown run at the same time may hold its lease,
 	// and a delivery that finds the lease held drops a message of an
 	// unknown run without an error (the same end: it is acknowledged).
-	p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg})
+	p, err := sdk.NewProcessor(sdk.WorkerConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"sync"
 	"testing"
@@ -35,6 +36,7 @@ type envOptions struct {
 	logger      *slog.Logger     // the workers' logger
 	limits      world.Limits     // the local world's
 	now         func() time.Time // the clock of the world, workers and client (default time.Now)
+	knobs       []knobs.Option   // the workers' (after the env's own)
 }
 
 func newEnv(t *testing.T, defs ...sdk.Definition) *env {
@@ -61,19 +63,17 @@ func newEnvWith(t *testing.T, o envOptions, defs ...sdk.Definition) *env {
 	if o.concurrency == 0 {
 		o.concurrency = 4
 	}
-	if o.engine.RunPollInterval == 0 {
-		o.engine.RunPollInterval = 20 * time.Millisecond
-	}
+	opts := append([]knobs.Option{knobs.WithRunPollInterval(20 * time.Millisecond), knobs.WithPollWait(50 * time.Millisecond),
+		knobs.WithRetryDelay(func(int) time.Duration { return 10 * time.Millisecond }), knobs.WithNow(o.now)}, o.knobs...)
 	e := &env{t: t, lw: lw, reg: reg}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range o.workers {
-		cfg := sdk.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, PollWait: 50 * time.Millisecond,
-			RetryDelay: func(int) time.Duration { return 10 * time.Millisecond }, Logger: o.logger, Now: o.now}
+		cfg := sdk.WorkerConfig{World: w, Consumer: lw, Registry: reg, Concurrency: o.concurrency, Engine: o.engine, Logger: o.logger}
 		if o.webhooks && i == 0 {
 			cfg.WebhookAddr = "127.0.0.1:0"
 		}
-		wk, err := sdk.NewWorker(cfg)
+		wk, err := sdk.NewWorker(cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func newEnvWith(t *testing.T, o envOptions, defs ...sdk.Definition) *env {
 			}
 		}()
 	}
-	e.client, err = sdk.NewClient(sdk.ClientConfig{World: w, Registry: reg, Now: o.now})
+	e.client, err = sdk.NewClient(sdk.ClientConfig{World: w, Registry: reg}, knobs.WithNow(o.now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"slices"
 	"strings"
 	"testing"
@@ -110,10 +111,10 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			v1 := s.version([]string{"reserve"}, []string{"ship"}, false)
 			v2Before, v2After := []string{"+fraud-check", "reserve"}, []string{"-ship", "+gift-wrap"}
 			v2 := s.version(v2Before, v2After, patched)
-			client, _ := sdk.NewClient(sdk.ClientConfig{World: lw, Now: clock.Now})
+			client, _ := sdk.NewClient(sdk.ClientConfig{World: lw}, knobs.WithNow(clock.Now))
 			e := &env{t: t, lw: lw}
 			deploy := func(t *testing.T, ctx context.Context, lw *localworld.World, reg *sdk.Registry) (stop func()) {
-				return deployOn(t, ctx, sdk.WorkerConfig{World: lw, Registry: reg, Now: clock.Now, PollWait: 20 * time.Millisecond})
+				return deployOn(t, ctx, sdk.WorkerConfig{World: lw, Registry: reg}, knobs.WithNow(clock.Now), knobs.WithPollWait(20*time.Millisecond))
 			}
 
 			stop := deploy(t, ctx, lw, s.registry(v1))

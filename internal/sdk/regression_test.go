@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -63,7 +64,7 @@ func TestFanOutConvergence(t *testing.T) {
 	}{{"queued", -1}, {"mixed", 5 * time.Millisecond}} {
 		t.Run(cfg.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnvWith(t, envOptions{workers: 3, concurrency: 4, engine: sdk.EngineOptions{InlineConcurrency: 4, BackgroundDelay: cfg.delay}}, fan, work)
+			e := newEnvWith(t, envOptions{workers: 3, concurrency: 4, engine: sdk.EngineOptions{InlineConcurrency: 4}, knobs: []knobs.Option{knobs.WithBackgroundDelay(cfg.delay)}}, fan, work)
 			background := fanOutRounds(t, e, fan, n)
 			if cfg.delay < 0 && background == 0 {
 				t.Error("no step ran in the background")
@@ -229,8 +230,8 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 		return fragile.Call(ctx, struct{}{})
 	})
 	reg := sdk.NewRegistry().MustRegister(wf, fragile)
-	opts := sdk.EngineOptions{StepLeaseTTL: 300 * time.Millisecond, RunPollInterval: 50 * time.Millisecond}
-	p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Engine: opts})
+	opts := sdk.EngineOptions{StepLeaseTTL: 300 * time.Millisecond}
+	p, err := sdk.NewProcessor(sdk.WorkerConfig{World: lw, Registry: reg, Engine: opts}, knobs.WithRunPollInterval(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestStepKilledMidExecutionReruns(t *testing.T) {
 	// A healthy worker picks the message up again; the step re-runs once
 	// its lease expires, as attempt 1 again: the first was interrupted by
 	// the loss of its worker, not failed, and uses none of the retries.
-	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 2, Engine: opts, PollWait: 50 * time.Millisecond})
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 2, Engine: opts}, knobs.WithPollWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +436,7 @@ func TestDeterministicAcrossReplays(t *testing.T) {
 		}
 		return [2]values{v, rec}, nil
 	})
-	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{Linger: -1}}, wf, record)
+	e := newEnvWith(t, envOptions{knobs: []knobs.Option{knobs.WithLinger(-1)}}, wf, record)
 	ctx := e.ctx()
 	run, err := wf.Start(ctx, e.client, struct{}{})
 	if err != nil {
@@ -500,7 +501,7 @@ func TestWorkerShutdownLeaksNothing(t *testing.T) {
 		}
 		defer lw.Close()
 		reg := sdk.NewRegistry().MustRegister(addTen, add)
-		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 4, WebhookAddr: "127.0.0.1:0", PollWait: 20 * time.Millisecond})
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Concurrency: 4, WebhookAddr: "127.0.0.1:0"}, knobs.WithPollWait(20*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestMapRangeFanOutAcrossReplay(t *testing.T) {
 		return out, nil
 	})
 	// No lingering: the sleep ends the invocation, and the next one replays.
-	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{Linger: -1}}, fan, echo)
+	e := newEnvWith(t, envOptions{knobs: []knobs.Option{knobs.WithLinger(-1)}}, fan, echo)
 	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
 	ctx := e.ctx()
 	diverged := 0
@@ -107,13 +108,13 @@ func newEvolving() *evolving {
 // deploy runs a worker with reg on lw until the returned stop is called.
 func deploy(t *testing.T, ctx context.Context, lw *localworld.World, reg *sdk.Registry) (stop func()) {
 	t.Helper()
-	return deployOn(t, ctx, sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond})
+	return deployOn(t, ctx, sdk.WorkerConfig{World: lw, Registry: reg}, knobs.WithPollWait(20*time.Millisecond))
 }
 
 // deployOn runs a Worker of cfg until stop is called.
-func deployOn(t *testing.T, ctx context.Context, cfg sdk.WorkerConfig) (stop func()) {
+func deployOn(t *testing.T, ctx context.Context, cfg sdk.WorkerConfig, opts ...knobs.Option) (stop func()) {
 	t.Helper()
-	w, err := sdk.NewWorker(cfg)
+	w, err := sdk.NewWorker(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

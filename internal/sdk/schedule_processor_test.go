@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -23,11 +24,11 @@ func TestProcessorScheduleMessages(t *testing.T) {
 	}
 	defer lw.Close()
 	reg := scheduleRegistry(t)
-	p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg})
+	p, err := sdk.NewProcessor(sdk.WorkerConfig{World: lw, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := startWorkers(t, 1, sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
+	stop := startWorkers(t, 1, sdk.WorkerConfig{World: lw, Registry: reg}, knobs.WithPollWait(10*time.Millisecond))
 	defer stop()
 	ctx := context.Background()
 	msg := func(workflowName, at string) []byte {

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sort"
 	"strings"
 	"sync"
@@ -124,12 +125,12 @@ func scheduledRuns(t *testing.T, c *sdk.Client, want int) []string {
 	}
 }
 
-func startWorkers(t *testing.T, n int, cfg sdk.WorkerConfig) (stop func()) {
+func startWorkers(t *testing.T, n int, cfg sdk.WorkerConfig, opts ...knobs.Option) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range n {
-		w, err := sdk.NewWorker(cfg)
+		w, err := sdk.NewWorker(cfg, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,9 +160,9 @@ func TestWorkerFiresSchedules(t *testing.T) {
 			base := time.Date(2026, 11, 24, 10, 0, 30, 0, time.UTC)
 			clock := &testClock{t: base}
 			stop := startWorkers(t, workers, sdk.WorkerConfig{
-				World: lw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 2 * time.Millisecond, PollWait: 10 * time.Millisecond,
+				World: lw, Registry: scheduleRegistry(t),
 				Schedules: []sdk.Schedule{{Name: "every-minute", Expr: "* * * * *", Workflow: "scheduled", Input: tick{N: 21}}},
-			})
+			}, knobs.WithNow(clock.Now), knobs.WithScheduleTick(2*time.Millisecond), knobs.WithPollWait(10*time.Millisecond))
 			defer stop()
 			c, err := sdk.NewClient(sdk.ClientConfig{World: lw, Registry: scheduleRegistry(t)})
 			if err != nil {
@@ -221,9 +222,9 @@ func TestWorkerScheduleCatchUp(t *testing.T) {
 			defer lw.Close()
 			clock := &testClock{t: time.Date(2026, 11, 24, 10, 7, 30, 0, time.UTC)}
 			stop := startWorkers(t, 1, sdk.WorkerConfig{
-				World: lw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 2 * time.Millisecond, PollWait: 10 * time.Millisecond,
+				World: lw, Registry: scheduleRegistry(t),
 				Schedules: []sdk.Schedule{{Name: "five", Expr: "@every 5m", Workflow: "scheduled", CatchUp: c.catchUp}},
-			})
+			}, knobs.WithNow(clock.Now), knobs.WithScheduleTick(2*time.Millisecond), knobs.WithPollWait(10*time.Millisecond))
 			defer stop()
 			client, err := sdk.NewClient(sdk.ClientConfig{World: lw})
 			if err != nil {
@@ -273,9 +274,9 @@ func TestWorkerRetriesAFailedFiring(t *testing.T) {
 	fw := &flakyStarts{World: lw, fail: 3}
 	clock := &testClock{t: time.Date(2026, 11, 24, 10, 0, 59, 0, time.UTC)}
 	stop := startWorkers(t, 1, sdk.WorkerConfig{
-		World: fw, Registry: scheduleRegistry(t), Now: clock.Now, ScheduleTick: 20 * time.Millisecond, PollWait: 10 * time.Millisecond,
+		World: fw, Registry: scheduleRegistry(t),
 		Schedules: []sdk.Schedule{{Name: "m", Expr: "* * * * *", Workflow: "scheduled"}},
-	})
+	}, knobs.WithNow(clock.Now), knobs.WithScheduleTick(20*time.Millisecond), knobs.WithPollWait(10*time.Millisecond))
 	defer stop()
 	time.Sleep(30 * time.Millisecond) // the worker has read the clock
 	started := time.Now()

@@ -8,7 +8,7 @@ import (
 )
 
 // scheduler fires a Worker's schedules: one goroutine, looking at the
-// clock (worker.Config.Now) at least every tick, so that a test clock that
+// clock (the Worker's, knobs.WithNow) at least every tick, so that a test clock that
 // jumps or runs fast is followed within a tick.
 type scheduler struct {
 	w    *Worker
@@ -18,7 +18,7 @@ type scheduler struct {
 }
 
 func (w *Worker) runSchedules(ctx context.Context) {
-	s := &scheduler{w: w, list: w.schedules, next: make([]time.Time, len(w.schedules)), tick: w.cfg.ScheduleTick}
+	s := &scheduler{w: w, list: w.schedules, next: make([]time.Time, len(w.schedules)), tick: w.scheduleTick}
 	now := w.now()
 	for i, cs := range s.list {
 		if t, ok := missed(cs, now); ok {

@@ -70,6 +70,6 @@ func TestSealedStreamKeyUnavailable(t *testing.T) {
 		break
 	}
 	check("ReadStream", got)
-	_, err = c.ReadStreamPage(ctx, run, sdk.StreamPageOptions{})
+	_, err = c.ReadStreamPage(ctx, run, sdk.StreamOptions{})
 	check("ReadStreamPage", err)
 }

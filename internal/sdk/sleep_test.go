@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"testing"
 	"time"
 
@@ -162,7 +163,7 @@ func TestSleepWakesOnTime(t *testing.T) {
 		return [2]time.Time{due, woke}, err
 	})
 	// Linger disabled: the wake-up goes through a delayed continuation.
-	e := newEnvWith(t, envOptions{engine: sdk.EngineOptions{Linger: -1}}, wf2, stamp)
+	e := newEnvWith(t, envOptions{knobs: []knobs.Option{knobs.WithLinger(-1)}}, wf2, stamp)
 	ctx := e.ctx()
 	run, err := wf2.Start(ctx, e.client, time.Second)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -112,7 +113,7 @@ func TestRunInputDecodeFailureWording(t *testing.T) {
 	}
 	defer lw.Close()
 	reg := sdk.NewRegistry().MustRegister(takesCheckedOrder)
-	stop := startWorkers(t, 1, sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 10 * time.Millisecond})
+	stop := startWorkers(t, 1, sdk.WorkerConfig{World: lw, Registry: reg}, knobs.WithPollWait(10*time.Millisecond))
 	defer stop()
 	c, err := sdk.NewClient(sdk.ClientConfig{World: lw}) // no Registry: no check
 	if err != nil {
@@ -264,7 +265,7 @@ func TestScheduleFiringIgnoresInputChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer lw.Close()
-			p, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: scheduleRegistry(t)})
+			p, err := sdk.NewProcessor(sdk.WorkerConfig{World: lw, Registry: scheduleRegistry(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,17 +44,6 @@ func StartJSON(ctx context.Context, c *Client, workflowName string, input json.R
 	return &Started{ID: id, Existed: existed}, nil
 }
 
-// StreamPageOptions selects one page of a stream for ReadStreamPage.
-type StreamPageOptions struct {
-	// Namespace names the stream ("" is the default stream).
-	Namespace string
-	// Start is the first chunk's index; negative counts back from the end
-	// (-1 is the last chunk).
-	Start int64
-	// Limit bounds the chunks returned (0: the World's default).
-	Limit int
-}
-
 // StreamPage is one page of a stream: its chunks, the index to read from
 // next, and whether the stream is closed and this page reaches its end.
 type StreamPage struct {
@@ -67,7 +56,7 @@ type StreamPage struct {
 // opts.Start, without waiting for more: the read a poller repeats from
 // Next until Done. A stream nothing has written to yet is an empty page
 // that is not done, until the run is at rest: then it is done.
-func (c *Client) ReadStreamPage(ctx context.Context, runID string, opts StreamPageOptions) (*StreamPage, error) {
+func (c *Client) ReadStreamPage(ctx context.Context, runID string, opts StreamOptions) (*StreamPage, error) {
 	name, err := streamName(opts.Namespace)
 	if err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func TestReadStreamPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := c.ReadStreamPage(ctx, s.ID, sdk.StreamPageOptions{})
+	p, err := c.ReadStreamPage(ctx, s.ID, sdk.StreamOptions{})
 	if err != nil || len(p.Chunks) != 0 || p.Done {
 		t.Fatalf("empty stream: %+v, %v", p, err)
 	}
@@ -130,14 +130,14 @@ func TestReadStreamPage(t *testing.T) {
 	if err := lw.WriteStream(ctx, &world.WriteStreamParams{RunID: s.ID, Name: "user", Chunks: chunks}); err != nil {
 		t.Fatal(err)
 	}
-	p, err = c.ReadStreamPage(ctx, s.ID, sdk.StreamPageOptions{Start: 1, Limit: 1})
+	p, err = c.ReadStreamPage(ctx, s.ID, sdk.StreamOptions{Start: 1, Limit: 1})
 	if err != nil || len(p.Chunks) != 1 || !p.Chunks[0].JSON || string(p.Chunks[0].Data) != `{"n":1}` || p.Next != 2 || p.Done {
 		t.Fatalf("page: %+v, %v", p, err)
 	}
 	if err := lw.CloseStream(ctx, &world.CloseStreamParams{RunID: s.ID, Name: "user"}); err != nil {
 		t.Fatal(err)
 	}
-	p, err = c.ReadStreamPage(ctx, s.ID, sdk.StreamPageOptions{Start: -1})
+	p, err = c.ReadStreamPage(ctx, s.ID, sdk.StreamOptions{Start: -1})
 	if err != nil || len(p.Chunks) != 1 || string(p.Chunks[0].Data) != "bye" || p.Chunks[0].Index != 2 || !p.Done {
 		t.Fatalf("last: %+v, %v", p, err)
 	}

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sync"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestStartWithKeyWakesUnfinishedRun(t *testing.T) {
 	if !again.Existed() || again.ID() != first.ID() {
 		t.Fatalf("second start: existed=%v id=%s, want the first run %s", again.Existed(), again.ID(), first.ID())
 	}
-	worker, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: lw, Registry: reg, PollWait: 50 * time.Millisecond})
+	worker, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: lw, Registry: reg}, knobs.WithPollWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

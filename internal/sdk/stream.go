@@ -119,13 +119,17 @@ func (s *StreamWriter) Close() error {
 	return s.w.CloseStream(s.ctx, &world.CloseStreamParams{RunID: s.runID, Name: s.name})
 }
 
-// StreamOptions selects what ReadStream reads.
+// StreamOptions selects what ReadStream and ReadStreamPage read.
 type StreamOptions struct {
 	// Namespace names the stream ("" is the default stream).
 	Namespace string
 	// Start is the first chunk's index; negative counts back from the end
 	// (-1 is the last chunk), resolved when the read starts.
 	Start int64
+	// Limit, when positive, bounds the chunks read: ReadStream ends after
+	// Limit chunks, ReadStreamPage returns at most Limit (0: the World's
+	// page size; a World may return fewer).
+	Limit int
 }
 
 // StreamChunk is one chunk of a stream.
@@ -156,8 +160,8 @@ func decodeChunk(c world.StreamChunk) StreamChunk {
 // ReadStream reads a run's stream live: every chunk from opts.Start as it
 // is written, ending after the last chunk once the stream is closed (at the
 // latest when the run is at rest: ended, with nothing of it left running),
-// or with ctx's error. A stream a run at rest never wrote ends at once,
-// empty.
+// after opts.Limit chunks when it is positive, or with ctx's error. A
+// stream a run at rest never wrote ends at once, empty.
 func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOptions) iter.Seq2[StreamChunk, error] {
 	return func(yield func(StreamChunk, error) bool) {
 		name, err := streamName(opts.Namespace)
@@ -165,6 +169,7 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 			yield(StreamChunk{}, err)
 			return
 		}
+		read := 0
 		for ch, err := range world.Tail(ctx, restStreams{c.w}, world.TailParams{RunID: runID, Name: name, Start: opts.Start}) {
 			if err != nil {
 				yield(StreamChunk{}, err)
@@ -175,6 +180,9 @@ func (c *Client) ReadStream(ctx context.Context, runID string, opts StreamOption
 				return
 			}
 			if !yield(decodeChunk(ch), nil) {
+				return
+			}
+			if read++; opts.Limit > 0 && read >= opts.Limit {
 				return
 			}
 		}

@@ -78,7 +78,7 @@ func TestMissingStreamOfRunAtRestIsDone(t *testing.T) {
 	if _, err := e.client.WaitDeactivated(ctx, run.ID()); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.client.ReadStreamPage(ctx, run.ID(), sdk.StreamPageOptions{Namespace: "never"})
+	page, err := e.client.ReadStreamPage(ctx, run.ID(), sdk.StreamOptions{Namespace: "never"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,17 +116,23 @@ func TestOutputStream(t *testing.T) {
 	for _, tc := range []struct {
 		ns    string
 		start int64
+		limit int
 		want  []string
 	}{
-		{"", 0, []string{"bytes:Hello, world!", `json:{"foo":"test"}`}},
-		{"test", 0, []string{"bytes:Hello, named stream!", `json:{"foo":"bar"}`}},
-		{"", 1, []string{`json:{"foo":"test"}`}},
-		{"test", 1, []string{`json:{"foo":"bar"}`}},
-		{"", -1, []string{`json:{"foo":"test"}`}},
-		{"test", -1, []string{`json:{"foo":"bar"}`}},
+		{"", 0, 0, []string{"bytes:Hello, world!", `json:{"foo":"test"}`}},
+		{"test", 0, 0, []string{"bytes:Hello, named stream!", `json:{"foo":"bar"}`}},
+		{"", 1, 0, []string{`json:{"foo":"test"}`}},
+		{"test", 1, 0, []string{`json:{"foo":"bar"}`}},
+		{"", -1, 0, []string{`json:{"foo":"test"}`}},
+		{"test", -1, 0, []string{`json:{"foo":"bar"}`}},
+		// Limit ends the read after that many chunks.
+		{"", 0, 1, []string{"bytes:Hello, world!"}},
+		{"test", -2, 1, []string{"bytes:Hello, named stream!"}},
+		{"", 0, 5, []string{"bytes:Hello, world!", `json:{"foo":"test"}`}},
 	} {
-		if got := readAll(t, e.client, run.ID(), sdk.StreamOptions{Namespace: tc.ns, Start: tc.start}); !equal(got, tc.want) {
-			t.Errorf("ns %q start %d: %q, want %q", tc.ns, tc.start, got, tc.want)
+		opts := sdk.StreamOptions{Namespace: tc.ns, Start: tc.start, Limit: tc.limit}
+		if got := readAll(t, e.client, run.ID(), opts); !equal(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", opts, got, tc.want)
 		}
 	}
 	if !equal(live, []string{"bytes:Hello, world!", `json:{"foo":"test"}`}) {

@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -69,7 +70,7 @@ func TestBlockedWorkflowCode(t *testing.T) {
 	// past what a healthy slice takes on a busy machine. StopTimeout is
 	// long, so that a Worker.Run waiting for the blocked code would show.
 	wk, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: lw, Registry: reg, Concurrency: 4,
-		PollWait: 20 * time.Millisecond, StopTimeout: time.Minute, Engine: sdk.EngineOptions{MaxSlice: 3 * time.Second}})
+		StopTimeout: time.Minute, Engine: sdk.EngineOptions{MaxSlice: 3 * time.Second}}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,7 +210,7 @@ func (c *Client) followRest(ctx context.Context, p *world.WatchParams, seen map[
 		case <-ctx.Done():
 			yield(nil, ctx.Err())
 			return
-		case <-time.After(c.cfg.PollInterval):
+		case <-time.After(c.pollEvery):
 		}
 	}
 }

@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,8 @@ func TestTracesFollowTheRun(t *testing.T) {
 	// inside the session that starts it, however slow that session is.
 	clock := &testClock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
 	e := newEnvWith(t, envOptions{concurrency: 4, now: clock.Now,
-		engine: sdk.EngineOptions{TracerProvider: tp, InlineConcurrency: 2, Linger: -1, BackgroundDelay: -1}}, tracedWf, traceStep)
+		engine: sdk.EngineOptions{TracerProvider: tp, InlineConcurrency: 2},
+		knobs:  []knobs.Option{knobs.WithLinger(-1), knobs.WithBackgroundDelay(-1)}}, tracedWf, traceStep)
 	ctx := e.ctx()
 
 	reqCtx, req := tp.Tracer("test").Start(ctx, "POST /orders")

@@ -10,7 +10,7 @@ import (
 
 // Versions. Every run records the version of the code that started it
 // (RunInfo.Version): client.Config.Version for the runs a Client starts,
-// worker.ProcessorConfig.Version (or worker.Config.Version) for the child runs
+// worker.Config.Version for the child runs
 // its workflows start. Left empty, it is DefaultVersion (the build's VCS
 // revision). A Worker or
 // Processor given a VersionFilter executes only the runs whose version it

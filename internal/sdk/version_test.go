@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"github.com/skeinflow/skein/internal/knobs"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -28,8 +29,8 @@ func TestVersionsDeploy(t *testing.T) {
 	defer lw.Close()
 	testflows.VersionScenarios(t, func(t *testing.T, d testflows.Deployment) (*sdk.Client, func()) {
 		t.Helper()
-		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: d.Registry, PollWait: 20 * time.Millisecond,
-			Version: d.Version, Versions: d.Versions, Logger: d.Logger, Engine: d.Engine})
+		w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: d.Registry,
+			Version: d.Version, Versions: d.Versions, Logger: d.Logger, Engine: d.Engine}, append(d.Knobs, knobs.WithPollWait(20*time.Millisecond))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,11 +92,11 @@ func TestVersionConfig(t *testing.T) {
 		{"worker", func() error {
 			_, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Version: strings.Repeat("v", 200)})
 			return err
-		}(), "worker: Version"},
+		}(), "worker: Config.Version"},
 		{"versions", func() error {
-			_, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Versions: sdk.Versions{"v1", "v\x1b"}})
+			_, err := sdk.NewProcessor(sdk.WorkerConfig{World: lw, Registry: reg, Versions: sdk.Versions{"v1", "v\x1b"}})
 			return err
-		}(), "worker: Versions"},
+		}(), "worker: Config.Versions"},
 		// Pinned to versions that leave out its own: the runs it starts
 		// (schedules, children) would wait forever.
 		{"own version refused", func() error {
@@ -107,7 +108,7 @@ func TestVersionConfig(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", c.name, c.err, c.want)
 		}
 	}
-	if _, err := sdk.NewProcessor(sdk.ProcessorConfig{World: lw, Registry: reg, Versions: sdk.Versions{}}); err != nil {
+	if _, err := sdk.NewProcessor(sdk.WorkerConfig{World: lw, Registry: reg, Versions: sdk.Versions{}}); err != nil {
 		t.Errorf("an empty Versions: %v", err)
 	}
 	if !(sdk.Versions{"v1", ""}).Accepts("") || (sdk.Versions{"v1"}).Accepts("v2") {
@@ -151,7 +152,7 @@ func TestChildRunVersion(t *testing.T) {
 	child := sdk.New("version-child", func(ctx sdk.Context, n int) (int, error) { return n + 1, nil })
 	parent := sdk.New("version-parent", func(ctx sdk.Context, n int) (int, error) { return child.Call(ctx, n) })
 	reg := sdk.NewRegistry().MustRegister(parent, child)
-	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, PollWait: 20 * time.Millisecond, Version: "worker-2"})
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Registry: reg, Version: "worker-2"}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

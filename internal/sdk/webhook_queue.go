@@ -88,7 +88,7 @@ func IsWebhookDelivery(body []byte) bool {
 // ended) is dropped, with a warning in the Processor's log. A request
 // whose message would exceed 192 KiB goes to inbox (nil: the message is
 // sent as it is), which the Processor must be given too
-// (worker.ProcessorConfig.Inbox).
+// (worker.Config.Inbox).
 func QueuedWebhookHandler(c *Client, inbox Inbox) http.Handler {
 	h := &webhookHandler{c: c, timeout: 30 * time.Second, bodyTimeout: WebhookBodyTimeout}
 	h.deliver = func(ctx context.Context, token string, hk *world.Hook, r *Request) error {
@@ -163,7 +163,7 @@ func (p *Processor) processDelivery(ctx context.Context, body []byte) error {
 			return checkDelivery(d, d.Payload)
 		}
 		if p.inbox == nil {
-			return nil, &engine.PermanentError{Reason: engine.DeliveryDropped, Err: errors.New("its request is in an inbox, and ProcessorConfig.Inbox is not set")}
+			return nil, &engine.PermanentError{Reason: engine.DeliveryDropped, Err: errors.New("its request is in an inbox, and worker.Config.Inbox is not set")}
 		}
 		b, err := p.inbox.GetDelivery(ctx, d.ID)
 		if errors.Is(err, world.ErrNotFound) {

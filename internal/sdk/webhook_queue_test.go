@@ -118,7 +118,7 @@ func newQueueEnvWith(t *testing.T, wrap func(world.World) world.World) *queueEnv
 	if wrap != nil {
 		pw = wrap(lw)
 	}
-	if e.p, err = sdk.NewProcessor(sdk.ProcessorConfig{World: pw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
+	if e.p, err = sdk.NewProcessor(sdk.WorkerConfig{World: pw, Registry: reg, Logger: logger, Inbox: e.inbox}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.p.Close)

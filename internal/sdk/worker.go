@@ -13,145 +13,18 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/schedmsg"
 	"github.com/skeinflow/skein/world"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // EngineOptions tunes the engine; zero fields take the engine's defaults.
-type EngineOptions struct {
-	// InlineConcurrency bounds the steps one invocation runs as goroutines;
-	// the excess is queued for other workers (default 16).
-	InlineConcurrency int
-	// RunLeaseTTL is the per-run lease a continuation holds while it runs
-	// the workflow, renewed every third of it as it goes; a continuation
-	// whose process died blocks the run until it expires (default 30s). A
-	// continuation that loses its lease (a renewal refused, or failing for
-	// two thirds of it) stops at once: its steps in flight see their context
-	// cancelled and it commits nothing more.
-	RunLeaseTTL time.Duration
-	// StepLeaseTTL is a step attempt's exclusive lease (a compensation
-	// attempt's too), renewed while it runs; a step whose worker died
-	// re-runs once it expires (default 1m), or at once when a local worker
-	// restarts on the same store.
-	StepLeaseTTL time.Duration
-	// RunPollInterval is how often a running step checks whether its run
-	// has ended, to cancel its context (default 1s).
-	RunPollInterval time.Duration
-	// EventPollInterval is how often an invocation waiting on long steps
-	// looks for hook payloads and other events (default 1s).
-	EventPollInterval time.Duration
-	// MaxInvocation bounds one invocation without a context deadline
-	// (default 10m); BudgetMargin is kept free before a deadline (default 5s;
-	// the Lambda handler sets it from its own TimeBudgetMargin).
-	MaxInvocation, BudgetMargin time.Duration
-	// MaxSlice bounds how long workflow code may run between two calls of
-	// the workflow API (default 30s): code that blocks on anything else (a
-	// channel, a mutex, time.Sleep, a long loop) for longer fails its run
-	// with REPLAY_TIMEOUT, and the goroutine it blocks is abandoned (see
-	// Determinism in the package doc).
-	MaxSlice time.Duration
-	// Linger is how long an invocation waits in process for a close timer
-	// (default 250ms; negative: never).
-	Linger time.Duration
-	// MaxDeliveries fails a run whose message was delivered more often
-	// (default 48). A message received three times is sent again as a new
-	// message (acknowledging the old), so that a queue's receive limit
-	// (SQS's maxReceiveCount) never dead-letters a run whose executors
-	// died; MaxDeliveries counts the deliveries of both. Receives of a
-	// message that executors of other versions sent back (Versions) may be
-	// theirs: at the limit such a message is sent again counting one.
-	MaxDeliveries int
-	// MaxInterruptions bounds how often a step attempt may be interrupted by
-	// the loss of its executor (a worker killed or cut off mid-step). Such
-	// an attempt runs again as the same attempt, without using the step's
-	// retries; a step interrupted more often fails with STEP_EXECUTOR_LOST
-	// (default 10).
-	MaxInterruptions int
-	// MaxQueueDelay is the longest delay one queue message carries; longer
-	// waits chain hops (default 15m, the SQS limit). Tests shorten it.
-	MaxQueueDelay time.Duration
-	// BackgroundDelay delays the queue messages of the steps beyond
-	// InlineConcurrency; meanwhile the invocation that queued them may run
-	// them itself as its slots free up, saving the queue round trips of
-	// short steps. Negative means no delay. A Worker defaults to 50ms; a
-	// Processor to none (SQS delays are whole seconds).
-	BackgroundDelay time.Duration
-	// HoldRetryDelay is how long a run held by a replay divergence waits
-	// before it is replayed again (default 1m), doubling with each hold in
-	// a row up to HoldRetryLimit (default 1h).
-	HoldRetryDelay, HoldRetryLimit time.Duration
-	// TracerProvider makes OpenTelemetry spans: skein.message per queue
-	// message, skein.run per run session and skein.step per step attempt,
-	// with the run, workflow, step and attempt as attributes. A run started
-	// under a span (Client.Start's context) records its trace context, and
-	// every session and step of the run, in whatever process or invocation,
-	// joins that trace; the message span, in the handling process's trace,
-	// is linked. Default: OpenTelemetry's global provider (a no-op unless
-	// the program sets one).
-	TracerProvider trace.TracerProvider
-	// Metrics, when set, counts runs and steps as their events commit: the
-	// Metric names say what. The Lambda handler sends them to CloudWatch in
-	// Embedded Metric Format.
-	Metrics Metrics
-	// VersionRetryDelay is how long a message of a run whose version the
-	// executor does not accept (see worker.ProcessorConfig.Versions) waits in the
-	// queue for another executor (default 1s), doubling each time it is
-	// left again up to VersionRetryLimit (default 1m).
-	VersionRetryDelay, VersionRetryLimit time.Duration
-	// LogCacheBytes bounds the run logs kept in memory between a run's
-	// invocations in this process, so that the next one (a hook payload's
-	// wake-up, say) loads only what was appended since instead of the whole
-	// log (default 32 MiB of payloads; negative keeps none). With its log,
-	// a run's workflow is kept alive where it waits (up to 64 runs, a
-	// goroutine each, counted as 64 KiB each), so that the next invocation
-	// hands it what is new instead of replaying it from its start; a
-	// Worker stops them when Run returns.
-	LogCacheBytes int
-}
+// internal/engine documents each field (worker.EngineOptions is this type).
+type EngineOptions = engine.Options
 
 // Metrics receives measurements of runs and steps, each once its event is
-// committed. Implementations must be safe for concurrent use and must not
-// block. The names it receives: the counters RunsStarted (a run began, or
-// a held run resumed), RunsCompleted, RunsFailed, RunsHeld (a replay
-// divergence stopped a run), StepAttempts (an attempt began),
-// StepAttemptFailures (an attempt failed, retried or not), StepsFailed (a
-// step failed for good), MessagesRefused (messages an executor pinned to
-// versions sent back for another executor: steadily above zero, runs wait
-// for a version no one runs) and KeyUnavailable (messages sent back because
-// the executor's keys could not open their run's payloads); the
-// distributions StepLatency (a step's first start to its completion),
-// RunDuration (a run's creation to its end) and, from the Lambda handler,
-// QueueLag (a queue message's due time to its receipt).
-type Metrics interface {
-	// Count adds n to the counter name.
-	Count(name string, n int)
-	// Duration records one observation of the distribution name.
-	Duration(name string, d time.Duration)
-}
-
-// ProcessorConfig configures a Processor.
-type ProcessorConfig struct {
-	World    world.World
-	Registry *Registry
-	// Logger receives the processor's logs (default: discarded).
-	Logger *slog.Logger
-	Now    func() time.Time
-	Engine EngineOptions
-	// Version is the code version of this executor, recorded on the child
-	// runs its workflows start (default: as client.Config.Version).
-	Version string
-	// Versions, when set, says which runs' versions this executor runs: a
-	// message of a run of another version goes back to the queue, for an
-	// executor that accepts it, without counting as a failed delivery, and
-	// a warning names the version. Nil (or an empty Versions) runs every
-	// run. See the "Changing workflows" guide.
-	Versions VersionFilter
-	// Inbox holds the webhook requests too large for a queue message that a
-	// QueuedWebhookHandler put there; the Processor reads, checks and
-	// deletes them. Nil: such a delivery is dropped (and logged).
-	Inbox Inbox
-}
+// committed (internal/engine documents it; worker.Metrics is this type).
+type Metrics = engine.Metrics
 
 // Processor handles the queue messages of a World's runs: the part of a
 // worker (or of a Lambda handler) that does the work.
@@ -162,43 +35,39 @@ type Processor struct {
 	inbox  Inbox
 }
 
-// NewProcessor returns a Processor for cfg.
-func NewProcessor(cfg ProcessorConfig) (*Processor, error) {
+// NewProcessor returns a Processor for cfg: its World, Registry, Logger,
+// Engine, Version, Versions and Inbox (the Worker's other fields are not
+// the Processor's).
+func NewProcessor(cfg WorkerConfig, opts ...knobs.Option) (*Processor, error) {
 	if cfg.Registry == nil {
-		return nil, errors.New("worker: Registry is required")
+		return nil, errors.New("worker: Config.Registry is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	version, err := resolveVersion("worker: Version", cfg.Version)
+	version, err := resolveVersion("worker: Config.Version", cfg.Version)
 	if err != nil {
 		return nil, err
 	}
-	accept, err := acceptFunc("worker: Versions", cfg.Versions)
+	accept, err := acceptFunc("worker: Config.Versions", cfg.Versions)
 	if err != nil {
 		return nil, err
 	}
 	if accept != nil && !accept(version) {
 		// The runs it starts (children, schedules, its client's) would
 		// record a version it then refuses for good.
-		return nil, fmt.Errorf("workflow: Versions does not accept this executor's own version %q (Version, or the build's): "+
+		return nil, fmt.Errorf("worker: Config.Versions does not accept this executor's own version %q (Config.Version, or the build's): "+
 			"the runs it starts would wait for another executor; set Version to one of its Versions", version)
 	}
-	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Version: version})
+	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Version: version}, opts...)
 	if err != nil {
 		return nil, err
 	}
-	o := cfg.Engine
 	eng, err := engine.New(engine.Config{
-		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Now: cfg.Now,
-		InlineConcurrency: o.InlineConcurrency, RunLeaseTTL: o.RunLeaseTTL, StepLeaseTTL: o.StepLeaseTTL, RunPollInterval: o.RunPollInterval,
-		EventPollInterval: o.EventPollInterval, MaxInvocation: o.MaxInvocation, BudgetMargin: o.BudgetMargin, MaxSlice: o.MaxSlice,
-		Linger: o.Linger, MaxDeliveries: o.MaxDeliveries, MaxInterruptions: o.MaxInterruptions, Metrics: o.Metrics, TracerProvider: o.TracerProvider, BackgroundDelay: max(o.BackgroundDelay, 0), MaxQueueDelay: o.MaxQueueDelay,
-		HoldRetryDelay: o.HoldRetryDelay, HoldRetryLimit: o.HoldRetryLimit, LogCacheBytes: o.LogCacheBytes,
-		AcceptVersion: accept, VersionRetryDelay: o.VersionRetryDelay, VersionRetryLimit: o.VersionRetryLimit,
-		EncodeError: cfg.Registry.encode,
+		World: cfg.World, Registry: engineRegistry{cfg.Registry}, Logger: cfg.Logger, Options: cfg.Engine,
+		AcceptVersion: accept, EncodeError: cfg.Registry.encode,
 		StepContext: func(ctx context.Context) context.Context { return context.WithValue(ctx, clientKey{}, client) },
-	})
+	}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -263,20 +132,30 @@ func (p *Processor) Process(ctx context.Context, body []byte, attempt int) (err 
 // retried.
 func IsPermanent(err error) bool { return engine.IsPermanent(err) }
 
-// WorkerConfig configures a Worker.
+// The Worker's defaults (one each; the engine's are internal/engine's).
+const (
+	defaultConcurrency     = 8
+	defaultStopTimeout     = 10 * time.Second
+	defaultPollWait        = time.Second
+	defaultScheduleTick    = time.Second
+	defaultBackgroundDelay = 50 * time.Millisecond
+)
+
+// WorkerConfig configures a Worker, and a Processor (NewProcessor reads
+// World, Registry, Logger, Engine, Version, Versions and Inbox).
 type WorkerConfig struct {
 	World world.World
 	// Consumer receives the World's queue (default: the World itself, when
 	// it implements world.Consumer, as localworld does).
 	Consumer world.Consumer
 	Registry *Registry
-	// Concurrency is the number of messages handled at once (default 8).
+	// Concurrency is the number of messages handled at once (default 8;
+	// the Lambda handler's default is 10, the largest SQS batch).
 	Concurrency int
 	// Logger receives the worker's logs (default: discarded). Set it: a
 	// run this worker cannot execute (its code or its key missing, its
 	// version not accepted) is logged at WARN or ERROR, and nowhere else.
 	Logger *slog.Logger
-	Now    func() time.Time
 	// WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook
 	// handler there under WebhookPath.
 	WebhookAddr string
@@ -292,29 +171,27 @@ type WorkerConfig struct {
 	// error matching context.DeadlineExceeded, leaving the steps that
 	// ignore their context to run on in their goroutines (see Run).
 	StopTimeout time.Duration
-	// PollWait is how long a receive waits for a message (default 1s).
-	PollWait time.Duration
-	// RetryDelay is the delay before a failed message is delivered again,
-	// given its attempt (default exponential from 100ms to 30s).
-	RetryDelay func(attempt int) time.Duration
-	Engine     EngineOptions
+	// Engine tunes the engine (leases, bounds, tracing, metrics).
+	Engine EngineOptions
 	// Version is the code version of this worker: recorded on the runs its
 	// Client starts and on the child runs its workflows start (default:
 	// as client.Config.Version).
 	Version string
-	// Versions, when set, restricts the worker to the runs of the versions
-	// it accepts; a message of another run stays queued for another worker
-	// (see worker.ProcessorConfig.Versions). Nil runs every run.
+	// Versions, when set, says which runs' versions this executor runs: a
+	// message of a run of another version goes back to the queue, for an
+	// executor that accepts it, without counting as a failed delivery, and
+	// a warning names the version. Nil (or an empty Versions) runs every
+	// run. See the "Changing workflows" guide.
 	Versions VersionFilter
 	// Schedules are fired by the Worker while it runs: each firing starts
 	// one run, keyed by the schedule's name and the scheduled time (see
 	// Schedule). worker.New refuses a schedule that does not check out with
 	// a *RegistrationError (Kind "schedule").
 	Schedules []Schedule
-	// ScheduleTick is the longest the Worker waits between two looks at
-	// the clock (Now) for due schedules (default 1s); a test whose clock
-	// jumps or runs fast shortens it.
-	ScheduleTick time.Duration
+	// Inbox holds the webhook requests too large for a queue message that a
+	// QueuedWebhookHandler put there; the Processor reads, checks and
+	// deletes them. Nil: such a delivery is dropped (and logged).
+	Inbox Inbox
 }
 
 // Worker runs workflows locally: it consumes a World's queue with a pool of
@@ -327,11 +204,17 @@ type Worker struct {
 	running   atomic.Bool
 	inflight  atomic.Int64 // messages being handled
 	schedules []*compiledSchedule
+	// From the knobs (Skein's tests): the clock, how long a receive
+	// waits, a failed message's delay, the schedules' tick.
+	now          func() time.Time
+	pollWait     time.Duration
+	retryDelay   func(attempt int) time.Duration
+	scheduleTick time.Duration
 }
 
 // NewWorker returns a Worker for cfg. With WebhookAddr set it starts
 // listening at once (so WebhookURL is known); Run serves.
-func NewWorker(cfg WorkerConfig) (*Worker, error) {
+func NewWorker(cfg WorkerConfig, opts ...knobs.Option) (*Worker, error) {
 	if cfg.World == nil {
 		return nil, errors.New("worker: Config.World is required")
 	}
@@ -346,7 +229,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	case cfg.Concurrency < 0:
 		return nil, fmt.Errorf("worker: Config.Concurrency is negative (%d)", cfg.Concurrency)
 	case cfg.Concurrency == 0:
-		cfg.Concurrency = 8
+		cfg.Concurrency = defaultConcurrency
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -355,39 +238,23 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.Visibility = world.DefaultVisibility
 	}
 	if cfg.StopTimeout <= 0 {
-		cfg.StopTimeout = 10 * time.Second
+		cfg.StopTimeout = defaultStopTimeout
 	}
-	if cfg.PollWait <= 0 {
-		cfg.PollWait = time.Second
-	}
-	if cfg.RetryDelay == nil {
-		cfg.RetryDelay = func(attempt int) time.Duration {
-			d := 100 * time.Millisecond
-			for i := 1; i < attempt && d < 30*time.Second; i++ {
-				d *= 2
-			}
-			return min(d, 30*time.Second)
-		}
-	}
-	if cfg.Engine.BackgroundDelay == 0 {
-		cfg.Engine.BackgroundDelay = 50 * time.Millisecond
-	}
-	if cfg.ScheduleTick <= 0 {
-		cfg.ScheduleTick = time.Second
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	p, err := NewProcessor(ProcessorConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Now: cfg.Now, Engine: cfg.Engine,
-		Version: cfg.Version, Versions: cfg.Versions})
+	// A Worker holds back the steps beyond the inline capacity a little
+	// (the engine's default is none, as on Lambda); a knob may change it.
+	opts = append([]knobs.Option{knobs.WithBackgroundDelay(defaultBackgroundDelay)}, opts...)
+	k := knobs.Apply(opts)
+	w := &Worker{cfg: cfg, consumer: cfg.Consumer, now: k.Now, pollWait: k.PollWait, retryDelay: k.RetryDelay, scheduleTick: k.ScheduleTick}
+	w.knobDefaults()
+	p, err := NewProcessor(WorkerConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Engine: cfg.Engine,
+		Version: cfg.Version, Versions: cfg.Versions, Inbox: cfg.Inbox}, opts...)
 	if err != nil {
 		return nil, err
 	}
-	schedules, err := compileSchedules(cfg.Schedules, cfg.Registry)
-	if err != nil {
+	w.p = p
+	if w.schedules, err = compileSchedules(cfg.Schedules, cfg.Registry); err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, p: p, consumer: cfg.Consumer, schedules: schedules}
 	if cfg.WebhookAddr != "" {
 		w.ln, err = net.Listen("tcp", cfg.WebhookAddr)
 		if err != nil {
@@ -397,7 +264,31 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	return w, nil
 }
 
-func (w *Worker) now() time.Time { return w.cfg.Now() }
+// knobDefaults gives the settings no knob set their defaults.
+func (w *Worker) knobDefaults() {
+	if w.now == nil {
+		w.now = time.Now
+	}
+	if w.pollWait <= 0 {
+		w.pollWait = defaultPollWait
+	}
+	if w.scheduleTick <= 0 {
+		w.scheduleTick = defaultScheduleTick
+	}
+	if w.retryDelay == nil {
+		w.retryDelay = defaultRetryDelay
+	}
+}
+
+// defaultRetryDelay is a failed message's delay: exponential from 100ms
+// to 30s.
+func defaultRetryDelay(attempt int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 1; i < attempt && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
 
 // Client returns a client over the worker's World and Registry.
 func (w *Worker) Client() *Client { return w.p.client }
@@ -419,7 +310,7 @@ func (w *Worker) WebhookURL() string {
 // back at once, unhandled and uncounted (sent again carrying the
 // deliveries before this one, so it counts against neither MaxDeliveries
 // nor a queue's dead-letter count), and a dynamoworld receive in flight
-// finishes its SQS long poll (up to PollWait) to give back what that
+// finishes its SQS long poll (up to a second) to give back what that
 // brings. A process that
 // exits before Run returns can leave up to Concurrency messages, and their
 // runs, waiting for Visibility.

@@ -14,7 +14,7 @@ import (
 func (w *Worker) loop(ctx context.Context) {
 	errDelay := 10 * time.Millisecond
 	for ctx.Err() == nil {
-		ds, err := w.consumer.Receive(ctx, &world.ReceiveParams{Max: 1, Wait: w.cfg.PollWait, Visibility: w.cfg.Visibility})
+		ds, err := w.consumer.Receive(ctx, &world.ReceiveParams{Max: 1, Wait: w.pollWait, Visibility: w.cfg.Visibility})
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, world.ErrClosed) {
 				return
@@ -60,7 +60,7 @@ func (w *Worker) handle(ctx context.Context, d world.Delivery) {
 	default:
 		attempt := d.Attempt + delivered(d.Body)
 		w.cfg.Logger.Warn("workflow: message failed; retrying", "message", d.MessageID, "attempt", attempt, "err", err)
-		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt, Delay: w.cfg.RetryDelay(attempt)})
+		err = w.consumer.Release(bg, &world.ReleaseParams{Receipt: d.Receipt, Delay: w.retryDelay(attempt)})
 	}
 	if err != nil && !errors.Is(err, world.ErrClosed) {
 		w.cfg.Logger.Warn("workflow: ack/release", "message", d.MessageID, "err", err)

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"errors"
+	"github.com/skeinflow/skein/internal/knobs"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,7 +86,7 @@ func TestWorkerKeepsALongMessageHidden(t *testing.T) {
 	})
 	reg := sdk.NewRegistry().MustRegister(wf, long)
 	w, err := sdk.NewWorker(sdk.WorkerConfig{World: lw, Consumer: dc, Registry: reg, Concurrency: 4,
-		Visibility: 1500 * time.Millisecond, PollWait: 20 * time.Millisecond})
+		Visibility: 1500 * time.Millisecond}, knobs.WithPollWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +131,13 @@ func TestWorkerRetryDelayCountsReplacedDeliveries(t *testing.T) {
 	}
 	defer lw.Close()
 	attempts := make(chan int, 16)
-	w, err := sdk.NewWorker(sdk.WorkerConfig{World: leaseFaultWorld{lw}, Consumer: lw, Registry: sdk.NewRegistry(), Concurrency: 1,
-		PollWait: 20 * time.Millisecond, RetryDelay: func(attempt int) time.Duration {
-			select {
-			case attempts <- attempt:
-			default:
-			}
-			return time.Hour
-		}})
+	w, err := sdk.NewWorker(sdk.WorkerConfig{World: leaseFaultWorld{lw}, Consumer: lw, Registry: sdk.NewRegistry(), Concurrency: 1}, knobs.WithPollWait(20*time.Millisecond), knobs.WithRetryDelay(func(attempt int) time.Duration {
+		select {
+		case attempts <- attempt:
+		default:
+		}
+		return time.Hour
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -95,6 +96,8 @@ type Deployment struct {
 	Versions worker.VersionFilter
 	Logger   *slog.Logger
 	Engine   worker.EngineOptions
+	// Knobs are passed to the executors' constructors.
+	Knobs []knobs.Option
 }
 
 // Deploy starts executors of d on the World under test and returns a client
@@ -235,7 +238,8 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	logs := &logBuffer{}
 	// Refusals come back fast, and a run whose messages were delivered
 	// more than twice would fail were refusals counted.
-	eng := worker.EngineOptions{MaxDeliveries: 2, VersionRetryDelay: 10 * time.Millisecond, VersionRetryLimit: 100 * time.Millisecond}
+	eng := worker.EngineOptions{MaxDeliveries: 2}
+	retry := []knobs.Option{knobs.WithVersionRetry(10*time.Millisecond, 100*time.Millisecond)}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	// A run that does not end leaves its executors' logs behind: which
 	// refused it last, and when, tells a lost message from a slow one.
@@ -244,8 +248,8 @@ func pinScenario(t *testing.T, deploy Deploy) {
 			t.Logf("the executors' logs:\n%s", logs.String())
 		}
 	}()
-	c1, stop1 := deploy(t, Deployment{Registry: reg(v1), Version: "v1", Versions: worker.Versions{"v1"}, Logger: logger, Engine: eng})
-	c2, stop2 := deploy(t, Deployment{Registry: reg(v2bad), Version: "v2", Versions: worker.Versions{"v2"}, Logger: logger, Engine: eng})
+	c1, stop1 := deploy(t, Deployment{Registry: reg(v1), Version: "v1", Versions: worker.Versions{"v1"}, Logger: logger, Engine: eng, Knobs: retry})
+	c2, stop2 := deploy(t, Deployment{Registry: reg(v2bad), Version: "v2", Versions: worker.Versions{"v2"}, Logger: logger, Engine: eng, Knobs: retry})
 	defer stop2()
 	// A client of a version no executor runs (yet).
 	c0, err := skclient.New(skclient.Config{World: sdk.ClientWorld(c1), Registry: reg(v1), Version: "v0"})
@@ -287,7 +291,7 @@ func pinScenario(t *testing.T, deploy Deploy) {
 	// Drained: no run of v1 is left unfinished, so v1 goes, and an
 	// executor of v0 takes the orphan on.
 	stop1()
-	_, stop0 := deploy(t, Deployment{Registry: reg(v1), Version: "v0", Versions: worker.Versions{"v0"}, Logger: logger, Engine: eng})
+	_, stop0 := deploy(t, Deployment{Registry: reg(v1), Version: "v0", Versions: worker.Versions{"v0"}, Logger: logger, Engine: eng, Knobs: retry})
 	defer stop0()
 	wantEnd(t, ctx, c2, runs[3], false)
 }
