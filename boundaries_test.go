@@ -38,7 +38,7 @@ var encryptWiring = []string{module + "/skeinlambda", module + "/cmd/skein"}
 // skeintestImports are the packages of the module that skeintest, the test
 // kit users import in their own tests, may import (its tests may import
 // more). It runs workflows on the local world, so it never needs AWS.
-var skeintestImports = []string{module + "/workflow", module + "/client", module + "/worker", module + "/internal/sdk", module + "/world", module + "/localworld", module + "/internal/engine"}
+var skeintestImports = []string{module + "/workflow", module + "/client", module + "/worker", module + "/internal/sdk", module + "/world", module + "/localworld", module + "/internal/engine", module + "/internal/knobs"}
 
 // facadeImports are the packages of the module each of the SDK's public
 // facades may import (non-test code): internal/sdk, which implements

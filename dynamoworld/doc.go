@@ -28,7 +28,7 @@
 // the table as template.yaml does.
 //
 // The table records its format (SchemaVersion) in one item. New's check
-// (World.CheckSchema, unless Config.SkipCheck) refuses a table of another
+// (World.CheckSchema) refuses a table of another
 // version, or one holding runs without the item, with a *SchemaError:
 // formats are not migrated before 1.0. A table created before gs4 existed
 // works as before, except that listing runs by attribute returns a
@@ -171,7 +171,7 @@
 // conditional item (TTL: DedupeWindow) before the send and confirms it
 // after; only a confirmed claim answers Duplicate. An unconfirmed one (its
 // sender may have died before sending) answers world.ErrKeyPending for
-// PendingGrace, then is taken over by the next Enqueue, which sends. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
+// 30s (the pending grace), then is taken over by the next Enqueue, which sends. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
 // ApproximateReceiveCount. Bodies that are not SQS-safe text travel
 // base64-encoded (a message attribute says so).
 //

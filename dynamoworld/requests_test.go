@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/testflows"
 	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
@@ -74,10 +73,9 @@ func TestColdRunRequests(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &dynamotest.Meter{}
-			c := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+			c := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 			cfg := dynamotest.Config(c, r, url)
-			cfg.SkipCheck = true
-			w, err := dynamoworld.New(ctx, cfg) // a cold process: nothing cached
+			w, err := dynamoworld.New(ctx, cfg, knobs.WithSkipCheck()) // a cold process: nothing cached
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +145,7 @@ func TestFanOutRequests(t *testing.T) {
 	dynamotest.Require(t)
 	ctx := context.Background()
 	m := &dynamotest.Meter{}
-	c := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 	r, url := dynamotest.NewResources(t, c)
 	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
 	if err != nil {

@@ -205,7 +205,8 @@
 //
 // # Time
 //
-// Config.Now is the only clock: createdAt, leases, delays, visibility and
+// The World's clock (time.Now; Skein's tests give their own) is the only
+// clock: createdAt, leases, delays, visibility and
 // dedupe expiry all read it. Receive converts a due time into a real timer,
 // so with a frozen clock a delayed message never becomes due.
 package localworld

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/worker"
@@ -132,7 +133,7 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 		}
 	}
 	e := &Env{t: t, cfg: cfg, reg: run, d: newDriver(cfg.start, !cfg.manual, workers)}
-	lw, err := localworld.Open(localworld.Config{Now: e.d.Now, Logger: cfg.logger})
+	lw, err := localworld.Open(localworld.Config{Logger: cfg.logger}, knobs.WithNow(e.d.Now))
 	if err != nil {
 		t.Fatalf("skeintest: open the local world: %v", err)
 	}
