@@ -106,12 +106,13 @@ type Config struct {
 	// Logger gets operational messages (default: discarded).
 	Logger *slog.Logger
 
-	// Settings only Skein's tests and wiring change (internal/knobs, set by
-	// New's options): the clock (default time.Now), the source of IDs
-	// (default crypto/rand), the Streamer (default a streams.Streamer on S3,
-	// Bucket and Prefix, registering its streams in the table), the run
-	// cache (defaultCacheRuns; negative disables), the pending grace
-	// (defaultPendingGrace) and whether New skips Check.
+	// Settings only Skein's tests and wiring change: the clock (default
+	// time.Now), the source of IDs (default crypto/rand), the run cache
+	// (defaultCacheRuns; negative disables) and whether New skips Check,
+	// set by New's options (internal/knobs); the Streamer (default a
+	// streams.Streamer on S3, Bucket and Prefix, registering its streams in
+	// the table) and the pending grace (defaultPendingGrace), set by this
+	// package's tests.
 	now          func() time.Time
 	entropy      io.Reader
 	streams      world.Streamer
@@ -128,14 +129,8 @@ func (c Config) withKnobs(k knobs.Set) Config {
 	if k.Entropy != nil {
 		c.entropy = k.Entropy
 	}
-	if k.Streams != nil {
-		c.streams = k.Streams
-	}
 	if k.CacheRuns != 0 {
 		c.cacheRuns = k.CacheRuns
-	}
-	if k.PendingGrace != 0 {
-		c.pendingGrace = k.PendingGrace
 	}
 	c.skipCheck = c.skipCheck || k.SkipCheck
 	return c

@@ -3,8 +3,6 @@ package knobs
 import (
 	"os"
 	"time"
-
-	"github.com/skeinflow/skein/world"
 )
 
 // World holds the knobs of the Worlds (localworld, dynamoworld) and of the
@@ -14,42 +12,30 @@ import (
 type World struct {
 	// FileMode is the permission of a file localworld creates (default 0600).
 	FileMode os.FileMode
-	// Streams replaces the streams.Streamer dynamoworld builds on its S3
-	// bucket (tests give a fake).
-	Streams world.Streamer
 	// CacheRuns bounds the runs whose state dynamoworld keeps in memory
 	// (default 1024; negative disables the cache).
 	CacheRuns int
-	// PendingGrace is how long dynamoworld keeps a claimed, unconfirmed
-	// idempotency key from later Enqueues (default 30s).
-	PendingGrace time.Duration
 	// SkipCheck skips dynamoworld.New's check of the table, queue and
 	// bucket (skeinlambda's cold start, benchmarks and fakes).
 	SkipCheck bool
 	// MaxBackoff bounds the wait between two attempts of an SDK client
 	// dynamoworld.NewClients builds (default the SDK's 20s).
 	MaxBackoff time.Duration
-	// MaxChunksPerObject bounds the chunks of one streams object (default 256).
+	// MaxChunksPerObject bounds the chunks of one streams object (default 1000).
 	MaxChunksPerObject int
 	// PageSize is the runs per page of webui's list (default 50).
 	PageSize int
 	// Heartbeat is how often skeinhttp's event stream sends a comment to keep
 	// idle connections open (default 15s); Retry is the reconnection delay it
-	// suggests to browsers (default 2s).
+	// suggests to browsers (default none; webui's stream 2s).
 	Heartbeat, Retry time.Duration
 }
 
 // WithFileMode sets World.FileMode.
 func WithFileMode(m os.FileMode) Option { return func(s *Set) { s.FileMode = m } }
 
-// WithStreams sets World.Streams.
-func WithStreams(st world.Streamer) Option { return func(s *Set) { s.Streams = st } }
-
 // WithCacheRuns sets World.CacheRuns.
 func WithCacheRuns(n int) Option { return func(s *Set) { s.CacheRuns = n } }
-
-// WithPendingGrace sets World.PendingGrace.
-func WithPendingGrace(d time.Duration) Option { return func(s *Set) { s.PendingGrace = d } }
 
 // WithSkipCheck sets World.SkipCheck.
 func WithSkipCheck() Option { return func(s *Set) { s.SkipCheck = true } }
