@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
@@ -57,7 +56,7 @@ func newDynBench(b *testing.B) *dynBench {
 	b.Helper()
 	dynamotest.Require(b)
 	m := &dynamotest.Meter{}
-	c := dynamotest.Clients(b, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	c := dynamotest.Clients(b, dynamoworld.ClientOptions{}, m.Add)
 	r, url := dynamotest.NewResources(b, c)
 	cfg := dynamotest.Config(c, r, url)
 	w, err := dynamoworld.New(context.Background(), cfg)

@@ -40,7 +40,7 @@ func (w *store) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 	mu.Lock()
 	defer mu.Unlock()
 	a := w.newAppendState(p)
-	for iter := 0; iter < 4*w.cfg.MaxAttempts && a.contention < w.cfg.MaxAttempts; iter++ {
+	for iter := 0; iter < 4*maxAppendAttempts && a.contention < maxAppendAttempts; iter++ {
 		pd, err := a.plan(ctx)
 		if err != nil {
 			return nil, err
@@ -63,7 +63,7 @@ func (w *store) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 			return res, err
 		}
 	}
-	return nil, fmt.Errorf("dynamoworld: append to run %s: gave up after %d attempts under contention: %w", p.RunID, w.cfg.MaxAttempts, a.lastErr)
+	return nil, fmt.Errorf("dynamoworld: append to run %s: gave up after %d attempts under contention: %w", p.RunID, maxAppendAttempts, a.lastErr)
 }
 
 // validAppend refuses what no state can make valid: missing events, a

@@ -15,8 +15,8 @@ import (
 func BenchmarkSerialStepCPU(b *testing.B) {
 	ddb := &fakeDDB{}
 	w, err := New(b.Context(), Config{
-		DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), Streams: fakeStreams{},
-		Table: "skein-test", QueueURL: "http://q/1", Bucket: "skein-test", SkipCheck: true,
+		DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), streams: fakeStreams{},
+		Table: "skein-test", QueueURL: "http://q/1", Bucket: "skein-test", skipCheck: true,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -68,7 +68,7 @@ func queryIndex(t *testing.T, c *dynamodb.Client, table, key, value string) []st
 // Query, never a Scan).
 func TestListRunsByAttributeIndex(t *testing.T) {
 	meter := &dynamotest.Meter{}
-	w := dynamotest.NewWorld(t, dynamotest.Options{Clients: dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{meter.Add}}})
+	w := dynamotest.NewWorld(t, dynamotest.Options{APIOptions: []func(*middleware.Stack) error{meter.Add}})
 	defer w.Close()
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	table := tableOf(t, w)

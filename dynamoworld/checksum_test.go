@@ -17,6 +17,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -40,8 +41,7 @@ func newSumFixture(t *testing.T) *sumFixture {
 	f := &sumFixture{t: t, c: c, table: res.Table, run: ids.New(world.PrefixRun), step: ids.New(world.PrefixStep)}
 	f.fresh = func() *dynamoworld.World {
 		cfg := dynamotest.Config(c, res, url)
-		cfg.CacheRuns = -1 // every read from the table
-		w, err := dynamoworld.New(ctx, cfg)
+		w, err := dynamoworld.New(ctx, cfg, knobs.WithCacheRuns(-1)) // every read from the table
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/itemsum"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -32,8 +33,7 @@ func TestItemChecksumConcurrentWriters(t *testing.T) {
 	f.table = res.Table
 	open := func(cache int) *dynamoworld.World {
 		cfg := dynamotest.Config(f.c, res, url)
-		cfg.CacheRuns = cache
-		w, err := dynamoworld.New(ctx, cfg)
+		w, err := dynamoworld.New(ctx, cfg, knobs.WithCacheRuns(cache))
 		if err != nil {
 			t.Fatal(err)
 		}

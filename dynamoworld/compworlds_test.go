@@ -9,6 +9,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -115,8 +116,7 @@ func TestWatchAllFollowsRunUntilDeactivated(t *testing.T) {
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, c)
 	cfg := dynamotest.Config(c, r, url)
-	cfg.Now = func() time.Time { return time.Now().Add(-time.Hour) } // its runs are an hour old
-	old, err := dynamoworld.New(ctx, cfg)
+	old, err := dynamoworld.New(ctx, cfg, knobs.WithNow(func() time.Time { return time.Now().Add(-time.Hour) })) // its runs are an hour old
 	if err != nil {
 		t.Fatal(err)
 	}

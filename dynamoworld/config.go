@@ -9,27 +9,44 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/awslimits"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
-// Defaults applied by Config.WithDefaults.
+// Defaults applied by Config.WithDefaults. A request that names no run
+// lease or visibility gets world.DefaultRunLease or world.DefaultVisibility.
 const (
 	DefaultTable               = "skein"
 	DefaultPrefix              = "skein/"
 	DefaultClaimCheckThreshold = 64 << 10
 	DefaultDedupeWindow        = 24 * time.Hour
-	DefaultRunLeaseTTL         = world.DefaultRunLease
-	DefaultVisibility          = world.DefaultVisibility
-	DefaultCacheRuns           = 1024
-	DefaultMaxAttempts         = 64
-	// DefaultPendingGrace is how long an Enqueue that claimed an idempotency
-	// key but has not confirmed its send keeps later duplicates away.
-	DefaultPendingGrace = 30 * time.Second
-	// DefaultWatchPollMin and DefaultWatchPollMax bound the wait between two
-	// reads of a watched run's partition (World.Watch).
-	DefaultWatchPollMin = 50 * time.Millisecond
-	DefaultWatchPollMax = 2 * time.Second
 )
+
+// defaultWatchPollMin and defaultWatchPollMax bound the wait between two
+// reads of a watched run's partition (World.Watch), for a watch whose
+// WatchParams set no bounds (knobs.WithWatchPoll).
+const (
+	defaultWatchPollMin = 50 * time.Millisecond
+	defaultWatchPollMax = 2 * time.Second
+)
+
+// Settings only Skein's tests change (internal/knobs).
+const (
+	// defaultCacheRuns bounds the runs whose state the World keeps in memory
+	// to commit without reading first.
+	defaultCacheRuns = 1024
+	// defaultPendingGrace: an idempotency key claimed by an Enqueue whose
+	// send is not confirmed holds for this long: an Enqueue under it
+	// meanwhile sends nothing and fails with world.ErrKeyPending (never a
+	// Duplicate: the message is not known sent); after that an Enqueue takes
+	// the claim over and sends (the first sender presumably died).
+	defaultPendingGrace = 30 * time.Second
+)
+
+// maxAppendAttempts bounds the attempts of one Append under contention
+// (conflicting commits of other Worlds to the same run); past it Append
+// fails with the last conflict.
+const maxAppendAttempts = 64
 
 // Limits.
 const (
@@ -52,14 +69,6 @@ type Config struct {
 	DynamoDB DynamoDBAPI
 	SQS      SQSAPI
 	S3       S3API
-	// Streams is the World's Streamer. When nil, New builds a streams.Streamer
-	// on S3, Bucket and Prefix (S3 must then also be a streams.S3API, as the
-	// SDK client is), bounded by Limits.MaxStreamBytes, whose streams are
-	// registered in the table and counted there against
-	// Limits.MaxStreams. A Streamer given here enforces its own bounds
-	// (streams.Config.MaxStreamBytes; a streams.Streamer without a
-	// Registry counts no streams).
-	Streams world.Streamer
 
 	// Table is the DynamoDB table (default "skein"); see CreateResources for
 	// its schema.
@@ -87,44 +96,54 @@ type Config struct {
 	// DedupeWindow is how long an Enqueue idempotency key suppresses
 	// duplicates (default 24h).
 	DedupeWindow time.Duration
-	// PendingGrace: an idempotency key claimed by an Enqueue whose send is
-	// not confirmed holds for this long (default 30s): an Enqueue under it
-	// meanwhile sends nothing and fails with world.ErrKeyPending (never a
-	// Duplicate: the message is not known sent); after that an Enqueue
-	// takes the claim over and sends (the first sender presumably died).
-	PendingGrace time.Duration
-	// DefaultRunLeaseTTL is the run lease when RunLeaseParams names no TTL
-	// (default world.DefaultRunLease, 30s; negative is refused).
-	DefaultRunLeaseTTL time.Duration
-	// DefaultVisibility hides a received message when ReceiveParams names no
-	// Visibility (default world.DefaultVisibility, 30s; negative is refused).
-	DefaultVisibility time.Duration
-	// CacheRuns bounds the runs whose state the World keeps in memory to
-	// commit without reading first (default 1024; negative disables).
-	CacheRuns int
-	// MaxAttempts bounds the attempts of one Append under contention
-	// (default 64).
-	MaxAttempts int
-	// SkipCheck skips New's startup check (Check): that the table, queue
-	// and bucket exist and that the table is of this World's SchemaVersion.
-	// World.CheckSchema checks the version alone (one GetItem).
-	SkipCheck bool
-	// WatchPollMin and WatchPollMax bound the wait between two looks of a
-	// watch (World.Watch): WatchPollMin after a look that found events,
-	// doubling while idle up to WatchPollMax (defaults 50ms and 2s). A watch
-	// of every run looks at most once a second and backs off to 5s (see
-	// doc.go, Watching).
-	WatchPollMin, WatchPollMax time.Duration
 	// Limits bound how far one run may grow (events, payload size, hooks,
 	// waits, stream bytes, streams): see world.Limits for each and its default.
 	// Every World and every Processor on a table should use the same.
 	Limits world.Limits
 
-	// Now is the clock (default time.Now); Entropy feeds IDs (default
-	// crypto/rand); Logger gets operational messages (default: discarded).
-	Now     func() time.Time
-	Entropy io.Reader
-	Logger  *slog.Logger
+	// Logger gets operational messages (default: discarded).
+	Logger *slog.Logger
+
+	// Settings only Skein's tests and wiring change: the clock (default
+	// time.Now), the source of IDs (default crypto/rand), the run cache
+	// (defaultCacheRuns; negative disables) and whether New skips Check,
+	// set by New's options (internal/knobs); the Streamer (default a
+	// streams.Streamer on S3, Bucket and Prefix, registering its streams in
+	// the table) and the pending grace (defaultPendingGrace), set by this
+	// package's tests.
+	now     func() time.Time
+	entropy io.Reader
+	// watchPollMin and watchPollMax bound the wait between two looks of a
+	// watch whose WatchParams set none: the minimum after a look that
+	// found events, doubling while idle up to the maximum (defaults 50ms
+	// and 2s; knobs.WithWatchPoll). A watch of every run looks at most once
+	// a second and backs off to 5s (see doc.go, Watching).
+	watchPollMin, watchPollMax time.Duration
+	streams                    world.Streamer
+	cacheRuns                  int
+	pendingGrace               time.Duration
+	skipCheck                  bool
+}
+
+// withKnobs returns a copy of c with the settings k holds.
+func (c Config) withKnobs(k knobs.Set) Config {
+	if k.Now != nil {
+		c.now = k.Now
+	}
+	if k.Entropy != nil {
+		c.entropy = k.Entropy
+	}
+	if k.CacheRuns != 0 {
+		c.cacheRuns = k.CacheRuns
+	}
+	c.skipCheck = c.skipCheck || k.SkipCheck
+	if k.WatchPollMin > 0 {
+		c.watchPollMin = k.WatchPollMin
+	}
+	if k.WatchPollMax > 0 {
+		c.watchPollMax = k.WatchPollMax
+	}
+	return c
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.
@@ -147,29 +166,20 @@ func (c *Config) WithDefaults() *Config {
 	if out.DedupeWindow <= 0 {
 		out.DedupeWindow = DefaultDedupeWindow
 	}
-	if out.PendingGrace <= 0 {
-		out.PendingGrace = DefaultPendingGrace
+	if out.pendingGrace <= 0 {
+		out.pendingGrace = defaultPendingGrace
 	}
-	if out.DefaultRunLeaseTTL == 0 {
-		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
+	if out.cacheRuns == 0 {
+		out.cacheRuns = defaultCacheRuns
 	}
-	if out.DefaultVisibility == 0 {
-		out.DefaultVisibility = DefaultVisibility
+	if out.watchPollMin <= 0 {
+		out.watchPollMin = defaultWatchPollMin
 	}
-	if out.CacheRuns == 0 {
-		out.CacheRuns = DefaultCacheRuns
+	if out.watchPollMax <= 0 {
+		out.watchPollMax = defaultWatchPollMax
 	}
-	if out.MaxAttempts <= 0 {
-		out.MaxAttempts = DefaultMaxAttempts
-	}
-	if out.WatchPollMin <= 0 {
-		out.WatchPollMin = DefaultWatchPollMin
-	}
-	if out.WatchPollMax <= 0 {
-		out.WatchPollMax = DefaultWatchPollMax
-	}
-	if out.Now == nil {
-		out.Now = time.Now
+	if out.now == nil {
+		out.now = time.Now
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
@@ -205,15 +215,6 @@ func (c *Config) validate() error {
 	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("negative Retention %s", c.Retention))
-	}
-	if c.DefaultVisibility < 0 {
-		errs = append(errs, fmt.Errorf("negative DefaultVisibility %s", c.DefaultVisibility))
-	}
-	if c.DefaultRunLeaseTTL < 0 {
-		errs = append(errs, fmt.Errorf("negative DefaultRunLeaseTTL %s", c.DefaultRunLeaseTTL))
-	}
-	if c.DefaultVisibility > 12*time.Hour {
-		errs = append(errs, fmt.Errorf("DefaultVisibility %s is over SQS's 12h", c.DefaultVisibility))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("dynamoworld: invalid config: %w", err)

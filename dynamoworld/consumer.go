@@ -22,6 +22,22 @@ const (
 	maxVisibility   = 12 * time.Hour
 )
 
+// receiveVisibility checks p's bounds and returns the visibility its
+// messages get: p.Visibility, or world.DefaultVisibility when it names none.
+func receiveVisibility(p *world.ReceiveParams) (time.Duration, error) {
+	switch {
+	case p == nil:
+		return 0, invalid("nil ReceiveParams")
+	case p.Max < 0 || p.Wait < 0 || p.Visibility < 0:
+		return 0, invalid("negative receive parameter")
+	case p.Visibility > maxVisibility:
+		return 0, invalid("visibility %s is over SQS's 12h", p.Visibility)
+	case p.Visibility == 0:
+		return world.DefaultVisibility, nil
+	}
+	return p.Visibility, nil
+}
+
 // Receive long-polls the queue for up to p.Max messages (at most 10 a call),
 // waiting up to p.Wait (in calls of at most 20s) for the first, and hides
 // them for p.Visibility. Times are rounded up to whole seconds, as SQS
@@ -43,23 +59,15 @@ const (
 // its run has finished or does not exist: then it only deletes it (one
 // Query of the run per hop).
 func (w *store) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.Delivery, error) {
-	switch {
-	case p == nil:
-		return nil, invalid("nil ReceiveParams")
-	case p.Max < 0 || p.Wait < 0 || p.Visibility < 0:
-		return nil, invalid("negative receive parameter")
-	case p.Visibility > maxVisibility:
-		return nil, invalid("visibility %s is over SQS's 12h", p.Visibility)
+	vis, err := receiveVisibility(p)
+	if err != nil {
+		return nil, err
 	}
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer w.leave()
 	n := min(max(p.Max, 1), maxReceiveBatch)
-	vis := p.Visibility
-	if vis == 0 {
-		vis = w.cfg.DefaultVisibility
-	}
 	deadline := time.Now().Add(p.Wait)
 	for {
 		wait := min(time.Until(deadline), maxLongPoll)

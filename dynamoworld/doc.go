@@ -28,7 +28,7 @@
 // the table as template.yaml does.
 //
 // The table records its format (SchemaVersion) in one item. New's check
-// (World.CheckSchema, unless Config.SkipCheck) refuses a table of another
+// (World.CheckSchema) refuses a table of another
 // version, or one holding runs without the item, with a *SchemaError:
 // formats are not migrated before 1.0. A table created before gs4 existed
 // works as before, except that listing runs by attribute returns a
@@ -93,8 +93,8 @@
 // partition with one eventually consistent Query per look (after one
 // strongly consistent Query that places its cursor), delivering each commit
 // once, in order and without gaps. The wait between looks starts at
-// Config.WatchPollMin (50ms) after a look that found something and doubles
-// while the run is idle up to Config.WatchPollMax (2s); the watch ends
+// 50ms (or the watch's WatchParams.PollMin) after a look that found
+// something and doubles while the run is idle up to 2s (PollMax); the watch ends
 // after the run's terminal event. An idle look costs 0.5 read request
 // units (about 900 per watched idle run per hour at the 2s cap); an event
 // reaches the watcher within one wait plus a Query's round trip.
@@ -175,7 +175,7 @@
 // conditional item (TTL: DedupeWindow) before the send and confirms it
 // after; only a confirmed claim answers Duplicate. An unconfirmed one (its
 // sender may have died before sending) answers world.ErrKeyPending for
-// PendingGrace, then is taken over by the next Enqueue, which sends. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
+// 30s (the pending grace), then is taken over by the next Enqueue, which sends. Receive long-polls; Release is ChangeMessageVisibility; Attempt is
 // ApproximateReceiveCount. Bodies that are not SQS-safe text travel
 // base64-encoded (a message attribute says so).
 //

@@ -5,6 +5,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
 )
@@ -31,7 +32,8 @@ func TestConformance(t *testing.T) {
 			worldtest.Run(t, worldtest.Options{
 				New: func(t *testing.T) worldtest.Subject {
 					clock := new(worldtest.Clock)
-					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{CacheRuns: tc.cacheRuns, Limits: suiteLimits, Now: clock.Now}})
+					w := dynamotest.NewWorld(t, dynamotest.Options{Config: dynamoworld.Config{Limits: suiteLimits},
+						Knobs: []knobs.Option{knobs.WithCacheRuns(tc.cacheRuns), knobs.WithNow(clock.Now)}})
 					return worldtest.Subject{World: w, Consumer: w, Clock: clock, AbandonClaim: dynamoworld.AbandonClaim(w)}
 				},
 				Racers: 16,

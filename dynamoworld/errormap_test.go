@@ -336,7 +336,7 @@ func TestStartupCheckNamesWhatIsMissing(t *testing.T) {
 	s3c := newFakeS3()
 	s3c.headErr = notFound("NotFound")
 	_, err := New(context.Background(), Config{
-		DynamoDB: ddb, SQS: &fakeSQS{err: notFound("AWS.SimpleQueueService.NonExistentQueue")}, S3: s3c, Streams: fakeStreams{},
+		DynamoDB: ddb, SQS: &fakeSQS{err: notFound("AWS.SimpleQueueService.NonExistentQueue")}, S3: s3c, streams: fakeStreams{},
 		Table: "missing-table", QueueURL: "http://sqs.local/000000000000/missing-queue", Bucket: "missing-bucket",
 	})
 	for _, want := range []string{`DynamoDB table "missing-table" does not exist`, "SQS queue http://sqs.local/000000000000/missing-queue does not exist", `S3 bucket "missing-bucket" does not exist`} {
@@ -348,7 +348,7 @@ func TestStartupCheckNamesWhatIsMissing(t *testing.T) {
 	ddb.describe = func(*dynamodb.DescribeTableInput) (*dynamodb.DescribeTableOutput, error) {
 		return nil, &smithy.GenericAPIError{Code: "UnrecognizedClientException", Message: "The security token included in the request is invalid"}
 	}
-	_, err = New(context.Background(), Config{DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), Streams: fakeStreams{}, Table: "t-1", QueueURL: "http://q/1", Bucket: "b-1"})
+	_, err = New(context.Background(), Config{DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), streams: fakeStreams{}, Table: "t-1", QueueURL: "http://q/1", Bucket: "b-1"})
 	if err == nil || !strings.Contains(err.Error(), `DynamoDB DescribeTable on table "t-1"`) || !strings.Contains(err.Error(), "security token") {
 		t.Fatalf("New with bad credentials: %v, want the DynamoDB call and the cause", err)
 	}

@@ -211,8 +211,8 @@ type fakeStreams struct{ world.Streamer }
 func newFakeWorld(t *testing.T, ddb *fakeDDB, s3c *fakeS3, mod func(*Config)) *World {
 	t.Helper()
 	cfg := Config{
-		DynamoDB: ddb, SQS: &fakeSQS{}, S3: s3c, Streams: fakeStreams{},
-		Table: "skein-test", QueueURL: "http://sqs.local/000000000000/q", Bucket: "skein-test", SkipCheck: true,
+		DynamoDB: ddb, SQS: &fakeSQS{}, S3: s3c, streams: fakeStreams{},
+		Table: "skein-test", QueueURL: "http://sqs.local/000000000000/q", Bucket: "skein-test", skipCheck: true,
 	}
 	if mod != nil {
 		mod(&cfg)

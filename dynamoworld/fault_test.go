@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -42,9 +41,8 @@ func TestFaultsAreRetriedAndLoseNothing(t *testing.T) {
 	// Each of these at least once, however the requests interleave (the
 	// rest at random): the checks below need them.
 	inj.Cover = covered
-	faulty := dynamotest.Clients(t, dynamoworld.ClientOptions{
-		APIOptions: []func(*middleware.Stack) error{inj.Add}, MaxAttempts: 12, MaxBackoff: 200 * time.Millisecond,
-	})
+	faulty := dynamotest.ClientsWith(t, dynamoworld.ClientOptions{MaxAttempts: 12},
+		[]knobs.Option{knobs.WithMaxBackoff(200 * time.Millisecond)}, inj.Add)
 	clean := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, clean)
 	w, err := dynamoworld.New(ctx, dynamotest.Config(faulty, r, url))

@@ -20,7 +20,7 @@ import (
 // unexpired; release deletes it when the owner holds it.
 
 func (w *store) leaseTTL(p *world.RunLeaseParams) (time.Duration, error) {
-	return p.LeaseTTL(w.cfg.DefaultRunLeaseTTL)
+	return p.LeaseTTL(world.DefaultRunLease)
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL, or fails

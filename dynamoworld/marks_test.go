@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/engine"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
@@ -242,10 +242,10 @@ func TestRunEndReadCost(t *testing.T) {
 			}
 		}
 		m := &dynamotest.Meter{}
-		c := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+		c := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 		cfg := f.cfg
-		cfg.DynamoDB, cfg.SQS, cfg.S3, cfg.SkipCheck = c.DynamoDB, c.SQS, c.S3, true
-		cold, err := dynamoworld.New(ctx, cfg)
+		cfg.DynamoDB, cfg.SQS, cfg.S3 = c.DynamoDB, c.SQS, c.S3
+		cold, err := dynamoworld.New(ctx, cfg, knobs.WithSkipCheck())
 		if err != nil {
 			t.Fatal(err)
 		}

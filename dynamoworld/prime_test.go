@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -110,10 +109,9 @@ func TestPrimedSnapshot(t *testing.T) {
 	for name, run := range runs {
 		t.Run(name, func(t *testing.T) {
 			m := &dynamotest.Meter{}
-			mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+			mc := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 			cfg := dynamotest.Config(mc, r, url)
-			cfg.SkipCheck = true
-			b, err := dynamoworld.New(ctx, cfg)
+			b, err := dynamoworld.New(ctx, cfg, knobs.WithSkipCheck())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,10 +271,9 @@ func TestRunEndCounted(t *testing.T) {
 		mustAppend(t, a, run, world.EventInput{CorrelationID: st, Data: &world.StepCreated{StepName: "s"}}, world.EventInput{CorrelationID: st, Data: &world.StepStarted{}})
 
 		m := &dynamotest.Meter{}
-		mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+		mc := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 		cfg := dynamotest.Config(mc, r, url)
-		cfg.SkipCheck = true
-		b, err := dynamoworld.New(ctx, cfg)
+		b, err := dynamoworld.New(ctx, cfg, knobs.WithSkipCheck())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +307,7 @@ func TestPrimeMergesIncomplete(t *testing.T) {
 	}
 	defer a.Close()
 	m := &dynamotest.Meter{}
-	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 	b, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
 	if err != nil {
 		t.Fatal(err)
@@ -360,7 +357,7 @@ func TestRollForward(t *testing.T) {
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, c)
 	m := &dynamotest.Meter{}
-	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 	a, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ var (
 //     snapshot is read again and judged again).
 //   - Enqueue with an IdempotencyKey claims the key in the table (for
 //     Config.DedupeWindow) before the send and confirms it after; a claim
-//     not confirmed within Config.PendingGrace is refused with
+//     not confirmed within 30s (the pending grace) is refused with
 //     world.ErrKeyPending, and taken over after it: at least once, never
 //     lost.
 //   - Receive does not return a message due after SQS's 15-minute delay: it
@@ -39,7 +39,7 @@ var (
 //   - Close stops the World from accepting calls and waits for those in
 //     flight, a Receive's long poll included (up to its wait). It deletes
 //     nothing; closing twice is not an error.
-//   - Watch polls (Config.WatchPollMin to WatchPollMax for one run); a
+//   - Watch polls (50ms to 2s for one run, or the watch's own bounds); a
 //     stream's StreamChanged is closed by writes through this World only
 //     (other writers are seen by polling: world.Tail).
 type World struct {
@@ -97,7 +97,6 @@ func (w *World) DeleteDelivery(ctx context.Context, id string) error {
 // CheckSchema verifies that the table is of this World's SchemaVersion:
 // one consistent GetItem when the table records its version. A table
 // without the record is claimed (the item put on its absence) when it
-// holds no run, and refused otherwise. Check (so New, unless
-// Config.SkipCheck) calls it; a process that skips the other checks (a
+// holds no run, and refused otherwise. Check (so New) calls it; a process that skips the other checks (a
 // Lambda function, whose stack made the resources) may call it alone.
 func (w *World) CheckSchema(ctx context.Context) error { return w.s.CheckSchema(ctx) }

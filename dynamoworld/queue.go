@@ -63,7 +63,7 @@ const (
 // it; a later Enqueue with the key returns the first message's ID with
 // Duplicate set once the claim is confirmed (the message sent). A claim not
 // confirmed is no proof of a send (its sender may have died in between):
-// within Config.PendingGrace of it, Enqueue sends nothing and fails with an
+// within the pending grace (30s) of it, Enqueue sends nothing and fails with an
 // error matching world.ErrKeyPending, for the caller to retry (a claim
 // younger than a few seconds is read again for about 0.6s first: a live
 // sender confirms it, and the answer is then Duplicate); after it,
@@ -210,11 +210,11 @@ func (w *store) claimKey(ctx context.Context, key, id string, now time.Time) (du
 		return "", id, nil // our own put, retried by the SDK after a lost response
 	case getS(old, qState) == qSent:
 		return getS(old, qMessageID), "", nil
-	case now.Before(getT(old, aCreated).Add(w.cfg.PendingGrace)):
+	case now.Before(getT(old, aCreated).Add(w.cfg.pendingGrace)):
 		if sent, ok := w.awaitSent(ctx, k, old, now); ok {
 			return sent, "", nil
 		}
-		return "", "", keyPending(key, old, w.cfg.PendingGrace)
+		return "", "", keyPending(key, old, w.cfg.pendingGrace)
 	}
 	// An unconfirmed claim older than the grace period: its sender failed.
 	// Take it over, keeping its message ID.

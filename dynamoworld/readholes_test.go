@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/runrules"
 	"github.com/skeinflow/skein/world"
 )
@@ -162,9 +163,9 @@ func TestExpiredRunItemsAreGone(t *testing.T) {
 	f.deleteItem(t, run, "s#"+step)
 	f.deleteCommit(t, run, 0)
 	later := f.cfg
-	later.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	laterNow := knobs.WithNow(func() time.Time { return time.Now().Add(2 * time.Hour) })
 	openLater := func() *dynamoworld.World {
-		lw, err := dynamoworld.New(ctx, later)
+		lw, err := dynamoworld.New(ctx, later, laterNow)
 		if err != nil {
 			t.Fatal(err)
 		}

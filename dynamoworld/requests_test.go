@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/skeinflow/skein/client"
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
@@ -75,10 +73,9 @@ func TestColdRunRequests(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &dynamotest.Meter{}
-			c := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+			c := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 			cfg := dynamotest.Config(c, r, url)
-			cfg.SkipCheck = true
-			w, err := dynamoworld.New(ctx, cfg) // a cold process: nothing cached
+			w, err := dynamoworld.New(ctx, cfg, knobs.WithSkipCheck()) // a cold process: nothing cached
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +145,7 @@ func TestFanOutRequests(t *testing.T) {
 	dynamotest.Require(t)
 	ctx := context.Background()
 	m := &dynamotest.Meter{}
-	c := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 	r, url := dynamotest.NewResources(t, c)
 	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
 	if err != nil {

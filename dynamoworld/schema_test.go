@@ -71,7 +71,7 @@ func TestSchemaVersion(t *testing.T) {
 				}}}, nil
 			}
 			_, err := New(context.Background(), Config{
-				DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), Streams: fakeStreams{},
+				DynamoDB: ddb, SQS: &fakeSQS{}, S3: newFakeS3(), streams: fakeStreams{},
 				Table: "skein-test", QueueURL: "http://sqs.local/000000000000/q", Bucket: "skein-test",
 			})
 			var se *SchemaError

@@ -179,7 +179,7 @@ func TestEnqueueStrandedClaimNotDuplicate(t *testing.T) {
 	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
 	q := &fakeSQS{}
 	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) {
-		c.DynamoDB, c.SQS, c.Now, c.PendingGrace = ddb, q, clock, 30*time.Second
+		c.DynamoDB, c.SQS, c.now, c.pendingGrace = ddb, q, clock, 30*time.Second
 	})
 	const key = "refused:k"
 	// The dead sender's claim, as its Enqueue left it before SendMessage.
@@ -211,7 +211,7 @@ func TestEnqueuePendingConfirmedMeanwhile(t *testing.T) {
 	ddb := &claimsDDB{fakeDDB: &fakeDDB{}, claims: map[string]item{}}
 	q := &fakeSQS{}
 	w := newFakeWorld(t, ddb.fakeDDB, newFakeS3(), func(c *Config) {
-		c.DynamoDB, c.SQS, c.Now = ddb, q, func() time.Time { return now }
+		c.DynamoDB, c.SQS, c.now = ddb, q, func() time.Time { return now }
 	})
 	const key = "hook:k"
 	if dup, _, err := w.s.claimKey(context.Background(), key, "msg_live", now); err != nil || dup != "" {

@@ -14,8 +14,8 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
-// The World's Streamer methods delegate to Config.Streams (by default a
-// streams.Streamer on the same bucket). A default Streamer registers every
+// The World's Streamer methods delegate to a streams.Streamer on the same
+// bucket (Skein's tests may give another). It registers every
 // stream in the table (see doc.go, Streams), and ListStreams answers from
 // there.
 

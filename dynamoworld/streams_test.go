@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
@@ -30,7 +29,7 @@ func TestStreamsListedFromTheTable(t *testing.T) {
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, c)
 	m := &dynamotest.Meter{}
-	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}})
+	mc := dynamotest.Clients(t, dynamoworld.ClientOptions{}, m.Add)
 	a, err := dynamoworld.New(ctx, dynamotest.Config(mc, r, url))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
 )
@@ -31,8 +32,7 @@ func TestConformanceTwoProcesses(t *testing.T) {
 			for i := range p.ws {
 				cfg := dynamotest.Config(c, r, url)
 				cfg.Limits = suiteLimits
-				cfg.Now = clock.Now
-				w, err := dynamoworld.New(context.Background(), cfg)
+				w, err := dynamoworld.New(context.Background(), cfg, knobs.WithNow(clock.Now))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -35,10 +35,10 @@ const (
 )
 
 // poller returns the Poller of a watch of p: one run looks from
-// Config.WatchPollMin to WatchPollMax, every run at most once a second,
+// 50ms to 2s (knobs.WithWatchPoll), every run at most once a second,
 // backing off to 5s.
 func (w *store) poller(p *world.WatchParams) *watch.Poller {
-	lo, hi := w.cfg.WatchPollMin, w.cfg.WatchPollMax
+	lo, hi := w.cfg.watchPollMin, w.cfg.watchPollMax
 	if p == nil || p.RunID == "" {
 		lo, hi = max(lo, allRunsPoll), max(hi, 5*allRunsPoll)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -24,8 +24,8 @@ func TestWatchRequests(t *testing.T) {
 	defer cancel()
 	m := &dynamotest.Meter{}
 	w := dynamotest.NewWorld(t, dynamotest.Options{
-		Clients: dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}},
-		Config:  dynamoworld.Config{WatchPollMin: 20 * time.Millisecond, WatchPollMax: 320 * time.Millisecond},
+		APIOptions: []func(*middleware.Stack) error{m.Add},
+		Knobs:      []knobs.Option{knobs.WithWatchPoll(20*time.Millisecond, 320*time.Millisecond)},
 	})
 	defer w.Close()
 	run := world.NewIDSource(nil, nil).New(world.PrefixRun)
@@ -89,7 +89,7 @@ func TestWatchAllRequests(t *testing.T) {
 	defer cancel()
 	m := &dynamotest.Meter{}
 	w := dynamotest.NewWorld(t, dynamotest.Options{
-		Clients: dynamoworld.ClientOptions{APIOptions: []func(*middleware.Stack) error{m.Add}},
+		APIOptions: []func(*middleware.Stack) error{m.Add},
 	})
 	defer w.Close()
 	ids := world.NewIDSource(nil, nil)

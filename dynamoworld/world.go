@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
@@ -58,12 +59,12 @@ func (w *store) runLock(runID string) *sync.Mutex {
 	return &w.locks[h.Sum32()%uint32(len(w.locks))]
 }
 
-// New returns a World on the resources cfg names. Unless cfg.SkipCheck, it
-// first checks that the table, the queue and the bucket exist and says which
-// one does not, and that the table is of this World's SchemaVersion (a
-// *SchemaError when not).
-func New(ctx context.Context, cfg Config) (*World, error) {
-	s, err := newStore(ctx, cfg)
+// New returns a World on the resources cfg names. It first checks that the
+// table, the queue and the bucket exist and says which one does not, and
+// that the table is of this World's SchemaVersion (a *SchemaError when not).
+// Options are for Skein's own wiring and tests.
+func New(ctx context.Context, cfg Config, opts ...knobs.Option) (*World, error) {
+	s, err := newStore(ctx, cfg.withKnobs(knobs.Apply(opts)))
 	if err != nil {
 		return nil, err
 	}
@@ -77,17 +78,17 @@ func newStore(ctx context.Context, cfg Config) (*store, error) {
 		return nil, err
 	}
 	w := &store{
-		cfg: c, ddb: c.DynamoDB, sqs: c.SQS, ss: c.Streams,
+		cfg: c, ddb: c.DynamoDB, sqs: c.SQS, ss: c.streams,
 		cc:     &claimCheck{s3: c.S3, bucket: c.Bucket, prefix: c.Prefix, threshold: c.ClaimCheckThreshold, retention: c.Retention, stored: map[string]struct{}{}},
-		ids:    world.NewIDSource(c.Now, c.Entropy),
+		ids:    world.NewIDSource(c.now, c.entropy),
 		logger: c.Logger,
-		cache:  newRunCache(c.CacheRuns),
+		cache:  newRunCache(c.cacheRuns),
 	}
 	w.closeCtx, w.closeFn = context.WithCancel(context.Background())
 	if w.ss == nil {
 		api, ok := c.S3.(streams.S3API)
 		if !ok {
-			return nil, errors.New("dynamoworld: invalid config: Streams is nil and the S3 client cannot serve streams (it is not a streams.S3API)")
+			return nil, errors.New("dynamoworld: invalid config: Config.S3 cannot serve streams (it is not a streams.S3API)")
 		}
 		ss, err := streams.New(streams.Config{
 			S3: api, Bucket: c.Bucket, Prefix: c.Prefix + "streams/", Logger: c.Logger, Registry: streamRegistry{w},
@@ -98,7 +99,7 @@ func newStore(ctx context.Context, cfg Config) (*store, error) {
 		}
 		w.ss, w.registers = ss, true
 	}
-	if !c.SkipCheck {
+	if !c.skipCheck {
 		if err := w.Check(ctx); err != nil {
 			return nil, err
 		}
@@ -184,7 +185,7 @@ func (w *store) leave() { w.gate.RUnlock() }
 
 // now reads the clock as the World records time: UTC, no monotonic reading,
 // so that what it returns equals what it later reads back.
-func (w *store) now() time.Time { return w.cfg.Now().UTC().Round(0) }
+func (w *store) now() time.Time { return w.cfg.now().UTC().Round(0) }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", world.ErrInvalid, fmt.Sprintf(format, args...))

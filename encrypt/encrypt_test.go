@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/encrypt"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
@@ -33,7 +34,7 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
 		clock := new(worldtest.Clock)
-		lw, err := localworld.Open(localworld.Config{Limits: world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10, MaxStreams: 16, MaxRunBytes: 4 << 20}, Now: clock.Now})
+		lw, err := localworld.Open(localworld.Config{Limits: world.Limits{MaxEvents: 1000, MaxPayload: 64 << 10, MaxStreamBytes: 256 << 10, MaxStreams: 16, MaxRunBytes: 4 << 20}}, knobs.WithNow(clock.Now))
 		if err != nil {
 			t.Fatal(err)
 		}

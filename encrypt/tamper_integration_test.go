@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -30,8 +31,7 @@ func TestSealedBitFlipSweepDynamo(t *testing.T) {
 	res, url := dynamotest.NewResources(t, c)
 	open := func() *dynamoworld.World {
 		cfg := dynamotest.Config(c, res, url)
-		cfg.CacheRuns = -1 // every read from the table
-		w, err := dynamoworld.New(ctx, cfg)
+		w, err := dynamoworld.New(ctx, cfg, knobs.WithCacheRuns(-1)) // every read from the table
 		if err != nil {
 			t.Fatal(err)
 		}

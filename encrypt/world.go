@@ -17,8 +17,6 @@ import (
 type Config struct {
 	// Keys makes and opens the runs' data keys (required).
 	Keys Keyring
-	// CacheSize bounds the open data keys kept in memory (default 4096).
-	CacheSize int
 	// Logger receives what the wrapper has to say (default: discarded).
 	Logger *slog.Logger
 	// LeaveSealed returns the payloads a read cannot open (no key, a wrong
@@ -27,6 +25,10 @@ type Config struct {
 	// still fail.
 	LeaveSealed bool
 }
+
+// cacheSize bounds the open data keys a wrapper keeps in memory (the
+// oldest goes first).
+const cacheSize = 4096
 
 // sealedWorld is a world.World whose payloads are sealed in the World it
 // wraps. Each method of world.World and world.Consumer is the wrapped
@@ -73,13 +75,10 @@ func Wrap(w world.World, cfg Config) (world.World, error) {
 	if cfg.Keys == nil {
 		return nil, errors.New("encrypt: no Keys: a Keyring is required")
 	}
-	if cfg.CacheSize <= 0 {
-		cfg.CacheSize = 4096
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &sealedWorld{inner: w, keys: cfg.Keys, log: cfg.Logger, leaveSealed: cfg.LeaveSealed, cache: map[string]*runKey{}, size: cfg.CacheSize}, nil
+	return &sealedWorld{inner: w, keys: cfg.Keys, log: cfg.Logger, leaveSealed: cfg.LeaveSealed, cache: map[string]*runKey{}, size: cacheSize}, nil
 }
 
 // Unwrap returns the wrapped World.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -45,16 +46,19 @@ func (p SyncPolicy) String() string {
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
 }
 
-// Defaults applied by Config.WithDefaults.
+// Defaults applied by Config.WithDefaults. A request that names no run
+// lease or visibility gets world.DefaultRunLease or world.DefaultVisibility.
 const (
 	DefaultDedupeWindow = 24 * time.Hour
-	DefaultVisibility   = world.DefaultVisibility
 	DefaultLockTimeout  = 2 * time.Second
-	DefaultRunLeaseTTL  = world.DefaultRunLease
-	// DefaultWatchPollMin and DefaultWatchPollMax bound how often a watch
-	// on a read-only World looks at the file.
-	DefaultWatchPollMin = 5 * time.Millisecond
-	DefaultWatchPollMax = 100 * time.Millisecond
+)
+
+// defaultWatchPollMin and defaultWatchPollMax bound how often a watch on a
+// read-only World looks at the file, for a watch whose WatchParams set
+// no bounds (knobs.WithWatchPoll).
+const (
+	defaultWatchPollMin = 5 * time.Millisecond
+	defaultWatchPollMax = 100 * time.Millisecond
 )
 
 // MaxReceive bounds ReceiveParams.Max.
@@ -70,8 +74,6 @@ type Config struct {
 	// LockTimeout bounds the wait for the file lock another process holds
 	// (default 2s). A store is used by one process at a time.
 	LockTimeout time.Duration
-	// FileMode is the permission of a created file (default 0600).
-	FileMode os.FileMode
 	// RepairTornTail lets Open of a log store whose last record is
 	// incomplete (a crash in the middle of a write: ErrTornTail) truncate
 	// the file after the last whole record, logging what it drops, instead
@@ -88,12 +90,6 @@ type Config struct {
 	// is ErrCorrupt.
 	ReadOnly bool
 
-	// Now is the clock for every time the World records or compares:
-	// createdAt, leases, queue delays and visibility, dedupe expiry. Default
-	// time.Now. Waiting (Receive) uses real timers for the difference.
-	Now func() time.Time
-	// Entropy feeds ID generation (default crypto/rand).
-	Entropy io.Reader
 	// Logger receives operational messages (default: warnings and errors
 	// to stderr).
 	Logger *slog.Logger
@@ -101,22 +97,27 @@ type Config struct {
 	// DedupeWindow is how long an Enqueue idempotency key suppresses
 	// duplicates (default 24h).
 	DedupeWindow time.Duration
-	// DefaultVisibility hides a received message when ReceiveParams names no
-	// Visibility (default world.DefaultVisibility, 30s; negative is refused).
-	DefaultVisibility time.Duration
-	// DefaultRunLeaseTTL is the run lease duration when RunLeaseParams names
-	// no TTL (default world.DefaultRunLease, 30s; negative is refused).
-	DefaultRunLeaseTTL time.Duration
-	// WatchPollMin and WatchPollMax bound the wait between two looks at
-	// the file of a watch (World.Watch) on a ReadOnly World, which has no
-	// other way to learn of another process's commits (default 5ms, doubling
-	// while idle up to 100ms). A World that writes wakes its watchers at
-	// every commit and does not poll.
-	WatchPollMin, WatchPollMax time.Duration
 	// Limits bound how far one run may grow (events, payload size, hooks,
 	// waits, stream bytes, streams): see world.Limits for each and its default.
 	Limits world.Limits
 
+	// now is the clock for every time the World records or compares:
+	// createdAt, leases, queue delays and visibility, dedupe expiry (default
+	// time.Now; knobs.WithNow). Waiting (Receive) uses real timers for the
+	// difference. entropy feeds ID generation (default crypto/rand;
+	// knobs.WithEntropy).
+	now     func() time.Time
+	entropy io.Reader
+	// watchPollMin and watchPollMax bound the wait between two looks at
+	// the file of a watch (World.Watch) on a ReadOnly World, which has no
+	// other way to learn of another process's commits, when the watch's
+	// WatchParams set none (default 5ms, doubling while idle up to 100ms;
+	// knobs.WithWatchPoll). A World that writes wakes its watchers at every
+	// commit and does not poll.
+	watchPollMin, watchPollMax time.Duration
+	// fileMode is the permission of a created file (default 0600;
+	// knobs.WithFileMode).
+	fileMode os.FileMode
 	// compactMin is the size below which a log file is never compacted
 	// (default 64 MiB); tests set it small.
 	compactMin int64
@@ -135,6 +136,29 @@ const (
 	allocNone                       // append, growing the file at every commit
 )
 
+// defaultFileMode is the permission of a file the World creates.
+const defaultFileMode = 0o600
+
+// withKnobs returns a copy of c with the test-only settings k holds.
+func (c Config) withKnobs(k knobs.Set) Config {
+	if k.Now != nil {
+		c.now = k.Now
+	}
+	if k.Entropy != nil {
+		c.entropy = k.Entropy
+	}
+	if k.FileMode != 0 {
+		c.fileMode = k.FileMode
+	}
+	if k.WatchPollMin > 0 {
+		c.watchPollMin = k.WatchPollMin
+	}
+	if k.WatchPollMax > 0 {
+		c.watchPollMax = k.WatchPollMax
+	}
+	return c
+}
+
 // defaultCompactMin is the log size below which a log store never compacts.
 const defaultCompactMin = 64 << 20
 
@@ -152,11 +176,11 @@ func (c *Config) WithDefaults() *Config {
 	if out.compactMin <= 0 {
 		out.compactMin = defaultCompactMin
 	}
-	if out.FileMode == 0 {
-		out.FileMode = 0o600
+	if out.fileMode == 0 {
+		out.fileMode = defaultFileMode
 	}
-	if out.Now == nil {
-		out.Now = time.Now
+	if out.now == nil {
+		out.now = time.Now
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -164,17 +188,11 @@ func (c *Config) WithDefaults() *Config {
 	if out.DedupeWindow <= 0 {
 		out.DedupeWindow = DefaultDedupeWindow
 	}
-	if out.DefaultVisibility == 0 {
-		out.DefaultVisibility = DefaultVisibility
+	if out.watchPollMin <= 0 {
+		out.watchPollMin = defaultWatchPollMin
 	}
-	if out.DefaultRunLeaseTTL == 0 {
-		out.DefaultRunLeaseTTL = DefaultRunLeaseTTL
-	}
-	if out.WatchPollMin <= 0 {
-		out.WatchPollMin = DefaultWatchPollMin
-	}
-	if out.WatchPollMax <= 0 {
-		out.WatchPollMax = DefaultWatchPollMax
+	if out.watchPollMax <= 0 {
+		out.watchPollMax = defaultWatchPollMax
 	}
 	return &out
 }
@@ -187,14 +205,8 @@ func (c *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("unknown Sync policy %d", int(c.Sync)))
 	}
-	if c.DefaultVisibility < 0 {
-		errs = append(errs, fmt.Errorf("negative DefaultVisibility %s", c.DefaultVisibility))
-	}
-	if c.DefaultRunLeaseTTL < 0 {
-		errs = append(errs, fmt.Errorf("negative DefaultRunLeaseTTL %s", c.DefaultRunLeaseTTL))
-	}
-	if c.FileMode&^os.ModePerm != 0 {
-		errs = append(errs, fmt.Errorf("FileMode %s has more than permission bits", c.FileMode))
+	if c.fileMode&^os.ModePerm != 0 {
+		errs = append(errs, fmt.Errorf("file mode %s has more than permission bits", c.fileMode))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("localworld: invalid config: %w", err)

@@ -187,7 +187,7 @@
 // resumes after a restart; a watch of one run reads the run's events
 // after its sequence number. A World opened ReadOnly learns of another
 // process's commits only by reading the file, so its watches look every
-// Config.WatchPollMin (5ms), backing off to WatchPollMax (100ms) while
+// 5ms (or the watch's WatchParams.PollMin), backing off to 100ms (PollMax) while
 // nothing comes: a look is a stat of the file and a read of what was
 // appended. A store written before the commits bucket existed has no entry
 // for its older commits: an every-run watch starts at the first commit
@@ -205,7 +205,8 @@
 //
 // # Time
 //
-// Config.Now is the only clock: createdAt, leases, delays, visibility and
+// The World's clock (time.Now; Skein's tests give their own) is the only
+// clock: createdAt, leases, delays, visibility and
 // dedupe expiry all read it. Receive converts a due time into a real timer,
 // so with a frozen clock a delayed message never becomes due.
 package localworld

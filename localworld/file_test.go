@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skeinflow/skein/internal/knobs"
 )
 
 // wantOpenRefused opens path, expects target naming the file, and checks
@@ -96,7 +98,7 @@ func TestCreateLeavesNoTemporaryFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "world.db")
-	_ = mustOpen(t, Config{Path: path, FileMode: 0o640})
+	_ = mustOpen(t, Config{Path: path}, knobs.WithFileMode(0o640))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +115,14 @@ func TestCreateLeavesNoTemporaryFile(t *testing.T) {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	c := (*Config)(nil).WithDefaults()
-	if c.compactMin != defaultCompactMin || c.Sync != SyncEveryCommit || c.DedupeWindow != DefaultDedupeWindow || c.Now == nil || c.Logger == nil || c.LockTimeout != DefaultLockTimeout {
+	if c.compactMin != defaultCompactMin || c.Sync != SyncEveryCommit || c.DedupeWindow != DefaultDedupeWindow || c.now == nil || c.fileMode != defaultFileMode || c.Logger == nil || c.LockTimeout != DefaultLockTimeout {
 		t.Fatalf("defaults: %+v", c)
 	}
-	for _, bad := range []Config{{Sync: 7}, {FileMode: os.ModeDir | 0o700}} {
-		if _, err := Open(bad); err == nil || !strings.Contains(err.Error(), "invalid config") {
+	for _, bad := range []struct {
+		cfg  Config
+		opts []knobs.Option
+	}{{Config{Sync: 7}, nil}, {Config{}, []knobs.Option{knobs.WithFileMode(os.ModeDir | 0o700)}}} {
+		if _, err := Open(bad.cfg, bad.opts...); err == nil || !strings.Contains(err.Error(), "invalid config") {
 			t.Errorf("Open(%+v): %v", bad, err)
 		}
 	}

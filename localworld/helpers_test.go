@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -48,9 +49,9 @@ func (m mode) config(t *testing.T) Config {
 }
 
 // mustOpen opens cfg and closes the World when the test ends.
-func mustOpen(t *testing.T, cfg Config) *World {
+func mustOpen(t *testing.T, cfg Config, opts ...knobs.Option) *World {
 	t.Helper()
-	w, err := Open(cfg)
+	w, err := Open(cfg, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -96,7 +96,7 @@ func logSigns(b []byte) string {
 // linked into place, so the path never names a half-made file.
 func createLogFile(cfg *Config) error {
 	path := linkTarget(cfg.Path)
-	tmpName, err := newLogFile(path, cfg.FileMode)
+	tmpName, err := newLogFile(path, cfg.fileMode)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func getLease(tx kvTx, runID string) (*runLease, error) {
 }
 
 func (w *store) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {
-	return p.LeaseTTL(w.cfg.DefaultRunLeaseTTL)
+	return p.LeaseTTL(world.DefaultRunLease)
 }
 
 // AcquireRunLease takes the run's lease for p.Owner until now+TTL. It fails

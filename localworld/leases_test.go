@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -20,8 +21,7 @@ func TestRunLease(t *testing.T) {
 		ctx := context.Background()
 		clock := newFakeClock()
 		cfg := m.config(t)
-		cfg.Now = clock.Now
-		w := mustOpen(t, cfg)
+		w := mustOpen(t, cfg, knobs.WithNow(clock.Now))
 		runID := testIDs.New(world.PrefixRun)
 		a := &world.RunLeaseParams{RunID: runID, Owner: "a", TTL: 10 * time.Second}
 		b := &world.RunLeaseParams{RunID: runID, Owner: "b", TTL: 10 * time.Second}
@@ -71,7 +71,7 @@ func TestRunLease(t *testing.T) {
 			t.Fatalf("acquire after release: %v", err)
 		}
 		// Default TTL and bad input.
-		if l, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: testIDs.New(world.PrefixRun), Owner: "x"}); err != nil || !l.ExpiresAt.Equal(clock.Now().Add(DefaultRunLeaseTTL)) {
+		if l, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: testIDs.New(world.PrefixRun), Owner: "x"}); err != nil || !l.ExpiresAt.Equal(clock.Now().Add(world.DefaultRunLease)) {
 			t.Fatalf("default TTL: %+v, %v", l, err)
 		}
 		_, err = w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID})
@@ -111,8 +111,7 @@ func TestRenewStepLease(t *testing.T) {
 		ctx := context.Background()
 		clock := newFakeClock()
 		cfg := m.config(t)
-		cfg.Now = clock.Now
-		w := mustOpen(t, cfg)
+		w := mustOpen(t, cfg, knobs.WithNow(clock.Now))
 		runID := newRun(t, w, "wf")
 		stepID := testIDs.New(world.PrefixStep)
 		p := &world.RenewStepLeaseParams{RunID: runID, StepID: stepID, Attempt: 1, TTL: time.Minute}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 	"github.com/skeinflow/skein/world/worldtest"
 )
@@ -20,11 +21,11 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
 				clock := new(worldtest.Clock)
-				cfg := Config{Sync: m.sync, Limits: suiteLimits, Now: clock.Now}
+				cfg := Config{Sync: m.sync, Limits: suiteLimits}
 				if m.durable {
 					cfg.Path = filepath.Join(t.TempDir(), "world.db")
 				}
-				w, err := Open(cfg)
+				w, err := Open(cfg, knobs.WithNow(clock.Now))
 				if err != nil {
 					t.Fatalf("Open: %v", err)
 				}

@@ -184,8 +184,20 @@ func putMsg(tx kvTx, m *queueMsg, oldVis []byte) error {
 	return tx.put(bQueueVisible, visKey(m), nil)
 }
 
+// receiveVisibility checks p's bounds and returns the visibility its
+// messages get: p.Visibility, or world.DefaultVisibility when it names none.
+func receiveVisibility(p *world.ReceiveParams) (time.Duration, error) {
+	switch {
+	case p.Max < 0 || p.Wait < 0 || p.Visibility < 0:
+		return 0, invalid("negative receive parameter")
+	case p.Visibility == 0:
+		return world.DefaultVisibility, nil
+	}
+	return p.Visibility, nil
+}
+
 // Receive returns up to p.Max (default 1, at most MaxReceive) visible
-// messages, each hidden for p.Visibility (default Config.DefaultVisibility)
+// messages, each hidden for p.Visibility (default world.DefaultVisibility)
 // and counted as one more attempt. With nothing visible it waits up to p.Wait
 // for an enqueue, a release or a delay to elapse; it returns an empty slice
 // when the wait ends, and world.ErrClosed if the World closes meanwhile.
@@ -193,15 +205,11 @@ func (w *store) Receive(ctx context.Context, p *world.ReceiveParams) ([]world.De
 	if p == nil {
 		p = &world.ReceiveParams{}
 	}
-	switch {
-	case p.Max < 0 || p.Wait < 0 || p.Visibility < 0:
-		return nil, invalid("negative receive parameter")
+	vis, err := receiveVisibility(p)
+	if err != nil {
+		return nil, err
 	}
 	n := min(max(p.Max, 1), MaxReceive)
-	vis := p.Visibility
-	if vis == 0 {
-		vis = w.cfg.DefaultVisibility
-	}
 	var deadline <-chan time.Time
 	if p.Wait > 0 {
 		t := time.NewTimer(p.Wait)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -36,8 +37,7 @@ func TestQueueBasics(t *testing.T) {
 		ctx := context.Background()
 		clock := newFakeClock()
 		cfg := m.config(t)
-		cfg.Now = clock.Now
-		w := mustOpen(t, cfg)
+		w := mustOpen(t, cfg, knobs.WithNow(clock.Now))
 		if ds := receive(t, w, world.ReceiveParams{}); len(ds) != 0 {
 			t.Fatalf("empty queue delivered %v", ds)
 		}
@@ -99,9 +99,8 @@ func TestQueueDedupe(t *testing.T) {
 	forModes(t, func(t *testing.T, m mode) {
 		clock := newFakeClock()
 		cfg := m.config(t)
-		cfg.Now = clock.Now
 		cfg.DedupeWindow = time.Hour
-		w := mustOpen(t, cfg)
+		w := mustOpen(t, cfg, knobs.WithNow(clock.Now))
 		first := enqueue(t, w, world.EnqueueParams{Body: []byte("1"), IdempotencyKey: "k"})
 		dup := enqueue(t, w, world.EnqueueParams{Body: []byte("2"), IdempotencyKey: "k"})
 		if first.Duplicate || !dup.Duplicate || dup.MessageID != first.MessageID {
@@ -352,8 +351,7 @@ func TestNextVisible(t *testing.T) {
 		ctx := context.Background()
 		clock := newFakeClock()
 		cfg := m.config(t)
-		cfg.Now = clock.Now
-		w := mustOpen(t, cfg)
+		w := mustOpen(t, cfg, knobs.WithNow(clock.Now))
 		next, changed, err := w.NextVisible(ctx)
 		if err != nil || !next.IsZero() {
 			t.Fatalf("empty queue: next %v, err %v; want zero", next, err)

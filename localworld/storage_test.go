@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -156,8 +157,7 @@ func TestListRunsIndexes(t *testing.T) {
 		ctx := context.Background()
 		clock := newFakeClock()
 		cfg := m.config(t)
-		cfg.Now = clock.Now
-		w := mustOpen(t, cfg)
+		w := mustOpen(t, cfg, knobs.WithNow(clock.Now))
 		var runs []string
 		for i := range 5 {
 			clock.Advance(time.Second)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -82,7 +83,7 @@ func writeStoreFixture(t *testing.T) {
 	if err := os.Remove(storeFixture); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	w, err := Open(Config{Path: storeFixture, Now: clock.Now, alloc: allocNone, FileMode: 0o644})
+	w, err := Open(Config{Path: storeFixture, alloc: allocNone}, knobs.WithNow(clock.Now), knobs.WithFileMode(0o644))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,7 +270,7 @@ const maxStreamWatches = 4096
 // For a stream already closed the channel is closed at once: nothing will
 // change. At most maxStreamWatches (4,096) streams are watched at once;
 // beyond that, and on a ReadOnly World (which learns of writes only by
-// reading the file), the channel is closed after Config.WatchPollMax
+// reading the file), the channel is closed after the watch poll bound (100ms)
 // (100ms), so that its reader looks again.
 func (w *store) StreamChanged(runID, name string) <-chan struct{} {
 	if w.streamDone(runID, name) {
@@ -287,7 +287,7 @@ func (w *store) StreamChanged(runID, name string) <-chan struct{} {
 	}
 	ch := make(chan struct{})
 	if w.cfg.ReadOnly || len(w.streamChs) >= maxStreamWatches {
-		time.AfterFunc(w.cfg.WatchPollMax, func() { close(ch) })
+		time.AfterFunc(w.cfg.watchPollMax, func() { close(ch) })
 		return ch
 	}
 	w.streamChs[k] = ch

@@ -293,7 +293,7 @@ func TestStreamNotifierAndTail(t *testing.T) {
 // and for at most maxStreamWatches streams: a Tail that reads a closed
 // stream to its end leaves nothing behind, watches of streams no one
 // writes again cannot grow without bound (the ones past the bound are
-// woken after WatchPollMax to look again), and a ReadOnly World keeps
+// woken after watchPollMax to look again), and a ReadOnly World keeps
 // none.
 func TestStreamWatchesBounded(t *testing.T) {
 	t.Parallel()
@@ -304,7 +304,7 @@ func TestStreamWatchesBounded(t *testing.T) {
 		return len(w.s.streamChs)
 	}
 	path := filepath.Join(t.TempDir(), "world.skein")
-	w := mustOpen(t, Config{Path: path, Sync: SyncNone, WatchPollMax: time.Millisecond})
+	w := mustOpen(t, Config{Path: path, Sync: SyncNone, watchPollMax: time.Millisecond})
 	var closed []string
 	for range 50 {
 		runID := testIDs.New(world.PrefixRun)
@@ -353,7 +353,7 @@ func TestStreamWatchesBounded(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ro := mustOpen(t, Config{Path: path, ReadOnly: true, WatchPollMax: time.Millisecond})
+	ro := mustOpen(t, Config{Path: path, ReadOnly: true, watchPollMax: time.Millisecond})
 	for range 100 {
 		<-ro.StreamChanged(testIDs.New(world.PrefixRun), "open")
 	}

@@ -157,10 +157,10 @@ func (w *store) Watch(ctx context.Context, p *world.WatchParams) iter.Seq2[world
 func (w *store) watchWaiter(p *world.WatchParams) func(ctx context.Context, changed <-chan struct{}, found bool) error {
 	lo, hi := p.PollMin, p.PollMax
 	if lo <= 0 {
-		lo = w.cfg.WatchPollMin
+		lo = w.cfg.watchPollMin
 	}
 	if hi <= 0 {
-		hi = w.cfg.WatchPollMax
+		hi = w.cfg.watchPollMax
 	}
 	delay := lo
 	return func(ctx context.Context, changed <-chan struct{}, found bool) error {

@@ -60,7 +60,7 @@ func createRun(t *testing.T, w *World) string {
 func TestWatchPushedAtCommit(t *testing.T) {
 	t.Parallel()
 	forModes(t, func(t *testing.T, m mode) {
-		cfg := Config{Sync: m.sync, WatchPollMin: time.Hour, WatchPollMax: time.Hour}
+		cfg := Config{Sync: m.sync, watchPollMin: time.Hour, watchPollMax: time.Hour}
 		if m.durable {
 			cfg.Path = filepath.Join(t.TempDir(), "w.db")
 		}

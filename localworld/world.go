@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -72,9 +73,9 @@ type store struct {
 // another process fails with ErrLocked. Holding the file, Open expires the
 // run and step leases a previous process left (expireStaleLeases) and makes
 // visible again the messages it had received and not acknowledged
-// (releaseAbandoned).
-func Open(cfg Config) (*World, error) {
-	s, err := open(cfg)
+// (releaseAbandoned). Options are for Skein's own tests.
+func Open(cfg Config, opts ...knobs.Option) (*World, error) {
+	s, err := open(cfg.withKnobs(knobs.Apply(opts)))
 	if err != nil {
 		return nil, err
 	}
@@ -89,8 +90,8 @@ func open(cfg Config) (*store, error) {
 	}
 	w := &store{
 		cfg:       c,
-		ids:       world.NewIDSource(c.Now, c.Entropy),
-		now:       c.Now,
+		ids:       world.NewIDSource(c.now, c.entropy),
+		now:       c.now,
 		logger:    c.Logger,
 		closedCh:  make(chan struct{}),
 		doneCh:    make(chan struct{}),

@@ -33,8 +33,7 @@
 //	event: error                    the subscription failed; the stream ends
 //	data: {"status":500,"error":"…"}
 //
-// and a comment line (": heartbeat") after each EventsConfig.Heartbeat
-// without an update, so that proxies and clients see a live connection.
+// and a comment line (": heartbeat") after 15s without an update, so that proxies and clients see a live connection.
 // Every id is the cursor of its update: a client that reconnects sends the
 // last one as Last-Event-ID (EventSource does by itself) and gets what it
 // missed, each event once. A reconnection after the end of a run's stream

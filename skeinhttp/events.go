@@ -13,56 +13,49 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/world"
 )
 
-// DefaultHeartbeat is the default interval of heartbeat comments.
-const DefaultHeartbeat = 15 * time.Second
+// defaultHeartbeat is how long a stream may stay silent before a comment
+// line is sent.
+const defaultHeartbeat = 15 * time.Second
 
 // EventsConfig configures the Server-Sent Events handler.
 type EventsConfig struct {
-	// Client is what the handler subscribes through (required).
+	// Client is what the handler subscribes through (required). The
+	// stream's failures go to its Logger.
 	Client *client.Client
-	// Heartbeat is how long the stream may stay silent before a comment
-	// line is sent (default 15s).
-	Heartbeat time.Duration
-	// Retry, when positive, is sent as the stream's reconnection delay
-	// ("retry:"), in milliseconds to the client.
-	Retry time.Duration
 	// ShowTokens shows webhook tokens as they are (default: redacted).
 	ShowTokens bool
-	// Logger receives the stream's failures (default: discarded).
-	Logger *slog.Logger
-}
-
-func (c EventsConfig) withDefaults() (EventsConfig, error) {
-	if c.Client == nil {
-		return c, errors.New("skeinhttp: EventsConfig.Client is required")
-	}
-	if c.Heartbeat < 0 || c.Retry < 0 {
-		return c, errors.New("skeinhttp: EventsConfig.Heartbeat and Retry must not be negative")
-	}
-	if c.Heartbeat == 0 {
-		c.Heartbeat = DefaultHeartbeat
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	return c, nil
 }
 
 // Events is the Server-Sent Events handler (see the package doc).
-type Events struct{ cfg EventsConfig }
+type Events struct {
+	cfg       EventsConfig
+	logger    *slog.Logger
+	heartbeat time.Duration
+	// retry, when positive, is sent as the stream's reconnection delay
+	// ("retry:"), in milliseconds to the client.
+	retry time.Duration
+}
 
 // NewEvents returns the Server-Sent Events handler of cfg.Client's
-// subscriptions.
-func NewEvents(cfg EventsConfig) (*Events, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
+// subscriptions. Options are for Skein's own packages and tests.
+func NewEvents(cfg EventsConfig, opts ...knobs.Option) (*Events, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("skeinhttp: EventsConfig.Client is required")
 	}
-	return &Events{cfg: cfg}, nil
+	k := knobs.Apply(opts)
+	if k.Heartbeat < 0 || k.Retry < 0 {
+		return nil, errors.New("skeinhttp: heartbeat and retry must not be negative")
+	}
+	h := &Events{cfg: cfg, logger: sdk.ClientLogger(cfg.Client), heartbeat: k.Heartbeat, retry: k.Retry}
+	if h.heartbeat == 0 {
+		h.heartbeat = defaultHeartbeat
+	}
+	return h, nil
 }
 
 // options reads the subscription the request asks for.
@@ -127,8 +120,8 @@ func (h *Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := &stream{w: w, rc: rc, redact: !h.cfg.ShowTokens}
-	if h.cfg.Retry > 0 {
-		s.line("retry", fmt.Sprint(h.cfg.Retry.Milliseconds()))
+	if h.retry > 0 {
+		s.line("retry", fmt.Sprint(h.retry.Milliseconds()))
 	}
 	s.comment("ok")
 	if err := s.flush(); err != nil {
@@ -180,7 +173,7 @@ func (h *Events) pump(ctx context.Context, s *stream, sub *client.Subscription, 
 			}
 		}
 	})
-	beat := time.NewTicker(h.cfg.Heartbeat)
+	beat := time.NewTicker(h.heartbeat)
 	defer beat.Stop()
 	for {
 		select {
@@ -199,16 +192,16 @@ func (h *Events) pump(ctx context.Context, s *stream, sub *client.Subscription, 
 				if ctx.Err() != nil {
 					return
 				}
-				h.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "skeinhttp: subscription failed", slog.String("run", o.RunID), slog.Any("err", n.err))
+				h.logger.LogAttrs(ctx, slog.LevelWarn, "skeinhttp: subscription failed", slog.String("run", o.RunID), slog.Any("err", n.err))
 				b, _ := json.Marshal(map[string]any{"status": world.Status(n.err), "error": n.err.Error()})
 				s.message("error", "", b)
 			default:
 				if err := s.update(n.u); err != nil {
-					h.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "skeinhttp: update not encoded", slog.Any("err", err))
+					h.logger.LogAttrs(ctx, slog.LevelWarn, "skeinhttp: update not encoded", slog.Any("err", err))
 					return
 				}
 			}
-			beat.Reset(h.cfg.Heartbeat)
+			beat.Reset(h.heartbeat)
 		}
 		if s.flush() != nil || s.err != nil {
 			return

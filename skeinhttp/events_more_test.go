@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/redact"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/workflow"
@@ -40,7 +41,7 @@ func rawLines(t *testing.T, f *fixture, q url.Values, n int) []string {
 
 func TestEventsHeartbeat(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, skeinhttp.EventsConfig{Heartbeat: 20 * time.Millisecond, Retry: 1500 * time.Millisecond})
+	f := newFixture(t, skeinhttp.EventsConfig{}, knobs.WithHeartbeat(20*time.Millisecond, 1500*time.Millisecond))
 	lines := rawLines(t, f, url.Values{}, 7)
 	want := []string{"retry: 1500", ": ok", "", ": heartbeat", "", ": heartbeat", ""}
 	if strings.Join(lines, "|") != strings.Join(want, "|") {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/world"
@@ -30,7 +31,7 @@ type fixture struct {
 	srv *httptest.Server
 }
 
-func newFixture(t *testing.T, cfg skeinhttp.EventsConfig) *fixture {
+func newFixture(t *testing.T, cfg skeinhttp.EventsConfig, opts ...knobs.Option) *fixture {
 	t.Helper()
 	w, err := localworld.Open(localworld.Config{})
 	if err != nil {
@@ -41,7 +42,7 @@ func newFixture(t *testing.T, cfg skeinhttp.EventsConfig) *fixture {
 		t.Fatal(err)
 	}
 	cfg.Client = c
-	h, err := skeinhttp.NewEvents(cfg)
+	h, err := skeinhttp.NewEvents(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/internal/knobs"
 )
 
 // unavailable is a service that answers every request 503, which the
@@ -80,8 +81,8 @@ func TestRetriesEndBeforeTheDeadline(t *testing.T) {
 				}, dynamoworld.ClientOptions{
 					// Backoffs of at most a millisecond: the test judges the
 					// time left on its own clock, not by waiting.
-					MaxAttempts: attempts, MaxBackoff: time.Millisecond, S3PathStyle: true, Emulator: true,
-				}), func() time.Time { return deadline.Add(-c.left) })
+					MaxAttempts: attempts, S3PathStyle: true, Emulator: true,
+				}, knobs.WithMaxBackoff(time.Millisecond)), func() time.Time { return deadline.Add(-c.left) })
 				err := call(ctx, clients)
 				if err == nil {
 					t.Fatal("no error from an unavailable service")

@@ -194,16 +194,14 @@ func newWorld(ctx context.Context, o *options, env envvars.Vars, cfg handler.Con
 	wc := dynamoworld.Config{
 		DynamoDB: clients.DynamoDB, SQS: clients.SQS, S3: clients.S3,
 		Table: r.Table, QueueURL: r.QueueURL, Bucket: r.Bucket, ClaimCheckThreshold: r.ClaimCheckThreshold,
-		Retention: r.Retention,
-		// The stack created the resources; checking them would cost every
-		// cold start three requests (and permissions the roles lack).
-		SkipCheck: true,
-		Logger:    cfg.Worker.Logger,
+		Retention: r.Retention, Logger: cfg.Worker.Logger,
 	}
 	for _, f := range o.world {
 		f(&wc)
 	}
-	w, err := dynamoworld.New(ctx, wc)
+	// The stack created the resources; checking them would cost every cold
+	// start three requests (and permissions the roles lack).
+	w, err := dynamoworld.New(ctx, wc, knobs.WithSkipCheck())
 	return w, awsCfg, err
 }
 

@@ -132,7 +132,7 @@ func New(t testing.TB, reg *workflow.Registry, opts ...Option) *Env {
 		}
 	}
 	e := &Env{t: t, cfg: cfg, reg: run, d: newDriver(cfg.start, !cfg.manual, workers)}
-	lw, err := localworld.Open(localworld.Config{Now: e.d.Now, Logger: cfg.logger})
+	lw, err := localworld.Open(localworld.Config{Logger: cfg.logger}, knobs.WithNow(e.d.Now))
 	if err != nil {
 		t.Fatalf("skeintest: open the local world: %v", err)
 	}

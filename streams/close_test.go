@@ -280,7 +280,7 @@ func TestCloseCosts(t *testing.T) {
 	}
 }
 
-// TestReaderWithSmallerObjects: a reader whose MaxChunksPerObject is
+// TestReaderWithSmallerObjects: a reader whose maxChunksPerObject (a knob) is
 // smaller than its writer's does not list far enough back to find the
 // object that holds its start; it lists again from the stream's first
 // object and reads the page, where it saw a gap (a false world.ErrCorrupt),

@@ -106,16 +106,16 @@
 // # Coalescing
 //
 // Writes to one stream from one process queue up; whoever gets the stream
-// puts everything queued as one object (up to MaxChunksPerObject chunks), so
+// puts everything queued as one object (up to 1,000 chunks), so
 // a burst of small writes costs one PUT and each write stays contiguous. A
-// write of more than MaxChunksPerObject chunks spans objects and is
+// write of more than 1,000 chunks spans objects and is
 // contiguous against writers in the same process only.
 //
 // # Reads
 //
 // ReadStream lists from the object that may hold its start (an object holds
-// at most MaxChunksPerObject chunks; when none listed does, as when its
-// writer's MaxChunksPerObject was larger, it lists again from the
+// at most its writer's bound of chunks, 1,000; when none listed does, as
+// when a writer's bound was larger than this reader's, it lists again from the
 // stream's first object), then GETs the objects the page needs,
 // and the close marker when the page may reach it: the page that ends a
 // closed stream costs one GET of the 9-byte marker more (in parallel with

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
@@ -16,7 +17,7 @@ func limitedStreamers(t *testing.T, f *memS3, n int, max int64) []*streams.Strea
 	t.Helper()
 	out := make([]*streams.Streamer, n)
 	for i := range out {
-		s, err := streams.New(streams.Config{S3: f, Bucket: "b", MaxChunksPerObject: 4, MaxStreamBytes: max})
+		s, err := streams.New(streams.Config{S3: f, Bucket: "b", MaxStreamBytes: max}, knobs.WithMaxChunksPerObject(4))
 		if err != nil {
 			t.Fatal(err)
 		}

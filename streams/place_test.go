@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
@@ -23,7 +24,7 @@ func TestCopiedObjectRefused(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			f := newMemS3()
-			s, err := streams.New(streams.Config{S3: f, Bucket: "b", MaxChunksPerObject: 4})
+			s, err := streams.New(streams.Config{S3: f, Bucket: "b"}, knobs.WithMaxChunksPerObject(4))
 			if err != nil {
 				t.Fatal(err)
 			}

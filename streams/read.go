@@ -214,7 +214,7 @@ func (s *Streamer) getMarker(ctx context.Context, key string, at place) (int64, 
 // ReadStream returns up to p.Limit chunks (default 100, at most 1000) from
 // p.Start; a negative Start counts back from the end as it is now. It lists
 // the objects from the one that may hold Start (an object holds at most
-// MaxChunksPerObject chunks) and reads those the page needs. A stream that
+// maxChunksPerObject chunks) and reads those the page needs. A stream that
 // does not exist reads as an empty page that is not done.
 func (s *Streamer) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*world.StreamPage, error) {
 	if p == nil {
@@ -246,7 +246,7 @@ func (s *Streamer) ReadStream(ctx context.Context, p *world.ReadStreamParams) (*
 	objs, err := s.list(ctx, p.RunID, p.Name, from, end)
 	if err == nil && from > 0 && len(objs) > 0 && objs[0].first > start {
 		// No object listed holds start: it is missing, or holds more
-		// chunks than this Streamer's MaxChunksPerObject (its writer's was
+		// chunks than this Streamer's maxChunksPerObject (its writer's was
 		// larger). A listing from the stream's first object tells which.
 		objs, err = s.list(ctx, p.RunID, p.Name, 0, end)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -38,12 +39,15 @@ var (
 
 // Defaults and limits.
 const (
-	DefaultPrefix             = "skein/streams/"
-	DefaultMaxChunksPerObject = 1000
-	DefaultReadLimit          = 100
-	MaxReadLimit              = 1000
-	defaultCachedStreams      = 4096
-	maxPutAttempts            = 50
+	DefaultPrefix        = "skein/streams/"
+	DefaultReadLimit     = 100
+	MaxReadLimit         = 1000
+	defaultCachedStreams = 4096
+	maxPutAttempts       = 50
+	// maxChunksPerObject bounds the chunks coalesced into one object. A
+	// WriteStream of more chunks takes several objects; it stays contiguous
+	// against writers in the same process only.
+	maxChunksPerObject = 1000
 )
 
 // Registry records which streams a run has outside S3 (dynamoworld keeps
@@ -68,11 +72,7 @@ type Config struct {
 	// Prefix starts every key (default "skein/streams/"); a stream's objects
 	// are under <Prefix><runID>/<name>/.
 	Prefix string
-	// MaxChunksPerObject bounds the chunks coalesced into one object
-	// (default 1000). A WriteStream of more chunks takes several objects;
-	// it stays contiguous against writers in the same process only.
-	MaxChunksPerObject int
-	Logger             *slog.Logger
+	Logger *slog.Logger
 	// Registry, when set, records every stream before its first write (see
 	// Registry), and bounds the streams of a run: without one, nothing
 	// counts them. ListStreams still lists S3.
@@ -103,8 +103,8 @@ type Streamer struct {
 	notify  map[string]chan struct{}
 }
 
-// New returns a Streamer.
-func New(cfg Config) (*Streamer, error) {
+// New returns a Streamer. Options are for Skein's own tests.
+func New(cfg Config, opts ...knobs.Option) (*Streamer, error) {
 	if cfg.S3 == nil {
 		return nil, errors.New("streams: invalid config: S3 client required")
 	}
@@ -114,14 +114,15 @@ func New(cfg Config) (*Streamer, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if cfg.MaxChunksPerObject <= 0 {
-		cfg.MaxChunksPerObject = DefaultMaxChunksPerObject
+	per := knobs.Apply(opts).MaxChunksPerObject
+	if per <= 0 {
+		per = maxChunksPerObject
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Streamer{
-		s3: cfg.S3, bucket: cfg.Bucket, prefix: cfg.Prefix, per: cfg.MaxChunksPerObject, logger: cfg.Logger, reg: cfg.Registry,
+		s3: cfg.S3, bucket: cfg.Bucket, prefix: cfg.Prefix, per: per, logger: cfg.Logger, reg: cfg.Registry,
 		max:     world.Limits{MaxStreamBytes: cfg.MaxStreamBytes}.WithDefaults().MaxStreamBytes,
 		streams: map[string]*stream{}, notify: map[string]chan struct{}{},
 	}, nil

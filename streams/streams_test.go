@@ -17,6 +17,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
@@ -31,7 +32,7 @@ func newStreamers(t *testing.T, n int) []*streams.Streamer {
 	r, _ := dynamotest.NewResources(t, c)
 	out := make([]*streams.Streamer, n)
 	for i := range out {
-		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxChunksPerObject: 4})
+		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket}, knobs.WithMaxChunksPerObject(4))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
@@ -68,7 +69,7 @@ func TestTamperedObjectRefused(t *testing.T) {
 func TestCopiedObjectRefusedOnS3(t *testing.T) {
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, _ := dynamotest.NewResources(t, c)
-	s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxChunksPerObject: 4})
+	s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket}, knobs.WithMaxChunksPerObject(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestTruncatedStreamRefusedOnS3(t *testing.T) {
 	r, _ := dynamotest.NewResources(t, c)
 	ctx := context.Background()
 	fresh := func() *streams.Streamer {
-		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket, MaxChunksPerObject: 2})
+		s, err := streams.New(streams.Config{S3: c.S3, Bucket: r.Bucket}, knobs.WithMaxChunksPerObject(2))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,7 +66,7 @@ func (s *server) action(f actionFunc) http.HandlerFunc {
 // form's size, CSRF), answering the refusal itself; it reports whether the
 // action may go on.
 func (s *server) checkAction(w http.ResponseWriter, r *http.Request) bool {
-	if s.cfg.ReadOnly {
+	if s.readOnly() {
 		s.failPage(w, r, http.StatusForbidden, "Actions are off: "+s.cfg.ReadOnlyReason+".")
 		return false
 	}
@@ -145,7 +145,7 @@ func (s *server) fail(ctx context.Context, r *http.Request, run *world.Run) (str
 // resume sends the form's JSON payload to the run's hook named by its ID
 // (the form never carries a token: a webhook's token is a secret).
 func (s *server) resume(ctx context.Context, r *http.Request, run *world.Run) (string, string, error) {
-	hook, err := s.cfg.World.GetHook(ctx, &world.GetHookParams{HookID: r.PostFormValue("hook")})
+	hook, err := s.world.GetHook(ctx, &world.GetHookParams{HookID: r.PostFormValue("hook")})
 	if errors.Is(err, world.ErrNotFound) || (err == nil && hook.RunID != run.RunID) {
 		return "", "", refuse("Run %s has no active hook %q: it was resumed and disposed, or the run ended.", run.RunID, r.PostFormValue("hook"))
 	}

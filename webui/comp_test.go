@@ -81,7 +81,7 @@ func newCompRuns(t *testing.T) *compRuns {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := webui.New(webui.Config{Client: c, ReadOnly: true})
+	h, err := webui.New(webui.Config{Client: c, ReadOnlyReason: "read-only"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestDeadLetterPageOff(t *testing.T) {
 		t.Error("a dashboard without a dead-letter queue links to its page")
 	}
 	q := &fakeDLQ{letters: []webui.DeadLetter{{MessageID: "m", RunID: "wrun_x", Redrive: "resumes the run", Moves: true}}}
-	ro := newFixture(t, webui.Config{DeadLetters: q, ReadOnly: true, ReadOnlyReason: "a worker holds the store"})
+	ro := newFixture(t, webui.Config{DeadLetters: q, ReadOnlyReason: "a worker holds the store"})
 	if page := mustGet(ro, "/dlq"); !strings.Contains(page, "resumes the run") || strings.Contains(page, `action="/dlq/redrive"`) {
 		t.Errorf("the read-only dead-letter page:\n%s", page)
 	}

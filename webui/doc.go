@@ -27,9 +27,9 @@
 // Actions (cancel, resume a hook, rerun a finished run, retry or fail a held
 // run, redrive the dead letters) are POST forms carrying a CSRF token: a random value in a cookie that
 // the form repeats in a hidden field (double submit), and the request's
-// Origin (or Referer) must name the host it was sent to. A ReadOnly
-// dashboard, over a store another process writes, hides them and refuses
-// them with 403.
+// Origin (or Referer) must name the host it was sent to. A read-only
+// dashboard (Config.ReadOnlyReason), over a store another process writes,
+// hides them and refuses them with 403.
 //
 // The handler does not listen: the caller chooses the address. `skein ui`
 // binds 127.0.0.1 unless told otherwise. A worker can serve the dashboard

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 )
@@ -51,14 +52,15 @@ func TestConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  webui.Config
+		opts []knobs.Option
 		ok   bool
 	}{
-		{"no client", webui.Config{}, false},
-		{"negative page", webui.Config{Client: c, PageSize: -1}, false},
-		{"huge page", webui.Config{Client: c, PageSize: 100_000}, false},
-		{"defaults", webui.Config{Client: c}, true},
+		{"no client", webui.Config{}, nil, false},
+		{"negative page", webui.Config{Client: c}, []knobs.Option{knobs.WithPageSize(-1)}, false},
+		{"huge page", webui.Config{Client: c}, []knobs.Option{knobs.WithPageSize(100_000)}, false},
+		{"defaults", webui.Config{Client: c}, nil, true},
 	} {
-		if _, err := webui.New(tc.cfg); (err == nil) != tc.ok {
+		if _, err := webui.New(tc.cfg, tc.opts...); (err == nil) != tc.ok {
 			t.Errorf("%s: New = %v, want ok=%v", tc.name, err, tc.ok)
 		}
 	}

@@ -190,7 +190,7 @@ func (q listQuery) local() bool { return !q.From.IsZero() || !q.To.IsZero() || q
 // are applied here, reading newest first and stopping at the first run
 // older than From.
 func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*listed, error) {
-	size, now := s.cfg.PageSize, s.cfg.Now()
+	size, now := s.pageSize, s.now()
 	out := &listed{Query: q, Statuses: statuses(), First: q.Cursor == ""}
 	read := 0
 	for {
@@ -199,7 +199,7 @@ func (s *server) listRuns(ctx context.Context, q listQuery, c listCursor) (*list
 		if q.local() {
 			limit = world.MaxPageLimit
 		}
-		p, err := s.cfg.World.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.Workflow, Status: q.Status, Attribute: q.Attribute,
+		p, err := s.world.ListRuns(ctx, &world.ListRunsParams{WorkflowName: q.Workflow, Status: q.Status, Attribute: q.Attribute,
 			Pagination: world.Pagination{Limit: min(limit, world.MaxPageLimit), Cursor: c.World}})
 		if err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/webui"
 	"github.com/skeinflow/skein/world"
@@ -60,7 +61,7 @@ func TestListPages(t *testing.T) {
 		ids, created = append(ids, id), append(created, r.CreatedAt)
 		time.Sleep(3 * time.Millisecond) // distinct creation times
 	}
-	h, err := webui.New(webui.Config{Client: c, PageSize: 2})
+	h, err := webui.New(webui.Config{Client: c}, knobs.WithPageSize(2))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (s *server) loadRun(w http.ResponseWriter, r *http.Request) (*world.Run, bo
 		s.fail404(w, r, "That is not a run ID.")
 		return nil, false
 	}
-	run, err := s.cfg.World.GetRun(r.Context(), &world.GetRunParams{RunID: id})
+	run, err := s.world.GetRun(r.Context(), &world.GetRunParams{RunID: id})
 	if errors.Is(err, world.ErrNotFound) {
 		s.fail404(w, r, "Run "+id+" is not in this store.")
 		return nil, false
@@ -139,11 +139,11 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) {
-	events, err := allEvents(ctx, s.cfg.World, run.RunID)
+	events, err := allEvents(ctx, s.world, run.RunID)
 	if err != nil {
 		return nil, err
 	}
-	now := s.cfg.Now()
+	now := s.now()
 	v := &runView{Run: run, Took: took(run, now), Input: s.pretty(run.Input), Output: s.pretty(run.Output),
 		Error: errorChain(run.Error), Timeline: newChart(run, events, now),
 		Compensations: compCounts(run), CompFailed: run.Compensations.Failed > 0,
@@ -166,7 +166,7 @@ func (s *server) runView(ctx context.Context, run *world.Run) (*runView, error) 
 		}
 		v.Live = "/events?" + url.Values{"run": {run.RunID}, "after": {world.RunCursor(run.RunID, last)}}.Encode()
 	}
-	if !s.cfg.ReadOnly {
+	if !s.readOnly() {
 		v.CanCancel = !run.Status.Terminal()
 		v.CanRerun = run.Status.Terminal()
 		v.CanRetry = run.Status == world.RunStatusHeld
@@ -278,7 +278,7 @@ func (s *server) steps(ctx context.Context, run *world.Run, events []world.Event
 	comps := compAttempts(events)
 	var out []stepView
 	for cursor := ""; ; {
-		p, err := s.cfg.World.ListSteps(ctx, &world.ListStepsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		p, err := s.world.ListSteps(ctx, &world.ListStepsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
 			return nil, err
 		}

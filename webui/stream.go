@@ -79,7 +79,7 @@ type keyDescriber interface {
 // sealedNote says that data sealed with key keyID stayed sealed, and why
 // when the dashboard's World knows.
 func (s *server) sealedNote(keyID string) string {
-	if d, ok := s.cfg.World.(keyDescriber); ok {
+	if d, ok := s.world.(keyDescriber); ok {
 		return d.DescribeKey(keyID)
 	}
 	return sealmark.Note(keyID, sealmark.NoKey)

@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"cmp"
 	"embed"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/client"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sdk"
 	"github.com/skeinflow/skein/skeinhttp"
 	"github.com/skeinflow/skein/world"
@@ -23,29 +25,20 @@ var files embed.FS
 
 // Config configures the dashboard.
 type Config struct {
-	// Client acts on runs (required).
+	// Client acts on runs (required). The dashboard reads runs, events,
+	// steps, hooks and streams from its World, and logs request errors to
+	// its Logger.
 	Client *client.Client
-	// World is read for runs, events, steps, hooks and streams (default:
-	// the Client's World).
-	World world.World
-	// Logger receives request errors (default: discarded).
-	Logger *slog.Logger
-	// ReadOnly hides the actions and refuses them with 403, for a store
-	// this process may not write (a local store a worker holds).
-	ReadOnly bool
-	// ReadOnlyReason says why, on every page and in every refusal
-	// (default: "this dashboard is read-only").
+	// ReadOnlyReason, when set, makes the dashboard read-only: it hides the
+	// actions and refuses them with 403, for a store this process may not
+	// write (a local store a worker holds), and says why on every page and
+	// in every refusal.
 	ReadOnlyReason string
 	// Hosts, when set, are the only host names (without port) requests
 	// may name in their Host header; others get 403. Set it to the loopback
 	// names on a dashboard bound to 127.0.0.1, so that a web page whose
 	// name resolves to 127.0.0.1 (DNS rebinding) cannot read it.
 	Hosts []string
-	// PageSize is how many runs the list shows at a time (default 50, at
-	// most world.MaxPageLimit).
-	PageSize int
-	// Now is the clock (default time.Now).
-	Now func() time.Time
 	// DeadLetters, when set, adds the dead-letter page (/dlq): each dead
 	// letter with the run it would resume, and a redrive action.
 	DeadLetters DeadLetterQueue
@@ -55,47 +48,55 @@ type Config struct {
 // address, for Config.Hosts.
 func LoopbackHosts() []string { return []string{"localhost", "127.0.0.1", "::1"} }
 
-func (c *Config) validate() error {
-	if c.Client == nil {
-		return errors.New("webui: Config.Client is required")
+// defaultPageSize is how many runs the list shows at a time.
+const defaultPageSize = 50
+
+// eventsRetry is the reconnection delay the dashboard's event stream
+// suggests to the browser.
+const eventsRetry = 2 * time.Second
+
+// server holds the dashboard's state: its config, what it takes from the
+// Client, and parsed templates.
+type server struct {
+	cfg      Config
+	world    world.World // the Client's
+	log      *slog.Logger
+	now      func() time.Time
+	pageSize int
+	pages    map[string]*template.Template
+	hosts    map[string]bool
+}
+
+// newServer checks cfg and applies the knobs k holds.
+func newServer(cfg Config, k knobs.Set) (*server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("webui: Config.Client is required")
 	}
-	if c.World == nil {
-		c.World = sdk.ClientWorld(c.Client)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.ReadOnlyReason == "" {
-		c.ReadOnlyReason = "this dashboard is read-only"
+	s := &server{cfg: cfg, world: sdk.ClientWorld(cfg.Client), log: sdk.ClientLogger(cfg.Client),
+		now: k.Now, pageSize: k.PageSize, pages: map[string]*template.Template{}}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	switch {
-	case c.PageSize < 0:
-		return fmt.Errorf("webui: Config.PageSize is negative (%d)", c.PageSize)
-	case c.PageSize == 0:
-		c.PageSize = 50
-	case c.PageSize > world.MaxPageLimit:
-		return fmt.Errorf("webui: Config.PageSize %d is over %d", c.PageSize, world.MaxPageLimit)
+	case s.pageSize < 0 || s.pageSize > world.MaxPageLimit:
+		return nil, fmt.Errorf("webui: page size %d: want 1 to %d", s.pageSize, world.MaxPageLimit)
+	case s.pageSize == 0:
+		s.pageSize = defaultPageSize
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	return nil
+	return s, nil
 }
 
-// server holds the dashboard's state: its config and parsed templates.
-type server struct {
-	cfg   Config
-	log   *slog.Logger
-	pages map[string]*template.Template
-	hosts map[string]bool
-}
+// readOnly says whether the dashboard refuses actions.
+func (s *server) readOnly() bool { return s.cfg.ReadOnlyReason != "" }
 
 // New returns the dashboard's handler. Mount it at the root of a mux.
-func New(cfg Config) (http.Handler, error) {
-	if err := cfg.validate(); err != nil {
+// Options are for Skein's own tests.
+func New(cfg Config, opts ...knobs.Option) (http.Handler, error) {
+	k := knobs.Apply(opts)
+	s, err := newServer(cfg, k)
+	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: cfg.Logger, pages: map[string]*template.Template{}}
 	if len(cfg.Hosts) > 0 {
 		s.hosts = map[string]bool{}
 		for _, h := range cfg.Hosts {
@@ -113,7 +114,7 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := skeinhttp.NewEvents(skeinhttp.EventsConfig{Client: cfg.Client, Logger: cfg.Logger, Retry: 2 * time.Second})
+	events, err := skeinhttp.NewEvents(skeinhttp.EventsConfig{Client: cfg.Client}, knobs.WithHeartbeat(k.Heartbeat, cmp.Or(k.Retry, eventsRetry)))
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +184,7 @@ type page struct {
 
 // render writes a page with status code.
 func (s *server) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
-	p := page{Title: title, ReadOnly: s.cfg.ReadOnly, Reason: s.cfg.ReadOnlyReason, Data: data,
+	p := page{Title: title, ReadOnly: s.readOnly(), Reason: s.cfg.ReadOnlyReason, Data: data,
 		CSRF: s.csrfToken(w, r), Notice: notices(r.URL.Query().Get("done")), DLQ: s.cfg.DeadLetters != nil}
 	if r.URL.Query().Get("done") == "redrive" {
 		p.Notice = redriveNotice(r)

@@ -50,7 +50,7 @@ var (
 	// caller must not count it as delivered (acknowledging its own input on
 	// the strength of it would lose the work) and retries later. A World
 	// with such claims takes one over once it is old enough (dynamoworld:
-	// Config.PendingGrace), so a retry then sends.
+	// 30s), so a retry then sends.
 	ErrKeyPending = errors.New("world: idempotency key claimed, message not known sent")
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/skeinflow/skein/encrypt"
 	"github.com/skeinflow/skein/encrypt/kmskeys"
 	"github.com/skeinflow/skein/internal/envvars"
+	"github.com/skeinflow/skein/internal/knobs"
 )
 
 // remote names a deployed stack's resources: by flags, by environment
@@ -116,8 +117,8 @@ func (e *env) openRemote(ctx context.Context) error {
 		// without DynamoDB's CRC header.
 		S3PathStyle: custom, Emulator: custom,
 		// A command answers soon, or says why not.
-		MaxAttempts: 3, MaxBackoff: time.Second,
-	})
+		MaxAttempts: 3,
+	}, knobs.WithMaxBackoff(time.Second))
 	if e.sqs == nil {
 		e.sqs = clients.SQS
 	}

@@ -103,7 +103,9 @@ func (e *env) serve(base io.Closer, ww world.World, keys encrypt.Keyring) error 
 			return err
 		}
 	}
-	client, err := client.New(client.Config{World: ww})
+	// Warnings (the dashboard's request errors among them) go with the CLI's errors.
+	client, err := client.New(client.Config{World: ww,
+		Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		_ = base.Close()
 		return err

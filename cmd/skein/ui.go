@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -120,7 +119,7 @@ func (e *env) serveUI(ctx context.Context, addr string, public, open bool) error
 		return err
 	}
 	defer func() { _ = e.w.Close(); e.w = nil }()
-	cfg := webui.Config{Client: e.client, Logger: slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg := webui.Config{Client: e.client} // it logs to the Client's Logger
 	if !public {
 		cfg.Hosts = webui.LoopbackHosts()
 	}

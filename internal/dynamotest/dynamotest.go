@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/envvars"
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -36,20 +38,33 @@ type Options struct {
 	// Clients tunes the SDK clients (path style and emulator settings come
 	// from the environment).
 	Clients dynamoworld.ClientOptions
+	// APIOptions go on every client's middleware stack (a Meter's or an
+	// Injector's Add).
+	APIOptions []func(*middleware.Stack) error
+	// Knobs are the World's options (a clock, the run cache...).
+	Knobs []knobs.Option
 }
 
-// Clients returns SDK clients for the environment's endpoints.
-func Clients(t testing.TB, o dynamoworld.ClientOptions) dynamoworld.Clients {
+// Clients returns SDK clients for the environment's endpoints, with mw on
+// every client's middleware stack (a Meter's or an Injector's Add).
+func Clients(t testing.TB, o dynamoworld.ClientOptions, mw ...func(*middleware.Stack) error) dynamoworld.Clients {
+	t.Helper()
+	return ClientsWith(t, o, nil, mw...)
+}
+
+// ClientsWith is Clients with NewClients' options (knobs.WithMaxBackoff).
+func ClientsWith(t testing.TB, o dynamoworld.ClientOptions, opts []knobs.Option, mw ...func(*middleware.Stack) error) dynamoworld.Clients {
 	t.Helper()
 	Require(t)
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		t.Fatalf("dynamotest: AWS config: %v", err)
 	}
+	cfg.APIOptions = append(cfg.APIOptions, mw...)
 	env := envvars.Read(nil)
 	o.S3PathStyle = o.S3PathStyle || env.S3PathStyle == "1"
 	o.Emulator = o.Emulator || env.Emulators == "1"
-	return dynamoworld.NewClients(cfg, o)
+	return dynamoworld.NewClients(cfg, o, opts...)
 }
 
 var names = world.NewIDSource(nil, nil)
@@ -81,12 +96,12 @@ func NewResources(t testing.TB, c dynamoworld.Clients) (dynamoworld.Resources, s
 // closes it.
 func NewWorld(t testing.TB, o Options) *dynamoworld.World {
 	t.Helper()
-	c := Clients(t, o.Clients)
+	c := Clients(t, o.Clients, o.APIOptions...)
 	r, url := NewResources(t, c)
 	cfg := o.Config
 	cfg.DynamoDB, cfg.SQS, cfg.S3 = c.DynamoDB, c.SQS, c.S3
 	cfg.Table, cfg.QueueURL, cfg.Bucket = r.Table, url, r.Bucket
-	w, err := dynamoworld.New(context.Background(), cfg)
+	w, err := dynamoworld.New(context.Background(), cfg, o.Knobs...)
 	if err != nil {
 		t.Fatalf("dynamotest: %v", err)
 	}

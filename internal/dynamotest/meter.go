@@ -20,7 +20,8 @@ import (
 // Meter records the requests of the clients it is added to (every HTTP
 // attempt, in order, as "service/operation"), and the inputs it needs to
 // price DynamoDB writes as AWS bills them (Units). Add it with
-// ClientOptions.APIOptions. It is safe for concurrent use.
+// aws.Config.APIOptions (Clients, Options.APIOptions). It is safe for
+// concurrent use.
 type Meter struct {
 	mu    sync.Mutex
 	ops   []string // "DynamoDB/Query", "S3/ListObjectsV2", ...

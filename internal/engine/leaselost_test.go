@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -106,7 +107,7 @@ func TestSessionStopsWhenItsLeaseIsLost(t *testing.T) {
 
 func testLeaseLost(t *testing.T, lose func(*testing.T, *lapseWorld, *manualClock, string)) {
 	clock := &manualClock{t: time.Now()}
-	lw, err := localworld.Open(localworld.Config{Now: clock.Now})
+	lw, err := localworld.Open(localworld.Config{}, knobs.WithNow(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

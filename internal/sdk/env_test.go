@@ -45,7 +45,7 @@ func newEnv(t *testing.T, defs ...sdk.Definition) *env {
 
 func newEnvWith(t *testing.T, o envOptions, defs ...sdk.Definition) *env {
 	t.Helper()
-	lw, err := localworld.Open(localworld.Config{Limits: o.limits, Now: o.now})
+	lw, err := localworld.Open(localworld.Config{Limits: o.limits}, knobs.WithNow(o.now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestPatchOldRunsKeepTheirPath(t *testing.T) {
 			// old run's sleep must be over, not before.
 			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 			clock := &testClock{t: base}
-			lw, err := localworld.Open(localworld.Config{Now: clock.Now})
+			lw, err := localworld.Open(localworld.Config{}, knobs.WithNow(clock.Now))
 			if err != nil {
 				t.Fatal(err)
 			}
