@@ -4,7 +4,7 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.7.0
 PKGS ?= ./...
 # Packages whose tests need the AWS emulators (DynamoDB Local, ElasticMQ, moto S3).
-EMU_PKGS ?= ./dynamoworld/... ./streams/... ./encrypt/... ./integration/... ./internal/lambdaemu/ ./cmd/skein/
+EMU_PKGS ?= ./dynamoworld/... ./encrypt/... ./integration/... ./internal/lambdaemu/ ./cmd/skein/
 # Emulator state (pids, ports, logs) for this checkout.
 export SKEIN_EMU_STATE ?= $(CURDIR)/.emulators
 # LocalStack state (pid, port, log, its files, sam build output) for this checkout.

@@ -48,7 +48,7 @@ func snippetImports() map[string]string {
 	for _, std := range []string{"bytes", "context", "errors", "fmt", "io", "log", "os", "strings", "syscall", "testing", "time"} {
 		m[std] = std
 	}
-	for _, p := range []string{"workflow", "client", "worker", "world", "localworld", "dynamoworld", "streams", "skeintest", "skeinlambda",
+	for _, p := range []string{"workflow", "client", "worker", "world", "localworld", "dynamoworld", "skeintest", "skeinlambda",
 		"skeinhttp", "handler", "encrypt", "encrypt/kmskeys", "webui", "schedule", "world/worldtest"} {
 		m[filepath.Base(p)] = module + "/" + p
 	}

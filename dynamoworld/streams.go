@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/skeinflow/skein/streams"
+	"github.com/skeinflow/skein/dynamoworld/internal/streams"
 	"github.com/skeinflow/skein/world"
 )
 

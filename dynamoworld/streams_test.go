@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/internal/streams"
 	"github.com/skeinflow/skein/internal/dynamotest"
-	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/skeinflow/skein/dynamoworld/internal/streams"
 	"github.com/skeinflow/skein/internal/knobs"
-	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/skeinflow/skein/dynamoworld"
+	"github.com/skeinflow/skein/dynamoworld/internal/streams"
 	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/internal/knobs"
-	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
 

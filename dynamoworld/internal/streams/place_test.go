@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skeinflow/skein/dynamoworld/internal/streams"
 	"github.com/skeinflow/skein/internal/knobs"
-	"github.com/skeinflow/skein/streams"
 	"github.com/skeinflow/skein/world"
 )
 
