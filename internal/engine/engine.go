@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -21,10 +20,8 @@ import (
 // Engine handles queue messages for any World. It is safe for concurrent
 // use: a consumer may call Handle from many goroutines.
 type Engine struct {
-	cfg    Config
-	w      world.World
+	*port  // the World, the configuration, the clock (port.go)
 	reg    Registry
-	log    *slog.Logger
 	id     string
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
@@ -49,7 +46,7 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	if _, err := io.ReadFull(entropy, b[:]); err != nil {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
-	return &Engine{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, id: "eng-" + hex.EncodeToString(b[:]),
+	return &Engine{port: &port{cfg: cfg, w: cfg.World, log: cfg.Logger}, reg: cfg.Registry, id: "eng-" + hex.EncodeToString(b[:]),
 		lim: runrules.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 
@@ -62,8 +59,6 @@ func (e *Engine) Close() { e.logs.close() }
 
 // Config returns the engine's configuration with defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
-
-func (e *Engine) now() time.Time { return e.cfg.Now() }
 
 // Handle processes one message: nil means acknowledge it; a *PermanentError
 // means it can never succeed (acknowledge and report it); any other error
@@ -176,76 +171,6 @@ func (e *Engine) hop(ctx context.Context, msg world.Message, wait time.Duration)
 	next := msg
 	next.Hop++
 	return e.enqueue(ctx, next, keyHop(msg, next.Hop))
-}
-
-// finished reports whether msg's run has ended or does not exist, which
-// makes a wake-up still on its way for it pointless. A run that has ended
-// with compensations still to run has not finished: the wake-up may be
-// the one that goes on with them (compensate.go).
-func (e *Engine) finished(ctx context.Context, msg world.Message) bool {
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
-	switch {
-	case err == nil && run.Status.Terminal() && !compWork(run):
-		e.log.Debug("engine: dropped the wake-up of a finished run", "run", msg.RunID, "status", run.Status, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop)
-		return true
-	case errors.Is(err, world.ErrNotFound):
-		e.log.Debug("engine: dropped the wake-up of an unknown run", "run", msg.RunID, "step", msg.StepID, "notBefore", msg.NotBefore, "hop", msg.Hop, "err", err)
-		return true
-	case errors.Is(err, world.ErrGone):
-		// Part of the run has expired (a run that outlived the store's
-		// retention): it cannot go on, so its wake-up is pointless too.
-		e.log.Warn("engine: dropped the wake-up of a run that can no longer be read", "run", msg.RunID, "step", msg.StepID, "err", err)
-		return true
-	case err != nil:
-		e.log.Debug("engine: could not read the run before a hop; hopping anyway", "run", msg.RunID, "err", err)
-	}
-	return false
-}
-
-// atRest reports whether runID's run is at rest (ended and deactivated:
-// no step of it runs, no compensation or cleanup is owed, see rest.go) or
-// does not exist (never created, expired, or partly expired): nothing a
-// message could do for it is left, so a message that would be sent again
-// for it (a bounce, a cover, a refusal sent back) is dropped instead, and
-// the one in hand acknowledged. A run that has ended but is not at rest
-// still needs its messages (its rest checks, its compensations). A failed
-// read is not at rest: the message is sent again, as before. So is a child
-// run's (its parent must be notified) and a cancelled run's (its children
-// cancelled): run_deactivated commits with the end, before those side
-// effects, and the message may be what runs them should the holder of the
-// lease have died in between. It costs one read, only on the paths that
-// would send a message.
-func (e *Engine) atRest(ctx context.Context, runID, why string) bool {
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	switch {
-	case err == nil && run.Status.Terminal() && run.Deactivated() && run.Status != world.RunStatusCancelled && !notifies(run.ExecutionContext):
-		e.log.Debug("engine: message of a run at rest dropped, not sent again", "run", runID, "status", run.Status, "path", why)
-		return true
-	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
-		e.log.Debug("engine: message of an unknown run dropped, not sent again", "run", runID, "path", why, "err", err)
-		return true
-	}
-	return false
-}
-
-// enqueue sends m, delayed until m.NotBefore (capped at MaxQueueDelay; the
-// receiver hops for the rest).
-func (e *Engine) enqueue(ctx context.Context, m world.Message, key string) error {
-	var delay time.Duration
-	if !m.NotBefore.IsZero() {
-		delay = min(max(0, m.NotBefore.Sub(e.now())), e.cfg.MaxQueueDelay)
-	}
-	if m.RequestedAt.IsZero() {
-		m.RequestedAt = e.now()
-	}
-	body, err := world.EncodeMessage(m)
-	if err != nil {
-		return err
-	}
-	if _, err := e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: key}); err != nil {
-		return fmt.Errorf("engine: enqueue for run %s: %w", m.RunID, err)
-	}
-	return nil
 }
 
 // replace sends msg again as a new message, its delivery count carried on

@@ -89,17 +89,3 @@ func AppendFenced(ctx context.Context, s world.Storage, p *world.AppendParams) (
 func fenceRefused(err error) bool {
 	return errors.Is(err, world.ErrConflict) && refusedEvent(err) == nil
 }
-
-// appendFenced is AppendFenced for the engine's writers outside a
-// session's replay: refused once the caller's run lease is lost, as
-// Engine.append, and observed once committed.
-func (e *Engine) appendFenced(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
-	if err := leaseLost(ctx); err != nil {
-		return nil, err
-	}
-	res, err := AppendFenced(ctx, e.w, p)
-	if err == nil {
-		ObserveCommit(ctx, e.log, e.cfg.Metrics, res)
-	}
-	return res, err
-}

@@ -153,17 +153,3 @@ func errorMessage(d *world.ErrorData) string {
 	}
 	return d.Message
 }
-
-// append commits p and tells what it committed (ObserveCommit). Under a
-// session that lost its run lease it commits nothing and returns why
-// (leaseLost).
-func (e *Engine) append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
-	if err := leaseLost(ctx); err != nil {
-		return nil, err
-	}
-	res, err := e.w.Append(ctx, p)
-	if err == nil {
-		ObserveCommit(ctx, e.log, e.cfg.Metrics, res)
-	}
-	return res, err
-}

@@ -37,16 +37,6 @@ func (e *Engine) acquireRunLease(ctx context.Context, runID, tag string) (owner 
 	return owner, err
 }
 
-// budget returns when an invocation that starts now must stop starting
-// work: MaxInvocation from now, or BudgetMargin before ctx's deadline.
-func (e *Engine) budget(ctx context.Context) time.Time {
-	deadline := e.now().Add(e.cfg.MaxInvocation)
-	if d, ok := ctx.Deadline(); ok && d.Add(-e.cfg.BudgetMargin).Before(deadline) {
-		deadline = d.Add(-e.cfg.BudgetMargin)
-	}
-	return deadline
-}
-
 // continueLeased continues a run under the lease owner holds until the
 // workflow waits on others, then releases the lease. When events arrived
 // that the session did not see (background steps completed while it held
