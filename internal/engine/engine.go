@@ -21,6 +21,7 @@ import (
 // use: a consumer may call Handle from many goroutines.
 type Engine struct {
 	*port  // the World, the configuration, the clock (port.go)
+	spans  *tracing
 	reg    Registry
 	id     string
 	owners atomic.Int64
@@ -46,7 +47,8 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	if _, err := io.ReadFull(entropy, b[:]); err != nil {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
-	return &Engine{port: &port{cfg: cfg, w: cfg.World, log: cfg.Logger}, reg: cfg.Registry, id: "eng-" + hex.EncodeToString(b[:]),
+	pt := &port{cfg: cfg, w: cfg.World, log: cfg.Logger}
+	return &Engine{port: pt, spans: &tracing{pt}, reg: cfg.Registry, id: "eng-" + hex.EncodeToString(b[:]),
 		lim: runrules.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 
@@ -79,7 +81,7 @@ func (e *Engine) Handle(ctx context.Context, msg world.Message) error {
 // its receives of the message (however it was stopped) are dropped with
 // the message it refuses.
 func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt int) (err error) {
-	ctx, span := e.startMessageSpan(ctx, msg, attempt)
+	ctx, span := e.spans.startMessageSpan(ctx, msg, attempt)
 	defer func() {
 		if err != nil {
 			span.RecordError(err)

@@ -132,7 +132,7 @@ const (
 
 // runStep executes one attempt and decides what to record.
 func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
-	ctx, span := e.startStepSpan(ctx, x, x.inline)
+	ctx, span := e.spans.startStepSpan(ctx, x, x.inline)
 	defer func() { endStepSpan(span, out) }()
 	out = outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt, comp: x.comp}
 	def, ok := e.reg.Step(x.stepName)

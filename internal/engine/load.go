@@ -64,7 +64,7 @@ func (s *session) run(ctx context.Context, kept *sticky) error {
 	if err := s.keyless(); err != nil {
 		return err
 	}
-	s.beginSpan(ctx)
+	s.beginSpan(ctx, s.e.spans, s.runID, s.meta)
 	if s.runStatus.Terminal() {
 		return s.endAndRest(ctx)
 	}

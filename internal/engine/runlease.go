@@ -70,7 +70,7 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 // watches.
 func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadline time.Time, retry int, w *sliceWatch) (err error) {
 	s := &session{
-		e: e, runID: runID, retryAttempt: retry, began: time.Now(), watch: w,
+		e: e, runID: runID, retryAttempt: retry, runSpan: runSpan{began: time.Now()}, watch: w,
 		inlineSteps: inlineSteps{
 			inflight: make(map[string]context.CancelFunc),
 			comping:  make(map[string]bool),
@@ -86,7 +86,7 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 	}
 	ended := false // the session ended well: its workflow may be kept (sticky.go)
 	defer func() { e.logs.put(runID, s.runState, s.keep(ended)) }()
-	defer func() { s.endSpan(err) }()
+	defer func() { s.endSpan(err, s.runStatus) }()
 	for first := true; ; first = false {
 		more, err := e.underLease(ctx, s, owner, first, kept)
 		kept = nil

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/world"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // session is one invocation's continuation of a run, under the run lease.
@@ -23,9 +22,7 @@ type session struct {
 	e     *Engine
 	runID string
 
-	// span is the session's span (beginSpan), from when it began.
-	span  trace.Span
-	began time.Time
+	runSpan // the session's span (trace.go)
 
 	// retryAttempt is the hold attempt the message retries
 	// (world.Message.HoldAttempt; see holdRun).

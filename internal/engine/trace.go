@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -51,9 +52,19 @@ func TraceCarrier(ctx context.Context) map[string]string {
 	return c
 }
 
+// tracing starts the engine's spans: a message's (Engine), a step
+// attempt's (stepExec) and, through runSpan, a session's.
+type tracing struct{ *port }
+
+// runSpan is a session's span (beginSpan), from when the session began.
+type runSpan struct {
+	span  trace.Span
+	began time.Time
+}
+
 // tracer returns the engine's tracer.
-func (e *Engine) tracer() trace.Tracer {
-	tp := e.cfg.TracerProvider
+func (t *tracing) tracer() trace.Tracer {
+	tp := t.cfg.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
@@ -95,7 +106,7 @@ func runTrace(runID string) trace.SpanContext {
 }
 
 // startMessageSpan starts the span of one message's handling.
-func (e *Engine) startMessageSpan(ctx context.Context, msg world.Message, attempt int) (context.Context, trace.Span) {
+func (t *tracing) startMessageSpan(ctx context.Context, msg world.Message, attempt int) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{attrRunID.String(msg.RunID), attrMsgAttempt.Int(attempt)}
 	ids := msg.StepIDs
 	if msg.StepID != "" {
@@ -104,23 +115,23 @@ func (e *Engine) startMessageSpan(ctx context.Context, msg world.Message, attemp
 	if len(ids) > 0 {
 		attrs = append(attrs, attrMsgStepIDs.StringSlice(ids))
 	}
-	return e.tracer().Start(ctx, "skein.message", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
+	return t.tracer().Start(ctx, "skein.message", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...))
 }
 
-// beginSpan starts the session's span, once the session knows its run,
-// dated from when the session began, in the run's trace.
-func (s *session) beginSpan(ctx context.Context) {
+// beginSpan starts the session's span, once the session knows its run
+// (runID, meta), dated from when the session began, in the run's trace.
+func (s *runSpan) beginSpan(ctx context.Context, t *tracing, runID string, meta runMeta) {
 	if s.span != nil {
 		return
 	}
-	parent, links := runOrigin(ctx, s.runID, s.meta.execCtx)
-	_, s.span = s.e.tracer().Start(parent, "skein.run",
+	parent, links := runOrigin(ctx, runID, meta.execCtx)
+	_, s.span = t.tracer().Start(parent, "skein.run",
 		trace.WithTimestamp(s.began), trace.WithLinks(links...),
-		trace.WithAttributes(attrRunID.String(s.runID), attrWorkflow.String(s.meta.workflowName)))
+		trace.WithAttributes(attrRunID.String(runID), attrWorkflow.String(meta.workflowName)))
 }
 
-// endSpan ends the session's span with err's status.
-func (s *session) endSpan(err error) {
+// endSpan ends the session's span with err's status, or the run's status.
+func (s *runSpan) endSpan(err error, status world.RunStatus) {
 	if s.span == nil {
 		return
 	}
@@ -128,16 +139,16 @@ func (s *session) endSpan(err error) {
 	case err != nil:
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
-	case s.runStatus == world.RunStatusFailed || s.runStatus == world.RunStatusHeld:
-		s.span.SetStatus(codes.Error, "run "+string(s.runStatus))
+	case status == world.RunStatusFailed || status == world.RunStatusHeld:
+		s.span.SetStatus(codes.Error, "run "+string(status))
 	}
-	s.span.SetAttributes(attrOutcome.String(string(s.runStatus)))
+	s.span.SetAttributes(attrOutcome.String(string(status)))
 	s.span.End()
 }
 
 // stepContext returns the context a session's inline steps start their
 // spans under: its own span's.
-func (s *session) stepContext(ctx context.Context) context.Context {
+func (s *runSpan) stepContext(ctx context.Context) context.Context {
 	if s.span == nil {
 		return ctx
 	}
@@ -147,13 +158,13 @@ func (s *session) stepContext(ctx context.Context) context.Context {
 // startStepSpan starts the span of step attempt x: a child of the session's
 // span when ctx holds it (inline), else of the run's origin, linked to the
 // message's span (a background step).
-func (e *Engine) startStepSpan(ctx context.Context, x stepExec, inline bool) (context.Context, trace.Span) {
+func (t *tracing) startStepSpan(ctx context.Context, x stepExec, inline bool) (context.Context, trace.Span) {
 	var links []trace.Link
 	parent := ctx
 	if !inline {
 		parent, links = runOrigin(ctx, x.run.runID, x.run.execCtx)
 	}
-	return e.tracer().Start(parent, "skein.step "+x.stepName, trace.WithLinks(links...), trace.WithAttributes(
+	return t.tracer().Start(parent, "skein.step "+x.stepName, trace.WithLinks(links...), trace.WithAttributes(
 		attrRunID.String(x.run.runID), attrWorkflow.String(x.run.workflowName), attrStepID.String(x.stepID),
 		attrStepName.String(x.stepName), attrStepAttempt.Int(x.retryAttempt())))
 }
