@@ -91,7 +91,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		execCtx: run.ExecutionContext, createdAt: run.CreatedAt,
 	}
 	x := execOf(meta, res.Results[0].Step, st.Input)
-	o := e.runStep(ctx, x)
+	o := e.steps.runStep(ctx, x)
 	if o.kind == outAbandoned {
 		return "", false, ctx.Err()
 	}

@@ -91,7 +91,7 @@ func (s *session) launchComp(ctx context.Context, o *op) {
 		attempt: c.attempt, interrupted: c.lost, startedAt: s.e.now(), inline: true, comp: true,
 	}
 	s.comping[o.id] = true
-	s.start(ctx, o.id, func(ctx context.Context) outcome { return s.e.runStep(ctx, x) })
+	s.start(ctx, o.id, func(ctx context.Context) outcome { return s.e.steps.runStep(ctx, x) })
 }
 
 // deliverComp applies a compensation attempt's outcome to the workflow
@@ -239,7 +239,7 @@ func (e *Engine) compensateStep(ctx context.Context, run *world.Run, st *world.S
 		if !ok {
 			return false
 		}
-		o := e.runStep(ctx, x)
+		o := e.steps.runStep(ctx, x)
 		if o.kind == outAbandoned {
 			return false // the invocation was cut off: the safety net takes over
 		}

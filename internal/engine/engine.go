@@ -22,13 +22,11 @@ import (
 type Engine struct {
 	*port  // the World, the configuration, the clock (port.go)
 	spans  *tracing
-	reg    Registry
+	steps  *stepRunner
 	id     string
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
 	versions versionCache
-	// lim are the World's limits (limits.go).
-	lim world.Limits
 	// logs keeps the logs of runs between their sessions (logcache.go).
 	logs *logCache
 }
@@ -47,9 +45,10 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	if _, err := io.ReadFull(entropy, b[:]); err != nil {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
-	pt := &port{cfg: cfg, w: cfg.World, log: cfg.Logger}
-	return &Engine{port: pt, spans: &tracing{pt}, reg: cfg.Registry, id: "eng-" + hex.EncodeToString(b[:]),
-		lim: runrules.LimitsOf(cfg.World), logs: newLogCache(cfg.LogCacheBytes)}, nil
+	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World)}
+	spans := &tracing{pt}
+	return &Engine{port: pt, spans: spans, steps: &stepRunner{pt, spans}, id: "eng-" + hex.EncodeToString(b[:]),
+		logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between

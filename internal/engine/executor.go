@@ -130,19 +130,29 @@ const (
 	errStepTimeout stepCancel = "engine: the step attempt ran past its timeout"
 )
 
+// stepRunner runs one step attempt: it renews the attempt's lease while
+// the step runs, and turns what the step returned into the outcome to
+// record (completed, retrying, failed or abandoned). It records nothing
+// itself: its callers (a session, a background delivery, the
+// compensator) commit the outcome.
+type stepRunner struct {
+	*port
+	spans *tracing
+}
+
 // runStep executes one attempt and decides what to record.
-func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
-	ctx, span := e.spans.startStepSpan(ctx, x, x.inline)
+func (r *stepRunner) runStep(ctx context.Context, x stepExec) (out outcome) {
+	ctx, span := r.spans.startStepSpan(ctx, x, x.inline)
 	defer func() { endStepSpan(span, out) }()
 	out = outcome{stepID: x.stepID, stepName: x.stepName, attempt: x.attempt, comp: x.comp}
-	def, ok := e.reg.Step(x.stepName)
+	def, ok := r.reg.Step(x.stepName)
 	if !ok {
 		out.kind = outFailed
 		out.failure = &world.ErrorData{Type: TypeStepNotRegistered, Message: fmt.Sprintf(stepNotRegisteredFmt, x.stepName), Fatal: true}
 		return out
 	}
 	attempt := x.retryAttempt()
-	if refused := e.refuseAttempt(x, def); refused != nil {
+	if refused := r.refuseAttempt(x, def); refused != nil {
 		out.kind, out.failure = outFailed, refused
 		return out
 	}
@@ -151,12 +161,12 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 	sctx = context.WithValue(sctx, stepInfoKey{}, &StepInfo{
 		RunID: x.run.runID, WorkflowName: x.run.workflowName, RunCreatedAt: x.run.createdAt,
 		ExecutionContext: x.run.execCtx, StepID: x.stepID, StepName: x.stepName, Compensating: x.comp,
-		Attempt: attempt, StartedAt: x.startedAt, World: e.w, Now: e.cfg.Now,
+		Attempt: attempt, StartedAt: x.startedAt, World: r.w, Now: r.cfg.Now,
 	})
-	if e.cfg.StepContext != nil {
-		sctx = e.cfg.StepContext(sctx)
+	if r.cfg.StepContext != nil {
+		sctx = r.cfg.StepContext(sctx)
 	}
-	stop := e.watchStep(sctx, cancel, x)
+	stop := r.watchStep(sctx, cancel, x)
 	result, err, timedOut := callStepWithin(def, sctx, x.input)
 	stop()
 	if timedOut {
@@ -166,8 +176,8 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 		if len(result) == 0 {
 			result = json.RawMessage("null")
 		}
-		if len(result) > e.lim.MaxPayload {
-			out.kind, out.failure = outFailed, e.oversizedResult(x, len(result))
+		if len(result) > r.lim.MaxPayload {
+			out.kind, out.failure = outFailed, r.oversizedResult(x, len(result))
 			return out
 		}
 		out.kind, out.result = outCompleted, result
@@ -187,21 +197,21 @@ func (e *Engine) runStep(ctx context.Context, x stepExec) (out outcome) {
 		out.kind = outAbandoned
 		return out
 	}
-	return e.attemptFailed(out, x, def, attempt, err)
+	return r.attemptFailed(out, x, def, attempt, err)
 }
 
 // refuseAttempt returns why attempt x of step def must fail without
 // running: its executor was lost too often, or it is past the step's
 // attempts (only when the step's MaxRetries shrank since it last retried).
 // Nil when it may run.
-func (e *Engine) refuseAttempt(x stepExec, def *Step) *world.ErrorData {
+func (r *stepRunner) refuseAttempt(x stepExec, def *Step) *world.ErrorData {
 	maxAttempts := max(def.MaxRetries, 0) + 1
-	if x.interrupted > e.cfg.MaxInterruptions {
+	if x.interrupted > r.cfg.MaxInterruptions {
 		return &world.ErrorData{
 			Type: TypeExecutorLost,
 			Code: world.CodeStepExecutorLost,
 			Message: fmt.Sprintf("step %q lost its executor %d times, more than the %d allowed: the process running it died "+
-				"or was cut off (killed, out of memory, past its time limit) before it recorded an outcome", x.stepName, x.interrupted, e.cfg.MaxInterruptions),
+				"or was cut off (killed, out of memory, past its time limit) before it recorded an outcome", x.stepName, x.interrupted, r.cfg.MaxInterruptions),
 			Fatal: true,
 		}
 	}
@@ -219,7 +229,7 @@ func (e *Engine) refuseAttempt(x stepExec, def *Step) *world.ErrorData {
 // when the error is fatal or the attempts are spent, otherwise its retry at
 // the time the error asks for or after the step's backoff. A panic is
 // logged, once: steps do not replay.
-func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, err error) outcome {
+func (r *stepRunner) attemptFailed(out outcome, x stepExec, def *Step, attempt int, err error) outcome {
 	var data *world.ErrorData
 	fatal := false
 	var retryAt time.Time
@@ -227,15 +237,15 @@ func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, 
 	if errors.As(err, &f) && f.Data != nil {
 		data, fatal, retryAt = f.Data, f.Fatal, f.RetryAt
 	} else {
-		data = e.cfg.EncodeError(err)
+		data = r.cfg.EncodeError(err)
 	}
 	if data.Fatal {
 		fatal = true
 	}
-	data = fitError(data, e.lim.MaxPayload)
+	data = fitError(data, r.lim.MaxPayload)
 	maxAttempts := max(def.MaxRetries, 0) + 1
 	if data.Type == TypePanic {
-		e.logStepPanic(x, attempt, !fatal && attempt < maxAttempts, data)
+		r.logStepPanic(x, attempt, !fatal && attempt < maxAttempts, data)
 	}
 	if fatal || attempt >= maxAttempts {
 		out.kind, out.failure = outFailed, data
@@ -246,7 +256,7 @@ func (e *Engine) attemptFailed(out outcome, x stepExec, def *Step, attempt int, 
 		if backoff == nil {
 			backoff = DefaultBackoff
 		}
-		retryAt = e.now().Add(backoff(attempt))
+		retryAt = r.now().Add(backoff(attempt))
 	}
 	out.kind, out.failure, out.retryAfter = outRetrying, data, retryAt
 	return out
@@ -274,8 +284,8 @@ func workflowFailCode(d *world.ErrorData) string {
 
 // logStepPanic logs a step attempt that panicked. Steps do not replay: the
 // attempt ran once, and is logged once.
-func (e *Engine) logStepPanic(x stepExec, attempt int, retried bool, data *world.ErrorData) {
-	e.log.Error("engine: step panicked", "run", x.run.runID, "workflow", x.run.workflowName, "step", x.stepName,
+func (r *stepRunner) logStepPanic(x stepExec, attempt int, retried bool, data *world.ErrorData) {
+	r.log.Error("engine: step panicked", "run", x.run.runID, "workflow", x.run.workflowName, "step", x.stepName,
 		"stepId", x.stepID, "attempt", attempt, "retried", retried, "panic", data.Message, "stack", data.Stack)
 }
 
@@ -374,15 +384,15 @@ func timeoutDetails(step string, attempt int, timeout time.Duration) json.RawMes
 // run and only renews. A compensation's attempt renews the compensation's
 // lease and never reads the run: no end of its run cancels it. It uses no
 // goroutine until the first tick, so short steps cost a timer.
-func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, x stepExec) (stop func()) {
-	renewEvery := max(e.cfg.StepLeaseTTL/3, time.Millisecond)
-	interval := min(renewEvery, e.cfg.RunPollInterval)
+func (r *stepRunner) watchStep(ctx context.Context, cancel context.CancelCauseFunc, x stepExec) (stop func()) {
+	renewEvery := max(r.cfg.StepLeaseTTL/3, time.Millisecond)
+	interval := min(renewEvery, r.cfg.RunPollInterval)
 	var (
 		mu        sync.Mutex
 		stopped   bool
 		timer     *time.Timer
 		running   sync.WaitGroup
-		lastRenew = e.now()
+		lastRenew = r.now()
 		ended     = x.comp // the run completed or failed (or x is a compensation): no reads of it
 	)
 	var tick func()
@@ -395,16 +405,16 @@ func (e *Engine) watchStep(ctx context.Context, cancel context.CancelCauseFunc, 
 		running.Add(1)
 		mu.Unlock()
 		defer running.Done()
-		if now := e.now(); now.Sub(lastRenew) >= renewEvery {
+		if now := r.now(); now.Sub(lastRenew) >= renewEvery {
 			lastRenew = now
-			_, err := e.w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: x.run.runID, StepID: x.stepID, Attempt: x.attempt, TTL: e.cfg.StepLeaseTTL, Compensation: x.comp})
+			_, err := r.w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: x.run.runID, StepID: x.stepID, Attempt: x.attempt, TTL: r.cfg.StepLeaseTTL, Compensation: x.comp})
 			if err != nil && (errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrNotFound)) {
 				cancel(errLeaseLost)
 				return
 			}
 		}
 		if !ended {
-			run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: x.run.runID})
+			run, err := r.w.GetRun(ctx, &world.GetRunParams{RunID: x.run.runID})
 			if err == nil && run.Status == world.RunStatusCancelled {
 				cancel(errRunEnded)
 				return

@@ -100,7 +100,7 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec, n int) (wake string, abandoned bool, err error) {
 	results := make(chan outcome, len(started))
 	for _, x := range started {
-		go func() { results <- e.runStep(ctx, x) }()
+		go func() { results <- e.steps.runStep(ctx, x) }()
 	}
 	for left := len(started); left > 0; {
 		batch := []outcome{<-results}

@@ -32,7 +32,7 @@ func (s *session) launch(ctx context.Context, o *op, st *world.Step) {
 	delete(s.deferred, o.id)
 	x := execOf(s.meta, st, o.input)
 	x.inline = true
-	s.start(ctx, o.id, func(ctx context.Context) outcome { return s.e.runStep(ctx, x) })
+	s.start(ctx, o.id, func(ctx context.Context) outcome { return s.e.steps.runStep(ctx, x) })
 }
 
 // start runs an attempt inline under id (a step's, or a compensation's):

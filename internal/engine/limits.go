@@ -29,8 +29,8 @@ func limitData(le *world.LimitError) *world.ErrorData {
 
 // oversizedResult fails a step attempt whose result is larger than the
 // run's payload limit: the result never reaches the workflow or the log.
-func (e *Engine) oversizedResult(x stepExec, n int) *world.ErrorData {
-	return limitData(&world.LimitError{RunID: x.run.runID, Limit: "payload", Max: int64(e.lim.MaxPayload), Size: int64(n),
+func (r *stepRunner) oversizedResult(x stepExec, n int) *world.ErrorData {
+	return limitData(&world.LimitError{RunID: x.run.runID, Limit: "payload", Max: int64(r.lim.MaxPayload), Size: int64(n),
 		What: fmt.Sprintf("result of step %q", x.stepName)})
 }
 

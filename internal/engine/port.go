@@ -1,13 +1,14 @@
 package engine
 
-// The port: what every part of the engine shares (the World, the
-// configuration with its logger and clock) and the few writes and reads
-// they all make through it: append and appendFenced (commit events, told
-// to the logger and the metrics once durable), enqueue (send a message),
-// finished and atRest (read whether a run still needs its messages), now
-// and budget (the clock and the invocation's deadline). Each of the
-// engine's parts holds a pointer to the one port and calls nothing above
-// it (see doc.go, "The engine's parts").
+// The port: what every part of the engine shares (the World and its
+// limits, the registry, the configuration with its logger and clock) and
+// the few writes and reads they all make through it: append and
+// appendFenced (commit events, told to the logger and the metrics once
+// durable), enqueue (send a message), finished and atRest (read whether a
+// run still needs its messages), now and budget (the clock and the
+// invocation's deadline). Each of the engine's parts holds a pointer to
+// the one port and calls nothing above it (see doc.go, "The engine's
+// parts").
 
 import (
 	"context"
@@ -23,7 +24,10 @@ import (
 type port struct {
 	cfg Config
 	w   world.World
+	reg Registry
 	log *slog.Logger
+	// lim are the World's limits (limits.go).
+	lim world.Limits
 }
 
 func (pt *port) now() time.Time { return pt.cfg.Now() }
