@@ -126,18 +126,28 @@ func compWork(r *world.Run) bool {
 	return r.Compensations.Running > 0 || r.Compensate && r.Compensations.Owed > 0
 }
 
+// compensator runs the compensations a finished run owes, in its rest
+// (compensateRest, from deactivate): outside any session, the most
+// recently completed step's first, every attempt under its own lease
+// (stepRunner), scheduling a message to go on when the invocation's
+// budget runs out or the next must wait.
+type compensator struct {
+	*port
+	steps *stepRunner
+}
+
 // compensateRest runs the compensations a finished run still has to run,
 // one after the other, the most recently completed step first: those
 // under way, and, when its end asked for them (Run.Compensate), those its
 // completed steps owe. It reports whether they have all ended; if not, a
 // continuation of the run is scheduled for when the next can go on (a
 // retry's time, or a lease's expiry should its executor be lost).
-func (e *Engine) compensateRest(ctx context.Context, run *world.Run) bool {
-	deadline := e.budget(ctx)
-	steps, err := e.compensable(ctx, run.RunID)
+func (cp *compensator) compensateRest(ctx context.Context, run *world.Run) bool {
+	deadline := cp.budget(ctx)
+	steps, err := cp.compensable(ctx, run.RunID)
 	if err != nil {
-		e.log.Warn("engine: list the compensations of a finished run", "run", run.RunID, "err", err)
-		e.scheduleCompCheck(ctx, run.RunID, "", e.now().Add(restCheckSlack))
+		cp.log.Warn("engine: list the compensations of a finished run", "run", run.RunID, "err", err)
+		cp.scheduleCompCheck(ctx, run.RunID, "", cp.now().Add(restCheckSlack))
 		return false
 	}
 	for _, st := range steps {
@@ -150,12 +160,12 @@ func (e *Engine) compensateRest(ctx context.Context, run *world.Run) bool {
 		default:
 			continue
 		}
-		if !e.now().Before(deadline) {
+		if !cp.now().Before(deadline) {
 			// Out of budget: a new invocation goes on.
-			e.scheduleCompCheck(ctx, run.RunID, st.StepID, e.now())
+			cp.scheduleCompCheck(ctx, run.RunID, st.StepID, cp.now())
 			return false
 		}
-		if !e.compensateStep(ctx, run, st) {
+		if !cp.compensateStep(ctx, run, st) {
 			return false
 		}
 	}
@@ -164,11 +174,11 @@ func (e *Engine) compensateRest(ctx context.Context, run *world.Run) bool {
 
 // compensable lists the steps of a run that declared a compensation, the
 // most recently completed first (log order of their step_completed).
-func (e *Engine) compensable(ctx context.Context, runID string) ([]*world.Step, error) {
+func (cp *compensator) compensable(ctx context.Context, runID string) ([]*world.Step, error) {
 	var steps []*world.Step
 	var cursor string
 	for {
-		p, err := e.w.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		p, err := cp.w.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +195,7 @@ func (e *Engine) compensable(ctx context.Context, runID string) ([]*world.Step, 
 	if len(steps) < 2 {
 		return steps, nil
 	}
-	order, err := e.completionOrder(ctx, runID)
+	order, err := cp.completionOrder(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +205,11 @@ func (e *Engine) compensable(ctx context.Context, runID string) ([]*world.Step, 
 
 // completionOrder maps the steps of a run that completed to the sequence
 // number of their step_completed.
-func (e *Engine) completionOrder(ctx context.Context, runID string) (map[string]int64, error) {
+func (cp *compensator) completionOrder(ctx context.Context, runID string) (map[string]int64, error) {
 	order := make(map[string]int64)
 	var cursor string
 	for {
-		p, err := e.w.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		p, err := cp.w.ListEvents(ctx, &world.ListEventsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
 			return nil, err
 		}
@@ -219,31 +229,31 @@ func (e *Engine) completionOrder(ctx context.Context, runID string) (map[string]
 // process while a retry is due within Config.Linger. It reports whether
 // the compensation has ended; if not, a continuation is scheduled for when
 // it can go on, or another executor has it.
-func (e *Engine) compensateStep(ctx context.Context, run *world.Run, st *world.Step) bool {
+func (cp *compensator) compensateStep(ctx context.Context, run *world.Run, st *world.Step) bool {
 	for {
 		c := st.Compensation
-		now := e.now()
+		now := cp.now()
 		if st.Status == world.StepStatusCompensating {
 			if wait := c.RetryAfter.Sub(now); wait > 0 {
-				if wait > e.cfg.Linger || !sleepCtx(ctx, wait) {
-					e.scheduleCompCheck(ctx, run.RunID, st.StepID, c.RetryAfter)
+				if wait > cp.cfg.Linger || !sleepCtx(ctx, wait) {
+					cp.scheduleCompCheck(ctx, run.RunID, st.StepID, c.RetryAfter)
 					return false
 				}
 			}
 			if c.LeaseExpiresAt.After(now) {
-				e.scheduleCompCheck(ctx, run.RunID, st.StepID, c.LeaseExpiresAt.Add(restCheckSlack))
+				cp.scheduleCompCheck(ctx, run.RunID, st.StepID, c.LeaseExpiresAt.Add(restCheckSlack))
 				return false
 			}
 		}
-		x, ok := e.startComp(ctx, run, st)
+		x, ok := cp.startComp(ctx, run, st)
 		if !ok {
 			return false
 		}
-		o := e.steps.runStep(ctx, x)
+		o := cp.steps.runStep(ctx, x)
 		if o.kind == outAbandoned {
 			return false // the invocation was cut off: the safety net takes over
 		}
-		if !e.recordComp(ctx, run.RunID, o) {
+		if !cp.recordComp(ctx, run.RunID, o) {
 			return false
 		}
 		if o.kind != outRetrying {
@@ -261,27 +271,27 @@ func (e *Engine) compensateStep(ctx context.Context, run *world.Run, st *world.S
 // expiry. ok is false when the World refused it: a continuation is then
 // scheduled when the refusal says when to try again, and otherwise another
 // executor has moved the compensation on.
-func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) (stepExec, bool) {
+func (cp *compensator) startComp(ctx context.Context, run *world.Run, st *world.Step) (stepExec, bool) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
 	defer cancel()
 	name := st.Compensation.Step
-	res, err := e.appendFenced(wctx, &world.AppendParams{RunID: run.RunID, Events: []world.EventInput{
-		{CorrelationID: st.StepID, Data: &world.CompStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL}},
+	res, err := cp.appendFenced(wctx, &world.AppendParams{RunID: run.RunID, Events: []world.EventInput{
+		{CorrelationID: st.StepID, Data: &world.CompStarted{StepName: st.StepName, LeaseTTL: cp.cfg.StepLeaseTTL}},
 	}})
 	if err != nil {
 		re := refusalOf(err)
 		switch {
 		case tooEarly(re):
-			e.scheduleCompCheck(wctx, run.RunID, st.StepID, re.Until)
+			cp.scheduleCompCheck(wctx, run.RunID, st.StepID, re.Until)
 		case stepLeased(re):
-			e.scheduleCompCheck(wctx, run.RunID, st.StepID, re.Until.Add(restCheckSlack))
+			cp.scheduleCompCheck(wctx, run.RunID, st.StepID, re.Until.Add(restCheckSlack))
 		case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone), errors.Is(err, world.ErrNotFound):
 		case errors.Is(err, world.ErrCorrupt):
 			// Nothing written; the run stays as stored for an operator.
-			e.log.Error("engine: a compensation not started: the run's stored data is corrupt", "run", run.RunID, "step", st.StepID, "err", err)
+			cp.log.Error("engine: a compensation not started: the run's stored data is corrupt", "run", run.RunID, "step", st.StepID, "err", err)
 		default:
-			e.log.Warn("engine: start a compensation", "run", run.RunID, "step", st.StepID, "err", err)
-			e.scheduleCompCheck(wctx, run.RunID, st.StepID, e.now().Add(restCheckSlack))
+			cp.log.Warn("engine: start a compensation", "run", run.RunID, "step", st.StepID, "err", err)
+			cp.scheduleCompCheck(wctx, run.RunID, st.StepID, cp.now().Add(restCheckSlack))
 		}
 		return stepExec{}, false
 	}
@@ -289,11 +299,11 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 	if d == nil {
 		return stepExec{}, false
 	}
-	e.scheduleCompCheck(wctx, run.RunID, st.StepID, d.LeaseExpiresAt.Add(restCheckSlack))
+	cp.scheduleCompCheck(wctx, run.RunID, st.StepID, d.LeaseExpiresAt.Add(restCheckSlack))
 	meta := runMeta{runID: run.RunID, workflowName: run.WorkflowName, input: run.Input, execCtx: run.ExecutionContext, createdAt: run.CreatedAt}
 	return stepExec{
 		run: meta, stepID: st.StepID, stepName: name, input: compensationInput(st.Input, st.Output),
-		attempt: d.Attempt, interrupted: d.Interrupted, startedAt: e.now(), comp: true,
+		attempt: d.Attempt, interrupted: d.Interrupted, startedAt: cp.now(), comp: true,
 	}, true
 }
 
@@ -301,12 +311,12 @@ func (e *Engine) startComp(ctx context.Context, run *world.Run, st *world.Step) 
 // whether it committed. A refusal means the World has the outcome from
 // another executor already (exactly once): the caller stops, as that
 // executor goes on.
-func (e *Engine) recordComp(ctx context.Context, runID string, o outcome) bool {
+func (cp *compensator) recordComp(ctx context.Context, runID string, o outcome) bool {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
 	defer cancel()
-	_, err := e.appendFenced(wctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.compEvent()}})
+	_, err := cp.appendFenced(wctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{o.compEvent()}})
 	if err != nil && !errors.Is(err, world.ErrConflict) && !errors.Is(err, world.ErrGone) && !errors.Is(err, world.ErrNotFound) {
-		e.log.Warn("engine: record a compensation's outcome", "run", runID, "step", o.stepID, "err", err)
+		cp.log.Warn("engine: record a compensation's outcome", "run", runID, "step", o.stepID, "err", err)
 	}
 	return err == nil
 }
@@ -315,11 +325,11 @@ func (e *Engine) recordComp(ctx context.Context, runID string, o outcome) bool {
 // on with its compensations (a retry's time, or a lease's expiry in case
 // the executor running one is lost). Checks of one step for the same
 // millisecond share a key.
-func (e *Engine) scheduleCompCheck(ctx context.Context, runID, stepID string, at time.Time) {
+func (cp *compensator) scheduleCompCheck(ctx context.Context, runID, stepID string, at time.Time) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
 	defer cancel()
-	if err := e.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyComp(runID, stepID, at)); err != nil {
-		e.log.Warn("engine: schedule the compensation check of a finished run", "run", runID, "err", err)
+	if err := cp.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyComp(runID, stepID, at)); err != nil {
+		cp.log.Warn("engine: schedule the compensation check of a finished run", "run", runID, "err", err)
 	}
 }
 

@@ -23,6 +23,7 @@ type Engine struct {
 	*port  // the World, the configuration, the clock (port.go)
 	spans  *tracing
 	steps  *stepRunner
+	comps  *compensator
 	id     string
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
@@ -47,7 +48,8 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	}
 	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World)}
 	spans := &tracing{pt}
-	return &Engine{port: pt, spans: spans, steps: &stepRunner{pt, spans}, id: "eng-" + hex.EncodeToString(b[:]),
+	steps := &stepRunner{pt, spans}
+	return &Engine{port: pt, spans: spans, steps: steps, comps: &compensator{pt, steps}, id: "eng-" + hex.EncodeToString(b[:]),
 		logs: newLogCache(cfg.LogCacheBytes)}, nil
 }
 

@@ -90,7 +90,7 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 		e.scheduleRestCheck(ctx, runID, e.now())
 		return
 	}
-	if compWork(run) && !e.compensateRest(callCtx, run) {
+	if compWork(run) && !e.comps.compensateRest(callCtx, run) {
 		return
 	}
 	// Nothing writes to the run's streams any more: those its compensations
@@ -181,7 +181,7 @@ func (e *Engine) recordAfterEnd(ctx context.Context, runID string, o outcome) er
 	case o.comp:
 		// A compensation may go on after the end: its retry is recorded,
 		// and the run's rest takes it up (compensateRest).
-		e.recordComp(ctx, runID, o)
+		e.comps.recordComp(ctx, runID, o)
 		return nil
 	case o.kind == outRetrying:
 		o.kind = outFailed
