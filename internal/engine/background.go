@@ -95,7 +95,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if o.kind == outAbandoned {
 		return "", false, ctx.Err()
 	}
-	o, ended, err := e.recordFinal(ctx, runID, o)
+	o, ended, err := e.steps.recordFinal(ctx, runID, o)
 	if err != nil {
 		return "", false, err
 	}
@@ -213,8 +213,8 @@ func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d deliver
 // It is used after the run's end (rest.go), outside any session's replay:
 // its append is fenced on a checked read of the log (appendFenced), so
 // that nothing is written to a damaged log.
-func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
-	_, _, err := e.recordOutcome(ctx, runID, o, e.appendFenced)
+func (r *stepRunner) record(ctx context.Context, runID string, o outcome) error {
+	_, _, err := r.recordOutcome(ctx, runID, o, r.appendFenced)
 	return err
 }
 
@@ -230,14 +230,14 @@ func (e *Engine) record(ctx context.Context, runID string, o outcome) error {
 // run is live, it is failed first with the limit's code, as the README
 // promises (overLimitOutcome). Retrying the refused outcome could only fail
 // again, until its lease expired and the step read as lost.
-func (e *Engine) recordFinal(ctx context.Context, runID string, o outcome) (outcome, bool, error) {
-	return e.recordOutcome(ctx, runID, o, e.append)
+func (r *stepRunner) recordFinal(ctx context.Context, runID string, o outcome) (outcome, bool, error) {
+	return r.recordOutcome(ctx, runID, o, r.append)
 }
 
 // recordOutcome is recordFinal committing with add (Engine.append, or
 // Engine.appendFenced after the run's end). A damaged log
 // (world.ErrCorrupt) is returned at once: retrying cannot repair it.
-func (e *Engine) recordOutcome(ctx context.Context, runID string, o outcome, add func(context.Context, *world.AppendParams) (*world.AppendResult, error)) (outcome, bool, error) {
+func (r *stepRunner) recordOutcome(ctx context.Context, runID string, o outcome, add func(context.Context, *world.AppendParams) (*world.AppendResult, error)) (outcome, bool, error) {
 	var err error
 	ended := false
 	for try := 0; try < 4; try++ {
@@ -249,7 +249,7 @@ func (e *Engine) recordOutcome(ctx context.Context, runID string, o outcome, add
 			return o, ended || res.Run != nil && res.Run.Status.Terminal(), nil
 		case le != nil && !o.comp:
 			var failed bool
-			if o, failed, err = e.overLimitOutcome(ctx, runID, o, le); err != nil {
+			if o, failed, err = r.overLimitOutcome(ctx, runID, o, le); err != nil {
 				return o, ended, err
 			}
 			ended = ended || failed

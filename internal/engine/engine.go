@@ -28,8 +28,6 @@ type Engine struct {
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
 	versions versionCache
-	// logs keeps the logs of runs between their sessions (logcache.go).
-	logs *logCache
 }
 
 // New returns an Engine for cfg.
@@ -46,11 +44,11 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	if _, err := io.ReadFull(entropy, b[:]); err != nil {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
-	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World)}
+	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World),
+		logs: newLogCache(cfg.LogCacheBytes)}
 	spans := &tracing{pt}
 	steps := &stepRunner{pt, spans}
-	return &Engine{port: pt, spans: spans, steps: steps, comps: &compensator{pt, steps}, id: "eng-" + hex.EncodeToString(b[:]),
-		logs: newLogCache(cfg.LogCacheBytes)}, nil
+	return &Engine{port: pt, spans: spans, steps: steps, comps: &compensator{pt, steps}, id: "eng-" + hex.EncodeToString(b[:])}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between

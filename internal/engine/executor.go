@@ -132,9 +132,10 @@ const (
 
 // stepRunner runs one step attempt: it renews the attempt's lease while
 // the step runs, and turns what the step returned into the outcome to
-// record (completed, retrying, failed or abandoned). It records nothing
-// itself: its callers (a session, a background delivery, the
-// compensator) commit the outcome.
+// record (completed, retrying, failed or abandoned). A session commits its
+// inline steps' outcomes with its own events; stepRunner records those
+// run outside a session (record, recordFinal in background.go: a
+// background step's, a step's after its run's end).
 type stepRunner struct {
 	*port
 	spans *tracing

@@ -97,7 +97,7 @@ func TestWritersOutsideReplayWriteNothingOnAHole(t *testing.T) {
 				world.EventInput{Data: &world.RunCancelled{Reason: "x"}},
 			)
 			return func() error {
-				return f.eng.record(ctx, runID, outcome{stepID: step, stepName: "s", kind: outFailed, failure: lost})
+				return f.eng.steps.record(ctx, runID, outcome{stepID: step, stepName: "s", kind: outFailed, failure: lost})
 			}
 		}, true},
 		{"failStuck (a blocked workflow)", func(f *fenceFixture) func() error {
@@ -107,7 +107,7 @@ func TestWritersOutsideReplayWriteNothingOnAHole(t *testing.T) {
 		{"failRunOverLimit", func(f *fenceFixture) func() error {
 			runID := f.run()
 			return func() error {
-				_, err := f.eng.failRunOverLimit(ctx, runID, &world.LimitError{Limit: "MaxRunBytes", Max: 1, Size: 2})
+				_, err := f.eng.steps.failRunOverLimit(ctx, runID, &world.LimitError{Limit: "MaxRunBytes", Max: 1, Size: 2})
 				return err
 			}
 		}, true},

@@ -208,7 +208,7 @@ func (e *Engine) recordGroup(ctx context.Context, runID string, outs []outcome) 
 				return ended, ctx.Err()
 			}
 			for _, o := range outs[:n] {
-				_, end, err := e.recordFinal(ctx, runID, o)
+				_, end, err := e.steps.recordFinal(ctx, runID, o)
 				if err != nil {
 					return ended, err
 				}

@@ -111,13 +111,13 @@ func limitRefusal(err error) *world.LimitError {
 // payload's) fails the run first with the limit's code, when it is live:
 // its outcome passes the run's bound, inline or in the background, awaited
 // or not (failRunOverLimit). failed reports that this call ended the run.
-func (e *Engine) overLimitOutcome(ctx context.Context, runID string, o outcome, le *world.LimitError) (_ outcome, failed bool, err error) {
+func (r *stepRunner) overLimitOutcome(ctx context.Context, runID string, o outcome, le *world.LimitError) (_ outcome, failed bool, err error) {
 	if le.Limit != "payload" {
-		if failed, err = e.failRunOverLimit(ctx, runID, le); err != nil {
+		if failed, err = r.failRunOverLimit(ctx, runID, le); err != nil {
 			return o, false, err
 		}
 	}
-	e.log.Warn("engine: step outcome refused by a limit; its failure by the limit is recorded instead",
+	r.log.Warn("engine: step outcome refused by a limit; its failure by the limit is recorded instead",
 		"run", runID, "step", o.stepID, "limit", le.Limit, "max", le.Max, "size", le.Size)
 	o.kind, o.result, o.retryAfter, o.failure = outFailed, nil, time.Time{}, limitData(le)
 	return o, failed, nil
@@ -128,16 +128,16 @@ func (e *Engine) overLimitOutcome(ctx context.Context, runID string, o outcome, 
 // one recorded after the session that ran it ended), and wakes it for its
 // end's side effects and rest, as FailRun does. A run that has ended
 // already keeps its outcome (failed false).
-func (e *Engine) failRunOverLimit(ctx context.Context, runID string, le *world.LimitError) (failed bool, err error) {
+func (sr *stepRunner) failRunOverLimit(ctx context.Context, runID string, le *world.LimitError) (failed bool, err error) {
 	comp := false
-	if r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
+	if r, err := sr.w.GetRun(ctx, &world.GetRunParams{RunID: runID}); err != nil {
 		return false, err
 	} else if r.Status.Terminal() {
 		return false, nil
-	} else if wf, ok := e.reg.Workflow(r.WorkflowName); ok {
+	} else if wf, ok := sr.reg.Workflow(r.WorkflowName); ok {
 		comp = wf.CompensateOnFailure
 	}
-	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+	_, err = sr.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: limitData(le), ErrorCode: le.Code(), Compensate: comp}},
 	}})
 	switch {
@@ -146,10 +146,10 @@ func (e *Engine) failRunOverLimit(ctx context.Context, runID string, le *world.L
 	case err != nil:
 		return false, err
 	}
-	e.log.Warn("engine: run failed: a step outcome passes a limit", "run", runID, "limit", le.Limit, "max", le.Max, "err", le)
-	e.logs.drop(runID) // a workflow kept for the run goes on no more
-	if err := Wake(ctx, e.w, e.now, runID, keyFail(runID)); err != nil {
-		e.log.Warn("engine: wake a run failed by a limit", "run", runID, "err", err)
+	sr.log.Warn("engine: run failed: a step outcome passes a limit", "run", runID, "limit", le.Limit, "max", le.Max, "err", le)
+	sr.logs.drop(runID) // a workflow kept for the run goes on no more
+	if err := Wake(ctx, sr.w, sr.now, runID, keyFail(runID)); err != nil {
+		sr.log.Warn("engine: wake a run failed by a limit", "run", runID, "err", err)
 	}
 	return true, nil
 }

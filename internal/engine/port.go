@@ -28,6 +28,8 @@ type port struct {
 	log *slog.Logger
 	// lim are the World's limits (limits.go).
 	lim world.Limits
+	// logs keeps the logs of runs between their sessions (logcache.go).
+	logs *logCache
 }
 
 func (pt *port) now() time.Time { return pt.cfg.Now() }

@@ -127,7 +127,7 @@ func (e *Engine) runningSteps(ctx context.Context, runID string) (live time.Time
 			}
 			lost := &world.ErrorData{Type: TypeExecutorLost, Code: world.CodeStepExecutorLost, Fatal: true,
 				Message: "the step's executor was lost after its run ended: its attempt recorded no outcome"}
-			if err := e.record(ctx, runID, outcome{stepID: st.StepID, stepName: st.StepName, kind: outFailed, failure: lost}); err != nil {
+			if err := e.steps.record(ctx, runID, outcome{stepID: st.StepID, stepName: st.StepName, kind: outFailed, failure: lost}); err != nil {
 				return time.Time{}, nil, err
 			}
 			if st.StepName == StartChildStep {
@@ -186,7 +186,7 @@ func (e *Engine) recordAfterEnd(ctx context.Context, runID string, o outcome) er
 	case o.kind == outRetrying:
 		o.kind = outFailed
 	}
-	return e.record(ctx, runID, o)
+	return e.steps.record(ctx, runID, o)
 }
 
 // rest ends a session whose run has ended (its own terminal commit, or
