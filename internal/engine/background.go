@@ -103,7 +103,7 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		// Recorded after the run's end: whoever ended it ran the end's
 		// side effects; what is left is to deactivate it once this was the
 		// last step running.
-		e.deactivate(ctx, runID)
+		e.rest.deactivate(ctx, runID)
 		return "", false, nil
 	}
 	if o.kind == outRetrying {

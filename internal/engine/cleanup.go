@@ -58,12 +58,12 @@ type CleanupInfo struct {
 //
 // An error means the outcome could not be recorded (or the run not read):
 // the caller's message is to come back and call the hook again.
-func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName string) error {
-	if wf, ok := e.reg.Workflow(workflowName); workflowName == "" || (ok && wf.Cleanup == nil) {
+func (rs *rest) cleanupIfPending(ctx context.Context, runID, workflowName string) error {
+	if wf, ok := rs.reg.Workflow(workflowName); workflowName == "" || (ok && wf.Cleanup == nil) {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	run, err := rs.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
 		return fmt.Errorf("engine: read run %s for its cleanup: %w", runID, err)
 	}
@@ -73,21 +73,21 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 	if err := sealedWithoutKey(runID, run.Input, run.ExecutionContext); err != nil {
 		return err // never call the hook with an envelope
 	}
-	wf, ok := e.reg.Workflow(run.WorkflowName)
+	wf, ok := rs.reg.Workflow(run.WorkflowName)
 	var failure *world.ErrorData
 	if !ok || wf.Cleanup == nil {
 		failure = &world.ErrorData{Type: TypeNotRegistered, Message: fmt.Sprintf("workflow %q has no cleanup hook registered in this deployment", run.WorkflowName)}
 	} else {
-		info, err := e.cleanupInfo(ctx, run)
+		info, err := rs.cleanupInfo(ctx, run)
 		if err != nil {
 			return fmt.Errorf("engine: read the log of run %s for its cleanup: %w", runID, err)
 		}
-		failure = e.callCleanup(ctx, wf, info)
+		failure = rs.callCleanup(ctx, wf, info)
 	}
 	if failure != nil {
-		e.log.Error("engine: cleanup hook failed; the run stays completed", "run", runID, "workflow", run.WorkflowName, "type", failure.Type, "error", failure.Message)
+		rs.log.Error("engine: cleanup hook failed; the run stays completed", "run", runID, "workflow", run.WorkflowName, "type", failure.Type, "error", failure.Message)
 	}
-	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCleanedUp{Error: failure}}}})
+	_, err = rs.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunCleanedUp{Error: failure}}}})
 	if err != nil && !errors.Is(err, world.ErrConflict) {
 		return fmt.Errorf("engine: record the cleanup of run %s: %w", runID, err)
 	}
@@ -96,7 +96,7 @@ func (e *Engine) cleanupIfPending(ctx context.Context, runID, workflowName strin
 
 // callCleanup calls wf's hook under its timeout and returns its failure,
 // nil when it returned nil.
-func (e *Engine) callCleanup(ctx context.Context, wf *Workflow, info *CleanupInfo) *world.ErrorData {
+func (rs *rest) callCleanup(ctx context.Context, wf *Workflow, info *CleanupInfo) *world.ErrorData {
 	timeout := wf.CleanupTimeout
 	if timeout <= 0 {
 		timeout = DefaultCleanupTimeout
@@ -115,7 +115,7 @@ func (e *Engine) callCleanup(ctx context.Context, wf *Workflow, info *CleanupInf
 				done <- &world.ErrorData{Type: TypeCleanupTimeout, Message: fmt.Sprintf("cleanup hook ran past its %s timeout: %v", timeout, err)}
 				return
 			}
-			done <- e.cfg.EncodeError(err)
+			done <- rs.cfg.EncodeError(err)
 			return
 		}
 		done <- nil
@@ -137,7 +137,7 @@ func (e *Engine) callCleanup(ctx context.Context, wf *Workflow, info *CleanupInf
 
 // cleanupInfo describes a completed run to its hook; Previous is read from
 // the run's log, newest first, skipping what followed run_completed.
-func (e *Engine) cleanupInfo(ctx context.Context, run *world.Run) (*CleanupInfo, error) {
+func (rs *rest) cleanupInfo(ctx context.Context, run *world.Run) (*CleanupInfo, error) {
 	info := &CleanupInfo{
 		RunID: run.RunID, WorkflowName: run.WorkflowName, Input: run.Input, Output: run.Output, Previous: run.Input,
 		Attributes: run.Attributes, ExecutionContext: run.ExecutionContext, CreatedAt: run.CreatedAt, CompletedAt: run.CompletedAt,
@@ -145,7 +145,7 @@ func (e *Engine) cleanupInfo(ctx context.Context, run *world.Run) (*CleanupInfo,
 	ended := false
 	var cursor string
 	for {
-		p, err := e.w.ListEvents(ctx, &world.ListEventsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor, Descending: true}})
+		p, err := rs.w.ListEvents(ctx, &world.ListEventsParams{RunID: run.RunID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor, Descending: true}})
 		if err != nil {
 			return nil, err
 		}

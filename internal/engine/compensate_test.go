@@ -50,7 +50,7 @@ func TestCompensateRestRacing(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() { h.eng.deactivate(ctx, id) })
+		wg.Go(func() { h.eng.rest.deactivate(ctx, id) })
 	}
 	wg.Wait()
 	h.work(2, nil) // the continuations the turned-away executors left

@@ -55,7 +55,7 @@ func TestCompensationRenewsItsLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); h.eng.deactivate(ctx, id) }()
+	go func() { defer close(done); h.eng.rest.deactivate(ctx, id) }()
 	h.work(2, other)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -134,7 +134,7 @@ func TestCompensationLeaseLostCancelsItsBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	h.eng.deactivate(ctx, id)
+	h.eng.rest.deactivate(ctx, id)
 	if err := <-cause; !errors.Is(err, errLeaseLost) {
 		t.Fatalf("the body's context ended with %v after %v, want errLeaseLost", err, time.Since(began))
 	}

@@ -24,6 +24,7 @@ type Engine struct {
 	spans  *tracing
 	steps  *stepRunner
 	comps  *compensator
+	rest   *rest
 	id     string
 	owners atomic.Int64
 	// versions remembers the runs' code versions (Config.AcceptVersion).
@@ -48,7 +49,8 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 		logs: newLogCache(cfg.LogCacheBytes)}
 	spans := &tracing{pt}
 	steps := &stepRunner{pt, spans}
-	return &Engine{port: pt, spans: spans, steps: steps, comps: &compensator{pt, steps}, id: "eng-" + hex.EncodeToString(b[:])}, nil
+	comps := &compensator{pt, steps}
+	return &Engine{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}, id: "eng-" + hex.EncodeToString(b[:])}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between
@@ -259,7 +261,7 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 	switch {
 	case err == nil:
 		e.log.Warn("engine: run failed: too many deliveries", "run", msg.RunID, "attempt", attempt)
-		_ = e.endAndRest(ctx, msg.RunID, "", nil, false, world.RunStatusFailed) // a failed run has no cleanup: no error
+		_ = e.rest.endAndRest(ctx, msg.RunID, "", nil, false, world.RunStatusFailed) // a failed run has no cleanup: no error
 		return nil
 	case errors.Is(err, world.ErrConflict), errors.Is(err, world.ErrGone):
 		return nil // already finished
@@ -307,73 +309,6 @@ type RunOutcome struct {
 	ErrorCode string           `json:"errorCode,omitempty"`
 }
 
-// afterTerminal runs the side effects a finished run's terminal event
-// justifies, once it has committed: its streams are closed (unless
-// compensations are to run, which may write to them: then at rest, see
-// deactivate), a cancelled
-// run's unfinished children are cancelled (cancelChildren) and, for a child
-// run, the parent's hook is resumed with the outcome and the parent woken.
-// All are idempotent, so a continuation that finds the run finished simply
-// runs them again: one whose first invocation died after resuming the
-// parent's hook and before waking the parent wakes it now, under the key
-// of the first wake-up (a second hook_received is not appended). When the
-// caller knows the run's execution context (known), a run that is no child
-// costs no read of the run.
-func (e *Engine) afterTerminal(ctx context.Context, runID string, execCtx json.RawMessage, known bool, status world.RunStatus) {
-	ctx = context.WithoutCancel(ctx)
-	ctx, cancel := context.WithTimeout(ctx, sideEffectTimeout)
-	defer cancel()
-	if status == world.RunStatusCancelled {
-		e.cancelChildren(ctx, runID)
-	}
-	var run *world.Run
-	if status != world.RunStatusCompleted {
-		// A failed or cancelled run may owe compensations, whose steps may
-		// write to its streams: those close when it is at rest.
-		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-		if err != nil {
-			e.log.Warn("engine: read finished run", "run", runID, "err", err)
-		}
-		run = r
-	}
-	if run == nil || !compWork(run) {
-		e.closeStreams(ctx, runID)
-	}
-	if known && !notifies(execCtx) {
-		return
-	}
-	if run == nil {
-		r, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-		if err != nil {
-			return
-		}
-		run = r
-	}
-	if !notifies(run.ExecutionContext) {
-		return
-	}
-	var ec ExecutionContext
-	_ = json.Unmarshal(run.ExecutionContext, &ec)
-	if done, parent, received := e.notified(ctx, ec); done {
-		if received != "" {
-			// The outcome was delivered before, by an executor that may
-			// have died between delivering it and waking the parent: wake
-			// it again, under no idempotency key, which that executor may
-			// have claimed without sending (a claim suppresses its key's
-			// messages for a while). A redundant wake-up is harmless.
-			e.wakeParent(ctx, runID, parent)
-		}
-		return
-	}
-	out, err := json.Marshal(RunOutcome{RunID: runID, Status: run.Status, Output: run.Output, Error: run.Error, ErrorCode: run.ErrorCode})
-	if err != nil {
-		return
-	}
-	if _, err := e.ResumeHook(ctx, ec.NotifyToken, out); err != nil && !errors.Is(err, world.ErrNotFound) {
-		e.log.Warn("engine: notify parent run", "run", runID, "parent", ec.ParentRunID, "err", err)
-	}
-}
-
 // notifies reports whether an execution context names a parent's hook to
 // notify of the run's outcome (a child run's).
 func notifies(execCtx json.RawMessage) bool {
@@ -382,41 +317,6 @@ func notifies(execCtx json.RawMessage) bool {
 	}
 	var ec ExecutionContext
 	return json.Unmarshal(execCtx, &ec) == nil && ec.NotifyToken != ""
-}
-
-// notified reports whether the parent no longer needs the outcome (done):
-// its hook is gone (disposed, or the parent ended), or it already received
-// the outcome from an earlier invocation, whose hook_received event is then
-// received, in the parent run's log. A failed read is not done: the caller
-// delivers the outcome, which the hook's run may then refuse.
-func (e *Engine) notified(ctx context.Context, ec ExecutionContext) (done bool, parent, received string) {
-	h, err := e.w.GetHookByToken(ctx, &world.GetHookByTokenParams{Token: ec.NotifyToken})
-	if err != nil {
-		return errors.Is(err, world.ErrNotFound), "", ""
-	}
-	p, err := e.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{RunID: h.RunID, CorrelationID: h.HookID})
-	if err != nil {
-		return false, "", ""
-	}
-	for _, ev := range p.Items {
-		if ev.Type() == world.EventHookReceived {
-			return true, h.RunID, ev.EventID
-		}
-	}
-	return false, "", ""
-}
-
-// wakeParent wakes again the parent run whose hook received a child's
-// outcome: the invocation that delivered the outcome may have died before
-// the wake-up was sent, and without it the parent would wait for good. It
-// uses no idempotency key: the first wake-up's key may be claimed by that
-// dead invocation, and a claim suppresses its key's messages for a while
-// (dynamoworld's PendingGrace). A redundant wake-up finds the parent with
-// nothing new to do.
-func (e *Engine) wakeParent(ctx context.Context, runID, parent string) {
-	if err := Wake(ctx, e.w, e.now, parent, ""); err != nil {
-		e.log.Warn("engine: wake parent run", "run", runID, "parent", parent, "err", err)
-	}
 }
 
 // ResumeHook delivers payload to the active hook holding token and enqueues
@@ -469,18 +369,4 @@ func Wake(ctx context.Context, w world.World, now func() time.Time, runID, key s
 	}
 	_, err = w.Enqueue(ctx, &world.EnqueueParams{Body: body, IdempotencyKey: key})
 	return err
-}
-
-// closeStreams closes every stream of a finished run. Closing is
-// idempotent; a failure is logged, and the run's rest closes them again.
-func (e *Engine) closeStreams(ctx context.Context, runID string) {
-	names, err := e.w.ListStreams(ctx, &world.ListStreamsParams{RunID: runID})
-	if err != nil {
-		e.log.Warn("engine: list streams of finished run", "run", runID, "err", err)
-	}
-	for _, name := range names {
-		if err := e.w.CloseStream(ctx, &world.CloseStreamParams{RunID: runID, Name: name}); err != nil {
-			e.log.Warn("engine: close stream of finished run", "run", runID, "stream", name, "err", err)
-		}
-	}
 }

@@ -83,11 +83,11 @@ func TestWritersOutsideReplayWriteNothingOnAHole(t *testing.T) {
 		}, true},
 		{"cancelChild (a cancelled parent's children)", func(f *fenceFixture) func() error {
 			parent, child := f.run(), f.run()
-			return func() error { f.eng.cancelChild(ctx, parent, child); return nil }
+			return func() error { f.eng.rest.cancelChild(ctx, parent, child); return nil }
 		}, false},
 		{"deactivate (the rest after the end)", func(f *fenceFixture) func() error {
 			runID := f.run(world.EventInput{Data: &world.RunFailed{Error: lost}})
-			return func() error { f.eng.deactivate(ctx, runID); return nil }
+			return func() error { f.eng.rest.deactivate(ctx, runID); return nil }
 		}, false},
 		{"record (a step's outcome after the end)", func(f *fenceFixture) func() error {
 			step := f.ids.New(world.PrefixStep)

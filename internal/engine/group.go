@@ -127,7 +127,7 @@ func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec,
 			return "", abandoned, err
 		}
 		if ended {
-			e.deactivate(ctx, runID) // see executeStep
+			e.rest.deactivate(ctx, runID) // see executeStep
 			continue
 		}
 		for _, o := range kept {

@@ -44,13 +44,13 @@ func ChildRunID(parent, stepID string) string {
 // parent ended is (cancelChildren). It returns the first error that leaves
 // a child unchecked; the caller then does not put the parent at rest, and
 // checks again later.
-func (e *Engine) cancelOrphans(ctx context.Context, parent string, starts []string) error {
+func (rs *rest) cancelOrphans(ctx context.Context, parent string, starts []string) error {
 	for _, stepID := range starts {
 		child := ChildRunID(parent, stepID)
 		if child == "" {
 			continue
 		}
-		run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: child})
+		run, err := rs.w.GetRun(ctx, &world.GetRunParams{RunID: child})
 		switch {
 		case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
 			continue // never created (or created by a version before ChildRunID)
@@ -59,18 +59,18 @@ func (e *Engine) cancelOrphans(ctx context.Context, parent string, starts []stri
 		case run.Status != world.RunStatusPending:
 			continue
 		}
-		cancelled, err := e.cancelPending(ctx, parent, run)
+		cancelled, err := rs.cancelPending(ctx, parent, run)
 		if err != nil {
 			return err
 		}
 		if !cancelled {
 			continue // started, or ended, meanwhile
 		}
-		e.log.Warn("engine: cancelled a child run its parent could not start", "run", parent, "child", child, "step", stepID)
+		rs.log.Warn("engine: cancelled a child run its parent could not start", "run", parent, "child", child, "step", stepID)
 		// Its continuation runs the side effects of its end, as for any
 		// cancelled run.
-		if err := Wake(ctx, e.w, e.now, child, CancelKey(child)); err != nil {
-			e.log.Warn("engine: wake a cancelled child run", "run", parent, "child", child, "err", err)
+		if err := Wake(ctx, rs.w, rs.now, child, CancelKey(child)); err != nil {
+			rs.log.Warn("engine: wake a cancelled child run", "run", parent, "child", child, "err", err)
 		}
 	}
 	return nil
@@ -79,15 +79,15 @@ func (e *Engine) cancelOrphans(ctx context.Context, parent string, starts []stri
 // cancelPending appends run_cancelled to run, a pending child of parent,
 // fenced on the log as run was read: a child that has moved on since
 // (started by its first message) is left as it is, and false returned.
-func (e *Engine) cancelPending(ctx context.Context, parent string, run *world.Run) (bool, error) {
+func (rs *rest) cancelPending(ctx context.Context, parent string, run *world.Run) (bool, error) {
 	if err := leaseLost(ctx); err != nil {
 		return false, err
 	}
-	last, err := CheckedLastSeq(ctx, e.w, run.RunID)
+	last, err := CheckedLastSeq(ctx, rs.w, run.RunID)
 	if err != nil || last != run.LastSeq {
 		return false, err
 	}
-	res, err := e.w.Append(ctx, &world.AppendParams{RunID: run.RunID, IfLastSeq: last, Events: []world.EventInput{
+	res, err := rs.w.Append(ctx, &world.AppendParams{RunID: run.RunID, IfLastSeq: last, Events: []world.EventInput{
 		{Data: &world.RunCancelled{Reason: fmt.Sprintf("parent run %s could not start it: its step %s failed", parent, StartChildStep)}},
 	}})
 	switch {
@@ -96,6 +96,6 @@ func (e *Engine) cancelPending(ctx context.Context, parent string, run *world.Ru
 	case err != nil:
 		return false, fmt.Errorf("engine: cancel child run %s of a failed start: %w", run.RunID, err)
 	}
-	ObserveCommit(ctx, e.log, e.cfg.Metrics, res)
+	ObserveCommit(ctx, rs.log, rs.cfg.Metrics, res)
 	return true, nil
 }

@@ -35,25 +35,37 @@ const TypeRunCancelled = "RunCancelledError"
 // check of a finished run looks at it again (scheduleRestCheck).
 const restCheckSlack = time.Second
 
+// rest runs a run's rest after its end, outside its sessions: the steps
+// above, for the session that committed the end (session.rest), a
+// message delivered for a finished run, or a background step that
+// outlived its run. Its cleanup is cleanup.go, its side effects on
+// children, parent and streams cascade.go, the children cancelled with
+// an orphaned parent orphan.go.
+type rest struct {
+	*port
+	steps *stepRunner
+	comps *compensator
+}
+
 // afterEnd runs what follows a run's terminal event that needs no step of
 // it to finish: the cleanup hook, then afterTerminal. An error means the
 // cleanup's outcome could not be recorded: the end is not signalled, and
 // the caller's message must come back to try again.
-func (e *Engine) afterEnd(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) error {
-	if err := e.cleanupIfPending(ctx, runID, workflowName); err != nil {
+func (rs *rest) afterEnd(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) error {
+	if err := rs.cleanupIfPending(ctx, runID, workflowName); err != nil {
 		return err
 	}
-	e.afterTerminal(ctx, runID, execCtx, known, status)
+	rs.afterTerminal(ctx, runID, execCtx, known, status)
 	return nil
 }
 
 // endAndRest is afterEnd followed by deactivate, for callers with no step
 // of the run in flight.
-func (e *Engine) endAndRest(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) error {
-	if err := e.afterEnd(ctx, runID, workflowName, execCtx, known, status); err != nil {
+func (rs *rest) endAndRest(ctx context.Context, runID, workflowName string, execCtx json.RawMessage, known bool, status world.RunStatus) error {
+	if err := rs.afterEnd(ctx, runID, workflowName, execCtx, known, status); err != nil {
 		return err
 	}
-	e.deactivate(ctx, runID)
+	rs.deactivate(ctx, runID)
 	return nil
 }
 
@@ -65,40 +77,40 @@ func (e *Engine) endAndRest(ctx context.Context, runID, workflowName string, exe
 // the lease expired, records the attempt as lost and deactivates. Racing
 // writers are decided by the World: at most one run_deactivated commits,
 // the others are refused (ErrConflict) and ignored.
-func (e *Engine) deactivate(ctx context.Context, runID string) {
+func (rs *rest) deactivate(ctx context.Context, runID string) {
 	callCtx := ctx // compensations run under the caller's context
 	ctx = context.WithoutCancel(ctx)
 	ctx, cancel := context.WithTimeout(ctx, sideEffectTimeout)
 	defer cancel()
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	run, err := rs.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil || !run.Status.Terminal() || run.Deactivated() || run.Cleanup == world.CleanupPending {
 		return
 	}
-	live, starts, err := e.runningSteps(ctx, runID)
+	live, starts, err := rs.runningSteps(ctx, runID)
 	if err != nil {
-		e.log.Warn("engine: list the steps of a finished run", "run", runID, "err", err)
+		rs.log.Warn("engine: list the steps of a finished run", "run", runID, "err", err)
 		return
 	}
 	if !live.IsZero() {
-		e.scheduleRestCheck(ctx, runID, live)
+		rs.scheduleRestCheck(ctx, runID, live)
 		return
 	}
-	if err := e.cancelOrphans(ctx, runID, starts); err != nil {
+	if err := rs.cancelOrphans(ctx, runID, starts); err != nil {
 		// Not at rest until every child its failed starts created is
 		// known to have started or been cancelled: check again soon.
-		e.log.Warn("engine: check the children of a finished run's failed starts", "run", runID, "err", err)
-		e.scheduleRestCheck(ctx, runID, e.now())
+		rs.log.Warn("engine: check the children of a finished run's failed starts", "run", runID, "err", err)
+		rs.scheduleRestCheck(ctx, runID, rs.now())
 		return
 	}
-	if compWork(run) && !e.comps.compensateRest(callCtx, run) {
+	if compWork(run) && !rs.comps.compensateRest(callCtx, run) {
 		return
 	}
 	// Nothing writes to the run's streams any more: those its compensations
 	// or left-running steps opened after its end close before it is at rest.
-	e.closeStreams(ctx, runID)
-	_, err = e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunDeactivated{}}}})
+	rs.closeStreams(ctx, runID)
+	_, err = rs.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{{Data: &world.RunDeactivated{}}}})
 	if err != nil && !errors.Is(err, world.ErrConflict) {
-		e.log.Warn("engine: deactivate a finished run", "run", runID, "err", err)
+		rs.log.Warn("engine: deactivate a finished run", "run", runID, "err", err)
 	}
 }
 
@@ -106,11 +118,11 @@ func (e *Engine) deactivate(ctx context.Context, runID string) {
 // under an expired lease, and returns the latest expiry of those that run
 // under a live one (zero when none does), and the IDs of its failed
 // StartChildStep steps (starts, see cancelOrphans).
-func (e *Engine) runningSteps(ctx context.Context, runID string) (live time.Time, starts []string, err error) {
-	now := e.now()
+func (rs *rest) runningSteps(ctx context.Context, runID string) (live time.Time, starts []string, err error) {
+	now := rs.now()
 	var cursor string
 	for {
-		p, err := e.w.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
+		p, err := rs.w.ListSteps(ctx, &world.ListStepsParams{RunID: runID, Pagination: world.Pagination{Limit: world.MaxPageLimit, Cursor: cursor}})
 		if err != nil {
 			return time.Time{}, nil, err
 		}
@@ -127,7 +139,7 @@ func (e *Engine) runningSteps(ctx context.Context, runID string) (live time.Time
 			}
 			lost := &world.ErrorData{Type: TypeExecutorLost, Code: world.CodeStepExecutorLost, Fatal: true,
 				Message: "the step's executor was lost after its run ended: its attempt recorded no outcome"}
-			if err := e.steps.record(ctx, runID, outcome{stepID: st.StepID, stepName: st.StepName, kind: outFailed, failure: lost}); err != nil {
+			if err := rs.steps.record(ctx, runID, outcome{stepID: st.StepID, stepName: st.StepName, kind: outFailed, failure: lost}); err != nil {
 				return time.Time{}, nil, err
 			}
 			if st.StepName == StartChildStep {
@@ -155,10 +167,10 @@ func later(a, b time.Time) time.Time {
 // without hopping (a hop of a finished run's message is dropped, see
 // Engine.hop), so a step lease longer than Config.MaxQueueDelay leaves a
 // lost executor's run undeactivated until its next delivery.
-func (e *Engine) scheduleRestCheck(ctx context.Context, runID string, expiry time.Time) {
+func (rs *rest) scheduleRestCheck(ctx context.Context, runID string, expiry time.Time) {
 	at := leaseCheckAt(expiry.Add(restCheckSlack))
-	if err := e.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyRest(runID, at)); err != nil {
-		e.log.Warn("engine: schedule the rest check of a finished run", "run", runID, "err", err)
+	if err := rs.enqueue(ctx, world.Message{RunID: runID, NotBefore: at}, keyRest(runID, at)); err != nil {
+		rs.log.Warn("engine: schedule the rest check of a finished run", "run", runID, "err", err)
 	}
 }
 
@@ -174,19 +186,19 @@ func cancelledStep(name string) *world.ErrorData {
 // recordAfterEnd records a step outcome that arrived after its run ended:
 // a retry becomes the attempt's failure (no attempt starts after the end,
 // and the World refuses step_retrying), an abandoned attempt nothing.
-func (e *Engine) recordAfterEnd(ctx context.Context, runID string, o outcome) error {
+func (rs *rest) recordAfterEnd(ctx context.Context, runID string, o outcome) error {
 	switch {
 	case o.kind == outAbandoned:
 		return nil
 	case o.comp:
 		// A compensation may go on after the end: its retry is recorded,
 		// and the run's rest takes it up (compensateRest).
-		e.comps.recordComp(ctx, runID, o)
+		rs.comps.recordComp(ctx, runID, o)
 		return nil
 	case o.kind == outRetrying:
 		o.kind = outFailed
 	}
-	return e.steps.record(ctx, runID, o)
+	return rs.steps.record(ctx, runID, o)
 }
 
 // rest ends a session whose run has ended (its own terminal commit, or
@@ -196,15 +208,15 @@ func (e *Engine) recordAfterEnd(ctx context.Context, runID string, o outcome) er
 // steps are in flight, a safety-net check is scheduled first, in case this
 // invocation dies before they end.
 func (s *session) rest(ctx context.Context, cancel, deactivated bool) error {
-	if err := s.e.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
+	if err := s.e.rest.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
 		return err
 	}
 	if len(s.inflight) > 0 {
-		s.e.scheduleRestCheck(ctx, s.runID, s.e.now().Add(s.e.cfg.StepLeaseTTL))
+		s.e.rest.scheduleRestCheck(ctx, s.runID, s.e.now().Add(s.e.cfg.StepLeaseTTL))
 	}
 	s.recordLate(ctx, s.drainInflight(cancel)...)
 	if !deactivated {
-		s.e.deactivate(ctx, s.runID)
+		s.e.rest.deactivate(ctx, s.runID)
 	}
 	return nil
 }
@@ -269,11 +281,11 @@ func (s *session) drainInflight(cancel bool) []outcome {
 // on loading it: a run whose log shows it deactivated needs nothing more
 // than the end's side effects (idempotent, run again).
 func (s *session) endAndRest(ctx context.Context) error {
-	if err := s.e.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
+	if err := s.e.rest.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
 		return err
 	}
 	if !s.deactivated {
-		s.e.deactivate(ctx, s.runID)
+		s.e.rest.deactivate(ctx, s.runID)
 	}
 	return nil
 }

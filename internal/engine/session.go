@@ -280,7 +280,7 @@ func (s *session) stopInflight(keep bool) []outcome {
 // run (it ended), as the World allows, even when ctx is done.
 func (s *session) recordLate(ctx context.Context, outs ...outcome) {
 	for _, o := range outs {
-		if err := s.e.recordAfterEnd(context.WithoutCancel(ctx), s.runID, o); err != nil {
+		if err := s.e.rest.recordAfterEnd(context.WithoutCancel(ctx), s.runID, o); err != nil {
 			s.e.log.Warn("engine: step result not recorded: "+lateReason(err, s.runStatus), "run", s.runID, "step", o.stepID, "err", err)
 		}
 	}
