@@ -21,14 +21,13 @@ import (
 // use: a consumer may call Handle from many goroutines.
 type Engine struct {
 	*port  // the World, the configuration, the clock (port.go)
+	gate   *gate
 	spans  *tracing
 	steps  *stepRunner
 	comps  *compensator
 	rest   *rest
 	id     string
 	owners atomic.Int64
-	// versions remembers the runs' code versions (Config.AcceptVersion).
-	versions versionCache
 }
 
 // New returns an Engine for cfg.
@@ -50,7 +49,7 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	spans := &tracing{pt}
 	steps := &stepRunner{pt, spans}
 	comps := &compensator{pt, steps}
-	return &Engine{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}, id: "eng-" + hex.EncodeToString(b[:])}, nil
+	return &Engine{port: pt, gate: &gate{port: pt}, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}, id: "eng-" + hex.EncodeToString(b[:])}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between
@@ -92,7 +91,7 @@ func (e *Engine) HandleDelivery(ctx context.Context, msg world.Message, attempt 
 	}()
 	err = e.handleDelivery(ctx, msg, attempt)
 	if errors.Is(err, world.ErrKeyUnavailable) && msg.Validate() == nil {
-		return e.refuseKey(ctx, msg, err)
+		return e.gate.refuseKey(ctx, msg, err)
 	}
 	return corruptRun(msg.RunID, err)
 }
@@ -123,7 +122,7 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 	}
 	// A run of a version this engine does not run is left for another
 	// executor before anything counts against it (MaxDeliveries).
-	if refused, err := e.refuseVersion(ctx, msg); refused || err != nil {
+	if refused, err := e.gate.refuseVersion(ctx, msg); refused || err != nil {
 		return err
 	}
 	if wait > 0 {
@@ -143,7 +142,7 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 		// sends it back with Delivered as it was, so that deliveries to
 		// executors without the key (stopped mid-delivery, say) are never
 		// carried on by a replacement and never fail the run.
-		if err := e.keyCheck(ctx, msg.RunID); err != nil {
+		if err := e.gate.keyCheck(ctx, msg.RunID); err != nil {
 			return err
 		}
 	}
@@ -269,22 +268,6 @@ func (e *Engine) failDeliveries(ctx context.Context, msg world.Message, attempt 
 		return &PermanentError{Reason: "run " + msg.RunID + " not found", Err: err}
 	}
 	return err
-}
-
-// keyCheck returns an error matching world.ErrKeyUnavailable when this
-// engine's World cannot open the run's payloads: a sealed run read without
-// an encrypting World (sealedWithoutKey), or an encrypting World without the run's
-// key (its GetRun fails so). Other read errors are not its to judge: nil,
-// and the caller goes on (a missing run, a failed read).
-func (e *Engine) keyCheck(ctx context.Context, runID string) error {
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	switch {
-	case errors.Is(err, world.ErrKeyUnavailable):
-		return err
-	case err != nil:
-		return nil
-	}
-	return sealedWithoutKey(run.RunID, run.Input, run.ExecutionContext)
 }
 
 // ExecutionContext is the engine's part of a run's execution context: its

@@ -46,8 +46,8 @@ func (s *session) missingStep(now time.Time) *op {
 }
 
 // registered reports whether the Registry holds the step named name.
-func (e *Engine) registered(name string) bool {
-	_, ok := e.reg.Step(name)
+func (pt *port) registered(name string) bool {
+	_, ok := pt.reg.Step(name)
 	return ok
 }
 

@@ -30,6 +30,16 @@ import (
 // needs no workflow code (the end's side effects are the same in every
 // version), and the usual path drops or handles it.
 
+// gate decides whether this executor handles a message at all: a run of
+// a version it does not run (refuseVersion) or whose payloads it cannot
+// open (keyCheck, refuseKey) is sent back to the queue for another
+// executor, before anything counts against the run.
+type gate struct {
+	*port
+	// versions remembers the runs' code versions (Config.AcceptVersion).
+	versions versionCache
+}
+
 // versionCacheSize bounds the run versions an engine remembers (a run's
 // version never changes, so a remembered one is never stale).
 const versionCacheSize = 4096
@@ -60,33 +70,33 @@ func (c *versionCache) put(runID, version string) {
 // when its run's version is one this engine does not accept, and reports
 // whether it did. Without Config.AcceptVersion it accepts everything and
 // reads nothing; with it, a run's first message costs one read.
-func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, error) {
-	accept := e.cfg.AcceptVersion
+func (g *gate) refuseVersion(ctx context.Context, msg world.Message) (bool, error) {
+	accept := g.cfg.AcceptVersion
 	if accept == nil {
 		return false, nil
 	}
-	if v, ok := e.versions.get(msg.RunID); ok && accept(v) {
+	if v, ok := g.versions.get(msg.RunID); ok && accept(v) {
 		return false, nil
 	}
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
+	run, err := g.w.GetRun(ctx, &world.GetRunParams{RunID: msg.RunID})
 	switch {
 	case errors.Is(err, world.ErrNotFound), errors.Is(err, world.ErrGone):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("engine: read the version of run %s: %w", msg.RunID, err)
 	}
-	e.versions.put(run.RunID, run.Version)
+	g.versions.put(run.RunID, run.Version)
 	if accept(run.Version) || run.Status.Terminal() && !compWork(run) {
 		return false, nil
 	}
-	next, delay, err := e.sendBack(ctx, msg)
+	next, delay, err := g.sendBack(ctx, msg)
 	if err != nil {
 		return false, fmt.Errorf("engine: leave run %s for an executor of version %q: %w", msg.RunID, run.Version, err)
 	}
-	if e.cfg.Metrics != nil {
-		e.cfg.Metrics.Count(MetricMessagesRefused, 1)
+	if g.cfg.Metrics != nil {
+		g.cfg.Metrics.Count(MetricMessagesRefused, 1)
 	}
-	e.log.Warn("engine: run of a version this executor does not run; its message goes back to the queue for a compatible executor",
+	g.log.Warn("engine: run of a version this executor does not run; its message goes back to the queue for a compatible executor",
 		"run", msg.RunID, "workflow", run.WorkflowName, "version", run.Version, "status", run.Status,
 		"step", msg.StepID, "refused", next.Refused, "retryIn", delay)
 	return true, nil
@@ -95,19 +105,19 @@ func (e *Engine) refuseVersion(ctx context.Context, msg world.Message) (bool, er
 // sendBack enqueues msg again as a new message, Refused one higher, after
 // the refusal delay (or msg's own, if later): the caller then acknowledges
 // msg, which counts against nothing.
-func (e *Engine) sendBack(ctx context.Context, msg world.Message) (world.Message, time.Duration, error) {
+func (g *gate) sendBack(ctx context.Context, msg world.Message) (world.Message, time.Duration, error) {
 	next := msg
 	next.Refused++
-	delay := e.versionDelay(next.Refused)
-	if early := msg.NotBefore.Sub(e.now()); early > delay {
+	delay := g.versionDelay(next.Refused)
+	if early := msg.NotBefore.Sub(g.now()); early > delay {
 		delay = early
 	}
-	delay = min(delay, e.cfg.MaxQueueDelay)
+	delay = min(delay, g.cfg.MaxQueueDelay)
 	body, err := world.EncodeMessage(next)
 	if err != nil {
 		return next, 0, err
 	}
-	_, err = e.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: keyRefused(body)})
+	_, err = g.w.Enqueue(ctx, &world.EnqueueParams{Body: body, Delay: delay, IdempotencyKey: keyRefused(body)})
 	return next, delay, err
 }
 
@@ -121,30 +131,30 @@ func (e *Engine) sendBack(ctx context.Context, msg world.Message) (world.Message
 // run at rest (atRest) is acknowledged and dropped. A World that cannot open
 // even the run's record without the key (encrypt) leaves its status
 // unknown: the message is sent back.
-func (e *Engine) refuseKey(ctx context.Context, msg world.Message, keyErr error) error {
-	if e.atRest(ctx, msg.RunID, "key unavailable") {
+func (g *gate) refuseKey(ctx context.Context, msg world.Message, keyErr error) error {
+	if g.atRest(ctx, msg.RunID, "key unavailable") {
 		return nil
 	}
-	next, delay, err := e.sendBack(ctx, msg)
+	next, delay, err := g.sendBack(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("engine: leave run %s for an executor with its key: %w (after %w)", msg.RunID, err, keyErr)
 	}
-	if e.cfg.Metrics != nil {
-		e.cfg.Metrics.Count(MetricKeyUnavailable, 1)
+	if g.cfg.Metrics != nil {
+		g.cfg.Metrics.Count(MetricKeyUnavailable, 1)
 	}
-	e.log.Error("engine: cannot open the run's payloads with this executor's keys; its message goes back to the queue until an executor has the key",
+	g.log.Error("engine: cannot open the run's payloads with this executor's keys; its message goes back to the queue until an executor has the key",
 		"run", msg.RunID, "keyId", keyID(keyErr), "err", keyErr, "step", msg.StepID, "refused", next.Refused, "retryIn", delay)
 	return nil
 }
 
 // versionDelay is the delay of a message refused for the n-th time (n ≥ 1):
 // VersionRetryDelay doubling up to VersionRetryLimit.
-func (e *Engine) versionDelay(n int) time.Duration {
-	d := e.cfg.VersionRetryDelay
-	for i := 1; i < n && d < e.cfg.VersionRetryLimit; i++ {
+func (g *gate) versionDelay(n int) time.Duration {
+	d := g.cfg.VersionRetryDelay
+	for i := 1; i < n && d < g.cfg.VersionRetryLimit; i++ {
 		d *= 2
 	}
-	return min(d, e.cfg.VersionRetryLimit)
+	return min(d, g.cfg.VersionRetryLimit)
 }
 
 // keyRefused is the key of the message sent back to the queue in place of
@@ -155,4 +165,20 @@ func (e *Engine) versionDelay(n int) time.Duration {
 func keyRefused(body []byte) string {
 	sum := sha256.Sum256(body)
 	return "refused:" + hex.EncodeToString(sum[:16])
+}
+
+// keyCheck returns an error matching world.ErrKeyUnavailable when this
+// engine's World cannot open the run's payloads: a sealed run read without
+// an encrypting World (sealedWithoutKey), or an encrypting World without the run's
+// key (its GetRun fails so). Other read errors are not its to judge: nil,
+// and the caller goes on (a missing run, a failed read).
+func (g *gate) keyCheck(ctx context.Context, runID string) error {
+	run, err := g.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	switch {
+	case errors.Is(err, world.ErrKeyUnavailable):
+		return err
+	case err != nil:
+		return nil
+	}
+	return sealedWithoutKey(run.RunID, run.Input, run.ExecutionContext)
 }

@@ -103,7 +103,7 @@ func TestRefuseVersion(t *testing.T) {
 
 func TestVersionDelay(t *testing.T) {
 	t.Parallel()
-	e := &Engine{port: &port{cfg: Config{VersionRetryDelay: time.Second, VersionRetryLimit: 5 * time.Second}}}
+	e := &gate{port: &port{cfg: Config{VersionRetryDelay: time.Second, VersionRetryLimit: 5 * time.Second}}}
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 40: 5 * time.Second} {
 		if got := e.versionDelay(n); got != want {
 			t.Errorf("versionDelay(%d) = %s, want %s", n, got, want)
