@@ -186,15 +186,15 @@ func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attemp
 // invocation, which then needs no message; only when its budget is spent
 // does it enqueue a continuation (under key).
 func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d delivery) error {
-	owner, err := e.acquireRunLease(ctx, runID, d.tag)
+	owner, err := e.leases.acquireRunLease(ctx, runID, d.tag)
 	switch {
 	case errors.Is(err, world.ErrLeaseHeld):
-		return e.coverHolder(ctx, runID, d, err) // the holder goes on after releasing the lease
+		return e.leases.coverHolder(ctx, runID, d, err) // the holder goes on after releasing the lease
 	case err == nil:
 		if deadline := e.budget(ctx); e.now().Before(deadline) {
-			return e.continueLeased(ctx, runID, owner, deadline)
+			return e.leases.continueLeased(ctx, runID, owner, deadline)
 		}
-		_ = e.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
+		_ = e.leases.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
 	}
 	// Out of budget, or the lease is in an unknown state (an error): a
 	// continuation wakes the run, unless it is at rest.

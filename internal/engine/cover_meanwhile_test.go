@@ -67,7 +67,7 @@ func TestDeliveryFindingStepsEndedMeanwhileCoversHolder(t *testing.T) {
 			}
 			t.Cleanup(dead.Close)
 			expires := time.Now().Add(ttl) // no later than the lease's expiry
-			if _, err := dead.acquireRunLease(ctx, runID, msgTag(msg)); err != nil {
+			if _, err := dead.leases.acquireRunLease(ctx, runID, msgTag(msg)); err != nil {
 				t.Fatal(err)
 			}
 			if err := h.eng.HandleDelivery(ctx, msg, 2); err != nil {

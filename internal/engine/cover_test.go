@@ -96,7 +96,7 @@ func TestRedeliveryOfLeaseHoldersMessageCoversIt(t *testing.T) {
 				holderMsg.RequestedAt = msg.RequestedAt.Add(-time.Second)
 			}
 			expires := time.Now().Add(ttl) // no later than the lease's expiry
-			lease, err := dead.acquireRunLease(ctx, runID, msgTag(holderMsg))
+			lease, err := dead.leases.acquireRunLease(ctx, runID, msgTag(holderMsg))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/skeinflow/skein/internal/knobs"
@@ -20,14 +19,24 @@ import (
 // Engine handles queue messages for any World. It is safe for concurrent
 // use: a consumer may call Handle from many goroutines.
 type Engine struct {
-	*port  // the World, the configuration, the clock (port.go)
-	gate   *gate
-	spans  *tracing
-	steps  *stepRunner
-	comps  *compensator
-	rest   *rest
-	id     string
-	owners atomic.Int64
+	*parts       // the parts below a session, the port among them
+	gate   *gate // whether this executor takes the message (version.go)
+	leases *runLeases
+}
+
+// parts are the engine's parts a session calls, all below it: the port
+// (World, config, clock), the tracing of its span, the step runner of
+// its inline steps, and the rest after its run's end (with the
+// compensator). runLeases and the Engine's background path call them
+// too. Their methods here are what a session does to its run from
+// outside its commits: a hold's retry (hold.go), a misused API's failure
+// (guard.go).
+type parts struct {
+	*port
+	spans *tracing
+	steps *stepRunner
+	comps *compensator
+	rest  *rest
 }
 
 // New returns an Engine for cfg.
@@ -49,7 +58,9 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	spans := &tracing{pt}
 	steps := &stepRunner{pt, spans}
 	comps := &compensator{pt, steps}
-	return &Engine{port: pt, gate: &gate{port: pt}, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}, id: "eng-" + hex.EncodeToString(b[:])}, nil
+	below := &parts{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}}
+	return &Engine{parts: below, gate: &gate{port: pt},
+		leases: &runLeases{parts: below, id: "eng-" + hex.EncodeToString(b[:])}}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between
@@ -158,7 +169,7 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 	if msg.StepID != "" || len(msg.StepIDs) > 0 {
 		return e.executeBackground(ctx, msg)
 	}
-	return e.continueRun(ctx, msg)
+	return e.leases.continueRun(ctx, msg)
 }
 
 // hop re-enqueues a message that arrived before its NotBefore. It reads the

@@ -102,7 +102,7 @@ func TestWritersOutsideReplayWriteNothingOnAHole(t *testing.T) {
 		}, true},
 		{"failStuck (a blocked workflow)", func(f *fenceFixture) func() error {
 			runID := f.run()
-			return func() error { f.eng.failStuck(ctx, runID, lost, world.CodeRuntimeError); return nil }
+			return func() error { f.eng.leases.failStuck(ctx, runID, lost, world.CodeRuntimeError); return nil }
 		}, false},
 		{"failRunOverLimit", func(f *fenceFixture) func() error {
 			runID := f.run()

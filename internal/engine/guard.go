@@ -91,7 +91,7 @@ func (r *replayer) retire() { r.guard.live.Store(false) }
 // fenced on a checked read of the log (appendFenced: refused if the run
 // has ended meanwhile, nothing written if its log is damaged), then a
 // continuation that runs the side effects of the run's end.
-func (e *Engine) failForeign(runID string, data *world.ErrorData) {
+func (e *parts) failForeign(runID string, data *world.ErrorData) {
 	ctx, cancel := context.WithTimeout(context.Background(), sideEffectTimeout)
 	defer cancel()
 	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{

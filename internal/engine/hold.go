@@ -47,7 +47,7 @@ func (r *replayer) diverged() bool {
 
 // holdDelay is the wait before retry attempt+1 of a run held attempt times
 // in a row: HoldRetryDelay doubling per attempt, up to HoldRetryLimit.
-func (e *Engine) holdDelay(attempt int) time.Duration {
+func (e *parts) holdDelay(attempt int) time.Duration {
 	d := e.cfg.HoldRetryDelay
 	for i := 1; i < attempt && d < e.cfg.HoldRetryLimit; i++ {
 		d *= 2
@@ -102,7 +102,7 @@ func (s *session) holdRun(ctx context.Context, now time.Time) error {
 
 // scheduleHoldRetry enqueues the retry of hold attempt of a held run, at
 // retryAt; one message per attempt.
-func (e *Engine) scheduleHoldRetry(ctx context.Context, runID string, attempt int, retryAt time.Time) error {
+func (e *parts) scheduleHoldRetry(ctx context.Context, runID string, attempt int, retryAt time.Time) error {
 	m := world.Message{RunID: runID, NotBefore: retryAt, HoldAttempt: attempt}
 	return e.enqueue(ctx, m, keyHeld(runID, attempt))
 }

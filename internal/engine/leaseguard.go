@@ -82,26 +82,26 @@ func leaseLost(ctx context.Context) error {
 // with world.ErrLeaseLost loses it at once; any other failure loses it
 // once two thirds of the TTL have passed since the last renewal, as the
 // next renewal (a third later) could come after the expiry.
-func (e *Engine) renewLease(ctx context.Context, g *leaseGuard, runID, owner string, renewed time.Time) (time.Time, bool) {
-	ttl := e.cfg.RunLeaseTTL
-	at := e.now()
-	_, err := e.w.RenewRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: ttl})
+func (rl *runLeases) renewLease(ctx context.Context, g *leaseGuard, runID, owner string, renewed time.Time) (time.Time, bool) {
+	ttl := rl.cfg.RunLeaseTTL
+	at := rl.now()
+	_, err := rl.w.RenewRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: ttl})
 	switch {
 	case err == nil:
 		return at, true
 	case ctx.Err() != nil:
 		return renewed, true // the session is ending anyway
 	case errors.Is(err, world.ErrLeaseLost):
-		e.log.Warn("engine: run lease lost; the session stops", "run", runID, "owner", owner, "err", err)
+		rl.log.Warn("engine: run lease lost; the session stops", "run", runID, "owner", owner, "err", err)
 		g.trip(fmt.Errorf("engine: run %s: session stopped, its run lease is lost: %w", runID, err))
 		return renewed, false
 	}
-	if since := e.now().Sub(renewed); since >= ttl-ttl/3 {
-		e.log.Warn("engine: run lease not renewed in time; the session stops", "run", runID, "owner", owner, "since", since, "err", err)
+	if since := rl.now().Sub(renewed); since >= ttl-ttl/3 {
+		rl.log.Warn("engine: run lease not renewed in time; the session stops", "run", runID, "owner", owner, "since", since, "err", err)
 		g.trip(fmt.Errorf("engine: run %s: session stopped, its run lease was not renewed for %s (%w): %w",
 			runID, since, world.ErrLeaseLost, err))
 		return renewed, false
 	}
-	e.log.Warn("engine: renew run lease", "run", runID, "err", err)
+	rl.log.Warn("engine: renew run lease", "run", runID, "err", err)
 	return renewed, true
 }

@@ -69,12 +69,12 @@ func ownerTag(owner string) string {
 // continuation bounces until it has released the lease, then finds nothing
 // or goes on. Otherwise the holder has its own message to come back should
 // it die: nothing is sent, so the common case costs no message.
-func (e *Engine) coverHolder(ctx context.Context, runID string, d delivery, held error) error {
+func (rl *runLeases) coverHolder(ctx context.Context, runID string, d delivery, held error) error {
 	lh := refusalOf(held)
 	if lh == nil || lh.Kind != world.ErrLeaseHeld || !d.late && (d.tag == "" || ownerTag(lh.Holder) != d.tag) {
 		return nil
 	}
-	e.log.Debug("engine: run lease held by a holder this delivery may have lost its message; continuing at its expiry", "run", runID, "owner", lh.Holder, "expires", lh.Until, "late", d.late)
+	rl.log.Debug("engine: run lease held by a holder this delivery may have lost its message; continuing at its expiry", "run", runID, "owner", lh.Holder, "expires", lh.Until, "late", d.late)
 	m := world.Message{RunID: runID, NotBefore: lh.Until.Add(expirySlack)}
-	return e.enqueue(ctx, m, keyCover(runID, lh.Until))
+	return rl.enqueue(ctx, m, keyCover(runID, lh.Until))
 }

@@ -8,32 +8,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/skeinflow/skein/world"
 )
 
+// runLeases decides who holds a run and for how long: it takes the run
+// lease under a fresh owner, runs a session under it (renewing it, and
+// watching the session for a stuck workflow: stuck.go), releases it, and
+// goes on or hands the run over when more arrived meanwhile. Its
+// sessions call the parts below them (parts).
+type runLeases struct {
+	*parts
+	id     string // the engine's ID, prefix of its lease owners
+	owners atomic.Int64
+}
+
 // continueRun continues a run under its lease.
-func (e *Engine) continueRun(ctx context.Context, msg world.Message) error {
-	owner, err := e.acquireRunLease(ctx, msg.RunID, "")
+func (rl *runLeases) continueRun(ctx context.Context, msg world.Message) error {
+	owner, err := rl.acquireRunLease(ctx, msg.RunID, "")
 	if err != nil {
 		if errors.Is(err, world.ErrLeaseHeld) {
-			return e.bounce(ctx, msg, err)
+			return rl.bounce(ctx, msg, err)
 		}
 		return err
 	}
-	return e.continueRetry(ctx, msg.RunID, owner, e.budget(ctx), msg.HoldAttempt)
+	return rl.continueRetry(ctx, msg.RunID, owner, rl.budget(ctx), msg.HoldAttempt)
 }
 
 // acquireRunLease takes the run lease under a fresh owner, which carries
 // tag when it is not empty: the tag of the message the lease is taken
 // under (msgTag, see coverHolder).
-func (e *Engine) acquireRunLease(ctx context.Context, runID, tag string) (owner string, err error) {
-	owner = fmt.Sprintf("%s-%d", e.id, e.owners.Add(1))
+func (rl *runLeases) acquireRunLease(ctx context.Context, runID, tag string) (owner string, err error) {
+	owner = fmt.Sprintf("%s-%d", rl.id, rl.owners.Add(1))
 	if tag != "" {
 		owner += ownerTagSep + tag
 	}
-	_, err = e.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: e.cfg.RunLeaseTTL})
+	_, err = rl.w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner, TTL: rl.cfg.RunLeaseTTL})
 	return owner, err
 }
 
@@ -45,20 +57,20 @@ func (e *Engine) acquireRunLease(ctx context.Context, runID, tag string) (owner 
 // the run needs no message, no invocation and no reload of its own to take
 // them in. Should another executor have taken the lease meanwhile, that one
 // goes on instead.
-func (e *Engine) continueLeased(ctx context.Context, runID, owner string, deadline time.Time) error {
-	return e.continueRetry(ctx, runID, owner, deadline, 0)
+func (rl *runLeases) continueLeased(ctx context.Context, runID, owner string, deadline time.Time) error {
+	return rl.continueRetry(ctx, runID, owner, deadline, 0)
 }
 
 // continueRetry is continueLeased for a message that retries hold attempt
 // retry of a held run (0: none; see holdRun).
 // The session runs under a lease guard (leaseguard.go): should it lose the
 // lease, it stops and the delivery fails with the guard's error.
-func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
+func (rl *runLeases) continueRetry(ctx context.Context, runID, owner string, deadline time.Time, retry int) error {
 	ctx, g, stop := guardLease(ctx)
 	defer stop()
 	w := newSliceWatch(owner)
-	err := e.runSession(ctx, runID, w, func(ctx context.Context) error {
-		return e.continueWatched(ctx, runID, owner, deadline, retry, w)
+	err := rl.runSession(ctx, runID, w, func(ctx context.Context) error {
+		return rl.continueWatched(ctx, runID, owner, deadline, retry, w)
 	})
 	if lost := g.lost(); lost != nil && err != nil {
 		return lost
@@ -68,38 +80,38 @@ func (e *Engine) continueRetry(ctx context.Context, runID, owner string, deadlin
 
 // continueWatched is continueRetry's session, on the goroutine runSession
 // watches.
-func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadline time.Time, retry int, w *sliceWatch) (err error) {
+func (rl *runLeases) continueWatched(ctx context.Context, runID, owner string, deadline time.Time, retry int, w *sliceWatch) (err error) {
 	s := &session{
-		e: e, runID: runID, retryAttempt: retry, runSpan: runSpan{began: time.Now()}, watch: w,
+		e: rl.parts, runID: runID, retryAttempt: retry, runSpan: runSpan{began: time.Now()}, watch: w,
 		inlineSteps: inlineSteps{
 			inflight: make(map[string]context.CancelFunc),
 			comping:  make(map[string]bool),
-			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+			results:  make(chan outcome, max(rl.cfg.InlineConcurrency, 1)),
 		},
 		queued:   make(map[string]bool),
 		deferred: make(map[string]time.Time),
 		deadline: deadline,
 	}
-	st, kept := e.logs.take(runID)
+	st, kept := rl.logs.take(runID)
 	if st != nil {
 		s.runState = *st // loadNew reads only what was appended since
 	}
 	ended := false // the session ended well: its workflow may be kept (sticky.go)
-	defer func() { e.logs.put(runID, s.runState, s.keep(ended)) }()
+	defer func() { rl.logs.put(runID, s.runState, s.keep(ended)) }()
 	defer func() { s.endSpan(err, s.runStatus) }()
 	for first := true; ; first = false {
-		more, err := e.underLease(ctx, s, owner, first, kept)
+		more, err := rl.underLease(ctx, s, owner, first, kept)
 		kept = nil
 		if err != nil || !more {
 			ended = err == nil
 			return err
 		}
 		key := keyAfter(runID, s.lastSeq)
-		if !e.now().Before(deadline) {
-			return e.enqueue(ctx, world.Message{RunID: runID}, key)
+		if !rl.now().Before(deadline) {
+			return rl.enqueue(ctx, world.Message{RunID: runID}, key)
 		}
 		tag := ownerTag(owner) // the message this one continues under
-		owner, err = e.acquireRunLease(ctx, runID, tag)
+		owner, err = rl.acquireRunLease(ctx, runID, tag)
 		w.setOwner(owner)
 		switch {
 		case errors.Is(err, world.ErrLeaseHeld):
@@ -107,10 +119,10 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 			// loads what arrived; what arrives later finds it held. A
 			// holder under this session's own message (another delivery
 			// of it) would lose that message with this acknowledgement.
-			return e.coverHolder(ctx, runID, delivery{tag: tag}, err)
+			return rl.coverHolder(ctx, runID, delivery{tag: tag}, err)
 		case err != nil:
-			e.log.Warn("engine: take the run lease again", "run", runID, "err", err)
-			return e.enqueue(ctx, world.Message{RunID: runID}, key)
+			rl.log.Warn("engine: take the run lease again", "run", runID, "err", err)
+			return rl.enqueue(ctx, world.Message{RunID: runID}, key)
 		}
 	}
 }
@@ -124,10 +136,10 @@ func (e *Engine) continueWatched(ctx context.Context, runID, owner string, deadl
 // session goes on with it after afterRelease, and the run's next session
 // in this process with it after this one (sticky.go). kept is the one the
 // last session left (nil: none), for the first.
-func (e *Engine) underLease(ctx context.Context, s *session, owner string, first bool, kept *sticky) (more bool, err error) {
+func (rl *runLeases) underLease(ctx context.Context, s *session, owner string, first bool, kept *sticky) (more bool, err error) {
 	runID := s.runID
 	g, _ := ctx.Value(leaseGuardKey{}).(*leaseGuard)
-	stopRenew := e.keepLease(ctx, g, runID, owner)
+	stopRenew := rl.keepLease(ctx, g, runID, owner)
 	released, releaseErr := false, error(nil)
 	release := func() {
 		if released {
@@ -135,10 +147,10 @@ func (e *Engine) underLease(ctx context.Context, s *session, owner string, first
 		}
 		released = true
 		stopRenew()
-		releaseErr = e.releaseRunLease(ctx, runID, owner)
+		releaseErr = rl.releaseRunLease(ctx, runID, owner)
 	}
 	defer release()
-	s.lastPoll = e.now()
+	s.lastPoll = rl.now()
 	if first {
 		err = s.run(ctx, kept)
 	} else {
@@ -202,33 +214,33 @@ func (s *session) afterRelease(ctx context.Context, releaseErr error) (bool, err
 // continuation of a run at rest is dropped instead (atRest): the holder is
 // another message of it, and bouncing would keep a finished run's
 // duplicates circling the queue.
-func (e *Engine) bounce(ctx context.Context, msg world.Message, held error) error {
-	if e.atRest(ctx, msg.RunID, "lease busy") {
+func (rl *runLeases) bounce(ctx context.Context, msg world.Message, held error) error {
+	if rl.atRest(ctx, msg.RunID, "lease busy") {
 		return nil
 	}
-	now := e.now()
+	now := rl.now()
 	var expires time.Time
 	if re := refusalOf(held); re != nil && re.Kind == world.ErrLeaseHeld {
 		expires = re.Until
 	}
-	delay, bucket := bounceDelay(now, e.cfg.LeaseRetryDelay, msg.Hop, expires)
+	delay, bucket := bounceDelay(now, rl.cfg.LeaseRetryDelay, msg.Hop, expires)
 	m := world.Message{RunID: msg.RunID, NotBefore: now.Add(delay), Hop: msg.Hop + 1, HoldAttempt: msg.HoldAttempt}
-	return e.enqueue(ctx, m, keyBusy(msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
+	return rl.enqueue(ctx, m, keyBusy(msg.RunID, msg.HoldAttempt, msg.Hop+1, bucket))
 }
 
 // releaseRunLease gives the run lease owner holds back, even when ctx is
 // done (within cleanupTimeout). A failure is logged and returned: the
 // lease then stays held until it expires. A session that lost its lease
 // (leaseLost) gives nothing back: the lease is no longer its own.
-func (e *Engine) releaseRunLease(ctx context.Context, runID, owner string) error {
+func (rl *runLeases) releaseRunLease(ctx context.Context, runID, owner string) error {
 	if leaseLost(ctx) != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	err := e.w.ReleaseRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
+	err := rl.w.ReleaseRunLease(ctx, &world.RunLeaseParams{RunID: runID, Owner: owner})
 	if err != nil {
-		e.log.Warn("engine: release run lease", "run", runID, "err", err)
+		rl.log.Warn("engine: release run lease", "run", runID, "err", err)
 	}
 	return err
 }
@@ -236,16 +248,16 @@ func (e *Engine) releaseRunLease(ctx context.Context, runID, owner string) error
 // keepLease renews the run lease every third of its TTL until stopped.
 // When a renewal finds the lease lost (renewLease), it trips g, which stops
 // the session (leaseguard.go); a nil g only logs.
-func (e *Engine) keepLease(ctx context.Context, g *leaseGuard, runID, owner string) (stop func()) {
+func (rl *runLeases) keepLease(ctx context.Context, g *leaseGuard, runID, owner string) (stop func()) {
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	if g == nil {
 		g = &leaseGuard{cancel: func(error) {}}
 	}
-	renewed := e.now() // taken a moment before: renewLease leaves a third of the TTL
+	renewed := rl.now() // taken a moment before: renewLease leaves a third of the TTL
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(max(e.cfg.RunLeaseTTL/3, time.Millisecond))
+		t := time.NewTicker(max(rl.cfg.RunLeaseTTL/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
@@ -255,7 +267,7 @@ func (e *Engine) keepLease(ctx context.Context, g *leaseGuard, runID, owner stri
 				return
 			case <-t.C:
 				var held bool
-				if renewed, held = e.renewLease(ctx, g, runID, owner, renewed); !held {
+				if renewed, held = rl.renewLease(ctx, g, runID, owner, renewed); !held {
 					return
 				}
 			}

@@ -19,7 +19,7 @@ import (
 // committed (load.go), inlineSteps the steps it runs (inline.go); the
 // scheduler reads both (schedule).
 type session struct {
-	e     *Engine
+	e     *parts
 	runID string
 
 	runSpan // the session's span (trace.go)

@@ -99,7 +99,7 @@ const (
 
 // runSession runs body, a session, on a goroutine of its own and waits for
 // it, abandoning it when it is stuck in a slice (see the file comment).
-func (e *Engine) runSession(ctx context.Context, runID string, w *sliceWatch, body func(ctx context.Context) error) error {
+func (rl *runLeases) runSession(ctx context.Context, runID string, w *sliceWatch, body func(ctx context.Context) error) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type end struct {
@@ -122,7 +122,7 @@ func (e *Engine) runSession(ctx context.Context, runID string, w *sliceWatch, bo
 		}()
 		err = body(sctx)
 	}()
-	check := time.NewTicker(max(e.cfg.MaxSlice/4, 10*time.Millisecond))
+	check := time.NewTicker(max(rl.cfg.MaxSlice/4, 10*time.Millisecond))
 	defer check.Stop()
 	var since time.Time // when the context ended or a misuse was first seen
 	ctxDone := ctx.Done()
@@ -146,27 +146,27 @@ func (e *Engine) runSession(ctx context.Context, runID string, w *sliceWatch, bo
 			check.Reset(stuckGrace / 10)
 		case <-check.C:
 		}
-		reason := e.stuck(ctx, w, since)
+		reason := rl.stuck(ctx, w, since)
 		if reason == stuckNone {
 			continue
 		}
 		w.abandoned.Store(true)
 		cancel()
-		return e.abandon(ctx, runID, w, reason)
+		return rl.abandon(ctx, runID, w, reason)
 	}
 }
 
 // stuck tells whether the session's running slice must be abandoned: it
 // has run for longer than Config.MaxSlice, or for stuckGrace past the end
 // of the context or a misuse (since).
-func (e *Engine) stuck(ctx context.Context, w *sliceWatch, since time.Time) stuckReason {
+func (rl *runLeases) stuck(ctx context.Context, w *sliceWatch, since time.Time) stuckReason {
 	start := w.running()
 	if start == 0 {
 		return stuckNone
 	}
 	began := time.Unix(0, start)
 	misuse := w.misuse.Load() != nil
-	if time.Since(began) > e.cfg.MaxSlice {
+	if time.Since(began) > rl.cfg.MaxSlice {
 		if misuse {
 			return stuckMisuse
 		}
@@ -193,7 +193,7 @@ func (e *Engine) stuck(ctx context.Context, w *sliceWatch, since time.Time) stuc
 // abandon leaves a stuck session's goroutine behind: it fails the run when
 // its code is at fault, gives the run lease back and returns what the
 // delivery's caller should see.
-func (e *Engine) abandon(ctx context.Context, runID string, w *sliceWatch, reason stuckReason) error {
+func (rl *runLeases) abandon(ctx context.Context, runID string, w *sliceWatch, reason stuckReason) error {
 	var data *world.ErrorData
 	code := ""
 	switch reason {
@@ -204,17 +204,17 @@ func (e *Engine) abandon(ctx context.Context, runID string, w *sliceWatch, reaso
 		data = &world.ErrorData{Type: TypeReplayTimeout, Message: fmt.Sprintf("workflow code ran for more than %s "+
 			"without calling the workflow API: it blocks outside the workflow API (on a channel, a mutex, time.Sleep "+
 			"or a long loop). Workflow code must wait only through the workflow API (steps, sleeps, hooks, futures) and "+
-			"do its work in steps", e.cfg.MaxSlice)}
+			"do its work in steps", rl.cfg.MaxSlice)}
 	}
-	e.log.Warn("engine: workflow code blocked outside the workflow API; its goroutine is abandoned, not waited for",
+	rl.log.Warn("engine: workflow code blocked outside the workflow API; its goroutine is abandoned, not waited for",
 		"run", runID, "code", code, "ctxErr", ctx.Err())
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), sideEffectTimeout)
 	defer cancel()
 	if data != nil {
-		e.failStuck(bg, runID, data, code)
+		rl.failStuck(bg, runID, data, code)
 	}
-	if err := e.releaseRunLease(bg, runID, w.leaseOwner()); err != nil {
-		e.log.Debug("engine: give back the lease of an abandoned session", "run", runID, "err", err)
+	if err := rl.releaseRunLease(bg, runID, w.leaseOwner()); err != nil {
+		rl.log.Debug("engine: give back the lease of an abandoned session", "run", runID, "err", err)
 	}
 	if data == nil {
 		return ctx.Err()
@@ -227,17 +227,17 @@ func (e *Engine) abandon(ctx context.Context, runID string, w *sliceWatch, reaso
 // refused if the run has ended meanwhile, nothing written if its log is
 // damaged), then a continuation that runs the side effects of the run's
 // end.
-func (e *Engine) failStuck(ctx context.Context, runID string, data *world.ErrorData, code string) {
-	_, err := e.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+func (rl *runLeases) failStuck(ctx context.Context, runID string, data *world.ErrorData, code string) {
+	_, err := rl.appendFenced(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
 		{Data: &world.RunFailed{Error: data, ErrorCode: code}},
 	}})
 	if err != nil {
 		if !errors.Is(err, world.ErrGone) && !errors.Is(err, world.ErrConflict) {
-			e.log.Warn("engine: fail a run whose workflow code blocked", "run", runID, "err", err)
+			rl.log.Warn("engine: fail a run whose workflow code blocked", "run", runID, "err", err)
 		}
 		return
 	}
-	if err := Wake(ctx, e.w, e.now, runID, keyMisuse(runID)); err != nil {
-		e.log.Warn("engine: wake a run failed for blocking", "run", runID, "err", err)
+	if err := Wake(ctx, rl.w, rl.now, runID, keyMisuse(runID)); err != nil {
+		rl.log.Warn("engine: wake a run failed for blocking", "run", runID, "err", err)
 	}
 }
