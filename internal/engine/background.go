@@ -14,6 +14,14 @@ import (
 // of several runs in group.go), records its outcome and takes its run on
 // (wakeAfterStep).
 
+// background runs the steps a message names, outside any session: each
+// attempt by the step runner, its outcome recorded, and then the run
+// taken on under its lease (runLeases) or left to the lease's holder.
+type background struct {
+	*parts
+	leases *runLeases
+}
+
 // executeBackground executes the steps a message names (steps queued
 // because the invocation that created them had no inline capacity, or a
 // retry), records their outcomes and takes their run on (wakeAfterStep). A
@@ -21,16 +29,16 @@ import (
 //
 // The run lease it takes is owned under msg's tag (msgTag), so that another
 // delivery of the same message can tell it holds the lease (coverHolder).
-func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error {
+func (bg *background) executeBackground(ctx context.Context, msg world.Message) error {
 	ids, tag := runrules.Steps(msg), msgTag(msg)
 	if len(ids) > 1 {
-		return e.executeGroup(ctx, msg.RunID, ids, tag)
+		return bg.executeGroup(ctx, msg.RunID, ids, tag)
 	}
-	key, late, err := e.executeStep(ctx, msg.RunID, ids[0])
+	key, late, err := bg.executeStep(ctx, msg.RunID, ids[0])
 	if err != nil || key == "" {
 		return err
 	}
-	return e.wakeAfterStep(ctx, msg.RunID, key, delivery{tag: tag, late: late})
+	return bg.wakeAfterStep(ctx, msg.RunID, key, delivery{tag: tag, late: late})
 }
 
 // executeStep executes one background step and records its outcome. It
@@ -38,8 +46,8 @@ func (e *Engine) executeBackground(ctx context.Context, msg world.Message) error
 // when none: the step is owned elsewhere, the run ended, or the step
 // retries, for which it enqueues the step again), and late when the step
 // had ended before this delivery (see delivery).
-func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key string, late bool, err error) {
-	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+func (bg *background) executeStep(ctx context.Context, runID, stepID string) (key string, late bool, err error) {
+	st, err := bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
 	if err != nil {
 		if errors.Is(err, world.ErrNotFound) {
 			return "", false, &PermanentError{Reason: fmt.Sprintf("step %s of run %s not found", stepID, runID), Err: err}
@@ -54,9 +62,9 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		// delivery) only when a queue executor ran the step: one a session
 		// ran inline (a later session takes up queued steps whose messages
 		// have not arrived yet) leaves no message of this one's to cover.
-		return keyDone(stepID, st.Attempt), e.queuedAttempt(ctx, runID, stepID, st.Attempt), nil
+		return keyDone(stepID, st.Attempt), bg.queuedAttempt(ctx, runID, stepID, st.Attempt), nil
 	}
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	run, err := bg.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	if err != nil {
 		return "", false, err
 	}
@@ -66,19 +74,19 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 	if err := sealedWithoutKey(runID, run.Input, run.ExecutionContext); err != nil {
 		return "", false, err // never run a step on an envelope
 	}
-	if !e.registered(st.StepName) {
+	if !bg.registered(st.StepName) {
 		// Not run nor failed: the run's session holds the run.
 		return keyUnregistered(stepID, st.Attempt), false, nil
 	}
-	res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
-		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}},
+	res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+		{CorrelationID: stepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: bg.cfg.StepLeaseTTL, Queued: true}},
 	}})
 	if err != nil {
-		switch requeued, rerr := e.requeueRefusedStart(ctx, runID, stepID, err); {
+		switch requeued, rerr := bg.requeueRefusedStart(ctx, runID, stepID, err); {
 		case requeued:
 			return "", false, rerr
 		case errors.Is(err, world.ErrConflict):
-			return e.endedMeanwhile(ctx, runID, stepID)
+			return bg.endedMeanwhile(ctx, runID, stepID)
 		case errors.Is(err, world.ErrGone):
 			return "", false, nil // the run has ended
 		case errors.Is(err, world.ErrNotFound):
@@ -91,11 +99,11 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		execCtx: run.ExecutionContext, createdAt: run.CreatedAt,
 	}
 	x := execOf(meta, res.Results[0].Step, st.Input)
-	o := e.steps.runStep(ctx, x)
+	o := bg.steps.runStep(ctx, x)
 	if o.kind == outAbandoned {
 		return "", false, ctx.Err()
 	}
-	o, ended, err := e.steps.recordFinal(ctx, runID, o)
+	o, ended, err := bg.steps.recordFinal(ctx, runID, o)
 	if err != nil {
 		return "", false, err
 	}
@@ -103,12 +111,12 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 		// Recorded after the run's end: whoever ended it ran the end's
 		// side effects; what is left is to deactivate it once this was the
 		// last step running.
-		e.rest.deactivate(ctx, runID)
+		bg.rest.deactivate(ctx, runID)
 		return "", false, nil
 	}
 	if o.kind == outRetrying {
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: o.retryAfter}
-		return "", false, e.enqueue(ctx, m, keyStep(stepID, o.attempt))
+		return "", false, bg.enqueue(ctx, m, keyStep(stepID, o.attempt))
 	}
 	return keyDone(stepID, o.attempt), false, nil
 }
@@ -119,15 +127,15 @@ func (e *Engine) executeStep(ctx context.Context, runID, stepID string) (key str
 // recorded it meanwhile, and may have taken the run lease and died). It
 // wakes the run as for a step found ended at the read (executeStep): just
 // acknowledging the message could delete the run's only one.
-func (e *Engine) endedMeanwhile(ctx context.Context, runID, stepID string) (key string, late bool, err error) {
-	st, err := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
+func (bg *background) endedMeanwhile(ctx context.Context, runID, stepID string) (key string, late bool, err error) {
+	st, err := bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: stepID})
 	switch {
 	case err != nil:
 		return "", false, err // the message comes back
 	case !st.Status.Terminal():
 		return "", false, nil
 	}
-	return keyDone(stepID, st.Attempt), e.queuedAttempt(ctx, runID, stepID, st.Attempt), nil
+	return keyDone(stepID, st.Attempt), bg.queuedAttempt(ctx, runID, stepID, st.Attempt), nil
 }
 
 // requeueRefusedStart queues a background step again when its step_started
@@ -139,21 +147,21 @@ func (e *Engine) endedMeanwhile(ctx context.Context, runID, stepID string) (key 
 // dropped (nobody watches a queued attempt's lease, see schedule.next).
 // An attempt an invocation runs inline needs nothing from it. It reports
 // whether err was such a refusal.
-func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
+func (bg *background) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
 	re := refusalOf(err)
 	switch {
 	case tooEarly(re):
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: re.Until}
-		return true, e.enqueue(ctx, m, keyStepEarly(stepID, re.Until))
+		return true, bg.enqueue(ctx, m, keyStepEarly(stepID, re.Until))
 	case stepLeased(re):
-		if !e.queuedAttempt(ctx, runID, stepID, re.Attempt) {
+		if !bg.queuedAttempt(ctx, runID, stepID, re.Attempt) {
 			// An invocation runs it inline: should it die, its run's
 			// next session takes the step on at the lease's expiry.
 			return true, nil
 		}
 		at := re.Until.Add(expirySlack)
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: at}
-		return true, e.enqueue(ctx, m, keyStepLeased(stepID, re.Attempt, re.Until))
+		return true, bg.enqueue(ctx, m, keyStepLeased(stepID, re.Attempt, re.Until))
 	}
 	return false, nil
 }
@@ -161,8 +169,8 @@ func (e *Engine) requeueRefusedStart(ctx context.Context, runID, stepID string, 
 // queuedAttempt reports whether a step's attempt was started by a
 // background executor (world.StepStarted.Queued), from the step's events;
 // when they cannot be read, it answers yes, the safe side.
-func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attempt int) bool {
-	page, err := e.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{
+func (bg *background) queuedAttempt(ctx context.Context, runID, stepID string, attempt int) bool {
+	page, err := bg.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{
 		RunID: runID, CorrelationID: stepID, Pagination: world.Pagination{Limit: world.MaxPageLimit},
 	})
 	if err != nil {
@@ -185,23 +193,23 @@ func (e *Engine) queuedAttempt(ctx context.Context, runID, stepID string, attemp
 // Otherwise this executor takes the lease and continues the run in its own
 // invocation, which then needs no message; only when its budget is spent
 // does it enqueue a continuation (under key).
-func (e *Engine) wakeAfterStep(ctx context.Context, runID, key string, d delivery) error {
-	owner, err := e.leases.acquireRunLease(ctx, runID, d.tag)
+func (bg *background) wakeAfterStep(ctx context.Context, runID, key string, d delivery) error {
+	owner, err := bg.leases.acquireRunLease(ctx, runID, d.tag)
 	switch {
 	case errors.Is(err, world.ErrLeaseHeld):
-		return e.leases.coverHolder(ctx, runID, d, err) // the holder goes on after releasing the lease
+		return bg.leases.coverHolder(ctx, runID, d, err) // the holder goes on after releasing the lease
 	case err == nil:
-		if deadline := e.budget(ctx); e.now().Before(deadline) {
-			return e.leases.continueLeased(ctx, runID, owner, deadline)
+		if deadline := bg.budget(ctx); bg.now().Before(deadline) {
+			return bg.leases.continueLeased(ctx, runID, owner, deadline)
 		}
-		_ = e.leases.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
+		_ = bg.leases.releaseRunLease(ctx, runID, owner) // logged; the continuation below goes on
 	}
 	// Out of budget, or the lease is in an unknown state (an error): a
 	// continuation wakes the run, unless it is at rest.
-	if e.atRest(ctx, runID, "step done") {
+	if bg.atRest(ctx, runID, "step done") {
 		return nil
 	}
-	return e.enqueue(ctx, world.Message{RunID: runID}, key)
+	return bg.enqueue(ctx, world.Message{RunID: runID}, key)
 }
 
 // record appends a step outcome outside the run's fence. A refusal means the

@@ -22,6 +22,7 @@ type Engine struct {
 	*parts       // the parts below a session, the port among them
 	gate   *gate // whether this executor takes the message (version.go)
 	leases *runLeases
+	bg     *background // a message naming steps (background.go)
 }
 
 // parts are the engine's parts a session calls, all below it: the port
@@ -59,8 +60,8 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	steps := &stepRunner{pt, spans}
 	comps := &compensator{pt, steps}
 	below := &parts{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}}
-	return &Engine{parts: below, gate: &gate{port: pt},
-		leases: &runLeases{parts: below, id: "eng-" + hex.EncodeToString(b[:])}}, nil
+	leases := &runLeases{parts: below, id: "eng-" + hex.EncodeToString(b[:])}
+	return &Engine{parts: below, gate: &gate{port: pt}, leases: leases, bg: &background{below, leases}}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between
@@ -167,7 +168,7 @@ func (e *Engine) handleDelivery(ctx context.Context, msg world.Message, attempt 
 		return e.replace(ctx, msg, attempt)
 	}
 	if msg.StepID != "" || len(msg.StepIDs) > 0 {
-		return e.executeBackground(ctx, msg)
+		return e.bg.executeBackground(ctx, msg)
 	}
 	return e.leases.continueRun(ctx, msg)
 }

@@ -20,14 +20,14 @@ import (
 // A step that cannot be found is reported and skipped; any other failure
 // retries the whole message (its steps already finished are skipped then,
 // and still wake the run). tag is the message's (msgTag).
-func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, tag string) error {
+func (bg *background) executeGroup(ctx context.Context, runID string, ids []string, tag string) error {
 	steps := make([]*world.Step, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Go(func() { steps[i], errs[i] = e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
+		wg.Go(func() { steps[i], errs[i] = bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
 	}
-	run, err := e.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
+	run, err := bg.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	wg.Wait()
 	if err != nil {
 		return err
@@ -43,19 +43,19 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	for i, st := range steps {
 		switch {
 		case errors.Is(errs[i], world.ErrNotFound):
-			e.log.Warn("engine: background step", "run", runID, "step", ids[i], "err", errs[i])
+			bg.log.Warn("engine: background step", "run", runID, "step", ids[i], "err", errs[i])
 		case errs[i] != nil:
 			return errs[i]
 		case st.Status.Terminal():
 			wake = keyDone(st.StepID, st.Attempt) // see executeStep
 			ended = append(ended, st)
-		case !e.registered(st.StepName):
+		case !bg.registered(st.StepName):
 			wake = keyUnregistered(st.StepID, st.Attempt) // see executeStep
 		default:
 			todo = append(todo, st)
 		}
 	}
-	started, meanwhile, err := e.startGroup(ctx, runID, todo)
+	started, meanwhile, err := bg.startGroup(ctx, runID, todo)
 	if err != nil {
 		if errors.Is(err, world.ErrGone) {
 			return nil // the run ended
@@ -70,7 +70,7 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	for i := range started {
 		started[i].run = meta
 	}
-	ran, abandoned, err := e.runGroup(ctx, runID, started, len(ids))
+	ran, abandoned, err := bg.runGroup(ctx, runID, started, len(ids))
 	if err != nil {
 		return err
 	}
@@ -86,9 +86,9 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 	// Ran none of its steps: it found them ended (see delivery), by a
 	// queue executor (see executeStep).
 	late := len(started) == 0 && slices.ContainsFunc(ended, func(st *world.Step) bool {
-		return e.queuedAttempt(ctx, runID, st.StepID, st.Attempt)
+		return bg.queuedAttempt(ctx, runID, st.StepID, st.Attempt)
 	})
-	return e.wakeAfterStep(ctx, runID, wake, delivery{tag: tag, late: late})
+	return bg.wakeAfterStep(ctx, runID, wake, delivery{tag: tag, late: late})
 }
 
 // runGroup runs the started attempts of a group of n steps concurrently
@@ -97,10 +97,10 @@ func (e *Engine) executeGroup(ctx context.Context, runID string, ids []string, t
 // again for its retry. It returns the key of the continuation the last
 // recorded outcome needs (empty when none needs one) and whether an
 // attempt was abandoned (cut off, nothing to record).
-func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec, n int) (wake string, abandoned bool, err error) {
+func (bg *background) runGroup(ctx context.Context, runID string, started []stepExec, n int) (wake string, abandoned bool, err error) {
 	results := make(chan outcome, len(started))
 	for _, x := range started {
-		go func() { results <- e.steps.runStep(ctx, x) }()
+		go func() { results <- bg.steps.runStep(ctx, x) }()
 	}
 	for left := len(started); left > 0; {
 		batch := []outcome{<-results}
@@ -122,18 +122,18 @@ func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec,
 			}
 			kept = append(kept, o)
 		}
-		ended, err := e.recordGroup(ctx, runID, kept)
+		ended, err := bg.recordGroup(ctx, runID, kept)
 		if err != nil {
 			return "", abandoned, err
 		}
 		if ended {
-			e.rest.deactivate(ctx, runID) // see executeStep
+			bg.rest.deactivate(ctx, runID) // see executeStep
 			continue
 		}
 		for _, o := range kept {
 			if o.kind == outRetrying {
 				m := world.Message{RunID: runID, StepID: o.stepID, NotBefore: o.retryAfter}
-				if err := e.enqueue(ctx, m, keyStep(o.stepID, o.attempt)); err != nil {
+				if err := bg.enqueue(ctx, m, keyStep(o.stepID, o.attempt)); err != nil {
 					return "", abandoned, err
 				}
 				continue
@@ -150,22 +150,22 @@ func (e *Engine) runGroup(ctx context.Context, runID string, started []stepExec,
 // run to be woken as for one found ended (endedMeanwhile); one not yet due
 // or running under a live lease is queued again for that time
 // (requeueRefusedStart).
-func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Step) (out []stepExec, ended []*world.Step, err error) {
+func (bg *background) startGroup(ctx context.Context, runID string, todo []*world.Step) (out []stepExec, ended []*world.Step, err error) {
 	for len(todo) > 0 {
 		evs := make([]world.EventInput, len(todo))
 		for i, st := range todo {
-			evs[i] = world.EventInput{CorrelationID: st.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: e.cfg.StepLeaseTTL, Queued: true}}
+			evs[i] = world.EventInput{CorrelationID: st.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: bg.cfg.StepLeaseTTL, Queued: true}}
 		}
-		n := world.AppendFits(e.w, evs)
-		res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		n := world.AppendFits(bg.w, evs)
+		res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < n {
-			switch requeued, rerr := e.requeueRefusedStart(ctx, runID, todo[re.Index].StepID, err); {
+			switch requeued, rerr := bg.requeueRefusedStart(ctx, runID, todo[re.Index].StepID, err); {
 			case requeued:
 				if rerr != nil {
 					return nil, nil, rerr
 				}
 			case errors.Is(err, world.ErrConflict):
-				st, gerr := e.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: todo[re.Index].StepID})
+				st, gerr := bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: todo[re.Index].StepID})
 				if gerr != nil {
 					return nil, nil, gerr // the message comes back
 				}
@@ -195,20 +195,20 @@ func (e *Engine) startGroup(ctx context.Context, runID string, todo []*world.Ste
 // A refused Append (a step's attempt was taken over after its lease
 // expired, or the run ended) is recorded again one outcome at a time, each
 // as record does, so that one refusal does not lose the others.
-func (e *Engine) recordGroup(ctx context.Context, runID string, outs []outcome) (ended bool, err error) {
+func (bg *background) recordGroup(ctx context.Context, runID string, outs []outcome) (ended bool, err error) {
 	for len(outs) > 0 {
 		evs := make([]world.EventInput, len(outs))
 		for i, o := range outs {
 			evs[i] = o.event()
 		}
-		n := world.AppendFits(e.w, evs)
-		res, err := e.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		n := world.AppendFits(bg.w, evs)
+		res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ended, ctx.Err()
 			}
 			for _, o := range outs[:n] {
-				_, end, err := e.steps.recordFinal(ctx, runID, o)
+				_, end, err := bg.steps.recordFinal(ctx, runID, o)
 				if err != nil {
 					return ended, err
 				}
