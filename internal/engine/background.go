@@ -242,8 +242,8 @@ func (r *stepRunner) recordFinal(ctx context.Context, runID string, o outcome) (
 	return r.recordOutcome(ctx, runID, o, r.append)
 }
 
-// recordOutcome is recordFinal committing with add (Engine.append, or
-// Engine.appendFenced after the run's end). A damaged log
+// recordOutcome is recordFinal committing with add (port.append, or
+// port.appendFenced after the run's end). A damaged log
 // (world.ErrCorrupt) is returned at once: retrying cannot repair it.
 func (r *stepRunner) recordOutcome(ctx context.Context, runID string, o outcome, add func(context.Context, *world.AppendParams) (*world.AppendResult, error)) (outcome, bool, error) {
 	var err error

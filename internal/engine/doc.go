@@ -3,30 +3,56 @@
 // world.World. It is untyped (inputs, outputs and payloads are
 // json.RawMessage); the typed SDK in package workflow sits on top of it.
 //
-// # Where things are
+// # The engine's parts
 //
-// engine.go takes a message in (Engine.HandleDelivery) and holds what a
-// whole run needs at its end (afterTerminal) and from outside (ResumeHook,
-// Wake). A continuation runs as a session (session.go: the session and its
-// loop), which takes the run lease (runlease.go), loads the log and
-// rebuilds the workflow (load.go, replay.go, coroutine.go), asks the
-// scheduler what is due and when to wake (scheduler.go, pure), commits
-// what the workflow's suspension needs (commit.go), runs steps inline
-// (inline.go, executor.go) and sends the messages the run needs when it
-// ends (continuations.go). Background steps run in background.go (one) and
-// group.go (several). Every idempotency key is built in keys.go, every
-// fixed duration is named in timing.go. Around them: a run whose replay
-// diverges is held (hold.go); a cold session reads the current leases of
-// other invocations' steps (steplease.go); the workflow API refuses calls
-// from goroutines the workflow started (guard.go); the workflow's logger
-// stays quiet for history it already printed (logline.go); correlation
-// IDs, tokens and randomness come from the run's deterministic source
-// (ids.go); an engine pinned to versions leaves other versions' runs to
-// other executors (version.go). Compensations are recorded on the steps
-// they undo: the workflow asks for them while active (compop.go), and a
-// run's rest runs those its end asked for (compensate.go). CheckLog (check.go) replays a recorded log
-// with no World and no session, through the same replayer, for the replay
-// checker.
+// The engine is a few types, each deciding one thing, each holding a
+// pointer to the shared port and to the parts it calls, never to one
+// above it. One delivery goes through them in this order:
+//
+//   - Engine (engine.go) decides which path a message takes: too early
+//     (hop), delivered too often (failDeliveries, replace, recount), a
+//     message naming steps (background) or a continuation (runLeases).
+//   - gate (version.go) decides whether this executor takes the message
+//     at all: a run of a version it does not run, or whose payloads it
+//     cannot open, is sent back to the queue (refuseVersion, refuseKey).
+//   - runLeases (runlease.go, stuck.go, leaseguard.go, leasetag.go)
+//     decides who holds the run and for how long: it takes the run lease,
+//     runs a session under it, renews it, watches the session for a
+//     stuck workflow, releases it and goes on when more arrived.
+//   - session (session.go and load.go, sticky.go, commit.go, inline.go,
+//     continuations.go, steplease.go, rest.go's session half) is one
+//     continuation: it loads the log and replays the workflow (the
+//     replayer, replay.go, coroutine.go), asks the scheduler what is due
+//     and when to wake (scheduler.go, pure), commits what its suspension
+//     needs (commit.go: build, commitPlan), runs steps inline (inline.go),
+//     reads other invocations' step leases when cold (steplease.go) and
+//     sends the messages the run needs next (continuations.go). It calls
+//     only the parts below it (parts, engine.go).
+//   - stepRunner (executor.go) runs one step attempt under its lease and
+//     turns what the step returned into the outcome to record; outside a
+//     session it records it too (record, recordFinal).
+//   - rest (rest.go, cleanup.go, cascade.go, orphan.go) runs what follows
+//     a run's end: its cleanup, its side effects on children, parent and
+//     streams, the steps still running, and run_deactivated.
+//   - compensator (compensate.go) runs the compensations a finished run
+//     owes, from its rest.
+//   - background (background.go, group.go) runs the steps a message
+//     names, records their outcomes and takes the run on (runLeases).
+//   - tracing and runSpan (trace.go) start the spans; port (port.go) holds
+//     the World, the registry, the configuration, the logger and clock, the
+//     log cache, and the writes and reads every part makes (append,
+//     appendFenced, enqueue, finished, atRest, budget).
+//
+// Around them: every idempotency key is built in keys.go, every fixed
+// duration is named in timing.go. A run whose replay diverges is held
+// (hold.go); the workflow API refuses calls from goroutines the workflow
+// started (guard.go); the workflow's logger stays quiet for history it
+// already printed (logline.go); correlation IDs, tokens and randomness come
+// from the run's deterministic source (ids.go). Compensations are recorded
+// on the steps they undo: the workflow asks for them while active
+// (compop.go), and a run's rest runs those its end asked for
+// (compensate.go). CheckLog (check.go) replays a recorded log with no World
+// and no session, through the same replayer, for the replay checker.
 //
 // # The life of a delivery
 //
@@ -35,7 +61,7 @@
 // has ended, otherwise enqueued again for the rest under keyHop). An
 // engine pinned to some code versions (Config.AcceptVersion) then sends a
 // message of another version's unfinished run back to the queue as a new
-// message and acknowledges it (refuseVersion, version.go). A little
+// message and acknowledges it (gate.refuseVersion, version.go). A little
 // early, it sleeps. A message delivered more than Config.MaxDeliveries
 // times fails its run, unless this engine cannot open the run (keyCheck:
 // it is refused instead, and its receives are not carried on); a message
@@ -81,7 +107,7 @@
 //     the in-memory log (rebuild), matching each creation event with what the code asks
 //     for (replay.go). On a cold start, readStepLeases reads the current
 //     lease of steps another invocation runs inline.
-//  3. loops (session.loop): the deadline passed (Engine.budget:
+//  3. loops (session.loop): the deadline passed (port.budget:
 //     Config.MaxInvocation from the start, or Config.BudgetMargin before
 //     the context's deadline) makes it drain (no more starts); a run ended by another writer ends it (endForeign); a
 //     divergence holds the run (holdRun); due waits complete

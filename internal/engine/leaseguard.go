@@ -12,7 +12,7 @@ package engine
 // another owner holds it), or the renewals keep failing until the lease
 // may have lapsed, the session's guard is tripped. That cancels the
 // session's context, so its loop ends and its inline steps see ctx.Done;
-// every commit the session would still make (Engine.append under the
+// every commit the session would still make (port.append under the
 // session's context, including the detached contexts of its clean-up) is
 // refused with the guard's error and never reaches the World; and it gives
 // back no lease (releaseRunLease), since the one it held is no longer its

@@ -120,7 +120,7 @@ func (pt *port) append(ctx context.Context, p *world.AppendParams) (*world.Appen
 
 // appendFenced is AppendFenced for the engine's writers outside a
 // session's replay: refused once the caller's run lease is lost, as
-// Engine.append, and observed once committed.
+// port.append, and observed once committed.
 func (pt *port) appendFenced(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
 	if err := leaseLost(ctx); err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ type session struct {
 	queued   map[string]bool      // steps this session queued for background executors
 	deferred map[string]time.Time // excess steps held back, until when
 
-	deadline time.Time // when the session stops starting work (Engine.budget)
+	deadline time.Time // when the session stops starting work (port.budget)
 	draining bool      // past the deadline
 	lastPoll time.Time // when the session last read the log for others' events
 }

@@ -49,7 +49,7 @@ const (
 	// on its own.
 	stepTimeoutGrace = time.Second
 
-	// recordBackoff is the pause between attempts of Engine.record, times
+	// recordBackoff is the pause between attempts of stepRunner.record, times
 	// the attempt number: a short backoff from transient World errors.
 	recordBackoff = 20 * time.Millisecond
 
