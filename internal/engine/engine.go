@@ -19,9 +19,9 @@ import (
 // Engine handles queue messages for any World. It is safe for concurrent
 // use: a consumer may call Handle from many goroutines.
 type Engine struct {
-	*parts       // the parts below a session, the port among them
-	gate   *gate // whether this executor takes the message (version.go)
-	leases *runLeases
+	*parts             // the parts below a session, the port among them
+	gate   *gate       // whether this executor takes the message (version.go)
+	leases *runLeases  // who holds a run, under which its sessions run (runlease.go)
 	bg     *background // a message naming steps (background.go)
 }
 
