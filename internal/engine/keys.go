@@ -67,7 +67,7 @@ func keyBudget(runID string, lastSeq int64) string {
 }
 
 // keyBusy re-enqueues a continuation that found the run lease held
-// (Engine.bounce): bounces of one hold attempt and hop in the same delay
+// (runLeases.bounce): bounces of one hold attempt and hop in the same delay
 // window (bucket) share it.
 func keyBusy(runID string, holdAttempt, hop int, bucket int64) string {
 	return fmt.Sprintf("busy:%s:%d:%d:%d", runID, holdAttempt, hop, bucket)

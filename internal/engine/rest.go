@@ -162,7 +162,7 @@ func later(a, b time.Time) time.Time {
 
 // scheduleRestCheck enqueues the safety net of a finished run whose steps
 // still run: a continuation just past their lease's expiry, which runs
-// deactivate again (a session of a finished run does: Engine.endAndRest).
+// deactivate again (a session of a finished run does: rest.endAndRest).
 // Checks of one run for the same second share a key. The check must arrive
 // without hopping (a hop of a finished run's message is dropped, see
 // Engine.hop), so a step lease longer than Config.MaxQueueDelay leaves a
@@ -277,7 +277,7 @@ func (s *session) drainInflight(cancel bool) []outcome {
 	return late
 }
 
-// endAndRest is Engine.endAndRest for a session that found its run ended
+// endAndRest is rest.endAndRest for a session that found its run ended
 // on loading it: a run whose log shows it deactivated needs nothing more
 // than the end's side effects (idempotent, run again).
 func (s *session) endAndRest(ctx context.Context) error {

@@ -168,11 +168,11 @@ func (rl *runLeases) underLease(ctx context.Context, s *session, owner string, f
 }
 
 // afterRelease is the lease holder's half of the background wake-up
-// handshake (see Engine.wakeAfterStep): a background executor that commits a
-// step's outcome while the run lease is held leaves the run to the holder,
-// which, once it has released the lease, reads the log past what it has
-// loaded and reports whether anything arrived (the run then goes on, see
-// continueLeased).
+// handshake (see background.wakeAfterStep): a background executor that
+// commits a step's outcome while the run lease is held leaves the run to
+// the holder, which, once it has released the lease, reads the log past
+// what it has loaded and reports whether anything arrived (the run then
+// goes on, see continueLeased).
 //
 // Why no completion is lost: the executor (E) commits its outcome (C) and
 // then tries to take the run lease (A); the holder (H) releases the lease

@@ -60,7 +60,7 @@ func (sc schedule) retryTimer(o *op) (at time.Time, ok bool) {
 // (leaseTimer). Zero when nothing is timed. The lease of a queued attempt
 // (one a background executor started for its queue message) is no timer:
 // if its executor dies, the message comes back and runs the step again,
-// and a live one wakes the run when it finishes (Engine.wakeAfterStep).
+// and a live one wakes the run when it finishes (background.wakeAfterStep).
 // Nor is the retry of a queued attempt: its executor queued the step again
 // for that time.
 func (sc schedule) next() time.Time {
