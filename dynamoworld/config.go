@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/awslimits"
+	"github.com/skeinflow/skein/internal/cfgerr"
 	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
@@ -163,7 +164,7 @@ func (c *Config) WithDefaults() *Config {
 	if out.ClaimCheckThreshold == 0 {
 		out.ClaimCheckThreshold = DefaultClaimCheckThreshold
 	}
-	if out.DedupeWindow <= 0 {
+	if out.DedupeWindow == 0 {
 		out.DedupeWindow = DefaultDedupeWindow
 	}
 	if out.pendingGrace <= 0 {
@@ -213,11 +214,14 @@ func (c *Config) validate() error {
 	if c.ClaimCheckThreshold < awslimits.MinClaimCheckThreshold || c.ClaimCheckThreshold > MaxClaimCheckThreshold {
 		errs = append(errs, fmt.Errorf("ClaimCheckThreshold %d: want %d to %d bytes", c.ClaimCheckThreshold, awslimits.MinClaimCheckThreshold, MaxClaimCheckThreshold))
 	}
+	if c.DedupeWindow < 0 {
+		errs = append(errs, fmt.Errorf("negative DedupeWindow %s", c.DedupeWindow))
+	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("negative Retention %s", c.Retention))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("dynamoworld: invalid config: %w", err)
+		return cfgerr.Invalid(fmt.Errorf("dynamoworld: invalid config: %w", err))
 	}
 	return nil
 }

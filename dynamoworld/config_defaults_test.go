@@ -2,7 +2,10 @@ package dynamoworld
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinflow/skein/internal/configtest"
 	"github.com/skeinflow/skein/world"
@@ -19,4 +22,22 @@ func TestConfigLeaseDefaults(t *testing.T) {
 		vis, verr := receiveVisibility(&world.ReceiveParams{Visibility: given.Visibility})
 		return configtest.Leases{RunLease: ttl, Visibility: vis}, errors.Join(err, verr)
 	})
+}
+
+// A refused Config is a typed error (world.ErrInvalid) naming the field;
+// a negative DedupeWindow is refused, not taken for unset.
+func TestConfigRefusals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{DedupeWindow: -time.Second}, "negative DedupeWindow -1s"},
+		{Config{Retention: -time.Second}, "negative Retention -1s"},
+	} {
+		err := c.cfg.WithDefaults().validate()
+		if !errors.Is(err, world.ErrInvalid) || !strings.Contains(fmt.Sprint(err), "dynamoworld: invalid config: ") || !strings.Contains(fmt.Sprint(err), c.want) {
+			t.Errorf("validate(%+v) = %v, want an ErrInvalid saying %q", c.cfg, err, c.want)
+		}
+	}
 }

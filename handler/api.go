@@ -90,7 +90,7 @@ func newAPI(cfg settings) (*api, error) {
 	w := cfg.Worker
 	c, err := client.New(client.Config{World: w.World, Registry: w.Registry, Logger: w.Logger, Version: w.Version}, cfg.opts...)
 	if err != nil {
-		return nil, fmt.Errorf("handler: %w", err)
+		return nil, fmt.Errorf("handler: Config.Worker: %w", err)
 	}
 	a := &api{cfg: cfg, client: c, log: w.Logger}
 	a.routes = a.table()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/skeinflow/skein/internal/cfgerr"
 	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/worker"
 	"github.com/skeinflow/skein/world"
@@ -250,7 +251,7 @@ func (s settings) validate(needRegistry bool) error {
 		errs = append(errs, fmt.Errorf("MaxRequestBody is negative (%d)", s.MaxRequestBody))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("handler: invalid config: %w", err)
+		return cfgerr.Invalid(fmt.Errorf("handler: invalid config: %w", err))
 	}
 	return nil
 }

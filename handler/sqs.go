@@ -70,7 +70,7 @@ func NewSQS(c Config, opts ...knobs.Option) (SQSHandler, error) {
 	// engine counts its margin from there.
 	p, err := worker.NewProcessor(wc, append(cfg.opts, knobs.WithBudgetMargin(cfg.TimeBudgetMargin-cfg.returnMargin))...)
 	if err != nil {
-		return nil, fmt.Errorf("handler: %w", err)
+		return nil, fmt.Errorf("handler: Config.Worker: %w", err)
 	}
 	stepLease := cfg.Worker.Engine.StepLeaseTTL
 	if stepLease <= 0 {

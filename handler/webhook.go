@@ -55,7 +55,7 @@ func NewWebhook(c Config, opts ...knobs.Option) (WebhookHandler, error) {
 	logger := withRequestID(cfg.Worker.Logger, inv)
 	cl, err := client.New(client.Config{World: cfg.Worker.World, Registry: cfg.Worker.Registry, Logger: logger, Version: cfg.Worker.Version}, cfg.opts...)
 	if err != nil {
-		return nil, fmt.Errorf("handler: %w", err)
+		return nil, fmt.Errorf("handler: Config.Worker: %w", err)
 	}
 	h := &webhookHandler{cfg: cfg, http: worker.QueuedWebhookHandler(cl, cfg.Worker.Inbox), log: logger, inv: inv}
 	return h.handle, nil

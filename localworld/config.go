@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/skeinflow/skein/internal/cfgerr"
 	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
@@ -170,7 +171,7 @@ func (c *Config) WithDefaults() *Config {
 		out = *c
 	}
 	out.Limits = out.Limits.WithDefaults()
-	if out.LockTimeout <= 0 {
+	if out.LockTimeout == 0 {
 		out.LockTimeout = DefaultLockTimeout
 	}
 	if out.compactMin <= 0 {
@@ -185,7 +186,7 @@ func (c *Config) WithDefaults() *Config {
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	if out.DedupeWindow <= 0 {
+	if out.DedupeWindow == 0 {
 		out.DedupeWindow = DefaultDedupeWindow
 	}
 	if out.watchPollMin <= 0 {
@@ -205,11 +206,17 @@ func (c *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("unknown Sync policy %d", int(c.Sync)))
 	}
+	if c.LockTimeout < 0 {
+		errs = append(errs, fmt.Errorf("negative LockTimeout %s", c.LockTimeout))
+	}
+	if c.DedupeWindow < 0 {
+		errs = append(errs, fmt.Errorf("negative DedupeWindow %s", c.DedupeWindow))
+	}
 	if c.fileMode&^os.ModePerm != 0 {
 		errs = append(errs, fmt.Errorf("file mode %s has more than permission bits", c.fileMode))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("localworld: invalid config: %w", err)
+		return cfgerr.Invalid(fmt.Errorf("localworld: invalid config: %w", err))
 	}
 	return nil
 }

@@ -114,7 +114,7 @@
 // so the run leases and the step execution leases in it belong to a process
 // that is gone: Open sets every unexpired one to expire now, in one
 // transaction, logged at info, and a restart after a crash resumes at once
-// instead of waiting out a 30-second run lease or a 5-minute step lease.
+// instead of waiting out a 30-second run lease or a one-minute step lease.
 //
 // # Reading a store another process holds
 //

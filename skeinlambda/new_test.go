@@ -2,9 +2,12 @@ package skeinlambda
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,6 +17,7 @@ import (
 	"github.com/skeinflow/skein/handler"
 	"github.com/skeinflow/skein/internal/envvars"
 	"github.com/skeinflow/skein/workflow"
+	"github.com/skeinflow/skein/world"
 )
 
 // env is a function's environment as template.yaml sets it, with changes.
@@ -109,12 +113,27 @@ func TestNewRefuses(t *testing.T) {
 			if err == nil {
 				t.Fatalf("New = %T, want an error", h)
 			}
+			if h != nil {
+				t.Errorf("New returned a non-nil handler (%T) with its error", h)
+			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
 		})
+	}
+}
+
+// A setting WithHandlerConfig makes that the handler refuses: New returns
+// no handler (not a typed nil inside a non-nil any) and an error matching
+// world.ErrInvalid that names the field by its path.
+func TestNewRefusesHandlerConfig(t *testing.T) {
+	t.Parallel()
+	h, err := New(context.Background(), registry(t), offline(), WithGetenv(env("flow")),
+		WithHandlerConfig(func(c *handler.Config) { c.Worker.Engine.StepLeaseTTL = -time.Second }))
+	if h != nil || !errors.Is(err, world.ErrInvalid) || !strings.Contains(fmt.Sprint(err), "Config.Worker: engine: invalid config: Engine.StepLeaseTTL is negative") {
+		t.Fatalf("New = %v (%T), %v: want nil and an ErrInvalid naming Config.Worker's Engine.StepLeaseTTL", h, h, err)
 	}
 }
 

@@ -58,7 +58,10 @@ func Start(reg *workflow.Registry, opts ...Option) {
 // provider of your own, as Worker.Engine.TracerProvider).
 func New(ctx context.Context, reg *workflow.Registry, opts ...Option) (any, error) {
 	h, _, err := build(ctx, reg, opts)
-	return h, err
+	if err != nil {
+		return nil, err // not a typed nil handler inside a non-nil any
+	}
+	return h, nil
 }
 
 // build is New; it also returns the logger the options chose (nil when

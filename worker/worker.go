@@ -126,16 +126,16 @@ type Worker = sdk.Worker
 // Registry, Logger, Engine, Version, Versions and Inbox).
 //
 // Its fields:
-//   - World.
+//   - World is the World whose runs the worker executes (required).
 //   - Consumer receives the World's queue (default: the World itself, when it implements world.Consumer, as localworld does).
-//   - Registry.
+//   - Registry holds the workflows and steps it runs (required).
 //   - Concurrency is the number of messages handled at once (default 8).
 //   - Logger receives the worker's logs (default: discarded).
-//   - WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook handler there under WebhookPath.
+//   - WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook handler there under workflow.WebhookPath.
 //   - Visibility hides a received message from other receivers, extended every third of it while the message is handled (default 30s).
 //   - StopTimeout bounds how long Run waits, once its context has ended, for the messages in flight (default 10s): past it, Run returns an error matching context.DeadlineExceeded, leaving the steps that ignore their context to run on in their goroutines (see Run).
 //   - Engine tunes the engine (see EngineOptions).
-//   - Version is the code version of this worker: recorded on the runs its Client starts and on the child runs its workflows start (default: as client.Config.Version).
+//   - Version is the code version of this worker: recorded on the runs its Client starts and on the child runs its workflows start (default: the VCS revision the program was built from, as client.Config.Version).
 //   - Versions, when set, says which runs' versions this executor runs: a message of a run of another version goes back to the queue, for an executor that accepts it, without counting as a failed delivery, and a warning names the version.
 //   - Schedules are fired by the Worker while it runs: each firing starts one run, keyed by the schedule's name and the scheduled time (see Schedule).
 //   - Inbox holds the webhook requests too large for a queue message that a QueuedWebhookHandler put there (nil: such a delivery is dropped, and logged).

@@ -24,9 +24,9 @@ import (
 //   - Every run (RunID empty): every event committed after the cursor, each
 //     once, in sequence order within each run. Across runs the order, and
 //     what the cursor is, belong to the World (the local world's is its
-//     global commit order; a polling World's is a position per run, see
-//     a position per run and the time of its last look). A cursor of
-//     another World, or another run, is ErrInvalid.
+//     global commit order; a polling World's is a position per run and
+//     the time of its last look). A cursor of another World, or another
+//     run, is ErrInvalid.
 //     What a run records after its end (late step results, its cleanup,
 //     its compensations, run_deactivated) is delivered too: a polling
 //     World follows a run it knows of until its run_deactivated, not just

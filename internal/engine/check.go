@@ -48,11 +48,19 @@ type Divergence struct {
 // with the run (sdk.ReplayReport.Problem).
 func (d *Divergence) Error() string { return d.Message }
 
-// Operation is a step, hook or wait the code asked for.
+// Operation is a step, hook, sleep or attributes the code asked for.
 type Operation struct {
-	Kind string // "step", "hook" or "wait"
-	Name string // the step's name or the hook's token; empty for a wait
+	Kind string // "step", "hook", "wait" or "attributes"
+	Name string // the step's name, the hook's token, the attribute keys (sorted, comma-separated); empty for a wait
 	ID   string // its correlation ID
+}
+
+// String names the operation: its kind, and its name when it has one.
+func (o Operation) String() string {
+	if o.Name == "" {
+		return o.Kind
+	}
+	return fmt.Sprintf("%s %q", o.Kind, o.Name)
 }
 
 // LogCheck is what CheckLog found by replaying one run's log.

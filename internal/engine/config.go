@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinflow/skein/internal/awslimits"
+	"github.com/skeinflow/skein/internal/cfgerr"
 	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/world"
 )
@@ -364,7 +365,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("VersionRetryLimit (%s) is less than VersionRetryDelay (%s)", c.VersionRetryLimit, c.VersionRetryDelay))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("engine: invalid config: %w", err)
+		return cfgerr.Invalid(fmt.Errorf("engine: invalid config: %w", err))
 	}
 	return nil
 }

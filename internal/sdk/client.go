@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/skeinflow/skein/internal/cfgerr"
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/sealmark"
@@ -56,7 +57,7 @@ const defaultResultPoll = 100 * time.Millisecond
 // NewClient returns a client for cfg.World.
 func NewClient(cfg ClientConfig, opts ...knobs.Option) (*Client, error) {
 	if cfg.World == nil {
-		return nil, errors.New("client: Config.World is required")
+		return nil, cfgerr.Invalid(errors.New("client: Config.World is required"))
 	}
 	k := knobs.Apply(opts)
 	if k.Now == nil {
@@ -74,7 +75,7 @@ func NewClient(cfg ClientConfig, opts ...knobs.Option) (*Client, error) {
 	}
 	v, err := resolveVersion("client: Config.Version", cfg.Version)
 	if err != nil {
-		return nil, err
+		return nil, cfgerr.Invalid(err)
 	}
 	cfg.Version = v
 	return &Client{w: cfg.World, reg: cfg.Registry, log: cfg.Logger, now: k.Now, ids: world.NewIDSource(k.Now, k.Entropy), cfg: cfg,

@@ -47,12 +47,9 @@ type ReplayReport struct {
 	Next []Operation
 }
 
-// Operation is a step, hook or sleep the code asks for.
-type Operation struct {
-	Kind string // "step", "hook", "wait" or "attributes"
-	Name string // the step's name, the hook's token, the attribute keys (sorted, comma-separated); empty for a wait
-	ID   string // its correlation ID
-}
+// Operation is a step, hook, sleep or attributes the code asks for (the
+// engine's, which CheckLog reports).
+type Operation = engine.Operation
 
 // Compatible reports whether this code can go on with the run: it replays
 // the log without diverging and without panicking (unless the log records
@@ -101,13 +98,6 @@ func (r *ReplayReport) outcome() string {
 	return "the code waits where the log ends (for a step, sleep or hook the log has in progress)"
 }
 
-func (o Operation) String() string {
-	if o.Name == "" {
-		return o.Kind
-	}
-	return fmt.Sprintf("%s %q", o.Kind, o.Name)
-}
-
 // CheckLog replays one run's recorded log (every event, in order from its
 // run_created: what Storage.ListEvents returns and `skein runs events`
 // prints) against the registry's workflow of the name the log records,
@@ -139,8 +129,6 @@ func CheckLog(r *Registry, events []world.Event) (*ReplayReport, error) {
 	if c.Failure != nil {
 		rep.Err = r.decode(c.Failure)
 	}
-	for _, o := range c.Next {
-		rep.Next = append(rep.Next, Operation(o))
-	}
+	rep.Next = c.Next
 	return rep, nil
 }

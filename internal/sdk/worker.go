@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/cfgerr"
 	"github.com/skeinflow/skein/internal/engine"
 	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/internal/schedmsg"
@@ -40,24 +41,24 @@ type Processor struct {
 // the Processor's).
 func NewProcessor(cfg WorkerConfig, opts ...knobs.Option) (*Processor, error) {
 	if cfg.Registry == nil {
-		return nil, errors.New("worker: Config.Registry is required")
+		return nil, cfgerr.Invalid(errors.New("worker: Config.Registry is required"))
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	version, err := resolveVersion("worker: Config.Version", cfg.Version)
 	if err != nil {
-		return nil, err
+		return nil, cfgerr.Invalid(err)
 	}
 	accept, err := acceptFunc("worker: Config.Versions", cfg.Versions)
 	if err != nil {
-		return nil, err
+		return nil, cfgerr.Invalid(err)
 	}
 	if accept != nil && !accept(version) {
 		// The runs it starts (children, schedules, its client's) would
 		// record a version it then refuses for good.
-		return nil, fmt.Errorf("worker: Config.Versions does not accept this executor's own version %q (Config.Version, or the build's): "+
-			"the runs it starts would wait for another executor; set Version to one of its Versions", version)
+		return nil, cfgerr.Invalid(fmt.Errorf("worker: Config.Versions does not accept this executor's own version %q (Config.Version, or the build's): "+
+			"the runs it starts would wait for another executor; set Version to one of its Versions", version))
 	}
 	client, err := NewClient(ClientConfig{World: cfg.World, Registry: cfg.Registry, Logger: cfg.Logger, Version: version}, opts...)
 	if err != nil {
@@ -144,10 +145,12 @@ const (
 // WorkerConfig configures a Worker, and a Processor (NewProcessor reads
 // World, Registry, Logger, Engine, Version, Versions and Inbox).
 type WorkerConfig struct {
+	// World is the World whose runs the worker executes (required).
 	World world.World
 	// Consumer receives the World's queue (default: the World itself, when
 	// it implements world.Consumer, as localworld does).
 	Consumer world.Consumer
+	// Registry holds the workflows and steps it runs (required).
 	Registry *Registry
 	// Concurrency is the number of messages handled at once (default 8;
 	// the Lambda handler's default is 10, the largest SQS batch).
@@ -157,7 +160,7 @@ type WorkerConfig struct {
 	// version not accepted) is logged at WARN or ERROR, and nowhere else.
 	Logger *slog.Logger
 	// WebhookAddr, when set (e.g. "127.0.0.1:0"), serves the webhook
-	// handler there under WebhookPath.
+	// handler there under workflow.WebhookPath.
 	WebhookAddr string
 	// Visibility hides a received message from other receivers; the Worker
 	// extends it every third of its length while the message is handled
@@ -175,7 +178,7 @@ type WorkerConfig struct {
 	Engine EngineOptions
 	// Version is the code version of this worker: recorded on the runs its
 	// Client starts and on the child runs its workflows start (default:
-	// as client.Config.Version).
+	// the VCS revision the program was built from, as client.Config.Version).
 	Version string
 	// Versions, when set, says which runs' versions this executor runs: a
 	// message of a run of another version goes back to the queue, for an
@@ -216,28 +219,34 @@ type Worker struct {
 // listening at once (so WebhookURL is known); Run serves.
 func NewWorker(cfg WorkerConfig, opts ...knobs.Option) (*Worker, error) {
 	if cfg.World == nil {
-		return nil, errors.New("worker: Config.World is required")
+		return nil, cfgerr.Invalid(errors.New("worker: Config.World is required"))
 	}
 	if cfg.Consumer == nil {
 		c, ok := cfg.World.(world.Consumer)
 		if !ok {
-			return nil, errors.New("worker: Config.Consumer is required: the World is not a world.Consumer")
+			return nil, cfgerr.Invalid(errors.New("worker: Config.Consumer is required: the World is not a world.Consumer"))
 		}
 		cfg.Consumer = c
 	}
 	switch {
 	case cfg.Concurrency < 0:
-		return nil, fmt.Errorf("worker: Config.Concurrency is negative (%d)", cfg.Concurrency)
+		return nil, cfgerr.Invalid(fmt.Errorf("worker: Config.Concurrency is negative (%d)", cfg.Concurrency))
 	case cfg.Concurrency == 0:
 		cfg.Concurrency = defaultConcurrency
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Visibility <= 0 {
+	switch {
+	case cfg.Visibility < 0:
+		return nil, cfgerr.Invalid(fmt.Errorf("worker: Config.Visibility is negative (%s)", cfg.Visibility))
+	case cfg.StopTimeout < 0:
+		return nil, cfgerr.Invalid(fmt.Errorf("worker: Config.StopTimeout is negative (%s)", cfg.StopTimeout))
+	}
+	if cfg.Visibility == 0 {
 		cfg.Visibility = world.DefaultVisibility
 	}
-	if cfg.StopTimeout <= 0 {
+	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = defaultStopTimeout
 	}
 	// A Worker holds back the steps beyond the inline capacity a little
