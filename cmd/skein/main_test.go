@@ -480,6 +480,34 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// A failed attempt and its retry that fall in one cell of a long run's bar
+// both show: the retry takes the next cell (under load, the CLI test's
+// flaky step saw its failed attempt painted over).
+func TestTimelineShortAttemptsBothShow(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, corr string, d world.EventData) world.Event {
+		return world.Event{RunID: "wrun_x", CorrelationID: corr, CreatedAt: at(ms), Data: d}
+	}
+	step, wait := "step_01J9Z3K7QH5V2M8X4N6P0R1S2T", "wait_01J9Z3K7QH5V2M8X4N6P0R1S2V"
+	events := []world.Event{
+		ev(0, step, &world.StepCreated{StepName: "charge"}),
+		ev(0, step, &world.StepStarted{Attempt: 1}),
+		ev(1, step, &world.StepRetrying{Error: &world.ErrorData{Message: "503"}}),
+		ev(1, step, &world.StepStarted{Attempt: 2}),
+		ev(2, step, &world.StepCompleted{}),
+		ev(2, wait, &world.WaitCreated{ResumeAt: at(10000)}),
+		ev(10000, wait, &world.WaitCompleted{}),
+	}
+	run := &world.Run{RunID: "wrun_x", Status: world.RunStatusCompleted, CreatedAt: start, CompletedAt: at(10000)}
+	var out bytes.Buffer
+	drawTimeline(&out, run, events, at(10000), timelineOptions{width: 10})
+	if !strings.Contains(out.String(), "2  completed  ▒█ ") {
+		t.Errorf("the failed attempt or its retry is not shown:\n%s", out.String())
+	}
+}
+
 func TestTimelineColour(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

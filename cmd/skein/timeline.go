@@ -145,12 +145,21 @@ func drawTimeline(w io.Writer, run *world.Run, events []world.Event, now time.Ti
 			cells[i].glyph = ' '
 		}
 		// Pending time first: an attempt, however short, stays visible.
+		// Each later segment starts at least one cell after the one before
+		// it while there is room, so that two short attempts falling in
+		// one cell (a failed one and its retry, in a long run) both show.
 		for _, pending := range []bool{true, false} {
+			next := 0
 			for _, s := range r.Segs {
 				if (s.Kind == timeline.Pending) != pending {
 					continue
 				}
 				first, last := cols(s.From, s.To)
+				if !pending {
+					first = clamp(max(first, next))
+					last = max(last, first)
+					next = first + 1
+				}
 				for c := first; c <= last; c++ {
 					cells[c] = paintKind(s.Kind)
 				}
