@@ -9,6 +9,55 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
+// committer decides what one commit of a session holds and whether it
+// fits: it gathers the deliveries not yet committed (pending, and the
+// outcomes behind them, held), builds the plan the workflow's suspension
+// needs, appends it fenced on the run's last event (runState.lastSeq) and
+// takes what committed into the run. It holds the parts below it and the
+// session's run state; what it needs of the session's replay and inline
+// steps it asks through run and steps, the narrow views the session passes
+// down (it holds no pointer to the session).
+type committer struct {
+	e     *parts
+	runID string
+	st    *runState // the session's loaded state (load.go): log, lastSeq, status, hold
+	run   commitRun
+	steps commitSteps
+
+	// retryAttempt is the hold attempt the message retries
+	// (world.Message.HoldAttempt; see holdRun).
+	retryAttempt int
+
+	// Uncommitted deliveries (in delivery order) and the step outcomes
+	// behind them, delivered again after a rebuild.
+	pending []world.EventInput
+	held    []outcome
+}
+
+// commitRun is what a commit asks of the run's replay and its end: the
+// session's current replayer (a rebuild replaces it), what the run's end
+// records, and the session's end after a commit that ends it.
+type commitRun interface {
+	replay() *replayer
+	compensatesOnFailure() bool
+	hasCleanup() bool
+	restful() bool
+	stopInflight(keep bool) []outcome
+	recordLate(ctx context.Context, outs ...outcome)
+	rest(ctx context.Context, cancel, deactivated bool) error
+}
+
+// commitSteps is what a commit asks of the steps the session runs: how
+// many more may start inline, which are due, and starting or queueing those
+// it committed.
+type commitSteps interface {
+	capacity() int
+	schedule(now time.Time) schedule
+	launch(ctx context.Context, o *op, st *world.Step)
+	launchComp(ctx context.Context, o *op)
+	queue(ctx context.Context, ops []*op) error
+}
+
 // plan is one commit: the events, and what to do with each once committed.
 type plan struct {
 	events   []world.EventInput
@@ -43,15 +92,15 @@ func (p *plan) remove(i int) {
 // and hook disposals, in the order the code asked for them (a hook disposed
 // and then asked for again on its token must find the token free), and
 // restarts of existing steps that are due.
-func (s *session) build(now time.Time) *plan {
+func (c *committer) build(now time.Time) *plan {
 	p := &plan{}
-	r := s.r
+	r := c.run.replay()
 	// A pending run starts; a held one replayed without diverging (the
 	// loop holds it again otherwise) goes on.
-	if (s.runStatus == world.RunStatusPending || s.runStatus == world.RunStatusHeld) && r.terminal == "" {
+	if (c.st.runStatus == world.RunStatusPending || c.st.runStatus == world.RunStatusHeld) && r.terminal == "" {
 		p.add("", &world.RunStarted{}, eventMeta{})
 	}
-	for _, ev := range s.pending {
+	for _, ev := range c.pending {
 		p.add(ev.CorrelationID, ev.Data, eventMeta{echo: true})
 	}
 	if r.terminal != "" {
@@ -62,19 +111,19 @@ func (s *session) build(now time.Time) *plan {
 			p.add(o.id, attributeEvent(o), eventMeta{})
 		}
 		if r.failure != nil {
-			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode, Compensate: s.compensatesOnFailure()}, eventMeta{})
+			p.add("", &world.RunFailed{Error: r.failure, ErrorCode: r.failCode, Compensate: c.run.compensatesOnFailure()}, eventMeta{})
 		} else {
-			p.add("", &world.RunCompleted{Output: r.output, Cleanup: s.hasCleanup()}, eventMeta{})
+			p.add("", &world.RunCompleted{Output: r.output, Cleanup: c.run.hasCleanup()}, eventMeta{})
 		}
 		p.terminal = true
-		if s.restful() {
+		if c.run.restful() {
 			p.add("", &world.RunDeactivated{}, eventMeta{})
 			p.deactivated = true
 		}
 		return p
 	}
-	capacity := s.capacity()
-	lease := s.e.cfg.StepLeaseTTL
+	capacity := c.steps.capacity()
+	lease := c.e.cfg.StepLeaseTTL
 	disposals := r.takeDisposals()
 	for _, o := range r.ops[r.matched:] {
 		// A disposal the code asked for before this operation is committed
@@ -108,7 +157,7 @@ func (s *session) build(now time.Time) *plan {
 	for _, o := range disposals {
 		p.add(o.id, &world.HookDisposed{}, eventMeta{hook: o})
 	}
-	for _, o := range s.schedule(now).runnableComps() {
+	for _, o := range c.steps.schedule(now).runnableComps() {
 		if capacity == 0 {
 			break
 		}
@@ -116,7 +165,7 @@ func (s *session) build(now time.Time) *plan {
 		capacity--
 	}
 	if capacity > 0 {
-		for _, o := range s.schedule(now).runnable() {
+		for _, o := range c.steps.schedule(now).runnable() {
 			if capacity == 0 {
 				break
 			}
@@ -146,13 +195,13 @@ func (r *replayer) takeDisposals() []*op {
 // refused step_started (the step is leased by another executor or not yet
 // due) or hook_disposed (the hook is gone) is dropped and the rest retried;
 // any other refusal means the run changed underneath: a *staleError.
-func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, error) {
+func (c *committer) commit(ctx context.Context, p *plan) (*world.AppendResult, error) {
 	for {
-		res, err := s.e.append(ctx, &world.AppendParams{RunID: s.runID, Events: p.events, IfLastSeq: s.lastSeq})
+		res, err := c.e.append(ctx, &world.AppendParams{RunID: c.runID, Events: p.events, IfLastSeq: c.st.lastSeq})
 		if err == nil {
 			return res, nil
 		}
-		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < len(p.events) && s.droppable(p, re) {
+		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < len(p.events) && c.droppable(p, re) {
 			p.remove(re.Index)
 			if len(p.events) == 0 {
 				return nil, nil
@@ -162,14 +211,14 @@ func (s *session) commit(ctx context.Context, p *plan) (*world.AppendResult, err
 		if errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrGone) || errors.Is(err, world.ErrNotFound) {
 			return nil, &staleError{err: err}
 		}
-		return nil, fmt.Errorf("engine: commit to run %s: %w", s.runID, err)
+		return nil, fmt.Errorf("engine: commit to run %s: %w", c.runID, err)
 	}
 }
 
-func (s *session) droppable(p *plan, re *world.RefusalError) bool {
+func (c *committer) droppable(p *plan, re *world.RefusalError) bool {
 	in := p.events[re.Index]
 	m := p.meta[re.Index]
-	s.r.tainted = true // what the World refused is not in the log
+	c.run.replay().tainted = true // what the World refused is not in the log
 	switch in.Data.(type) {
 	case *world.StepStarted:
 		o := m.launch
@@ -203,76 +252,69 @@ func (s *session) droppable(p *plan, re *world.RefusalError) bool {
 // refused (a *staleError), the session reloads the log, its own earlier
 // parts included, and rebuilds. It reports whether the whole plan
 // committed with at least one event.
-func (s *session) commitPlan(ctx context.Context, p *plan) (bool, error) {
+func (c *committer) commitPlan(ctx context.Context, p *plan) (bool, error) {
 	committed := false
 	for rest := p; len(rest.events) > 0; {
 		part := rest
-		if n := world.AppendFits(s.e.w, rest.events); n < len(rest.events) {
+		if n := world.AppendFits(c.e.w, rest.events); n < len(rest.events) {
 			part = &plan{events: rest.events[:n:n], meta: rest.meta[:n:n]}
 			rest = &plan{events: rest.events[n:], meta: rest.meta[n:]}
 		} else {
 			rest = &plan{}
 		}
-		res, err := s.commit(ctx, part)
+		res, err := c.commit(ctx, part)
 		if err != nil {
 			return false, err
 		}
 		if res != nil {
-			s.applyEvents(ctx, part, res)
+			c.applyEvents(ctx, part, res)
 			committed = true
 		}
 	}
 	if !committed {
 		return false, nil
 	}
-	return true, s.apply(ctx, p)
+	return true, c.apply(ctx, p)
 }
 
 // applyEvents takes committed events into the session: they join the log,
 // those not yet applied are consumed by the workflow, steps start inline.
-func (s *session) applyEvents(ctx context.Context, p *plan, res *world.AppendResult) {
+func (c *committer) applyEvents(ctx context.Context, p *plan, res *world.AppendResult) {
 	for i := range p.events {
 		r := res.Results[i]
 		if r.Event == nil {
 			continue
 		}
-		ev := s.log.add(*r.Event)
-		s.lastSeq = ev.Seq
-		s.track(ev)
-		s.logPanic(ev)
+		ev := c.st.log.add(*r.Event)
+		c.st.lastSeq = ev.Seq
+		c.st.track(ev)
+		c.logPanic(ev)
 		m := p.meta[i]
-		if m.echo {
-			s.r.lastSeq = ev.Seq
+		if r := c.run.replay(); m.echo {
+			r.lastSeq = ev.Seq
 		} else {
-			s.r.consume(ev)
+			r.consume(ev)
 		}
 		if m.hook != nil {
 			m.hook.disposeSent = true
 		}
 		if m.launch != nil && r.Step != nil {
-			s.launch(ctx, m.launch, r.Step)
+			c.steps.launch(ctx, m.launch, r.Step)
 		}
 		if m.comp != nil && r.Step != nil {
-			s.launchComp(ctx, m.comp)
+			c.steps.launchComp(ctx, m.comp)
 		}
 	}
-	if res.Run != nil && res.Run.LastSeq > s.lastSeq {
-		s.lastSeq = res.Run.LastSeq
+	if res.Run != nil && res.Run.LastSeq > c.st.lastSeq {
+		c.st.lastSeq = res.Run.LastSeq
 	}
 }
 
 // apply ends a committed plan: the deliveries are no longer pending, and
 // excess steps are enqueued.
-func (s *session) apply(ctx context.Context, p *plan) error {
-	s.pending, s.held = nil, nil
-	if d := s.e.cfg.BackgroundDelay; d > 0 {
-		until := s.e.now().Add(d)
-		for _, o := range p.queue {
-			s.deferred[o.id] = until
-		}
-		return nil
-	}
-	return s.enqueueSteps(ctx, p.queue)
+func (c *committer) apply(ctx context.Context, p *plan) error {
+	c.pending, c.held = nil, nil
+	return c.steps.queue(ctx, p.queue)
 }
 
 // tooEarly reports whether re refuses a step (or compensation) attempt

@@ -19,15 +19,22 @@
 //     decides who holds the run and for how long: it takes the run lease,
 //     runs a session under it, renews it, watches the session for a
 //     stuck workflow, releases it and goes on when more arrived.
-//   - session (session.go and load.go, sticky.go, commit.go, inline.go,
+//   - session (session.go and load.go, sticky.go, inline.go,
 //     continuations.go, steplease.go, rest.go's session half) is one
 //     continuation: it loads the log and replays the workflow (the
 //     replayer, replay.go, coroutine.go), asks the scheduler what is due
-//     and when to wake (scheduler.go, pure), commits what its suspension
-//     needs (commit.go: build, commitPlan), runs steps inline (inline.go),
+//     and when to wake (scheduler.go, pure), runs steps inline (inline.go),
 //     reads other invocations' step leases when cold (steplease.go) and
 //     sends the messages the run needs next (continuations.go). It calls
-//     only the parts below it (parts, engine.go).
+//     only the parts below it (its committer, and parts, engine.go).
+//   - committer (commit.go, limits.go, hold.go's holdRun) decides what one
+//     commit holds and whether it fits: the deliveries not yet committed
+//     (pending, held), the plan the suspension needs (build), the fenced
+//     Appends (commitPlan), a run over its limits (failOverLimit) or held
+//     (holdRun). The session embeds it and passes itself down as two
+//     narrow views, commitRun (its replayer, the run's end) and
+//     commitSteps (inline capacity, starting or queueing the steps a
+//     commit created): the committer holds no pointer to the session.
 //   - stepRunner (executor.go) runs one step attempt under its lease and
 //     turns what the step returned into the outcome to record; outside a
 //     session it records it too (record, recordFinal).

@@ -59,13 +59,13 @@ func (e *parts) holdDelay(attempt int) time.Duration {
 // that found a step not registered (unregistered.go). A
 // *staleError means the run changed meanwhile: the caller reloads and
 // replays again.
-func (s *session) holdRun(ctx context.Context, now time.Time) error {
-	r := s.r
-	prev := s.hold
-	forced := prev != nil && s.retryAttempt == prev.attempt
+func (c *committer) holdRun(ctx context.Context, now time.Time) error {
+	r := c.run.replay()
+	prev := c.st.hold
+	forced := prev != nil && c.retryAttempt == prev.attempt
 	changed := prev == nil || prev.code != r.failCode || prev.message != r.failure.Message
 	p := &plan{}
-	for _, ev := range s.pending {
+	for _, ev := range c.pending {
 		p.add(ev.CorrelationID, ev.Data, eventMeta{echo: true})
 	}
 	if forced || changed {
@@ -73,7 +73,7 @@ func (s *session) holdRun(ctx context.Context, now time.Time) error {
 		if prev != nil {
 			attempt = prev.attempt + 1
 		}
-		retryAt := now.Add(s.e.holdDelay(attempt))
+		retryAt := now.Add(c.e.holdDelay(attempt))
 		if prev != nil && !forced && now.Before(prev.retryAt) {
 			// A re-hold before the retry is due (a session woken by a step
 			// of a fan-out completing, say, finding the divergence told
@@ -83,21 +83,21 @@ func (s *session) holdRun(ctx context.Context, now time.Time) error {
 		p.add("", &world.RunHeld{Error: r.failure, ErrorCode: r.failCode, Attempt: attempt, RetryAt: retryAt}, eventMeta{})
 	}
 	if len(p.events) > 0 {
-		if _, err := s.commitPlan(ctx, p); err != nil {
+		if _, err := c.commitPlan(ctx, p); err != nil {
 			return err
 		}
 	}
-	s.recordLate(ctx, s.stopInflight(true)...)
-	h := s.hold
+	c.run.recordLate(ctx, c.run.stopInflight(true)...)
+	h := c.st.hold
 	if h == nil {
 		return nil // the hold was not recorded (another writer ended the run)
 	}
 	if forced || changed {
 		// The lifecycle log (ObserveCommit) tells the hold at WARN.
-		s.e.log.Debug("engine: run held: its code does not fit its log", "run", s.runID, "attempt", h.attempt,
+		c.e.log.Debug("engine: run held: its code does not fit its log", "run", c.runID, "attempt", h.attempt,
 			"retryAt", h.retryAt, "code", h.code, "reason", h.message)
 	}
-	return s.e.scheduleHoldRetry(ctx, s.runID, h.attempt, h.retryAt)
+	return c.e.scheduleHoldRetry(ctx, c.runID, h.attempt, h.retryAt)
 }
 
 // scheduleHoldRetry enqueues the retry of hold attempt of a held run, at

@@ -57,13 +57,13 @@ func fitError(d *world.ErrorData, limit int) *world.ErrorData {
 
 // overLimit reports the limit the workflow's operations pass, nil when
 // none: more hooks or waits than the run may create.
-func (s *session) overLimit() *world.LimitError {
-	l := s.e.lim
+func (c *committer) overLimit() *world.LimitError {
+	l := c.e.lim
 	switch {
-	case s.r.hooks > l.MaxHooks:
-		return &world.LimitError{RunID: s.runID, Limit: "hooks", Max: int64(l.MaxHooks), Size: int64(s.r.hooks)}
-	case s.r.waits > l.MaxWaits:
-		return &world.LimitError{RunID: s.runID, Limit: "waits", Max: int64(l.MaxWaits), Size: int64(s.r.waits)}
+	case c.run.replay().hooks > l.MaxHooks:
+		return &world.LimitError{RunID: c.runID, Limit: "hooks", Max: int64(l.MaxHooks), Size: int64(c.run.replay().hooks)}
+	case c.run.replay().waits > l.MaxWaits:
+		return &world.LimitError{RunID: c.runID, Limit: "waits", Max: int64(l.MaxWaits), Size: int64(c.run.replay().waits)}
 	}
 	return nil
 }
@@ -73,20 +73,20 @@ func (s *session) overLimit() *world.LimitError {
 // was delivered but not committed is recorded after the end, as the World
 // allows). A *staleError means the run changed first: the loop refreshes
 // and decides again.
-func (s *session) failOverLimit(ctx context.Context, le *world.LimitError) error {
-	s.e.log.Warn("engine: run failed: over a limit", "run", s.runID, "limit", le.Limit, "max", le.Max, "err", le)
+func (c *committer) failOverLimit(ctx context.Context, le *world.LimitError) error {
+	c.e.log.Warn("engine: run failed: over a limit", "run", c.runID, "limit", le.Limit, "max", le.Max, "err", le)
 	p := &plan{terminal: true}
-	p.add("", &world.RunFailed{Error: limitData(le), ErrorCode: le.Code(), Compensate: s.compensatesOnFailure()}, eventMeta{})
-	held := s.held
-	committed, err := s.commitPlan(ctx, p)
+	p.add("", &world.RunFailed{Error: limitData(le), ErrorCode: le.Code(), Compensate: c.run.compensatesOnFailure()}, eventMeta{})
+	held := c.held
+	committed, err := c.commitPlan(ctx, p)
 	if err != nil {
 		return err
 	}
 	if !committed {
-		return fmt.Errorf("engine: run %s: could not record that it passed its %s limit", s.runID, le.Limit)
+		return fmt.Errorf("engine: run %s: could not record that it passed its %s limit", c.runID, le.Limit)
 	}
-	s.recordLate(ctx, held...)
-	return s.rest(ctx, false, false)
+	c.run.recordLate(ctx, held...)
+	return c.run.rest(ctx, false, false)
 }
 
 // isStale reports whether err is a *staleError.

@@ -75,11 +75,11 @@ func (c *Context) LogLine(digest uint64) bool {
 // logPanic logs the run_failed this session committed for a workflow that
 // panicked, with its stack. Replays that panic again commit nothing, so the
 // panic is logged once, when the run fails.
-func (s *session) logPanic(ev *world.Event) {
+func (c *committer) logPanic(ev *world.Event) {
 	d, ok := ev.Data.(*world.RunFailed)
 	if !ok || d.Error == nil || d.Error.Type != TypePanic {
 		return
 	}
-	s.e.log.Error("engine: workflow panicked", "run", s.runID, "workflow", s.meta.workflowName, "code", d.ErrorCode,
+	c.e.log.Error("engine: workflow panicked", "run", c.runID, "workflow", c.st.meta.workflowName, "code", d.ErrorCode,
 		"panic", d.Error.Message, "stack", d.Error.Stack)
 }

@@ -20,11 +20,12 @@ func TestPartsPointDown(t *testing.T) {
 		"compensator": 3,
 		"rest":        4,
 		"parts":       5,
-		"session":     6,
-		"runLeases":   7,
-		"gate":        8,
-		"background":  8,
-		"Engine":      9,
+		"committer":   6,
+		"session":     7,
+		"runLeases":   8,
+		"gate":        9,
+		"background":  9,
+		"Engine":      10,
 	}
 	fset, files := parseSources(t)
 	seen := map[string]bool{}

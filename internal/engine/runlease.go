@@ -81,17 +81,7 @@ func (rl *runLeases) continueRetry(ctx context.Context, runID, owner string, dea
 // continueWatched is continueRetry's session, on the goroutine runSession
 // watches.
 func (rl *runLeases) continueWatched(ctx context.Context, runID, owner string, deadline time.Time, retry int, w *sliceWatch) (err error) {
-	s := &session{
-		e: rl.parts, runID: runID, retryAttempt: retry, runSpan: runSpan{began: time.Now()}, watch: w,
-		inlineSteps: inlineSteps{
-			inflight: make(map[string]context.CancelFunc),
-			comping:  make(map[string]bool),
-			results:  make(chan outcome, max(rl.cfg.InlineConcurrency, 1)),
-		},
-		queued:   make(map[string]bool),
-		deferred: make(map[string]time.Time),
-		deadline: deadline,
-	}
+	s := newSession(rl.parts, runID, retry, deadline, w)
 	st, kept := rl.logs.take(runID)
 	if st != nil {
 		s.runState = *st // loadNew reads only what was appended since

@@ -16,17 +16,14 @@ import (
 
 // session is one invocation's continuation of a run, under the run lease.
 // Its state is grouped by who owns it: runState is what it has loaded and
-// committed (load.go), inlineSteps the steps it runs (inline.go); the
-// scheduler reads both (schedule).
+// committed (load.go), committer what it has yet to commit (commit.go),
+// inlineSteps the steps it runs (inline.go); the scheduler reads them
+// (schedule).
 type session struct {
 	e     *parts
 	runID string
 
 	runSpan // the session's span (trace.go)
-
-	// retryAttempt is the hold attempt the message retries
-	// (world.Message.HoldAttempt; see holdRun).
-	retryAttempt int
 
 	runState
 
@@ -34,10 +31,7 @@ type session struct {
 	r     *replayer
 	watch *sliceWatch // shared with the goroutine watching the session (stuck.go)
 
-	// Uncommitted deliveries (in delivery order) and the step outcomes
-	// behind them, delivered again after a rebuild.
-	pending []world.EventInput
-	held    []outcome
+	committer // the session's commits: pending, held (commit.go)
 
 	leases map[string]stepLease // current step leases read from the World (readStepLeases)
 
@@ -48,6 +42,44 @@ type session struct {
 	deadline time.Time // when the session stops starting work (port.budget)
 	draining bool      // past the deadline
 	lastPoll time.Time // when the session last read the log for others' events
+}
+
+// newSession returns the session of runID for a message that retries hold
+// attempt retry, which stops starting work at deadline; its committer
+// asks the session for its replay and its inline steps (commitRun,
+// commitSteps).
+func newSession(e *parts, runID string, retry int, deadline time.Time, w *sliceWatch) *session {
+	s := &session{
+		e: e, runID: runID, runSpan: runSpan{began: time.Now()}, watch: w,
+		inlineSteps: inlineSteps{
+			inflight: make(map[string]context.CancelFunc),
+			comping:  make(map[string]bool),
+			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+		},
+		queued:   make(map[string]bool),
+		deferred: make(map[string]time.Time),
+		deadline: deadline,
+	}
+	s.committer = committer{e: e, runID: runID, retryAttempt: retry}
+	s.committer.st, s.committer.run, s.committer.steps = &s.runState, s, s
+	return s
+}
+
+// replay is the session's current replayer (commitRun).
+func (s *session) replay() *replayer { return s.r }
+
+// queue hands the steps a commit created beyond inline capacity to
+// background executors: held back for cfg.BackgroundDelay when set
+// (flushDeferred), else enqueued now (commitSteps).
+func (s *session) queue(ctx context.Context, ops []*op) error {
+	if d := s.e.cfg.BackgroundDelay; d > 0 {
+		until := s.e.now().Add(d)
+		for _, o := range ops {
+			s.deferred[o.id] = until
+		}
+		return nil
+	}
+	return s.enqueueSteps(ctx, ops)
 }
 
 // errMoved ends a session loop whose session carries on on another
