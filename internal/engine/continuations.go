@@ -16,40 +16,40 @@ import (
 // lingers for a timer that is close, looks once more for events appended
 // meanwhile, and otherwise schedules the continuation the run needs and
 // ends the invocation.
-func (s *session) idle(ctx context.Context, now time.Time) (done bool, err error) {
-	next := s.schedule(now).next()
-	if lingers(now, next, s.deadline, s.e.cfg.Linger, s.draining) {
+func (in *inflight) idle(ctx context.Context, now time.Time) (done bool, err error) {
+	next := in.schedule(now).next()
+	if lingers(now, next, in.run.stopsAt(), in.e.cfg.Linger, in.run.draining()) {
 		t := time.NewTimer(next.Sub(now))
 		defer t.Stop()
 		select {
 		case <-t.C:
 			return false, nil
-		case <-s.r.misused():
+		case <-in.run.replay().misused():
 			return false, nil
 		case <-ctx.Done():
 			return true, ctx.Err()
 		}
 	}
-	s.lastPoll = now
-	n, err := s.loadNew(ctx, true)
+	in.lastPoll = now
+	n, err := in.run.loadNew(ctx, true)
 	if err != nil || n > 0 {
 		return false, err
 	}
-	if err := s.flushDeferred(ctx, now, true); err != nil {
+	if err := in.flushDeferred(ctx, now, true); err != nil {
 		return true, err
 	}
-	s.r.retire() // the session ends below unless the workflow misused the API
-	if s.r.failMisused() {
+	in.run.replay().retire() // the session ends below unless the workflow misused the API
+	if in.run.replay().failMisused() {
 		return false, nil // the loop records the failure
 	}
-	switch s.schedule(now).idleEnding(next, s.draining) {
+	switch in.schedule(now).idleEnding(next, in.run.draining()) {
 	case endBudget:
 		// Out of budget with steps ready to run: a new invocation takes over.
-		return true, s.e.enqueue(ctx, world.Message{RunID: s.runID}, keyBudget(s.runID, s.lastSeq))
+		return true, in.e.enqueue(ctx, world.Message{RunID: in.runID}, keyBudget(in.runID, in.st.lastSeq))
 	case endLeaseCheck:
-		return true, s.scheduleLeaseCheck(ctx, next)
+		return true, in.scheduleLeaseCheck(ctx, next)
 	case endTimer:
-		return true, s.scheduleTimer(ctx, now, next)
+		return true, in.scheduleTimer(ctx, now, next)
 	}
 	return true, nil
 }
@@ -61,10 +61,10 @@ func (s *session) idle(ctx context.Context, now time.Time) (done bool, err error
 // up to the next whole second and keyed by (run, that second). The
 // continuations of one run that see leases expiring in the same second
 // then send one message between them, not one each.
-func (s *session) scheduleLeaseCheck(ctx context.Context, next time.Time) error {
+func (in *inflight) scheduleLeaseCheck(ctx context.Context, next time.Time) error {
 	sec := leaseCheckAt(next)
-	m := world.Message{RunID: s.runID, NotBefore: sec}
-	return s.e.enqueue(ctx, m, keyLeaseCheck(s.runID, sec))
+	m := world.Message{RunID: in.runID, NotBefore: sec}
+	return in.e.enqueue(ctx, m, keyLeaseCheck(in.runID, sec))
 }
 
 // scheduleTimer enqueues the continuation the soonest timer needs. When the
@@ -76,29 +76,29 @@ func (s *session) scheduleLeaseCheck(ctx context.Context, next time.Time) error 
 // cannot linger (it is out of budget) schedules the exact one, under another
 // idempotency key. Under load, continuations arrive late anyway and do not
 // linger.
-func (s *session) scheduleTimer(ctx context.Context, now, next time.Time) error {
-	at, early := timerSend(now, next, wakeLead(s.e.cfg.Linger))
-	m := world.Message{RunID: s.runID, NotBefore: at}
-	return s.e.enqueue(ctx, m, keyTimer(s.runID, next, early))
+func (in *inflight) scheduleTimer(ctx context.Context, now, next time.Time) error {
+	at, early := timerSend(now, next, wakeLead(in.e.cfg.Linger))
+	m := world.Message{RunID: in.runID, NotBefore: at}
+	return in.e.enqueue(ctx, m, keyTimer(in.runID, next, early))
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them
 // when the session is ending) that are still waiting to start.
-func (s *session) flushDeferred(ctx context.Context, now time.Time, all bool) error {
+func (in *inflight) flushDeferred(ctx context.Context, now time.Time, all bool) error {
 	var due []*op
-	for id, at := range s.deferred {
+	for id, at := range in.deferred {
 		if !all && now.Before(at) {
 			continue
 		}
-		delete(s.deferred, id)
-		o := s.r.byID[id]
-		if o == nil || o.settled || s.inflight[id] != nil || o.status != world.StepStatusPending {
+		delete(in.deferred, id)
+		o := in.run.replay().byID[id]
+		if o == nil || o.settled || in.running[id] != nil || o.status != world.StepStatusPending {
 			continue
 		}
 		due = append(due, o)
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].index < due[j].index })
-	return s.enqueueSteps(ctx, due)
+	return in.enqueueSteps(ctx, due)
 }
 
 // enqueueSteps queues steps for background executors, as few messages as
@@ -107,16 +107,16 @@ func (s *session) flushDeferred(ctx context.Context, now time.Time, all bool) er
 // that predates StepIDs executes; its continuation then starts the rest)
 // and the others in StepIDs. A background executor runs a message's steps
 // concurrently, as an invocation runs its inline steps.
-func (s *session) enqueueSteps(ctx context.Context, ops []*op) error {
+func (in *inflight) enqueueSteps(ctx context.Context, ops []*op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	per := max(s.e.cfg.InlineConcurrency, 1)
+	per := max(in.e.cfg.InlineConcurrency, 1)
 	n := (len(ops) + per - 1) / per
 	for i := range n {
 		chunk := ops[i*len(ops)/n : (i+1)*len(ops)/n]
 		first := chunk[0]
-		m := world.Message{RunID: s.runID, StepID: first.id}
+		m := world.Message{RunID: in.runID, StepID: first.id}
 		key := keyStep(first.id, first.attempt)
 		if len(chunk) > 1 {
 			m.StepIDs = make([]string, 0, len(chunk)-1)
@@ -126,9 +126,9 @@ func (s *session) enqueueSteps(ctx context.Context, ops []*op) error {
 			key = keySteps(first.id, first.attempt, len(chunk))
 		}
 		for _, o := range chunk {
-			s.queued[o.id] = true
+			in.queued[o.id] = true
 		}
-		if err := s.e.enqueue(ctx, m, key); err != nil {
+		if err := in.e.enqueue(ctx, m, key); err != nil {
 			return err
 		}
 	}

@@ -19,14 +19,11 @@
 //     decides who holds the run and for how long: it takes the run lease,
 //     runs a session under it, renews it, watches the session for a
 //     stuck workflow, releases it and goes on when more arrived.
-//   - session (session.go and load.go, sticky.go, inline.go,
-//     continuations.go, steplease.go, rest.go's session half) is one
-//     continuation: it loads the log and replays the workflow (the
-//     replayer, replay.go, coroutine.go), asks the scheduler what is due
-//     and when to wake (scheduler.go, pure), runs steps inline (inline.go),
-//     reads other invocations' step leases when cold (steplease.go) and
-//     sends the messages the run needs next (continuations.go). It calls
-//     only the parts below it (its committer, and parts, engine.go).
+//   - session (session.go and load.go, sticky.go, rest.go's session
+//     half) is one continuation: it loads the log and replays the workflow
+//     (the replayer, replay.go, coroutine.go) and loops until its deadline.
+//     It calls only the parts below it (its committer and inflight, and
+//     parts, engine.go).
 //   - committer (commit.go, limits.go, hold.go's holdRun) decides what one
 //     commit holds and whether it fits: the deliveries not yet committed
 //     (pending, held), the plan the suspension needs (build), the fenced
@@ -35,6 +32,15 @@
 //     narrow views, commitRun (its replayer, the run's end) and
 //     commitSteps (inline capacity, starting or queueing the steps a
 //     commit created): the committer holds no pointer to the session.
+//   - inflight (inline.go, continuations.go, steplease.go, scheduler.go's
+//     schedule) decides which steps run here, now, later or elsewhere: it
+//     runs steps inline (the solo step on the session's own goroutine,
+//     runSolo), asks the scheduler what is due and when to wake
+//     (scheduler.go, pure), holds back or enqueues the excess, reads other
+//     invocations' step leases when cold (steplease.go) and sends the
+//     messages the run needs next (continuations.go). It asks the session
+//     through inflightRun (its replayer, deliver, loadNew, the deadline,
+//     and the loop runSolo moves to another goroutine).
 //   - stepRunner (executor.go) runs one step attempt under its lease and
 //     turns what the step returned into the outcome to record; outside a
 //     session it records it too (record, recordFinal).

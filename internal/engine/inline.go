@@ -12,13 +12,52 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
+// inflight decides which of a session's steps run here, now, later or
+// elsewhere: it starts the steps a commit started inline (launch, the solo
+// step on the session's goroutine, runSolo), waits for them (waitInflight),
+// holds back or enqueues the excess (deferred, queued, enqueueSteps),
+// reads other invocations' step leases (leases, steplease.go) and, with
+// nothing to run, sends the message that wakes the run (idle). It holds the
+// parts below it and the session's run state and span; what it needs of
+// the session (its replayer, the workflow, the loop, the deadline) it asks
+// through run, the narrow view the session passes down (it holds no
+// pointer to the session).
+type inflight struct {
+	e     *parts
+	runID string
+	st    *runState // the session's loaded state (load.go): meta, lastSeq
+	span  *runSpan  // the session's span (trace.go): steps' spans are its children
+	run   inflightRun
+
+	inlineSteps
+	queued   map[string]bool      // steps this session queued for background executors
+	deferred map[string]time.Time // excess steps held back, until when
+	leases   map[string]stepLease // current step leases read from the World (readStepLeases)
+	lastPoll time.Time            // when the session last read the log for others' events
+}
+
+// inflightRun is what the steps in flight ask of the session: its
+// replayer (a rebuild replaces it), delivering an outcome to the workflow,
+// reading what others appended, whether deliveries wait for a commit, the
+// deadline, and the loop itself, which runSolo moves to another goroutine
+// while the solo step runs long.
+type inflightRun interface {
+	replay() *replayer
+	deliver(o outcome)
+	loadNew(ctx context.Context, consume bool) (int, error)
+	uncommitted() bool
+	stopsAt() time.Time
+	draining() bool
+	loop(ctx context.Context) error
+}
+
 // inlineSteps are the steps a session runs in its invocation.
 type inlineSteps struct {
-	inflight map[string]context.CancelFunc // by step ID; cancels the attempt
-	comping  map[string]bool               // the inflight attempts that are compensations
-	solo     func() outcome                // runs the one step in flight, not started yet (launch)
-	results  chan outcome                  // outcomes of the steps running as goroutines
-	late     []outcome                     // outcomes that arrived after the workflow finished
+	running map[string]context.CancelFunc // by step ID; cancels the attempt
+	comping map[string]bool               // the running attempts that are compensations
+	solo    func() outcome                // runs the one step in flight, not started yet (launch)
+	results chan outcome                  // outcomes of the steps running as goroutines
+	late    []outcome                     // outcomes that arrived after the workflow finished
 
 	// moved receives the session's outcome from the goroutine it moved to
 	// while its solo step ran long (runSolo); made at the first move.
@@ -28,42 +67,42 @@ type inlineSteps struct {
 // launch runs a step attempt inline: as a goroutine, or, when it is the
 // only step in flight, held as the session's solo step, which waitInflight
 // runs on the session's own goroutine (see runSolo).
-func (s *session) launch(ctx context.Context, o *op, st *world.Step) {
-	delete(s.deferred, o.id)
-	x := execOf(s.meta, st, o.input)
+func (in *inflight) launch(ctx context.Context, o *op, st *world.Step) {
+	delete(in.deferred, o.id)
+	x := execOf(in.st.meta, st, o.input)
 	x.inline = true
-	s.start(ctx, o.id, func(ctx context.Context) outcome { return s.e.steps.runStep(ctx, x) })
+	in.start(ctx, o.id, func(ctx context.Context) outcome { return in.e.steps.runStep(ctx, x) })
 }
 
 // start runs an attempt inline under id (a step's, or a compensation's):
 // as a goroutine, or held as the solo step when it is the only one in
 // flight.
-func (s *session) start(ctx context.Context, id string, run func(context.Context) outcome) {
+func (in *inflight) start(ctx context.Context, id string, run func(context.Context) outcome) {
 	ctx, cancel := context.WithCancel(ctx)
-	s.inflight[id] = cancel
-	ctx = s.stepContext(ctx)
+	in.running[id] = cancel
+	ctx = in.span.stepContext(ctx)
 	step := func() outcome { return run(ctx) }
-	if len(s.inflight) == 1 {
-		s.solo = step
+	if len(in.running) == 1 {
+		in.solo = step
 		return
 	}
-	s.spawnSolo() // more than one step: they all run as goroutines
-	s.spawn(step)
+	in.spawnSolo() // more than one step: they all run as goroutines
+	in.spawn(step)
 }
 
 // spawn runs a step attempt as a goroutine that delivers its outcome to
 // s.results.
-func (s *session) spawn(step func() outcome) {
+func (in *inflight) spawn(step func() outcome) {
 	go func() {
-		s.results <- step()
+		in.results <- step()
 	}()
 }
 
 // spawnSolo starts the solo step, if any, as a goroutine.
-func (s *session) spawnSolo() {
-	if step := s.solo; step != nil {
-		s.solo = nil
-		s.spawn(step)
+func (in *inflight) spawnSolo() {
+	if step := in.solo; step != nil {
+		in.solo = nil
+		in.spawn(step)
 	}
 }
 
@@ -78,11 +117,11 @@ func (s *session) spawnSolo() {
 // goroutine delivers its outcome to s.results when it ends and returns
 // errMoved. The session's final outcome then reaches continueRun through
 // s.moved.
-func (s *session) runSolo(ctx context.Context, wake time.Duration) error {
-	step := s.solo
-	s.solo = nil
-	if s.moved == nil {
-		s.moved = make(chan error, 1)
+func (in *inflight) runSolo(ctx context.Context, wake time.Duration) error {
+	step := in.solo
+	in.solo = nil
+	if in.moved == nil {
+		in.moved = make(chan error, 1)
 	}
 	var state atomic.Int32   // soloRunning, soloMoved or soloDone
 	state.Store(soloRunning) // publishes the session to the timer's goroutine
@@ -90,17 +129,17 @@ func (s *session) runSolo(ctx context.Context, wake time.Duration) error {
 		if !state.CompareAndSwap(soloRunning, soloMoved) {
 			return // the step ended first
 		}
-		if err := s.loop(ctx); !errors.Is(err, errMoved) {
-			s.moved <- err
+		if err := in.run.loop(ctx); !errors.Is(err, errMoved) {
+			in.moved <- err
 		}
 	})
 	o := step()
 	if state.CompareAndSwap(soloRunning, soloDone) {
 		t.Stop()
-		s.receive(o)
+		in.receive(o)
 		return nil
 	}
-	s.results <- o
+	in.results <- o
 	return errMoved
 }
 
@@ -111,14 +150,14 @@ const (
 	soloDone          // the step ended on the session's goroutine
 )
 
-func (s *session) receive(o outcome) {
-	if cancel := s.inflight[o.stepID]; cancel != nil {
+func (in *inflight) receive(o outcome) {
+	if cancel := in.running[o.stepID]; cancel != nil {
 		cancel()
-		delete(s.inflight, o.stepID)
-		delete(s.comping, o.stepID)
+		delete(in.running, o.stepID)
+		delete(in.comping, o.stepID)
 	}
 	if o.kind == outAbandoned {
 		return
 	}
-	s.deliver(o)
+	in.run.deliver(o)
 }

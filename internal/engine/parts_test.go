@@ -21,6 +21,7 @@ func TestPartsPointDown(t *testing.T) {
 		"rest":        4,
 		"parts":       5,
 		"committer":   6,
+		"inflight":    6,
 		"session":     7,
 		"runLeases":   8,
 		"gate":        9,

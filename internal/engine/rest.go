@@ -211,7 +211,7 @@ func (s *session) rest(ctx context.Context, cancel, deactivated bool) error {
 	if err := s.e.rest.afterEnd(ctx, s.runID, s.meta.workflowName, s.meta.execCtx, true, s.runStatus); err != nil {
 		return err
 	}
-	if len(s.inflight) > 0 {
+	if len(s.running) > 0 {
 		s.e.rest.scheduleRestCheck(ctx, s.runID, s.e.now().Add(s.e.cfg.StepLeaseTTL))
 	}
 	s.recordLate(ctx, s.drainInflight(cancel)...)
@@ -231,7 +231,7 @@ func (s *session) hasCleanup() bool { return s.wf != nil && s.wf.Cleanup != nil 
 // with steps running, or a failed start of a child, is deactivated later
 // (rest).
 func (s *session) restful() bool {
-	if len(s.inflight) > 0 || s.solo != nil || (s.r.failure == nil && s.hasCleanup()) {
+	if len(s.running) > 0 || s.solo != nil || (s.r.failure == nil && s.hasCleanup()) {
 		return false
 	}
 	if s.r.failure != nil && s.compensatesOnFailure() && s.r.owesCompensation() {
@@ -254,26 +254,26 @@ func (s *session) restful() bool {
 // when cancel is set, whose attempts then record the run's cancellation)
 // and returns their outcomes with those that arrived after the workflow
 // finished (late).
-func (s *session) drainInflight(cancel bool) []outcome {
-	s.spawnSolo()
+func (in *inflight) drainInflight(cancel bool) []outcome {
+	in.spawnSolo()
 	if cancel {
-		for id, c := range s.inflight {
-			if !s.comping[id] { // a compensation runs on: it undoes what the run did
+		for id, c := range in.running {
+			if !in.comping[id] { // a compensation runs on: it undoes what the run did
 				c()
 			}
 		}
 	}
-	for len(s.inflight) > 0 {
-		o := <-s.results
-		delete(s.inflight, o.stepID)
-		delete(s.comping, o.stepID)
+	for len(in.running) > 0 {
+		o := <-in.results
+		delete(in.running, o.stepID)
+		delete(in.comping, o.stepID)
 		if cancel && o.kind == outAbandoned && !o.comp {
 			o.kind, o.failure = outFailed, cancelledStep(o.stepName)
 		}
-		s.late = append(s.late, o)
+		in.late = append(in.late, o)
 	}
-	late := s.late
-	s.late = nil
+	late := in.late
+	in.late = nil
 	return late
 }
 

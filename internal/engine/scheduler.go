@@ -27,8 +27,8 @@ type schedule struct {
 }
 
 // schedule returns the session's state as the scheduler sees it at now.
-func (s *session) schedule(now time.Time) schedule {
-	return schedule{now: now, steps: s.r.openSteps, waits: s.r.openWaits, comps: s.r.openComps, deferred: s.deferred, inflight: s.inflight, queued: s.queued}
+func (in *inflight) schedule(now time.Time) schedule {
+	return schedule{now: now, steps: in.run.replay().openSteps, waits: in.run.replay().openWaits, comps: in.run.replay().openComps, deferred: in.deferred, inflight: in.running, queued: in.queued}
 }
 
 func (sc schedule) running(id string) bool {

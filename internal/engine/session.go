@@ -17,8 +17,10 @@ import (
 // session is one invocation's continuation of a run, under the run lease.
 // Its state is grouped by who owns it: runState is what it has loaded and
 // committed (load.go), committer what it has yet to commit (commit.go),
-// inlineSteps the steps it runs (inline.go); the scheduler reads them
-// (schedule).
+// inflight the steps it runs or hands on (inline.go); the scheduler reads
+// them (schedule). The session keeps the replay, the deadline and the
+// loop, and passes itself down to its committer and inflight as the
+// narrow views they ask it through (commitRun, commitSteps, inflightRun).
 type session struct {
 	e     *parts
 	runID string
@@ -33,15 +35,10 @@ type session struct {
 
 	committer // the session's commits: pending, held (commit.go)
 
-	leases map[string]stepLease // current step leases read from the World (readStepLeases)
-
-	inlineSteps
-	queued   map[string]bool      // steps this session queued for background executors
-	deferred map[string]time.Time // excess steps held back, until when
+	inflight // the steps it runs here or hands on (inline.go)
 
 	deadline time.Time // when the session stops starting work (port.budget)
-	draining bool      // past the deadline
-	lastPoll time.Time // when the session last read the log for others' events
+	drains   bool      // past the deadline
 }
 
 // newSession returns the session of runID for a message that retries hold
@@ -51,19 +48,32 @@ type session struct {
 func newSession(e *parts, runID string, retry int, deadline time.Time, w *sliceWatch) *session {
 	s := &session{
 		e: e, runID: runID, runSpan: runSpan{began: time.Now()}, watch: w,
-		inlineSteps: inlineSteps{
-			inflight: make(map[string]context.CancelFunc),
-			comping:  make(map[string]bool),
-			results:  make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+		inflight: inflight{e: e, runID: runID,
+			inlineSteps: inlineSteps{
+				running: make(map[string]context.CancelFunc),
+				comping: make(map[string]bool),
+				results: make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
+			},
+			queued:   make(map[string]bool),
+			deferred: make(map[string]time.Time),
 		},
-		queued:   make(map[string]bool),
-		deferred: make(map[string]time.Time),
 		deadline: deadline,
 	}
 	s.committer = committer{e: e, runID: runID, retryAttempt: retry}
 	s.committer.st, s.committer.run, s.committer.steps = &s.runState, s, s
+	s.inflight.st, s.inflight.span, s.inflight.run = &s.runState, &s.runSpan, s
 	return s
 }
+
+// uncommitted reports whether deliveries wait for the next commit
+// (inflightRun).
+func (s *session) uncommitted() bool { return len(s.pending) > 0 }
+
+// stopsAt is when the session stops starting work (inflightRun).
+func (s *session) stopsAt() time.Time { return s.deadline }
+
+// draining reports whether the session is past its deadline (inflightRun).
+func (s *session) draining() bool { return s.drains }
 
 // replay is the session's current replayer (commitRun).
 func (s *session) replay() *replayer { return s.r }
@@ -71,15 +81,15 @@ func (s *session) replay() *replayer { return s.r }
 // queue hands the steps a commit created beyond inline capacity to
 // background executors: held back for cfg.BackgroundDelay when set
 // (flushDeferred), else enqueued now (commitSteps).
-func (s *session) queue(ctx context.Context, ops []*op) error {
-	if d := s.e.cfg.BackgroundDelay; d > 0 {
-		until := s.e.now().Add(d)
+func (in *inflight) queue(ctx context.Context, ops []*op) error {
+	if d := in.e.cfg.BackgroundDelay; d > 0 {
+		until := in.e.now().Add(d)
 		for _, o := range ops {
-			s.deferred[o.id] = until
+			in.deferred[o.id] = until
 		}
 		return nil
 	}
-	return s.enqueueSteps(ctx, ops)
+	return in.enqueueSteps(ctx, ops)
 }
 
 // errMoved ends a session loop whose session carries on on another
@@ -135,11 +145,11 @@ func (s *session) fireDueWaits(now time.Time) {
 
 // capacity is how many more steps the session may start inline now: none
 // once it drains.
-func (s *session) capacity() int {
-	if s.draining {
+func (in *inflight) capacity() int {
+	if in.run.draining() {
 		return 0
 	}
-	return max(0, s.e.cfg.InlineConcurrency-len(s.inflight))
+	return max(0, in.e.cfg.InlineConcurrency-len(in.running))
 }
 
 // loop runs the session until it ends (steps 3 to 7 of the life of a
@@ -154,8 +164,8 @@ func (s *session) loop(ctx context.Context) error {
 			return err
 		}
 		now := s.e.now()
-		if !s.draining && !now.Before(s.deadline) {
-			s.draining = true
+		if !s.drains && !now.Before(s.deadline) {
+			s.drains = true
 		}
 		if s.r.terminal != "" {
 			return s.endForeign(ctx)
@@ -194,7 +204,7 @@ func (s *session) loop(ctx context.Context) error {
 		if acted {
 			continue
 		}
-		if len(s.inflight) > 0 {
+		if len(s.running) > 0 {
 			if err := s.waitInflight(ctx); err != nil {
 				return err
 			}
@@ -234,36 +244,36 @@ func (s *session) commitTurn(ctx context.Context, now time.Time) (acted, end boo
 
 // waitInflight waits for an inline step to finish, a timer to come due, the
 // budget to run out or the next poll for other writers' events.
-func (s *session) waitInflight(ctx context.Context) error {
-	now := s.e.now()
-	pollAt := s.lastPoll.Add(s.e.cfg.EventPollInterval)
-	wake := wakeAt(pollAt, s.schedule(now).next(), s.deadline, s.draining)
-	if s.solo != nil {
+func (in *inflight) waitInflight(ctx context.Context) error {
+	now := in.e.now()
+	pollAt := in.lastPoll.Add(in.e.cfg.EventPollInterval)
+	wake := wakeAt(pollAt, in.schedule(now).next(), in.run.stopsAt(), in.run.draining())
+	if in.solo != nil {
 		if wake.After(now) {
-			return s.runSolo(ctx, wake.Sub(now))
+			return in.runSolo(ctx, wake.Sub(now))
 		}
-		s.spawnSolo()
+		in.spawnSolo()
 	}
 	t := time.NewTimer(max(0, wake.Sub(now)))
 	defer t.Stop()
 	select {
-	case o := <-s.results:
-		s.receive(o)
+	case o := <-in.results:
+		in.receive(o)
 		for {
 			select {
-			case o := <-s.results:
-				s.receive(o)
+			case o := <-in.results:
+				in.receive(o)
 				continue
 			default:
 			}
 			break
 		}
-	case <-s.r.misused():
+	case <-in.run.replay().misused():
 		// A foreign goroutine misused the workflow API: the loop fails the run.
 	case <-t.C:
-		if now := s.e.now(); !now.Before(pollAt) && len(s.pending) == 0 {
-			s.lastPoll = now
-			if _, err := s.loadNew(ctx, true); err != nil {
+		if now := in.e.now(); !now.Before(pollAt) && !in.run.uncommitted() {
+			in.lastPoll = now
+			if _, err := in.run.loadNew(ctx, true); err != nil {
 				return err
 			}
 		}
@@ -287,21 +297,21 @@ func (s *session) endForeign(ctx context.Context) error {
 // keep is set, it returns the results they produced anyway, with those that
 // arrived after the workflow finished (late), for the caller to record
 // (recordLate); otherwise it drops them.
-func (s *session) stopInflight(keep bool) []outcome {
-	s.spawnSolo()
-	for _, cancel := range s.inflight {
+func (in *inflight) stopInflight(keep bool) []outcome {
+	in.spawnSolo()
+	for _, cancel := range in.running {
 		cancel()
 	}
-	for len(s.inflight) > 0 {
-		o := <-s.results
-		delete(s.inflight, o.stepID)
-		delete(s.comping, o.stepID)
+	for len(in.running) > 0 {
+		o := <-in.results
+		delete(in.running, o.stepID)
+		delete(in.comping, o.stepID)
 		if keep && (o.kind == outCompleted || o.kind == outFailed || o.comp && o.kind == outRetrying) {
-			s.late = append(s.late, o)
+			in.late = append(in.late, o)
 		}
 	}
-	late := s.late
-	s.late = nil
+	late := in.late
+	in.late = nil
 	if !keep {
 		return nil
 	}

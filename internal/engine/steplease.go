@@ -28,10 +28,10 @@ type stepLease struct {
 // costs one read per such step, on a session's cold start only; queued
 // attempts need none (see schedule.next). A step that cannot be read keeps
 // the log's expiry, the safe side.
-func (s *session) readStepLeases(ctx context.Context) {
-	now := s.e.now()
+func (in *inflight) readStepLeases(ctx context.Context) {
+	now := in.e.now()
 	var ops []*op
-	for _, o := range s.r.openSteps {
+	for _, o := range in.run.replay().openSteps {
 		if o.status == world.StepStatusRunning && !o.queued && o.leaseUntil.After(now) {
 			ops = append(ops, o)
 		}
@@ -43,39 +43,39 @@ func (s *session) readStepLeases(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i, o := range ops {
 		wg.Go(func() {
-			st, err := s.e.w.GetStep(ctx, &world.GetStepParams{RunID: s.runID, StepID: o.id})
+			st, err := in.e.w.GetStep(ctx, &world.GetStepParams{RunID: in.runID, StepID: o.id})
 			if err != nil {
-				s.e.log.Warn("engine: read a step's lease", "run", s.runID, "step", o.id, "err", err)
+				in.e.log.Warn("engine: read a step's lease", "run", in.runID, "step", o.id, "err", err)
 				return
 			}
 			steps[i] = st
 		})
 	}
 	wg.Wait()
-	if s.leases == nil {
-		s.leases = make(map[string]stepLease)
+	if in.leases == nil {
+		in.leases = make(map[string]stepLease)
 	}
 	for i, o := range ops {
 		// Anything but the attempt the log shows running is news the log
 		// will bring: keep to the log until then.
 		if st := steps[i]; st != nil && st.Status == world.StepStatusRunning && st.Attempt == o.attempt {
-			s.leases[o.id] = stepLease{attempt: st.Attempt, until: st.LeaseExpiresAt}
+			in.leases[o.id] = stepLease{attempt: st.Attempt, until: st.LeaseExpiresAt}
 		}
 	}
-	s.applyStepLeases()
+	in.applyStepLeases()
 }
 
 // applyStepLeases sets the lease expiry of the steps whose current lease
 // the session has read (readStepLeases) while they still run that attempt;
 // a rebuild, which replays the log's expiries, applies them again.
-func (s *session) applyStepLeases() {
-	for id, l := range s.leases {
-		o := s.r.byID[id]
+func (in *inflight) applyStepLeases() {
+	for id, l := range in.leases {
+		o := in.run.replay().byID[id]
 		if o == nil || o.settled || o.status != world.StepStatusRunning || o.attempt != l.attempt {
-			delete(s.leases, id) // the attempt has ended
+			delete(in.leases, id) // the attempt has ended
 			continue
 		}
 		o.leaseUntil = l.until
-		s.r.tainted = true
+		in.run.replay().tainted = true
 	}
 }

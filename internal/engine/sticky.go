@@ -142,7 +142,7 @@ func (s *session) keep(ok bool) *sticky {
 func (s *session) keepable() bool {
 	r := s.r
 	return r != nil && s.wf != nil && r.co != nil && !r.over() && !r.tainted && r.guard.misuse.Load() == nil &&
-		len(s.pending) == 0 && len(s.held) == 0 && len(s.late) == 0 && len(s.inflight) == 0 &&
+		len(s.pending) == 0 && len(s.held) == 0 && len(s.late) == 0 && len(s.running) == 0 &&
 		!s.runStatus.Terminal() && s.runStatus != world.RunStatusHeld && r.lastSeq <= s.lastSeq
 }
 
