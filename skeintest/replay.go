@@ -41,10 +41,33 @@ import (
 	"github.com/skeinflow/skein/world"
 )
 
+// ReplayReport is what replaying one run's recorded log against the
+// registry found, without executing anything.
+//
+// Its fields:
+//
+//   - RunID is the run's ID.
+//   - WorkflowName is the workflow the log records.
+//   - Events is the number of events replayed.
+//   - Status is the run's status where the log ends.
+//   - Divergence is the first place where the code and the log part ways (nil if the code replays the whole log): Seq, EventID, EventType and CorrelationID of the creation event where they part, Logged what the log records there, Asked what the code does instead, Code the error code a worker holds the run with (REPLAY_DIVERGENCE), Message the whole divergence (and its Error()).
+//   - Returned reports that the code returned where the log ends, with Output or with Err.
+//   - Output is what the code returned, when it returned without an error.
+//   - Err is the error the code returned (a panic included).
+//   - Panicked reports that the code panicked replaying the log, Err saying how.
+//   - Next lists the steps, hooks and sleeps the code asks for that the log does not hold (Operation: Kind, Name, ID).
+//
+// Its methods:
+//
+//   - Compatible reports whether this code can go on with the run.
+//   - Problem returns why the code is not compatible with the run's log, or nil.
+//   - String describes the report in one line.
+type ReplayReport = sdk.ReplayReport
+
 // HistoryReport is what checking histories found: one report per run, in
 // the order read.
 type HistoryReport struct {
-	Runs []*sdk.ReplayReport
+	Runs []*ReplayReport
 }
 
 // Compatible reports whether the code goes on with every run.
@@ -52,8 +75,8 @@ func (h *HistoryReport) Compatible() bool { return len(h.Incompatible()) == 0 }
 
 // Incompatible returns the reports of the runs the code would hold (or that
 // it panics on).
-func (h *HistoryReport) Incompatible() []*sdk.ReplayReport {
-	var out []*sdk.ReplayReport
+func (h *HistoryReport) Incompatible() []*ReplayReport {
+	var out []*ReplayReport
 	for _, r := range h.Runs {
 		if !r.Compatible() {
 			out = append(out, r)
