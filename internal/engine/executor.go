@@ -10,9 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
+	"github.com/skeinflow/skein/internal/renew"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -384,58 +384,28 @@ func timeoutDetails(step string, attempt int, timeout time.Duration) json.RawMes
 // its outcome for the log, see rest.go); the watcher then stops reading the
 // run and only renews. A compensation's attempt renews the compensation's
 // lease and never reads the run: no end of its run cancels it. It uses no
-// goroutine until the first tick, so short steps cost a timer.
+// goroutine between its ticks (renew.Every), so short steps cost a timer.
 func (r *stepRunner) watchStep(ctx context.Context, cancel context.CancelCauseFunc, x stepExec) (stop func()) {
 	renewEvery := max(r.cfg.StepLeaseTTL/3, time.Millisecond)
-	interval := min(renewEvery, r.cfg.RunPollInterval)
-	var (
-		mu        sync.Mutex
-		stopped   bool
-		timer     *time.Timer
-		running   sync.WaitGroup
-		lastRenew = r.now()
-		ended     = x.comp // the run completed or failed (or x is a compensation): no reads of it
-	)
-	var tick func()
-	tick = func() {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		running.Add(1)
-		mu.Unlock()
-		defer running.Done()
+	lastRenew := r.now()
+	ended := x.comp // the run completed or failed (or x is a compensation): no reads of it
+	return renew.Every(ctx, min(renewEvery, r.cfg.RunPollInterval), func() bool {
 		if now := r.now(); now.Sub(lastRenew) >= renewEvery {
 			lastRenew = now
 			_, err := r.w.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: x.run.runID, StepID: x.stepID, Attempt: x.attempt, TTL: r.cfg.StepLeaseTTL, Compensation: x.comp})
 			if err != nil && (errors.Is(err, world.ErrConflict) || errors.Is(err, world.ErrNotFound)) {
 				cancel(errLeaseLost)
-				return
+				return false
 			}
 		}
 		if !ended {
 			run, err := r.w.GetRun(ctx, &world.GetRunParams{RunID: x.run.runID})
 			if err == nil && run.Status == world.RunStatusCancelled {
 				cancel(errRunEnded)
-				return
+				return false
 			}
 			ended = err == nil && run.Status.Terminal()
 		}
-		mu.Lock()
-		if !stopped {
-			timer = time.AfterFunc(interval, tick)
-		}
-		mu.Unlock()
-	}
-	mu.Lock()
-	timer = time.AfterFunc(interval, tick)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		stopped = true
-		timer.Stop()
-		mu.Unlock()
-		running.Wait()
-	}
+		return true
+	})
 }

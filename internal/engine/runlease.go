@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinflow/skein/internal/renew"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -239,29 +240,13 @@ func (rl *runLeases) releaseRunLease(ctx context.Context, runID, owner string) e
 // When a renewal finds the lease lost (renewLease), it trips g, which stops
 // the session (leaseguard.go); a nil g only logs.
 func (rl *runLeases) keepLease(ctx context.Context, g *leaseGuard, runID, owner string) (stop func()) {
-	done := make(chan struct{})
-	exited := make(chan struct{})
 	if g == nil {
 		g = &leaseGuard{cancel: func(error) {}}
 	}
 	renewed := rl.now() // taken a moment before: renewLease leaves a third of the TTL
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(max(rl.cfg.RunLeaseTTL/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				var held bool
-				if renewed, held = rl.renewLease(ctx, g, runID, owner, renewed); !held {
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(done); <-exited }
+	return renew.Every(ctx, rl.cfg.RunLeaseTTL/3, func() bool {
+		var held bool
+		renewed, held = rl.renewLease(ctx, g, runID, owner, renewed)
+		return held
+	})
 }

@@ -438,11 +438,13 @@ func TestDetSource(t *testing.T) {
 	}
 }
 
-func TestLongStepRenewsItsLease(t *testing.T) {
+// A step run inline outlives its lease TTL several times over while other
+// continuations arrive (a hook payload per 50ms): the session running it
+// holds the run, so they start nothing; the step runs once, in attempt 1.
+// (The lease's renewal itself, which a step's other executors go by, is
+// TestRunningStepRenewsItsLease's.)
+func TestLongInlineStepRunsOnce(t *testing.T) {
 	t.Parallel()
-	// The step outlives its lease TTL several times over while other
-	// continuations arrive (a hook payload per 50ms): the lease is renewed,
-	// so nobody starts the step again.
 	h := newHarness(t, nil, Config{RunPollInterval: 20 * time.Millisecond, EventPollInterval: 20 * time.Millisecond, Options: Options{StepLeaseTTL: 90 * time.Millisecond}})
 	var runs atomic.Int32
 	h.reg.step("long", 0, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/skeinflow/skein/internal/renew"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -117,25 +118,11 @@ func delivered(body []byte) int {
 // the heartbeat stops with it and the message comes back within one
 // Visibility (at once when a durable localworld is reopened).
 func (w *Worker) heartbeat(ctx context.Context, d world.Delivery) (stop func()) {
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(max(w.cfg.Visibility/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				err := w.consumer.Extend(ctx, &world.ExtendParams{Receipt: d.Receipt, Visibility: w.cfg.Visibility})
-				if err != nil && ctx.Err() == nil && !errors.Is(err, world.ErrClosed) {
-					w.cfg.Logger.Warn("workflow: extend the visibility of a message being handled", "message", d.MessageID, "err", err)
-				}
-			}
+	return renew.Every(ctx, w.cfg.Visibility/3, func() bool {
+		err := w.consumer.Extend(ctx, &world.ExtendParams{Receipt: d.Receipt, Visibility: w.cfg.Visibility})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, world.ErrClosed) {
+			w.cfg.Logger.Warn("workflow: extend the visibility of a message being handled", "message", d.MessageID, "err", err)
 		}
-	}()
-	return func() { close(done); <-exited }
+		return true
+	})
 }
