@@ -125,6 +125,10 @@ type replayer struct {
 	byID    map[string]*op
 	matched int
 	settles int64
+	// failures counts the settlements that may have failed a future: a
+	// step's failure, a hook's conflict, a hook payload (a child run's
+	// outcome arrives as one). Context.Progress reports both counts.
+	failures int64
 
 	openSteps map[string]*op // created, not settled
 	openWaits map[string]*op // created, not settled
@@ -283,6 +287,7 @@ func (r *replayer) consume(ev *world.Event) {
 	case *world.HookConflict:
 		if o := r.match(ev, opHook, d.Token); o != nil {
 			r.settles++
+			r.failures++
 			o.registered, o.regOrder = true, r.settles
 			o.conflictRunID = d.ConflictingRunID
 			if o.conflictRunID == "" {
@@ -292,6 +297,7 @@ func (r *replayer) consume(ev *world.Event) {
 	case *world.HookReceived:
 		if o := r.byID[ev.CorrelationID]; o != nil && o.kind == opHook {
 			r.settles++
+			r.failures++
 			o.payloads = append(o.payloads, payload{data: d.Payload, order: r.settles})
 			r.disposeReceived(o)
 		}
@@ -523,6 +529,7 @@ func (r *replayer) settleStep(o *op, result json.RawMessage, failure *world.Erro
 	o.settled, o.order = true, r.settles
 	o.result, o.failure = result, failure
 	if failure != nil {
+		r.failures++
 		o.status = world.StepStatusFailed
 	} else {
 		o.status = world.StepStatusCompleted

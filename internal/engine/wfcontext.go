@@ -60,6 +60,16 @@ func (c *Context) NewToken() string {
 	return c.r.det.token()
 }
 
+// Progress reports how many settlements the run has seen (futures settled,
+// hook registrations, conflicts and payloads) and how many of them may have
+// failed a future (a step's failure, a hook's conflict, any hook payload).
+// Both only grow while the workflow runs, and nothing but a settlement
+// changes a future's state while the workflow waits, so a wait condition
+// over many futures that saw the same counts before need not look again
+// (All, Any, Race, Select: a wide fan-out costs the same per step as a
+// narrow one).
+func (c *Context) Progress() (settled, failures int64) { return c.r.settles, c.r.failures }
+
 // Await parks the workflow until cond holds. cond is evaluated after every
 // event the engine applies; it must only read workflow state.
 func (c *Context) Await(cond func() bool) {

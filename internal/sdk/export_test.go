@@ -3,6 +3,7 @@ package sdk
 import (
 	"errors"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,4 +51,25 @@ func StreamNameOf(namespace string) string {
 		panic(err)
 	}
 	return n
+}
+
+// countingPromise counts the looks at a promise's state.
+type countingPromise struct {
+	promise
+	looks *atomic.Int64
+}
+
+func (p countingPromise) state() (int64, bool) {
+	p.looks.Add(1)
+	return p.promise.state()
+}
+
+// CountLooks returns fs with every look at a future's state counted in
+// looks.
+func CountLooks[T any](fs []Future[T], looks *atomic.Int64) []Future[T] {
+	out := make([]Future[T], len(fs))
+	for i, f := range fs {
+		out[i] = Future[T]{p: countingPromise{promise: f.promise(), looks: looks}}
+	}
+	return out
 }

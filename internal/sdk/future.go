@@ -116,12 +116,33 @@ func (p waitPromise) outcome() (json.RawMessage, error) { return nil, nil }
 // as soon as one fails (the first failure in log order), leaving the others
 // running.
 func All[T any](ctx Context, fs ...Future[T]) ([]T, error) {
-	ctx.impl().ec.Await(func() bool {
-		for _, f := range fs {
-			if _, done := f.promise().state(); !done {
-				return anyFailed(fs)
+	ec := ctx.impl().ec
+	// The condition looks again only once something has settled, at the
+	// futures from the first one not yet seen settled (futures settle once
+	// and for good), and at them all for a failure only once a settlement
+	// may have failed one: each settlement costs O(1), not O(len(fs)).
+	// The engine and the coroutine may each ask again after a change: the
+	// answer for the same counts is the last one.
+	next, seen, seenFailures, holds := 0, int64(-1), int64(-1), false
+	ec.Await(func() bool {
+		settled, failures := ec.Progress()
+		if settled == seen {
+			return holds
+		}
+		seen = settled
+		if failures != seenFailures {
+			seenFailures = failures
+			if anyFailed(fs) {
+				holds = true
+				return true
 			}
 		}
+		for ; next < len(fs); next++ {
+			if _, done := fs[next].promise().state(); !done {
+				return false
+			}
+		}
+		holds = true
 		return true
 	})
 	if i := firstSettled(fs, func(p promise) bool { return p.failed() }); i >= 0 {
@@ -171,7 +192,7 @@ func Race[T any](ctx Context, fs ...Future[T]) (T, error) {
 	if len(fs) == 0 {
 		return zero, nil
 	}
-	ctx.impl().ec.Await(func() bool { return firstSettled(fs, func(promise) bool { return true }) >= 0 })
+	ctx.impl().ec.Await(unlessSettled(ctx, func() bool { return firstSettled(fs, func(promise) bool { return true }) >= 0 }))
 	return fs[firstSettled(fs, func(promise) bool { return true })].result()
 }
 
@@ -183,7 +204,7 @@ func Race[T any](ctx Context, fs ...Future[T]) (T, error) {
 func Any[T any](ctx Context, fs ...Future[T]) (T, error) {
 	var zero T
 	ok := func(p promise) bool { return !p.failed() }
-	ctx.impl().ec.Await(func() bool {
+	ctx.impl().ec.Await(unlessSettled(ctx, func() bool {
 		if firstSettled(fs, ok) >= 0 {
 			return true
 		}
@@ -193,7 +214,7 @@ func Any[T any](ctx Context, fs ...Future[T]) (T, error) {
 			}
 		}
 		return true
-	})
+	}))
 	if i := firstSettled(fs, ok); i >= 0 {
 		return fs[i].result()
 	}
@@ -221,6 +242,23 @@ func Select(ctx Context, fs ...Awaitable) int {
 	if len(fs) == 0 {
 		return -1
 	}
-	ctx.impl().ec.Await(func() bool { return first() >= 0 })
+	ctx.impl().ec.Await(unlessSettled(ctx, func() bool { return first() >= 0 }))
 	return first()
+}
+
+// unlessSettled returns cond, asked again only once something has settled
+// in the run since it was last asked, and otherwise answering as it last
+// did: nothing but a settlement changes a future's state while the
+// workflow waits, so a condition over many futures costs a look at them
+// per settlement, not per event the engine applies (the engine and the
+// coroutine each ask after a change).
+func unlessSettled(ctx Context, cond func() bool) func() bool {
+	ec := ctx.impl().ec
+	seen, holds := int64(-1), false
+	return func() bool {
+		if settled, _ := ec.Progress(); settled != seen {
+			seen, holds = settled, cond()
+		}
+		return holds
+	}
 }

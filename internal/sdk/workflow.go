@@ -72,9 +72,10 @@ func (c *wfContext) awaitChildStarts() {
 	if len(c.starts) == 0 {
 		return
 	}
+	next := 0 // c.starts[:next] are done: futures settle for good
 	c.ec.Await(func() bool {
-		for _, f := range c.starts {
-			if !f.Done() {
+		for ; next < len(c.starts); next++ {
+			if !c.starts[next].Done() {
 				return false
 			}
 		}
