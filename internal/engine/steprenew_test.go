@@ -104,7 +104,7 @@ func TestRunningStepRenewsItsLease(t *testing.T) {
 		}
 	}
 	// The first lease ended at the step's start plus the TTL, a quarter of
-	// the TTL ago; the last renewal runs until half a TTL from now.
+	// the TTL ago; the last renewal's runs three quarters of a TTL more.
 	clock.Advance(stepRenewTTL / 4)
 	second := make(chan error, 1)
 	go func() { second <- eng.Handle(ctx, world.Message{RunID: runID, StepID: stepID}) }()

@@ -66,8 +66,7 @@ func (c *Context) NewToken() string {
 // Both only grow while the workflow runs, and nothing but a settlement
 // changes a future's state while the workflow waits, so a wait condition
 // over many futures that saw the same counts before need not look again
-// (All, Any, Race, Select: a wide fan-out costs the same per step as a
-// narrow one).
+// (the SDK's All, Any, Race and Select).
 func (c *Context) Progress() (settled, failures int64) { return c.r.settles, c.r.failures }
 
 // Await parks the workflow until cond holds. cond is evaluated after every

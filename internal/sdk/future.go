@@ -119,8 +119,12 @@ func All[T any](ctx Context, fs ...Future[T]) ([]T, error) {
 	ec := ctx.impl().ec
 	// The condition looks again only once something has settled, at the
 	// futures from the first one not yet seen settled (futures settle once
-	// and for good), and at them all for a failure only once a settlement
-	// may have failed one: each settlement costs O(1), not O(len(fs)).
+	// and for good), and for a failure only once a settlement may have
+	// failed one, at those same futures (one before them was seen settled
+	// when no failure was among them): a step or timer settling costs O(1),
+	// not O(len(fs)). A hook payload may fail a child's future, so over
+	// child runs and hook payloads each settlement still looks at the
+	// futures not yet passed.
 	// The engine and the coroutine may each ask again after a change: the
 	// answer for the same counts is the last one.
 	next, seen, seenFailures, holds := 0, int64(-1), int64(-1), false
@@ -132,7 +136,7 @@ func All[T any](ctx Context, fs ...Future[T]) ([]T, error) {
 		seen = settled
 		if failures != seenFailures {
 			seenFailures = failures
-			if anyFailed(fs) {
+			if anyFailed(fs[next:]) {
 				holds = true
 				return true
 			}
