@@ -33,6 +33,19 @@ func (c *manualClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// openClocked opens an in-memory local world on a clock only the test
+// moves, closed when the test ends.
+func openClocked(t *testing.T) (*manualClock, *localworld.World) {
+	t.Helper()
+	clock := &manualClock{t: time.Now()}
+	lw, err := localworld.Open(localworld.Config{}, knobs.WithNow(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lw.Close() })
+	return clock, lw
+}
+
 // lapseWorld is a localworld that can fail run lease renewals, and counts
 // the commits and lease releases made once the test has taken the lease
 // from the session (after).
@@ -106,12 +119,7 @@ func TestSessionStopsWhenItsLeaseIsLost(t *testing.T) {
 }
 
 func testLeaseLost(t *testing.T, lose func(*testing.T, *lapseWorld, *manualClock, string)) {
-	clock := &manualClock{t: time.Now()}
-	lw, err := localworld.Open(localworld.Config{}, knobs.WithNow(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lw.Close() })
+	clock, lw := openClocked(t)
 	w := &lapseWorld{World: lw}
 	reg := newRegistry()
 	eng, err := New(Config{World: w, Registry: reg, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)), Options: Options{RunLeaseTTL: lapseLease}})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skeinflow/skein/internal/knobs"
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
 )
@@ -39,12 +38,7 @@ const stepRenewTTL = 300 * time.Millisecond
 // events, bounded by a minute) for the renewal it makes due.
 func TestRunningStepRenewsItsLease(t *testing.T) {
 	t.Parallel()
-	clock := &manualClock{t: time.Now()}
-	lw, err := localworld.Open(localworld.Config{}, knobs.WithNow(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lw.Close() })
+	clock, lw := openClocked(t)
 	w := &renewWorld{World: lw}
 	reg := newRegistry()
 	eng, err := New(Config{World: w, Registry: reg, Now: clock.Now, Options: Options{StepLeaseTTL: stepRenewTTL}})
