@@ -23,6 +23,7 @@ import (
 type hookWakeDropper struct {
 	*localworld.World
 	dropped atomic.Bool
+	done    chan struct{} // closed once the wake-up is dropped
 	mu      sync.Mutex
 	key     string
 }
@@ -32,6 +33,7 @@ func (w *hookWakeDropper) Enqueue(ctx context.Context, p *world.EnqueueParams) (
 	claimed := p.IdempotencyKey != "" && p.IdempotencyKey == w.key
 	if !claimed && strings.HasPrefix(p.IdempotencyKey, "hook:") && w.dropped.CompareAndSwap(false, true) {
 		w.key, claimed = p.IdempotencyKey, true
+		close(w.done)
 	}
 	w.mu.Unlock()
 	if claimed {
@@ -51,7 +53,7 @@ func TestChildEndWakesParentAgain(t *testing.T) {
 	parent := sdk.New("wakeParent", func(ctx sdk.Context, n int) (int, error) {
 		return leaf.Call(ctx, n)
 	})
-	dropper := &hookWakeDropper{}
+	dropper := &hookWakeDropper{done: make(chan struct{})}
 	e := newEnvWith(t, envOptions{world: func(lw *localworld.World) world.World {
 		dropper.World = lw
 		return dropper
@@ -61,7 +63,13 @@ func TestChildEndWakesParentAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.waitEvent(run.ID(), world.EventHookReceived)
+	// The child appends the outcome to the parent's log and then wakes
+	// the parent: wait for the wake-up's drop, which comes after.
+	select {
+	case <-dropper.done:
+	case <-ctx.Done():
+		t.Fatalf("the parent's wake-up was never sent; log:\n%s", logTypes(e.events(run.ID())))
+	}
 	var outcome struct {
 		RunID string `json:"runId"`
 	}
@@ -72,8 +80,8 @@ func TestChildEndWakesParentAgain(t *testing.T) {
 			}
 		}
 	}
-	if !dropper.dropped.Load() || outcome.RunID == "" {
-		t.Fatalf("the parent's wake-up was not dropped (%v) or the outcome names no child (%+v)", dropper.dropped.Load(), outcome)
+	if outcome.RunID == "" {
+		t.Fatalf("the outcome names no child (%+v); log:\n%s", outcome, logTypes(e.events(run.ID())))
 	}
 	// The child's message again, as the queue redelivers it.
 	body, err := world.EncodeMessage(world.Message{RunID: outcome.RunID})
