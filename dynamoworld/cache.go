@@ -114,6 +114,22 @@ func (c *runCache) setStreams(runID string) {
 
 // setStep records a step changed outside an event (a lease renewal) in the
 // cached snapshot that knows it (copy on write).
+// setLease records a lazy step's renewed lease (its lease record): the
+// step stays lazy.
+func (c *runCache) setLease(st *world.Step) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[st.RunID]; ok {
+		ce := e.Value.(*cacheEntry)
+		if old, known := ce.snap.steps[st.StepID]; known && old != nil && old.Attempt == st.Attempt && old.Status == st.Status {
+			snap := ce.snap.clone()
+			c := *st
+			snap.steps[st.StepID] = &c
+			ce.snap = snap
+		}
+	}
+}
+
 func (c *runCache) setStep(st *world.Step) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

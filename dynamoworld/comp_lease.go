@@ -16,8 +16,8 @@ import (
 // of a compensation attempt (clx) with one conditional update: the step is
 // compensating (st), at compensation attempt p.Attempt (cat), with the
 // attempt running (clx present: a scheduled retry has none). A compensating
-// step always has its item (a lazy step is running, and its completion
-// wrote the item), so there is no lazy case to write. Like a step's lease,
+// step always has its item (comp_started on a bare step writes it), so
+// there is no lazy or bare case to write. Like a step's lease,
 // the renewal writes no event: comp_started taking over an attempt whose
 // lease it judged expired checks that clx is still what it judged
 // (stepDiff), so a renewal it did not see sends it back to judge again.
@@ -60,8 +60,8 @@ func (w *store) renewCompLease(ctx context.Context, p *world.RenewStepLeaseParam
 }
 
 // compLeaseNoItem is the refusal of a compensation lease renewal of a step
-// without an item: a lazy step (running, not compensating) conflicts; no
-// step at all is not found.
+// without an item: a lazy step (running, not compensating) or a bare one
+// (ended, not compensating) conflicts; no step at all is not found.
 func (w *store) compLeaseNoItem(ctx context.Context, p *world.RenewStepLeaseParams) error {
 	st, found, err := w.readLazyStep(ctx, p.RunID, p.StepID)
 	if err != nil {
@@ -75,7 +75,7 @@ func (w *store) compLeaseNoItem(ctx context.Context, p *world.RenewStepLeasePara
 	case err != nil:
 		return err
 	case it == nil:
-		return fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+		return w.notRenewable(ctx, p) // bare (ended, not compensating) or absent
 	}
 	// It got its item meanwhile (its lazy state was committed over): a step
 	// that ran a moment ago is not compensating.

@@ -51,9 +51,21 @@ func (f *fakeDDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...fun
 	}
 	return f.getItem(in)
 }
-func (f *fakeDDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+
+// PutItem goes to putItem; without it, a put is a transaction of that one
+// put (a commit of one item is a PutItem: txn.go, writeOne), recorded and
+// answered by twrite.
+func (f *fakeDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if f.putItem == nil {
-		return nil, errUnscripted
+		tw := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+			TableName: in.TableName, Item: in.Item, ConditionExpression: in.ConditionExpression,
+			ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+		}}}}
+		if _, err := f.TransactWriteItems(ctx, tw); err != nil {
+			return nil, err
+		}
+		return &dynamodb.PutItemOutput{}, nil
 	}
 	return f.putItem(in)
 }

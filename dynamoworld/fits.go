@@ -16,7 +16,8 @@ import "github.com/skeinflow/skein/world"
 //     run_created and a run's end; the idempotency item for run_created
 //     with a key;
 //   - one item per distinct step an event names: a put, an update or none
-//     at all (a lazy step: it depends on the cache, so it is counted);
+//     at all (a lazy step, or a lazy step the commit ends, then bare: it
+//     depends on the cache, so it is counted);
 //   - one per distinct wait: a put, an update, a delete, or a check when
 //     the commit creates it and the run's end removes it;
 //   - three per distinct hook a hook_created, hook_disposed or

@@ -254,8 +254,12 @@ func (w *store) listEventsOnce(ctx context.Context, runID, corr string, pg world
 // is conditioned on it not being newer than the commit's snapshot, so a
 // commit judged on a log that ends early is cancelled and judged again on
 // a fresh load. A write outside a commit (a lease renewal that writes a
-// lazy step's item) sets the mark of the newest commit it read, and one
-// that updates an item leaves the mark alone: no write lowers it. The mark
+// lazy step's lease record, which a load reads with the step) sets the
+// mark of the newest commit it read, and one that updates an item leaves
+// the mark alone: no write lowers it. A serial step writes no entity item
+// (its commit alone: bare.go), so a deleted newest commit of a run whose
+// last commits wrote none is not seen by marks: the log reads dense up to
+// the commit before, and the next commit takes its place. The mark
 // is under the item's checksum (package itemsum, MarkWrite): an edit that
 // lowers or removes it is world.ErrCorrupt on every read of the item.
 const aWrittenAt = itemsum.MarkWrite

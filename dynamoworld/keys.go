@@ -41,6 +41,7 @@ const (
 	prefStream = "o#" // a stream's marker: the run has a stream of that name
 	skStreams  = "oc" // the run's count of streams (n), within Limits.MaxStreams
 	prefCommit = "e#" // a commit: its events, keyed by the run's last sequence number before it
+	prefLease  = "x#" // a lazy step's renewed lease (lazy.go), outside the entities' range
 
 	skHook  = "hook" // the global hook item, pk "h#<hookID>"
 	skToken = "tok"  // pk "t#<sha256(token)>"
@@ -63,6 +64,9 @@ func runBodyKey(runID string) itemKey { return itemKey{runPK(runID), skRunBody} 
 func leaseKey(runID string) itemKey   { return itemKey{runPK(runID), skLease} }
 func stepKey(runID, id string) itemKey {
 	return itemKey{runPK(runID), prefStep + id}
+}
+func leaseRecordKey(runID, id string) itemKey {
+	return itemKey{runPK(runID), prefLease + id}
 }
 func waitKey(runID, id string) itemKey     { return itemKey{runPK(runID), prefWait + id} }
 func hookLinkKey(runID, id string) itemKey { return itemKey{runPK(runID), prefHook + id} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -15,12 +16,17 @@ import (
 // step absent without a condition on its item (snapshot.stepIDs): the
 // step's state is then its events in that commit, and the commit item lists
 // it in attribute u (step ID -> the commit's key), carried forward by every
-// later commit. The next commit that changes the step writes its item (a
-// put conditioned on its absence, which also catches a lease renewal) and
-// drops it from u. RenewStepLease writes the item of a lazy step it renews.
-// So a step's state is its item when there is one, else, when the newest
-// commit lists it, the replay of its events in the commit u names; else it
-// does not exist.
+// later commit. The next commit that changes the step drops it from u: one
+// that ends it leaves it bare (bare.go), any other writes its item (a put
+// conditioned on its absence). RenewStepLease of a lazy step writes its
+// lease record (leaseRecordKey: attempt and lease), never its item; a read
+// of the running step takes the record's lease when it is for the step's
+// attempt, and a commit that takes the step over checks that the record
+// still holds the lease it judged. So a step's state is its item when there
+// is one, else, when the newest commit lists it, the replay of its events
+// in the commit u names (with its lease record's lease); else, when the
+// newest commit says b, the replay of its events in the log; else it does
+// not exist.
 
 // attrLazy is the commit item's map of lazy steps.
 const attrLazy = "u"
@@ -66,8 +72,9 @@ func (w *store) lastCommit(ctx context.Context, runID string) (item, error) {
 // lazySteps replays the lazy steps ids (step ID -> its commit's key) from
 // their commits; newest is the run's newest commit, already read. Every
 // step must be found. summed: the run's head says its items carry
-// checksums (requireSums), when the caller read it.
-func (w *store) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64, summed bool) (map[string]*world.Step, error) {
+// checksums (requireSums), when the caller read it. leases: the steps'
+// lease records, when the caller read them (nil: read them).
+func (w *store) lazySteps(ctx context.Context, runID string, newest item, ids map[string]int64, summed bool, leases map[itemKey]item) (map[string]*world.Step, error) {
 	newestPrev, _ := prevFromSK(getS(newest, attrSK))
 	commits := map[int64]item{}
 	var keys []itemKey
@@ -79,14 +86,27 @@ func (w *store) lazySteps(ctx context.Context, runID string, newest item, ids ma
 			keys = append(keys, commitKey(runID, prev))
 		}
 	}
+	nCommits := len(keys)
+	if leases == nil && len(ids) > 0 {
+		// The lease records in the same request (a lazy step is running).
+		for id := range ids {
+			keys = append(keys, leaseRecordKey(runID, id))
+		}
+	}
 	if len(keys) > 0 {
 		got, err := w.batchGet(ctx, keys)
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range keys {
+		for _, k := range keys[:nCommits] {
 			prev, _ := prevFromSK(k.sk)
 			commits[prev] = got[k]
+		}
+		if leases == nil {
+			leases = map[itemKey]item{}
+			for _, k := range keys[nCommits:] {
+				leases[k] = got[k] // verified by batchGet
+			}
 		}
 	}
 	var its []item
@@ -120,7 +140,31 @@ func (w *store) lazySteps(ctx context.Context, runID string, newest item, ids ma
 		}
 		out[id] = st
 	}
+	overlayLeases(runID, out, leases)
 	return out, nil
+}
+
+// overlayLeases gives the running lazy steps steps the lease their lease
+// records (got, as read) hold, when a record is for the step's attempt and
+// later than its events' lease.
+func overlayLeases(runID string, steps map[string]*world.Step, got map[itemKey]item) {
+	for id, st := range steps {
+		rec := got[leaseRecordKey(runID, id)]
+		if st.Status != world.StepStatusRunning || rec == nil || getN(rec, aAttempt) != int64(st.Attempt) {
+			continue
+		}
+		if lease := getT(rec, aLeaseExp); lease.After(st.LeaseExpiresAt) {
+			st.LeaseExpiresAt = lease
+		}
+	}
+}
+
+// leaseRecordCond conditions a commit that takes a lazy step over on its
+// lease record still holding the lease it judged (none: no record).
+func leaseRecordCond(lease time.Time) func(e *expr) string {
+	return func(e *expr) string {
+		return "attribute_not_exists(" + e.n(attrSK) + ") OR " + e.n(aLeaseExp) + " = " + e.v(num(lease.UnixNano()))
+	}
 }
 
 // foldStep replays one step's events of a commit with world.Apply, each at
@@ -166,7 +210,7 @@ func (w *store) readLazyStepAt(ctx context.Context, runID, stepID string) (st *w
 	if !ok {
 		return nil, 0, false, nil
 	}
-	steps, err := w.lazySteps(ctx, runID, newest, map[string]int64{stepID: prev}, false)
+	steps, err := w.lazySteps(ctx, runID, newest, map[string]int64{stepID: prev}, false, nil)
 	if err != nil {
 		return nil, 0, false, err
 	}

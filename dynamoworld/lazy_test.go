@@ -17,24 +17,26 @@ import (
 
 // TestLazyStep: a step created and started in one commit by the World that
 // created the run has no item; another World reads it (GetStep, ListSteps),
-// refuses its creation again, renews its lease (which writes its item), and
-// the first World, whose snapshot still has it without an item, completes it
-// after a fresh read.
+// refuses its creation again, renews its lease (which writes its lease
+// record, not its item: a third World reads the renewed lease, and the
+// first, which never saw it, is refused a takeover), and the first World
+// completes it without writing an item: the step is bare, and Worlds that
+// never saw it read it from the log, refuse its creation, completion and
+// renewal again, and list it.
 func TestLazyStep(t *testing.T) {
 	dynamotest.Require(t)
 	ctx := context.Background()
 	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
 	r, url := dynamotest.NewResources(t, c)
-	var ws [2]*dynamoworld.World
-	for i := range ws {
+	newWorld := func() *dynamoworld.World {
 		w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer w.Close()
-		ws[i] = w
+		t.Cleanup(func() { w.Close() })
+		return w
 	}
-	w1, w2 := ws[0], ws[1]
+	w1, w2 := newWorld(), newWorld()
 	run := startedRun(t, w1)
 	pending, lazy := ids.New(world.PrefixStep), ids.New(world.PrefixStep)
 	mustAppend(t, w1, run, world.EventInput{CorrelationID: pending, Data: &world.StepCreated{StepName: "p"}})
@@ -81,16 +83,65 @@ func TestLazyStep(t *testing.T) {
 		t.Fatalf("renewing another attempt: %v, want a conflict", err)
 	}
 	renewed, err := w2.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: run, StepID: lazy, Attempt: 1, TTL: time.Hour})
-	if err != nil || !renewed.LeaseExpiresAt.After(st.LeaseExpiresAt) || !hasItem(lazy) {
-		t.Fatalf("renewing the lazy step: %+v, %v (item %v)", renewed, err, hasItem(lazy))
+	if err != nil || !renewed.LeaseExpiresAt.After(st.LeaseExpiresAt) || hasItem(lazy) {
+		t.Fatalf("renewing the lazy step: %+v, %v (item %v, want none: a lease record)", renewed, err, hasItem(lazy))
+	}
+	w3 := newWorld()
+	if got, err := w3.GetStep(ctx, &world.GetStepParams{RunID: run, StepID: lazy}); err != nil || !got.LeaseExpiresAt.Equal(renewed.LeaseExpiresAt) {
+		t.Fatalf("GetStep of the renewed lazy step by another World: %+v, %v; want the lease %v", got, err, renewed.LeaseExpiresAt)
+	}
+	// w1 never saw the renewal: the renewed lease stops its takeover.
+	if _, err := w1.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: lazy, Data: &world.StepStarted{}}}}); !errors.As(err, &le) || le.Kind != world.ErrConflict {
+		t.Fatalf("starting the renewed lazy step again: %v, want a refusal of the leased attempt", err)
 	}
 	res := mustAppend(t, w1, run, world.EventInput{CorrelationID: lazy, Data: &world.StepCompleted{Result: []byte(`"ok"`)}})
 	if s := res.Results[0].Step; s.Status != world.StepStatusCompleted || s.Attempt != 1 || string(s.Input) != `{"in":1}` {
 		t.Fatalf("completing the renewed lazy step: %+v", s)
 	}
+	if hasItem(lazy) {
+		t.Fatal("the completed lazy step got an item: it should stay bare")
+	}
 	got, err := w2.GetStep(ctx, &world.GetStepParams{RunID: run, StepID: lazy})
 	if err != nil || got.Status != world.StepStatusCompleted || string(got.Output) != `"ok"` {
 		t.Fatalf("GetStep after completion: %+v, %v", got, err)
+	}
+	// A lazy step whose lease w1 believes expired, renewed by w2: w1's
+	// takeover is planned on its cache, and the lease record's condition
+	// sends it back to a fresh read, which refuses it.
+	short := ids.New(world.PrefixStep)
+	mustAppend(t, w1, run, world.EventInput{CorrelationID: short, Data: &world.StepCreated{StepName: "short"}},
+		world.EventInput{CorrelationID: short, Data: &world.StepStarted{LeaseTTL: time.Millisecond}})
+	time.Sleep(5 * time.Millisecond)
+	if _, err := w2.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: run, StepID: short, Attempt: 1, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w1.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: short, Data: &world.StepStarted{}}}}); !errors.As(err, &le) || le.Kind != world.ErrConflict {
+		t.Fatalf("taking over a lazy step renewed behind the World: %v, want a refusal of the leased attempt", err)
+	}
+	if hasItem(short) {
+		t.Fatal("the refused takeover wrote the step's item")
+	}
+	mustAppend(t, w1, run, world.EventInput{CorrelationID: short, Data: &world.StepCompleted{Result: []byte(`1`)}})
+	// The bare step, to Worlds that never saw it: read from the log.
+	w4 := newWorld()
+	if _, err := w4.RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: run, StepID: lazy, Attempt: 1}); !errors.Is(err, world.ErrConflict) {
+		t.Fatalf("renewing the bare step: %v, want a conflict", err)
+	}
+	if _, err := w4.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: lazy, Data: &world.StepCreated{StepName: "l"}}}}); !errors.Is(err, world.ErrConflict) {
+		t.Fatalf("creating the bare step again: %v, want a conflict", err)
+	}
+	w5 := newWorld()
+	if _, err := w5.Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{CorrelationID: lazy, Data: &world.StepCompleted{Result: []byte(`"again"`)}}}}); !errors.Is(err, world.ErrConflict) {
+		t.Fatalf("completing the bare step again: %v, want a conflict", err)
+	}
+	all, err := w5.ListSteps(ctx, &world.ListStepsParams{RunID: run})
+	if err != nil || len(all.Items) != 3 || all.HasMore {
+		t.Fatalf("ListSteps with a bare step: %+v, %v", all, err)
+	}
+	for _, s := range all.Items {
+		if s.StepID == lazy && (s.Status != world.StepStatusCompleted || string(s.Output) != `"ok"`) {
+			t.Fatalf("the bare step as listed: %+v", s)
+		}
 	}
 	if _, err := w2.GetStep(ctx, &world.GetStepParams{RunID: run, StepID: ids.New(world.PrefixStep)}); !errors.Is(err, world.ErrNotFound) {
 		t.Fatalf("GetStep of an unknown step: %v", err)

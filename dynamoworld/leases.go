@@ -205,12 +205,11 @@ func derefCC(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 }
 
 // renewLazyStep renews the lease of a step that has no item (lazy.go): it
-// writes the step's item with the new lease, on condition that it still has
-// none (a commit that changes the step writes it too). If it got one
-// meanwhile, the renewal is judged again on it. The item carries the write
-// mark of the newest commit it was read from (aWrittenAt): the commit that
-// holds the step's state is no newer, so a commit judged on a log that
-// lost it is refused (gaps.go).
+// puts the step's lease record (attempt and lease, never lowered; the
+// write mark of the newest commit it read), then
+// checks that the step still has no item (a commit that took the step
+// over writes it, and is then judged by the item path). A step that has
+// no item and is not lazy is bare (ended) or absent.
 func (w *store) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams, now time.Time, ttl time.Duration) (*world.Step, error) {
 	st, lastSeq, found, err := w.readLazyStepAt(ctx, p.RunID, p.StepID)
 	if err != nil {
@@ -222,44 +221,59 @@ func (w *store) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams
 			return nil, err
 		}
 		if it == nil {
-			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+			return nil, w.notRenewable(ctx, p)
 		}
 		return w.renewStepLease(ctx, p, ttl) // it has an item now
 	}
 	if st.Status != world.StepStatusRunning || st.Attempt != p.Attempt {
 		return nil, fmt.Errorf("%w: step %s is %s at attempt %d, not running attempt %d", world.ErrConflict, p.StepID, st.Status, st.Attempt, p.Attempt)
 	}
-	st.LeaseExpiresAt = now.Add(ttl)
-	st.UpdatedAt = now
-	enc, err := encodeStep(st, 0)
-	if err != nil {
-		return nil, err
-	}
-	setN(enc.it, aWrittenAt, lastSeq)
-	offload, err := w.cc.offloadPlan([]*encItem{enc}, maxTransactionBytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.cc.upload(ctx, w.cc.apply(p.RunID, []*encItem{enc}, offload)); err != nil {
-		return nil, err
-	}
+	lease := now.Add(ttl)
+	rec := newEncItem(leaseRecordKey(p.RunID, p.StepID))
+	setN(rec.it, aAttempt, int64(p.Attempt))
+	setN(rec.it, aLeaseExp, lease.UnixNano())
+	// The mark of the newest commit the renewal read: the commit that
+	// holds the step's state is no newer, so a load that finds the log
+	// shorter than the record says is refused (gaps.go).
+	setN(rec.it, aWrittenAt, lastSeq)
+	seal(rec.it)
 	e := newExpr()
+	cond := "attribute_not_exists(" + e.n(attrSK) + ") OR " + e.n(aLeaseExp) + " < " + e.v(num(lease.UnixNano()))
 	in := &dynamodb.PutItemInput{
-		TableName: aws.String(w.cfg.Table), Item: enc.it, ConditionExpression: aws.String(e.notExists()),
-		ExpressionAttributeNames: e.nameMap(),
+		TableName: aws.String(w.cfg.Table), Item: rec.it, ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
 	}
 	if w.capacity {
 		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	}
 	out, err := w.ddb.PutItem(ctx, in)
-	if _, failed := conditionFailed(err); failed {
-		return w.renewStepLease(ctx, p, ttl) // it has an item now
-	}
-	if err != nil {
+	if _, failed := conditionFailed(err); !failed && err != nil {
 		return nil, ddbErr("PutItem", w.cfg.Table, err)
+	} else if !failed {
+		w.countWrite(derefCC(out.ConsumedCapacity)...)
+	} // failed: a later lease is recorded already
+	if it, err := w.getItem(ctx, stepKey(p.RunID, p.StepID)); err != nil {
+		return nil, err
+	} else if it != nil {
+		return w.renewStepLease(ctx, p, ttl) // taken over meanwhile: judged on its item
 	}
-	w.countWrite(derefCC(out.ConsumedCapacity)...)
-	w.cache.setStep(st)
+	st.LeaseExpiresAt = lease
+	st.UpdatedAt = now
+	w.cache.setLease(st)
 	c := *st
 	return &c, nil
+}
+
+// notRenewable is the error of a renewal of a step that has neither an
+// item nor a place in the newest commit's list: a bare step ended (a
+// conflict), or none (not found).
+func (w *store) notRenewable(ctx context.Context, p *world.RenewStepLeaseParams) error {
+	st, err := w.bareStep(ctx, p.RunID, p.StepID)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+	}
+	return fmt.Errorf("%w: step %s is %s at attempt %d, not running attempt %d", world.ErrConflict, p.StepID, st.Status, st.Attempt, p.Attempt)
 }

@@ -265,23 +265,48 @@ func (w *store) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 	}
 	// before reports whether a sorts before b in the listing's order.
 	before := func(a, b string) bool { return a < b != p.Descending && a != b }
-	want := map[string]int64{}
-	for id, prev := range lazy {
+	inPage := func(id string) bool {
 		switch {
 		case after != "" && !before(after, id):
 		case more && len(steps) > 0 && !before(id, steps[len(steps)-1].StepID):
 		default:
+			return true
+		}
+		return false
+	}
+	want := map[string]int64{}
+	for id, prev := range lazy {
+		if inPage(id) {
 			want[id] = prev
 		}
 	}
-	if len(want) > 0 {
-		got, err := w.lazySteps(ctx, p.RunID, newest, want, false)
+	// Bare steps (bare.go) are read from the log, when the run may have
+	// any: the fold's steps with neither an item nor a place in u.
+	var bare []world.Step
+	if decodeMayBare(newest) {
+		f, err := w.foldSteps(ctx, p.RunID, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		listed := make(map[string]bool, len(steps))
+		for _, s := range steps {
+			listed[s.StepID] = true
+		}
+		for id, st := range f.states {
+			if _, isLazy := lazy[id]; !isLazy && !listed[id] && inPage(id) {
+				bare = append(bare, *st)
+			}
+		}
+	}
+	if len(want) > 0 || len(bare) > 0 {
+		got, err := w.lazySteps(ctx, p.RunID, newest, want, false, nil)
 		if err != nil {
 			return nil, err
 		}
 		for _, st := range got {
 			steps = append(steps, *st)
 		}
+		steps = append(steps, bare...)
 		slices.SortFunc(steps, func(a, b world.Step) int {
 			switch {
 			case a.StepID == b.StepID:
@@ -384,6 +409,10 @@ func (w *store) ListEvents(ctx context.Context, p *world.ListEventsParams) (*wor
 	if p == nil || p.RunID == "" {
 		return nil, invalid("run ID required")
 	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
 	return w.listEventsOnce(ctx, p.RunID, "", p.Pagination)
 }
 
@@ -397,6 +426,10 @@ func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 	case p.RunID == "":
 		return nil, invalid("dynamoworld: ListEventsByCorrelation needs a RunID")
 	}
+	if err := w.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer w.leave()
 	return w.listEventsOnce(ctx, p.RunID, p.CorrelationID, p.Pagination)
 }
 
@@ -414,11 +447,9 @@ type eventPos struct {
 // commitsEnd bounds the commit keys from above ("e#" and 20 digits < "e#:").
 const commitsEnd = prefCommit + ":"
 
+// listEvents reads one page of a run's log; the caller has entered the
+// World.
 func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
-	if err := w.enter(ctx); err != nil {
-		return nil, err
-	}
-	defer w.leave()
 	kind := eventsKind(runID)
 	if corr != "" {
 		kind = corrKind(runID, corr)

@@ -167,6 +167,7 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return snap, nil // nothing yet: run_created starts the counts at 0
 	}
 	snap.lazy = decodeLazy(last)
+	snap.mayBare = decodeMayBare(last)
 	snap.nSteps = decodeStepCount(last)
 	if snap.nHooks, snap.nWaits, err = decodeCounts(last); err != nil {
 		return nil, err
@@ -174,6 +175,14 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	snap.streams = headStreams(head)
 	if len(keys) == 0 {
 		return snap, nil
+	}
+	// Each step's lease record too (lazy.go): a lazy step's renewed lease,
+	// and the write mark of the log its renewal read.
+	nKeys := len(keys)
+	for _, k := range keys[:nKeys] {
+		if id, isStep := strings.CutPrefix(k.sk, prefStep); isStep && k.pk == runPK(runID) {
+			keys = append(keys, leaseRecordKey(runID, id))
+		}
 	}
 	got, err := w.transactGet(ctx, keys)
 	if err != nil {
@@ -202,7 +211,11 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return nil, err
 	}
 	if len(pending) > 0 {
-		steps, err := w.lazySteps(ctx, runID, last, pending, runSummed(head))
+		leases := map[itemKey]item{}
+		for i, k := range keys[nKeys:] {
+			leases[k] = got[nKeys+i]
+		}
+		steps, err := w.lazySteps(ctx, runID, last, pending, runSummed(head), leases)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +223,50 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 			snap.steps[id] = steps[id]
 		}
 	}
+	if err := w.loadBare(ctx, runID, snap, keys); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// loadBare reads from the log the steps keys name that have no item and
+// are not lazy, when the run may have bare steps (bare.go): a step found
+// there is bare, one not found is absent. The log read up to the
+// snapshot's last sequence number also gives every step ID of the run,
+// which proves a new step absent without a condition (S6).
+func (w *store) loadBare(ctx context.Context, runID string, snap *snapshot, keys []itemKey) error {
+	if !snap.mayBare {
+		return nil
+	}
+	absent := map[string]bool{}
+	for _, k := range keys {
+		id, isStep := strings.CutPrefix(k.sk, prefStep)
+		if st, known := snap.steps[id]; isStep && k.pk == runPK(runID) && known && st == nil {
+			absent[id] = true
+		}
+	}
+	if len(absent) == 0 {
+		return nil
+	}
+	f, err := w.foldSteps(ctx, runID, absent, snap.run.LastSeq)
+	if err != nil {
+		return err
+	}
+	for id := range absent {
+		st := f.states[id]
+		if st == nil {
+			continue
+		}
+		if !endsBare(st) {
+			return fmt.Errorf("%w: dynamoworld: table %s, run %s: step %s has no item, and its events leave it %s", world.ErrCorrupt, w.cfg.Table, runID, id, st.Status)
+		}
+		snap.steps[id] = st
+		snap.bare[id] = struct{}{}
+	}
+	if f.lastSeq == snap.run.LastSeq {
+		snap.stepIDs = f.ids
+	}
+	return nil
 }
 
 // fill records in the snapshot the entities read for keys (got, their

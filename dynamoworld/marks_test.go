@@ -39,11 +39,17 @@ func liveRunWithNewestCommit(t *testing.T, w world.World) (run, s1, s2 string) {
 // stepItem reads a step's item as stored (nil when it has none).
 func (f *gapsFixture) stepItem(t *testing.T, runID, stepID string) map[string]types.AttributeValue {
 	t.Helper()
+	return f.item(t, runID, "s#"+stepID)
+}
+
+// item reads the item of a run's partition with sort key sk (nil: none).
+func (f *gapsFixture) item(t *testing.T, runID, sk string) map[string]types.AttributeValue {
+	t.Helper()
 	out, err := f.c.DynamoDB.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(f.cfg.Table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{
 			"pk": &types.AttributeValueMemberS{Value: "r#" + runID},
-			"sk": &types.AttributeValueMemberS{Value: "s#" + stepID},
+			"sk": &types.AttributeValueMemberS{Value: sk},
 		},
 	})
 	if err != nil {
@@ -176,11 +182,12 @@ func TestHookLinkMarkUnderChecksum(t *testing.T) {
 }
 
 // TestRunningStepCarriesItsMark: the trial's running step had an item
-// without `wq` (a lease renewal writes the item of a step its commit
+// without `wq` (a lease renewal wrote the item of a step its commit
 // created and started without one), so when the commit holding its
 // step_started was deleted, the step's completion was written at the
-// deleted numbers. The item a renewal writes carries the mark of the log
-// it read: the completion is world.ErrCorrupt, nothing written.
+// deleted numbers. A renewal of such a step writes its lease record, which
+// carries the mark of the log it read: the completion is
+// world.ErrCorrupt, nothing written.
 func TestRunningStepCarriesItsMark(t *testing.T) {
 	f := newGapsFixture(t)
 	ctx := context.Background()
@@ -195,8 +202,11 @@ func TestRunningStepCarriesItsMark(t *testing.T) {
 	if _, err := f.open(t).RenewStepLease(ctx, &world.RenewStepLeaseParams{RunID: run, StepID: s1, Attempt: 1, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if it := f.stepItem(t, run, s1); it == nil || it["wq"] == nil {
-		t.Fatalf("the renewed step's item has no write mark: %v", it)
+	if it := f.stepItem(t, run, s1); it != nil {
+		t.Fatalf("the renewal wrote the step's item: %v", it)
+	}
+	if it := f.item(t, run, "x#"+s1); it == nil || it["wq"] == nil {
+		t.Fatalf("the renewed step's lease record has no write mark: %v", it)
 	}
 	f.deleteCommit(t, run, 2) // events 3-4: step_created, step_started
 	before := f.commitKeys(t, run)

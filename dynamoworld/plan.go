@@ -178,8 +178,12 @@ type plan struct {
 	// Set by the planner after judging.
 	prev int64 // the run's last sequence number before the commit: the commit item's key
 	ttl  int64 // epoch seconds, on a run's end with Config.Retention
-	// lazy is the commit's list of lazy steps (see lazy.go).
-	lazy map[string]int64
+	// lazy is the commit's list of lazy steps (see lazy.go); bare its bare
+	// steps known, madeBare those it makes bare, mayBare its b (bare.go).
+	lazy     map[string]int64
+	bare     map[string]struct{}
+	madeBare []string
+	mayBare  bool
 	// nHooks, nWaits: the run's active hooks and waits after the commit;
 	// nSteps its steps (-1: unknown).
 	nHooks, nWaits, nSteps int
@@ -268,6 +272,7 @@ func nextSnapshot(pl *plan) *snapshot {
 		snap.steps[id] = c.final
 	}
 	snap.lazy = pl.lazy
+	snap.bare, snap.mayBare = pl.bare, pl.mayBare
 	snap.nHooks, snap.nWaits, snap.nSteps = pl.nHooks, pl.nWaits, pl.nSteps
 	snap.endChecked = snap.endChecked || pl.endsRun && pl.streamsChecked
 	for id, c := range pl.waits {

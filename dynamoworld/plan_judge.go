@@ -195,9 +195,16 @@ func (pl *plan) step(id string, create bool) (*world.Step, bool) {
 		return nil, false
 	}
 	// Absent: proven by the snapshot's list of every step ID, or assumed
-	// (the item's absence is then a condition).
-	proven := pl.snap.stepIDs != nil && !pl.snap.stepIDs.has(id)
-	pl.steps[id] = &change[world.Step]{assumed: !proven}
+	// (the item's absence is then a condition) while the run has no bare
+	// step, whose absent item proves nothing (bare.go). A listed ID is a
+	// step the snapshot forgot (trim): read it.
+	switch {
+	case pl.snap.stepIDs != nil && pl.snap.stepIDs.has(id):
+		return nil, false
+	case pl.snap.stepIDs == nil && pl.snap.mayBare:
+		return nil, false
+	}
+	pl.steps[id] = &change[world.Step]{assumed: pl.snap.stepIDs == nil}
 	return nil, true
 }
 

@@ -10,17 +10,26 @@ import (
 // planSteps decides the step items a commit writes: one write a changed
 // step, but none for a step the commit creates and leaves running when its
 // absence is proven without a condition on its item (a lazy step, lazy.go):
-// the commit item lists it instead. A lazy step's first item is a put on
-// its absence, which also catches a lease renewal (it writes the item); a
-// step_started on a running step is an update on its unrenewed lease.
+// the commit item lists it instead; and none for a lazy step the commit
+// ends (it is then bare, bare.go). Any other change of a lazy or bare step
+// writes its first item, a put on its absence; one that takes a lazy step
+// over (step_started on it, running) also checks that its lease record
+// still holds the lease it judged. A step that has an item is updated, on
+// its unrenewed lease for a step_started on a running step.
 func planSteps(pl *plan, lazySteps bool) (puts []*op, diffs []*diffPair, err error) {
 	pl.lazy = maps.Clone(pl.snap.lazy)
 	if pl.lazy == nil {
 		pl.lazy = map[string]int64{}
 	}
+	pl.bare = maps.Clone(pl.snap.bare)
+	if pl.bare == nil {
+		pl.bare = map[string]struct{}{}
+	}
+	pl.mayBare = pl.snap.mayBare
 	for _, id := range sortedIDs(pl.steps) {
 		c := pl.steps[id]
 		_, wasLazy := pl.snap.lazy[id]
+		_, wasBare := pl.snap.bare[id]
 		switch {
 		case c.final != nil && c.init == nil:
 			if lazySteps && !c.assumed && c.final.Status == world.StepStatusRunning && len(pl.lazy) < maxLazySteps {
@@ -32,13 +41,22 @@ func planSteps(pl *plan, lazySteps bool) (puts []*op, diffs []*diffPair, err err
 				return nil, nil, err
 			}
 			puts = append(puts, putOp(enc, tagOther, "", notExists))
-		case c.final != nil && c.changed() && wasLazy:
+		case c.final != nil && c.changed() && wasLazy && endsBare(c.final):
+			delete(pl.lazy, id)
+			pl.bare[id] = struct{}{}
+			pl.madeBare = append(pl.madeBare, id)
+			pl.mayBare = true
+		case c.final != nil && c.changed() && (wasLazy || wasBare):
 			enc, err := encodeStep(c.final, pl.ttl)
 			if err != nil {
 				return nil, nil, err
 			}
 			puts = append(puts, putOp(enc, tagOther, "", notExists))
+			if wasLazy && c.leaseGuard {
+				puts = append(puts, checkOp(leaseRecordKey(pl.runID, id), tagOther, "", leaseRecordCond(c.initLease)))
+			}
 			delete(pl.lazy, id)
+			delete(pl.bare, id)
 		case c.final != nil && c.changed():
 			d, err := stepDiff(c, pl.ttl)
 			if err != nil {

@@ -140,18 +140,57 @@ func TestPlanCommit(t *testing.T) {
 			},
 		},
 		{
-			name: "a serial step: its first item, the next step lazy",
+			name: "a serial step: the commit alone, the step bare, the next step lazy",
 			snap: func(t *testing.T) *snapshot {
 				return planLog(t, map[string]int64{"A": 2}, runCreated, runStarted, stepCreated("A"), stepStarted("A"))
 			},
 			events:  []world.EventInput{stepDone("A"), stepCreated("B"), stepStarted("B")},
 			outcome: planWrite,
-			writes:  []string{"put commit@4 if attribute_not_exists(sk)", "put s#A if attribute_not_exists(pk)"},
+			writes:  []string{"put commit@4 if attribute_not_exists(sk)"},
 			next: func(t *testing.T, s *snapshot) {
 				if !maps2Equal(s.lazy, map[string]int64{st("B"): 4}) || s.steps[st("B")] == nil || s.steps[st("A")].Status != world.StepStatusCompleted {
 					t.Errorf("next: lazy %v, steps %v", s.lazy, s.steps)
 				}
+				if _, bare := s.bare[st("A")]; !bare || !s.mayBare || s.check() != nil {
+					t.Errorf("next: bare %v, mayBare %v, check %v", s.bare, s.mayBare, s.check())
+				}
 			},
+		},
+		{
+			name: "a bare step changed again: its first item, on its absence",
+			snap: func(t *testing.T) *snapshot {
+				s := planLog(t, nil, runCreated, runStarted, ein(st("A"), &world.StepCreated{StepName: "s", Compensation: "undo"}), stepStarted("A"), stepDone("A"))
+				s.bare, s.mayBare = map[string]struct{}{st("A"): {}}, true
+				return s
+			},
+			events:  []world.EventInput{{CorrelationID: st("A"), Data: &world.CompStarted{}}},
+			outcome: planWrite,
+			writes:  []string{"put commit@5 if attribute_not_exists(sk)", "put s#A if attribute_not_exists(pk)"},
+			next: func(t *testing.T, s *snapshot) {
+				if len(s.bare) != 0 || !s.mayBare {
+					t.Errorf("next: bare %v, mayBare %v", s.bare, s.mayBare)
+				}
+			},
+		},
+		{
+			name: "a lazy step taken over: its first item, on its lease record",
+			snap: func(t *testing.T) *snapshot {
+				return planLog(t, map[string]int64{"A": 2}, runCreated, runStarted, stepCreated("A"), stepStarted("A"))
+			},
+			now:     time.Hour,
+			events:  []world.EventInput{stepStarted("A")},
+			outcome: planWrite,
+			writes:  []string{"put commit@4 if attribute_not_exists(sk)", "put s#A if attribute_not_exists(pk)", "check x#A if attribute_not_exists(sk) OR lx = " + fmt.Sprint(planT0.Add(time.Minute).UnixNano())},
+		},
+		{
+			name: "a new step on a read snapshot of a run with bare steps: read the log",
+			snap: func(t *testing.T) *snapshot {
+				s := read(started(t), "A")
+				s.mayBare = true
+				return s
+			},
+			events:  []world.EventInput{stepCreated("B"), stepStarted("B")},
+			outcome: planNeedRead,
 		},
 		{
 			name: "a serial step without the cache: every step written",

@@ -3,6 +3,7 @@ package dynamoworld
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -79,8 +80,10 @@ func (w *store) rollForward(runID string, commits []item, evs [][]world.Event) {
 				return
 			}
 		}
+		snap.trackBare(it, evs[i])
 	}
 	snap.lazy = decodeLazy(commits[0])
+	snap.mayBare = decodeMayBare(commits[0])
 	for id, p := range snap.lazy {
 		if snap.steps[id] == nil {
 			return
@@ -129,11 +132,18 @@ func foldLog(runID string, commits []item, evs [][]world.Event) (*snapshot, erro
 				return nil, err
 			}
 		}
+		snap.trackBare(it, evs[i])
 	}
 	if snap.run == nil {
 		return nil, fmt.Errorf("no run_created")
 	}
 	snap.lazy = decodeLazy(commits[len(commits)-1])
+	snap.mayBare = decodeMayBare(commits[len(commits)-1])
+	for id := range snap.bare {
+		if st := snap.steps[id]; st == nil || !endsBare(st) || !snap.mayBare {
+			return nil, fmt.Errorf("bare step %s is not ended", id)
+		}
+	}
 	snap.nHooks, snap.nWaits, snap.nSteps = live(snap.hooks), live(snap.waits), live(snap.steps)
 	for id := range snap.lazy {
 		if snap.steps[id] == nil {
@@ -189,4 +199,19 @@ func (s *snapshot) fold(ev world.Event) error {
 		clear(s.waits)
 	}
 	return nil
+}
+
+// trackBare follows, commit by commit, which steps are bare (bare.go): those
+// a commit lists in bd, until a later commit changes them (and writes
+// their item).
+func (s *snapshot) trackBare(it item, evs []world.Event) {
+	made := decodeBareMade(it)
+	for _, ev := range evs {
+		if world.IsStepEvent(ev.Type()) && !slices.Contains(made, ev.CorrelationID) {
+			delete(s.bare, ev.CorrelationID)
+		}
+	}
+	for _, id := range made {
+		s.bare[id] = struct{}{}
+	}
 }

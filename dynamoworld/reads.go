@@ -70,12 +70,17 @@ func (w *store) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 		if err != nil || found {
 			return st, err
 		}
-		// Not listed: absent, unless its item was written meanwhile (its
-		// first change after the step's commit drops it from the list).
+		// Not listed: bare or absent, unless its item was written
+		// meanwhile (its first change after the step's commit drops it
+		// from the list).
 		if it, err = w.getItem(ctx, stepKey(p.RunID, p.StepID)); err != nil {
 			return nil, err
 		}
 		if it == nil {
+			st, err := w.bareStep(ctx, p.RunID, p.StepID)
+			if err != nil || st != nil {
+				return st, err
+			}
 			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
 		}
 	}

@@ -13,9 +13,12 @@ import (
 // "skein", sk "schema", attribute v), written by CreateTable, or by the
 // first World that opens an empty table created otherwise (a template).
 // New (CheckSchema) refuses a table of another version, and a table
-// without the item that already holds runs: there is no migration between
-// the formats of this pre-1.0 table.
-const SchemaVersion = 1
+// without the item that already holds runs. Version 2 added bare steps
+// (steps whose state is only their events, bare.go) and lazy steps' lease
+// records: a version 1 table is moved to 2 in place (its runs are read as
+// they are: they have neither), after which Worlds of version 1 refuse it.
+// There is no other migration between the formats of this pre-1.0 table.
+const SchemaVersion = 2
 
 const attrVersion = "v"
 
@@ -64,8 +67,33 @@ func (w *store) CheckSchema(ctx context.Context) error {
 			return err
 		}
 	}
+	if found && v == 1 {
+		if err := w.upgradeSchema(ctx, 1); err != nil {
+			return err
+		}
+		if v, found, err = w.schemaVersion(ctx); err != nil {
+			return err
+		}
+	}
 	if !found || v != SchemaVersion {
 		return &SchemaError{Table: w.cfg.Table, Found: v, Want: SchemaVersion}
+	}
+	return nil
+}
+
+// upgradeSchema moves the schema item from version from to SchemaVersion,
+// on condition that it still says from (another World may have moved it).
+func (w *store) upgradeSchema(ctx context.Context, from int) error {
+	e := newExpr()
+	set := e.n(attrVersion) + " = " + e.v(num(SchemaVersion))
+	_, err := w.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: schemaKey().av(),
+		UpdateExpression:         aws.String("SET " + set),
+		ConditionExpression:      aws.String(e.n(attrVersion) + " = " + e.v(num(int64(from)))),
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+	})
+	if _, failed := conditionFailed(err); err != nil && !failed {
+		return ddbErr("UpdateItem", w.cfg.Table, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package dynamoworld_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/skeinflow/skein/dynamoworld"
 	"github.com/skeinflow/skein/internal/dynamotest"
+	"github.com/skeinflow/skein/world"
 )
 
 // TestTableSchemaVersion: CreateTable records the table's schema version,
@@ -26,7 +28,7 @@ func TestTableSchemaVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := got.Item["v"].(*types.AttributeValueMemberN); !ok || v.Value != "1" {
+	if v, ok := got.Item["v"].(*types.AttributeValueMemberN); !ok || v.Value != strconv.Itoa(dynamoworld.SchemaVersion) {
 		t.Fatalf("the schema item after CreateTable: %v, want version %d", got.Item, dynamoworld.SchemaVersion)
 	}
 	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
@@ -42,5 +44,53 @@ func TestTableSchemaVersion(t *testing.T) {
 	var se *dynamoworld.SchemaError
 	if !errors.As(err, &se) || se.Found != 0 || se.Want != dynamoworld.SchemaVersion || se.Table != r.Table {
 		t.Fatalf("New on a table of runs without a schema version: %v, want a SchemaError", err)
+	}
+}
+
+// TestTableSchemaMoves: a table of version 1 (no bare steps, no lease
+// records) is moved to this World's version by New, in place, and its runs
+// go on; a table of a version this World does not know is refused.
+func TestTableSchemaMoves(t *testing.T) {
+	dynamotest.Require(t)
+	ctx := context.Background()
+	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
+	r, url := dynamotest.NewResources(t, c)
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "skein"}, "sk": &types.AttributeValueMemberS{Value: "schema"}}
+	setVersion := func(v string) {
+		t.Helper()
+		_, err := c.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.Table), Item: map[string]types.AttributeValue{
+			"pk": key["pk"], "sk": key["sk"], "v": &types.AttributeValueMemberN{Value: v},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startedRun(t, w)
+	w.Close()
+	setVersion("1")
+	w, err = dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	if err != nil {
+		t.Fatalf("New on a version 1 table: %v", err)
+	}
+	defer w.Close()
+	if _, err := w.GetRun(ctx, &world.GetRunParams{RunID: run}); err != nil {
+		t.Fatalf("a run of the version 1 table: %v", err)
+	}
+	got, err := c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := got.Item["v"].(*types.AttributeValueMemberN); !ok || v.Value != strconv.Itoa(dynamoworld.SchemaVersion) {
+		t.Fatalf("the schema item after New on version 1: %v, want version %d", got.Item, dynamoworld.SchemaVersion)
+	}
+	setVersion("99")
+	_, err = dynamoworld.New(ctx, dynamotest.Config(c, r, url))
+	var se *dynamoworld.SchemaError
+	if !errors.As(err, &se) || se.Found != 99 || se.Want != dynamoworld.SchemaVersion {
+		t.Fatalf("New on a table of version 99: %v, want a SchemaError", err)
 	}
 }

@@ -38,11 +38,16 @@ import (
 //   - S7, lazy: the steps without an item, as the newest commit lists them
 //     (u: step ID -> the key of the commit whose events are their state),
 //     at most maxLazySteps. A listed step may have an item after all (a
-//     lease renewal writes it): the item wins.
+//     lease renewal by code before lease records wrote it): the item wins.
 //   - S9, step count: nSteps is the number of steps the run has as of
 //     run.LastSeq, -1 when unknown (a commit written before the count).
 //     Commits carry it (ns) as they carry nh and nw; ListSteps checks a
 //     whole listing against it (a step item deleted behind the World).
+//   - S10, bare: the steps in steps known to have no item after they
+//     ended on the inline path (a lazy step completed or failed: its state
+//     is its events, bare.go); mayBare: the run may have such steps (the
+//     newest commit says so, b), so an absent step item is no proof that
+//     the step is absent.
 //   - S8, streams: what the run head's flag os said of the run's streams
 //     when read or written (a belief); endChecked: the run ended on the
 //     condition that the flag still said none, so it had no stream then
@@ -62,6 +67,8 @@ type snapshot struct {
 	complete       bool // S5
 	stepIDs        *idSet
 	lazy           map[string]int64
+	bare           map[string]struct{} // S10
+	mayBare        bool                // S10
 	streams        streamState
 	endChecked     bool
 }
@@ -91,8 +98,15 @@ func (s *snapshot) check() error {
 		return fmt.Errorf("S5: complete snapshot of run %s knows %d hooks and %d waits, counts %d and %d", runID, live(s.hooks), live(s.waits), s.nHooks, s.nWaits)
 	case len(s.lazy) > maxLazySteps:
 		return fmt.Errorf("S7: run %s: %d lazy steps", runID, len(s.lazy))
+	case len(s.bare) > 0 && !s.mayBare:
+		return fmt.Errorf("S10: run %s: %d bare steps, but not mayBare", runID, len(s.bare))
 	case s.endChecked && (s.run == nil || !s.run.Status.Terminal() || s.streams != streamsNone):
 		return fmt.Errorf("S8: run %s: end checked, but not ended without streams", runID)
+	}
+	for id := range s.bare {
+		if st := s.steps[id]; st == nil || !endsBare(st) {
+			return fmt.Errorf("S10: run %s: bare step %s is not known ended", runID, id)
+		}
 	}
 	for id, h := range s.hooks {
 		if h != nil && h.RunID != runID {
@@ -180,7 +194,7 @@ func newSnapshot(run *world.Run) *snapshot {
 	return &snapshot{
 		run: run, steps: map[string]*world.Step{}, waits: map[string]*world.Wait{},
 		hooks: map[string]*world.Hook{}, global: map[string]*world.Hook{}, lazy: map[string]int64{},
-		nSteps: -1,
+		bare: map[string]struct{}{}, nSteps: -1,
 	}
 }
 
@@ -193,6 +207,10 @@ func (s *snapshot) clone() *snapshot {
 	c.lazy = maps.Clone(s.lazy)
 	if c.lazy == nil {
 		c.lazy = map[string]int64{}
+	}
+	c.bare = maps.Clone(s.bare)
+	if c.bare == nil {
+		c.bare = map[string]struct{}{}
 	}
 	return &c
 }
@@ -217,6 +235,7 @@ func (s *snapshot) trim() {
 	for id, st := range s.steps {
 		if st == nil || st.Status.Terminal() {
 			delete(s.steps, id)
+			delete(s.bare, id)
 		}
 	}
 	for id, w := range s.waits {
@@ -233,6 +252,7 @@ func (s *snapshot) trim() {
 		// A run with this many live entities: forget them (they are read
 		// again when an event names them, and queried at the run's end).
 		clear(s.steps)
+		clear(s.bare)
 		clear(s.waits)
 		clear(s.hooks)
 		s.complete = false

@@ -206,8 +206,14 @@ func cancelled(err error, ops []*op) (ci *cancelInfo, ok bool) {
 	return ci, true
 }
 
-// write runs a transaction.
+// write runs a transaction; a commit of one item (a serial step's: the
+// commit item alone) is that item's own conditional write, half the write
+// units of a transaction, its failure reported as a transaction's
+// cancellation would be.
 func (w *store) write(ctx context.Context, ops []*op) error {
+	if len(ops) == 1 && ops[0].kind != opCheck {
+		return w.writeOne(ctx, ops[0])
+	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: make([]types.TransactWriteItem, len(ops))}
 	for i, o := range ops {
 		in.TransactItems[i] = o.transactItem(w.cfg.Table)
@@ -221,4 +227,87 @@ func (w *store) write(ctx context.Context, ops []*op) error {
 	}
 	w.countWrite(out.ConsumedCapacity...)
 	return nil
+}
+
+// writeOne makes one item write outside a transaction. A failed condition
+// or a conflict with a transaction on the item is returned as a
+// TransactionCanceledException with that one reason (ALL_OLD as the
+// transaction's item would return it), so that cancelled reads it alike;
+// a throttled write, which did not happen, too. An SDK retry of a put that
+// landed but whose answer was lost fails its own condition: the fence then
+// finds this Append's commit (appendState.ours), as after a transaction.
+func (w *store) writeOne(ctx context.Context, o *op) error {
+	t := o.transactItem(w.cfg.Table)
+	rc := types.ReturnConsumedCapacityNone
+	if w.capacity {
+		rc = types.ReturnConsumedCapacityTotal
+	}
+	var cc *types.ConsumedCapacity
+	var err error
+	switch {
+	case t.Put != nil:
+		var out *dynamodb.PutItemOutput
+		out, err = w.ddb.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: t.Put.TableName, Item: t.Put.Item, ConditionExpression: t.Put.ConditionExpression,
+			ExpressionAttributeNames: t.Put.ExpressionAttributeNames, ExpressionAttributeValues: t.Put.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(t.Put.ReturnValuesOnConditionCheckFailure),
+			ReturnConsumedCapacity:              rc,
+		})
+		if out != nil {
+			cc = out.ConsumedCapacity
+		}
+	case t.Update != nil:
+		var out *dynamodb.UpdateItemOutput
+		out, err = w.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: t.Update.TableName, Key: t.Update.Key, UpdateExpression: t.Update.UpdateExpression,
+			ConditionExpression: t.Update.ConditionExpression, ExpressionAttributeNames: t.Update.ExpressionAttributeNames,
+			ExpressionAttributeValues:           t.Update.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(t.Update.ReturnValuesOnConditionCheckFailure),
+			ReturnConsumedCapacity:              rc,
+		})
+		if out != nil {
+			cc = out.ConsumedCapacity
+		}
+	default:
+		var out *dynamodb.DeleteItemOutput
+		out, err = w.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: t.Delete.TableName, Key: t.Delete.Key, ConditionExpression: t.Delete.ConditionExpression,
+			ExpressionAttributeNames: t.Delete.ExpressionAttributeNames, ExpressionAttributeValues: t.Delete.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(t.Delete.ReturnValuesOnConditionCheckFailure),
+			ReturnConsumedCapacity:              rc,
+		})
+		if out != nil {
+			cc = out.ConsumedCapacity
+		}
+	}
+	if err != nil {
+		return asCancellation(err)
+	}
+	w.countWrite(derefCC(cc)...)
+	return nil
+}
+
+// asCancellation turns the error of a single write into the cancellation a
+// transaction of that write would have had, where it is one.
+func asCancellation(err error) error {
+	var code string
+	var old item
+	var cf *types.ConditionalCheckFailedException
+	switch errorCode(err) {
+	case "ConditionalCheckFailedException":
+		code = "ConditionalCheckFailed"
+		if errors.As(err, &cf) {
+			old = cf.Item
+		}
+	case "TransactionConflictException":
+		code = "TransactionConflict"
+	case "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ThrottlingException":
+		code = "ThrottlingError"
+	default:
+		return err
+	}
+	return &types.TransactionCanceledException{
+		Message:             aws.String(err.Error()),
+		CancellationReasons: []types.CancellationReason{{Code: aws.String(code), Item: old}},
+	}
 }
