@@ -202,7 +202,11 @@ func (a *appendState) commit(ctx context.Context, pl *plan) (res *world.AppendRe
 		// The outcome is unknown (the SDK's own retries, which reuse the
 		// request token, are exhausted): forget the snapshot.
 		w.cache.drop(a.p.RunID)
-		return nil, true, ddbErr("TransactWriteItems", w.cfg.Table, werr)
+		op := "TransactWriteItems"
+		if len(pl.ops) == 1 {
+			op = "a single-item write"
+		}
+		return nil, true, ddbErr(op, w.cfg.Table, werr)
 	}
 	if ci.fence && ci.fenceItem != nil {
 		landed, err := w.ours(ctx, ci.fenceItem, a.eventIDs[0], a.sent)

@@ -2,9 +2,13 @@ package dynamoworld
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/skeinflow/skein/world"
@@ -14,23 +18,27 @@ import (
 // no item at all: its state stays its events in the log, and the commit
 // that ends it is the only item that commit writes for it. So a serial
 // step costs one item, the commit. Such a step is bare: it has no item and
-// no commit lists it in u. The commit that makes steps bare lists them in
-// bd, and every commit from then on says b (the run may have bare steps),
-// so that a read that finds no step item knows whether the absence is an
-// answer: where b is set, the step's state is the fold of its events in
-// the log (foldSteps), found by reading the log. Those reads are the rare
-// ones (a step named after it ended: a duplicate, a compensation, a
-// listing); the engine's own commits know their steps. A later commit that
-// changes a bare step (its compensation) writes its item, conditioned on
-// its absence, as for a lazy step.
+// no commit lists it in u. Only runs created by this format have bare
+// steps: their head says b from run_created on (a run created before, in
+// flight when its table moved to version 2, may hold a lazy step whose
+// item an old renewal wrote, and ending that bare would leave the item
+// stale). The commit that makes steps bare lists them in bd (priming
+// follows it). A read that finds no step item in a run whose head says b
+// reads the log and folds the step's events (foldSteps). Those reads are
+// the rare ones (a step named after it ended: a duplicate, a compensation,
+// a listing); the engine's own commits know their steps. A later commit
+// that changes a bare step (its compensation) writes its item, conditioned
+// on its absence, as for a lazy step.
 //
 // Only commits write step items (a lazy step's lease renewal writes a
 // lease record, leaseRecordKey, not its item), and every commit is fenced,
 // so a snapshot's belief that a step is lazy or bare is exact as of its
-// last sequence number.
+// last sequence number. Worlds of version 1 know none of this: they must
+// not write to a table of version 2 (New refuses it; a deploy that moves a
+// table stops the old code first).
 
 const (
-	attrMayBare  = "b"  // on a commit: the run may have bare steps
+	attrMayBare  = "b"  // on a run head: the run's lazy steps may end bare
 	attrBareMade = "bd" // on a commit: the steps it made bare
 )
 
@@ -39,18 +47,15 @@ func endsBare(st *world.Step) bool {
 	return st.Status == world.StepStatusCompleted || st.Status == world.StepStatusFailed
 }
 
-// setBare records on a commit item whether the run may have bare steps and
-// which steps it made bare.
-func setBare(it item, mayBare bool, made []string) {
-	if mayBare {
-		setN(it, attrMayBare, 1)
-	}
+// setBareMade lists on a commit item the steps it made bare.
+func setBareMade(it item, made []string) {
 	if len(made) > 0 {
 		it[attrBareMade] = &types.AttributeValueMemberSS{Value: slices.Sorted(slices.Values(made))}
 	}
 }
 
-func decodeMayBare(it item) bool { return it != nil && getN(it, attrMayBare) == 1 }
+// decodeMayBare reads a run head's b.
+func decodeMayBare(head item) bool { return head != nil && getN(head, attrMayBare) == 1 }
 
 func decodeBareMade(it item) []string {
 	if ss, ok := it[attrBareMade].(*types.AttributeValueMemberSS); ok {
@@ -62,25 +67,41 @@ func decodeBareMade(it item) []string {
 // foldedSteps is what a read of a run's log found of its steps.
 type foldedSteps struct {
 	states  map[string]*world.Step // the steps asked for that the log has
+	bare    map[string]bool        // the steps the log leaves bare (bd, unchanged since)
 	ids     *idSet                 // every step ID of the log read
 	lastSeq int64                  // the log was read up to this event
 }
 
 // foldSteps reads a run's log from its start, up to event upTo (all of it
 // when upTo is 0), and folds the events of the steps ids (every step when
-// ids is nil) with
-// world.Apply, each at its own time, as they were judged. Every read of
+// ids is nil) with world.Apply, each at its own time, as they were judged;
+// it follows the commits' bd to tell which steps are bare. Every read of
 // the log checks it (chain, checksums, its end against the head).
 func (w *store) foldSteps(ctx context.Context, runID string, ids map[string]bool, upTo int64) (*foldedSteps, error) {
-	out := &foldedSteps{states: map[string]*world.Step{}, ids: newIDSet()}
-	run := &world.Run{RunID: runID, Status: world.RunStatusRunning}
+	type commitRead struct {
+		bd  []string
+		evs []world.Event
+	}
+	commits := map[int64]commitRead{}
+	onCommit := func(prev int64, it item, evs []world.Event) {
+		commits[prev] = commitRead{bd: decodeBareMade(it), evs: evs}
+	}
 	pg := world.Pagination{Limit: world.MaxPageLimit}
 	for {
-		page, err := w.listEventsOnce(ctx, runID, "", pg)
+		page, err := w.listEventsOnce(ctx, runID, "", pg, onCommit)
 		if err != nil {
 			return nil, err
 		}
-		for _, ev := range page.Items {
+		if !page.HasMore {
+			break
+		}
+		pg.Cursor = page.Cursor
+	}
+	out := &foldedSteps{states: map[string]*world.Step{}, bare: map[string]bool{}, ids: newIDSet()}
+	run := &world.Run{RunID: runID, Status: world.RunStatusRunning}
+	for _, prev := range slices.Sorted(maps.Keys(commits)) {
+		c := commits[prev]
+		for _, ev := range c.evs {
 			if upTo > 0 && ev.Seq > upTo {
 				return out, nil
 			}
@@ -88,37 +109,87 @@ func (w *store) foldSteps(ctx context.Context, runID string, ids map[string]bool
 			if !world.IsStepEvent(ev.Type()) {
 				continue
 			}
-			out.ids.add(ev.CorrelationID)
-			if ids != nil && !ids[ev.CorrelationID] {
+			id := ev.CorrelationID
+			out.ids.add(id)
+			if !slices.Contains(c.bd, id) {
+				delete(out.bare, id) // a later change writes its item
+			}
+			if ids != nil && !ids[id] {
 				continue
 			}
-			st := out.states[ev.CorrelationID]
-			eff, err := world.Apply(world.State{Run: run, Step: st}, world.Event{RunID: runID, EventID: ev.EventID, CorrelationID: ev.CorrelationID, Data: ev.Data}, ev.CreatedAt)
+			eff, err := world.Apply(world.State{Run: run, Step: out.states[id]}, world.Event{RunID: runID, EventID: ev.EventID, CorrelationID: id, Data: ev.Data}, ev.CreatedAt)
 			if err != nil {
-				return nil, fmt.Errorf("%w: dynamoworld: step %s of run %s: its events do not replay: %v", world.ErrCorrupt, ev.CorrelationID, runID, err)
+				return nil, fmt.Errorf("%w: dynamoworld: step %s of run %s: its events do not replay: %v", world.ErrCorrupt, id, runID, err)
 			}
 			if eff.Step != nil {
-				out.states[ev.CorrelationID] = eff.Step
+				out.states[id] = eff.Step
 			}
 		}
-		if !page.HasMore {
-			return out, nil
+		for _, id := range c.bd {
+			out.bare[id] = true
 		}
-		pg.Cursor = page.Cursor
 	}
+	return out, nil
+}
+
+// logGone is a failed read of a run's log (err) as the run's expiry makes
+// it: world.ErrGone when its newest commit is past its TTL (DynamoDB
+// deletes an expired run's items one by one), err otherwise.
+func (w *store) logGone(err error, runID string, newest item) error {
+	if errors.Is(err, world.ErrCorrupt) && newest != nil && w.expired(newest) {
+		return fmt.Errorf("%w: DynamoDB table %s: run %s has expired (its commit items are being deleted)", world.ErrGone, w.cfg.Table, runID)
+	}
+	return err
 }
 
 // bareStep reads a step that has no item and that the newest commit does
-// not list as lazy: from the log, when the newest commit says the run may
-// have bare steps; nil when the step is not there.
+// not list as lazy: from the log, when the run's head says it may have
+// bare steps; nil when the step is not there.
 func (w *store) bareStep(ctx context.Context, runID, stepID string) (*world.Step, error) {
-	newest, err := w.lastCommit(ctx, runID)
-	if err != nil || !decodeMayBare(newest) {
+	newest, head, err := w.lastCommitAndHead(ctx, runID)
+	if err != nil || !decodeMayBare(head) {
 		return nil, err
 	}
 	f, err := w.foldSteps(ctx, runID, map[string]bool{stepID: true}, 0)
 	if err != nil {
-		return nil, err
+		return nil, w.logGone(err, runID, newest)
+	}
+	if st := f.states[stepID]; st != nil && !f.bare[stepID] {
+		return nil, fmt.Errorf("%w: DynamoDB table %s: run %s: step %s has no item, and the log does not leave it bare", world.ErrCorrupt, w.cfg.Table, runID, stepID)
 	}
 	return f.states[stepID], nil
+}
+
+// lastCommitAndHead reads a run's newest commit and its head in one
+// strongly consistent Query (the head sorts right after the commits).
+func (w *store) lastCommitAndHead(ctx context.Context, runID string) (last, head item, err error) {
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(prefCommit)) + " AND " + e.v(str(skRunHead))),
+		ScanIndexForward: aws.Bool(false),
+		ConsistentRead:   aws.Bool(true),
+		Limit:            aws.Int32(2),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	if w.capacity {
+		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	}
+	out, err := w.ddb.Query(ctx, in)
+	if err != nil {
+		return nil, nil, ddbErr("Query", w.cfg.Table, err)
+	}
+	w.countRead(out.ConsumedCapacity)
+	if err := w.verified(out.Items...); err != nil {
+		return nil, nil, err
+	}
+	for _, it := range out.Items {
+		if getS(it, attrSK) == skRunHead {
+			head = it
+		} else if last == nil {
+			last = it
+		}
+	}
+	return last, head, nil
 }

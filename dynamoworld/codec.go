@@ -64,9 +64,14 @@ func encodeRunHead(r *world.Run, ttl int64) *encItem {
 	setS(it, aWorkflow, r.WorkflowName)
 	setS(it, aVersion, r.Version)
 	it[attrGSK] = str(gsk(r.CreatedAt, r.RunID))
-	it[attrG1] = str(g1Run)
-	it[attrG2] = str("wf#" + r.WorkflowName)
-	it[attrG3] = str("st#" + string(r.Status))
+	shard := shardOf(r.RunID)
+	it[attrG1] = str(g1RunKey(shard))
+	it[attrG2] = str(g2Key(r.WorkflowName)(shard))
+	it[attrG3] = str(g3Key(r.Status)(shard))
+	// A run created by this format may have bare steps (bare.go). Every
+	// encoding says so, so a head's update never changes it: a run created
+	// before keeps its head without it.
+	setN(it, attrMayBare, 1)
 	encodeHold(it, r.Hold)
 	if ttl > 0 {
 		setN(it, attrTTL, ttl)
@@ -333,7 +338,7 @@ func encodeHook(k itemKey, h *world.Hook, global bool) *encItem {
 	}
 	e.payload(attrMeta, h.Metadata)
 	if global {
-		it[attrG1] = str(g1Hook)
+		it[attrG1] = str(g1HookKey(shardOf(h.HookID)))
 		it[attrGSK] = str(gsk(h.CreatedAt, h.HookID))
 	}
 	return e

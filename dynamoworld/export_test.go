@@ -188,3 +188,6 @@ func WaitStored(ctx context.Context, w *World, runID, waitID string) (bool, erro
 	it, err := w.s.getItem(ctx, waitKey(runID, waitID))
 	return it != nil, err
 }
+
+// IndexShards is how many values each shared index key is spread over.
+const IndexShards = indexShards

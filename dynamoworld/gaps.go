@@ -236,11 +236,11 @@ func (w *store) checkLogStart(ctx context.Context, runID string, chain *logChain
 // back from the head, its first commit without its head). The first is
 // then committed, and a second read sees it; the same hole twice is
 // world.ErrCorrupt.
-func (w *store) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
-	page, err := w.listEvents(ctx, runID, corr, pg)
+func (w *store) listEventsOnce(ctx context.Context, runID, corr string, pg world.Pagination, onCommit func(prev int64, it item, evs []world.Event)) (*world.Page[world.Event], error) {
+	page, err := w.listEvents(ctx, runID, corr, pg, onCommit)
 	var gap *gapError
 	if errors.As(err, &gap) || missingHead(err) {
-		return w.listEvents(ctx, runID, corr, pg)
+		return w.listEvents(ctx, runID, corr, pg, onCommit)
 	}
 	return page, err
 }

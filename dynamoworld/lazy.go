@@ -25,7 +25,7 @@ import (
 // still holds the lease it judged. So a step's state is its item when there
 // is one, else, when the newest commit lists it, the replay of its events
 // in the commit u names (with its lease record's lease); else, when the
-// newest commit says b, the replay of its events in the log; else it does
+// run's head says b, the replay of its events in the log; else it does
 // not exist.
 
 // attrLazy is the commit item's map of lazy steps.
@@ -160,10 +160,13 @@ func overlayLeases(runID string, steps map[string]*world.Step, got map[itemKey]i
 }
 
 // leaseRecordCond conditions a commit that takes a lazy step over on its
-// lease record still holding the lease it judged (none: no record).
+// lease record holding no lease later than the one it judged (a read takes
+// only a later one: overlayLeases), so that a renewal it did not see sends
+// it back to judge again, and an earlier record (a renewer's clock behind)
+// never stops it.
 func leaseRecordCond(lease time.Time) func(e *expr) string {
 	return func(e *expr) string {
-		return "attribute_not_exists(" + e.n(attrSK) + ") OR " + e.n(aLeaseExp) + " = " + e.v(num(lease.UnixNano()))
+		return "attribute_not_exists(" + e.n(attrSK) + ") OR " + e.n(aLeaseExp) + " <= " + e.v(num(lease.UnixNano()))
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/skeinflow/skein/dynamoworld"
-	"github.com/skeinflow/skein/internal/dynamotest"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -24,18 +22,8 @@ import (
 // never saw it read it from the log, refuse its creation, completion and
 // renewal again, and list it.
 func TestLazyStep(t *testing.T) {
-	dynamotest.Require(t)
 	ctx := context.Background()
-	c := dynamotest.Clients(t, dynamoworld.ClientOptions{})
-	r, url := dynamotest.NewResources(t, c)
-	newWorld := func() *dynamoworld.World {
-		w, err := dynamoworld.New(ctx, dynamotest.Config(c, r, url))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
+	newWorld, c := takeoverWorlds(t)
 	w1, w2 := newWorld(), newWorld()
 	run := startedRun(t, w1)
 	pending, lazy := ids.New(world.PrefixStep), ids.New(world.PrefixStep)

@@ -205,10 +205,11 @@ func derefCC(c *types.ConsumedCapacity) []types.ConsumedCapacity {
 }
 
 // renewLazyStep renews the lease of a step that has no item (lazy.go): it
-// puts the step's lease record (attempt and lease, never lowered; the
-// write mark of the newest commit it read), then
-// checks that the step still has no item (a commit that took the step
-// over writes it, and is then judged by the item path). A step that has
+// writes the step's lease record (attempt and lease, never lowered; the
+// write mark of the newest commit it read), then checks that the newest
+// commit still lists the step (a commit that ended it left it bare: a
+// conflict; one that took it over wrote its item, and the renewal is
+// judged by the item path). A step that has
 // no item and is not lazy is bare (ended) or absent.
 func (w *store) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams, now time.Time, ttl time.Duration) (*world.Step, error) {
 	st, lastSeq, found, err := w.readLazyStepAt(ctx, p.RunID, p.StepID)
@@ -237,25 +238,38 @@ func (w *store) renewLazyStep(ctx context.Context, p *world.RenewStepLeaseParams
 	// shorter than the record says is refused (gaps.go).
 	setN(rec.it, aWrittenAt, lastSeq)
 	seal(rec.it)
-	e := newExpr()
+	// An update, not a put: the TTL a run's end set on the record stays.
+	u := diffUpdate(item{}, rec.it)
+	e := u.e
 	cond := "attribute_not_exists(" + e.n(attrSK) + ") OR " + e.n(aLeaseExp) + " < " + e.v(num(lease.UnixNano()))
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(w.cfg.Table), Item: rec.it, ConditionExpression: aws.String(cond),
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: leaseRecordKey(p.RunID, p.StepID).av(),
+		UpdateExpression: aws.String(u.String()), ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
 	}
 	if w.capacity {
 		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	}
-	out, err := w.ddb.PutItem(ctx, in)
+	out, err := w.ddb.UpdateItem(ctx, in)
 	if _, failed := conditionFailed(err); !failed && err != nil {
-		return nil, ddbErr("PutItem", w.cfg.Table, err)
+		return nil, ddbErr("UpdateItem", w.cfg.Table, err)
 	} else if !failed {
 		w.countWrite(derefCC(out.ConsumedCapacity)...)
 	} // failed: a later lease is recorded already
-	if it, err := w.getItem(ctx, stepKey(p.RunID, p.StepID)); err != nil {
+	// A commit may have changed the step meanwhile (ended it: bare; taken
+	// it over: its item): it is still lazy only while the newest commit
+	// lists it, as every such commit drops it from the list.
+	newest, err := w.lastCommit(ctx, p.RunID)
+	if err != nil {
 		return nil, err
-	} else if it != nil {
-		return w.renewStepLease(ctx, p, ttl) // taken over meanwhile: judged on its item
+	}
+	if _, lazy := decodeLazy(newest)[p.StepID]; !lazy {
+		if it, err := w.getItem(ctx, stepKey(p.RunID, p.StepID)); err != nil {
+			return nil, err
+		} else if it != nil {
+			return w.renewStepLease(ctx, p, ttl) // taken over meanwhile: judged on its item
+		}
+		return nil, w.notRenewable(ctx, p)
 	}
 	st.LeaseExpiresAt = lease
 	st.UpdatedAt = now

@@ -76,19 +76,20 @@ func (w *store) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 		return nil, err
 	}
 	q := pageQuery{skAttr: attrGSK, after: after, desc: true, limit: p.EffectiveLimit()}
+	var pks []string
 	switch {
 	case p.WorkflowName != "":
-		q.index, q.pkAttr, q.pk = indexWorkflow, attrG2, "wf#"+p.WorkflowName
+		q.index, q.pkAttr, pks = indexWorkflow, attrG2, w.shardKeys(g2Key(p.WorkflowName))
 		if p.Status != "" {
 			st := string(p.Status)
 			q.filter = func(e *expr) string { return e.n(aStatus) + " = " + e.v(str(st)) }
 		}
 	case p.Status != "":
-		q.index, q.pkAttr, q.pk = indexStatus, attrG3, "st#"+string(p.Status)
+		q.index, q.pkAttr, pks = indexStatus, attrG3, w.shardKeys(g3Key(p.Status))
 	default:
-		q.index, q.pkAttr, q.pk = indexAll, attrG1, g1Run
+		q.index, q.pkAttr, pks = indexAll, attrG1, w.shardKeys(g1RunKey)
 	}
-	keys, more, err := w.query(ctx, q)
+	keys, more, err := w.queryShards(ctx, q, pks)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func (w *store) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 	// The lazy steps first (lazy.go): the newest commit lists them; then
 	// the items. A listed step without an item in the page's range is
 	// read from its commit; one written since has its item in the page.
-	newest, err := w.lastCommit(ctx, p.RunID)
+	newest, head, err := w.lastCommitAndHead(ctx, p.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -283,17 +284,19 @@ func (w *store) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 	// Bare steps (bare.go) are read from the log, when the run may have
 	// any: the fold's steps with neither an item nor a place in u.
 	var bare []world.Step
-	if decodeMayBare(newest) {
+	if decodeMayBare(head) {
 		f, err := w.foldSteps(ctx, p.RunID, nil, 0)
 		if err != nil {
-			return nil, err
+			return nil, w.logGone(err, p.RunID, newest)
 		}
 		listed := make(map[string]bool, len(steps))
 		for _, s := range steps {
 			listed[s.StepID] = true
 		}
+		// Only the steps the log leaves bare: one that should have an item
+		// and has none is missing (the count below tells).
 		for id, st := range f.states {
-			if _, isLazy := lazy[id]; !isLazy && !listed[id] && inPage(id) {
+			if _, isLazy := lazy[id]; !isLazy && !listed[id] && f.bare[id] && inPage(id) {
 				bare = append(bare, *st)
 			}
 		}
@@ -363,8 +366,8 @@ func (w *store) ListHooks(ctx context.Context, p *world.ListHooksParams) (*world
 		if err != nil {
 			return nil, err
 		}
-		q := pageQuery{index: indexAll, pkAttr: attrG1, pk: g1Hook, skAttr: attrGSK, after: after, desc: p.Descending, limit: p.EffectiveLimit()}
-		keys, m, err := w.query(ctx, q)
+		q := pageQuery{index: indexAll, pkAttr: attrG1, skAttr: attrGSK, after: after, desc: p.Descending, limit: p.EffectiveLimit()}
+		keys, m, err := w.queryShards(ctx, q, w.shardKeys(g1HookKey))
 		if err != nil {
 			return nil, err
 		}
@@ -413,7 +416,7 @@ func (w *store) ListEvents(ctx context.Context, p *world.ListEventsParams) (*wor
 		return nil, err
 	}
 	defer w.leave()
-	return w.listEventsOnce(ctx, p.RunID, "", p.Pagination)
+	return w.listEventsOnce(ctx, p.RunID, "", p.Pagination, nil)
 }
 
 // ListEventsByCorrelation lists the events of one step, hook or wait of a
@@ -430,7 +433,7 @@ func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 		return nil, err
 	}
 	defer w.leave()
-	return w.listEventsOnce(ctx, p.RunID, p.CorrelationID, p.Pagination)
+	return w.listEventsOnce(ctx, p.RunID, p.CorrelationID, p.Pagination, nil)
 }
 
 // eventPos is an events cursor's position: the sequence number of the last
@@ -448,8 +451,9 @@ type eventPos struct {
 const commitsEnd = prefCommit + ":"
 
 // listEvents reads one page of a run's log; the caller has entered the
-// World.
-func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pagination) (*world.Page[world.Event], error) {
+// World. onCommit, when set, is given each commit item read (after its
+// checks) with its key and all its events.
+func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pagination, onCommit func(prev int64, it item, evs []world.Event)) (*world.Page[world.Event], error) {
 	kind := eventsKind(runID)
 	if corr != "" {
 		kind = corrKind(runID, corr)
@@ -547,6 +551,9 @@ func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 				all, allEvs = append(all, it), append(allEvs, batch)
 			}
 			prev, _ := prevFromSK(getS(it, attrSK))
+			if onCommit != nil {
+				onCommit(prev, it, slices.Clone(batch))
+			}
 			if pg.Descending {
 				if roll {
 					all, allEvs = append(all, it), append(allEvs, slices.Clone(batch))

@@ -167,7 +167,7 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 		return snap, nil // nothing yet: run_created starts the counts at 0
 	}
 	snap.lazy = decodeLazy(last)
-	snap.mayBare = decodeMayBare(last)
+	snap.mayBare = decodeMayBare(head)
 	snap.nSteps = decodeStepCount(last)
 	if snap.nHooks, snap.nWaits, err = decodeCounts(last); err != nil {
 		return nil, err
@@ -257,8 +257,8 @@ func (w *store) loadBare(ctx context.Context, runID string, snap *snapshot, keys
 		if st == nil {
 			continue
 		}
-		if !endsBare(st) {
-			return fmt.Errorf("%w: dynamoworld: table %s, run %s: step %s has no item, and its events leave it %s", world.ErrCorrupt, w.cfg.Table, runID, id, st.Status)
+		if !f.bare[id] || !endsBare(st) {
+			return fmt.Errorf("%w: dynamoworld: table %s, run %s: step %s has no item, and the log does not leave it bare (it is %s)", world.ErrCorrupt, w.cfg.Table, runID, id, st.Status)
 		}
 		snap.steps[id] = st
 		snap.bare[id] = struct{}{}

@@ -179,11 +179,10 @@ type plan struct {
 	prev int64 // the run's last sequence number before the commit: the commit item's key
 	ttl  int64 // epoch seconds, on a run's end with Config.Retention
 	// lazy is the commit's list of lazy steps (see lazy.go); bare its bare
-	// steps known, madeBare those it makes bare, mayBare its b (bare.go).
+	// steps known, madeBare those it makes bare (bare.go).
 	lazy     map[string]int64
 	bare     map[string]struct{}
 	madeBare []string
-	mayBare  bool
 	// nHooks, nWaits: the run's active hooks and waits after the commit;
 	// nSteps its steps (-1: unknown).
 	nHooks, nWaits, nSteps int
@@ -272,7 +271,7 @@ func nextSnapshot(pl *plan) *snapshot {
 		snap.steps[id] = c.final
 	}
 	snap.lazy = pl.lazy
-	snap.bare, snap.mayBare = pl.bare, pl.mayBare
+	snap.bare = pl.bare
 	snap.nHooks, snap.nWaits, snap.nSteps = pl.nHooks, pl.nWaits, pl.nSteps
 	snap.endChecked = snap.endChecked || pl.endsRun && pl.streamsChecked
 	for id, c := range pl.waits {

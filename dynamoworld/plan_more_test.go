@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/skeinflow/skein/world"
@@ -159,4 +160,37 @@ func maps2Equal(a, b map[string]int64) bool {
 		}
 	}
 	return true
+}
+
+// A takeover of a lazy step (step_started on it, running, its lease judged
+// expired) that the same commit also ends (step_completed or step_failed)
+// must check the lease record as a takeover alone does: a bare end would
+// write the commit item alone, and a renewal the committing World did not
+// see would not stop it (the step would run twice). Found in review.
+func TestTakeoverThatEndsALazyStepChecksItsLease(t *testing.T) {
+	snap := planLog(t, map[string]int64{"A": 2}, runCreated, runStarted, stepCreated("A"), stepStarted("A"))
+	for _, end := range []world.EventInput{stepDone("A"), ein(st("A"), &world.StepFailed{Error: &world.ErrorData{Message: "x"}})} {
+		evs := []world.EventInput{stepStarted("A"), end}
+		in := &planInput{
+			snap: snap, runID: planRunID, events: evs, now: planT0.Add(time.Hour),
+			opts: planOptions{lazySteps: true, cc: &claimCheck{prefix: "p/", threshold: DefaultClaimCheckThreshold}},
+		}
+		for i := range evs {
+			in.eventIDs = append(in.eventIDs, pid(world.PrefixEvent, fmt.Sprintf("M%d", i+1)))
+		}
+		pd, err := planCommit(in)
+		if err != nil || pd.outcome != planWrite {
+			t.Fatalf("planCommit: %v, %v", pd.outcome, err)
+		}
+		got := describeOps(pd.pl.ops, evs)
+		guarded := false
+		for _, w := range got {
+			if strings.Contains(w, "x#A") {
+				guarded = true
+			}
+		}
+		if !guarded {
+			t.Errorf("takeover + %s of a lazy step: writes %v: no check of the lease record (a renewal not seen is ignored)", end.Type(), got)
+		}
+	}
 }

@@ -25,7 +25,7 @@ func planRun(pl *plan, ws *writes, cc *claimCheck) error {
 		pl.nSteps = pl.snap.nSteps + len(pl.newSteps())
 	}
 	setStepCount(commit.it, pl.nSteps)
-	setBare(commit.it, pl.mayBare, pl.madeBare)
+	setBareMade(commit.it, pl.madeBare)
 	ws.uploads = eventData
 	ws.puts = append(ws.puts, putOp(commit, tagFence, "", fenceCond))
 	if pl.created {

@@ -11,7 +11,8 @@ import (
 // step, but none for a step the commit creates and leaves running when its
 // absence is proven without a condition on its item (a lazy step, lazy.go):
 // the commit item lists it instead; and none for a lazy step the commit
-// ends (it is then bare, bare.go). Any other change of a lazy or bare step
+// ends in a run whose head allows it, unless the commit also took it over
+// (it is then bare, bare.go). Any other change of a lazy or bare step
 // writes its first item, a put on its absence; one that takes a lazy step
 // over (step_started on it, running) also checks that its lease record
 // still holds the lease it judged. A step that has an item is updated, on
@@ -25,7 +26,6 @@ func planSteps(pl *plan, lazySteps bool) (puts []*op, diffs []*diffPair, err err
 	if pl.bare == nil {
 		pl.bare = map[string]struct{}{}
 	}
-	pl.mayBare = pl.snap.mayBare
 	for _, id := range sortedIDs(pl.steps) {
 		c := pl.steps[id]
 		_, wasLazy := pl.snap.lazy[id]
@@ -41,11 +41,10 @@ func planSteps(pl *plan, lazySteps bool) (puts []*op, diffs []*diffPair, err err
 				return nil, nil, err
 			}
 			puts = append(puts, putOp(enc, tagOther, "", notExists))
-		case c.final != nil && c.changed() && wasLazy && endsBare(c.final):
+		case c.final != nil && c.changed() && wasLazy && endsBare(c.final) && pl.snap.mayBare && !c.leaseGuard:
 			delete(pl.lazy, id)
 			pl.bare[id] = struct{}{}
 			pl.madeBare = append(pl.madeBare, id)
-			pl.mayBare = true
 		case c.final != nil && c.changed() && (wasLazy || wasBare):
 			enc, err := encodeStep(c.final, pl.ttl)
 			if err != nil {

@@ -43,7 +43,7 @@ func hk(name string) string { return pid(world.PrefixHook, name) }
 func planLog(t *testing.T, lazy map[string]int64, evs ...world.EventInput) *snapshot {
 	t.Helper()
 	snap := newSnapshot(nil)
-	snap.complete, snap.stepIDs, snap.streams = true, newIDSet(), streamsNone
+	snap.complete, snap.stepIDs, snap.streams, snap.mayBare = true, newIDSet(), streamsNone, true
 	for i, in := range evs {
 		ev := world.Event{RunID: planRunID, EventID: pid(world.PrefixEvent, fmt.Sprintf("N%d", i+1)), Seq: int64(i + 1), CorrelationID: in.CorrelationID, CreatedAt: planT0, Data: in.Data}
 		if err := snap.fold(ev); err != nil {
@@ -180,7 +180,7 @@ func TestPlanCommit(t *testing.T) {
 			now:     time.Hour,
 			events:  []world.EventInput{stepStarted("A")},
 			outcome: planWrite,
-			writes:  []string{"put commit@4 if attribute_not_exists(sk)", "put s#A if attribute_not_exists(pk)", "check x#A if attribute_not_exists(sk) OR lx = " + fmt.Sprint(planT0.Add(time.Minute).UnixNano())},
+			writes:  []string{"put commit@4 if attribute_not_exists(sk)", "put s#A if attribute_not_exists(pk)", "check x#A if attribute_not_exists(sk) OR lx <= " + fmt.Sprint(planT0.Add(time.Minute).UnixNano())},
 		},
 		{
 			name: "a new step on a read snapshot of a run with bare steps: read the log",
@@ -202,9 +202,11 @@ func TestPlanCommit(t *testing.T) {
 			writes:  []string{"update s#A if (attribute_not_exists(wq) OR wq <= 4)", "put commit@4 if attribute_not_exists(sk)", "put s#B if attribute_not_exists(pk)"},
 		},
 		{
-			name: "a serial step on a fresh read: the new step's absence is a condition",
+			name: "a serial step on a fresh read of a version 1 run: the new step's absence is a condition",
 			snap: func(t *testing.T) *snapshot {
-				return read(started(t, stepCreated("A"), stepStarted("A")), "A", "B")
+				s := read(started(t, stepCreated("A"), stepStarted("A")), "A", "B")
+				s.mayBare = false // no bare step: an absent item is absence
+				return s
 			},
 			events:  []world.EventInput{stepDone("A"), stepCreated("C"), stepStarted("C")},
 			outcome: planWrite,

@@ -34,6 +34,9 @@ func (w *store) primeFromLog(runID string, commits []item, evs [][]world.Event, 
 		return // the head moved on since the commits were read (or is not yet written)
 	}
 	snap.streams = headStreams(head)
+	if snap.mayBare = decodeMayBare(head); len(snap.bare) > 0 && !snap.mayBare {
+		return // bare steps in a run whose head does not allow them
+	}
 	w.cache.putPrimed(runID, snap)
 }
 
@@ -83,7 +86,6 @@ func (w *store) rollForward(runID string, commits []item, evs [][]world.Event) {
 		snap.trackBare(it, evs[i])
 	}
 	snap.lazy = decodeLazy(commits[0])
-	snap.mayBare = decodeMayBare(commits[0])
 	for id, p := range snap.lazy {
 		if snap.steps[id] == nil {
 			return
@@ -138,9 +140,8 @@ func foldLog(runID string, commits []item, evs [][]world.Event) (*snapshot, erro
 		return nil, fmt.Errorf("no run_created")
 	}
 	snap.lazy = decodeLazy(commits[len(commits)-1])
-	snap.mayBare = decodeMayBare(commits[len(commits)-1])
 	for id := range snap.bare {
-		if st := snap.steps[id]; st == nil || !endsBare(st) || !snap.mayBare {
+		if st := snap.steps[id]; st == nil || !endsBare(st) {
 			return nil, fmt.Errorf("bare step %s is not ended", id)
 		}
 	}

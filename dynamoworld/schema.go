@@ -14,9 +14,11 @@ import (
 // first World that opens an empty table created otherwise (a template).
 // New (CheckSchema) refuses a table of another version, and a table
 // without the item that already holds runs. Version 2 added bare steps
-// (steps whose state is only their events, bare.go) and lazy steps' lease
-// records: a version 1 table is moved to 2 in place (its runs are read as
-// they are: they have neither), after which Worlds of version 1 refuse it.
+// (steps whose state is only their events, bare.go), lazy steps' lease
+// records and sharded index keys (shards.go): a version 1 table is moved to
+// 2 in place (its runs are read as they are: they have no bare step and no
+// lease record, and the listings also read the unsharded keys of a table
+// so moved), after which Worlds of version 1 refuse it.
 // There is no other migration between the formats of this pre-1.0 table.
 const SchemaVersion = 2
 
@@ -85,7 +87,7 @@ func (w *store) CheckSchema(ctx context.Context) error {
 // on condition that it still says from (another World may have moved it).
 func (w *store) upgradeSchema(ctx context.Context, from int) error {
 	e := newExpr()
-	set := e.n(attrVersion) + " = " + e.v(num(SchemaVersion))
+	set := e.n(attrVersion) + " = " + e.v(num(SchemaVersion)) + ", " + e.n(attrLegacy) + " = " + e.v(num(1))
 	_, err := w.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(w.cfg.Table), Key: schemaKey().av(),
 		UpdateExpression:         aws.String("SET " + set),
@@ -98,6 +100,9 @@ func (w *store) upgradeSchema(ctx context.Context, from int) error {
 	return nil
 }
 
+// schemaVersion reads the table's version; it also notes whether the
+// table was moved from version 1 (attribute l), whose index keys are not
+// sharded (shards.go).
 func (w *store) schemaVersion(ctx context.Context) (v int, found bool, err error) {
 	out, err := w.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.cfg.Table), Key: schemaKey().av(), ConsistentRead: aws.Bool(true)})
 	if err != nil {
@@ -106,23 +111,23 @@ func (w *store) schemaVersion(ctx context.Context) (v int, found bool, err error
 	if len(out.Item) == 0 {
 		return 0, false, nil
 	}
+	w.legacyIndex = getN(out.Item, attrLegacy) == 1
 	return int(getN(out.Item, attrVersion)), true, nil
 }
+
+// attrLegacy, on the schema item: the table was moved from version 1 and
+// may hold unsharded index keys.
+const attrLegacy = "l"
 
 // claimSchema writes the schema item into a table that holds no run (one
 // Query of the index of all runs); a table with runs is left as it is.
 func (w *store) claimSchema(ctx context.Context) error {
-	e := newExpr()
-	q := &dynamodb.QueryInput{
-		TableName: aws.String(w.cfg.Table), IndexName: aws.String(indexAll), Limit: aws.Int32(1),
-		KeyConditionExpression: aws.String(e.n(attrG1) + " = " + e.v(str(g1Run))),
-	}
-	q.ExpressionAttributeNames, q.ExpressionAttributeValues = e.nameMap(), e.valueMap()
-	out, err := w.ddb.Query(ctx, q)
+	w.legacyIndex = true // a table without the item may be of any earlier code
+	keys, _, err := w.queryShards(ctx, pageQuery{index: indexAll, pkAttr: attrG1, skAttr: attrGSK, limit: 1}, w.shardKeys(g1RunKey))
 	if err != nil {
-		return ddbErr("Query", w.cfg.Table, err)
+		return err
 	}
-	if len(out.Items) > 0 {
+	if len(keys) > 0 {
 		return nil
 	}
 	return putSchema(ctx, w.ddb, w.cfg.Table)

@@ -72,6 +72,16 @@ func TestTableSchemaMoves(t *testing.T) {
 	run := startedRun(t, w)
 	w.Close()
 	setVersion("1")
+	// The run's head as a version 1 World wrote it: unsharded index keys.
+	_, err = c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(r.Table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "r#" + run}, "sk": &types.AttributeValueMemberS{Value: "e~"}},
+		UpdateExpression: aws.String("SET g1 = :a, g2 = :b, g3 = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":a": &types.AttributeValueMemberS{Value: "run"}, ":b": &types.AttributeValueMemberS{Value: "wf#wf"}, ":c": &types.AttributeValueMemberS{Value: "st#running"},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err = dynamoworld.New(ctx, dynamotest.Config(c, r, url))
 	if err != nil {
 		t.Fatalf("New on a version 1 table: %v", err)
@@ -79,6 +89,13 @@ func TestTableSchemaMoves(t *testing.T) {
 	defer w.Close()
 	if _, err := w.GetRun(ctx, &world.GetRunParams{RunID: run}); err != nil {
 		t.Fatalf("a run of the version 1 table: %v", err)
+	}
+	newer := startedRun(t, w)
+	for _, p := range []world.ListRunsParams{{}, {WorkflowName: "wf"}, {Status: world.RunStatusRunning}, {WorkflowName: "wf", Status: world.RunStatusRunning}} {
+		page, err := w.ListRuns(ctx, &p)
+		if err != nil || len(page.Items) != 2 || page.Items[0].RunID != newer || page.Items[1].RunID != run {
+			t.Fatalf("ListRuns %+v on the moved table: %+v, %v; want %s, then the version 1 run %s", p, page, err, newer, run)
+		}
 	}
 	got, err := c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.Table), Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {

@@ -45,9 +45,9 @@ import (
 //     whole listing against it (a step item deleted behind the World).
 //   - S10, bare: the steps in steps known to have no item after they
 //     ended on the inline path (a lazy step completed or failed: its state
-//     is its events, bare.go); mayBare: the run may have such steps (the
-//     newest commit says so, b), so an absent step item is no proof that
-//     the step is absent.
+//     is its events, bare.go); mayBare: the run may have such steps (its
+//     head says so, b: created by this format), so an absent step item is
+//     no proof that the step is absent.
 //   - S8, streams: what the run head's flag os said of the run's streams
 //     when read or written (a belief); endChecked: the run ended on the
 //     condition that the flag still said none, so it had no stream then
@@ -77,7 +77,7 @@ type snapshot struct {
 // that creates the run is planned on it without a read.
 func blindSnapshot() *snapshot {
 	s := newSnapshot(nil)
-	s.blind, s.complete, s.stepIDs = true, true, newIDSet()
+	s.blind, s.complete, s.stepIDs, s.mayBare = true, true, newIDSet(), true
 	s.nSteps = 0
 	s.streams = streamsNone // its head is created with os = 0
 	return s

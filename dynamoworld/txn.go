@@ -230,10 +230,9 @@ func (w *store) write(ctx context.Context, ops []*op) error {
 }
 
 // writeOne makes one item write outside a transaction. A failed condition
-// or a conflict with a transaction on the item is returned as a
-// TransactionCanceledException with that one reason (ALL_OLD as the
-// transaction's item would return it), so that cancelled reads it alike;
-// a throttled write, which did not happen, too. An SDK retry of a put that
+// is returned as a TransactionCanceledException with that one reason
+// (ALL_OLD as the transaction's item would return it), so that cancelled
+// reads it alike; any other error is of unknown outcome. An SDK retry of a put that
 // landed but whose answer was lost fails its own condition: the fence then
 // finds this Append's commit (appendState.ours), as after a transaction.
 func (w *store) writeOne(ctx context.Context, o *op) error {
@@ -287,24 +286,21 @@ func (w *store) writeOne(ctx context.Context, o *op) error {
 	return nil
 }
 
-// asCancellation turns the error of a single write into the cancellation a
-// transaction of that write would have had, where it is one.
+// asCancellation turns a single write's failed condition into the
+// cancellation a transaction of that write would have had.
 func asCancellation(err error) error {
 	var code string
 	var old item
 	var cf *types.ConditionalCheckFailedException
-	switch errorCode(err) {
-	case "ConditionalCheckFailedException":
-		code = "ConditionalCheckFailed"
-		if errors.As(err, &cf) {
-			old = cf.Item
-		}
-	case "TransactionConflictException":
-		code = "TransactionConflict"
-	case "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ThrottlingException":
-		code = "ThrottlingError"
-	default:
+	if errorCode(err) != "ConditionalCheckFailedException" {
+		// Throttling or a conflict after the SDK's retries: an earlier
+		// attempt may have landed with its answer lost (a single write has
+		// no request token), so the outcome is unknown.
 		return err
+	}
+	code = "ConditionalCheckFailed"
+	if errors.As(err, &cf) {
+		old = cf.Item
 	}
 	return &types.TransactionCanceledException{
 		Message:             aws.String(err.Error()),

@@ -65,7 +65,7 @@ func (s pollSource) PollRuns(ctx context.Context, since time.Time) ([]world.Run,
 	if err != nil {
 		return nil, err
 	}
-	recent, err := s.w.indexRuns(ctx, indexAll, attrG1, g1Run, since.UnixNano())
+	recent, err := s.w.indexRuns(ctx, indexAll, attrG1, s.w.shardKeys(g1RunKey), since.UnixNano())
 	if err != nil {
 		return nil, err
 	}
@@ -192,15 +192,15 @@ type runRef struct {
 
 // indexRuns lists the runs of one index partition, newest first, down to
 // the creation time since (Unix nanoseconds; 0: all).
-func (w *store) indexRuns(ctx context.Context, index, pkAttr, pk string, since int64) ([]runRef, error) {
+func (w *store) indexRuns(ctx context.Context, index, pkAttr string, pks []string, since int64) ([]runRef, error) {
 	if err := w.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer w.leave()
 	var out []runRef
-	q := pageQuery{index: index, pkAttr: pkAttr, pk: pk, skAttr: attrGSK, desc: true, limit: world.MaxPageLimit}
+	q := pageQuery{index: index, pkAttr: pkAttr, skAttr: attrGSK, desc: true, limit: world.MaxPageLimit}
 	for {
-		keys, more, err := w.query(ctx, q)
+		keys, more, err := w.queryShards(ctx, q, pks)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +223,7 @@ func (w *store) indexRuns(ctx context.Context, index, pkAttr, pk string, since i
 func (w *store) activeRuns(ctx context.Context) ([]runRef, error) {
 	var out []runRef
 	for _, st := range []world.RunStatus{world.RunStatusPending, world.RunStatusRunning, world.RunStatusHeld} {
-		refs, err := w.indexRuns(ctx, indexStatus, attrG3, "st#"+string(st), 0)
+		refs, err := w.indexRuns(ctx, indexStatus, attrG3, w.shardKeys(g3Key(st)), 0)
 		if err != nil {
 			return nil, err
 		}

@@ -38,6 +38,10 @@ type store struct {
 	registers bool
 	flagged   runSet
 
+	// legacyIndex: the table was moved from version 1; its listings also
+	// read the unsharded index keys (shards.go). Set once, by CheckSchema.
+	legacyIndex bool
+
 	// capacity: ask DynamoDB for consumed capacity and add it up (Stats).
 	capacity bool
 	stats    statCounters

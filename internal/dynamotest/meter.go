@@ -29,6 +29,8 @@ type Meter struct {
 	puts  []*dynamodb.PutItemInput
 	upds  []*dynamodb.UpdateItemInput
 	tgets int // items read by TransactGetItems
+	// ordered: every write input, in order (Partitions).
+	ordered []any
 }
 
 // Add installs the meter on a client's middleware stack.
@@ -47,10 +49,15 @@ func (m *Meter) Add(stack *middleware.Stack) error {
 		switch p := in.Parameters.(type) {
 		case *dynamodb.TransactWriteItemsInput:
 			m.txs = append(m.txs, p)
+			m.ordered = append(m.ordered, p)
 		case *dynamodb.PutItemInput:
 			m.puts = append(m.puts, p)
+			m.ordered = append(m.ordered, p)
 		case *dynamodb.UpdateItemInput:
 			m.upds = append(m.upds, p)
+			m.ordered = append(m.ordered, p)
+		case *dynamodb.DeleteItemInput:
+			m.ordered = append(m.ordered, p)
 		case *dynamodb.TransactGetItemsInput:
 			m.tgets += len(p.TransactItems)
 		}
@@ -63,7 +70,7 @@ func (m *Meter) Add(stack *middleware.Stack) error {
 func (m *Meter) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ops, m.txs, m.puts, m.upds, m.tgets = nil, nil, nil, nil, 0
+	m.ops, m.txs, m.puts, m.upds, m.tgets, m.ordered = nil, nil, nil, nil, 0, nil
 }
 
 // Count returns the requests of op: a service ("DynamoDB") or a
