@@ -6,7 +6,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/skeinflow/skein/world"
@@ -106,31 +108,47 @@ func (in *inflight) flushDeferred(ctx context.Context, now time.Time, all bool) 
 // about equal size, each naming its first step in StepID (what an engine
 // that predates StepIDs executes; its continuation then starts the rest)
 // and the others in StepIDs. A background executor runs a message's steps
-// concurrently, as an invocation runs its inline steps.
+// concurrently, as an invocation runs its inline steps. The messages are
+// sent enqueueConcurrency at a time: a wide fan-out's hundreds of messages
+// (each a claim, a send and a confirmation on SQS) one after the other
+// would take seconds.
 func (in *inflight) enqueueSteps(ctx context.Context, ops []*op) error {
 	if len(ops) == 0 {
 		return nil
 	}
 	per := max(in.e.cfg.InlineConcurrency, 1)
 	n := (len(ops) + per - 1) / per
+	msgs := make([]world.Message, n)
+	keys := make([]string, n)
 	for i := range n {
 		chunk := ops[i*len(ops)/n : (i+1)*len(ops)/n]
 		first := chunk[0]
-		m := world.Message{RunID: in.runID, StepID: first.id}
-		key := keyStep(first.id, first.attempt)
+		msgs[i] = world.Message{RunID: in.runID, StepID: first.id}
+		keys[i] = keyStep(first.id, first.attempt)
 		if len(chunk) > 1 {
-			m.StepIDs = make([]string, 0, len(chunk)-1)
+			msgs[i].StepIDs = make([]string, 0, len(chunk)-1)
 			for _, o := range chunk[1:] {
-				m.StepIDs = append(m.StepIDs, o.id)
+				msgs[i].StepIDs = append(msgs[i].StepIDs, o.id)
 			}
-			key = keySteps(first.id, first.attempt, len(chunk))
+			keys[i] = keySteps(first.id, first.attempt, len(chunk))
 		}
 		for _, o := range chunk {
 			in.queued[o.id] = true
 		}
-		if err := in.e.enqueue(ctx, m, key); err != nil {
-			return err
-		}
 	}
-	return nil
+	errs := make([]error, n)
+	sem := make(chan struct{}, enqueueConcurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = in.e.enqueue(ctx, msgs[i], keys[i])
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
+
+// enqueueConcurrency bounds the messages one enqueueSteps sends at once.
+const enqueueConcurrency = 8
