@@ -69,6 +69,7 @@ type foldedSteps struct {
 	states  map[string]*world.Step // the steps asked for that the log has
 	bare    map[string]bool        // the steps the log leaves bare (bd, unchanged since)
 	ids     *idSet                 // every step ID of the log read
+	created map[string]int64       // the sequence number of each step's first event
 	lastSeq int64                  // the log was read up to this event
 }
 
@@ -97,7 +98,7 @@ func (w *store) foldSteps(ctx context.Context, runID string, ids map[string]bool
 		}
 		pg.Cursor = page.Cursor
 	}
-	out := &foldedSteps{states: map[string]*world.Step{}, bare: map[string]bool{}, ids: newIDSet()}
+	out := &foldedSteps{states: map[string]*world.Step{}, bare: map[string]bool{}, ids: newIDSet(), created: map[string]int64{}}
 	run := &world.Run{RunID: runID, Status: world.RunStatusRunning}
 	for _, prev := range slices.Sorted(maps.Keys(commits)) {
 		c := commits[prev]
@@ -111,6 +112,9 @@ func (w *store) foldSteps(ctx context.Context, runID string, ids map[string]bool
 			}
 			id := ev.CorrelationID
 			out.ids.add(id)
+			if _, seen := out.created[id]; !seen {
+				out.created[id] = ev.Seq
+			}
 			if !slices.Contains(c.bd, id) {
 				delete(out.bare, id) // a later change writes its item
 			}
@@ -147,8 +151,13 @@ func (w *store) logGone(err error, runID string, newest item) error {
 // bare steps; nil when the step is not there.
 func (w *store) bareStep(ctx context.Context, runID, stepID string) (*world.Step, error) {
 	newest, head, err := w.lastCommitAndHead(ctx, runID)
-	if err != nil || !decodeMayBare(head) {
+	switch {
+	case err != nil:
 		return nil, err
+	case head == nil && newest != nil:
+		return nil, w.headless(runID, []item{newest})
+	case !decodeMayBare(head):
+		return nil, nil
 	}
 	f, err := w.foldSteps(ctx, runID, map[string]bool{stepID: true}, 0)
 	if err != nil {

@@ -144,7 +144,10 @@ func TestMissingStepItem(t *testing.T) {
 	f.deleteItem(t, run, "s#"+second)
 	for _, desc := range []bool{false, true} {
 		_, err := f.open(t).ListSteps(ctx, &world.ListStepsParams{RunID: run, Pagination: world.Pagination{Descending: desc}})
-		wantGap(t, fmt.Sprintf("ListSteps desc %v", desc), err, f.cfg.Table, run, "1 of its 3 step items are missing")
+		// The log names the step, and does not leave it bare: its item
+		// is missing (a run of a version 1 table, without the log's
+		// check, is caught by the count: "1 of its 3 step items").
+		wantGap(t, fmt.Sprintf("ListSteps desc %v", desc), err, f.cfg.Table, run, "step "+second+" has no item")
 	}
 }
 

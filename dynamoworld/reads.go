@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/internal/itemsum"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -82,6 +83,21 @@ func (w *store) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Ste
 				return st, err
 			}
 			return nil, fmt.Errorf("%w: step %s of run %s", world.ErrNotFound, p.StepID, p.RunID)
+		}
+	}
+	if !itemsum.WriteMarked(it) {
+		// Items of runs created with write marks all carry them: one
+		// without is checked against its run's head (one more read, only
+		// for such items).
+		_, head, err := w.lastCommitAndHead(ctx, p.RunID)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.requireSums(runSummed(head), p.RunID, it); err != nil {
+			return nil, err
+		}
+		if err := w.requireWriteMarks(head, p.RunID, it); err != nil {
+			return nil, err
 		}
 	}
 	fetched, err := w.cc.fetch(ctx, it)
