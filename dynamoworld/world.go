@@ -38,8 +38,10 @@ type store struct {
 	registers bool
 	flagged   runSet
 
-	// legacyIndex: the table was moved from version 1; its listings also
-	// read the unsharded index keys (shards.go). Set once, by CheckSchema.
+	// legacyIndex: the table may hold unsharded index keys (moved from
+	// version 1), which its listings then also read (shards.go). True
+	// until CheckSchema reads a schema item that says otherwise: a World
+	// that skips the check does not know.
 	legacyIndex bool
 
 	// capacity: ask DynamoDB for consumed capacity and add it up (Stats).
@@ -87,6 +89,8 @@ func newStore(ctx context.Context, cfg Config) (*store, error) {
 		ids:    world.NewIDSource(c.now, c.entropy),
 		logger: c.Logger,
 		cache:  newRunCache(c.cacheRuns),
+		// Until CheckSchema says otherwise (shards.go).
+		legacyIndex: true,
 	}
 	w.closeCtx, w.closeFn = context.WithCancel(context.Background())
 	if w.ss == nil {
