@@ -157,6 +157,13 @@ func TestMissingLastCommit(t *testing.T) {
 	}
 	_, err = f.open(t).Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{{Data: &world.RunFailed{Error: &world.ErrorData{Message: "x"}}}}})
 	wantGap(t, "Append", err, f.cfg.Table, run, "from 6 on")
+	// The listings read the head and the newest commit apart: they said
+	// running (the commit) of a run its head and index say completed. (An
+	// attacker's trial of session 15.)
+	for _, p := range []world.ListRunsParams{{}, {Status: world.RunStatusCompleted}, {WorkflowName: "wf"}} {
+		_, err = f.open(t).ListRuns(ctx, &p)
+		wantGap(t, fmt.Sprintf("ListRuns %+v", p), err, f.cfg.Table, run, "from 6 on")
+	}
 	got, err := f.c.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(f.cfg.Table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "r#" + run},
 		"sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("e#%020d", 5)},

@@ -165,6 +165,16 @@ func (w *store) readRuns(ctx context.Context, keys []item) ([]*world.Run, error)
 		if head == nil || lasts[i] == nil {
 			continue
 		}
+		if endsBeforeHead(head, lasts[i]) {
+			// The head and the newest commit were read apart and disagree
+			// on the run's end: a commit landed between the reads, or
+			// one of them is damaged. One consistent read tells
+			// (world.ErrCorrupt when they still disagree).
+			if runs[i], err = w.readRun(ctx, pk[2:]); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := w.requireBody(pk[2:], head, got[itemKey{pk, skRunBody}]); err != nil {
 			return nil, err
 		}
