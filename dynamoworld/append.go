@@ -98,8 +98,12 @@ type appendState struct {
 	// forceRead: the next plan must be made on a fresh read; fresh: the
 	// last one was.
 	forceRead, fresh bool
-	contention       int
-	lastErr          error
+	// hint: the step IDs of the snapshot a stale verdict dropped, which a
+	// fresh read brings up to date (stepIDsSince) instead of reading the
+	// whole log to prove a new step absent.
+	hint       *stepHint
+	contention int
+	lastErr    error
 }
 
 func (w *store) newAppendState(p *world.AppendParams) *appendState {
@@ -153,7 +157,7 @@ func (a *appendState) plan(ctx context.Context) (planned, error) {
 		}
 	}
 	if snap == nil || pd.outcome == planNeedRead {
-		if snap, err = a.w.load(ctx, runID, loadKeys(runID, a.p.Events)); err != nil {
+		if snap, err = a.w.load(ctx, runID, loadKeys(runID, a.p.Events), a.hint); err != nil {
 			return planned{}, err
 		}
 		if err = a.w.checkMissingHooks(ctx, runID, snap, a.p.Events); err != nil {
@@ -274,6 +278,9 @@ func (a *appendState) retry(ctx context.Context, pl *plan, ci *cancelInfo, v ver
 		a.contention++ // released meanwhile: try again
 	case verdictStale:
 		// The first time is routine (another writer got there first).
+		if old := w.cache.get(runID); old != nil && old.stepIDs != nil && old.run != nil {
+			a.hint = &stepHint{ids: old.stepIDs, seq: old.run.LastSeq}
+		}
 		w.cache.drop(runID)
 		a.forceRead = true
 		if a.contention++; a.contention > 1 {

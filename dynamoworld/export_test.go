@@ -95,7 +95,7 @@ func CheckCached(ctx context.Context, w *World, runID string, withLeases bool) (
 		return "", err
 	}
 	nh, nw := len(hooks), len(waits)
-	fresh, err := w.s.load(ctx, runID, keys)
+	fresh, err := w.s.load(ctx, runID, keys, nil)
 	if err != nil {
 		return "", err
 	}

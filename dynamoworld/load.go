@@ -156,7 +156,7 @@ func (w *store) queryRunOnce(ctx context.Context, runID string) (head, body, las
 // with TransactGetItems. The order makes it safe: the entities are at least
 // as new as the run's last sequence number, and any commit after that
 // number makes the commit judged on them fail its fence.
-func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapshot, error) {
+func (w *store) load(ctx context.Context, runID string, keys []itemKey, hint *stepHint) (*snapshot, error) {
 	run, last, head, err := w.readRunAndCommit(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -165,6 +165,15 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey) (*snapsh
 	if run == nil {
 		snap.nSteps = 0
 		return snap, nil // nothing yet: run_created starts the counts at 0
+	}
+	if hint != nil && hint.seq <= run.LastSeq {
+		ok, err := w.stepIDsSince(ctx, runID, hint.ids, hint.seq, run.LastSeq)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			snap.stepIDs, hint.seq = hint.ids, run.LastSeq
+		}
 	}
 	snap.lazy = decodeLazy(last)
 	snap.mayBare = decodeMayBare(head)
@@ -242,7 +251,11 @@ func (w *store) loadBare(ctx context.Context, runID string, snap *snapshot, keys
 	for _, k := range keys {
 		id, isStep := strings.CutPrefix(k.sk, prefStep)
 		if st, known := snap.steps[id]; isStep && k.pk == runPK(runID) && known && st == nil {
-			absent[id] = true
+			// With every step ID known (a hint brought up to date), one
+			// not among them is absent; only the others are read.
+			if snap.stepIDs == nil || snap.stepIDs.has(id) {
+				absent[id] = true
+			}
 		}
 	}
 	if len(absent) == 0 {
@@ -263,10 +276,65 @@ func (w *store) loadBare(ctx context.Context, runID string, snap *snapshot, keys
 		snap.steps[id] = st
 		snap.bare[id] = struct{}{}
 	}
-	if f.lastSeq == snap.run.LastSeq {
+	if f.lastSeq == snap.run.LastSeq && snap.stepIDs == nil {
 		snap.stepIDs = f.ids
 	}
 	return nil
+}
+
+// stepHint is what a dropped snapshot knew of a run's step IDs: every one
+// as of event seq (a grow-only set, shared by the run's snapshots).
+type stepHint struct {
+	ids *idSet
+	seq int64
+}
+
+// stepIDsSince adds to ids, the step IDs of a run as of event from, those
+// of its commits after it up to event to: one Query of those commits
+// (their checksums verified, their payloads fetched). ok is false when the
+// commits read do not chain from from to to (ids may then hold some of
+// them: a superset stays true).
+func (w *store) stepIDsSince(ctx context.Context, runID string, ids *idSet, from, to int64) (ok bool, err error) {
+	if from == to {
+		return true, nil
+	}
+	e := newExpr()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(w.cfg.Table),
+		KeyConditionExpression: aws.String(e.n(attrPK) + " = " + e.v(str(runPK(runID))) + " AND " +
+			e.n(attrSK) + " BETWEEN " + e.v(str(commitSK(from))) + " AND " + e.v(str(commitSK(to-1)))),
+		ConsistentRead: aws.Bool(true),
+	}
+	in.ExpressionAttributeNames, in.ExpressionAttributeValues = e.nameMap(), e.valueMap()
+	its, err := w.queryPages(ctx, in)
+	if err != nil {
+		return false, err
+	}
+	if err := w.verified(its...); err != nil {
+		return false, err
+	}
+	fetched, err := w.cc.fetchCommits(ctx, its)
+	if err != nil {
+		return false, err
+	}
+	next := from
+	for _, it := range its {
+		prev, isCommit := prevFromSK(getS(it, attrSK))
+		if !isCommit || prev != next {
+			return false, nil
+		}
+		evs, err := decodeCommit(it, fetched)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs {
+			if world.IsStepEvent(ev.Type()) {
+				ids.add(ev.CorrelationID)
+			}
+		}
+		next = getN(it, aLastSeq)
+	}
+	return next == to, nil
 }
 
 // fill records in the snapshot the entities read for keys (got, their
