@@ -20,7 +20,7 @@ shopt -s inherit_errexit
 # once this one is superseded `install` falls back to the apt candidate with a warning; then
 # update the pin.
 PACKAGE=chromium
-CHROMIUM_VERSION='156.0.8078.79-1~deb12u1'
+CHROMIUM_VERSION='156.0.8078.108-1~deb12u1'
 BINARY=/usr/bin/chromium
 
 APT_UPDATE=${SKEIN_CHROMIUM_APT_UPDATE:-1}
