@@ -318,7 +318,7 @@ func TestAcquireRunLeaseNamesTheHolder(t *testing.T) {
 	ddb := &fakeDDB{}
 	w := newFakeWorld(t, ddb, newFakeS3(), nil)
 	exp := time.Now().Add(time.Minute).UTC()
-	ddb.putItem = func(*dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+	ddb.update = func(*dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
 		return nil, &types.ConditionalCheckFailedException{Item: item{aLeaseOwner: str("a"), aLeaseExp: num(exp.UnixNano())}}
 	}
 	_, err := w.AcquireRunLease(context.Background(), &world.RunLeaseParams{RunID: "wrun_x", Owner: "b"})

@@ -34,7 +34,8 @@ type fakeDDB struct {
 	twrite   func(n int, in *dynamodb.TransactWriteItemsInput) (*dynamodb.TransactWriteItemsOutput, error)
 	describe func(*dynamodb.DescribeTableInput) (*dynamodb.DescribeTableOutput, error)
 	// scriptSchema: GetItem of the schema item goes to getItem too (by
-	// default it finds this World's version).
+	// default it finds this World's version). Without getItem, a GetItem
+	// of a run lease item finds none.
 	scriptSchema bool
 }
 
@@ -45,6 +46,9 @@ func (f *fakeDDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...fun
 		it := k.av() // a table of this World's version
 		setN(it, attrVersion, SchemaVersion)
 		return &dynamodb.GetItemOutput{Item: it}, nil
+	}
+	if f.getItem == nil && getS(in.Key, attrSK) == skLease {
+		return &dynamodb.GetItemOutput{}, nil // no run lease item (floors.go)
 	}
 	if f.getItem == nil {
 		return nil, errUnscripted

@@ -119,9 +119,13 @@ func (c *logChain) overlap(it item, at int64) error {
 type gapError struct {
 	table, runID string
 	from, to     int64 // the missing range, inclusive; to < from: from on
+	released     bool  // to is the log's end the run lease's last release recorded (floors.go)
 }
 
 func (e *gapError) Error() string {
+	if e.released {
+		return fmt.Sprintf("%v: dynamoworld: table %s, run %s: events %d-%d are missing (the log ends at %d; its run lease was released after event %d)", world.ErrCorrupt, e.table, e.runID, e.from, e.to, e.from-1, e.to)
+	}
 	if e.to < e.from {
 		return fmt.Sprintf("%v: dynamoworld: table %s, run %s: the run's events from %d on are missing (its head says the run went further)", world.ErrCorrupt, e.table, e.runID, e.from)
 	}

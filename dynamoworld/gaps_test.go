@@ -260,7 +260,6 @@ func (f *gapsFixture) commitKeys(t *testing.T, runID string) []string {
 // *engine.PermanentError) without writing anything.
 func TestMissingCommitOfRunningRun(t *testing.T) {
 	f := newGapsFixture(t)
-	ctx := context.Background()
 	w := f.open(t)
 	run, s1, s2 := ids.New(world.PrefixRun), ids.New(world.PrefixStep), ids.New(world.PrefixStep)
 	mustAppend(t, w, run, world.EventInput{Data: &world.RunCreated{WorkflowName: "wf", Input: []byte(`1`)}}, world.EventInput{Data: &world.RunStarted{}})
@@ -272,17 +271,24 @@ func TestMissingCommitOfRunningRun(t *testing.T) {
 	f.deleteCommit(t, run, 3) // step 1's step_started: event 4
 	before := f.commitKeys(t, run)
 
-	fresh := f.open(t)
-	eng, err := engine.New(engine.Config{World: fresh, Registry: noRegistry{}})
+	f.deliverOnHole(t, run, "events 4-4", before)
+}
+
+// deliverOnHole runs the engine's delivery of run on a fresh World: it
+// must be dropped (a *engine.PermanentError) for the hole rng names, and
+// leave the run's commits as they were (before).
+func (f *gapsFixture) deliverOnHole(t *testing.T, run, rng string, before []string) {
+	t.Helper()
+	eng, err := engine.New(engine.Config{World: f.open(t), Registry: noRegistry{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(eng.Close)
-	err = eng.HandleDelivery(ctx, world.Message{RunID: run}, 1)
+	err = eng.HandleDelivery(context.Background(), world.Message{RunID: run}, 1)
 	if !engine.IsPermanent(err) {
 		t.Fatalf("delivery: %v, want a *engine.PermanentError", err)
 	}
-	wantGap(t, "delivery", err, f.cfg.Table, run, "events 4-4")
+	wantGap(t, "delivery", err, f.cfg.Table, run, rng)
 	if after := f.commitKeys(t, run); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("the run's commits changed: %v, were %v", after, before)
 	}

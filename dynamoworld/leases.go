@@ -15,9 +15,11 @@ import (
 // The run lease is its own small item in the run's partition (sk "lease"),
 // so that taking it costs one write unit whatever the size of the run, and
 // the commits, which never touch it, never conflict with it. Each operation
-// is a single conditional write: acquire succeeds when there is no lease,
-// the lease has expired or the owner holds it; renew when the owner holds it
-// unexpired; release deletes it when the owner holds it.
+// is a single conditional write: acquire succeeds when no one holds the
+// lease, it has expired or the owner holds it; renew when the owner holds
+// it unexpired; release gives it up when the owner holds it. A released
+// lease of a live run keeps its item, with the mark of the log's end
+// (floors.go).
 
 func (w *store) leaseTTL(p *world.RunLeaseParams) (time.Duration, error) {
 	return p.LeaseTTL(world.DefaultRunLease)
@@ -36,10 +38,11 @@ func (w *store) AcquireRunLease(ctx context.Context, p *world.RunLeaseParams) (*
 	defer w.leave()
 	now := w.now()
 	exp := now.Add(ttl)
-	err = w.putLease(ctx, p.RunID, p.Owner, exp, func(e *expr) string {
-		return e.notExists() + " OR " + e.n(aLeaseOwner) + " = " + e.v(str(p.Owner)) + " OR " + e.n(aLeaseExp) + " <= " + e.v(num(now.UnixNano()))
+	old, err := w.putLease(ctx, p.RunID, p.Owner, exp, func(e *expr) string {
+		return e.notExists() + " OR attribute_not_exists(" + e.n(aLeaseOwner) + ") OR " + e.n(aLeaseOwner) + " = " + e.v(str(p.Owner)) +
+			" OR " + e.n(aLeaseExp) + " <= " + e.v(num(now.UnixNano()))
 	})
-	if old, failed := conditionFailed(err); failed {
+	if _, failed := conditionFailed(err); failed {
 		owner, until := getS(old, aLeaseOwner), getT(old, aLeaseExp)
 		return nil, &world.RefusalError{Kind: world.ErrLeaseHeld, Entity: p.RunID, Holder: owner, Until: until,
 			Reason: fmt.Sprintf("leased by %s until %s", owner, until.UTC().Format(time.RFC3339Nano))}
@@ -63,7 +66,7 @@ func (w *store) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*wo
 	defer w.leave()
 	now := w.now()
 	exp := now.Add(ttl)
-	err = w.putLease(ctx, p.RunID, p.Owner, exp, func(e *expr) string {
+	_, err = w.putLease(ctx, p.RunID, p.Owner, exp, func(e *expr) string {
 		return e.n(aLeaseOwner) + " = " + e.v(str(p.Owner)) + " AND " + e.n(aLeaseExp) + " > " + e.v(num(now.UnixNano()))
 	})
 	if _, failed := conditionFailed(err); failed {
@@ -75,8 +78,11 @@ func (w *store) RenewRunLease(ctx context.Context, p *world.RunLeaseParams) (*wo
 	return &world.RunLease{RunID: p.RunID, Owner: p.Owner, ExpiresAt: exp}, nil
 }
 
-// ReleaseRunLease deletes the lease if p.Owner holds it; anything else
-// (expired, taken over, never taken) is not an error.
+// ReleaseRunLease gives the lease up if p.Owner holds it; anything else
+// (expired, taken over, never taken) is not an error. The item of a run
+// this World knows live stays, without its owner and expired, with the end
+// of the log the World knows committed (lq, floors.go; never lowered);
+// that of a run it knows ended is deleted.
 func (w *store) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) error {
 	if _, err := w.leaseTTL(p); err != nil {
 		return err
@@ -85,6 +91,47 @@ func (w *store) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) er
 		return err
 	}
 	defer w.leave()
+	var seq int64
+	if s := w.cache.get(p.RunID); s != nil && s.run != nil {
+		if s.run.Status.Terminal() {
+			return w.dropLease(ctx, p)
+		}
+		seq = s.run.LastSeq
+	}
+	old, err := w.releaseLease(ctx, p.Owner, p.RunID, seq)
+	if _, failed := conditionFailed(err); failed && seq > 0 && getS(old, aLeaseOwner) == p.Owner {
+		// The mark is already as far (a release that knew more): keep it.
+		_, err = w.releaseLease(ctx, p.Owner, p.RunID, 0)
+	}
+	if _, failed := conditionFailed(err); err != nil && !failed {
+		return ddbErr("UpdateItem", w.cfg.Table, err)
+	}
+	return nil
+}
+
+// releaseLease removes the owner from the lease item on the condition that
+// p.Owner holds it and sets its mark to seq when that raises it (seq 0:
+// the mark is left as it is).
+func (w *store) releaseLease(ctx context.Context, owner, runID string, seq int64) (item, error) {
+	u := &updateBuilder{e: newExpr()}
+	u.set(aLeaseExp, num(0)) // expired: code that predates lq takes it too
+	u.del(aLeaseOwner)
+	cond := u.e.n(aLeaseOwner) + " = " + u.e.v(str(owner))
+	if seq > 0 {
+		u.set(aLogFloor, num(seq))
+		cond += " AND (attribute_not_exists(" + u.e.n(aLogFloor) + ") OR " + u.e.n(aLogFloor) + " < " + u.e.v(num(seq)) + ")"
+	}
+	_, err := w.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: leaseKey(runID).av(), ConditionExpression: aws.String(cond),
+		UpdateExpression: aws.String(u.String()), ExpressionAttributeNames: u.e.nameMap(), ExpressionAttributeValues: u.e.valueMap(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	old, _ := conditionFailed(err)
+	return old, err
+}
+
+// dropLease deletes the lease item of an ended run if p.Owner holds it.
+func (w *store) dropLease(ctx context.Context, p *world.RunLeaseParams) error {
 	e := newExpr()
 	_, err := w.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(w.cfg.Table), Key: leaseKey(p.RunID).av(),
@@ -97,28 +144,30 @@ func (w *store) ReleaseRunLease(ctx context.Context, p *world.RunLeaseParams) er
 	return nil
 }
 
-func (w *store) putLease(ctx context.Context, runID, owner string, exp time.Time, cond func(e *expr) string) error {
-	e := newExpr()
-	it := leaseKey(runID).av()
-	it[aLeaseOwner] = str(owner)
-	it[aLeaseExp] = num(exp.UnixNano())
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(w.cfg.Table), Item: it, ConditionExpression: aws.String(cond(e)),
-		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+// putLease sets the lease's owner and expiry on cond, keeping the item's
+// mark (lq), and returns the item as it was when the condition failed.
+func (w *store) putLease(ctx context.Context, runID, owner string, exp time.Time, cond func(e *expr) string) (item, error) {
+	u := &updateBuilder{e: newExpr()}
+	u.set(aLeaseOwner, str(owner))
+	u.set(aLeaseExp, num(exp.UnixNano()))
+	u.del(attrTTL) // an ended run's item, swept by retention: not while held
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.cfg.Table), Key: leaseKey(runID).av(), ConditionExpression: aws.String(cond(u.e)),
+		UpdateExpression: aws.String(u.String()), ExpressionAttributeNames: u.e.nameMap(), ExpressionAttributeValues: u.e.valueMap(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if w.capacity {
 		in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
 	}
-	out, err := w.ddb.PutItem(ctx, in)
+	out, err := w.ddb.UpdateItem(ctx, in)
 	if err != nil {
-		if _, failed := conditionFailed(err); failed {
-			return err
+		if old, failed := conditionFailed(err); failed {
+			return old, err
 		}
-		return ddbErr("PutItem", w.cfg.Table, err)
+		return nil, ddbErr("UpdateItem", w.cfg.Table, err)
 	}
 	w.countWrite(derefCC(out.ConsumedCapacity)...)
-	return nil
+	return nil, nil
 }
 
 // RenewStepLease extends the execution lease of a running step's current

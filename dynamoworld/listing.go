@@ -508,6 +508,13 @@ func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	// A read back from the end brings the cached snapshot forward
 	// (rollForward).
 	prime := pos.Seq == 0 && !pg.Descending && w.cache.max > 0
+	// A read of the whole log from its start, which a commit may be judged
+	// on (a prime, or a writer's read), reads the run lease's mark of the
+	// log's end beside it (floors.go).
+	var floor func() (int64, error)
+	if pos.Seq == 0 && !pg.Descending {
+		floor = w.readFloor(ctx, runID)
+	}
 	roll := pos.Seq == 0 && pg.Descending && w.cache.max > 0
 	var (
 		head    item
@@ -621,6 +628,15 @@ func (w *store) listEvents(ctx context.Context, runID, corr string, pg world.Pag
 	}
 	if err := w.checkLogEnd(ctx, runID, chain, reached, head, newest, pg.Descending); err != nil {
 		return nil, err
+	}
+	if floor != nil && reached {
+		lq, err := floor()
+		if err == nil {
+			err = w.checkFloor(ctx, runID, getN(newest, aLastSeq), lq)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if pg.Descending && pos.Seq == 0 && !reached {
 		if err := w.checkLogStart(ctx, runID, chain, head); err != nil {

@@ -182,20 +182,26 @@ func (w *store) load(ctx context.Context, runID string, keys []itemKey, hint *st
 		return nil, err
 	}
 	snap.streams = headStreams(head)
-	if len(keys) == 0 {
-		return snap, nil
-	}
 	// Each step's lease record too (lazy.go): a lazy step's renewed lease,
-	// and the write mark of the log its renewal read.
+	// and the write mark of the log its renewal read; and last, the run
+	// lease item, for its mark of the log's end (floors.go).
 	nKeys := len(keys)
 	for _, k := range keys[:nKeys] {
 		if id, isStep := strings.CutPrefix(k.sk, prefStep); isStep && k.pk == runPK(runID) {
 			keys = append(keys, leaseRecordKey(runID, id))
 		}
 	}
-	got, err := w.transactGet(ctx, keys)
+	got, err := w.transactGet(ctx, append(keys, leaseKey(runID)))
 	if err != nil {
 		return nil, err
+	}
+	lease := got[len(keys)]
+	got = got[:len(keys)]
+	if err := w.checkFloor(ctx, runID, run.LastSeq, logFloor(lease)); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return snap, nil
 	}
 	if err := w.requireSums(runSummed(head), runID, got...); err != nil {
 		return nil, err

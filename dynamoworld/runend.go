@@ -48,12 +48,12 @@ func (w *store) committed(ctx context.Context, pl *plan) {
 // commits wrote, so no other condition would catch it.
 func (w *store) runEndItems(ctx context.Context, runID string, lastSeq int64) (*runEndItems, error) {
 	its, err := w.queryItems(ctx, runPK(runID), prefHook, entitiesEnd,
-		attrPK, attrSK, aHookID, aToken, aWrittenAt, itemsum.Attr(aWrittenAt), itemsum.Mark)
+		attrPK, attrSK, aHookID, aToken, aWrittenAt, itemsum.Attr(aWrittenAt), itemsum.Mark, aLogFloor, attrTTL)
 	if err != nil {
 		return nil, err
 	}
 	ends := &runEndItems{}
-	var ahead int64
+	var ahead, floor int64
 	for _, it := range its {
 		sk := getS(it, attrSK)
 		switch {
@@ -61,6 +61,8 @@ func (w *store) runEndItems(ctx context.Context, runID string, lastSeq int64) (*
 			ends.hooks = append(ends.hooks, &world.Hook{HookID: getS(it, aHookID), Token: getS(it, aToken)})
 		case strings.HasPrefix(sk, prefWait):
 			ends.waits = append(ends.waits, sk[len(prefWait):])
+		case sk == skLease:
+			floor = logFloor(it)
 		}
 		if q := getN(it, aWrittenAt); q > lastSeq && q > ahead {
 			ahead = q
@@ -70,6 +72,9 @@ func (w *store) runEndItems(ctx context.Context, runID string, lastSeq int64) (*
 		if err := w.checkAhead(ctx, runID, ahead); err != nil {
 			return nil, err
 		}
+	}
+	if err := w.checkFloor(ctx, runID, lastSeq, floor); err != nil {
+		return nil, err
 	}
 	return ends, nil
 }
