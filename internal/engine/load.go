@@ -144,13 +144,23 @@ func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 		if reached || !page.HasMore || len(page.Items) == 0 {
 			break
 		}
-		cursor, limit = page.Cursor, world.MaxPageLimit
+		cursor, limit = page.Cursor, nextPage(fresh[0].Seq, s.lastSeq, len(fresh))
 	}
 	slices.Reverse(fresh)
 	for i := range fresh {
 		s.add(fresh[i], consume)
 	}
 	return len(fresh), nil
+}
+
+// nextPage is the size of the next page of a newest-first read back to
+// lastSeq that has read got events down from newest: a run's sequence
+// numbers have no gaps, so what is left is newest-lastSeq-got (at least 1,
+// at most a World's page). A page of MaxPageLimit read back a few events
+// and decoded up to a thousand the session holds already, after every
+// refused commit of a busy fan-out.
+func nextPage(newest, lastSeq int64, got int) int {
+	return int(min(max(newest-lastSeq-int64(got), 1), world.MaxPageLimit))
 }
 
 func (s *session) loadForward(ctx context.Context, consume bool) (int, error) {
