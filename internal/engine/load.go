@@ -218,13 +218,15 @@ func (s *session) rebuild() {
 	s.r.replay(s.log.each)
 	s.applyStepLeases()
 	held := s.held
-	s.held, s.pending = nil, nil
+	s.held, s.pending, s.split = nil, nil, false
 	for _, o := range held {
 		s.deliver(o)
 	}
 }
 
-// refresh loads what other writers appended and rebuilds the workflow.
+// refresh loads what other writers appended after a refused commit and
+// takes it into the workflow: fed to it as it stands when that is what a
+// replay would make of it (absorb), else by a rebuild.
 func (s *session) refresh(ctx context.Context) error {
 	n, err := s.loadNew(ctx, false)
 	if err != nil {
@@ -232,6 +234,10 @@ func (s *session) refresh(ctx context.Context) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("engine: run %s: commit refused but no new events", s.runID)
+	}
+	if s.absorb() {
+		s.e.log.Debug("engine: commit refused; fed the workflow the new events", "run", s.runID, "newEvents", n, "held", len(s.held))
+		return nil
 	}
 	s.e.log.Debug("engine: commit refused; rebuilding the workflow", "run", s.runID, "newEvents", n, "held", len(s.held))
 	s.rebuild()

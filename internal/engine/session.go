@@ -117,6 +117,9 @@ func (s *session) deliver(o outcome) {
 		s.late = append(s.late, o)
 		return
 	}
+	if len(s.held) == 0 {
+		s.heldSince = s.r.slices
+	}
 	s.pending = append(s.pending, o.event())
 	s.held = append(s.held, o)
 	switch o.kind {
