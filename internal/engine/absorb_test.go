@@ -101,3 +101,34 @@ func sameAsReplay(t *testing.T, h *harness, id string) {
 		t.Fatalf("replay returns %s, the run %s", res.Output, run.Output)
 	}
 }
+
+// TestWideFanOutLooksAtItsStepsLinearly: a session running a wide fan-out
+// 16 steps at a time looked at every open step at every turn, to find one
+// whose name is not registered (missingStep) and the next to start
+// (build), sorting them all each time: O(n²) over the fan-out. Counted,
+// not timed: the registry lookups per step.
+func TestWideFanOutLooksAtItsStepsLinearly(t *testing.T) {
+	t.Parallel()
+	const n = 1000
+	// The excess held back for an hour: the session runs them all.
+	h := newHarness(t, nil, Config{BackgroundDelay: time.Hour})
+	h.reg.step("s", 0, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) { return in, nil })
+	h.reg.wf("w", func(c *Context, in json.RawMessage) (json.RawMessage, error) {
+		fs := make([]*Future, n)
+		for i := range fs {
+			fs[i] = c.Step("s", mustJSON(i))
+		}
+		awaitAll(c, fs...)
+		return mustJSON(n), nil
+	})
+	h.work(1, nil)
+	id := h.start("w", nil)
+	if run := h.wait(id); run.Status != world.RunStatusCompleted {
+		t.Fatalf("run %s %+v", run.Status, run.Error)
+	}
+	per := float64(h.reg.stepLookups.Load()) / n
+	t.Logf("%d registry lookups for %d steps: %.1f per step", h.reg.stepLookups.Load(), n, per)
+	if per > 10 {
+		t.Errorf("%.1f registry lookups per step, want at most 10 (linear)", per)
+	}
+}

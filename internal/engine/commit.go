@@ -170,7 +170,7 @@ func (c *committer) build(now time.Time) *plan {
 		capacity--
 	}
 	if capacity > 0 {
-		for _, o := range c.steps.schedule(now).runnable() {
+		for _, o := range c.steps.schedule(now).firstRunnable(capacity) {
 			if capacity == 0 {
 				break
 			}

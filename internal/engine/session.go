@@ -39,6 +39,8 @@ type session struct {
 
 	deadline time.Time // when the session stops starting work (port.budget)
 	drains   bool      // past the deadline
+
+	registeredOpen openCheck // see missingStep
 }
 
 // newSession returns the session of runID for a message that retries hold
