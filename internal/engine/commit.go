@@ -32,6 +32,11 @@ type committer struct {
 	// behind them, delivered again after a rebuild.
 	pending []world.EventInput
 	held    []outcome
+	// heldSince is the replay's slice count (replayer.slices) when the
+	// first held outcome was delivered, and split says that a commit of
+	// them went in only in part (commitPlan): what absorb asks.
+	heldSince int64
+	split     bool
 }
 
 // commitRun is what a commit asks of the run's replay and its end: the
@@ -165,7 +170,7 @@ func (c *committer) build(now time.Time) *plan {
 		capacity--
 	}
 	if capacity > 0 {
-		for _, o := range c.steps.schedule(now).runnable() {
+		for _, o := range c.steps.schedule(now).firstRunnable(capacity) {
 			if capacity == 0 {
 				break
 			}
@@ -264,6 +269,7 @@ func (c *committer) commitPlan(ctx context.Context, p *plan) (bool, error) {
 		}
 		res, err := c.commit(ctx, part)
 		if err != nil {
+			c.split = c.split || committed
 			return false, err
 		}
 		if res != nil {
@@ -313,7 +319,7 @@ func (c *committer) applyEvents(ctx context.Context, p *plan, res *world.AppendR
 // apply ends a committed plan: the deliveries are no longer pending, and
 // excess steps are enqueued.
 func (c *committer) apply(ctx context.Context, p *plan) error {
-	c.pending, c.held = nil, nil
+	c.pending, c.held, c.split = nil, nil, false
 	return c.steps.queue(ctx, p.queue)
 }
 

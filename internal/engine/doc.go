@@ -134,8 +134,10 @@
 //  5. commits it (commitPlan): in one Append fenced with IfLastSeq, or in
 //     several when the World takes less (world.AppendFits). A refused
 //     step_started or hook_disposed is dropped and the rest retried; any
-//     other refusal means another writer appended: the session reloads,
-//     rebuilds and goes back to 3 (refresh). Committed events join the log
+//     other refusal means another writer appended: the session reads what
+//     was appended, feeds it to the workflow when a replay would make the
+//     same of it (absorb) or else rebuilds, and goes back to 3 (refresh).
+//     Committed events join the log
 //     (applyEvents) and their step_started launch the steps inline
 //     (launch); the excess is held back for Config.BackgroundDelay and
 //     then queued (enqueueSteps: as few messages as the inline capacity

@@ -18,6 +18,8 @@ type mapRegistry struct {
 	mu    sync.Mutex
 	wfs   map[string]*Workflow
 	steps map[string]*Step
+	// stepLookups counts the calls of Step.
+	stepLookups atomic.Int64
 }
 
 func newRegistry() *mapRegistry {
@@ -32,6 +34,7 @@ func (r *mapRegistry) Workflow(name string) (*Workflow, bool) {
 }
 
 func (r *mapRegistry) Step(name string) (*Step, bool) {
+	r.stepLookups.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.steps[name]

@@ -79,9 +79,14 @@ func observeEvent(ctx context.Context, log *slog.Logger, m Metrics, run *world.R
 			m.Count(name, 1)
 		}
 	}
-	runAttrs := []slog.Attr{slog.String("run", run.RunID), slog.String("workflow", run.WorkflowName)}
+	// The attributes are made only for a message the logger takes: a
+	// step's start and completion are at Debug, which a production
+	// logger drops, and they come at every step.
+	runAttrs := func() []slog.Attr {
+		return []slog.Attr{slog.String("run", run.RunID), slog.String("workflow", run.WorkflowName)}
+	}
 	stepAttrs := func() []slog.Attr {
-		a := append(runAttrs, slog.String("stepId", r.Event.CorrelationID))
+		a := append(runAttrs(), slog.String("stepId", r.Event.CorrelationID))
 		if r.Step != nil {
 			a = append(a, slog.String("step", r.Step.StepName), slog.Int("attempt", r.Step.Attempt-r.Step.Interrupted))
 		}
@@ -91,34 +96,38 @@ func observeEvent(ctx context.Context, log *slog.Logger, m Metrics, run *world.R
 	case *world.RunStarted:
 		if run.StartedAt.Before(r.Event.CreatedAt) {
 			// A held run released: it started before, and was told then.
-			log.LogAttrs(ctx, slog.LevelInfo, "run released", runAttrs...)
+			log.LogAttrs(ctx, slog.LevelInfo, "run released", runAttrs()...)
 			return
 		}
 		count(MetricRunsStarted)
-		log.LogAttrs(ctx, slog.LevelInfo, "run started", runAttrs...)
+		log.LogAttrs(ctx, slog.LevelInfo, "run started", runAttrs()...)
 	case *world.RunCompleted:
 		count(MetricRunsCompleted)
 		observeRunDuration(m, run)
-		log.LogAttrs(ctx, slog.LevelInfo, "run completed", append(runAttrs, runDuration(run)...)...)
+		log.LogAttrs(ctx, slog.LevelInfo, "run completed", append(runAttrs(), runDuration(run)...)...)
 	case *world.RunFailed:
 		count(MetricRunsFailed)
 		observeRunDuration(m, run)
-		log.LogAttrs(ctx, slog.LevelWarn, "run failed", append(runAttrs, append(runDuration(run),
+		log.LogAttrs(ctx, slog.LevelWarn, "run failed", append(runAttrs(), append(runDuration(run),
 			slog.String("code", d.ErrorCode), slog.String("error", errorMessage(d.Error)))...)...)
 	case *world.RunCancelled:
-		log.LogAttrs(ctx, slog.LevelInfo, "run cancelled", append(runAttrs, slog.String("reason", d.Reason))...)
+		log.LogAttrs(ctx, slog.LevelInfo, "run cancelled", append(runAttrs(), slog.String("reason", d.Reason))...)
 	case *world.RunHeld:
 		count(MetricRunsHeld)
-		log.LogAttrs(ctx, slog.LevelWarn, "run held", append(runAttrs, slog.String("error", errorMessage(d.Error)),
+		log.LogAttrs(ctx, slog.LevelWarn, "run held", append(runAttrs(), slog.String("error", errorMessage(d.Error)),
 			slog.Int("attempt", d.Attempt), slog.Time("retryAt", d.RetryAt))...)
 	case *world.StepStarted:
 		count(MetricStepAttempts)
-		log.LogAttrs(ctx, slog.LevelDebug, "step started", stepAttrs()...)
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.LogAttrs(ctx, slog.LevelDebug, "step started", stepAttrs()...)
+		}
 	case *world.StepCompleted:
 		if r.Step != nil && m != nil && !r.Step.StartedAt.IsZero() {
 			m.Duration(MetricStepLatency, r.Event.CreatedAt.Sub(r.Step.StartedAt))
 		}
-		log.LogAttrs(ctx, slog.LevelDebug, "step completed", stepAttrs()...)
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.LogAttrs(ctx, slog.LevelDebug, "step completed", stepAttrs()...)
+		}
 	case *world.StepRetrying:
 		count(MetricStepAttemptFailures)
 		log.LogAttrs(ctx, slog.LevelWarn, "step retrying", append(stepAttrs(),

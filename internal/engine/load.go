@@ -144,13 +144,23 @@ func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 		if reached || !page.HasMore || len(page.Items) == 0 {
 			break
 		}
-		cursor, limit = page.Cursor, world.MaxPageLimit
+		cursor, limit = page.Cursor, nextPage(fresh[0].Seq, s.lastSeq, len(fresh))
 	}
 	slices.Reverse(fresh)
 	for i := range fresh {
 		s.add(fresh[i], consume)
 	}
 	return len(fresh), nil
+}
+
+// nextPage is the size of the next page of a newest-first read back to
+// lastSeq that has read got events down from newest: a run's sequence
+// numbers have no gaps, so what is left is newest-lastSeq-got (at least 1,
+// at most a World's page). A page of MaxPageLimit read back a few events
+// and decoded up to a thousand the session holds already, after every
+// refused commit of a busy fan-out.
+func nextPage(newest, lastSeq int64, got int) int {
+	return int(min(max(newest-lastSeq-int64(got), 1), world.MaxPageLimit))
 }
 
 func (s *session) loadForward(ctx context.Context, consume bool) (int, error) {
@@ -208,13 +218,15 @@ func (s *session) rebuild() {
 	s.r.replay(s.log.each)
 	s.applyStepLeases()
 	held := s.held
-	s.held, s.pending = nil, nil
+	s.held, s.pending, s.split = nil, nil, false
 	for _, o := range held {
 		s.deliver(o)
 	}
 }
 
-// refresh loads what other writers appended and rebuilds the workflow.
+// refresh loads what other writers appended after a refused commit and
+// takes it into the workflow: fed to it as it stands when that is what a
+// replay would make of it (absorb), else by a rebuild.
 func (s *session) refresh(ctx context.Context) error {
 	n, err := s.loadNew(ctx, false)
 	if err != nil {
@@ -222,6 +234,10 @@ func (s *session) refresh(ctx context.Context) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("engine: run %s: commit refused but no new events", s.runID)
+	}
+	if s.absorb() {
+		s.e.log.Debug("engine: commit refused; fed the workflow the new events", "run", s.runID, "newEvents", n, "held", len(s.held))
+		return nil
 	}
 	s.e.log.Debug("engine: commit refused; rebuilding the workflow", "run", s.runID, "newEvents", n, "held", len(s.held))
 	s.rebuild()

@@ -144,6 +144,12 @@ type replayer struct {
 	co    *coroutine
 	ctx   *Context
 	guard apiGuard
+	// slices counts the coroutine's slices (stuck.go): unchanged, the code
+	// has not run meanwhile (absorb.go).
+	slices int64
+	// quiet holds the coroutine back while a session absorbs other
+	// writers' events (absorb.go): consume settles, nothing wakes.
+	quiet bool
 	// watch is the session's (nil outside a session: see stuck.go), read
 	// by the workflow's foreign goroutines; a kept workflow (sticky.go)
 	// changes sessions.
@@ -487,7 +493,7 @@ func (r *replayer) diverge(ev *world.Event, code string) {
 
 // wake runs the coroutine while the condition it waits for holds.
 func (r *replayer) wake() {
-	for r.co != nil && !r.finished && r.co.ready() {
+	for r.co != nil && !r.finished && !r.quiet && r.co.ready() {
 		r.slice()
 		r.afterSlice()
 	}

@@ -129,25 +129,46 @@ func (sc schedule) isLeaseCheck(at time.Time) bool {
 // runnable returns the created, unsettled steps the session may start, in
 // the order the code created them: pending and due, or running under an
 // expired lease; not already running here nor queued by this session.
-func (sc schedule) runnable() []*op {
+func (sc schedule) runnable() []*op { return sc.firstRunnable(-1) }
+
+// firstRunnable returns the first n steps runnable returns (all of them
+// when n is negative), without sorting the others: a session that may
+// start a few steps of a wide fan-out's thousands asks at every commit.
+func (sc schedule) firstRunnable(n int) []*op {
 	var out []*op
+	byIndex := func() { sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index }) }
 	for id, o := range sc.steps {
-		if sc.running(id) || sc.queued[id] {
-			continue
-		}
-		switch o.status {
-		case world.StepStatusPending:
-			if !o.retryAfter.After(sc.now) {
-				out = append(out, o)
-			}
-		case world.StepStatusRunning:
-			if !o.leaseUntil.After(sc.now) {
-				out = append(out, o)
-			}
+		switch {
+		case n == 0 || !sc.mayStart(id, o):
+		case n < 0 || len(out) < n-1:
+			out = append(out, o)
+		case len(out) == n-1:
+			out = append(out, o)
+			byIndex() // full: kept in order from now on
+		case o.index < out[n-1].index:
+			i := sort.Search(n, func(i int) bool { return out[i].index > o.index })
+			copy(out[i+1:], out[i:n-1])
+			out[i] = o
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	byIndex()
 	return out
+}
+
+// mayStart reports whether the session may start step o (id) now:
+// pending and due, or running under an expired lease; not running here
+// nor queued by this session.
+func (sc schedule) mayStart(id string, o *op) bool {
+	if sc.running(id) || sc.queued[id] {
+		return false
+	}
+	switch o.status {
+	case world.StepStatusPending:
+		return !o.retryAfter.After(sc.now)
+	case world.StepStatusRunning:
+		return !o.leaseUntil.After(sc.now)
+	}
+	return false
 }
 
 // compTimer returns when the compensation of step o can start again: its
@@ -219,7 +240,7 @@ const (
 // draining.
 func (sc schedule) idleEnding(next time.Time, draining bool) idleEnd {
 	switch {
-	case draining && (len(sc.runnable()) > 0 || len(sc.runnableComps()) > 0):
+	case draining && (len(sc.firstRunnable(1)) > 0 || len(sc.runnableComps()) > 0):
 		return endBudget
 	case next.IsZero():
 		return endQuiet

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -256,5 +257,38 @@ func TestIdleEnding(t *testing.T) {
 				t.Fatalf("idleEnding = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFirstRunnable: the first n runnable steps are runnable's first n,
+// whatever order the map yields them in, for n below, at and above the
+// number runnable.
+func TestFirstRunnable(t *testing.T) {
+	t.Parallel()
+	steps := map[string]*op{}
+	queued := map[string]bool{}
+	for i := range 200 {
+		id := "s" + strconv.Itoa(i)
+		switch i % 4 {
+		case 0:
+			steps[id] = pendingStep(id, i, 0)
+		case 1:
+			steps[id] = pendingStep(id, i, 50) // not due
+		case 2:
+			steps[id] = runningStep(id, i, -1, false) // lease expired
+		default:
+			steps[id] = pendingStep(id, i, 0)
+			queued[id] = i%8 == 3
+		}
+	}
+	sc := schedule{now: at(0), steps: steps, queued: queued}
+	all := ids(sc.runnable())
+	for _, n := range []int{0, 1, 2, 16, 75, len(all), len(all) + 5} {
+		for range 5 { // map order varies
+			want := all[:min(n, len(all))]
+			if got := ids(sc.firstRunnable(n)); !equalStrings(got, want) {
+				t.Fatalf("firstRunnable(%d) = %v, want %v", n, got, want)
+			}
+		}
 	}
 }

@@ -39,6 +39,8 @@ type session struct {
 
 	deadline time.Time // when the session stops starting work (port.budget)
 	drains   bool      // past the deadline
+
+	registeredOpen openCheck // see missingStep
 }
 
 // newSession returns the session of runID for a message that retries hold
@@ -117,6 +119,9 @@ func (s *session) deliver(o outcome) {
 		s.late = append(s.late, o)
 		return
 	}
+	if len(s.held) == 0 {
+		s.heldSince = s.r.slices
+	}
 	s.pending = append(s.pending, o.event())
 	s.held = append(s.held, o)
 	switch o.kind {
@@ -155,9 +160,9 @@ func (in *inflight) capacity() int {
 // loop runs the session until it ends (steps 3 to 7 of the life of a
 // delivery in the package doc): each turn it looks at the run, commits what
 // the workflow's suspension needs, and otherwise waits for its inline steps
-// or, with none, is idle. A refused commit reloads and rebuilds the
-// workflow and turns again. errMoved means the loop goes on on another
-// goroutine (runSolo).
+// or, with none, is idle. A refused commit reads what was appended, takes
+// it into the workflow (refresh) and turns again. errMoved means the loop
+// goes on on another goroutine (runSolo).
 func (s *session) loop(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {

@@ -74,6 +74,7 @@ func (w *sliceWatch) running() int64 { return w.start.Load() }
 // the watcher have abandoned the session meanwhile, the session's goroutine
 // ends here, touching nothing more.
 func (r *replayer) slice() {
+	r.slices++
 	w := r.watch.Load()
 	if w == nil {
 		r.co.step()

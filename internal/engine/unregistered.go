@@ -37,12 +37,31 @@ func (s *session) missingStep(now time.Time) *op {
 			return o
 		}
 	}
+	if s.registeredOpen == (openCheck{s.r, s.r.matched}) {
+		return nil
+	}
 	for _, o := range s.schedule(now).runnable() {
 		if !s.e.registered(o.name) {
 			return o
 		}
 	}
+	for _, o := range s.r.openSteps {
+		if !s.e.registered(o.name) {
+			return nil // not runnable yet: looked at again next turn
+		}
+	}
+	// The open steps only grow as the replay matches creations: until it
+	// matches more, none of them needs looking at again (a wide fan-out's
+	// thousands, at every turn).
+	s.registeredOpen = openCheck{s.r, s.r.matched}
 	return nil
+}
+
+// openCheck names a replay and how many operations it had matched when
+// missingStep found every open step registered.
+type openCheck struct {
+	r       *replayer
+	matched int
 }
 
 // registered reports whether the Registry holds the step named name.
