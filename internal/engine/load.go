@@ -155,12 +155,14 @@ func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 
 // nextPage is the size of the next page of a newest-first read back to
 // lastSeq that has read got events down from newest: a run's sequence
-// numbers have no gaps, so what is left is newest-lastSeq-got (at least 1,
-// at most a World's page). A page of MaxPageLimit read back a few events
-// and decoded up to a thousand the session holds already, after every
-// refused commit of a busy fan-out.
+// numbers have no gaps, so what is left is newest-lastSeq-got, and one
+// more, event lastSeq itself, which tells the read it has reached what the
+// session holds (without it, a last page of one event follows); at most a
+// World's page. A page of MaxPageLimit read back a few events and decoded
+// up to a thousand the session holds already, after every refused commit
+// of a busy fan-out.
 func nextPage(newest, lastSeq int64, got int) int {
-	return int(min(max(newest-lastSeq-int64(got), 1), world.MaxPageLimit))
+	return int(min(max(newest-lastSeq-int64(got), 0)+1, world.MaxPageLimit))
 }
 
 func (s *session) loadForward(ctx context.Context, consume bool) (int, error) {

@@ -36,14 +36,20 @@ func TestLoadNewReadsWhatIsNew(t *testing.T) {
 	if n, err := s.loadNew(ctx, false); err != nil || n != 1501 {
 		t.Fatalf("cold load: %d events, %v", n, err)
 	}
-	for _, fresh := range []int{3, 10, 1200} {
-		attrs(fresh)
+	// calls: a first page of 4, then what is left and the last known
+	// event, by pages of at most MaxPageLimit.
+	for _, c := range []struct{ fresh, calls int }{{3, 1}, {4, 2}, {5, 2}, {10, 2}, {1200, 3}} {
+		attrs(c.fresh)
 		lc.events.Store(0)
-		if n, err := s.loadNew(ctx, false); err != nil || n != fresh {
-			t.Fatalf("load: %d events, %v; want %d", n, err, fresh)
+		lc.calls.Store(0)
+		if n, err := s.loadNew(ctx, false); err != nil || n != c.fresh {
+			t.Fatalf("load: %d events, %v; want %d", n, err, c.fresh)
 		}
-		if got := lc.events.Load(); got > int64(fresh)+5 {
-			t.Errorf("%d new events: %d read, want at most %d", fresh, got, fresh+5)
+		if got := lc.events.Load(); got > int64(c.fresh)+5 {
+			t.Errorf("%d new events: %d read, want at most %d", c.fresh, got, c.fresh+5)
+		}
+		if got := lc.calls.Load(); got != int64(c.calls) {
+			t.Errorf("%d new events: %d ListEvents calls, want %d", c.fresh, got, c.calls)
 		}
 	}
 }

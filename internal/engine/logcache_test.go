@@ -16,10 +16,11 @@ import (
 // loadCounter counts the events ListEvents returns.
 type loadCounter struct {
 	*localworld.World
-	events atomic.Int64
+	events, calls atomic.Int64
 }
 
 func (l *loadCounter) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
+	l.calls.Add(1)
 	page, err := l.World.ListEvents(ctx, p)
 	if page != nil {
 		l.events.Add(int64(len(page.Items)))
