@@ -25,7 +25,8 @@ type kvStore interface {
 // kvTx is one transaction's view of the store. A write transaction sees its
 // own writes. Slices returned by get and passed to scan's callback are valid
 // only until the transaction ends and must not be modified; put keeps its
-// arguments, which the caller must not modify afterwards.
+// arguments until the transaction ends (the store keeps copies), so the
+// caller must not modify them before then.
 type kvTx interface {
 	get(b bucketID, key []byte) []byte
 	put(b bucketID, key, value []byte) error

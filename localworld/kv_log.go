@@ -1,6 +1,7 @@
 package localworld
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -76,16 +77,72 @@ type logStore struct {
 	leading bool
 }
 
-// logTx is a write transaction: memStore's, plus the encoded operations and
-// the change in live size it commits.
+// logTx is a write transaction: memStore's, plus the writes it commits
+// and the change in live size they make. A key written several times in
+// one transaction is logged once, with its last write (writes on different
+// keys commute, so their order in the record does not matter).
 type logTx struct {
 	memTx
-	ops   []byte
-	delta int64
+	writes []logWrite
+	index  map[string]int // bucket and key -> index in writes, past smallWrites
+	delta  int64
 }
+
+// logWrite is one key's last write in a transaction.
+type logWrite struct {
+	b    bucketID
+	k, v []byte
+	del  bool
+}
+
+// smallWrites is how many writes a transaction looks through one by one
+// for an earlier write of the same key before it indexes them.
+const smallWrites = 32
 
 func (s *logStore) newTx() *logTx {
 	return &logTx{memTx: memTx{s: s.mem, writable: true}}
+}
+
+// record notes the write of key k in bucket b, replacing an earlier write
+// of it in the transaction.
+func (t *logTx) record(w logWrite) {
+	if t.index == nil && len(t.writes) < smallWrites {
+		for i := range t.writes {
+			if t.writes[i].b == w.b && bytes.Equal(t.writes[i].k, w.k) {
+				t.writes[i] = w
+				return
+			}
+		}
+		t.writes = append(t.writes, w)
+		return
+	}
+	if t.index == nil {
+		t.index = make(map[string]int, 2*len(t.writes))
+		for i, x := range t.writes {
+			t.index[writeKey(x.b, x.k)] = i
+		}
+	}
+	id := writeKey(w.b, w.k)
+	if i, ok := t.index[id]; ok {
+		t.writes[i] = w
+		return
+	}
+	t.index[id] = len(t.writes)
+	t.writes = append(t.writes, w)
+}
+
+func writeKey(b bucketID, k []byte) string { return string(append([]byte{byte(b)}, k...)) }
+
+// appendOps appends the transaction's writes to a record.
+func (t *logTx) appendOps(rec []byte) []byte {
+	for _, w := range t.writes {
+		if w.del {
+			rec = appendDelOp(rec, w.b, w.k)
+		} else {
+			rec = appendPutOp(rec, w.b, w.k, w.v)
+		}
+	}
+	return rec
 }
 
 func (t *logTx) put(b bucketID, k, v []byte) error {
@@ -93,7 +150,7 @@ func (t *logTx) put(b bucketID, k, v []byte) error {
 	if err := t.memTx.put(b, k, v); err != nil {
 		return err
 	}
-	t.ops = appendPutOp(t.ops, b, k, v)
+	t.record(logWrite{b: b, k: k, v: v})
 	t.delta += entrySize(k, v)
 	if old != nil {
 		t.delta -= entrySize(k, old)
@@ -106,7 +163,7 @@ func (t *logTx) del(b bucketID, k []byte) error {
 	if err := t.memTx.del(b, k); err != nil || old == nil {
 		return err
 	}
-	t.ops = appendDelOp(t.ops, b, k)
+	t.record(logWrite{b: b, k: bytes.Clone(k), del: true})
 	t.delta -= entrySize(k, old)
 	return nil
 }
@@ -163,7 +220,7 @@ func (s *logStore) writable() error {
 func (s *logStore) commit(txs []*logTx) error {
 	n := 0
 	for _, tx := range txs {
-		n += len(tx.ops)
+		n += len(tx.writes)
 	}
 	if n == 0 {
 		return nil // nothing written: nothing to log
@@ -172,7 +229,7 @@ func (s *logStore) commit(txs []*logTx) error {
 	rec = append(rec, recKindCommit)
 	var delta int64
 	for _, tx := range txs {
-		rec = append(rec, tx.ops...)
+		rec = tx.appendOps(rec)
 		delta += tx.delta
 	}
 	sealRecord(rec, s.nextSeq)

@@ -107,9 +107,12 @@ func (tx *memTx) put(b bucketID, k, v []byte) error {
 	if err := checkKey(k); err != nil {
 		return err
 	}
-	if v == nil {
-		v = []byte{}
-	}
+	// Keys are built in buffers with room to spare: keep an exact copy of
+	// the key and the value, in one allocation, as a replayed log does.
+	kv := make([]byte, len(k)+len(v))
+	copy(kv, k)
+	copy(kv[len(k):], v)
+	k, v = kv[:len(k):len(k)], kv[len(k):]
 	old, existed := tx.s.buckets[b].ReplaceOrInsert(memItem{k: k, v: v})
 	tx.undo = append(tx.undo, memUndo{b: b, k: k, v: old.v, existed: existed})
 	return nil
