@@ -56,19 +56,19 @@ func (w *store) ListSteps(ctx context.Context, p *world.ListStepsParams) (*world
 func stepKey(runID, stepID string) []byte { return newKey().str(runID).raw(stepID) }
 
 func getStep(tx kvTx, runID, stepID string) (*world.Step, error) {
+	return getStepVia(tx, runID, stepID, nil)
+}
+
+// getStepVia is getStep through c (nil: none; decoded.go).
+func getStepVia(tx kvTx, runID, stepID string, c *decodedCache) (*world.Step, error) {
 	if stepID == "" {
 		return nil, nil
 	}
-	k := stepKey(runID, stepID)
-	v := tx.get(bSteps, k)
-	if v == nil {
-		return nil, nil
+	var m *decodedMap[world.Step]
+	if c != nil {
+		m = &c.steps
 	}
-	var st world.Step
-	if err := decode(bSteps, k, v, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return getDecoded(tx, bSteps, stepKey(runID, stepID), c, m)
 }
 
 // putStep stores a step; a new one is indexed under its run at the sequence

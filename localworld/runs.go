@@ -75,20 +75,18 @@ func (w *store) ListRuns(ctx context.Context, p *world.ListRunsParams) (*world.P
 
 func runKey(id string) []byte { return newKey().raw(id) }
 
-func getRun(tx kvTx, id string) (*world.Run, error) {
+func getRun(tx kvTx, id string) (*world.Run, error) { return getRunVia(tx, id, nil) }
+
+// getRunVia is getRun through c (nil: none; decoded.go).
+func getRunVia(tx kvTx, id string, c *decodedCache) (*world.Run, error) {
 	if id == "" {
 		return nil, nil
 	}
-	k := runKey(id)
-	v := tx.get(bRuns, k)
-	if v == nil {
-		return nil, nil
+	var m *decodedMap[world.Run]
+	if c != nil {
+		m = &c.runs
 	}
-	var r world.Run
-	if err := decode(bRuns, k, v, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return getDecoded(tx, bRuns, runKey(id), c, m)
 }
 
 // putRun stores a run and keeps its indexes: created once for a new run,

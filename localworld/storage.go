@@ -38,7 +38,7 @@ func (w *store) Append(ctx context.Context, p *world.AppendParams) (*world.Appen
 
 func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, error) {
 	now := w.now()
-	run, err := getRun(tx, p.RunID)
+	run, err := w.decoded.run(tx, p.RunID)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		if err := world.ValidateEvent(ev); err != nil {
 			return nil, refusedAt(i, err)
 		}
-		st, err := loadState(tx, run, ev)
+		st, err := w.loadState(tx, run, ev)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 			return nil, refusedAt(i, err)
 		}
 		if !eff.Skip {
-			if err := writeEffect(tx, st, eff); err != nil {
+			if err := w.writeEffect(tx, st, eff); err != nil {
 				return nil, err
 			}
 			changed = true
@@ -92,6 +92,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		if err := putRun(tx, first, run); err != nil {
 			return nil, err
 		}
+		w.decoded.wroteRun(tx, run)
 		if err := putCommit(tx, first, run); err != nil {
 			return nil, err
 		}
@@ -103,7 +104,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 // loadState reads what world.Apply needs to judge ev: the run (carried
 // through the commit), the entity the correlation ID names, the token's
 // holder and the idempotency key's run.
-func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
+func (w *store) loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
 	st := world.State{Run: run}
 	corr := ev.CorrelationID
 	var err error
@@ -135,7 +136,7 @@ func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
 		st.Wait, err = getWait(tx, ev.RunID, corr)
 	default:
 		if world.IsStepEvent(ev.Type()) {
-			st.Step, err = getStep(tx, ev.RunID, corr)
+			st.Step, err = w.decoded.step(tx, ev.RunID, corr)
 		}
 	}
 	return st, err
@@ -143,7 +144,7 @@ func loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
 
 // writeEffect stores an accepted event and its effect, except the run,
 // which appendTx writes once per commit.
-func writeEffect(tx kvTx, st world.State, eff world.Effect) error {
+func (w *store) writeEffect(tx kvTx, st world.State, eff world.Effect) error {
 	ev := eff.Event
 	b, err := encodeEvent(&ev)
 	if err != nil {
@@ -161,6 +162,7 @@ func writeEffect(tx kvTx, st world.State, eff world.Effect) error {
 		if err := putStep(tx, eff.Step, st.Step == nil, ev.Seq); err != nil {
 			return err
 		}
+		w.decoded.wroteStep(tx, eff.Step)
 	}
 	if eff.Hook != nil {
 		if err := putHook(tx, &storedHook{Hook: *eff.Hook, Seq: ev.Seq}); err != nil {

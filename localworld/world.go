@@ -52,6 +52,8 @@ type store struct {
 	ids    *world.IDSource
 	now    func() time.Time
 	logger *slog.Logger
+	// decoded: the entities the last commits wrote, decoded (decoded.go).
+	decoded decodedCache
 
 	// gate lets Close wait for operations in flight; closed refuses new ones.
 	gate     sync.RWMutex
