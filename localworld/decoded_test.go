@@ -31,9 +31,9 @@ func TestDecodedServesTheNextCommit(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		// Each commit reads the run and step k (the commit before wrote
-		// both), and step k+1 once created (this commit wrote it).
-		if got := c.hits - hits; got != 3*n {
-			t.Errorf("%d reads served, want %d", got, 3*n)
+		// both); step k+1, once created, is the commit's own (commitSteps).
+		if got := c.hits - hits; got != 2*n {
+			t.Errorf("%d reads served, want %d", got, 2*n)
 		}
 		if got := c.misses - misses; got != 0 {
 			t.Errorf("%d reads decoded, want 0", got)
@@ -63,4 +63,44 @@ func TestDecodedMissesARolledBackWrite(t *testing.T) {
 			t.Fatalf("step_started after the rolled-back one: %+v", st)
 		}
 	})
+}
+
+// putCounter counts a transaction's puts by bucket.
+type putCounter struct {
+	kvTx
+	puts map[bucketID]int
+}
+
+func (p *putCounter) put(b bucketID, k, v []byte) error {
+	p.puts[b]++
+	return p.kvTx.put(b, k, v)
+}
+
+// TestCommitWritesEachStepOnce: a serial step's commit (step k completed,
+// step k+1 created and started) encodes and writes each step once, in
+// its final state, as it does the run.
+func TestCommitWritesEachStepOnce(t *testing.T) {
+	t.Parallel()
+	w := mustOpen(t, Config{})
+	runID := newRun(t, w, "wf")
+	step, next := testIDs.New(world.PrefixStep), testIDs.New(world.PrefixStep)
+	mustAppend(t, w, runID, ev(step, &world.StepCreated{StepName: "s"}), ev(step, &world.StepStarted{}))
+	pc := &putCounter{puts: map[bucketID]int{}}
+	err := w.s.kv.update(func(tx kvTx) error {
+		pc.kvTx = tx
+		_, err := w.s.appendTx(pc, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+			ev(step, &world.StepCompleted{Result: []byte(`1`)}), ev(next, &world.StepCreated{StepName: "s"}), ev(next, &world.StepStarted{}),
+		}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.puts[bSteps] != 2 || pc.puts[bRuns] != 1 || pc.puts[bStepsByRun] != 1 {
+		t.Fatalf("puts: steps %d, runs %d, steps_by_run %d; want 2, 1, 1", pc.puts[bSteps], pc.puts[bRuns], pc.puts[bStepsByRun])
+	}
+	st, err := w.GetStep(context.Background(), &world.GetStepParams{RunID: runID, StepID: next})
+	if err != nil || st.Status != world.StepStatusRunning || st.Attempt != 1 {
+		t.Fatalf("step k+1: %+v, %v", st, err)
+	}
 }

@@ -53,6 +53,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 	}
 	res := &world.AppendResult{Results: make([]world.EventResult, len(p.Events))}
 	first, changed := run, false
+	steps := &commitSteps{}
 	for i, in := range p.Events {
 		ev := world.Event{RunID: p.RunID, EventID: w.ids.New(world.PrefixEvent), CorrelationID: in.CorrelationID, Data: in.Data}
 		// Apply validates too; checking first keeps loadState from reading
@@ -60,7 +61,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		if err := world.ValidateEvent(ev); err != nil {
 			return nil, refusedAt(i, err)
 		}
-		st, err := w.loadState(tx, run, ev)
+		st, err := w.loadState(tx, run, ev, steps)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +71,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 			return nil, refusedAt(i, err)
 		}
 		if !eff.Skip {
-			if err := w.writeEffect(tx, st, eff); err != nil {
+			if err := w.writeEffect(tx, st, eff, steps); err != nil {
 				return nil, err
 			}
 			changed = true
@@ -86,9 +87,12 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 		}
 		run = eff.Run
 	}
-	// The run is written once per commit, in its final state: the events
-	// read it from run, not from the store.
+	// The run and each step are written once per commit, in their final
+	// state: the events read them from run and steps, not from the store.
 	if changed {
+		if err := w.putSteps(tx, steps); err != nil {
+			return nil, err
+		}
 		if err := putRun(tx, first, run); err != nil {
 			return nil, err
 		}
@@ -104,7 +108,7 @@ func (w *store) appendTx(tx kvTx, p *world.AppendParams) (*world.AppendResult, e
 // loadState reads what world.Apply needs to judge ev: the run (carried
 // through the commit), the entity the correlation ID names, the token's
 // holder and the idempotency key's run.
-func (w *store) loadState(tx kvTx, run *world.Run, ev world.Event) (world.State, error) {
+func (w *store) loadState(tx kvTx, run *world.Run, ev world.Event, steps *commitSteps) (world.State, error) {
 	st := world.State{Run: run}
 	corr := ev.CorrelationID
 	var err error
@@ -136,15 +140,17 @@ func (w *store) loadState(tx kvTx, run *world.Run, ev world.Event) (world.State,
 		st.Wait, err = getWait(tx, ev.RunID, corr)
 	default:
 		if world.IsStepEvent(ev.Type()) {
-			st.Step, err = w.decoded.step(tx, ev.RunID, corr)
+			if st.Step = steps.get(corr); st.Step == nil {
+				st.Step, err = w.decoded.step(tx, ev.RunID, corr)
+			}
 		}
 	}
 	return st, err
 }
 
-// writeEffect stores an accepted event and its effect, except the run,
-// which appendTx writes once per commit.
-func (w *store) writeEffect(tx kvTx, st world.State, eff world.Effect) error {
+// writeEffect stores an accepted event and its effect, except the run and
+// the steps, which appendTx writes once per commit.
+func (w *store) writeEffect(tx kvTx, st world.State, eff world.Effect, steps *commitSteps) error {
 	ev := eff.Event
 	b, err := encodeEvent(&ev)
 	if err != nil {
@@ -159,10 +165,7 @@ func (w *store) writeEffect(tx kvTx, st world.State, eff world.Effect) error {
 		}
 	}
 	if eff.Step != nil {
-		if err := putStep(tx, eff.Step, st.Step == nil, ev.Seq); err != nil {
-			return err
-		}
-		w.decoded.wroteStep(tx, eff.Step)
+		steps.set(eff.Step, st.Step == nil, ev.Seq)
 	}
 	if eff.Hook != nil {
 		if err := putHook(tx, &storedHook{Hook: *eff.Hook, Seq: ev.Seq}); err != nil {
@@ -232,6 +235,54 @@ func endRun(tx kvTx, runID string) error {
 		if err := tx.del(bWaits, k); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// commitSteps are the steps a commit changes, in the order it first
+// changes them, each as its last event left it: written once, at the end
+// of the commit (a serial step's commit creates step k+1 and starts it).
+type commitSteps struct {
+	order []*commitStep
+	byID  map[string]*commitStep
+}
+
+type commitStep struct {
+	st      *world.Step
+	created bool  // the commit created it
+	seq     int64 // its step_created, when created
+}
+
+// get returns the step as the commit left it so far, or nil.
+func (c *commitSteps) get(id string) *world.Step {
+	if cs := c.byID[id]; cs != nil {
+		return cs.st
+	}
+	return nil
+}
+
+// set records st as the commit leaves it; created (and seq) when the event
+// at seq created it.
+func (c *commitSteps) set(st *world.Step, created bool, seq int64) {
+	if cs := c.byID[st.StepID]; cs != nil {
+		cs.st = st
+		return
+	}
+	if c.byID == nil {
+		c.byID = map[string]*commitStep{}
+	}
+	cs := &commitStep{st: st, created: created, seq: seq}
+	c.byID[st.StepID] = cs
+	c.order = append(c.order, cs)
+}
+
+// putSteps writes the commit's steps.
+func (w *store) putSteps(tx kvTx, steps *commitSteps) error {
+	for _, cs := range steps.order {
+		if err := putStep(tx, cs.st, cs.created, cs.seq); err != nil {
+			return err
+		}
+		w.decoded.wroteStep(tx, cs.st)
 	}
 	return nil
 }
