@@ -128,7 +128,8 @@ func meanGap(stamps []time.Time, from, to int) time.Duration {
 }
 
 // BenchmarkEngineSeq runs a workflow of n serial no-op steps. It reports
-// ms/run, commits per step (goal: 1), and for n >= 20 the mean step-to-step
+// ms/run, commits per step (goal: 1), the process's CPU time per step
+// (cpu-µs/step, as BenchmarkEngineFanout), and for n >= 20 the mean step-to-step
 // gap over the first and the last ten steps and their ratio (goal: under
 // 1.2, flat: the step index does not slow a step down). The mean is noisy on
 // a shared machine; bench/peers' BenchmarkFlat1000 reports per-step medians
@@ -143,13 +144,15 @@ func BenchmarkEngineSeq(b *testing.B) {
 				var firstGap, lastGap time.Duration
 				commits := 0
 				b.ResetTimer()
+				var cpu time.Duration
 				for range b.N {
 					b.StopTimer()
 					eb.stamps = make([]time.Time, n)
 					runtime.GC() // each run starts from a collected heap
 					b.StartTimer()
-					before := eb.w.commits()
+					before, t0 := eb.w.commits(), cpuTime()
 					eb.run(b, eb.seq, n)
+					cpu += cpuTime() - t0
 					commits += eb.w.commits() - before - 1 // minus run_created
 					if n >= 20 {
 						firstGap += meanGap(eb.stamps, 0, 10)
@@ -159,6 +162,7 @@ func BenchmarkEngineSeq(b *testing.B) {
 				b.StopTimer()
 				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
 				b.ReportMetric(float64(commits)/float64(b.N*n), "commits/step")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*n), "cpu-µs/step")
 				if n >= 20 {
 					b.ReportMetric(float64(firstGap.Microseconds())/float64(b.N), "gap-first-µs")
 					b.ReportMetric(float64(lastGap.Microseconds())/float64(b.N), "gap-last-µs")
