@@ -122,6 +122,10 @@ type Config struct {
 	// compactMin is the size below which a log file is never compacted
 	// (default 64 MiB); tests set it small.
 	compactMin int64
+	// spillWindow is how many bytes of the values that go to disk a log
+	// store keeps in memory after their commit (default 1 MiB, spill.go);
+	// tests set it small.
+	spillWindow int64
 	// alloc is how a log store grows its file, for the benchmark that
 	// compares the ways.
 	alloc allocMode
@@ -176,6 +180,9 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.compactMin <= 0 {
 		out.compactMin = defaultCompactMin
+	}
+	if out.spillWindow <= 0 {
+		out.spillWindow = defaultSpillWindow
 	}
 	if out.fileMode == 0 {
 		out.fileMode = defaultFileMode

@@ -13,7 +13,9 @@ import (
 // entry answers a read only while the store holds those very bytes: a
 // stored value is never changed in place (a put stores a new copy), so the
 // same slice is the same value, and any other write of the key (a lease
-// renewal, a rolled-back commit's, a replay) makes the entry miss. Entries
+// renewal, a rolled-back commit's, a replay, the value's move to disk)
+// makes the entry miss. The store tells its version of a value without
+// reading it (kvTx.version), so a hit reads nothing from a file either. Entries
 // are values: a read gets its own copy of the entity (nested fields are
 // shared and, as everywhere an entity is copied, never changed in place).
 type decodedCache struct {
@@ -28,7 +30,7 @@ type decodedCache struct {
 type decodedMap[T any] map[string]decoded[T]
 
 type decoded[T any] struct {
-	v   []byte
+	ver *byte
 	ent T
 }
 
@@ -42,14 +44,14 @@ func sameValue(a, b []byte) bool { return len(a) > 0 && len(a) == len(b) && &a[0
 // getDecoded reads the entity stored under k in bucket b (nil when there
 // is none), from m when c (nil: no cache) holds its value.
 func getDecoded[T any](tx kvTx, b bucketID, k []byte, c *decodedCache, m *decodedMap[T]) (*T, error) {
-	v := tx.get(b, k)
-	if v == nil {
-		return nil, nil
-	}
+	var ver *byte
 	if c != nil {
+		if ver = tx.version(b, k); ver == nil {
+			return nil, nil
+		}
 		c.mu.Lock()
 		e, ok := (*m)[string(k)]
-		hit := ok && sameValue(e.v, v)
+		hit := ok && e.ver == ver
 		if hit {
 			c.hits++
 		} else {
@@ -61,24 +63,22 @@ func getDecoded[T any](tx kvTx, b bucketID, k []byte, c *decodedCache, m *decode
 			return &x, nil
 		}
 	}
-	var x T
-	if err := decode(b, k, v, &x); err != nil {
-		return nil, err
+	x, err := getJSON[T](tx, b, k)
+	if c != nil && x != nil {
+		keepDecoded(c, m, k, ver, x)
 	}
-	if c != nil {
-		keepDecoded(c, m, k, v, &x)
-	}
-	return &x, nil
+	return x, err
 }
 
-// keepDecoded notes that the stored value v of key k is x.
-func keepDecoded[T any](c *decodedCache, m *decodedMap[T], k, v []byte, x *T) {
+// keepDecoded notes that the stored value of key k whose version is ver
+// is x.
+func keepDecoded[T any](c *decodedCache, m *decodedMap[T], k []byte, ver *byte, x *T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if *m == nil || len(*m) >= maxDecoded {
 		*m = decodedMap[T]{}
 	}
-	(*m)[string(k)] = decoded[T]{v: v, ent: *x}
+	(*m)[string(k)] = decoded[T]{ver: ver, ent: *x}
 }
 
 // run reads a run as getRun does, from the cache when it holds its value.
@@ -96,15 +96,15 @@ func (c *decodedCache) step(tx kvTx, runID, stepID string) (*world.Step, error) 
 // key.
 func (c *decodedCache) wroteRun(tx kvTx, r *world.Run) {
 	k := runKey(r.RunID)
-	if v := tx.get(bRuns, k); v != nil {
-		keepDecoded(c, &c.runs, k, v, r)
+	if ver := tx.version(bRuns, k); ver != nil {
+		keepDecoded(c, &c.runs, k, ver, r)
 	}
 }
 
 // wroteStep notes the step a commit stored (putStep).
 func (c *decodedCache) wroteStep(tx kvTx, st *world.Step) {
 	k := stepKey(st.RunID, st.StepID)
-	if v := tx.get(bSteps, k); v != nil {
-		keepDecoded(c, &c.steps, k, v, st)
+	if ver := tx.version(bSteps, k); ver != nil {
+		keepDecoded(c, &c.steps, k, ver, st)
 	}
 }

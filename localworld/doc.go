@@ -24,8 +24,8 @@
 //
 // # The log format
 //
-// All the data lives in memory, in the B-trees of the memory mode; the
-// file is a log of their changes. A commit appends one record (magic,
+// The data lives in the B-trees of the memory mode (but for values moved
+// back to the file, below); the file is a log of their changes. A commit appends one record (magic,
 // length, CRC-32C, sequence number, then the transaction's puts and
 // deletes) with a single write, then fdatasyncs before the call returns:
 // one device flush per commit.
@@ -47,19 +47,25 @@
 // committed meanwhile, fsyncs, renames it over the store and fsyncs the
 // directory (kv_log_compact.go, where its crash safety is argued).
 //
-// The cost is memory. Holding the data in memory is acceptable for what the
-// local world is for (development, tests, the quickstart, a laptop), but it
-// is real: about 1.5 times the encoded data, or about 2.7 KB per serial step
-// with a small input and result (measured: 10,000 such steps, 18 MB of
-// records, 28 MB of heap), and events are never deleted. Open also reads
-// the whole file at once, briefly holding up to max(64 MiB, twice the live
-// data) more. So a long-running worker's heap grows with every run it
-// adds, by design (measured: three rounds of 1,000 two-step runs, heap
-// 10, 20, 29 MB after GC, about 1.75 times the store's live bytes, every
-// entry a run's own data). Nothing else in the World grows with use: the
-// one structure that could, the channels StreamChanged keeps for streams
-// being watched, is bounded (maxStreamWatches, 4,096 streams; a closed
-// stream keeps none).
+// The cost is memory, less so for a file. Every key stays in the
+// B-trees, but the values of the buckets that grow with runs and steps
+// (runs, events, steps, hooks, stream chunks; 64 bytes or more) stay in
+// memory only while they are among the newest 1 MiB of such values
+// committed: then the tree keeps where the value is in the file (offset,
+// length, CRC-32C: 16 bytes after the key), and a read fetches it and
+// checks it, so bytes changed on disk since are ErrCorrupt (also
+// world.ErrCorrupt) naming the bucket and key, never other data (spill.go).
+// Open keeps every such value on disk. What a store keeps in memory is
+// then its keys: about 1.8 KB per serial step of a file store (nine keys
+// of 8 to 72 bytes, most spelling out the run and step IDs, and their
+// B-tree entries; measured: BenchmarkFootprint10000 in bench/peers, one
+// 10,000-step run), 2.8 KB in memory, and events are never deleted. Open
+// also reads the whole file at once, briefly holding up to max(64 MiB,
+// twice the live data) more. So a long-running worker's heap grows with
+// every run it adds, by design, every entry a run's own data. Nothing else
+// in the World grows with use: the one structure that could, the channels
+// StreamChanged keeps for streams being watched, is bounded
+// (maxStreamWatches, 4,096 streams; a closed stream keeps none).
 //
 // # The retired bbolt format
 //

@@ -176,25 +176,16 @@ func getHook(tx kvTx, id string) (*storedHook, error) {
 	if id == "" {
 		return nil, nil
 	}
-	k := hookKey(id)
-	v := tx.get(bHooks, k)
-	if v == nil {
-		return nil, nil
-	}
-	var h storedHook
-	if err := decode(bHooks, k, v, &h); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return getJSON[storedHook](tx, bHooks, hookKey(id))
 }
 
 func getHookByToken(tx kvTx, token string) (*storedHook, error) {
 	if token == "" {
 		return nil, nil
 	}
-	id := tx.get(bHookTokens, tokenKey(token))
-	if id == nil {
-		return nil, nil
+	id, err := tx.get(bHookTokens, tokenKey(token))
+	if id == nil || err != nil {
+		return nil, err
 	}
 	return getHook(tx, string(id))
 }
@@ -221,7 +212,11 @@ func deleteHook(tx kvTx, h *storedHook) error {
 	if err := tx.del(bHooks, hookKey(h.HookID)); err != nil {
 		return err
 	}
-	if string(tx.get(bHookTokens, tokenKey(h.Token))) == h.HookID {
+	id, err := tx.get(bHookTokens, tokenKey(h.Token))
+	if err != nil {
+		return err
+	}
+	if string(id) == h.HookID {
 		if err := tx.del(bHookTokens, tokenKey(h.Token)); err != nil {
 			return err
 		}
@@ -236,14 +231,5 @@ func getWait(tx kvTx, runID, waitID string) (*world.Wait, error) {
 	if waitID == "" {
 		return nil, nil
 	}
-	k := waitKey(runID, waitID)
-	v := tx.get(bWaits, k)
-	if v == nil {
-		return nil, nil
-	}
-	var wt world.Wait
-	if err := decode(bWaits, k, v, &wt); err != nil {
-		return nil, err
-	}
-	return &wt, nil
+	return getJSON[world.Wait](tx, bWaits, waitKey(runID, waitID))
 }

@@ -60,16 +60,11 @@ func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 			if !ok {
 				return world.Event{}, false, nil
 			}
-			k := eventKey(runID, int64(seq))
-			v := tx.get(bEvents, k)
-			if v == nil {
-				return world.Event{}, false, nil
-			}
-			var ev world.Event
-			if err := decode(bEvents, k, v, &ev); err != nil {
+			ev, err := getJSON[world.Event](tx, bEvents, eventKey(runID, int64(seq)))
+			if ev == nil || err != nil {
 				return world.Event{}, false, err
 			}
-			return ev, true, nil
+			return *ev, true, nil
 		})
 		return err
 	})

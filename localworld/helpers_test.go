@@ -17,13 +17,16 @@ import (
 type mode struct {
 	name    string
 	durable bool
-	sync    SyncPolicy
+	// spillWindow: Config.spillWindow (0: the default).
+	spillWindow int64
+	sync        SyncPolicy
 }
 
 var modes = []mode{
 	{name: "memory"},
 	{name: "log-every-commit", durable: true, sync: SyncEveryCommit},
-	{name: "log-batch", durable: true, sync: SyncBatch},
+	// Values go to disk right after their commit (spill.go).
+	{name: "log-batch", durable: true, sync: SyncBatch, spillWindow: 1},
 	{name: "log-none", durable: true, sync: SyncNone},
 }
 
@@ -41,7 +44,7 @@ func forModes(t *testing.T, fn func(t *testing.T, m mode)) {
 // config returns the Config of mode m in a fresh directory.
 func (m mode) config(t *testing.T) Config {
 	t.Helper()
-	c := Config{Sync: m.sync, LockTimeout: 200 * time.Millisecond}
+	c := Config{Sync: m.sync, LockTimeout: 200 * time.Millisecond, spillWindow: m.spillWindow}
 	if m.durable {
 		c.Path = filepath.Join(t.TempDir(), "world.db")
 	}

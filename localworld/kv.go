@@ -27,8 +27,16 @@ type kvStore interface {
 // only until the transaction ends and must not be modified; put keeps its
 // arguments until the transaction ends (the store keeps copies), so the
 // caller must not modify them before then.
+//
+// A log store reads some values from its file (spill.go): get and scan
+// fail with ErrCorrupt when those bytes do not check.
 type kvTx interface {
-	get(b bucketID, key []byte) []byte
+	// get returns the value stored under key, nil when there is none.
+	get(b bucketID, key []byte) ([]byte, error)
+	// version identifies the value stored under key without reading it:
+	// the same pointer while the store holds that very value, nil when
+	// there is none (decoded.go).
+	version(b bucketID, key []byte) *byte
 	put(b bucketID, key, value []byte) error
 	del(b bucketID, key []byte) error
 	// scan calls fn for each key in [lo, hi), ascending, or descending when

@@ -15,7 +15,8 @@ import (
 )
 
 // logStore is the kvStore of a file store: the data lives in memStore's
-// B-trees, and the file is a log of their changes (logfile.go). A write
+// B-trees, and the file is a log of their changes (logfile.go), which
+// the trees read older values back from (spill.go). A write
 // transaction runs on the trees like memStore's, recording its puts and
 // deletes; its commit appends them to the file as one record, written with
 // one write call, then fdatasyncs (SyncEveryCommit, SyncBatch) before the
@@ -54,8 +55,9 @@ type logStore struct {
 	group  bool
 	logger *slog.Logger
 
-	allocMode  allocMode
-	compactMin int64
+	allocMode   allocMode
+	compactMin  int64
+	spillWindow int64
 
 	// Guarded by mem.mu (the write lock).
 	f            *os.File
@@ -75,6 +77,10 @@ type logStore struct {
 	gmu     sync.Mutex
 	queue   []*logCall
 	leading bool
+
+	// spills: the values the last commits wrote that go to disk once
+	// newer ones fill the window (spill.go). Guarded by mem.mu.
+	spills spillQueue
 }
 
 // logTx is a write transaction: memStore's, plus the writes it commits
@@ -133,38 +139,46 @@ func (t *logTx) record(w logWrite) {
 
 func writeKey(b bucketID, k []byte) string { return string(append([]byte{byte(b)}, k...)) }
 
-// appendOps appends the transaction's writes to a record.
-func (t *logTx) appendOps(rec []byte) []byte {
+// appendOps appends the transaction's writes to rec, a record to be
+// written at offset at, and queues the values that go to disk later with
+// their offsets (spill.go).
+func (t *logTx) appendOps(rec []byte, q *spillQueue, at int64) []byte {
 	for _, w := range t.writes {
 		if w.del {
 			rec = appendDelOp(rec, w.b, w.k)
-		} else {
-			rec = appendPutOp(rec, w.b, w.k, w.v)
+			continue
+		}
+		rec = appendPutOp(rec, w.b, w.k, w.v)
+		if q != nil && goesToDisk(w.b, len(w.v)) {
+			q.push(spilled{b: w.b, k: w.k, v: w.v, off: at + int64(len(rec)-len(w.v))})
 		}
 	}
 	return rec
 }
 
 func (t *logTx) put(b bucketID, k, v []byte) error {
-	old := t.memTx.get(b, k)
-	if err := t.memTx.put(b, k, v); err != nil {
+	old, had := t.memTx.item(b, k)
+	it, err := t.memTx.putItem(b, k, v)
+	if err != nil {
 		return err
 	}
-	t.record(logWrite{b: b, k: k, v: v})
-	t.delta += entrySize(k, v)
-	if old != nil {
-		t.delta -= entrySize(k, old)
+	// The stored copies: the commit may keep them past the transaction
+	// (spill.go).
+	t.record(logWrite{b: b, k: it.k, v: it.v})
+	t.delta += entrySize(it)
+	if had {
+		t.delta -= entrySize(old)
 	}
 	return nil
 }
 
 func (t *logTx) del(b bucketID, k []byte) error {
-	old := t.memTx.get(b, k)
-	if err := t.memTx.del(b, k); err != nil || old == nil {
+	old, err := t.memTx.delItem(b, k)
+	if err != nil || old.k == nil {
 		return err
 	}
-	t.record(logWrite{b: b, k: bytes.Clone(k), del: true})
-	t.delta -= entrySize(k, old)
+	t.record(logWrite{b: b, k: old.k, del: true})
+	t.delta -= entrySize(old)
 	return nil
 }
 
@@ -228,8 +242,9 @@ func (s *logStore) commit(txs []*logTx) error {
 	rec := append(s.rec[:0], zeroRecHeader[:]...)
 	rec = append(rec, recKindCommit)
 	var delta int64
+	spillFrom := len(s.spills.q)
 	for _, tx := range txs {
-		rec = tx.appendOps(rec)
+		rec = tx.appendOps(rec, &s.spills, s.end)
 		delta += tx.delta
 	}
 	sealRecord(rec, s.nextSeq)
@@ -243,6 +258,7 @@ func (s *logStore) commit(txs []*logTx) error {
 		err = s.append(rec)
 	}
 	if err != nil {
+		s.spills.drop(spillFrom)
 		for i := len(txs) - 1; i >= 0; i-- {
 			txs[i].rollback()
 		}
@@ -250,6 +266,7 @@ func (s *logStore) commit(txs []*logTx) error {
 	}
 	s.nextSeq++
 	s.live += delta
+	s.spill()
 	s.maybeCompact()
 	return nil
 }

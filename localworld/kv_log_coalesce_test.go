@@ -70,7 +70,7 @@ func lastRecordOps(t *testing.T, path string) int {
 	}
 	n := 0
 	count := func(bucketID, []byte) { n++ }
-	if err := applyOps(rec.ops, func(b bucketID, k, _ []byte) { count(b, k) }, count); err != nil {
+	if err := applyOps(rec.ops, func(b bucketID, k, _ []byte, _ int) { count(b, k) }, count); err != nil {
 		t.Fatal(err)
 	}
 	return n

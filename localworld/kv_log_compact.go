@@ -20,14 +20,18 @@ import (
 //  2. In the background, while commits go on: write the clones as snapshot
 //     records to a temporary file beside the store (locked, like the
 //     store), write its header, fsync it.
-//  3. Under the write lock: copy the records committed since step 1, bytes
-//     as they are, after the snapshot; fsync; rename the file over the
-//     store; fsync the directory; append to the new file from then on.
+//  3. Still in the background: read the snapshot back into new B-trees,
+//     as Open would (checking every record), whose values on disk are in
+//     the new file (spill.go).
+//  4. Under the write lock: copy the records committed since step 1, bytes
+//     as they are, after the snapshot, and replay them into the new trees;
+//     fsync; rename the file over the store; fsync the directory; then
+//     read and append to the new file, through the new trees.
 //
 // Until the rename the store's file is untouched and complete, so a crash
 // leaves it as it was plus an orphaned temporary file, which the next Open
 // removes. The rename replaces one complete file with another that holds
-// the same commits. Commits wait for step 3 only, whose copy is short; the
+// the same commits. Commits wait for step 4 only, whose copy is short; the
 // directory is synced before any commit goes to the new file, so no commit
 // depends on a rename a machine crash could undo.
 
@@ -40,8 +44,9 @@ var errCompactStopped = errors.New("the store is closing")
 
 type compactJob struct {
 	trees    [numBuckets]*btree.BTreeG[memItem]
-	firstSeq uint64 // seq of the first record after the snapshot
-	from     int64  // log offset of that record
+	f        *os.File // the file the trees' values on disk are in
+	firstSeq uint64   // seq of the first record after the snapshot
+	from     int64    // log offset of that record
 }
 
 // maybeCompact starts a compaction when one is due. Called with mem.mu
@@ -50,7 +55,7 @@ func (s *logStore) maybeCompact() {
 	if s.compacting || s.stop.Load() || s.end < s.compactAfter || s.end <= max(s.compactMin, 2*s.live) {
 		return
 	}
-	job := &compactJob{firstSeq: s.nextSeq, from: s.end}
+	job := &compactJob{f: s.f, firstSeq: s.nextSeq, from: s.end}
 	for i := range job.trees {
 		job.trees[i] = s.mem.buckets[i].Clone()
 	}
@@ -66,13 +71,20 @@ func (s *logStore) compact(job *compactJob) {
 	start := time.Now()
 	tmp, snapEnd, err := s.writeSnapshot(job)
 	job.trees = [numBuckets]*btree.BTreeG[memItem]{}
+	var next *memStore
+	if err == nil {
+		if next, err = readSnapshot(s.path, tmp, snapEnd); err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}
 
 	s.mem.mu.Lock()
 	defer s.mem.mu.Unlock()
 	s.compacting = false
 	before := s.end
 	if err == nil {
-		err = s.switchTo(tmp, job, snapEnd)
+		err = s.switchTo(tmp, job, snapEnd, next)
 	}
 	if err != nil {
 		s.compactAfter = 2 * s.end // try again when the log has doubled
@@ -131,7 +143,13 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 	for b, t := range job.trees {
 		var werr error
 		t.Ascend(func(it memItem) bool {
-			payload = appendPutOp(payload, bucketID(b), it.k, it.v)
+			v := it.v
+			if it.onDisk() {
+				if v, werr = readValue(job.f, bucketID(b), it.k, it.ref()); werr != nil {
+					return false
+				}
+			}
+			payload = appendPutOp(payload, bucketID(b), it.k, v)
 			if len(payload) >= snapshotRecordSize {
 				if s.stop.Load() {
 					werr = errCompactStopped
@@ -160,11 +178,27 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 	return off, nil
 }
 
+// readSnapshot reads the snapshot just written to tmp into new trees, as
+// Open would.
+func readSnapshot(path string, tmp *os.File, snapEnd int64) (*memStore, error) {
+	buf := make([]byte, snapEnd)
+	if _, err := tmp.ReadAt(buf, 0); err != nil {
+		return nil, fmt.Errorf("read the snapshot back: %w", err)
+	}
+	next := newMemStore()
+	next.disk = tmp
+	if _, err := replayLog(path, buf, next); err != nil {
+		return nil, fmt.Errorf("read the snapshot back: %w", err)
+	}
+	return next, nil
+}
+
 // switchTo finishes a compaction: it appends to tmp the records committed
-// since the snapshot, syncs it, renames it over the store and syncs the
-// directory. Called with mem.mu held. On failure before the rename, tmp is
-// removed and the store is unchanged.
-func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64) error {
+// since the snapshot and replays them into next (the snapshot's trees),
+// syncs tmp, renames it over the store, syncs the directory, and takes
+// next's trees as the store's. Called with mem.mu held. On failure before
+// the rename, tmp is removed and the store is unchanged.
+func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64, next *memStore) error {
 	fail := func(err error) error {
 		_ = tmp.Close()
 		_ = os.Remove(tmp.Name())
@@ -177,16 +211,15 @@ func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64) error 
 		return fail(errCompactStopped)
 	}
 	if n := s.end - job.from; n > 0 {
-		buf := make([]byte, min(n, 1<<20))
-		for off := job.from; off < s.end; {
-			chunk := buf[:min(int64(len(buf)), s.end-off)]
-			if _, err := s.f.ReadAt(chunk, off); err != nil {
-				return fail(fmt.Errorf("read the records committed meanwhile: %w", err))
-			}
-			if _, err := tmp.WriteAt(chunk, snapEnd+off-job.from); err != nil {
-				return fail(err)
-			}
-			off += int64(len(chunk))
+		tail := make([]byte, n)
+		if _, err := s.f.ReadAt(tail, job.from); err != nil {
+			return fail(fmt.Errorf("read the records committed meanwhile: %w", err))
+		}
+		if err := replayTail(next, tail, snapEnd, job.firstSeq); err != nil {
+			return fail(err)
+		}
+		if _, err := tmp.WriteAt(tail, snapEnd); err != nil {
+			return fail(err)
 		}
 		if err := tmp.Sync(); err != nil {
 			return fail(err)
@@ -199,10 +232,32 @@ func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64) error 
 	// The path names the new file now: commits go there, whatever follows.
 	old := s.f
 	s.f, s.end, s.alloc = tmp, end, end
+	s.mem.buckets, s.mem.disk = next.buckets, tmp
+	s.spills.reset()
 	_ = old.Close()
 	if err := syncDir(s.dir); err != nil {
 		s.failed = fmt.Errorf("localworld: %s: compaction could not sync the directory, so the store takes no more writes (reopen it): %w", s.path, err)
 		return s.failed
+	}
+	return nil
+}
+
+// replayTail replays into next the commit records in tail, which starts at
+// offset base of the new file with the record of sequence seq.
+func replayTail(next *memStore, tail []byte, base int64, seq uint64) error {
+	var r replayed
+	for off := int64(0); off < int64(len(tail)); seq++ {
+		rec, bad := readRecord(tail, off)
+		if bad == "" && (rec.seq != seq || rec.kind != recKindCommit) {
+			bad = fmt.Sprintf("seq %d kind %d, want seq %d kind %d", rec.seq, rec.kind, seq, recKindCommit)
+		}
+		if bad != "" {
+			return fmt.Errorf("the records committed meanwhile, at their offset %d: %s", off, bad)
+		}
+		if err := r.apply(next, rec, base+off); err != nil {
+			return fmt.Errorf("the records committed meanwhile, at their offset %d: %w", off, err)
+		}
+		off = rec.end
 	}
 	return nil
 }

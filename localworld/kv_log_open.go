@@ -242,6 +242,7 @@ func openLog(cfg *Config) (*logStore, error) {
 		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
 	}
 	mem := newMemStore()
+	mem.disk = f // values on disk are read from it (spill.go)
 	r, err := replayLog(path, buf, mem)
 	if err != nil {
 		return nil, err
@@ -279,20 +280,21 @@ func openLog(cfg *Config) (*logStore, error) {
 		}
 	}
 	s := &logStore{
-		mem:        mem,
-		path:       path,
-		file:       file,
-		dir:        filepath.Dir(file),
-		sync:       cfg.Sync,
-		group:      cfg.Sync != SyncNone,
-		logger:     logger,
-		allocMode:  cfg.alloc,
-		compactMin: cfg.compactMin,
-		f:          f,
-		end:        r.end,
-		alloc:      size,
-		nextSeq:    r.nextSeq,
-		live:       r.live,
+		mem:         mem,
+		path:        path,
+		file:        file,
+		dir:         filepath.Dir(file),
+		sync:        cfg.Sync,
+		group:       cfg.Sync != SyncNone,
+		logger:      logger,
+		allocMode:   cfg.alloc,
+		compactMin:  cfg.compactMin,
+		spillWindow: cfg.spillWindow,
+		f:           f,
+		end:         r.end,
+		alloc:       size,
+		nextSeq:     r.nextSeq,
+		live:        r.live,
 	}
 	logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: replayed the log",
 		slog.String("path", path), slog.Int64("bytes", r.end), slog.Int("records", r.records), slog.Int64("liveBytes", r.live))

@@ -3,6 +3,7 @@ package localworld
 import (
 	"bytes"
 	"errors"
+	"os"
 	"sync"
 
 	"github.com/google/btree"
@@ -16,8 +17,14 @@ type memStore struct {
 	mu      sync.RWMutex
 	closed  bool
 	buckets [numBuckets]*btree.BTreeG[memItem]
+	// disk is the log file that values on disk are read from (spill.go);
+	// nil in memory. Guarded by mu: readers hold it shared.
+	disk *os.File
 }
 
+// memItem is a key and its value. In a log store a value may be on disk
+// instead (spill.go): v is then nil, and where the value is follows the
+// key in its array (k's capacity); every item in memory has a non-nil v.
 type memItem struct {
 	k, v []byte
 }
@@ -86,54 +93,94 @@ type memTx struct {
 	undo     []memUndo
 }
 
+// memUndo undoes one write: old is what the key held (its key and value
+// or reference), when existed.
 type memUndo struct {
 	b       bucketID
-	k, v    []byte
+	k       []byte
+	old     memItem
 	existed bool
 }
 
-func (tx *memTx) get(b bucketID, k []byte) []byte {
-	it, ok := tx.s.buckets[b].Get(memItem{k: k})
-	if !ok {
-		return nil
+// value is the item's value, read from the file when it is on disk.
+func (tx *memTx) value(b bucketID, it memItem) ([]byte, error) {
+	if !it.onDisk() {
+		return it.v, nil
 	}
-	return it.v
+	return readValue(tx.s.disk, b, it.k, it.ref())
+}
+
+func (tx *memTx) item(b bucketID, k []byte) (memItem, bool) {
+	return tx.s.buckets[b].Get(memItem{k: k})
+}
+
+func (tx *memTx) get(b bucketID, k []byte) ([]byte, error) {
+	it, ok := tx.item(b, k)
+	if !ok {
+		return nil, nil
+	}
+	return tx.value(b, it)
+}
+
+func (tx *memTx) version(b bucketID, k []byte) *byte {
+	if it, ok := tx.item(b, k); ok {
+		return it.version()
+	}
+	return nil
 }
 
 func (tx *memTx) put(b bucketID, k, v []byte) error {
+	_, err := tx.putItem(b, k, v)
+	return err
+}
+
+// putItem is put, returning the item stored and the one replaced (when
+// existed).
+func (tx *memTx) putItem(b bucketID, k, v []byte) (memItem, error) {
 	if !tx.writable {
-		return errors.New("put in a read transaction")
+		return memItem{}, errors.New("put in a read transaction")
 	}
 	if err := checkKey(k); err != nil {
-		return err
+		return memItem{}, err
 	}
 	// Keys are built in buffers with room to spare: keep an exact copy of
 	// the key and the value, in one allocation, as a replayed log does.
+	it := ownedItem(k, v)
+	old, existed := tx.s.buckets[b].ReplaceOrInsert(it)
+	tx.undo = append(tx.undo, memUndo{b: b, k: it.k, old: old, existed: existed})
+	return it, nil
+}
+
+// ownedItem copies k and v into one allocation.
+func ownedItem(k, v []byte) memItem {
 	kv := make([]byte, len(k)+len(v))
 	copy(kv, k)
 	copy(kv[len(k):], v)
-	k, v = kv[:len(k):len(k)], kv[len(k):]
-	old, existed := tx.s.buckets[b].ReplaceOrInsert(memItem{k: k, v: v})
-	tx.undo = append(tx.undo, memUndo{b: b, k: k, v: old.v, existed: existed})
-	return nil
+	return memItem{k: kv[:len(k):len(k)], v: kv[len(k):]}
 }
 
 func (tx *memTx) del(b bucketID, k []byte) error {
+	_, err := tx.delItem(b, k)
+	return err
+}
+
+// delItem is del, returning the item deleted, if any.
+func (tx *memTx) delItem(b bucketID, k []byte) (memItem, error) {
 	if !tx.writable {
-		return errors.New("delete in a read transaction")
+		return memItem{}, errors.New("delete in a read transaction")
 	}
 	old, existed := tx.s.buckets[b].Delete(memItem{k: k})
 	if existed {
-		tx.undo = append(tx.undo, memUndo{b: b, k: old.k, v: old.v, existed: true})
+		tx.undo = append(tx.undo, memUndo{b: b, k: old.k, old: old, existed: true})
 	}
-	return nil
+	return old, nil
 }
 
 func (tx *memTx) rollback() {
 	for i := len(tx.undo) - 1; i >= 0; i-- {
 		u := tx.undo[i]
 		if u.existed {
-			tx.s.buckets[u.b].ReplaceOrInsert(memItem{k: u.k, v: u.v})
+			tx.s.buckets[u.b].ReplaceOrInsert(u.old)
 		} else {
 			tx.s.buckets[u.b].Delete(memItem{k: u.k})
 		}
@@ -143,7 +190,17 @@ func (tx *memTx) rollback() {
 
 func (tx *memTx) scan(b bucketID, lo, hi []byte, desc bool, fn func(k, v []byte) bool) error {
 	t := tx.s.buckets[b]
-	iter := func(it memItem) bool { return fn(it.k, it.v) }
+	var err error
+	iter := func(it memItem) bool {
+		if !it.onDisk() {
+			return fn(it.k, it.v)
+		}
+		var v []byte
+		if v, err = tx.value(b, it); err != nil {
+			return false
+		}
+		return fn(it.k[:len(it.k):len(it.k)], v) // the reference stays out of reach
+	}
 	switch {
 	case !desc && hi == nil:
 		t.AscendGreaterOrEqual(memItem{k: lo}, iter)
@@ -154,11 +211,11 @@ func (tx *memTx) scan(b bucketID, lo, hi []byte, desc bool, fn func(k, v []byte)
 			if bytes.Compare(it.k, lo) < 0 {
 				return false
 			}
-			return fn(it.k, it.v)
+			return iter(it)
 		}
 		if hi == nil {
 			t.Descend(below)
-			return nil
+			return err
 		}
 		t.DescendLessOrEqual(memItem{k: hi}, func(it memItem) bool {
 			if bytes.Equal(it.k, hi) {
@@ -167,5 +224,5 @@ func (tx *memTx) scan(b bucketID, lo, hi []byte, desc bool, fn func(k, v []byte)
 			return below(it)
 		})
 	}
-	return nil
+	return err
 }

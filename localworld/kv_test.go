@@ -53,10 +53,10 @@ func TestKVGetPutDelete(t *testing.T) {
 			if err := tx.put(bRuns, []byte("a"), []byte("1")); err != nil {
 				return err
 			}
-			if got := tx.get(bRuns, []byte("a")); string(got) != "1" {
+			if got, _ := tx.get(bRuns, []byte("a")); string(got) != "1" {
 				return fmt.Errorf("own write: got %q", got)
 			}
-			if got := tx.get(bSteps, []byte("a")); got != nil {
+			if got, _ := tx.get(bSteps, []byte("a")); got != nil {
 				return fmt.Errorf("buckets are separate: got %q", got)
 			}
 			if err := tx.put(bRuns, []byte("a"), []byte("2")); err != nil {
@@ -72,10 +72,10 @@ func TestKVGetPutDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.view(func(tx kvTx) error {
-			if got := tx.get(bRuns, []byte("a")); string(got) != "2" {
+			if got, _ := tx.get(bRuns, []byte("a")); string(got) != "2" {
 				return fmt.Errorf("a = %q, want 2", got)
 			}
-			if got := tx.get(bRuns, []byte("b")); got != nil {
+			if got, _ := tx.get(bRuns, []byte("b")); got != nil {
 				return fmt.Errorf("b = %q after delete", got)
 			}
 			return tx.del(bRuns, []byte("missing")) // deleting nothing in a view must not be allowed
@@ -107,7 +107,7 @@ func TestKVRollback(t *testing.T) {
 			t.Fatalf("after rollback keys = %q", got)
 		}
 		_ = s.view(func(tx kvTx) error {
-			if v := tx.get(bRuns, []byte("keep")); string(v) != "v1" {
+			if v, _ := tx.get(bRuns, []byte("keep")); string(v) != "v1" {
 				t.Errorf("after rollback keep = %q, want v1", v)
 			}
 			return nil

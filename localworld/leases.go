@@ -18,16 +18,7 @@ type runLease struct {
 func leaseKey(runID string) []byte { return newKey().raw(runID) }
 
 func getLease(tx kvTx, runID string) (*runLease, error) {
-	k := leaseKey(runID)
-	v := tx.get(bLeases, k)
-	if v == nil {
-		return nil, nil
-	}
-	var l runLease
-	if err := decode(bLeases, k, v, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return getJSON[runLease](tx, bLeases, leaseKey(runID))
 }
 
 func (w *store) leaseParams(p *world.RunLeaseParams) (time.Duration, error) {

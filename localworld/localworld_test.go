@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 			t.Parallel()
 			worldtest.Run(t, worldtest.Options{New: func(t *testing.T) worldtest.Subject {
 				clock := new(worldtest.Clock)
-				cfg := Config{Sync: m.sync, Limits: suiteLimits}
+				cfg := Config{Sync: m.sync, Limits: suiteLimits, spillWindow: m.spillWindow}
 				if m.durable {
 					cfg.Path = filepath.Join(t.TempDir(), "world.db")
 				}

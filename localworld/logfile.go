@@ -169,7 +169,7 @@ func appendDelOp(dst []byte, b bucketID, k []byte) []byte {
 
 // entrySize is what a live key and value cost in a snapshot: the bytes of
 // its put operation, about.
-func entrySize(k, v []byte) int64 { return int64(len(k) + len(v) + 6) }
+func entrySize(it memItem) int64 { return int64(len(it.k) + it.size() + 6) }
 
 // logRecord is a record found by readRecord.
 type logRecord struct {
@@ -244,9 +244,11 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// applyOps replays a record's operations through put and del, which keep
-// their arguments: keys and values are copied out of ops first.
-func applyOps(ops []byte, put func(b bucketID, k, v []byte), del func(b bucketID, k []byte)) error {
+// applyOps replays a record's operations through put and del. Their
+// arguments are slices of ops, which put and del copy what they keep out
+// of; at is the offset of the value in ops.
+func applyOps(ops []byte, put func(b bucketID, k, v []byte, at int), del func(b bucketID, k []byte)) error {
+	all := len(ops)
 	for len(ops) > 0 {
 		if len(ops) < 2 {
 			return errors.New("operation cut short")
@@ -266,10 +268,7 @@ func applyOps(ops []byte, put func(b bucketID, k, v []byte), del func(b bucketID
 			if !ok {
 				return errors.New("bad value")
 			}
-			kv := make([]byte, len(k)+len(v))
-			copy(kv, k)
-			copy(kv[len(k):], v)
-			put(b, kv[:len(k):len(k)], kv[len(k):])
+			put(b, k, v, all-len(rest2)-len(v))
 			ops = rest2
 		case opDel:
 			del(b, k)
@@ -363,6 +362,32 @@ type replayed struct {
 	torn    *tornTailError
 }
 
+// apply replays the operations of rec, the record at offset off of the
+// file, into the trees of s, keeping the live size. In a store with a file,
+// the values that go there are read from it from then on (spill.go).
+func (r *replayed) apply(s *memStore, rec logRecord, off int64) error {
+	opsAt := off + recHeaderSize + 1
+	put := func(b bucketID, k, v []byte, at int) {
+		var it memItem
+		if s.disk != nil && goesToDisk(b, len(v)) {
+			it = diskItem(k, v, opsAt+int64(at))
+		} else {
+			it = ownedItem(k, v)
+		}
+		old, existed := s.buckets[b].ReplaceOrInsert(it)
+		r.live += entrySize(it)
+		if existed {
+			r.live -= entrySize(old)
+		}
+	}
+	del := func(b bucketID, k []byte) {
+		if old, existed := s.buckets[b].Delete(memItem{k: k}); existed {
+			r.live -= entrySize(old)
+		}
+	}
+	return applyOps(rec.ops, put, del)
+}
+
 // replayLog checks and replays buf, the whole file, into the trees of s:
 // the header, then the snapshot records, then the commit records in order,
 // each with its checksum and sequence. Damage is ErrCorrupt naming the
@@ -381,19 +406,6 @@ func replayLog(path string, buf []byte, s *memStore) (replayed, error) {
 		return replayed{}, corrupt("%v", err)
 	}
 	r := replayed{header: h}
-	put := func(b bucketID, k, v []byte) {
-		old, existed := s.buckets[b].ReplaceOrInsert(memItem{k: k, v: v})
-		r.live += entrySize(k, v)
-		if existed {
-			r.live -= entrySize(old.k, old.v)
-		}
-	}
-	del := func(b bucketID, k []byte) {
-		if old, existed := s.buckets[b].Delete(memItem{k: k}); existed {
-			r.live -= entrySize(old.k, old.v)
-		}
-	}
-
 	off := int64(logHeaderSize)
 	for i := uint64(1); i <= h.snapRecords; i++ {
 		rec, bad := readRecord(buf[:h.snapEnd], off)
@@ -403,7 +415,7 @@ func replayLog(path string, buf []byte, s *memStore) (replayed, error) {
 		case rec.seq != i || rec.kind != recKindSnapshot:
 			return replayed{}, corrupt("snapshot record at offset %d: seq %d kind %d, want seq %d kind %d", off, rec.seq, rec.kind, i, recKindSnapshot)
 		}
-		if err := applyOps(rec.ops, put, del); err != nil {
+		if err := r.apply(s, rec, off); err != nil {
 			return replayed{}, corrupt("snapshot record at offset %d: %v", off, err)
 		}
 		off = rec.end
@@ -416,7 +428,7 @@ func replayLog(path string, buf []byte, s *memStore) (replayed, error) {
 	for off < size {
 		rec, bad := readRecord(buf, off)
 		if bad == "" && rec.seq == seq && rec.kind == recKindCommit {
-			if err := applyOps(rec.ops, put, del); err != nil {
+			if err := r.apply(s, rec, off); err != nil {
 				return replayed{}, corrupt("record at offset %d (seq %d): %v", off, seq, err)
 			}
 			off, seq = rec.end, seq+1

@@ -113,16 +113,7 @@ func (w *store) Enqueue(ctx context.Context, p *world.EnqueueParams) (*world.Enq
 }
 
 func getIdem(tx kvTx, k string) (*queueIdem, error) {
-	key := idemKey(k)
-	v := tx.get(bQueueIdem, key)
-	if v == nil {
-		return nil, nil
-	}
-	var rec queueIdem
-	if err := decode(bQueueIdem, key, v, &rec); err != nil {
-		return nil, err
-	}
-	return &rec, nil
+	return getJSON[queueIdem](tx, bQueueIdem, idemKey(k))
 }
 
 // sweepIdem deletes up to idemSweep idempotency keys that expired.
@@ -154,16 +145,7 @@ func sweepIdem(tx kvTx, now time.Time) error {
 }
 
 func getMsg(tx kvTx, id string) (*queueMsg, error) {
-	k := msgKey(id)
-	v := tx.get(bQueueMsgs, k)
-	if v == nil {
-		return nil, nil
-	}
-	var m queueMsg
-	if err := decode(bQueueMsgs, k, v, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return getJSON[queueMsg](tx, bQueueMsgs, msgKey(id))
 }
 
 // putMsg stores m and moves its visibility key from oldVis (nil for a new

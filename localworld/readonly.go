@@ -167,7 +167,7 @@ func (s *roLogStore) refresh() (*memStore, error) {
 // bytes after s.end) into the trees, under their write lock.
 func (s *roLogStore) applyTail(tail []byte) {
 	mem := s.mem
-	put := func(b bucketID, k, v []byte) { mem.buckets[b].ReplaceOrInsert(memItem{k: k, v: v}) }
+	put := func(b bucketID, k, v []byte, _ int) { mem.buckets[b].ReplaceOrInsert(ownedItem(k, v)) }
 	del := func(b bucketID, k []byte) { mem.buckets[b].Delete(memItem{k: k}) }
 	var off int64
 	mem.mu.Lock()

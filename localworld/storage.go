@@ -115,9 +115,11 @@ func (w *store) loadState(tx kvTx, run *world.Run, ev world.Event, steps *commit
 	switch d := ev.Data.(type) {
 	case *world.RunCreated:
 		if d.IdempotencyKey != "" {
-			if v := tx.get(bRunIdem, runIdemKey(d.IdempotencyKey)); v != nil {
-				st.IdempotencyRunID = string(v)
+			var v []byte
+			if v, err = tx.get(bRunIdem, runIdemKey(d.IdempotencyKey)); err != nil {
+				return st, err
 			}
+			st.IdempotencyRunID = string(v)
 		}
 	case *world.HookCreated:
 		// Hook IDs are global: an ID another run uses is a duplicate too.

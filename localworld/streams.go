@@ -33,16 +33,7 @@ func streamKey(runID, name string) []byte { return newKey().str(runID).raw(name)
 func chunkKey(runID, name string, i int64) []byte { return newKey().str(runID).str(name).seq(i) }
 
 func getStream(tx kvTx, runID, name string) (*streamMeta, error) {
-	k := streamKey(runID, name)
-	v := tx.get(bStreams, k)
-	if v == nil {
-		return nil, nil
-	}
-	var m streamMeta
-	if err := decode(bStreams, k, v, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
+	return getJSON[streamMeta](tx, bStreams, streamKey(runID, name))
 }
 
 func putStream(tx kvTx, runID, name string, m *streamMeta) error {

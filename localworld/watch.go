@@ -98,7 +98,12 @@ func (w *store) WatchCursor(ctx context.Context, p *world.WatchParams) (string, 
 		if err != nil || n == 0 {
 			return err
 		}
-		c, err := decodeCommit(newKey().u64(n), tx.get(bCommits, newKey().u64(n)))
+		k := newKey().u64(n)
+		v, err := tx.get(bCommits, k)
+		if err != nil {
+			return err
+		}
+		c, err := decodeCommit(k, v)
 		pos = commitPos{N: c.n, S: c.last}
 		return err
 	})

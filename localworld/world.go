@@ -240,9 +240,29 @@ func encode(v any) ([]byte, error) {
 
 func decode(b bucketID, k, v []byte, out any) error {
 	if err := json.Unmarshal(v, out); err != nil {
-		return fmt.Errorf("%w: bucket %s, key %q: %v", ErrCorrupt, b, k, err)
+		return corruptRead(b, k, "%v", err)
 	}
 	return nil
+}
+
+// corruptRead is the error of a read of bucket b's key k whose bytes do not
+// verify: ErrCorrupt, and world.ErrCorrupt for the World's callers.
+func corruptRead(b bucketID, k []byte, format string, args ...any) error {
+	return fmt.Errorf("%w (%w): bucket %s, key %q: %s", ErrCorrupt, world.ErrCorrupt, b, k, fmt.Sprintf(format, args...))
+}
+
+// getJSON reads and decodes the record stored under k in bucket b; nil
+// when there is none.
+func getJSON[T any](tx kvTx, b bucketID, k []byte) (*T, error) {
+	v, err := tx.get(b, k)
+	if v == nil || err != nil {
+		return nil, err
+	}
+	var x T
+	if err := decode(b, k, v, &x); err != nil {
+		return nil, err
+	}
+	return &x, nil
 }
 
 func invalid(format string, args ...any) error {
