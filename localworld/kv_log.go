@@ -164,7 +164,7 @@ func (t *logTx) put(b bucketID, k, v []byte) error {
 	}
 	// The stored copies: the commit may keep them past the transaction
 	// (spill.go).
-	t.record(logWrite{b: b, k: it.k, v: it.v})
+	t.record(logWrite{b: b, k: it.key(), v: it.val()})
 	t.delta += entrySize(it)
 	if had {
 		t.delta -= entrySize(old)
@@ -174,10 +174,10 @@ func (t *logTx) put(b bucketID, k, v []byte) error {
 
 func (t *logTx) del(b bucketID, k []byte) error {
 	old, err := t.memTx.delItem(b, k)
-	if err != nil || old.k == nil {
+	if err != nil || old.kv == nil {
 		return err
 	}
-	t.record(logWrite{b: b, k: old.k, del: true})
+	t.record(logWrite{b: b, k: old.key(), del: true})
 	t.delta -= entrySize(old)
 	return nil
 }

@@ -143,13 +143,13 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 	for b, t := range job.trees {
 		var werr error
 		t.Ascend(func(it memItem) bool {
-			v := it.v
+			v := it.val()
 			if it.onDisk() {
-				if v, werr = readValue(job.f, bucketID(b), it.k, it.ref()); werr != nil {
+				if v, werr = readValue(job.f, bucketID(b), it.key(), it.ref()); werr != nil {
 					return false
 				}
 			}
-			payload = appendPutOp(payload, bucketID(b), it.k, v)
+			payload = appendPutOp(payload, bucketID(b), it.key(), v)
 			if len(payload) >= snapshotRecordSize {
 				if s.stop.Load() {
 					werr = errCompactStopped

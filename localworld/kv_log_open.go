@@ -249,9 +249,9 @@ func openLog(cfg *Config) (*logStore, error) {
 	}
 	size := int64(len(buf))
 
-	marker, _ := mem.buckets[bMeta].Get(memItem{k: formatKey})
-	if string(marker.v) != string(formatValue) {
-		return nil, fmt.Errorf("%w: open %s: store layout %q, this version reads %q (the file was left untouched)", ErrCorrupt, path, marker.v, formatValue)
+	marker, _ := mem.buckets[bMeta].Get(keyItem(formatKey))
+	if string(marker.val()) != string(formatValue) {
+		return nil, fmt.Errorf("%w: open %s: store layout %q, this version reads %q (the file was left untouched)", ErrCorrupt, path, marker.val(), formatValue)
 	}
 	logger := cfg.Logger
 	if r.torn != nil {

@@ -22,14 +22,29 @@ type memStore struct {
 	disk *os.File
 }
 
-// memItem is a key and its value. In a log store a value may be on disk
-// instead (spill.go): v is then nil, and where the value is follows the
-// key in its array (k's capacity); every item in memory has a non-nil v.
+// memItem is a key and its value, in one array: kv holds the key (its
+// first kn bytes), then the value; or, for a value on disk in a log store
+// (spill.go), where it is in the file. 32 bytes in a B-tree node, which
+// holds about twice as many slots as items (sequential keys split nodes
+// in halves that stay half full).
 type memItem struct {
-	k, v []byte
+	kv   []byte
+	kn   uint32
+	disk bool
 }
 
-func memLess(a, b memItem) bool { return bytes.Compare(a.k, b.k) < 0 }
+// keyItem is the item of key k alone, to look up, delete or bound a scan
+// with.
+func keyItem(k []byte) memItem { return memItem{kv: k, kn: uint32(len(k))} }
+
+// key is the item's key, capped (appending to it copies).
+func (it memItem) key() []byte { return it.kv[:it.kn:it.kn] }
+
+// val is the value of an item in memory: never nil (an empty value is
+// empty, not absent).
+func (it memItem) val() []byte { return it.kv[it.kn:] }
+
+func memLess(a, b memItem) bool { return bytes.Compare(a.key(), b.key()) < 0 }
 
 var errStoreClosed = errors.New("store closed")
 
@@ -105,13 +120,13 @@ type memUndo struct {
 // value is the item's value, read from the file when it is on disk.
 func (tx *memTx) value(b bucketID, it memItem) ([]byte, error) {
 	if !it.onDisk() {
-		return it.v, nil
+		return it.val(), nil
 	}
-	return readValue(tx.s.disk, b, it.k, it.ref())
+	return readValue(tx.s.disk, b, it.key(), it.ref())
 }
 
 func (tx *memTx) item(b bucketID, k []byte) (memItem, bool) {
-	return tx.s.buckets[b].Get(memItem{k: k})
+	return tx.s.buckets[b].Get(keyItem(k))
 }
 
 func (tx *memTx) get(b bucketID, k []byte) ([]byte, error) {
@@ -144,10 +159,10 @@ func (tx *memTx) putItem(b bucketID, k, v []byte) (memItem, error) {
 		return memItem{}, err
 	}
 	// Keys are built in buffers with room to spare: keep an exact copy of
-	// the key and the value, in one allocation, as a replayed log does.
+	// the key and the value, in one array, as a replayed log does.
 	it := ownedItem(k, v)
 	old, existed := tx.s.buckets[b].ReplaceOrInsert(it)
-	tx.undo = append(tx.undo, memUndo{b: b, k: it.k, old: old, existed: existed})
+	tx.undo = append(tx.undo, memUndo{b: b, k: it.key(), old: old, existed: existed})
 	return it, nil
 }
 
@@ -156,7 +171,7 @@ func ownedItem(k, v []byte) memItem {
 	kv := make([]byte, len(k)+len(v))
 	copy(kv, k)
 	copy(kv[len(k):], v)
-	return memItem{k: kv[:len(k):len(k)], v: kv[len(k):]}
+	return memItem{kv: kv, kn: uint32(len(k))}
 }
 
 func (tx *memTx) del(b bucketID, k []byte) error {
@@ -169,9 +184,9 @@ func (tx *memTx) delItem(b bucketID, k []byte) (memItem, error) {
 	if !tx.writable {
 		return memItem{}, errors.New("delete in a read transaction")
 	}
-	old, existed := tx.s.buckets[b].Delete(memItem{k: k})
+	old, existed := tx.s.buckets[b].Delete(keyItem(k))
 	if existed {
-		tx.undo = append(tx.undo, memUndo{b: b, k: old.k, old: old, existed: true})
+		tx.undo = append(tx.undo, memUndo{b: b, k: old.key(), old: old, existed: true})
 	}
 	return old, nil
 }
@@ -182,7 +197,7 @@ func (tx *memTx) rollback() {
 		if u.existed {
 			tx.s.buckets[u.b].ReplaceOrInsert(u.old)
 		} else {
-			tx.s.buckets[u.b].Delete(memItem{k: u.k})
+			tx.s.buckets[u.b].Delete(keyItem(u.k))
 		}
 	}
 	tx.undo = nil
@@ -193,22 +208,22 @@ func (tx *memTx) scan(b bucketID, lo, hi []byte, desc bool, fn func(k, v []byte)
 	var err error
 	iter := func(it memItem) bool {
 		if !it.onDisk() {
-			return fn(it.k, it.v)
+			return fn(it.key(), it.val())
 		}
 		var v []byte
 		if v, err = tx.value(b, it); err != nil {
 			return false
 		}
-		return fn(it.k[:len(it.k):len(it.k)], v) // the reference stays out of reach
+		return fn(it.key(), v)
 	}
 	switch {
 	case !desc && hi == nil:
-		t.AscendGreaterOrEqual(memItem{k: lo}, iter)
+		t.AscendGreaterOrEqual(keyItem(lo), iter)
 	case !desc:
-		t.AscendRange(memItem{k: lo}, memItem{k: hi}, iter)
+		t.AscendRange(keyItem(lo), keyItem(hi), iter)
 	default:
 		below := func(it memItem) bool {
-			if bytes.Compare(it.k, lo) < 0 {
+			if bytes.Compare(it.key(), lo) < 0 {
 				return false
 			}
 			return iter(it)
@@ -217,8 +232,8 @@ func (tx *memTx) scan(b bucketID, lo, hi []byte, desc bool, fn func(k, v []byte)
 			t.Descend(below)
 			return err
 		}
-		t.DescendLessOrEqual(memItem{k: hi}, func(it memItem) bool {
-			if bytes.Equal(it.k, hi) {
+		t.DescendLessOrEqual(keyItem(hi), func(it memItem) bool {
+			if bytes.Equal(it.key(), hi) {
 				return true
 			}
 			return below(it)

@@ -169,7 +169,7 @@ func appendDelOp(dst []byte, b bucketID, k []byte) []byte {
 
 // entrySize is what a live key and value cost in a snapshot: the bytes of
 // its put operation, about.
-func entrySize(it memItem) int64 { return int64(len(it.k) + it.size() + 6) }
+func entrySize(it memItem) int64 { return int64(len(it.key()) + it.size() + 6) }
 
 // logRecord is a record found by readRecord.
 type logRecord struct {
@@ -381,7 +381,7 @@ func (r *replayed) apply(s *memStore, rec logRecord, off int64) error {
 		}
 	}
 	del := func(b bucketID, k []byte) {
-		if old, existed := s.buckets[b].Delete(memItem{k: k}); existed {
+		if old, existed := s.buckets[b].Delete(keyItem(k)); existed {
 			r.live -= entrySize(old)
 		}
 	}

@@ -102,9 +102,9 @@ func MigrateBolt(from, to string) (*MigrateReport, error) {
 	if err := readBolt(from, cfg, mem, rep); err != nil {
 		return nil, err
 	}
-	marker, _ := mem.buckets[bMeta].Get(memItem{k: formatKey})
-	if !bytes.Equal(marker.v, formatValue) {
-		return nil, fmt.Errorf("%w: migrate %s: a bbolt file but not a localworld store of layout %q (found %q)", ErrCorrupt, from, formatValue, marker.v)
+	marker, _ := mem.buckets[bMeta].Get(keyItem(formatKey))
+	if !bytes.Equal(marker.val(), formatValue) {
+		return nil, fmt.Errorf("%w: migrate %s: a bbolt file but not a localworld store of layout %q (found %q)", ErrCorrupt, from, formatValue, marker.val())
 	}
 	if err := writeMigrated(mem, to); err != nil {
 		return nil, err
@@ -174,11 +174,7 @@ func migrateEntry(mem *memStore, rep *MigrateReport, b bucketID, k, v []byte) {
 		rep.skip(runID, "bucket %s, key %q: %v", b, k, err)
 		return
 	}
-	it := memItem{k: bytes.Clone(k), v: bytes.Clone(v)}
-	if it.v == nil {
-		it.v = []byte{}
-	}
-	mem.buckets[b].ReplaceOrInsert(it)
+	mem.buckets[b].ReplaceOrInsert(ownedItem(k, v))
 	rep.Entries++
 	if b == bRuns {
 		rep.Runs++

@@ -71,10 +71,10 @@ func (s *roLogStore) reload() error {
 		_ = f.Close()
 		return err
 	}
-	marker, _ := mem.buckets[bMeta].Get(memItem{k: formatKey})
-	if string(marker.v) != string(formatValue) {
+	marker, _ := mem.buckets[bMeta].Get(keyItem(formatKey))
+	if string(marker.val()) != string(formatValue) {
 		_ = f.Close()
-		return fmt.Errorf("%w: open %s: store layout %q, this version reads %q", ErrCorrupt, s.path, marker.v, formatValue)
+		return fmt.Errorf("%w: open %s: store layout %q, this version reads %q", ErrCorrupt, s.path, marker.val(), formatValue)
 	}
 	if s.f != nil {
 		_ = s.f.Close()
@@ -168,7 +168,7 @@ func (s *roLogStore) refresh() (*memStore, error) {
 func (s *roLogStore) applyTail(tail []byte) {
 	mem := s.mem
 	put := func(b bucketID, k, v []byte, _ int) { mem.buckets[b].ReplaceOrInsert(ownedItem(k, v)) }
-	del := func(b bucketID, k []byte) { mem.buckets[b].Delete(memItem{k: k}) }
+	del := func(b bucketID, k []byte) { mem.buckets[b].Delete(keyItem(k)) }
 	var off int64
 	mem.mu.Lock()
 	defer mem.mu.Unlock()

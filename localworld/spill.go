@@ -54,11 +54,11 @@ type valueRef struct {
 const refSize = 16
 
 // onDisk reports whether the item's value is in the file only.
-func (it memItem) onDisk() bool { return it.v == nil }
+func (it memItem) onDisk() bool { return it.disk }
 
 // ref is where the value of an item on disk is.
 func (it memItem) ref() valueRef {
-	r := it.k[len(it.k) : len(it.k)+refSize]
+	r := it.kv[it.kn : it.kn+refSize]
 	le := binary.LittleEndian
 	return valueRef{off: int64(le.Uint64(r)), n: le.Uint32(r[8:]), crc: le.Uint32(r[12:])}
 }
@@ -68,13 +68,13 @@ func (it memItem) size() int {
 	if it.onDisk() {
 		return int(it.ref().n)
 	}
-	return len(it.v)
+	return len(it.val())
 }
 
 // version identifies the stored version of an item: every put, replay
 // and move to disk makes a new key slice, so the same pointer is the same
 // value (decoded.go).
-func (it memItem) version() *byte { return &it.k[0] }
+func (it memItem) version() *byte { return &it.kv[0] }
 
 // readValue reads and checks the value ref points to in f.
 func readValue(f *os.File, b bucketID, k []byte, ref valueRef) ([]byte, error) {
@@ -93,7 +93,7 @@ func readValue(f *os.File, b bucketID, k []byte, ref valueRef) ([]byte, error) {
 }
 
 // diskItem is the item for key k whose value v is at off in the file: the
-// key, then the reference, in one array; v nil.
+// key, then the reference, in one array.
 func diskItem(k, v []byte, off int64) memItem {
 	buf := make([]byte, len(k)+refSize)
 	copy(buf, k)
@@ -102,7 +102,7 @@ func diskItem(k, v []byte, off int64) memItem {
 	le.PutUint64(r, uint64(off))
 	le.PutUint32(r[8:], uint32(len(v)))
 	le.PutUint32(r[12:], crc32.Checksum(v, castagnoli))
-	return memItem{k: buf[:len(k)]}
+	return memItem{kv: buf, kn: uint32(len(k)), disk: true}
 }
 
 // goesToDisk reports whether a value of bucket b this long is kept on disk.
@@ -173,10 +173,10 @@ func (s *logStore) spill() {
 			return
 		}
 		t := s.mem.buckets[e.b]
-		it, ok := t.Get(memItem{k: e.k})
-		if !ok || it.onDisk() || !sameValue(it.v, e.v) {
+		it, ok := t.Get(keyItem(e.k))
+		if !ok || it.onDisk() || !sameValue(it.val(), e.v) {
 			continue // written again or deleted since
 		}
-		t.ReplaceOrInsert(diskItem(it.k, it.v, e.off))
+		t.ReplaceOrInsert(diskItem(it.key(), it.val(), e.off))
 	}
 }

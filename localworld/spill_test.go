@@ -22,9 +22,9 @@ func memoryValues(s *logStore) (onDisk, inMemory int, memBytes int64) {
 			switch {
 			case it.onDisk():
 				onDisk++
-			case goesToDisk(bucketID(b), len(it.v)):
+			case goesToDisk(bucketID(b), len(it.val())):
 				inMemory++
-				memBytes += int64(len(it.v))
+				memBytes += int64(len(it.val()))
 			}
 			return true
 		})
@@ -85,7 +85,7 @@ func TestValuesGoToDiskPastTheWindow(t *testing.T) {
 func flipValue(t *testing.T, s *logStore, b bucketID, k []byte) {
 	t.Helper()
 	s.mem.mu.RLock()
-	it, ok := s.mem.buckets[b].Get(memItem{k: k})
+	it, ok := s.mem.buckets[b].Get(keyItem(k))
 	s.mem.mu.RUnlock()
 	if !ok || !it.onDisk() {
 		t.Fatalf("bucket %s, key %q: no value on disk", b, k)
