@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,10 +21,9 @@ import (
 //  2. In the background, while commits go on: write the clones as snapshot
 //     records to a temporary file beside the store (locked, like the
 //     store), write its header, fsync it.
-//  3. Still in the background: read the snapshot back into new B-trees,
-//     as Open would (checking every record), whose values on disk are in
-//     the new file (spill.go).
-//  4. Under the write lock: copy the records committed since step 1, bytes
+//     Build new B-trees meanwhile, as Open would from that file: their
+//     values on disk are in it (spill.go).
+//  3. Under the write lock: copy the records committed since step 1, bytes
 //     as they are, after the snapshot, and replay them into the new trees;
 //     fsync; rename the file over the store; fsync the directory; then
 //     read and append to the new file, through the new trees.
@@ -31,7 +31,7 @@ import (
 // Until the rename the store's file is untouched and complete, so a crash
 // leaves it as it was plus an orphaned temporary file, which the next Open
 // removes. The rename replaces one complete file with another that holds
-// the same commits. Commits wait for step 4 only, whose copy is short; the
+// the same commits. Commits wait for step 3 only, whose copy is short; the
 // directory is synced before any commit goes to the new file, so no commit
 // depends on a rename a machine crash could undo.
 
@@ -69,15 +69,9 @@ func (s *logStore) maybeCompact() {
 func (s *logStore) compact(job *compactJob) {
 	defer s.compactWG.Done()
 	start := time.Now()
-	tmp, snapEnd, err := s.writeSnapshot(job)
+	next := newMemStore()
+	tmp, snapEnd, err := s.writeSnapshot(job, next)
 	job.trees = [numBuckets]*btree.BTreeG[memItem]{}
-	var next *memStore
-	if err == nil {
-		if next, err = readSnapshot(s.path, tmp, snapEnd); err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}
 
 	s.mem.mu.Lock()
 	defer s.mem.mu.Unlock()
@@ -104,12 +98,12 @@ func (s *logStore) compact(job *compactJob) {
 // writeSnapshot writes the cloned trees to a new temporary file as
 // snapshot records, then the header, and syncs it. It returns the file,
 // open and locked, and the offset where the snapshot ends.
-func (s *logStore) writeSnapshot(job *compactJob) (*os.File, int64, error) {
+func (s *logStore) writeSnapshot(job *compactJob, next *memStore) (*os.File, int64, error) {
 	tmp, err := os.CreateTemp(s.dir, filepath.Base(s.file)+compactSuffix+"*")
 	if err != nil {
 		return nil, 0, err
 	}
-	end, err := s.writeSnapshotTo(tmp, job)
+	end, err := s.writeSnapshotTo(tmp, job, next)
 	if err != nil {
 		_ = tmp.Close()
 		_ = os.Remove(tmp.Name())
@@ -118,7 +112,9 @@ func (s *logStore) writeSnapshot(job *compactJob) (*os.File, int64, error) {
 	return tmp, end, nil
 }
 
-func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error) {
+// writeSnapshotTo writes the snapshot records to tmp. When next is not nil,
+// it also fills next's trees with the items Open would make of them.
+func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob, next *memStore) (int64, error) {
 	// Once renamed, this is the store: it must be locked already.
 	if err := lockExclusive(tmp, 0); err != nil {
 		return 0, err
@@ -130,11 +126,16 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 	seq := uint64(1)
 	payload := []byte{recKindSnapshot}
 	var rec []byte
+	var placed []placedItem // the payload's items, for next
 	flush := func() error {
 		rec = appendRecord(rec[:0], seq, payload)
 		if _, err := tmp.WriteAt(rec, off); err != nil {
 			return err
 		}
+		for _, p := range placed {
+			next.buckets[p.b].ReplaceOrInsert(p.item(off + recHeaderSize))
+		}
+		placed = placed[:0]
 		off += int64(len(rec))
 		seq++
 		payload = payload[:1]
@@ -150,6 +151,9 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 				}
 			}
 			payload = appendPutOp(payload, bucketID(b), it.key(), v)
+			if next != nil {
+				placed = append(placed, placeItem(bucketID(b), it, v, len(payload)-len(v)))
+			}
 			if len(payload) >= snapshotRecordSize {
 				if s.stop.Load() {
 					werr = errCompactStopped
@@ -178,19 +182,40 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob) (int64, error)
 	return off, nil
 }
 
-// readSnapshot reads the snapshot just written to tmp into new trees, as
-// Open would.
-func readSnapshot(path string, tmp *os.File, snapEnd int64) (*memStore, error) {
-	buf := make([]byte, snapEnd)
-	if _, err := tmp.ReadAt(buf, 0); err != nil {
-		return nil, fmt.Errorf("read the snapshot back: %w", err)
+// placedItem is an item written to a snapshot record, at pos in its
+// payload.
+type placedItem struct {
+	b   bucketID
+	it  memItem  // the item, when its value stays in memory
+	ref valueRef // else where the value is, its offset in the payload
+}
+
+// placeItem notes the item it, whose value is v, written at pos of a
+// snapshot record's payload: what Open would keep of it.
+func placeItem(b bucketID, it memItem, v []byte, pos int) placedItem {
+	if !goesToDisk(b, len(v)) {
+		if it.onDisk() {
+			it = ownedItem(it.key(), v)
+		}
+		return placedItem{b: b, it: it}
 	}
-	next := newMemStore()
-	next.disk = tmp
-	if _, err := replayLog(path, buf, next); err != nil {
-		return nil, fmt.Errorf("read the snapshot back: %w", err)
+	r := valueRef{off: int64(pos), n: uint32(len(v))}
+	if it.onDisk() {
+		r.crc = it.ref().crc // v was checked against it
+	} else {
+		r.crc = crc32.Checksum(v, castagnoli)
 	}
-	return next, nil
+	return placedItem{b: b, it: it, ref: r}
+}
+
+// item is the placed item of a record whose payload starts at offset at.
+func (p placedItem) item(at int64) memItem {
+	if p.ref.n == 0 {
+		return p.it
+	}
+	r := p.ref
+	r.off += at
+	return refItem(p.it.key(), r)
 }
 
 // switchTo finishes a compaction: it appends to tmp the records committed
@@ -210,6 +235,7 @@ func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64, next *
 	if s.stop.Load() {
 		return fail(errCompactStopped)
 	}
+	next.disk = tmp
 	if n := s.end - job.from; n > 0 {
 		tail := make([]byte, n)
 		if _, err := s.f.ReadAt(tail, job.from); err != nil {

@@ -261,7 +261,7 @@ func writeMigrated(mem *memStore, to string) error {
 	for i := range job.trees {
 		job.trees[i] = mem.buckets[i]
 	}
-	end, err := s.writeSnapshotTo(tmp, job)
+	end, err := s.writeSnapshotTo(tmp, job, nil)
 	if err == nil {
 		err = markClosed(tmp, end, true)
 	}

@@ -2,7 +2,10 @@ package localworld
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 )
 
@@ -82,8 +85,10 @@ func readValue(f *os.File, b bucketID, k []byte, ref valueRef) ([]byte, error) {
 		return nil, corruptRead(b, k, "a value on disk in a store without a file")
 	}
 	v := make([]byte, ref.n)
-	if _, err := f.ReadAt(v, ref.off); err != nil {
-		return nil, corruptRead(b, k, "read %d bytes at offset %d of %s: %v", ref.n, ref.off, f.Name(), err)
+	if _, err := f.ReadAt(v, ref.off); errors.Is(err, io.EOF) {
+		return nil, corruptRead(b, k, "the %d bytes at offset %d are past the end of %s", ref.n, ref.off, f.Name())
+	} else if err != nil {
+		return nil, fmt.Errorf("localworld: bucket %s, key %q: read %d bytes at offset %d of %s: %w", b, k, ref.n, ref.off, f.Name(), err)
 	}
 	if sum := crc32.Checksum(v, castagnoli); sum != ref.crc {
 		return nil, corruptRead(b, k, "the %d bytes at offset %d of %s changed since they were written (checksum %#08x, was %#08x)",
@@ -95,13 +100,18 @@ func readValue(f *os.File, b bucketID, k []byte, ref valueRef) ([]byte, error) {
 // diskItem is the item for key k whose value v is at off in the file: the
 // key, then the reference, in one array.
 func diskItem(k, v []byte, off int64) memItem {
+	return refItem(k, valueRef{off: off, n: uint32(len(v)), crc: crc32.Checksum(v, castagnoli)})
+}
+
+// refItem is the item for key k whose value is where r says.
+func refItem(k []byte, r valueRef) memItem {
 	buf := make([]byte, len(k)+refSize)
 	copy(buf, k)
 	le := binary.LittleEndian
-	r := buf[len(k):]
-	le.PutUint64(r, uint64(off))
-	le.PutUint32(r[8:], uint32(len(v)))
-	le.PutUint32(r[12:], crc32.Checksum(v, castagnoli))
+	b := buf[len(k):]
+	le.PutUint64(b, uint64(r.off))
+	le.PutUint32(b[8:], r.n)
+	le.PutUint32(b[12:], r.crc)
 	return memItem{kv: buf, kn: uint32(len(k)), disk: true}
 }
 
