@@ -19,8 +19,8 @@ import (
 // ErrCorrupt naming the bucket and key, never other data. The file holds
 // every committed value already, so nothing is written for this, and the
 // log format is unchanged: Open makes every such value a reference at once,
-// and a compaction, which moves the values, rebuilds the trees from its
-// new file (kv_log_compact.go).
+// and a compaction, which moves the values, builds new trees as it writes
+// its new file (kv_log_compact.go).
 //
 // The window keeps what the next commits read (the entities of the runs
 // being worked on, which the World's decoded cache answers for while the
