@@ -16,7 +16,16 @@ type memStore struct {
 	mu      sync.RWMutex
 	closed  bool
 	buckets [numBuckets]*btree.BTreeG[memItem]
+	// undo is the undo log's array, kept from one write transaction to the
+	// next (update serializes them), cleared: a serial step's commit puts
+	// about ten values, and growing its undo log from nothing took five
+	// allocations (2 KiB) per commit.
+	undo []memUndo
 }
+
+// maxKeptUndo bounds the undo log's array update keeps for the next
+// transaction.
+const maxKeptUndo = 256
 
 type memItem struct {
 	k, v []byte
@@ -49,7 +58,8 @@ func (s *memStore) update(fn func(kvTx) error) (err error) {
 	if s.closed {
 		return errStoreClosed
 	}
-	tx := &memTx{s: s, writable: true}
+	tx := &memTx{s: s, writable: true, undo: s.undo}
+	defer s.keepUndo(tx)
 	defer func() {
 		if err != nil {
 			tx.rollback()
@@ -63,6 +73,17 @@ func (s *memStore) update(fn func(kvTx) error) (err error) {
 		}
 	}()
 	return fn(tx)
+}
+
+// keepUndo keeps tx's undo log's array for the next write transaction,
+// cleared so that it holds no key or value it replaced; mu is held.
+func (s *memStore) keepUndo(tx *memTx) {
+	u := tx.undo
+	clear(u)
+	if cap(u) > maxKeptUndo {
+		u = nil
+	}
+	s.undo = u[:0]
 }
 
 func (s *memStore) close() error {
