@@ -24,9 +24,8 @@ type kvStore interface {
 
 // kvTx is one transaction's view of the store. A write transaction sees its
 // own writes. Slices returned by get and passed to scan's callback are valid
-// only until the transaction ends and must not be modified; put keeps its
-// arguments until the transaction ends (the store keeps copies), so the
-// caller must not modify them before then.
+// only until the transaction ends and must not be modified; put stores
+// copies of its arguments, which the caller may reuse once it returns.
 type kvTx interface {
 	get(b bucketID, key []byte) []byte
 	put(b bucketID, key, value []byte) error

@@ -147,10 +147,13 @@ func (t *logTx) appendOps(rec []byte) []byte {
 
 func (t *logTx) put(b bucketID, k, v []byte) error {
 	old := t.memTx.get(b, k)
-	if err := t.memTx.put(b, k, v); err != nil {
+	// The log is written at commit: it records the store's copies, the
+	// caller's may be reused (putEncoded).
+	it, err := t.memTx.store(b, k, v)
+	if err != nil {
 		return err
 	}
-	t.record(logWrite{b: b, k: k, v: v})
+	t.record(logWrite{b: b, k: it.k, v: it.v})
 	t.delta += entrySize(k, v)
 	if old != nil {
 		t.delta -= entrySize(k, old)

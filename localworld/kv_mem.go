@@ -122,21 +122,27 @@ func (tx *memTx) get(b bucketID, k []byte) []byte {
 }
 
 func (tx *memTx) put(b bucketID, k, v []byte) error {
+	_, err := tx.store(b, k, v)
+	return err
+}
+
+// store is put, returning the copies of k and v the store now holds.
+func (tx *memTx) store(b bucketID, k, v []byte) (memItem, error) {
 	if !tx.writable {
-		return errors.New("put in a read transaction")
+		return memItem{}, errors.New("put in a read transaction")
 	}
 	if err := checkKey(k); err != nil {
-		return err
+		return memItem{}, err
 	}
 	// Keys are built in buffers with room to spare: keep an exact copy of
 	// the key and the value, in one allocation, as a replayed log does.
 	kv := make([]byte, len(k)+len(v))
 	copy(kv, k)
 	copy(kv[len(k):], v)
-	k, v = kv[:len(k):len(k)], kv[len(k):]
-	old, existed := tx.s.buckets[b].ReplaceOrInsert(memItem{k: k, v: v})
-	tx.undo = append(tx.undo, memUndo{b: b, k: k, v: old.v, existed: existed})
-	return nil
+	it := memItem{k: kv[:len(k):len(k)], v: kv[len(k):]}
+	old, existed := tx.s.buckets[b].ReplaceOrInsert(it)
+	tx.undo = append(tx.undo, memUndo{b: b, k: it.k, v: old.v, existed: existed})
+	return it, nil
 }
 
 func (tx *memTx) del(b bucketID, k []byte) error {
