@@ -74,11 +74,7 @@ func getStepVia(tx kvTx, runID, stepID string, c *decodedCache) (*world.Step, er
 // putStep stores a step; a new one is indexed under its run at the sequence
 // number of its step_created event.
 func putStep(tx kvTx, st *world.Step, created bool, seq int64) error {
-	b, err := encode(st)
-	if err != nil {
-		return err
-	}
-	if err := tx.put(bSteps, stepKey(st.RunID, st.StepID), b); err != nil {
+	if err := putEncoded(tx, bSteps, stepKey(st.RunID, st.StepID), st); err != nil {
 		return err
 	}
 	if !created {

@@ -24,9 +24,8 @@ type kvStore interface {
 
 // kvTx is one transaction's view of the store. A write transaction sees its
 // own writes. Slices returned by get and passed to scan's callback are valid
-// only until the transaction ends and must not be modified; put keeps its
-// arguments until the transaction ends (the store keeps copies), so the
-// caller must not modify them before then.
+// only until the transaction ends and must not be modified; put stores
+// copies of its arguments, which the caller may reuse once it returns.
 //
 // A log store reads some values from its file (spill.go): get and scan
 // fail with ErrCorrupt when those bytes do not check.
@@ -39,6 +38,9 @@ type kvTx interface {
 	version(b bucketID, key []byte) *byte
 	put(b bucketID, key, value []byte) error
 	del(b bucketID, key []byte) error
+	// encoder is the store's buffer to encode a value to put in
+	// (putEncoded); only a write transaction has one.
+	encoder() *encoder
 	// scan calls fn for each key in [lo, hi), ascending, or descending when
 	// desc. A nil hi means no upper bound. fn returns false to stop. fn must
 	// not write to the transaction.

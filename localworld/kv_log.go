@@ -162,8 +162,9 @@ func (t *logTx) put(b bucketID, k, v []byte) error {
 	if err != nil {
 		return err
 	}
-	// The stored copies: the commit may keep them past the transaction
-	// (spill.go).
+	// The log is written at commit and the spill queue keeps values
+	// longer: both take the store's copies, the caller's may be reused
+	// (putEncoded).
 	t.record(logWrite{b: b, k: it.key(), v: it.val()})
 	t.delta += entrySize(it)
 	if had {

@@ -2,6 +2,7 @@ package localworld
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"sync"
@@ -20,7 +21,19 @@ type memStore struct {
 	// disk is the log file that values on disk are read from (spill.go);
 	// nil in memory. Guarded by mu: readers hold it shared.
 	disk *os.File
+	// undo is the undo log's array, kept from one write transaction to the
+	// next (update serializes them), cleared: a serial step's commit puts
+	// about ten values, and growing its undo log from nothing took five
+	// allocations (2 KiB) per commit.
+	undo []memUndo
+	// enc is the write transactions' encoding buffer (putEncoded), made
+	// at the first use; guarded by mu held exclusively.
+	enc *encoder
 }
+
+// maxKeptUndo bounds the undo log's array update keeps for the next
+// transaction.
+const maxKeptUndo = 256
 
 // memItem is a key and its value, in one array: kv holds the key (its
 // first kn bytes), then the value; or, for a value on disk in a log store
@@ -71,7 +84,8 @@ func (s *memStore) update(fn func(kvTx) error) (err error) {
 	if s.closed {
 		return errStoreClosed
 	}
-	tx := &memTx{s: s, writable: true}
+	tx := &memTx{s: s, writable: true, undo: s.undo}
+	defer s.keepUndo(tx)
 	defer func() {
 		if err != nil {
 			tx.rollback()
@@ -85,6 +99,17 @@ func (s *memStore) update(fn func(kvTx) error) (err error) {
 		}
 	}()
 	return fn(tx)
+}
+
+// keepUndo keeps tx's undo log's array for the next write transaction,
+// cleared so that it holds no key or value it replaced; mu is held.
+func (s *memStore) keepUndo(tx *memTx) {
+	u := tx.undo
+	clear(u)
+	if cap(u) > maxKeptUndo {
+		u = nil
+	}
+	s.undo = u[:0]
 }
 
 func (s *memStore) close() error {
@@ -115,6 +140,18 @@ type memUndo struct {
 	k       []byte
 	old     memItem
 	existed bool
+}
+
+func (tx *memTx) encoder() *encoder {
+	if !tx.writable {
+		panic("localworld: an encoder in a read transaction")
+	}
+	if tx.s.enc == nil {
+		e := &encoder{}
+		e.enc = json.NewEncoder(&e.buf)
+		tx.s.enc = e
+	}
+	return tx.s.enc
 }
 
 // value is the item's value, read from the file when it is on disk.
@@ -149,8 +186,8 @@ func (tx *memTx) put(b bucketID, k, v []byte) error {
 	return err
 }
 
-// putItem is put, returning the item stored and the one replaced (when
-// existed).
+// putItem is put, returning the item stored: the copies of k and v the
+// store now holds.
 func (tx *memTx) putItem(b bucketID, k, v []byte) (memItem, error) {
 	if !tx.writable {
 		return memItem{}, errors.New("put in a read transaction")

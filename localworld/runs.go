@@ -92,11 +92,7 @@ func getRunVia(tx kvTx, id string, c *decodedCache) (*world.Run, error) {
 // putRun stores a run and keeps its indexes: created once for a new run,
 // moved when the status changes.
 func putRun(tx kvTx, old, run *world.Run) error {
-	b, err := encode(run)
-	if err != nil {
-		return err
-	}
-	if err := tx.put(bRuns, runKey(run.RunID), b); err != nil {
+	if err := putEncoded(tx, bRuns, runKey(run.RunID), run); err != nil {
 		return err
 	}
 	if old == nil {

@@ -154,11 +154,7 @@ func (w *store) loadState(tx kvTx, run *world.Run, ev world.Event, steps *commit
 // the steps, which appendTx writes once per commit.
 func (w *store) writeEffect(tx kvTx, st world.State, eff world.Effect, steps *commitSteps) error {
 	ev := eff.Event
-	b, err := encodeEvent(&ev)
-	if err != nil {
-		return err
-	}
-	if err := tx.put(bEvents, eventKey(ev.RunID, ev.Seq), b); err != nil {
+	if err := putEncoded(tx, bEvents, eventKey(ev.RunID, ev.Seq), storedEventOf(&ev)); err != nil {
 		return err
 	}
 	if ev.CorrelationID != "" {
@@ -306,11 +302,12 @@ type storedEvent struct {
 	EventData     world.EventData `json:"eventData,omitempty"`
 }
 
-func encodeEvent(e *world.Event) ([]byte, error) {
-	return encode(storedEvent{
+// storedEventOf is e as stored.
+func storedEventOf(e *world.Event) *storedEvent {
+	return &storedEvent{
 		RunID: e.RunID, EventID: e.EventID, Seq: e.Seq, EventType: e.Type(),
 		CorrelationID: e.CorrelationID, CreatedAt: e.CreatedAt, EventData: e.Data,
-	})
+	}
 }
 
 // refusedAt sets the Index of err, the refusal of p.Events[i], when it is

@@ -1,6 +1,7 @@
 package localworld
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -236,6 +237,36 @@ func encode(v any) ([]byte, error) {
 		return nil, fmt.Errorf("localworld: encode %T: %w", v, err)
 	}
 	return b, nil
+}
+
+// encoder is a reused buffer to encode a value in that put copies. A
+// store keeps one for its write transactions, which run one at a time.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxKeptEncoder bounds the buffer a store keeps for the next value.
+const maxKeptEncoder = 64 << 10
+
+// putEncoded stores v under k in bucket b, encoded as encode does. It
+// encodes v in the store's reused buffer, since put stores a copy of it:
+// the value is allocated once, as the store's copy, instead of twice
+// (json.Marshal's result, then the copy), which a serial step's commit did
+// for each of its values (events, steps, run).
+func putEncoded(tx kvTx, b bucketID, k []byte, v any) error {
+	e := tx.encoder()
+	defer func() {
+		if e.buf.Cap() > maxKeptEncoder {
+			e.buf = bytes.Buffer{}
+		}
+	}()
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return fmt.Errorf("localworld: encode %T: %w", v, err)
+	}
+	out := e.buf.Bytes()
+	return tx.put(b, k, out[:len(out)-1]) // Encode ends a value with a newline
 }
 
 func decode(b bucketID, k, v []byte, out any) error {

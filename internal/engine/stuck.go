@@ -88,6 +88,33 @@ func (r *replayer) slice() {
 	}
 }
 
+// sessionStack is the stack a session's goroutine starts with (see
+// presizeStack): what a serial run's session reaches (its log decoded, its
+// commits encoded), with room to spare.
+const sessionStack = 32 << 10
+
+// presizeStack grows the calling goroutine's stack to sessionStack at once,
+// while it is still shallow. A session runs on a goroutine of its own,
+// which starts with a small stack (runtime's adaptive starting size, a few
+// KiB here); growing it to what a session needs took several doublings,
+// each copying the deeper and deeper stack of the session's JSON decoding:
+// some 40µs of CPU per run (BENCHMARKS.md, issue 22, item 5). One frame of
+// half that size makes the runtime grow the stack to fit it in one step,
+// copying only this shallow frame; the goroutine keeps the stack when the
+// frame returns.
+//
+//go:noinline
+func presizeStack() {
+	var frame [sessionStack / 2]byte
+	keepFrame(frame[:])
+}
+
+// keepFrame is presizeStack's use of its frame, so that the compiler keeps
+// it.
+//
+//go:noinline
+func keepFrame(b []byte) { _ = b[len(b)-1] }
+
 // stuckReason is why a session is abandoned.
 type stuckReason int
 
@@ -110,6 +137,7 @@ func (rl *runLeases) runSession(ctx context.Context, runID string, w *sliceWatch
 	}
 	done := make(chan end, 1)
 	go func() {
+		presizeStack()
 		err := errAbandoned
 		defer func() {
 			// A panic goes on on the caller's goroutine, where it would
