@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/skeinflow/skein/internal/itemsum"
 	"github.com/skeinflow/skein/world"
 )
 
@@ -38,8 +39,8 @@ import (
 // table stops the old code first).
 
 const (
-	attrMayBare  = "b"  // on a run head: the run's lazy steps may end bare
-	attrBareMade = "bd" // on a commit: the steps it made bare
+	attrMayBare  = itemsum.HeadFlag // on a run head ("b"): the run's lazy steps may end bare
+	attrBareMade = "bd"             // on a commit: the steps it made bare
 )
 
 // endsBare reports whether a lazy step's change to st leaves it bare.

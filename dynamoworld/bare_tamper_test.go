@@ -98,6 +98,26 @@ func TestBareStepsTampered(t *testing.T) {
 			t.Errorf("ListSteps with a step item of no event: %d steps (the run has %d), no error", len(p.Items), len(steps))
 		}
 	})
+	for _, edit := range []string{"REMOVE b", "REMOVE b, kb"} {
+		t.Run("the head's b: "+edit, func(t *testing.T) {
+			f := newGapsFixture(t)
+			run, steps := serialRun(t, f.open(t), 3)
+			f.editItem(t, run, "e~", edit, nil)
+			w := f.open(t)
+			if st, err := w.GetStep(ctx, &world.GetStepParams{RunID: run, StepID: steps[0]}); !errors.Is(err, world.ErrCorrupt) {
+				t.Errorf("GetStep of a bare step: %+v, %v; want world.ErrCorrupt", st, err)
+			}
+			if p, err := w.ListSteps(ctx, &world.ListStepsParams{RunID: run}); !errors.Is(err, world.ErrCorrupt) {
+				t.Errorf("ListSteps: %+v, %v; want world.ErrCorrupt", p, err)
+			}
+			// Without the check, the step's ID read as unused.
+			_, err := f.open(t).Append(ctx, &world.AppendParams{RunID: run, Events: []world.EventInput{
+				{CorrelationID: steps[0], Data: &world.StepCreated{StepName: "again"}}}})
+			if !errors.Is(err, world.ErrCorrupt) {
+				t.Errorf("step_created again for a bare step: %v, want world.ErrCorrupt", err)
+			}
+		})
+	}
 	t.Run("the head deleted", func(t *testing.T) {
 		f := newGapsFixture(t)
 		run, steps := serialRun(t, f.open(t), 3)

@@ -68,6 +68,9 @@ func (w *store) verified(items ...item) error {
 		if f := missingWriteMark(it); f != nil {
 			return corruptValue(w.cfg.Table, it, f)
 		}
+		if f := missingHeadFlag(it); f != nil {
+			return corruptValue(w.cfg.Table, it, f)
+		}
 	}
 	return nil
 }
@@ -80,6 +83,17 @@ func missingWriteMark(it item) *itemsum.Fault {
 		return nil
 	}
 	return itemsum.MissingWriteMark(it)
+}
+
+// missingHeadFlag is the fault of a run head written with its format flag
+// b covered (bare.go: a run created by the format of bare steps) that has
+// none: an update never removes it, so it was removed, and without it the
+// run's bare steps would read as absent.
+func missingHeadFlag(it item) *itemsum.Fault {
+	if !strings.HasPrefix(getS(it, attrPK), "r#") || getS(it, attrSK) != skRunHead {
+		return nil
+	}
+	return itemsum.MissingHeadFlag(it)
 }
 
 // runSummed reports whether a run head says its run was created with

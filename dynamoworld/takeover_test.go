@@ -94,7 +94,8 @@ func TestVersion1RunNeverEndsBare(t *testing.T) {
 	table := w1.Config().Table
 	run := startedRun(t, w1)
 	head := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "r#" + run}, "sk": &types.AttributeValueMemberS{Value: "e~"}}
-	if _, err := c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: head, UpdateExpression: aws.String("REMOVE b")}); err != nil {
+	if _, err := c.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: head, UpdateExpression: aws.String("REMOVE b, kb SET cs = :two"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":two": &types.AttributeValueMemberN{Value: "2"}}}); err != nil {
 		t.Fatal(err)
 	}
 	w2 := newWorld()

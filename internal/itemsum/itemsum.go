@@ -14,7 +14,9 @@
 // on a marked item was not written so. Its value says which attributes
 // were covered when the item was written: 1, the stored byte values; 2,
 // also the write mark "wq" (MarkWrite), which every item with it that
-// needs one (a run's step, wait and hook-link items) carries.
+// needs one (a run's step, wait and hook-link items) carries; 3, also a
+// run head's format flag "b" (HeadFlag), which every head of a run created
+// by that format carries from its creation on.
 package itemsum
 
 import (
@@ -33,12 +35,19 @@ import (
 // them, so that every item of the run must carry them.
 const Mark = "cs"
 
-// Mark levels: an item written with checksums on its byte values (1), and
-// on its write mark too (2): Seal writes 2.
+// Mark levels: an item written with checksums on its byte values (1), on
+// its write mark too (2), and on a head's format flag too (3): Seal writes
+// 3.
 const (
 	levelValues = "1"
 	levelWrite  = "2"
+	levelHead   = "3"
 )
+
+// HeadFlag is a run head's format flag (the run may have bare steps),
+// which an update never adds or removes: covered since mark level 3, and
+// then required on a head (MissingHeadFlag).
+const HeadFlag = "b"
 
 // MarkWrite is the write mark of a run's step, wait and hook-link items
 // (the last sequence number of the commit that wrote the item), covered
@@ -50,11 +59,12 @@ const sumPrefix = "k"
 
 // Covered reports whether an attribute's value carries a checksum: the
 // payload attributes (in, out, err, cerr, ctx, attrs, md, d), a held
-// run's error (he) and the write mark (wq, MarkWrite). To cover another
-// attribute, add its name here: writers and readers follow.
+// run's error (he), the write mark (wq, MarkWrite) and a head's format
+// flag (b, HeadFlag). To cover another attribute, add its name here:
+// writers and readers follow.
 func Covered(name string) bool {
 	switch name {
-	case "in", "out", "err", "cerr", "ctx", "attrs", "md", "d", "he", MarkWrite:
+	case "in", "out", "err", "cerr", "ctx", "attrs", "md", "d", "he", MarkWrite, HeadFlag:
 		return true
 	}
 	return false
@@ -113,20 +123,45 @@ func Seal(it map[string]types.AttributeValue) {
 	for _, name := range names {
 		it[Attr(name)] = &types.AttributeValueMemberB{Value: Sum(pk, sk, name, it[name])}
 	}
-	it[Mark] = &types.AttributeValueMemberN{Value: levelWrite}
+	it[Mark] = &types.AttributeValueMemberN{Value: levelHead}
+}
+
+// level is the item's mark level, "" when it has none.
+func level(it map[string]types.AttributeValue) string {
+	if n, ok := it[Mark].(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return ""
 }
 
 // Marked reports whether an item carries the mark.
 func Marked(it map[string]types.AttributeValue) bool {
-	n, ok := it[Mark].(*types.AttributeValueMemberN)
-	return ok && (n.Value == levelValues || n.Value == levelWrite)
+	l := level(it)
+	return l == levelValues || l == levelWrite || l == levelHead
 }
 
-// WriteMarked reports whether an item carries the mark at level 2: its
-// write mark, if it needs one, is covered (and present: MissingWriteMark).
+// WriteMarked reports whether an item carries the mark at level 2 or more:
+// its write mark, if it needs one, is covered (and present:
+// MissingWriteMark).
 func WriteMarked(it map[string]types.AttributeValue) bool {
-	n, ok := it[Mark].(*types.AttributeValueMemberN)
-	return ok && n.Value == levelWrite
+	l := level(it)
+	return l == levelWrite || l == levelHead
+}
+
+// headMarked reports whether an item carries the mark at level 3: a run
+// head's format flag is covered.
+func headMarked(it map[string]types.AttributeValue) bool { return level(it) == levelHead }
+
+// MissingHeadFlag returns the fault of a run head written with its format
+// flag covered (level 3) that has none: Seal of a head of a run created by
+// that format covers its flag, and an update never removes it, so it was
+// removed, with its checksum or not. The caller tells run heads from other
+// items. Nil otherwise.
+func MissingHeadFlag(it map[string]types.AttributeValue) *Fault {
+	if _, ok := it[HeadFlag]; ok || !headMarked(it) {
+		return nil
+	}
+	return &Fault{HeadFlag, "is missing, though the run head was written with it (mark " + Mark + " = " + levelHead + "): it was removed"}
 }
 
 // MissingWriteMark returns the fault of an item that needs a write mark
@@ -147,7 +182,7 @@ func MissingWriteMark(it map[string]types.AttributeValue) *Fault {
 // the mark was removed or lowered to skip the check. Nil otherwise.
 func WriteUnmarked(it map[string]types.AttributeValue) *Fault {
 	if !WriteMarked(it) {
-		return &Fault{MarkWrite, "is not covered: the item's mark " + Mark + " is not " + levelWrite + ", though its run's head is: the mark was edited"}
+		return &Fault{MarkWrite, "is not covered: the item's mark " + Mark + " is below " + levelWrite + ", though its run's head's is not: the mark was edited"}
 	}
 	if f := MissingWriteMark(it); f != nil {
 		return f
@@ -159,8 +194,11 @@ func WriteUnmarked(it map[string]types.AttributeValue) *Fault {
 // checksum: any of them on a marked item, but the write mark only on an
 // item written when it was covered (level 2).
 func requiredSum(it map[string]types.AttributeValue, name string) bool {
-	if name == MarkWrite {
+	switch name {
+	case MarkWrite:
 		return WriteMarked(it)
+	case HeadFlag:
+		return headMarked(it)
 	}
 	return Marked(it)
 }
@@ -172,7 +210,9 @@ func requiredSum(it map[string]types.AttributeValue, name string) bool {
 func Unsummed(it map[string]types.AttributeValue) *Fault {
 	var missing []string
 	for name := range it {
-		if _, ok := it[Attr(name)]; Covered(name) && !ok && (name != MarkWrite || WriteMarked(it)) {
+		// Any covered value, whatever the item's own mark says, but the
+		// write mark and the head flag only where their level covers them.
+		if _, ok := it[Attr(name)]; Covered(name) && !ok && (name != MarkWrite || WriteMarked(it)) && (name != HeadFlag || headMarked(it)) {
 			missing = append(missing, name)
 		}
 	}
