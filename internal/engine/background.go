@@ -20,6 +20,10 @@ import (
 type background struct {
 	*parts
 	leases *runLeases
+	// settle lets a group's steps still running finish (gather): nil is
+	// runtime.Gosched; a test sets it to release its steps and wait for
+	// their outcomes (len(results) == left).
+	settle func(results <-chan outcome, left int)
 }
 
 // executeBackground executes the steps a message names (steps queued

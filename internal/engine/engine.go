@@ -61,7 +61,7 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	comps := &compensator{pt, steps}
 	below := &parts{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}}
 	leases := &runLeases{parts: below, id: "eng-" + hex.EncodeToString(b[:])}
-	return &Engine{parts: below, gate: &gate{port: pt}, leases: leases, bg: &background{below, leases}}, nil
+	return &Engine{parts: below, gate: &gate{port: pt}, leases: leases, bg: &background{parts: below, leases: leases}}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -103,17 +104,8 @@ func (bg *background) runGroup(ctx context.Context, runID string, started []step
 		go func() { results <- bg.steps.runStep(ctx, x) }()
 	}
 	for left := len(started); left > 0; {
-		batch := []outcome{<-results}
-		left--
-		for more := true; more && left > 0; {
-			select {
-			case o := <-results:
-				batch = append(batch, o)
-				left--
-			default:
-				more = false
-			}
-		}
+		var batch []outcome
+		batch, left = bg.gather(results, append(batch, <-results), left-1)
 		kept := batch[:0]
 		for _, o := range batch {
 			if o.kind == outAbandoned {
@@ -142,6 +134,43 @@ func (bg *background) runGroup(ctx context.Context, runID string, started []step
 		}
 	}
 	return wake, abandoned, nil
+}
+
+// gather adds to batch the outcomes of the left steps still running that
+// finish while their siblings take their turn: after the first outcome it
+// yields the processor (settle) for as long as each yield brings more.
+// Without it the goroutine recording them, woken by the first outcome,
+// runs before the siblings the first step's goroutine queued ahead of it
+// and records that outcome alone, and the next, and so on: an Append per
+// step. It waits for nothing but the runnable: a sibling still running
+// (blocked, or slow) when a yield brings nothing is left for a later
+// Append, and what has finished goes now.
+func (bg *background) gather(results <-chan outcome, batch []outcome, left int) ([]outcome, int) {
+	drain := func() (got bool) {
+		for left > 0 {
+			select {
+			case o := <-results:
+				batch = append(batch, o)
+				left--
+				got = true
+			default:
+				return got
+			}
+		}
+		return got
+	}
+	drain()
+	for left > 0 {
+		if bg.settle != nil {
+			bg.settle(results, left)
+		} else {
+			runtime.Gosched()
+		}
+		if !drain() {
+			break
+		}
+	}
+	return batch, left
 }
 
 // startGroup starts the steps' attempts (queued, see world.StepStarted) in
