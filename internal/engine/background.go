@@ -152,7 +152,11 @@ func (bg *background) endedMeanwhile(ctx context.Context, runID, stepID string) 
 // An attempt an invocation runs inline needs nothing from it. It reports
 // whether err was such a refusal.
 func (bg *background) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
-	re := refusalOf(err)
+	return bg.requeueUnstarted(ctx, runID, stepID, refusalOf(err))
+}
+
+// requeueUnstarted is requeueRefusedStart for the refusal re.
+func (bg *background) requeueUnstarted(ctx context.Context, runID, stepID string, re *world.RefusalError) (bool, error) {
 	switch {
 	case tooEarly(re):
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: re.Until}

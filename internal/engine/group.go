@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -22,40 +21,11 @@ import (
 // retries the whole message (its steps already finished are skipped then,
 // and still wake the run). tag is the message's (msgTag).
 func (bg *background) executeGroup(ctx context.Context, runID string, ids []string, tag string) error {
-	steps := make([]*world.Step, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { steps[i], errs[i] = bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
-	}
-	run, err := bg.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	wg.Wait()
-	if err != nil {
+	run, g, err := bg.readGroup(ctx, runID, ids)
+	if err != nil || run == nil {
 		return err
 	}
-	if run.Status.Terminal() {
-		return nil
-	}
-	if err := sealedWithoutKey(runID, run.Input, run.ExecutionContext); err != nil {
-		return err // never run a step on an envelope
-	}
-	var todo, ended []*world.Step
-	wake := ""
-	for i, st := range steps {
-		switch {
-		case errors.Is(errs[i], world.ErrNotFound):
-			bg.log.Warn("engine: background step", "run", runID, "step", ids[i], "err", errs[i])
-		case errs[i] != nil:
-			return errs[i]
-		case st.Status.Terminal():
-			wake = keyDone(st.StepID, st.Attempt) // see executeStep
-			ended = append(ended, st)
-		case !bg.registered(st.StepName):
-			wake = keyUnregistered(st.StepID, st.Attempt) // see executeStep
-		default:
-			todo = append(todo, st)
-		}
-	}
+	todo, ended, wake := g.todo, g.ended, g.wake
 	started, meanwhile, err := bg.startGroup(ctx, runID, todo)
 	if err != nil {
 		if errors.Is(err, world.ErrGone) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,5 +117,80 @@ func TestGroupRecordsWhatFinishedMeanwhileTogether(t *testing.T) {
 				t.Errorf("outcomes per Append %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// refusedLog is appendLog that also counts the Appends refused.
+type refusedLog struct {
+	*appendLog
+	refused atomic.Int64
+}
+
+func (r *refusedLog) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	res, err := r.appendLog.Append(ctx, p)
+	if err != nil {
+		r.refused.Add(1)
+	}
+	return res, err
+}
+
+// A group leaves out of its start the steps its read shows running under
+// another executor's live lease, or waiting for their retry's time, as
+// their refused step_started would (TestGroupSkipsWhatOthersOwn): before,
+// each cost a refused Append of the group's start, one at a time. Here two
+// steps a session took up inline (their messages dropped: the session
+// sees to them) and one waiting for its retry (queued again for then).
+func TestGroupLeavesOutWhatItsReadShowsOwned(t *testing.T) {
+	t.Parallel()
+	var rl *refusedLog
+	h := newHarness(t, func(lw *localworld.World) world.World {
+		rl = &refusedLog{appendLog: &appendLog{msgWorld: &msgWorld{World: lw}}}
+		return rl
+	}, Config{})
+	runID, ids := groupRun(t, h, 6)
+	ctx := context.Background()
+	later := time.Now().Add(time.Hour)
+	for _, ev := range []world.EventInput{
+		{CorrelationID: ids[1], Data: &world.StepStarted{StepName: "add", LeaseTTL: time.Hour}},
+		{CorrelationID: ids[2], Data: &world.StepStarted{StepName: "add", LeaseTTL: time.Hour}},
+		{CorrelationID: ids[3], Data: &world.StepStarted{StepName: "add", Queued: true}},
+		{CorrelationID: ids[3], Data: &world.StepRetrying{StepName: "add", Error: &world.ErrorData{Message: "later"}, RetryAfter: later}},
+	} {
+		if _, err := h.lw.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder := &world.RunLeaseParams{RunID: runID, Owner: "holder", TTL: time.Minute}
+	if _, err := h.w.AcquireRunLease(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: ids[0], StepIDs: ids[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rl.refused.Load(); n != 0 {
+		t.Errorf("%d Appends refused, want none", n)
+	}
+	rl.mu.Lock()
+	var started []string
+	for _, c := range rl.commits {
+		for _, ev := range c {
+			if _, ok := ev.Data.(*world.StepStarted); ok {
+				started = append(started, ev.CorrelationID)
+			}
+		}
+	}
+	rl.mu.Unlock()
+	if want := []string{ids[0], ids[4], ids[5]}; !slices.Equal(started, want) {
+		t.Errorf("started %v, want %v", started, want)
+	}
+	for i, want := range []world.StepStatus{world.StepStatusCompleted, world.StepStatusRunning, world.StepStatusRunning, world.StepStatusPending, world.StepStatusCompleted, world.StepStatusCompleted} {
+		st, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: ids[i]})
+		if err != nil || st.Status != want || i < 3 && st.Attempt != 1 {
+			t.Errorf("step %d: %+v %v, want %s", i, st, err, want)
+		}
+	}
+	msgs := rl.snapshot()
+	if len(msgs) != 1 || msgs[0].StepID != ids[3] || msgs[0].NotBefore.Before(later) || msgs[0].NotBefore.After(later.Add(time.Second)) {
+		t.Errorf("messages %+v, want step 3 queued again for %v", msgs, later)
 	}
 }
