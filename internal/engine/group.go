@@ -148,7 +148,8 @@ func (bg *background) gather(results <-chan outcome, batch []outcome, left int) 
 // one that has ended since it was read, which it returns (ended), for the
 // run to be woken as for one found ended (endedMeanwhile); one not yet due
 // or running under a live lease is queued again for that time
-// (requeueRefusedStart).
+// (requeueRefusedStart). After a step was refused as taken or ended by
+// another executor, the steps left are read again (rereadGroup).
 func (bg *background) startGroup(ctx context.Context, runID string, todo []*world.Step) (out []stepExec, ended []*world.Step, err error) {
 	for len(todo) > 0 {
 		evs := make([]world.EventInput, len(todo))
@@ -177,6 +178,16 @@ func (bg *background) startGroup(ctx context.Context, runID string, todo []*worl
 				return nil, nil, err
 			}
 			todo = append(todo[:re.Index:re.Index], todo[re.Index+1:]...)
+			if errors.Is(err, world.ErrConflict) && len(todo) > 1 {
+				// Taken or ended by another executor (a session taking up
+				// queued steps, most often several at once): read what is
+				// left rather than meet each such step's refusal in turn.
+				var more []*world.Step
+				if todo, more, err = bg.rereadGroup(ctx, runID, todo); err != nil {
+					return nil, nil, err
+				}
+				ended = append(ended, more...)
+			}
 			continue
 		}
 		if err != nil {

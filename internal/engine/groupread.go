@@ -27,14 +27,12 @@ type groupRead struct {
 // steps whose messages have not arrived yet leaves a group many of those.
 func (bg *background) readGroup(ctx context.Context, runID string, ids []string) (*world.Run, groupRead, error) {
 	var g groupRead
-	steps := make([]*world.Step, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { steps[i], errs[i] = bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
-	}
+	var steps []*world.Step
+	var errs []error
+	read := make(chan struct{})
+	go func() { steps, errs = bg.getSteps(ctx, runID, ids); close(read) }()
 	run, err := bg.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	wg.Wait()
+	<-read
 	if err != nil {
 		return nil, g, err
 	}
@@ -90,4 +88,46 @@ func (bg *background) requeueOwned(ctx context.Context, runID string, steps []*w
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// getSteps reads steps ids of run runID, concurrently.
+func (bg *background) getSteps(ctx context.Context, runID string, ids []string) ([]*world.Step, []error) {
+	steps := make([]*world.Step, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { steps[i], errs[i] = bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
+	}
+	wg.Wait()
+	return steps, errs
+}
+
+// rereadGroup reads again the steps of a group's start still to start
+// (todo) and sorts them as readGroup does: it returns those that may still
+// start as read now, and those that have ended (for startGroup's caller
+// to wake the run as for steps found ended); those another executor runs
+// or that wait for their retry are queued again or dropped
+// (requeueOwned), and those gone are left out.
+func (bg *background) rereadGroup(ctx context.Context, runID string, todo []*world.Step) (keep, ended []*world.Step, err error) {
+	ids := make([]string, len(todo))
+	for i, st := range todo {
+		ids[i] = st.StepID
+	}
+	steps, errs := bg.getSteps(ctx, runID, ids)
+	now := bg.now()
+	var owned []*world.Step
+	for i, st := range steps {
+		switch {
+		case errors.Is(errs[i], world.ErrNotFound):
+		case errs[i] != nil:
+			return nil, nil, errs[i]
+		case st.Status.Terminal():
+			ended = append(ended, st)
+		case startRefusal(st, now) != nil:
+			owned = append(owned, st)
+		default:
+			keep = append(keep, st)
+		}
+	}
+	return keep, ended, bg.requeueOwned(ctx, runID, owned, now)
 }

@@ -194,3 +194,67 @@ func TestGroupLeavesOutWhatItsReadShowsOwned(t *testing.T) {
 		t.Errorf("messages %+v, want step 3 queued again for %v", msgs, later)
 	}
 }
+
+// sessionRace is refusedLog that, before the first Append starting queued
+// steps, appends what a session taking up some of them would: step_started
+// (inline) for the steps in take, and their completion for those in done.
+type sessionRace struct {
+	*refusedLog
+	runID      string
+	take, done []string
+	once       sync.Once
+}
+
+func (s *sessionRace) Append(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	if d, ok := p.Events[0].Data.(*world.StepStarted); ok && d.Queued {
+		s.once.Do(func() {
+			var evs []world.EventInput
+			for _, id := range s.take {
+				evs = append(evs, world.EventInput{CorrelationID: id, Data: &world.StepStarted{StepName: "add", LeaseTTL: time.Hour}})
+			}
+			for _, id := range s.done {
+				evs = append(evs, world.EventInput{CorrelationID: id, Data: &world.StepCompleted{StepName: "add", Result: mustJSON(0)}})
+			}
+			if _, err := s.World.Append(ctx, &world.AppendParams{RunID: s.runID, Events: evs}); err != nil {
+				panic(err)
+			}
+		})
+	}
+	return s.refusedLog.Append(ctx, p)
+}
+
+// A group whose start is refused because a session took up some of its
+// steps after the group read them (here three: two still running, one
+// completed) reads the steps left again and leaves those out at once,
+// rather than meet each one's refusal in turn: one refused Append, not
+// three.
+func TestGroupReadsAgainAfterARefusedStart(t *testing.T) {
+	t.Parallel()
+	var sr *sessionRace
+	h := newHarness(t, func(lw *localworld.World) world.World {
+		sr = &sessionRace{refusedLog: &refusedLog{appendLog: &appendLog{msgWorld: &msgWorld{World: lw}}}}
+		return sr
+	}, Config{})
+	runID, ids := groupRun(t, h, 6)
+	sr.runID, sr.take, sr.done = runID, ids[2:5], ids[4:5]
+	ctx := context.Background()
+	holder := &world.RunLeaseParams{RunID: runID, Owner: "holder", TTL: time.Minute}
+	if _, err := h.w.AcquireRunLease(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: ids[0], StepIDs: ids[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := sr.refused.Load(); n != 1 {
+		t.Errorf("%d Appends refused, want 1", n)
+	}
+	for i, want := range []world.StepStatus{world.StepStatusCompleted, world.StepStatusCompleted, world.StepStatusRunning, world.StepStatusRunning, world.StepStatusCompleted, world.StepStatusCompleted} {
+		st, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: ids[i]})
+		if err != nil || st.Status != want || st.Attempt != 1 {
+			t.Errorf("step %d: %+v %v, want %s at attempt 1", i, st, err, want)
+		}
+	}
+	if msgs := sr.snapshot(); len(msgs) != 0 {
+		t.Errorf("messages %+v, want none (the session sees to its steps)", msgs)
+	}
+}
