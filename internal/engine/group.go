@@ -106,6 +106,16 @@ func (bg *background) runGroup(ctx context.Context, runID string, started []step
 	return wake, abandoned, nil
 }
 
+// appendNoted is port.append that keeps what it appended for the run's
+// session in this process (recent.go), which then need not read it back.
+func (bg *background) appendNoted(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	res, err := bg.append(ctx, p)
+	if err == nil {
+		bg.recent.note(p.RunID, res)
+	}
+	return res, err
+}
+
 // gather adds to batch the outcomes of the left steps still running that
 // finish while their siblings take their turn: after the first outcome it
 // yields the processor (settle) for as long as each yield brings more.
@@ -157,7 +167,7 @@ func (bg *background) startGroup(ctx context.Context, runID string, todo []*worl
 			evs[i] = world.EventInput{CorrelationID: st.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: bg.cfg.StepLeaseTTL, Queued: true}}
 		}
 		n := world.AppendFits(bg.w, evs)
-		res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		res, err := bg.appendNoted(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < n {
 			switch requeued, rerr := bg.requeueRefusedStart(ctx, runID, todo[re.Index].StepID, err); {
 			case requeued:
@@ -212,7 +222,7 @@ func (bg *background) recordGroup(ctx context.Context, runID string, outs []outc
 			evs[i] = o.event()
 		}
 		n := world.AppendFits(bg.w, evs)
-		res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		res, err := bg.appendNoted(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ended, ctx.Err()
