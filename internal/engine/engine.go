@@ -55,7 +55,7 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
 	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World),
-		logs: newLogCache(cfg.LogCacheBytes), recent: newRecentAppends()}
+		logs: newLogCache(cfg.LogCacheBytes), recent: newRecentAppends(), known: newKnownSteps()}
 	spans := &tracing{pt}
 	steps := &stepRunner{pt, spans}
 	comps := &compensator{pt, steps}

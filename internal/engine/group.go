@@ -112,6 +112,7 @@ func (bg *background) appendNoted(ctx context.Context, p *world.AppendParams) (*
 	res, err := bg.append(ctx, p)
 	if err == nil {
 		bg.recent.note(p.RunID, res)
+		bg.known.note(p.RunID, res)
 	}
 	return res, err
 }

@@ -30,7 +30,7 @@ func (bg *background) readGroup(ctx context.Context, runID string, ids []string)
 	var steps []*world.Step
 	var errs []error
 	read := make(chan struct{})
-	go func() { steps, errs = bg.getSteps(ctx, runID, ids); close(read) }()
+	go func() { steps, errs = bg.getSteps(ctx, runID, ids, true); close(read) }()
 	run, err := bg.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
 	<-read
 	if err != nil {
@@ -90,12 +90,19 @@ func (bg *background) requeueOwned(ctx context.Context, runID string, steps []*w
 	return errors.Join(errs...)
 }
 
-// getSteps reads steps ids of run runID, concurrently.
-func (bg *background) getSteps(ctx context.Context, runID string, ids []string) ([]*world.Step, []error) {
+// getSteps reads steps ids of run runID, concurrently: from the World, or,
+// with known, as this process's Appends last left those it knows
+// (knownsteps.go).
+func (bg *background) getSteps(ctx context.Context, runID string, ids []string, known bool) ([]*world.Step, []error) {
 	steps := make([]*world.Step, len(ids))
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
+		if known {
+			if steps[i] = bg.known.get(runID, id); steps[i] != nil {
+				continue
+			}
+		}
 		wg.Go(func() { steps[i], errs[i] = bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
 	}
 	wg.Wait()
@@ -113,7 +120,7 @@ func (bg *background) rereadGroup(ctx context.Context, runID string, todo []*wor
 	for i, st := range todo {
 		ids[i] = st.StepID
 	}
-	steps, errs := bg.getSteps(ctx, runID, ids)
+	steps, errs := bg.getSteps(ctx, runID, ids, false)
 	now := bg.now()
 	var owned []*world.Step
 	for i, st := range steps {

@@ -258,3 +258,78 @@ func TestGroupReadsAgainAfterARefusedStart(t *testing.T) {
 		t.Errorf("messages %+v, want none (the session sees to its steps)", msgs)
 	}
 }
+
+// getCounter counts GetStep calls.
+type getCounter struct {
+	*appendLog
+	gets atomic.Int64
+}
+
+func (g *getCounter) GetStep(ctx context.Context, p *world.GetStepParams) (*world.Step, error) {
+	g.gets.Add(1)
+	return g.appendLog.GetStep(ctx, p)
+}
+
+// A group whose steps this process's Appends left (knownsteps.go: here
+// noted from the World's steps at creation) sorts them by what it knows
+// rather than read each from the World. What it knows may be old: a step
+// known as created that has completed since is refused at the start, read
+// again with the steps left, and recorded once all the same.
+func TestGroupSortsTheStepsItsProcessKnows(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		stale bool
+		gets  int64
+	}{
+		{"as known", false, 0},
+		{"one completed since", true, 6}, // the refused one, then the 5 left
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var gc *getCounter
+			h := newHarness(t, func(lw *localworld.World) world.World {
+				gc = &getCounter{appendLog: &appendLog{msgWorld: &msgWorld{World: lw}}}
+				return gc
+			}, Config{})
+			runID, ids := groupRun(t, h, 6)
+			ctx := context.Background()
+			res := &world.AppendResult{}
+			for i, id := range ids {
+				st, err := h.lw.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Results = append(res.Results, world.EventResult{Event: &world.Event{Seq: int64(3 + i)}, Step: st})
+			}
+			h.eng.known.note(runID, res)
+			if tc.stale {
+				for _, ev := range []world.EventInput{
+					{CorrelationID: ids[2], Data: &world.StepStarted{StepName: "add"}},
+					{CorrelationID: ids[2], Data: &world.StepCompleted{StepName: "add", Result: mustJSON(3)}},
+				} {
+					if _, err := h.lw.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{ev}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			holder := &world.RunLeaseParams{RunID: runID, Owner: "holder", TTL: time.Minute}
+			if _, err := h.w.AcquireRunLease(ctx, holder); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: ids[0], StepIDs: ids[1:]}); err != nil {
+				t.Fatal(err)
+			}
+			if n := gc.gets.Load(); n != tc.gets {
+				t.Errorf("%d GetStep calls, want %d", n, tc.gets)
+			}
+			evs := h.events(runID)
+			if n := count(evs, world.EventStepCompleted); n != 6 {
+				t.Errorf("step_completed = %d, want 6", n)
+			}
+			if n := count(evs, world.EventStepStarted); n != 6 {
+				t.Errorf("step_started = %d, want 6", n)
+			}
+		})
+	}
+}

@@ -33,6 +33,9 @@ type port struct {
 	// recent keeps what background executors appended until the run's
 	// session loads it (recent.go).
 	recent *recentAppends
+	// known keeps the steps as this process's Appends left them
+	// (knownsteps.go).
+	known *knownSteps
 }
 
 func (pt *port) now() time.Time { return pt.cfg.Now() }
