@@ -65,7 +65,7 @@ func (ks *knownSteps) note(runID string, res *world.AppendResult) {
 		if ok && old.seq >= r.Event.Seq {
 			continue
 		}
-		k := knownStep{seq: r.Event.Seq, step: *r.Step, bytes: 256 + len(r.Step.Input) + len(r.Step.Output)}
+		k := knownStep{seq: r.Event.Seq, step: *r.Step, bytes: knownBytes(r.Step)}
 		steps[r.Step.StepID] = k
 		ks.bytes += k.bytes - old.bytes
 	}
@@ -75,6 +75,16 @@ func (ks *knownSteps) note(runID string, res *world.AppendResult) {
 	for len(ks.order) > 0 && (ks.bytes > knownMaxBytes || len(ks.runs) > knownMaxRuns) {
 		ks.forget(ks.order[0])
 	}
+}
+
+// knownBytes is about what keeping st holds: its payloads and errors,
+// and a fixed overhead.
+func knownBytes(st *world.Step) int {
+	n := 256 + len(st.Input) + len(st.Output) + world.ErrorSize(st.Error)
+	if c := st.Compensation; c != nil {
+		n += 128 + len(c.Step) + world.ErrorSize(c.Error)
+	}
+	return n
 }
 
 // get returns step id of run as last noted, nil when not known.
