@@ -180,7 +180,8 @@ func BenchmarkEngineSeq(b *testing.B) {
 // time the process used over n (all its goroutines: the worker's eight,
 // the client's polls; zero where getrusage is not available), less
 // sensitive than the wall time to the queue's and the sessions' waits and
-// to the neighbours on a shared machine.
+// to the neighbours on a shared machine. appends/run counts the Appends
+// called, refused ones included.
 func BenchmarkEngineFanout(b *testing.B) {
 	for _, store := range engineStores {
 		for _, n := range []int{10, 100, 1000, 5000} {
@@ -188,13 +189,14 @@ func BenchmarkEngineFanout(b *testing.B) {
 				eb := newEngineBench(b, store)
 				eb.run(b, eb.fan, 1)
 				b.ResetTimer()
-				cpu := cpuTime()
+				cpu, appends := cpuTime(), eb.w.commits()
 				for range b.N {
 					eb.run(b, eb.fan, n)
 				}
-				cpu = cpuTime() - cpu
+				cpu, appends = cpuTime()-cpu, eb.w.commits()-appends
 				b.StopTimer()
 				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+				b.ReportMetric(float64(appends)/float64(b.N), "appends/run")
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/step")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*n), "cpu-µs/step")
 			})

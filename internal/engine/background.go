@@ -20,6 +20,10 @@ import (
 type background struct {
 	*parts
 	leases *runLeases
+	// settle lets a group's steps still running finish (gather): nil is
+	// runtime.Gosched; a test sets it to release its steps and wait for
+	// their outcomes (len(results) == left).
+	settle func(results <-chan outcome, left int)
 }
 
 // executeBackground executes the steps a message names (steps queued
@@ -148,7 +152,11 @@ func (bg *background) endedMeanwhile(ctx context.Context, runID, stepID string) 
 // An attempt an invocation runs inline needs nothing from it. It reports
 // whether err was such a refusal.
 func (bg *background) requeueRefusedStart(ctx context.Context, runID, stepID string, err error) (bool, error) {
-	re := refusalOf(err)
+	return bg.requeueUnstarted(ctx, runID, stepID, refusalOf(err))
+}
+
+// requeueUnstarted is requeueRefusedStart for the refusal re.
+func (bg *background) requeueUnstarted(ctx context.Context, runID, stepID string, re *world.RefusalError) (bool, error) {
 	switch {
 	case tooEarly(re):
 		m := world.Message{RunID: runID, StepID: stepID, NotBefore: re.Until}

@@ -314,6 +314,7 @@ func (c *committer) applyEvents(ctx context.Context, p *plan, res *world.AppendR
 	if res.Run != nil && res.Run.LastSeq > c.st.lastSeq {
 		c.st.lastSeq = res.Run.LastSeq
 	}
+	c.e.known.note(c.runID, res) // for the groups of its queued steps (knownsteps.go)
 }
 
 // apply ends a committed plan: the deliveries are no longer pending, and

@@ -55,13 +55,13 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 		return nil, fmt.Errorf("engine: owner ID: %w", err)
 	}
 	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World),
-		logs: newLogCache(cfg.LogCacheBytes)}
+		logs: newLogCache(cfg.LogCacheBytes), recent: newRecentAppends(), known: newKnownSteps()}
 	spans := &tracing{pt}
 	steps := &stepRunner{pt, spans}
 	comps := &compensator{pt, steps}
 	below := &parts{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}}
 	leases := &runLeases{parts: below, id: "eng-" + hex.EncodeToString(b[:])}
-	return &Engine{parts: below, gate: &gate{port: pt}, leases: leases, bg: &background{below, leases}}, nil
+	return &Engine{parts: below, gate: &gate{port: pt}, leases: leases, bg: &background{parts: below, leases: leases}}, nil
 }
 
 // Close stops the workflows the engine keeps suspended in memory between

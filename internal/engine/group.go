@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -21,40 +21,11 @@ import (
 // retries the whole message (its steps already finished are skipped then,
 // and still wake the run). tag is the message's (msgTag).
 func (bg *background) executeGroup(ctx context.Context, runID string, ids []string, tag string) error {
-	steps := make([]*world.Step, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { steps[i], errs[i] = bg.w.GetStep(ctx, &world.GetStepParams{RunID: runID, StepID: id}) })
-	}
-	run, err := bg.w.GetRun(ctx, &world.GetRunParams{RunID: runID})
-	wg.Wait()
-	if err != nil {
+	run, g, err := bg.readGroup(ctx, runID, ids)
+	if err != nil || run == nil {
 		return err
 	}
-	if run.Status.Terminal() {
-		return nil
-	}
-	if err := sealedWithoutKey(runID, run.Input, run.ExecutionContext); err != nil {
-		return err // never run a step on an envelope
-	}
-	var todo, ended []*world.Step
-	wake := ""
-	for i, st := range steps {
-		switch {
-		case errors.Is(errs[i], world.ErrNotFound):
-			bg.log.Warn("engine: background step", "run", runID, "step", ids[i], "err", errs[i])
-		case errs[i] != nil:
-			return errs[i]
-		case st.Status.Terminal():
-			wake = keyDone(st.StepID, st.Attempt) // see executeStep
-			ended = append(ended, st)
-		case !bg.registered(st.StepName):
-			wake = keyUnregistered(st.StepID, st.Attempt) // see executeStep
-		default:
-			todo = append(todo, st)
-		}
-	}
+	todo, ended, wake := g.todo, g.ended, g.wake
 	started, meanwhile, err := bg.startGroup(ctx, runID, todo)
 	if err != nil {
 		if errors.Is(err, world.ErrGone) {
@@ -103,17 +74,8 @@ func (bg *background) runGroup(ctx context.Context, runID string, started []step
 		go func() { results <- bg.steps.runStep(ctx, x) }()
 	}
 	for left := len(started); left > 0; {
-		batch := []outcome{<-results}
-		left--
-		for more := true; more && left > 0; {
-			select {
-			case o := <-results:
-				batch = append(batch, o)
-				left--
-			default:
-				more = false
-			}
-		}
+		var batch []outcome
+		batch, left = bg.gather(results, append(batch, <-results), left-1)
 		kept := batch[:0]
 		for _, o := range batch {
 			if o.kind == outAbandoned {
@@ -144,12 +106,61 @@ func (bg *background) runGroup(ctx context.Context, runID string, started []step
 	return wake, abandoned, nil
 }
 
+// appendNoted is port.append that keeps what it appended for the run's
+// session in this process (recent.go), which then need not read it back.
+func (bg *background) appendNoted(ctx context.Context, p *world.AppendParams) (*world.AppendResult, error) {
+	res, err := bg.append(ctx, p)
+	if err == nil {
+		bg.recent.note(p.RunID, res)
+		bg.known.note(p.RunID, res)
+	}
+	return res, err
+}
+
+// gather adds to batch the outcomes of the left steps still running that
+// finish while their siblings take their turn: after the first outcome it
+// yields the processor (settle) for as long as each yield brings more.
+// Without it the goroutine recording them, woken by the first outcome,
+// runs before the siblings the first step's goroutine queued ahead of it
+// and records that outcome alone, and the next, and so on: an Append per
+// step. It waits for nothing but the runnable: a sibling still running
+// (blocked, or slow) when a yield brings nothing is left for a later
+// Append, and what has finished goes now.
+func (bg *background) gather(results <-chan outcome, batch []outcome, left int) ([]outcome, int) {
+	drain := func() (got bool) {
+		for left > 0 {
+			select {
+			case o := <-results:
+				batch = append(batch, o)
+				left--
+				got = true
+			default:
+				return got
+			}
+		}
+		return got
+	}
+	drain()
+	for left > 0 {
+		if bg.settle != nil {
+			bg.settle(results, left)
+		} else {
+			runtime.Gosched()
+		}
+		if !drain() {
+			break
+		}
+	}
+	return batch, left
+}
+
 // startGroup starts the steps' attempts (queued, see world.StepStarted) in
 // as few Appends as the World takes. A step it may not start is left out:
 // one that has ended since it was read, which it returns (ended), for the
 // run to be woken as for one found ended (endedMeanwhile); one not yet due
 // or running under a live lease is queued again for that time
-// (requeueRefusedStart).
+// (requeueRefusedStart). After a step was refused as taken or ended by
+// another executor, the steps left are read again (rereadGroup).
 func (bg *background) startGroup(ctx context.Context, runID string, todo []*world.Step) (out []stepExec, ended []*world.Step, err error) {
 	for len(todo) > 0 {
 		evs := make([]world.EventInput, len(todo))
@@ -157,7 +168,7 @@ func (bg *background) startGroup(ctx context.Context, runID string, todo []*worl
 			evs[i] = world.EventInput{CorrelationID: st.StepID, Data: &world.StepStarted{StepName: st.StepName, LeaseTTL: bg.cfg.StepLeaseTTL, Queued: true}}
 		}
 		n := world.AppendFits(bg.w, evs)
-		res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		res, err := bg.appendNoted(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		if re := refusedEvent(err); re != nil && re.Index >= 0 && re.Index < n {
 			switch requeued, rerr := bg.requeueRefusedStart(ctx, runID, todo[re.Index].StepID, err); {
 			case requeued:
@@ -178,6 +189,16 @@ func (bg *background) startGroup(ctx context.Context, runID string, todo []*worl
 				return nil, nil, err
 			}
 			todo = append(todo[:re.Index:re.Index], todo[re.Index+1:]...)
+			if errors.Is(err, world.ErrConflict) && len(todo) > 1 {
+				// Taken or ended by another executor (a session taking up
+				// queued steps, most often several at once): read what is
+				// left rather than meet each such step's refusal in turn.
+				var more []*world.Step
+				if todo, more, err = bg.rereadGroup(ctx, runID, todo); err != nil {
+					return nil, nil, err
+				}
+				ended = append(ended, more...)
+			}
 			continue
 		}
 		if err != nil {
@@ -202,7 +223,7 @@ func (bg *background) recordGroup(ctx context.Context, runID string, outs []outc
 			evs[i] = o.event()
 		}
 		n := world.AppendFits(bg.w, evs)
-		res, err := bg.append(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
+		res, err := bg.appendNoted(ctx, &world.AppendParams{RunID: runID, Events: evs[:n]})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ended, ctx.Err()

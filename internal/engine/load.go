@@ -119,7 +119,9 @@ func (st *runState) track(ev *world.Event) {
 // optionally applying them to the replayer (allowed only with nothing
 // uncommitted). The cold start reads forward, page by page; later loads read
 // newest first back to the last known sequence number, so they cost what
-// was appended since, however long the log.
+// was appended since, however long the log; past the first page, the
+// events this process's background executors appended are taken as they
+// were appended, when all that is left is (recent.go).
 func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 	if s.log.len() == 0 {
 		return s.loadForward(ctx, consume)
@@ -144,12 +146,17 @@ func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 		if reached || !page.HasMore || len(page.Items) == 0 {
 			break
 		}
+		if rest := s.e.recent.between(s.runID, s.lastSeq, fresh[len(fresh)-1].Seq); rest != nil {
+			fresh = append(fresh, rest...) // appended here: see recent.go
+			break
+		}
 		cursor, limit = page.Cursor, nextPage(fresh[0].Seq, s.lastSeq, len(fresh))
 	}
 	slices.Reverse(fresh)
 	for i := range fresh {
 		s.add(fresh[i], consume)
 	}
+	s.e.recent.loaded(s.runID, s.lastSeq)
 	return len(fresh), nil
 }
 

@@ -20,6 +20,7 @@ package engine
 
 import (
 	"container/list"
+	"context"
 	"sync"
 
 	"github.com/skeinflow/skein/world"
@@ -46,6 +47,20 @@ type logCache struct {
 	closed bool       // Engine.Close: no more suspended workflows
 	lru    *list.List // of *cachedLog, most recently used first
 	byRun  map[string]*list.Element
+	out    map[string]*loan // the run's last session, until it puts its entry back
+}
+
+// loan is a session's hold on its run's entry, from take to put. A
+// session that takes the run's lease just after another released it
+// would find no entry, the other still holding it while it finishes
+// (afterRelease, then put), and load the whole log and replay the
+// workflow: in a wide fan-out, whose background executors take the run
+// on one after the other, a few times a run, each as dear as the log is
+// long. take waits for that entry instead (see take).
+type loan struct {
+	done     chan struct{} // closed by put
+	released bool          // its session released the run lease (releasing)
+	waiting  int           // takes waiting for done
 }
 
 type cachedLog struct {
@@ -63,35 +78,90 @@ func (cl *cachedLog) size() int {
 }
 
 func newLogCache(maxBytes int) *logCache {
-	return &logCache{max: maxBytes, lru: list.New(), byRun: map[string]*list.Element{}}
+	return &logCache{max: maxBytes, lru: list.New(), byRun: map[string]*list.Element{}, out: map[string]*loan{}}
 }
 
 // take removes and returns the cached state of run, nil when none, and
 // its suspended workflow, if the entry kept one: the caller owns it (goes
-// on with it or stops it).
-func (c *logCache) take(runID string) (*runState, *sticky) {
+// on with it or stops it) and gives it back with put, under the loan
+// returned (nil when the cache keeps nothing). When the entry is out
+// with a session that has released the run lease (releasing), which
+// only finishes before it puts the entry back, take waits for it (or
+// ctx): its caller holds the lease now. A session still under the lease
+// it took (one whose lease expired while it ran) is not waited for.
+func (c *logCache) take(ctx context.Context, runID string) (*runState, *sticky, *loan) {
 	if c.max <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byRun[runID]
-	if !ok {
-		return nil, nil
+	for {
+		if el, ok := c.byRun[runID]; ok {
+			c.remove(el)
+			cl := el.Value.(*cachedLog)
+			st := cl.st
+			return &st, cl.live, c.lend(runID)
+		}
+		l := c.out[runID]
+		if l == nil || !l.released {
+			return nil, nil, c.lend(runID)
+		}
+		l.waiting++
+		c.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		l.waiting--
+		if ctx.Err() != nil {
+			return nil, nil, c.lend(runID)
+		}
 	}
-	c.remove(el)
-	cl := el.Value.(*cachedLog)
-	st := cl.st
-	return &st, cl.live
+}
+
+// lend records a new loan of run's entry; c.mu is held, and released on
+// return.
+func (c *logCache) lend(runID string) *loan {
+	defer c.mu.Unlock()
+	l := &loan{done: make(chan struct{})}
+	c.out[runID] = l
+	return l
+}
+
+// releasing records whether the session holding l has released its run
+// lease (true) or holds it (false).
+func (c *logCache) releasing(l *loan, released bool) {
+	if l == nil {
+		return
+	}
+	c.mu.Lock()
+	l.released = released
+	c.mu.Unlock()
+}
+
+// giveBack ends loan l of run's entry, once put has kept what it keeps;
+// c.mu is held.
+func (c *logCache) giveBack(runID string, l *loan) {
+	if l == nil {
+		return
+	}
+	if c.out[runID] == l {
+		delete(c.out, runID)
+	}
+	close(l.done)
 }
 
 // put keeps st for run, with live, its suspended workflow (nil: none),
+// and ends loan l (take),
 // unless the run has ended (no continuation will need it), its log alone
 // is larger than the cache, or the cache holds a later state of the run
 // (another session of it ended after this one took the entry). What it
 // does not keep, or drops to make room, has its workflow stopped.
-func (c *logCache) put(runID string, st runState, live *sticky) {
+func (c *logCache) put(runID string, st runState, live *sticky, l *loan) {
 	if c.max <= 0 || st.log.len() == 0 || st.runStatus.Terminal() || st.log.bytes > c.max {
+		c.mu.Lock()
+		c.giveBack(runID, l)
+		c.mu.Unlock()
 		live.stop()
 		return
 	}
@@ -103,6 +173,7 @@ func (c *logCache) put(runID string, st runState, live *sticky) {
 	}()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.giveBack(runID, l)
 	if c.closed && live != nil {
 		stop, live = append(stop, live), nil
 	}

@@ -98,3 +98,65 @@ func (h *harness) waitSeq(id string, seq int64) {
 	}
 	h.t.Fatalf("run %s did not reach %d events", id, seq)
 }
+
+// A session that takes its run's lease just after another released it
+// finds the run's entry still out with that one, which puts it back once
+// it has finished: take waits for it rather than have the caller load the
+// whole log again and replay the workflow. It does not wait for a session
+// still under its lease (one whose lease expired while it ran), nor past
+// its context.
+func TestLogCacheTakeWaitsForTheReleasedSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	state := func(seq int64) runState {
+		var st runState
+		for i := int64(1); i <= seq; i++ {
+			st.log.add(world.Event{Seq: i, RunID: "r", Data: &world.RunCreated{WorkflowName: "w"}})
+		}
+		st.lastSeq, st.runStatus = seq, world.RunStatusRunning
+		return st
+	}
+	c := newLogCache(1 << 20)
+	c.put("r", state(1), nil, nil)
+	st, _, a := c.take(ctx, "r")
+	if st == nil || a == nil {
+		t.Fatalf("take: %v, loan %v", st, a)
+	}
+
+	// a still holds its lease: nothing to wait for.
+	if st, _, b := c.take(ctx, "r"); st != nil || b == nil {
+		t.Fatalf("take beside a session under its lease: %v, loan %v; want no state at once", st, b)
+	}
+	c.put("r", state(2), nil, nil) // the second take's, done
+	st, _, a = c.take(ctx, "r")
+	if st == nil || st.lastSeq != 2 {
+		t.Fatalf("take: %+v", st)
+	}
+
+	c.releasing(a, true)
+	got := make(chan *runState)
+	go func() {
+		st, _, _ := c.take(ctx, "r")
+		got <- st
+	}()
+	for waiting, deadline := 0, time.Now().Add(time.Minute); waiting == 0; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		waiting = a.waiting
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("take did not wait for the session that released the lease")
+		}
+	}
+	c.put("r", state(3), nil, a) // a has finished after releasing its lease
+	if st := <-got; st == nil || st.lastSeq != 3 {
+		t.Fatalf("take after a released session: %+v, want what it put back (seq 3)", st)
+	}
+
+	_, _, a = c.take(ctx, "r") // out again (nothing cached: a fresh loan)
+	c.releasing(a, true)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if st, _, b := c.take(cctx, "r"); st != nil || b == nil {
+		t.Fatalf("take past its context: %v, loan %v", st, b)
+	}
+}

@@ -30,6 +30,12 @@ type port struct {
 	lim world.Limits
 	// logs keeps the logs of runs between their sessions (logcache.go).
 	logs *logCache
+	// recent keeps what background executors appended until the run's
+	// session loads it (recent.go).
+	recent *recentAppends
+	// known keeps the steps as this process's Appends left them
+	// (knownsteps.go).
+	known *knownSteps
 }
 
 func (pt *port) now() time.Time { return pt.cfg.Now() }

@@ -45,6 +45,7 @@ type op struct {
 	attrs map[string]string // attributes: what the code sets
 
 	created bool // its creation event has been consumed
+	ordered bool // in its replay's stepOrder
 
 	// Steps and waits settle once.
 	settled bool
@@ -131,6 +132,7 @@ type replayer struct {
 	failures int64
 
 	openSteps map[string]*op // created, not settled
+	stepOrder stepOrder      // openSteps in creation order (scheduler.go)
 	openWaits map[string]*op // created, not settled
 	openComps map[string]*op // steps whose compensation the code asked for, not ended
 	disposals []*op
@@ -259,6 +261,7 @@ func (r *replayer) consume(ev *world.Event) {
 			o.status = world.StepStatusPending
 			o.compLogged = d.Compensation
 			r.openSteps[o.id] = o
+			r.stepOrder.add(o)
 		}
 	case *world.CompStarted, *world.CompRetryScheduled, *world.CompSucceeded, *world.CompFailed:
 		r.consumeComp(ev)

@@ -83,15 +83,15 @@ func (rl *runLeases) continueRetry(ctx context.Context, runID, owner string, dea
 // watches.
 func (rl *runLeases) continueWatched(ctx context.Context, runID, owner string, deadline time.Time, retry int, w *sliceWatch) (err error) {
 	s := newSession(rl.parts, runID, retry, deadline, w)
-	st, kept := rl.logs.take(runID)
+	st, kept, l := rl.logs.take(ctx, runID)
 	if st != nil {
 		s.runState = *st // loadNew reads only what was appended since
 	}
 	ended := false // the session ended well: its workflow may be kept (sticky.go)
-	defer func() { rl.logs.put(runID, s.runState, s.keep(ended)) }()
+	defer func() { rl.logs.put(runID, s.runState, s.keep(ended), l) }()
 	defer func() { s.endSpan(err, s.runStatus) }()
 	for first := true; ; first = false {
-		more, err := rl.underLease(ctx, s, owner, first, kept)
+		more, err := rl.underLease(ctx, s, owner, first, kept, l)
 		kept = nil
 		if err != nil || !more {
 			ended = err == nil
@@ -127,16 +127,18 @@ func (rl *runLeases) continueWatched(ctx context.Context, runID, owner string, d
 // session goes on with it after afterRelease, and the run's next session
 // in this process with it after this one (sticky.go). kept is the one the
 // last session left (nil: none), for the first.
-func (rl *runLeases) underLease(ctx context.Context, s *session, owner string, first bool, kept *sticky) (more bool, err error) {
+func (rl *runLeases) underLease(ctx context.Context, s *session, owner string, first bool, kept *sticky, l *loan) (more bool, err error) {
 	runID := s.runID
 	g, _ := ctx.Value(leaseGuardKey{}).(*leaseGuard)
 	stopRenew := rl.keepLease(ctx, g, runID, owner)
+	rl.logs.releasing(l, false)
 	released, releaseErr := false, error(nil)
 	release := func() {
 		if released {
 			return
 		}
 		released = true
+		rl.logs.releasing(l, true) // the next holder may wait for the log (take)
 		stopRenew()
 		releaseErr = rl.releaseRunLease(ctx, runID, owner)
 	}

@@ -24,11 +24,13 @@ type schedule struct {
 	deferred map[string]time.Time          // excess steps held back, until when
 	inflight map[string]context.CancelFunc // steps running in this session
 	queued   map[string]bool               // steps this session queued
+	order    *stepOrder                    // steps in creation order; nil: none kept
 }
 
 // schedule returns the session's state as the scheduler sees it at now.
 func (in *inflight) schedule(now time.Time) schedule {
-	return schedule{now: now, steps: in.run.replay().openSteps, waits: in.run.replay().openWaits, comps: in.run.replay().openComps, deferred: in.deferred, inflight: in.running, queued: in.queued}
+	r := in.run.replay()
+	return schedule{now: now, steps: r.openSteps, waits: r.openWaits, comps: r.openComps, deferred: in.deferred, inflight: in.running, queued: in.queued, order: &r.stepOrder}
 }
 
 func (sc schedule) running(id string) bool {
@@ -135,9 +137,13 @@ func (sc schedule) runnable() []*op { return sc.firstRunnable(-1) }
 // when n is negative), without sorting the others: a session that may
 // start a few steps of a wide fan-out's thousands asks at every commit.
 func (sc schedule) firstRunnable(n int) []*op {
+	if n > 0 && sc.order.usable(len(sc.steps)) {
+		return sc.order.first(n, func(o *op) bool { return sc.mayStart(o.id, o) })
+	}
 	var out []*op
 	byIndex := func() { sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index }) }
 	for id, o := range sc.steps {
+		sc.order.look()
 		switch {
 		case n == 0 || !sc.mayStart(id, o):
 		case n < 0 || len(out) < n-1:

@@ -283,12 +283,59 @@ func TestFirstRunnable(t *testing.T) {
 	}
 	sc := schedule{now: at(0), steps: steps, queued: queued}
 	all := ids(sc.runnable())
+	var order stepOrder // the same steps in creation order, with settled ones
+	for i := range 200 {
+		if o := steps["s"+strconv.Itoa(i)]; o != nil {
+			order.add(o)
+		}
+		if i%10 == 0 {
+			order.add(&op{kind: opStep, id: "settled" + strconv.Itoa(i), index: i, settled: true})
+		}
+	}
 	for _, n := range []int{0, 1, 2, 16, 75, len(all), len(all) + 5} {
 		for range 5 { // map order varies
 			want := all[:min(n, len(all))]
 			if got := ids(sc.firstRunnable(n)); !equalStrings(got, want) {
 				t.Fatalf("firstRunnable(%d) = %v, want %v", n, got, want)
 			}
+		}
+		ordered := sc
+		ordered.order = &order
+		if got := ids(ordered.firstRunnable(n)); !equalStrings(got, all[:min(n, len(all))]) {
+			t.Fatalf("firstRunnable(%d) in creation order = %v, want %v", n, got, all[:min(n, len(all))])
+		}
+	}
+}
+
+// A session of a wide fan-out asks for the first steps it may start at
+// every commit: it looks at the steps in creation order up to them, not at
+// all the open ones (here 5,000, of which the first 100 settled and the
+// next 16 running here).
+func TestFirstRunnableLooksAtTheFirst(t *testing.T) {
+	t.Parallel()
+	r := newReplayer(nil, nil)
+	inflight := map[string]context.CancelFunc{}
+	for i := range 5100 {
+		id := "s" + strconv.Itoa(i)
+		o := pendingStep(id, i, 0)
+		r.openSteps[id] = o
+		r.stepOrder.add(o)
+		switch {
+		case i < 100:
+			r.settleStep(o, nil, nil)
+		case i < 116:
+			inflight[id] = func() {}
+		}
+	}
+	sc := schedule{now: at(0), steps: r.openSteps, inflight: inflight, order: &r.stepOrder}
+	for range 3 {
+		r.stepOrder.looked = 0
+		got := sc.firstRunnable(16)
+		if len(got) != 16 || got[0].index != 116 || got[15].index != 131 {
+			t.Fatalf("firstRunnable(16) = %v, want steps 116 to 131", ids(got))
+		}
+		if r.stepOrder.looked > 132 {
+			t.Errorf("looked at %d steps for the first 16 of 5,000 open, want at most 132", r.stepOrder.looked)
 		}
 	}
 }

@@ -312,16 +312,16 @@ func TestStickyEvictionStopsWorkflows(t *testing.T) {
 	var lives []*sticky
 	for i := range maxLiveSessions + 2 {
 		id, st, l := entry(i)
-		c.put(id, st, l)
+		c.put(id, st, l, nil)
 		lives = append(lives, l)
 	}
 	if !stopped(lives[0]) || !stopped(lives[1]) || stopped(lives[2]) || c.live != maxLiveSessions {
 		t.Fatalf("over %d live workflows: the oldest are not stopped (live %d)", maxLiveSessions, c.live)
 	}
-	if st, l := c.take("run-0"); st == nil || l != nil {
+	if st, l, _ := c.take(context.Background(), "run-0"); st == nil || l != nil {
 		t.Fatalf("the log of a stopped workflow's run was not kept (%v) or its workflow was (%v)", st != nil, l != nil)
 	}
-	st, l := c.take("run-2")
+	st, l, _ := c.take(context.Background(), "run-2")
 	if st == nil || l != lives[2] {
 		t.Fatal("a live workflow was not handed back")
 	}
@@ -331,7 +331,7 @@ func TestStickyEvictionStopsWorkflows(t *testing.T) {
 	var few []*sticky
 	for i := range 3 {
 		id, st, l := entry(i)
-		small.put(id, st, l)
+		small.put(id, st, l, nil)
 		few = append(few, l)
 	}
 	if !stopped(few[0]) || stopped(few[1]) || stopped(few[2]) {
@@ -339,7 +339,7 @@ func TestStickyEvictionStopsWorkflows(t *testing.T) {
 	}
 	id, old, stale := entry(1)
 	old.lastSeq = 0
-	small.put(id, old, stale) // an earlier state than the one kept
+	small.put(id, old, stale, nil) // an earlier state than the one kept
 	if !stopped(stale) || stopped(few[1]) {
 		t.Fatal("an earlier state of a run replaced a later one")
 	}
@@ -353,13 +353,13 @@ func TestStickyEvictionStopsWorkflows(t *testing.T) {
 		}
 	}
 	id, fresh, late := entry(99)
-	c.put(id, fresh, late)
+	c.put(id, fresh, late, nil)
 	if !stopped(late) {
 		t.Fatal("a workflow handed to a closed cache was kept")
 	}
 	off := newLogCache(-1)
 	id, unkept, l := entry(100)
-	off.put(id, unkept, l)
+	off.put(id, unkept, l, nil)
 	if !stopped(l) {
 		t.Fatal("a cache that keeps nothing kept a workflow")
 	}
