@@ -333,3 +333,75 @@ func TestGroupSortsTheStepsItsProcessKnows(t *testing.T) {
 		})
 	}
 }
+
+// A group goes on yielding for as long as each yield brings more outcomes
+// (gather), not once: here each yield (settle) lets one more of the
+// group's held steps finish and waits for its outcome, so the outcomes
+// arrive over five yields, and the sixth brings none. All six are recorded
+// in one Append all the same. (An Append of outcomes lets the steps still
+// held finish, so that a group that stops yielding early records them
+// later rather than waits for them forever.)
+func TestGroupGathersOverSeveralYields(t *testing.T) {
+	t.Parallel()
+	var ow *outcomeWorld
+	h := newHarness(t, func(lw *localworld.World) world.World {
+		ow = &outcomeWorld{appendLog: &appendLog{msgWorld: &msgWorld{World: lw}}}
+		return ow
+	}, Config{})
+	runID, ids := groupRun(t, h, 6)
+	gates := map[string]chan struct{}{}
+	for _, id := range ids[1:] {
+		gates[id] = make(chan struct{})
+	}
+	var mu sync.Mutex
+	next, yields := 1, 0
+	release := func() bool { // lets the next held step finish; mu is held
+		if next == len(ids) {
+			return false
+		}
+		close(gates[ids[next]])
+		next++
+		return true
+	}
+	ow.onOutcome = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for next < len(ids) {
+			release()
+		}
+	}
+	h.reg.step("add", 2, func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		info, _ := StepInfoFrom(ctx)
+		if g := gates[info.StepID]; g != nil {
+			<-g
+		}
+		return addStep(ctx, in)
+	})
+	h.eng.bg.settle = func(results <-chan outcome, left int) {
+		mu.Lock()
+		yields++
+		released := release()
+		mu.Unlock()
+		if !released {
+			return // nothing more finishes: this yield brings nothing
+		}
+		for deadline := time.Now().Add(time.Minute); len(results) < 1; time.Sleep(time.Millisecond) { // a bound against a hang
+			if time.Now().After(deadline) {
+				t.Error("the released step's outcome did not arrive")
+				return
+			}
+		}
+	}
+	if err := h.eng.Handle(context.Background(), world.Message{RunID: runID, StepID: ids[0], StepIDs: ids[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := h.lw.GetRun(context.Background(), &world.GetRunParams{RunID: runID})
+	if err != nil || run.Status != world.RunStatusCompleted || string(run.Output) != "21" {
+		t.Fatalf("run %+v %v, want completed with 21", run, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := outcomeAppends(ow.appendLog); !slices.Equal(got, []int{6}) {
+		t.Errorf("outcomes per Append %v over %d yields, want [6]", got, yields)
+	}
+}
