@@ -37,10 +37,6 @@ type decoded[T any] struct {
 // maxDecoded bounds each map; past it the map starts again.
 const maxDecoded = 1024
 
-// sameValue reports whether a and b are the same stored value: the same
-// slice of the same array.
-func sameValue(a, b []byte) bool { return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0] }
-
 // getDecoded reads the entity stored under k in bucket b (nil when there
 // is none), from m when c (nil: no cache) holds its value.
 func getDecoded[T any](tx kvTx, b bucketID, k []byte, c *decodedCache, m *decodedMap[T]) (*T, error) {

@@ -149,7 +149,7 @@ func (t *logTx) appendOps(rec []byte, q *spillQueue, at int64) []byte {
 			continue
 		}
 		rec = appendPutOp(rec, w.b, w.k, w.v)
-		if q != nil && goesToDisk(w.b, len(w.v)) {
+		if goesToDisk(w.b, len(w.v)) {
 			q.push(spilled{b: w.b, k: w.k, v: w.v, off: at + int64(len(rec)-len(w.v))})
 		}
 	}

@@ -184,7 +184,7 @@ func (s *logStore) spill() {
 		}
 		t := s.mem.buckets[e.b]
 		it, ok := t.Get(keyItem(e.k))
-		if !ok || it.onDisk() || !sameValue(it.val(), e.v) {
+		if !ok || it.onDisk() || it.version() != &e.k[0] {
 			continue // written again or deleted since
 		}
 		t.ReplaceOrInsert(diskItem(it.key(), it.val(), e.off))
