@@ -26,27 +26,39 @@ type decodedCache struct {
 	hits, misses int
 }
 
-// decodedMap holds one bucket's entries, by key.
-type decodedMap[T any] map[string]decoded[T]
-
-type decoded[T any] struct {
-	ver *byte
-	ent T
+// decodedMap holds one bucket's entries, by key, and what they cost.
+type decodedMap[T any] struct {
+	m    map[string]decoded[T]
+	cost int // the stored sizes of the entries' values, summed
 }
 
-// maxDecoded bounds each map; past it the map starts again.
-const maxDecoded = 1024
+type decoded[T any] struct {
+	ver  *byte
+	ent  T
+	cost int
+}
+
+// A map starts again when it would hold more than maxDecoded entries or
+// than maxDecodedCost bytes of stored values (an entity decoded takes
+// about twice its JSON). Wide enough for the steps of a fan-out of
+// several thousand in flight at once, which background executors start
+// and record one batch at a time.
+const (
+	maxDecoded     = 16384
+	maxDecodedCost = 8 << 20
+)
 
 // getDecoded reads the entity stored under k in bucket b (nil when there
 // is none), from m when c (nil: no cache) holds its value.
 func getDecoded[T any](tx kvTx, b bucketID, k []byte, c *decodedCache, m *decodedMap[T]) (*T, error) {
 	var ver *byte
+	var size int
 	if c != nil {
-		if ver = tx.version(b, k); ver == nil {
+		if ver, size = tx.version(b, k); ver == nil {
 			return nil, nil
 		}
 		c.mu.Lock()
-		e, ok := (*m)[string(k)]
+		e, ok := m.m[string(k)]
 		hit := ok && e.ver == ver
 		if hit {
 			c.hits++
@@ -61,20 +73,28 @@ func getDecoded[T any](tx kvTx, b bucketID, k []byte, c *decodedCache, m *decode
 	}
 	x, err := getJSON[T](tx, b, k)
 	if c != nil && x != nil {
-		keepDecoded(c, m, k, ver, x)
+		keepDecoded(c, m, k, ver, size, x)
 	}
 	return x, err
 }
 
 // keepDecoded notes that the stored value of key k whose version is ver
-// is x.
-func keepDecoded[T any](c *decodedCache, m *decodedMap[T], k []byte, ver *byte, x *T) {
+// and size size is x (nil: forget k).
+func keepDecoded[T any](c *decodedCache, m *decodedMap[T], k []byte, ver *byte, size int, x *T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if *m == nil || len(*m) >= maxDecoded {
-		*m = decodedMap[T]{}
+	if old, ok := m.m[string(k)]; ok {
+		m.cost -= old.cost
+		delete(m.m, string(k))
 	}
-	(*m)[string(k)] = decoded[T]{ver: ver, ent: *x}
+	if x == nil {
+		return
+	}
+	if m.m == nil || len(m.m) >= maxDecoded || m.cost+size > maxDecodedCost {
+		m.m, m.cost = map[string]decoded[T]{}, 0
+	}
+	m.m[string(k)] = decoded[T]{ver: ver, ent: *x, cost: size}
+	m.cost += size
 }
 
 // run reads a run as getRun does, from the cache when it holds its value.
@@ -92,15 +112,20 @@ func (c *decodedCache) step(tx kvTx, runID, stepID string) (*world.Step, error) 
 // key.
 func (c *decodedCache) wroteRun(tx kvTx, r *world.Run) {
 	k := runKey(r.RunID)
-	if ver := tx.version(bRuns, k); ver != nil {
-		keepDecoded(c, &c.runs, k, ver, r)
+	if ver, size := tx.version(bRuns, k); ver != nil {
+		keepDecoded(c, &c.runs, k, ver, size, r)
 	}
 }
 
-// wroteStep notes the step a commit stored (putStep).
+// wroteStep notes the step a commit stored (putStep). A step that has
+// ended is rarely read again (its run reads its events): the cache
+// forgets it, which keeps a long run's or a wide fan-out's ended steps
+// out of memory.
 func (c *decodedCache) wroteStep(tx kvTx, st *world.Step) {
 	k := stepKey(st.RunID, st.StepID)
-	if ver := tx.version(bSteps, k); ver != nil {
-		keepDecoded(c, &c.steps, k, ver, st)
+	ver, size := tx.version(bSteps, k)
+	if ver == nil || st.Status.Terminal() {
+		st = nil
 	}
+	keepDecoded(c, &c.steps, k, ver, size, st)
 }

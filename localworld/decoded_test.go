@@ -3,6 +3,7 @@ package localworld
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/skeinflow/skein/world"
@@ -108,5 +109,86 @@ func TestCommitWritesEachStepOnce(t *testing.T) {
 	st, err := w.GetStep(context.Background(), &world.GetStepParams{RunID: runID, StepID: next})
 	if err != nil || st.Status != world.StepStatusRunning || st.Attempt != 1 {
 		t.Fatalf("step k+1: %+v, %v", st, err)
+	}
+}
+
+// decodedCounts returns the cache's hits and misses so far.
+func decodedCounts(c *decodedCache) (hits, misses int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits, c.misses
+}
+
+// TestDecodedServesAWideFanOut: the steps of a fan-out of thousands,
+// created in one commit and started and ended in batches of 16 (as
+// background executors do), are read from the cache, not decoded: the
+// cache holds every open step of the fan-out.
+func TestDecodedServesAWideFanOut(t *testing.T) {
+	t.Parallel()
+	const n = 5000
+	w := mustOpen(t, Config{})
+	runID := newRun(t, w, "wf")
+	ids := make([]string, n)
+	created := make([]world.EventInput, n)
+	for i := range ids {
+		ids[i] = testIDs.New(world.PrefixStep)
+		created[i] = ev(ids[i], &world.StepCreated{StepName: "s", Input: []byte(`{"i":1}`)})
+	}
+	mustAppend(t, w, runID, created...)
+	hits, misses := decodedCounts(&w.s.decoded)
+	for at := 0; at < n; at += 16 {
+		batch := ids[at:min(at+16, n)]
+		var started, ended []world.EventInput
+		for _, id := range batch {
+			started = append(started, ev(id, &world.StepStarted{}))
+			ended = append(ended, ev(id, &world.StepCompleted{Result: []byte(`1`)}))
+		}
+		mustAppend(t, w, runID, started...)
+		mustAppend(t, w, runID, ended...)
+	}
+	h, m := decodedCounts(&w.s.decoded)
+	if h-hits < 2*n || m-misses != 0 {
+		t.Errorf("%d step reads served and %d decoded, want at least %d served and none decoded", h-hits, m-misses, 2*n)
+	}
+}
+
+// TestDecodedForgetsEndedSteps: a step that has ended leaves the cache
+// (its run reads its events, not it), so a long run's ended steps are
+// not kept in memory.
+func TestDecodedForgetsEndedSteps(t *testing.T) {
+	t.Parallel()
+	w := mustOpen(t, Config{})
+	runID := newRun(t, w, "wf")
+	var open string
+	for range 50 {
+		open = testIDs.New(world.PrefixStep)
+		mustAppend(t, w, runID, ev(open, &world.StepCreated{StepName: "s"}), ev(open, &world.StepStarted{}))
+		mustAppend(t, w, runID, ev(open, &world.StepCompleted{Result: []byte(`1`)}))
+	}
+	mustAppend(t, w, runID, ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: "s"}))
+	c := &w.s.decoded
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.steps.m) != 1 {
+		t.Errorf("the cache holds %d steps, want 1 (the open one)", len(c.steps.m))
+	}
+}
+
+// TestDecodedBoundsItsBytes: steps with large inputs make the cache start
+// again before their stored values add up to maxDecodedCost.
+func TestDecodedBoundsItsBytes(t *testing.T) {
+	t.Parallel()
+	w := mustOpen(t, Config{})
+	runID := newRun(t, w, "wf")
+	input := []byte(`"` + strings.Repeat("x", 1<<20-100) + `"`)
+	for range 20 {
+		mustAppend(t, w, runID, ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: "s", Input: input}))
+		c := &w.s.decoded
+		c.mu.Lock()
+		cost, entries := c.steps.cost, len(c.steps.m)
+		c.mu.Unlock()
+		if cost > maxDecodedCost || entries > maxDecodedCost>>20 {
+			t.Fatalf("the cache holds %d steps costing %d bytes, more than %d", entries, cost, maxDecodedCost)
+		}
 	}
 }

@@ -56,11 +56,13 @@
 // checks it, so bytes changed on disk since are ErrCorrupt (also
 // world.ErrCorrupt) naming the bucket and key, never other data (spill.go).
 // Open keeps every such value on disk. What a store keeps in memory is
-// then its keys: about 1.5 KB per serial step of a file store (nine keys
+// then its keys: about 1.2 KB per serial step of a file store (nine keys
 // of 8 to 72 bytes, most spelling out the run and step IDs, and their
-// B-tree slots, 32 bytes each, about half of them empty; measured:
-// BenchmarkFootprint10000 in bench/peers, one 10,000-step run), 2.5 KB in
-// memory, and events are never deleted. Open
+// B-tree slots, 16 bytes each, about half of them empty; measured:
+// BenchmarkFootprint10000 in bench/peers, one 10,000-step run), 2.2 KB in
+// memory, and events are never deleted. The decoded copies of the runs
+// and open steps the last commits wrote are kept too, up to 16,384 of
+// each or 8 MiB of their stored values (decoded.go). Open
 // also reads the whole file at once, briefly holding up to max(64 MiB,
 // twice the live data) more. So a long-running worker's heap grows with
 // every run it adds, by design, every entry a run's own data. Nothing else

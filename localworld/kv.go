@@ -34,8 +34,8 @@ type kvTx interface {
 	get(b bucketID, key []byte) ([]byte, error)
 	// version identifies the value stored under key without reading it:
 	// the same pointer while the store holds that very value, nil when
-	// there is none (decoded.go).
-	version(b bucketID, key []byte) *byte
+	// there is none (decoded.go); and the value's length.
+	version(b bucketID, key []byte) (*byte, int)
 	put(b bucketID, key, value []byte) error
 	del(b bucketID, key []byte) error
 	// encoder is the store's buffer to encode a value to put in

@@ -175,7 +175,7 @@ func (t *logTx) put(b bucketID, k, v []byte) error {
 
 func (t *logTx) del(b bucketID, k []byte) error {
 	old, err := t.memTx.delItem(b, k)
-	if err != nil || old.kv == nil {
+	if err != nil || old.p == nil {
 		return err
 	}
 	t.record(logWrite{b: b, k: old.key(), del: true})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"unsafe"
 
 	"github.com/google/btree"
 )
@@ -35,27 +36,49 @@ type memStore struct {
 // transaction.
 const maxKeptUndo = 256
 
-// memItem is a key and its value, in one array: kv holds the key (its
-// first kn bytes), then the value; or, for a value on disk in a log store
-// (spill.go), where it is in the file. 32 bytes in a B-tree node, which
-// holds about twice as many slots as items (sequential keys split nodes
-// in halves that stay half full).
+// memItem is a key and its value, in one array: its first kn bytes are
+// the key, then the value; or, for a value on disk in a log store
+// (spill.go), where it is in the file. The array is held by its first
+// byte and length (16 bytes in a B-tree node where a slice and the
+// lengths took 32: a node holds about twice as many slots as items, since
+// sequential keys split nodes in halves that stay half full).
 type memItem struct {
-	kv   []byte
-	kn   uint32
-	disk bool
+	p  *byte  // the array's first byte; nil for an empty key
+	n  uint32 // the array's length
+	kn uint32 // the key's length, with onDiskBit set for a value on disk
+}
+
+// onDiskBit marks an item whose value is in the file (keys are at most
+// maxKeySize bytes, so the bit is free).
+const onDiskBit = 1 << 31
+
+// makeItem is the item of array kv whose first kn bytes are the key.
+// Arrays are shorter than 4 GiB: a key is at most maxKeySize bytes and a
+// value at most a record's length.
+func makeItem(kv []byte, kn int, disk bool) memItem {
+	it := memItem{p: unsafe.SliceData(kv), n: uint32(len(kv)), kn: uint32(kn)}
+	if disk {
+		it.kn |= onDiskBit
+	}
+	return it
 }
 
 // keyItem is the item of key k alone, to look up, delete or bound a scan
 // with.
-func keyItem(k []byte) memItem { return memItem{kv: k, kn: uint32(len(k))} }
+func keyItem(k []byte) memItem { return makeItem(k, len(k), false) }
+
+// array is the item's array: key, then value or reference.
+func (it memItem) array() []byte { return unsafe.Slice(it.p, it.n) }
+
+// keyLen is the length of the item's key.
+func (it memItem) keyLen() int { return int(it.kn &^ onDiskBit) }
 
 // key is the item's key, capped (appending to it copies).
-func (it memItem) key() []byte { return it.kv[:it.kn:it.kn] }
+func (it memItem) key() []byte { n := it.keyLen(); return it.array()[:n:n] }
 
 // val is the value of an item in memory: never nil (an empty value is
 // empty, not absent).
-func (it memItem) val() []byte { return it.kv[it.kn:] }
+func (it memItem) val() []byte { return it.array()[it.keyLen():] }
 
 func memLess(a, b memItem) bool { return bytes.Compare(a.key(), b.key()) < 0 }
 
@@ -174,11 +197,11 @@ func (tx *memTx) get(b bucketID, k []byte) ([]byte, error) {
 	return tx.value(b, it)
 }
 
-func (tx *memTx) version(b bucketID, k []byte) *byte {
+func (tx *memTx) version(b bucketID, k []byte) (*byte, int) {
 	if it, ok := tx.item(b, k); ok {
-		return it.version()
+		return it.version(), it.size()
 	}
-	return nil
+	return nil, 0
 }
 
 func (tx *memTx) put(b bucketID, k, v []byte) error {
@@ -208,7 +231,7 @@ func ownedItem(k, v []byte) memItem {
 	kv := make([]byte, len(k)+len(v))
 	copy(kv, k)
 	copy(kv[len(k):], v)
-	return memItem{kv: kv, kn: uint32(len(k))}
+	return makeItem(kv, len(k), false)
 }
 
 func (tx *memTx) del(b bucketID, k []byte) error {

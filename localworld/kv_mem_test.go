@@ -3,6 +3,7 @@ package localworld
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 )
 
 // TestMemStoreKeepsUndoLog: a write transaction's undo log reuses the
@@ -37,8 +38,23 @@ func TestMemStoreKeepsUndoLog(t *testing.T) {
 		t.Errorf("an update of %d puts: %v allocations, want at most %v (the copies and the transaction)", n, allocs, want)
 	}
 	for i, u := range s.undo[:cap(s.undo)] {
-		if u.k != nil || u.old.kv != nil {
-			t.Fatalf("kept undo entry %d holds key %q, item %q", i, u.k, u.old.kv)
+		if u.k != nil || u.old.p != nil {
+			t.Fatalf("kept undo entry %d holds key %q, item %q", i, u.k, u.old.array())
 		}
+	}
+}
+
+// TestMemItemSize: a B-tree slot is 16 bytes (a node holds about twice as
+// many slots as items, so each byte here is two per item kept).
+func TestMemItemSize(t *testing.T) {
+	if got := unsafe.Sizeof(memItem{}); got != 16 {
+		t.Errorf("memItem is %d bytes, want 16", got)
+	}
+	it := makeItem([]byte("keyvalue"), 3, true)
+	if string(it.key()) != "key" || !it.onDisk() || it.keyLen() != 3 || string(it.array()) != "keyvalue" {
+		t.Errorf("item: key %q, on disk %v, array %q", it.key(), it.onDisk(), it.array())
+	}
+	if k := keyItem(nil); k.key() != nil || k.p != nil {
+		t.Errorf("the item of an empty key: %+v", k)
 	}
 }

@@ -57,11 +57,11 @@ type valueRef struct {
 const refSize = 16
 
 // onDisk reports whether the item's value is in the file only.
-func (it memItem) onDisk() bool { return it.disk }
+func (it memItem) onDisk() bool { return it.kn&onDiskBit != 0 }
 
 // ref is where the value of an item on disk is.
 func (it memItem) ref() valueRef {
-	r := it.kv[it.kn : it.kn+refSize]
+	r := it.array()[it.keyLen():][:refSize]
 	le := binary.LittleEndian
 	return valueRef{off: int64(le.Uint64(r)), n: le.Uint32(r[8:]), crc: le.Uint32(r[12:])}
 }
@@ -77,7 +77,7 @@ func (it memItem) size() int {
 // version identifies the stored version of an item: every put, replay
 // and move to disk makes a new key slice, so the same pointer is the same
 // value (decoded.go).
-func (it memItem) version() *byte { return &it.kv[0] }
+func (it memItem) version() *byte { return it.p }
 
 // readValue reads and checks the value ref points to in f.
 func readValue(f *os.File, b bucketID, k []byte, ref valueRef) ([]byte, error) {
@@ -112,7 +112,7 @@ func refItem(k []byte, r valueRef) memItem {
 	le.PutUint64(b, uint64(r.off))
 	le.PutUint32(b[8:], r.n)
 	le.PutUint32(b[12:], r.crc)
-	return memItem{kv: buf, kn: uint32(len(k)), disk: true}
+	return makeItem(buf, len(k), true)
 }
 
 // goesToDisk reports whether a value of bucket b this long is kept on disk.
