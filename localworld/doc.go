@@ -151,9 +151,19 @@
 // never matches a longer string), u64() and seq() are big-endian, t() is a
 // time in Unix nanoseconds (big-endian, sign bit flipped so byte order is
 // time order), and raw() is bytes as they are. Index values are empty.
-// Records are JSON.
+// Events, steps and runs are stored in a binary encoding (codec.go: a
+// version byte, then the fields in a fixed order; IDs of the World's form
+// as 17 bytes, times as nanoseconds, payloads as the compact JSON every
+// read returns), or as JSON when a record holds what the binary form does
+// not hold exactly (a string that is not UTF-8, a time with a zone
+// offset); other records are JSON. A record that does not decode whole is
+// ErrCorrupt naming its bucket and key. Layout 1, of earlier versions, has
+// JSON records throughout: this version reads them as they are, and marks
+// such a store as layout 2 when it opens it to write, so an earlier
+// version refuses it (a layout it does not know) rather than reading
+// binary records as damage.
 //
-//	meta                      "format" -> "skein-localworld/1"
+//	meta                      "format" -> "skein-localworld/2" (or /1)
 //	runs                      raw(runID) -> Run
 //	runs_by_time              t(createdAt) raw(runID)                       newest first = reverse scan
 //	runs_by_name              s(workflowName) t(createdAt) raw(runID)
@@ -186,7 +196,7 @@
 // first refusal rolls the commit back. The run and step entities a commit
 // writes are kept decoded beside the stored bytes (decoded.go), and the
 // next commit's read of the same bytes (the same slice: values are never
-// changed in place) takes them without decoding the JSON again.
+// changed in place) takes them without decoding them again.
 //
 // # Watching
 //

@@ -1,6 +1,7 @@
 package localworld
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,11 +25,25 @@ var (
 	ErrLocked = errors.New("localworld: store is locked by another process")
 )
 
-// formatKey in bucket meta marks a localworld store and its layout version.
+// formatKey in bucket meta marks a localworld store and its layout
+// version: formatValue, the layout this version writes (2: events, steps
+// and runs in the binary encoding, codec.go), or formatV1, JSON records
+// throughout (bbolt stores, and log stores of earlier versions), which it
+// reads as they are and marks as layout 2 when it opens them to write.
 var (
 	formatKey   = []byte("format")
-	formatValue = []byte("skein-localworld/1")
+	formatValue = []byte("skein-localworld/2")
+	formatV1    = []byte("skein-localworld/1")
 )
+
+// checkLayout checks a store's layout marker.
+func checkLayout(path string, marker []byte) error {
+	if bytes.Equal(marker, formatValue) || bytes.Equal(marker, formatV1) {
+		return nil
+	}
+	return fmt.Errorf("%w: open %s: store layout %q, this version reads %q and %q (the file was left untouched)",
+		ErrCorrupt, path, marker, formatV1, formatValue)
+}
 
 func openError(path string, cfg *Config, err error) error {
 	switch {

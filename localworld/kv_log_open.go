@@ -1,6 +1,7 @@
 package localworld
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,7 +38,38 @@ func openStore(cfg *Config) (kvStore, error) {
 	if err := checkFormat(path); err != nil {
 		return nil, err
 	}
-	return openLog(cfg)
+	s, err := openLog(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.upgradeLayout(); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// upgradeLayout marks a store of layout 1 as layout 2, in a commit of its
+// own, before anything else is written to it. Its records stay JSON, which
+// decode reads as they are; the records written from then on are binary,
+// which an earlier version cannot read: the marker makes it refuse the
+// store, naming the layout, instead of reporting the records as damage.
+func (s *logStore) upgradeLayout() error {
+	var from []byte
+	err := s.view(func(tx kvTx) error {
+		v, err := tx.get(bMeta, formatKey)
+		from = bytes.Clone(v)
+		return err
+	})
+	if err != nil || !bytes.Equal(from, formatV1) {
+		return err
+	}
+	if err := s.update(func(tx kvTx) error { return tx.put(bMeta, formatKey, formatValue) }); err != nil {
+		return fmt.Errorf("localworld: open %s: mark the store as layout %q: %w", s.path, formatValue, err)
+	}
+	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: store layout upgraded",
+		slog.String("path", s.path), slog.String("from", string(from)), slog.String("to", string(formatValue)))
+	return nil
 }
 
 // checkFormat reads the format of the file at path from its first bytes:
@@ -250,8 +282,8 @@ func openLog(cfg *Config) (*logStore, error) {
 	size := int64(len(buf))
 
 	marker, _ := mem.buckets[bMeta].Get(keyItem(formatKey))
-	if string(marker.val()) != string(formatValue) {
-		return nil, fmt.Errorf("%w: open %s: store layout %q, this version reads %q (the file was left untouched)", ErrCorrupt, path, marker.val(), formatValue)
+	if err := checkLayout(path, marker.val()); err != nil {
+		return nil, err
 	}
 	logger := cfg.Logger
 	if r.torn != nil {

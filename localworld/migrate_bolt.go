@@ -103,8 +103,8 @@ func MigrateBolt(from, to string) (*MigrateReport, error) {
 		return nil, err
 	}
 	marker, _ := mem.buckets[bMeta].Get(keyItem(formatKey))
-	if !bytes.Equal(marker.val(), formatValue) {
-		return nil, fmt.Errorf("%w: migrate %s: a bbolt file but not a localworld store of layout %q (found %q)", ErrCorrupt, from, formatValue, marker.val())
+	if !bytes.Equal(marker.val(), formatV1) {
+		return nil, fmt.Errorf("%w: migrate %s: a bbolt file but not a localworld store of layout %q (found %q)", ErrCorrupt, from, formatV1, marker.val())
 	}
 	if err := writeMigrated(mem, to); err != nil {
 		return nil, err
@@ -238,7 +238,7 @@ func checkEntry(b bucketID, k, v []byte) (string, error) {
 			return runID, fmt.Errorf("the record does not decode: %v", err)
 		}
 	case bMeta:
-		if bytes.Equal(k, formatKey) && !bytes.Equal(v, formatValue) {
+		if bytes.Equal(k, formatKey) && !bytes.Equal(v, formatV1) {
 			return runID, fmt.Errorf("the layout marker is %q", v)
 		}
 	}

@@ -1,6 +1,7 @@
 package localworld
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,7 +34,6 @@ func oldBoltStore(t *testing.T) (string, map[string]string) {
 			mustAppend(t, w, runID, ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: strings.Repeat("x", 200)}))
 		}
 	}
-	want := dumpKV(t, w.s.kv)
 	path := filepath.Join(dir, "old.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -50,7 +50,7 @@ func oldBoltStore(t *testing.T) (string, map[string]string) {
 				bk := btx.Bucket([]byte(bucketNames[b]))
 				var perr error
 				_ = tx.scan(b, nil, nil, false, func(k, v []byte) bool {
-					perr = bk.Put(k, v)
+					perr = bk.Put(k, asLayout1(t, b, k, v))
 					return perr == nil
 				})
 				if perr != nil {
@@ -66,7 +66,54 @@ func oldBoltStore(t *testing.T) (string, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the migrated store holds once opened: the same, marked layout 2.
+	want := map[string]string{}
+	_ = w.s.kv.view(func(tx kvTx) error {
+		for b := range numBuckets {
+			_ = tx.scan(b, nil, nil, false, func(k, v []byte) bool {
+				want[fmt.Sprintf("%s/%x", b, k)] = string(asLayout1(t, b, k, v))
+				return true
+			})
+		}
+		return nil
+	})
+	want[fmt.Sprintf("%s/%x", bMeta, formatKey)] = string(formatValue)
 	return path, want
+}
+
+// asLayout1 is value v of key k in bucket b as layout 1 stored it: JSON
+// records, and the layout marker 1.
+func asLayout1(t *testing.T, b bucketID, k, v []byte) []byte {
+	t.Helper()
+	if b == bMeta && bytes.Equal(k, formatKey) {
+		return formatV1
+	}
+	if len(v) == 0 || v[0] != codecV1 {
+		return v
+	}
+	var rec any
+	switch b {
+	case bEvents:
+		var ev world.Event
+		if err := decode(b, k, v, &ev); err != nil {
+			t.Fatal(err)
+		}
+		rec = storedEventOf(&ev)
+	case bSteps:
+		rec = new(world.Step)
+	case bRuns:
+		rec = new(world.Run)
+	}
+	if b != bEvents {
+		if err := decode(b, k, v, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // Open refuses a bbolt store, read-write or read-only, naming the command

@@ -72,9 +72,9 @@ func (s *roLogStore) reload() error {
 		return err
 	}
 	marker, _ := mem.buckets[bMeta].Get(keyItem(formatKey))
-	if string(marker.val()) != string(formatValue) {
+	if err := checkLayout(s.path, marker.val()); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("%w: open %s: store layout %q, this version reads %q", ErrCorrupt, s.path, marker.val(), formatValue)
+		return err
 	}
 	if s.f != nil {
 		_ = s.f.Close()

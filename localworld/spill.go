@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"unsafe"
 )
 
 // Values on disk. A log store keeps every key in its B-trees, but not every
@@ -119,7 +120,8 @@ func refItem(k []byte, r valueRef) memItem {
 func goesToDisk(b bucketID, n int) bool { return n >= spillMin && spillable(b) }
 
 // spillQueue holds the spillable values the last commits wrote, in commit
-// order, until spillWindow bytes of newer ones follow them.
+// order, until spillWindow bytes of newer ones follow them (each counted
+// with its entry here, so the window bounds the memory it holds).
 type spillQueue struct {
 	q     []spilled
 	head  int
@@ -136,9 +138,13 @@ type spilled struct {
 	off int64
 }
 
+// cost is what a value in the window holds in memory beyond its
+// reference: the value and its entry here (64 bytes).
+func (e *spilled) cost() int64 { return int64(len(e.v)) + int64(unsafe.Sizeof(spilled{})) }
+
 func (q *spillQueue) push(e spilled) {
 	q.q = append(q.q, e)
-	q.bytes += int64(len(e.v))
+	q.bytes += e.cost()
 }
 
 // pop takes the oldest value out while the queue holds more than max
@@ -150,7 +156,7 @@ func (q *spillQueue) pop(max int64) (spilled, bool) {
 	e := q.q[q.head]
 	q.q[q.head] = spilled{}
 	q.head++
-	q.bytes -= int64(len(e.v))
+	q.bytes -= e.cost()
 	if q.head == len(q.q) {
 		q.q, q.head = q.q[:0], 0
 	} else if q.head > 1024 && q.head*2 > len(q.q) {
@@ -165,7 +171,7 @@ func (q *spillQueue) pop(max int64) (spilled, bool) {
 // that failed).
 func (q *spillQueue) drop(n int) {
 	for _, e := range q.q[n:] {
-		q.bytes -= int64(len(e.v))
+		q.bytes -= e.cost()
 	}
 	clear(q.q[n:])
 	q.q = q.q[:n]

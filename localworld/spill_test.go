@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/skeinflow/skein/world"
 )
@@ -192,28 +193,31 @@ func TestCompactionMovesValuesOnDisk(t *testing.T) {
 	}
 }
 
+// TestSpillQueue: the queue counts each value with its entry, takes back
+// a failed commit's, and gives up the oldest past the window.
 func TestSpillQueue(t *testing.T) {
 	t.Parallel()
 	var q spillQueue
 	v := func(n int) []byte { return make([]byte, n) }
+	entry := int64(unsafe.Sizeof(spilled{}))
 	q.push(spilled{v: v(100), off: 1})
 	q.push(spilled{v: v(100), off: 2})
 	mark := len(q.q)
 	q.push(spilled{v: v(50), off: 3})
 	q.drop(mark) // a commit that failed
-	if q.bytes != 200 || len(q.q) != 2 {
-		t.Fatalf("after drop: %d bytes, %d entries; want 200, 2", q.bytes, len(q.q))
+	if q.bytes != 200+2*entry || len(q.q) != 2 {
+		t.Fatalf("after drop: %d bytes, %d entries; want %d, 2", q.bytes, len(q.q), 200+2*entry)
 	}
 	q.push(spilled{v: v(50), off: 4})
 	var got []int64
 	for {
-		e, ok := q.pop(120)
+		e, ok := q.pop(120 + entry)
 		if !ok {
 			break
 		}
 		got = append(got, e.off)
 	}
-	if len(got) != 2 || got[0] != 1 || got[1] != 2 || q.bytes != 50 {
-		t.Fatalf("popped %v leaving %d bytes; want [1 2] leaving 50", got, q.bytes)
+	if len(got) != 2 || got[0] != 1 || got[1] != 2 || q.bytes != 50+entry {
+		t.Fatalf("popped %v leaving %d bytes; want [1 2] leaving %d", got, q.bytes, 50+entry)
 	}
 }

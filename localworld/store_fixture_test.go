@@ -16,8 +16,11 @@ import (
 // storeFixture is a store written by this version (one completed run of
 // workflow "fixture" and one queued message); writeStoreFixtureEnv set to 1
 // makes TestOpenStoreOfThisVersion write it anew instead of reading it.
+// storeFixtureV1 holds the same, written by the last version of layout 1
+// (JSON records).
 const (
-	storeFixture         = "testdata/store-v1.skein"
+	storeFixture         = "testdata/store-v2.skein"
+	storeFixtureV1       = "testdata/store-v1.skein"
 	writeStoreFixtureEnv = "SKEIN_WRITE_STORE_FIXTURE"
 )
 
@@ -28,13 +31,29 @@ var fixtureEvents = []world.EventType{
 }
 
 // A store written by an earlier build opens, and reads back what was
-// written: the file format does not change under a Config change.
+// written: the file format does not change under a Config change. So does
+// one of layout 1 (TestLayoutUpgrade follows its upgrade).
 func TestOpenStoreOfThisVersion(t *testing.T) {
 	t.Parallel()
 	if os.Getenv(writeStoreFixtureEnv) == "1" {
 		writeStoreFixture(t)
 	}
-	orig, err := os.ReadFile(storeFixture)
+	for _, fixture := range []string{storeFixture, storeFixtureV1} {
+		path := copyFixture(t, fixture)
+		for _, cfg := range []Config{{Path: path, ReadOnly: true}, {Path: path}} {
+			w := mustOpen(t, cfg)
+			checkStoreFixture(t, w)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// copyFixture copies the store fixture at path to a new file.
+func copyFixture(t *testing.T, fixture string) string {
+	t.Helper()
+	orig, err := os.ReadFile(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +61,7 @@ func TestOpenStoreOfThisVersion(t *testing.T) {
 	if err := os.WriteFile(path, orig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []Config{{Path: path, ReadOnly: true}, {Path: path}} {
-		w := mustOpen(t, cfg)
-		checkStoreFixture(t, w)
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return path
 }
 
 func checkStoreFixture(t *testing.T, w *World) {

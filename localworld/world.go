@@ -244,23 +244,32 @@ func encode(v any) ([]byte, error) {
 type encoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
+	bin []byte // a binary record (codec.go)
 }
 
-// maxKeptEncoder bounds the buffer a store keeps for the next value.
+// maxKeptEncoder bounds the buffers a store keeps for the next value.
 const maxKeptEncoder = 64 << 10
 
-// putEncoded stores v under k in bucket b, encoded as encode does. It
-// encodes v in the store's reused buffer, since put stores a copy of it:
-// the value is allocated once, as the store's copy, instead of twice
-// (json.Marshal's result, then the copy), which a serial step's commit did
-// for each of its values (events, steps, run).
+// putEncoded stores v under k in bucket b: its binary record when it is
+// one of the records the binary form holds (codec.go), else as encode
+// does. It encodes v in the store's reused buffers, since put stores a
+// copy of it: the value is allocated once, as the store's copy, instead of
+// twice (the encoding's result, then the copy), which a serial step's
+// commit did for each of its values (events, steps, run).
 func putEncoded(tx kvTx, b bucketID, k []byte, v any) error {
 	e := tx.encoder()
 	defer func() {
 		if e.buf.Cap() > maxKeptEncoder {
 			e.buf = bytes.Buffer{}
 		}
+		if cap(e.bin) > maxKeptEncoder {
+			e.bin = nil
+		}
 	}()
+	if bin, err := appendBinary(e.bin[:0], v, e); err == nil {
+		e.bin = bin
+		return tx.put(b, k, bin)
+	}
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
 		return fmt.Errorf("localworld: encode %T: %w", v, err)
@@ -269,7 +278,15 @@ func putEncoded(tx kvTx, b bucketID, k []byte, v any) error {
 	return tx.put(b, k, out[:len(out)-1]) // Encode ends a value with a newline
 }
 
+// decode decodes a stored record into out: a binary record (codec.go) or
+// JSON.
 func decode(b bucketID, k, v []byte, out any) error {
+	if len(v) > 0 && v[0] == codecV1 {
+		if err := decodeBinary(v, out); err != nil {
+			return corruptRead(b, k, "%v", err)
+		}
+		return nil
+	}
 	if err := json.Unmarshal(v, out); err != nil {
 		return corruptRead(b, k, "%v", err)
 	}
