@@ -171,7 +171,7 @@
 //	runs_by_name_status       s(workflowName) s(status) t(createdAt) raw(runID)
 //	run_idempotency           raw(idempotencyKey) -> runID
 //	events                    s(runID) seq(seq) -> Event                    dense per run
-//	events_by_correlation     s(correlationID) s(runID) seq(seq)
+//	events_by_correlation     s(correlationID) s(runID) seq(first) -> later seqs   up to 16 events an entry (corr.go)
 //	steps                     s(runID) raw(stepID) -> Step
 //	steps_by_run              s(runID) seq(seq of step_created) raw(stepID)
 //	hooks                     raw(hookID) -> Hook (+ seq of hook_created)   active hooks only

@@ -40,7 +40,7 @@ func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 	l := listing{
 		kind:   "events:" + p.RunID + ":" + p.CorrelationID,
 		bucket: bEventsByCorr, prefix: newKey().str(p.CorrelationID),
-		desc: p.Descending, page: p.Pagination,
+		desc: p.Descending, page: p.Pagination, chunked: true,
 	}
 	if p.RunID != "" {
 		l.prefix = key(l.prefix).str(p.RunID)

@@ -158,7 +158,7 @@ func (w *store) writeEffect(tx kvTx, st world.State, eff world.Effect, steps *co
 		return err
 	}
 	if ev.CorrelationID != "" {
-		if err := tx.put(bEventsByCorr, newKey().str(ev.CorrelationID).str(ev.RunID).seq(ev.Seq), nil); err != nil {
+		if err := indexCorrelation(tx, ev.CorrelationID, ev.RunID, ev.Seq); err != nil {
 			return err
 		}
 	}
