@@ -82,21 +82,33 @@ func (w *binWriter) id(s string) {
 	w.str(s)
 }
 
-// Time tags: the zero time, nanoseconds since 1970, or seconds and
-// nanoseconds for a time outside int64 nanoseconds.
+// Time tags: the zero time, nanoseconds since 1970, seconds and
+// nanoseconds for a time outside int64 nanoseconds, or a time with a zone
+// offset: the offset in seconds, then the instant (tag 1 or 2).
 const (
 	timeZero = iota
 	timeNanos
 	timeSeconds
+	timeZoned
 )
 
+// time writes t as encoding/json would keep it: the instant and the zone
+// offset (RFC 3339 keeps no zone name, and no seconds of an offset).
 func (w *binWriter) time(t time.Time) {
-	if t.IsZero() {
+	_, off := t.Zone()
+	switch {
+	case t.Year() < 0 || t.Year() > 9999 || off%60 != 0 || off <= -24*3600 || off >= 24*3600:
+		w.err = errNotBinary // JSON refuses such years and offsets
+		return
+	case t.IsZero() && off != 0:
+		w.err = errNotBinary // JSON keeps it or drops it (omitzero) by field
+		return
+	case t.IsZero():
 		w.b = append(w.b, timeZero)
 		return
-	}
-	if _, off := t.Zone(); off != 0 || t.Year() < 0 || t.Year() > 9999 {
-		w.err = errNotBinary // JSON keeps the offset, and refuses such years
+	case off != 0:
+		w.b = append(w.b, timeZoned)
+		w.varint(int64(off))
 	}
 	if t.Year() >= 1678 && t.Year() <= 2261 {
 		w.b = append(w.b, timeNanos)
@@ -244,7 +256,16 @@ func (r *binReader) id() string {
 }
 
 func (r *binReader) time() time.Time {
-	switch r.byte() {
+	tag := r.byte()
+	if tag == timeZoned {
+		off := r.varint()
+		if off%60 != 0 || off <= -24*3600 || off >= 24*3600 || len(r.b) == 0 || (r.b[0] != timeNanos && r.b[0] != timeSeconds) {
+			r.fail("a time")
+			return time.Time{}
+		}
+		return inZone(r.time(), int(off), time.Local)
+	}
+	switch tag {
 	case timeZero:
 		return time.Time{}
 	case timeNanos:
@@ -258,6 +279,16 @@ func (r *binReader) time() time.Time {
 	}
 	r.fail("a time")
 	return time.Time{}
+}
+
+// inZone is instant t at zone offset off as time.Parse reads it from RFC
+// 3339: in local when local has that offset at that instant, else in a
+// zone of that offset with no name.
+func inZone(t time.Time, off int, local *time.Location) time.Time {
+	if _, lo := t.In(local).Zone(); lo == off {
+		return t.In(local)
+	}
+	return t.In(time.FixedZone("", off))
 }
 
 // raw reads a JSON payload: a copy (a record's bytes may be the store's),

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zone tests need zones on any machine
 
 	"github.com/oklog/ulid/v2"
 	"github.com/skeinflow/skein/world"
@@ -97,8 +100,17 @@ func (f filler) time() time.Time {
 	case 5:
 		return time.Date(2026, 11, 30, 9, 0, 0, 0, time.FixedZone("UTC0", 0))
 	case 6:
-		if f.pick(5) == 0 {
+		switch f.pick(6) {
+		case 0:
 			return time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+		case 1:
+			return time.Time{}.In(time.FixedZone("P", 3600)) // the zero instant, elsewhere
+		case 2:
+			return time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("S", 3601)) // seconds JSON drops
+		case 3:
+			return time.Date(3000, 1, 2, 3, 4, 5, 6, time.FixedZone("", -(5*3600+1800)))
+		case 4:
+			return time.Unix(1_700_000_000+int64(f.pick(1e8)), 7).In(time.Local) // a clock's time (TZ)
 		}
 	}
 	return time.Unix(1_700_000_000+int64(f.pick(1e8)), int64(f.pick(1e9))).UTC()
@@ -302,4 +314,41 @@ func FuzzDecodeBinary(f *testing.F) {
 			t.Fatalf("%v, want ErrCorrupt", err)
 		}
 	})
+}
+
+// TestCodecZoneAsParse: a time with a zone offset reads back as time.Parse
+// reads its RFC 3339 text (what JSON did): in the local zone when that has
+// the offset at that instant, else in a nameless zone of the offset.
+func TestCodecZoneAsParse(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{
+		time.Date(2026, 1, 15, 12, 0, 0, 5, berlin),                    // +01:00, Berlin's offset then
+		time.Date(2026, 7, 15, 12, 0, 0, 5, berlin),                    // +02:00, its summer offset
+		time.Date(2026, 7, 15, 12, 0, 0, 5, time.FixedZone("X", 3600)), // +01:00 in July: not Berlin's
+		time.Date(1500, 7, 15, 12, 0, 0, 5, time.FixedZone("", -7200)),
+	} {
+		_, off := at.Zone()
+		want, err := time.ParseInLocation(time.RFC3339Nano, at.Format(time.RFC3339Nano), berlin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inZone(at.UTC(), off, berlin); !reflect.DeepEqual(got, want) {
+			t.Errorf("%v: read back as %v (%v), want %v (%v)", at, got, got.Location(), want, want.Location())
+		}
+	}
+}
+
+// TestCodecMatchesJSONInAZone runs TestCodecMatchesJSON again in a process
+// whose local zone is not UTC (a clock's times carry its offset).
+func TestCodecMatchesJSONInAZone(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestCodecMatchesJSON$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), "TZ=Europe/Berlin")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("in zone Europe/Berlin: %v\n%s", err, out)
+	}
 }

@@ -1,6 +1,8 @@
 package localworld
 
 import (
+	"bytes"
+	"maps"
 	"sync"
 
 	"github.com/skeinflow/skein/world"
@@ -17,7 +19,9 @@ import (
 // makes the entry miss. The store tells its version of a value without
 // reading it (kvTx.version), so a hit reads nothing from a file either. Entries
 // are values: a read gets its own copy of the entity (nested fields are
-// shared and, as everywhere an entity is copied, never changed in place).
+// shared and, as everywhere an entity is copied, never changed in place);
+// an entry holds its own copies of the payloads and nested structs of the
+// entity a commit wrote (ownStep, ownRun), which came from the caller.
 type decodedCache struct {
 	mu    sync.Mutex
 	runs  decodedMap[world.Run]
@@ -113,7 +117,7 @@ func (c *decodedCache) step(tx kvTx, runID, stepID string) (*world.Step, error) 
 func (c *decodedCache) wroteRun(tx kvTx, r *world.Run) {
 	k := runKey(r.RunID)
 	if ver, size := tx.version(bRuns, k); ver != nil {
-		keepDecoded(c, &c.runs, k, ver, size, r)
+		keepDecoded(c, &c.runs, k, ver, size, ownRun(r))
 	}
 }
 
@@ -125,7 +129,50 @@ func (c *decodedCache) wroteStep(tx kvTx, st *world.Step) {
 	k := stepKey(st.RunID, st.StepID)
 	ver, size := tx.version(bSteps, k)
 	if ver == nil || st.Status.Terminal() {
-		st = nil
+		keepDecoded[world.Step](c, &c.steps, k, ver, size, nil)
+		return
 	}
-	keepDecoded(c, &c.steps, k, ver, size, st)
+	keepDecoded(c, &c.steps, k, ver, size, ownStep(st))
+}
+
+// ownStep and ownRun copy an entity a commit wrote with its own copies of
+// what its writer could change in place: payloads, maps, nested structs
+// (a step's input is the caller's event input, which the caller may reuse;
+// the copy in the cache must stay what was stored).
+func ownStep(st *world.Step) *world.Step {
+	c := *st
+	c.Input, c.Output, c.Error = bytes.Clone(st.Input), bytes.Clone(st.Output), ownError(st.Error)
+	if st.Compensation != nil {
+		comp := *st.Compensation
+		comp.Error = ownError(comp.Error)
+		c.Compensation = &comp
+	}
+	return &c
+}
+
+func ownRun(r *world.Run) *world.Run {
+	c := *r
+	c.Input, c.Output, c.ExecutionContext = bytes.Clone(r.Input), bytes.Clone(r.Output), bytes.Clone(r.ExecutionContext)
+	c.Error, c.Attributes = ownError(r.Error), maps.Clone(r.Attributes)
+	if r.Hold != nil {
+		h := *r.Hold
+		h.Error = ownError(h.Error)
+		c.Hold = &h
+	}
+	return &c
+}
+
+func ownError(e *world.ErrorData) *world.ErrorData {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Details, c.Cause = bytes.Clone(e.Details), ownError(e.Cause)
+	if e.Errors != nil {
+		c.Errors = make([]*world.ErrorData, len(e.Errors))
+		for i, x := range e.Errors {
+			c.Errors[i] = ownError(x)
+		}
+	}
+	return &c
 }

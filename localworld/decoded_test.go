@@ -3,6 +3,8 @@ package localworld
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -191,4 +193,116 @@ func TestDecodedBoundsItsBytes(t *testing.T) {
 			t.Fatalf("the cache holds %d steps costing %d bytes, more than %d", entries, cost, maxDecodedCost)
 		}
 	}
+}
+
+// TestDecodedOwnsWhatItKeeps: a caller that reuses its input's buffer
+// after an Append does not change what the store holds: the cached step
+// the next commit writes back is the cache's own copy.
+func TestDecodedOwnsWhatItKeeps(t *testing.T) {
+	t.Parallel()
+	forModes(t, func(t *testing.T, m mode) {
+		w := mustOpen(t, m.config(t))
+		id := newRun(t, w, "wf")
+		step := testIDs.New(world.PrefixStep)
+		buf := []byte(`{"a":1}`)
+		mustAppend(t, w, id, ev(step, &world.StepCreated{StepName: "s", Input: buf}))
+		copy(buf, `{"b":2}`) // the caller reuses its buffer
+		mustAppend(t, w, id, ev(step, &world.StepStarted{}))
+		st, err := w.GetStep(context.Background(), &world.GetStepParams{RunID: id, StepID: step})
+		if err != nil || string(st.Input) != `{"a":1}` {
+			t.Fatalf("step input %s, %v; want what was appended", st.Input, err)
+		}
+	})
+}
+
+// scribble overwrites, in place, every byte slice, map and struct behind
+// the pointers v holds.
+func scribble(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			scribble(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				scribble(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			for i := range v.Len() {
+				v.Index(i).SetUint('x')
+			}
+			return
+		}
+		for i := range v.Len() {
+			scribble(v.Index(i))
+		}
+	case reflect.Map:
+		if v.Type().Key().Kind() == reflect.String && v.Type().Elem().Kind() == reflect.String && !v.IsNil() {
+			v.SetMapIndex(reflect.ValueOf("scribbled"), reflect.ValueOf("x"))
+		}
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString("scribbled")
+		}
+	}
+}
+
+// TestOwnedEntitiesShareNothing: ownStep and ownRun leave nothing the
+// entity they copy points to shared (filled by reflection: a field added
+// to world.Step or world.Run that shares memory fails here).
+func TestOwnedEntitiesShareNothing(t *testing.T) {
+	t.Parallel()
+	f := newFiller(rand.New(rand.NewPCG(7, 7)))
+	for range 300 {
+		st, run := new(world.Step), new(world.Run)
+		f.fill(reflect.ValueOf(st).Elem())
+		f.fill(reflect.ValueOf(run).Elem())
+		for _, c := range []struct{ orig, own any }{{st, ownStep(st)}, {run, ownRun(run)}} {
+			before := deepCopy(reflect.ValueOf(c.own)).Interface()
+			scribble(reflect.ValueOf(c.orig))
+			if !reflect.DeepEqual(c.own, before) {
+				t.Fatalf("%T: the copy changed with the original:\n%+v\n%+v", c.own, before, c.own)
+			}
+		}
+	}
+}
+
+// deepCopy copies v and everything its exported fields point to.
+func deepCopy(v reflect.Value) reflect.Value {
+	out := reflect.New(v.Type()).Elem()
+	out.Set(v)
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			p := reflect.New(v.Type().Elem())
+			p.Elem().Set(deepCopy(v.Elem()))
+			out.Set(p)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				out.Field(i).Set(deepCopy(v.Field(i)))
+			}
+		}
+	case reflect.Slice:
+		if !v.IsNil() {
+			s := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+			for i := range v.Len() {
+				s.Index(i).Set(deepCopy(v.Index(i)))
+			}
+			out.Set(s)
+		}
+	case reflect.Map:
+		if !v.IsNil() {
+			m := reflect.MakeMap(v.Type())
+			for _, k := range v.MapKeys() {
+				m.SetMapIndex(k, deepCopy(v.MapIndex(k)))
+			}
+			out.Set(m)
+		}
+	}
+	return out
 }

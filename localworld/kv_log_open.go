@@ -49,26 +49,38 @@ func openStore(cfg *Config) (kvStore, error) {
 	return s, nil
 }
 
-// upgradeLayout marks a store of layout 1 as layout 2, in a commit of its
-// own, before anything else is written to it. Its records stay JSON, which
+// upgradeLayout makes a store of layout 1 a store of layout 2 before
+// anything else is written to it: a compaction whose snapshot holds the
+// layout 2 marker, renamed over the file. Its records stay JSON, which
 // decode reads as they are; the records written from then on are binary,
-// which an earlier version cannot read: the marker makes it refuse the
-// store, naming the layout, instead of reporting the records as damage.
+// which an earlier version cannot read. The marker makes it refuse the
+// store, naming the layout, at Open, and a reader of an earlier version
+// that has it open meanwhile reads the new file from its start (the path
+// names another file), which it refuses likewise, instead of reading
+// binary records as damage. When the compaction fails the file is left as
+// it was, and so is Open's error.
 func (s *logStore) upgradeLayout() error {
-	var from []byte
-	err := s.view(func(tx kvTx) error {
-		v, err := tx.get(bMeta, formatKey)
-		from = bytes.Clone(v)
-		return err
-	})
-	if err != nil || !bytes.Equal(from, formatV1) {
-		return err
+	s.mem.mu.Lock()
+	marker, _ := s.mem.buckets[bMeta].Get(keyItem(formatKey))
+	if !bytes.Equal(marker.val(), formatV1) {
+		s.mem.mu.Unlock()
+		return nil
 	}
-	if err := s.update(func(tx kvTx) error { return tx.put(bMeta, formatKey, formatValue) }); err != nil {
-		return fmt.Errorf("localworld: open %s: mark the store as layout %q: %w", s.path, formatValue, err)
+	job := &compactJob{f: s.f, firstSeq: s.nextSeq, from: s.end}
+	for i := range job.trees {
+		job.trees[i] = s.mem.buckets[i].Clone()
+	}
+	job.trees[bMeta].ReplaceOrInsert(ownedItem(formatKey, formatValue))
+	s.compacting = true
+	s.compactWG.Add(1)
+	s.mem.mu.Unlock()
+	done := s.compactions.Load()
+	s.compact(job)
+	if s.compactions.Load() == done {
+		return fmt.Errorf("localworld: open %s: the store is of layout %q and could not be rewritten as layout %q (see the log)", s.path, formatV1, formatValue)
 	}
 	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: store layout upgraded",
-		slog.String("path", s.path), slog.String("from", string(from)), slog.String("to", string(formatValue)))
+		slog.String("path", s.path), slog.String("from", string(formatV1)), slog.String("to", string(formatValue)))
 	return nil
 }
 

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/skeinflow/skein/world"
@@ -55,20 +58,39 @@ func TestLayoutUpgrade(t *testing.T) {
 	if m := storedMarker(t, ro); m != string(formatV1) {
 		t.Fatalf("read-only: layout %q", m)
 	}
-	if err := ro.Close(); err != nil {
-		t.Fatal(err)
-	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
 		t.Fatal("a read-only open changed the file")
 	}
+	old, err := os.Open(path) // what a reader of an earlier version has open
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	oldInfo, _ := old.Stat()
 
 	w := mustOpen(t, Config{Path: path})
 	if m := storedMarker(t, w); m != string(formatValue) {
 		t.Fatalf("opened to write: layout %q, want %q", m, formatValue)
 	}
+	// The upgrade renamed a new file over the store: a reader of an
+	// earlier version reads it from its start and refuses its layout; the
+	// file it had open is as it was.
+	if now, _ := os.Stat(path); os.SameFile(oldInfo, now) {
+		t.Fatal("the upgrade wrote to the store's file in place")
+	}
+	if kept, _ := io.ReadAll(old); !bytes.Equal(kept, before) {
+		t.Fatal("the upgrade changed the layout-1 file")
+	}
+	checkStoreFixture(t, ro) // this version's reader reads the new file
+	if m := storedMarker(t, ro); m != string(formatValue) {
+		t.Fatalf("the reader, after the upgrade: layout %q", m)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
 	checkStoreFixture(t, w)
-	old := allRuns(t, w)[0]
-	if c := firstByte(t, w, bRuns, runKey(old.RunID)); c != '{' {
+	fixtureRun := allRuns(t, w)[0]
+	if c := firstByte(t, w, bRuns, runKey(fixtureRun.RunID)); c != '{' {
 		t.Fatalf("the fixture's run starts with %q, want JSON", c)
 	}
 	runID := newRun(t, w, "after")
@@ -132,4 +154,32 @@ func allRuns(t *testing.T, w *World) []world.Run {
 		t.Fatal(err)
 	}
 	return pg.Items
+}
+
+// TestLayoutChangeSeenByAReader: a read-only World open on a store that a
+// writer then gives a layout it does not know (a later version's) refuses
+// it at its next read, naming the layout, instead of reading the writer's
+// records as damage.
+func TestLayoutChangeSeenByAReader(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "w.skein")
+	w := mustOpen(t, Config{Path: path})
+	id := newRun(t, w, "wf")
+	ro := mustOpen(t, Config{Path: path, ReadOnly: true})
+	if _, err := ro.GetRun(context.Background(), &world.GetRunParams{RunID: id}); err != nil {
+		t.Fatal(err)
+	}
+	err := w.s.kv.update(func(tx kvTx) error {
+		if err := tx.put(bMeta, formatKey, []byte("skein-localworld/3")); err != nil {
+			return err
+		}
+		return tx.put(bRuns, runKey(id), []byte{0x02, 1, 2, 3})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ro.GetRun(context.Background(), &world.GetRunParams{RunID: id})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `"skein-localworld/3"`) {
+		t.Fatalf("a read after the writer's layout change: %v, want a refusal naming the layout", err)
+	}
 }

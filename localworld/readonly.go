@@ -160,6 +160,12 @@ func (s *roLogStore) refresh() (*memStore, error) {
 		return nil, fmt.Errorf("localworld: read %s: %w", s.path, err)
 	}
 	s.applyTail(tail)
+	// A writer of another layout (a later version's upgrade) is refused
+	// here as at Open, not read as damage.
+	marker, _ := s.mem.buckets[bMeta].Get(keyItem(formatKey))
+	if err := checkLayout(s.path, marker.val()); err != nil {
+		return nil, err
+	}
 	return s.mem, nil
 }
 
