@@ -259,7 +259,7 @@ func (r *binReader) time() time.Time {
 	tag := r.byte()
 	if tag == timeZoned {
 		off := r.varint()
-		if off%60 != 0 || off <= -24*3600 || off >= 24*3600 || len(r.b) == 0 || (r.b[0] != timeNanos && r.b[0] != timeSeconds) {
+		if off == 0 || off%60 != 0 || off <= -24*3600 || off >= 24*3600 || len(r.b) == 0 || (r.b[0] != timeNanos && r.b[0] != timeSeconds) {
 			r.fail("a time")
 			return time.Time{}
 		}

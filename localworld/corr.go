@@ -61,9 +61,9 @@ func chunkSeqs(dst []int64, seqKey, v []byte) ([]int64, error) {
 	}
 	s := int64(first)
 	dst = append(dst, s)
-	for len(v) > 0 {
+	for k := 1; len(v) > 0; k++ {
 		d, n := binary.Uvarint(v)
-		if n <= 0 || d == 0 || d > uint64(1<<62) || s+int64(d) < s {
+		if n <= 0 || d == 0 || d > uint64(1<<62) || s+int64(d) < s || k == corrChunk {
 			return dst, errBadChunk
 		}
 		s += int64(d)

@@ -1,6 +1,7 @@
 package localworld
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,30 +161,51 @@ func TestCorrelationLayout1Entries(t *testing.T) {
 	checkCorrListings(t, w, step, runs, seqs)
 }
 
-// TestCorrelationChunkDamaged: an index entry whose value does not decode
-// is ErrCorrupt, in a listing and in the next Append to its correlation.
+// TestCorrelationChunkDamaged: an index entry that does not decode, that
+// holds more events than an entry can, that holds events another entry
+// holds, or that names another correlation's event is ErrCorrupt in a
+// listing; one that does not decode also in the next Append to its
+// correlation.
 func TestCorrelationChunkDamaged(t *testing.T) {
 	t.Parallel()
-	w := mustOpen(t, Config{})
-	step, runs, _ := corrFixture(t, w, 1)
-	k := newKey().str(step).str(runs[0])
-	err := w.s.kv.update(func(tx kvTx) error {
-		var first []byte
-		_ = tx.scan(bEventsByCorr, k, prefixEnd(k), false, func(ek, _ []byte) bool {
-			first = append([]byte(nil), ek...)
-			return false
+	for _, tc := range []struct {
+		name   string
+		damage func(step, run string, seqs []int64) (k, v []byte)
+		append bool
+	}{
+		{"a uvarint cut short", func(step, run string, seqs []int64) ([]byte, []byte) {
+			return newKey().str(step).str(run).seq(seqs[0]), []byte{0x80}
+		}, true},
+		{"more events than an entry holds", func(step, run string, seqs []int64) ([]byte, []byte) {
+			return newKey().str(step).str(run).seq(seqs[0]), bytes.Repeat([]byte{1}, corrChunk)
+		}, false},
+		{"an entry inside another", func(step, run string, seqs []int64) ([]byte, []byte) {
+			return newKey().str(step).str(run).seq(seqs[1]), nil
+		}, false},
+		{"another correlation's event", func(step, run string, seqs []int64) ([]byte, []byte) {
+			return newKey().str(step).str(run).seq(seqs[0]), []byte{byte(seqs[1] - seqs[0] + 1)}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := mustOpen(t, Config{})
+			step, runs, seqs := corrFixture(t, w, 1)
+			run := runs[0]
+			k, v := tc.damage(step, run, seqs[run])
+			if err := w.s.kv.update(func(tx kvTx) error { return tx.put(bEventsByCorr, k, v) }); err != nil {
+				t.Fatal(err)
+			}
+			_, err := w.ListEventsByCorrelation(context.Background(), &world.ListEventsByCorrelationParams{CorrelationID: step, RunID: run})
+			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, world.ErrCorrupt) {
+				t.Fatalf("listing: %v, want ErrCorrupt", err)
+			}
+			if !tc.append {
+				return
+			}
+			_, err = w.Append(context.Background(), &world.AppendParams{RunID: run, Events: []world.EventInput{ev(step, &world.StepStarted{})}})
+			if !errors.Is(err, world.ErrCorrupt) {
+				t.Fatalf("Append to a damaged entry's correlation: %v, want ErrCorrupt", err)
+			}
 		})
-		return tx.put(bEventsByCorr, first, []byte{0x80}) // a uvarint cut short
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = w.ListEventsByCorrelation(context.Background(), &world.ListEventsByCorrelationParams{CorrelationID: step, RunID: runs[0]})
-	if !errors.Is(err, ErrCorrupt) || !errors.Is(err, world.ErrCorrupt) {
-		t.Fatalf("listing a damaged entry: %v, want ErrCorrupt", err)
-	}
-	_, err = w.Append(context.Background(), &world.AppendParams{RunID: runs[0], Events: []world.EventInput{ev(step, &world.StepStarted{})}})
-	if !errors.Is(err, world.ErrCorrupt) {
-		t.Fatalf("Append to a damaged entry's correlation: %v, want ErrCorrupt", err)
 	}
 }

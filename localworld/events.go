@@ -60,9 +60,15 @@ func (w *store) ListEventsByCorrelation(ctx context.Context, p *world.ListEvents
 			if !ok {
 				return world.Event{}, false, nil
 			}
-			ev, err := getJSON[world.Event](tx, bEvents, eventKey(runID, int64(seq)))
-			if ev == nil || err != nil {
+			k := eventKey(runID, int64(seq))
+			ev, err := getJSON[world.Event](tx, bEvents, k)
+			switch {
+			case err != nil:
 				return world.Event{}, false, err
+			case ev == nil || ev.CorrelationID != p.CorrelationID:
+				// Events are never deleted: the index names another's.
+				return world.Event{}, false, corruptRead(bEventsByCorr, l.prefix,
+					"the index of correlation %q names the event %s/%d, which is not one of its", p.CorrelationID, runID, seq)
 			}
 			return *ev, true, nil
 		})

@@ -63,10 +63,12 @@ func (s *logStore) maybeCompact() {
 	s.logger.LogAttrs(context.Background(), slog.LevelDebug, "localworld: compaction started",
 		slog.String("path", s.path), slog.Int64("bytes", s.end), slog.Int64("liveBytes", s.live))
 	s.compactWG.Add(1)
-	go s.compact(job)
+	go func() { _ = s.compact(job) }() // a failure is logged
 }
 
-func (s *logStore) compact(job *compactJob) {
+// compact runs job: the store switches to the new file, or stays as it was
+// and the error is logged and returned.
+func (s *logStore) compact(job *compactJob) error {
 	defer s.compactWG.Done()
 	start := time.Now()
 	next := newMemStore()
@@ -86,13 +88,14 @@ func (s *logStore) compact(job *compactJob) {
 			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "localworld: compaction failed; the store is unchanged",
 				slog.String("path", s.path), slog.Any("err", err))
 		}
-		return
+		return err
 	}
 	s.compactAfter = 0
 	s.compactions.Add(1)
 	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: compacted the log",
 		slog.String("path", s.path), slog.Int64("before", before), slog.Int64("after", s.end),
 		slog.Int64("liveBytes", s.live), slog.Duration("took", time.Since(start)))
+	return nil
 }
 
 // writeSnapshot writes the cloned trees to a new temporary file as

@@ -74,10 +74,8 @@ func (s *logStore) upgradeLayout() error {
 	s.compacting = true
 	s.compactWG.Add(1)
 	s.mem.mu.Unlock()
-	done := s.compactions.Load()
-	s.compact(job)
-	if s.compactions.Load() == done {
-		return fmt.Errorf("localworld: open %s: the store is of layout %q and could not be rewritten as layout %q (see the log)", s.path, formatV1, formatValue)
+	if err := s.compact(job); err != nil {
+		return fmt.Errorf("localworld: open %s: the store is of layout %q and could not be rewritten as layout %q: %w", s.path, formatV1, formatValue, err)
 	}
 	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "localworld: store layout upgraded",
 		slog.String("path", s.path), slog.String("from", string(formatV1)), slog.String("to", string(formatValue)))

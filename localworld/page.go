@@ -47,8 +47,9 @@ func scanPage[T any](tx kvTx, l listing, load func(suffix, v []byte) (item T, ok
 	}
 	limit := l.page.EffectiveLimit()
 	out := &world.Page[T]{Items: []T{}}
-	var last []byte
+	var last, prev []byte // prev: a chunked listing's last event seen
 	var loadErr error
+	overlap := false
 	// take adds the item of one entry; false ends the scan.
 	take := func(suffix, v []byte) bool {
 		item, ok, err := load(suffix, v)
@@ -78,8 +79,16 @@ func scanPage[T any](tx kvTx, l listing, load func(suffix, v []byte) (item T, ok
 			if c := bytes.Compare(vs, from); from != nil && (c == 0 || (c < 0) != l.desc) {
 				return true // the cursor's, or before it (after it, descending)
 			}
+			if c := bytes.Compare(vs, prev); prev != nil && (c == 0 || (c < 0) != l.desc) {
+				overlap = true // entries holding the same events: not what was written
+				return false
+			}
+			prev = append(prev[:0], vs...)
 			return take(vs, nil)
 		})
+		if err == nil && overlap {
+			err = errBadChunk
+		}
 		if err != nil {
 			loadErr = corruptRead(l.bucket, k, "%v", err)
 		}

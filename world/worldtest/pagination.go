@@ -20,6 +20,7 @@ func paginationCases() []testCase {
 		{"steps_in_creation_order", testPageSteps},
 		{"hooks_all_and_by_run", testPageHooks},
 		{"events_by_correlation", testPageEventsByCorrelation},
+		{"events_by_correlation_long", testPageEventsByCorrelationLong},
 	}
 }
 
@@ -397,5 +398,75 @@ func testPageEventsByCorrelation(t *testing.T, f *fixture) {
 	hp, err := f.w.ListEventsByCorrelation(f.ctx, &world.ListEventsByCorrelationParams{RunID: run, CorrelationID: hook})
 	if err != nil || len(hp.Items) != 2 || hp.Items[1].Type() != world.EventHookReceived {
 		t.Fatalf("ListEventsByCorrelation of a hook: %+v, %v; want hook_created and hook_received", hp, err)
+	}
+}
+
+// testPageEventsByCorrelationLong: a step with many events (a World may keep
+// its events in groups) among another step's, in two runs, listed in
+// both orders at several page sizes, then resumed after more of them.
+func testPageEventsByCorrelationLong(t *testing.T, f *fixture) {
+	runs := []string{f.startedRun(), f.startedRun()}
+	steps := map[string]string{}
+	want := map[string][]int64{}
+	add := func(run string, evs ...world.EventInput) {
+		res := f.mustAppend(run, evs...)
+		for i, e := range evs {
+			if e.CorrelationID == steps[run] && res.Results[i].Event != nil {
+				want[run] = append(want[run], res.Results[i].Event.Seq)
+			}
+		}
+	}
+	for _, run := range runs {
+		steps[run] = ids.New(world.PrefixStep)
+		add(run, ev(steps[run], &world.StepCreated{StepName: "worldtest-step"}))
+	}
+	for i := range 12 {
+		for _, run := range runs {
+			other := f.createStep(run)
+			add(run, ev(steps[run], &world.StepStarted{LeaseTTL: time.Minute}), ev(other, &world.StepStarted{LeaseTTL: time.Minute}))
+			if i%4 == 0 {
+				add(run, ev(other, &world.StepCompleted{}))
+			}
+			add(run, ev(steps[run], &world.StepRetrying{Error: stepError("again")}))
+		}
+	}
+	seqs := func(evs []world.Event) []int64 {
+		var out []int64
+		for _, e := range evs {
+			out = append(out, e.Seq)
+		}
+		return out
+	}
+	for _, run := range runs {
+		for _, limit := range []int{1, 2, 3, 5, 7, 100} {
+			list := func(desc bool) func(world.Pagination) (*world.Page[world.Event], error) {
+				return func(p world.Pagination) (*world.Page[world.Event], error) {
+					p.Descending = desc
+					return f.w.ListEventsByCorrelation(f.ctx, &world.ListEventsByCorrelationParams{RunID: run, CorrelationID: steps[run], Pagination: p})
+				}
+			}
+			got, _ := readAll(t, "ListEventsByCorrelation", limit, list(false))
+			if !slices.Equal(seqs(got), want[run]) {
+				t.Fatalf("ListEventsByCorrelation, limit %d: events %v, want %v", limit, seqs(got), want[run])
+			}
+			got, _ = readAll(t, "ListEventsByCorrelation descending", limit, list(true))
+			rev := slices.Clone(want[run])
+			slices.Reverse(rev)
+			if !slices.Equal(seqs(got), rev) {
+				t.Fatalf("ListEventsByCorrelation descending, limit %d: events %v, want %v", limit, seqs(got), rev)
+			}
+		}
+	}
+	// Resuming from the last cursor yields exactly the step's new events.
+	run := runs[0]
+	_, last := readAll(t, "ListEventsByCorrelation", 4, func(p world.Pagination) (*world.Page[world.Event], error) {
+		return f.w.ListEventsByCorrelation(f.ctx, &world.ListEventsByCorrelationParams{RunID: run, CorrelationID: steps[run], Pagination: p})
+	})
+	before := len(want[run])
+	add(run, ev(steps[run], &world.StepStarted{LeaseTTL: time.Minute}), ev(f.createStep(run), &world.StepStarted{}))
+	add(run, ev(steps[run], &world.StepCompleted{}))
+	p, err := f.w.ListEventsByCorrelation(f.ctx, &world.ListEventsByCorrelationParams{RunID: run, CorrelationID: steps[run], Pagination: world.Pagination{Cursor: last}})
+	if err != nil || !slices.Equal(seqs(p.Items), want[run][before:]) {
+		t.Fatalf("ListEventsByCorrelation resumed after two more of the step's events: %v, %v; want %v", seqs(p.Items), err, want[run][before:])
 	}
 }
