@@ -3,9 +3,13 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/skeinflow/skein/localworld"
 	"github.com/skeinflow/skein/world"
@@ -85,5 +89,41 @@ func TestGroupKnowsWhoStartedAStep(t *testing.T) {
 	}
 	if msgs := lc.snapshot(); len(msgs) != 2 || !slices.ContainsFunc(msgs, func(m world.Message) bool { return m.StepID == "" }) {
 		t.Errorf("messages %+v, want step 3's and a continuation covering the holder (the delivery is late)", msgs)
+	}
+}
+
+// A group finds its steps' trace origin (runParent: decoding the run's
+// execution context, or hashing its ID) once, not once per step, and each
+// step's span is still the origin's child, linked to the message's span.
+func TestGroupFindsItsRunsTraceOnce(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := newHarness(t, nil, Config{Options: Options{TracerProvider: tp}})
+	runID, ids := groupRun(t, h, 6)
+	ctx := context.Background()
+	holder := &world.RunLeaseParams{RunID: runID, Owner: "holder", TTL: time.Minute}
+	if _, err := h.w.AcquireRunLease(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.eng.Handle(ctx, world.Message{RunID: runID, StepID: ids[0], StepIDs: ids[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.eng.spans.parents.Load(); n != 1 {
+		t.Errorf("the run's trace origin found %d times for a group of 6, want once", n)
+	}
+	origin := runTrace(runID)
+	steps := 0
+	for _, sp := range rec.Ended() {
+		if !strings.HasPrefix(sp.Name(), "skein.step ") {
+			continue
+		}
+		steps++
+		if p := sp.Parent(); p.TraceID() != origin.TraceID() || p.SpanID() != origin.SpanID() || !p.IsRemote() || len(sp.Links()) != 1 {
+			t.Errorf("step span %s: parent %v, %d links; want the run's origin %v, linked to the message", sp.Name(), sp.Parent(), len(sp.Links()), origin)
+		}
+	}
+	if steps != 6 {
+		t.Errorf("%d step spans, want 6", steps)
 	}
 }
