@@ -78,19 +78,50 @@ func (sc schedule) next() time.Time {
 	for _, at := range sc.deferred {
 		consider(at, true)
 	}
-	for id, o := range sc.steps {
-		if sc.running(id) || o.queued {
-			continue
+	sc.eachOpen(func(o *op) {
+		if o.queued {
+			return
 		}
-		consider(sc.retryTimer(o))
-		consider(sc.leaseTimer(o))
-	}
+		retry, retries := sc.retryTimer(o)
+		lease, leased := sc.leaseTimer(o)
+		if (retries || leased) && !sc.running(o.id) {
+			consider(retry, retries)
+			consider(lease, leased)
+		}
+	})
 	for id, o := range sc.comps {
 		if !sc.running(id) {
 			consider(sc.compTimer(o))
 		}
 	}
 	return next
+}
+
+// eachOpen calls f with each open step, in no particular order: from the
+// steps in creation order when they hold every open step (usable), a
+// slice walked faster than the map, dropping the settled steps it passes;
+// else from the map. Each session turn asks next, and a wide fan-out's
+// thousands of steps queued to background executors stay open until
+// their outcomes are loaded.
+func (sc schedule) eachOpen(f func(*op)) {
+	so := sc.order
+	if !so.usable(len(sc.steps)) {
+		for _, o := range sc.steps {
+			f(o)
+		}
+		return
+	}
+	kept := so.ops[:0]
+	for _, o := range so.ops {
+		so.walked++
+		if o.settled {
+			continue
+		}
+		kept = append(kept, o)
+		f(o)
+	}
+	clear(so.ops[len(kept):])
+	so.ops = kept
 }
 
 // isLeaseCheck reports whether the timer at (from next) is only the check

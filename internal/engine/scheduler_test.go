@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -35,6 +37,45 @@ func opsByID(ops ...*op) map[string]*op {
 		m[o.id] = o
 	}
 	return m
+}
+
+// inOrder returns the steps in creation order, after a settled step whose
+// retry would be the soonest timer.
+func inOrder(steps map[string]*op) *stepOrder {
+	gone := pendingStep("settled", -1, 1)
+	gone.settled = true
+	so := &stepOrder{}
+	so.add(gone)
+	for _, o := range slices.SortedFunc(maps.Values(steps), func(a, b *op) int { return a.index - b.index }) {
+		so.add(o)
+	}
+	return so
+}
+
+// A session's scheduler finds the steps' timers (next) by walking the
+// steps in creation order, when it has them, dropping the settled ones it
+// passes: in a wide fan-out, thousands of steps queued to background
+// executors stay open, and each turn of the session asks. walked counts
+// the steps looked at: all of them the first time, the open ones after.
+func TestScheduleNextWalksStepsInOrder(t *testing.T) {
+	t.Parallel()
+	steps := map[string]*op{}
+	for i := range 100 {
+		o := runningStep("s"+strconv.Itoa(i), i, 1000, true)
+		if i == 50 {
+			o = pendingStep(o.id, i, 300)
+		}
+		steps[o.id] = o
+	}
+	sc := schedule{now: t0, steps: steps, order: inOrder(steps)}
+	for walk, want := range []int{101, 201} {
+		if got := sc.next(); !got.Equal(at(300)) {
+			t.Fatalf("next = %v, want %v", got, at(300))
+		}
+		if sc.order.walked != want {
+			t.Errorf("walk %d: looked at %d steps in order, want %d", walk+1, sc.order.walked, want)
+		}
+	}
 }
 
 func ids(ops []*op) []string {
@@ -75,6 +116,14 @@ func TestScheduleNext(t *testing.T) {
 			got := tt.sc.next()
 			if !got.Equal(tt.want) {
 				t.Fatalf("next = %v, want %v", got, tt.want)
+			}
+			if ordered := tt.sc; len(ordered.steps) > 0 {
+				// The same, walking the steps in creation order among a
+				// settled one (with a timer it no longer has).
+				ordered.order = inOrder(ordered.steps)
+				if got := ordered.next(); !got.Equal(tt.want) {
+					t.Fatalf("next in creation order = %v, want %v", got, tt.want)
+				}
 			}
 			if !got.IsZero() {
 				if lease := tt.sc.isLeaseCheck(got); lease != tt.leaseOnly {

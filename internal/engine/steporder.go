@@ -14,6 +14,9 @@ type stepOrder struct {
 	// looked counts the steps looked at to find the first runnable ones,
 	// here or in the map (for tests).
 	looked int
+	// walked counts the steps looked at here for their timers
+	// (schedule.eachOpen, for tests).
+	walked int
 }
 
 // add notes o, just created (opened), once.
