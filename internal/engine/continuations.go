@@ -85,11 +85,22 @@ func (in *inflight) scheduleTimer(ctx context.Context, now, next time.Time) erro
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them
-// when the session is ending) that are still waiting to start.
+// when the session is ending) that are still waiting to start. Before the
+// soonest time a step is held back until (deferFrom), none has come, and
+// it looks at none: each turn of a session asks, and a wide fan-out holds
+// back thousands of steps at once.
 func (in *inflight) flushDeferred(ctx context.Context, now time.Time, all bool) error {
+	if !all && now.Before(in.deferFrom) {
+		return nil
+	}
 	var due []*op
+	var from time.Time
 	for id, at := range in.deferred {
+		in.deferLooked++
 		if !all && now.Before(at) {
+			if from.IsZero() || at.Before(from) {
+				from = at
+			}
 			continue
 		}
 		delete(in.deferred, id)
@@ -99,6 +110,7 @@ func (in *inflight) flushDeferred(ctx context.Context, now time.Time, all bool) 
 		}
 		due = append(due, o)
 	}
+	in.deferFrom = from
 	sort.Slice(due, func(i, j int) bool { return due[i].index < due[j].index })
 	return in.enqueueSteps(ctx, due)
 }

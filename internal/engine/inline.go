@@ -32,8 +32,13 @@ type inflight struct {
 	inlineSteps
 	queued   map[string]bool      // steps this session queued for background executors
 	deferred map[string]time.Time // excess steps held back, until when
-	leases   map[string]stepLease // current step leases read from the World (readStepLeases)
-	lastPoll time.Time            // when the session last read the log for others' events
+	// deferFrom is no later than the soonest time in deferred: none of
+	// them is due before it (zero: unknown, or none held back). Steps
+	// started inline leave deferred and may leave it early.
+	deferFrom   time.Time
+	deferLooked int                  // held-back steps flushDeferred looked at (for tests)
+	leases      map[string]stepLease // current step leases read from the World (readStepLeases)
+	lastPoll    time.Time            // when the session last read the log for others' events
 }
 
 // inflightRun is what the steps in flight ask of the session: its

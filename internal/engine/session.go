@@ -89,6 +89,9 @@ func (in *inflight) queue(ctx context.Context, ops []*op) error {
 		for _, o := range ops {
 			in.deferred[o.id] = until
 		}
+		if len(ops) > 0 && (in.deferFrom.IsZero() || until.Before(in.deferFrom)) {
+			in.deferFrom = until
+		}
 		return nil
 	}
 	return in.enqueueSteps(ctx, ops)
