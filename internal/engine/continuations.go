@@ -19,7 +19,12 @@ import (
 // meanwhile, and otherwise schedules the continuation the run needs and
 // ends the invocation.
 func (in *inflight) idle(ctx context.Context, now time.Time) (done bool, err error) {
-	next := in.schedule(now).next()
+	// The timers of all the open steps, not only of those noted as having
+	// one (stepOrder.timed): the message the session leaves depends on
+	// them, and an idle session asks once.
+	sc := in.schedule(now)
+	sc.order = nil
+	next := sc.next()
 	if lingers(now, next, in.run.stopsAt(), in.e.cfg.Linger, in.run.draining()) {
 		t := time.NewTimer(next.Sub(now))
 		defer t.Stop()

@@ -78,7 +78,7 @@ func (sc schedule) next() time.Time {
 	for _, at := range sc.deferred {
 		consider(at, true)
 	}
-	sc.eachOpen(func(o *op) {
+	sc.eachTimed(func(o *op) {
 		if o.queued {
 			return
 		}
@@ -97,31 +97,34 @@ func (sc schedule) next() time.Time {
 	return next
 }
 
-// eachOpen calls f with each open step, in no particular order: from the
-// steps in creation order when they hold every open step (usable), a
-// slice walked faster than the map, dropping the settled steps it passes;
-// else from the map. Each session turn asks next, and a wide fan-out's
-// thousands of steps queued to background executors stay open until
-// their outcomes are loaded.
-func (sc schedule) eachOpen(f func(*op)) {
+// eachTimed calls f with each open step that may have a timer (see
+// stepOrder.timed), dropping from sc.order those settled or queued (a
+// step's timer is set again, and noted, before it can have one). Without
+// an order (a table test's schedule), f sees every open step. Each turn of
+// a session asks next, and a wide fan-out's thousands of steps queued to
+// background executors stay open until their outcomes are loaded.
+func (sc schedule) eachTimed(f func(*op)) {
 	so := sc.order
-	if !so.usable(len(sc.steps)) {
+	if so == nil {
 		for _, o := range sc.steps {
 			f(o)
 		}
 		return
 	}
-	kept := so.ops[:0]
-	for _, o := range so.ops {
+	kept := so.timed[:0]
+	for _, o := range so.timed {
 		so.walked++
-		if o.settled {
+		if o.settled || o.queued {
+			o.timed = false
 			continue
 		}
 		kept = append(kept, o)
-		f(o)
+		if sc.steps[o.id] == o {
+			f(o)
+		}
 	}
-	clear(so.ops[len(kept):])
-	so.ops = kept
+	clear(so.timed[len(kept):])
+	so.timed = kept
 }
 
 // isLeaseCheck reports whether the timer at (from next) is only the check
