@@ -104,6 +104,7 @@ func TestScheduleNext(t *testing.T) {
 		{name: "nothing timed", sc: schedule{}, want: time.Time{}},
 		{name: "soonest wait", sc: schedule{waits: opsByID(waitOp("w1", 0, 300), waitOp("w2", 1, 200))}, want: at(200)},
 		{name: "deferred step", sc: schedule{waits: opsByID(waitOp("w1", 0, 300)), deferred: map[string]time.Time{"s1": at(100)}}, want: at(100)},
+		{name: "held-back steps counted by time", sc: schedule{waits: opsByID(waitOp("w1", 0, 300)), holds: map[time.Time]int{at(100): 3, at(50): 2}}, want: at(50)},
 		{name: "retry of an inline attempt", sc: schedule{steps: opsByID(pendingStep("s1", 0, 150))}, want: at(150)},
 		{name: "retry already due is no timer", sc: schedule{steps: opsByID(pendingStep("s1", 0, -5))}, want: time.Time{}},
 		{name: "retry of a queued attempt is no timer", sc: schedule{steps: opsByID(func() *op { o := pendingStep("s1", 0, 150); o.queued = true; return o }())}, want: time.Time{}},
