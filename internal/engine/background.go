@@ -175,9 +175,14 @@ func (bg *background) requeueUnstarted(ctx context.Context, runID, stepID string
 }
 
 // queuedAttempt reports whether a step's attempt was started by a
-// background executor (world.StepStarted.Queued), from the step's events;
-// when they cannot be read, it answers yes, the safe side.
+// background executor (world.StepStarted.Queued): from the step_started
+// this process appended for it when it did (knownsteps.go: most often a
+// session here took the step up), otherwise from the step's events; when
+// they cannot be read, it answers yes, the safe side.
 func (bg *background) queuedAttempt(ctx context.Context, runID, stepID string, attempt int) bool {
+	if queued, ok := bg.known.startedQueued(runID, stepID, attempt); ok {
+		return queued
+	}
 	page, err := bg.w.ListEventsByCorrelation(ctx, &world.ListEventsByCorrelationParams{
 		RunID: runID, CorrelationID: stepID, Pagination: world.Pagination{Limit: world.MaxPageLimit},
 	})

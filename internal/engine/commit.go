@@ -233,9 +233,11 @@ func (c *committer) droppable(p *plan, re *world.RefusalError) bool {
 		switch {
 		case tooEarly(re):
 			o.status, o.retryAfter = world.StepStatusPending, re.Until
+			c.run.replay().stepOrder.timer(o)
 			return true
 		case stepLeased(re):
 			o.status, o.attempt, o.leaseUntil = world.StepStatusRunning, re.Attempt, re.Until
+			c.run.replay().stepOrder.timer(o)
 			return true
 		}
 	case *world.CompStarted:

@@ -19,7 +19,12 @@ import (
 // meanwhile, and otherwise schedules the continuation the run needs and
 // ends the invocation.
 func (in *inflight) idle(ctx context.Context, now time.Time) (done bool, err error) {
-	next := in.schedule(now).next()
+	// The timers of all the open steps, not only of those noted as having
+	// one (stepOrder.timed): the message the session leaves depends on
+	// them, and an idle session asks once.
+	sc := in.schedule(now)
+	sc.order = nil
+	next := sc.next()
 	if lingers(now, next, in.run.stopsAt(), in.e.cfg.Linger, in.run.draining()) {
 		t := time.NewTimer(next.Sub(now))
 		defer t.Stop()
@@ -85,14 +90,21 @@ func (in *inflight) scheduleTimer(ctx context.Context, now, next time.Time) erro
 }
 
 // flushDeferred queues the held-back steps whose time has come (all of them
-// when the session is ending) that are still waiting to start.
+// when the session is ending) that are still waiting to start. It looks
+// at them only once one of their times has come (deferTimes): each turn
+// of a session asks, and a wide fan-out holds back thousands of steps at
+// once.
 func (in *inflight) flushDeferred(ctx context.Context, now time.Time, all bool) error {
+	if !all && !in.deferDue(now) {
+		return nil
+	}
 	var due []*op
 	for id, at := range in.deferred {
+		in.deferLooked++
 		if !all && now.Before(at) {
 			continue
 		}
-		delete(in.deferred, id)
+		in.unhold(id)
 		o := in.run.replay().byID[id]
 		if o == nil || o.settled || in.running[id] != nil || o.status != world.StepStatusPending {
 			continue
@@ -101,6 +113,37 @@ func (in *inflight) flushDeferred(ctx context.Context, now time.Time, all bool) 
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].index < due[j].index })
 	return in.enqueueSteps(ctx, due)
+}
+
+// holdBack holds step id back until until (deferred, deferTimes).
+func (in *inflight) holdBack(id string, until time.Time) {
+	in.unhold(id)
+	in.deferred[id] = until
+	in.deferTimes[until]++
+}
+
+// unhold stops holding step id back, if it is.
+func (in *inflight) unhold(id string) {
+	at, ok := in.deferred[id]
+	if !ok {
+		return
+	}
+	delete(in.deferred, id)
+	if in.deferTimes[at] <= 1 {
+		delete(in.deferTimes, at)
+	} else {
+		in.deferTimes[at]--
+	}
+}
+
+// deferDue reports whether a step held back is due at now.
+func (in *inflight) deferDue(now time.Time) bool {
+	for at := range in.deferTimes {
+		if !now.Before(at) {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueueSteps queues steps for background executors, as few messages as

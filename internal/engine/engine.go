@@ -56,7 +56,7 @@ func New(cfg Config, opts ...knobs.Option) (*Engine, error) {
 	}
 	pt := &port{cfg: cfg, w: cfg.World, reg: cfg.Registry, log: cfg.Logger, lim: runrules.LimitsOf(cfg.World),
 		logs: newLogCache(cfg.LogCacheBytes), recent: newRecentAppends(), known: newKnownSteps()}
-	spans := &tracing{pt}
+	spans := &tracing{port: pt}
 	steps := &stepRunner{pt, spans}
 	comps := &compensator{pt, steps}
 	below := &parts{port: pt, spans: spans, steps: steps, comps: comps, rest: &rest{pt, steps, comps}}

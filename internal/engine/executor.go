@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/skeinflow/skein/internal/renew"
 	"github.com/skeinflow/skein/world"
 )
@@ -69,6 +71,10 @@ type stepExec struct {
 	// inline: the attempt runs in the session that started it (its span is
 	// the session's child; see startStepSpan).
 	inline bool
+	// origin is the remote parent of a background attempt's span
+	// (tracing.runParent), when its executor computed it for several
+	// attempts at once; invalid (zero): startStepSpan computes it.
+	origin trace.SpanContext
 	// comp: the attempt is of step stepID's compensation, the step
 	// stepName; its lease is the compensation's, and its run's end does not
 	// cancel it (see compensate.go).

@@ -18,10 +18,13 @@ import (
 )
 
 // fanWorld counts the events ListEvents returns, the reads from a log's
-// start, and the GetStep calls.
+// start, and the GetStep calls, and keeps the size of each newest-first
+// read's first page.
 type fanWorld struct {
 	*localworld.World
 	events, fromStart, gets atomic.Int64
+	mu                      sync.Mutex
+	firstPages              []int
 }
 
 func (f *fanWorld) ListEvents(ctx context.Context, p *world.ListEventsParams) (*world.Page[world.Event], error) {
@@ -31,6 +34,11 @@ func (f *fanWorld) ListEvents(ctx context.Context, p *world.ListEventsParams) (*
 	page, err := f.World.ListEvents(ctx, p)
 	if page != nil {
 		f.events.Add(int64(len(page.Items)))
+		if p.Cursor == "" && p.Descending {
+			f.mu.Lock()
+			f.firstPages = append(f.firstPages, len(page.Items))
+			f.mu.Unlock()
+		}
 	}
 	return page, err
 }
@@ -45,6 +53,7 @@ type fanCounts struct {
 	groupGets  int64 // GetStep calls while the groups ran their steps
 	againGets  int64 // GetStep calls as the groups' messages came again
 	loadedBack int64 // events read by the session once its steps finished
+	firstBack  int   // of those, the first page's
 	looked     int   // steps the session's scheduler looked at
 	groups     int   // group messages handled
 }
@@ -128,11 +137,20 @@ func fanOutInGroups(t *testing.T, n int) fanCounts {
 	c.againGets = fw.gets.Load() - c.groupGets
 
 	before := fw.events.Load()
+	fw.mu.Lock()
+	pages := len(fw.firstPages)
+	fw.mu.Unlock()
 	close(gate)
 	if err := <-session; err != nil {
 		t.Fatal(err)
 	}
 	c.loadedBack = fw.events.Load() - before
+	fw.mu.Lock()
+	c.firstBack = -1
+	if len(fw.firstPages) > pages {
+		c.firstBack = fw.firstPages[pages]
+	}
+	fw.mu.Unlock()
 	if got := grouped.Load(); got != int64(n-4) {
 		t.Fatalf("%d queued steps ran, want %d (each once)", got, n-4)
 	}
@@ -251,6 +269,9 @@ func TestFanOutSessionTakesWhatGroupsAppended(t *testing.T) {
 	c := fanOutInGroups(t, n)
 	if c.loadedBack > 24 {
 		t.Errorf("the session read %d events back after the groups' %d, want at most 24", c.loadedBack, 2*(n-4))
+	}
+	if c.firstBack != 1 {
+		t.Errorf("the session's first read back was a page of %d events, want 1 (the newest: the rest is here)", c.firstBack)
 	}
 }
 

@@ -38,8 +38,11 @@ func (bg *background) executeGroup(ctx context.Context, runID string, ids []stri
 		ended = append(ended, st)
 	}
 	meta := runMeta{runID: run.RunID, workflowName: run.WorkflowName, input: run.Input, execCtx: run.ExecutionContext, createdAt: run.CreatedAt}
-	for i := range started {
-		started[i].run = meta
+	if len(started) > 0 {
+		origin := bg.spans.runParent(run.RunID, run.ExecutionContext) // once for all the steps' spans
+		for i := range started {
+			started[i].run, started[i].origin = meta, origin
+		}
 	}
 	ran, abandoned, err := bg.runGroup(ctx, runID, started, len(ids))
 	if err != nil {

@@ -31,9 +31,13 @@ type inflight struct {
 
 	inlineSteps
 	queued   map[string]bool      // steps this session queued for background executors
-	deferred map[string]time.Time // excess steps held back, until when
-	leases   map[string]stepLease // current step leases read from the World (readStepLeases)
-	lastPoll time.Time            // when the session last read the log for others' events
+	deferred map[string]time.Time // excess steps held back, until when (holdBack, unhold)
+	// deferTimes counts the steps of deferred held back until each time: a
+	// commit holds back all its excess until one time.
+	deferTimes  map[time.Time]int
+	deferLooked int                  // held-back steps flushDeferred looked at (for tests)
+	leases      map[string]stepLease // current step leases read from the World (readStepLeases)
+	lastPoll    time.Time            // when the session last read the log for others' events
 }
 
 // inflightRun is what the steps in flight ask of the session: its
@@ -68,7 +72,7 @@ type inlineSteps struct {
 // only step in flight, held as the session's solo step, which waitInflight
 // runs on the session's own goroutine (see runSolo).
 func (in *inflight) launch(ctx context.Context, o *op, st *world.Step) {
-	delete(in.deferred, o.id)
+	in.unhold(o.id)
 	x := execOf(in.st.meta, st, o.input)
 	x.inline = true
 	in.start(ctx, o.id, func(ctx context.Context) outcome { return in.e.steps.runStep(ctx, x) })

@@ -32,11 +32,15 @@ type knownSteps struct {
 	order []string // runs, first noted first
 }
 
-// knownStep is a step as the event at seq left it.
+// knownStep is a step as the event at seq left it, and the latest of its
+// attempts whose step_started this process appended (started, zero when
+// none), with whether a queue executor started it (queued).
 type knownStep struct {
-	seq   int64
-	step  world.Step
-	bytes int
+	seq     int64
+	step    world.Step
+	bytes   int
+	started int
+	queued  bool
 }
 
 func newKnownSteps() *knownSteps {
@@ -62,10 +66,16 @@ func (ks *knownSteps) note(runID string, res *world.AppendResult) {
 			ks.order = append(ks.order, runID)
 		}
 		old, ok := steps[r.Step.StepID]
+		started, queued := old.started, old.queued
+		if d, isStart := r.Event.Data.(*world.StepStarted); isStart && d.Attempt > started {
+			started, queued = d.Attempt, d.Queued
+		}
 		if ok && old.seq >= r.Event.Seq {
+			old.started, old.queued = started, queued
+			steps[r.Step.StepID] = old
 			continue
 		}
-		k := knownStep{seq: r.Event.Seq, step: *r.Step, bytes: knownBytes(r.Step)}
+		k := knownStep{seq: r.Event.Seq, step: *r.Step, bytes: knownBytes(r.Step), started: started, queued: queued}
 		steps[r.Step.StepID] = k
 		ks.bytes += k.bytes - old.bytes
 	}
@@ -100,6 +110,24 @@ func (ks *knownSteps) get(runID, id string) *world.Step {
 	}
 	st := k.step
 	return &st
+}
+
+// startedQueued reports whether attempt of step id of run was started by a
+// queue executor (world.StepStarted.Queued), as the step_started this
+// process appended for it says; known is false when it noted none for that
+// attempt. Each attempt has one step_started, and an appended event never
+// changes, so the answer is the one the step's events in the World give.
+func (ks *knownSteps) startedQueued(runID, id string, attempt int) (queued, known bool) {
+	if ks == nil || attempt <= 0 {
+		return false, false
+	}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	k, ok := ks.runs[runID][id]
+	if !ok || k.started != attempt {
+		return false, false
+	}
+	return k.queued, true
 }
 
 // forget drops run's steps; ks.mu is held.

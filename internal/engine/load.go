@@ -121,13 +121,20 @@ func (st *runState) track(ev *world.Event) {
 // newest first back to the last known sequence number, so they cost what
 // was appended since, however long the log; past the first page, the
 // events this process's background executors appended are taken as they
-// were appended, when all that is left is (recent.go).
+// were appended, when all that is left is (recent.go): when the next
+// event is there, the first page is the newest event alone.
 func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 	if s.log.len() == 0 {
 		return s.loadForward(ctx, consume)
 	}
+	const firstPage = 4 // mostly one or two new events: a hook payload, a step's outcome
 	var fresh []world.Event
-	cursor, limit := "", 4 // mostly one or two new events: a hook payload, a step's outcome
+	cursor, limit := "", firstPage
+	if s.e.recent.holds(s.runID, s.lastSeq+1) {
+		// Most likely all that is new was appended here: the newest event
+		// alone tells how far the log goes, and the rest is taken here.
+		limit = 1
+	}
 	for {
 		page, err := s.e.w.ListEvents(ctx, &world.ListEventsParams{
 			RunID: s.runID, Pagination: world.Pagination{Cursor: cursor, Limit: limit, Descending: true},
@@ -143,14 +150,18 @@ func (s *session) loadNew(ctx context.Context, consume bool) (int, error) {
 			}
 			fresh = append(fresh, ev)
 		}
-		if reached || !page.HasMore || len(page.Items) == 0 {
-			break
+		if reached || !page.HasMore || len(page.Items) == 0 || fresh[len(fresh)-1].Seq == s.lastSeq+1 {
+			break // nothing is left between lastSeq and the oldest read
 		}
 		if rest := s.e.recent.between(s.runID, s.lastSeq, fresh[len(fresh)-1].Seq); rest != nil {
 			fresh = append(fresh, rest...) // appended here: see recent.go
 			break
 		}
-		cursor, limit = page.Cursor, nextPage(fresh[0].Seq, s.lastSeq, len(fresh))
+		next := nextPage(fresh[0].Seq, s.lastSeq, len(fresh))
+		if limit == 1 && len(fresh) == 1 {
+			next = min(next, firstPage-1) // not all here: read on as the usual first page
+		}
+		cursor, limit = page.Cursor, next
 	}
 	slices.Reverse(fresh)
 	for i := range fresh {

@@ -37,8 +37,9 @@ func TestLoadNewReadsWhatIsNew(t *testing.T) {
 		t.Fatalf("cold load: %d events, %v", n, err)
 	}
 	// calls: a first page of 4, then what is left and the last known
-	// event, by pages of at most MaxPageLimit.
-	for _, c := range []struct{ fresh, calls int }{{3, 1}, {4, 2}, {5, 2}, {10, 2}, {1200, 3}} {
+	// event, by pages of at most MaxPageLimit; a page that ends with the
+	// event after the last known one is the last.
+	for _, c := range []struct{ fresh, calls int }{{3, 1}, {4, 1}, {5, 2}, {10, 2}, {1200, 3}} {
 		attrs(c.fresh)
 		lc.events.Store(0)
 		lc.calls.Store(0)
@@ -55,9 +56,10 @@ func TestLoadNewReadsWhatIsNew(t *testing.T) {
 }
 
 // The events a background executor of this process appended are taken
-// from what it noted (recent.go) rather than read back: past the first
-// page a session reads nothing more when every event between is noted,
-// and reads as before when one is not (appended elsewhere). The log it
+// from what it noted (recent.go) rather than read back: when the event
+// after the session's last is noted, it reads the newest event alone and
+// nothing more when every event between is noted, and otherwise reads as
+// before (a first page of 4 events, then what is not noted). The log it
 // ends up with is the World's either way.
 func TestLoadNewTakesWhatWasAppendedHere(t *testing.T) {
 	t.Parallel()
@@ -93,7 +95,7 @@ func TestLoadNewTakesWhatWasAppendedHere(t *testing.T) {
 		noted, others int // appended and noted, then appended elsewhere
 		read          int64
 	}{
-		{"all noted", 40, 0, 4},
+		{"all noted", 40, 0, 1},
 		{"the newest not noted", 40, 3, 4},
 		{"one not noted between", 40, 10, 51},
 	} {

@@ -96,6 +96,21 @@ func (ra *recentAppends) between(runID string, after, before int64) []world.Even
 	return out
 }
 
+// holds reports whether it keeps event seq of run.
+func (ra *recentAppends) holds(runID string, seq int64) bool {
+	if ra == nil {
+		return false
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	rr := ra.runs[runID]
+	if rr == nil {
+		return false
+	}
+	_, ok := rr.events[seq]
+	return ok
+}
+
 // loaded drops the events of run up to seq, which its session holds now.
 func (ra *recentAppends) loaded(runID string, seq int64) {
 	if ra == nil {

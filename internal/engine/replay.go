@@ -46,6 +46,7 @@ type op struct {
 
 	created bool // its creation event has been consumed
 	ordered bool // in its replay's stepOrder
+	timed   bool // in its replay's stepOrder.timed
 
 	// Steps and waits settle once.
 	settled bool
@@ -272,6 +273,7 @@ func (r *replayer) consume(ev *world.Event) {
 			o.leaseUntil = d.LeaseExpiresAt
 			o.queued = d.Queued
 			o.retryAfter = time.Time{}
+			r.stepOrder.timer(o)
 			if o.startedAt.IsZero() {
 				o.startedAt = ev.CreatedAt
 			}
@@ -550,6 +552,7 @@ func (r *replayer) retrying(o *op, retryAfter time.Time) {
 	o.status = world.StepStatusPending
 	o.retryAfter = retryAfter
 	o.leaseUntil = time.Time{}
+	r.stepOrder.timer(o)
 }
 
 func (r *replayer) settleWait(o *op) {

@@ -22,6 +22,7 @@ type schedule struct {
 	waits    map[string]*op                // created, unsettled waits
 	comps    map[string]*op                // steps whose compensation was asked for, not ended
 	deferred map[string]time.Time          // excess steps held back, until when
+	holds    map[time.Time]int             // deferred's times, when counted (inflight.deferTimes)
 	inflight map[string]context.CancelFunc // steps running in this session
 	queued   map[string]bool               // steps this session queued
 	order    *stepOrder                    // steps in creation order; nil: none kept
@@ -30,7 +31,7 @@ type schedule struct {
 // schedule returns the session's state as the scheduler sees it at now.
 func (in *inflight) schedule(now time.Time) schedule {
 	r := in.run.replay()
-	return schedule{now: now, steps: r.openSteps, waits: r.openWaits, comps: r.openComps, deferred: in.deferred, inflight: in.running, queued: in.queued, order: &r.stepOrder}
+	return schedule{now: now, steps: r.openSteps, waits: r.openWaits, comps: r.openComps, deferred: in.deferred, holds: in.deferTimes, inflight: in.running, queued: in.queued, order: &r.stepOrder}
 }
 
 func (sc schedule) running(id string) bool {
@@ -75,22 +76,69 @@ func (sc schedule) next() time.Time {
 	for _, o := range sc.waits {
 		consider(o.resumeAt, true)
 	}
-	for _, at := range sc.deferred {
-		consider(at, true)
-	}
-	for id, o := range sc.steps {
-		if sc.running(id) || o.queued {
-			continue
+	sc.eachHold(func(at time.Time) { consider(at, true) })
+	sc.eachTimed(func(o *op) {
+		if o.queued {
+			return
 		}
-		consider(sc.retryTimer(o))
-		consider(sc.leaseTimer(o))
-	}
+		retry, retries := sc.retryTimer(o)
+		lease, leased := sc.leaseTimer(o)
+		if (retries || leased) && !sc.running(o.id) {
+			consider(retry, retries)
+			consider(lease, leased)
+		}
+	})
 	for id, o := range sc.comps {
 		if !sc.running(id) {
 			consider(sc.compTimer(o))
 		}
 	}
 	return next
+}
+
+// eachHold calls f with each time a step is held back until: from the
+// counts of the times (a few: a commit holds back its excess until one
+// time) when sc has them, else from each step held back.
+func (sc schedule) eachHold(f func(time.Time)) {
+	if sc.holds != nil {
+		for at := range sc.holds {
+			f(at)
+		}
+		return
+	}
+	for _, at := range sc.deferred {
+		f(at)
+	}
+}
+
+// eachTimed calls f with each open step that may have a timer (see
+// stepOrder.timed), dropping from sc.order those settled or queued (a
+// step's timer is set again, and noted, before it can have one). Without
+// an order (a table test's schedule), f sees every open step. Each turn of
+// a session asks next, and a wide fan-out's thousands of steps queued to
+// background executors stay open until their outcomes are loaded.
+func (sc schedule) eachTimed(f func(*op)) {
+	so := sc.order
+	if so == nil {
+		for _, o := range sc.steps {
+			f(o)
+		}
+		return
+	}
+	kept := so.timed[:0]
+	for _, o := range so.timed {
+		so.walked++
+		if o.settled || o.queued {
+			o.timed = false
+			continue
+		}
+		kept = append(kept, o)
+		if sc.steps[o.id] == o {
+			f(o)
+		}
+	}
+	clear(so.timed[len(kept):])
+	so.timed = kept
 }
 
 // isLeaseCheck reports whether the timer at (from next) is only the check
@@ -103,10 +151,10 @@ func (sc schedule) isLeaseCheck(at time.Time) bool {
 			return false
 		}
 	}
-	for _, t := range sc.deferred {
-		if t.Equal(at) {
-			return false
-		}
+	held := false
+	sc.eachHold(func(t time.Time) { held = held || t.Equal(at) })
+	if held {
+		return false
 	}
 	lease := false
 	for id, o := range sc.steps {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -37,6 +39,51 @@ func opsByID(ops ...*op) map[string]*op {
 	return m
 }
 
+// inOrder returns the steps in creation order, after a settled step whose
+// retry would be the soonest timer, each noted as a replay notes the steps
+// whose retry time or lease it sets (stepOrder.timer).
+func inOrder(steps map[string]*op) *stepOrder {
+	gone := pendingStep("settled", -1, 1)
+	gone.settled = true
+	so := &stepOrder{}
+	so.add(gone)
+	so.timer(gone)
+	for _, o := range slices.SortedFunc(maps.Values(steps), func(a, b *op) int { return a.index - b.index }) {
+		so.add(o)
+		if !o.retryAfter.IsZero() || !o.leaseUntil.IsZero() {
+			so.timer(o)
+		}
+	}
+	return so
+}
+
+// A session's scheduler finds the steps' timers (next) among the steps
+// that may have one (stepOrder.timed), dropping those it finds settled or
+// queued: in a wide fan-out, thousands of steps queued to background
+// executors stay open, and each turn of the session asks. walked counts
+// the steps looked at: all those noted the first time (here 99 queued, one
+// retrying and a settled one), then the one left.
+func TestScheduleNextWalksStepsInOrder(t *testing.T) {
+	t.Parallel()
+	steps := map[string]*op{}
+	for i := range 100 {
+		o := runningStep("s"+strconv.Itoa(i), i, 1000, true)
+		if i == 50 {
+			o = pendingStep(o.id, i, 300)
+		}
+		steps[o.id] = o
+	}
+	sc := schedule{now: t0, steps: steps, order: inOrder(steps)}
+	for walk, want := range []int{101, 102} {
+		if got := sc.next(); !got.Equal(at(300)) {
+			t.Fatalf("next = %v, want %v", got, at(300))
+		}
+		if sc.order.walked != want {
+			t.Errorf("walk %d: looked at %d steps, want %d", walk+1, sc.order.walked, want)
+		}
+	}
+}
+
 func ids(ops []*op) []string {
 	out := make([]string, len(ops))
 	for i, o := range ops {
@@ -57,6 +104,7 @@ func TestScheduleNext(t *testing.T) {
 		{name: "nothing timed", sc: schedule{}, want: time.Time{}},
 		{name: "soonest wait", sc: schedule{waits: opsByID(waitOp("w1", 0, 300), waitOp("w2", 1, 200))}, want: at(200)},
 		{name: "deferred step", sc: schedule{waits: opsByID(waitOp("w1", 0, 300)), deferred: map[string]time.Time{"s1": at(100)}}, want: at(100)},
+		{name: "held-back steps counted by time", sc: schedule{waits: opsByID(waitOp("w1", 0, 300)), holds: map[time.Time]int{at(100): 3, at(50): 2}}, want: at(50)},
 		{name: "retry of an inline attempt", sc: schedule{steps: opsByID(pendingStep("s1", 0, 150))}, want: at(150)},
 		{name: "retry already due is no timer", sc: schedule{steps: opsByID(pendingStep("s1", 0, -5))}, want: time.Time{}},
 		{name: "retry of a queued attempt is no timer", sc: schedule{steps: opsByID(func() *op { o := pendingStep("s1", 0, 150); o.queued = true; return o }())}, want: time.Time{}},
@@ -75,6 +123,14 @@ func TestScheduleNext(t *testing.T) {
 			got := tt.sc.next()
 			if !got.Equal(tt.want) {
 				t.Fatalf("next = %v, want %v", got, tt.want)
+			}
+			if ordered := tt.sc; len(ordered.steps) > 0 {
+				// The same, walking the steps in creation order among a
+				// settled one (with a timer it no longer has).
+				ordered.order = inOrder(ordered.steps)
+				if got := ordered.next(); !got.Equal(tt.want) {
+					t.Fatalf("next in creation order = %v, want %v", got, tt.want)
+				}
 			}
 			if !got.IsZero() {
 				if lease := tt.sc.isLeaseCheck(got); lease != tt.leaseOnly {

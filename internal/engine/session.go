@@ -56,8 +56,9 @@ func newSession(e *parts, runID string, retry int, deadline time.Time, w *sliceW
 				comping: make(map[string]bool),
 				results: make(chan outcome, max(e.cfg.InlineConcurrency, 1)),
 			},
-			queued:   make(map[string]bool),
-			deferred: make(map[string]time.Time),
+			queued:     make(map[string]bool),
+			deferred:   make(map[string]time.Time),
+			deferTimes: make(map[time.Time]int),
 		},
 		deadline: deadline,
 	}
@@ -87,7 +88,7 @@ func (in *inflight) queue(ctx context.Context, ops []*op) error {
 	if d := in.e.cfg.BackgroundDelay; d > 0 {
 		until := in.e.now().Add(d)
 		for _, o := range ops {
-			in.deferred[o.id] = until
+			in.holdBack(o.id, until)
 		}
 		return nil
 	}

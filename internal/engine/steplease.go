@@ -76,6 +76,7 @@ func (in *inflight) applyStepLeases() {
 			continue
 		}
 		o.leaseUntil = l.until
+		in.run.replay().stepOrder.timer(o)
 		in.run.replay().tainted = true
 	}
 }

@@ -14,6 +14,22 @@ type stepOrder struct {
 	// looked counts the steps looked at to find the first runnable ones,
 	// here or in the map (for tests).
 	looked int
+	// timed holds the open steps that may have a timer (a retry's time, a
+	// lease), each once: every step whose retryAfter or leaseUntil was set
+	// (timer), until eachTimed finds it settled or queued. In a wide
+	// fan-out they are the few running here or retrying, among thousands
+	// queued to background executors or held back.
+	timed []*op
+	// walked counts the steps eachTimed looked at (for tests).
+	walked int
+}
+
+// timer notes that o's retry time or lease was set: o may have a timer.
+func (so *stepOrder) timer(o *op) {
+	if !o.timed {
+		o.timed = true
+		so.timed = append(so.timed, o)
+	}
 }
 
 // add notes o, just created (opened), once.

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -54,7 +55,10 @@ func TraceCarrier(ctx context.Context) map[string]string {
 
 // tracing starts the engine's spans: a message's (Engine), a step
 // attempt's (stepExec) and, through runSpan, a session's.
-type tracing struct{ *port }
+type tracing struct {
+	*port
+	parents atomic.Int64 // runParent's calls (for tests)
+}
 
 // runSpan is a session's span (beginSpan), from when the session began.
 type runSpan struct {
@@ -71,25 +75,32 @@ func (t *tracing) tracer() trace.Tracer {
 	return tp.Tracer(tracerName)
 }
 
-// runOrigin returns a context whose remote parent is the trace context
-// recorded in the run's execCtx, and the link to ctx's own span, if any. A
-// run that recorded none (started outside any span) gets a trace of its
-// own, derived from its ID, so that its sessions still share one trace.
-func runOrigin(ctx context.Context, runID string, execCtx json.RawMessage) (context.Context, []trace.Link) {
+// runOrigin returns a context whose remote parent is the run's origin
+// (runParent), and the link to ctx's own span, if any.
+func runOrigin(ctx context.Context, origin trace.SpanContext) (context.Context, []trace.Link) {
 	var links []trace.Link
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		links = append(links, trace.Link{SpanContext: sc})
 	}
+	return trace.ContextWithRemoteSpanContext(ctx, origin), links
+}
+
+// runParent returns the remote parent of a run's spans: the trace context
+// recorded in the run's execCtx. A run that recorded none (started outside
+// any span) gets a trace of its own, derived from its ID (runTrace), so
+// that its sessions still share one trace. It is always valid. It decodes
+// execCtx (or hashes the run ID): a group computes it once for all its
+// steps (stepExec.origin).
+func (t *tracing) runParent(runID string, execCtx json.RawMessage) trace.SpanContext {
+	t.parents.Add(1)
 	var ec ExecutionContext
-	var sc trace.SpanContext
 	if len(execCtx) > 0 && json.Unmarshal(execCtx, &ec) == nil && len(ec.Trace) > 0 {
 		origin := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier(ec.Trace))
-		sc = trace.SpanContextFromContext(origin)
+		if sc := trace.SpanContextFromContext(origin); sc.IsValid() {
+			return sc
+		}
 	}
-	if !sc.IsValid() {
-		sc = runTrace(runID)
-	}
-	return trace.ContextWithRemoteSpanContext(ctx, sc), links
+	return runTrace(runID)
 }
 
 // runTrace is the trace of a run started outside any span: trace and parent
@@ -124,7 +135,7 @@ func (s *runSpan) beginSpan(ctx context.Context, t *tracing, runID string, meta 
 	if s.span != nil {
 		return
 	}
-	parent, links := runOrigin(ctx, runID, meta.execCtx)
+	parent, links := runOrigin(ctx, t.runParent(runID, meta.execCtx))
 	_, s.span = t.tracer().Start(parent, "skein.run",
 		trace.WithTimestamp(s.began), trace.WithLinks(links...),
 		trace.WithAttributes(attrRunID.String(runID), attrWorkflow.String(meta.workflowName)))
@@ -156,13 +167,18 @@ func (s *runSpan) stepContext(ctx context.Context) context.Context {
 }
 
 // startStepSpan starts the span of step attempt x: a child of the session's
-// span when ctx holds it (inline), else of the run's origin, linked to the
-// message's span (a background step).
+// span when ctx holds it (inline), else of the run's origin (x.origin,
+// or runParent when x has none), linked to the message's span (a
+// background step).
 func (t *tracing) startStepSpan(ctx context.Context, x stepExec, inline bool) (context.Context, trace.Span) {
 	var links []trace.Link
 	parent := ctx
 	if !inline {
-		parent, links = runOrigin(ctx, x.run.runID, x.run.execCtx)
+		origin := x.origin
+		if !origin.IsValid() {
+			origin = t.runParent(x.run.runID, x.run.execCtx)
+		}
+		parent, links = runOrigin(ctx, origin)
 	}
 	return t.tracer().Start(parent, "skein.step "+x.stepName, trace.WithLinks(links...), trace.WithAttributes(
 		attrRunID.String(x.run.runID), attrWorkflow.String(x.run.workflowName), attrStepID.String(x.stepID),
