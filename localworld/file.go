@@ -41,7 +41,8 @@ func checkLayout(path string, marker []byte) error {
 	if bytes.Equal(marker, formatValue) || bytes.Equal(marker, formatV1) {
 		return nil
 	}
-	return fmt.Errorf("%w: open %s: store layout %q, this version reads %q and %q (the file was left untouched)",
+	return fmt.Errorf("%w: open %s: store layout %q, which this version does not read (it reads %q and %q): "+
+		"a store written by a later version of Skein, or damaged; open it with that version, or restore a copy (the file was left untouched)",
 		ErrCorrupt, path, marker, formatV1, formatValue)
 }
 

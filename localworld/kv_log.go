@@ -225,6 +225,9 @@ func (s *logStore) writable() error {
 		return errStoreClosed
 	case s.failed != nil:
 		return s.failed
+	case s.mem.damage.Load() != nil:
+		return fmt.Errorf("localworld: %s: the file is damaged, so it takes no more writes: it would not open again, "+
+			"and what it took would be lost with it. Stop, and restore the file from a copy: %w", s.path, *s.mem.damage.Load())
 	}
 	return nil
 }

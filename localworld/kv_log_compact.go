@@ -82,9 +82,17 @@ func (s *logStore) compact(job *compactJob) error {
 	if err == nil {
 		err = s.switchTo(tmp, job, snapEnd, next)
 	}
+	if err != nil && errors.Is(err, ErrCorrupt) {
+		s.mem.noteDamage(err)
+	}
 	if err != nil {
 		s.compactAfter = 2 * s.end // try again when the log has doubled
-		if !s.stop.Load() {
+		switch {
+		case s.stop.Load():
+		case errors.Is(err, ErrCorrupt):
+			s.logger.LogAttrs(context.Background(), slog.LevelError, "localworld: the store file is damaged; it takes no more writes (restore it from a copy)",
+				slog.String("path", s.path), slog.Any("err", err))
+		default:
 			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "localworld: compaction failed; the store is unchanged",
 				slog.String("path", s.path), slog.Any("err", err))
 		}
@@ -149,7 +157,7 @@ func (s *logStore) writeSnapshotTo(tmp *os.File, job *compactJob, next *memStore
 		t.Ascend(func(it memItem) bool {
 			v := it.val()
 			if it.onDisk() {
-				if v, werr = readValue(job.f, bucketID(b), it.key(), it.ref()); werr != nil {
+				if v, werr = readValue(job.f, s.path, bucketID(b), it.key(), it.ref()); werr != nil {
 					return false
 				}
 			}
@@ -238,7 +246,7 @@ func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64, next *
 	if s.stop.Load() {
 		return fail(errCompactStopped)
 	}
-	next.disk = tmp
+	next.disk, next.diskName = tmp, s.path
 	if n := s.end - job.from; n > 0 {
 		tail := make([]byte, n)
 		if _, err := s.f.ReadAt(tail, job.from); err != nil {
@@ -261,7 +269,7 @@ func (s *logStore) switchTo(tmp *os.File, job *compactJob, snapEnd int64, next *
 	// The path names the new file now: commits go there, whatever follows.
 	old := s.f
 	s.f, s.end, s.alloc = tmp, end, end
-	s.mem.buckets, s.mem.disk = next.buckets, tmp
+	s.mem.buckets, s.mem.disk, s.mem.diskName = next.buckets, tmp, s.path
 	s.spills.reset()
 	_ = old.Close()
 	if err := syncDir(s.dir); err != nil {

@@ -284,7 +284,7 @@ func openLog(cfg *Config) (*logStore, error) {
 		return nil, fmt.Errorf("localworld: open %s: %w", path, err)
 	}
 	mem := newMemStore()
-	mem.disk = f // values on disk are read from it (spill.go)
+	mem.disk, mem.diskName = f, path // values on disk are read from it (spill.go)
 	r, err := replayLog(path, buf, mem)
 	if err != nil {
 		return nil, err

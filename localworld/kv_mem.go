@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/btree"
@@ -19,9 +20,16 @@ type memStore struct {
 	mu      sync.RWMutex
 	closed  bool
 	buckets [numBuckets]*btree.BTreeG[memItem]
-	// disk is the log file that values on disk are read from (spill.go);
-	// nil in memory. Guarded by mu: readers hold it shared.
-	disk *os.File
+	// disk is the log file that values on disk are read from (spill.go),
+	// under the store's path, diskName (disk's own name may be a temporary
+	// file's, renamed over the store); nil in memory. Guarded by mu:
+	// readers hold it shared.
+	disk     *os.File
+	diskName string
+	// damage is the first damage a read found in disk (a value whose bytes
+	// changed): the file will not open again as it is, so a log store
+	// takes no more writes (logStore.writable).
+	damage atomic.Pointer[error]
 	// undo is the undo log's array, kept from one write transaction to the
 	// next (update serializes them), cleared: a serial step's commit puts
 	// about ten values, and growing its undo log from nothing took five
@@ -182,8 +190,15 @@ func (tx *memTx) value(b bucketID, it memItem) ([]byte, error) {
 	if !it.onDisk() {
 		return it.val(), nil
 	}
-	return readValue(tx.s.disk, b, it.key(), it.ref())
+	v, err := readValue(tx.s.disk, tx.s.diskName, b, it.key(), it.ref())
+	if err != nil && errors.Is(err, ErrCorrupt) {
+		tx.s.noteDamage(err)
+	}
+	return v, err
 }
+
+// noteDamage keeps err as the store's damage, unless it has one.
+func (s *memStore) noteDamage(err error) { s.damage.CompareAndSwap(nil, &err) }
 
 func (tx *memTx) item(b bucketID, k []byte) (memItem, bool) {
 	return tx.s.buckets[b].Get(keyItem(k))

@@ -80,20 +80,21 @@ func (it memItem) size() int {
 // value (decoded.go).
 func (it memItem) version() *byte { return it.p }
 
-// readValue reads and checks the value ref points to in f.
-func readValue(f *os.File, b bucketID, k []byte, ref valueRef) ([]byte, error) {
+// readValue reads and checks the value ref points to in f, the store's
+// file at path.
+func readValue(f *os.File, path string, b bucketID, k []byte, ref valueRef) ([]byte, error) {
 	if f == nil {
 		return nil, corruptRead(b, k, "a value on disk in a store without a file")
 	}
 	v := make([]byte, ref.n)
 	if _, err := f.ReadAt(v, ref.off); errors.Is(err, io.EOF) {
-		return nil, corruptRead(b, k, "the %d bytes at offset %d are past the end of %s", ref.n, ref.off, f.Name())
+		return nil, corruptRead(b, k, "the %d bytes at offset %d are past the end of %s", ref.n, ref.off, path)
 	} else if err != nil {
-		return nil, fmt.Errorf("localworld: bucket %s, key %q: read %d bytes at offset %d of %s: %w", b, k, ref.n, ref.off, f.Name(), err)
+		return nil, fmt.Errorf("localworld: bucket %s, key %q: read %d bytes at offset %d of %s: %w", b, k, ref.n, ref.off, path, err)
 	}
 	if sum := crc32.Checksum(v, castagnoli); sum != ref.crc {
 		return nil, corruptRead(b, k, "the %d bytes at offset %d of %s changed since they were written (checksum %#08x, was %#08x)",
-			ref.n, ref.off, f.Name(), sum, ref.crc)
+			ref.n, ref.off, path, sum, ref.crc)
 	}
 	return v, nil
 }

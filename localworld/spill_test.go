@@ -3,6 +3,7 @@ package localworld
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -220,4 +221,67 @@ func TestSpillQueue(t *testing.T) {
 	if len(got) != 2 || got[0] != 1 || got[1] != 2 || q.bytes != 50+entry {
 		t.Fatalf("popped %v leaving %d bytes; want [1 2] leaving %d", got, q.bytes, 50+entry)
 	}
+}
+
+// TestDamageFoundStopsWrites: once a read or a compaction finds a value
+// on disk damaged, the file would not open again, so the store takes no
+// more writes (what it took would be lost with it): every Append is
+// ErrCorrupt saying so and naming the store's file, not the temporary
+// one a compaction renamed over it; reads of intact data go on.
+func TestDamageFoundStopsWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	appendTo := func(w *World, runID string) error {
+		_, err := w.Append(ctx, &world.AppendParams{RunID: runID, Events: []world.EventInput{
+			ev(testIDs.New(world.PrefixStep), &world.StepCreated{StepName: "s"})}})
+		return err
+	}
+	refused := func(t *testing.T, w *World, path, runID string) {
+		t.Helper()
+		err := appendTo(w, runID)
+		if !errors.Is(err, ErrCorrupt) || !errors.Is(err, world.ErrCorrupt) || !strings.Contains(err.Error(), "takes no more writes") ||
+			!strings.Contains(err.Error(), path) || strings.Contains(err.Error(), compactSuffix) {
+			t.Fatalf("Append to an intact run of a damaged store: %v, want ErrCorrupt refusing writes, naming %s", err, path)
+		}
+		if evs := allEvents(t, w, runID); len(evs) == 0 {
+			t.Fatal("the intact run reads no events")
+		}
+	}
+	t.Run("found by a read", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "world.db")
+		cfg := Config{Path: path, Sync: SyncBatch, compactMin: 32 << 10, spillWindow: 1}
+		w := mustOpen(t, cfg)
+		s := w.s.kv.(*logStore)
+		damaged, intact := writeSteps(t, w, 3), writeSteps(t, w, 3)
+		for range 200 { // a compaction: values then read from a renamed file
+			if _, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: intact, Owner: strings.Repeat("o", 300), TTL: 1 << 40}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, func() bool { return s.compactions.Load() >= 1 && !compacting(s) })
+		if err := appendTo(w, intact); err != nil {
+			t.Fatal(err)
+		}
+		flipValue(t, s, bEvents, eventKey(damaged, 4))
+		if _, err := w.ListEvents(ctx, &world.ListEventsParams{RunID: damaged}); !errors.Is(err, ErrCorrupt) ||
+			!strings.Contains(err.Error(), path) || strings.Contains(err.Error(), compactSuffix) {
+			t.Fatalf("ListEvents of a damaged event: %v, want ErrCorrupt naming %s", err, path)
+		}
+		refused(t, w, path, intact)
+	})
+	t.Run("found by a compaction", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "world.db")
+		w := mustOpen(t, Config{Path: path, Sync: SyncBatch, compactMin: 32 << 10, spillWindow: 1, Logger: slog.New(slog.DiscardHandler)})
+		s := w.s.kv.(*logStore)
+		damaged, intact := writeSteps(t, w, 3), writeSteps(t, w, 3)
+		flipValue(t, s, bEvents, eventKey(damaged, 4))
+		for range 200 {
+			_, err := w.AcquireRunLease(ctx, &world.RunLeaseParams{RunID: intact, Owner: strings.Repeat("o", 300), TTL: 1 << 40})
+			if err != nil {
+				break // refused once the compaction found the damage
+			}
+		}
+		waitFor(t, func() bool { return s.mem.damage.Load() != nil && !compacting(s) })
+		refused(t, w, path, intact)
+	})
 }
