@@ -3,6 +3,7 @@ package sdk
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/skeinflow/skein/world"
@@ -50,17 +51,18 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string {
+	wf, key := clipped(e.Workflow), clipped(e.Key)
 	switch e.Kind {
 	case world.ErrNotFound:
-		return fmt.Sprintf("hook with token %q not found", e.Token)
+		return fmt.Sprintf("hook with token %s not found", clipped(e.Token))
 	case world.ErrConflict:
 		if e.InputDiffers {
-			return fmt.Sprintf("workflow: idempotency key %q already started run %s of workflow %q with another input "+
-				"(a key names one start: give another input its own key)", e.Key, e.RunID, e.Workflow)
+			return fmt.Sprintf("workflow: idempotency key %s already started run %s of workflow %s with another input "+
+				"(a key names one start: give another input its own key)", key, e.RunID, wf)
 		}
-		return fmt.Sprintf("workflow: idempotency key %q already started run %s of workflow %q, not %q", e.Key, e.RunID, e.Workflow, e.Requested)
+		return fmt.Sprintf("workflow: idempotency key %s already started run %s of workflow %s, not %s", key, e.RunID, wf, clipped(e.Requested))
 	case world.ErrInvalid:
-		return fmt.Sprintf("workflow: input of workflow %q does not decode into its input type: %v (no run created)", e.Workflow, e.Err)
+		return fmt.Sprintf("workflow: input of workflow %s does not decode into its input type: %v (no run created)", wf, e.Err)
 	case ErrUnknownWorkflow:
 		return unknownWorkflowMessage(e)
 	}
@@ -70,16 +72,26 @@ func (e *RequestError) Error() string {
 	return fmt.Sprintf("workflow: request refused: %v", e.Kind)
 }
 
+// clipped is s quoted, cut to its first 100 characters and its length
+// when longer than 200 bytes: names, keys and tokens come from callers.
+func clipped(s string) string {
+	if len(s) <= 200 {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%.100q... (%d bytes)", s, len(s))
+}
+
 // unknownWorkflowMessage is the message of an ErrUnknownWorkflow refusal.
 func unknownWorkflowMessage(e *RequestError) string {
+	wf := clipped(e.Workflow)
 	switch {
 	case e.RunID != "":
-		return fmt.Sprintf("workflow: run %s is of workflow %q, which is not registered with the Registry (it holds %s)",
-			e.RunID, e.Workflow, quotedList(e.Registered))
+		return fmt.Sprintf("workflow: run %s is of workflow %s, which is not registered with the Registry (it holds %s)",
+			e.RunID, wf, quotedList(e.Registered))
 	case e.Registered != nil:
-		return fmt.Sprintf("workflow: workflow %q is not registered with the Registry (it holds %s)", e.Workflow, quotedList(e.Registered))
+		return fmt.Sprintf("workflow: workflow %s is not registered with the Registry (it holds %s)", wf, quotedList(e.Registered))
 	}
-	return fmt.Sprintf("workflow: Start: workflow %q is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", e.Workflow)
+	return fmt.Sprintf("workflow: Start: workflow %s is not registered with the client's Registry (no run created; use StartUnregistered to start a workflow another service runs)", wf)
 }
 
 // Unwrap returns Kind and the cause, so that errors.Is matches the kind
