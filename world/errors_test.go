@@ -88,6 +88,7 @@ func TestRefusalMessageSpacing(t *testing.T) {
 		want string
 	}{
 		{world.ValidateEvent(world.Event{Data: &world.RunCreated{}}), "invalid request: run_created refused: workflowName required"},
+		{world.ValidateEvent(world.Event{Data: &world.RunCreated{WorkflowName: " \t"}}), "run_created refused: workflowName required (not blank)"},
 		{&world.RefusalError{Kind: world.ErrGone, EventType: world.EventStepStarted, Entity: stepID, Reason: "run is over"}, "step_started " + stepID + " refused: run is over"},
 	} {
 		if msg := tc.err.Error(); !strings.Contains(msg, tc.want) || strings.Contains(msg, "  ") {

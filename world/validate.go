@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"reflect"
+	"strings"
 )
 
 // Validation of proposed events: what any state would refuse (ErrInvalid).
@@ -51,8 +52,8 @@ func (d *RunCreated) validate(corr string) error {
 	if err := noCorrelation(EventRunCreated, corr); err != nil {
 		return err
 	}
-	if d.WorkflowName == "" {
-		return invalidf(EventRunCreated, "", "workflowName required")
+	if strings.TrimSpace(d.WorkflowName) == "" {
+		return invalidf(EventRunCreated, "", "workflowName required (not blank)")
 	}
 	if len(d.WorkflowName) > MaxNameLength {
 		return invalidf(EventRunCreated, "", "workflowName longer than %d bytes", MaxNameLength)

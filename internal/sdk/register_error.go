@@ -95,6 +95,8 @@ func checkName(kind, name string) error {
 	switch {
 	case name == "":
 		return bad(fmt.Errorf("empty name"))
+	case strings.TrimSpace(name) == "":
+		return bad(fmt.Errorf("a name of spaces only (tools would show none)"))
 	case len(name) > world.MaxNameLength:
 		return bad(fmt.Errorf("the name is %d bytes, more than %d", len(name), world.MaxNameLength))
 	case world.CheckText(name) != nil:

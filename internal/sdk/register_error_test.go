@@ -41,6 +41,8 @@ func TestRegistrationErrors(t *testing.T) {
 			"workflow", "skein.flow", sdk.RegistrationReserved, world.ErrInvalid, "reserved"},
 		{"an empty name", nil, []sdk.Definition{sdk.NewStep("", noop)},
 			"step", "", sdk.RegistrationInvalidName, world.ErrInvalid, "empty name"},
+		{"a name of spaces", nil, []sdk.Definition{wf("  ")},
+			"workflow", "  ", sdk.RegistrationInvalidName, world.ErrInvalid, "spaces only"},
 		{"a name with a newline", nil, []sdk.Definition{wf("a\nb")},
 			"workflow", "a\nb", sdk.RegistrationInvalidName, world.ErrInvalid, "control character"},
 	} {
