@@ -105,7 +105,9 @@ func ClientFrom(ctx context.Context) *Client {
 
 // Start starts a run of the named workflow with input (encoded as JSON)
 // and returns its ID. Called in a step, the new run records the step's run
-// as its parent.
+// as its parent. An input that does not encode (a json.RawMessage that is
+// no JSON, a channel) is an error matching world.ErrInvalid that holds a
+// *SerializationError; no run is created.
 //
 // A client given a Registry checks the start before it creates the run: a
 // name the registry does not hold is a *RequestError of Kind
@@ -128,7 +130,7 @@ func (c *Client) Start(ctx context.Context, workflowName string, input any, opts
 	o := c.startOptions(ctx, opts)
 	b, err := json.Marshal(input)
 	if err != nil {
-		return "", &SerializationError{What: "workflow input", Err: err}
+		return "", badInput(&SerializationError{What: "workflow input", Err: err})
 	}
 	if err := c.checkStart(workflowName, b, o); err != nil {
 		return "", err
@@ -489,7 +491,7 @@ func (c *Client) ResumeHook(ctx context.Context, token string, payload any) (*Ho
 	}
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return nil, &SerializationError{What: "hook payload", Err: err}
+		return nil, badInput(&SerializationError{What: "hook payload", Err: err})
 	}
 	h, err := engine.ResumeHook(ctx, c.w, c.now, token, b)
 	if err != nil {

@@ -103,6 +103,10 @@ func (e *SerializationError) hookPayload() bool { return e.Token != "" || e.Hook
 // Unwrap returns the underlying error.
 func (e *SerializationError) Unwrap() error { return e.Err }
 
+// badInput is a value a caller gave that is no JSON value (a start's input,
+// a hook's payload): a bad request, matching world.ErrInvalid, and e.
+func badInput(e *SerializationError) error { return fmt.Errorf("%w: %w", world.ErrInvalid, e) }
+
 // HookConflictError is returned by a hook whose token another run's active
 // hook holds.
 type HookConflictError struct {

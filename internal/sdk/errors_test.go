@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -337,5 +338,25 @@ func TestUnregistered(t *testing.T) {
 	waitFor(t, "the hold", func() bool { st, _ := statusOf(ctx, run); return st == world.RunStatusHeld })
 	if n := len(e.steps(run.ID())); n != 0 {
 		t.Errorf("%d steps created", n)
+	}
+}
+
+// TestInputThatIsNoJSONIsInvalid: a start's input or a hook's payload that
+// does not encode (a json.RawMessage that is no JSON) is a bad request:
+// world.ErrInvalid, and the *SerializationError saying what.
+func TestInputThatIsNoJSONIsInvalid(t *testing.T) {
+	t.Parallel()
+	wf := sdk.New("takesAnything", func(ctx sdk.Context, in json.RawMessage) (string, error) { return "", nil })
+	e := newEnv(t, wf)
+	ctx := e.ctx()
+	bad := json.RawMessage(`{"unterminated": `)
+	_, startErr := e.client.Start(ctx, "takesAnything", bad)
+	_, typedErr := wf.Start(ctx, e.client, bad)
+	_, hookErr := e.client.ResumeHook(ctx, "some-token", bad)
+	for what, err := range map[string]error{"Start": startErr, "Workflow.Start": typedErr, "ResumeHook": hookErr} {
+		var se *sdk.SerializationError
+		if !errors.Is(err, world.ErrInvalid) || !errors.As(err, &se) || se.Decode {
+			t.Errorf("%s with input that is no JSON: %v, want world.ErrInvalid and a *SerializationError", what, err)
+		}
 	}
 }

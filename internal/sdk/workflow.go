@@ -179,7 +179,7 @@ func (w *Workflow[I, O]) Start(ctx context.Context, c *Client, in I, opts ...Sta
 	}
 	b, err := json.Marshal(in)
 	if err != nil {
-		return nil, &SerializationError{What: "workflow input", Err: err}
+		return nil, badInput(&SerializationError{What: "workflow input", Err: err})
 	}
 	id, existed, err := c.start(ctx, w.name, b, o)
 	if err != nil {
